@@ -1,0 +1,35 @@
+"""Exceptions and warnings raised by evalmix.
+
+Every error names the column, row or term at fault so that a user can fix the input without
+reading the source.
+"""
+
+from __future__ import annotations
+
+
+class DataError(ValueError):
+    """The input table cannot be analysed as given (missing column, bad value, duplicate key...)."""
+
+
+class DataWarning(UserWarning):
+    """The input is valid but unusual in a way that affects the analysis (unbalanced design...)."""
+
+
+class FormulaError(ValueError):
+    """A model formula names an unknown column or has a term evalmix cannot build."""
+
+
+class FitWarning(UserWarning):
+    """Base class for warnings about a model fit."""
+
+
+class SingularFitWarning(FitWarning):
+    """A variance parameter sits on its boundary: lme4's "boundary (singular) fit"."""
+
+
+class ConvergenceWarning(FitWarning):
+    """The optimiser stopped without meeting the convergence checks."""
+
+
+class SamplingWarning(UserWarning):
+    """MCMC diagnostics (divergences, r_hat, ESS) say the posterior draws are not trustworthy."""
