@@ -1,0 +1,38 @@
+"""Shared fixtures. Tests that need ``../shared`` (the AI4Math data) skip cleanly without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
+AI4MATH = SHARED / "data" / "ai4math"
+REFERENCE = ROOT / "tests" / "reference"
+
+
+@pytest.fixture(scope="session")
+def ai4math_dir() -> Path:
+    """Folder of the AI4Math runs table and its published tables; skips when absent."""
+    if not (AI4MATH / "ai4math_runs.csv").exists():
+        pytest.skip("../shared/data/ai4math is not available")
+    return AI4MATH
+
+
+@pytest.fixture(scope="session")
+def ai4math_raw(ai4math_dir: Path) -> pd.DataFrame:
+    """The AI4Math runs table as pandas reads it (no validation)."""
+    return pd.read_csv(ai4math_dir / "ai4math_runs.csv")
+
+
+@pytest.fixture(scope="session")
+def published(ai4math_dir: Path):
+    """Loader of the paper's published tables: ``published("accuracy")`` -> DataFrame."""
+
+    def load(name: str) -> pd.DataFrame:
+        return pd.read_csv(ai4math_dir / "published" / f"{name}.csv")
+
+    return load
