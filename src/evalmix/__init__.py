@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from . import simulate
+from .data import RunsSchema, load_table, read_runs, schema_of
+from .descriptive import accuracy, binom_ci
 from .errors import (
     ConvergenceWarning,
     DataError,
@@ -16,6 +19,7 @@ from .report import format_p, to_latex, to_markdown
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError",
-    "SamplingWarning", "SingularFitWarning", "format_p", "to_latex", "to_markdown",
+    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
+    "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
+    "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
 ]
