@@ -42,7 +42,7 @@ def as_list(by: str | Sequence[str] | None) -> list[str]:
 
 def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = None,
             outcome: str | None = None, model: str | None = None, need_model: bool = False,
-            by: Sequence[str] = ()) -> Columns:
+            need_item: bool = True, by: Sequence[str] = ()) -> Columns:
     """Resolve column roles and check that every named column exists and the outcome is usable."""
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"expected a pandas DataFrame, got {type(data).__name__}")
@@ -58,7 +58,7 @@ def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = No
         names[role] = value if value is not None else _DEFAULTS[role]
     if not need_model:
         names["model"] = model if model is not None else None
-    wanted = [c for c in (names["item"], names["run"], names["outcome"], names["model"], trials)
+    wanted = [c for c in (names["item"] if need_item else None, names["run"], names["outcome"], names["model"], trials)
               if c is not None] + list(by)
     missing = [c for c in dict.fromkeys(wanted) if c not in data.columns]
     if missing:
