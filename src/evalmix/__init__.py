@@ -16,10 +16,17 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+# run-to-run reliability, leaderboard stability, repetition planning
+from . import repetitions
+from .ranking import rank_instability, rank_uncertainty
+from .reliability import flip_rate, icc, latent_icc
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
     "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
     "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
+    # reliability, ranking, repetitions
+    "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "repetitions",
 ]

@@ -454,7 +454,7 @@ def latent_icc(fit_or_varcorr: Any, *, item: str = "item", item_run: str | None 
     >>> vc = pd.DataFrame({"group": ["item:run", "item"], "var1": ["(Intercept)"] * 2,
     ...                    "var2": [None, None], "variance": [0.25, 2.25], "sd": [0.5, 1.5]})
     >>> round(latent_icc(vc).icc_runs, 4)
-    0.3902
+    0.3886
     """
     vc = _varcorr_frame(fit_or_varcorr)
     if "var2" in vc.columns:

@@ -329,7 +329,7 @@ def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None 
     >>> import evalmix
     >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=1)
     >>> r = se_vs_runs(df, "model", max_runs=5)
-    >>> sorted(r.paper["kind"].unique()), r.projection["n_runs"].max()
+    >>> sorted(r.paper["kind"].unique()), int(r.projection["n_runs"].max())
     (['empirical', 'predicted'], 5)
     """
     by_ = sl.as_list(by)
@@ -495,7 +495,7 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
     --------
     >>> p = plan(var_between=0.15, var_within=0.05, se=0.03, cost_item=10, cost_run=1)
     >>> p.n_items, p.n_runs
-    (186, 2)
+    (195, 2)
     """
     chosen = [(k, v) for k, v in (("se", se), ("mdd", mdd), ("inversions", inversions)) if v is not None]
     if len(chosen) != 1:
