@@ -152,3 +152,39 @@ def test_subsets_enumerated():
     r = rank_instability(df, runs_per_leaderboard=2)
     assert sorted(r.table["runs"]) == sorted("+".join(map(str, c))
                                              for c in itertools.combinations([1, 2, 3, 4], 2))
+
+
+def test_rank_uncertainty_glmm_matches_normal_theory():
+    import warnings
+
+    from evalmix.glmm import glmer
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    df = evalmix.simulate.glmm_runs(2, 60, 2, model_effects=[0.0, 0.3], sd_item=1.0, seed=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    r = rank_uncertainty_glmm(fit, n_draws=20000, seed=1)
+    b, se = fit.fixef["model[T.M2]"], np.sqrt(fit.vcov.loc["model[T.M2]", "model[T.M2]"])
+    p = stats.norm.cdf(b / se)
+    mc_se = np.sqrt(p * (1 - p) / 20000)
+    assert r.table.set_index("model").loc["M2", "p_best"] == pytest.approx(p, abs=4 * mc_se)
+    assert r.method == "glmm"
+    np.testing.assert_allclose(r.table["mean_rank"].sum(), 3.0)
+
+
+def test_rank_uncertainty_glmm_by_slice(ai4math_raw):
+    import warnings
+
+    from evalmix.glmm import glmer
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model * language + (1|problem_id) + (1|problem_id:run)", ai4math_raw)
+    r = rank_uncertainty_glmm(fit, by="language", n_draws=2000, seed=3)
+    assert len(r.table) == 16
+    top = r.table.sort_values("p_best").groupby("language").tail(1)
+    assert set(top["model"]) == {"Grok-4"}
+    with pytest.raises(DataError, match="not a factor"):
+        rank_uncertainty_glmm(fit, "prompt")

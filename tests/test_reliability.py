@@ -186,3 +186,19 @@ def test_latent_icc_closed_form():
     assert r.table["share"].sum() == pytest.approx(1.0)
     with pytest.raises(DataError, match="no random intercept"):
         latent_icc(vc, item="problem")
+
+
+def test_latent_icc_from_fit_recovers_truth():
+    import warnings
+
+    from evalmix.glmm import glmer
+
+    df = evalmix.simulate.glmm_runs(4, 150, 3, sd_item=1.5, sd_item_run=0.8, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    r = latent_icc(fit, n_runs=3)
+    truth = 1.5**2 / (1.5**2 + 0.8**2 + math.pi**2 / 3)
+    assert r.icc_runs == pytest.approx(truth, abs=0.06)
+    assert r.run_share == pytest.approx(0.8**2 / (1.5**2 + 0.8**2), abs=0.12)
+    assert list(r.table["component"]) == ["item", "item:run", "residual"]

@@ -221,3 +221,108 @@ def test_slice_se_errors():
         slice_se_by_runs(df, "model", max_runs=5)
     with pytest.raises(DataError, match="curve_by"):
         se_vs_runs(df, "model", curve_by="language")
+
+
+# ---------------------------------------------------------------- GLMM-based parts
+
+REFERENCE = __import__("pathlib").Path(__file__).resolve().parent / "reference"
+
+
+@pytest.fixture(scope="module")
+def ai4math_sign_flip(ai4math_raw):
+    import warnings
+
+    from evalmix.repetitions import sign_flip_rate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sign_flip_rate(ai4math_raw, "correct ~ model + language + (1|problem_id) + (1|problem_id:run)",
+                              ref="Grok-4")
+
+
+def test_sign_flip_matches_lme4_refits(ai4math_sign_flip):
+    import json
+
+    ref = pd.DataFrame(json.load(open(REFERENCE / "sign_flip_reference.json"))["rows"])
+    ref["contrast"] = ref["term"].str.replace("^model", "", regex=True) + " - Grok-4"
+    got = ai4math_sign_flip.details.merge(ref, on=["run", "contrast"], suffixes=("", "_r"), validate="1:1")
+    assert len(got) == 28
+    # lme4 stops short of the optimum (gradient warnings) and uses a finite-difference Hessian
+    np.testing.assert_allclose(got["estimate"], got["estimate_r"], atol=0.01)
+    np.testing.assert_allclose(got["se"], got["se_r"], rtol=0.05)
+    assert (got["significant"] == (got["p_r"] < 0.05)).all()
+
+
+def test_sign_flip_ai4math_refit_flips_one_contrast(ai4math_sign_flip):
+    r = ai4math_sign_flip
+    # o3-mini vs Grok-4: not significant on all runs, significant on run 1 alone (lme4: p = 0.043)
+    flipped = r.details[r.details["flipped"]]
+    assert flipped[["run", "contrast"]].values.tolist() == [["1", "o3-mini - Grok-4"]]
+    assert r.rate == pytest.approx(1 / 7) and r.run_rate == pytest.approx(1 / 21)
+    assert r.fits["formula"].tolist()[1] == "correct ~ model + language + (1 | problem_id)"
+
+
+def test_sign_flip_large_effects_never_flip():
+    import warnings
+
+    from evalmix.repetitions import sign_flip_rate
+
+    df = evalmix.simulate.glmm_runs(3, 60, 3, model_effects=[-2.5, 0.0, 2.5], sd_item=1.0,
+                                    sd_item_run=0.3, seed=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = sign_flip_rate(df, "correct ~ model + (1|item) + (1|item:run)", ref="M2")
+    assert r.rate == 0 and set(r.details["contrast"]) == {"M1 - M2", "M3 - M2"}
+    assert r.details["significant"].all()
+    with pytest.raises(DataError, match="reference level"):
+        sign_flip_rate(df, "correct ~ model + (1|item)", ref="GPT")
+
+
+@pytest.fixture(scope="module")
+def sim_fit():
+    import warnings
+
+    from evalmix.glmm import glmer
+
+    df = evalmix.simulate.glmm_runs(2, 300, 3, model_effects=[ETA, ETA + 1.0], sd_item=SD_ITEM,
+                                    sd_item_run=SD_RUN, seed=21)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return df, glmer("correct ~ model + (1|item) + (1|item:run)", df)
+
+
+def test_components_from_fit_recover_truth(sim_fit):
+    from evalmix.repetitions import components_from_fit
+
+    df, fit = sim_fit
+    got = components_from_fit(fit).set_index("model")
+    true = accuracy_components([ETA, ETA + 1.0], SD_ITEM, SD_RUN).set_index(pd.Index(["M1", "M2"]))
+    np.testing.assert_allclose(got["accuracy"], true["accuracy"], atol=0.04)
+    np.testing.assert_allclose(got["var_between"], true["var_between"], rtol=0.2)
+    np.testing.assert_allclose(got["var_within"], true["var_within"], rtol=0.15)
+    # the model-based and method-of-moments estimates describe the same quantities
+    mom = variance_components(df, "model").set_index("model")
+    np.testing.assert_allclose(got["var_within"], mom["var_within"], rtol=0.15)
+    np.testing.assert_allclose(got["var_between"], mom["var_between"], rtol=0.25)
+
+
+def test_components_from_fit_paired_by_monte_carlo(sim_fit):
+    from evalmix.reliability import latent_icc
+    from evalmix.repetitions import components_from_fit
+
+    _, fit = sim_fit
+    pair = components_from_fit(fit, paired=True).iloc[0]
+    single = components_from_fit(fit).set_index("model")
+    vc = latent_icc(fit).table["variance"].to_numpy()
+    sd_i, sd_r = np.sqrt(vc[0]), np.sqrt(vc[1])
+    rng = np.random.default_rng(0)
+    a = rng.normal(0, sd_i, 20000)
+    c = rng.normal(0, sd_r, (20000, 200))
+    p = [special.expit(e + a[:, None] + c).mean(axis=1) for e in single["eta"]]
+    d = p[0] - p[1]
+    assert (pair["model_a"], pair["model_b"]) == ("M1", "M2")
+    assert pair["difference"] == pytest.approx(d.mean(), abs=0.005)
+    assert pair["var_between"] == pytest.approx(d.var(), rel=0.05)
+    assert pair["var_within"] == pytest.approx(single["var_within"].sum(), rel=1e-9)
+    p = plan(components_from_fit(fit, paired=True), mdd=0.08, cost_item=3)
+    assert p.achieved <= 0.08

@@ -18,7 +18,7 @@ from .report import format_p, to_latex, to_markdown
 
 # run-to-run reliability, leaderboard stability, repetition planning
 from . import repetitions
-from .ranking import rank_instability, rank_uncertainty
+from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
 from .reliability import flip_rate, icc, latent_icc
 
 __version__ = "0.1.0"
@@ -28,5 +28,6 @@ __all__ = [
     "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
     "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
     # reliability, ranking, repetitions
-    "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "repetitions",
+    "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
+    "repetitions",
 ]

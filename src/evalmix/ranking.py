@@ -4,7 +4,7 @@
 leaderboard of all runs pooled, slice by slice, under the AI4Math paper's definition (any model at a
 different position) and under pairwise measures (discordant model pairs, Kendall's tau).
 :func:`rank_uncertainty` gives each model's rank distribution, expected rank and rank interval from
-an item-level cluster bootstrap.
+an item-level cluster bootstrap, :func:`rank_uncertainty_glmm` from a fitted GLMM.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from . import _slicing as sl
 from ._result import Result, frame_records
 from .errors import DataError
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "rank_instability", "rank_uncertainty"]
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "marginal_rows", "rank_instability",
+           "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -338,3 +339,109 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
     return RankUncertaintyResult(table=pd.DataFrame(rows), distribution=pd.DataFrame(dist_rows).fillna(0.0),
                                  by=tuple(by_), n_boot=n_boot, conf_level=conf_level)
+
+
+# ----------------------------------------------------------------------------------------------
+# rank uncertainty from a fitted GLMM
+
+
+def marginal_rows(fit: Any, term: str, by: Sequence[str] = ()) -> tuple[pd.DataFrame, np.ndarray]:
+    """Rows of L giving the link-scale marginal mean of each level of ``term`` (within ``by``).
+
+    The reference grid crosses every factor level of the fit's fixed part (numeric covariates at
+    their means); a marginal mean averages the grid rows over the factors not in ``term``/``by`` with
+    equal weights, as ``emmeans`` does by default.
+    """
+    design = fit.fixed_design
+    factors = dict(design.factors)
+    for name in [term, *by]:
+        if name not in factors:
+            raise DataError(f"{name!r} is not a factor of the fixed part; factors: {list(factors)}")
+    grid = pd.MultiIndex.from_product(list(factors.values()), names=list(factors)).to_frame(index=False)
+    for cov, mean in design.covariates.items():
+        grid[cov] = mean
+    X = design.model_matrix(grid)
+    keys = list(by) + [term]
+    labels, rows = [], []
+    for key, idx in grid.groupby(keys, sort=False).indices.items():
+        labels.append(key if isinstance(key, tuple) else (key,))
+        rows.append(X[idx].mean(axis=0))
+    frame = pd.DataFrame(labels, columns=keys)
+    order = frame.sort_values(keys, key=lambda s: s.map({v: i for i, v in enumerate(factors[s.name])}))
+    return order.reset_index(drop=True), np.asarray(rows)[order.index.to_numpy()]
+
+
+def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+                          n_draws: int = 4000, conf_level: float = 0.95,
+                          seed: int | np.random.Generator | None = None) -> RankUncertaintyResult:
+    """Rank distribution of each level of ``term`` from a fitted GLMM's fixed effects.
+
+    The fixed effects are drawn from their asymptotic normal distribution N(beta_hat, V); each draw
+    gives every level's marginal mean on the logit scale (equal weights over the other factors, as
+    emmeans) and its rank (1 = highest).  Unlike the item bootstrap this uses the model's item and
+    item:run random effects to separate item sampling from run noise.
+
+    Parameters
+    ----------
+    fit : GlmerResult
+        A fit with ``fixef``, ``vcov`` and ``fixed_design`` (see :func:`evalmix.glmm.glmer`).
+    term : str
+        The factor whose levels are ranked.
+    by : str or list of str, optional
+        Factors within whose levels separate leaderboards are formed (needs an interaction with
+        ``term`` in the model to differ between them).
+    n_draws : int
+        Draws of the fixed effects.
+    conf_level : float
+        Coverage of the equal-tailed rank interval.
+    seed : int or numpy.random.Generator, optional
+        Random seed.
+
+    Returns
+    -------
+    RankUncertaintyResult
+        ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``lower``, ``upper``,
+        ``p_best``, ``se`` (of the logit marginal mean).
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> from evalmix.glmm import glmer
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-1, 0, 1], seed=4)
+    >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    >>> rank_uncertainty_glmm(fit, seed=1).table["rank"].tolist()
+    [3, 2, 1]
+    """
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
+    by_ = sl.as_list(by)
+    grid, L = marginal_rows(fit, term, by_)
+    beta = fit.fixef.to_numpy(float)
+    V = fit.vcov.to_numpy(float)
+    rng = np.random.default_rng(seed)
+    draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
+    eta_draws = draws @ L.T
+    est = L @ beta
+    se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+    alpha = 1 - conf_level
+    rows, dist_rows = [], []
+    groups = [((), np.arange(len(grid)))] if not by_ else \
+        [(k if isinstance(k, tuple) else (k,), idx) for k, idx in grid.groupby(by_, sort=False).indices.items()]
+    for key, idx in groups:
+        ranks = np.apply_along_axis(_min_rank, 1, eta_draws[:, idx])
+        obs = _min_rank(est[idx])
+        base = dict(zip(by_, key))
+        for j, i in enumerate(idx):
+            r = ranks[:, j]
+            rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
+                                "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
+                                "mean_rank": r.mean(),
+                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "p_best": float((r == 1).mean()), "se": se[i]})
+            counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
+            dist_rows.append(base | {"model": grid[term].iloc[i]} |
+                             {f"rank_{k + 1}": counts[k] for k in range(len(idx))})
+    return RankUncertaintyResult(table=pd.DataFrame(rows), distribution=pd.DataFrame(dist_rows),
+                                 by=tuple(by_), n_boot=n_draws, conf_level=conf_level, method="glmm")

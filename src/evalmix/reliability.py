@@ -457,8 +457,8 @@ def latent_icc(fit_or_varcorr: Any, *, item: str = "item", item_run: str | None 
     0.3886
     """
     vc = _varcorr_frame(fit_or_varcorr)
-    if "var2" in vc.columns:
-        vc = vc[vc["var2"].isna()]
+    if "var2" in vc.columns:  # covariance rows carry a second variable (missing or "" otherwise)
+        vc = vc[vc["var2"].isna() | (vc["var2"].astype(str) == "")]
     if "var1" in vc.columns:
         vc = vc[vc["var1"].isna() | (vc["var1"] == "(Intercept)")]
     groups = list(vc["group"])

@@ -30,8 +30,9 @@ from . import _slicing as sl
 from ._result import Result, frame_records
 from .errors import DataError
 
-__all__ = ["PlanResult", "SEvsRunsResult", "SliceSEResult", "accuracy_components", "plan",
-           "se_vs_runs", "slice_se_by_runs", "variance_components"]
+__all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
+           "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
+           "variance_components"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -543,3 +544,210 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
     best = table.sort_values(["cost", "n_runs"], kind="stable").iloc[0]
     return PlanResult(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), cost=float(best["cost"]),
                       achieved=float(best[target]), target=target, value=float(value), table=table)
+
+
+# ----------------------------------------------------------------------------------------------
+# components from a fitted GLMM
+
+
+def _item_groups(fit: Any, item: str, item_run: str | None) -> tuple[float, float]:
+    from .reliability import latent_icc
+
+    tab = latent_icc(fit, item=item, item_run=item_run).table
+    return float(np.sqrt(tab["variance"].iloc[0])), float(np.sqrt(tab["variance"].iloc[1]))
+
+
+def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+                        item: str = "item", item_run: str | None = None, paired: bool = False,
+                        n_nodes: int = 60) -> pd.DataFrame:
+    """Accuracy-scale variance components implied by a fitted logistic GLMM.
+
+    Each level of ``term`` (within ``by``) gets its logit marginal mean ``eta`` (equal weights over
+    the other factors, as emmeans) and :func:`accuracy_components` turns ``eta`` and the fit's item
+    and item:run standard deviations into ``accuracy``, ``var_between`` and ``var_within``.  With
+    ``paired=True`` the rows are the pairs of levels instead: ``difference`` of accuracies,
+    ``var_between`` = Var(p_a,i - p_b,i) over the shared item effect and ``var_within`` = the sum of
+    both levels' within-item variances (runs of different models drawn independently).  Pass the
+    result to :func:`plan`.
+
+    Parameters
+    ----------
+    fit : GlmerResult
+        A fit of ``... + (1|item) + (1|item:run)``.
+    term : str
+        Factor whose levels (e.g. models) get a row.
+    by : str or list of str, optional
+        Factors whose level combinations get separate rows.
+    item, item_run : str
+        Group names of the random intercepts (see :func:`evalmix.latent_icc`).
+    paired : bool
+        Rows for pairs of levels of ``term`` rather than for single levels.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> from evalmix.glmm import glmer
+    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=2)
+    >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    >>> list(components_from_fit(fit).columns)
+    ['model', 'eta', 'accuracy', 'var_between', 'var_within']
+    """
+    from .ranking import marginal_rows
+
+    by_ = sl.as_list(by)
+    sd_item, sd_run = _item_groups(fit, item, item_run)
+    grid, L = marginal_rows(fit, term, by_)
+    eta = L @ fit.fixef.to_numpy(float)
+    comp = accuracy_components(eta, sd_item, sd_run, n_nodes)
+    if not paired:
+        return pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)], axis=1)
+    x, w = special.roots_hermitenorm(n_nodes)
+    w = w / w.sum()
+    rows = []
+    keys = [((), np.arange(len(grid)))] if not by_ else \
+        [(k if isinstance(k, tuple) else (k,), idx) for k, idx in grid.groupby(by_, sort=False).indices.items()]
+    for key, idx in keys:
+        for i, j in itertools.combinations(idx, 2):
+            # p(a) for both levels at the same item effect a, integrating the item:run effect
+            pi = special.expit(eta[i] + sd_item * x[:, None] + sd_run * x[None, :]) @ w
+            pj = special.expit(eta[j] + sd_item * x[:, None] + sd_run * x[None, :]) @ w
+            d = pi - pj
+            rows.append(dict(zip(by_, key)) | {
+                f"{term}_a": grid[term].iloc[i], f"{term}_b": grid[term].iloc[j],
+                "difference": float(d @ w), "var_between": float(d**2 @ w - (d @ w) ** 2),
+                "var_within": float((pi * (1 - pi)) @ w + (pj * (1 - pj)) @ w)})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# significance stability
+
+
+@dataclass(frozen=True)
+class SignFlipResult(Result):
+    """Which contrasts against the reference change significance between single runs and all runs.
+
+    ``details``: ``run`` (``"all"`` or a run label), ``contrast`` (``"level - ref"``), ``estimate``,
+    ``se``, ``lower``, ``upper`` (Wald, log-odds), ``p``, ``significant`` and ``flipped`` (the
+    decision differs from the all-runs fit).  ``rate``: share of contrasts whose decision flips in
+    at least one single run (the paper's definition); ``run_rate``: share of (run, contrast) pairs
+    that flip.  ``fits``: one row per fit with ``formula``, ``nobs``, ``converged``, ``singular``.
+    """
+
+    details: pd.DataFrame
+    fits: pd.DataFrame
+    rate: float
+    run_rate: float
+    term: str
+    ref: Any
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.details.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"rate": self.rate, "run_rate": self.run_rate,
+                                    "fits": frame_records(self.fits)}
+
+
+def _without_run_terms(formula: str, run: str) -> str:
+    """The formula without random terms grouped by ``run`` (aliased with the item term in one run)."""
+    from .formula import parse_formula
+
+    parsed = parse_formula(formula)
+    keep = [f"({r.expr} | {r.group_label})" for r in parsed.random if run not in r.group]
+    lhs = formula.split("~")[0].strip()
+    return f"{lhs} ~ {' + '.join([parsed.fixed] + keep)}"
+
+
+def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_level: float) -> tuple:
+    from .glmm import glmer
+
+    fit = glmer(formula, data)
+    tab = fit.coef_table(conf_level)
+    design = fit.fixed_design
+    mask = [t == term for t in design.column_terms]
+    tab = tab[mask].copy()
+    prefix = f"{term}[T."
+    tab["contrast"] = [f"{c[len(prefix):-1] if c.startswith(prefix) else c} - {ref}" for c in tab["term"]]
+    info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
+    return tab, info
+
+
+def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref: Any = None,
+                   run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
+                   n_jobs: int = 1, progress: bool = False) -> SignFlipResult:
+    """Refit a GLMM on each single run and report which contrasts change significance.
+
+    The model is fitted on all runs and, separately, on the rows of each run.  For every level of
+    ``term`` the treatment contrast against ``ref`` is tested (Wald z, CI excluding 0 at
+    ``conf_level``); a contrast *flips* when a single-run decision differs from the all-runs one.
+
+    The AI4Math paper reported a 0% sign-flip rate, but its published helper fits the model on the
+    subset and then tidies the full-data fit (``tidy(fit, ...)`` instead of ``tidy(fit5, ...)``), so
+    every "single-run" decision was the all-runs decision and 0% was guaranteed.  This function
+    refits.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long runs table.
+    formula : str
+        lme4-style formula, e.g. ``"correct ~ model + language + (1|item) + (1|item:run)"``.
+    term : str
+        Factor whose levels are contrasted with ``ref``.
+    ref : optional
+        Reference level (default: the first level).
+    run : str, optional
+        Run column (default from :func:`evalmix.read_runs` roles, else ``"run"``).
+    conf_level : float
+        Level of the Wald intervals.
+    drop_run_terms : bool
+        In single-run fits drop random terms grouped by the run column (``(1|item:run)`` has one
+        level per item there and is aliased with ``(1|item)``).
+    n_jobs : int
+        Fits run in parallel with joblib.
+    progress : bool
+        Progress bar over fits.
+
+    Returns
+    -------
+    SignFlipResult
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-2, 0, 0.1], seed=3)
+    >>> r = sign_flip_rate(df, "correct ~ model + (1|item) + (1|item:run)", ref="M1")
+    >>> sorted(r.details["contrast"].unique())
+    ['M2 - M1', 'M3 - M1']
+    """
+    from joblib import Parallel, delayed
+    from tqdm.auto import tqdm
+
+    cols = sl.resolve(data, run=run, need_item=False, by=[term])
+    levels = sl.levels(data[term])
+    ref = levels[0] if ref is None else ref
+    if ref not in levels:
+        raise DataError(f"reference level {ref!r} is not a level of {term!r}: {levels}")
+    d = data.copy()
+    d[term] = pd.Categorical(d[term].astype(object), categories=[ref] + [v for v in levels if v != ref])
+    single = _without_run_terms(formula, cols.run) if drop_run_terms else formula
+    runs = sl.levels(d[cols.run])
+    jobs = [("all", formula, d)] + [(r, single, d[d[cols.run] == r]) for r in runs]
+    it = tqdm(jobs, desc="refits") if progress else jobs
+    out = Parallel(n_jobs=n_jobs)(delayed(_fit_contrasts)(sub, f, term, ref, conf_level) for _, f, sub in it)
+    alpha = 1 - conf_level
+    frames, fits = [], []
+    for (label, _, _), (tab, info) in zip(jobs, out):
+        frames.append(pd.DataFrame({
+            "run": str(label), "contrast": tab["contrast"].to_numpy(), "estimate": tab["estimate"].to_numpy(),
+            "se": tab["se"].to_numpy(), "lower": tab["ci_low"].to_numpy(), "upper": tab["ci_high"].to_numpy(),
+            "p": tab["p"].to_numpy(), "significant": (tab["p"] < alpha).to_numpy()}))
+        fits.append({"run": str(label)} | info)
+    details = pd.concat(frames, ignore_index=True)
+    ref_sig = details[details["run"] == "all"].set_index("contrast")["significant"]
+    details["flipped"] = details["significant"] != details["contrast"].map(ref_sig)
+    singles = details[details["run"] != "all"]
+    rate = float(singles.groupby("contrast")["flipped"].any().mean())
+    return SignFlipResult(details=details, fits=pd.DataFrame(fits), rate=rate,
+                          run_rate=float(singles["flipped"].mean()), term=term, ref=ref)
