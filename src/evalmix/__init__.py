@@ -16,10 +16,13 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+# log loaders (lm-evaluation-harness, Inspect AI)
+from .io import read_inspect, read_lm_eval
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
     "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
-    "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
+    "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
 ]
