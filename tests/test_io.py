@@ -402,7 +402,7 @@ def test_inspect_numeric_and_bad_values(tmp_path, quiet):
     scores = {(1, 1): {"s": True}, (2, 1): {"s": 0}, (3, 1): {"s": 1.0}, (4, 1): {"s": "yes"}}
     assert read_inspect(write_eval(tmp_path / "n.eval", make_log("m", "t", scores)))[
         "correct"].tolist() == [1, 0, 1, 1]
-    for bad, msg in [("maybe", "'maybe' is not a recognised value"), (3, "outside \\[0, 1\\]"),
+    for bad, msg in [("maybe", "'maybe' is not a recognised value"), (3, "not a number in \\[0, 1\\]"),
                      ({"a": 1, "b": 0}, "several values \\['a', 'b'\\]")]:
         path = write_eval(tmp_path / "b.eval", make_log("m", "t", {(9, 2): {"s": bad}}))
         with pytest.raises(DataError, match=rf"b\.eval: sample 9, epoch 2.*{msg}"):

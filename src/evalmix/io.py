@@ -110,7 +110,7 @@ def _outcome(value: Any, allow_partial: bool, where: str) -> int | float:
         raise DataError(f"{where}: score is {kind} ({value!r}), not a number: evalmix needs one "
                         f"0/1 value per sample")
     if math.isnan(value) or not 0 <= value <= 1:
-        raise DataError(f"{where}: score {value!r} lies outside [0, 1]")
+        raise DataError(f"{where}: score {value!r} is not a number in [0, 1]")
     if value in (0, 1):
         return int(value)
     if not allow_partial:
@@ -527,4 +527,5 @@ def read_inspect(
     if not rows:
         raise DataError(f"no scored samples in {', '.join(map(str, files))}")
     return _runs_table(rows, sources, allow_partial, hint="if these logs are repeated runs of one "
-                       "(model, task), pass runs='log' to number runs across logs")
+                       "(model, task), pass runs='log' to number runs across logs; if one is a "
+                       "retry of the other, read only the retry")
