@@ -1,6 +1,6 @@
 """Loaders for lm-evaluation-harness and Inspect AI logs.
 
-The helpers below write logs the way the tools write them: lm-evaluation-harness builds one dict per
+The helpers below write logs the way the harnesses write them: lm-evaluation-harness builds one dict per
 document in its evaluator (doc_id, doc, target, arguments, resps, filtered_resps, filter, metrics,
 hashes, then the metric values) and its EvaluationTracker rewrites ``arguments`` as
 ``{"gen_args_i": {"arg_j": ...}}``, stringifies responses and the target, and writes
