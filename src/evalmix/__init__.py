@@ -16,6 +16,9 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+# log loaders (lm-evaluation-harness, Inspect AI)
+from .io import read_inspect, read_lm_eval
+
 # run-to-run reliability, leaderboard stability, repetition planning
 from . import repetitions
 from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
@@ -26,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
     "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
-    "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
+    "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
     # reliability, ranking, repetitions
     "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
     "repetitions",

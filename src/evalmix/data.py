@@ -94,6 +94,11 @@ def _show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[st
     return f"{shown}{more}"
 
 
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python values, so messages read 7 rather than np.int64(7)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def _r_sorted_levels(values: pd.Series) -> list[Any]:
     """Levels in the order R's factor() gives them (sorted; numbers numerically)."""
     uniq = pd.unique(values.dropna())
@@ -165,7 +170,7 @@ def _design_warnings(df: pd.DataFrame, schema: RunsSchema) -> None:
     item, model, run = schema.item, schema.model, schema.run
     for col in [model, item] + list(schema.slices):
         if isinstance(df[col].dtype, pd.CategoricalDtype) and df[col].nunique() == 1:
-            warnings.warn(f"factor {col!r} has a single level ({df[col].iloc[0]!r}); it cannot be "
+            warnings.warn(f"factor {col!r} has a single level ({_plain(df[col].iloc[0])!r}); it cannot be "
                           f"used as a predictor", DataWarning, stacklevel=3)
     n_models = df[model].nunique()
     if n_models > 1:
@@ -176,13 +181,13 @@ def _design_warnings(df: pd.DataFrame, schema: RunsSchema) -> None:
             short = per_model[per_model < df[item].nunique()]
             warnings.warn(
                 f"unbalanced design: {len(missing)} item(s) in {item!r} were not answered by every model"
-                f" (e.g. {missing.index[0]!r}); models missing items: "
-                + ", ".join(f"{m!r} ({c} items)" for m, c in short.items()),
+                f" (e.g. {_plain(missing.index[0])!r}); models missing items: "
+                + ", ".join(f"{_plain(m)!r} ({c} items)" for m, c in short.items()),
                 DataWarning, stacklevel=3)
         single = models_per_item[models_per_item == 1]
         if len(single):
             warnings.warn(f"{len(single)} item(s) in {item!r} were answered by only one model (e.g. "
-                          f"{single.index[0]!r}): they carry no information on model differences",
+                          f"{_plain(single.index[0])!r}): they carry no information on model differences",
                           DataWarning, stacklevel=3)
     if run is not None:
         other = [c for c in schema.keys if c != run]
@@ -192,7 +197,7 @@ def _design_warnings(df: pd.DataFrame, schema: RunsSchema) -> None:
             warnings.warn(
                 f"unbalanced design: the number of runs ({run!r}) varies between "
                 f"{runs_per_cell.min()} and {runs_per_cell.max()} per {tuple(other)} cell "
-                f"(fewest at {lo!r})", DataWarning, stacklevel=3)
+                f"(fewest at {tuple(map(_plain, lo)) if isinstance(lo, tuple) else _plain(lo)!r})", DataWarning, stacklevel=3)
 
 
 def read_runs(

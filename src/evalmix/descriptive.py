@@ -33,7 +33,7 @@ def binom_ci(k, n, method: str = "wilson", conf_level: float = 0.95) -> tuple[np
         ``"wilson_cc"`` (with continuity correction, as ``prop.test(correct=TRUE)``),
         ``"clopper_pearson"`` (exact, ``binom.test``), ``"jeffreys"`` (equal-tailed Beta(1/2, 1/2)
         posterior interval), ``"agresti_coull"`` (add z^2/2 successes and failures) or ``"wald"``.
-        Wald and Agresti-Coull are not clipped to [0, 1], matching statsmodels.
+        Wald and Agresti-Coull intervals are clipped to [0, 1], as statsmodels does.
     conf_level : float
         Coverage, e.g. 0.95.
 
@@ -64,7 +64,9 @@ def binom_ci(k, n, method: str = "wilson", conf_level: float = 0.95) -> tuple[np
             denom = 1 + z**2 / n
             centre = (p + z**2 / (2 * n)) / denom
             half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-            lo, hi = centre - half, centre + half
+            # exact end points at the boundary (the formula leaves rounding noise there)
+            lo = np.where(k == 0, 0.0, centre - half)
+            hi = np.where(k == n, 1.0, centre + half)
         elif method == "wilson_cc":
             # Newcombe (1998) method 4: the score interval with continuity correction.
             q = 1 - p
@@ -84,10 +86,10 @@ def binom_ci(k, n, method: str = "wilson", conf_level: float = 0.95) -> tuple[np
             n_t = n + z**2
             p_t = (k + z**2 / 2) / n_t
             half = z * np.sqrt(p_t * (1 - p_t) / n_t)
-            lo, hi = p_t - half, p_t + half
+            lo, hi = np.clip(p_t - half, 0, 1), np.clip(p_t + half, 0, 1)
         elif method == "wald":
             half = z * np.sqrt(p * (1 - p) / n)
-            lo, hi = p - half, p + half
+            lo, hi = np.clip(p - half, 0, 1), np.clip(p + half, 0, 1)
         else:
             raise ValueError(f"unknown interval method {method!r}; choose one of "
                              f"{', '.join(m for m in CI_METHODS if m != 'cluster')}")
