@@ -188,3 +188,16 @@ def test_rank_uncertainty_glmm_by_slice(ai4math_raw):
     assert set(top["model"]) == {"Grok-4"}
     with pytest.raises(DataError, match="not a factor"):
         rank_uncertainty_glmm(fit, "prompt")
+
+
+def test_counts_input_matches_binary():
+    df = evalmix.simulate.glmm_runs(3, 20, 2, seed=6)
+    # the same answers given as k-of-n counts (two answers per item and run, duplicated)
+    counts = df.assign(k=2 * df["correct"], n=2).drop(columns="correct")
+    runs = evalmix.read_runs(counts, successes="k", trials="n")
+    a = rank_instability(df).table
+    b = rank_instability(runs).table
+    pd.testing.assert_frame_equal(a, b)
+    u = rank_uncertainty(runs, n_boot=300, seed=4).table
+    v = rank_uncertainty(df, n_boot=300, seed=4).table
+    np.testing.assert_allclose(u["mean_rank"], v["mean_rank"])

@@ -58,8 +58,8 @@ def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = No
         names[role] = value if value is not None else _DEFAULTS[role]
     if not need_model:
         names["model"] = model if model is not None else None
-    wanted = [c for c in (names["item"] if need_item else None, names["run"], names["outcome"], names["model"], trials)
-              if c is not None] + list(by)
+    roles = (names["item"] if need_item else None, names["run"], names["outcome"], names["model"], trials)
+    wanted = [c for c in roles if c is not None] + list(by)
     missing = [c for c in dict.fromkeys(wanted) if c not in data.columns]
     if missing:
         raise DataError(f"missing column(s) {', '.join(map(repr, missing))}; the table has columns: "

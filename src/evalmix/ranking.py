@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -24,8 +24,8 @@ from . import _slicing as sl
 from ._result import Result, frame_records
 from .errors import DataError
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "marginal_rows", "rank_instability",
-           "rank_uncertainty", "rank_uncertainty_glmm"]
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
+           "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,13 +92,14 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def _accuracy_table(sub: pd.DataFrame, cols: sl.Columns, models: list, runs: list) -> tuple:
-    """Per (run, model) success sums and trial counts of one slice: arrays runs x models."""
+def _cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
+               models: list) -> tuple[np.ndarray, np.ndarray]:
+    """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
     w = sub[cols.trials].to_numpy(float) if cols.trials else np.ones(len(sub))
-    r = pd.Categorical(sub[cols.run], categories=runs).codes
+    r = pd.Categorical(sub[rows], categories=row_levels).codes
     m = pd.Categorical(sub[cols.model], categories=models).codes
-    succ = np.zeros((len(runs), len(models)))
+    succ = np.zeros((len(row_levels), len(models)))
     tri = np.zeros_like(succ)
     np.add.at(succ, (r, m), y * w)
     np.add.at(tri, (r, m), w)
@@ -152,7 +153,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     for key, sub in sl.groups(data, by_):
         runs = sl.levels(sub[cols.run])
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _accuracy_table(sub, cols, slice_models, runs)
+        succ, tri = _cell_sums(sub, cols, cols.run, runs, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model has no rows in some run; rank "
                             f"instability needs every model in every run")
@@ -220,7 +221,6 @@ class RankUncertaintyResult(Result):
     n_boot: int
     conf_level: float
     method: str = "bootstrap"
-    extra: dict = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -235,19 +235,6 @@ def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
     acc = (w @ succ) / (w @ tri)
     ranks = np.apply_along_axis(_min_rank, 1, acc)
     return acc, ranks
-
-
-def _item_model_sums(sub: pd.DataFrame, cols: sl.Columns, models: list) -> tuple[np.ndarray, np.ndarray]:
-    y = sl.scores(sub, cols)
-    w = sub[cols.trials].to_numpy(float) if cols.trials else np.ones(len(sub))
-    items = sl.levels(sub[cols.item])
-    i = pd.Categorical(sub[cols.item], categories=items).codes
-    m = pd.Categorical(sub[cols.model], categories=models).codes
-    succ = np.zeros((len(items), len(models)))
-    tri = np.zeros_like(succ)
-    np.add.at(succ, (i, m), y * w)
-    np.add.at(tri, (i, m), w)
-    return succ, tri
 
 
 def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
@@ -314,7 +301,7 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
     rows, dist_rows = [], []
     for (key, sub), sseed in zip(slices, seeds):
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _item_model_sums(sub, cols, slice_models)
+        succ, tri = _cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
@@ -369,6 +356,14 @@ def marginal_rows(fit: Any, term: str, by: Sequence[str] = ()) -> tuple[pd.DataF
     frame = pd.DataFrame(labels, columns=keys)
     order = frame.sort_values(keys, key=lambda s: s.map({v: i for i, v in enumerate(factors[s.name])}))
     return order.reset_index(drop=True), np.asarray(rows)[order.index.to_numpy()]
+
+
+def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.ndarray]]:
+    """Row positions of ``grid`` per combination of ``by`` (one group of all rows without ``by``)."""
+    if not by:
+        return [((), np.arange(len(grid)))]
+    return [(k if isinstance(k, tuple) else (k,), idx)
+            for k, idx in grid.groupby(list(by), sort=False).indices.items()]
 
 
 def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
@@ -426,9 +421,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
     alpha = 1 - conf_level
     rows, dist_rows = [], []
-    groups = [((), np.arange(len(grid)))] if not by_ else \
-        [(k if isinstance(k, tuple) else (k,), idx) for k, idx in grid.groupby(by_, sort=False).indices.items()]
-    for key, idx in groups:
+    for key, idx in grid_groups(grid, by_):
         ranks = np.apply_along_axis(_min_rank, 1, eta_draws[:, idx])
         obs = _min_rank(est[idx])
         base = dict(zip(by_, key))

@@ -592,7 +592,7 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
     >>> list(components_from_fit(fit).columns)
     ['model', 'eta', 'accuracy', 'var_between', 'var_within']
     """
-    from .ranking import marginal_rows
+    from .ranking import grid_groups, marginal_rows
 
     by_ = sl.as_list(by)
     sd_item, sd_run = _item_groups(fit, item, item_run)
@@ -604,9 +604,7 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
     x, w = special.roots_hermitenorm(n_nodes)
     w = w / w.sum()
     rows = []
-    keys = [((), np.arange(len(grid)))] if not by_ else \
-        [(k if isinstance(k, tuple) else (k,), idx) for k, idx in grid.groupby(by_, sort=False).indices.items()]
-    for key, idx in keys:
+    for key, idx in grid_groups(grid, by_):
         for i, j in itertools.combinations(idx, 2):
             # p(a) for both levels at the same item effect a, integrating the item:run effect
             pi = special.expit(eta[i] + sd_item * x[:, None] + sd_run * x[None, :]) @ w

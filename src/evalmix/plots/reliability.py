@@ -221,7 +221,8 @@ def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | No
         for kind, ls, marker in (("predicted", "-", "o"), ("empirical", "--", "o")):
             g = paper[(paper["curve"] == c) & (paper["kind"] == kind)]
             ax.plot(g["n_runs"], g["se"], ls=ls, marker=marker, ms=4, color=cmap(i % cmap.N),
-                    mfc="none" if kind == "empirical" else None, label=str(c) if kind == "predicted" else None)
+                    mfc="none" if kind == "empirical" else None,
+                    label=str(c) if kind == "predicted" else None)
     for kind, ls in (("predicted", "-"), ("empirical", "--")):
         g = paper[(paper["curve"] == "average") & (paper["kind"] == kind)]
         ax.plot(g["n_runs"], g["se"], ls=ls, color="black", lw=2.5, label=f"average ({kind})")
