@@ -202,3 +202,16 @@ def test_latent_icc_from_fit_recovers_truth():
     assert r.icc_runs == pytest.approx(truth, abs=0.06)
     assert r.run_share == pytest.approx(0.8**2 / (1.5**2 + 0.8**2), abs=0.12)
     assert list(r.table["component"]) == ["item", "item:run", "residual"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 10_000))
+def test_flip_rate_properties(n_runs, seed):
+    rng = np.random.default_rng(seed)
+    mat = (rng.random((25, n_runs)) < rng.random((25, 1))).astype(float)
+    row = flip_rate(_frame(mat)).table.iloc[0]
+    flips = np.array([len(set(r)) > 1 for r in mat])
+    assert row["n_flip"] == flips.sum() and 0 <= row["flip_rate"] <= 1
+    # entropy is positive exactly for flipping items and at most 1 bit for binary outcomes
+    assert (row["entropy"] > 0) == flips.any()
+    assert row["entropy"] <= row["flip_rate"] + 1e-12

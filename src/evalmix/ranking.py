@@ -128,7 +128,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
         Columns defining separate leaderboards (e.g. ``["language", "prompt"]``).
     model, item, run, outcome : str, optional
         Column names (defaults from :func:`evalmix.read_runs` roles, else conventional names).
-        ``item`` is only checked for presence.
+        Items are not needed: accuracies pool every row of a model in a run.
     runs_per_leaderboard : int or sequence of int
         Numbers of runs pooled per leaderboard; every subset of that size is used (with R of the
         available runs the leaderboard equals the reference).
@@ -146,7 +146,8 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     6
     """
     by_ = sl.as_list(slice_by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True, by=by_)
+    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                      need_item=False, by=by_)
     sizes = sorted({int(s) for s in np.atleast_1d(runs_per_leaderboard)})
     models = sl.levels(data[cols.model])
     rows, rank_rows = [], []
