@@ -13,9 +13,12 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+from .glmm import GlmerResult, glmer
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "GlmerResult", "glmer",
     "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError",
     "SamplingWarning", "SingularFitWarning", "format_p", "to_latex", "to_markdown",
 ]

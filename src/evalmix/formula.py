@@ -386,8 +386,13 @@ def _group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
     return lookup.reindex(labels.to_numpy()).fillna(-1).to_numpy(dtype=np.int64)
 
 
-def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[RandomTerm]:
-    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``)."""
+def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
+                       nobs: int | None = None) -> list[RandomTerm]:
+    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``).
+
+    ``nobs`` is the number of observations (rows before pooling; defaults to ``len(data)``).
+    """
+    nobs = len(data) if nobs is None else nobs
     from formulaic import model_matrix
 
     terms = []
@@ -400,9 +405,9 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> lis
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
                             f"{sp.group_label}) has only one level; it must have > 1 sampled level")
-        if len(levels) >= len(data):
+        if len(levels) >= nobs:
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
-                            f"{len(data)} observations; it must have fewer levels than observations")
+                            f"{nobs} observations; it must have fewer levels than observations")
         spec = None
         if sp.expr.strip() == "1":
             Z = np.ones((len(data), 1))
@@ -434,6 +439,9 @@ def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[st
     cols: list[str] = []
     for sp in specs:
         for c in sp.group:
+            if c not in data.columns:
+                raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
+                                   f"{sp.group_label}) is not a column of the data")
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):

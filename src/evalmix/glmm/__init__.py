@@ -36,8 +36,7 @@ def _blas_single_thread():
 
 def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
-    X = design.X
-    Xu = X[design.fixed_patterns]  # same column space, far fewer rows
+    Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep: list[int] = []
     Q = np.zeros((Xu.shape[0], 0))
     for j in range(Xu.shape[1]):
@@ -49,9 +48,9 @@ def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
         if nrm > 0 and rn > 1e-7 * nrm:
             keep.append(j)
             Q = np.column_stack([Q, r / rn])
-    dropped = [design.fixed.columns[j] for j in range(X.shape[1]) if j not in keep]
+    dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
     if dropped:
-        design.X = np.ascontiguousarray(X[:, keep])
+        design.X.take_columns(keep)
         design.fixed.drop_columns(keep)
     return dropped
 
