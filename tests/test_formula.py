@@ -30,7 +30,7 @@ def test_response_forms():
 def test_random_term_expansions():
     p = parse_formula("y ~ model + (1|item/run) + (1 + x||g) + (x|h) + (1|a:b)")
     got = [(r.expr, r.group_label) for r in p.random]
-    assert got == [("1", "item"), ("1", "item:run"), ("1", "g"), ("0 + x", "g"), ("x", "h"),
+    assert got == [("1", "item"), ("1", "run:item"), ("1", "g"), ("0 + x", "g"), ("x", "h"),
                    ("1", "a:b")]
     assert p.fixed == "model"
 

@@ -126,7 +126,8 @@ def _parse_random(term: str) -> list[RandomSpec]:
         for c in cols:
             if not _NAME.match(c):
                 raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name")
-        groups.append(tuple(cols))
+        # lme4 names the nested term inner-first: (1|item/run) -> (1|item) + (1|run:item)
+        groups.append(tuple(cols) if i == 0 else tuple(reversed(cols)))
     exprs = [expr]
     if double:
         pieces = [p for p in _split_top(expr, "+") if p]
@@ -143,7 +144,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     --------
     >>> p = parse_formula("cbind(k, n - k) ~ model + (1|item/run)")
     >>> p.successes, p.trials, p.fixed, [r.group_label for r in p.random]
-    ('k', 'n', 'model', ['item', 'item:run'])
+    ('k', 'n', 'model', ['item', 'run:item'])
     """
     if not isinstance(formula, str) or formula.count("~") != 1:
         raise FormulaError(f"formula must be a string 'response ~ terms', got {formula!r}")
