@@ -16,6 +16,8 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+from .glmm import GlmerResult, glmer
+
 # log loaders (lm-evaluation-harness, Inspect AI)
 from .io import read_inspect, read_lm_eval
 
@@ -27,9 +29,10 @@ from .reliability import flip_rate, icc, latent_icc
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
-    "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
-    "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
+    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "GlmerResult",
+    "RunsSchema", "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "glmer",
+    "load_table", "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex",
+    "to_markdown",
     # reliability, ranking, repetitions
     "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
     "repetitions",
