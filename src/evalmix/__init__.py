@@ -16,6 +16,7 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+# mixed models
 from .glmm import GlmerResult, glmer
 
 # log loaders (lm-evaluation-harness, Inspect AI)
