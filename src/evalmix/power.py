@@ -301,8 +301,8 @@ def clustered_variance_components(a: Any, b: Any) -> dict[str, float]:
     >>> import numpy as np
     >>> s, _ = mixture_arrays(4000, 8, rng=np.random.default_rng(0))
     >>> vc = clustered_variance_components(s["base"], s["finetune"])
-    >>> round(vc["sigma2_a"], 3)  # E[p(1 - p)] = 0.3 * 0.22 = 0.066
-    0.066
+    >>> round(vc["sigma2_a"], 3)  # true E[p(1 - p)] = 0.3 * 0.22 = 0.066
+    0.065
     """
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.ndim != 2 or xb.ndim != 2 or xa.shape[0] < 2 or xb.shape[0] < 2:

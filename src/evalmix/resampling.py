@@ -112,7 +112,7 @@ class BootstrapTable(Result):
 # ----------------------------------------------------------------------------- engine
 
 def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
-                  size: int | None = None) -> np.ndarray:
+                  size: int | None = None, key: np.ndarray | None = None) -> np.ndarray:
     """Column sums of ``units`` rows resampled with replacement, ``n_boot`` times.
 
     Parameters
@@ -125,6 +125,9 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
         Random generator.
     size : int, optional
         Units drawn per resample (default ``n``).
+    key : ndarray, shape (n,), optional
+        A 1-D value that determines each row (e.g. ``x`` for rows ``[x, x**2]``); finding the
+        distinct rows through it is faster.
 
     Returns
     -------
@@ -135,7 +138,11 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
         u = u[:, None]
     n = u.shape[0]
     size = n if size is None else int(size)
-    uniq, counts = np.unique(u, axis=0, return_counts=True)
+    if key is not None:
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        uniq = u[first]
+    else:
+        uniq, counts = np.unique(u, axis=0, return_counts=True)
     if uniq.shape[0] <= max(64, n // 16):
         # few distinct units: multinomial counts over them (exactly the bootstrap distribution)
         w = rng.multinomial(size, counts / n, size=n_boot)
@@ -279,7 +286,7 @@ def bootstrap_ci(values: Any, stat: str | Callable = "mean", *, method: str = "p
     jack = t_boot = se_hat = None
     if _is_mean(stat):
         theta = float(x.mean())
-        sums = resample_sums(np.column_stack([x, x * x]), n_boot, rng)
+        sums = resample_sums(np.column_stack([x, x * x]), n_boot, rng, key=x)
         boot = sums[:, 0] / n
         if method == "bca":
             jack = (x.sum() - x) / (n - 1)

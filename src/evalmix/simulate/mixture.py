@@ -76,7 +76,7 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
     -------
     DataFrame
         Long table with columns ``model`` (``base``, ``clone``, ``finetune``), ``item``, ``run``,
-        ``correct`` (0/1).  ``df.attrs["truth"]`` holds ``p`` (per-model arrays of ``p_q``),
+        ``correct`` (0/1).  ``df.attrs["truth"]`` holds ``p`` (per-model lists of ``p_q`` in item order),
         ``accuracy`` (true accuracy per model) and the design arguments.
 
     Examples
@@ -101,7 +101,8 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
     df = pd.concat(frames, ignore_index=True)
     df["model"] = pd.Categorical(df["model"], categories=list(scores))
     df.attrs["truth"] = {
-        "p": p,
+        # lists, not arrays: pandas compares attrs when combining frames
+        "p": {name: pq.tolist() for name, pq in p.items()},
         "accuracy": {name: float(pq.mean()) for name, pq in p.items()},
         "n_questions": n_questions, "n_runs": n_runs, "easy": easy, "hard": hard, "uplift": uplift,
     }

@@ -1,0 +1,1 @@
+"""Plotting helpers, one module per method area (imported on demand: matplotlib stays optional)."""
