@@ -71,7 +71,8 @@ def _adjust(p: np.ndarray, method: str) -> np.ndarray:
     if method == "bonferroni":
         return np.minimum(1.0, p * m)
     if method == "sidak":
-        return -np.expm1(m * np.log1p(-p))
+        with np.errstate(divide="ignore"):  # p = 1 -> log1p(-1) = -inf -> adjusted 1
+            return -np.expm1(m * np.log1p(-p))
     order = np.argsort(p, kind="mergesort")
     ps = p[order]
     rank = np.arange(1, m + 1)
