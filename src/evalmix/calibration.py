@@ -477,7 +477,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     if n_jobs == 1:
         it = range(n_sims)
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
             it = tqdm(it, total=n_sims, desc=f"calibrate[{scenario}]")
         for i in it:
             rows.extend(_one_simulation(i, seqs[i], *args))
@@ -488,7 +488,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         par = Parallel(n_jobs=n_jobs, return_as="generator")
         gen = par(delayed(_run_batch)(b, [seqs[i] for i in b], *args) for b in batches)
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
             gen = tqdm(gen, total=len(batches), desc=f"calibrate[{scenario}]")
         for part in gen:
             rows.extend(part)
@@ -603,7 +603,7 @@ def coverage_study(preds: Any, gold: Any, *, metric: str = "f1", runs: Any = Non
     run_scores = _metric_from_cells(cells, k, metric, pos)
     it = runs
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
         it = tqdm(runs, desc="coverage")
     rows = []
     for m in it:
