@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from . import simulate
+from .data import RunsSchema, load_table, read_runs, schema_of
+from .descriptive import accuracy, binom_ci
 from .errors import (
     ConvergenceWarning,
     DataError,
@@ -12,6 +15,9 @@ from .errors import (
     SingularFitWarning,
 )
 from .report import format_p, to_latex, to_markdown
+
+# log loaders (lm-evaluation-harness, Inspect AI)
+from .io import read_inspect, read_lm_eval
 
 # Comparisons, resampling, multiplicity, agreement, power and calibration.
 from .tests import (
@@ -32,8 +38,9 @@ from . import power
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError",
-    "SamplingWarning", "SingularFitWarning", "format_p", "to_latex", "to_markdown",
+    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
+    "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
+    "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
 ]
 __all__ += [
     "adjust_pvalues", "bootstrap_ci", "calibrate", "cluster_bootstrap", "cohen_kappa", "cohens_d",

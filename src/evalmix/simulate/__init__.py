@@ -1,7 +1,6 @@
-"""Simulated evaluation runs with known truth."""
+"""Simulators of evaluation runs with known truth, for examples, tests and calibration studies."""
 
-from __future__ import annotations
-
+from .glmm import glmm_runs
 from .mixture import mixture_benchmark
 
-__all__ = ["mixture_benchmark"]
+__all__ = ["glmm_runs", "mixture_benchmark"]
