@@ -313,14 +313,24 @@ def _glmm_pair(df: pd.DataFrame, true_diff: float, log_odds: float) -> SimPair:
     models = list(pd.unique(df["model"]))
     if len(models) != 2:
         raise ValueError(f"the glmm scenario needs 2 models, got {models}")
+    item_codes, items = pd.factorize(df["item"])
+    run_codes, runs = pd.factorize(df["run"])
+    is_b = (df["model"] == models[1]).to_numpy()
+    y = df["correct"].to_numpy(dtype=float)
     mats = []
-    for m in models:
-        sub = df[df["model"] == m]
-        mats.append(sub.pivot_table(index="run", columns="item", values="correct",
-                                    observed=True).to_numpy())
-    frame = df.assign(model=np.where(df["model"] == models[0], "a", "b"))
-    return SimPair(mats[0], mats[1], true_diff, true_log_odds=log_odds,
-                   frame=frame[["model", "item", "run", "correct"]])
+    for sel in (~is_b, is_b):
+        m = np.full((len(runs), len(items)), np.nan)
+        m[run_codes[sel], item_codes[sel]] = y[sel]
+        mats.append(m)
+    frame = pd.DataFrame({"model": np.where(is_b, "b", "a"), "item": df["item"].to_numpy(),
+                          "run": df["run"].to_numpy(), "correct": y.astype(np.int64)})
+    return SimPair(mats[0], mats[1], true_diff, true_log_odds=log_odds, frame=frame)
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop ``attrs`` (the simulator's truth): pandas deep-copies them on every operation."""
+    df.attrs = {}
+    return df
 
 
 @register_scenario("glmm")
@@ -330,8 +340,8 @@ def _glmm_scenario(rng: np.random.Generator, n_items: int = 200, n_runs: int = 3
     from .simulate import glmm_runs  # provided by the simulation module
 
     def draw(effects: list[float]) -> pd.DataFrame:
-        return glmm_runs(2, n_items, n_runs, model_effects=effects, sd_item=sd_item,
-                         sd_item_run=sd_item_run, seed=int(rng.integers(2**31 - 1)), **options)
+        return _plain(glmm_runs(2, n_items, n_runs, model_effects=effects, sd_item=sd_item,
+                                sd_item_run=sd_item_run, seed=int(rng.integers(2**31 - 1)), **options))
 
     if true_diff is None:
         raise ValueError("internal: calibrate computes the glmm scenario's true difference first")
@@ -344,10 +354,12 @@ def _glmm_true_diff(design: dict, seed: int) -> float:
     """True marginal accuracy difference of the glmm scenario, from one very large benchmark."""
     from .simulate import glmm_runs
     opts = {k: v for k, v in design.items() if k not in ("n_items", "n_runs", "effect", "true_diff")}
-    df = glmm_runs(2, 200_000, 1, model_effects=[0.0, design.get("effect", 0.3)], seed=seed, **opts)
-    acc = df.groupby("model", observed=True)["correct"].mean()
+    df = _plain(glmm_runs(2, 200_000, 1, model_effects=[0.0, design.get("effect", 0.3)], seed=seed,
+                          **opts))
     models = list(pd.unique(df["model"]))
-    return float(acc[models[1]] - acc[models[0]])
+    y = df["correct"].to_numpy(dtype=float)
+    is_b = (df["model"] == models[1]).to_numpy()
+    return float(y[is_b].mean() - y[~is_b].mean())
 
 
 # ----------------------------------------------------------------------------- harness
