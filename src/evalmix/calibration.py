@@ -31,8 +31,8 @@ from scipy import stats
 
 from ._random import as_generator
 from ._result import Result
-from .resampling import (_metric_from_cells, _encode, _preds_gold, bootstrap_ci, instance_bootstrap,
-                         plausible_run_scores, run_level_ci)
+from .resampling import (_encode, _metric_from_cells, _preds_gold, instance_bootstrap,
+                         paired_bootstrap, plausible_run_scores, run_level_ci)
 from .simulate.mixture import mixture_arrays
 from .tests import mcnemar, paired_t_runs
 
@@ -207,12 +207,8 @@ def _paired_t(pair: SimPair, rng: np.random.Generator, conf_level: float) -> Met
 @register_method("paired_bootstrap", description="paired item bootstrap of per-item mean differences")
 def _paired_bootstrap(pair: SimPair, rng: np.random.Generator, conf_level: float,
                       n_boot: int = 2000, method: str = "percentile") -> MethodOutput:
-    d = pair.b.mean(axis=0) - pair.a.mean(axis=0)
-    r = bootstrap_ci(d, "mean", method=method, n_boot=n_boot, conf_level=conf_level, seed=rng)
-    est = r.estimate
-    hits = int(np.sum(np.abs(r.distribution - est) >= abs(est) - 1e-12))
-    p = (1 + hits) / (1 + n_boot) if est != 0 else 1.0
-    return MethodOutput(est, r.se, p, r.conf_low, r.conf_high)
+    r = paired_bootstrap(pair.a, pair.b, method=method, n_boot=n_boot, conf_level=conf_level, seed=rng)
+    return MethodOutput(r.estimate, r.se, r.p_value, r.conf_low, r.conf_high)
 
 
 @register_method("independent_runs",

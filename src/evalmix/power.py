@@ -57,6 +57,13 @@ def _solve(f, lo: float, hi: float) -> float:
     return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
+def _solve_effect(f, upper: float) -> float:
+    """Smallest effect in (0, upper] where ``f`` (power minus target) crosses zero."""
+    if f(upper) < 0:
+        raise ValueError(f"no difference up to {upper:g} reaches the requested power")
+    return float(optimize.brentq(f, 1e-12, upper, xtol=1e-12))
+
+
 def cohens_h(p1: float, p2: float) -> float:
     """Cohen's h effect size ``2 asin(sqrt(p1)) - 2 asin(sqrt(p2))``.
 
@@ -129,10 +136,8 @@ def mde_two_proportions(p1: float, n: float, *, alpha: float = 0.05, power: floa
     0.05
     """
     _check_p(p1=p1)
-    f = lambda d: power_two_proportions(p1, p1 + d, n, alpha=alpha, ratio=ratio) - power  # noqa: E731
-    if f(1 - p1) < 0:
-        raise ValueError("no difference up to p2 = 1 reaches the requested power")
-    return float(optimize.brentq(f, 1e-12, 1 - p1, xtol=1e-12))
+    return _solve_effect(lambda d: power_two_proportions(p1, p1 + d, n, alpha=alpha, ratio=ratio)
+                         - power, 1 - p1)
 
 
 def power_paired_proportions(p01: float, p10: float, n: float, *, alpha: float = 0.05,
@@ -200,13 +205,9 @@ def mde_paired_proportions(discordance: float, n: float, *, alpha: float = 0.05,
     0.0167
     """
     _check_p(discordance=discordance)
-
-    def f(d: float) -> float:
-        return power_paired_proportions((discordance + d) / 2, (discordance - d) / 2, n,
-                                        alpha=alpha, method=method) - power
-    if f(discordance) < 0:
-        raise ValueError("no difference up to the discordance rate reaches the requested power")
-    return float(optimize.brentq(f, 1e-12, discordance, xtol=1e-12))
+    return _solve_effect(lambda d: power_paired_proportions((discordance + d) / 2, (discordance - d) / 2,
+                                                            n, alpha=alpha, method=method) - power,
+                         discordance)
 
 
 def _clustered_var(omega2: float, sigma2_a: float, sigma2_b: float, k_a: float, k_b: float) -> float:
