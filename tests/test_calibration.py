@@ -143,3 +143,26 @@ def test_run_level_intervals_undercover_and_shrink(coverage):
     width = coverage.wide("width")
     assert width.loc[12, "t"] < width.loc[3, "t"]
     assert width.loc[12, "instance"] == pytest.approx(width.loc[3, "instance"], rel=0.15)
+
+
+def _standin_glmer(formula, data):
+    """A fit with the GLMM result contract (fixef, vcov) from a plain logistic regression."""
+    import statsmodels.api as sm
+
+    from types import SimpleNamespace
+    x = pd.DataFrame({"Intercept": 1.0, "model[T.b]": (data["model"] == "b").astype(float)})
+    fit = sm.Logit(data["correct"].astype(float), x).fit(disp=0)
+    return SimpleNamespace(fixef=fit.params, vcov=fit.cov_params())
+
+
+def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
+    import evalmix
+    monkeypatch.setattr(evalmix, "glmer", _standin_glmer, raising=False)
+    try:
+        res = calibrate("glmm", ["glmm_contrast"], n_sims=6, seed=2, n_items=150, n_runs=2, effect=0.8)
+        row = res.table.iloc[0]
+        assert METHODS["glmm_contrast"].scale == "logit"
+        assert row["power"] > 0.5 and np.isfinite(row["coverage_alt"])
+        assert (res.sims["truth"][res.sims["hypothesis"] == "alt"] == 0.8).all()
+    finally:
+        METHODS.pop("glmm_contrast", None)
