@@ -14,7 +14,7 @@ from scipy import stats
 
 from evalmix import (bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap,
                      paired_t_runs, run_level_ci)
-from evalmix.errors import DataError
+from evalmix.errors import DataError, DataWarning
 from evalmix.resampling import plausible_run_scores, resample_sums
 from evalmix.simulate import mixture_benchmark
 from evalmix.simulate.mixture import mixture_predictions
@@ -219,3 +219,16 @@ def test_result_frames():
     r = bootstrap_ci(np.arange(10.0), n_boot=100, seed=1)
     assert {"estimate", "conf_low", "conf_high", "bias"} <= set(r.to_frame().columns)
     assert isinstance(r.to_frame(), pd.DataFrame)
+
+
+def test_cluster_bootstrap_reads_counts_schema():
+    from evalmix import read_runs
+    df = mixture_benchmark(400, 3, seed=9)
+    base = df[df["model"] == "base"]
+    counts = base.groupby("item")["correct"].agg(k="sum", n="count").reset_index().assign(model="base")
+    with pytest.warns(DataWarning, match="single level"):
+        kn = read_runs(counts, run=None, successes="k", trials="n")
+    a = cluster_bootstrap(base, n_boot=3000, seed=1)
+    b = cluster_bootstrap(kn, n_boot=3000, seed=1)
+    assert b.estimate == pytest.approx(a.estimate)
+    assert b.se == pytest.approx(a.se, rel=0.1)

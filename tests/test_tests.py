@@ -268,6 +268,8 @@ def test_compare_pair_filters_and_errors():
     r = compare_pair(df, "base", "clone", where={"half": "first"})
     assert r.n == 100
     with pytest.raises(DataError, match="not found"):
+        compare_pair(df.drop(columns="run"), "base", "clone", run="run")
+    with pytest.raises(DataError, match="duplicate"):  # no run column: one row per model x item
         compare_pair(df.drop(columns="run"), "base", "clone")
     with pytest.raises(DataError, match="no rows"):
         compare_pair(df, "base", "nope")
@@ -293,3 +295,17 @@ def test_result_rendering():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert r.to_dict()["table"][0]["n"] == 3
+
+
+def test_compare_pair_reads_the_runs_schema():
+    from evalmix import read_runs
+    df = mixture_benchmark(300, 3, seed=4)
+    direct = compare_pair(df, "base", "finetune")
+    runs = read_runs(df.rename(columns={"correct": "ok", "item": "q"}), item="q", outcome="ok")
+    assert compare_pair(runs, "base", "finetune").estimate == pytest.approx(direct.estimate)
+    counts = (df.groupby(["model", "item"], observed=True)["correct"].agg(k="sum", n="count")
+              .reset_index())
+    kn = read_runs(counts, run=None, successes="k", trials="n")
+    r = compare_pair(kn, "base", "finetune")
+    assert r.estimate == pytest.approx(direct.estimate) and r.se == pytest.approx(direct.se)
+    assert friedman(runs).statistic == pytest.approx(friedman(df).statistic)

@@ -147,6 +147,8 @@ def register_method(name: str, fn: Callable[..., MethodOutput] | None = None, *,
     ... def _run0(pair, rng, conf_level):
     ...     d = pair.b[0].mean() - pair.a[0].mean()
     ...     return MethodOutput(d, float("nan"), 1.0, float("nan"), float("nan"))
+    >>> from evalmix.calibration import METHODS
+    >>> _ = METHODS.pop("diff_of_run0")  # tidy up the example
     """
     if scale not in ("accuracy", "logit"):
         raise ValueError(f"scale must be 'accuracy' or 'logit', got {scale!r}")
@@ -171,6 +173,8 @@ def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | No
     ...     b0 = (rng.random((n_runs, n_items)) < 0.5).astype(np.int8)
     ...     b1 = (rng.random((n_runs, n_items)) < 0.5 + uplift).astype(np.int8)
     ...     return SimPair(a, b0, 0.0), SimPair(a, b1, uplift)
+    >>> from evalmix.calibration import SCENARIOS
+    >>> _ = SCENARIOS.pop("coin")  # tidy up the example
     """
     def deco(f):
         SCENARIOS[name] = f

@@ -105,7 +105,7 @@ def power_two_proportions(p1: float, p2: float, n: float, *, alpha: float = 0.05
     return _normal_power(effect, _crit(alpha, alternative), alternative)
 
 
-def sample_size_two_proportions(p1: float, p2: float, *, alpha: float = 0.05, power: float = 0.8,
+def sample_size_two_proportions(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8, *,
                                 ratio: float = 1.0, alternative: str = "two-sided") -> float:
     """Items needed in the first sample to detect ``p1`` vs ``p2`` with two independent samples.
 

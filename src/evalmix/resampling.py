@@ -325,7 +325,7 @@ def bootstrap_ci(values: Any, stat: str | Callable = "mean", *, method: str = "p
 
 # ----------------------------------------------------------------------------- cluster bootstrap
 
-def cluster_bootstrap(data: pd.DataFrame, *, item: str = "item", outcome: str = "correct",
+def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: str | None = None,
                       by: str | list[str] | None = None, method: str = "percentile",
                       n_boot: int = 10_000, conf_level: float = 0.95,
                       seed: int | np.random.Generator | None = None) -> BootstrapResult | BootstrapTable:
@@ -339,8 +339,10 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str = "item", outcome: str = 
     ----------
     data : DataFrame
         Long table with one row per observation.
-    item, outcome : str
-        Cluster column and 0/1 (or fractional) outcome column.
+    item, outcome : str, optional
+        Cluster column and 0/1 (or fractional) outcome column (default: the roles recorded by
+        :func:`evalmix.read_runs`, else ``item`` and ``correct``; k-of-n tables are weighted by
+        their trials).
     by : str or list of str, optional
         Grouping columns (e.g. ``"model"``); one interval per group from shared resamples.
     method : {"percentile", "basic", "bca"}
@@ -367,6 +369,15 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str = "item", outcome: str = 
     >>> list(tab.table["group"])
     ['base', 'clone', 'finetune']
     """
+    from .data import schema_of
+    schema = schema_of(data)
+    counts = schema is not None and schema.counts and outcome is None
+    item = item or (schema.item if schema else "item")
+    if counts:
+        outcome, trials = schema.successes, schema.trials
+    else:
+        outcome = outcome or (schema.outcome if schema else None) or "correct"
+        trials = None
     cols = [item, outcome] + ([by] if isinstance(by, str) else list(by or []))
     missing = [c for c in cols if c not in data.columns]
     if missing:
@@ -382,8 +393,10 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str = "item", outcome: str = 
         keys = data[by].astype(str)
     else:
         keys = data[list(by)].astype(str).agg(" | ".join, axis=1)
-    frame = pd.DataFrame({"item": data[item].to_numpy(), "g": keys.to_numpy(), "y": y.to_numpy()})
-    agg = frame.groupby(["item", "g"], observed=True)["y"].agg(["sum", "count"]).unstack("g", fill_value=0)
+    w = data[trials].astype(float).to_numpy() if trials else np.ones(len(data))
+    frame = pd.DataFrame({"item": data[item].to_numpy(), "g": keys.to_numpy(), "sum": y.to_numpy(),
+                          "count": w})
+    agg = frame.groupby(["item", "g"], observed=True)[["sum", "count"]].sum().unstack("g", fill_value=0)
     groups = list(pd.unique(keys)) if by is not None else ["all"]
     s = agg["sum"][groups].to_numpy(dtype=float)
     c = agg["count"][groups].to_numpy(dtype=float)

@@ -519,8 +519,8 @@ class FriedmanResult(Result):
                 + self.to_frame().to_string(index=False))
 
 
-def friedman(scores: Any, *, model: str = "model", item: str = "item", outcome: str = "correct",
-             alpha: float = 0.05) -> FriedmanResult:
+def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
+             outcome: str | None = None, alpha: float = 0.05) -> FriedmanResult:
     """Friedman rank test of k models on the same items, with the Nemenyi post-hoc test.
 
     Parameters
@@ -528,8 +528,8 @@ def friedman(scores: Any, *, model: str = "model", item: str = "item", outcome: 
     scores : DataFrame or array_like
         Either a wide ``(items, models)`` matrix (DataFrame columns name the models) or a long runs
         table with ``model``, ``item`` and ``outcome`` columns (averaged over runs per item).
-    model, item, outcome : str
-        Column names of the long table.
+    model, item, outcome : str, optional
+        Column names of the long table (default: as in :func:`compare_pair`).
     alpha : float
         Level of the Nemenyi comparisons.
 
@@ -553,6 +553,8 @@ def friedman(scores: Any, *, model: str = "model", item: str = "item", outcome: 
     >>> list(r.mean_ranks.index), round(r.statistic, 3)
     (['c', 'b', 'a'], 8.0)
     """
+    if isinstance(scores, pd.DataFrame):
+        scores, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome)
     if isinstance(scores, pd.DataFrame) and {model, item, outcome} <= set(scores.columns):
         wide = (scores.groupby([item, model], observed=True)[outcome].mean().unstack(model))
         if wide.isna().any().any():
@@ -595,6 +597,29 @@ def friedman(scores: Any, *, model: str = "model", item: str = "item", outcome: 
 
 
 # ----------------------------------------------------------------------------- from a runs table
+
+def resolve_columns(data: pd.DataFrame, model: str | None = None, item: str | None = None,
+                    run: str | None = None, outcome: str | None = None) -> tuple[pd.DataFrame, str, str, str | None, str]:
+    """Column roles: explicit arguments, else the schema recorded by ``read_runs``, else the defaults.
+
+    Defaults are ``model``, ``item``, ``correct`` and ``run`` when such a column exists.  A k-of-n
+    table (``successes``/``trials``) is scored as the per-row fraction ``successes / trials``.
+    """
+    from .data import schema_of
+    schema = schema_of(data)
+    if schema is not None:
+        model = model or schema.model
+        item = item or schema.item
+        run = run or schema.run
+        if outcome is None and schema.counts:
+            data = data.assign(_score=data[schema.successes] / data[schema.trials])
+            outcome = "_score"
+        outcome = outcome or schema.outcome
+    model, item, outcome = model or "model", item or "item", outcome or "correct"
+    if run is None and "run" in data.columns:
+        run = "run"
+    return data, model, item, run, outcome
+
 
 def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", item: str = "item",
                   run: str | None = "run", outcome: str = "correct",
@@ -642,8 +667,8 @@ _PAIR_METHODS = ("paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon")
 
 
 def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t",
-                 model: str = "model", item: str = "item", run: str | None = "run",
-                 outcome: str = "correct", where: dict[str, Any] | None = None,
+                 model: str | None = None, item: str | None = None, run: str | None = None,
+                 outcome: str | None = None, where: dict[str, Any] | None = None,
                  conf_level: float = 0.95, **options: Any) -> ComparisonResult:
     """Compare two models of a runs table with any paired method.
 
@@ -658,8 +683,10 @@ def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t"
         ``mcnemar_run``, default the first run label), ``bootstrap``
         (:func:`evalmix.paired_bootstrap`), ``permutation`` (:func:`permutation_test`) or
         ``wilcoxon`` (:func:`wilcoxon`).
-    model, item, run, outcome : str
-        Column names; ``run=None`` when there is one row per model x item.
+    model, item, run, outcome : str, optional
+        Column names (default: the roles recorded by :func:`evalmix.read_runs`, else ``model``,
+        ``item``, ``run`` when present, ``correct``).  Without a run column there is one row per
+        model x item; k-of-n tables are scored as ``successes / trials``.
     where : dict, optional
         Row filter applied first, e.g. ``{"language": "EN"}``.
     conf_level : float
@@ -678,6 +705,7 @@ def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t"
     """
     if method not in _PAIR_METHODS:
         raise ValueError(f"method must be one of {_PAIR_METHODS}, got {method!r}")
+    data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome)
     if method == "mcnemar":
         runs_value = options.pop("mcnemar_run", None)
         if run:
