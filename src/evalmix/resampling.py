@@ -132,6 +132,15 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
     Returns
     -------
     ndarray, shape (n_boot, p)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalmix.resampling import resample_sums
+    >>> units = np.column_stack([[1, 0, 1, 1], [1, 1, 1, 1]])  # (successes, trials) per item
+    >>> sums = resample_sums(units, 5, np.random.default_rng(0))
+    >>> sums.shape, bool((sums[:, 1] == 4).all())
+    ((5, 2), True)
     """
     u = np.asarray(units, dtype=float)
     if u.ndim == 1:
