@@ -108,3 +108,18 @@ def test_bands():
         "almost perfect"]
     assert [krippendorff_band(a) for a in (0.5, 0.667, 0.79, 0.8)] == [
         "unreliable", "tentative", "tentative", "reliable"]
+
+
+def _r_reference():
+    """Values written by tests/reference/comparisons_reference.R (base R stats, psych)."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).parent / "reference" / "comparisons_reference.json"
+    return json.loads(path.read_text())
+
+
+def test_cohen_kappa_equals_psych():
+    k = _r_reference()["kappa"]
+    assert cohen_kappa(k["r1"], k["r2"]).estimate == pytest.approx(k["kappa"], rel=1e-12)
+    assert cohen_kappa(k["r1"], k["r2"], weights="quadratic").estimate == pytest.approx(
+        k["weighted_kappa"], rel=1e-12)

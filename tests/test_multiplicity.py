@@ -47,3 +47,19 @@ def test_adjusted_invariants(p, method):
     assert np.all(adj >= p - 1e-12) and np.all(adj <= 1)
     order = np.argsort(p, kind="mergesort")
     assert np.all(np.diff(adj[order]) >= -1e-12)  # monotone in the raw p-values
+
+
+def _r_reference():
+    """Values written by tests/reference/comparisons_reference.R (base R stats, psych)."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).parent / "reference" / "comparisons_reference.json"
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("method", ["holm", "bonferroni", "hochberg", "BH", "BY"])
+def test_equals_r_p_adjust(method):
+    ref = _r_reference()["p_adjust"]
+    p = np.array([np.nan if v is None else v for v in ref["p"]])
+    expected = np.array([np.nan if v is None else v for v in ref[method]])
+    assert np.allclose(adjust_pvalues(p, method), expected, rtol=1e-12, equal_nan=True)

@@ -309,3 +309,33 @@ def test_compare_pair_reads_the_runs_schema():
     r = compare_pair(kn, "base", "finetune")
     assert r.estimate == pytest.approx(direct.estimate) and r.se == pytest.approx(direct.se)
     assert friedman(runs).statistic == pytest.approx(friedman(df).statistic)
+
+
+def _r_reference():
+    """Values written by tests/reference/comparisons_reference.R (base R stats, psych)."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).parent / "reference" / "comparisons_reference.json"
+    return json.loads(path.read_text())
+
+
+def test_tests_equal_r():
+    ref = _r_reference()
+    m = ref["mcnemar"]
+    r0, r1 = mcnemar(m["a"], m["b"]), mcnemar(m["a"], m["b"], correction=True)
+    assert (r0.statistic, r0.p_value) == pytest.approx((m["chisq"], m["p"]), rel=1e-10)
+    assert (r1.statistic, r1.p_value) == pytest.approx((m["chisq_cc"], m["p_cc"]), rel=1e-10)
+    t = ref["paired_t"]
+    r = paired_t_runs(np.array(t["a"]), np.array(t["b"]))
+    assert (r.statistic, r.df, r.p_value) == pytest.approx((t["t"], t["df"], t["p"]), rel=1e-10)
+    assert (r.conf_low, r.conf_high) == pytest.approx(tuple(t["conf_int"]), rel=1e-10)
+    w = ref["wilcoxon"]
+    r = wilcoxon(w["x"], w["y"], method="exact")
+    assert r.details["T_plus"] == w["V"] and r.p_value == pytest.approx(w["p"], rel=1e-10)
+    r = wilcoxon(w["xt"], w["yt"], method="approx")
+    assert r.details["T_plus"] == w["V_tied"] and r.p_value == pytest.approx(w["p_tied"], rel=1e-10)
+    r = wilcoxon(w["xt"], w["yt"], method="approx", correction=True)
+    assert r.p_value == pytest.approx(w["p_tied_cc"], rel=1e-10)
+    f = ref["friedman"]
+    r = friedman(np.array(f["scores"]))
+    assert (r.statistic, r.p_value) == pytest.approx((f["chisq"], f["p"]), rel=1e-10)
