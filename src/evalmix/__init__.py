@@ -16,8 +16,16 @@ from .errors import (
 )
 from .report import format_p, to_latex, to_markdown
 
+# mixed models
+from .glmm import GlmerResult, glmer
+
 # log loaders (lm-evaluation-harness, Inspect AI)
 from .io import read_inspect, read_lm_eval
+
+# run-to-run reliability, leaderboard stability, repetition planning
+from . import repetitions
+from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
+from .reliability import flip_rate, icc, latent_icc
 
 # Comparisons, resampling, multiplicity, agreement, power and calibration.
 from .tests import (
@@ -38,9 +46,13 @@ from . import power
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "RunsSchema",
-    "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "load_table",
-    "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex", "to_markdown",
+    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "GlmerResult",
+    "RunsSchema", "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "glmer",
+    "load_table", "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex",
+    "to_markdown",
+    # reliability, ranking, repetitions
+    "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
+    "repetitions",
 ]
 __all__ += [
     "adjust_pvalues", "bootstrap_ci", "calibrate", "cluster_bootstrap", "cohen_kappa", "cohens_d",

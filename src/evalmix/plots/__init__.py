@@ -1,1 +1,1 @@
-"""Plotting helpers, one module per method area (imported on demand: matplotlib stays optional)."""
+"""Matplotlib figures for evalmix results, one module per method area."""
