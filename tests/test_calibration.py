@@ -166,3 +166,14 @@ def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
         assert (res.sims["truth"][res.sims["hypothesis"] == "alt"] == 0.8).all()
     finally:
         METHODS.pop("glmm_contrast", None)
+
+
+def test_glmm_contrast_with_glmer_on_the_glmm_scenario():
+    res = calibrate("glmm", ["glmm_contrast", "paired_t_runs"], n_sims=30, seed=11, n_items=120,
+                    n_runs=2, effect=0.5)
+    tab = res.table.set_index("method")
+    row = tab.loc["glmm_contrast"]
+    assert row["scale"] == "logit"
+    assert row["false_positive_rate"] <= _band(0.05, 30)[1]
+    assert row["coverage_alt"] >= _band(0.95, 30)[0]  # covers the true logit effect 0.5
+    assert row["power"] >= tab.loc["paired_t_runs", "power"] - 0.15
