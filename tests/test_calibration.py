@@ -94,6 +94,22 @@ def test_custom_method_and_errors():
         assert "false_positive_rate" in res.to_markdown()
     finally:
         METHODS.pop("always_reject")
+    @register_method("flaky", description="fails on the null")
+    def _flaky(pair, rng, conf_level):
+        if pair.true_diff == 0:
+            raise RuntimeError("no fit")
+        return MethodOutput(0.1, 0.01, 0.0, 0.08, 0.12)
+
+    try:
+        with pytest.raises(RuntimeError, match="no fit"):
+            calibrate("mixture", ["flaky"], n_sims=2, seed=1, n_questions=200, n_runs=2)
+        res = calibrate("mixture", ["flaky"], n_sims=3, seed=1, n_questions=200, n_runs=2,
+                        on_error="record")
+        row = res.table.iloc[0]
+        assert row["n_failed"] == 3 and np.isnan(row["false_positive_rate"]) and row["power"] == 1.0
+        assert res.sims["error"].str.contains("no fit").sum() == 3
+    finally:
+        METHODS.pop("flaky")
     with pytest.raises(ValueError, match="unknown method"):
         calibrate("mixture", ["nope"], n_sims=1)
     with pytest.raises(ValueError, match="unknown scenario"):

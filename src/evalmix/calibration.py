@@ -380,7 +380,8 @@ class CalibrationResult(Result):
     table : DataFrame
         One row per method: ``method``, ``honest``, ``false_positive_rate``, ``power``,
         ``median_ci_halfwidth`` (under the uplift), ``coverage_null``, ``coverage_alt``, the
-        Monte-Carlo standard errors ``fpr_mc_se`` and ``power_mc_se``, and ``n_sims``.
+        Monte-Carlo standard errors ``fpr_mc_se`` and ``power_mc_se``, ``n_sims``, ``n_failed``
+        (method calls that raised, with ``on_error="record"``) and ``scale``.
     sims : DataFrame
         One row per simulation x method x hypothesis (``null``/``alt``): estimate, se, p-value,
         interval, truth, rejection.
@@ -403,7 +404,7 @@ class CalibrationResult(Result):
 
 def _one_simulation(i: int, seed_seq: np.random.SeedSequence, scenario_fn: Callable,
                     specs: list[MethodSpec], design: dict, conf_level: float,
-                    method_options: dict) -> list[dict]:
+                    method_options: dict, on_error: str = "raise") -> list[dict]:
     data_seq, method_seq = seed_seq.spawn(2)
     null, alt = scenario_fn(np.random.default_rng(data_seq), **design)
     rng = np.random.default_rng(method_seq)
@@ -411,14 +412,22 @@ def _one_simulation(i: int, seed_seq: np.random.SeedSequence, scenario_fn: Calla
     rows = []
     for spec in specs:
         for hyp, pair in (("alt", alt), ("null", null)):
-            out = spec.fn(pair, rng, conf_level, **method_options.get(spec.name, {}))
+            error = ""
+            try:
+                out = spec.fn(pair, rng, conf_level, **method_options.get(spec.name, {}))
+            except Exception as exc:  # noqa: BLE001 - recorded per simulation on request
+                if on_error == "raise":
+                    raise
+                out, error = MethodOutput(*([math.nan] * 5)), f"{type(exc).__name__}: {exc}"
             truth = pair.true_diff if spec.scale == "accuracy" else pair.true_log_odds
+            ok = not error
             rows.append({"sim": i, "method": spec.name, "hypothesis": hyp,
                          "estimate": out.estimate, "se": out.se, "p_value": out.p_value,
                          "conf_low": out.conf_low, "conf_high": out.conf_high, "truth": truth,
-                         "reject": bool(out.p_value < alpha),
+                         "reject": bool(out.p_value < alpha) if ok else np.nan,
                          "covers": bool(out.conf_low <= truth <= out.conf_high)
-                         if np.isfinite(truth) and np.isfinite(out.conf_low) else np.nan})
+                         if ok and np.isfinite(truth) and np.isfinite(out.conf_low) else np.nan,
+                         "error": error})
     return rows
 
 
@@ -432,7 +441,7 @@ def _run_batch(idx: list[int], seqs: list, *args) -> list[dict]:
 def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sims: int = 500,
               seed: int | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
               n_jobs: int = 1, progress: bool = False, method_options: dict | None = None,
-              **design: Any) -> CalibrationResult:
+              on_error: str = "raise", **design: Any) -> CalibrationResult:
     """False-positive rate, power, interval width and coverage of comparison methods, by simulation.
 
     Parameters
@@ -460,6 +469,10 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         Show a progress bar.
     method_options : dict, optional
         Per-method keyword arguments, e.g. ``{"paired_bootstrap": {"n_boot": 1000}}``.
+    on_error : {"raise", "record"}
+        What to do when a method fails on a simulated benchmark (e.g. a model fit that does not
+        converge): stop, or record the message in ``sims["error"]``, leave that simulation out of
+        the method's rates and count it in ``n_failed``.
     **design
         Scenario arguments.
 
@@ -496,7 +509,9 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     if scenario == "glmm" and design.get("true_diff") is None:
         design["true_diff"] = _glmm_true_diff(design, int(truth_seq.generate_state(1)[0]))
     seqs = sims_seq.spawn(n_sims)
-    args = (SCENARIOS[scenario], specs, design, conf_level, method_options)
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
+    args = (SCENARIOS[scenario], specs, design, conf_level, method_options, on_error)
     rows: list[dict] = []
     if n_jobs == 1:
         it = range(n_sims)
@@ -525,16 +540,20 @@ def _summarise(sims: pd.DataFrame, specs: list[MethodSpec], n_sims: int) -> pd.D
     out = []
     for spec in specs:
         s = sims[sims["method"] == spec.name]
+        failed = s["error"] != ""
+        s = s[~failed]
         null, alt = s[s["hypothesis"] == "null"], s[s["hypothesis"] == "alt"]
-        fpr, pw = float(null["reject"].mean()), float(alt["reject"].mean())
+        fpr = float(pd.to_numeric(null["reject"]).mean()) if len(null) else math.nan
+        pw = float(pd.to_numeric(alt["reject"]).mean()) if len(alt) else math.nan
         half = (alt["conf_high"] - alt["conf_low"]) / 2
         out.append({"method": spec.name, "honest": spec.honest, "false_positive_rate": fpr,
-                    "power": pw, "median_ci_halfwidth": float(np.nanmedian(half)) if half.notna().any() else math.nan,
+                    "power": pw,
+                    "median_ci_halfwidth": float(np.nanmedian(half)) if half.notna().any() else math.nan,
                     "coverage_null": float(pd.to_numeric(null["covers"]).mean()),
                     "coverage_alt": float(pd.to_numeric(alt["covers"]).mean()),
-                    "fpr_mc_se": math.sqrt(fpr * (1 - fpr) / n_sims),
-                    "power_mc_se": math.sqrt(pw * (1 - pw) / n_sims), "n_sims": n_sims,
-                    "scale": spec.scale})
+                    "fpr_mc_se": math.sqrt(fpr * (1 - fpr) / max(len(null), 1)),
+                    "power_mc_se": math.sqrt(pw * (1 - pw) / max(len(alt), 1)), "n_sims": n_sims,
+                    "n_failed": int(failed.sum()), "scale": spec.scale})
     return pd.DataFrame(out)
 
 
