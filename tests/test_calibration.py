@@ -80,6 +80,13 @@ def test_results_do_not_depend_on_n_jobs():
                                   two.sort_values(["sim", "method", "hypothesis"]).reset_index(drop=True))
 
 
+def test_seed_accepts_a_generator():
+    kw = dict(methods=["paired_t_runs"], n_sims=3, n_questions=200, n_runs=2)
+    a = calibrate("mixture", seed=np.random.default_rng(5), **kw).sims
+    b = calibrate("mixture", seed=np.random.default_rng(5), **kw).sims
+    pd.testing.assert_frame_equal(a, b)
+
+
 def test_custom_method_and_errors():
     @register_method("always_reject", honest=False, description="rejects everything")
     def _always(pair, rng, conf_level):

@@ -439,7 +439,7 @@ def _run_batch(idx: list[int], seqs: list, *args) -> list[dict]:
 
 
 def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sims: int = 500,
-              seed: int | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
+              seed: int | np.random.Generator | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
               n_jobs: int = 1, progress: bool = False, method_options: dict | None = None,
               on_error: str = "raise", **design: Any) -> CalibrationResult:
     """False-positive rate, power, interval width and coverage of comparison methods, by simulation.
@@ -458,7 +458,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         without the ``independent_runs`` oracle outside the mixture scenario; see :data:`METHODS`).
     n_sims : int
         Simulated benchmarks per hypothesis.
-    seed : int or SeedSequence, optional
+    seed : int, Generator or SeedSequence, optional
         Master seed; each simulation gets its own independent stream, so results do not depend
         on ``n_jobs``.
     conf_level : float
@@ -503,6 +503,8 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     specs = [METHODS[m] for m in names]
     method_options = dict(method_options or {})
+    if isinstance(seed, np.random.Generator):
+        seed = np.random.SeedSequence(seed.integers(2**63, size=4).tolist())
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     truth_seq, sims_seq = root.spawn(2)
     design = dict(design)
