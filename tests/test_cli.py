@@ -65,3 +65,19 @@ def test_ranks_and_plan_commands(capsys):
     assert doc["n_items"] >= 2 and doc["n_runs"] >= 1 and doc["achieved"] <= 0.05
     assert main(["se-runs", str(EXAMPLE), "--max-runs", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["table"]
+
+
+def test_compare_command(capsys):
+    args = ["compare", str(EXAMPLE), "model-A", "model-B", "--where", "language=EN", "--where", "prompt=ZS"]
+    assert main(args + ["--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["table"][0]
+    assert row["n"] == 105 and row["conf_low"] < row["estimate"] < row["conf_high"]
+    assert main(args[:-2] + ["--json"]) == 2
+    assert "duplicate rows for (item, run)" in capsys.readouterr().err
+
+
+def test_calibrate_command(capsys):
+    assert main(["calibrate", "--n-sims", "10", "--methods", "paired_t_runs,mcnemar_single_run", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]
+    assert [r["method"] for r in table] == ["paired_t_runs", "mcnemar_single_run"]
+    assert all(0 <= r["power"] <= 1 for r in table)

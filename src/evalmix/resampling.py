@@ -395,7 +395,7 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
         raise ValueError("cluster_bootstrap supports 'percentile', 'basic' and 'bca'")
     y = data[outcome].astype(float)
     if y.isna().any():
-        raise DataError(f"column {outcome!r} has missing values (first at row {y.index[y.isna()][0]!r})")
+        raise DataError(f"column {outcome!r} has missing values (first at row {y.index[y.isna()][0]})")
     if by is None:
         keys = pd.Series("all", index=data.index)
     elif isinstance(by, str):

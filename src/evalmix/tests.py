@@ -649,7 +649,8 @@ def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", i
         dup = sub.duplicated(keys)
         if dup.any():
             raise DataError(f"model {name!r} has duplicate rows for ({', '.join(keys)}), first at "
-                            f"row {sub.index[dup][0]!r}")
+                            f"row {sub.index[dup][0]}; filter the slices first (where=...) or "
+                            f"aggregate them")
         if run:
             mats.append(sub.set_index([run, item])[outcome].astype(float).unstack(item))
         else:

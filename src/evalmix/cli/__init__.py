@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from ..errors import DataError, FormulaError
-from . import describe, reliability
+from . import comparisons, describe, reliability
 from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
@@ -21,6 +21,7 @@ __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data"
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     describe.add_parser,
     *reliability.PARSERS,
+    *comparisons.PARSERS,
 ]
 
 
