@@ -366,7 +366,7 @@ def _wrap(label: str) -> str:
 
 
 def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[str],
-                     ref: Any) -> tuple[np.ndarray, list[str]]:
+                     ref: Any, sep: str = " - ") -> tuple[np.ndarray, list[str]]:
     """Contrast coefficients over one group's means and the contrast names (emmeans' order)."""
     k = len(labels)
     shown = [_wrap(lab) for lab in labels]
@@ -388,7 +388,7 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
             vec = np.zeros(k)
             vec[i], vec[j] = 1.0, -1.0
             rows.append(vec)
-            names.append(f"{shown[i]} - {shown[j]}")
+            names.append(f"{shown[i]}{sep}{shown[j]}")
     elif method == "trt.vs.ctrl":
         refs = _ref_indices(ref, labels)
         ctrl = shown[refs[0]] if len(refs) == 1 else \
@@ -400,7 +400,7 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
             vec[refs] = -1.0 / len(refs)
             vec[i] = 1.0
             rows.append(vec)
-            names.append(f"{shown[i]} - {ctrl}")
+            names.append(f"{shown[i]}{sep}{ctrl}")
     else:
         raise ValueError(f"method={method!r} is not one of {', '.join(_METHODS)} or a dict")
     if not rows:
@@ -411,8 +411,8 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
 def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
     if ref is None:
         return [0]
-    refs = ref if isinstance(ref, (list, tuple)) and not all(
-        isinstance(r, str) for r in ref) or isinstance(ref, list) else [ref]
+    # a list averages several controls; a tuple names one level of several spec factors
+    refs = ref if isinstance(ref, list) else [ref]
     out = []
     for r in refs:
         if isinstance(r, (int, np.integer)) and not isinstance(r, bool):
@@ -483,7 +483,8 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         ``pairwise``: every ``A - B`` with A before B; ``revpairwise``: every later level minus
         each earlier one; ``trt.vs.ctrl``: each level minus ``ref``; a dict maps contrast names to
         weight vectors over the means of a group.  Level names containing ``-``, ``+``, ``/`` or
-        ``*`` are written in parentheses, as emmeans does.
+        ``*`` are written in parentheses, and differences of means on the response scale of a
+        logit model are named ``A / B`` (they are odds ratios), as emmeans does.
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
@@ -513,11 +514,13 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
               else {(): np.arange(len(emm.levels))})
     blocks, notes = [], []
     L_all = []
+    # emmeans names differences of logits "A / B" when the means were on the response scale
+    sep = " / " if (emm.type == "response" and emm.link == "logit") else " - "
     p_method = ci_method = adjust
     for key, idx in groups.items():
         idx = np.sort(np.asarray(idx))
         labels = [_label(r) for r in emm.levels.iloc[idx][spec].itertuples(index=False, name=None)]
-        K, names = _contrast_matrix(method, labels, ref)
+        K, names = _contrast_matrix(method, labels, ref, sep)
         Lc = K @ emm.L[idx]
         L_all.append(Lc)
         block = pd.DataFrame({"contrast": names})
