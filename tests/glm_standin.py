@@ -71,6 +71,11 @@ class StandInFit:
         self.aic = -2 * self.loglik + 2 * self.df
         self.bic = -2 * self.loglik + np.log(self.nobs) * self.df
 
+    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+        se = np.sqrt(np.diag(self.vcov.to_numpy()))
+        return pd.DataFrame({"term": self.fixef.index, "estimate": self.fixef.to_numpy(),
+                             "se": se, "z": self.fixef.to_numpy() / se})
+
 
 @dataclass
 class PosteriorStandIn:
