@@ -49,6 +49,7 @@ def own_fits(ai4math_raw):
         warnings.simplefilter("ignore")  # boundary fits (item:run variance at 0) are expected
         fits = {f: glmer(f"correct ~ {f}{RANDOM}", ai4math_raw) for f in FIVE}
         fits["model + domain"] = glmer(f"correct ~ model + domain{RANDOM}", ai4math_raw)
+        fits["model * domain"] = glmer(f"correct ~ model * domain{RANDOM}", ai4math_raw)
     return fits
 
 
@@ -202,3 +203,27 @@ def test_pairwise_holm_from_own_fit(own_fits, published):
           lower="asymp.LCL", upper="asymp.UCL", p="p.value")
     # the decisions the paper draws do not move
     assert ((res["p"] < 0.05) == (pub["p.value"] < 0.05)).all()
+
+
+@pytest.mark.parametrize("source", ["r", "own"])
+def test_domain_fit_comparison(r_fits, own_fits, published, source):
+    """Mixed_Effects_Domain_fit_comparison.csv: additive against interaction, by BIC."""
+    if source == "r":
+        fits = {"additive: model + domain": r_fits["domain_additive"],
+                "interaction: model × domain": r_fits["domain_interaction"]}
+    else:
+        fits = {"additive: model + domain": own_fits["model + domain"],
+                "interaction: model × domain": own_fits["model * domain"]}
+    res = compare_models(fits)
+    pub = published("Mixed_Effects_Domain_fit_comparison")
+    tab = res.to_frame()
+    assert tab["name"].tolist() == pub["model"].tolist()
+    np.testing.assert_allclose(tab["bic"], pub["BIC"], atol=5e-3)
+    np.testing.assert_allclose(tab["delta_bic"], pub["deltaBIC"], atol=5e-3)
+    np.testing.assert_allclose(tab["bic_weight"], pub["wBIC"], atol=P_TOL)
+    assert res.verdict().startswith("very strong evidence for additive: model + domain")
+    if source == "r":
+        ref = pd.DataFrame(R_AI["anova_domain"]).set_index("name")
+        lrt = res.lrt.set_index("name")
+        assert lrt.loc["interaction: model × domain", "chisq"] == pytest.approx(
+            ref.loc["domain_interaction", "chisq"], rel=1e-9)
