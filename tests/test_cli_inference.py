@@ -79,3 +79,18 @@ def test_usage_errors(parser):
         run(parser, ["select", DATA, "--formula", "correct ~ model"])
     with pytest.raises(SystemExit):
         run(parser, ["fit", "no/such/file.csv", "--formula", "correct ~ model"])
+
+
+def test_select_with_glmer_matches_lme4_anova():
+    """The real fitter: evalmix select on the simulated GLMM against lme4's anova()."""
+    ref = json.loads((REFERENCE / "inference_reference.json").read_text())["glmer_sim"]
+    p = argparse.ArgumentParser(prog="evalmix")
+    cli_inference.add_select_parser(p.add_subparsers(dest="command"))
+    formulas = [ref["fits"][k]["formula"] for k in ("g1", "g2", "g3")]
+    argv = ["select", DATA] + [a for f in formulas for a in ("--formula", f)] + ["--json"]
+    res = json.loads(run(p, argv))
+    lrt = pd.DataFrame(res["lrt"])
+    r = pd.DataFrame(ref["anova"])
+    np.testing.assert_allclose(lrt["loglik"], r["loglik"], atol=2e-3)
+    np.testing.assert_allclose(lrt["chisq"].iloc[1:], r["chisq"].iloc[1:], atol=5e-3)
+    assert lrt["npar"].tolist() == r["npar"].tolist()
