@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from evalmix import _multcomp
 from evalmix.emmeans import contrast, emmeans, hdi, reference_grid
@@ -218,7 +219,7 @@ def test_mvt_equals_tukey_for_independent_equal_variance_means(k):
 
 def test_box_probability_independent_is_product():
     t = 2.1
-    exact = (1 - 2 * (1 - __import__("scipy").stats.norm.cdf(t))) ** 4
+    exact = (1 - 2 * (1 - stats.norm.cdf(t))) ** 4
     assert _multcomp.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-5)
 
 
@@ -227,7 +228,7 @@ def test_single_contrast_is_never_adjusted(fit):
     for adjust in ("holm", "tukey", "dunnettx", "mvt", "sidak"):
         res = contrast(emm, adjust=adjust)
         z = res.table["z"].iloc[0]
-        assert res.table["p"].iloc[0] == pytest.approx(2 * __import__("scipy").stats.norm.sf(abs(z)))
+        assert res.table["p"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
 
 
 @settings(max_examples=40, deadline=None)
@@ -278,7 +279,7 @@ def posterior(fit):
     rng = np.random.default_rng(11)
     draws = rng.multivariate_normal(fit.fixef.to_numpy(), fit.vcov.to_numpy(), size=4000)
     return PosteriorStandIn(pd.DataFrame(draws, columns=fit.fixef.index), fit.fixed_design,
-                            fit_formula := FORMULA)
+                            FORMULA)
 
 
 def test_posterior_emmeans_summarise_draws(fit, posterior):
@@ -304,8 +305,7 @@ def test_posterior_contrasts_give_prob_positive(fit, posterior):
     ml = contrast(emmeans(fit, "model"), "trt.vs.ctrl", ref="gamma", adjust="none").table
     np.testing.assert_allclose(tab["estimate"], ml["estimate"], atol=0.02)
     # P(d > 0) under the normal approximation of the ML fit
-    from scipy.stats import norm
-    np.testing.assert_allclose(tab["prob_positive"], norm.cdf(ml["estimate"] / ml["se"]),
+    np.testing.assert_allclose(tab["prob_positive"], stats.norm.cdf(ml["estimate"] / ml["se"]),
                                atol=0.02)
 
 

@@ -21,8 +21,6 @@ special care.  The direction set is seeded, so results are deterministic.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from scipy import optimize, stats
 from scipy.stats import qmc
@@ -213,6 +211,3 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
     p = np.clip(p, 0.0, 1.0)
     ci_method = "bonferroni" if method in ("holm", "BH") else method
     return p, float(crit), method, ci_method
-
-
-AdjustName = Literal["holm", "bonferroni", "sidak", "BH", "tukey", "dunnettx", "mvt", "none"]
