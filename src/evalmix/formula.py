@@ -126,7 +126,8 @@ def _parse_random(term: str) -> list[RandomSpec]:
         for c in cols:
             if not _NAME.match(c):
                 raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name")
-        groups.append(tuple(cols))
+        # lme4 names the nested term inner-first: (1|item/run) -> (1|item) + (1|run:item)
+        groups.append(tuple(cols) if i == 0 else tuple(reversed(cols)))
     exprs = [expr]
     if double:
         pieces = [p for p in _split_top(expr, "+") if p]
@@ -143,7 +144,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     --------
     >>> p = parse_formula("cbind(k, n - k) ~ model + (1|item/run)")
     >>> p.successes, p.trials, p.fixed, [r.group_label for r in p.random]
-    ('k', 'n', 'model', ['item', 'item:run'])
+    ('k', 'n', 'model', ['item', 'run:item'])
     """
     if not isinstance(formula, str) or formula.count("~") != 1:
         raise FormulaError(f"formula must be a string 'response ~ terms', got {formula!r}")
@@ -386,8 +387,13 @@ def _group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
     return lookup.reindex(labels.to_numpy()).fillna(-1).to_numpy(dtype=np.int64)
 
 
-def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[RandomTerm]:
-    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``)."""
+def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
+                       nobs: int | None = None) -> list[RandomTerm]:
+    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``).
+
+    ``nobs`` is the number of observations (rows before pooling; defaults to ``len(data)``).
+    """
+    nobs = len(data) if nobs is None else nobs
     from formulaic import model_matrix
 
     terms = []
@@ -400,9 +406,9 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> lis
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
                             f"{sp.group_label}) has only one level; it must have > 1 sampled level")
-        if len(levels) >= len(data):
+        if len(levels) >= nobs:
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
-                            f"{len(data)} observations; it must have fewer levels than observations")
+                            f"{nobs} observations; it must have fewer levels than observations")
         spec = None
         if sp.expr.strip() == "1":
             Z = np.ones((len(data), 1))
@@ -434,6 +440,9 @@ def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[st
     cols: list[str] = []
     for sp in specs:
         for c in sp.group:
+            if c not in data.columns:
+                raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
+                                   f"{sp.group_label}) is not a column of the data")
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):

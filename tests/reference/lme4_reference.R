@@ -49,13 +49,12 @@ for (cs in cases) {
   pt <- c(th + 0.1, be + 0.05)
   vc <- as.data.frame(VarCorr(fit))
   vc$var1[is.na(vc$var1)] <- ""; vc$var2[is.na(vc$var2)] <- ""
-  re <- ranef(fit, condVar = TRUE)
-  rlist <- lapply(names(re), function(g) {
-    r <- re[[g]]; pv <- attr(r, "postVar")
-    list(group = g, levels = head(rownames(r), 5), columns = colnames(r),
-         mode = unname(as.matrix(head(r, 5))),
-         sd = unname(t(sapply(1:min(5, nrow(r)), function(i) sqrt(diag(as.matrix(pv[, , i])))))))
-  })
+  # conditional modes and SDs of the first five levels of each grouping factor
+  rdf <- as.data.frame(ranef(fit, condVar = TRUE))
+  rdf <- do.call(rbind, lapply(split(rdf, rdf$grpvar), function(x)
+    x[x$grp %in% head(levels(droplevels(x$grp)), 5), ]))
+  rlist <- data.frame(group = as.character(rdf$grpvar), term = as.character(rdf$term),
+                      level = as.character(rdf$grp), mode = rdf$condval, sd = rdf$condsd)
   nd <- head(d, 6)
   rec <- list(
     id = cs$id, data = cs$data, formula = cs$formula, elapsed = elapsed,

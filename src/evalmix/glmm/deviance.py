@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.special import expit
 
 from ..formula import RandomTerm
 
@@ -44,7 +43,6 @@ class NestedSolver:
         self.fi = terms[0].index
         self.J = terms[0].nl
         self.two = len(terms) == 2
-        self.Ef = _indicator(self.fi, self.J)
         if self.two:
             self.ci = terms[1].index
             self.K = terms[1].nl
@@ -83,14 +81,16 @@ class NestedSolver:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
-    def zlt_mat(self, R: np.ndarray) -> np.ndarray:
-        sf = self.Ef @ R
+    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+        """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
+        sf = X.group_wsum(self.fi, self.J, w)
         if not self.two:
             return self.tf * sf
         return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
 
     def factor(self, w: np.ndarray) -> float:
         sf = np.bincount(self.fi, w, self.J)
+        self.sf = sf
         self.Df = 1.0 + self.tf**2 * sf
         if not self.two:
             return float(np.log(self.Df).sum())
@@ -121,6 +121,29 @@ class NestedSolver:
         hfc = -self.CD / Sp
         hj = self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
         return hj[self.fi]
+
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> np.ndarray:
+        """Exact gradient of the Laplace deviance over theta at fixed beta.
+
+        ``d dev/d theta_t = rho' E_t u + r' E_t v + 2 tr(H^-1 A'W E_t)`` with ``E_t = dA/d theta_t``
+        (the indicator of term t), ``v = H^-1 A' g`` and ``rho = g - 2 r - W A v``; the last two
+        terms carry the change of ``u~`` and of ``W`` with theta.
+        """
+        J = self.J
+        rf = np.bincount(self.fi, rho, J) * u[:J] + np.bincount(self.fi, r, J) * v[:J]
+        if not self.two:
+            return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
+        Sp = self.S[self.parent]
+        hff = 1.0 / self.Df + self.CD**2 / Sp
+        hfc = -self.CD / Sp
+        # the coarse indicator sums are the fine sums pooled by parent
+        pf = np.bincount(self.fi, rho, J)
+        qf = np.bincount(self.fi, r, J)
+        rc = np.bincount(self.parent, pf, self.K) * u[J:] + np.bincount(self.parent, qf, self.K) * v[J:]
+        tr_f = 2.0 * np.sum(self.sf * (self.tf * hff + self.tc * hfc))
+        tr_c = 2.0 * np.sum(self.sf * (self.tf * hfc + self.tc / Sp))
+        return np.array([rf.sum() + tr_f, rc.sum() + tr_c])
 
     def cond_var(self) -> np.ndarray:
         """Diagonal of ``H^-1`` (the conditional variances of the spherical modes)."""
@@ -181,8 +204,8 @@ class DenseSolver:
     def zlt(self, r: np.ndarray) -> np.ndarray:
         return self.AT @ r
 
-    def zlt_mat(self, R: np.ndarray) -> np.ndarray:
-        return np.asarray(self.AT @ R)
+    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+        return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
         H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
@@ -210,10 +233,6 @@ def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
     return NestedSolver(terms) if NestedSolver.applies(terms) else DenseSolver(terms)
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
-
-
 @dataclass
 class Evaluation:
     """State at the conditional mode for one ``(theta, beta)``."""
@@ -238,7 +257,7 @@ class LaplaceDeviance:
 
     Parameters
     ----------
-    X : (n, p) array
+    X : FixedMatrix (n x p)
     k, m : (n,) arrays of successes and trials
     terms : random-effects terms (lme4 order)
     """
@@ -259,7 +278,15 @@ class LaplaceDeviance:
             self._theta = np.array(theta, dtype=float)
 
     def kernel(self, eta: np.ndarray) -> float:
-        return 2.0 * float(np.dot(self.m, softplus(eta)) - np.dot(self.k, eta))
+        return self.kernel_mu(eta)[0]
+
+    def kernel_mu(self, eta: np.ndarray) -> tuple[float, np.ndarray]:
+        """``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and ``mu``, sharing one exp."""
+        e = np.exp(-np.abs(eta))
+        sp_ = np.maximum(eta, 0.0) + np.log1p(e)
+        inv = 1.0 / (1.0 + e)
+        mu = np.where(eta >= 0, inv, e * inv)
+        return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float = 1e-15, maxit: int = 60) -> Evaluation:
@@ -267,13 +294,13 @@ class LaplaceDeviance:
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
-        eta0 = self.X @ beta
+        eta0 = self.X.dot(beta)
         u = np.zeros(self.q) if u0 is None else u0
         eta = eta0 + s.zl(u)
-        pdev = self.kernel(eta) + float(u @ u)
+        kern, mu = self.kernel_mu(eta)
+        pdev = kern + float(u @ u)
         it, converged = 0, False
         for it in range(1, maxit + 1):
-            mu = expit(eta)
             w = self.m * mu * (1.0 - mu)
             logdet = s.factor(w)
             grad = s.zlt(self.k - self.m * mu) - u
@@ -287,14 +314,14 @@ class LaplaceDeviance:
             for _ in range(30):
                 un = u + step * delta
                 etan = eta + step * zd
-                pn = self.kernel(etan) + float(un @ un)
+                kern, mun = self.kernel_mu(etan)
+                pn = kern + float(un @ un)
                 if pn <= pdev + 1e-12 * abs(pdev):
                     break
                 step *= 0.5
-            u, eta, pdev = un, etan, pn
+            u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
-            mu = expit(eta)
             w = self.m * mu * (1.0 - mu)
             logdet = s.factor(w)
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
@@ -308,9 +335,8 @@ class LaplaceDeviance:
     def rx(self, ev: Evaluation) -> np.ndarray:
         """``X'WX - X'WA H^-1 A'WX`` at the mode: half the Gauss-Newton Hessian over beta."""
         self._refresh(ev)
-        WX = ev.w[:, None] * self.X
-        B = self.solver.zlt_mat(WX)
-        return self.X.T @ WX - B.T @ self.solver.solve(B)
+        B = self.solver.zlt_wx(self.X, ev.w)
+        return self.X.gram(ev.w) - B.T @ self.solver.solve(B)
 
     def _refresh(self, ev: Evaluation) -> None:
         # the solver holds the factor of the last PIRLS call; refactor if ev is older
@@ -327,15 +353,23 @@ class LaplaceDeviance:
         ``d dev/d beta = X'(-2 r + g - W A H^-1 A' g)``, ``g_i = h_i dw_i/deta_i``, ``h`` the
         leverages ``a_i' H^-1 a_i`` (from differentiating ``log det H`` through ``W`` and ``u~``).
         """
+        return self.grads(ev, theta=False)[1]
+
+    def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """Gradients over theta (None when the solver has no closed form) and beta."""
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
         g = s.leverage() * ev.w * (1.0 - 2.0 * ev.mu)
-        v = s.zl(s.solve(s.zlt(g)))
-        return self.X.T @ (-2.0 * r + g - ev.w * v)
+        v = s.solve(s.zlt(g))
+        rho = g - 2.0 * r - ev.w * s.zl(v)
+        gt = None
+        if theta and hasattr(s, "grad_theta"):
+            gt = s.grad_theta(rho, r, ev.u, v)
+        return gt, self.X.tdot(rho)
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""
         self._refresh(ev)
         s = self.solver
-        return -s.solve(s.zlt(ev.w * (self.X @ dbeta)))
+        return -s.solve(s.zlt(ev.w * self.X.dot(dbeta)))

@@ -103,8 +103,12 @@ class ProfiledFit:
         return ev
 
     def theta_grad(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
-        """Central-difference gradient of the deviance over theta at fixed beta."""
+        """Gradient of the deviance over theta at fixed beta: exact for the nested solver, else
+        central differences (forward at a bound)."""
         ld = self.ld
+        gt = ld.grads(ev)[0]
+        if gt is not None:
+            return gt
         g = np.empty(ev.theta.size)
         for i in range(ev.theta.size):
             e = np.zeros_like(ev.theta)
@@ -155,6 +159,7 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
+    exact_theta = ld.grads(ev)[0] is not None
     du = {}
     for j in range(p):
         e = np.zeros(p)
@@ -170,8 +175,16 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
                 be[j - nt] += sgn * h
                 u0 = ev.u + sgn * du[j - nt]
             e2 = ld.pirls(th, be, u0)
-            gs.append(ld.grad_beta(e2))
-        H[nt:, j] = (gs[0] - gs[1]) / (2 * h)
+            gt, gb = ld.grads(e2, theta=exact_theta)
+            gs.append(np.concatenate([gt, gb]) if exact_theta else gb)
+        col = (gs[0] - gs[1]) / (2 * h)
+        if exact_theta:
+            H[:, j] = col
+        else:
+            H[nt:, j] = col
+    if exact_theta:
+        ld._refresh(ev)
+        return (H + H.T) / 2
     H[:nt, nt:] = H[nt:, :nt].T
     f0 = ev.dev
 

@@ -1,0 +1,43 @@
+"""The evalmix command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalmix.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "example_runs.csv"
+
+
+def test_describe_json(capsys):
+    assert main(["describe", str(EXAMPLE), "--by", "model", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "describe" and doc["ci"] == "wilson"
+    assert len(doc["table"]) == 8
+    row = doc["table"][0]
+    assert set(row) == {"model", "n", "k", "estimate", "lower", "upper"} and row["n"] == 1260
+
+
+def test_describe_text_defaults_to_model_and_slices(capsys):
+    assert main(["describe", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["model", "language", "prompt"]
+    assert len(out) == 1 + 32 + 2
+
+
+def test_bad_column_is_a_clear_error(capsys, tmp_path):
+    assert main(["describe", str(EXAMPLE), "--outcome", "score"]) == 2
+    assert "missing column(s) 'score'" in capsys.readouterr().err
+
+
+def test_console_script_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "evalmix.cli", "describe", str(EXAMPLE), "--by", "model",
+                           "--ci", "cluster", "--item", "item"], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(EXAMPLE.parents[1] / "src"), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "n_items" in proc.stdout.splitlines()[0]
