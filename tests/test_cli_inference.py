@@ -32,7 +32,7 @@ def parser(monkeypatch):
 def run(parser, argv):
     args = parser.parse_args(argv)
     out = io.StringIO()
-    assert args.func(args, out=out) == 0
+    assert args.handler(args, out=out) == 0
     return out.getvalue()
 
 
@@ -77,7 +77,7 @@ def test_usage_errors(parser):
         run(parser, ["fit", DATA, "--formula", "correct ~ model", "--contrast", "pairwise"])
     with pytest.raises(SystemExit):
         run(parser, ["select", DATA, "--formula", "correct ~ model"])
-    with pytest.raises(SystemExit):
+    with pytest.raises((SystemExit, OSError, ValueError)):
         run(parser, ["fit", "no/such/file.csv", "--formula", "correct ~ model"])
 
 
@@ -94,3 +94,18 @@ def test_select_with_glmer_matches_lme4_anova():
     np.testing.assert_allclose(lrt["loglik"], r["loglik"], atol=2e-3)
     np.testing.assert_allclose(lrt["chisq"].iloc[1:], r["chisq"].iloc[1:], atol=5e-3)
     assert lrt["npar"].tolist() == r["npar"].tolist()
+
+
+def test_runs_under_evalmix_main(monkeypatch, capsys):
+    """Registered in evalmix.cli's command list, the subcommands run through ``evalmix.cli.main``."""
+    from evalmix import cli
+
+    extra = [f for f in (cli_inference.add_fit_parser, cli_inference.add_select_parser)
+             if f not in cli.COMMANDS]
+    monkeypatch.setattr(cli, "COMMANDS", list(cli.COMMANDS) + extra)
+    code = cli.main(["fit", DATA, "--formula", "correct ~ model + lang + (1|item)",
+                     "--emmeans", "model", "--contrast", "trt.vs.ctrl", "--adjust", "dunnettx",
+                     "--json"])
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [r["contrast"] for r in res["contrasts"]["table"]] == ["m2 - (m-1)", "m3 - (m-1)"]

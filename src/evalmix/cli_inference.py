@@ -7,7 +7,8 @@ their contrasts and type-III Wald tests.  ``evalmix select DATA --formula F1 --f
 likelihood-ratio tests.
 
 :func:`add_fit_parser` and :func:`add_select_parser` register the subcommands on an argparse
-``subparsers`` object; each sets ``func`` to the function that runs it and returns the exit code.
+``subparsers`` object (DATA and the column-role options are those of every evalmix command); each
+sets ``handler`` to the function that runs it and returns the exit code.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
@@ -38,15 +38,17 @@ def _fitter() -> Callable[..., Any]:
     return fit
 
 
-def _read(path: str) -> pd.DataFrame:
-    p = Path(path)
-    if not p.exists():
-        raise SystemExit(f"evalmix: no such file: {path}")
-    if p.suffix.lower() == ".parquet":
-        return pd.read_parquet(p)
-    if p.suffix.lower() in (".json", ".jsonl"):
-        return pd.read_json(p, lines=p.suffix.lower() == ".jsonl")
-    return pd.read_csv(p)
+def _data_arguments(parser: argparse.ArgumentParser) -> None:
+    # DATA, the column-role options and --json, shared with the other commands
+    from .cli import add_data_arguments
+
+    add_data_arguments(parser)
+
+
+def _load(args: argparse.Namespace) -> pd.DataFrame:
+    from .cli import load_data
+
+    return load_data(args)
 
 
 def _print_table(title: str, table: pd.DataFrame, out) -> None:
@@ -77,7 +79,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "fit", help="fit a GLMM; optionally marginal means, contrasts and type-III tests",
         description="Fit a binomial GLMM (lme4 syntax) and report what an analyst reads next: "
                     "marginal means, adjusted contrasts, type-III Wald tests.")
-    p.add_argument("data", help="runs table (.csv, .parquet, .json)")
+    _data_arguments(p)
     p.add_argument("--formula", required=True,
                    help="e.g. 'correct ~ model + language + (1|problem_id) + (1|problem_id:run)'")
     p.add_argument("--emmeans", metavar="FACTOR", nargs="+",
@@ -92,8 +94,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=float, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(func=run_fit)
+    p.set_defaults(handler=run_fit, func=run_fit)
     return p
 
 
@@ -102,7 +103,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
-    data = _read(args.data)
+    data = _load(args)
     fit = _fitter()(args.formula, data)
     result: dict[str, Any] = {"fit": _fit_summary(fit)}
     emm = None
@@ -153,11 +154,10 @@ def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
         "select", help="compare GLMM formulas by BIC, AIC and likelihood-ratio tests",
         description="Fit each formula to the same rows and compare them as lme4's anova() "
                     "does, with BIC weights and a Kass & Raftery verdict.")
-    p.add_argument("data", help="runs table (.csv, .parquet, .json)")
+    _data_arguments(p)
     p.add_argument("--formula", action="append", required=True,
                    help="a formula; give --formula once per model (two or more)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(func=run_select)
+    p.set_defaults(handler=run_select, func=run_select)
     return p
 
 
@@ -166,7 +166,7 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     if len(args.formula) < 2:
         raise SystemExit("evalmix select: give at least two --formula")
-    data = _read(args.data)
+    data = _load(args)
     fit = _fitter()
     comparison = compare_models({f: fit(f, data) for f in args.formula})
     if args.json:
