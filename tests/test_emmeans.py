@@ -364,3 +364,39 @@ def test_pipeline_on_own_glmer_fit():
     res = contrast(emmeans(fit, "model", by="lang"), adjust="tukey")
     assert_matches(res.to_frame(), REF["glmer_sim"]["con_g3_tukey"], est_tol=2e-3,
                    se_rtol=0.015, ci_rtol=0.015, p_tol=0.01, labels=["contrast", "lang"])
+
+
+def test_missing_cell_is_not_estimable():
+    """m3 never run in ES: means and contrasts that involve that cell are NaN, as emmeans' nonEst;
+    the family sizes still count them (emmeans 1.8), e.g. Holm over 3 tests."""
+    import warnings
+
+    from evalmix.glmm import glmer
+
+    ref = REF["glmer_sim"]["missing_cell"]
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    data = data[~((data["model"] == "m3") & (data["lang"] == "ES"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model * lang + (1|item) + (1|item:run)", data)
+    cases = [(emmeans(fit, "model", by="lang"), "emm_by", ["model", "lang"]),
+             (emmeans(fit, "model"), "emm_model", ["model"]),
+             (emmeans(fit, "lang"), "emm_lang", ["lang"]),
+             (contrast(emmeans(fit, "model", by="lang"), adjust="tukey"), "con_by_tukey",
+              ["contrast", "lang"]),
+             (contrast(emmeans(fit, "model"), adjust="holm"), "con_model_holm", ["contrast"]),
+             (contrast(emmeans(fit, ["model", "lang"]), adjust="tukey"), "con_cells_tukey",
+              ["contrast"])]
+    for res, key, labels in cases:
+        mine, theirs = res.to_frame(), pd.DataFrame(ref[key])
+        theirs = theirs.astype({c: float for c in ("estimate", "se") if c in theirs})
+        assert mine["estimate"].isna().tolist() == theirs["estimate"].isna().tolist(), key
+        ok = theirs["estimate"].notna().to_numpy()
+        assert_matches(mine[ok].reset_index(drop=True), theirs[ok].to_dict("records"),
+                       est_tol=2e-3, se_rtol=0.015, ci_rtol=0.015, p_tol=0.02, labels=labels)
+
+
+def test_holm_and_bh_count_the_whole_family():
+    p = np.array([0.01, 0.04])
+    np.testing.assert_allclose(_multcomp._holm(p, 3), [0.03, 0.08])
+    np.testing.assert_allclose(_multcomp._bh(p, 3), [0.03, 0.06])

@@ -47,21 +47,25 @@ def normalise_method(adjust: str) -> str:
 
 # --- p-value adjustments of stats::p.adjust -------------------------------------------------------
 
-def _holm(p: np.ndarray) -> np.ndarray:
-    n = len(p)
+def _holm(p: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Holm's step-down adjustment of ``p`` for a family of ``n >= len(p)`` tests."""
+    m = len(p)
+    n = m if n is None else n
     order = np.argsort(p, kind="stable")
-    adj = np.minimum(1.0, np.maximum.accumulate((n - np.arange(n)) * p[order]))
-    out = np.empty(n)
+    adj = np.minimum(1.0, np.maximum.accumulate((n - np.arange(m)) * p[order]))
+    out = np.empty(m)
     out[order] = adj
     return out
 
 
-def _bh(p: np.ndarray) -> np.ndarray:
-    n = len(p)
+def _bh(p: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Benjamini-Hochberg adjustment of ``p`` for a family of ``n >= len(p)`` tests."""
+    m = len(p)
+    n = m if n is None else n
     order = np.argsort(p, kind="stable")[::-1]
-    ranks = n - np.arange(n)  # rank of each p in decreasing order
+    ranks = m - np.arange(m)  # rank of each p in decreasing order
     adj = np.minimum(1.0, np.minimum.accumulate(n / ranks * p[order]))
-    out = np.empty(n)
+    out = np.empty(m)
     out[order] = adj
     return out
 
@@ -175,8 +179,11 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
     the p-values and the intervals.
     """
     method = normalise_method(method)
-    z = np.asarray(z, dtype=float)
-    k = len(z)
+    z_all = np.asarray(z, dtype=float)
+    # Non-estimable contrasts (NaN) still count in the family size, as in emmeans 1.8
+    k = len(z_all)
+    finite = np.isfinite(z_all)
+    z = z_all[finite]
     if k == 1:  # a single test is never adjusted (emmeans does the same)
         method = "none"
     if method == "tukey" and not pairwise:
@@ -187,9 +194,9 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
     if method == "none":
         p, crit = p_raw, stats.norm.isf(alpha / 2)
     elif method == "holm":
-        p, crit = _holm(p_raw), stats.norm.isf(alpha / k / 2)
+        p, crit = _holm(p_raw, k), stats.norm.isf(alpha / k / 2)
     elif method == "BH":
-        p, crit = _bh(p_raw), stats.norm.isf(alpha / k / 2)
+        p, crit = _bh(p_raw, k), stats.norm.isf(alpha / k / 2)
     elif method == "bonferroni":
         p, crit = np.minimum(1.0, k * p_raw), stats.norm.isf(alpha / k / 2)
     elif method == "sidak":
@@ -206,8 +213,10 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
     else:  # mvt
         if corr is None:
             raise ValueError("the mvt adjustment needs the contrasts' correlation matrix")
-        p = 1.0 - mvn_box_probability(absz, corr)
-        crit = mvn_box_quantile(conf_level, corr)
-    p = np.clip(p, 0.0, 1.0)
+        corr = np.asarray(corr, dtype=float)[np.ix_(finite, finite)]
+        p = 1.0 - mvn_box_probability(absz, corr) if len(z) else np.array([])
+        crit = mvn_box_quantile(conf_level, corr) if len(z) else np.nan
+    p_all = np.full(k, np.nan)
+    p_all[finite] = np.clip(p, 0.0, 1.0)
     ci_method = "bonferroni" if method in ("holm", "BH") else method
-    return p, float(crit), method, ci_method
+    return p_all, float(crit), method, ci_method

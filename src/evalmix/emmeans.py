@@ -143,6 +143,46 @@ def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.Da
     return grid, np.asarray(design.model_matrix(grid), dtype=float)
 
 
+# --- estimability ---------------------------------------------------------------------------------
+# When the fit dropped aliased columns (a missing cell under an interaction), a mean that involves
+# an unobserved combination is not estimable: emmeans reports it as NA.  A linear function l of the
+# full design's coefficients is estimable when l is orthogonal to the null space of the fitted
+# rows' design matrix.  The design signals dropped columns with ``keep`` and exposes its formulaic
+# ``spec`` for the full matrix.
+
+def _full_rows(design: Any, frame: pd.DataFrame) -> np.ndarray:
+    nd = frame.copy()
+    for name, levels in design.factors.items():
+        nd[name] = pd.Categorical(nd[name], categories=levels)
+    return np.asarray(design.spec.get_model_matrix(nd, na_action="ignore"), dtype=float)
+
+
+def _null_basis(design: Any) -> np.ndarray | None:
+    """Null-space basis of the full design over the fitted level combinations, or None when the
+    fit kept every column (then every linear function is estimable)."""
+    if (getattr(design, "keep", None) is None or getattr(design, "spec", None) is None
+            or getattr(design, "weights_data", None) is None):
+        return None
+    combos = design.weights_data.drop_duplicates().reset_index(drop=True)
+    frames = []
+    for shift in [None, *design.covariates]:  # the design is linear in each covariate
+        f = combos.copy()
+        for cov, mean in design.covariates.items():
+            f[cov] = mean + (1.0 if cov == shift else 0.0)
+        frames.append(f)
+    X = _full_rows(design, pd.concat(frames, ignore_index=True))
+    _, sv, vt = np.linalg.svd(X, full_matrices=True)
+    rank = int((sv > 1e-9 * sv[0]).sum())
+    return vt[rank:].T
+
+
+def _estimable(L_full: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+    if basis is None or basis.shape[1] == 0:
+        return np.ones(len(L_full), dtype=bool)
+    off = ((L_full @ basis) ** 2).sum(axis=1)
+    return off <= 1e-8 * (L_full**2).sum(axis=1)
+
+
 # --- marginal means -------------------------------------------------------------------------------
 
 def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
@@ -216,6 +256,10 @@ class EMMeans(Result):
     beta: np.ndarray | None = field(default=None, repr=False)
     vcov: np.ndarray | None = field(default=None, repr=False)
     draws: np.ndarray | None = field(default=None, repr=False)
+    # the means over the full (unreduced) design and its null space, for estimability checks when
+    # the fit dropped aliased columns
+    L_full: np.ndarray | None = field(default=None, repr=False)
+    null_basis: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def is_posterior(self) -> bool:
@@ -256,13 +300,17 @@ def hdi(samples: np.ndarray, prob: float = 0.95) -> np.ndarray:
 
 
 def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
-               transform: Any = None) -> pd.DataFrame:
-    """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws."""
+               transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
+    """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
+    rows that are not estimable are NaN."""
+    if estimable is not None and not estimable.all():
+        L = np.where(estimable[:, None], L, np.nan)
     if coefs.draws is not None:
         vals = coefs.draws @ L.T
         if transform is not None:
             vals = transform(vals)
-        iv = hdi(vals, conf_level)
+        iv = hdi(np.nan_to_num(vals), conf_level)
+        iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "lower": iv[:, 0], "upper": iv[:, 1]})
     est = L @ coefs.beta
@@ -336,23 +384,28 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
         raise ValueError(f"the design has {X.shape[1]} columns but the fit has "
                          f"{len(coefs.names)} fixed effects")
     w = _grid_weights(fit.fixed_design, grid, keep, weights)
+    basis = _null_basis(fit.fixed_design)
+    X_full = _full_rows(fit.fixed_design, grid) if basis is not None else None
     levels = _expand({v: list(pd.unique(grid[v])) for v in keep})
-    rows = []
+    rows, rows_full = [], []
     for combo in levels.itertuples(index=False, name=None):
         mask = np.logical_and.reduce([grid[v].to_numpy() == c for v, c in zip(keep, combo)])
         wk = w[mask]
-        if wk.sum() <= 0:
-            rows.append(np.full(X.shape[1], np.nan))
-        else:
-            rows.append(wk @ X[mask] / wk.sum())
+        total = wk.sum()
+        rows.append(wk @ X[mask] / total if total > 0 else np.full(X.shape[1], np.nan))
+        if X_full is not None:
+            rows_full.append(wk @ X_full[mask] / total if total > 0
+                             else np.full(X_full.shape[1], np.nan))
     L = np.vstack(rows)
+    L_full = np.vstack(rows_full) if X_full is not None else None
+    ok = _estimable(L_full, basis) if L_full is not None else None
     transform = special.expit if (type == "response" and link == "logit") else None
-    summary = _summarise(L, coefs, conf_level, transform)
+    summary = _summarise(L, coefs, conf_level, transform, ok)
     table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
     return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
                    specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
                    conf_level=conf_level, weights=weights, beta=coefs.beta, vcov=coefs.vcov,
-                   draws=coefs.draws)
+                   draws=coefs.draws, L_full=L_full, null_basis=basis)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -522,24 +575,28 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         labels = [_label(r) for r in emm.levels.iloc[idx][spec].itertuples(index=False, name=None)]
         K, names = _contrast_matrix(method, labels, ref, sep)
         Lc = K @ emm.L[idx]
+        ok = (_estimable(K @ emm.L_full[idx], emm.null_basis)
+              if emm.L_full is not None else np.ones(len(Lc), dtype=bool))
         L_all.append(Lc)
         block = pd.DataFrame({"contrast": names})
         key = key if isinstance(key, tuple) else (key,)
         for v, val in zip(by, key):
             block[v] = val
-        summ = _summarise(Lc, coefs, conf_level)
+        summ = _summarise(Lc, coefs, conf_level, estimable=ok)
         if coefs.draws is not None:
             vals = coefs.draws @ Lc.T
-            summ["prob_positive"] = (vals > 0).mean(axis=0)
+            summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
             z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
             cov = Lc @ coefs.vcov @ Lc.T
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                corr = cov / np.outer(d, d)
             p, crit, p_method, ci_method = _multcomp.adjust_family(
                 z, adjust, conf_level=conf_level, n_means=len(labels), pairwise=pairwise,
-                corr=cov / np.outer(d, d))
+                corr=corr)
             est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()
             summ = pd.DataFrame({"estimate": est, "se": se, "z": z, "p": p,
                                  "lower": est - crit * se, "upper": est + crit * se})

@@ -130,6 +130,19 @@ if (mode == "sim") {
     con_g2_trt = con_tab(contrast(emmeans(g2, ~ model), "trt.vs.ctrl", ref = "m2")),
     anova3_g3 = anova3(g3), anova3_g2 = anova3(g2))
 
+  # a missing cell (m3 never run in ES): the interaction column is aliased, and emmeans reports
+  # the means and contrasts that involve the empty cell as not estimable
+  gm <- droplevels(subset(g, !(model == "m3" & lang == "ES")))
+  g4 <- glmer(correct ~ model * lang + (1 | item) + (1 | item:run), family = binomial, data = gm)
+  glmer_sim$missing_cell <- list(
+    fit = fit_info(g4, gm),
+    emm_by = emm_tab(emmeans(g4, ~ model | lang)),
+    emm_model = emm_tab(emmeans(g4, ~ model)),
+    emm_lang = emm_tab(emmeans(g4, ~ lang)),
+    con_by_tukey = con_tab(pairs(emmeans(g4, ~ model | lang), adjust = "tukey")),
+    con_model_holm = con_tab(pairs(emmeans(g4, ~ model), adjust = "holm")),
+    con_cells_tukey = con_tab(pairs(emmeans(g4, ~ model * lang), adjust = "tukey")))
+
   out <- list(
     r_version = R.version.string,
     emmeans_version = as.character(packageVersion("emmeans")),
