@@ -110,3 +110,23 @@ def test_errors(glmer_fits, sim):
         anova(post)
     with pytest.raises(TypeError, match="maximum-likelihood"):
         compare_models({"a": glmer_fits["g1"], "p": post})
+
+
+def test_posterior_fits_are_compared_by_elpd():
+    az = pytest.importorskip("arviz")
+    rng = np.random.default_rng(0)
+
+    class Post:
+        def __init__(self, mean):
+            self.fixef_draws = pd.DataFrame(rng.normal(size=(400, 2)))
+            self.nobs = 50
+            self.idata = az.from_dict(posterior={"b": rng.normal(size=(2, 200))},
+                                      log_likelihood={"y": rng.normal(mean, 0.05, (2, 200, 50))})
+
+    fits = {"good": Post(-0.70), "worse": Post(-0.75)}
+    res = compare_models(fits)
+    ref = az.compare({k: v.idata for k, v in fits.items()}, ic="loo")
+    tab = res.to_frame()
+    assert tab["name"].tolist() == list(ref.index) == ["good", "worse"]
+    np.testing.assert_allclose(tab["elpd_loo"], ref["elpd_loo"])
+    assert res.criterion == "loo" and res.verdict().startswith("good has the higher expected")

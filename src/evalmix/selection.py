@@ -133,6 +133,7 @@ class ModelComparison(Result):
 
     table: pd.DataFrame
     lrt: pd.DataFrame
+    criterion: str = "bic"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -160,6 +161,11 @@ class ModelComparison(Result):
         if len(t) < 2:
             return f"only one model: {t['name'].iloc[0]}"
         best, second = t.iloc[0], t.iloc[1]
+        if self.criterion != "bic":
+            ic = self.criterion
+            return (f"{best['name']} has the higher expected log predictive density "
+                    f"(ELPD-{ic.upper()} difference {second['elpd_diff']:.1f}, "
+                    f"SE {second['dse']:.1f}) over {second['name']}")
         delta = float(second["delta_bic"])
         return (f"{bic_evidence(delta)} evidence for {best['name']} over {second['name']} "
                 f"(ΔBIC = {delta:.1f}, BIC weight {best['bic_weight']:.2f}; "
@@ -172,7 +178,8 @@ def _weights(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return delta, w / w.sum()
 
 
-def compare_models(fits: Mapping[str, Any] | Sequence[Any]) -> ModelComparison:
+def compare_models(fits: Mapping[str, Any] | Sequence[Any], *, ic: str = "loo"
+                   ) -> ModelComparison:
     """Compare fits by AIC, BIC and likelihood-ratio tests (R: lme4's ``anova(fit1, fit2, ...)``).
 
     Parameters
@@ -180,7 +187,12 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any]) -> ModelComparison:
     fits : dict name -> fit, or list of fits
         Maximum-likelihood fits of the same rows (``loglik``, ``df``, ``nobs``, ``aic``,
         ``bic``; ``formula`` and ``fixed_design.terms`` to name them and check nesting).  A list
-        is named by each fit's formula.
+        is named by each fit's formula.  Posterior fits (``fixef_draws`` and ``idata`` with a
+        log-likelihood group) are compared by expected log predictive density instead
+        (``arviz.compare``): the table then has ArviZ's columns (``elpd_loo``, ``p_loo``,
+        ``elpd_diff``, ``weight``, ``se``, ``dse``, ``warning``...) with ``name``, best first.
+    ic : {"loo", "waic"}
+        The ELPD estimate for posterior fits.
 
     Returns
     -------
@@ -207,9 +219,13 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any]) -> ModelComparison:
     names = [n for n, _ in items]
     if len(set(names)) != len(names):
         raise ValueError(f"model names must be unique: {names}")
-    for name, f in items:
-        if getattr(f, "fixef_draws", None) is not None or not hasattr(f, "loglik"):
-            raise TypeError(f"{name!r} is not a maximum-likelihood fit (it needs loglik, df, nobs)")
+    posterior = [getattr(f, "fixef_draws", None) is not None for _, f in items]
+    if all(posterior):
+        return _compare_posterior(items, ic)
+    for (name, f), post in zip(items, posterior):
+        if post or not hasattr(f, "loglik"):
+            raise TypeError(f"{name!r} is not a maximum-likelihood fit (it needs loglik, df, "
+                            "nobs); compare posterior fits among themselves")
     nobs = {int(f.nobs) for _, f in items}
     if len(nobs) > 1:
         raise ValueError(f"models were not all fitted to the same number of rows: {sorted(nobs)}")
@@ -242,3 +258,22 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any]) -> ModelComparison:
     table = table.merge(lrt[["name", "lrt_vs", "nested", "chisq", "df_diff", "p"]], on="name")
     table = table.sort_values("bic", kind="stable").reset_index(drop=True)
     return ModelComparison(table=table, lrt=lrt)
+
+
+def _compare_posterior(items: list[tuple[str, Any]], ic: str) -> ModelComparison:
+    """ELPD comparison (PSIS-LOO or WAIC) of posterior fits through ArviZ."""
+    import warnings
+
+    import arviz as az
+
+    if ic not in ("loo", "waic"):
+        raise ValueError(f"ic={ic!r}: use 'loo' or 'waic'")
+    nobs = {int(f.nobs) for _, f in items if hasattr(f, "nobs")}
+    if len(nobs) > 1:
+        raise ValueError(f"models were not all fitted to the same number of rows: {sorted(nobs)}")
+    with warnings.catch_warnings():
+        # arviz's notes on scale and deprecations; unreliable PSIS tails show in "warning"
+        warnings.simplefilter("ignore")
+        tab = az.compare({n: f.idata for n, f in items}, ic=ic)
+    table = tab.rename_axis("name").reset_index()
+    return ModelComparison(table=table, lrt=pd.DataFrame(), criterion=ic)
