@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -125,7 +126,9 @@ def test_posterior_fits_are_compared_by_elpd():
 
     fits = {"good": Post(-0.70), "worse": Post(-0.75)}
     res = compare_models(fits)
-    ref = az.compare({k: v.idata for k, v in fits.items()}, ic="loo")
+    with warnings.catch_warnings():  # arviz's own pandas deprecation notes
+        warnings.simplefilter("ignore")
+        ref = az.compare({k: v.idata for k, v in fits.items()}, ic="loo")
     tab = res.to_frame()
     assert tab["name"].tolist() == list(ref.index) == ["good", "worse"]
     np.testing.assert_allclose(tab["elpd_loo"], ref["elpd_loo"])
