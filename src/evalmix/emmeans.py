@@ -117,7 +117,12 @@ def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.Da
 
     Examples
     --------
-    >>> grid, X = reference_grid(fit)  # doctest: +SKIP
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> grid, X = evalmix.reference_grid(fit)
+    >>> grid["model"].tolist(), X.shape
+    (['M1', 'M2', 'M3'], (3, 3))
     """
     design = fit.fixed_design
     at = dict(at or {})
@@ -362,8 +367,14 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
 
     Examples
     --------
-    >>> emm = emmeans(fit, "model", by="language", type="response")  # doctest: +SKIP
-    >>> emm.to_frame()  # doctest: +SKIP
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> evalmix.emmeans(fit, "model", type="response").to_frame().round(2)
+      model  estimate    se  lower  upper
+    0    M1      0.33  0.06   0.22   0.45
+    1    M2      0.53  0.07   0.40   0.65
+    2    M3      0.70  0.06   0.58   0.80
     """
     if type not in ("link", "response"):
         raise ValueError(f"type={type!r}: use 'link' or 'response'")
@@ -555,8 +566,15 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
 
     Examples
     --------
-    >>> emm = emmeans(fit, "model")  # doctest: +SKIP
-    >>> contrast(emm, "trt.vs.ctrl", ref="Grok-4", adjust="dunnettx").to_frame()  # doctest: +SKIP
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> emm = evalmix.emmeans(fit, "model")
+    >>> res = evalmix.contrast(emm, "trt.vs.ctrl", ref="M1", adjust="dunnettx")
+    >>> res.to_frame()[["contrast", "estimate", "odds_ratio"]].round(2)
+      contrast  estimate  odds_ratio
+    0  M2 - M1      0.84        2.33
+    1  M3 - M1      1.58        4.84
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = _multcomp.normalise_method(adjust)
