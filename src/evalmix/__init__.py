@@ -27,6 +27,22 @@ from . import repetitions
 from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
 from .reliability import flip_rate, icc, latent_icc
 
+# Comparisons, resampling, multiplicity, agreement, power and calibration.
+from .tests import (
+    cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
+)
+from .resampling import (
+    bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
+)
+from .multiplicity import adjust_pvalues
+from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+from .power import (
+    power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
+    sample_size_paired_proportions, sample_size_two_proportions,
+)
+from .calibration import calibrate, coverage_study
+from . import power
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -37,6 +53,14 @@ __all__ = [
     # reliability, ranking, repetitions
     "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
     "repetitions",
+]
+__all__ += [
+    "adjust_pvalues", "bootstrap_ci", "calibrate", "cluster_bootstrap", "cohen_kappa", "cohens_d",
+    "compare_pair", "coverage_study", "fleiss_kappa", "friedman", "instance_bootstrap",
+    "krippendorff_alpha", "mcnemar", "paired_bootstrap", "paired_t_runs", "permutation_test",
+    "power", "power_clustered", "power_paired_proportions", "power_two_proportions",
+    "run_level_ci", "sample_size_clustered", "sample_size_paired_proportions",
+    "sample_size_two_proportions", "wilcoxon",
 ]
 
 # Inference on fitted models: marginal means, contrasts, Wald tests, model selection
