@@ -8,8 +8,9 @@ Two lme4 details shape the checks (see docs/glmm.md):
 
 - lme4's deviance function restarts PIRLS from the stage-1 linear predictor and stops once the
   penalised deviance changes by less than 1e-7 relative, with the Cholesky factor from the weights
-  of the previous iterate. At a point far from its start (the perturbed point below) it agrees
-  with the exact Laplace deviance to ~1e-7 relative; at its own optimum it reads up to 0.005 higher.
+  of the previous iterate. Run with ``tolPwrss = 1e-12`` it agrees with the exact Laplace deviance
+  evaluated here to 1e-7 relative (checked at lme4's optimum and at a perturbed point); with its
+  default it reads up to 1e-5 relative higher (0.005 at its own optimum on the item-run data).
 - Where lme4 stops a few 1e-4 short of a variance boundary that evalmix reaches (theta = 0), the
   two fits sit on different sides of the boundary: the SE tolerance is then 1.5%, and when lme4's
   finite-difference Hessian is degenerate there (its SEs collapse to ~0.002) the RX standard
@@ -109,8 +110,12 @@ def check_deviance(case_id: str, data: pd.DataFrame) -> None:
     const = -2.0 * design.log_binom
     vec = np.asarray(ref["point"], dtype=float)
     dev = ld.dev(vec[:nt], vec[nt:]) + const
-    assert dev == pytest.approx(ref["dev_at_point"], rel=2e-7), (case_id, dev, ref["dev_at_point"])
-    # at lme4's optimum its PIRLS stops with lagged weights: never below the exact value by much
+    if "dev_at_point_tight" in ref:  # lme4's devfun with PIRLS run to tolPwrss = 1e-12
+        assert dev == pytest.approx(ref["dev_at_point_tight"], rel=1e-7)
+        dev_opt = ld.dev(theta, np.asarray(ref["fixef"], dtype=float)) + const
+        assert dev_opt == pytest.approx(ref["dev_at_opt_tight"], rel=1e-7)
+    # lme4's default devfun (tolPwrss = 1e-7, factor from the previous iterate's weights)
+    assert dev == pytest.approx(ref["dev_at_point"], rel=1e-5), (case_id, dev, ref["dev_at_point"])
     dev = ld.dev(theta, np.asarray(ref["fixef"], dtype=float)) + const
     assert -1e-3 < ref["dev_at_opt"] - dev < 1e-2
 

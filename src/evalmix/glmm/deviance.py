@@ -208,7 +208,13 @@ class DenseSolver:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
-        H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
+        if self.q <= 1500:  # scatter-add the k x k outer products of each row into dense H
+            if not hasattr(self, "_flat"):
+                self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
+            wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+        else:
+            H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
         self.cf = sla.cho_factor(H, lower=True, check_finite=False)
         return float(2.0 * np.log(np.diag(self.cf[0])).sum())
