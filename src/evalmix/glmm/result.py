@@ -179,10 +179,12 @@ def _summary_text(res: GlmerResult, digits: int) -> str:
                         corr_vals.append(f"{c['sd']:.2f}")
             rows.append([g if i == 0 else "", r["var1"], f"{r['variance']:.4f}", f"{r['sd']:.4f}",
                          " ".join(corr_vals)])
-    re_tab = pd.DataFrame(rows, columns=["Groups", "Name", "Variance", "Std.Dev.", "Corr"])
-    if (re_tab["Corr"] == "").all():
-        re_tab = re_tab.drop(columns="Corr")
-    lines.append(" " + re_tab.to_string(index=False).replace("\n", "\n "))
+    heads = ["Groups", "Name", "Variance", "Std.Dev.", "Corr"]
+    if all(r[4] == "" for r in rows):
+        heads, rows = heads[:4], [r[:4] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    for r in [heads] + rows:  # left-aligned columns, as lme4 prints them
+        lines.append(" " + " ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
     groups = "; ".join(f"{g}, {n}" for g, n in res.ngroups.items())
     lines += [f"Number of obs: {res.nobs}, groups:  {groups}", "", "Fixed effects:"]
     ct = res.coef_table()
