@@ -235,19 +235,14 @@ class FittedModel:
         ld, ev = self.ld, self.ev
         ld._refresh(ev)
         solver = ld.solver
-        hinv = solver.hinv() if hasattr(solver, "hinv") else None
-        cvar = solver.cond_var() if hinv is None else None
         frames = []
         for t, uoff, _, L in self._blocks():
             U = ev.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T  # b_g = L u_g
+            idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
+            blocks = solver.hinv_blocks(idx)  # nl x nc x nc blocks of H^-1
             for c in range(t.nc):
-                if hinv is not None:
-                    idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
-                    blocks = hinv[idx[:, :, None], idx[:, None, :]]  # nl x nc x nc
-                    var = np.einsum("j,gjk,k->g", L[c], blocks, L[c])
-                else:
-                    var = L[c, c] ** 2 * cvar[uoff: uoff + t.nl]
+                var = np.einsum("j,gjk,k->g", L[c], blocks, L[c])
                 frames.append(pd.DataFrame({"group": t.group, "term": t.cnames[c],
                                             "level": t.levels, "mode": B[:, c],
                                             "sd": np.sqrt(var)}))
