@@ -45,6 +45,12 @@ class GlmerResult(Result):
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default) or ``"rx"``.
     fixed_design : FixedDesign
+
+    Examples
+    --------
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)  # doctest: +SKIP
+    >>> fit.loglik, fit.bic, fit.singular  # doctest: +SKIP
+    >>> print(fit.summary())  # doctest: +SKIP
     """
 
     formula: str
@@ -115,6 +121,10 @@ class GlmerResult(Result):
 
         As ``as.data.frame(ranef(fit, condVar = TRUE))``: columns ``group``, ``term``, ``level``,
         ``mode``, ``sd``.
+
+        Examples
+        --------
+        >>> fit.ranef().query("group == 'item'").nsmallest(3, "mode")  # doctest: +SKIP
         """
         return self._model.ranef_frame()
 
@@ -133,6 +143,11 @@ class GlmerResult(Result):
         type : {"link", "response"}
         allow_new_levels : bool
             Levels of a grouping factor not seen in the fit contribute 0 (else an error).
+
+        Examples
+        --------
+        >>> fit.predict(runs.head(), type="response")  # doctest: +SKIP
+        >>> fit.predict(runs.head(), re=False)  # population-level log-odds  # doctest: +SKIP
         """
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
@@ -144,7 +159,12 @@ class GlmerResult(Result):
 
     # ------------------------------------------------------------------- summary
     def summary(self, digits: int = 4) -> str:
-        """Text like ``print(summary(fit))`` in lme4 (also printed by ``print(fit.summary())``)."""
+        """Text like ``print(summary(fit))`` in lme4.
+
+        Examples
+        --------
+        >>> print(fit.summary())  # doctest: +SKIP
+        """
         return _summary_text(self, digits)
 
 
