@@ -133,18 +133,34 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     t0 = time.perf_counter()
     pf = ProfiledFit(ld, beta0, lower)
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    opts = {"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7, "maxcor": 20}
     res = minimize(pf.objective, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                   bounds=bounds, options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7,
-                                           "maxcor": 20})
+                   bounds=bounds, options=opts)
+    nit = int(res.nit)
     theta = np.maximum(res.x, lower)
-    # polish: the deviance at the returned theta with beta re-profiled there
     ev = pf.inner(theta)
-    if pf.ev is not None and pf.ev.dev > ev.dev:
-        ev = pf.ev
+    # The deviance is even in a scalar theta, so its gradient vanishes on the boundary theta = 0
+    # whether or not that is a minimum: probe away from the boundary and restart if lower.
+    for _ in range(2):
+        restart = None
+        for i in np.flatnonzero((lower == 0) & (theta <= 1e-6)):
+            trial = theta.copy()
+            trial[i] = 0.1
+            et = pf.inner(trial)
+            if et.dev < ev.dev - 1e-6:
+                restart = trial
+                break
+        if restart is None or nit >= maxiter:
+            break
+        res = minimize(pf.objective, restart, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={**opts, "maxiter": max(1, maxiter - nit)})
+        nit += int(res.nit)
+        theta = np.maximum(res.x, lower)
+        ev = pf.inner(theta)
     g = np.concatenate([pf.theta_grad(ev), ld.grad_beta(ev)])
     rep = OptimizerReport(
         method="profiled L-BFGS-B (theta) + Newton (beta)", converged=bool(res.success),
-        message=str(res.message), outer_iterations=int(res.nit),
+        message=str(res.message), outer_iterations=nit,
         deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations, gradient=g,
         max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
         seconds=time.perf_counter() - t0)
