@@ -238,6 +238,55 @@ class DenseSolver:
         return self.hinv()[idx[:, :, None], idx[:, None, :]]
 
 
+class BlockDiagSolver(DenseSolver):
+    """A single term with correlated effects, ``(1 + x|g)``: H is block diagonal (one nc x nc
+    block per level), factorised level by level in one batched call."""
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        t = terms[0]
+        self.nl, self.nc = t.nl, t.nc
+        nc = self.nc
+        a = np.arange(nc)
+        self._bflat = ((t.index[:, None, None] * nc + a[None, :, None]) * nc
+                       + a[None, None, :]).reshape(self.n, nc * nc)
+
+    @staticmethod
+    def applies(terms: list[RandomTerm]) -> bool:
+        return len(terms) == 1 and terms[0].nc > 1
+
+    def factor(self, w: np.ndarray) -> float:
+        nl, nc = self.nl, self.nc
+        wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B += np.eye(nc)
+        self.B = B
+        self.Lb = np.linalg.cholesky(B)
+        self._Binv = None
+        return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        if r.ndim == 1:
+            return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, 1)).ravel()
+        p = r.shape[1]
+        return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, p)).reshape(-1, p)
+
+    def _inv(self) -> np.ndarray:
+        if self._Binv is None:
+            self._Binv = np.linalg.inv(self.B)
+        return self._Binv
+
+    def leverage(self) -> np.ndarray:
+        Bi = self._inv()[self.cols[:, 0] // self.nc]
+        return np.einsum("na,nab,nb->n", self.V, Bi, self.V)
+
+    def cond_var(self) -> np.ndarray:
+        return np.diagonal(self._inv(), axis1=1, axis2=2).ravel().copy()
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        return self._inv()[idx[:, 0] // self.nc]
+
+
 class SchurSolver(DenseSolver):
     """One scalar term with many levels (diagonal block) plus a small dense remainder.
 
@@ -322,6 +371,8 @@ def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
         return NestedSolver(terms)
     if SchurSolver.applies(terms):
         return SchurSolver(terms)
+    if BlockDiagSolver.applies(terms):
+        return BlockDiagSolver(terms)
     return DenseSolver(terms)
 
 
