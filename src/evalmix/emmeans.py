@@ -627,7 +627,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             summ["or_lower"] = np.exp(summ["lower"])
             summ["or_upper"] = np.exp(summ["upper"])
         blocks.append(pd.concat([block, summ], axis=1))
-    if coefs.draws is None and adjust in ("holm", "BH"):
+    if coefs.draws is None and p_method in ("holm", "BH"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "
