@@ -62,3 +62,18 @@ __all__ += [
     "run_level_ci", "sample_size_clustered", "sample_size_paired_proportions",
     "sample_size_two_proportions", "wilcoxon",
 ]
+
+# Inference on fitted models: marginal means, contrasts, Wald tests, model selection
+from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid  # noqa: E402
+from .selection import (  # noqa: E402
+    AnovaTable,
+    ModelComparison,
+    anova,
+    bic_evidence,
+    compare_models,
+)
+
+__all__ += [
+    "AnovaTable", "Contrasts", "EMMeans", "ModelComparison", "anova", "bic_evidence",
+    "compare_models", "contrast", "emmeans", "reference_grid",
+]

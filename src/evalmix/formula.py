@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -244,16 +245,22 @@ class FixedDesign:
         return X if self.keep is None else X[:, self.keep]
 
 
-def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+@lru_cache(maxsize=256)
+def _formula_factors(rhs: str) -> tuple[str, ...]:
+    """Names of the variables a formulaic right-hand side reads, in order of appearance."""
     from formulaic import Formula
 
-    names = []
-    for term in Formula(fixed).rhs if hasattr(Formula(fixed), "rhs") else Formula(fixed):
+    names: list[str] = []
+    for term in Formula(rhs):
         for f in term.factors:
             s = str(f)
             if s not in ("1", "0") and s not in names:
                 names.append(s)
-    return names
+    return tuple(names)
+
+
+def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+    return list(_formula_factors(fixed))
 
 
 def build_fixed(fixed: str, data: pd.DataFrame) -> tuple[FixedDesign, np.ndarray]:
@@ -435,8 +442,6 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
 
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:
     """Data columns a set of random terms reads (grouping factors and slope covariates)."""
-    from formulaic import Formula
-
     cols: list[str] = []
     for sp in specs:
         for c in sp.group:
@@ -446,12 +451,10 @@ def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[st
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):
-            for term in Formula(sp.expr):
-                for f in term.factors:
-                    s = str(f)
-                    if s not in ("1", "0") and s not in cols:
-                        if s not in data.columns:
-                            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "
-                                               f"column {s!r} absent from the data")
-                        cols.append(s)
+            for s in _formula_factors(sp.expr):
+                if s not in cols:
+                    if s not in data.columns:
+                        raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "
+                                           f"column {s!r} absent from the data")
+                    cols.append(s)
     return cols

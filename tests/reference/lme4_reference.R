@@ -45,6 +45,9 @@ for (cs in cases) {
   fit <- glmer(f, data = d, family = binomial)
   elapsed <- proc.time()[["elapsed"]] - t0
   devfun <- glmer(f, data = d, family = binomial, devFunOnly = TRUE)
+  # the same deviance with PIRLS run to convergence (default tolPwrss = 1e-7 stops early)
+  devtight <- glmer(f, data = d, family = binomial, devFunOnly = TRUE,
+                    control = glmerControl(tolPwrss = 1e-12))
   th <- getME(fit, "theta"); be <- fixef(fit)
   pt <- c(th + 0.1, be + 0.05)
   vc <- as.data.frame(VarCorr(fit))
@@ -67,6 +70,7 @@ for (cs in cases) {
     varcorr = vc, singular = isSingular(fit),
     messages = c(fit@optinfo$conv$lme4$messages, fit@optinfo$warnings),
     dev_at_opt = devfun(c(th, be)), point = pt, dev_at_point = devfun(pt),
+    dev_at_opt_tight = devtight(c(th, be)), dev_at_point_tight = devtight(pt),
     ranef = rlist,
     predict_response = unname(predict(fit, newdata = nd, type = "response")),
     predict_link_fixed = unname(predict(fit, newdata = nd, re.form = NA))

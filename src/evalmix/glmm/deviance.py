@@ -145,6 +145,10 @@ class NestedSolver:
         tr_c = 2.0 * np.sum(self.sf * (self.tf * hfc + self.tc / Sp))
         return np.array([rf.sum() + tr_f, rc.sum() + tr_c])
 
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        """Blocks ``H^-1[idx_g, idx_g]`` for an (levels x nc) index array (here nc = 1)."""
+        return self.cond_var()[idx][:, :, None]
+
     def cond_var(self) -> np.ndarray:
         """Diagonal of ``H^-1`` (the conditional variances of the spherical modes)."""
         if not self.two:
@@ -208,7 +212,13 @@ class DenseSolver:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
-        H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
+        if self.q <= 1500:  # scatter-add the k x k outer products of each row into dense H
+            if not hasattr(self, "_flat"):
+                self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
+            wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+        else:
+            H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
         self.cf = sla.cho_factor(H, lower=True, check_finite=False)
         return float(2.0 * np.log(np.diag(self.cf[0])).sum())
@@ -224,13 +234,146 @@ class DenseSolver:
         sub = Hi[self.cols[:, :, None], self.cols[:, None, :]]  # n x k x k
         return np.einsum("na,nab,nb->n", self.V, sub, self.V)
 
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        return self.hinv()[idx[:, :, None], idx[:, None, :]]
+
+
+class BlockDiagSolver(DenseSolver):
+    """A single term with correlated effects, ``(1 + x|g)``: H is block diagonal (one nc x nc
+    block per level), factorised level by level in one batched call."""
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        t = terms[0]
+        self.nl, self.nc = t.nl, t.nc
+        nc = self.nc
+        a = np.arange(nc)
+        self._bflat = ((t.index[:, None, None] * nc + a[None, :, None]) * nc
+                       + a[None, None, :]).reshape(self.n, nc * nc)
+
+    @staticmethod
+    def applies(terms: list[RandomTerm]) -> bool:
+        return len(terms) == 1 and terms[0].nc > 1
+
+    def factor(self, w: np.ndarray) -> float:
+        nl, nc = self.nl, self.nc
+        wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B += np.eye(nc)
+        self.B = B
+        self.Lb = np.linalg.cholesky(B)
+        self._Binv = None
+        return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        if r.ndim == 1:
+            return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, 1)).ravel()
+        p = r.shape[1]
+        return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, p)).reshape(-1, p)
+
+    def _inv(self) -> np.ndarray:
+        if self._Binv is None:
+            self._Binv = np.linalg.inv(self.B)
+        return self._Binv
+
+    def leverage(self) -> np.ndarray:
+        Bi = self._inv()[self.cols[:, 0] // self.nc]
+        return np.einsum("na,nab,nb->n", self.V, Bi, self.V)
+
     def cond_var(self) -> np.ndarray:
-        return np.diag(self.hinv()).copy()
+        return np.diagonal(self._inv(), axis1=1, axis2=2).ravel().copy()
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        return self._inv()[idx[:, 0] // self.nc]
+
+
+class SchurSolver(DenseSolver):
+    """One scalar term with many levels (diagonal block) plus a small dense remainder.
+
+    Typical of crossed evaluation designs, ``(1|item) + (1|template)``: eliminating the item
+    block, which is diagonal, leaves a dense Schur complement of the size of the other terms.
+    Cost per factorisation O(n k^2 + q1 qr^2 + qr^3) instead of O(q^3).
+    """
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        self.q1 = terms[0].nl
+        self.qr = self.q - self.q1
+        self.j1 = self.cols[:, 0]
+        self.rc = self.cols[:, 1:] - self.q1
+        kr = self.k - 1
+        self._cflat = (self.j1[:, None] * self.qr + self.rc).ravel()
+        self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
+
+    @staticmethod
+    def applies(terms: list[RandomTerm]) -> bool:
+        if len(terms) < 2 or terms[0].nc != 1:
+            return False
+        q1 = terms[0].nl
+        qr = sum(t.nl * t.nc for t in terms[1:])
+        return qr <= 2000 and q1 * qr <= 5e7 and q1 > qr
+
+    def factor(self, w: np.ndarray) -> float:
+        V0, Vr = self.V[:, 0], self.V[:, 1:]
+        wv0 = w * V0
+        self.D = 1.0 + np.bincount(self.j1, wv0 * V0, self.q1)
+        self.C = np.bincount(self._cflat, (wv0[:, None] * Vr).ravel(),
+                             self.q1 * self.qr).reshape(self.q1, self.qr)
+        wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
+        Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
+        Hrr[np.diag_indices_from(Hrr)] += 1.0
+        self.G = self.C / self.D[:, None]
+        S = Hrr - self.C.T @ self.G
+        self.cf = sla.cho_factor(S, lower=True, check_finite=False)
+        self._Sinv = None
+        return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
+
+    def _s_solve(self, r: np.ndarray) -> np.ndarray:
+        return sla.cho_solve(self.cf, r, check_finite=False)
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        r1, rr = r[: self.q1], r[self.q1:]
+        yr = self._s_solve(rr - self.G.T @ r1)
+        D = self.D if r.ndim == 1 else self.D[:, None]
+        x1 = (r1 - self.C @ yr) / D
+        return np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
+
+    def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._Sinv is None:
+            self._Sinv = self._s_solve(np.eye(self.qr))
+            self._GS = self.G @ self._Sinv
+            self._m = np.einsum("jr,jr->j", self.G, self._GS)
+        return self._Sinv, self._GS, self._m
+
+    def leverage(self) -> np.ndarray:
+        Sinv, GS, m = self._parts()
+        V0, Vr = self.V[:, 0], self.V[:, 1:]
+        h = V0**2 * (1.0 / self.D[self.j1] + m[self.j1])
+        h -= 2.0 * V0 * np.einsum("nk,nk->n", GS[self.j1[:, None], self.rc], Vr)
+        sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
+        return h + np.einsum("na,nab,nb->n", Vr, sub, Vr)
+
+    def cond_var(self) -> np.ndarray:
+        Sinv, _, m = self._parts()
+        return np.concatenate([1.0 / self.D + m, np.diag(Sinv)])
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        if idx.max() < self.q1:
+            return self.cond_var()[idx][:, :, None]
+        Sinv = self._parts()[0]
+        r = idx - self.q1
+        return Sinv[r[:, :, None], r[:, None, :]]
 
 
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
     """The fastest exact solver for this random-effects structure."""
-    return NestedSolver(terms) if NestedSolver.applies(terms) else DenseSolver(terms)
+    if NestedSolver.applies(terms):
+        return NestedSolver(terms)
+    if SchurSolver.applies(terms):
+        return SchurSolver(terms)
+    if BlockDiagSolver.applies(terms):
+        return BlockDiagSolver(terms)
+    return DenseSolver(terms)
 
 
 @dataclass
