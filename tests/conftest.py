@@ -36,3 +36,14 @@ def published(ai4math_dir: Path):
         return pd.read_csv(ai4math_dir / "published" / f"{name}.csv")
 
     return load
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """Loader of committed R reference values: ``reference("binom_reference")`` -> parsed JSON."""
+    import json
+
+    def load(name: str):
+        return json.loads((REFERENCE / f"{name}.json").read_text())
+
+    return load
