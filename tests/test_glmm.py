@@ -125,6 +125,19 @@ def test_pooling_is_exact(item_run):
     assert a.nobs == b.nobs == len(d)
 
 
+def test_trials_argument_is_cbind():
+    c = pd.read_csv(REF / "glmm_counts.csv")
+    a = quiet_fit("cbind(k, n - k) ~ model + (1|item)", c)
+    b = quiet_fit("k ~ model + (1|item)", c, trials="n")
+    c["fails"] = c["n"] - c["k"]
+    f = quiet_fit("cbind(k, fails) ~ model + (1|item)", c)
+    assert a.loglik == b.loglik == f.loglik
+    with pytest.raises(FormulaError, match="not both"):
+        glmer("cbind(k, n - k) ~ model + (1|item)", c, trials="n")
+    with pytest.raises(FormulaError, match="'nn'"):
+        glmer("k ~ model + (1|item)", c, trials="nn")
+
+
 def test_counts_and_rows_differ_by_binomial_coefficients():
     c = pd.read_csv(REF / "glmm_counts.csv")
     rows = c.loc[c.index.repeat(c["n"])].copy()

@@ -101,8 +101,9 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
     return msgs
 
 
-def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500) -> GlmerResult:
+def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
+          vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
+          maxiter: int = 500) -> GlmerResult:
     """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
 
     The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
@@ -118,6 +119,9 @@ def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", poo
     data : DataFrame
         One row per observation (or per k-of-n count). Rows with missing values in the columns
         the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
+    trials : str, optional
+        Column of trials when the response is a count of successes: ``glmer("k ~ model +
+        (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
     vcov_method : {"hessian", "rx"}
         ``"hessian"`` (default, as lme4 1.1-31): the fixed-effect block of ``2 H^-1``, ``H`` the
         central finite-difference Hessian of the deviance over (theta, beta). ``"rx"``: the
@@ -158,11 +162,11 @@ def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", poo
     if vcov_method not in ("hessian", "rx"):
         raise ValueError("vcov_method must be 'hessian' or 'rx'")
     with _blas_single_thread():
-        return _glmer(formula, data, vcov_method, pool, start, maxiter)
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter)
 
 
-def _glmer(formula, data, vcov_method, pool, start, maxiter) -> GlmerResult:
-    design = build_design(formula, data, pool=pool)
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerResult:
+    design = build_design(formula, data, pool=pool, trials=trials)
     dropped = _drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
