@@ -234,3 +234,19 @@ def test_result_is_immutable_and_hashable(fit):
         fit.loglik = 0.0
     assert fit == fit and hash(fit) == hash(fit)
     assert "estimate" in repr(fit)
+
+
+def test_vector_term_leaves_a_degenerate_boundary():
+    """With a zero diagonal in Lambda the boundary is a family of equivalent points; the fit must
+    not stop on one where the gradient points outwards (a start away from it finds the optimum)."""
+    from evalmix.simulate import glmm_runs
+
+    rng = np.random.default_rng(0)
+    n_models, n_items, n_runs = (int(rng.integers(2, 5)), int(rng.integers(15, 60)),
+                                 int(rng.integers(2, 4)))
+    d = glmm_runs(n_models, n_items, n_runs, slices={"lang": ["EN", "ES"]},
+                  sd_item=float(rng.uniform(0, 2)), sd_item_run=float(rng.uniform(0, 1)),
+                  sd_slope=float(rng.uniform(0, 1)), seed=0)
+    a = quiet_fit("correct ~ model + (1 + lang|item)", d)
+    b = quiet_fit("correct ~ model + (1 + lang|item)", d, start={"theta": [0.5, 0.5, 0.5]})
+    assert a.loglik >= b.loglik - 1e-6

@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import ConvergenceWarning, FitWarning, SingularFitWarning
 from .deviance import DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
-from .optimize import OptimizerReport, hessian, optimize
+from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
@@ -182,7 +182,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerRes
                 raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
         if "beta" in start:
             beta0 = np.asarray(start["beta"], dtype=float)
-    ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter)
+    ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
+                       probes=lambda th: boundary_probes(design.terms, th))
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
     # the gradient check skips parameters held at their bound with the gradient pointing out
