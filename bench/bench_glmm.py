@@ -12,6 +12,7 @@ Usage (from the repository root)::
     python bench/bench_glmm.py            # both parts
     python bench/bench_glmm.py five       # AI4Math only
     python bench/bench_glmm.py big        # 1M rows only
+    python bench/bench_glmm.py five --no-mixedlm   # evalmix timings only
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def lme4_logliks() -> dict[str, float]:
     return {f["formula"]: f["loglik"] for f in ref["fits"] if f["data"] == "ai4math"}
 
 
-def five() -> None:
+def five(with_mixedlm: bool = True) -> None:
     data = pd.read_csv(SHARED / "data" / "ai4math" / "ai4math_runs.csv")
     ref = lme4_logliks()
     glmer("correct ~ model + (1|problem_id)", data.head(2000))  # warm imports
@@ -56,6 +57,8 @@ def five() -> None:
     except ImportError:
         mixedlm = None
         print("(mixedlm is not installed: pip install mixedlm==1.3.0)")
+    if not with_mixedlm:
+        mixedlm = None
     for f in FORMULAS:
         formula = "correct ~ " + f + RANDOM
         t0 = time.perf_counter()
@@ -80,18 +83,11 @@ def five() -> None:
         print(f"speed-up over mixedlm: {tot_m / tot_e:.1f}x")
 
 
-def simulate_big(seed: int = 1, n_models: int = 40, n_items: int = 5000, n_runs: int = 5):
-    rng = np.random.default_rng(seed)
-    eff = rng.normal(0, 0.5, n_models)
-    a = rng.normal(0, 1.5, n_items)
-    ar = rng.normal(0, 0.5, (n_items, n_runs))
-    m = np.repeat(np.arange(n_models), n_items * n_runs)
-    i = np.tile(np.repeat(np.arange(n_items), n_runs), n_models)
-    r = np.tile(np.arange(n_runs), n_models * n_items)
-    eta = eff[m] + a[i] + ar[i, r]
-    y = (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(np.int8)
-    return pd.DataFrame({"model": pd.Categorical([f"m{k:02d}" for k in range(n_models)])[m],
-                         "item": i, "run": r, "correct": y})
+def simulate_big() -> pd.DataFrame:
+    """40 models x 5,000 items x 5 runs, item SD 1.5, item:run SD 0.5 (evalmix's simulator)."""
+    from evalmix.simulate import glmm_runs
+
+    return glmm_runs(40, 5000, 5, seed=1)
 
 
 def _fit_big(q) -> None:
@@ -127,8 +123,10 @@ def big() -> None:
 
 
 if __name__ == "__main__":
-    what = sys.argv[1:] or ["five", "big"]
+    what = sys.argv[1:]
+    if not [w for w in what if not w.startswith("--")]:
+        what += ["five", "big"]
     if "five" in what:
-        five()
+        five(with_mixedlm="--no-mixedlm" not in what)
     if "big" in what:
         big()
