@@ -1,0 +1,168 @@
+"""From formula and data to the arrays the deviance works on (lme4's ``glFormula``).
+
+Rows whose fixed covariates, grouping levels and random-slope covariates are all identical are
+pooled into binomial counts: the binomial likelihood of the pooled counts equals the product of the
+row likelihoods up to the log binomial coefficients, which are tracked separately so that the
+reported log-likelihood is the one of the rows as given.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import gammaln
+
+from ..errors import DataError, DataWarning, FitWarning, FormulaError
+from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
+                       parse_formula, random_columns, _factor_columns)
+
+
+@dataclass
+class GlmmDesign:
+    """Pooled response, fixed design and random-effects terms of a binomial GLMM."""
+
+    parsed: ParsedFormula
+    fixed: FixedDesign
+    X: np.ndarray  # pooled rows x p
+    k: np.ndarray  # successes per pooled row
+    m: np.ndarray  # trials per pooled row
+    terms: list[RandomTerm]
+    nobs: int  # rows as given (after dropping missing values)
+    log_binom: float  # sum over the given rows of log C(n, k) (0 for 0/1 rows)
+    counts: bool  # response given as k-of-n
+    row_index: np.ndarray  # pooled row of each given row
+    k_rows: np.ndarray
+    m_rows: np.ndarray
+    data: pd.DataFrame  # the given rows used (missing values dropped)
+    fixed_patterns: np.ndarray  # one pooled row per distinct fixed-effect covariate pattern
+
+    @property
+    def theta_lower(self) -> np.ndarray:
+        lb = []
+        for t in self.terms:
+            for j in range(t.nc):
+                for i in range(j, t.nc):
+                    lb.append(0.0 if i == j else -np.inf)
+        return np.array(lb)
+
+    @property
+    def theta_start(self) -> np.ndarray:
+        return np.where(self.theta_lower == 0.0, 1.0, 0.0)
+
+    @property
+    def theta_names(self) -> list[str]:
+        return [n for t in self.terms for n in t.theta_names]
+
+
+def _response(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    k = pd.to_numeric(data[parsed.successes], errors="coerce").to_numpy(dtype=float)
+    if parsed.trials is not None:
+        m = pd.to_numeric(data[parsed.trials], errors="coerce").to_numpy(dtype=float)
+    elif parsed.failures is not None:
+        m = k + pd.to_numeric(data[parsed.failures], errors="coerce").to_numpy(dtype=float)
+    else:
+        col = data[parsed.successes]
+        if pd.api.types.is_bool_dtype(col):
+            k = col.to_numpy(dtype=float)
+        bad = ~np.isin(k, (0.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"response column {parsed.successes!r} must be 0/1 (row {data.index[i]!r} "
+                            f"has {data[parsed.successes].iloc[i]!r}); write cbind(k, n - k) for counts")
+        return k, np.ones_like(k)
+    bad = (k < 0) | (m < k) | (k != np.round(k)) | (m != np.round(m))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"counts in row {data.index[i]!r} are not 0 <= {parsed.successes} <= trials "
+                        f"integers ({k[i]!r} of {m[i]!r})")
+    return k, m
+
+
+def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True) -> GlmmDesign:
+    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped)."""
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    parsed = parse_formula(formula)
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
+                           "fit a plain logistic regression instead")
+    for c in parsed.columns:
+        if c not in data.columns:
+            raise FormulaError(f"response column {c!r} is absent from the data "
+                               f"(columns: {list(data.columns)})")
+    fixed_cols = [c for c in _factor_columns(parsed.fixed, data) if c in data.columns]
+    rand_cols = random_columns(parsed.random, data)
+    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
+    missing_fixed = [c for c in _factor_columns(parsed.fixed, data) if c not in data.columns]
+    if missing_fixed:
+        raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the data "
+                           f"(columns: {list(data.columns)})")
+    d = data[used]
+    na = d.isna().any(axis=1).to_numpy()
+    if na.any():
+        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used}", DataWarning,
+                      stacklevel=3)
+        d = d.loc[~na]
+    if len(d) == 0:
+        raise DataError("no rows left to fit")
+    k, m = _response(parsed, d)
+    if (m == 0).any():
+        keep = m > 0
+        d, k, m = d.loc[keep], k[keep], m[keep]
+    nobs = len(d)
+    counts = parsed.trials is not None or parsed.failures is not None
+    log_binom = float(np.sum(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))) if counts else 0.0
+
+    key_cols = [c for c in used if c not in parsed.columns]
+    if pool and key_cols:
+        key = d[key_cols].groupby(key_cols, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+        ng = int(key.max()) + 1
+    else:
+        ng = nobs
+    k_rows, m_rows = k, m
+    if ng < nobs:
+        first = np.full(ng, -1, dtype=np.int64)
+        order = np.arange(nobs)[::-1]
+        first[key[order]] = order  # earliest row of each pattern
+        k = np.bincount(key, k, ng)
+        m = np.bincount(key, m, ng)
+        dp = d.iloc[first]
+        row_index = key
+    else:
+        dp = d
+        row_index = np.arange(nobs)
+    dp = dp.reset_index(drop=True)
+    fixed, X = build_fixed(parsed.fixed, dp)
+    if fixed.weights_data is not None and ng < nobs:
+        fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True)
+    terms = build_random_terms(parsed.random, dp)
+    if fixed_cols:
+        pat = dp[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
+        order = np.arange(len(pat))[::-1]
+        firsts = np.zeros(int(pat.max()) + 1, dtype=np.int64)
+        firsts[pat[order]] = order
+    else:
+        firsts = np.zeros(1, dtype=np.int64)
+    _check_separation(fixed, X, k, m)
+    return GlmmDesign(parsed, fixed, X, k, m, terms, nobs, log_binom, counts, row_index, k_rows,
+                      m_rows, d, firsts)
+
+
+def _check_separation(fixed: FixedDesign, X: np.ndarray, k: np.ndarray, m: np.ndarray) -> None:
+    """Warn when a 0/1 fixed-effect column picks rows whose responses are all 0 or all 1."""
+    for j, name in enumerate(fixed.columns):
+        col = X[:, j]
+        if fixed.column_terms[j] == "(Intercept)" or not np.isin(col, (0.0, 1.0)).all():
+            continue
+        on = col == 1.0
+        if not on.any() or on.all():
+            continue
+        ks, ms = k[on].sum(), m[on].sum()
+        if ks == 0 or ks == ms:
+            warnings.warn(f"perfect separation: every response is {0 if ks == 0 else 1} where fixed "
+                          f"effect {name!r} is 1; its estimate and standard error are not finite in "
+                          "the limit (the reported values are where the optimiser stopped)",
+                          FitWarning, stacklevel=4)
