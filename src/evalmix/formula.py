@@ -386,8 +386,14 @@ def _group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
     return lookup.reindex(labels.to_numpy()).fillna(-1).to_numpy(dtype=np.int64)
 
 
-def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[RandomTerm]:
-    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``)."""
+def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
+                       nobs: int | None = None) -> list[RandomTerm]:
+    """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``).
+
+    ``nobs``: the number of observations behind ``data`` when its rows are pooled counts (the
+    levels-versus-observations check counts observations, as lme4 does).
+    """
+    nobs = len(data) if nobs is None else nobs
     from formulaic import model_matrix
 
     terms = []
@@ -400,9 +406,9 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> lis
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
                             f"{sp.group_label}) has only one level; it must have > 1 sampled level")
-        if len(levels) >= len(data):
+        if len(levels) >= nobs:
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
-                            f"{len(data)} observations; it must have fewer levels than observations")
+                            f"{nobs} observations; it must have fewer levels than observations")
         spec = None
         if sp.expr.strip() == "1":
             Z = np.ones((len(data), 1))

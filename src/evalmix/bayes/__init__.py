@@ -18,7 +18,7 @@ from ..errors import SamplingWarning
 from .model import BayesModel, build_model
 from .priors import DEFAULT_PRIORS, Prior, resolve_priors
 from .result import BayesGlmerResult, PPCResult, RankResult, _flat
-from .sampling import available_samplers, run_sampler
+from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
 
 __all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResult",
            "available_samplers", "compare", "default_priors", "glmer"]
@@ -43,7 +43,7 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
           seed: int | np.random.Generator | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
-          cores: int | None = None) -> BayesGlmerResult:
+          max_treedepth: int = 10, cores: int | None = None) -> BayesGlmerResult:
     """Fit a hierarchical Bayesian binomial-logit GLMM by MCMC (NUTS).
 
     Same formulas as :func:`evalmix.glmer` (lme4 syntax; fixed part by formulaic; random terms
@@ -69,6 +69,10 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
         carries (see :mod:`evalmix.bayes.model`).
     target_accept : float
         NUTS target acceptance rate (raise it, e.g. to 0.95, if divergences are reported).
+    max_treedepth : int
+        Longest NUTS trajectory, ``2**max_treedepth - 1`` steps (Stan's default 10).  Lower values
+        trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
+        for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
         Chains run in parallel on this many cores (default: all, up to ``chains``).
 
@@ -93,10 +97,13 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
     for name, v in (("draws", draws), ("tune", tune), ("chains", chains)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    bm = build_model(formula, data, priors=priors, parameterization=parameterization)
+    sampler = choose_sampler(sampler)
+    bm = build_model(formula, data, priors=priors, parameterization=parameterization,
+                     likelihood=likelihood_for(sampler))
     idata, seconds, desc = run_sampler(bm.model, sampler=sampler, draws=int(draws), tune=int(tune),
                                        chains=int(chains), seed=seed, progressbar=progressbar,
-                                       target_accept=target_accept, cores=cores)
+                                       target_accept=target_accept, cores=cores,
+                                       max_treedepth=max_treedepth)
     return _result(formula, bm, idata, seconds, desc)
 
 

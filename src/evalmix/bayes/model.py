@@ -165,7 +165,7 @@ def plan_terms(design: Any, parameterization: str | Mapping[str, str] = "auto",
 
 def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None = None,
                 parameterization: str | Mapping[str, str] = "auto",
-                likelihood: str = "potential", qr: bool = True) -> BayesModel:
+                likelihood: str = "fused", qr: bool = True) -> BayesModel:
     """Build the PyMC model of ``formula`` on ``data`` (identical rows pooled into counts).
 
     Examples
@@ -282,13 +282,11 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
             eta = eta + contrib
         if intercept is not None and not absorbed:
             eta = eta + intercept
-        if likelihood == "potential":
-            # binomial log-likelihood without the constant log binomial coefficients: a smaller
-            # gradient graph than pm.Binomial's
-            pm.Potential("loglik", pt.sum(design.k * eta - design.m * pt.softplus(eta)))
-        else:
+        if likelihood == "binomial":
             pm.Binomial("y", n=design.m.astype("int64"), logit_p=eta,
                         observed=design.k.astype("int64"))
+        else:
+            pm.Potential("loglik", _binomial_logit_loglik(eta, design.k, design.m, likelihood))
     return BayesModel(model, design, plans, prior_map, prior_table, icol, ml)
 
 
@@ -303,6 +301,33 @@ def _vector_prior(name: str, priors: list[Prior], dims: str):
         return _dist_vector(name, priors[0].family, kw, dims)
     parts = [p.dist(f"{name}[{i}]") for i, p in enumerate(priors)]
     return pm.Deterministic(name, pt.stack(parts), dims=dims)
+
+
+LIKELIHOODS = ("fused", "fused32", "softplus", "binomial")
+
+
+def _binomial_logit_loglik(eta, k: np.ndarray, m: np.ndarray, form: str):
+    """Binomial log-likelihood of k of m with logit ``eta``, without the constant binomial terms.
+
+    ``softplus``: ``k eta - m softplus(eta)`` (fastest with PyMC's C backend); ``fused``:
+    ``log(1 + e^eta) = max(eta, 0) + log1p(e^-|eta|)``, one exp and one log1p per row whose
+    gradient reuses ``e^-|eta|`` (fastest with JAX and numba); ``fused32``: the same in single
+    precision, which halves the cost of the row-wise work under JAX (the log density moves by
+    ~1e-4 on 10,000 rows, far below what changes a NUTS acceptance decision).
+    """
+    import pytensor.tensor as pt
+
+    if form not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {form!r}")
+    if form == "softplus":
+        return pt.sum(k * eta - m * pt.softplus(eta))
+    if form == "fused32":
+        x = pt.cast(eta, "float32")
+        k, m = k.astype("float32"), m.astype("float32")
+        e = pt.exp(-pt.abs(x))
+        return pt.cast(pt.sum(k * x - m * (pt.maximum(x, np.float32(0.0)) + pt.log1p(e))), "float64")
+    e = pt.exp(-pt.abs(eta))
+    return pt.sum(k * eta - m * (pt.maximum(eta, 0.0) + pt.log1p(e)))
 
 
 def _vector_logp(priors: list[Prior], b):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SAMPLERS", "available_samplers", "choose_sampler", "run_sampler"]
+__all__ = ["SAMPLERS", "available_samplers", "choose_sampler", "likelihood_for", "run_sampler"]
 
 SAMPLERS = ("auto", "nutpie", "numpyro", "pymc")
 
@@ -54,6 +54,15 @@ def choose_sampler(sampler: str) -> str:
     return sampler
 
 
+def likelihood_for(sampler: str) -> str:
+    """The likelihood formulation that evaluates fastest on the backend ``sampler`` compiles to."""
+    if sampler == "numpyro" or (sampler == "nutpie" and _installed("jax")):
+        return "fused32"
+    if sampler == "nutpie":
+        return "fused"
+    return "softplus"
+
+
 def _seed(seed: int | np.random.Generator | None) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**31 - 1))
@@ -64,7 +73,8 @@ def _seed(seed: int | np.random.Generator | None) -> int:
 
 def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
-                target_accept: float = 0.8, cores: int | None = None) -> tuple[Any, float, str]:
+                target_accept: float = 0.8, cores: int | None = None,
+                max_treedepth: int = 10) -> tuple[Any, float, str]:
     """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description)."""
     import pymc as pm
 
@@ -81,12 +91,16 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
             warnings.simplefilter("ignore")
             compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend)
             idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
-                                  seed=seed, progress_bar=progressbar, target_accept=target_accept)
+                                  seed=seed, progress_bar=progressbar, target_accept=target_accept,
+                                  save_warmup=False, maxdepth=max_treedepth)
         desc = f"nutpie {nutpie.__version__} ({backend} gradient)"
     else:
         kwargs: dict[str, Any] = {}
         if name == "numpyro":
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
+            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized",
+                                             "max_tree_depth": max_treedepth}
+        else:
+            kwargs["max_treedepth"] = max_treedepth
         with model, warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,

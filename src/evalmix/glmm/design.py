@@ -138,7 +138,7 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True) -> Glmm
     fixed, X = build_fixed(parsed.fixed, dp)
     if fixed.weights_data is not None and ng < nobs:
         fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True)
-    terms = build_random_terms(parsed.random, dp)
+    terms = build_random_terms(parsed.random, dp, nobs=nobs)
     if fixed_cols:
         pat = dp[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
         order = np.arange(len(pat))[::-1]
