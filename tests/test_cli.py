@@ -36,8 +36,48 @@ def test_bad_column_is_a_clear_error(capsys, tmp_path):
 
 
 def test_console_script_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "evalmix.cli", "describe", str(EXAMPLE), "--by", "model",
+    proc = subprocess.run([sys.executable, "-m", "evalmix", "describe", str(EXAMPLE), "--by", "model",
                            "--ci", "cluster", "--item", "item"], capture_output=True, text=True,
                           env={"PYTHONPATH": str(EXAMPLE.parents[1] / "src"), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
     assert "n_items" in proc.stdout.splitlines()[0]
+
+
+def test_reliability_command(capsys):
+    assert main(["reliability", str(EXAMPLE), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["table"]) == 32 and doc["icc_form"] == "ICC(C,1)"
+    row = doc["table"][0]
+    assert {"flip_rate", "entropy", "icc", "lower", "upper", "quality"} <= set(row)
+
+
+def test_reliability_needs_distinguishing_slices(capsys):
+    assert main(["reliability", str(EXAMPLE), "--by", "model"]) == 2
+    assert "several rows share an ('item', 'run') pair" in capsys.readouterr().err
+
+
+def test_ranks_and_plan_commands(capsys):
+    assert main(["ranks", str(EXAMPLE), "--slice-by", "language,prompt", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_leaderboards"] == 12 and 0 <= doc["n_unstable"] <= 12
+    assert main(["plan", str(EXAMPLE), "--se", "0.05", "--cost-item", "5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_items"] >= 2 and doc["n_runs"] >= 1 and doc["achieved"] <= 0.05
+    assert main(["se-runs", str(EXAMPLE), "--max-runs", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["table"]
+
+
+def test_compare_command(capsys):
+    args = ["compare", str(EXAMPLE), "model-A", "model-B", "--where", "language=EN", "--where", "prompt=ZS"]
+    assert main(args + ["--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["table"][0]
+    assert row["n"] == 105 and row["conf_low"] < row["estimate"] < row["conf_high"]
+    assert main(args[:-2] + ["--json"]) == 2
+    assert "duplicate rows for (item, run)" in capsys.readouterr().err
+
+
+def test_calibrate_command(capsys):
+    assert main(["calibrate", "--n-sims", "10", "--methods", "paired_t_runs,mcnemar_single_run", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]
+    assert [r["method"] for r in table] == ["paired_t_runs", "mcnemar_single_run"]
+    assert all(0 <= r["power"] <= 1 for r in table)

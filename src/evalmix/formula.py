@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,8 @@ def _parse_random(term: str) -> list[RandomSpec]:
         for c in cols:
             if not _NAME.match(c):
                 raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name")
-        groups.append(tuple(cols))
+        # lme4 names the nested term inner-first: (1|item/run) -> (1|item) + (1|run:item)
+        groups.append(tuple(cols) if i == 0 else tuple(reversed(cols)))
     exprs = [expr]
     if double:
         pieces = [p for p in _split_top(expr, "+") if p]
@@ -143,7 +145,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     --------
     >>> p = parse_formula("cbind(k, n - k) ~ model + (1|item/run)")
     >>> p.successes, p.trials, p.fixed, [r.group_label for r in p.random]
-    ('k', 'n', 'model', ['item', 'item:run'])
+    ('k', 'n', 'model', ['item', 'run:item'])
     """
     if not isinstance(formula, str) or formula.count("~") != 1:
         raise FormulaError(f"formula must be a string 'response ~ terms', got {formula!r}")
@@ -243,16 +245,22 @@ class FixedDesign:
         return X if self.keep is None else X[:, self.keep]
 
 
-def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+@lru_cache(maxsize=256)
+def _formula_factors(rhs: str) -> tuple[str, ...]:
+    """Names of the variables a formulaic right-hand side reads, in order of appearance."""
     from formulaic import Formula
 
-    names = []
-    for term in Formula(fixed).rhs if hasattr(Formula(fixed), "rhs") else Formula(fixed):
+    names: list[str] = []
+    for term in Formula(rhs):
         for f in term.factors:
             s = str(f)
             if s not in ("1", "0") and s not in names:
                 names.append(s)
-    return names
+    return tuple(names)
+
+
+def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+    return list(_formula_factors(fixed))
 
 
 def build_fixed(fixed: str, data: pd.DataFrame) -> tuple[FixedDesign, np.ndarray]:
@@ -390,8 +398,7 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                        nobs: int | None = None) -> list[RandomTerm]:
     """Random-effects terms in lme4 order (decreasing number of levels, as ``mkReTrms``).
 
-    ``nobs``: the number of observations behind ``data`` when its rows are pooled counts (the
-    levels-versus-observations check counts observations, as lme4 does).
+    ``nobs`` is the number of observations (rows before pooling; defaults to ``len(data)``).
     """
     nobs = len(data) if nobs is None else nobs
     from formulaic import model_matrix
@@ -435,20 +442,19 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
 
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:
     """Data columns a set of random terms reads (grouping factors and slope covariates)."""
-    from formulaic import Formula
-
     cols: list[str] = []
     for sp in specs:
         for c in sp.group:
+            if c not in data.columns:
+                raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
+                                   f"{sp.group_label}) is not a column of the data")
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):
-            for term in Formula(sp.expr):
-                for f in term.factors:
-                    s = str(f)
-                    if s not in ("1", "0") and s not in cols:
-                        if s not in data.columns:
-                            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "
-                                               f"column {s!r} absent from the data")
-                        cols.append(s)
+            for s in _formula_factors(sp.expr):
+                if s not in cols:
+                    if s not in data.columns:
+                        raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "
+                                           f"column {s!r} absent from the data")
+                    cols.append(s)
     return cols

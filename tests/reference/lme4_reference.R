@@ -45,17 +45,19 @@ for (cs in cases) {
   fit <- glmer(f, data = d, family = binomial)
   elapsed <- proc.time()[["elapsed"]] - t0
   devfun <- glmer(f, data = d, family = binomial, devFunOnly = TRUE)
+  # the same deviance with PIRLS run to convergence (default tolPwrss = 1e-7 stops early)
+  devtight <- glmer(f, data = d, family = binomial, devFunOnly = TRUE,
+                    control = glmerControl(tolPwrss = 1e-12))
   th <- getME(fit, "theta"); be <- fixef(fit)
   pt <- c(th + 0.1, be + 0.05)
   vc <- as.data.frame(VarCorr(fit))
   vc$var1[is.na(vc$var1)] <- ""; vc$var2[is.na(vc$var2)] <- ""
-  re <- ranef(fit, condVar = TRUE)
-  rlist <- lapply(names(re), function(g) {
-    r <- re[[g]]; pv <- attr(r, "postVar")
-    list(group = g, levels = head(rownames(r), 5), columns = colnames(r),
-         mode = unname(as.matrix(head(r, 5))),
-         sd = unname(t(sapply(1:min(5, nrow(r)), function(i) sqrt(diag(as.matrix(pv[, , i])))))))
-  })
+  # conditional modes and SDs of the first five levels of each grouping factor
+  rdf <- as.data.frame(ranef(fit, condVar = TRUE))
+  rdf <- do.call(rbind, lapply(split(rdf, rdf$grpvar), function(x)
+    x[x$grp %in% head(levels(droplevels(x$grp)), 5), ]))
+  rlist <- data.frame(group = as.character(rdf$grpvar), term = as.character(rdf$term),
+                      level = as.character(rdf$grp), mode = rdf$condval, sd = rdf$condsd)
   nd <- head(d, 6)
   rec <- list(
     id = cs$id, data = cs$data, formula = cs$formula, elapsed = elapsed,
@@ -68,6 +70,7 @@ for (cs in cases) {
     varcorr = vc, singular = isSingular(fit),
     messages = c(fit@optinfo$conv$lme4$messages, fit@optinfo$warnings),
     dev_at_opt = devfun(c(th, be)), point = pt, dev_at_point = devfun(pt),
+    dev_at_opt_tight = devtight(c(th, be)), dev_at_point_tight = devtight(pt),
     ranef = rlist,
     predict_response = unname(predict(fit, newdata = nd, type = "response")),
     predict_link_fixed = unname(predict(fit, newdata = nd, re.form = NA))

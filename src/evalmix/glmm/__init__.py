@@ -36,8 +36,7 @@ def _blas_single_thread():
 
 def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
-    X = design.X
-    Xu = X[design.fixed_patterns]  # same column space, far fewer rows
+    Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep: list[int] = []
     Q = np.zeros((Xu.shape[0], 0))
     for j in range(Xu.shape[1]):
@@ -49,24 +48,29 @@ def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
         if nrm > 0 and rn > 1e-7 * nrm:
             keep.append(j)
             Q = np.column_stack([Q, r / rn])
-    dropped = [design.fixed.columns[j] for j in range(X.shape[1]) if j not in keep]
+    dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
     if dropped:
-        design.X = np.ascontiguousarray(X[:, keep])
+        design.X.take_columns(keep)
         design.fixed.drop_columns(keep)
     return dropped
 
 
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
     rows = []
+    seen: dict[str, int] = {}
     for t, L in zip(design.terms, DenseSolver.lambdas_for(design.terms, theta)):
+        # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
+        n = seen.get(t.group, 0)
+        seen[t.group] = n + 1
+        group = t.group if n == 0 else f"{t.group}.{n}"
         S = L @ L.T
         sd = np.sqrt(np.diag(S))
         for i in range(t.nc):
-            rows.append((t.group, t.cnames[i], "", S[i, i], sd[i]))
+            rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
         for j in range(t.nc):
             for i in range(j + 1, t.nc):
                 cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
-                rows.append((t.group, t.cnames[j], t.cnames[i], S[i, j], cor))
+                rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
 
 

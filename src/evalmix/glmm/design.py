@@ -26,7 +26,7 @@ class GlmmDesign:
 
     parsed: ParsedFormula
     fixed: FixedDesign
-    X: np.ndarray  # pooled rows x p
+    X: "FixedMatrix"  # pooled rows x p
     k: np.ndarray  # successes per pooled row
     m: np.ndarray  # trials per pooled row
     terms: list[RandomTerm]
@@ -37,7 +37,6 @@ class GlmmDesign:
     k_rows: np.ndarray
     m_rows: np.ndarray
     data: pd.DataFrame  # the given rows used (missing values dropped)
-    fixed_patterns: np.ndarray  # one pooled row per distinct fixed-effect covariate pattern
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -135,20 +134,85 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True) -> Glmm
         dp = d
         row_index = np.arange(nobs)
     dp = dp.reset_index(drop=True)
-    fixed, X = build_fixed(parsed.fixed, dp)
-    if fixed.weights_data is not None and ng < nobs:
-        fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True)
-    terms = build_random_terms(parsed.random, dp, nobs=nobs)
+    # X is a function of the fixed-part columns: build it once per distinct pattern
     if fixed_cols:
         pat = dp[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
         order = np.arange(len(pat))[::-1]
         firsts = np.zeros(int(pat.max()) + 1, dtype=np.int64)
         firsts[pat[order]] = order
     else:
-        firsts = np.zeros(1, dtype=np.int64)
-    _check_separation(fixed, X, k, m)
-    return GlmmDesign(parsed, fixed, X, k, m, terms, nobs, log_binom, counts, row_index, k_rows,
-                      m_rows, d, firsts)
+        pat, firsts = np.zeros(len(dp), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    fixed, Xu = build_fixed(parsed.fixed, dp.iloc[firsts].reset_index(drop=True))
+    for c in fixed.covariates:
+        fixed.covariates[c] = float(d[c].mean())
+    fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
+    terms = build_random_terms(parsed.random, dp, nobs)
+    npat = len(firsts)
+    _check_separation(fixed, Xu, np.bincount(pat, k, npat), np.bincount(pat, m, npat))
+    return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
+                      row_index, k_rows, m_rows, d)
+
+
+class FixedMatrix:
+    """X stored as its distinct rows ``Xu`` and each row's pattern ``pat`` (X = Xu[pat]).
+
+    Evaluation designs have few fixed-effect patterns (model x language x prompt), so products
+    with X cost O(n + patterns x p) instead of O(n p). With many patterns X is kept dense.
+    """
+
+    def __init__(self, Xu: np.ndarray, pat: np.ndarray):
+        self.n = pat.size
+        self.p = Xu.shape[1]
+        if Xu.shape[0] * 4 > self.n:
+            self.Xu, self.pat, self.X = None, None, np.ascontiguousarray(Xu[pat])
+        else:
+            self.Xu, self.pat, self.X = Xu, pat, None
+        self.npat = Xu.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.p)
+
+    @property
+    def unique_rows(self) -> np.ndarray:
+        return self.X if self.X is not None else self.Xu
+
+    def dense(self) -> np.ndarray:
+        return self.X if self.X is not None else self.Xu[self.pat]
+
+    def take_columns(self, keep: list[int]) -> None:
+        if self.X is not None:
+            self.X = np.ascontiguousarray(self.X[:, keep])
+        else:
+            self.Xu = np.ascontiguousarray(self.Xu[:, keep])
+        self.p = len(keep)
+
+    def dot(self, beta: np.ndarray) -> np.ndarray:
+        if self.X is not None:
+            return self.X @ beta
+        return (self.Xu @ beta)[self.pat]
+
+    def tdot(self, v: np.ndarray) -> np.ndarray:
+        if self.X is not None:
+            return self.X.T @ v
+        return self.Xu.T @ np.bincount(self.pat, v, self.npat)
+
+    def gram(self, w: np.ndarray) -> np.ndarray:
+        """X' diag(w) X."""
+        if self.X is not None:
+            return self.X.T @ (w[:, None] * self.X)
+        s = np.bincount(self.pat, w, self.npat)
+        return self.Xu.T @ (s[:, None] * self.Xu)
+
+    def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray) -> np.ndarray:
+        """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p)."""
+        if self.X is not None or ng * self.npat > 5e7:
+            import scipy.sparse as sp
+
+            E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))
+            return np.asarray(E @ self.dense())
+        tab = np.bincount(idx * self.npat + self.pat, w, ng * self.npat).reshape(ng, self.npat)
+        return tab @ self.Xu
 
 
 def _check_separation(fixed: FixedDesign, X: np.ndarray, k: np.ndarray, m: np.ndarray) -> None:

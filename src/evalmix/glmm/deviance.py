@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.special import expit
 
 from ..formula import RandomTerm
 
@@ -44,7 +43,6 @@ class NestedSolver:
         self.fi = terms[0].index
         self.J = terms[0].nl
         self.two = len(terms) == 2
-        self.Ef = _indicator(self.fi, self.J)
         if self.two:
             self.ci = terms[1].index
             self.K = terms[1].nl
@@ -83,14 +81,16 @@ class NestedSolver:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
-    def zlt_mat(self, R: np.ndarray) -> np.ndarray:
-        sf = self.Ef @ R
+    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+        """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
+        sf = X.group_wsum(self.fi, self.J, w)
         if not self.two:
             return self.tf * sf
         return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
 
     def factor(self, w: np.ndarray) -> float:
         sf = np.bincount(self.fi, w, self.J)
+        self.sf = sf
         self.Df = 1.0 + self.tf**2 * sf
         if not self.two:
             return float(np.log(self.Df).sum())
@@ -121,6 +121,33 @@ class NestedSolver:
         hfc = -self.CD / Sp
         hj = self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
         return hj[self.fi]
+
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> np.ndarray:
+        """Exact gradient of the Laplace deviance over theta at fixed beta.
+
+        ``d dev/d theta_t = rho' E_t u + r' E_t v + 2 tr(H^-1 A'W E_t)`` with ``E_t = dA/d theta_t``
+        (the indicator of term t), ``v = H^-1 A' g`` and ``rho = g - 2 r - W A v``; the last two
+        terms carry the change of ``u~`` and of ``W`` with theta.
+        """
+        J = self.J
+        rf = np.bincount(self.fi, rho, J) * u[:J] + np.bincount(self.fi, r, J) * v[:J]
+        if not self.two:
+            return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
+        Sp = self.S[self.parent]
+        hff = 1.0 / self.Df + self.CD**2 / Sp
+        hfc = -self.CD / Sp
+        # the coarse indicator sums are the fine sums pooled by parent
+        pf = np.bincount(self.fi, rho, J)
+        qf = np.bincount(self.fi, r, J)
+        rc = np.bincount(self.parent, pf, self.K) * u[J:] + np.bincount(self.parent, qf, self.K) * v[J:]
+        tr_f = 2.0 * np.sum(self.sf * (self.tf * hff + self.tc * hfc))
+        tr_c = 2.0 * np.sum(self.sf * (self.tf * hfc + self.tc / Sp))
+        return np.array([rf.sum() + tr_f, rc.sum() + tr_c])
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        """Blocks ``H^-1[idx_g, idx_g]`` for an (levels x nc) index array (here nc = 1)."""
+        return self.cond_var()[idx][:, :, None]
 
     def cond_var(self) -> np.ndarray:
         """Diagonal of ``H^-1`` (the conditional variances of the spherical modes)."""
@@ -181,11 +208,17 @@ class DenseSolver:
     def zlt(self, r: np.ndarray) -> np.ndarray:
         return self.AT @ r
 
-    def zlt_mat(self, R: np.ndarray) -> np.ndarray:
-        return np.asarray(self.AT @ R)
+    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+        return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
-        H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
+        if self.q <= 1500:  # scatter-add the k x k outer products of each row into dense H
+            if not hasattr(self, "_flat"):
+                self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
+            wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+        else:
+            H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
         self.cf = sla.cho_factor(H, lower=True, check_finite=False)
         return float(2.0 * np.log(np.diag(self.cf[0])).sum())
@@ -201,17 +234,146 @@ class DenseSolver:
         sub = Hi[self.cols[:, :, None], self.cols[:, None, :]]  # n x k x k
         return np.einsum("na,nab,nb->n", self.V, sub, self.V)
 
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        return self.hinv()[idx[:, :, None], idx[:, None, :]]
+
+
+class BlockDiagSolver(DenseSolver):
+    """A single term with correlated effects, ``(1 + x|g)``: H is block diagonal (one nc x nc
+    block per level), factorised level by level in one batched call."""
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        t = terms[0]
+        self.nl, self.nc = t.nl, t.nc
+        nc = self.nc
+        a = np.arange(nc)
+        self._bflat = ((t.index[:, None, None] * nc + a[None, :, None]) * nc
+                       + a[None, None, :]).reshape(self.n, nc * nc)
+
+    @staticmethod
+    def applies(terms: list[RandomTerm]) -> bool:
+        return len(terms) == 1 and terms[0].nc > 1
+
+    def factor(self, w: np.ndarray) -> float:
+        nl, nc = self.nl, self.nc
+        wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
+        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B += np.eye(nc)
+        self.B = B
+        self.Lb = np.linalg.cholesky(B)
+        self._Binv = None
+        return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        if r.ndim == 1:
+            return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, 1)).ravel()
+        p = r.shape[1]
+        return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, p)).reshape(-1, p)
+
+    def _inv(self) -> np.ndarray:
+        if self._Binv is None:
+            self._Binv = np.linalg.inv(self.B)
+        return self._Binv
+
+    def leverage(self) -> np.ndarray:
+        Bi = self._inv()[self.cols[:, 0] // self.nc]
+        return np.einsum("na,nab,nb->n", self.V, Bi, self.V)
+
     def cond_var(self) -> np.ndarray:
-        return np.diag(self.hinv()).copy()
+        return np.diagonal(self._inv(), axis1=1, axis2=2).ravel().copy()
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        return self._inv()[idx[:, 0] // self.nc]
+
+
+class SchurSolver(DenseSolver):
+    """One scalar term with many levels (diagonal block) plus a small dense remainder.
+
+    Typical of crossed evaluation designs, ``(1|item) + (1|template)``: eliminating the item
+    block, which is diagonal, leaves a dense Schur complement of the size of the other terms.
+    Cost per factorisation O(n k^2 + q1 qr^2 + qr^3) instead of O(q^3).
+    """
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        self.q1 = terms[0].nl
+        self.qr = self.q - self.q1
+        self.j1 = self.cols[:, 0]
+        self.rc = self.cols[:, 1:] - self.q1
+        kr = self.k - 1
+        self._cflat = (self.j1[:, None] * self.qr + self.rc).ravel()
+        self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
+
+    @staticmethod
+    def applies(terms: list[RandomTerm]) -> bool:
+        if len(terms) < 2 or terms[0].nc != 1:
+            return False
+        q1 = terms[0].nl
+        qr = sum(t.nl * t.nc for t in terms[1:])
+        return qr <= 2000 and q1 * qr <= 5e7 and q1 > qr
+
+    def factor(self, w: np.ndarray) -> float:
+        V0, Vr = self.V[:, 0], self.V[:, 1:]
+        wv0 = w * V0
+        self.D = 1.0 + np.bincount(self.j1, wv0 * V0, self.q1)
+        self.C = np.bincount(self._cflat, (wv0[:, None] * Vr).ravel(),
+                             self.q1 * self.qr).reshape(self.q1, self.qr)
+        wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
+        Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
+        Hrr[np.diag_indices_from(Hrr)] += 1.0
+        self.G = self.C / self.D[:, None]
+        S = Hrr - self.C.T @ self.G
+        self.cf = sla.cho_factor(S, lower=True, check_finite=False)
+        self._Sinv = None
+        return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
+
+    def _s_solve(self, r: np.ndarray) -> np.ndarray:
+        return sla.cho_solve(self.cf, r, check_finite=False)
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        r1, rr = r[: self.q1], r[self.q1:]
+        yr = self._s_solve(rr - self.G.T @ r1)
+        D = self.D if r.ndim == 1 else self.D[:, None]
+        x1 = (r1 - self.C @ yr) / D
+        return np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
+
+    def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._Sinv is None:
+            self._Sinv = self._s_solve(np.eye(self.qr))
+            self._GS = self.G @ self._Sinv
+            self._m = np.einsum("jr,jr->j", self.G, self._GS)
+        return self._Sinv, self._GS, self._m
+
+    def leverage(self) -> np.ndarray:
+        Sinv, GS, m = self._parts()
+        V0, Vr = self.V[:, 0], self.V[:, 1:]
+        h = V0**2 * (1.0 / self.D[self.j1] + m[self.j1])
+        h -= 2.0 * V0 * np.einsum("nk,nk->n", GS[self.j1[:, None], self.rc], Vr)
+        sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
+        return h + np.einsum("na,nab,nb->n", Vr, sub, Vr)
+
+    def cond_var(self) -> np.ndarray:
+        Sinv, _, m = self._parts()
+        return np.concatenate([1.0 / self.D + m, np.diag(Sinv)])
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        if idx.max() < self.q1:
+            return self.cond_var()[idx][:, :, None]
+        Sinv = self._parts()[0]
+        r = idx - self.q1
+        return Sinv[r[:, :, None], r[:, None, :]]
 
 
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
     """The fastest exact solver for this random-effects structure."""
-    return NestedSolver(terms) if NestedSolver.applies(terms) else DenseSolver(terms)
-
-
-def softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
+    if NestedSolver.applies(terms):
+        return NestedSolver(terms)
+    if SchurSolver.applies(terms):
+        return SchurSolver(terms)
+    if BlockDiagSolver.applies(terms):
+        return BlockDiagSolver(terms)
+    return DenseSolver(terms)
 
 
 @dataclass
@@ -238,7 +400,7 @@ class LaplaceDeviance:
 
     Parameters
     ----------
-    X : (n, p) array
+    X : FixedMatrix (n x p)
     k, m : (n,) arrays of successes and trials
     terms : random-effects terms (lme4 order)
     """
@@ -259,7 +421,15 @@ class LaplaceDeviance:
             self._theta = np.array(theta, dtype=float)
 
     def kernel(self, eta: np.ndarray) -> float:
-        return 2.0 * float(np.dot(self.m, softplus(eta)) - np.dot(self.k, eta))
+        return self.kernel_mu(eta)[0]
+
+    def kernel_mu(self, eta: np.ndarray) -> tuple[float, np.ndarray]:
+        """``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and ``mu``, sharing one exp."""
+        e = np.exp(-np.abs(eta))
+        sp_ = np.maximum(eta, 0.0) + np.log1p(e)
+        inv = 1.0 / (1.0 + e)
+        mu = np.where(eta >= 0, inv, e * inv)
+        return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float = 1e-15, maxit: int = 60) -> Evaluation:
@@ -267,13 +437,13 @@ class LaplaceDeviance:
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
-        eta0 = self.X @ beta
+        eta0 = self.X.dot(beta)
         u = np.zeros(self.q) if u0 is None else u0
         eta = eta0 + s.zl(u)
-        pdev = self.kernel(eta) + float(u @ u)
+        kern, mu = self.kernel_mu(eta)
+        pdev = kern + float(u @ u)
         it, converged = 0, False
         for it in range(1, maxit + 1):
-            mu = expit(eta)
             w = self.m * mu * (1.0 - mu)
             logdet = s.factor(w)
             grad = s.zlt(self.k - self.m * mu) - u
@@ -287,14 +457,14 @@ class LaplaceDeviance:
             for _ in range(30):
                 un = u + step * delta
                 etan = eta + step * zd
-                pn = self.kernel(etan) + float(un @ un)
+                kern, mun = self.kernel_mu(etan)
+                pn = kern + float(un @ un)
                 if pn <= pdev + 1e-12 * abs(pdev):
                     break
                 step *= 0.5
-            u, eta, pdev = un, etan, pn
+            u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
-            mu = expit(eta)
             w = self.m * mu * (1.0 - mu)
             logdet = s.factor(w)
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
@@ -308,9 +478,8 @@ class LaplaceDeviance:
     def rx(self, ev: Evaluation) -> np.ndarray:
         """``X'WX - X'WA H^-1 A'WX`` at the mode: half the Gauss-Newton Hessian over beta."""
         self._refresh(ev)
-        WX = ev.w[:, None] * self.X
-        B = self.solver.zlt_mat(WX)
-        return self.X.T @ WX - B.T @ self.solver.solve(B)
+        B = self.solver.zlt_wx(self.X, ev.w)
+        return self.X.gram(ev.w) - B.T @ self.solver.solve(B)
 
     def _refresh(self, ev: Evaluation) -> None:
         # the solver holds the factor of the last PIRLS call; refactor if ev is older
@@ -327,15 +496,23 @@ class LaplaceDeviance:
         ``d dev/d beta = X'(-2 r + g - W A H^-1 A' g)``, ``g_i = h_i dw_i/deta_i``, ``h`` the
         leverages ``a_i' H^-1 a_i`` (from differentiating ``log det H`` through ``W`` and ``u~``).
         """
+        return self.grads(ev, theta=False)[1]
+
+    def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """Gradients over theta (None when the solver has no closed form) and beta."""
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
         g = s.leverage() * ev.w * (1.0 - 2.0 * ev.mu)
-        v = s.zl(s.solve(s.zlt(g)))
-        return self.X.T @ (-2.0 * r + g - ev.w * v)
+        v = s.solve(s.zlt(g))
+        rho = g - 2.0 * r - ev.w * s.zl(v)
+        gt = None
+        if theta and hasattr(s, "grad_theta"):
+            gt = s.grad_theta(rho, r, ev.u, v)
+        return gt, self.X.tdot(rho)
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""
         self._refresh(ev)
         s = self.solver
-        return -s.solve(s.zlt(ev.w * (self.X @ dbeta)))
+        return -s.solve(s.zlt(ev.w * self.X.dot(dbeta)))

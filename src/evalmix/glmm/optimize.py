@@ -103,8 +103,12 @@ class ProfiledFit:
         return ev
 
     def theta_grad(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
-        """Central-difference gradient of the deviance over theta at fixed beta."""
+        """Gradient of the deviance over theta at fixed beta: exact for the nested solver, else
+        central differences (forward at a bound)."""
         ld = self.ld
+        gt = ld.grads(ev)[0]
+        if gt is not None:
+            return gt
         g = np.empty(ev.theta.size)
         for i in range(ev.theta.size):
             e = np.zeros_like(ev.theta)
@@ -129,18 +133,34 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     t0 = time.perf_counter()
     pf = ProfiledFit(ld, beta0, lower)
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    opts = {"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7, "maxcor": 20}
     res = minimize(pf.objective, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                   bounds=bounds, options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7,
-                                           "maxcor": 20})
+                   bounds=bounds, options=opts)
+    nit = int(res.nit)
     theta = np.maximum(res.x, lower)
-    # polish: the deviance at the returned theta with beta re-profiled there
     ev = pf.inner(theta)
-    if pf.ev is not None and pf.ev.dev > ev.dev:
-        ev = pf.ev
+    # The deviance is even in a scalar theta, so its gradient vanishes on the boundary theta = 0
+    # whether or not that is a minimum: probe away from the boundary and restart if lower.
+    for _ in range(2):
+        restart = None
+        for i in np.flatnonzero((lower == 0) & (theta <= 1e-6)):
+            trial = theta.copy()
+            trial[i] = 0.1
+            et = pf.inner(trial)
+            if et.dev < ev.dev - 1e-6:
+                restart = trial
+                break
+        if restart is None or nit >= maxiter:
+            break
+        res = minimize(pf.objective, restart, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={**opts, "maxiter": max(1, maxiter - nit)})
+        nit += int(res.nit)
+        theta = np.maximum(res.x, lower)
+        ev = pf.inner(theta)
     g = np.concatenate([pf.theta_grad(ev), ld.grad_beta(ev)])
     rep = OptimizerReport(
         method="profiled L-BFGS-B (theta) + Newton (beta)", converged=bool(res.success),
-        message=str(res.message), outer_iterations=int(res.nit),
+        message=str(res.message), outer_iterations=nit,
         deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations, gradient=g,
         max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
         seconds=time.perf_counter() - t0)
@@ -148,30 +168,35 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
 
 
 def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
-    """Central finite-difference Hessian of the deviance over (theta, beta) at ``ev``.
+    """Finite-difference Hessian of the deviance over (theta, beta) at ``ev``.
 
-    Step ``h`` as lme4 1.1-31's ``deriv12``. The beta rows use differences of the exact beta
-    gradient; the theta-theta block uses second differences of the deviance.
+    Step ``h`` as lme4 1.1-31's ``deriv12``. Columns are forward differences of the exact gradient
+    (theta and beta for the nested solver, beta only otherwise: the theta-theta block then comes
+    from central second differences of the deviance).
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
-    du = {}
-    for j in range(p):
-        e = np.zeros(p)
-        e[j] = h
-        du[j] = ld.du_dbeta(ev, e)
+    g0t, g0b = ld.grads(ev)
+    exact_theta = g0t is not None
+    g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
     for j in range(nt + p):
-        gs = []
-        for sgn in (1.0, -1.0):
-            th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
-            if j < nt:
-                th[j] += sgn * h
-            else:
-                be[j - nt] += sgn * h
-                u0 = ev.u + sgn * du[j - nt]
-            e2 = ld.pirls(th, be, u0)
-            gs.append(ld.grad_beta(e2))
-        H[nt:, j] = (gs[0] - gs[1]) / (2 * h)
+        th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
+        if j < nt:
+            th[j] += h
+        else:
+            e = np.zeros(p)
+            e[j - nt] = h
+            be = be + e
+            u0 = ev.u + ld.du_dbeta(ev, e)
+        gt, gb = ld.grads(ld.pirls(th, be, u0), theta=exact_theta)
+        col = ((np.concatenate([gt, gb]) if exact_theta else gb) - g0) / h
+        if exact_theta:
+            H[:, j] = col
+        else:
+            H[nt:, j] = col
+    if exact_theta:
+        ld._refresh(ev)
+        return (H + H.T) / 2
     H[:nt, nt:] = H[nt:, :nt].T
     f0 = ev.dev
 

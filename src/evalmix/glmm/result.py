@@ -45,6 +45,12 @@ class GlmerResult(Result):
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default) or ``"rx"``.
     fixed_design : FixedDesign
+
+    Examples
+    --------
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)  # doctest: +SKIP
+    >>> fit.loglik, fit.bic, fit.singular  # doctest: +SKIP
+    >>> print(fit.summary())  # doctest: +SKIP
     """
 
     formula: str
@@ -115,6 +121,10 @@ class GlmerResult(Result):
 
         As ``as.data.frame(ranef(fit, condVar = TRUE))``: columns ``group``, ``term``, ``level``,
         ``mode``, ``sd``.
+
+        Examples
+        --------
+        >>> fit.ranef().query("group == 'item'").nsmallest(3, "mode")  # doctest: +SKIP
         """
         return self._model.ranef_frame()
 
@@ -133,6 +143,11 @@ class GlmerResult(Result):
         type : {"link", "response"}
         allow_new_levels : bool
             Levels of a grouping factor not seen in the fit contribute 0 (else an error).
+
+        Examples
+        --------
+        >>> fit.predict(runs.head(), type="response")  # doctest: +SKIP
+        >>> fit.predict(runs.head(), re=False)  # population-level log-odds  # doctest: +SKIP
         """
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
@@ -144,7 +159,12 @@ class GlmerResult(Result):
 
     # ------------------------------------------------------------------- summary
     def summary(self, digits: int = 4) -> str:
-        """Text like ``print(summary(fit))`` in lme4 (also printed by ``print(fit.summary())``)."""
+        """Text like ``print(summary(fit))`` in lme4.
+
+        Examples
+        --------
+        >>> print(fit.summary())  # doctest: +SKIP
+        """
         return _summary_text(self, digits)
 
 
@@ -179,10 +199,12 @@ def _summary_text(res: GlmerResult, digits: int) -> str:
                         corr_vals.append(f"{c['sd']:.2f}")
             rows.append([g if i == 0 else "", r["var1"], f"{r['variance']:.4f}", f"{r['sd']:.4f}",
                          " ".join(corr_vals)])
-    re_tab = pd.DataFrame(rows, columns=["Groups", "Name", "Variance", "Std.Dev.", "Corr"])
-    if (re_tab["Corr"] == "").all():
-        re_tab = re_tab.drop(columns="Corr")
-    lines.append(" " + re_tab.to_string(index=False).replace("\n", "\n "))
+    heads = ["Groups", "Name", "Variance", "Std.Dev.", "Corr"]
+    if all(r[4] == "" for r in rows):
+        heads, rows = heads[:4], [r[:4] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    for r in [heads] + rows:  # left-aligned columns, as lme4 prints them
+        lines.append(" " + " ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
     groups = "; ".join(f"{g}, {n}" for g, n in res.ngroups.items())
     lines += [f"Number of obs: {res.nobs}, groups:  {groups}", "", "Fixed effects:"]
     ct = res.coef_table()
@@ -233,19 +255,14 @@ class FittedModel:
         ld, ev = self.ld, self.ev
         ld._refresh(ev)
         solver = ld.solver
-        hinv = solver.hinv() if hasattr(solver, "hinv") else None
-        cvar = solver.cond_var() if hinv is None else None
         frames = []
         for t, uoff, _, L in self._blocks():
             U = ev.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T  # b_g = L u_g
+            idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
+            blocks = solver.hinv_blocks(idx)  # nl x nc x nc blocks of H^-1
             for c in range(t.nc):
-                if hinv is not None:
-                    idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
-                    blocks = hinv[idx[:, :, None], idx[:, None, :]]  # nl x nc x nc
-                    var = np.einsum("j,gjk,k->g", L[c], blocks, L[c])
-                else:
-                    var = L[c, c] ** 2 * cvar[uoff: uoff + t.nl]
+                var = np.einsum("j,gjk,k->g", L[c], blocks, L[c])
                 frames.append(pd.DataFrame({"group": t.group, "term": t.cnames[c],
                                             "level": t.levels, "mode": B[:, c],
                                             "sd": np.sqrt(var)}))

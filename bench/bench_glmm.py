@@ -1,0 +1,134 @@
+"""Benchmark of evalmix.glmer.
+
+1. The five GLMMs of the AI4Math paper (``correct ~ <fixed> + (1|problem_id) + (1|problem_id:run)``)
+   with evalmix and with the ``mixedlm`` package (1.3.0, Rust core), in this process, with each
+   log-likelihood next to lme4 1.1-31's (from tests/reference/lme4_reference.json).
+2. A synthetic table of 1,000,000 rows (40 models x 5,000 items x 5 runs,
+   ``correct ~ model + (1|item) + (1|item:run)``) against one plain logistic GLM on the same rows
+   and fixed effects (statsmodels GLM), with the peak memory of the glmer fit (separate process).
+
+Usage (from the repository root)::
+
+    python bench/bench_glmm.py            # both parts
+    python bench/bench_glmm.py five       # AI4Math only
+    python bench/bench_glmm.py big        # 1M rows only
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import warnings
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from evalmix import glmer  # noqa: E402
+
+SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
+FORMULAS = ["model * language * prompt", "model * language + prompt", "model + language * prompt",
+            "model + language + prompt", "model + language"]
+RANDOM = " + (1|problem_id) + (1|problem_id:run)"
+
+
+def lme4_logliks() -> dict[str, float]:
+    ref = json.loads((ROOT / "tests" / "reference" / "lme4_reference.json").read_text())
+    return {f["formula"]: f["loglik"] for f in ref["fits"] if f["data"] == "ai4math"}
+
+
+def five() -> None:
+    data = pd.read_csv(SHARED / "data" / "ai4math" / "ai4math_runs.csv")
+    ref = lme4_logliks()
+    glmer("correct ~ model + (1|problem_id)", data.head(2000))  # warm imports
+    print("AI4Math: five fits (evalmix vs mixedlm 1.3.0); loglik minus lme4 1.1-31's")
+    print(f"{'fixed part':28s} {'evalmix s':>9s} {'d loglik':>9s} {'mixedlm s':>9s} {'d loglik':>9s}")
+    tot_e = tot_m = 0.0
+    try:
+        import mixedlm
+    except ImportError:
+        mixedlm = None
+        print("(mixedlm is not installed: pip install mixedlm==1.3.0)")
+    for f in FORMULAS:
+        formula = "correct ~ " + f + RANDOM
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = glmer(formula, data)
+        te = time.perf_counter() - t0
+        tot_e += te
+        r = ref.get(formula.replace(" + (1|", " + (1|"), np.nan)
+        tm, dm = np.nan, np.nan
+        if mixedlm is not None:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mfit = mixedlm.glmer(formula, data, family=mixedlm.families.Binomial())
+            tm = time.perf_counter() - t0
+            tot_m += tm
+            dm = float(mfit.logLik().value) - r
+        print(f"{f:28s} {te:9.3f} {fit.loglik - r:+9.4f} {tm:9.3f} {dm:+9.4f}")
+    print(f"{'total':28s} {tot_e:9.3f} {'':9s} {tot_m:9.3f}")
+    if mixedlm is not None:
+        print(f"speed-up over mixedlm: {tot_m / tot_e:.1f}x")
+
+
+def simulate_big(seed: int = 1, n_models: int = 40, n_items: int = 5000, n_runs: int = 5):
+    rng = np.random.default_rng(seed)
+    eff = rng.normal(0, 0.5, n_models)
+    a = rng.normal(0, 1.5, n_items)
+    ar = rng.normal(0, 0.5, (n_items, n_runs))
+    m = np.repeat(np.arange(n_models), n_items * n_runs)
+    i = np.tile(np.repeat(np.arange(n_items), n_runs), n_models)
+    r = np.tile(np.arange(n_runs), n_models * n_items)
+    eta = eff[m] + a[i] + ar[i, r]
+    y = (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(np.int8)
+    return pd.DataFrame({"model": pd.Categorical([f"m{k:02d}" for k in range(n_models)])[m],
+                         "item": i, "run": r, "correct": y})
+
+
+def _fit_big(q) -> None:
+    d = simulate_big()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model + (1|item) + (1|item:run)", d)
+    q.put((time.perf_counter() - t0, fit.loglik, {k: round(float(v), 4) for k, v in fit.theta.items()},
+           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+           fit.optimizer.deviance_evaluations))
+
+
+def big() -> None:
+    import statsmodels.api as sm
+    from formulaic import model_matrix
+
+    ctx = get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_fit_big, args=(q,))
+    p.start()
+    t_glmer, ll, theta, peak_gb, nev = q.get()
+    p.join()
+    d = simulate_big()
+    X = np.asarray(model_matrix("model", d), dtype=float)
+    t0 = time.perf_counter()
+    glm = sm.GLM(d["correct"].to_numpy(dtype=float), X, family=sm.families.Binomial()).fit()
+    t_glm = time.perf_counter() - t0
+    print(f"1M rows (40 models x 5000 items x 5 runs): glmer {t_glmer:.2f} s "
+          f"(loglik {ll:.2f}, theta {theta}, {nev} deviance evaluations, peak RSS {peak_gb:.2f} GB)")
+    print(f"statsmodels GLM on the same rows: {t_glm:.2f} s (loglik {glm.llf:.2f}); "
+          f"ratio glmer/GLM = {t_glmer / t_glm:.2f}")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1:] or ["five", "big"]
+    if "five" in what:
+        five()
+    if "big" in what:
+        big()

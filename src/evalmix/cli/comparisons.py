@@ -1,0 +1,67 @@
+"""``evalmix compare`` (two models on the same items) and ``evalmix calibrate`` (how honest each
+comparison method is, by simulation)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..calibration import calibrate
+from ..tests import compare_pair
+from ._common import add_data_arguments, emit, load_data, split_list
+
+PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
+
+
+def _where(items: list[str]) -> dict[str, str] | None:
+    out = {}
+    for text in items:
+        col, sep, value = text.partition("=")
+        if not sep:
+            raise SystemExit(f"evalmix compare: --where expects COLUMN=VALUE, got {text!r}")
+        out[col.strip()] = value.strip()
+    return out or None
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    data = load_data(args)
+    options = {"seed": args.seed} if args.method in ("bootstrap", "permutation") else {}
+    result = compare_pair(data, args.a, args.b, method=args.method, where=_where(args.where),
+                          conf_level=args.conf_level, **options)
+    emit(args, result)
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    methods = split_list(args.methods) or None
+    result = calibrate(args.scenario, methods, n_sims=args.n_sims, seed=args.seed, n_jobs=args.jobs,
+                       progress=not args.json)
+    emit(args, result)
+    return 0
+
+
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two models on the same items (paired tests)",
+                       description="Difference in accuracy (B - A) with a paired test.")
+    add_data_arguments(p)
+    p.add_argument("a", metavar="A", help="first model")
+    p.add_argument("b", metavar="B", help="second model (estimate = B - A)")
+    p.add_argument("--method", default="paired_t", choices=PAIR_METHODS)
+    p.add_argument("--where", action="append", default=[], help="row filter COLUMN=VALUE (repeatable)")
+    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0, help="seed of resampling methods (default 0)")
+    p.set_defaults(handler=run_compare)
+
+
+def add_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="false-positive rate, power and coverage of comparison methods",
+                       description="Simulate benchmarks under a null and an alternative and score each method.")
+    p.add_argument("--scenario", default="mixture", choices=["mixture", "glmm"])
+    p.add_argument("--methods", default=None, help="comma-separated method names (default: the built-in set)")
+    p.add_argument("--n-sims", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=run_calibrate)
+
+
+PARSERS = [add_compare, add_calibrate]

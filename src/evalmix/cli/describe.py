@@ -1,0 +1,30 @@
+"""``evalmix describe``: accuracy with confidence intervals per model and slice."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..descriptive import CI_METHODS, accuracy
+from ._common import add_data_arguments, emit, load_data, split_list
+
+
+def run(args: argparse.Namespace) -> int:
+    data = load_data(args)
+    by = split_list(args.by)
+    if not by:
+        schema = data.attrs["evalmix"]
+        by = [schema["model"]] + list(schema["slices"])
+    table = accuracy(data, by, ci=args.ci, conf_level=args.conf_level)
+    emit(args, table, {"ci": args.ci, "conf_level": args.conf_level})
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("describe", help="accuracy with confidence intervals per model and slice",
+                       description="Accuracy per group with a binomial (or item-clustered) interval.")
+    add_data_arguments(p)
+    p.add_argument("--by", default=None,
+                   help="comma-separated grouping columns (default: model and every slice column)")
+    p.add_argument("--ci", default="wilson", choices=CI_METHODS, help="interval method (default: wilson)")
+    p.add_argument("--conf-level", type=float, default=0.95, help="interval coverage (default: 0.95)")
+    p.set_defaults(handler=run)

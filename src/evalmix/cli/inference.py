@@ -1,0 +1,167 @@
+"""Command-line subcommands ``evalmix fit`` and ``evalmix select``.
+
+``evalmix fit DATA --formula F [--emmeans model --by language --contrast pairwise --adjust holm]
+[--anova] [--json]`` fits one GLMM and prints its coefficients, and optionally marginal means,
+their contrasts and type-III Wald tests.  ``evalmix select DATA --formula F1 --formula F2 ...
+[--json]`` fits several formulas to the same rows and compares them by BIC, AIC and
+likelihood-ratio tests.
+
+:func:`add_fit_parser` and :func:`add_select_parser` register the subcommands on an argparse
+``subparsers`` object (DATA and the column-role options are those of every evalmix command); each
+sets ``handler`` to the function that runs it and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable
+
+import pandas as pd
+
+from .._multcomp import ADJUST_METHODS
+from .._result import frame_records
+from ..emmeans import contrast, emmeans
+from ..selection import anova, compare_models
+from ._common import add_data_arguments, load_data
+
+__all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
+
+
+def _fitter() -> Callable[..., Any]:
+    """The GLMM fitting function (``evalmix.glmer``)."""
+    import evalmix
+
+    return evalmix.glmer
+
+
+def _print_table(title: str, table: pd.DataFrame, out) -> None:
+    print(f"\n{title}", file=out)
+    print(table.to_string(index=False), file=out)
+
+
+def _fit_summary(fit: Any) -> dict[str, Any]:
+    return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
+            "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
+            "coefficients": frame_records(fit.coef_table())}
+
+
+def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``evalmix fit``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalmix")
+    >>> _ = add_fit_parser(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["fit", "runs.csv", "--formula", "correct ~ model + (1|item)",
+    ...                           "--emmeans", "model"])
+    >>> args.adjust
+    'holm'
+    """
+    p = subparsers.add_parser(
+        "fit", help="fit a GLMM; optionally marginal means, contrasts and type-III tests",
+        description="Fit a binomial GLMM (lme4 syntax) and report what an analyst reads next: "
+                    "marginal means, adjusted contrasts, type-III Wald tests.")
+    add_data_arguments(p)
+    p.add_argument("--formula", required=True,
+                   help="e.g. 'correct ~ model + language + (1|problem_id) + (1|problem_id:run)'")
+    p.add_argument("--emmeans", metavar="FACTOR", nargs="+",
+                   help="factor(s) whose marginal means to report")
+    p.add_argument("--by", metavar="FACTOR", nargs="+", help="conditioning factor(s)")
+    p.add_argument("--type", choices=["link", "response"], default="link",
+                   help="scale of the marginal means (default: link)")
+    p.add_argument("--contrast", choices=["pairwise", "revpairwise", "trt.vs.ctrl"],
+                   help="contrasts among the marginal means")
+    p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
+    p.add_argument("--adjust", choices=list(ADJUST_METHODS), default="holm",
+                   help="multiplicity adjustment within each --by group (default: holm)")
+    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
+    p.set_defaults(handler=run_fit)
+    return p
+
+
+def run_fit(args: argparse.Namespace, out=None) -> int:
+    """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
+    out = out or sys.stdout
+    if (args.contrast or args.by) and not args.emmeans:
+        raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
+    data = load_data(args)
+    fit = _fitter()(args.formula, data)
+    result: dict[str, Any] = {"fit": _fit_summary(fit)}
+    emm = None
+    if args.emmeans:
+        emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
+                      conf_level=args.conf_level)
+        result["emmeans"] = emm.to_dict()
+    if args.contrast:
+        con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
+                       conf_level=args.conf_level)
+        result["contrasts"] = con.to_dict()
+    if args.anova:
+        result["anova"] = anova(fit).to_dict()
+    if args.json:
+        json.dump(result, out, indent=2, ensure_ascii=False)
+        print(file=out)
+        return 0
+    info = result["fit"]
+    print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
+          f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
+          file=out)
+    _print_table("Fixed effects", pd.DataFrame(info["coefficients"]), out)
+    if emm is not None:
+        _print_table(f"Marginal means ({args.type} scale)", emm.to_frame(), out)
+    if args.contrast:
+        _print_table("Contrasts", con.to_frame(), out)
+        for note in con.notes:
+            print(note, file=out)
+    if args.anova:
+        _print_table("Type-III Wald chi-square tests", pd.DataFrame(result["anova"]["table"]),
+                     out)
+    return 0
+
+
+def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``evalmix select``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalmix")
+    >>> _ = add_select_parser(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["select", "runs.csv", "--formula", "y ~ a + (1|g)",
+    ...                    "--formula", "y ~ a + b + (1|g)"]).formula
+    ['y ~ a + (1|g)', 'y ~ a + b + (1|g)']
+    """
+    p = subparsers.add_parser(
+        "select", help="compare GLMM formulas by BIC, AIC and likelihood-ratio tests",
+        description="Fit each formula to the same rows and compare them as lme4's anova() "
+                    "does, with BIC weights and a Kass & Raftery verdict.")
+    add_data_arguments(p)
+    p.add_argument("--formula", action="append", required=True,
+                   help="a formula; give --formula once per model (two or more)")
+    p.set_defaults(handler=run_select)
+    return p
+
+
+def run_select(args: argparse.Namespace, out=None) -> int:
+    """Run ``evalmix select`` from parsed arguments; returns the exit code."""
+    out = out or sys.stdout
+    if len(args.formula) < 2:
+        raise SystemExit("evalmix select: give at least two --formula")
+    data = load_data(args)
+    fit = _fitter()
+    comparison = compare_models({f: fit(f, data) for f in args.formula})
+    if args.json:
+        json.dump(comparison.to_dict(), out, indent=2, ensure_ascii=False)
+        print(file=out)
+        return 0
+    _print_table("Models by BIC", comparison.to_frame(), out)
+    _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)
+    print(f"\n{comparison.verdict()}", file=out)
+    return 0
+
+
+PARSERS = [add_fit_parser, add_select_parser]

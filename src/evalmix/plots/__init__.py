@@ -1,0 +1,1 @@
+"""Matplotlib figures for evalmix results, one module per method area."""

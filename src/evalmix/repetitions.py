@@ -1,0 +1,751 @@
+"""How many runs (and items) a study needs: standard error against repetitions, and planning.
+
+The accuracy of a slice (one model under one condition) measured on N items with R runs each has
+two sources of noise: which items were drawn (between-item variance ``var_between``, the variance of
+the items' true success probabilities) and which answers the stochastic decoder produced (within-item
+variance ``var_within``, the mean of p_i (1 - p_i)).  For the mean over N x R answers::
+
+    Var(accuracy) = var_between / N + var_within / (N R)
+
+Only the second term shrinks with more runs.  :func:`variance_components` estimates both per slice
+by the method of moments, :func:`se_vs_runs` projects the standard error to any R (also for paired
+differences between models) next to the AI4Math paper's curves, and :func:`plan` finds the cheapest
+(N, R) meeting a precision target.  :func:`slice_se_by_runs` reproduces the statistic behind the
+paper's "SE decreases from 0.0288 at R=1 to 0.0285 at R=2 to 0.0273 at R=3".
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from . import _slicing as sl
+from ._result import Result, frame_records
+from .errors import DataError
+
+__all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
+           "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
+           "variance_components"]
+
+
+# ----------------------------------------------------------------------------------------------
+# the paper's statistic
+
+
+@dataclass(frozen=True)
+class SliceSEResult(Result):
+    """``table``: ``n_runs`` (first R runs pooled), ``n_slices``, ``mean_accuracy``, ``sd_accuracy``
+    (SD of the slice accuracies) and ``se`` = sd_accuracy / sqrt(n_slices)."""
+
+    table: pd.DataFrame
+    slice_by: tuple[str, ...]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
+def slice_se_by_runs(data: pd.DataFrame, slice_by: str | Sequence[str], *, run: str | None = None,
+                     outcome: str | None = None, max_runs: int | None = None) -> SliceSEResult:
+    """The "SE against runs" statistic of the AI4Math paper's published R code.
+
+    For R = 1, 2, ... the table is restricted to the first R runs (in run order), the accuracy of
+    every slice (e.g. model x language x prompt) is computed, and the statistic is the standard
+    deviation of those slice accuracies divided by the square root of the number of slices.  On
+    AI4Math with slices model x language x prompt this gives 0.0288, 0.0285 and 0.0273, the numbers
+    the paper reports as the SE of slice-level accuracy.
+
+    It is the standard error of the *mean of the slice accuracies* computed as if the slices were a
+    random sample: it measures how different the 32 models/conditions are from each other, not how
+    precisely any accuracy is known, and it moves with R only because averaging runs shrinks the
+    run noise inside the spread of slice means.  Use :func:`se_vs_runs` for the precision of a slice
+    accuracy.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long runs table.
+    slice_by : str or list of str
+        Columns defining a slice (``["model", "language", "prompt"]`` in the paper).
+    run, outcome : str, optional
+        Column names (defaults from :func:`evalmix.read_runs` roles, else ``run``/``correct``).
+    max_runs : int, optional
+        Largest R (default: all runs).
+
+    Returns
+    -------
+    SliceSEResult
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, seed=1)
+    >>> slice_se_by_runs(df, "model").table["n_runs"].tolist()
+    [1, 2, 3]
+    """
+    by_ = sl.as_list(slice_by)
+    if not by_:
+        raise DataError("slice_se_by_runs needs slice columns (slice_by=)")
+    cols = sl.resolve(data, run=run, outcome=outcome, need_item=False, by=by_)
+    runs = sl.levels(data[cols.run])
+    top = len(runs) if max_runs is None else int(max_runs)
+    if not 1 <= top <= len(runs):
+        raise DataError(f"max_runs={max_runs} but the table has {len(runs)} runs")
+    y = sl.scores(data, cols)
+    w = data[cols.trials].to_numpy(float) if cols.trials else np.ones(len(data))
+    rows = []
+    for r in range(1, top + 1):
+        keep = data[cols.run].isin(runs[:r]).to_numpy()
+        frame = data.loc[keep, by_].assign(_s=(y * w)[keep], _w=w[keep])
+        g = frame.groupby(by_, observed=True)[["_s", "_w"]].sum()
+        acc = g["_s"] / g["_w"]
+        sd = acc.std(ddof=1)
+        rows.append({"n_runs": r, "n_slices": len(acc), "mean_accuracy": acc.mean(), "sd_accuracy": sd,
+                     "se": sd / math.sqrt(len(acc))})
+    return SliceSEResult(table=pd.DataFrame(rows), slice_by=tuple(by_))
+
+
+# ----------------------------------------------------------------------------------------------
+# variance components
+
+
+def _components(mat: np.ndarray) -> dict[str, float]:
+    """One-way random-effects ANOVA (items) of an items x runs matrix with NaN for missing runs."""
+    obs = ~np.isnan(mat)
+    n_i = obs.sum(axis=1)
+    keep = n_i > 0
+    mat, obs, n_i = mat[keep], obs[keep], n_i[keep]
+    n_items, total = len(n_i), n_i.sum()
+    item_mean = np.nansum(mat, axis=1) / n_i
+    grand = np.nansum(mat) / total
+    ss_w = np.nansum((mat - item_mean[:, None]) ** 2)
+    df_w = total - n_items
+    ms_w = ss_w / df_w if df_w > 0 else np.nan
+    ss_b = (n_i * (item_mean - grand) ** 2).sum()
+    ms_b = ss_b / (n_items - 1) if n_items > 1 else np.nan
+    n0 = (total - (n_i**2).sum() / total) / (n_items - 1) if n_items > 1 else np.nan
+    var_b = (ms_b - ms_w) / n0
+    return {"n_items": int(n_items), "n_runs": float(total / n_items), "accuracy": float(grand),
+            "var_between": float(max(var_b, 0.0)), "var_within": float(ms_w),
+            "var_between_raw": float(var_b), "item_means": item_mean, "inv_runs": float(np.mean(1 / n_i))}
+
+
+def variance_components(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
+                        item: str | None = None, run: str | None = None,
+                        outcome: str | None = None) -> pd.DataFrame:
+    """Between-item and within-item (run-to-run) variance of the outcome, per slice.
+
+    Method of moments from the one-way ANOVA of the items x runs matrix: ``var_within`` is the
+    pooled within-item variance (unbiased for the mean of p_i (1 - p_i) with binary outcomes) and
+    ``var_between = (MS_items - MS_within) / n0`` (n0 = runs per item, or its ANOVA average when the
+    design is unbalanced), truncated at 0 (``var_between_raw`` keeps the untruncated value).
+
+    Returns
+    -------
+    DataFrame
+        Slice columns, ``n_items``, ``n_runs`` (mean runs per item), ``accuracy``, ``var_between``,
+        ``var_within``, ``var_between_raw`` and ``icc`` = var_between / (var_between + var_within)
+        (the one-way ICC of single runs).
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(2, 50, 3, seed=1)
+    >>> list(variance_components(df, "model").columns[:4])
+    ['model', 'n_items', 'n_runs', 'accuracy']
+    """
+    by_ = sl.as_list(by)
+    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    rows = []
+    for key, sub in sl.groups(data, by_):
+        mat, _, _ = sl.item_run_matrix(sub, cols, sl.slice_label(by_, key))
+        c = _components(mat)
+        rows.append(dict(zip(by_, key)) | {k: c[k] for k in (
+            "n_items", "n_runs", "accuracy", "var_between", "var_within", "var_between_raw")})
+    out = pd.DataFrame(rows)
+    tot = out["var_between"] + out["var_within"]
+    out["icc"] = np.where(tot > 0, out["var_between"] / tot.where(tot > 0, 1.0), np.nan)
+    return out
+
+
+def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: sl.Columns) -> pd.DataFrame:
+    """Components of the accuracy difference of every pair of ``paired`` levels on shared items."""
+    rest = [b for b in by_ if b != paired]
+    rows = []
+    for key, sub in sl.groups(data, rest):
+        levels = sl.levels(sub[paired])
+        mats = {}
+        for lev in levels:
+            part = sub[sub[paired] == lev]
+            mats[lev] = part
+        items = None
+        for lev in levels:
+            it = set(mats[lev][cols.item])
+            items = it if items is None else items & it
+        for a, b in itertools.combinations(levels, 2):
+            ca = _components(sl.item_run_matrix(mats[a][mats[a][cols.item].isin(items)], cols)[0])
+            cb = _components(sl.item_run_matrix(mats[b][mats[b][cols.item].isin(items)], cols)[0])
+            d = ca["item_means"] - cb["item_means"]
+            # runs of different models are independent draws: their noise adds
+            noise = ca["var_within"] * ca["inv_runs"] + cb["var_within"] * cb["inv_runs"]
+            var_b = d.var(ddof=1) - noise
+            n_runs = 2 / (ca["inv_runs"] + cb["inv_runs"])  # harmonic mean keeps noise/R exact
+            rows.append(dict(zip(rest, key)) | {
+                f"{paired}_a": a, f"{paired}_b": b, "n_items": len(d), "n_runs": n_runs,
+                "difference": ca["accuracy"] - cb["accuracy"], "var_between": max(var_b, 0.0),
+                "var_within": ca["var_within"] + cb["var_within"], "var_between_raw": var_b})
+    return pd.DataFrame(rows)
+
+
+def _se(var_between: np.ndarray, var_within: np.ndarray, n_items: np.ndarray, n_runs: np.ndarray,
+        items: str) -> np.ndarray:
+    between = 0.0 if items == "fixed" else var_between / n_items
+    return np.sqrt(between + var_within / (n_items * n_runs))
+
+
+# ----------------------------------------------------------------------------------------------
+# SE against runs
+
+
+@dataclass(frozen=True)
+class SEvsRunsResult(Result):
+    """Standard error of slice accuracies against the number of runs.
+
+    Attributes
+    ----------
+    paper : DataFrame
+        The AI4Math paper's curves: ``curve`` (a level of ``curve_by``, or ``"average"`` for the
+        model-averaged line), ``kind`` (``"predicted"`` = sd_all / sqrt(R) with sd_all the across-run
+        SD of the slice accuracy; ``"empirical"`` = SD over each subset of R runs / sqrt(R), averaged
+        over all subsets), ``n_runs`` and ``se`` (slice SEs averaged with weights = mean items per run).
+    components : DataFrame
+        :func:`variance_components` per slice.
+    projection : DataFrame
+        Slice columns, ``n_runs`` and ``se`` (items random: var_between/N + var_within/(N R)),
+        ``se_runs`` (items fixed: only the run noise, the quantity the paper's curves estimate).
+    pairs, pair_projection : DataFrame or None
+        The same for paired differences between the levels of ``paired`` (columns ``<paired>_a``,
+        ``<paired>_b``, ``difference``...), when requested.
+    """
+
+    paper: pd.DataFrame
+    components: pd.DataFrame
+    projection: pd.DataFrame
+    by: tuple[str, ...]
+    pairs: pd.DataFrame | None = None
+    pair_projection: pd.DataFrame | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.paper.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict() | {"components": frame_records(self.components),
+                                   "projection": frame_records(self.projection)}
+        if self.pairs is not None:
+            out["pairs"] = frame_records(self.pairs)
+        return out
+
+
+def _project(comp: pd.DataFrame, keys: list[str], runs: Sequence[int]) -> pd.DataFrame:
+    rows = []
+    for _, row in comp.iterrows():
+        for r in runs:
+            rows.append({k: row[k] for k in keys} | {
+                "n_runs": r,
+                "se": float(_se(row["var_between"], row["var_within"], row["n_items"], r, "random")),
+                "se_runs": float(_se(row["var_between"], row["var_within"], row["n_items"], r, "fixed"))})
+    return pd.DataFrame(rows)
+
+
+def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols: sl.Columns) -> pd.DataFrame:
+    runs = sl.levels(data[cols.run])
+    n_r = len(runs)
+    pred, emp = [], []
+    for key, sub in sl.groups(data, by_):
+        mat, _, _ = sl.item_run_matrix(sub, cols, sl.slice_label(by_, key))
+        present = ~np.isnan(mat)
+        if present.any(axis=0).sum() < n_r:
+            continue  # the paper keeps only slices that have every run
+        acc = np.nanmean(mat, axis=0)
+        weight = present.sum(axis=0).mean()
+        curve = dict(zip(by_, key))[curve_by] if curve_by else "all"
+        sd_all = acc.std(ddof=1)
+        for r in range(1, n_r + 1):
+            pred.append({"curve": curve, "n_runs": r, "se": sd_all / math.sqrt(r), "w": weight})
+            if r >= 2:
+                ses = [acc[list(s)].std(ddof=1) / math.sqrt(r) for s in itertools.combinations(range(n_r), r)]
+                emp.append({"curve": curve, "n_runs": r, "se": float(np.mean(ses)), "w": weight})
+    out = []
+    for kind, rows in (("predicted", pred), ("empirical", emp)):
+        if not rows:
+            continue
+        f = pd.DataFrame(rows)
+        g = (f.assign(sw=f["se"] * f["w"]).groupby(["curve", "n_runs"], sort=False)[["sw", "w"]].sum())
+        per = (g["sw"] / g["w"]).rename("se").reset_index().assign(kind=kind)
+        avg = per.groupby("n_runs", as_index=False)["se"].mean().assign(curve="average", kind=kind)
+        out += [per, avg]
+    return pd.concat(out, ignore_index=True)[["curve", "kind", "n_runs", "se"]]
+
+
+def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None = None,
+               run: str | None = None, outcome: str | None = None, max_runs: int = 10,
+               curve_by: str | None = "model", paired: str | None = None) -> SEvsRunsResult:
+    """Standard error of slice accuracies against the number of runs averaged.
+
+    Computes (1) the AI4Math paper's three curves (predicted sd_all / sqrt(R), empirical over run
+    subsets, and their model average), and (2) the decomposition that answers the question properly:
+    per slice, ``var_between`` and ``var_within`` (:func:`variance_components`) and the projected SE
+    for R = 1..max_runs, both for the accuracy on the population of items (``se``) and for the
+    accuracy on these very items (``se_runs``).  The paper's curves estimate ``se_runs``: they ignore
+    that a new benchmark of N items would give a different accuracy, which no number of runs fixes.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long runs table.
+    by : str or list of str
+        Slice columns (``["model", "language", "prompt"]`` in the paper).
+    item, run, outcome : str, optional
+        Column names (defaults from :func:`evalmix.read_runs` roles, else conventional names).
+    max_runs : int
+        Largest R of the projection.
+    curve_by : str or None
+        Column of ``by`` whose levels get their own paper curve (``"model"``); None for one curve.
+    paired : str, optional
+        Column of ``by`` whose levels are compared pairwise on shared items (``"model"``) within each
+        combination of the other slice columns; adds ``pairs`` and ``pair_projection``.
+
+    Returns
+    -------
+    SEvsRunsResult
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=1)
+    >>> r = se_vs_runs(df, "model", max_runs=5)
+    >>> sorted(r.paper["kind"].unique()), int(r.projection["n_runs"].max())
+    (['empirical', 'predicted'], 5)
+    """
+    by_ = sl.as_list(by)
+    if not by_:
+        raise DataError("se_vs_runs needs slice columns (by=)")
+    for name, value in (("curve_by", curve_by), ("paired", paired)):
+        if value is not None and value not in by_:
+            raise DataError(f"{name}={value!r} must be one of the slice columns {by_}")
+    if max_runs < 1:
+        raise ValueError(f"max_runs must be >= 1, got {max_runs}")
+    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.outcome)
+    runs = range(1, int(max_runs) + 1)
+    pairs = pair_proj = None
+    if paired is not None:
+        pairs = _paired_components(data, by_, paired, cols)
+        keys = [b for b in by_ if b != paired] + [f"{paired}_a", f"{paired}_b"]
+        pair_proj = _project(pairs, keys, runs)
+    return SEvsRunsResult(paper=_paper_curves(data, by_, curve_by, cols), components=comp,
+                          projection=_project(comp, by_, runs), by=tuple(by_), pairs=pairs,
+                          pair_projection=pair_proj)
+
+
+# ----------------------------------------------------------------------------------------------
+# components implied by a logistic GLMM
+
+
+def accuracy_components(eta: float | Sequence[float], sd_item: float, sd_item_run: float = 0.0,
+                        n_nodes: int = 60) -> pd.DataFrame:
+    """Accuracy-scale variance components implied by a logistic GLMM.
+
+    For ``logit P(y_ir = 1) = eta + a_i + c_ir`` with ``a ~ N(0, sd_item^2)`` and
+    ``c ~ N(0, sd_item_run^2)`` independent over runs, the runs of item i are independent Bernoulli
+    draws with probability ``p_i = E_c[expit(eta + a_i + c)]``.  Hence ``accuracy = E[p_i]``,
+    ``var_between = Var(p_i)`` and ``var_within = E[p_i (1 - p_i)]``, computed by Gauss-Hermite
+    quadrature.  Feed the result to :func:`plan` to plan from a fitted model's variance components.
+
+    Parameters
+    ----------
+    eta : float or sequence of float
+        Linear predictor(s) of the fixed part (one row per value).
+    sd_item, sd_item_run : float
+        Standard deviations of the item and item:run intercepts (logit scale).
+    n_nodes : int
+        Quadrature nodes per dimension.
+
+    Examples
+    --------
+    >>> c = accuracy_components(0.0, 1.5, 0.5)
+    >>> round(float(c["accuracy"][0]), 6)
+    0.5
+    """
+    x, w = special.roots_hermitenorm(n_nodes)
+    w = w / w.sum()
+    rows = []
+    for e in np.atleast_1d(np.asarray(eta, dtype=float)):
+        inner = special.expit(e + sd_item * x[:, None] + sd_item_run * x[None, :]) @ w
+        mean = float(inner @ w)
+        second = float(inner**2 @ w)
+        rows.append({"eta": e, "accuracy": mean, "var_between": second - mean**2,
+                     "var_within": mean - second})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# planning
+
+
+@dataclass(frozen=True)
+class PlanResult(Result):
+    """The cheapest design meeting a target.
+
+    ``n_items``, ``n_runs``, ``cost`` and ``achieved`` (the target quantity at that design) of the
+    chosen design; ``table`` lists, for each number of runs, the fewest items that meet the target
+    and the cost.  ``target`` names the criterion (``"se"``, ``"mdd"`` or ``"inversions"``) and
+    ``value`` its bound.
+    """
+
+    n_items: int
+    n_runs: int
+    cost: float
+    achieved: float
+    target: str
+    value: float
+    table: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"n_items": self.n_items, "n_runs": self.n_runs, "cost": self.cost,
+                                    "achieved": self.achieved, "target": self.target,
+                                    "value": self.value}
+
+
+def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | None, n: float, r: int,
+               items: str, z: float) -> float:
+    se = _se(vb, vw, n, r, items)
+    if target == "se":
+        return float(np.max(se))
+    if target == "mdd":
+        return float(np.max(z * se))
+    return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
+
+
+def plan(components: pd.DataFrame | None = None, *, var_between: float | None = None,
+         var_within: float | None = None, se: float | None = None, mdd: float | None = None,
+         inversions: float | None = None, power: float = 0.8, alpha: float = 0.05,
+         cost_item: float = 0.0, cost_run: float = 1.0, n_items: tuple[int, int] | int = (2, 1_000_000),
+         max_runs: int = 50, items: Literal["random", "fixed"] = "random") -> PlanResult:
+    """Cheapest (N items, R runs) that meets a precision target.
+
+    The cost of a design is ``N * cost_item + N * R * cost_run`` (``cost_item``: making or
+    licensing one item; ``cost_run``: one answer to one item, i.e. one run of one item).  The
+    standard error of an accuracy (or of a paired difference, with difference components) is
+    ``sqrt(var_between / N + var_within / (N R))``; with ``items="fixed"`` the between-item term is
+    dropped (the estimand is the accuracy on this very item set).
+
+    Exactly one target:
+
+    - ``se``: the SE of every slice's accuracy is at most ``se``;
+    - ``mdd``: the minimum detectable difference at ``power`` (two-sided level ``alpha``),
+      ``(z_{1-alpha/2} + z_power) * SE``, is at most ``mdd`` for every row (pass the components of
+      paired differences, ``se_vs_runs(..., paired="model").pairs``);
+    - ``inversions``: the expected number of rank inversions, the sum over model pairs of
+      ``Phi(-|difference| / SE_pair)``, is at most ``inversions`` (components need a
+      ``difference`` column: pass the pairs of one leaderboard).
+
+    Without a cost per item the continuous optimum is always more runs; with one it is
+    ``R* = sqrt(var_within * cost_item / (var_between * cost_run))``.
+
+    Parameters
+    ----------
+    components : DataFrame, optional
+        Rows with ``var_between`` and ``var_within`` (and ``difference`` for inversions), e.g. from
+        :func:`variance_components`, :func:`se_vs_runs` (``.pairs``) or :func:`accuracy_components`;
+        the design must meet the target for every row.
+    var_between, var_within : float, optional
+        Scalars instead of ``components``.
+    se, mdd, inversions : float
+        The target (exactly one).
+    power, alpha : float
+        For ``mdd``.
+    cost_item, cost_run : float
+        Costs (see above); ``cost_run`` must be positive.
+    n_items : int or (int, int)
+        Allowed number of items: a fixed value or a (min, max) range.
+    max_runs : int
+        Largest number of runs considered.
+    items : {"random", "fixed"}
+        Whether the estimand generalises over items.
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    DataError
+        No design within the limits meets the target.
+
+    Examples
+    --------
+    >>> p = plan(var_between=0.15, var_within=0.05, se=0.03, cost_item=10, cost_run=1)
+    >>> p.n_items, p.n_runs
+    (195, 2)
+    """
+    chosen = [(k, v) for k, v in (("se", se), ("mdd", mdd), ("inversions", inversions)) if v is not None]
+    if len(chosen) != 1:
+        raise ValueError("give exactly one target: se=, mdd= or inversions=")
+    target, value = chosen[0]
+    if value <= 0:
+        raise ValueError(f"the target {target}= must be positive, got {value}")
+    if cost_run <= 0 or cost_item < 0:
+        raise ValueError("cost_run must be > 0 and cost_item >= 0")
+    if items not in ("random", "fixed"):
+        raise ValueError(f"items must be 'random' or 'fixed', got {items!r}")
+    if components is None:
+        if var_between is None or var_within is None:
+            raise ValueError("give components= or both var_between= and var_within=")
+        components = pd.DataFrame({"var_between": [var_between], "var_within": [var_within]})
+    need = ["var_between", "var_within"] + (["difference"] if target == "inversions" else [])
+    missing = [c for c in need if c not in components.columns]
+    if missing:
+        raise DataError(f"components lack column(s) {missing}")
+    vb = components["var_between"].to_numpy(float)
+    vw = components["var_within"].to_numpy(float)
+    diff = components["difference"].to_numpy(float) if target == "inversions" else None
+    n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+
+    def meets(n: int, r: int) -> bool:
+        return _criterion(target, vb, vw, diff, n, r, items, z) <= value * (1 + 1e-12)
+
+    rows = []
+    for r in range(1, int(max_runs) + 1):
+        if not meets(n_hi, r):
+            continue
+        lo, hi = n_lo, n_hi  # the criterion falls with N: bisect for the fewest items
+        if not meets(lo, r):
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if meets(mid, r) else (mid, hi)
+            lo = hi
+        rows.append({"n_runs": r, "n_items": lo, "cost": lo * cost_item + lo * r * cost_run,
+                     target: _criterion(target, vb, vw, diff, lo, r, items, z)})
+    if not rows:
+        raise DataError(f"no design with {n_lo}..{n_hi} items and at most {max_runs} runs reaches "
+                        f"{target} <= {value}")
+    table = pd.DataFrame(rows)
+    best = table.sort_values(["cost", "n_runs"], kind="stable").iloc[0]
+    return PlanResult(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), cost=float(best["cost"]),
+                      achieved=float(best[target]), target=target, value=float(value), table=table)
+
+
+# ----------------------------------------------------------------------------------------------
+# components from a fitted GLMM
+
+
+def _item_groups(fit: Any, item: str, item_run: str | None) -> tuple[float, float]:
+    from .reliability import latent_icc
+
+    tab = latent_icc(fit, item=item, item_run=item_run).table
+    return float(np.sqrt(tab["variance"].iloc[0])), float(np.sqrt(tab["variance"].iloc[1]))
+
+
+def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+                        item: str = "item", item_run: str | None = None, paired: bool = False,
+                        n_nodes: int = 60) -> pd.DataFrame:
+    """Accuracy-scale variance components implied by a fitted logistic GLMM.
+
+    Each level of ``term`` (within ``by``) gets its logit marginal mean ``eta`` (equal weights over
+    the other factors, as emmeans) and :func:`accuracy_components` turns ``eta`` and the fit's item
+    and item:run standard deviations into ``accuracy``, ``var_between`` and ``var_within``.  With
+    ``paired=True`` the rows are the pairs of levels instead: ``difference`` of accuracies,
+    ``var_between`` = Var(p_a,i - p_b,i) over the shared item effect and ``var_within`` = the sum of
+    both levels' within-item variances (runs of different models drawn independently).  Pass the
+    result to :func:`plan`.
+
+    Parameters
+    ----------
+    fit : GlmerResult
+        A fit of ``... + (1|item) + (1|item:run)``.
+    term : str
+        Factor whose levels (e.g. models) get a row.
+    by : str or list of str, optional
+        Factors whose level combinations get separate rows.
+    item, item_run : str
+        Group names of the random intercepts (see :func:`evalmix.latent_icc`).
+    paired : bool
+        Rows for pairs of levels of ``term`` rather than for single levels.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> from evalmix.glmm import glmer
+    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=2)
+    >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    >>> list(components_from_fit(fit).columns)
+    ['model', 'eta', 'accuracy', 'var_between', 'var_within']
+    """
+    from .ranking import grid_groups, marginal_rows
+
+    by_ = sl.as_list(by)
+    sd_item, sd_run = _item_groups(fit, item, item_run)
+    grid, L = marginal_rows(fit, term, by_)
+    eta = L @ fit.fixef.to_numpy(float)
+    comp = accuracy_components(eta, sd_item, sd_run, n_nodes)
+    if not paired:
+        return pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)], axis=1)
+    x, w = special.roots_hermitenorm(n_nodes)
+    w = w / w.sum()
+    rows = []
+    for key, idx in grid_groups(grid, by_):
+        for i, j in itertools.combinations(idx, 2):
+            # p(a) for both levels at the same item effect a, integrating the item:run effect
+            pi = special.expit(eta[i] + sd_item * x[:, None] + sd_run * x[None, :]) @ w
+            pj = special.expit(eta[j] + sd_item * x[:, None] + sd_run * x[None, :]) @ w
+            d = pi - pj
+            rows.append(dict(zip(by_, key)) | {
+                f"{term}_a": grid[term].iloc[i], f"{term}_b": grid[term].iloc[j],
+                "difference": float(d @ w), "var_between": float(d**2 @ w - (d @ w) ** 2),
+                "var_within": float((pi * (1 - pi)) @ w + (pj * (1 - pj)) @ w)})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# significance stability
+
+
+@dataclass(frozen=True)
+class SignFlipResult(Result):
+    """Which contrasts against the reference change significance between single runs and all runs.
+
+    ``details``: ``run`` (``"all"`` or a run label), ``contrast`` (``"level - ref"``), ``estimate``,
+    ``se``, ``lower``, ``upper`` (Wald, log-odds), ``p``, ``significant`` and ``flipped`` (the
+    decision differs from the all-runs fit).  ``rate``: share of contrasts whose decision flips in
+    at least one single run (the paper's definition); ``run_rate``: share of (run, contrast) pairs
+    that flip.  ``fits``: one row per fit with ``formula``, ``nobs``, ``converged``, ``singular``.
+    """
+
+    details: pd.DataFrame
+    fits: pd.DataFrame
+    rate: float
+    run_rate: float
+    term: str
+    ref: Any
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.details.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"rate": self.rate, "run_rate": self.run_rate,
+                                    "fits": frame_records(self.fits)}
+
+
+def _without_run_terms(formula: str, run: str) -> str:
+    """The formula without random terms grouped by ``run`` (aliased with the item term in one run)."""
+    from .formula import parse_formula
+
+    parsed = parse_formula(formula)
+    keep = [f"({r.expr} | {r.group_label})" for r in parsed.random if run not in r.group]
+    lhs = formula.split("~")[0].strip()
+    return f"{lhs} ~ {' + '.join([parsed.fixed] + keep)}"
+
+
+def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_level: float) -> tuple:
+    from .glmm import glmer
+
+    fit = glmer(formula, data)
+    tab = fit.coef_table(conf_level)
+    design = fit.fixed_design
+    mask = [t == term for t in design.column_terms]
+    tab = tab[mask].copy()
+    prefix = f"{term}[T."
+    tab["contrast"] = [f"{c[len(prefix):-1] if c.startswith(prefix) else c} - {ref}" for c in tab["term"]]
+    info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
+    return tab, info
+
+
+def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref: Any = None,
+                   run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
+                   n_jobs: int = 1, progress: bool = False) -> SignFlipResult:
+    """Refit a GLMM on each single run and report which contrasts change significance.
+
+    The model is fitted on all runs and, separately, on the rows of each run.  For every level of
+    ``term`` the treatment contrast against ``ref`` is tested (Wald z, CI excluding 0 at
+    ``conf_level``); a contrast *flips* when a single-run decision differs from the all-runs one.
+
+    The AI4Math paper reported a 0% sign-flip rate, but its published helper fits the model on the
+    subset and then tidies the full-data fit (``tidy(fit, ...)`` instead of ``tidy(fit5, ...)``), so
+    every "single-run" decision was the all-runs decision and 0% was guaranteed.  This function
+    refits.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long runs table.
+    formula : str
+        lme4-style formula, e.g. ``"correct ~ model + language + (1|item) + (1|item:run)"``.
+    term : str
+        Factor whose levels are contrasted with ``ref``.
+    ref : optional
+        Reference level (default: the first level).
+    run : str, optional
+        Run column (default from :func:`evalmix.read_runs` roles, else ``"run"``).
+    conf_level : float
+        Level of the Wald intervals.
+    drop_run_terms : bool
+        In single-run fits drop random terms grouped by the run column (``(1|item:run)`` has one
+        level per item there and is aliased with ``(1|item)``).
+    n_jobs : int
+        Fits run in parallel with joblib.
+    progress : bool
+        Progress bar over fits.
+
+    Returns
+    -------
+    SignFlipResult
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-2, 0, 0.1], seed=3)
+    >>> r = sign_flip_rate(df, "correct ~ model + (1|item) + (1|item:run)", ref="M1")
+    >>> sorted(r.details["contrast"].unique())
+    ['M2 - M1', 'M3 - M1']
+    """
+    from joblib import Parallel, delayed
+    from tqdm.auto import tqdm
+
+    cols = sl.resolve(data, run=run, need_item=False, by=[term])
+    levels = sl.levels(data[term])
+    ref = levels[0] if ref is None else ref
+    if ref not in levels:
+        raise DataError(f"reference level {ref!r} is not a level of {term!r}: {levels}")
+    d = data.copy()
+    d[term] = pd.Categorical(d[term].astype(object), categories=[ref] + [v for v in levels if v != ref])
+    single = _without_run_terms(formula, cols.run) if drop_run_terms else formula
+    runs = sl.levels(d[cols.run])
+    jobs = [("all", formula, d)] + [(r, single, d[d[cols.run] == r]) for r in runs]
+    it = tqdm(jobs, desc="refits") if progress else jobs
+    out = Parallel(n_jobs=n_jobs)(delayed(_fit_contrasts)(sub, f, term, ref, conf_level) for _, f, sub in it)
+    alpha = 1 - conf_level
+    frames, fits = [], []
+    for (label, _, _), (tab, info) in zip(jobs, out):
+        frames.append(pd.DataFrame({
+            "run": str(label), "contrast": tab["contrast"].to_numpy(), "estimate": tab["estimate"].to_numpy(),
+            "se": tab["se"].to_numpy(), "lower": tab["ci_low"].to_numpy(), "upper": tab["ci_high"].to_numpy(),
+            "p": tab["p"].to_numpy(), "significant": (tab["p"] < alpha).to_numpy()}))
+        fits.append({"run": str(label)} | info)
+    details = pd.concat(frames, ignore_index=True)
+    ref_sig = details[details["run"] == "all"].set_index("contrast")["significant"]
+    details["flipped"] = details["significant"] != details["contrast"].map(ref_sig)
+    singles = details[details["run"] != "all"]
+    rate = float(singles.groupby("contrast")["flipped"].any().mean())
+    return SignFlipResult(details=details, fits=pd.DataFrame(fits), rate=rate,
+                          run_rate=float(singles["flipped"].mean()), term=term, ref=ref)

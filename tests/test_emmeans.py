@@ -1,0 +1,402 @@
+"""evalmix.emmeans / evalmix.contrast against R's emmeans (tests/reference/inference_reference.R)."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from evalmix import _multcomp
+from evalmix.emmeans import contrast, emmeans, hdi, reference_grid
+from evalmix.errors import FormulaError
+from glm_standin import PosteriorStandIn, categorical, fit_from_reference, glm_fit
+
+from conftest import REFERENCE
+
+REF = json.loads((REFERENCE / "inference_reference.json").read_text())
+GLM = REF["glm"]
+FORMULA = "correct ~ model * lang + prompt + x"
+CUSTOM = {"c1": [1, -1, 0, 0], "c2": [0.5, 0.5, -0.5, -0.5], "c3": [-1, 0, 0, 1]}
+
+
+@pytest.fixture(scope="module")
+def sim() -> pd.DataFrame:
+    return categorical(pd.read_csv(REFERENCE / "inference_sim.csv"), GLM["fit"]["levels"])
+
+
+@pytest.fixture(scope="module")
+def fit(sim):
+    return glm_fit(FORMULA, sim)
+
+
+@pytest.fixture(scope="module")
+def glmer_fits():
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    return {k: fit_from_reference(v, data) for k, v in REF["glmer_sim"]["fits"].items()}
+
+
+def assert_matches(mine: pd.DataFrame, ref: list[dict], *, est_tol=1e-6, se_rtol=1e-5,
+                   ci_rtol=1e-5, p_tol=1e-6, labels=()):
+    """Compare a result table with R's rows: labels exactly, numbers at the given tolerances."""
+    ref_df = pd.DataFrame(ref)
+    assert len(mine) == len(ref_df)
+    for col in labels:
+        assert mine[col].astype(str).tolist() == ref_df[col].astype(str).tolist(), col
+    np.testing.assert_allclose(mine["estimate"], ref_df["estimate"], atol=est_tol, rtol=0)
+    np.testing.assert_allclose(mine["se"], ref_df["se"], rtol=se_rtol)
+    scale = ref_df[["lower", "upper"]].abs().max(axis=1) + ref_df["se"]
+    for col in ("lower", "upper"):  # relative to the interval's size, not to a value near zero
+        err = np.abs(mine[col].to_numpy() - ref_df[col].to_numpy())
+        assert (err <= ci_rtol * scale + 1e-7).all(), (col, err.max())
+    if "z" in ref_df:
+        np.testing.assert_allclose(mine["z"], ref_df["z"], atol=est_tol * 10, rtol=se_rtol)
+    if "p" in ref_df:
+        np.testing.assert_allclose(mine["p"], ref_df["p"].astype(float), atol=p_tol, rtol=0)
+
+
+def test_standin_reproduces_r_glm(fit):
+    """The statsmodels fit the tests use is R's glm() fit (beta, V, logLik)."""
+    np.testing.assert_allclose(fit.fixef.to_numpy(), GLM["fit"]["beta"], atol=1e-8)
+    np.testing.assert_allclose(fit.vcov.to_numpy(), np.array(GLM["fit"]["vcov"]), atol=1e-7)
+    assert fit.loglik == pytest.approx(GLM["fit"]["loglik"], abs=1e-8)
+
+
+EMM_CASES = {
+    "model_link": dict(specs="model"),
+    "model_by_lang_response": dict(specs="model", by="lang", type="response"),
+    "lang_link": dict(specs="~ lang"),
+    "model_lang_cells": dict(specs=["model", "lang"]),
+    "model_at": dict(specs="model", at={"x": 1, "prompt": "ZS"}),
+    "model_x_grid": dict(specs="model", at={"x": [-1, 0, 2]}),
+    "model_weights_proportional": dict(specs="model", weights="proportional"),
+    "model_weights_outer": dict(specs="model", weights="outer"),
+    "model_weights_cells": dict(specs="model", weights="cells"),
+    "model_weights_flat": dict(specs="model", weights="flat"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMM_CASES))
+def test_emmeans_matches_r(fit, case):
+    kw = dict(EMM_CASES[case])
+    specs = kw.pop("specs")
+    emm = emmeans(fit, specs, **kw)
+    ref = GLM["emmeans"][case]
+    level_cols = [c for c in ("model", "lang") if c in ref[0]]
+    assert_matches(emm.to_frame(), ref, labels=level_cols)
+
+
+def test_formula_specs_with_by(fit):
+    a = emmeans(fit, "~ model | lang").to_frame()
+    b = emmeans(fit, "model", by="lang").to_frame()
+    pd.testing.assert_frame_equal(a, b)
+
+
+# (adjust, tolerance on interval ends, tolerance on p): dunnettx and tukey quantiles come from R's
+# root finders (tolerance 5e-4 and 1e-4), mvt from mvtnorm's randomised integration (abseps 1e-3).
+ADJUST_TOL = {"holm": (1e-5, 1e-6), "bonferroni": (1e-5, 1e-6), "sidak": (1e-5, 1e-6),
+              "fdr": (1e-5, 1e-6), "none": (1e-5, 1e-6), "tukey": (1e-4, 1e-6),
+              "dunnettx": (1e-3, 1e-6), "mvt": (2e-3, 2e-3)}
+
+
+@pytest.mark.parametrize("adjust", sorted(ADJUST_TOL))
+def test_pairwise_adjustments_match_r(fit, adjust):
+    ci_rtol, p_tol = ADJUST_TOL[adjust]
+    res = contrast(emmeans(fit, "model"), "pairwise", adjust=adjust)
+    assert_matches(res.to_frame(), GLM["contrasts"][f"pairwise_{adjust}"], ci_rtol=ci_rtol,
+                   p_tol=p_tol, labels=["contrast"])
+
+
+BY_CASES = {
+    "by_pairwise_holm": (dict(method="pairwise", adjust="holm"), ADJUST_TOL["holm"]),
+    "by_revpairwise_tukey": (dict(method="revpairwise", adjust="tukey"), ADJUST_TOL["tukey"]),
+    "by_trt_dunnettx": (dict(method="trt.vs.ctrl", ref="beta-2", adjust="dunnettx"),
+                        ADJUST_TOL["dunnettx"]),
+    "by_trt_mvt": (dict(method="trt.vs.ctrl", ref=1, adjust="mvt"), ADJUST_TOL["mvt"]),
+    "by_trt_sidak_level90": (dict(method="trt.vs.ctrl", ref=1, adjust="sidak", conf_level=0.9),
+                             ADJUST_TOL["sidak"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BY_CASES))
+def test_by_group_families_match_r(fit, case):
+    kw, (ci_rtol, p_tol) = BY_CASES[case]
+    res = contrast(emmeans(fit, "model", by="lang"), **kw)
+    assert_matches(res.to_frame(), GLM["contrasts"][case], ci_rtol=ci_rtol, p_tol=p_tol,
+                   labels=["contrast", "lang"])
+
+
+@pytest.mark.parametrize("adjust", ["bonferroni", "mvt", "tukey"])
+def test_custom_contrasts_match_r(fit, adjust):
+    """A dict of weight vectors; tukey is not for custom families and becomes sidak, as in R."""
+    ci_rtol, p_tol = ADJUST_TOL[adjust]
+    res = contrast(emmeans(fit, "model"), CUSTOM, adjust=adjust)
+    assert_matches(res.to_frame(), GLM["contrasts"][f"custom_{adjust}"], ci_rtol=ci_rtol,
+                   p_tol=p_tol, labels=["contrast"])
+    if adjust == "tukey":
+        assert res.adjust == "sidak"
+
+
+def test_odds_ratios_match_r_response_scale(fit):
+    res = contrast(emmeans(fit, "model", by="lang", type="response"), adjust="holm").to_frame()
+    ref = pd.DataFrame(GLM["contrasts"]["response_pairwise_holm"])
+    np.testing.assert_allclose(res["odds_ratio"], ref["estimate"], rtol=1e-6)
+    np.testing.assert_allclose(res["or_lower"], ref["lower"], rtol=1e-5)
+    np.testing.assert_allclose(res["or_upper"], ref["upper"], rtol=1e-5)
+    np.testing.assert_allclose(res["p"], ref["p"], atol=1e-6)
+    assert res["contrast"].tolist() == ref["contrast"].tolist()
+
+
+def test_two_factor_labels_and_tukey_family(fit):
+    """Means of model x lang cells: labels 'alpha EN - (beta-2 EN)', a Tukey family of 8."""
+    res = contrast(emmeans(fit, ["model", "lang"]), adjust="tukey")
+    assert_matches(res.to_frame(), GLM["contrasts"]["cells_pairwise_tukey"],
+                   ci_rtol=ADJUST_TOL["tukey"][0], labels=["contrast"])
+    assert "for comparing a family of 8 estimates" in " ".join(res.notes)
+
+
+def test_averaged_control(fit):
+    res = contrast(emmeans(fit, "model"), "trt.vs.ctrl", ref=[0, 2], adjust="none")
+    assert_matches(res.to_frame(), GLM["contrasts"]["trt_ref_multi"], labels=["contrast"])
+
+
+def test_holm_note_and_bonferroni_intervals(fit):
+    emm = emmeans(fit, "model")
+    holm = contrast(emm, adjust="holm")
+    bonf = contrast(emm, adjust="bonferroni")
+    np.testing.assert_allclose(holm.table["lower"], bonf.table["lower"])
+    assert holm.ci_adjust == "bonferroni"
+    assert any("Bonferroni" in n for n in holm.notes)
+    assert (holm.table["p"] <= bonf.table["p"] + 1e-15).all()
+
+
+# --- glmer fits (R's fixed effects and covariance on the same design) -----------------------------
+
+def test_glmer_emmeans_response_match_r(glmer_fits):
+    emm = emmeans(glmer_fits["g3"], "model", by="lang", type="response")
+    assert_matches(emm.to_frame(), REF["glmer_sim"]["emm_g3_response"], labels=["model", "lang"])
+
+
+def test_glmer_contrasts_match_r(glmer_fits):
+    res = contrast(emmeans(glmer_fits["g3"], "model", by="lang"), adjust="tukey")
+    assert_matches(res.to_frame(), REF["glmer_sim"]["con_g3_tukey"], ci_rtol=1e-4,
+                   labels=["contrast", "lang"])
+    res = contrast(emmeans(glmer_fits["g2"], "model"), "trt.vs.ctrl", ref="m2",
+                   adjust="dunnettx")
+    assert_matches(res.to_frame(), REF["glmer_sim"]["con_g2_trt"], ci_rtol=1e-3,
+                   labels=["contrast"])
+
+
+# --- closed forms and invariants ------------------------------------------------------------------
+
+def _pairwise_corr(k: int) -> np.ndarray:
+    rows = []
+    for i, j in combinations(range(k), 2):
+        c = np.zeros(k)
+        c[i], c[j] = 1, -1
+        rows.append(c)
+    C = np.array(rows)
+    S = C @ C.T
+    d = np.sqrt(np.diag(S))
+    return S / np.outer(d, d)
+
+
+@pytest.mark.parametrize("k", [3, 5, 8])
+def test_mvt_equals_tukey_for_independent_equal_variance_means(k):
+    """max |Z_i - Z_j| / sqrt(2) of k iid normals is the studentized range / sqrt(2)."""
+    t = np.array([1.5, 2.5, 3.0])
+    p_box = _multcomp.mvn_box_probability(t, _pairwise_corr(k))
+    p_tukey = 1 - _multcomp.ptukey_upper(np.sqrt(2) * t, k)
+    np.testing.assert_allclose(p_box, p_tukey, atol=3e-4)
+    q = _multcomp.mvn_box_quantile(0.95, _pairwise_corr(k))
+    assert q == pytest.approx(_multcomp.qtukey(0.95, k) / np.sqrt(2), rel=2e-4)
+
+
+def test_box_probability_independent_is_product():
+    t = 2.1
+    exact = (1 - 2 * (1 - stats.norm.cdf(t))) ** 4
+    assert _multcomp.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-4)
+
+
+def test_single_contrast_is_never_adjusted(fit):
+    emm = emmeans(fit, "lang")
+    for adjust in ("holm", "tukey", "dunnettx", "mvt", "sidak"):
+        res = contrast(emm, adjust=adjust)
+        z = res.table["z"].iloc[0]
+        assert res.table["p"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1e-12, 1.0), min_size=1, max_size=30))
+def test_stepwise_adjustments_are_ordered(p):
+    p = np.array(p)
+    holm, bh = _multcomp._holm(p), _multcomp._bh(p)
+    bonf = np.minimum(1, len(p) * p)
+    assert (p <= bh + 1e-15).all() and (bh <= holm + 1e-15).all()
+    assert (holm <= bonf + 1e-15).all()
+    order = np.argsort(p, kind="stable")
+    assert (np.diff(holm[order]) >= -1e-15).all()
+    assert (np.diff(bh[order]) >= -1e-15).all()
+
+
+def test_revpairwise_negates_pairwise(fit):
+    emm = emmeans(fit, "model", by="lang")
+    fwd = contrast(emm, "pairwise", adjust="none").table
+    rev = contrast(emm, "revpairwise", adjust="none").table
+    flip = {f"{b} - {a}": v for (a, b), v in
+            zip((c.split(" - ") for c in fwd["contrast"]), fwd["estimate"])}
+    for name, lang, est in zip(rev["contrast"], rev["lang"], rev["estimate"]):
+        match = fwd[(fwd["lang"] == lang)]
+        assert est == pytest.approx(-match.set_index("contrast").loc[
+            " - ".join(reversed(name.split(" - "))), "estimate"])
+    assert set(flip) == set(rev["contrast"])
+
+
+def test_marginal_mean_is_average_of_cells(fit):
+    cells = emmeans(fit, ["model", "lang"]).table
+    marg = emmeans(fit, "model").table
+    avg = cells.groupby("model", observed=True, sort=False)["estimate"].mean()
+    np.testing.assert_allclose(marg["estimate"], avg.loc[marg["model"]].to_numpy(), atol=1e-12)
+
+
+def test_reference_grid_covariate_mean(fit, sim):
+    grid, X = reference_grid(fit)
+    assert len(grid) == 4 * 2 * 2
+    assert grid["x"].iloc[0] == pytest.approx(sim["x"].mean())
+    assert grid["model"].tolist()[:4] == ["alpha", "beta-2", "delta", "gamma"]  # first fastest
+    assert X.shape == (16, 10)
+
+
+# --- posterior draws ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def posterior(fit):
+    rng = np.random.default_rng(11)
+    draws = rng.multivariate_normal(fit.fixef.to_numpy(), fit.vcov.to_numpy(), size=4000)
+    return PosteriorStandIn(pd.DataFrame(draws, columns=fit.fixef.index), fit.fixed_design,
+                            FORMULA)
+
+
+def test_posterior_emmeans_summarise_draws(fit, posterior):
+    post = emmeans(posterior, "model", by="lang", type="response")
+    ml = emmeans(fit, "model", by="lang", type="response").table
+    assert post.is_posterior
+    np.testing.assert_allclose(post.table["estimate"], ml["estimate"], atol=0.01)
+    np.testing.assert_allclose(post.table["se"], ml["se"], rtol=0.1)
+    # the same numbers computed by hand from the draws
+    from scipy.special import expit
+    vals = expit(posterior.fixef_draws.to_numpy() @ post.L.T)
+    np.testing.assert_allclose(post.table["estimate"], vals.mean(axis=0))
+    np.testing.assert_allclose(post.table[["lower", "upper"]].to_numpy(), hdi(vals, 0.95))
+
+
+def test_posterior_contrasts_give_prob_positive(fit, posterior):
+    res = contrast(emmeans(posterior, "model"), "trt.vs.ctrl", ref="gamma")
+    tab = res.table
+    assert {"prob_positive", "odds_ratio"} <= set(tab.columns) and "p" not in tab.columns
+    vals = posterior.fixef_draws.to_numpy() @ res.L.T
+    np.testing.assert_allclose(tab["prob_positive"], (vals > 0).mean(axis=0))
+    np.testing.assert_allclose(tab["estimate"], vals.mean(axis=0))
+    ml = contrast(emmeans(fit, "model"), "trt.vs.ctrl", ref="gamma", adjust="none").table
+    np.testing.assert_allclose(tab["estimate"], ml["estimate"], atol=0.02)
+    # P(d > 0) under the normal approximation of the ML fit
+    np.testing.assert_allclose(tab["prob_positive"], stats.norm.cdf(ml["estimate"] / ml["se"]),
+                               atol=0.02)
+
+
+def test_hdi_matches_arviz():
+    az = pytest.importorskip("arviz")
+    x = np.random.default_rng(3).gamma(2.0, size=(3001, 3))
+    ours = hdi(x, 0.9)
+    theirs = np.array([az.hdi(x[:, j], hdi_prob=0.9) for j in range(3)])
+    np.testing.assert_allclose(ours, theirs)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+def test_errors_name_the_fault(fit):
+    with pytest.raises(FormulaError, match="nope"):
+        emmeans(fit, "nope")
+    with pytest.raises(FormulaError, match="zz"):
+        emmeans(fit, "model", at={"model": ["zz"]})
+    with pytest.raises(ValueError, match="adjust"):
+        contrast(emmeans(fit, "model"), adjust="hochberg-ish")
+    with pytest.raises(ValueError, match="3 weights for 4 means"):
+        contrast(emmeans(fit, "model"), {"bad": [1, -1, 0]})
+    with pytest.raises(ValueError, match="ref"):
+        contrast(emmeans(fit, "model"), "trt.vs.ctrl", ref="omega")
+    with pytest.raises(ValueError, match="type"):
+        emmeans(fit, "model", type="odds")
+
+
+def test_results_render(fit):
+    res = contrast(emmeans(fit, "model"), adjust="holm")
+    out = res.to_dict()
+    json.dumps(out)
+    assert out["adjust"] == "holm" and len(out["table"]) == 6
+    assert "| contrast" in res.to_markdown()
+    assert "alpha - (beta-2)" in repr(res)
+    json.dumps(emmeans(fit, "model").to_dict())
+
+
+def test_pipeline_on_own_glmer_fit():
+    """evalmix.glmer + emmeans + contrast against lme4 + emmeans on the same simulated GLMM.
+
+    The fits agree to the GLMM engine's precision (its optimum is slightly better than lme4's and its
+    Hessian SEs are within about 1%), so the comparison is at that precision.
+    """
+    import warnings
+
+    from evalmix.glmm import glmer
+
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer(REF["glmer_sim"]["fits"]["g3"]["formula"], data)
+    emm = emmeans(fit, "model", by="lang", type="response")
+    assert_matches(emm.to_frame(), REF["glmer_sim"]["emm_g3_response"], est_tol=1e-3,
+                   se_rtol=0.015, ci_rtol=0.01, labels=["model", "lang"])
+    res = contrast(emmeans(fit, "model", by="lang"), adjust="tukey")
+    assert_matches(res.to_frame(), REF["glmer_sim"]["con_g3_tukey"], est_tol=2e-3,
+                   se_rtol=0.015, ci_rtol=0.015, p_tol=0.01, labels=["contrast", "lang"])
+
+
+def test_missing_cell_is_not_estimable():
+    """m3 never run in ES: means and contrasts that involve that cell are NaN, as emmeans' nonEst;
+    the family sizes still count them (emmeans 1.8), e.g. Holm over 3 tests."""
+    import warnings
+
+    from evalmix.glmm import glmer
+
+    ref = REF["glmer_sim"]["missing_cell"]
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    data = data[~((data["model"] == "m3") & (data["lang"] == "ES"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model * lang + (1|item) + (1|item:run)", data)
+    cases = [(emmeans(fit, "model", by="lang"), "emm_by", ["model", "lang"]),
+             (emmeans(fit, "model"), "emm_model", ["model"]),
+             (emmeans(fit, "lang"), "emm_lang", ["lang"]),
+             (contrast(emmeans(fit, "model", by="lang"), adjust="tukey"), "con_by_tukey",
+              ["contrast", "lang"]),
+             (contrast(emmeans(fit, "model"), adjust="holm"), "con_model_holm", ["contrast"]),
+             (contrast(emmeans(fit, ["model", "lang"]), adjust="tukey"), "con_cells_tukey",
+              ["contrast"])]
+    for res, key, labels in cases:
+        mine, theirs = res.to_frame(), pd.DataFrame(ref[key])
+        theirs = theirs.astype({c: float for c in ("estimate", "se") if c in theirs})
+        assert mine["estimate"].isna().tolist() == theirs["estimate"].isna().tolist(), key
+        ok = theirs["estimate"].notna().to_numpy()
+        assert_matches(mine[ok].reset_index(drop=True), theirs[ok].to_dict("records"),
+                       est_tol=2e-3, se_rtol=0.015, ci_rtol=0.015, p_tol=0.02, labels=labels)
+
+
+def test_holm_and_bh_count_the_whole_family():
+    p = np.array([0.01, 0.04])
+    np.testing.assert_allclose(_multcomp._holm(p, 3), [0.03, 0.08])
+    np.testing.assert_allclose(_multcomp._bh(p, 3), [0.03, 0.06])

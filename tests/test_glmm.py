@@ -1,0 +1,219 @@
+"""Behaviour of evalmix.glmer: warnings, errors, pooling, the result object and its contract."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import gammaln
+
+from evalmix import GlmerResult, glmer
+from evalmix.errors import (ConvergenceWarning, DataError, DataWarning, FitWarning, FormulaError,
+                            SingularFitWarning)
+
+REF = Path(__file__).resolve().parent / "reference"
+
+
+def quiet_fit(*args, **kw) -> GlmerResult:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return glmer(*args, **kw)
+
+
+@pytest.fixture(scope="module")
+def item_run() -> pd.DataFrame:
+    return pd.read_csv(REF / "glmm_item_run.csv")
+
+
+@pytest.fixture(scope="module")
+def fit(item_run) -> GlmerResult:
+    return quiet_fit("correct ~ model + (1|item) + (1|item:run)", item_run)
+
+
+def small(seed: int = 3, n_items: int = 25) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    item = np.repeat(np.arange(n_items), 6)
+    model = np.tile(["a", "b", "c"], 2 * n_items)
+    eta = rng.normal(0, 1.0, n_items)[item] + (model == "b") * 0.7
+    return pd.DataFrame({"item": item, "model": model,
+                         "correct": (rng.random(item.size) < 1 / (1 + np.exp(-eta))).astype(int)})
+
+
+def test_singular_fit_warns_and_flags():
+    d = pd.read_csv(REF / "glmm_singular.csv")
+    with pytest.warns(SingularFitWarning, match="singular"):
+        f = glmer("correct ~ model + (1|item) + (1|item:run)", d)
+    assert f.singular
+    assert f.theta["item:run.(Intercept)"] < 1e-4
+    assert any("singular" in m for m in f.messages)
+
+
+def test_failed_convergence_warns():
+    with pytest.warns(ConvergenceWarning):
+        f = glmer("correct ~ model + (1|item)", small(), maxiter=1)
+    assert not f.converged
+    assert f.optimizer.outer_iterations <= 1
+
+
+def test_perfect_separation_names_the_column():
+    d = small()
+    d.loc[d["model"] == "c", "correct"] = 0
+    with pytest.warns(FitWarning, match=r"perfect separation.*model\[T\.c\]"):
+        f = glmer("correct ~ model + (1|item)", d)
+    assert f.fixef["model[T.c]"] < -5
+
+
+def test_grouping_factor_with_one_level():
+    d = small()
+    d["lab"] = "only"
+    with pytest.raises(DataError, match="'lab'.*one level"):
+        glmer("correct ~ model + (1|lab)", d)
+
+
+@pytest.mark.parametrize("formula, column", [
+    ("correct ~ modell + (1|item)", "modell"),
+    ("correct ~ model + (1|itm)", "itm"),
+    ("correct ~ model + (1 + z|item)", "z"),
+    ("right ~ model + (1|item)", "right"),
+    ("cbind(k, n - k) ~ model + (1|item)", "k"),
+])
+def test_absent_columns_are_named(formula, column):
+    with pytest.raises(FormulaError, match=f"'{column}'"):
+        glmer(formula, small())
+
+
+def test_no_random_term_and_bad_response():
+    with pytest.raises(FormulaError, match="random term"):
+        glmer("correct ~ model", small())
+    d = small()
+    d.loc[0, "correct"] = 2
+    with pytest.raises(DataError, match="0/1"):
+        glmer("correct ~ model + (1|item)", d)
+
+
+def test_missing_values_dropped_with_warning():
+    d = small().astype({"correct": float})
+    d.loc[[0, 5], "correct"] = np.nan
+    with pytest.warns(DataWarning, match="dropping 2"):
+        f = glmer("correct ~ model + (1|item)", d)
+    assert f.nobs == len(d) - 2
+
+
+def test_rank_deficient_columns_dropped():
+    d = small()
+    d["model2"] = d["model"].map({"a": "x", "b": "y", "c": "y"})
+    d["m3"] = d["model"]
+    with pytest.warns(FitWarning, match="rank deficient"):
+        f = glmer("correct ~ model + m3 + (1|item)", d)
+    assert list(f.fixef.index) == ["Intercept", "model[T.b]", "model[T.c]"]
+    assert f.fixed_design.model_matrix(d.head(2)).shape == (2, 3)
+
+
+def test_pooling_is_exact(item_run):
+    # language-free formula on a table with duplicated patterns: pooled and row-wise fits agree
+    d = pd.concat([item_run.assign(prompt="p1"), item_run.assign(prompt="p2")], ignore_index=True)
+    a = quiet_fit("correct ~ model + (1|item) + (1|item:run)", d)
+    b = quiet_fit("correct ~ model + (1|item) + (1|item:run)", d, pool=False)
+    assert a.loglik == pytest.approx(b.loglik, abs=1e-6)
+    np.testing.assert_allclose(a.fixef, b.fixef, atol=1e-5)
+    assert a.nobs == b.nobs == len(d)
+
+
+def test_counts_and_rows_differ_by_binomial_coefficients():
+    c = pd.read_csv(REF / "glmm_counts.csv")
+    rows = c.loc[c.index.repeat(c["n"])].copy()
+    rows["correct"] = np.concatenate([[1] * k + [0] * (n - k) for k, n in zip(c["k"], c["n"])])
+    fc = quiet_fit("cbind(k, n - k) ~ model + (1|item)", c)
+    fr = quiet_fit("correct ~ model + (1|item)", rows)
+    logc = float(np.sum(gammaln(c["n"] + 1) - gammaln(c["k"] + 1) - gammaln(c["n"] - c["k"] + 1)))
+    assert fc.loglik == pytest.approx(fr.loglik + logc, abs=1e-6)
+    np.testing.assert_allclose(fc.fixef, fr.fixef, atol=1e-5)
+    assert fc.nobs == len(c) and fr.nobs == len(rows)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000))
+def test_row_order_does_not_matter(seed):
+    d = small(seed=1, n_items=15)
+    perm = d.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    a = quiet_fit("correct ~ model + (1|item)", d)
+    b = quiet_fit("correct ~ model + (1|item)", perm)
+    assert a.loglik == pytest.approx(b.loglik, abs=1e-7)
+    np.testing.assert_allclose(a.fixef, b.fixef, atol=1e-5)
+
+
+def test_result_contract(fit, item_run):
+    assert fit.family == "binomial" and fit.link == "logit"
+    assert isinstance(fit.df, int) and fit.df == len(fit.fixef) + len(fit.theta)
+    assert fit.aic == pytest.approx(-2 * fit.loglik + 2 * fit.df)
+    assert list(fit.vcov.index) == list(fit.fixef.index) == list(fit.vcov.columns)
+    fd = fit.fixed_design
+    assert fd.terms == ["model"]
+    assert fd.factors == {"model": ["alpha", "beta", "delta", "gamma"]}
+    assert fd.column_terms == ["(Intercept)", "model", "model", "model"]
+    assert fd.model_matrix(item_run.head(3)).shape == (3, 4)
+    assert len(fd.weights_data) == len(item_run)
+    ct = fit.coef_table(conf_level=0.9)
+    z = ct["estimate"] / ct["se"]
+    np.testing.assert_allclose(ct["z"], z)
+    np.testing.assert_allclose(ct["ci_high"] - ct["estimate"], 1.6448536 * ct["se"], rtol=1e-6)
+    np.testing.assert_allclose(ct["odds_ratio"], np.exp(ct["estimate"]))
+    json.dumps(fit.to_dict())
+    assert fit.to_frame().shape[0] == 4
+
+
+def test_summary_reads_like_lme4(fit):
+    text = fit.summary()
+    for piece in ("Laplace Approximation", "Random effects:", "item:run", "Number of obs: 960",
+                  "groups:  item:run, 240; item, 60", "Fixed effects:", "Std. Error"):
+        assert piece in text
+
+
+def test_ranef_and_predict(fit, item_run):
+    re_ = fit.ranef()
+    assert set(re_["group"]) == {"item", "item:run"}
+    assert (re_["sd"] > 0).all()
+    p = fit.predict(item_run.head(5), type="response")
+    assert ((p > 0) & (p < 1)).all()
+    new = item_run.head(2).assign(item="unseen")
+    with pytest.raises(FormulaError, match="grouping factor 'item"):
+        fit.predict(new)
+    p0 = fit.predict(new, allow_new_levels=True, re=True)
+    np.testing.assert_allclose(p0[:1], fit.predict(new.head(1).assign(item="unseen"),
+                                                    allow_new_levels=True))
+    assert fit.predict().shape == (len(item_run),)
+
+
+def test_optimizer_report(fit):
+    r = fit.optimizer
+    assert r.converged and r.max_abs_gradient < 1e-3
+    assert r.deviance_evaluations > 0 and r.gradient.size == fit.df
+
+
+def test_recovers_simulated_truth_at_scale():
+    """A scaled-down version of the 1M-row benchmark design: truth sd_item 1.5, sd_item_run 0.5."""
+    rng = np.random.default_rng(11)
+    n_models, n_items, n_runs = 10, 400, 4
+    eff = np.linspace(-0.5, 0.5, n_models)
+    a = rng.normal(0, 1.5, n_items)
+    ar = rng.normal(0, 0.5, (n_items, n_runs))
+    m = np.repeat(np.arange(n_models), n_items * n_runs)
+    i = np.tile(np.repeat(np.arange(n_items), n_runs), n_models)
+    r = np.tile(np.arange(n_runs), n_models * n_items)
+    eta = eff[m] + a[i] + ar[i, r]
+    d = pd.DataFrame({"model": [f"m{k}" for k in m], "item": i, "run": r,
+                      "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
+    f = quiet_fit("correct ~ model + (1|item) + (1|item:run)", d)
+    assert f.converged and not f.singular
+    sd = f.varcorr.set_index("group")["sd"]
+    assert abs(sd["item"] - 1.5) < 0.15
+    assert abs(sd["item:run"] - 0.5) < 0.12
+    contrast = f.fixef.iloc[1:].to_numpy()  # model k vs model 0
+    z = (contrast - (eff[1:] - eff[0])) / np.sqrt(np.diag(f.vcov.to_numpy())[1:])
+    assert np.all(np.abs(z) < 3.5)
