@@ -12,6 +12,7 @@ Usage (from the repository root)::
     python bench/bench_glmm.py            # both parts
     python bench/bench_glmm.py five       # AI4Math only
     python bench/bench_glmm.py big        # 1M rows only
+    python bench/bench_glmm.py five --no-mixedlm   # evalmix timings only
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def lme4_logliks() -> dict[str, float]:
     return {f["formula"]: f["loglik"] for f in ref["fits"] if f["data"] == "ai4math"}
 
 
-def five() -> None:
+def five(with_mixedlm: bool = True) -> None:
     data = pd.read_csv(SHARED / "data" / "ai4math" / "ai4math_runs.csv")
     ref = lme4_logliks()
     glmer("correct ~ model + (1|problem_id)", data.head(2000))  # warm imports
@@ -56,6 +57,8 @@ def five() -> None:
     except ImportError:
         mixedlm = None
         print("(mixedlm is not installed: pip install mixedlm==1.3.0)")
+    if not with_mixedlm:
+        mixedlm = None
     for f in FORMULAS:
         formula = "correct ~ " + f + RANDOM
         t0 = time.perf_counter()
@@ -127,8 +130,10 @@ def big() -> None:
 
 
 if __name__ == "__main__":
-    what = sys.argv[1:] or ["five", "big"]
+    what = sys.argv[1:]
+    if not [w for w in what if not w.startswith("--")]:
+        what += ["five", "big"]
     if "five" in what:
-        five()
+        five(with_mixedlm="--no-mixedlm" not in what)
     if "big" in what:
         big()

@@ -217,3 +217,12 @@ def test_recovers_simulated_truth_at_scale():
     contrast = f.fixef.iloc[1:].to_numpy()  # model k vs model 0
     z = (contrast - (eff[1:] - eff[0])) / np.sqrt(np.diag(f.vcov.to_numpy())[1:])
     assert np.all(np.abs(z) < 3.5)
+
+
+def test_result_is_immutable_and_hashable(fit):
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fit.loglik = 0.0
+    assert fit == fit and hash(fit) == hash(fit)
+    assert "estimate" in repr(fit)

@@ -365,10 +365,124 @@ class SchurSolver(DenseSolver):
         return Sinv[r[:, :, None], r[:, None, :]]
 
 
+class NestedSchurSolver(DenseSolver):
+    """A nested pair of intercepts plus small crossed terms, ``(1|item) + (1|item:run) +
+    (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
+    Schur complement of the size of the crossed terms."""
+
+    def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
+        super().__init__(terms)
+        f, c = pair
+        self.pair = pair
+        self.inner = NestedSolver([terms[f], terms[c]])
+        # positions of each term in the (n, k) arrays, theta offsets and u offsets
+        pos, tpos, upos = [], [], []
+        kp = tp = up = 0
+        for t in terms:
+            pos.append(list(range(kp, kp + t.nc)))
+            tpos.append(tp)
+            upos.append(np.arange(up, up + t.nl * t.nc))
+            kp += t.nc
+            tp += t.ntheta
+            up += t.nl * t.nc
+        rest = [i for i in range(len(terms)) if i not in pair]
+        self.tpair = [tpos[f], tpos[c]]
+        self.pf, self.pc = pos[f][0], pos[c][0]
+        self.rpos = [p for i in rest for p in pos[i]]
+        self.q1 = self.inner.q
+        self.qr = self.q - self.q1
+        # internal order: fine levels, coarse levels, then the other terms; perm maps to lme4 order
+        self.perm = np.concatenate([upos[f], upos[c]] + [upos[i] for i in rest])
+        loc = np.empty(self.q, dtype=np.int64)
+        loc[self.perm] = np.arange(self.q)
+        self.rc = loc[self.cols[:, self.rpos]] - self.q1  # n x kr, rest columns (internal)
+        kr = len(self.rpos)
+        self.fi = terms[f].index
+        self.ci = terms[c].index + self.inner.J
+        self._ff = (self.fi[:, None] * self.qr + self.rc).ravel()
+        self._cf = (self.ci[:, None] * self.qr + self.rc).ravel()
+        self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
+
+    @staticmethod
+    def find(terms: list[RandomTerm]) -> tuple[int, int] | None:
+        if len(terms) < 3 or terms[0].nc != 1 or terms[0].expr.strip() != "1":
+            return None
+        for j in range(1, len(terms)):
+            if NestedSolver.applies([terms[0], terms[j]]):
+                q1 = terms[0].nl + terms[j].nl
+                qr = sum(t.nl * t.nc for i, t in enumerate(terms) if i not in (0, j))
+                n = terms[0].index.size
+                if qr <= 1000 and q1 * qr <= 5e7 and n * qr <= 5e7:
+                    return (0, j)
+                return None
+        return None
+
+    def set_theta(self, theta: np.ndarray) -> None:
+        super().set_theta(theta)
+        self.inner.set_theta(np.array([theta[self.tpair[0]], theta[self.tpair[1]]]))
+
+    def factor(self, w: np.ndarray) -> float:
+        inn = self.inner
+        ld1 = inn.factor(w)
+        Vr = self.V[:, self.rpos]
+        wr = w[:, None] * Vr
+        size = self.q1 * self.qr
+        C = (np.bincount(self._ff, (inn.tf * wr).ravel(), size)
+             + np.bincount(self._cf, (inn.tc * wr).ravel(), size)).reshape(self.q1, self.qr)
+        ww = wr[:, :, None] * Vr[:, None, :]
+        Hrr = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
+        Hrr[np.diag_indices_from(Hrr)] += 1.0
+        self.C = C
+        self.G = inn.solve(C)
+        self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
+        self._Sinv = None
+        return float(ld1 + 2.0 * np.log(np.diag(self.cf[0])).sum())
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        ri = r[self.perm]
+        r1, rr = ri[: self.q1], ri[self.q1:]
+        x1a = self.inner.solve(r1)
+        yr = sla.cho_solve(self.cf, rr - self.C.T @ x1a, check_finite=False)
+        x1 = x1a - self.G @ yr
+        out = np.empty_like(ri)
+        out[self.perm] = np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
+        return out
+
+    def _sinv(self) -> np.ndarray:
+        if self._Sinv is None:
+            self._Sinv = sla.cho_solve(self.cf, np.eye(self.qr), check_finite=False)
+        return self._Sinv
+
+    def leverage(self) -> np.ndarray:
+        inn = self.inner
+        d = inn.tf * self.G[self.fi] + inn.tc * self.G[self.ci]  # G' a1_i, n x qr
+        np.subtract.at(d, (np.arange(self.n)[:, None], self.rc), self.V[:, self.rpos])
+        return inn.leverage() + np.einsum("nr,rs,ns->n", d, self._sinv(), d)
+
+    def cond_var(self) -> np.ndarray:
+        Si = self._sinv()
+        d1 = self.inner.cond_var() + np.einsum("jr,rs,js->j", self.G, Si, self.G)
+        out = np.empty(self.q)
+        out[self.perm] = np.concatenate([d1, np.diag(Si)])
+        return out
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        loc = np.empty(self.q, dtype=np.int64)
+        loc[self.perm] = np.arange(self.q)
+        li = loc[idx]
+        if li.min() < self.q1:  # nested (scalar) terms
+            return self.cond_var()[idx][:, :, None]
+        r = li - self.q1
+        return self._sinv()[r[:, :, None], r[:, None, :]]
+
+
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
     """The fastest exact solver for this random-effects structure."""
     if NestedSolver.applies(terms):
         return NestedSolver(terms)
+    pair = NestedSchurSolver.find(terms)
+    if pair is not None:
+        return NestedSchurSolver(terms, pair)
     if SchurSolver.applies(terms):
         return SchurSolver(terms)
     if BlockDiagSolver.applies(terms):

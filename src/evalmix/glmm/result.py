@@ -16,7 +16,7 @@ from ..formula import FixedDesign, RandomTerm
 from .optimize import OptimizerReport
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds DataFrames: identity equality, hashable
 class GlmerResult(Result):
     """A binomial-logit GLMM fitted by maximum likelihood (Laplace), as ``lme4::glmer``.
 
