@@ -43,6 +43,12 @@ __all__ = ["TermPlan", "BayesModel", "build_model", "plan_terms"]
 PARAMETERIZATIONS = ("centered", "noncentered")
 
 
+def dense_x(design: Any) -> np.ndarray:
+    """The fixed-effects matrix of the pooled rows as a dense array."""
+    X = design.X
+    return X.dense() if hasattr(X, "dense") else np.asarray(X)
+
+
 def term_label(t: RandomTerm) -> str:
     """lme4-style label of a random term: ``1|item``, ``1 + x|g``, ``0 + x|g``."""
     expr = " + ".join(("1" if c == "(Intercept)" else c) for c in t.cnames)
@@ -124,7 +130,7 @@ def _ml_sds(ml: Any, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
 
 def _info_weights(design: Any, ml: Any) -> np.ndarray:
     """Fisher information weight ``m p (1 - p)`` of each pooled row at the ML fixed effects."""
-    X, m = design.X, design.m
+    X, m = dense_x(design), design.m
     if ml is not None and len(ml.fixef) == X.shape[1]:
         p = expit(X @ ml.fixef.to_numpy())
     else:
@@ -193,7 +199,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     ml = _ml_fit(formula, data) if needs_ml else None
     plans = plan_terms(design, parameterization, ml)
 
-    X = design.X
+    X = dense_x(design)
     names = list(design.fixed.columns)
     icol = next((j for j, t in enumerate(design.fixed.column_terms) if t == "(Intercept)"), None)
     if icol is not None:

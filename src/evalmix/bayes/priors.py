@@ -165,7 +165,7 @@ def resolve_priors(design: Any, priors: Mapping[str, Any] | None) -> tuple[dict[
         raise ValueError(f"priors= names unknown parameter(s) {unknown}; known: {sorted(known)}")
     out: dict[str, Prior] = {}
     rows = []
-    X = design.X
+    X = design.X.dense() if hasattr(design.X, "dense") else np.asarray(design.X)
     for j, (col, term) in enumerate(zip(fixed.columns, fixed.column_terms)):
         if term == "(Intercept)":
             key = "Intercept"

@@ -12,7 +12,7 @@ from scipy.special import expit, log_expit
 
 from .._result import Result, frame_records
 from ..errors import DataError, SamplingWarning
-from .model import BayesModel
+from .model import BayesModel, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
@@ -140,7 +140,7 @@ class BayesGlmerResult(Result):
             return self._cache["eta"]
         design = self._bm.design
         post = self._posterior.posterior
-        eta = self.fixef_draws.to_numpy() @ design.X.T
+        eta = self.fixef_draws.to_numpy() @ dense_x(design).T
         for p in self._bm.plans:
             t = p.term
             u = _flat(np.asarray(post[f"({p.label})"]))
