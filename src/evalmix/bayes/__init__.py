@@ -21,7 +21,7 @@ from .result import BayesGlmerResult, PPCResult, RankResult, _flat
 from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
 
 __all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResult",
-           "available_samplers", "compare", "default_priors", "glmer"]
+           "available_samplers", "default_priors", "glmer"]
 
 
 def default_priors(formula: str, data: pd.DataFrame, priors: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -152,30 +152,3 @@ def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
                 rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
                              float(cor.mean()), lo[0], hi[0]))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_lower", "sd_upper"])
-
-
-def compare(fits: Mapping[str, BayesGlmerResult] | list, ic: str = "loo") -> pd.DataFrame:
-    """ELPD comparison of posterior fits of the same rows (``arviz.compare``, LOO or WAIC).
-
-    Returns arviz's table (``rank``, ``elpd_loo``/``elpd_waic``, ``p_loo``, ``elpd_diff``, ``se``,
-    ``dse``, ``weight``, ``warning``) with a ``name`` column, best model first.
-
-    Examples
-    --------
-    >>> compare({"additive": fit_a, "interaction": fit_b})  # doctest: +SKIP
-    """
-    import arviz as az
-
-    if not isinstance(fits, Mapping):
-        fits = {getattr(f, "formula", f"model{i + 1}"): f for i, f in enumerate(fits)}
-    if len(fits) < 2:
-        raise ValueError("compare needs at least two fits")
-    if ic not in ("loo", "waic"):
-        raise ValueError(f"ic must be 'loo' or 'waic', got {ic!r}")
-    nobs = {n: f.nobs for n, f in fits.items()}
-    if len(set(nobs.values())) > 1:
-        raise ValueError(f"fits were not made on the same rows: nobs {nobs}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        tab = az.compare({n: f.idata for n, f in fits.items()}, ic=ic)
-    return tab.rename_axis("name").reset_index()
