@@ -77,3 +77,8 @@ __all__ += [
     "AnovaTable", "Contrasts", "EMMeans", "ModelComparison", "anova", "bic_evidence",
     "compare_models", "contrast", "emmeans", "reference_grid",
 ]
+
+# Hierarchical Bayesian GLMMs (PyMC is imported only when a model is fitted)
+from . import bayes  # noqa: E402
+
+__all__ += ["bayes"]

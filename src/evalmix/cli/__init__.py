@@ -13,13 +13,14 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from ..errors import DataError, FormulaError
-from . import comparisons, describe, reliability
+from . import comparisons, describe, inference, reliability
 from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
 
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     describe.add_parser,
+    *inference.PARSERS,
     *reliability.PARSERS,
     *comparisons.PARSERS,
 ]

@@ -20,35 +20,20 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ._multcomp import ADJUST_METHODS
-from ._result import frame_records
-from .emmeans import contrast, emmeans
-from .selection import anova, compare_models
+from .._multcomp import ADJUST_METHODS
+from .._result import frame_records
+from ..emmeans import contrast, emmeans
+from ..selection import anova, compare_models
+from ._common import add_data_arguments, load_data
 
-__all__ = ["add_fit_parser", "add_select_parser", "run_fit", "run_select"]
+__all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
 
 def _fitter() -> Callable[..., Any]:
     """The GLMM fitting function (``evalmix.glmer``)."""
     import evalmix
 
-    fit = getattr(evalmix, "glmer", None)
-    if fit is None:
-        from .glmm import glmer as fit
-    return fit
-
-
-def _data_arguments(parser: argparse.ArgumentParser) -> None:
-    # DATA, the column-role options and --json, shared with the other commands
-    from .cli import add_data_arguments
-
-    add_data_arguments(parser)
-
-
-def _load(args: argparse.Namespace) -> pd.DataFrame:
-    from .cli import load_data
-
-    return load_data(args)
+    return evalmix.glmer
 
 
 def _print_table(title: str, table: pd.DataFrame, out) -> None:
@@ -79,7 +64,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "fit", help="fit a GLMM; optionally marginal means, contrasts and type-III tests",
         description="Fit a binomial GLMM (lme4 syntax) and report what an analyst reads next: "
                     "marginal means, adjusted contrasts, type-III Wald tests.")
-    _data_arguments(p)
+    add_data_arguments(p)
     p.add_argument("--formula", required=True,
                    help="e.g. 'correct ~ model + language + (1|problem_id) + (1|problem_id:run)'")
     p.add_argument("--emmeans", metavar="FACTOR", nargs="+",
@@ -94,7 +79,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=float, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
-    p.set_defaults(handler=run_fit, func=run_fit)
+    p.set_defaults(handler=run_fit)
     return p
 
 
@@ -103,7 +88,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
-    data = _load(args)
+    data = load_data(args)
     fit = _fitter()(args.formula, data)
     result: dict[str, Any] = {"fit": _fit_summary(fit)}
     emm = None
@@ -154,10 +139,10 @@ def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
         "select", help="compare GLMM formulas by BIC, AIC and likelihood-ratio tests",
         description="Fit each formula to the same rows and compare them as lme4's anova() "
                     "does, with BIC weights and a Kass & Raftery verdict.")
-    _data_arguments(p)
+    add_data_arguments(p)
     p.add_argument("--formula", action="append", required=True,
                    help="a formula; give --formula once per model (two or more)")
-    p.set_defaults(handler=run_select, func=run_select)
+    p.set_defaults(handler=run_select)
     return p
 
 
@@ -166,7 +151,7 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     if len(args.formula) < 2:
         raise SystemExit("evalmix select: give at least two --formula")
-    data = _load(args)
+    data = load_data(args)
     fit = _fitter()
     comparison = compare_models({f: fit(f, data) for f in args.formula})
     if args.json:
@@ -177,3 +162,6 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)
     print(f"\n{comparison.verdict()}", file=out)
     return 0
+
+
+PARSERS = [add_fit_parser, add_select_parser]

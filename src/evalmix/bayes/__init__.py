@@ -1,0 +1,154 @@
+"""Hierarchical Bayesian binomial-logit GLMMs from lme4 formulas (PyMC + ArviZ).
+
+:func:`glmer` takes the formula :func:`evalmix.glmer` takes and returns posterior draws instead of
+maximum-likelihood estimates: honest uncertainty with few items, variance components away from the
+boundary artefacts of ML, and rank probabilities for leaderboards.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SamplingWarning
+from .model import BayesModel, build_model
+from .priors import DEFAULT_PRIORS, Prior, resolve_priors
+from .result import BayesGlmerResult, PPCResult, RankResult, _flat
+from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
+
+__all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResult",
+           "available_samplers", "default_priors", "glmer"]
+
+
+def default_priors(formula: str, data: pd.DataFrame, priors: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> d = glmm_runs(2, 10, 2, seed=1)
+    >>> default_priors("correct ~ model + (1|item)", d)["prior"].tolist()
+    ['Normal(mu=0, sigma=5)', 'Normal(mu=0, sigma=2.5)', 'HalfNormal(sigma=2.5)']
+    """
+    from ..glmm.design import build_design
+
+    return resolve_priors(build_design(formula, data), priors)[1]
+
+
+def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None = None,
+          draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
+          seed: int | np.random.Generator | None = None, progressbar: bool = True,
+          parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
+          max_treedepth: int = 10, cores: int | None = None) -> BayesGlmerResult:
+    """Fit a hierarchical Bayesian binomial-logit GLMM by MCMC (NUTS).
+
+    Same formulas as :func:`evalmix.glmer` (lme4 syntax; fixed part by formulaic; random terms
+    ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``, ``(1 + x|g)`` with an LKJ prior on the correlation,
+    ``(1 + x||g)``; ``cbind(k, n - k)`` responses).  Identical rows are pooled into binomial counts
+    before sampling; log-likelihoods are reported for the rows as given.
+
+    Parameters
+    ----------
+    formula : str
+    data : DataFrame
+    priors : dict, optional
+        Overrides of the default priors (see :mod:`evalmix.bayes.priors` and
+        :func:`default_priors`), e.g. ``{"fixed": ("normal", 0, 1), "item": ("half_normal", 1)}``.
+    draws, tune, chains : int
+        Posterior draws per chain after ``tune`` adaptation steps.
+    sampler : {"auto", "nutpie", "numpyro", "pymc"}
+        ``"auto"`` takes the fastest installed (nutpie, then numpyro, then PyMC's NUTS).
+    seed : int or numpy.random.Generator, optional
+    progressbar : bool
+    parameterization : "auto", "centered", "noncentered" or dict group -> form
+        How random terms are sampled; ``"auto"`` chooses per term from the information each level
+        carries (see :mod:`evalmix.bayes.model`).
+    target_accept : float
+        NUTS target acceptance rate (raise it, e.g. to 0.95, if divergences are reported).
+    max_treedepth : int
+        Longest NUTS trajectory, ``2**max_treedepth - 1`` steps (Stan's default 10).  Lower values
+        trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
+        for every parameter from 4 x 1000 draws in about half the time.
+    cores : int, optional
+        Chains run in parallel on this many cores (default: all, up to ``chains``).
+
+    Returns
+    -------
+    BayesGlmerResult
+
+    Warns
+    -----
+    SamplingWarning
+        Divergent transitions, r_hat > 1.01, or bulk or tail ESS < 400 for a fixed effect, SD or
+        correlation.
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> d = glmm_runs(3, 30, 2, seed=1)
+    >>> fit = glmer("correct ~ model + (1|item)", d, draws=200, tune=200, chains=2, seed=1,
+    ...             progressbar=False)  # doctest: +SKIP
+    >>> fit.summary()[["parameter", "mean", "hdi_low", "hdi_high", "r_hat"]]  # doctest: +SKIP
+    """
+    for name, v in (("draws", draws), ("tune", tune), ("chains", chains)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    sampler = choose_sampler(sampler)
+    bm = build_model(formula, data, priors=priors, parameterization=parameterization,
+                     likelihood=likelihood_for(sampler))
+    idata, seconds, desc = run_sampler(bm.model, sampler=sampler, draws=int(draws), tune=int(tune),
+                                       chains=int(chains), seed=seed, progressbar=progressbar,
+                                       target_accept=target_accept, cores=cores,
+                                       max_treedepth=max_treedepth)
+    return _result(formula, bm, idata, seconds, desc)
+
+
+def _result(formula: str, bm: BayesModel, idata: Any, seconds: float, desc: str) -> BayesGlmerResult:
+    post = idata.posterior
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    names = bm.fixed_names
+    cols = []
+    for j, n in enumerate(names):
+        if j == bm.intercept_col:
+            cols.append(_flat(np.asarray(post["Intercept"])))
+        else:
+            k = list(post["b"].coords["coef"].values).index(n)
+            cols.append(_flat(np.asarray(post["b"]))[:, k])
+    fd = pd.DataFrame(np.column_stack(cols) if cols else np.zeros((chains * draws, 0)), columns=names)
+    div = int(np.asarray(idata.sample_stats["diverging"]).sum()) if "diverging" in idata.sample_stats else 0
+    fit = BayesGlmerResult(
+        formula=formula, fixef=fd.mean().rename("estimate"), fixef_draws=fd,
+        vcov=fd.cov(), varcorr=pd.DataFrame(), nobs=bm.design.nobs, priors=bm.prior_table,
+        parameterization=bm.parameterization_table(), sampler=desc, seconds=seconds,
+        divergences=div, chains=chains, draws=draws, fixed_design=bm.design.fixed,
+        _posterior=idata, _bm=bm)
+    object.__setattr__(fit, "varcorr", _varcorr(fit))
+    for msg in fit.diagnostics():
+        warnings.warn(msg, SamplingWarning, stacklevel=3)
+    return fit
+
+
+def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
+    from .result import _hdi
+
+    params = fit._param_draws()
+    rows = []
+    for p in fit._bm.plans:
+        t = p.term
+        for c in t.cnames:
+            sd = _flat(params[f"sd({c}|{t.group})"])
+            lo, hi = _hdi(sd[:, None], 0.95)
+            rows.append((t.group, c, "", float((sd ** 2).mean()), float(sd.mean()), lo[0], hi[0]))
+        for j in range(t.nc):
+            for i in range(j + 1, t.nc):
+                cor = _flat(params[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"])
+                sdi = _flat(params[f"sd({t.cnames[i]}|{t.group})"])
+                sdj = _flat(params[f"sd({t.cnames[j]}|{t.group})"])
+                lo, hi = _hdi(cor[:, None], 0.95)
+                rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
+                             float(cor.mean()), lo[0], hi[0]))
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_lower", "sd_upper"])

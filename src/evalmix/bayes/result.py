@@ -1,0 +1,426 @@
+"""The posterior fit: :class:`BayesGlmerResult`, its summaries, checks and leaderboards."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, log_expit
+
+from .._result import Result, frame_records
+from ..errors import DataError, SamplingWarning
+from .model import BayesModel, dense_x
+
+__all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
+
+RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the chains disagree
+ESS_MIN = 400  # bulk and tail ESS of at least 100 per chain for 4 chains
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """(chain, draw, ...) -> (chain * draw, ...)."""
+    return a.reshape((-1,) + a.shape[2:])
+
+
+@dataclass(frozen=True, repr=False)
+class RankResult(Result):
+    """Posterior rank distribution of the levels of a factor (rank 1 = highest accuracy).
+
+    ``table`` columns: the factor, ``mean_logit`` (posterior mean of the marginal mean on the link
+    scale), ``mean_prob`` (its inverse logit), ``expected_rank``, ``p_best`` (posterior probability
+    of rank 1) and ``rank_1`` ... ``rank_K`` (probability of each rank).
+    """
+
+    table: pd.DataFrame
+    factor: str
+    draws: np.ndarray = field(repr=False)  # (n_draws, K) marginal means on the link scale
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
+@dataclass(frozen=True, repr=False)
+class PPCResult(Result):
+    """Posterior predictive check of accuracy (and optionally its spread across groups).
+
+    ``table`` columns: ``statistic``, the ``by`` column (when given), ``observed``, ``pred_mean``,
+    ``pred_lower``, ``pred_upper`` (central interval of the replicated statistic) and ``ppp``
+    (posterior predictive p-value, P(replicated >= observed)); values of ``ppp`` near 0 or 1 flag
+    a misfit.
+    """
+
+    table: pd.DataFrame
+    prob: float
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
+@dataclass(frozen=True, repr=False)
+class BayesGlmerResult(Result):
+    """A hierarchical Bayesian binomial-logit GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
+
+    Attributes
+    ----------
+    formula : str
+    fixef : Series
+        Posterior means of the fixed effects (formulaic column names, as :func:`evalmix.glmer`).
+    fixef_draws : DataFrame
+        One row per posterior draw (chains stacked), one column per fixed effect; this is what
+        :func:`evalmix.emmeans` and :func:`evalmix.contrast` use.
+    vcov : DataFrame
+        Posterior covariance of the fixed effects.
+    varcorr : DataFrame
+        ``group``, ``var1``, ``var2``, ``variance``, ``sd`` (posterior means; correlations in ``sd``
+        where ``var2`` is set) and the HDI of the SD or correlation (``sd_lower``, ``sd_upper``).
+    nobs : int
+        Rows as given.
+    priors : DataFrame
+        The prior of every parameter (``parameter``, ``prior``, ``source``).
+    parameterization : DataFrame
+        The centred/non-centred choice of each random term and the information ratio behind it.
+    sampler : str
+    seconds : float
+        Sampling wall time, compilation included.
+    divergences : int
+    chains, draws : int
+    """
+
+    formula: str
+    fixef: pd.Series
+    fixef_draws: pd.DataFrame = field(repr=False)
+    vcov: pd.DataFrame = field(repr=False)
+    varcorr: pd.DataFrame = field(repr=False)
+    nobs: int = 0
+    priors: pd.DataFrame = field(repr=False, default=None)
+    parameterization: pd.DataFrame = field(repr=False, default=None)
+    sampler: str = ""
+    seconds: float = 0.0
+    divergences: int = 0
+    chains: int = 0
+    draws: int = 0
+    fixed_design: Any = field(repr=False, default=None)
+    _posterior: Any = field(repr=False, default=None, compare=False)  # raw InferenceData
+    _bm: BayesModel | None = field(repr=False, default=None, compare=False)
+    _cache: dict = field(repr=False, default_factory=dict, compare=False)
+    family: str = "binomial"
+    link: str = "logit"
+
+    # ------------------------------------------------------------------ draws
+    def _param_draws(self) -> dict[str, np.ndarray]:
+        """Reported parameters -> (chain, draw) arrays: fixed effects, SDs, correlations."""
+        if "params" in self._cache:
+            return self._cache["params"]
+        post = self._posterior.posterior
+        out: dict[str, np.ndarray] = {}
+        names = list(self.fixef_draws.columns)
+        fd = self.fixef_draws.to_numpy().reshape(self.chains, self.draws, -1)
+        for j, n in enumerate(names):
+            out[n] = fd[:, :, j]
+        for p in self._bm.plans:
+            t = p.term
+            sd = np.asarray(post[f"sd({p.label})"])
+            sd = sd[..., None] if sd.ndim == 2 else sd
+            for i, c in enumerate(t.cnames):
+                out[f"sd({c}|{t.group})"] = sd[:, :, i]
+            if t.nc > 1:
+                cor = np.asarray(post[f"cor({p.label})"])
+                for j in range(t.nc):
+                    for i in range(j + 1, t.nc):
+                        out[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"] = cor[:, :, i, j]
+        self._cache["params"] = out
+        return out
+
+    def _eta_cells(self) -> np.ndarray:
+        """Linear predictor of each pooled row for each draw: (n_draws, n_cells)."""
+        if "eta" in self._cache:
+            return self._cache["eta"]
+        design = self._bm.design
+        post = self._posterior.posterior
+        eta = self.fixef_draws.to_numpy() @ dense_x(design).T
+        for p in self._bm.plans:
+            t = p.term
+            u = _flat(np.asarray(post[f"({p.label})"]))
+            if t.nc == 1:
+                eta += u[:, t.index] * t.Z[:, 0]
+            else:
+                eta += np.einsum("dnc,nc->dn", u[:, t.index, :], t.Z)
+        self._cache["eta"] = eta
+        return eta
+
+    def ranef_draws(self, group: str) -> pd.DataFrame:
+        """Posterior draws of the random effects of ``group`` (columns ``level`` or ``level:column``)."""
+        for p in self._bm.plans:
+            if p.term.group == group:
+                u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+                t = p.term
+                if t.nc == 1:
+                    return pd.DataFrame(u, columns=t.levels)
+                cols = [f"{lv}:{c}" for lv in t.levels for c in t.cnames]
+                return pd.DataFrame(u.reshape(len(u), -1), columns=cols)
+        raise KeyError(f"no random term with grouping factor {group!r}; "
+                       f"groups: {[p.term.group for p in self._bm.plans]}")
+
+    def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
+        """Posterior means, SDs and HDIs of every random effect (``group``, ``level``, ``term``)."""
+        rows = []
+        for p in self._bm.plans:
+            t = p.term
+            u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+            u = u[..., None] if u.ndim == 2 else u
+            mu = self._mu_for(p)
+            for c_i, c in enumerate(t.cnames):
+                v = u[:, :, c_i] - mu[:, None] if c == "(Intercept)" else u[:, :, c_i]
+                lo, hi = _hdi(v, hdi_prob)
+                rows += [(t.group, lv, c, m, s, a, b) for lv, m, s, a, b in
+                         zip(t.levels, v.mean(0), v.std(0, ddof=1), lo, hi)]
+        return pd.DataFrame(rows, columns=["group", "level", "term", "mean", "sd", "hdi_low", "hdi_high"])
+
+    def _mu_for(self, p) -> np.ndarray:
+        """The mean of a term's effects (the intercept when the term holds it), per draw."""
+        if p.absorbs_intercept:
+            return _flat(np.asarray(self._posterior.posterior["Intercept_c"]))
+        return np.zeros(self.chains * self.draws)
+
+    # ------------------------------------------------------------------ likelihood
+    def log_likelihood(self) -> np.ndarray:
+        """Pointwise log-likelihood of the rows as given: (chain, draw, row).
+
+        Rows pooled for sampling are split back, so that fits of different formulas to the same
+        rows have comparable pointwise values (for LOO and WAIC).  For k-of-n rows the log binomial
+        coefficient is included.
+        """
+        if "loglik" in self._cache:
+            return self._cache["loglik"]
+        design = self._bm.design
+        eta = self._eta_cells()
+        lp, lq = log_expit(eta), log_expit(-eta)
+        ri, k, m = design.row_index, design.k_rows, design.m_rows
+        ll = k * lp[:, ri] + (m - k) * lq[:, ri]
+        if design.counts:
+            from scipy.special import gammaln
+            ll += gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
+        ll = ll.reshape(self.chains, self.draws, -1)
+        self._cache["loglik"] = ll
+        return ll
+
+    @property
+    def idata(self):
+        """ArviZ InferenceData: posterior, sample_stats, log_likelihood (per row) and observed data."""
+        if "idata" in self._cache:
+            return self._cache["idata"]
+        import arviz as az
+        import xarray as xr
+
+        idata = self._posterior.copy()
+        ll = self.log_likelihood()
+        ds = xr.Dataset({"y": (("chain", "draw", "row"), ll)},
+                        coords={"chain": np.arange(self.chains), "draw": np.arange(self.draws),
+                                "row": np.arange(ll.shape[-1])})
+        idata.add_groups(log_likelihood=ds) if "log_likelihood" not in idata.groups() else None
+        if "observed_data" not in idata.groups():
+            d = self._bm.design
+            idata.add_groups(observed_data=xr.Dataset({"y": (("row",), d.k_rows)}))
+        self._cache["idata"] = idata
+        _ = az  # arviz is the reader of this object
+        return idata
+
+    def loo(self, pointwise: bool = False):
+        """PSIS-LOO (``arviz.loo``) on the rows as given."""
+        import arviz as az
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return az.loo(self.idata, pointwise=pointwise)
+
+    def waic(self, pointwise: bool = False):
+        """WAIC (``arviz.waic``) on the rows as given."""
+        import arviz as az
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return az.waic(self.idata, pointwise=pointwise)
+
+    # ------------------------------------------------------------------ summaries
+    def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> pd.DataFrame:
+        """Posterior summary: ``mean``, ``sd``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
+        ``ess_tail`` per parameter (fixed effects, random-effect SDs and correlations; the random
+        effects themselves with ``random_effects=True``).  ``divergences`` (whole fit) is in
+        ``.attrs["divergences"]`` and in the last column.
+
+        Examples
+        --------
+        >>> fit.summary().columns.tolist()  # doctest: +SKIP
+        ['parameter', 'mean', 'sd', 'hdi_low', 'hdi_high', 'r_hat', 'ess_bulk', 'ess_tail', 'divergences']
+        """
+        key = ("summary", hdi_prob, random_effects)
+        if key in self._cache:
+            return self._cache[key].copy()
+        import arviz as az
+
+        params = dict(self._param_draws())
+        if random_effects:
+            for p in self._bm.plans:
+                u = np.asarray(self._posterior.posterior[f"({p.label})"])
+                t = p.term
+                u = u[..., None] if u.ndim == 3 else u
+                for li, lv in enumerate(t.levels):
+                    for ci, c in enumerate(t.cnames):
+                        params[f"({c}|{t.group})[{lv}]"] = u[:, :, li, ci]
+        names = list(params)
+        arr = np.stack([params[n] for n in names], axis=-1)
+        ds = az.convert_to_dataset({"x": arr}, coords={"p": names}, dims={"x": ["p"]})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = az.summary(ds, hdi_prob=hdi_prob, round_to="none")
+        lo, hi = [c for c in s.columns if c.startswith("hdi_")]
+        out = pd.DataFrame({"parameter": names, "mean": s["mean"].to_numpy(),
+                            "sd": s["sd"].to_numpy(), "hdi_low": s[lo].to_numpy(),
+                            "hdi_high": s[hi].to_numpy(), "r_hat": s["r_hat"].to_numpy(),
+                            "ess_bulk": s["ess_bulk"].to_numpy(), "ess_tail": s["ess_tail"].to_numpy()})
+        out["divergences"] = self.divergences
+        out.attrs["divergences"] = self.divergences
+        out.attrs["hdi_prob"] = hdi_prob
+        self._cache[key] = out
+        return out.copy()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": frame_records(self.summary()), "formula": self.formula,
+                "sampler": self.sampler, "seconds": self.seconds, "divergences": self.divergences,
+                "priors": frame_records(self.priors),
+                "parameterization": frame_records(self.parameterization)}
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"BayesGlmerResult: {self.formula}\n{self.chains} chains x {self.draws} draws, "
+                f"sampler {self.sampler}, {self.divergences} divergences, {self.seconds:.1f} s\n"
+                + s.drop(columns="divergences").to_string(index=False))
+
+    def diagnostics(self) -> list[str]:
+        """Problems the convergence checks found (empty when the draws look trustworthy)."""
+        s = self.summary()
+        msgs = []
+        if self.divergences:
+            msgs.append(f"{self.divergences} divergent transitions: the sampler missed part of the "
+                        "posterior; raise target_accept or reparameterise")
+        bad = s[s["r_hat"] > RHAT_MAX]
+        if len(bad):
+            msgs.append(f"r_hat > {RHAT_MAX} for {', '.join(bad['parameter'])} "
+                        f"(max {bad['r_hat'].max():.3f}): the chains disagree; draw more")
+        low = s[(s["ess_bulk"] < ESS_MIN) | (s["ess_tail"] < ESS_MIN)]
+        if len(low):
+            msgs.append(f"effective sample size < {ESS_MIN} for {', '.join(low['parameter'])} "
+                        f"(min bulk {low['ess_bulk'].min():.0f}, tail {low['ess_tail'].min():.0f}); "
+                        "draw more")
+        return msgs
+
+    # ------------------------------------------------------------------ leaderboards
+    def ranks(self, factor: str = "model", higher_is_better: bool = True) -> RankResult:
+        """Posterior rank distribution of the levels of ``factor`` (P(best), expected rank).
+
+        Each level's marginal mean on the logit scale (fixed effects averaged over the other
+        factors with equal weights, covariates at their means, as :func:`evalmix.emmeans`) is
+        computed for every draw and the levels are ranked within the draw.
+
+        Examples
+        --------
+        >>> fit.ranks("model").to_frame()[["model", "p_best", "expected_rank"]]  # doctest: +SKIP
+        """
+        draws, levels = _marginal_draws(self, factor)
+        order = -draws if higher_is_better else draws
+        rk = order.argsort(axis=1).argsort(axis=1) + 1  # rank 1 = best
+        K = len(levels)
+        probs = np.stack([(rk == r).mean(axis=0) for r in range(1, K + 1)], axis=1)
+        tab = pd.DataFrame({factor: levels, "mean_logit": draws.mean(0),
+                            "mean_prob": expit(draws).mean(0), "expected_rank": rk.mean(0),
+                            "p_best": probs[:, 0]})
+        for r in range(K):
+            tab[f"rank_{r + 1}"] = probs[:, r]
+        tab = tab.sort_values("expected_rank", kind="stable").reset_index(drop=True)
+        return RankResult(tab, factor, draws)
+
+    # ------------------------------------------------------------------ checks
+    def posterior_predictive(self, by: str | None = None, spread: str | None = None,
+                             prob: float = 0.9, n_draws: int = 1000,
+                             seed: int | np.random.Generator | None = None) -> PPCResult:
+        """Posterior predictive check: replicate the outcomes and compare statistics.
+
+        Parameters
+        ----------
+        by : str, optional
+            Column of the data: check the accuracy within each of its levels (default: overall).
+        spread : str, optional
+            Column of the data (e.g. the item): also check the SD across its levels of their
+            accuracy, which a model with too little random variation underestimates.
+        prob : float
+            Probability of the central predictive interval.
+        n_draws : int
+            Posterior draws used (a random subset).
+        seed : int or Generator, optional
+
+        Examples
+        --------
+        >>> fit.posterior_predictive(by="model").to_frame()  # doctest: +SKIP
+        """
+        rng = np.random.default_rng(seed)
+        design = self._bm.design
+        data = design.data
+        for col in (by, spread):
+            if col is not None and col not in data.columns:
+                raise DataError(f"column {col!r} is not one the fit used; columns: {list(data.columns)}")
+        eta = self._eta_cells()
+        idx = rng.choice(len(eta), size=min(n_draws, len(eta)), replace=False)
+        p = expit(eta[idx])[:, design.row_index]
+        yrep = rng.binomial(design.m_rows.astype(np.int64), p).astype(float)
+        k, m = design.k_rows, design.m_rows
+        rows = []
+        groups = [("all", np.ones(len(k), dtype=bool))] if by is None else \
+            [(lv, (data[by] == lv).to_numpy()) for lv in pd.unique(data[by])]
+        a = (1 - prob) / 2
+        for lv, sel in groups:
+            obs = k[sel].sum() / m[sel].sum()
+            rep = yrep[:, sel].sum(1) / m[sel].sum()
+            rows.append(("accuracy", lv, obs, rep.mean(), *np.quantile(rep, [a, 1 - a]),
+                         (rep >= obs).mean()))
+            if spread is not None:
+                codes, uniq = pd.factorize(data.loc[sel, spread])
+                mg = np.bincount(codes, m[sel], len(uniq))
+                obs_s = np.std(np.bincount(codes, k[sel], len(uniq)) / mg, ddof=1)
+                rep_s = np.array([np.std(np.bincount(codes, r[sel], len(uniq)) / mg, ddof=1)
+                                  for r in yrep])
+                rows.append((f"sd of accuracy across {spread}", lv, obs_s, rep_s.mean(),
+                             *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
+        tab = pd.DataFrame(rows, columns=["statistic", by or "group", "observed", "pred_mean",
+                                          "pred_lower", "pred_upper", "ppp"])
+        return PPCResult(tab, prob)
+
+
+def _hdi(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Highest-density interval of each column of ``x`` (draws in rows)."""
+    n = len(x)
+    s = np.sort(x, axis=0)
+    w = int(np.floor(prob * n))
+    width = s[w:] - s[: n - w]
+    i = width.argmin(axis=0)
+    cols = np.arange(s.shape[1])
+    return s[i, cols], s[i + w, cols]
+
+
+def _marginal_draws(fit: BayesGlmerResult, factor: str) -> tuple[np.ndarray, list]:
+    """Draws of each level's marginal mean (link scale) over an equally weighted reference grid."""
+    fd = fit.fixed_design
+    if factor not in fd.factors:
+        raise DataError(f"{factor!r} is not a factor of the fixed part; factors: {list(fd.factors)}")
+    grid = pd.MultiIndex.from_product(list(fd.factors.values()), names=list(fd.factors)).to_frame(index=False)
+    for c, mean in fd.covariates.items():
+        grid[c] = mean
+    Xg = fd.model_matrix(grid)
+    levels = list(fd.factors[factor])
+    L = np.stack([Xg[(grid[factor] == lv).to_numpy()].mean(0) for lv in levels])
+    return fit.fixef_draws.to_numpy() @ L.T, levels

@@ -1,0 +1,111 @@
+"""Running NUTS on a built model: PyMC's sampler, nutpie (Rust) or numpyro (JAX).
+
+``sampler="auto"`` takes the fastest one installed, in the order measured on the AI4Math
+benchmark (see ``docs/performance.md``): nutpie with a JAX-compiled gradient (compiles in about a
+second), nutpie with a numba-compiled gradient, numpyro, then PyMC's own sampler.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SAMPLERS", "available_samplers", "choose_sampler", "likelihood_for", "run_sampler"]
+
+SAMPLERS = ("auto", "nutpie", "numpyro", "pymc")
+
+
+def _installed(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def available_samplers() -> list[str]:
+    """Installed samplers, fastest first.
+
+    Examples
+    --------
+    >>> "pymc" in available_samplers()
+    True
+    """
+    out = []
+    if _installed("nutpie"):
+        out.append("nutpie")
+    if _installed("numpyro") and _installed("jax"):
+        out.append("numpyro")
+    out.append("pymc")
+    return out
+
+
+def choose_sampler(sampler: str) -> str:
+    """Resolve ``"auto"`` and check that an explicitly requested sampler is installed."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    avail = available_samplers()
+    if sampler == "auto":
+        return avail[0]
+    if sampler not in avail:
+        pkg = {"nutpie": "nutpie", "numpyro": "numpyro and jax"}[sampler]
+        raise ImportError(f"sampler={sampler!r} needs {pkg} installed (pip install {pkg.replace(' and ', ' ')})")
+    return sampler
+
+
+def likelihood_for(sampler: str) -> str:
+    """The likelihood formulation that evaluates fastest on the backend ``sampler`` compiles to."""
+    if sampler == "numpyro" or (sampler == "nutpie" and _installed("jax")):
+        return "fused32"
+    if sampler == "nutpie":
+        return "fused"
+    return "softplus"
+
+
+def _seed(seed: int | np.random.Generator | None) -> int:
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**31 - 1))
+    if seed is None:
+        return int(np.random.default_rng().integers(2**31 - 1))
+    return int(seed)
+
+
+def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
+                seed: int | np.random.Generator | None, progressbar: bool,
+                target_accept: float = 0.8, cores: int | None = None,
+                max_treedepth: int = 10) -> tuple[Any, float, str]:
+    """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description)."""
+    import pymc as pm
+
+    name = choose_sampler(sampler)
+    seed = _seed(seed)
+    cores = int(cores or min(chains, os.cpu_count() or 1))
+    t0 = time.perf_counter()
+    if name == "nutpie":
+        import nutpie
+
+        # the JAX gradient compiles in ~1 s against ~5-15 s for numba, and runs as fast here
+        backend = "jax" if _installed("jax") else "numba"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend)
+            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
+                                  seed=seed, progress_bar=progressbar, target_accept=target_accept,
+                                  save_warmup=False, maxdepth=max_treedepth)
+        desc = f"nutpie {nutpie.__version__} ({backend} gradient)"
+    else:
+        kwargs: dict[str, Any] = {}
+        if name == "numpyro":
+            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized",
+                                             "max_tree_depth": max_treedepth}
+        else:
+            kwargs["max_treedepth"] = max_treedepth
+        with model, warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
+                              progressbar=progressbar, nuts_sampler=name,
+                              target_accept=target_accept, compute_convergence_checks=False,
+                              **kwargs)
+        desc = f"{name} (PyMC {pm.__version__})" if name == "pymc" else name
+    return idata, time.perf_counter() - t0, desc

@@ -1,0 +1,210 @@
+"""Hierarchical Bayesian GLMM (evalmix.bayes): recovery of known truth, interval coverage, priors,
+parameterisation, diagnostics, leaderboards and LOO comparison.  Small seeded designs, few draws."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pymc")
+
+import evalmix  # noqa: E402
+from evalmix import bayes  # noqa: E402
+from evalmix.bayes.model import build_model  # noqa: E402
+from evalmix.errors import SamplingWarning  # noqa: E402
+from evalmix.simulate import glmm_runs  # noqa: E402
+
+FAST = dict(draws=300, tune=300, chains=2, progressbar=False)
+
+
+def quiet_fit(formula, data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        return bayes.glmer(formula, data, **{**FAST, **kw})
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return glmm_runs(3, 40, 3, model_effects=[-0.5, 0.3, 1.2], sd_item=1.2, sd_item_run=0.3, seed=11)
+
+
+@pytest.fixture(scope="module")
+def fit(sim):
+    return quiet_fit("correct ~ model + (1|item) + (1|item:run)", sim, seed=3)
+
+
+def test_posterior_means_near_truth(fit, sim):
+    truth = sim.attrs["truth"]
+    eff = truth["model_effects"]
+    true = {"Intercept": eff["M1"], "model[T.M2]": eff["M2"] - eff["M1"],
+            "model[T.M3]": eff["M3"] - eff["M1"], "sd((Intercept)|item)": truth["sd_item"]}
+    s = fit.summary().set_index("parameter")
+    for name, value in true.items():
+        # within 3 posterior SDs (a 99.7% band for a well-calibrated posterior)
+        assert abs(s.loc[name, "mean"] - value) < 3 * s.loc[name, "sd"], name
+        assert s.loc[name, "hdi_low"] < s.loc[name, "mean"] < s.loc[name, "hdi_high"]
+    assert list(s.columns) == ["mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk",
+                               "ess_tail", "divergences"]
+    assert fit.fixef.index.tolist() == ["Intercept", "model[T.M2]", "model[T.M3]"]
+    assert fit.fixef_draws.shape == (600, 3)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), fit.fixef_draws.mean().to_numpy())
+    vc = fit.varcorr.set_index("group")
+    assert set(vc.index) == {"item", "item:run"}
+    realised = np.std(list(truth["item_effects"].values()), ddof=1)
+    assert vc.loc["item", "sd_lower"] < realised < vc.loc["item", "sd_upper"]
+
+
+def test_idata_has_rowwise_log_likelihood(fit, sim):
+    idata = fit.idata
+    assert "log_likelihood" in idata.groups()
+    ll = idata.log_likelihood["y"]
+    assert ll.shape == (2, 300, len(sim))
+    # each 0/1 row's likelihood is p or 1 - p: log values are negative
+    assert float(ll.max()) < 0
+    loo = fit.loo()
+    assert np.isfinite(loo.elpd_loo)
+
+
+def test_rank_probabilities(fit):
+    r = fit.ranks("model").to_frame()
+    ranks = r[[f"rank_{k}" for k in (1, 2, 3)]].to_numpy()
+    np.testing.assert_allclose(ranks.sum(axis=0), 1.0)
+    np.testing.assert_allclose(ranks.sum(axis=1), 1.0)
+    np.testing.assert_allclose(r["expected_rank"], ranks @ np.array([1, 2, 3]))
+    assert r["model"].iloc[0] == "M3" and r["p_best"].iloc[0] > 0.9
+    assert r["p_best"].sum() == pytest.approx(1.0)
+
+
+def test_posterior_predictive_check(fit, sim):
+    ppc = fit.posterior_predictive(by="model", spread="item", seed=1).to_frame()
+    acc = ppc[ppc["statistic"] == "accuracy"].set_index("model")
+    obs = sim.groupby("model")["correct"].mean()
+    np.testing.assert_allclose(acc.loc[obs.index, "observed"], obs.to_numpy())
+    assert ((acc["pred_lower"] <= acc["observed"]) & (acc["observed"] <= acc["pred_upper"])).all()
+    assert ppc["ppp"].between(0.01, 0.99).all()
+
+
+def test_interval_coverage_over_repeated_simulations():
+    """90% HDIs of the model effects and the item SD cover the truth at about the nominal rate."""
+    hits = []
+    for rep in range(12):
+        d = glmm_runs(2, 25, 2, model_effects=[-0.4, 0.6], sd_item=1.0, sd_item_run=0.0, seed=100 + rep)
+        f = quiet_fit("correct ~ model + (1|item)", d, seed=rep, draws=250, tune=250)
+        s = f.summary(hdi_prob=0.9).set_index("parameter")
+        for name, value in (("Intercept", -0.4), ("model[T.M2]", 1.0), ("sd((Intercept)|item)", 1.0)):
+            hits.append(s.loc[name, "hdi_low"] <= value <= s.loc[name, "hdi_high"])
+    rate = np.mean(hits)
+    # 36 intervals at 90%: a binomial 99% band is about 0.72-1.0
+    assert 0.72 <= rate <= 1.0, rate
+
+
+def test_prior_override_and_table(sim):
+    tab = bayes.default_priors("correct ~ model + (1|item)", sim, priors={"item": ("half_normal", 1)})
+    assert tab.set_index("parameter").loc["sd((Intercept)|item)", "prior"] == "HalfNormal(sigma=1)"
+    assert tab.set_index("parameter").loc["sd((Intercept)|item)", "source"] == "user"
+    assert tab.set_index("parameter").loc["model[T.M2]", "prior"] == "Normal(mu=0, sigma=2.5)"
+    # a very tight prior on the model effects pulls them to zero
+    f = quiet_fit("correct ~ model + (1|item)", sim, seed=2, priors={"fixed": ("normal", 0, 0.01)})
+    assert abs(f.fixef["model[T.M3]"]) < 0.05
+    assert (f.priors["source"] == "user").sum() == 2
+    with pytest.raises(ValueError, match="unknown parameter"):
+        bayes.default_priors("correct ~ model + (1|item)", sim, priors={"nosuch": ("normal", 0, 1)})
+    with pytest.raises(ValueError, match="must be positive"):
+        bayes.default_priors("correct ~ model + (1|item)", sim, priors={"sd": ("normal", 0, 1)})
+
+
+def test_sampling_warning_on_short_chains(sim):
+    with pytest.warns(SamplingWarning, match="effective sample size"):
+        bayes.glmer("correct ~ model + (1|item)", sim, draws=30, tune=30, chains=2, seed=1,
+                    progressbar=False)
+
+
+def test_counts_give_the_same_posterior_as_rows(sim):
+    rows = quiet_fit("correct ~ model + (1|item)", sim, seed=5)
+    agg = sim.groupby(["model", "item"], observed=True)["correct"].agg(["sum", "count"]).reset_index()
+    agg = agg.rename(columns={"sum": "k", "count": "n"})
+    counts = quiet_fit("cbind(k, n - k) ~ model + (1|item)", agg, seed=5)
+    # identical pooled counts: the same posterior up to Monte Carlo error
+    se = np.sqrt(rows.fixef_draws.var() / 150 + counts.fixef_draws.var() / 150)
+    assert (np.abs(rows.fixef - counts.fixef) < 4 * se).all()
+    assert rows.nobs == len(sim) and counts.nobs == len(agg)
+
+
+def test_correlated_slope_and_nested_terms():
+    d = glmm_runs(2, 30, 2, slices={"language": ["EN", "ES"]}, sd_item=1.0, sd_slope=0.8, seed=4)
+    f = quiet_fit("correct ~ model + language + (1 + language|item)", d, seed=1)
+    names = f.summary()["parameter"].tolist()
+    assert "cor(language[T.ES],(Intercept)|item)" in names
+    vc = f.varcorr
+    cor = vc[vc["var2"] != ""]["sd"].iloc[0]
+    assert -1 < cor < 1
+    f2 = quiet_fit("correct ~ model + (1|item/run)", d, seed=1)
+    assert set(f2.varcorr["group"]) == {"item", "run:item"}  # lme4 names the nested term run:item
+
+
+def test_loo_comparison_prefers_the_true_model():
+    d = glmm_runs(3, 30, 2, model_effects=[-1.5, 0.0, 1.5], sd_item=1.0, sd_item_run=0.0, seed=8)
+    a = quiet_fit("correct ~ model + (1|item)", d, seed=1)
+    b = quiet_fit("correct ~ 1 + (1|item)", d, seed=1)
+    cmp = evalmix.compare_models({"model": a, "null": b})
+    tab = cmp.to_frame()
+    assert cmp.criterion == "loo"
+    assert tab["name"].iloc[0] == "model"
+    assert tab["elpd_diff"].iloc[1] > 2 * tab["dse"].iloc[1]
+    # the ELPD is a sum over the rows as given (pooled cells are split back)
+    assert a.loo().n_data_points == len(d)
+    assert "higher expected log predictive density" in cmp.verdict()
+
+
+def test_emmeans_and_contrasts_from_draws(fit):
+    emm = evalmix.emmeans(fit, "model")
+    draws = fit.fixef_draws
+    # the M2 marginal mean is Intercept + model[T.M2] in each draw
+    m2 = (draws["Intercept"] + draws["model[T.M2]"]).to_numpy()
+    row = emm.to_frame().set_index("model").loc["M2"]
+    assert row["estimate"] == pytest.approx(m2.mean())
+    assert row["se"] == pytest.approx(m2.std(ddof=1), rel=1e-6)
+    assert row["lower"] < row["estimate"] < row["upper"]
+    con = evalmix.contrast(emm, method="pairwise").to_frame().set_index("contrast")
+    d13 = -draws["model[T.M3]"].to_numpy()  # M1 - M3
+    assert con.loc["M1 - M3", "estimate"] == pytest.approx(d13.mean())
+    assert con.loc["M1 - M3", "prob_positive"] == pytest.approx((d13 > 0).mean())
+    assert con.loc["M1 - M3", "odds_ratio"] == pytest.approx(np.exp(d13.mean()))
+    # the contrasts agree with the rank probabilities: M3 beats M1 in (almost) every draw
+    assert con.loc["M1 - M3", "prob_positive"] < 0.01
+
+
+def test_parameterization_choice_and_validation(sim):
+    bm = build_model("correct ~ model + (1|item) + (1|item:run)", sim,
+                     parameterization={"item": "noncentered", "item:run": "centered"})
+    forms = dict(zip(bm.parameterization_table()["term"], bm.parameterization_table()["form"]))
+    assert forms == {"1|item": "noncentered", "1|item:run": "centered"}
+    with pytest.raises(ValueError, match="unknown grouping factor"):
+        build_model("correct ~ model + (1|item)", sim, parameterization={"nosuch": "centered"})
+    with pytest.raises(ValueError, match="sampler"):
+        bayes.glmer("correct ~ model + (1|item)", sim, sampler="gibbs")
+
+
+@pytest.mark.shared
+def test_ai4math_parameterization(ai4math_raw):
+    bm = build_model("correct ~ model + language + (1|problem_id) + (1|problem_id:run)", ai4math_raw)
+    t = bm.parameterization_table().set_index("term")
+    # 96 rows per item and an item SD near 3: centred, holding the intercept
+    assert t.loc["1|problem_id", "form"] == "centered" and t.loc["1|problem_id", "holds_intercept"]
+    assert t.loc["1|problem_id:run", "form"] == "noncentered"
+
+
+@pytest.mark.shared
+def test_ai4math_posterior_means_match_ml(ai4math_raw):
+    from evalmix.glmm import glmer as ml_glmer
+
+    formula = "correct ~ model + language + (1|problem_id) + (1|problem_id:run)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ml = ml_glmer(formula, ai4math_raw)
+    f = quiet_fit(formula, ai4math_raw, seed=7)
+    diff = (f.fixef - ml.fixef).abs()
+    assert diff.max() < 0.1, diff
