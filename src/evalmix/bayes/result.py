@@ -308,7 +308,7 @@ class BayesGlmerResult(Result):
         msgs = []
         if self.divergences:
             msgs.append(f"{self.divergences} divergent transitions: the sampler missed part of the "
-                        "posterior; raise target_accept or reparameterise")
+                        "posterior; raise target_accept (e.g. 0.9) or reparameterise")
         bad = s[s["r_hat"] > RHAT_MAX]
         if len(bad):
             msgs.append(f"r_hat > {RHAT_MAX} for {', '.join(bad['parameter'])} "

@@ -73,7 +73,7 @@ def _seed(seed: int | np.random.Generator | None) -> int:
 
 def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
-                target_accept: float = 0.8, cores: int | None = None,
+                target_accept: float = 0.65, cores: int | None = None,
                 max_treedepth: int = 10) -> tuple[Any, float, str]:
     """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description)."""
     import pymc as pm
