@@ -98,7 +98,7 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
         kwargs: dict[str, Any] = {}
         if name == "numpyro":
             kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized",
-                                             "max_tree_depth": max_treedepth}
+                                             "nuts_kwargs": {"max_tree_depth": max_treedepth}}
         else:
             kwargs["max_treedepth"] = max_treedepth
         with model, warnings.catch_warnings():
