@@ -139,11 +139,10 @@ class BayesGlmerResult(Result):
         if "eta" in self._cache:
             return self._cache["eta"]
         design = self._bm.design
-        post = self._posterior.posterior
         eta = self.fixef_draws.to_numpy() @ dense_x(design).T
         for p in self._bm.plans:
             t = p.term
-            u = _flat(np.asarray(post[f"({p.label})"]))
+            u = self._deviations(p)
             if t.nc == 1:
                 eta += u[:, t.index] * t.Z[:, 0]
             else:
@@ -151,11 +150,27 @@ class BayesGlmerResult(Result):
         self._cache["eta"] = eta
         return eta
 
+    def _deviations(self, p) -> np.ndarray:
+        """Draws of a term's random effects as deviations from zero: (n_draws, levels[, columns]).
+
+        A term that holds the intercept is sampled as ``a_l ~ Normal(Intercept_c, sigma)``; its
+        deviations are ``a_l - Intercept_c`` (the intercept is in the fixed effects).
+        """
+        u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+        if p.absorbs_intercept:
+            mu = _flat(np.asarray(self._posterior.posterior["Intercept_c"]))
+            if u.ndim == 2:
+                u = u - mu[:, None]
+            else:
+                u = u.copy()
+                u[:, :, p.term.cnames.index("(Intercept)")] -= mu[:, None]
+        return u
+
     def ranef_draws(self, group: str) -> pd.DataFrame:
         """Posterior draws of the random effects of ``group`` (columns ``level`` or ``level:column``)."""
         for p in self._bm.plans:
             if p.term.group == group:
-                u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+                u = self._deviations(p)
                 t = p.term
                 if t.nc == 1:
                     return pd.DataFrame(u, columns=t.levels)
@@ -169,21 +184,14 @@ class BayesGlmerResult(Result):
         rows = []
         for p in self._bm.plans:
             t = p.term
-            u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+            u = self._deviations(p)
             u = u[..., None] if u.ndim == 2 else u
-            mu = self._mu_for(p)
             for c_i, c in enumerate(t.cnames):
-                v = u[:, :, c_i] - mu[:, None] if c == "(Intercept)" else u[:, :, c_i]
+                v = u[:, :, c_i]
                 lo, hi = _hdi(v, hdi_prob)
                 rows += [(t.group, lv, c, m, s, a, b) for lv, m, s, a, b in
                          zip(t.levels, v.mean(0), v.std(0, ddof=1), lo, hi)]
         return pd.DataFrame(rows, columns=["group", "level", "term", "mean", "sd", "hdi_low", "hdi_high"])
-
-    def _mu_for(self, p) -> np.ndarray:
-        """The mean of a term's effects (the intercept when the term holds it), per draw."""
-        if p.absorbs_intercept:
-            return _flat(np.asarray(self._posterior.posterior["Intercept_c"]))
-        return np.zeros(self.chains * self.draws)
 
     # ------------------------------------------------------------------ likelihood
     def log_likelihood(self) -> np.ndarray:
@@ -264,9 +272,8 @@ class BayesGlmerResult(Result):
         params = dict(self._param_draws())
         if random_effects:
             for p in self._bm.plans:
-                u = np.asarray(self._posterior.posterior[f"({p.label})"])
                 t = p.term
-                u = u[..., None] if u.ndim == 3 else u
+                u = self._deviations(p).reshape((self.chains, self.draws) + (t.nl, t.nc))
                 for li, lv in enumerate(t.levels):
                     for ci, c in enumerate(t.cnames):
                         params[f"({c}|{t.group})[{lv}]"] = u[:, :, li, ci]
