@@ -84,6 +84,11 @@ def test_posterior_predictive_check(fit, sim):
     obs = sim.groupby("model")["correct"].mean()
     np.testing.assert_allclose(acc.loc[obs.index, "observed"], obs.to_numpy())
     assert ((acc["pred_lower"] <= acc["observed"]) & (acc["observed"] <= acc["pred_upper"])).all()
+    # the model reproduces each model's accuracy: replicated means sit on the observed ones
+    assert (acc["pred_mean"] - acc["observed"]).abs().max() < 0.03
+    # random effects are deviations: the item effects average near zero
+    re = fit.ranef()
+    assert abs(re[re["group"] == "item"]["mean"].mean()) < 0.15
     assert ppc["ppp"].between(0.01, 0.99).all()
 
 

@@ -63,6 +63,12 @@ def likelihood_for(sampler: str) -> str:
     return "softplus"
 
 
+def stored_variables(model: Any) -> list[str]:
+    """Variables the result reads; the sampling-only ones (z, s, b_qr) are not stored."""
+    names = [v.name for v in model.free_RVs + model.deterministics]
+    return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "chol("))]
+
+
 def _seed(seed: int | np.random.Generator | None) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**31 - 1))
@@ -73,7 +79,7 @@ def _seed(seed: int | np.random.Generator | None) -> int:
 
 def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
-                target_accept: float = 0.8, cores: int | None = None,
+                target_accept: float = 0.65, cores: int | None = None,
                 max_treedepth: int = 10) -> tuple[Any, float, str]:
     """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description)."""
     import pymc as pm
@@ -89,7 +95,8 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
         backend = "jax" if _installed("jax") else "numba"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend)
+            compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend,
+                                                 var_names=stored_variables(model))
             idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
                                   seed=seed, progress_bar=progressbar, target_accept=target_accept,
                                   save_warmup=False, maxdepth=max_treedepth)
@@ -98,7 +105,7 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
         kwargs: dict[str, Any] = {}
         if name == "numpyro":
             kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized",
-                                             "max_tree_depth": max_treedepth}
+                                             "nuts_kwargs": {"max_tree_depth": max_treedepth}}
         else:
             kwargs["max_treedepth"] = max_treedepth
         with model, warnings.catch_warnings():
