@@ -125,6 +125,19 @@ def test_pooling_is_exact(item_run):
     assert a.nobs == b.nobs == len(d)
 
 
+def test_trials_argument_is_cbind():
+    c = pd.read_csv(REF / "glmm_counts.csv")
+    a = quiet_fit("cbind(k, n - k) ~ model + (1|item)", c)
+    b = quiet_fit("k ~ model + (1|item)", c, trials="n")
+    c["fails"] = c["n"] - c["k"]
+    f = quiet_fit("cbind(k, fails) ~ model + (1|item)", c)
+    assert a.loglik == b.loglik == f.loglik
+    with pytest.raises(FormulaError, match="not both"):
+        glmer("cbind(k, n - k) ~ model + (1|item)", c, trials="n")
+    with pytest.raises(FormulaError, match="'nn'"):
+        glmer("k ~ model + (1|item)", c, trials="nn")
+
+
 def test_counts_and_rows_differ_by_binomial_coefficients():
     c = pd.read_csv(REF / "glmm_counts.csv")
     rows = c.loc[c.index.repeat(c["n"])].copy()
@@ -198,24 +211,19 @@ def test_optimizer_report(fit):
 
 def test_recovers_simulated_truth_at_scale():
     """A scaled-down version of the 1M-row benchmark design: truth sd_item 1.5, sd_item_run 0.5."""
-    rng = np.random.default_rng(11)
-    n_models, n_items, n_runs = 10, 400, 4
-    eff = np.linspace(-0.5, 0.5, n_models)
-    a = rng.normal(0, 1.5, n_items)
-    ar = rng.normal(0, 0.5, (n_items, n_runs))
-    m = np.repeat(np.arange(n_models), n_items * n_runs)
-    i = np.tile(np.repeat(np.arange(n_items), n_runs), n_models)
-    r = np.tile(np.arange(n_runs), n_models * n_items)
-    eta = eff[m] + a[i] + ar[i, r]
-    d = pd.DataFrame({"model": [f"m{k}" for k in m], "item": i, "run": r,
-                      "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
-    f = quiet_fit("correct ~ model + (1|item) + (1|item:run)", d)
+    from evalmix.simulate import glmm_runs
+
+    d = glmm_runs(10, 400, 4, seed=11)
+    truth = d.attrs["truth"]
+    f = quiet_fit(truth["formula"], d)
     assert f.converged and not f.singular
     sd = f.varcorr.set_index("group")["sd"]
-    assert abs(sd["item"] - 1.5) < 0.15
-    assert abs(sd["item:run"] - 0.5) < 0.12
-    contrast = f.fixef.iloc[1:].to_numpy()  # model k vs model 0
-    z = (contrast - (eff[1:] - eff[0])) / np.sqrt(np.diag(f.vcov.to_numpy())[1:])
+    assert abs(sd["item"] - truth["sd_item"]) < 0.15
+    assert abs(sd["item:run"] - truth["sd_item_run"]) < 0.12
+    eff = truth["model_effects"]
+    levels = f.fixed_design.factors["model"]  # sorted as R sorts them: M1, M10, M2, ...
+    expected = np.array([eff[m] - eff[levels[0]] for m in levels[1:]])
+    z = (f.fixef.iloc[1:].to_numpy() - expected) / np.sqrt(np.diag(f.vcov.to_numpy())[1:])
     assert np.all(np.abs(z) < 3.5)
 
 
@@ -226,3 +234,19 @@ def test_result_is_immutable_and_hashable(fit):
         fit.loglik = 0.0
     assert fit == fit and hash(fit) == hash(fit)
     assert "estimate" in repr(fit)
+
+
+def test_vector_term_leaves_a_degenerate_boundary():
+    """With a zero diagonal in Lambda the boundary is a family of equivalent points; the fit must
+    not stop on one where the gradient points outwards (a start away from it finds the optimum)."""
+    from evalmix.simulate import glmm_runs
+
+    rng = np.random.default_rng(0)
+    n_models, n_items, n_runs = (int(rng.integers(2, 5)), int(rng.integers(15, 60)),
+                                 int(rng.integers(2, 4)))
+    d = glmm_runs(n_models, n_items, n_runs, slices={"lang": ["EN", "ES"]},
+                  sd_item=float(rng.uniform(0, 2)), sd_item_run=float(rng.uniform(0, 1)),
+                  sd_slope=float(rng.uniform(0, 1)), seed=0)
+    a = quiet_fit("correct ~ model + (1 + lang|item)", d)
+    b = quiet_fit("correct ~ model + (1 + lang|item)", d, start={"theta": [0.5, 0.5, 0.5]})
+    assert a.loglik >= b.loglik - 1e-6

@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import ConvergenceWarning, FitWarning, SingularFitWarning
 from .deviance import DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
-from .optimize import OptimizerReport, hessian, optimize
+from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
@@ -101,8 +101,9 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
     return msgs
 
 
-def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500) -> GlmerResult:
+def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
+          vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
+          maxiter: int = 500) -> GlmerResult:
     """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
 
     The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
@@ -118,6 +119,9 @@ def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", poo
     data : DataFrame
         One row per observation (or per k-of-n count). Rows with missing values in the columns
         the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
+    trials : str, optional
+        Column of trials when the response is a count of successes: ``glmer("k ~ model +
+        (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
     vcov_method : {"hessian", "rx"}
         ``"hessian"`` (default, as lme4 1.1-31): the fixed-effect block of ``2 H^-1``, ``H`` the
         central finite-difference Hessian of the deviance over (theta, beta). ``"rx"``: the
@@ -158,11 +162,11 @@ def glmer(formula: str, data: pd.DataFrame, *, vcov_method: str = "hessian", poo
     if vcov_method not in ("hessian", "rx"):
         raise ValueError("vcov_method must be 'hessian' or 'rx'")
     with _blas_single_thread():
-        return _glmer(formula, data, vcov_method, pool, start, maxiter)
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter)
 
 
-def _glmer(formula, data, vcov_method, pool, start, maxiter) -> GlmerResult:
-    design = build_design(formula, data, pool=pool)
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerResult:
+    design = build_design(formula, data, pool=pool, trials=trials)
     dropped = _drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
@@ -178,7 +182,8 @@ def _glmer(formula, data, vcov_method, pool, start, maxiter) -> GlmerResult:
                 raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
         if "beta" in start:
             beta0 = np.asarray(start["beta"], dtype=float)
-    ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter)
+    ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
+                       probes=lambda th: boundary_probes(design.terms, th))
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
     # the gradient check skips parameters held at their bound with the gradient pointing out

@@ -8,6 +8,7 @@ reported log-likelihood is the one of the rows as given.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -80,11 +81,20 @@ def _response(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np
     return k, m
 
 
-def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True) -> GlmmDesign:
-    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped)."""
+def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
+                 trials: str | None = None) -> GlmmDesign:
+    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
+
+    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
+    ``trials="n"`` is ``cbind(k, n - k) ~ ...``).
+    """
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     parsed = parse_formula(formula)
+    if trials is not None:
+        if parsed.trials is not None or parsed.failures is not None:
+            raise FormulaError("give the trials either in cbind() or as trials=, not both")
+        parsed = dataclasses.replace(parsed, trials=trials)
     if not parsed.random:
         raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
                            "fit a plain logistic regression instead")

@@ -126,8 +126,11 @@ class ProfiledFit:
 
 
 def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: np.ndarray,
-             maxiter: int = 500) -> tuple[Evaluation, OptimizerReport]:
-    """Minimise the Laplace deviance; returns the final evaluation and a report."""
+             maxiter: int = 500, probes=None) -> tuple[Evaluation, OptimizerReport]:
+    """Minimise the Laplace deviance; returns the final evaluation and a report.
+
+    ``probes(theta)`` may give extra starting points off a boundary (see :func:`boundary_probes`).
+    """
     import time
 
     t0 = time.perf_counter()
@@ -140,12 +143,18 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     theta = np.maximum(res.x, lower)
     ev = pf.inner(theta)
     # The deviance is even in a scalar theta, so its gradient vanishes on the boundary theta = 0
-    # whether or not that is a minimum: probe away from the boundary and restart if lower.
-    for _ in range(2):
+    # whether or not that is a minimum; with a zero diagonal in a vector term the boundary is a
+    # whole family of equivalent points. Probe away from the boundary and restart if lower.
+    for _ in range(3):
         restart = None
+        trials = []
         for i in np.flatnonzero((lower == 0) & (theta <= 1e-6)):
             trial = theta.copy()
             trial[i] = 0.1
+            trials.append(trial)
+        if probes is not None and trials:
+            trials += probes(theta)
+        for trial in trials:
             et = pf.inner(trial)
             if et.dev < ev.dev - 1e-6:
                 restart = trial
@@ -165,6 +174,37 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
         max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
         seconds=time.perf_counter() - t0)
     return ev, rep
+
+
+def boundary_probes(terms, theta: np.ndarray) -> list[np.ndarray]:
+    """Starting points off a zero diagonal of a vector term's Lambda with the same variances.
+
+    For a column ``c`` of ``Lambda`` with ``L[c, c] = 0``, move the entries below the diagonal
+    into the diagonal of their rows (keeping each row's norm, i.e. each variance) and give column
+    ``c`` a small diagonal: the correlations restart from 0.
+    """
+    from .deviance import DenseSolver
+
+    out, pos = [], 0
+    lams = DenseSolver.lambdas_for(terms, theta)
+    for t, L in zip(terms, lams):
+        if t.nc > 1:
+            for c in range(t.nc):
+                if L[c, c] <= 1e-6:
+                    M = L.copy()
+                    for r in range(c + 1, t.nc):
+                        M[r, r] = np.sqrt(M[r, r] ** 2 + M[r, c] ** 2)
+                        M[r, c] = 0.0
+                    M[c, c] = 0.1
+                    new = theta.copy()
+                    k = pos
+                    for j in range(t.nc):
+                        for i in range(j, t.nc):
+                            new[k] = M[i, j]
+                            k += 1
+                    out.append(new)
+        pos += t.ntheta
+    return out
 
 
 def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:

@@ -48,9 +48,14 @@ class GlmerResult(Result):
 
     Examples
     --------
-    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)  # doctest: +SKIP
-    >>> fit.loglik, fit.bic, fit.singular  # doctest: +SKIP
-    >>> print(fit.summary())  # doctest: +SKIP
+    >>> from evalmix import glmer
+    >>> from evalmix.simulate import glmm_runs
+    >>> runs = glmm_runs(3, 60, 3, seed=2)
+    >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> fit.df, fit.nobs, list(fit.varcorr["group"])
+    (5, 540, ['item:run', 'item'])
+    >>> fit.coef_table()["term"].tolist()
+    ['Intercept', 'model[T.M2]', 'model[T.M3]']
     """
 
     formula: str
