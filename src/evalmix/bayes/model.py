@@ -180,7 +180,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     >>> d = glmm_runs(2, 20, 2, seed=1)
     >>> bm = build_model("correct ~ model + (1|item) + (1|item:run)", d)
     >>> sorted(bm.model.named_vars)[:3]
-    ['Intercept', 'b', 'sd(1|item)']
+    ['(1|item)', '(1|item:run)', 'Intercept']
     """
     import pymc as pm
     import pytensor.tensor as pt
