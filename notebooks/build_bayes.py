@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from _builder import Notebook
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+nb = Notebook()
 
-HERE = Path(__file__).resolve().parent
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip()))
-
-
-def code(text: str) -> None:
-    cells.append(new_code_cell(text.strip()))
-
-
-md("""
+nb.md("""
 # Hierarchical Bayesian GLMM: does the posterior cover the truth?
 
 `evalmix.bayes.glmer` fits `correct ~ model + (1|item) + (1|item:run)` by MCMC. This notebook checks
@@ -35,7 +20,7 @@ Design of each simulated benchmark: 4 models with logits -1, -0.3, 0.3, 1 at the
 2 chains x 500 draws each; about 2-5 minutes on 2 cores with nutpie installed.
 """)
 
-code("""
+nb.code("""
 import warnings
 import numpy as np
 import pandas as pd
@@ -49,7 +34,7 @@ from evalmix.simulate import glmm_runs
 print("samplers installed, fastest first:", bayes.available_samplers())
 """)
 
-code("""
+nb.code("""
 N_SIM = 30
 EFFECTS = [-1.0, -0.3, 0.3, 1.0]
 FORMULA = "correct ~ model + (1|item) + (1|item:run)"
@@ -77,7 +62,7 @@ res = pd.DataFrame(rows)
 best = pd.DataFrame(best)
 """)
 
-md("""
+nb.md("""
 ## Interval coverage and bias
 
 Coverage with its Wilson 95% interval over the replications (`evalmix.binom_ci`). With 30
@@ -86,7 +71,7 @@ means of the SDs are pulled slightly towards the prior's bulk with 30 items; the
 for that.
 """)
 
-code("""
+nb.code("""
 def cover_table(res):
     out = []
     for name, g in res.groupby("parameter", sort=False):
@@ -103,7 +88,7 @@ table = cover_table(res)
 table.round(3)
 """)
 
-code("""
+nb.code("""
 overall = res[["cover50", "cover90"]].mean()
 print(f"pooled coverage over all parameters: 50% intervals {overall['cover50']:.2f}, "
       f"90% intervals {overall['cover90']:.2f}")
@@ -120,21 +105,21 @@ ax.legend(loc="lower left")
 fig.tight_layout()
 """)
 
-md("""
+nb.md("""
 ## Leaderboard: P(best)
 
 The truly best model is M4. The posterior probability that it is best, and how often the model with
 the highest P(best) is M4:
 """)
 
-code("""
+nb.code("""
 print(f"mean P(best) of M4: {best['p_best_M4'].mean():.2f}; "
       f"the highest P(best) is M4's in {best['picked_M4'].mean():.0%} of the benchmarks; "
       f"divergent transitions in total: {best['divergences'].sum()}")
 best.describe().round(3)
 """)
 
-md("""
+nb.md("""
 ## AI4Math (when the data is beside the checkout)
 
 The paper's additive model on the real data, 4 chains x 1000 draws: the posterior means of the
@@ -142,7 +127,7 @@ fixed effects sit within 0.01-0.02 of `evalmix.glmer`'s ML estimates, the item:r
 singular fit) gets an honest interval, and the leaderboard becomes rank probabilities.
 """)
 
-code("""
+nb.code("""
 from pathlib import Path
 
 path = Path("../../shared/data/ai4math/ai4math_runs.csv")
@@ -163,7 +148,7 @@ else:
     print("AI4Math data not found beside the checkout; skipped")
 """)
 
-md("""
+nb.md("""
 Reading the AI4Math check: each model's accuracy is reproduced exactly (`ppp` near 0.5), but the
 spread of accuracy across problems within a model is larger than the additive model predicts
 (`ppp` near 0): problems are not equally hard for every model. A term such as
@@ -175,13 +160,4 @@ In the simulation study above the short chains (2 x 500 draws) leave the SDs wit
 4 x 1000 draws clear it.
 """)
 
-nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3",
-                                                        "language": "python", "name": "python3"}})
-out = HERE / "bayes.ipynb"
-if "--execute" in sys.argv:
-    from nbclient import NotebookClient
-
-    NotebookClient(nb, timeout=1200, kernel_name="python3",
-                   resources={"metadata": {"path": str(HERE)}}).execute()
-nbformat.write(nb, out)
-print(f"wrote {out}")
+nb.write("bayes.ipynb", timeout=1200)

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from _builder import Notebook
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+nb = Notebook()
 
-HERE = Path(__file__).resolve().parent
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip()))
-
-
-def code(text: str) -> None:
-    cells.append(new_code_cell(text.strip()))
-
-
-md("""
+nb.md("""
 # Calibration: which comparison methods are honest?
 
 This notebook reproduces, at full size, two published findings with evalmix:
@@ -41,7 +26,7 @@ three minutes (the exact replication loop ~15-40 s, the parallel harness ~30-60 
 scenario with 600 GLMM fits ~30-60 s, the coverage study a few seconds).
 """)
 
-code("""
+nb.code("""
 import os
 import time
 
@@ -64,7 +49,7 @@ pd.set_option("display.width", 160)
 t_start = time.time()
 """)
 
-md("""
+nb.md("""
 ## 1. The mixture benchmark
 
 Each question's latent success probability is 1 (easy, 42%), 0 (hard, 28%) or Uniform(0.2, 0.8).
@@ -72,7 +57,7 @@ The clone shares it exactly; the finetune promotes 1% of all questions from hard
 `mixture_benchmark` draws in the document's order, so its seed reproduces the document's numbers.
 """)
 
-code("""
+nb.code("""
 df = mixture_benchmark(N_QUESTIONS, N_RUNS, easy=0.42, hard=0.28, uplift=UPLIFT, seed=SEED)
 truth = df.attrs["truth"]["accuracy"]
 
@@ -91,7 +76,7 @@ summary = pd.DataFrame([{
 summary.round(3)
 """)
 
-code("""
+nb.code("""
 # Published: A 57.06 / 56.88 / 0.432 / 86.8;  B 57.06 / 56.87 / 0.663 / 86.7;  C 58.06 / 58.04 / 0.411 / 86.6
 published = np.array([[57.06, 56.88, 0.432, 86.8], [57.06, 56.87, 0.663, 86.7], [58.06, 58.04, 0.411, 86.6]])
 ours = np.column_stack([summary["true_acc_%"].round(2), summary["obs_acc_%"].round(2),
@@ -100,7 +85,7 @@ assert np.array_equal(ours, published), ours
 print("per-model summary equals the published one")
 """)
 
-md("""
+nb.md("""
 ### One benchmark, two honest tests
 
 McNemar's test on run 0 (z form: `se = sqrt(n01 + n10) / n`) and the paired t-test on the
@@ -108,7 +93,7 @@ McNemar's test on run 0 (z form: `se = sqrt(n01 + n10) / n`) and the paired t-te
 paired t A-B -0.01pp ±0.40, A-C +1.17pp ±0.52 (z 4.43).
 """)
 
-code("""
+nb.code("""
 a = scores("base")
 rows = []
 for other in ["clone", "finetune"]:
@@ -126,14 +111,14 @@ assert single["paired_t_halfwidth_pp"].round(2).tolist() == [0.40, 0.52]
 single.round(4)
 """)
 
-md("""
+nb.md("""
 ### Analytic power
 
 `power_paired_proportions` (discordance 14.2%, +1pp) and Miller's clustered formula
 (`power_clustered`, omega^2 = 0.01 x 0.99, sigma^2 = 0.3 x 0.22, K = 8).  Published: 38.9% and 97.3%.
 """)
 
-code("""
+nb.code("""
 p_noise = 0.30 * (0.5 - 0.28)
 analytic = {
     "mcnemar_single_run": power_paired_proportions(p_noise + UPLIFT, p_noise, N_QUESTIONS),
@@ -145,7 +130,7 @@ assert round(100 * analytic["paired_t_runs"], 1) == 97.3
 {k: round(100 * v, 1) for k, v in analytic.items()}
 """)
 
-md("""
+nb.md("""
 ## 2. Exact replication of the published calibration table
 
 The document's loop: simulation `i` draws the benchmark from `default_rng(SEED + i)` and feeds the
@@ -154,7 +139,7 @@ six methods, in order, one generator `default_rng(SEED + i + 10_000_000)`; a met
 published percentages digit for digit.
 """)
 
-code("""
+nb.code("""
 ORDER = ["mcnemar_single_run", "paired_t_runs", "independent_runs", "question_bootstrap",
          "run_bootstrap", "run_bootstrap_sqrt_b"]
 hits_alt = dict.fromkeys(ORDER, 0); hits_null = dict.fromkeys(ORDER, 0); half = {m: [] for m in ORDER}
@@ -184,7 +169,7 @@ pd.testing.assert_frame_equal(replication.round(2), published_table, check_dtype
 replication
 """)
 
-md("""
+nb.md("""
 ## 3. The harness: `evalmix.calibrate`
 
 The same experiment through the public harness: independent random streams per simulation
@@ -193,7 +178,7 @@ plus the paired item bootstrap and interval coverage.  Different streams give di
 than the document's loop, so agreement is within Monte-Carlo error (the `*_mc_se` columns).
 """)
 
-code("""
+nb.code("""
 t0 = time.time()
 cal = calibrate("mixture", n_sims=N_SIMS, seed=SEED, n_jobs=N_JOBS, progress=True,
                 n_questions=N_QUESTIONS, n_runs=N_RUNS, uplift=UPLIFT)
@@ -202,7 +187,7 @@ table = cal.table.set_index("method")
 table.drop(columns=["scale"]).round(4)
 """)
 
-code("""
+nb.code("""
 def within(value, target, se, k=3.0):
     return abs(value - target) <= k * se + 1e-12
 
@@ -215,7 +200,7 @@ assert t.loc["question_bootstrap", "power"] <= 0.03
 print("harness table agrees with the published findings within Monte-Carlo error")
 """)
 
-code("""
+nb.code("""
 fig, ax = plt.subplots(figsize=(9, 3.8))
 order = table.index.tolist()
 x = np.arange(len(order))
@@ -229,7 +214,7 @@ ax.legend(fontsize=8)
 plt.tight_layout()
 """)
 
-md("""
+nb.md("""
 **Reading the table.** The paired t-test and the paired item bootstrap (which computes the same
 thing by resampling) are honest and powerful because pairing cancels the shared easy/hard items
 and the run average shrinks decoding noise.  The run bootstrap only measures decoding noise on
@@ -239,7 +224,7 @@ independently, so the huge between-item variance never cancels.  `independent_ru
 (it draws 30 fresh runs from the true probabilities): what more real runs would buy.
 """)
 
-md("""
+nb.md("""
 ### The same trial on a logistic GLMM benchmark
 
 `calibrate("glmm")` draws two models from `evalmix.simulate.glmm_runs` (item and item:run random
@@ -250,7 +235,7 @@ the true effect 0.3; the other methods' of the true accuracy difference, measure
 200,000-item benchmark).  The GLMM fits cost about 0.1 s each, so this runs 300 simulations.
 """)
 
-code("""
+nb.code("""
 t0 = time.time()
 cal_glmm = calibrate("glmm", ["mcnemar_single_run", "paired_t_runs", "paired_bootstrap", "glmm_contrast",
                               "question_bootstrap", "run_bootstrap", "run_bootstrap_sqrt_b"],
@@ -265,7 +250,7 @@ assert tg.loc["run_bootstrap_sqrt_b", "false_positive_rate"] > 0.3
 tg.round(4)
 """)
 
-md("""
+nb.md("""
 ## 4. Instance-level versus run-level intervals (coverage study)
 
 A binary classifier on 800 instances (15% positives), 30 runs whose per-instance correctness
@@ -274,7 +259,7 @@ prediction of a randomly chosen observed run.  For the first m runs we compute e
 and the share of plausible F1 scores it contains, as in the published table (B = 5,000).
 """)
 
-code("""
+nb.code("""
 preds, gold = mixture_predictions(800, 30, prevalence=0.15, easy=0.55, hard=0.15, seed=2025)
 t0 = time.time()
 cov = coverage_study(preds, gold, metric="f1", n_plausible=25_000, n_boot=5000, seed=SEED)
@@ -284,7 +269,7 @@ wide = (100 * cov.wide()).round(0)
 wide[["instance", "t", "percentile", "bca", "t_boot"]]
 """)
 
-code("""
+nb.code("""
 assert (cov.wide().loc[3:, "instance"] >= 0.99).all()
 at8 = cov.wide().loc[8, ["t", "percentile", "bca", "t_boot"]]
 assert (at8 < 0.7).all(), at8
@@ -296,7 +281,7 @@ ax.set_xlabel("runs used"); ax.set_ylabel("coverage of plausible run F1"); ax.le
 plt.tight_layout()
 """)
 
-md("""
+nb.md("""
 **What each interval estimates.** Run-level intervals are confidence intervals for the *mean
 F1 over runs on these 800 instances*; they shrink like 1/sqrt(m) and are not meant to contain
 where another single run lands, which is why their "coverage" of plausible runs falls as runs are
@@ -308,23 +293,8 @@ cluster bootstrap, which also covers other items) and the second when saying whe
 future run may fall.
 """)
 
-code("""
+nb.code("""
 print(f"notebook finished in {time.time() - t_start:.0f}s (evalmix {evalmix.__version__})")
 """)
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "language_info": {"name": "python"}})
-out = HERE / "calibration.ipynb"
-nbformat.write(nb, out)
-print(f"wrote {out}")
-
-if "--execute" in sys.argv:
-    import os
-    from nbclient import NotebookClient
-    root = HERE.parent
-    env_path = str(root / "src")
-    os.environ["PYTHONPATH"] = env_path + os.pathsep + os.environ.get("PYTHONPATH", "")
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}})
-    client.execute()
-    print("executed without errors")
+nb.write("calibration.ipynb", timeout=900)
