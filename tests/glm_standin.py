@@ -97,8 +97,11 @@ def categorical(data: pd.DataFrame, levels: dict[str, list[str]]) -> pd.DataFram
     return out
 
 
-def glm_fit(formula: str, data: pd.DataFrame) -> StandInFit:
-    """Logistic regression by IRLS (statsmodels), exposing the fit interface."""
+def glm_fit(formula: str, data: pd.DataFrame, vcov_method: str = "hessian") -> StandInFit:
+    """Logistic regression by IRLS (statsmodels), exposing the fit interface.
+
+    ``vcov_method`` is accepted for the GLMM fitter's signature; a GLM has one covariance.
+    """
     response = formula.split("~", 1)[0].strip()
     design = FormulaicDesign(fixed_part(formula), data)
     res = sm.GLM(data[response].to_numpy(float), design.X, family=sm.families.Binomial()).fit(

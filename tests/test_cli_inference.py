@@ -96,6 +96,26 @@ def test_select_with_glmer_matches_lme4_anova():
     assert lrt["npar"].tolist() == r["npar"].tolist()
 
 
+def test_fit_vcov_option_with_glmer():
+    """``--vcov`` reaches evalmix.glmer: the JSON standard errors are the API's."""
+    import warnings
+
+    from evalmix import glmer
+
+    p = argparse.ArgumentParser(prog="evalmix")
+    cli_inference.add_fit_parser(p.add_subparsers(dest="command"))
+    formula = "correct ~ model + (1|item)"
+    data = pd.read_csv(DATA)
+    for method in ("hessian", "hessian_exact", "rx"):
+        res = json.loads(run(p, ["fit", DATA, "--formula", formula, "--vcov", method, "--json"]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = glmer(formula, data, vcov_method=method)
+        got = pd.DataFrame(res["fit"]["coefficients"])["se"].to_numpy()
+        np.testing.assert_allclose(got, fit.coef_table()["se"].to_numpy(), rtol=1e-10)
+        assert res["fit"]["vcov_method"] == method
+
+
 def test_runs_under_evalmix_main(monkeypatch, capsys):
     """Registered in evalmix.cli's command list, the subcommands run through ``evalmix.cli.main``."""
     from evalmix import cli

@@ -167,10 +167,9 @@ def test_bic_table_from_own_fits(own_fits, published):
                                     "language + prompt (ΔBIC = 9.0")
 
 
-# evalmix.glmer's Hessian-based SEs differ from lme4 1.1-31's by up to 1% on the model + domain fit
-# and 2.5% on the 34-parameter fit (both have the item:run variance on its boundary), so quantities
-# that depend on SEs are compared below at the precision the fits allow; the inference layer itself
-# matches the published tables at the issue's tolerances on R's fits (tests above).
+# The whole pipeline on evalmix's own fits. Its default SEs reproduce lme4 1.1-31's (to 0.4% on these
+# fits, see tests/test_glmm_parity.py), so the published tables are met at the issue's tolerances,
+# except where the published numbers come from a fit lme4 stopped early (pairwise_contrasts.csv).
 
 
 def test_odds_ratios_vs_grok4_from_own_fit(own_fits, published):
@@ -181,7 +180,7 @@ def test_odds_ratios_vs_grok4_from_own_fit(own_fits, published):
     np.testing.assert_allclose(res["estimate"], np.log(pub["odds_ratio"]), atol=EST_TOL)
     np.testing.assert_allclose(res["or_lower"], pub["lower"], rtol=SE_RTOL)
     np.testing.assert_allclose(res["or_upper"], pub["upper"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["p"], pub["p.value"], atol=0.015)
+    np.testing.assert_allclose(res["p"], pub["p.value"], atol=P_TOL)
     assert (res["p"].iloc[:6] < 1e-12).all() and res["p"].iloc[6] > 0.4  # o3-mini ~ Grok-4
 
 
@@ -190,7 +189,7 @@ def test_domain_means_from_own_fit(own_fits, published):
     res["domain"] = res["domain"].map(DOMAIN_EN)
     pub = published("Domain_marginal_means").set_index("domain")
     res = res.set_index("domain").loc[pub.index]
-    check(res, pub, est_tol=EST_TOL, se_rtol=0.02, ci_rtol=0.03, p_tol=0, est="prob", se="SE",
+    check(res, pub, est_tol=EST_TOL, se_rtol=SE_RTOL, ci_rtol=SE_RTOL, p_tol=0, est="prob", se="SE",
           lower="asymp.LCL", upper="asymp.UCL", p=None)
 
 
@@ -199,7 +198,9 @@ def test_pairwise_holm_from_own_fit(own_fits, published):
                            by=["language", "prompt"]), "pairwise", adjust="holm").to_frame()
     pub = published("pairwise_contrasts")
     assert res["contrast"].tolist() == pub["contrast"].tolist()
-    check(res, pub, est_tol=5e-3, se_rtol=0.015, ci_rtol=0.05, p_tol=0.025, se="SE",
+    # the source fit stopped early (see test_pairwise_holm_on_r_fit): estimates and Holm p-values
+    # can only be matched to the distance between that fit and a converged one
+    check(res, pub, est_tol=5e-3, se_rtol=SE_RTOL, ci_rtol=0.02, p_tol=0.015, se="SE",
           lower="asymp.LCL", upper="asymp.UCL", p="p.value")
     # the decisions the paper draws do not move
     assert ((res["p"] < 0.05) == (pub["p.value"] < 0.05)).all()

@@ -49,6 +49,10 @@ for (cs in cases) {
   devtight <- glmer(f, data = d, family = binomial, devFunOnly = TRUE,
                     control = glmerControl(tolPwrss = 1e-12))
   th <- getME(fit, "theta"); be <- fixef(fit)
+  # SEs from the Hessian of the converged deviance (what vcov_method = "hessian_exact" computes)
+  ht <- lme4:::deriv12(devtight, c(th, be))$Hessian
+  se_tight <- tryCatch(unname(sqrt(diag(2 * solve(ht))[-seq_along(th)])),
+                       error = function(e) rep(NA_real_, length(be)), warning = function(w) rep(NA_real_, length(be)))
   pt <- c(th + 0.1, be + 0.05)
   vc <- as.data.frame(VarCorr(fit))
   vc$var1[is.na(vc$var1)] <- ""; vc$var2[is.na(vc$var2)] <- ""
@@ -65,6 +69,7 @@ for (cs in cases) {
     aic = AIC(fit), bic = BIC(fit), df = attr(logLik(fit), "df"), nobs = nobs(fit),
     fixef_names = names(be), fixef = unname(be),
     se = unname(sqrt(diag(as.matrix(vcov(fit))))),
+    se_tight = se_tight,
     se_rx = unname(sqrt(diag(as.matrix(vcov(fit, use.hessian = FALSE))))),
     theta_names = names(th), theta = unname(th),
     varcorr = vc, singular = isSingular(fit),

@@ -23,6 +23,7 @@ import pandas as pd
 from .._multcomp import ADJUST_METHODS
 from .._result import frame_records
 from ..emmeans import contrast, emmeans
+from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
 from ._common import add_data_arguments, load_data
 
@@ -44,6 +45,7 @@ def _print_table(title: str, table: pd.DataFrame, out) -> None:
 def _fit_summary(fit: Any) -> dict[str, Any]:
     return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
+            "vcov_method": str(getattr(fit, "vcov_method", "glm")),
             "coefficients": frame_records(fit.coef_table())}
 
 
@@ -79,6 +81,9 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=float, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
+    p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
+                   help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
+                        "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.set_defaults(handler=run_fit)
     return p
 
@@ -89,7 +94,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
     data = load_data(args)
-    fit = _fitter()(args.formula, data)
+    fit = _fitter()(args.formula, data, vcov_method=args.vcov)
     result: dict[str, Any] = {"fit": _fit_summary(fit)}
     emm = None
     if args.emmeans:

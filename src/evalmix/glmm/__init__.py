@@ -23,6 +23,7 @@ __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 SINGULAR_TOL = 1e-4  # lme4's isSingular(tol = 1e-4)
 GRAD_TOL = 0.002  # lme4's check.conv.grad tolerance
 HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
+VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
 def _blas_single_thread():
@@ -122,11 +123,14 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
-    vcov_method : {"hessian", "rx"}
-        ``"hessian"`` (default, as lme4 1.1-31): the fixed-effect block of ``2 H^-1``, ``H`` the
-        central finite-difference Hessian of the deviance over (theta, beta). ``"rx"``: the
+    vcov_method : {"hessian", "hessian_exact", "rx"}
+        ``"hessian"`` (default): the standard errors lme4 1.1-31 reports, the fixed-effect block of
+        ``2 H^-1`` with ``H`` the finite-difference Hessian over (theta, beta) of lme4's deviance
+        function, whose PIRLS stops early (``tolPwrss = 1e-7``); that makes ``H`` slightly more
+        curved than the exact one and the SEs 0.3-1% smaller. ``"hessian_exact"``: the same from
+        the exact Laplace deviance (lme4 with ``glmerControl(tolPwrss = 1e-12)``). ``"rx"``: the
         inverse of ``X'WX - X'WZL (L'Z'WZL + I)^-1 L'Z'WX`` at the final PIRLS step, which treats
-        the variance parameters as known (smaller SEs).
+        the variance parameters as known (smaller SEs; lme4 >= 1.1-38's choice for large models).
     pool : bool
         Pool rows with identical covariates and grouping levels into binomial counts (exact; the
         reported likelihood is the one of the rows as given).
@@ -159,8 +163,8 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     >>> fit.fixef.index.tolist()
     ['Intercept', 'model[T.b]']
     """
-    if vcov_method not in ("hessian", "rx"):
-        raise ValueError("vcov_method must be 'hessian' or 'rx'")
+    if vcov_method not in VCOV_METHODS:
+        raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")
     with _blas_single_thread():
         return _glmer(formula, data, trials, vcov_method, pool, start, maxiter)
 
@@ -190,7 +194,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerRes
     at_bound = np.zeros(nt + p, dtype=bool)
     at_bound[:nt] = (ev.theta <= lower + 1e-8) & (rep.gradient[:nt] >= 0)
     rep.max_abs_gradient = float(np.max(np.abs(np.where(at_bound, 0.0, rep.gradient))))
-    H = hessian(ld, ev)
+    # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
+    H = hessian(ld, ev, lme4_pirls=vcov_method != "hessian_exact")
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -207,7 +212,7 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerRes
 
     method = vcov_method
     V = None
-    if method == "hessian":
+    if method.startswith("hessian"):
         try:
             Hi = np.linalg.inv(H)
             V = (Hi + Hi.T)[nt:, nt:]

@@ -625,6 +625,22 @@ class LaplaceDeviance:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
 
+    def one_step_weights(self, ev: Evaluation) -> np.ndarray:
+        """Row weights ``c`` of the curvature lme4's deviance function adds to the exact one.
+
+        lme4's ``devfun`` restarts PIRLS from a fixed linear predictor and stops after the second
+        iteration (``tolPwrss = 1e-7``), so ``log det`` is taken at the weights of ``eta1``, one
+        Newton step from the start, rather than at the mode. A Newton step from a point ``d``
+        away errs by ``eta1 - eta~ = A H^-1 A' (w' d^2) / 2`` (``w' = dw/deta``), so the deviance
+        it differentiates exceeds the exact one by ``sum(c * d^2) / 2`` with
+        ``c = w' * (A H^-1 A' (h w'))`` (``h`` the leverages: ``d log det / d eta = h w'``), and
+        its Hessian exceeds the exact one by ``J' diag(c) J``, ``J = d eta~ / d(theta, beta)``.
+        """
+        self._refresh(ev)
+        s = self.solver
+        wp = ev.w * (1.0 - 2.0 * ev.mu)
+        return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
+
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""
         self._refresh(ev)

@@ -207,15 +207,23 @@ def boundary_probes(terms, theta: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
+def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
+            lme4_pirls: bool = True) -> np.ndarray:
     """Finite-difference Hessian of the deviance over (theta, beta) at ``ev``.
 
     Step ``h`` as lme4 1.1-31's ``deriv12``. Columns are forward differences of the exact gradient
     (theta and beta for the nested solver, beta only otherwise: the theta-theta block then comes
     from central second differences of the deviance).
+
+    With ``lme4_pirls`` (default) the result is the Hessian of the deviance function lme4
+    differentiates, whose PIRLS stops one Newton step short of the mode (see
+    :meth:`LaplaceDeviance.one_step_weights`); it reproduces lme4's reported standard errors, which
+    are 0.3-1% smaller than those of the exact Laplace deviance (``lme4_pirls=False``, what lme4
+    gives with ``glmerControl(tolPwrss = 1e-12)``).
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
+    J = np.zeros((ev.eta.size, nt + p))  # d eta~ / d(theta, beta) by forward differences
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
@@ -228,15 +236,27 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
             e[j - nt] = h
             be = be + e
             u0 = ev.u + ld.du_dbeta(ev, e)
-        gt, gb = ld.grads(ld.pirls(th, be, u0), theta=exact_theta)
+        evj = ld.pirls(th, be, u0)
+        J[:, j] = (evj.eta - ev.eta) / h
+        gt, gb = ld.grads(evj, theta=exact_theta)
         col = ((np.concatenate([gt, gb]) if exact_theta else gb) - g0) / h
         if exact_theta:
             H[:, j] = col
         else:
             H[nt:, j] = col
     if exact_theta:
-        ld._refresh(ev)
-        return (H + H.T) / 2
+        H = (H + H.T) / 2
+    else:
+        _theta_block(ld, ev, H, h)
+    if lme4_pirls:
+        H = H + J.T @ (ld.one_step_weights(ev)[:, None] * J)
+    ld._refresh(ev)
+    return H
+
+
+def _theta_block(ld: LaplaceDeviance, ev: Evaluation, H: np.ndarray, h: float) -> None:
+    """Fill the theta rows of ``H`` (beta columns already set) by central differences."""
+    nt = ev.theta.size
     H[:nt, nt:] = H[nt:, :nt].T
     f0 = ev.dev
 
@@ -254,5 +274,3 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4) -> np.ndarray:
             H[i, j] = H[j, i] = (fpp - fp[i] - fp[j] + 2 * f0 - fm[i] - fm[j] + fmm) / (2 * h**2)
     bb = H[nt:, nt:]
     H[nt:, nt:] = (bb + bb.T) / 2
-    ld._refresh(ev)
-    return H

@@ -43,7 +43,7 @@ class GlmerResult(Result):
         The convergence and boundary messages (also raised as warnings by :func:`glmer`).
     optimizer : OptimizerReport
     vcov_method : str
-        ``"hessian"`` (lme4 1.1-31's default) or ``"rx"``.
+        ``"hessian"`` (lme4 1.1-31's default), ``"hessian_exact"`` or ``"rx"``.
     fixed_design : FixedDesign
 
     Examples
@@ -222,7 +222,10 @@ def _summary_text(res: GlmerResult, digits: int) -> str:
     lines += [ft.to_string(), "---",
               "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
     if res.vcov_method == "hessian":
-        lines.append("(standard errors from the finite-difference Hessian of the deviance)")
+        lines.append("(standard errors from the finite-difference Hessian of the deviance, "
+                     "as lme4 1.1-31 computes it)")
+    elif res.vcov_method == "hessian_exact":
+        lines.append("(standard errors from the finite-difference Hessian of the exact deviance)")
     else:
         lines.append("(standard errors from the final penalised least-squares step, RX)")
     for msg in res.messages:
