@@ -249,7 +249,10 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     else:
         _theta_block(ld, ev, H, h)
     if lme4_pirls:
-        H = H + J.T @ (ld.one_step_weights(ev)[:, None] * J)
+        c = ld.one_step_weights(ev)
+        for s in range(0, c.size, 65536):  # row chunks: no second n x P temporary
+            Js = J[s:s + 65536]
+            H += Js.T @ (c[s:s + 65536, None] * Js)
     ld._refresh(ev)
     return H
 
