@@ -288,12 +288,17 @@ class BlockDiagSolver(DenseSolver):
 
 
 class SchurSolver(DenseSolver):
-    """One scalar term with many levels (diagonal block) plus a small dense remainder.
+    """One scalar term with many levels (diagonal block) plus a smaller dense remainder.
 
     Typical of crossed evaluation designs, ``(1|item) + (1|template)``: eliminating the item
-    block, which is diagonal, leaves a dense Schur complement of the size of the other terms.
-    Cost per factorisation O(n k^2 + q1 qr^2 + qr^3) instead of O(q^3).
+    block, which is diagonal, leaves a dense Schur complement of the size of the other terms (the
+    blocked Cholesky of MixedModels.jl). The item-by-rest block ``C`` is sparse with a fixed
+    pattern (the observed item/level pairs), so memory is O(n + qr^2), not O(q1 qr), and a
+    factorisation costs O(n k^2 + nnz(C) qr + qr^3) instead of O(q^3).
     """
+
+    MAX_REST = 4000  # levels of the dense remainder (its Schur complement is qr x qr)
+    CHUNK = 4_000_000  # entries of one dense block of G S^-1 (items x qr) when forming leverages
 
     def __init__(self, terms: list[RandomTerm]):
         super().__init__(terms)
@@ -302,28 +307,36 @@ class SchurSolver(DenseSolver):
         self.j1 = self.cols[:, 0]
         self.rc = self.cols[:, 1:] - self.q1
         kr = self.k - 1
-        self._cflat = (self.j1[:, None] * self.qr + self.rc).ravel()
+        # fixed CSR pattern of C: one slot per distinct (item, rest column) pair
+        key = (np.repeat(self.j1, kr) * self.qr + self.rc.ravel())
+        pairs, self._slot = np.unique(key, return_inverse=True)
+        self.C = sp.csr_matrix((np.zeros(pairs.size), (pairs // self.qr, pairs % self.qr)),
+                               shape=(self.q1, self.qr))
+        self.C.sort_indices()
+        assert self.C.nnz == pairs.size  # explicit zeros kept: data slots follow ``pairs``
         self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
+        order = np.argsort(self.j1, kind="stable")
+        self._rows_by_item = order
+        self._item_start = np.searchsorted(self.j1[order], np.arange(self.q1 + 1))
 
     @staticmethod
     def applies(terms: list[RandomTerm]) -> bool:
         if len(terms) < 2 or terms[0].nc != 1:
             return False
-        q1 = terms[0].nl
         qr = sum(t.nl * t.nc for t in terms[1:])
-        return qr <= 2000 and q1 * qr <= 5e7 and q1 > qr
+        return qr <= SchurSolver.MAX_REST and terms[0].nl > qr
 
     def factor(self, w: np.ndarray) -> float:
         V0, Vr = self.V[:, 0], self.V[:, 1:]
         wv0 = w * V0
         self.D = 1.0 + np.bincount(self.j1, wv0 * V0, self.q1)
-        self.C = np.bincount(self._cflat, (wv0[:, None] * Vr).ravel(),
-                             self.q1 * self.qr).reshape(self.q1, self.qr)
+        # pairs were sorted by item then column, the order of the CSR data
+        self.C.data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self.C.nnz)
         wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
         Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
-        self.G = self.C / self.D[:, None]
-        S = Hrr - self.C.T @ self.G
+        self.G = sp.diags(1.0 / self.D) @ self.C
+        S = Hrr - (self.C.T @ self.G).toarray()
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
         self._Sinv = None
         return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
@@ -339,17 +352,34 @@ class SchurSolver(DenseSolver):
         return np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
 
     def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``S^-1``, ``(G S^-1)[item_i, rest cols_i]`` per row, and ``m_j = g_j' S^-1 g_j``.
+
+        ``G S^-1`` is dense (items x qr), so it is formed a block of items at a time and only
+        the entries the rows use are kept.
+        """
         if self._Sinv is None:
-            self._Sinv = self._s_solve(np.eye(self.qr))
-            self._GS = self.G @ self._Sinv
-            self._m = np.einsum("jr,jr->j", self.G, self._GS)
-        return self._Sinv, self._GS, self._m
+            inv, info = sla.lapack.dpotri(self.cf[0], lower=1)  # S^-1 from its Cholesky factor
+            if info != 0:
+                raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
+            Sinv = np.tril(inv) + np.tril(inv, -1).T
+            m = np.empty(self.q1)
+            gs_rows = np.empty(self.rc.shape)
+            step = max(1, self.CHUNK // max(self.qr, 1))
+            for j0 in range(0, self.q1, step):
+                j1 = min(j0 + step, self.q1)
+                Gb = self.G[j0:j1]
+                GSb = np.asarray(Gb @ Sinv)
+                m[j0:j1] = np.asarray(Gb.multiply(GSb).sum(axis=1)).ravel()
+                rows = self._rows_by_item[self._item_start[j0]:self._item_start[j1]]
+                gs_rows[rows] = GSb[self.j1[rows, None] - j0, self.rc[rows]]
+            self._Sinv, self._gs_rows, self._m = Sinv, gs_rows, m
+        return self._Sinv, self._gs_rows, self._m
 
     def leverage(self) -> np.ndarray:
-        Sinv, GS, m = self._parts()
+        Sinv, gs_rows, m = self._parts()
         V0, Vr = self.V[:, 0], self.V[:, 1:]
         h = V0**2 * (1.0 / self.D[self.j1] + m[self.j1])
-        h -= 2.0 * V0 * np.einsum("nk,nk->n", GS[self.j1[:, None], self.rc], Vr)
+        h -= 2.0 * V0 * np.einsum("nk,nk->n", gs_rows, Vr)
         sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
         return h + np.einsum("na,nab,nb->n", Vr, sub, Vr)
 
