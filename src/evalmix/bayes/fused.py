@@ -160,9 +160,12 @@ class FusedDensity:
         m = np.ascontiguousarray(design.m, float)
         # integer trials of at most 64 let the kernel sum log(1 + e^-|eta|) as one log of a product
         mi = m.astype(np.int64) if np.all((m == np.round(m)) & (m >= 1) & (m <= 64)) else np.full(n, -1)
-        Xu, cell = np.unique(Xt, axis=0, return_inverse=True)
+        if p:
+            Xu, cell = np.unique(Xt, axis=0, return_inverse=True)
+        else:  # intercept-only fixed part: one cell
+            Xu, cell = np.zeros((1, 0)), np.zeros(n, np.int64)
         arrays = {"k": np.ascontiguousarray(design.k, float), "m": m, "mi": mi,
-                  "Xu": np.ascontiguousarray(Xu.reshape(-1, p)), "cell": cell.astype(np.int64).ravel(),
+                  "Xu": np.ascontiguousarray(Xu, float), "cell": cell.astype(np.int64).ravel(),
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows)}
         header = np.zeros(18, np.int64)
         header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
@@ -182,8 +185,9 @@ class FusedDensity:
 
     def point(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as PyMC's point dict (value-variable names)."""
-        start = self.bm.model.initial_point()
-        return {vname: np.asarray(x[o:o + s]).reshape(start[vname].shape) for _, vname, o, s in self.blocks}
+        dims = self.bm.model.named_vars_to_dims
+        return {vname: np.array(x[o:o + s]) if name in dims else np.array(x[o])
+                for name, vname, o, s in self.blocks}
 
     def initial_point(self, seed: int) -> np.ndarray:
         """PyMC's default start: each variable's support point plus U(-1, 1) jitter."""
