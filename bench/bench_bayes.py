@@ -1,54 +1,56 @@
 """Benchmark: Bayesian GLMM on AI4Math, evalmix.bayes against bambi (nutpie and PyMC samplers).
 
 Model ``correct ~ model + language + (1|problem_id) + (1|problem_id:run)``, 4 chains x 1000 draws
-after 1000 tuning steps, all fits in this one process, wall time from model construction to draws
-(compilation included).  Goal: evalmix converges (r_hat <= 1.01, bulk ESS >= 400 for every fixed
-effect and SD) in at most a third of bambi + nutpie's time.
+after 1000 tuning steps, wall time from model construction to draws (compilation included).  Goal:
+evalmix converges (r_hat <= 1.01, bulk ESS >= 400 for every fixed effect and SD) in at most a third
+of bambi + nutpie's time, on a process's first fit and on repeat fits in the same process.
 
-Run (bambi 0.17.2 needs arviz-plots, which needs matplotlib < 3.11; use an environment with them)::
+Each round starts one fresh process for evalmix and one for bambi + nutpie (alternating, so that
+changes in the machine's load hit both); each process fits the model ``--fits`` times, so its
+first fit pays every import-time and compilation cost and the later ones show what a process
+reuses.  ``--cold-cache`` gives evalmix's processes an empty numba cache directory (the first fit
+after installation compiles the kernel).
 
-    python bench/bench_bayes.py [--data ../shared/data/ai4math/ai4math_runs.csv] [--repeat 2]
-        [--no-bambi-pymc] [--max-treedepth 10]
+Run (bambi 0.17.2 needs arviz-plots, which needs matplotlib < 3.11: give an interpreter with them)::
+
+    python bench/bench_bayes.py [--data ../shared/data/ai4math/ai4math_runs.csv] [--rounds 2]
+        [--fits 2] [--bambi-python /tmp/bambi-venv/bin/python] [--bambi-pymc] [--cold-cache]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-
-import arviz as az  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 FORMULA = "correct ~ model + language + (1|problem_id) + (1|problem_id:run)"
 
 
-def check(summary: pd.DataFrame) -> str:
-    ok = (summary["r_hat"] <= 1.01).all() and (summary["ess_bulk"] >= 400).all()
-    return (f"max r_hat {summary['r_hat'].max():.3f}, min bulk ESS {summary['ess_bulk'].min():.0f}, "
-            f"min tail ESS {summary['ess_tail'].min():.0f} -> {'converged' if ok else 'NOT converged'}")
+def convergence(summary) -> dict:
+    return {"r_hat": float(summary["r_hat"].max()), "ess_bulk": float(summary["ess_bulk"].min()),
+            "ess_tail": float(summary["ess_tail"].min())}
 
 
-def run_evalmix(d: pd.DataFrame, seed: int, max_treedepth: int = 10):
+def fit_evalmix(d, seed: int) -> dict:
     from evalmix import bayes
 
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False, max_treedepth=max_treedepth)
+        fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False)
     el = time.perf_counter() - t
-    s = fit.summary()
-    print(f"evalmix.bayes ({fit.sampler}): {el:.1f} s, {fit.divergences} divergences; {check(s)}")
-    print(fit.parameterization.to_string(index=False))
-    return el, fit
+    return {"seconds": el, "sampling": fit.seconds, "sampler": fit.sampler,
+            "divergences": fit.divergences, **convergence(fit.summary())}
 
 
-def run_bambi(d: pd.DataFrame, method: str, seed: int):
+def fit_bambi(d, seed: int, method: str) -> dict:
+    import arviz as az
     import bambi as bmb
 
     dd = d.copy()
@@ -62,45 +64,81 @@ def run_bambi(d: pd.DataFrame, method: str, seed: int):
                       progressbar=False)
     el = time.perf_counter() - t
     names = ["Intercept", "model", "language", "1|problem_id_sigma", "1|problem_id:run_sigma"]
-    s = az.summary(idata, var_names=names)
-    div = int(idata.sample_stats["diverging"].sum())
-    print(f"bambi {bmb.__version__} ({method}): {el:.1f} s, {div} divergences; {check(s)}")
-    return el, s
+    return {"seconds": el, "sampler": f"bambi {bmb.__version__} + {method}",
+            "divergences": int(idata.sample_stats["diverging"].sum()),
+            **convergence(az.summary(idata, var_names=names))}
+
+
+def child(args: argparse.Namespace) -> None:
+    """One process: ``--fits`` fits of one library, one JSON line per fit."""
+    import numpy as np
+    import pandas as pd
+
+    sys.path.insert(0, SRC)
+    np.seterr(all="ignore")
+    d = pd.read_csv(args.data)
+    import pymc  # noqa: F401  (imported before timing, as each library needs it)
+
+    for i in range(args.fits):
+        seed = args.seed + i
+        out = fit_evalmix(d, seed) if args.child == "evalmix" else fit_bambi(d, seed, args.child)
+        print("RESULT " + json.dumps({"lib": args.child, "fit": i + 1, **out}), flush=True)
+
+
+def run_child(python: str, lib: str, args: argparse.Namespace, env: dict | None = None) -> list[dict]:
+    cmd = [python, os.path.abspath(__file__), "--child", lib, "--data", args.data,
+           "--fits", str(args.fits), "--seed", str(args.seed)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    rows = [json.loads(line[7:]) for line in res.stdout.splitlines() if line.startswith("RESULT ")]
+    if not rows:
+        raise RuntimeError(f"{lib} process failed:\n{res.stderr[-3000:]}")
+    for r in rows:
+        conv = "converged" if r["r_hat"] <= 1.01 and r["ess_bulk"] >= 400 else "NOT converged"
+        print(f"  {r['sampler']:<45} fit {r['fit']}: {r['seconds']:6.1f} s  max r_hat {r['r_hat']:.3f}, "
+              f"min bulk ESS {r['ess_bulk']:.0f}, min tail ESS {r['ess_tail']:.0f}, "
+              f"{r['divergences']} divergences -> {conv}", flush=True)
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared",
-                                                   "data", "ai4math", "ai4math_runs.csv"))
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                   "shared", "data", "ai4math", "ai4math_runs.csv"))
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-bambi-pymc", action="store_true", help="skip bambi with PyMC's sampler")
-    ap.add_argument("--repeat", type=int, default=2, help="alternating evalmix / bambi+nutpie pairs")
-    ap.add_argument("--max-treedepth", type=int, default=10, help="evalmix's NUTS depth limit")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating evalmix / bambi+nutpie processes")
+    ap.add_argument("--fits", type=int, default=2, help="fits per process (first, then repeats)")
+    ap.add_argument("--bambi-python", default=sys.executable, help="interpreter with bambi installed")
+    ap.add_argument("--bambi-pymc", action="store_true", help="also time bambi with PyMC's sampler")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="evalmix processes start with an empty numba cache")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    d = pd.read_csv(args.data)
+    if args.child:
+        child(args)
+        return
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
-    import pymc  # noqa: F401  (imported before timing, as each library needs it)
-
-    # evalmix and bambi + nutpie alternate, so that a change in the machine's load hits both
     ev, nut = [], []
-    for rep in range(args.repeat):
-        t_ev, fit = run_evalmix(d, args.seed + rep, args.max_treedepth)
-        if rep == 0:
-            fx = fit.summary().set_index("parameter")
-            print(fx[["mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"]]
-                  .round(3).to_string())
-        t_nut, _ = run_bambi(d, "nutpie", args.seed + rep)
-        ev.append(t_ev)
-        nut.append(t_nut)
-        print(f"pair {rep + 1}: ratio evalmix / bambi+nutpie = {t_ev / t_nut:.2f} (goal <= 0.33)")
-    print(f"total over {args.repeat} pair(s): evalmix {sum(ev):.1f} s, bambi+nutpie {sum(nut):.1f} s, "
-          f"ratio {sum(ev) / sum(nut):.2f}")
-    if not args.no_bambi_pymc:
-        t_pm, _ = run_bambi(d, "pymc", args.seed)
-        print(f"ratio evalmix (mean) / bambi+pymc: {np.mean(ev) / t_pm:.2f}")
+    for rnd in range(args.rounds):
+        env = None
+        if args.cold_cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="numba-cold-")}
+        print(f"round {rnd + 1}")
+        ev += run_child(sys.executable, "evalmix", args, env)
+        nut += run_child(args.bambi_python, "nutpie", args)
+    print("\nwall time (s), mean over rounds:")
+    for fit in range(1, args.fits + 1):
+        e = [r["seconds"] for r in ev if r["fit"] == fit]
+        b = [r["seconds"] for r in nut if r["fit"] == fit]
+        label = "first fit of a process" if fit == 1 else f"fit {fit} of a process"
+        print(f"  {label:<24} evalmix {sum(e) / len(e):5.1f} (range {min(e):.1f}-{max(e):.1f}), "
+              f"bambi+nutpie {sum(b) / len(b):5.1f} (range {min(b):.1f}-{max(b):.1f}), "
+              f"ratio {sum(e) / sum(b):.2f} (goal <= 0.33)")
+    if args.bambi_pymc:
+        pm_rows = run_child(args.bambi_python, "pymc", argparse.Namespace(**{**vars(args), "fits": 1}))
+        print(f"ratio evalmix first fit / bambi+pymc: "
+              f"{[r['seconds'] for r in ev if r['fit'] == 1][0] / pm_rows[0]['seconds']:.2f}")
     print(f"load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()

@@ -213,3 +213,126 @@ def test_ai4math_posterior_means_match_ml(ai4math_raw):
     f = quiet_fit(formula, ai4math_raw, seed=7)
     diff = (f.fixef - ml.fixef).abs()
     assert diff.max() < 0.1, diff
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled log density (evalmix.bayes.fused) against PyMC's, and the sampler that uses it
+
+_PYMC_FNS: dict = {}
+
+
+def _pymc_logp_dlogp(bm, density, x):
+    point = density.point(x)
+    if id(bm) not in _PYMC_FNS:  # compile PyMC's functions once per model
+        _PYMC_FNS[id(bm)] = (bm.model.compile_logp(), bm.model.compile_dlogp())
+    logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
+    lp, g = float(logp_fn(point)), dlogp_fn(point)
+    sizes = [point[v.name].size for v in bm.model.value_vars]
+    parts = dict(zip([v.name for v in bm.model.value_vars], np.split(g, np.cumsum(sizes)[:-1])))
+    return lp, np.concatenate([parts[vname] for _, vname, _, _ in density.blocks])
+
+
+@pytest.fixture(scope="module")
+def sim_x(sim):
+    d = sim.copy()
+    d["x"] = np.random.default_rng(0).normal(size=len(d))
+    return d
+
+
+def _counts(sim, trials):
+    agg = sim.groupby(["model", "item"], observed=True)["correct"].agg(["sum", "count"]).reset_index()
+    agg["n"] = agg["count"] * trials
+    agg["k"] = agg["sum"] * trials - agg["count"]
+    agg["k"] = agg["k"].clip(lower=0)
+    return agg
+
+
+FUSED_CASES = {
+    "auto": ("correct ~ model + (1|item) + (1|item:run)", {}),
+    "centred_items_noncentred_runs": ("correct ~ model + (1|item) + (1|item:run)",
+                                      dict(parameterization={"item": "centered", "item:run": "noncentered"})),
+    "all_noncentred": ("correct ~ model + (1|item) + (1|item:run)", dict(parameterization="noncentered")),
+    "all_centred": ("correct ~ model + (1|item) + (1|item:run)", dict(parameterization="centered")),
+    "intercept_only": ("correct ~ 1 + (1|item)", {}),
+    "no_intercept": ("correct ~ 0 + model + (1|item)", dict(parameterization="centered")),
+    "slope_column": ("correct ~ model + x + (1|item) + (0 + x|item)", {}),
+    "heavy_tailed_priors": ("correct ~ model + (1|item) + (1|item:run)",
+                            dict(priors={"Intercept": ("student_t", 3, 0.5, 2), "fixed": ("cauchy", 0, 1),
+                                         "item": ("half_student_t", 3, 1), "item:run": ("exponential", 2)},
+                                 parameterization={"item": "centered", "item:run": "noncentered"})),
+    "laplace_half_cauchy": ("correct ~ model + (1|item) + (1|item:run)",
+                            dict(priors={"fixed": ("laplace", 0, 1), "sd": ("half_cauchy", 1)},
+                                 parameterization={"item": "noncentered", "item:run": "centered"})),
+    "mixed_families_no_qr": ("correct ~ model + (1|item)",
+                             dict(qr=False, priors={"model[T.M2]": ("normal", 0, 1),
+                                                    "model[T.M3]": ("student_t", 4, 0, 1)})),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUSED_CASES))
+def test_fused_density_matches_pymc(case, sim_x):
+    """The kernel's log density and gradient equal PyMC's (relative 1e-8) at random points, near
+    the posterior and far from it (|eta| > 600, where the kernel switches to row-wise exp/log1p)."""
+    from evalmix.bayes.fused import FusedDensity, fused_reason
+
+    formula, kw = FUSED_CASES[case]
+    bm = build_model(formula, sim_x, likelihood="fused", **kw)
+    assert fused_reason(bm) is None
+    density = FusedDensity.from_model(bm)
+    rng = np.random.default_rng(1)
+    for scale in (0.3, 1.0, 60.0):
+        x = rng.normal(size=density.n_dim) * scale
+        lp, g = density.logp_dlogp(x)
+        lp_ref, g_ref = _pymc_logp_dlogp(bm, density, x)
+        assert lp == pytest.approx(lp_ref, rel=1e-8), (case, scale)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-8, atol=1e-8 * np.abs(g_ref).max())
+
+
+@pytest.mark.parametrize("trials", [3, 100])
+def test_fused_density_matches_pymc_on_counts(trials, sim):
+    """k-of-n rows: integer trials up to 64 take the product form, more take the row-wise form."""
+    from evalmix.bayes.fused import FusedDensity
+
+    bm = build_model("cbind(k, n - k) ~ model + (1|item)", _counts(sim, trials), likelihood="fused")
+    density = FusedDensity.from_model(bm)
+    assert (density.arrays["mi"][0] >= 0) == (trials <= 64)
+    x = np.random.default_rng(2).normal(size=density.n_dim) * 0.5
+    lp, g = density.logp_dlogp(x)
+    lp_ref, g_ref = _pymc_logp_dlogp(bm, density, x)
+    assert lp == pytest.approx(lp_ref, rel=1e-8)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-8, atol=1e-8 * np.abs(g_ref).max())
+
+
+def test_fused_initial_point_and_coverage(sim):
+    from evalmix.bayes.fused import FusedDensity, fused_reason
+
+    bm = build_model("correct ~ model + (1|item) + (1|item:run)", sim, likelihood="fused")
+    density = FusedDensity.from_model(bm)
+    a, b = density.initial_point(5), density.initial_point(5)
+    np.testing.assert_array_equal(a, b)
+    assert np.isfinite(density.logp_dlogp(a)[0])
+    assert len(a) == sum(v.size for v in bm.model.initial_point().values())
+    d = glmm_runs(2, 20, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.5, seed=1)
+    corr = build_model("correct ~ model + language + (1 + language|item)", d)
+    assert "correlated" in fused_reason(corr)
+    with pytest.raises(ValueError, match="does not cover"):
+        FusedDensity.from_model(corr)
+
+
+def test_default_sampler_matches_pymc_sampler(sim):
+    """The default sampler (the compiled kernel under nutpie when nutpie and numba are installed)
+    gives the posterior of PyMC's own sampler, with the same stored variables."""
+    from evalmix.bayes.fused import fused_available
+
+    formula = "correct ~ model + (1|item) + (1|item:run)"
+    auto = quiet_fit(formula, sim, seed=4, draws=500, tune=500)
+    ref = quiet_fit(formula, sim, seed=4, draws=500, tune=500, sampler="pymc")
+    assert ("compiled numba kernel" in auto.sampler) == fused_available()
+    se = np.sqrt(auto.fixef_draws.var() / 250 + ref.fixef_draws.var() / 250)
+    assert (np.abs(auto.fixef - ref.fixef) < 4 * se).all()
+    sd_a, sd_r = auto.varcorr.set_index("group")["sd"], ref.varcorr.set_index("group")["sd"]
+    assert abs(sd_a["item"] - sd_r["item"]) < 0.15
+    stored = {"b", "Intercept", "Intercept_c", "(1|item)", "(1|item:run)", "sd(1|item)", "sd(1|item:run)"}
+    assert stored <= set(auto.idata.posterior.data_vars)
+    assert stored <= set(ref.idata.posterior.data_vars)
+    assert auto.idata.log_likelihood["y"].shape == (2, 500, len(sim))

@@ -26,6 +26,7 @@ intercept and the effects that makes bambi's default sample the intercept slowly
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,16 @@ from .priors import Prior, resolve_priors
 __all__ = ["TermPlan", "BayesModel", "build_model", "plan_terms"]
 
 PARAMETERIZATIONS = ("centered", "noncentered")
+
+# id(PyMC model) -> the BayesModel built around it, so that the sampler can find the design behind a
+# model it is given (for the compiled kernel of evalmix.bayes.fused)
+_BUILT: weakref.WeakValueDictionary[int, BayesModel] = weakref.WeakValueDictionary()
+
+
+def built_from(model: Any) -> BayesModel | None:
+    """The :class:`BayesModel` that :func:`build_model` built around the PyMC ``model``, if any."""
+    bm = _BUILT.get(id(model))
+    return bm if bm is not None and bm.model is model else None
 
 
 def dense_x(design: Any) -> np.ndarray:
@@ -84,6 +95,9 @@ class BayesModel:
     prior_table: pd.DataFrame
     intercept_col: int | None  # column of X holding the intercept, if any
     ml: Any = None  # the maximum-likelihood fit used to choose the parameterisation
+    # the fixed part as sampled: eta gets ``Xt @ theta``, ``b = T @ theta`` (QR basis or identity),
+    # the intercept of the user's coding is ``Intercept_c - xbar @ b``
+    basis: dict[str, np.ndarray] | None = None
 
     @property
     def fixed_names(self) -> list[str]:
@@ -209,6 +223,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     coef = [j for j in range(X.shape[1]) if j != icol]
     qr = qr and len(coef) >= 2
     w_info = _info_weights(design, ml)
+    xbar = np.zeros(len(coef))
     coords: dict[str, list[str]] = {"coef": [names[j] for j in coef]}
     for p in plans:
         coords[f"{p.term.group}__level"] = list(p.term.levels)
@@ -239,9 +254,12 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
             b = pm.Deterministic("b", pt.dot(Rinv, theta), dims="coef")
             pm.Potential("b_prior", _vector_logp([prior_map[names[j]] for j in coef], b))
             eta = pt.dot(Xc @ Rinv, theta)
+            basis = {"Xt": Xc @ Rinv, "T": Rinv, "xbar": xbar}
         elif coef:
             b = _vector_prior("b", [prior_map[names[j]] for j in coef], dims="coef")
             eta = pt.dot(Xc, b)
+        if not (coef and qr):
+            basis = {"Xt": Xc, "T": np.eye(len(coef)), "xbar": xbar}
         if icol is not None:
             pm.Deterministic("Intercept", intercept - pt.dot(xbar, b) if coef else intercept)
         absorbed = False
@@ -293,7 +311,9 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
                         observed=design.k.astype("int64"))
         else:
             pm.Potential("loglik", _binomial_logit_loglik(eta, design.k, design.m, likelihood))
-    return BayesModel(model, design, plans, prior_map, prior_table, icol, ml)
+    bm = BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis)
+    _BUILT[id(model)] = bm
+    return bm
 
 
 def _vector_prior(name: str, priors: list[Prior], dims: str):

@@ -1,8 +1,11 @@
 """Running NUTS on a built model: PyMC's sampler, nutpie (Rust) or numpyro (JAX).
 
 ``sampler="auto"`` takes the fastest one installed, in the order measured on the AI4Math
-benchmark (see ``docs/performance.md``): nutpie with a JAX-compiled gradient (compiles in about a
-second), nutpie with a numba-compiled gradient, numpyro, then PyMC's own sampler.
+benchmark (see ``docs/performance.md``): nutpie, numpyro, then PyMC's own sampler.  nutpie
+evaluates the log density with evalmix's compiled numba kernel when numba is installed and the
+model has only one-column random terms (:mod:`evalmix.bayes.fused`: no Python per step, chains in
+parallel, compiled once per installation); otherwise with a JAX-compiled gradient (compiles in
+about a second) or, without JAX, PyTensor's numba backend.
 """
 
 from __future__ import annotations
@@ -55,7 +58,13 @@ def choose_sampler(sampler: str) -> str:
 
 
 def likelihood_for(sampler: str) -> str:
-    """The likelihood formulation that evaluates fastest on the backend ``sampler`` compiles to."""
+    """The likelihood formulation that evaluates fastest on the backend ``sampler`` compiles to.
+
+    With nutpie and numba the model is the float64 ``fused`` form, which the compiled kernel
+    reproduces exactly (models it does not cover then use it through JAX or PyTensor's numba).
+    """
+    if sampler == "nutpie" and _installed("numba"):
+        return "fused"
     if sampler == "numpyro" or (sampler == "nutpie" and _installed("jax")):
         return "fused32"
     if sampler == "nutpie":
@@ -77,6 +86,21 @@ def _seed(seed: int | np.random.Generator | None) -> int:
     return int(seed)
 
 
+def _kernel_model(model: Any) -> tuple[Any, Any] | None:
+    """(FusedDensity, nutpie model) for ``model`` when the compiled kernel covers it, else None."""
+    from .fused import FusedDensity, fused_available, fused_reason
+    from .model import built_from
+
+    bm = built_from(model)
+    if bm is None or not fused_available() or fused_reason(bm) is not None:
+        return None
+    density = FusedDensity.from_model(bm)
+    try:
+        return density, density.compiled()
+    except Exception:  # nutpie's internal model interface changed: use its own compilers
+        return None
+
+
 def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
                 target_accept: float = 0.65, cores: int | None = None,
@@ -91,16 +115,23 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
     if name == "nutpie":
         import nutpie
 
-        # the JAX gradient compiles in ~1 s against ~5-15 s for numba, and runs as fast here
-        backend = "jax" if _installed("jax") else "numba"
+        kernel = _kernel_model(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend,
-                                                 var_names=stored_variables(model))
+            if kernel is not None:
+                density, compiled = kernel
+                desc = f"nutpie {nutpie.__version__} (compiled numba kernel)"
+            else:
+                # the JAX gradient compiles in ~1 s against ~5-15 s for PyTensor's numba backend
+                backend = "jax" if _installed("jax") else "numba"
+                compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend,
+                                                     var_names=stored_variables(model))
+                desc = f"nutpie {nutpie.__version__} ({backend} gradient)"
             idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
                                   seed=seed, progress_bar=progressbar, target_accept=target_accept,
                                   save_warmup=False, maxdepth=max_treedepth)
-        desc = f"nutpie {nutpie.__version__} ({backend} gradient)"
+        if kernel is not None:
+            idata = density.posterior(idata)
     else:
         kwargs: dict[str, Any] = {}
         if name == "numpyro":
