@@ -213,6 +213,15 @@ def test_ai4math_posterior_means_match_ml(ai4math_raw):
     f = quiet_fit(formula, ai4math_raw, seed=7)
     diff = (f.fixef - ml.fixef).abs()
     assert diff.max() < 0.1, diff
+    # and lme4's own ML estimates (tests/reference/lme4_reference.R), R's column order
+    import json
+
+    from conftest import REFERENCE
+
+    ref = next(c for c in json.loads((REFERENCE / "lme4_reference.json").read_text())["fits"]
+               if c["id"] == "ai4math_m_l")
+    assert ref["formula"] == formula
+    assert np.abs(f.fixef.to_numpy() - np.asarray(ref["fixef"])).max() < 0.1
 
 
 # ---------------------------------------------------------------------------------------------
