@@ -38,6 +38,15 @@ DOMAIN_EN = {"Álgebra": "Algebra", "Cálculo": "Calculus", "Combinatoria": "Com
 EST_TOL, SE_RTOL, P_TOL = 2e-3, 0.01, 2e-3
 
 
+def check_grok4_table(res: pd.DataFrame, pub: pd.DataFrame) -> None:
+    """Odds ratios against Grok-4 vs pairwise_contrasts_grok4.csv at the issue's tolerances."""
+    assert res["contrast"].tolist() == pub["model"].tolist()
+    np.testing.assert_allclose(res["estimate"], np.log(pub["odds_ratio"]), atol=EST_TOL)
+    np.testing.assert_allclose(res["or_lower"], pub["lower"], rtol=SE_RTOL)
+    np.testing.assert_allclose(res["or_upper"], pub["upper"], rtol=SE_RTOL)
+    np.testing.assert_allclose(res["p"], pub["p.value"], atol=P_TOL)
+
+
 @pytest.fixture(scope="module")
 def r_fits(ai4math_raw):
     return {k: fit_from_reference(v, ai4math_raw) for k, v in R_AI["fits"].items()}
@@ -94,12 +103,7 @@ def test_odds_ratios_vs_grok4_on_r_fit(r_fits, published):
     assert res["contrast"].tolist() == ref["contrast"].tolist()
     check(res, ref, est_tol=1e-6, se_rtol=1e-5, ci_rtol=1e-4, p_tol=1e-6)
     # the source fit (Grok-4 as reference level, bobyqa) is reproduced: the table matches to 1e-5
-    pub = published("pairwise_contrasts_grok4")
-    assert res["contrast"].tolist() == pub["model"].tolist()
-    np.testing.assert_allclose(res["estimate"], np.log(pub["odds_ratio"]), atol=EST_TOL)
-    np.testing.assert_allclose(res["or_lower"], pub["lower"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["or_upper"], pub["upper"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["p"], pub["p.value"], atol=P_TOL)
+    check_grok4_table(res, published("pairwise_contrasts_grok4"))
     # the same contrasts on the default-coded fit: emmeans does not depend on the coding
     res = contrast(emmeans(r_fits["model * language * prompt"], "model"), "trt.vs.ctrl",
                    ref="Grok-4", adjust="dunnettx").to_frame()
@@ -175,12 +179,7 @@ def test_bic_table_from_own_fits(own_fits, published):
 def test_odds_ratios_vs_grok4_from_own_fit(own_fits, published):
     res = contrast(emmeans(own_fits["model * language * prompt"], "model"), "trt.vs.ctrl",
                    ref="Grok-4", adjust="dunnettx").to_frame()
-    pub = published("pairwise_contrasts_grok4")
-    assert res["contrast"].tolist() == pub["model"].tolist()
-    np.testing.assert_allclose(res["estimate"], np.log(pub["odds_ratio"]), atol=EST_TOL)
-    np.testing.assert_allclose(res["or_lower"], pub["lower"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["or_upper"], pub["upper"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["p"], pub["p.value"], atol=P_TOL)
+    check_grok4_table(res, published("pairwise_contrasts_grok4"))
     assert (res["p"].iloc[:6] < 1e-12).all() and res["p"].iloc[6] > 0.4  # o3-mini ~ Grok-4
 
 
