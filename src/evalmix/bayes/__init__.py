@@ -106,7 +106,7 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
     idata, seconds, desc = run_sampler(bm.model, sampler=sampler, draws=int(draws), tune=int(tune),
                                        chains=int(chains), seed=seed, progressbar=progressbar,
                                        target_accept=target_accept, cores=cores,
-                                       max_treedepth=max_treedepth)
+                                       max_treedepth=max_treedepth, built=bm)
     return _result(formula, bm, idata, seconds, desc)
 
 

@@ -26,7 +26,6 @@ intercept and the effects that makes bambi's default sample the intercept slowly
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,17 +41,6 @@ from .priors import Prior, resolve_priors
 __all__ = ["TermPlan", "BayesModel", "build_model", "plan_terms"]
 
 PARAMETERIZATIONS = ("centered", "noncentered")
-
-# id(PyMC model) -> the BayesModel built around it, so that the sampler can find the design behind a
-# model it is given (for the compiled kernel of evalmix.bayes.fused)
-_BUILT: weakref.WeakValueDictionary[int, BayesModel] = weakref.WeakValueDictionary()
-
-
-def built_from(model: Any) -> BayesModel | None:
-    """The :class:`BayesModel` that :func:`build_model` built around the PyMC ``model``, if any."""
-    bm = _BUILT.get(id(model))
-    return bm if bm is not None and bm.model is model else None
-
 
 def dense_x(design: Any) -> np.ndarray:
     """The fixed-effects matrix of the pooled rows as a dense array."""
@@ -311,9 +299,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
                         observed=design.k.astype("int64"))
         else:
             pm.Potential("loglik", _binomial_logit_loglik(eta, design.k, design.m, likelihood))
-    bm = BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis)
-    _BUILT[id(model)] = bm
-    return bm
+    return BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis)
 
 
 def _vector_prior(name: str, priors: list[Prior], dims: str):

@@ -86,12 +86,10 @@ def _seed(seed: int | np.random.Generator | None) -> int:
     return int(seed)
 
 
-def _kernel_model(model: Any) -> tuple[Any, Any] | None:
-    """(FusedDensity, nutpie model) for ``model`` when the compiled kernel covers it, else None."""
+def _kernel_model(bm: Any) -> tuple[Any, Any] | None:
+    """(FusedDensity, nutpie model) for the BayesModel ``bm`` when the compiled kernel covers it."""
     from .fused import FusedDensity, fused_available, fused_reason
-    from .model import built_from
 
-    bm = built_from(model)
     if bm is None or not fused_available() or fused_reason(bm) is not None:
         return None
     density = FusedDensity.from_model(bm)
@@ -104,8 +102,12 @@ def _kernel_model(model: Any) -> tuple[Any, Any] | None:
 def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
                 target_accept: float = 0.65, cores: int | None = None,
-                max_treedepth: int = 10) -> tuple[Any, float, str]:
-    """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description)."""
+                max_treedepth: int = 10, built: Any = None) -> tuple[Any, float, str]:
+    """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description).
+
+    ``built`` is the :class:`~evalmix.bayes.model.BayesModel` behind ``model``, when there is
+    one: with nutpie its design feeds the compiled kernel of :mod:`evalmix.bayes.fused`.
+    """
     import pymc as pm
 
     name = choose_sampler(sampler)
@@ -115,7 +117,7 @@ def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
     if name == "nutpie":
         import nutpie
 
-        kernel = _kernel_model(model)
+        kernel = _kernel_model(built)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if kernel is not None:

@@ -223,7 +223,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
-    J = np.zeros((ev.eta.size, nt + p))  # d eta~ / d(theta, beta) by forward differences
+    # d eta~ / d(theta, beta) by forward differences, for lme4's early-stop term only
+    J = np.zeros((ev.eta.size, nt + p)) if lme4_pirls else None
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
@@ -237,7 +238,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
             be = be + e
             u0 = ev.u + ld.du_dbeta(ev, e)
         evj = ld.pirls(th, be, u0)
-        J[:, j] = (evj.eta - ev.eta) / h
+        if J is not None:
+            J[:, j] = (evj.eta - ev.eta) / h
         gt, gb = ld.grads(evj, theta=exact_theta)
         col = ((np.concatenate([gt, gb]) if exact_theta else gb) - g0) / h
         if exact_theta:
@@ -248,7 +250,7 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
         H = (H + H.T) / 2
     else:
         _theta_block(ld, ev, H, h)
-    if lme4_pirls:
+    if J is not None:
         c = ld.one_step_weights(ev)
         for s in range(0, c.size, 65536):  # row chunks: no second n x P temporary
             Js = J[s:s + 65536]
