@@ -14,7 +14,7 @@ from .errors import (
     SamplingWarning,
     SingularFitWarning,
 )
-from .report import format_p, to_latex, to_markdown
+from .tables import format_p, to_latex, to_markdown
 
 # mixed models
 from .glmm import GlmerResult, glmer
@@ -28,7 +28,7 @@ from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
 from .reliability import flip_rate, icc, latent_icc
 
 # Comparisons, resampling, multiplicity, agreement, power and calibration.
-from .tests import (
+from .comparisons import (
     cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
 )
 from .resampling import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import report
+from . import tables
 
 
 @dataclass(frozen=True)
@@ -22,12 +22,12 @@ class Result:
         raise NotImplementedError
 
     def to_latex(self, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
-        """The result table as a LaTeX table (see :func:`evalmix.report.to_latex`)."""
-        return report.to_latex(self.to_frame(), caption=caption, label=label, digits=digits)
+        """The result table as a LaTeX table (see :func:`evalmix.tables.to_latex`)."""
+        return tables.to_latex(self.to_frame(), caption=caption, label=label, digits=digits)
 
     def to_markdown(self, digits: int = 3) -> str:
-        """The result table as a Markdown table (see :func:`evalmix.report.to_markdown`)."""
-        return report.to_markdown(self.to_frame(), digits=digits)
+        """The result table as a Markdown table (see :func:`evalmix.tables.to_markdown`)."""
+        return tables.to_markdown(self.to_frame(), digits=digits)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: ``{"table": [records...]}`` plus subclass extras."""

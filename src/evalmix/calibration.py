@@ -34,7 +34,7 @@ from ._result import Result
 from .resampling import (_encode, _metric_from_cells, _preds_gold, instance_bootstrap,
                          paired_bootstrap, plausible_run_scores, run_level_ci)
 from .simulate.mixture import mixture_arrays
-from .tests import mcnemar, paired_t_runs
+from .comparisons import mcnemar, paired_t_runs
 
 __all__ = ["CalibrationResult", "CoverageResult", "METHODS", "MethodOutput", "MethodSpec",
            "SCENARIOS", "SimPair", "calibrate", "coverage_study", "register_method",

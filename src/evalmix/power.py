@@ -16,7 +16,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from .errors import DataError
-from .tests import item_means
+from .comparisons import item_means
 
 __all__ = ["cohens_h", "clustered_variance_components", "mde_clustered", "mde_paired_proportions",
            "mde_two_proportions", "power_clustered", "power_paired_proportions",

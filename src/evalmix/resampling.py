@@ -32,7 +32,7 @@ from scipy.special import ndtr, ndtri
 from ._random import as_generator
 from ._result import Result
 from .errors import DataError
-from .tests import ComparisonResult, item_means
+from .comparisons import ComparisonResult, item_means
 
 __all__ = ["BootstrapResult", "BootstrapTable", "bootstrap_ci", "cluster_bootstrap",
            "instance_bootstrap", "paired_bootstrap", "plausible_run_scores", "run_level_ci",

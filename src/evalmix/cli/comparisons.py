@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..calibration import calibrate
-from ..tests import compare_pair
+from ..comparisons import compare_pair
 from ._common import add_data_arguments, emit, load_data, split_list
 
 PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]

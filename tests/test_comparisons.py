@@ -17,7 +17,7 @@ from evalmix import (cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, p
                      wilcoxon)
 from evalmix.errors import DataError, DataWarning
 from evalmix.simulate import mixture_benchmark
-from evalmix.tests import nemenyi_critical_difference, runs_matrices
+from evalmix.comparisons import nemenyi_critical_difference, runs_matrices
 
 
 @pytest.fixture(scope="module")
@@ -339,3 +339,16 @@ def test_tests_equal_r():
     f = ref["friedman"]
     r = friedman(np.array(f["scores"]))
     assert (r.statistic, r.p_value) == pytest.approx((f["chisq"], f["p"]), rel=1e-10)
+
+
+def test_old_module_name_still_imports_with_a_deprecation_warning():
+    import importlib
+    import sys
+
+    import pytest
+
+    sys.modules.pop("evalmix.tests", None)
+    with pytest.warns(DeprecationWarning, match="evalmix.comparisons"):
+        old = importlib.import_module("evalmix.tests")
+    from evalmix import comparisons
+    assert old.compare_pair is comparisons.compare_pair
