@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .._multcomp import ADJUST_METHODS
+from ..multiplicity import ADJUST_METHODS
 from .._result import frame_records
 from ..emmeans import contrast, emmeans
 from ..glmm import VCOV_METHODS
