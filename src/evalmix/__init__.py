@@ -82,3 +82,8 @@ __all__ += [
 from . import bayes  # noqa: E402
 
 __all__ += ["bayes"]
+
+# The whole study in one call: tables, figures and the HTML page (an adapter over everything above)
+from .reporting import Report, report  # noqa: E402
+
+__all__ += ["Report", "report"]
