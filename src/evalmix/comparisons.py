@@ -34,7 +34,7 @@ __all__ = ["ComparisonResult", "FriedmanResult", "cohens_d", "compare_pair", "fr
            "wilcoxon"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ComparisonResult(Result):
     """Outcome of a paired comparison of two models (``estimate = b - a``).
 
@@ -473,7 +473,7 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class FriedmanResult(Result):
     """Friedman test of k models on the same items, with Nemenyi pairwise comparisons.
 
