@@ -10,6 +10,7 @@ nothing a caller does to an attribute changes what the result reports afterwards
 from __future__ import annotations
 
 import re
+import types
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -63,6 +64,8 @@ def _protect(value: Any) -> Any:
         view = value.view()
         view.flags.writeable = False
         return view
+    if isinstance(value, dict):
+        return types.MappingProxyType({k: _protect(v) for k, v in value.items()})
     return value
 
 

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from . import _multcomp
+from . import multiplicity
+from .draws import hdi
 from ._result import Result
 from .errors import FormulaError
 
@@ -282,28 +283,6 @@ class EMMeans(Result):
         return out
 
 
-def hdi(samples: np.ndarray, prob: float = 0.95) -> np.ndarray:
-    """Highest-density intervals of each column of ``samples`` (draws in rows).
-
-    The narrowest interval spanning ``floor(prob * n)`` consecutive order statistics (ArviZ's
-    convention).  Returns an array of shape ``(n_columns, 2)``.
-
-    Examples
-    --------
-    >>> hdi(np.arange(101.0).reshape(-1, 1), 0.9).tolist()
-    [[0.0, 90.0]]
-    """
-    x = np.sort(np.asarray(samples, dtype=float).reshape(len(samples), -1), axis=0)
-    n = x.shape[0]
-    inc = int(np.floor(prob * n))
-    if inc < 1 or inc >= n:
-        raise ValueError(f"prob={prob} leaves no interval among {n} draws")
-    widths = x[inc:] - x[: n - inc]
-    start = np.argmin(widths, axis=0)
-    cols = np.arange(x.shape[1])
-    return np.column_stack([x[start, cols], x[start + inc, cols]])
-
-
 def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
                transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
     """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
@@ -552,10 +531,10 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
-    adjust : {"holm", "bonferroni", "sidak", "BH", "tukey", "dunnettx", "mvt", "none"}
-        Multiplicity adjustment within each family.  Intervals are adjusted the emmeans way:
-        Holm and BH cannot adjust intervals, so they get Bonferroni intervals (noted in
-        ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.
+    adjust : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "tukey", "dunnettx", "mvt", "none"}
+        Multiplicity adjustment within each family (see :mod:`evalmix.multiplicity`).  Intervals
+        are adjusted the emmeans way: the step-wise methods (Holm, Hochberg, BH, BY) cannot adjust
+        intervals, so they get Bonferroni intervals (noted in ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.
         Ignored for posterior fits.
     conf_level : float
         Family-wise level of the intervals (or the HDI probability for posterior fits).
@@ -577,7 +556,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     1  M3 - M1      1.58        4.84
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
-    adjust = _multcomp.normalise_method(adjust)
+    adjust = multiplicity.normalise_method(adjust)
     coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
     by = list(emm.by)
     spec = list(emm.specs)
@@ -612,7 +591,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):
                 corr = cov / np.outer(d, d)
-            p, crit, p_method, ci_method = _multcomp.adjust_family(
+            p, crit, p_method, ci_method = multiplicity.adjust_family(
                 z, adjust, conf_level=conf_level, n_means=len(labels), pairwise=pairwise,
                 corr=corr)
             est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()

@@ -62,8 +62,8 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.anova(fit).to_frame().round(3)
               term   chisq  df      p
-    0  (Intercept)   7.084   1  0.008
-    1        model  25.580   2  0.000
+    0  (Intercept)   7.132   1  0.008
+    1        model  25.952   2  0.000
     """
     if str(type).upper() not in ("3", "III"):
         raise ValueError(f"type={type!r}: only type-III Wald tests (type=3) are provided")

@@ -265,11 +265,11 @@ class FittedModel:
         return self._ranef.copy()
 
     def random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
-        from ..formula import _group_codes_for
+        from ..formula import group_codes_for
 
         out = np.zeros(len(nd))
         for t, uoff, L in self._blocks():
-            code = _group_codes_for(t, nd)
+            code = group_codes_for(t, nd)
             new = code < 0
             if new.any() and not allow_new_levels:
                 raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
