@@ -142,8 +142,9 @@ def accuracy(
     Returns
     -------
     DataFrame
-        The ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate``, ``lower``,
-        ``upper``; with ``ci="cluster"`` also ``n_items`` and ``se``.
+        The ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate`` (the accuracy,
+        a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also ``n_items`` and
+        ``se``.
 
     Examples
     --------
@@ -197,11 +198,11 @@ def accuracy(
             table["n_items"] = len(m)
         z = stats.norm.ppf(1 - (1 - conf_level) / 2)
         table["se"] = table.pop("sd") / np.sqrt(table["n_items"])
-        table["lower"] = table["estimate"] - z * table["se"]
-        table["upper"] = table["estimate"] + z * table["se"]
-        cols = by_cols + ["n", "k", "n_items", "estimate", "se", "lower", "upper"]
+        table["conf_low"] = table["estimate"] - z * table["se"]
+        table["conf_high"] = table["estimate"] + z * table["se"]
+        cols = by_cols + ["n", "k", "n_items", "estimate", "se", "conf_low", "conf_high"]
         return table[cols]
 
     lo, hi = binom_ci(k_vals.to_numpy(), table["n"].to_numpy(), method=ci, conf_level=conf_level)
-    table["lower"], table["upper"] = lo, hi
-    return table[by_cols + ["n", "k", "estimate", "lower", "upper"]]
+    table["conf_low"], table["conf_high"] = lo, hi
+    return table[by_cols + ["n", "k", "estimate", "conf_low", "conf_high"]]
