@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from . import _slicing as sl
 from ._result import Result, frame_records
 from .errors import DataError
+from .fitted import coefficients, linear_functions
 
 __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
@@ -413,13 +414,12 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
     grid, L = marginal_rows(fit, term, by_)
-    beta = fit.fixef.to_numpy(float)
-    V = fit.vcov.to_numpy(float)
+    coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
+    beta, V = coefs.beta, coefs.vcov
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
     eta_draws = draws @ L.T
-    est = L @ beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+    est, se, _ = linear_functions(L, beta, V)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
