@@ -33,7 +33,7 @@ from scipy import stats
 from ._random import as_generator
 from ._result import Result
 from .parallel import parallel_map
-from .resampling import (_encode, _metric_from_cells, _preds_gold, instance_bootstrap,
+from .resampling import (encode_labels, instance_bootstrap, metric_from_cells, preds_gold,
                          paired_bootstrap, plausible_run_scores, run_level_ci)
 from .simulate.mixture import mixture_arrays
 from .comparisons import mcnemar, paired_t_runs
@@ -267,12 +267,10 @@ def _run_bootstrap_sqrt_b(pair: SimPair, rng: np.random.Generator, conf_level: f
 
 
 def _glmer_function() -> Callable | None:
-    """``evalmix.glmer`` when the mixed-model engine is installed, else None."""
-    import importlib
-    try:
-        return getattr(importlib.import_module("evalmix"), "glmer", None)
-    except ImportError:  # pragma: no cover
-        return None
+    """The GLMM engine's ``glmer`` (imported on first use: the engine is heavy)."""
+    from .glmm import glmer
+
+    return glmer
 
 
 def _glmm_contrast(pair: SimPair, rng: np.random.Generator, conf_level: float,
@@ -619,7 +617,7 @@ def coverage_study(preds: Any, gold: Any, *, metric: str = "f1", runs: Any = Non
     >>> bool(res.wide().loc[6, "instance"] > res.wide().loc[6, "t"])
     True
     """
-    p, g = _preds_gold(preds, gold)
+    p, g = preds_gold(preds, gold)
     n_runs = p.shape[0]
     runs = list(range(1, n_runs + 1)) if runs is None else [int(m) for m in runs]
     if any(m < 1 or m > n_runs for m in runs):
@@ -627,9 +625,9 @@ def coverage_study(preds: Any, gold: Any, *, metric: str = "f1", runs: Any = Non
     rng = as_generator(seed)
     plausible = plausible_run_scores(p, g, metric=metric, n_sims=n_plausible, pos_label=pos_label,
                                      seed=rng)
-    codes, k, pos = _encode(p, np.broadcast_to(g, p.shape), pos_label)
+    codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
     cells = np.stack([np.bincount(row, minlength=k * k) for row in codes])
-    run_scores = _metric_from_cells(cells, k, metric, pos)
+    run_scores = metric_from_cells(cells, k, metric, pos)
     it = runs
     if progress:
         from tqdm import tqdm

@@ -277,12 +277,12 @@ class FittedModel:
         return pd.concat(frames, ignore_index=True)
 
     def random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
-        from ..formula import _group_codes_for
+        from ..formula import group_codes_for
 
         ev = self.ev
         out = np.zeros(len(nd))
         for t, uoff, _, L in self._blocks():
-            code = _group_codes_for(t, nd)
+            code = group_codes_for(t, nd)
             new = code < 0
             if new.any() and not allow_new_levels:
                 raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
