@@ -371,7 +371,7 @@ def _glmm_true_diff(design: dict, seed: int) -> float:
 
 # ----------------------------------------------------------------------------- harness
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class CalibrationResult(Result):
     """Calibration table of several methods on one scenario.
 
@@ -543,7 +543,7 @@ def _summarise(sims: pd.DataFrame, specs: list[MethodSpec], n_sims: int) -> pd.D
 
 # ----------------------------------------------------------------------------- coverage study
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class CoverageResult(Result):
     """Coverage of single-model intervals against the scores of plausible new runs.
 

@@ -32,7 +32,7 @@ __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "mar
 # rank instability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankInstabilityResult(Result):
     """Leaderboards from run subsets against the all-runs leaderboard.
 
@@ -44,8 +44,8 @@ class RankInstabilityResult(Result):
         order, the paper's count), ``unstable`` (``n_moved > 0``), ``n_discordant`` (model pairs
         strictly ordered one way here and the other way in the reference), ``n_pairs`` and
         ``kendall_tau`` (tau-b between the two accuracy vectors).
-    summary : DataFrame
-        One row per number of pooled runs: ``n_leaderboards``, ``n_unstable``, ``rate``,
+    by_n_runs : DataFrame
+        One row per number of pooled runs (also ``to_frame()``): ``n_leaderboards``, ``n_unstable``, ``rate``,
         ``n_discordant`` (total), ``mean_discordant`` and ``inversions_removed`` (share of the
         single-run discordant pairs that disappear, when single runs are included).
     ranks : DataFrame
@@ -57,7 +57,7 @@ class RankInstabilityResult(Result):
     """
 
     table: pd.DataFrame
-    summary: pd.DataFrame
+    by_n_runs: pd.DataFrame
     ranks: pd.DataFrame
     by: tuple[str, ...]
     n_unstable: int
@@ -65,7 +65,7 @@ class RankInstabilityResult(Result):
     rate: float
 
     def to_frame(self) -> pd.DataFrame:
-        return self.summary.copy()
+        return self.by_n_runs.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"leaderboards": frame_records(self.table),
@@ -197,7 +197,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     summ = summ[["n_runs", "n_leaderboards", "n_unstable", "rate", "n_discordant", "mean_discordant"]
                 + (["inversions_removed"] if 1 in sizes else [])]
     first = summ.iloc[0]
-    return RankInstabilityResult(table=table, summary=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
+    return RankInstabilityResult(table=table, by_n_runs=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
                                  n_unstable=int(first["n_unstable"]),
                                  n_leaderboards=int(first["n_leaderboards"]), rate=float(first["rate"]))
 
@@ -206,7 +206,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
 # rank uncertainty by item-level bootstrap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 

@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import special, stats
 
 from . import _slicing as sl
-from ._result import Result, frame_records
+from ._result import Result, contrast_label, frame_records
 from .errors import DataError
 from .parallel import parallel_map
 
@@ -41,7 +41,7 @@ __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "a
 # the paper's statistic
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SliceSEResult(Result):
     """``table``: ``n_runs`` (first R runs pooled), ``n_slices``, ``mean_accuracy``, ``sd_accuracy``
     (SD of the slice accuracies) and ``se`` = sd_accuracy / sqrt(n_slices)."""
@@ -215,7 +215,7 @@ def _se(var_between: np.ndarray, var_within: np.ndarray, n_items: np.ndarray, n_
 # SE against runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SEvsRunsResult(Result):
     """Standard error of slice accuracies against the number of runs.
 
@@ -401,7 +401,7 @@ def accuracy_components(eta: float | Sequence[float], sd_item: float, sd_item_ru
 # planning
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PlanResult(Result):
     """The cheapest design meeting a target.
 
@@ -623,12 +623,12 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
 # significance stability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SignFlipResult(Result):
     """Which contrasts against the reference change significance between single runs and all runs.
 
     ``details``: ``run`` (``"all"`` or a run label), ``contrast`` (``"level - ref"``), ``estimate``,
-    ``se``, ``lower``, ``upper`` (Wald, log-odds), ``p``, ``significant`` and ``flipped`` (the
+    ``se``, ``conf_low``, ``conf_high`` (Wald, log-odds), ``p_value``, ``significant`` and ``flipped`` (the
     decision differs from the all-runs fit).  ``rate``: share of contrasts whose decision flips in
     at least one single run (the paper's definition); ``run_rate``: share of (run, contrast) pairs
     that flip.  ``fits``: one row per fit with ``formula``, ``nobs``, ``converged``, ``singular``.
@@ -668,7 +668,8 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_l
     mask = [t == term for t in design.column_terms]
     tab = tab[mask].copy()
     prefix = f"{term}[T."
-    tab["contrast"] = [f"{c[len(prefix):-1] if c.startswith(prefix) else c} - {ref}" for c in tab["term"]]
+    tab["contrast"] = [contrast_label(c[len(prefix):-1] if c.startswith(prefix) else c, ref)
+                       for c in tab["term"]]
     info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
     return tab, info
 
@@ -744,8 +745,9 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     for (label, _, _), (tab, info) in zip(jobs, out):
         frames.append(pd.DataFrame({
             "run": str(label), "contrast": tab["contrast"].to_numpy(), "estimate": tab["estimate"].to_numpy(),
-            "se": tab["se"].to_numpy(), "lower": tab["ci_low"].to_numpy(), "upper": tab["ci_high"].to_numpy(),
-            "p": tab["p"].to_numpy(), "significant": (tab["p"] < alpha).to_numpy()}))
+            "se": tab["se"].to_numpy(), "conf_low": tab["conf_low"].to_numpy(),
+            "conf_high": tab["conf_high"].to_numpy(), "p_value": tab["p_value"].to_numpy(),
+            "significant": (tab["p_value"] < alpha).to_numpy()}))
         fits.append({"run": str(label)} | info)
     details = pd.concat(frames, ignore_index=True)
     ref_sig = details[details["run"] == "all"].set_index("contrast")["significant"]
