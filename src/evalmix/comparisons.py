@@ -391,7 +391,7 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class FriedmanResult(Result):
     """Friedman test of k models on the same items, with Nemenyi pairwise comparisons.
 

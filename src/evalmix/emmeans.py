@@ -216,7 +216,7 @@ def _grid_weights(design: Any, grid: pd.DataFrame, keep: list[str], weights: str
     return cells if weights == "cells" else (cells > 0).astype(float)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class EMMeans(Result):
     """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
 
@@ -446,7 +446,7 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Contrasts(Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 

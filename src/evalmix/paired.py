@@ -19,7 +19,7 @@ from .errors import DataError
 __all__ = ["ComparisonResult", "item_means"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ComparisonResult(Result):
     """Outcome of a paired comparison of two models (``estimate = b - a``).
 

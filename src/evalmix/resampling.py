@@ -42,7 +42,7 @@ _METHODS = ("percentile", "basic", "bca", "t")
 _CHUNK_CELLS = 250_000  # elements per gathered chunk: stays in cache, ~2 MB of indices
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapResult(Result):
     """A bootstrap estimate with its interval.
 
@@ -89,7 +89,7 @@ class BootstrapResult(Result):
         return (self.conf_high - self.conf_low) / 2
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapTable(Result):
     """Bootstrap intervals for several groups resampled together (same items in every group).
 

@@ -26,7 +26,7 @@ __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evid
 
 # --- type-III Wald tests --------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AnovaTable(Result):
     """Wald chi-square tests, one row per term: ``term``, ``chisq``, ``df``, ``p``."""
 
@@ -121,7 +121,7 @@ def _nested(small: Any, large: Any) -> bool | None:
     return fs <= fl and rs == rl
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelComparison(Result):
     """Information criteria of several fits, sorted by BIC, with lme4-style likelihood-ratio tests.
 

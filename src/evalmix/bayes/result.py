@@ -26,7 +26,7 @@ def flatten_chains(a: np.ndarray) -> np.ndarray:
     return a.reshape((-1,) + a.shape[2:])
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankResult(Result):
     """Posterior rank distribution of the levels of a factor (rank 1 = highest accuracy).
 
@@ -43,7 +43,7 @@ class RankResult(Result):
         return self.table.copy()
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PPCResult(Result):
     """Posterior predictive check of accuracy (and optionally its spread across groups).
 
@@ -60,7 +60,7 @@ class PPCResult(Result):
         return self.table.copy()
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BayesGlmerResult(Result):
     """A hierarchical Bayesian binomial-logit GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
 
