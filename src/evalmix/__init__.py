@@ -56,7 +56,8 @@ _EXPORTS: dict[str, str] = {
     "bic_evidence": "selection", "compare_models": "selection",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "multiplicity", "plots", "power", "repetitions", "simulate", "tables"}
+_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
+               "tables"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",

@@ -20,6 +20,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +30,7 @@ from scipy import special, stats
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
 from .errors import DataError
+from .parallel import parallel_map
 
 __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
            "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
@@ -672,9 +674,14 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_l
     return tab, info
 
 
+def _fit_job(job: tuple, term: str, ref: Any, conf_level: float) -> tuple:
+    _, formula, data = job
+    return _fit_contrasts(data, formula, term, ref, conf_level)
+
+
 def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref: Any = None,
                    run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
-                   n_jobs: int = 1, progress: bool = False) -> SignFlipResult:
+                   n_jobs: int | None = None, progress: bool = False) -> SignFlipResult:
     """Refit a GLMM on each single run and report which contrasts change significance.
 
     The model is fitted on all runs and, separately, on the rows of each run.  For every level of
@@ -703,8 +710,9 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     drop_run_terms : bool
         In single-run fits drop random terms grouped by the run column (``(1|item:run)`` has one
         level per item there and is aliased with ``(1|item)``).
-    n_jobs : int
-        Fits run in parallel with joblib.
+    n_jobs : int, optional
+        Fits run in parallel with joblib (default: an enclosing ``joblib.parallel_config``, else 1;
+        see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Progress bar over fits.
 
@@ -720,9 +728,6 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']
     """
-    from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
-
     cols = sl.resolve(data, run=run, need_item=False, by=[term])
     levels = sl.levels(data[term])
     ref = levels[0] if ref is None else ref
@@ -733,8 +738,8 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     single = _without_run_terms(formula, cols.run) if drop_run_terms else formula
     runs = sl.levels(d[cols.run])
     jobs = [("all", formula, d)] + [(r, single, d[d[cols.run] == r]) for r in runs]
-    it = tqdm(jobs, desc="refits") if progress else jobs
-    out = Parallel(n_jobs=n_jobs)(delayed(_fit_contrasts)(sub, f, term, ref, conf_level) for _, f, sub in it)
+    out = parallel_map(partial(_fit_job, term=term, ref=ref, conf_level=conf_level), jobs, n_jobs=n_jobs,
+                       progress=progress, desc="refits")
     alpha = 1 - conf_level
     frames, fits = [], []
     for (label, _, _), (tab, info) in zip(jobs, out):
