@@ -82,3 +82,12 @@ __all__ += [
 from . import bayes  # noqa: E402
 
 __all__ += ["bayes"]
+
+# Leaderboards: simultaneous rank sets, tie groups; errored samples
+from .descriptive import ErroredAccuracy, accuracy_bounds  # noqa: E402
+from .leaderboard import (  # noqa: E402
+    RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
+)
+
+__all__ += ["ErroredAccuracy", "RankSets", "accuracy_bounds", "rank_sets", "rank_sets_glmm",
+            "rank_sets_normal", "rank_sets_posterior", "tie_groups"]
