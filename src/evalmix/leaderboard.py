@@ -42,9 +42,10 @@ from scipy import special, stats
 
 from . import _slicing as sl
 from . import tables
-from ._multcomp import mvn_box_probability, mvn_box_quantile
+from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
 from .errors import DataError
+from .fitted import coefficients
 from .ranking import cell_sums, grid_groups, marginal_rows
 from .status import scored_rows
 
@@ -515,9 +516,8 @@ def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | N
     _check_level(conf_level)
     by_ = sl.as_list(by)
     grid, L = marginal_rows(fit, term, by_)
-    beta = fit.fixef.to_numpy(float)
-    V = fit.vcov.to_numpy(float)
-    est, cov = L @ beta, L @ V @ L.T
+    coefs = coefficients(fit, posterior=False)  # the ML fit's normal approximation
+    est, cov = L @ coefs.beta, L @ coefs.vcov @ L.T
     parts = []
     for key, idx in grid_groups(grid, by_):
         labels = grid[term].iloc[idx].tolist()
