@@ -30,6 +30,7 @@ from scipy import special, stats
 
 from . import multiplicity
 from .draws import hdi
+from .fitted import Coefficients, coefficients, linear_functions
 from ._result import Result
 from .errors import FormulaError
 
@@ -42,30 +43,6 @@ _PARENS = re.compile(r"-|\+|/|\*")
 
 
 # --- coefficients of a fit ------------------------------------------------------------------------
-
-@dataclass(frozen=True, repr=False)
-class _Coefficients:
-    names: tuple[str, ...]
-    beta: np.ndarray | None
-    vcov: np.ndarray | None
-    draws: np.ndarray | None
-
-
-def _coefficients(fit: Any) -> _Coefficients:
-    """beta and V (maximum likelihood) or posterior draws (a fit with ``fixef_draws``)."""
-    draws = getattr(fit, "fixef_draws", None)
-    if draws is not None:
-        draws = pd.DataFrame(draws)
-        return _Coefficients(tuple(map(str, draws.columns)), None, None,
-                             draws.to_numpy(dtype=float))
-    fixef = getattr(fit, "fixef", None)
-    vcov = getattr(fit, "vcov", None)
-    if fixef is None or vcov is None:
-        raise TypeError(f"{type(fit).__name__} has neither fixef/vcov nor fixef_draws")
-    names = tuple(map(str, fixef.index))
-    v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
-    return _Coefficients(names, fixef.to_numpy(dtype=float), v, None)
-
 
 def _link(fit: Any) -> str:
     link = str(getattr(fit, "link", "identity"))
@@ -283,7 +260,7 @@ class EMMeans(Result):
         return out
 
 
-def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
+def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
                transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
     """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
     rows that are not estimable are NaN."""
@@ -297,8 +274,7 @@ def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "lower": iv[:, 0], "upper": iv[:, 1]})
-    est = L @ coefs.beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
+    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov)
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
@@ -360,7 +336,7 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r} is not one of {', '.join(_WEIGHTS)}")
     spec_list, by_list = _parse_specs(specs, by)
-    coefs = _coefficients(fit)
+    coefs = coefficients(fit)
     link = _link(fit)
     grid, X = reference_grid(fit, at)
     keep = spec_list + by_list
@@ -557,7 +533,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = multiplicity.normalise_method(adjust)
-    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
+    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
@@ -606,7 +582,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             summ["or_lower"] = np.exp(summ["lower"])
             summ["or_upper"] = np.exp(summ["upper"])
         blocks.append(pd.concat([block, summ], axis=1))
-    if coefs.draws is None and p_method in ("holm", "BH"):
+    if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "

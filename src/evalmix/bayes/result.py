@@ -12,7 +12,7 @@ from scipy.special import expit, log_expit
 
 from .._result import Result, frame_records
 from ..draws import hdi
-from ..errors import DataError, SamplingWarning
+from ..errors import DataError
 from .model import BayesModel, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
