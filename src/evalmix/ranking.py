@@ -25,7 +25,7 @@ from .errors import DataError
 from .fitted import coefficients, linear_functions
 from .parallel import parallel_map
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups", "marginal_rows",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
@@ -93,7 +93,7 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def _cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
+def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
                models: list) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
@@ -155,7 +155,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     for key, sub in sl.groups(data, by_):
         runs = sl.levels(sub[cols.run])
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.run, runs, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model has no rows in some run; rank "
                             f"instability needs every model in every run")
@@ -304,7 +304,7 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
     rows, dist_rows = [], []
     for (key, sub), sseed in zip(slices, seeds):
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
+        succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
