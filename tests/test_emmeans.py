@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from evalmix import _multcomp
+from evalmix import multiplicity
 from evalmix.emmeans import contrast, emmeans, hdi, reference_grid
 from evalmix.errors import FormulaError
 from glm_standin import PosteriorStandIn, categorical, fit_from_reference, glm_fit
@@ -51,13 +51,15 @@ def assert_matches(mine: pd.DataFrame, ref: list[dict], *, est_tol=1e-6, se_rtol
     np.testing.assert_allclose(mine["estimate"], ref_df["estimate"], atol=est_tol, rtol=0)
     np.testing.assert_allclose(mine["se"], ref_df["se"], rtol=se_rtol)
     scale = ref_df[["lower", "upper"]].abs().max(axis=1) + ref_df["se"]
-    for col in ("lower", "upper"):  # relative to the interval's size, not to a value near zero
-        err = np.abs(mine[col].to_numpy() - ref_df[col].to_numpy())
+    for col, mcol in (("lower", "conf_low"), ("upper", "conf_high")):  # relative to the size
+        err = np.abs(mine[mcol].to_numpy() - ref_df[col].to_numpy())
         assert (err <= ci_rtol * scale + 1e-7).all(), (col, err.max())
     if "z" in ref_df:
-        np.testing.assert_allclose(mine["z"], ref_df["z"], atol=est_tol * 10, rtol=se_rtol)
+        np.testing.assert_allclose(mine["statistic"], ref_df["z"], atol=est_tol * 10,
+                                   rtol=se_rtol)
     if "p" in ref_df:
-        np.testing.assert_allclose(mine["p"], ref_df["p"].astype(float), atol=p_tol, rtol=0)
+        np.testing.assert_allclose(mine["p_adjusted"], ref_df["p"].astype(float), atol=p_tol,
+                                   rtol=0)
 
 
 def test_standin_reproduces_r_glm(fit):
@@ -146,10 +148,15 @@ def test_odds_ratios_match_r_response_scale(fit):
     res = contrast(emmeans(fit, "model", by="lang", type="response"), adjust="holm").to_frame()
     ref = pd.DataFrame(GLM["contrasts"]["response_pairwise_holm"])
     np.testing.assert_allclose(res["odds_ratio"], ref["estimate"], rtol=1e-6)
-    np.testing.assert_allclose(res["or_lower"], ref["lower"], rtol=1e-5)
-    np.testing.assert_allclose(res["or_upper"], ref["upper"], rtol=1e-5)
-    np.testing.assert_allclose(res["p"], ref["p"], atol=1e-6)
+    np.testing.assert_allclose(res["se"], ref["se"], rtol=1e-5)  # delta-method SE of the ratio
+    np.testing.assert_allclose(res["or_conf_low"], ref["lower"], rtol=1e-5)
+    np.testing.assert_allclose(res["or_conf_high"], ref["upper"], rtol=1e-5)
+    np.testing.assert_allclose(res["statistic"], ref["z"], rtol=1e-5)
+    np.testing.assert_allclose(res["p_adjusted"], ref["p"], atol=1e-6)
+    # the odds-ratio scale shows no log-odds columns, and its labels say "A / B"
     assert res["contrast"].tolist() == ref["contrast"].tolist()
+    assert all(" / " in c for c in res["contrast"])
+    assert not {"estimate", "conf_low", "conf_high"} & set(res.columns)
 
 
 def test_two_factor_labels_and_tukey_family(fit):
@@ -169,10 +176,13 @@ def test_holm_note_and_bonferroni_intervals(fit):
     emm = emmeans(fit, "model")
     holm = contrast(emm, adjust="holm")
     bonf = contrast(emm, adjust="bonferroni")
-    np.testing.assert_allclose(holm.table["lower"], bonf.table["lower"])
+    np.testing.assert_allclose(holm.table["conf_low"], bonf.table["conf_low"])
     assert holm.ci_adjust == "bonferroni"
     assert any("Bonferroni" in n for n in holm.notes)
-    assert (holm.table["p"] <= bonf.table["p"] + 1e-15).all()
+    assert (holm.table["p_adjusted"] <= bonf.table["p_adjusted"] + 1e-15).all()
+    # the unadjusted p-values are the same whatever the adjustment
+    np.testing.assert_allclose(holm.table["p_value"], bonf.table["p_value"])
+    assert (holm.table["p_value"] <= holm.table["p_adjusted"]).all()
 
 
 # --- glmer fits (R's fixed effects and covariance on the same design) -----------------------------
@@ -210,32 +220,33 @@ def _pairwise_corr(k: int) -> np.ndarray:
 def test_mvt_equals_tukey_for_independent_equal_variance_means(k):
     """max |Z_i - Z_j| / sqrt(2) of k iid normals is the studentized range / sqrt(2)."""
     t = np.array([1.5, 2.5, 3.0])
-    p_box = _multcomp.mvn_box_probability(t, _pairwise_corr(k))
-    p_tukey = 1 - _multcomp.ptukey_upper(np.sqrt(2) * t, k)
+    p_box = multiplicity.mvn_box_probability(t, _pairwise_corr(k))
+    p_tukey = 1 - multiplicity.ptukey_upper(np.sqrt(2) * t, k)
     np.testing.assert_allclose(p_box, p_tukey, atol=3e-4)
-    q = _multcomp.mvn_box_quantile(0.95, _pairwise_corr(k))
-    assert q == pytest.approx(_multcomp.qtukey(0.95, k) / np.sqrt(2), rel=2e-4)
+    q = multiplicity.mvn_box_quantile(0.95, _pairwise_corr(k))
+    assert q == pytest.approx(multiplicity.qtukey(0.95, k) / np.sqrt(2), rel=2e-4)
 
 
 def test_box_probability_independent_is_product():
     t = 2.1
     exact = (1 - 2 * (1 - stats.norm.cdf(t))) ** 4
-    assert _multcomp.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-4)
+    assert multiplicity.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-4)
 
 
 def test_single_contrast_is_never_adjusted(fit):
     emm = emmeans(fit, "lang")
     for adjust in ("holm", "tukey", "dunnettx", "mvt", "sidak"):
         res = contrast(emm, adjust=adjust)
-        z = res.table["z"].iloc[0]
-        assert res.table["p"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
+        z = res.table["statistic"].iloc[0]
+        assert res.table["p_adjusted"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
+        assert res.table["p_value"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(1e-12, 1.0), min_size=1, max_size=30))
 def test_stepwise_adjustments_are_ordered(p):
     p = np.array(p)
-    holm, bh = _multcomp._holm(p), _multcomp._bh(p)
+    holm, bh = multiplicity.adjust_pvalues(p, "holm"), multiplicity.adjust_pvalues(p, "BH")
     bonf = np.minimum(1, len(p) * p)
     assert (p <= bh + 1e-15).all() and (bh <= holm + 1e-15).all()
     assert (holm <= bonf + 1e-15).all()
@@ -292,13 +303,13 @@ def test_posterior_emmeans_summarise_draws(fit, posterior):
     from scipy.special import expit
     vals = expit(posterior.fixef_draws.to_numpy() @ post.L.T)
     np.testing.assert_allclose(post.table["estimate"], vals.mean(axis=0))
-    np.testing.assert_allclose(post.table[["lower", "upper"]].to_numpy(), hdi(vals, 0.95))
+    np.testing.assert_allclose(post.table[["conf_low", "conf_high"]].to_numpy(), hdi(vals, 0.95))
 
 
 def test_posterior_contrasts_give_prob_positive(fit, posterior):
     res = contrast(emmeans(posterior, "model"), "trt.vs.ctrl", ref="gamma")
     tab = res.table
-    assert {"prob_positive", "odds_ratio"} <= set(tab.columns) and "p" not in tab.columns
+    assert {"prob_positive", "odds_ratio"} <= set(tab.columns) and "p_value" not in tab.columns
     vals = posterior.fixef_draws.to_numpy() @ res.L.T
     np.testing.assert_allclose(tab["prob_positive"], (vals > 0).mean(axis=0))
     np.testing.assert_allclose(tab["estimate"], vals.mean(axis=0))
@@ -398,5 +409,21 @@ def test_missing_cell_is_not_estimable():
 
 def test_holm_and_bh_count_the_whole_family():
     p = np.array([0.01, 0.04])
-    np.testing.assert_allclose(_multcomp._holm(p, 3), [0.03, 0.08])
-    np.testing.assert_allclose(_multcomp._bh(p, 3), [0.03, 0.06])
+    np.testing.assert_allclose(multiplicity.adjust_pvalues(p, "holm", n=3), [0.03, 0.08])
+    np.testing.assert_allclose(multiplicity.adjust_pvalues(p, "BH", n=3), [0.03, 0.06])
+
+
+@pytest.mark.parametrize("method", ["hochberg", "BY", "BH", "holm", "bonferroni", "sidak"])
+def test_every_p_adjust_method_is_available_in_contrast(fit, method):
+    # contrast() and adjust_pvalues() share one implementation: the family's adjusted p-values are
+    # p.adjust of its unadjusted ones
+    raw = contrast(emmeans(fit, "model"), "pairwise", adjust="none").to_frame()
+    adj = contrast(emmeans(fit, "model"), "pairwise", adjust=method).to_frame()
+    expected = multiplicity.adjust_pvalues(raw["p_value"].to_numpy(), method)
+    np.testing.assert_allclose(adj["p_adjusted"].to_numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(adj["p_value"], raw["p_adjusted"], rtol=1e-12)
+
+
+def test_tukey_needs_z_statistics():
+    with pytest.raises(ValueError, match="evalmix.contrast"):
+        multiplicity.adjust_pvalues([0.01, 0.2], "tukey")
