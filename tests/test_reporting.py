@@ -146,7 +146,7 @@ def test_ai4math_domain_sections(ai4math_out, published):
     np.testing.assert_allclose(comp["bic_weight"], pub["wBIC"], atol=P_TOL)
     # the paper's domain test: chi-square 13.5 on 6 df, whose p is 0.036 (the paper printed 0.005)
     t3 = _tab(ai4math_out, "type3_slice").set_index("term")
-    assert t3.loc["domain", "chisq"] == pytest.approx(13.47, abs=0.01)
+    assert t3.loc["domain", "statistic"] == pytest.approx(13.47, abs=0.01)  # chi-square
     assert t3.loc["domain", "df"] == 6
     assert t3.loc["domain", _p(t3.reset_index())] == pytest.approx(0.0362, abs=5e-4)
     # conditional contrasts: 7 competitors x 7 domains, equal across domains under the additive model

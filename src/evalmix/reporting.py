@@ -371,7 +371,8 @@ def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, 
     acc = accuracy(data, [m, slice_], ci="wilson", conf_level=conf_level)
     mm = means.to_frame().sort_values("estimate", kind="stable").reset_index(drop=True)
     row = type3[type3["term"] == slice_]
-    chi = (f" The {slice_} effect in the additive model: χ² = {float(row['chisq'].iloc[0]):.1f} on "
+    stat = "statistic" if "statistic" in row.columns else "chisq"
+    chi = (f" The {slice_} effect in the additive model: χ² = {float(row[stat].iloc[0]):.1f} on "
            f"{int(row['df'].iloc[0])} df, p = {tables.format_p(float(row[_pcol(row)].iloc[0]))}."
            if len(row) else "")
     means_sec = ReportSection(
@@ -470,7 +471,7 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
              "why": "a tie in accuracy is not an inversion; breaking it by the models' level order "
                     "moves models that are not ordered at all."}]
     if 2 in sizes:
-        s = ri.summary.set_index("n_runs")
+        s = ri.to_frame().set_index("n_runs")
         red_lb = 1 - s.loc[2, "rate"] / s.loc[1, "rate"] if s.loc[1, "rate"] > 0 else np.nan
         red_pairs = s.loc[2, "inversions_removed"]
         corr.append({
@@ -488,7 +489,7 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
     return ReportSection(
         "ranks", "Rank instability and rank intervals", note,
         tables=(("rank_instability", "Leaderboards of run subsets against all runs: unstable "
-                 "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.summary),
+                 "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.to_frame()),
                 ("leaderboards", "Every run-subset leaderboard.", ri.table),
                 ("rank_intervals", "Rank of each model with its 95% bootstrap interval.", ru.to_frame())),
         figures=(("fig8_rank_bump", "Figure 8: ranks in single runs against all runs (ties side by "
