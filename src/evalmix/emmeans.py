@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,7 @@ class _Coefficients:
     beta: np.ndarray | None
     vcov: np.ndarray | None
     draws: np.ndarray | None
+    separation: Any = None  # a separated ML fit: beta/vcov are its finite limit parametrisation
 
 
 def _coefficients(fit: Any) -> _Coefficients:
@@ -62,8 +64,28 @@ def _coefficients(fit: Any) -> _Coefficients:
     if fixef is None or vcov is None:
         raise TypeError(f"{type(fit).__name__} has neither fixef/vcov nor fixef_draws")
     names = tuple(map(str, fixef.index))
+    sep = getattr(fit, "separation", None)
+    if sep is not None and getattr(sep, "beta_limit", None) is not None:
+        # divergent coefficients: work with the finite limit fit, classify each row of L
+        return _Coefficients(names, sep.beta_limit, sep.vcov_limit, None, sep)
     v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
     return _Coefficients(names, fixef.to_numpy(dtype=float), v, None)
+
+
+def _warn_divergent(L: np.ndarray, coefs: _Coefficients, labels: list[str], what: str) -> None:
+    """Name the rows of ``L`` that a separated fit cannot estimate (``+-inf`` or undetermined)."""
+    if coefs.separation is None:
+        return
+    cls = coefs.separation.classify(np.nan_to_num(L))
+    bad = [f"{lab} ({'+inf' if c > 0 else '-inf' if c < 0 else 'not determined'})"
+           for lab, c in zip(labels, cls) if c != 0]
+    if bad:
+        from .errors import SeparationWarning
+
+        warnings.warn(f"{what} of {', '.join(bad)} diverge in this separated fit (see "
+                      "fit.separation): reported as +-inf or NaN with NaN standard errors; refit "
+                      "with fixef_prior='normal(0, 2.5)' for finite values", SeparationWarning,
+                      stacklevel=3)
 
 
 def _link(fit: Any) -> str:
@@ -265,6 +287,7 @@ class EMMeans(Result):
     # the fit dropped aliased columns
     L_full: np.ndarray | None = field(default=None, repr=False)
     null_basis: np.ndarray | None = field(default=None, repr=False)
+    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
 
     @property
     def is_posterior(self) -> bool:
@@ -318,8 +341,13 @@ def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "lower": iv[:, 0], "upper": iv[:, 1]})
-    est = L @ coefs.beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
+    if coefs.separation is not None:
+        est, cov = coefs.separation.combine(np.nan_to_num(L), coefs.beta, coefs.vcov)
+        est = np.where(np.isnan(L).any(axis=1), np.nan, est)
+        se = np.sqrt(np.diag(cov))
+    else:
+        est = L @ coefs.beta
+        se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
@@ -412,11 +440,14 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ok = _estimable(L_full, basis) if L_full is not None else None
     transform = special.expit if (type == "response" and link == "logit") else None
     summary = _summarise(L, coefs, conf_level, transform, ok)
+    _warn_divergent(L, coefs, [_label(r) for r in levels.itertuples(index=False, name=None)],
+                    "marginal means")
     table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
     return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
                    specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
                    conf_level=conf_level, weights=weights, beta=coefs.beta, vcov=coefs.vcov,
-                   draws=coefs.draws, L_full=L_full, null_basis=basis)
+                   draws=coefs.draws, L_full=L_full, null_basis=basis,
+                   separation=coefs.separation)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -578,7 +609,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = _multcomp.normalise_method(adjust)
-    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
+    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
@@ -601,13 +632,16 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         for v, val in zip(by, key):
             block[v] = val
         summ = _summarise(Lc, coefs, conf_level, estimable=ok)
+        _warn_divergent(Lc, coefs, list(names), "contrasts")
         if coefs.draws is not None:
             vals = coefs.draws @ Lc.T
             summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
-            z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = Lc @ coefs.vcov @ Lc.T
+            with np.errstate(invalid="ignore"):
+                z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
+            cov = (Lc @ coefs.vcov @ Lc.T if coefs.separation is None
+                   else coefs.separation.combine(Lc, coefs.beta, coefs.vcov)[1])
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):

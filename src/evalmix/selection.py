@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,13 +79,24 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
     rows = []
+    divergent = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
         idx = [i for i, t in enumerate(column_terms) if t == term]
         b, v = beta[idx], V[np.ix_(idx, idx)]
+        if not (np.isfinite(b).all() and np.isfinite(v).all()):  # separated: no Wald test
+            divergent.append(term)
+            rows.append((term, np.nan, len(idx), np.nan))
+            continue
         # pseudo-inverse and rank guard against aliased columns, as car's linearHypothesis does
         df = int(np.linalg.matrix_rank(v))
         chisq = float(b @ np.linalg.pinv(v) @ b)
         rows.append((term, chisq, df, float(stats.chi2.sf(chisq, df))))
+    if divergent:
+        from .errors import SeparationWarning
+
+        warnings.warn(f"no Wald test for {divergent}: their estimates diverge (separation, see "
+                      "fit.separation); refit with fixef_prior='normal(0, 2.5)' or compare "
+                      "likelihoods of nested fits", SeparationWarning, stacklevel=2)
     return AnovaTable(pd.DataFrame(rows, columns=["term", "chisq", "df", "p"]))
 
 

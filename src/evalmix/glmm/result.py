@@ -45,6 +45,14 @@ class GlmerResult(Result):
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default), ``"hessian_exact"`` or ``"rx"``.
     fixed_design : FixedDesign
+    fixef_prior : NormalPrior or None
+        The prior of a ``fixef_prior=`` fit (``blme::bglmer``); ``loglik`` is then the
+        likelihood at the penalised estimates, and ``prior_deviance`` blme's "Prior dev"
+        (minus twice the log prior density at the estimates).
+    separation : Separation or None
+        Set when the fixed effects are separated (some estimates are ``+-inf``): which
+        coefficients diverge, the rows fitted perfectly, and the finite limit fit
+        (see :mod:`evalmix.glmm.separation`).
 
     Examples
     --------
@@ -79,6 +87,9 @@ class GlmerResult(Result):
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "binomial"
     link: str = "logit"
+    separation: Any = field(repr=False, default=None)  # Separation when estimates diverge
+    fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
+    prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
@@ -106,10 +117,13 @@ class GlmerResult(Result):
         out = super().to_dict()
         out.update({"formula": self.formula, "loglik": self.loglik, "aic": self.aic,
                     "bic": self.bic, "df": self.df, "nobs": self.nobs,
-                    "theta": {k: float(v) for k, v in self.theta.items()},
+                    "theta": {k: (float(v) if np.isfinite(v) else None)
+                              for k, v in self.theta.items()},
                     "varcorr": frame_records(self.varcorr), "converged": self.converged,
                     "singular": self.singular, "messages": list(self.messages),
-                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict()})
+                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict(),
+                    "separation": None if self.separation is None else self.separation.to_dict(),
+                    "prior_deviance": self.prior_deviance})
         return out
 
     @property
@@ -157,8 +171,12 @@ class GlmerResult(Result):
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
         nd = self._model.data if newdata is None else newdata
-        eta = self.fixed_design.model_matrix(nd) @ self.fixef.to_numpy()
-        if re:
+        Xn = self.fixed_design.model_matrix(nd)
+        if self.separation is not None:  # rows on a divergent direction predict 0 or 1
+            eta = self.separation.combine(Xn)[0]
+        else:
+            eta = Xn @ self.fixef.to_numpy()
+        if re and self._model.ev is not None:
             eta = eta + self._model.random_part(nd, allow_new_levels)
         return expit(eta) if type == "response" else eta
 
@@ -179,8 +197,12 @@ def _fmt(v: float, digits: int) -> str:
 
 def _summary_text(res: GlmerResult, digits: int) -> str:
     m = res._model
-    lines = ["Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) "
-             "['glmerMod']", " Family: binomial  ( logit )", f"Formula: {res.formula}", ""]
+    lines = []
+    if res.fixef_prior is not None:
+        lines += [f"Fixef prior: {res.fixef_prior.describe()}",
+                  f"Prior dev  : {res.prior_deviance:.4f}", ""]
+    lines += ["Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) "
+              "['glmerMod']", " Family: binomial  ( logit )", f"Formula: {res.formula}", ""]
     resid = m.pearson_residuals()
     ab = pd.DataFrame({"AIC": [res.aic], "BIC": [res.bic], "logLik": [res.loglik],
                        "deviance": [res.deviance], "df.resid": [res.nobs - res.df]})
@@ -213,10 +235,11 @@ def _summary_text(res: GlmerResult, digits: int) -> str:
     groups = "; ".join(f"{g}, {n}" for g, n in res.ngroups.items())
     lines += [f"Number of obs: {res.nobs}, groups:  {groups}", "", "Fixed effects:"]
     ct = res.coef_table()
-    ft = pd.DataFrame({"Estimate": ct["estimate"].map(lambda v: f"{v:.{digits}f}"),
-                       "Std. Error": ct["se"].map(lambda v: f"{v:.{digits}f}"),
-                       "z value": ct["z"].map(lambda v: f"{v:.3f}"),
-                       "Pr(>|z|)": ct["p"].map(lambda v: f"{v:.3g}" if v >= 2e-16 else "<2e-16"),
+    ft = pd.DataFrame({"Estimate": ct["estimate"].map(lambda v: _num(v, f"{v:.{digits}f}")),
+                       "Std. Error": ct["se"].map(lambda v: _num(v, f"{v:.{digits}f}")),
+                       "z value": ct["z"].map(lambda v: _num(v, f"{v:.3f}")),
+                       "Pr(>|z|)": ct["p"].map(lambda v: _num(v, f"{v:.3g}" if v >= 2e-16
+                                                              else "<2e-16")),
                        "": ct["p"].map(_stars)})
     ft.index = [("(Intercept)" if t == "Intercept" else t) for t in ct["term"]]
     lines += [ft.to_string(), "---",
@@ -226,11 +249,20 @@ def _summary_text(res: GlmerResult, digits: int) -> str:
                      "as lme4 1.1-31 computes it)")
     elif res.vcov_method == "hessian_exact":
         lines.append("(standard errors from the finite-difference Hessian of the exact deviance)")
-    else:
+    elif res.vcov_method == "rx":
         lines.append("(standard errors from the final penalised least-squares step, RX)")
     for msg in res.messages:
         lines.append(msg)
     return "\n".join(lines)
+
+
+def _num(v: float, text: str) -> str:
+    """R's spelling of non-finite numbers (NA, Inf, -Inf)."""
+    if np.isnan(v):
+        return "NA"
+    if np.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    return text
 
 
 def _stars(p: float) -> str:
@@ -240,8 +272,10 @@ def _stars(p: float) -> str:
 class FittedModel:
     """What a result needs to compute random effects, residuals and predictions."""
 
-    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray):
+    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
+                 separation: Any = None):
         self.design = design
+        self.separation = separation
         self.terms: list[RandomTerm] = design.terms
         self.ld = ld
         self.ev = ev
@@ -261,6 +295,10 @@ class FittedModel:
 
     def ranef_frame(self) -> pd.DataFrame:
         ld, ev = self.ld, self.ev
+        if ev is None:  # complete separation: no rows left to determine the random effects
+            return pd.concat([pd.DataFrame({"group": t.group, "term": t.cnames[c],
+                                            "level": t.levels, "mode": np.nan, "sd": np.nan})
+                              for t in self.terms for c in range(t.nc)], ignore_index=True)
         ld._refresh(ev)
         solver = ld.solver
         frames = []
@@ -297,6 +335,17 @@ class FittedModel:
 
     def pearson_residuals(self) -> np.ndarray:
         d = self.design
-        mu = self.ev.mu[self.row_index]
         k, m = d.k_rows, d.m_rows
-        return (k - m * mu) / np.sqrt(m * mu * (1 - mu))
+        if self.separation is None:
+            mu = self.ev.mu[self.row_index]
+            return (k - m * mu) / np.sqrt(m * mu * (1 - mu))
+        # rows fitted perfectly in the limit have residual 0; the others come from the limit fit
+        sep_rows = self.separation.pooled_rows
+        out = np.zeros(k.size)
+        if self.ev is not None:
+            mu_pooled = np.full(sep_rows.size, np.nan)
+            mu_pooled[~sep_rows] = self.ev.mu
+            mu = mu_pooled[self.row_index]
+            ok = ~sep_rows[self.row_index]
+            out[ok] = (k[ok] - m[ok] * mu[ok]) / np.sqrt(m[ok] * mu[ok] * (1 - mu[ok]))
+        return out
