@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("pymc")
@@ -92,6 +91,7 @@ def test_posterior_predictive_check(fit, sim):
     assert ppc["ppp"].between(0.01, 0.99).all()
 
 
+@pytest.mark.slow
 def test_interval_coverage_over_repeated_simulations():
     """90% HDIs of the model effects and the item SD cover the truth at about the nominal rate."""
     hits = []
@@ -138,6 +138,7 @@ def test_counts_give_the_same_posterior_as_rows(sim):
     assert rows.nobs == len(sim) and counts.nobs == len(agg)
 
 
+@pytest.mark.slow
 def test_correlated_slope_and_nested_terms():
     d = glmm_runs(2, 30, 2, slices={"language": ["EN", "ES"]}, sd_item=1.0, sd_slope=0.8, seed=4)
     f = quiet_fit("correct ~ model + language + (1 + language|item)", d, seed=1)
@@ -150,6 +151,7 @@ def test_correlated_slope_and_nested_terms():
     assert set(f2.varcorr["group"]) == {"item", "run:item"}  # lme4 names the nested term run:item
 
 
+@pytest.mark.slow
 def test_loo_comparison_prefers_the_true_model():
     d = glmm_runs(3, 30, 2, model_effects=[-1.5, 0.0, 1.5], sd_item=1.0, sd_item_run=0.0, seed=8)
     a = quiet_fit("correct ~ model + (1|item)", d, seed=1)
@@ -203,6 +205,7 @@ def test_ai4math_parameterization(ai4math_raw):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_posterior_means_match_ml(ai4math_raw):
     from evalmix.glmm import glmer as ml_glmer
 
@@ -328,6 +331,7 @@ def test_fused_initial_point_and_coverage(sim):
         FusedDensity.from_model(corr)
 
 
+@pytest.mark.slow
 def test_default_sampler_matches_pymc_sampler(sim):
     """The default sampler (the compiled kernel under nutpie when nutpie and numba are installed)
     gives the posterior of PyMC's own sampler, with the same stored variables."""

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from evalmix import _multcomp
+from evalmix import multiplicity
 from evalmix.emmeans import contrast, emmeans, hdi, reference_grid
 from evalmix.errors import FormulaError
 from glm_standin import PosteriorStandIn, categorical, fit_from_reference, glm_fit
@@ -210,17 +210,17 @@ def _pairwise_corr(k: int) -> np.ndarray:
 def test_mvt_equals_tukey_for_independent_equal_variance_means(k):
     """max |Z_i - Z_j| / sqrt(2) of k iid normals is the studentized range / sqrt(2)."""
     t = np.array([1.5, 2.5, 3.0])
-    p_box = _multcomp.mvn_box_probability(t, _pairwise_corr(k))
-    p_tukey = 1 - _multcomp.ptukey_upper(np.sqrt(2) * t, k)
+    p_box = multiplicity.mvn_box_probability(t, _pairwise_corr(k))
+    p_tukey = 1 - multiplicity.ptukey_upper(np.sqrt(2) * t, k)
     np.testing.assert_allclose(p_box, p_tukey, atol=3e-4)
-    q = _multcomp.mvn_box_quantile(0.95, _pairwise_corr(k))
-    assert q == pytest.approx(_multcomp.qtukey(0.95, k) / np.sqrt(2), rel=2e-4)
+    q = multiplicity.mvn_box_quantile(0.95, _pairwise_corr(k))
+    assert q == pytest.approx(multiplicity.qtukey(0.95, k) / np.sqrt(2), rel=2e-4)
 
 
 def test_box_probability_independent_is_product():
     t = 2.1
     exact = (1 - 2 * (1 - stats.norm.cdf(t))) ** 4
-    assert _multcomp.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-4)
+    assert multiplicity.mvn_box_probability(t, np.eye(4))[0] == pytest.approx(exact, abs=1e-4)
 
 
 def test_single_contrast_is_never_adjusted(fit):
@@ -235,7 +235,7 @@ def test_single_contrast_is_never_adjusted(fit):
 @given(st.lists(st.floats(1e-12, 1.0), min_size=1, max_size=30))
 def test_stepwise_adjustments_are_ordered(p):
     p = np.array(p)
-    holm, bh = _multcomp._holm(p), _multcomp._bh(p)
+    holm, bh = multiplicity.adjust_pvalues(p, "holm"), multiplicity.adjust_pvalues(p, "BH")
     bonf = np.minimum(1, len(p) * p)
     assert (p <= bh + 1e-15).all() and (bh <= holm + 1e-15).all()
     assert (holm <= bonf + 1e-15).all()
@@ -398,5 +398,21 @@ def test_missing_cell_is_not_estimable():
 
 def test_holm_and_bh_count_the_whole_family():
     p = np.array([0.01, 0.04])
-    np.testing.assert_allclose(_multcomp._holm(p, 3), [0.03, 0.08])
-    np.testing.assert_allclose(_multcomp._bh(p, 3), [0.03, 0.06])
+    np.testing.assert_allclose(multiplicity.adjust_pvalues(p, "holm", n=3), [0.03, 0.08])
+    np.testing.assert_allclose(multiplicity.adjust_pvalues(p, "BH", n=3), [0.03, 0.06])
+
+
+@pytest.mark.parametrize("method", ["hochberg", "BY", "BH", "holm", "bonferroni", "sidak"])
+def test_every_p_adjust_method_is_available_in_contrast(fit, method):
+    # contrast() and adjust_pvalues() share one implementation: the family's adjusted p-values are
+    # p.adjust of its unadjusted ones
+    raw = contrast(emmeans(fit, "model"), "pairwise", adjust="none").to_frame()
+    adj = contrast(emmeans(fit, "model"), "pairwise", adjust=method).to_frame()
+    pcol = "p_value" if "p_value" in raw.columns else "p"
+    expected = multiplicity.adjust_pvalues(raw[pcol].to_numpy(), method)
+    np.testing.assert_allclose(adj[pcol].to_numpy(), expected, rtol=1e-12)
+
+
+def test_tukey_needs_z_statistics():
+    with pytest.raises(ValueError, match="evalmix.contrast"):
+        multiplicity.adjust_pvalues([0.01, 0.2], "tukey")

@@ -14,8 +14,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+# the quickstart runs in seconds and belongs to every test run; the full-size studies are slow
+FAST = {"quickstart"}
+CASES = [pytest.param(p, id=p.stem, marks=() if p.stem in FAST else pytest.mark.slow) for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", CASES)
 def test_notebook_runs(path: Path, monkeypatch):
     # the kernel imports this checkout's evalmix, whatever is installed
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))

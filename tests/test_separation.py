@@ -87,8 +87,8 @@ def test_verdicts_match_detectseparation(case_id):
     ct = fit.coef_table()
     inf = np.isinf(expected)
     np.testing.assert_array_equal(ct["estimate"].to_numpy()[inf], expected[inf])
-    assert ct.loc[inf, ["se", "z", "p", "ci_low", "ci_high"]].isna().all().all()
-    assert np.isfinite(ct.loc[~inf, ["estimate", "se", "p"]].to_numpy()).all()
+    assert ct.loc[inf, ["se", "statistic", "p_value", "conf_low", "conf_high"]].isna().all().all()
+    assert np.isfinite(ct.loc[~inf, ["estimate", "se", "p_value"]].to_numpy()).all()
 
 
 @pytest.mark.parametrize("case_id", [k for k in R["cases"] if "limit" in R["cases"][k]])
@@ -115,8 +115,8 @@ def test_complete_separation_reports_no_finite_estimate():
     assert fit.fixef["Intercept"] == np.inf
     assert np.isnan(fit.theta).all() and fit.loglik == 0.0 and not fit.converged
     assert np.isnan(fit.ranef()["mode"]).all()
-    text = fit.summary()
-    assert "Inf" in text and "complete separation" in text
+    text = str(fit.summary())
+    assert "inf" in text and "complete separation" in text and "no standard errors" in text
     np.testing.assert_array_equal(fit.predict(RUNS.head(3), type="response"), [1.0, 1.0, 1.0])
 
 
@@ -127,7 +127,7 @@ def test_predictions_and_residuals_in_the_limit():
     assert (p[b] == 1.0).all() and (p[~b] < 1).all()
     r = fit._model.pearson_residuals()
     assert np.isfinite(r).all() and (r[b.to_numpy()] == 0).all()
-    assert "Inf" in fit.summary() and "NA" in fit.summary()
+    assert "inf" in str(fit.summary())
 
 
 def test_endometrial_verdicts():
@@ -181,7 +181,7 @@ def test_fixef_prior_matches_blme(case_id):
     assert objective == pytest.approx(case["objective"], abs=1e-2)
     assert fit.loglik == pytest.approx(case["loglik"], abs=1e-3)
     assert fit.prior_deviance == pytest.approx(case["prior_dev"], abs=1e-2)
-    assert "Prior dev" in fit.summary()
+    assert "Prior dev" in str(fit.summary())
 
 
 def test_fixef_prior_on_separated_data_notes_the_separation():
@@ -222,7 +222,7 @@ def test_emmeans_contrast_anova_name_the_divergent_rows():
     from evalmix import anova, contrast, emmeans
 
     fit, _ = _fit("ref")
-    with pytest.warns(SeparationWarning, match=r"marginal means of model-A \(\+inf\)"):
+    with pytest.warns(SeparationWarning, match=r"marginal mean of model-A \(\+inf\)"):
         emm = emmeans(fit, "model")
     t = emm.to_frame().set_index("model")
     assert t.loc["model-A", "estimate"] == np.inf and np.isnan(t.loc["model-A", "se"])
@@ -234,7 +234,7 @@ def test_emmeans_contrast_anova_name_the_divergent_rows():
     with pytest.warns(SeparationWarning):
         resp = emmeans(fit, "model", type="response").to_frame().set_index("model")
     assert resp.loc["model-A", "estimate"] == 1.0 and np.isnan(resp.loc["model-A", "se"])
-    with pytest.warns(SeparationWarning, match=r"contrasts of \(model-A\) - \(model-B\) \(\+inf\)"):
+    with pytest.warns(SeparationWarning, match=r"contrast \(model-A\) - \(model-B\) \(\+inf\)"):
         con = contrast(emm, "pairwise").to_frame().set_index("contrast")
     finite = con.loc["(model-B) - (model-C)"]
     assert np.isfinite(finite[["estimate", "se", "p"]].astype(float)).all()

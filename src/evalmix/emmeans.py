@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from . import _multcomp
+from . import multiplicity
+from .draws import hdi
+from .fitted import Coefficients, coefficients, linear_functions, warn_divergent
 from ._result import Result
 from .errors import FormulaError
 
@@ -42,51 +43,6 @@ _PARENS = re.compile(r"-|\+|/|\*")
 
 
 # --- coefficients of a fit ------------------------------------------------------------------------
-
-@dataclass(frozen=True, repr=False)
-class _Coefficients:
-    names: tuple[str, ...]
-    beta: np.ndarray | None
-    vcov: np.ndarray | None
-    draws: np.ndarray | None
-    separation: Any = None  # a separated ML fit: beta/vcov are its finite limit parametrisation
-
-
-def _coefficients(fit: Any) -> _Coefficients:
-    """beta and V (maximum likelihood) or posterior draws (a fit with ``fixef_draws``)."""
-    draws = getattr(fit, "fixef_draws", None)
-    if draws is not None:
-        draws = pd.DataFrame(draws)
-        return _Coefficients(tuple(map(str, draws.columns)), None, None,
-                             draws.to_numpy(dtype=float))
-    fixef = getattr(fit, "fixef", None)
-    vcov = getattr(fit, "vcov", None)
-    if fixef is None or vcov is None:
-        raise TypeError(f"{type(fit).__name__} has neither fixef/vcov nor fixef_draws")
-    names = tuple(map(str, fixef.index))
-    sep = getattr(fit, "separation", None)
-    if sep is not None and getattr(sep, "beta_limit", None) is not None:
-        # divergent coefficients: work with the finite limit fit, classify each row of L
-        return _Coefficients(names, sep.beta_limit, sep.vcov_limit, None, sep)
-    v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
-    return _Coefficients(names, fixef.to_numpy(dtype=float), v, None)
-
-
-def _warn_divergent(L: np.ndarray, coefs: _Coefficients, labels: list[str], what: str) -> None:
-    """Name the rows of ``L`` that a separated fit cannot estimate (``+-inf`` or undetermined)."""
-    if coefs.separation is None:
-        return
-    cls = coefs.separation.classify(np.nan_to_num(L))
-    bad = [f"{lab} ({'+inf' if c > 0 else '-inf' if c < 0 else 'not determined'})"
-           for lab, c in zip(labels, cls) if c != 0]
-    if bad:
-        from .errors import SeparationWarning
-
-        warnings.warn(f"{what} of {', '.join(bad)} diverge in this separated fit (see "
-                      "fit.separation): reported as +-inf or NaN with NaN standard errors; refit "
-                      "with fixef_prior='normal(0, 2.5)' for finite values", SeparationWarning,
-                      stacklevel=3)
-
 
 def _link(fit: Any) -> str:
     link = str(getattr(fit, "link", "identity"))
@@ -260,7 +216,7 @@ def _grid_weights(design: Any, grid: pd.DataFrame, keep: list[str], weights: str
     return cells if weights == "cells" else (cells > 0).astype(float)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class EMMeans(Result):
     """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
 
@@ -305,29 +261,7 @@ class EMMeans(Result):
         return out
 
 
-def hdi(samples: np.ndarray, prob: float = 0.95) -> np.ndarray:
-    """Highest-density intervals of each column of ``samples`` (draws in rows).
-
-    The narrowest interval spanning ``floor(prob * n)`` consecutive order statistics (ArviZ's
-    convention).  Returns an array of shape ``(n_columns, 2)``.
-
-    Examples
-    --------
-    >>> hdi(np.arange(101.0).reshape(-1, 1), 0.9).tolist()
-    [[0.0, 90.0]]
-    """
-    x = np.sort(np.asarray(samples, dtype=float).reshape(len(samples), -1), axis=0)
-    n = x.shape[0]
-    inc = int(np.floor(prob * n))
-    if inc < 1 or inc >= n:
-        raise ValueError(f"prob={prob} leaves no interval among {n} draws")
-    widths = x[inc:] - x[: n - inc]
-    start = np.argmin(widths, axis=0)
-    cols = np.arange(x.shape[1])
-    return np.column_stack([x[start, cols], x[start + inc, cols]])
-
-
-def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
+def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
                transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
     """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
     rows that are not estimable are NaN."""
@@ -341,13 +275,7 @@ def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "lower": iv[:, 0], "upper": iv[:, 1]})
-    if coefs.separation is not None:
-        est, cov = coefs.separation.combine(np.nan_to_num(L), coefs.beta, coefs.vcov)
-        est = np.where(np.isnan(L).any(axis=1), np.nan, est)
-        se = np.sqrt(np.diag(cov))
-    else:
-        est = L @ coefs.beta
-        se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
+    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov, coefs.separation)
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
@@ -409,7 +337,7 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r} is not one of {', '.join(_WEIGHTS)}")
     spec_list, by_list = _parse_specs(specs, by)
-    coefs = _coefficients(fit)
+    coefs = coefficients(fit)
     link = _link(fit)
     grid, X = reference_grid(fit, at)
     keep = spec_list + by_list
@@ -440,8 +368,9 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ok = _estimable(L_full, basis) if L_full is not None else None
     transform = special.expit if (type == "response" and link == "logit") else None
     summary = _summarise(L, coefs, conf_level, transform, ok)
-    _warn_divergent(L, coefs, [_label(r) for r in levels.itertuples(index=False, name=None)],
-                    "marginal means")
+    warn_divergent(L, coefs.separation,
+                   [_label(r) for r in levels.itertuples(index=False, name=None)],
+                   "the marginal mean of", stacklevel=2)
     table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
     return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
                    specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
@@ -522,7 +451,7 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Contrasts(Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
@@ -583,10 +512,10 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
-    adjust : {"holm", "bonferroni", "sidak", "BH", "tukey", "dunnettx", "mvt", "none"}
-        Multiplicity adjustment within each family.  Intervals are adjusted the emmeans way:
-        Holm and BH cannot adjust intervals, so they get Bonferroni intervals (noted in
-        ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.
+    adjust : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "tukey", "dunnettx", "mvt", "none"}
+        Multiplicity adjustment within each family (see :mod:`evalmix.multiplicity`).  Intervals
+        are adjusted the emmeans way: the step-wise methods (Holm, Hochberg, BH, BY) cannot adjust
+        intervals, so they get Bonferroni intervals (noted in ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.
         Ignored for posterior fits.
     conf_level : float
         Family-wise level of the intervals (or the HDI probability for posterior fits).
@@ -608,8 +537,8 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     1  M3 - M1      1.58        4.84
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
-    adjust = _multcomp.normalise_method(adjust)
-    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
+    adjust = multiplicity.normalise_method(adjust)
+    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
@@ -632,7 +561,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         for v, val in zip(by, key):
             block[v] = val
         summ = _summarise(Lc, coefs, conf_level, estimable=ok)
-        _warn_divergent(Lc, coefs, list(names), "contrasts")
+        warn_divergent(Lc, coefs.separation, names, "the contrast", stacklevel=2)
         if coefs.draws is not None:
             vals = coefs.draws @ Lc.T
             summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
@@ -640,13 +569,12 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         else:
             with np.errstate(invalid="ignore"):
                 z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = (Lc @ coefs.vcov @ Lc.T if coefs.separation is None
-                   else coefs.separation.combine(Lc, coefs.beta, coefs.vcov)[1])
+            cov = linear_functions(Lc, coefs.beta, coefs.vcov, coefs.separation)[2]
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):
                 corr = cov / np.outer(d, d)
-            p, crit, p_method, ci_method = _multcomp.adjust_family(
+            p, crit, p_method, ci_method = multiplicity.adjust_family(
                 z, adjust, conf_level=conf_level, n_means=len(labels), pairwise=pairwise,
                 corr=corr)
             est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()
@@ -661,7 +589,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             summ["or_lower"] = np.exp(summ["lower"])
             summ["or_upper"] = np.exp(summ["upper"])
         blocks.append(pd.concat([block, summ], axis=1))
-    if coefs.draws is None and p_method in ("holm", "BH"):
+    if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "

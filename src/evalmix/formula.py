@@ -259,7 +259,7 @@ def _formula_factors(rhs: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+def factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
     return list(_formula_factors(fixed))
 
 
@@ -270,7 +270,7 @@ def build_fixed(fixed: str, data: pd.DataFrame) -> tuple[FixedDesign, np.ndarray
     """
     from formulaic import model_matrix
 
-    used = _factor_columns(fixed, data)
+    used = factor_columns(fixed, data)
     missing = [c for c in used if c not in data.columns and _NAME.match(c)]
     if missing:
         raise FormulaError(f"fixed-effect term(s) name column(s) {missing} absent from the data "
@@ -383,7 +383,7 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
     return inv.astype(np.int64), names
 
 
-def _group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
+def group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
     """Index of each new row's level of ``term``'s grouping factor (-1 when unseen)."""
     for c in term.columns:
         if c not in newdata.columns:

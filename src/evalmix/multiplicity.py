@@ -1,4 +1,29 @@
-"""Multiple-comparison adjustment of p-values (R's ``p.adjust``)."""
+"""Multiple-comparison adjustment: R's ``p.adjust`` and emmeans' families of z statistics.
+
+This module owns every multiplicity adjustment in evalmix.  :func:`adjust_pvalues` adjusts a vector
+of p-values as R's ``p.adjust`` does; :func:`adjust_family` adjusts one family of z statistics (one
+``by`` group of contrasts) and gives the matching interval critical value, as emmeans does with
+df = Inf.  Every method is available in both places where it makes sense:
+
+- ``holm``, ``hochberg``, ``BH``, ``BY``, ``bonferroni``, ``sidak``: p-value adjustments; intervals of
+  the step-wise methods fall back to Bonferroni critical values, since no interval matches them
+  (emmeans does the same and says so);
+- ``tukey``: studentized range with as many means as levels, for pairwise families only;
+- ``dunnettx``: emmeans' approximation of Dunnett's distribution, a (k - 1)/k : 1/k mixture of the
+  Tukey distribution (with ``(1 + sqrt(1 + 8 k)) / 2`` means) and the Sidak bound, k = number of
+  contrasts;
+- ``mvt``: the exact simultaneous probability under the contrasts' joint normal distribution.
+
+The last three need the z statistics and their correlation, so only :func:`adjust_family` (and
+:func:`evalmix.contrast`) offers them.
+
+The multivariate normal probability of the symmetric box ``max_i |Z_i| <= t`` is computed with a
+spherical-radial decomposition: with ``Z = A u`` (``u`` standard normal of the covariance's rank
+``r``), ``P(t) = E_v[F_chi2(r)((t / max_i |(A v)_i|)^2)]`` over uniformly distributed directions
+``v``.  The integrand is continuous in ``v``, so a scrambled Sobol set of directions converges fast,
+and singular correlation matrices (all pairwise differences of k means have rank k - 1) need no
+special care.  The direction set is seeded, so results are deterministic.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +31,60 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import optimize, special, stats
+from scipy.stats import qmc
 
-__all__ = ["adjust_pvalues"]
+__all__ = [
+    "ADJUST_METHODS", "P_ADJUST_METHODS", "adjust_family", "adjust_pvalues", "mvn_box_probability",
+    "mvn_box_quantile", "normalise_method", "pdunnx", "ptukey_upper", "qdunnx", "qtukey",
+]
+
+#: Adjustments of a plain vector of p-values (R's ``p.adjust`` methods, plus Sidak).
+P_ADJUST_METHODS = ("holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none")
+#: Every adjustment of a family of contrasts (:func:`adjust_family`, :func:`evalmix.contrast`).
+ADJUST_METHODS = P_ADJUST_METHODS + ("tukey", "dunnettx", "mvt")
 
 _ALIASES = {
-    "bonferroni": "bonferroni", "sidak": "sidak", "holm": "holm", "hochberg": "hochberg",
-    "bh": "BH", "fdr_bh": "BH", "fdr": "BH", "benjamini-hochberg": "BH",
-    "by": "BY", "fdr_by": "BY", "benjamini-yekutieli": "BY",
+    "fdr": "BH", "fdr_bh": "BH", "benjamini-hochberg": "BH", "fdr_by": "BY",
+    "benjamini-yekutieli": "BY", "simes-hochberg": "hochberg",
 }
 
+# 2^14 scrambled Sobol directions: absolute error of the box probability about 1e-4 in 7
+# dimensions (R's mvtnorm integrates to 1e-3).
+_N_DIRECTIONS = 2**14
+_SEED = 20240601
 
-def adjust_pvalues(p: Any, method: str = "holm") -> Any:
+
+def normalise_method(adjust: str) -> str:
+    """Canonical name of an adjustment method; raises ValueError naming the valid ones.
+
+    Examples
+    --------
+    >>> normalise_method("fdr_bh"), normalise_method("Holm")
+    ('BH', 'holm')
+    """
+    name = _ALIASES.get(str(adjust).lower(), str(adjust))
+    for meth in ADJUST_METHODS:
+        if name.lower() == meth.lower():
+            return meth
+    raise ValueError(f"adjust={adjust!r} is not one of {', '.join(ADJUST_METHODS)}")
+
+
+def adjust_pvalues(p: Any, method: str = "holm", n: int | None = None) -> Any:
     """Adjust p-values for multiple comparisons.
 
     Parameters
     ----------
     p : array_like or Series
         Raw p-values; NaN entries are left as NaN and not counted (as R's ``p.adjust``).
-    method : {"holm", "bonferroni", "sidak", "hochberg", "BH", "BY"}
+    method : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none"}
         Family-wise error control (``bonferroni``, ``sidak``, ``holm``, ``hochberg``) or false
         discovery rate control (``BH`` = Benjamini-Hochberg, ``BY`` = Benjamini-Yekutieli).
-        statsmodels' names ``fdr_bh`` and ``fdr_by`` are accepted too.
+        statsmodels' names ``fdr_bh``, ``fdr_by`` and ``simes-hochberg`` are accepted too.
+        ``tukey``, ``dunnettx`` and ``mvt`` need z statistics: use :func:`evalmix.contrast`.
+    n : int, optional
+        Size of the family when it holds more tests than the non-missing ``p`` (R's ``n``
+        argument); default: the number of non-missing p-values.
 
     Returns
     -------
@@ -47,10 +105,17 @@ def adjust_pvalues(p: Any, method: str = "holm") -> Any:
     [0.04, 0.06, 0.06, 0.06]
     >>> adjust_pvalues([0.01, 0.02, 0.03, 0.04], "BH").round(3).tolist()
     [0.04, 0.04, 0.04, 0.04]
+    >>> adjust_pvalues([0.01, 0.04], "holm", n=3).round(3).tolist()
+    [0.03, 0.08]
     """
-    key = _ALIASES.get(str(method).lower())
-    if key is None:
-        raise ValueError(f"method must be one of holm, bonferroni, sidak, hochberg, BH, BY; got {method!r}")
+    try:
+        key = normalise_method(method)
+    except ValueError:
+        raise ValueError(f"method={method!r} is not one of {', '.join(P_ADJUST_METHODS)}") from None
+    if key not in P_ADJUST_METHODS:
+        raise ValueError(f"adjust={method!r} needs z statistics and their correlation, not p-values "
+                         f"alone: use evalmix.contrast(..., adjust={key!r}); for p-values use one of "
+                         f"{', '.join(P_ADJUST_METHODS)}")
     index = p.index if isinstance(p, pd.Series) else None
     arr = np.asarray(p, dtype=float)
     shape = arr.shape
@@ -59,30 +124,204 @@ def adjust_pvalues(p: Any, method: str = "holm") -> Any:
         raise ValueError("p-values must lie in [0, 1]")
     out = np.full(flat.shape, np.nan)
     ok = ~np.isnan(flat)
-    out[ok] = _adjust(flat[ok], key)
+    m = int(ok.sum())
+    if n is not None and n < m:
+        raise ValueError(f"n={n} is smaller than the number of p-values ({m})")
+    out[ok] = _adjust(flat[ok], key, m if n is None else int(n))
     out = out.reshape(shape)
     return pd.Series(out, index=index, name=getattr(p, "name", None)) if index is not None else out
 
 
-def _adjust(p: np.ndarray, method: str) -> np.ndarray:
+def _adjust(p: np.ndarray, method: str, n: int) -> np.ndarray:
+    """``p.adjust(p, method, n)`` for the non-missing p-values of a family of ``n`` tests."""
     m = p.size
-    if m == 0:
-        return p
+    if m == 0 or method == "none":
+        return p.copy()
     if method == "bonferroni":
-        return np.minimum(1.0, p * m)
+        return np.minimum(1.0, p * n)
     if method == "sidak":
         with np.errstate(divide="ignore"):  # p = 1 -> log1p(-1) = -inf -> adjusted 1
-            return -np.expm1(m * np.log1p(-p))
+            return -np.expm1(n * np.log1p(-p))
     order = np.argsort(p, kind="mergesort")
     ps = p[order]
     rank = np.arange(1, m + 1)
     if method == "holm":
-        adj = np.minimum(1.0, np.maximum.accumulate((m - rank + 1) * ps))
+        adj = np.minimum(1.0, np.maximum.accumulate((n - rank + 1) * ps))
     elif method == "hochberg":
-        adj = np.minimum(1.0, np.minimum.accumulate(((m - rank + 1) * ps)[::-1])[::-1])
-    else:
-        c = np.sum(1.0 / rank) if method == "BY" else 1.0
-        adj = np.minimum(1.0, np.minimum.accumulate((ps * m * c / rank)[::-1])[::-1])
+        adj = np.minimum(1.0, np.minimum.accumulate(((n - rank + 1) * ps)[::-1])[::-1])
+    else:  # BH, BY: step-up from the largest p
+        c = np.sum(1.0 / np.arange(1, n + 1)) if method == "BY" else 1.0
+        adj = np.minimum(1.0, np.minimum.accumulate((ps * n * c / rank)[::-1])[::-1])
     out = np.empty(m)
     out[order] = adj
     return out
+
+
+# --- distributions with df = Inf ------------------------------------------------------------------
+def ptukey_upper(q: np.ndarray | float, nmeans: float) -> np.ndarray:
+    """Upper tail of the studentized range with infinite df (``ptukey(q, nmeans, Inf, FALSE)``)."""
+    q = np.atleast_1d(np.asarray(q, dtype=float))
+    return np.array([stats.studentized_range.sf(v, nmeans, np.inf) if v > 0 else 1.0 for v in q])
+
+
+def qtukey(level: float, nmeans: float) -> float:
+    """Quantile of the studentized range with infinite df."""
+    f = lambda x: 1.0 - ptukey_upper(x, nmeans)[0] - level  # noqa: E731
+    hi = 2.0
+    while f(hi) < 0:
+        hi *= 2
+    return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+
+
+def pdunnx(x: np.ndarray | float, k: int) -> np.ndarray:
+    """emmeans' approximate Dunnett CDF of ``max |Z_i|`` over k contrasts (df = Inf)."""
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    nmeans = (1 + np.sqrt(1 + 8 * k)) / 2
+    tukey = 1.0 - ptukey_upper(np.sqrt(2) * x, nmeans)
+    sidak = (stats.chi2.cdf(x**2, 1)) ** k
+    twt = (k - 1) / k
+    return twt * tukey + (1 - twt) * sidak
+
+
+def qdunnx(level: float, k: int) -> float:
+    """Quantile of emmeans' approximate Dunnett distribution (df = Inf)."""
+    if k < 1.005:
+        return float(stats.norm.ppf(1 - 0.5 * (1 - level)))
+    xtuk = qtukey(level, (1 + np.sqrt(1 + 8 * k)) / 2) / np.sqrt(2)
+    xsid = float(np.sqrt(stats.chi2.ppf(level ** (1 / k), 1)))
+    lo, hi = min(xtuk, xsid), max(xtuk, xsid)
+    if hi - lo < 1e-12:
+        return lo
+    f = lambda x: pdunnx(x, k)[0] - level  # noqa: E731
+    return optimize.brentq(f, lo, hi, xtol=1e-10)
+
+
+def _box_factor(corr: np.ndarray) -> np.ndarray:
+    """A with ``corr = A A'`` and as many columns as the rank of ``corr``."""
+    vals, vecs = np.linalg.eigh((corr + corr.T) / 2)
+    keep = vals > 1e-10 * max(vals.max(), 1.0)
+    return vecs[:, keep] * np.sqrt(vals[keep])
+
+
+def _box_radii(corr: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
+    """For each direction v of a Sobol set, ``1 / max_i |(A v)_i|`` and the rank r."""
+    a = _box_factor(corr)
+    r = a.shape[1]
+    pts = qmc.Sobol(r, scramble=True, rng=np.random.default_rng(seed)).random(_N_DIRECTIONS)
+    u = special.ndtri(np.clip(pts, 1e-15, 1 - 1e-15))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return 1.0 / np.abs(u @ a.T).max(axis=1), r
+
+
+class _Box:
+    """``P(max_i |Z_i| <= t)`` for one correlation matrix, its directions drawn once."""
+
+    def __init__(self, corr: np.ndarray, seed: int = _SEED):
+        self.g, self.r = _box_radii(np.asarray(corr, dtype=float), seed)
+
+    def probability(self, t: np.ndarray | float) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        # chi-square(r) CDF of the squared radius to the box boundary, averaged over directions
+        return special.gammainc(self.r / 2, (np.outer(t, self.g) ** 2) / 2).mean(axis=1)
+
+    def quantile(self, level: float) -> float:
+        f = lambda t: self.probability(t)[0] - level  # noqa: E731
+        hi = 4.0
+        while f(hi) < 0:
+            hi *= 2
+        return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+
+
+def mvn_box_probability(t: np.ndarray | float, corr: np.ndarray, seed: int = _SEED) -> np.ndarray:
+    """``P(max_i |Z_i| <= t)`` for ``Z ~ N(0, corr)`` (corr may be singular).
+
+    Examples
+    --------
+    >>> round(float(mvn_box_probability(1.959964, np.eye(1))[0]), 4)
+    0.95
+    """
+    return _Box(corr, seed).probability(t)
+
+
+def mvn_box_quantile(level: float, corr: np.ndarray, seed: int = _SEED) -> float:
+    """The equicoordinate two-sided quantile: t with ``P(max_i |Z_i| <= t) = level``."""
+    return _Box(corr, seed).quantile(level)
+
+
+# --- one family -----------------------------------------------------------------------------------
+
+# --- one family -----------------------------------------------------------------------------------
+
+def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int | None,
+                  pairwise: bool, corr: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, float, str, str]:
+    """Adjusted two-sided p-values and the interval critical value for one family of z statistics.
+
+    Parameters
+    ----------
+    z : array
+        The family's z statistics.
+    method : str
+        One of :data:`ADJUST_METHODS`.
+    conf_level : float
+        Family-wise confidence level of the intervals.
+    n_means : int, optional
+        Number of means compared (the Tukey family size).
+    pairwise : bool
+        Whether the family is one set of pairwise comparisons (``tukey`` needs it; otherwise it
+        becomes ``sidak``, as in emmeans).
+    corr : array, optional
+        Correlation matrix of the contrasts (``mvt`` needs it).
+
+    Returns
+    -------
+    p, crit, p_method, ci_method : adjusted p-values, the critical value, and the methods used for
+    the p-values and the intervals.
+
+    Examples
+    --------
+    >>> p, crit, p_method, ci_method = adjust_family(np.array([2.5, 1.0]), "holm", conf_level=0.95,
+    ...                                              n_means=None, pairwise=False)
+    >>> p.round(4).tolist(), round(crit, 4), ci_method
+    ([0.0248, 0.3173], 2.2414, 'bonferroni')
+    """
+    method = normalise_method(method)
+    z_all = np.asarray(z, dtype=float)
+    # Non-estimable contrasts (NaN) still count in the family size, as in emmeans 1.8
+    k = len(z_all)
+    finite = np.isfinite(z_all)
+    z = z_all[finite]
+    if k == 1:  # a single test is never adjusted (emmeans does the same)
+        method = "none"
+    if method == "tukey" and not pairwise:
+        method = "sidak"
+    absz = np.abs(z)
+    p_raw = 2 * stats.norm.sf(absz)
+    alpha = 1 - conf_level
+    if method in P_ADJUST_METHODS:
+        p = _adjust(p_raw, method, k)
+        if method == "none":
+            crit = stats.norm.isf(alpha / 2)
+        elif method == "sidak":
+            crit = stats.norm.isf((1 - conf_level ** (1 / k)) / 2)
+        else:  # Bonferroni intervals for Bonferroni and the step-wise methods
+            crit = stats.norm.isf(alpha / k / 2)
+    elif method == "tukey":
+        if n_means is None:
+            raise ValueError("the Tukey adjustment needs the number of means compared")
+        p = ptukey_upper(np.sqrt(2) * absz, n_means)
+        crit = qtukey(conf_level, n_means) / np.sqrt(2)
+    elif method == "dunnettx":
+        p = 1.0 - pdunnx(absz, k)
+        crit = qdunnx(conf_level, k)
+    else:  # mvt
+        if corr is None:
+            raise ValueError("the mvt adjustment needs the contrasts' correlation matrix")
+        corr = np.asarray(corr, dtype=float)[np.ix_(finite, finite)]
+        box = _Box(corr) if len(z) else None
+        p = 1.0 - box.probability(absz) if box else np.array([])
+        crit = box.quantile(conf_level) if box else np.nan
+    p_all = np.full(k, np.nan)
+    p_all[finite] = np.clip(p, 0.0, 1.0)
+    ci_method = "bonferroni" if method in ("holm", "hochberg", "BH", "BY") else method
+    return p_all, float(crit), method, ci_method

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +19,14 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
+from .fitted import coefficients, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
 
 # --- type-III Wald tests --------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AnovaTable(Result):
     """Wald chi-square tests, one row per term: ``term``, ``chisq``, ``df``, ``p``."""
 
@@ -63,35 +63,28 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.anova(fit).to_frame().round(3)
               term   chisq  df      p
-    0  (Intercept)   7.084   1  0.008
-    1        model  25.580   2  0.000
+    0  (Intercept)   7.132   1  0.008
+    1        model  25.952   2  0.000
     """
     if str(type).upper() not in ("3", "III"):
         raise ValueError(f"type={type!r}: only type-III Wald tests (type=3) are provided")
     if getattr(fit, "fixef_draws", None) is not None:
         raise TypeError("Wald tests need a maximum-likelihood fit (fixef and vcov); "
                         "for a posterior fit, look at contrasts with evalmix.contrast")
-    names = list(map(str, fit.fixef.index))
-    beta = fit.fixef.to_numpy(dtype=float)
-    V = pd.DataFrame(fit.vcov).loc[names, names].to_numpy(dtype=float)
+    coefs = coefficients(fit)
+    names = coefs.names
     column_terms = list(fit.fixed_design.column_terms)
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
     rows = []
-    divergent = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
-        idx = [i for i, t in enumerate(column_terms) if t == term]
-        b, v = beta[idx], V[np.ix_(idx, idx)]
-        if not (np.isfinite(b).all() and np.isfinite(v).all()):  # separated: no Wald test
-            divergent.append(term)
-            rows.append((term, np.nan, len(idx), np.nan))
-            continue
-        # pseudo-inverse and rank guard against aliased columns, as car's linearHypothesis does
-        df = int(np.linalg.matrix_rank(v))
-        chisq = float(b @ np.linalg.pinv(v) @ b)
-        rows.append((term, chisq, df, float(stats.chi2.sf(chisq, df))))
-    if divergent:
+        L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
+        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov, separation=coefs.separation)))
+    divergent = [r[0] for r in rows if np.isnan(r[1])]
+    if coefs.separation is not None and divergent:
+        import warnings
+
         from .errors import SeparationWarning
 
         warnings.warn(f"no Wald test for {divergent}: their estimates diverge (separation, see "
@@ -137,7 +130,7 @@ def _nested(small: Any, large: Any) -> bool | None:
     return fs <= fl and rs == rl
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelComparison(Result):
     """Information criteria of several fits, sorted by BIC, with lme4-style likelihood-ratio tests.
 

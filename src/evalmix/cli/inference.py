@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .._multcomp import ADJUST_METHODS
+from ..multiplicity import ADJUST_METHODS
 from .._result import frame_records
 from ..emmeans import contrast, emmeans
 from ..glmm import VCOV_METHODS
@@ -32,9 +32,9 @@ __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_sel
 
 def _fitter() -> Callable[..., Any]:
     """The GLMM fitting function (``evalmix.glmer``)."""
-    import evalmix
+    from ..glmm import glmer
 
-    return evalmix.glmer
+    return glmer
 
 
 def _print_table(title: str, table: pd.DataFrame, out) -> None:

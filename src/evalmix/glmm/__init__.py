@@ -39,7 +39,7 @@ def _blas_single_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
+def drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep = independent_columns(Xu)
@@ -179,7 +179,7 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
 def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None
            ) -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials)
-    dropped = _drop_rank_deficient(design)
+    dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)

@@ -18,7 +18,7 @@ from scipy.special import gammaln
 
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       parse_formula, random_columns, _factor_columns)
+                       parse_formula, random_columns, factor_columns)
 
 
 @dataclass
@@ -102,10 +102,10 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(data.columns)})")
-    fixed_cols = [c for c in _factor_columns(parsed.fixed, data) if c in data.columns]
+    fixed_cols = [c for c in factor_columns(parsed.fixed, data) if c in data.columns]
     rand_cols = random_columns(parsed.random, data)
     used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
-    missing_fixed = [c for c in _factor_columns(parsed.fixed, data) if c not in data.columns]
+    missing_fixed = [c for c in factor_columns(parsed.fixed, data) if c not in data.columns]
     if missing_fixed:
         raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the data "
                            f"(columns: {list(data.columns)})")

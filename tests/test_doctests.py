@@ -1,0 +1,36 @@
+"""Run the Examples of every public docstring, so the documented outputs stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import evalmix
+
+# modules that exist only to hand code to an optional accelerator (the bayes-fast extra)
+OPTIONAL = {"evalmix.bayes._nutpie_model": "nutpie"}
+# deprecated alias: importing it warns by design
+ALIASES = {"evalmix.tests"}
+# the `python -m evalmix` entry point runs the CLI on import
+SCRIPTS = {"evalmix.__main__"}
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(evalmix.__path__, "evalmix.")
+                 if m.name not in ALIASES | SCRIPTS)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    if name in OPTIONAL:
+        pytest.importorskip(OPTIONAL[name], reason=f"{name} needs the optional {OPTIONAL[name]}")
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    # the finder keeps only objects defined in this module: re-exports are checked where they live
+    for test in finder.find(module, name, globs={"np": np, **vars(module)}):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name} (output above)"
