@@ -237,12 +237,12 @@ def test_emmeans_contrast_anova_name_the_divergent_rows():
     with pytest.warns(SeparationWarning, match=r"contrast \(model-A\) - \(model-B\) \(\+inf\)"):
         con = contrast(emm, "pairwise").to_frame().set_index("contrast")
     finite = con.loc["(model-B) - (model-C)"]
-    assert np.isfinite(finite[["estimate", "se", "p"]].astype(float)).all()
+    assert np.isfinite(finite[["estimate", "se", "p_value"]].astype(float)).all()
     assert finite["estimate"] == pytest.approx(eta["model-B"] - eta["model-C"], abs=3e-3)
     assert con.loc["(model-A) - (model-B)", "estimate"] == np.inf
     with pytest.warns(SeparationWarning, match=r"no Wald test for \['\(Intercept\)', 'model'\]"):
         tab = anova(fit).to_frame()
-    assert tab[["chisq", "p"]].isna().all().all()
+    assert tab[["statistic", "p_value"]].isna().all().all()
 
 
 def test_anova_keeps_the_finite_terms():
@@ -251,8 +251,8 @@ def test_anova_keeps_the_finite_terms():
     fit, _ = _fit("slice")
     with pytest.warns(SeparationWarning, match="model:language"):
         tab = anova(fit).to_frame().set_index("term")
-    assert np.isnan(tab.loc["model:language", "chisq"])
-    assert np.isfinite(tab.loc[["(Intercept)", "model", "language"], "chisq"]).all()
+    assert np.isnan(tab.loc["model:language", "statistic"])
+    assert np.isfinite(tab.loc[["(Intercept)", "model", "language"], "statistic"]).all()
 
 
 def test_cli_fit_on_separated_data(tmp_path):
