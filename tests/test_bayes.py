@@ -174,7 +174,7 @@ def test_emmeans_and_contrasts_from_draws(fit):
     row = emm.to_frame().set_index("model").loc["M2"]
     assert row["estimate"] == pytest.approx(m2.mean())
     assert row["se"] == pytest.approx(m2.std(ddof=1), rel=1e-6)
-    assert row["lower"] < row["estimate"] < row["upper"]
+    assert row["conf_low"] < row["estimate"] < row["conf_high"]
     con = evalmix.contrast(emm, method="pairwise").to_frame().set_index("contrast")
     d13 = -draws["model[T.M3]"].to_numpy()  # M1 - M3
     assert con.loc["M1 - M3", "estimate"] == pytest.approx(d13.mean())

@@ -62,11 +62,11 @@ def test_accuracy_reports_coverage_and_keeps_old_output_without_status():
     assert t.loc["a", "coverage"] == pytest.approx(4 / 6)
     assert t.loc["a", "estimate"] == pytest.approx(0.75)
     lo, hi = evalmix.binom_ci(3, 4)
-    assert t.loc["a", "lower"] == pytest.approx(float(lo)) and t.loc["a", "upper"] == pytest.approx(float(hi))
+    assert t.loc["a", "conf_low"] == pytest.approx(float(lo)) and t.loc["a", "conf_high"] == pytest.approx(float(hi))
     c = accuracy(df, "model", ci="cluster", item="item").set_index("model")
     assert c.loc["b", "coverage"] == pytest.approx(5 / 6)
     plain = accuracy(scored_rows(df).drop(columns="status"), "model")
-    assert list(plain.columns) == ["model", "n", "k", "estimate", "lower", "upper"]
+    assert list(plain.columns) == ["model", "n", "k", "estimate", "conf_low", "conf_high"]
     assert plain["estimate"].tolist() == t["estimate"].tolist()
 
 

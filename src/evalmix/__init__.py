@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
-    "GlmerResult": "glmm", "glmer": "glmm",
+    "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (lm-evaluation-harness, Inspect AI)
     "read_inspect": "io", "read_lm_eval": "io",
     # run-to-run reliability, leaderboard stability

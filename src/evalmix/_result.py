@@ -27,12 +27,12 @@ VOCABULARY = ("estimate", "se", "conf_low", "conf_high", "statistic", "df", "p_v
 REPR_MAX_ROWS = 20
 
 
-_PARENS = re.compile(r"-|\+|/|\*| ")
+_PARENS = re.compile(r"-|\+|/|\*")
 
 
 def level_label(level: Any) -> str:
     """A factor level as written inside a contrast label: in parentheses when it contains
-    ``-``, ``+``, ``/``, ``*`` or a space, as emmeans writes it.
+    ``-``, ``+``, ``/`` or ``*``, as emmeans writes it.
 
     Examples
     --------

@@ -151,8 +151,9 @@ def accuracy(
     Returns
     -------
     DataFrame
-        The ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate``, ``lower``,
-        ``upper``; with ``ci="cluster"`` also ``n_items`` and ``se``.  With a status column also
+        The ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate`` (the accuracy,
+        a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also ``n_items`` and
+        ``se``.  With a status column also
         ``n_attempted`` and ``coverage`` (``n / n_attempted``): the estimate and interval are those
         of the scored samples.
 
@@ -229,14 +230,15 @@ def accuracy(
             table["n_items"] = len(m)
         z = stats.norm.ppf(1 - (1 - conf_level) / 2)
         table["se"] = table.pop("sd") / np.sqrt(table["n_items"])
-        table["lower"] = table["estimate"] - z * table["se"]
-        table["upper"] = table["estimate"] + z * table["se"]
-        cols = by_cols + ["n", "k", "n_items", "estimate", "se", "lower", "upper"]
+        table["conf_low"] = table["estimate"] - z * table["se"]
+        table["conf_high"] = table["estimate"] + z * table["se"]
+        cols = by_cols + ["n", "k", "n_items", "estimate", "se", "conf_low", "conf_high"]
         return _with_coverage(table[cols], attempted, by_cols)
 
     lo, hi = binom_ci(k_vals.to_numpy(), table["n"].to_numpy(), method=ci, conf_level=conf_level)
-    table["lower"], table["upper"] = lo, hi
-    return _with_coverage(table[by_cols + ["n", "k", "estimate", "lower", "upper"]], attempted, by_cols)
+    table["conf_low"], table["conf_high"] = lo, hi
+    return _with_coverage(table[by_cols + ["n", "k", "estimate", "conf_low", "conf_high"]],
+                          attempted, by_cols)
 
 
 def _with_coverage(table: pd.DataFrame, attempted: pd.Series | None, by_cols: list[str]) -> pd.DataFrame:
@@ -261,7 +263,7 @@ def _with_coverage(table: pd.DataFrame, attempted: pd.Series | None, by_cols: li
 # errored and unscored samples
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ErroredAccuracy(Result):
     """Accuracy with coverage, bounds and estimates under stated missingness assumptions.
 

@@ -57,7 +57,7 @@ __all__ = ["RankSets", "rank_sets", "rank_sets_glmm", "rank_sets_normal", "rank_
 # the result
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankSets(Result):
     """A leaderboard with simultaneous rank sets, marginal rank intervals and tie groups.
 

@@ -212,7 +212,7 @@ class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``lower``/``upper`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -321,8 +321,8 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -398,7 +398,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``lower``, ``upper``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
         ``p_best``, ``se`` (of the logit marginal mean).
 
     Examples
@@ -431,8 +431,8 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
             rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
             dist_rows.append(base | {"model": grid[term].iloc[i]} |

@@ -119,7 +119,7 @@ def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence
     fig, ax = plt.subplots(figsize=figsize or (6, 0.25 * len(table) + 1.5))
     y = np.arange(len(table))
     if show_ci:
-        ax.hlines(y, table["lower"], table["upper"], color="grey", lw=1, alpha=0.6)
+        ax.hlines(y, table["conf_low"], table["conf_high"], color="grey", lw=1, alpha=0.6)
     for q in order:
         m = (table["quality"] == q).to_numpy()
         ax.scatter(table["icc"].to_numpy()[m], y[m], color=colour[q], label=str(q), zorder=3)
