@@ -65,6 +65,14 @@ class RankInstabilityResult(Result):
     n_leaderboards: int
     rate: float
 
+    def _title(self) -> str:
+        return "Leaderboard instability across runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards differ from the "
+                f"all-runs order (rate {self.rate:.3f})"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.by_n_runs.copy()
 
@@ -212,7 +220,7 @@ class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``lower``/``upper`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -223,6 +231,13 @@ class RankUncertaintyResult(Result):
     n_boot: int
     conf_level: float
     method: str = "bootstrap"
+
+    def _title(self) -> str:
+        return f"Rank uncertainty ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+                "(rank 1 = best)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -321,8 +336,8 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -398,7 +413,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``lower``, ``upper``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
         ``p_best``, ``se`` (of the logit marginal mean).
 
     Examples
@@ -431,8 +446,8 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
             rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
             dist_rows.append(base | {"model": grid[term].iloc[i]} |
