@@ -112,7 +112,7 @@ def item_counts(data: pd.DataFrame, by: str | Sequence[str] | None = "model", *,
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PassKResult(Result):
     """pass@k / pass^k per group.
 
