@@ -62,7 +62,7 @@ __all__ = ["SOURCES", "SourcesPlan", "VarianceSources", "mean_se", "plan_sources
 SOURCES = ("item", "prompt", "item:prompt", "run", "judge")
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class VarianceSources(Result):
     """Variance components by source.
 
@@ -76,6 +76,12 @@ class VarianceSources(Result):
     table: pd.DataFrame
     design: pd.DataFrame
     by: tuple[str, ...]
+
+    def _title(self) -> str:
+        return "Variance by source"
+
+    def _header(self) -> list[str]:
+        return ["ANOVA estimators (balanced design); icc: share of the variance of a single score"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -254,7 +260,7 @@ def mean_se(components: Mapping[str, float], n_items: Any, n_prompts: Any = 1, n
     return float(out) if out.ndim == 0 else out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SourcesPlan(Result):
     """The cheapest (items, templates, runs, judge passes) design meeting a target SE.
 
@@ -272,6 +278,13 @@ class SourcesPlan(Result):
     se: float
     table: pd.DataFrame
     continuous: dict
+
+    def _title(self) -> str:
+        return "Cheapest design by source"
+
+    def _header(self) -> list[str]:
+        return [f"chosen: {self.n_items} items x {self.n_prompts} templates x {self.n_runs} runs x "
+                f"{self.n_judges} judge passes, cost {self.cost:g}, SE {self.se:.4g}"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
