@@ -63,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "Report": "reporting", "report": "reporting",
     # pass@k and pass^k
     "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
+    # sources of noise: items, templates, runs, judge passes
+    "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
@@ -132,3 +134,4 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
     from .tables import format_p, to_latex, to_markdown
+    from .variance import VarianceSources, plan_sources, variance_sources
