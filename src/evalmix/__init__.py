@@ -67,8 +67,8 @@ _EXPORTS: dict[str, str] = {
     "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
-               "tables"}
+_SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
+               "repetitions", "simulate", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
