@@ -416,9 +416,9 @@ def _design_warnings(codes: list[np.ndarray], cols: list[str], levels: dict, n_r
                           f"predictor", DataWarning, stacklevel=3)
     n_models, n_items = len(levels[model]), len(levels[item])
     if n_models > 1:
-        m, i = codes[0].astype(np.int64), codes[1].astype(np.int64)
-        pair = m * n_items + i
+        m, i = codes[0], codes[1]
         if len(cols) > 2:  # several cells per (model, item): keep one
+            pair = m.astype(np.int64) * n_items + i
             if n_models * n_items <= _DENSE_MAX:
                 seen = np.zeros(n_models * n_items, dtype=bool)
                 seen[pair] = True
