@@ -7,13 +7,16 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from ..errors import ConvergenceWarning, FitWarning, SingularFitWarning
-from .deviance import DenseSolver, LaplaceDeviance
+from ..errors import ConvergenceWarning, FitWarning, FormulaError, SingularFitWarning
+from .deviance import LINKS, DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
@@ -103,26 +106,48 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
 
 
 def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
-          vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
-          maxiter: int = 500) -> GlmerResult:
-    """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
+          weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
+          contrasts: dict[str, Any] | None = None, family: str = "binomial",
+          link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
+          start: dict | None = None, maxiter: int = 500) -> GlmerResult:
+    """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
-    The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
-    give the same likelihood surface; the optimiser usually reaches a slightly lower deviance than
-    lme4's bobyqa + Nelder-Mead.
+    The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
+    same data give the same likelihood surface; the optimiser usually reaches a slightly lower
+    deviance than lme4's bobyqa + Nelder-Mead.
 
     Parameters
     ----------
     formula : str
         lme4 syntax: ``correct ~ model * language + (1|item) + (1|item:run)``; a k-of-n response is
         written ``cbind(k, n - k)``; random terms ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``,
-        ``(1 + x|g)``, ``(x|g)``, ``(1 + x||g)``.
+        ``(1 + x|g)``, ``(x|g)``, ``(1 + x||g)``. The fixed part is read as R reads it:
+        ``I(age^2)``, ``log(x)``, ``sqrt(x)``, ``scale(x)``, ``poly(x, 2)`` (orthogonal, as R's),
+        ``factor(x)``, ``C(x, contr.sum)``, ``offset(log(n))``. A one-column response may be 0/1,
+        boolean, or a factor/string column whose first level is a failure (R's rule).
     data : DataFrame
         One row per observation (or per k-of-n count). Rows with missing values in the columns
         the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
+    weights : str or array, optional
+        Prior weights (a column or one value per row), as lme4's ``weights``: with a proportion
+        response (``y`` in [0, 1]) and ``weights`` = trials this is the k-of-n model.
+    offset : str or array, optional
+        A known term added to the linear predictor (lme4's ``offset``); ``offset()`` terms in the
+        formula add to it. Reference grids evaluate only the formula's offsets, as emmeans does.
+    contrasts : dict, optional
+        Factor -> coding, R's ``contrasts`` argument: ``"contr.treatment"``, ``"contr.sum"``,
+        ``"contr.poly"``, ``"contr.helmert"`` or a levels x k matrix. R's defaults otherwise:
+        treatment coding, ``contr.poly`` for ordered categoricals.
+    family, link : str
+        ``"binomial"`` with link ``"logit"`` (default), ``"probit"`` or ``"cloglog"``
+        (``binomial(link = "probit")``).
+    nAGQ : int
+        Points of adaptive Gauss-Hermite quadrature per random effect (lme4's ``nAGQ``): 1 is the
+        Laplace approximation; more is allowed, as in lme4, only for a single scalar random-effect
+        term such as ``(1|item)``.
     vcov_method : {"hessian", "hessian_exact", "rx"}
         ``"hessian"`` (default): the standard errors lme4 1.1-31 reports, the fixed-effect block of
         ``2 H^-1`` with ``H`` the finite-difference Hessian over (theta, beta) of lme4's deviance
@@ -165,17 +190,43 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     """
     if vcov_method not in VCOV_METHODS:
         raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")
+    family, link = _family_link(family, link)
+    if isinstance(nAGQ, bool) or not isinstance(nAGQ, (int, np.integer)) or nAGQ < 1:
+        raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
     with _blas_single_thread():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter)
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter,
+                      weights, offset, contrasts, link, int(nAGQ))
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerResult:
-    design = build_design(formula, data, pool=pool, trials=trials)
+def _family_link(family: Any, link: str) -> tuple[str, str]:
+    """``"binomial"``, ``"binomial(link = 'probit')"`` or ``("binomial", link)``."""
+    fam = str(family).replace(" ", "")
+    m = re.fullmatch(r"binomial(?:\((?:link=)?[\"']?(\w+)[\"']?\))?", fam)
+    if not m:
+        raise ValueError(f"family must be 'binomial' (with link= logit, probit or cloglog), "
+                         f"not {family!r}")
+    if m.group(1):
+        link = m.group(1)
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}, not {link!r}")
+    return "binomial", link
+
+
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=None, offset=None,
+           contrasts=None, link="logit", nAGQ=1) -> GlmerResult:
+    design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
+                          offset=offset, contrasts=contrasts)
+    if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
+        raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
+                           f"(1|item); this formula has "
+                           f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
+                           "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
     dropped = _drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
-    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms, offset=design.offset,
+                         link=link)
     lower = design.theta_lower
     theta0 = design.theta_start
     beta0 = np.zeros(design.X.shape[1])
@@ -237,4 +288,4 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerRes
         loglik=loglik, aic=dev + 2 * df, bic=dev + df * np.log(design.nobs), deviance=dev,
         df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
-        fixed_design=design.fixed, hessian=H, _model=model)
+        fixed_design=design.fixed, hessian=H, _model=model, link=link, nagq=nAGQ)

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.special import expit
 
 from .._result import Result, frame_records
 from ..errors import FormulaError
 from ..formula import FixedDesign, RandomTerm
+from .deviance import inverse_link
 from .optimize import OptimizerReport
 
 
@@ -79,6 +79,7 @@ class GlmerResult(Result):
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "binomial"
     link: str = "logit"
+    nagq: int = 1  # points of adaptive Gauss-Hermite quadrature (1: Laplace)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
@@ -94,10 +95,12 @@ class GlmerResult(Result):
         z = est / se
         q = stats.norm.ppf(0.5 + conf_level / 2)
         lo, hi = est - q * se, est + q * se
+        # exp(beta) is an odds ratio only on the logit scale
+        ex = np.exp if self.link == "logit" else (lambda v: np.full_like(v, np.nan))
         return pd.DataFrame({
             "term": self.fixef.index, "estimate": est, "se": se, "z": z,
             "p": 2 * stats.norm.sf(np.abs(z)), "ci_low": lo, "ci_high": hi,
-            "odds_ratio": np.exp(est), "or_low": np.exp(lo), "or_high": np.exp(hi)})
+            "odds_ratio": ex(est), "or_low": ex(lo), "or_high": ex(hi)})
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
@@ -158,9 +161,15 @@ class GlmerResult(Result):
             raise ValueError("type must be 'link' or 'response'")
         nd = self._model.data if newdata is None else newdata
         eta = self.fixed_design.model_matrix(nd) @ self.fixef.to_numpy()
+        if newdata is None:
+            off = self._model.design.offset_rows
+            if off is not None:
+                eta = eta + off
+        elif self.fixed_design.offsets:  # new rows: the formula's offset() terms, as lme4
+            eta = eta + self.fixed_design.offset(nd)
         if re:
             eta = eta + self._model.random_part(nd, allow_new_levels)
-        return expit(eta) if type == "response" else eta
+        return inverse_link(self.link, eta) if type == "response" else eta
 
     # ------------------------------------------------------------------- summary
     def summary(self, digits: int = 4) -> str:
@@ -179,8 +188,10 @@ def _fmt(v: float, digits: int) -> str:
 
 def _summary_text(res: GlmerResult, digits: int) -> str:
     m = res._model
-    lines = ["Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) "
-             "['glmerMod']", " Family: binomial  ( logit )", f"Formula: {res.formula}", ""]
+    approx = ("Laplace Approximation" if res.nagq == 1
+              else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {res.nagq}")
+    lines = [f"Generalized linear mixed model fit by maximum likelihood ({approx}) "
+             "['glmerMod']", f" Family: binomial  ( {res.link} )", f"Formula: {res.formula}", ""]
     resid = m.pearson_residuals()
     ab = pd.DataFrame({"AIC": [res.aic], "BIC": [res.bic], "logLik": [res.loglik],
                        "deviance": [res.deviance], "df.resid": [res.nobs - res.df]})
