@@ -179,8 +179,8 @@ def _standin_glmer(formula, data):
 
 
 def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
-    import evalmix
-    monkeypatch.setattr(evalmix, "glmer", _standin_glmer, raising=False)
+    from evalmix import calibration
+    monkeypatch.setattr(calibration, "_glmer_function", lambda: _standin_glmer)
     try:
         res = calibrate("glmm", ["glmm_contrast"], n_sims=6, seed=2, n_items=150, n_runs=2, effect=0.8)
         row = res.table.iloc[0]

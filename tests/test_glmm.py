@@ -174,18 +174,21 @@ def test_result_contract(fit, item_run):
     assert len(fd.weights_data) == len(item_run)
     ct = fit.coef_table(conf_level=0.9)
     z = ct["estimate"] / ct["se"]
-    np.testing.assert_allclose(ct["z"], z)
-    np.testing.assert_allclose(ct["ci_high"] - ct["estimate"], 1.6448536 * ct["se"], rtol=1e-6)
+    np.testing.assert_allclose(ct["statistic"], z)
+    np.testing.assert_allclose(ct["conf_high"] - ct["estimate"], 1.6448536 * ct["se"], rtol=1e-6)
     np.testing.assert_allclose(ct["odds_ratio"], np.exp(ct["estimate"]))
     json.dumps(fit.to_dict())
     assert fit.to_frame().shape[0] == 4
 
 
 def test_summary_reads_like_lme4(fit):
-    text = fit.summary()
+    summ = fit.summary()
+    text = str(summ)
     for piece in ("Laplace Approximation", "Random effects:", "item:run", "Number of obs: 960",
-                  "groups:  item:run, 240; item, 60", "Fixed effects:", "Std. Error"):
+                  "groups:  item:run, 240; item, 60", "Fixed effects:", "scale: log-odds"):
         assert piece in text
+    assert summ.to_frame().equals(fit.coef_table())
+    assert list(summ.tables) == ["Fixed effects", "Random effects", "Scaled residuals"]
 
 
 def test_ranef_and_predict(fit, item_run):

@@ -46,7 +46,7 @@ def test_ai4math_position_count_matches_paper_code(ai4math_raw):
 
 def test_ai4math_pooled_runs(ai4math_raw):
     r = _ai4math_instability(ai4math_raw, [1, 2, 3])
-    s = r.summary.set_index("n_runs")
+    s = r.by_n_runs.set_index("n_runs")
     assert s.loc[2, "n_leaderboards"] == 12 and s.loc[3, "n_unstable"] == 0
     # all three runs reproduce the reference exactly
     np.testing.assert_allclose(r.table.loc[r.table["n_runs"] == 3, "kendall_tau"], 1.0)

@@ -1,10 +1,16 @@
-"""evalmix: trustworthy statistics for repeated LLM evaluation runs."""
+"""evalmix: trustworthy statistics for repeated LLM evaluation runs.
+
+``import evalmix`` is cheap: the public names below are imported from their modules on first use
+(PEP 562), so a script that only reads a table does not pay for SciPy, the GLMM engine or PyMC.
+"""
 
 from __future__ import annotations
 
-from . import simulate
-from .data import RunsSchema, load_table, read_runs, schema_of
-from .descriptive import accuracy, binom_ci
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConvergenceWarning,
     DataError,
@@ -14,71 +20,99 @@ from .errors import (
     SamplingWarning,
     SingularFitWarning,
 )
-from .tables import format_p, to_latex, to_markdown
-
-# mixed models
-from .glmm import GlmerResult, glmer
-
-# log loaders (lm-evaluation-harness, Inspect AI)
-from .io import read_inspect, read_lm_eval
-
-# run-to-run reliability, leaderboard stability, repetition planning
-from . import repetitions
-from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
-from .reliability import flip_rate, icc, latent_icc
-
-# Comparisons, resampling, multiplicity, agreement, power and calibration.
-from .comparisons import (
-    cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
-)
-from .resampling import (
-    bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
-)
-from .multiplicity import adjust_pvalues
-from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
-from .power import (
-    power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
-    sample_size_paired_proportions, sample_size_two_proportions,
-)
-from .calibration import calibrate, coverage_study
-from . import power
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "GlmerResult",
-    "RunsSchema", "SamplingWarning", "SingularFitWarning", "accuracy", "binom_ci", "format_p", "glmer",
-    "load_table", "read_inspect", "read_lm_eval", "read_runs", "schema_of", "simulate", "to_latex",
-    "to_markdown",
-    # reliability, ranking, repetitions
-    "flip_rate", "icc", "latent_icc", "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm",
-    "repetitions",
-]
-__all__ += [
-    "adjust_pvalues", "bootstrap_ci", "calibrate", "cluster_bootstrap", "cohen_kappa", "cohens_d",
-    "compare_pair", "coverage_study", "fleiss_kappa", "friedman", "instance_bootstrap",
-    "krippendorff_alpha", "mcnemar", "paired_bootstrap", "paired_t_runs", "permutation_test",
-    "power", "power_clustered", "power_paired_proportions", "power_two_proportions",
-    "run_level_ci", "sample_size_clustered", "sample_size_paired_proportions",
-    "sample_size_two_proportions", "wilcoxon",
-]
+# public name -> module that owns it (relative to the package)
+_EXPORTS: dict[str, str] = {
+    # the runs table and descriptive accuracy
+    "RunsSchema": "data", "load_table": "data", "read_runs": "data", "schema_of": "data",
+    "accuracy": "descriptive", "binom_ci": "descriptive",
+    # paper-ready tables
+    "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
+    # mixed models
+    "GlmerResult": "glmm", "glmer": "glmm",
+    # log loaders (lm-evaluation-harness, Inspect AI)
+    "read_inspect": "io", "read_lm_eval": "io",
+    # run-to-run reliability, leaderboard stability
+    "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
+    "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
+    # comparisons, resampling, multiplicity, agreement, power and calibration
+    "cohens_d": "comparisons", "compare_pair": "comparisons", "friedman": "comparisons",
+    "mcnemar": "comparisons", "paired_t_runs": "comparisons", "permutation_test": "comparisons",
+    "wilcoxon": "comparisons",
+    "bootstrap_ci": "resampling", "cluster_bootstrap": "resampling",
+    "instance_bootstrap": "resampling", "paired_bootstrap": "resampling", "run_level_ci": "resampling",
+    "adjust_pvalues": "multiplicity",
+    "cohen_kappa": "agreement", "fleiss_kappa": "agreement", "krippendorff_alpha": "agreement",
+    "power_clustered": "power", "power_paired_proportions": "power", "power_two_proportions": "power",
+    "sample_size_clustered": "power", "sample_size_paired_proportions": "power",
+    "sample_size_two_proportions": "power",
+    "calibrate": "calibration", "coverage_study": "calibration",
+    # inference on fitted models: marginal means, contrasts, Wald tests, model selection
+    "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
+    "reference_grid": "emmeans",
+    "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
+    "bic_evidence": "selection", "compare_models": "selection",
+}
+# public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
+_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
+               "tables"}
 
-# Inference on fitted models: marginal means, contrasts, Wald tests, model selection
-from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid  # noqa: E402
-from .selection import (  # noqa: E402
-    AnovaTable,
-    ModelComparison,
-    anova,
-    bic_evidence,
-    compare_models,
-)
+__all__ = sorted(
+    ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
+     "SingularFitWarning", *_EXPORTS, "bayes", "power", "repetitions", "simulate"])
 
-__all__ += [
-    "AnovaTable", "Contrasts", "EMMeans", "ModelComparison", "anova", "bic_evidence",
-    "compare_models", "contrast", "emmeans", "reference_grid",
-]
 
-# Hierarchical Bayesian GLMMs (PyMC is imported only when a model is fitted)
-from . import bayes  # noqa: E402
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'evalmix' has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-__all__ += ["bayes"]
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
+
+
+class _Package(types.ModuleType):
+    """The package module; importing the submodule ``evalmix.emmeans`` must not hide the function
+    ``evalmix.emmeans`` of the same name (the import system binds a loaded submodule on its parent)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            return  # the function stays reachable through __getattr__
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
+    from . import bayes, power, repetitions, simulate
+    from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+    from .calibration import calibrate, coverage_study
+    from .comparisons import (
+        cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
+    )
+    from .data import RunsSchema, load_table, read_runs, schema_of
+    from .descriptive import accuracy, binom_ci
+    from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
+    from .glmm import GlmerResult, glmer
+    from .io import read_inspect, read_lm_eval
+    from .multiplicity import adjust_pvalues
+    from .power import (
+        power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
+        sample_size_paired_proportions, sample_size_two_proportions,
+    )
+    from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
+    from .reliability import flip_rate, icc, latent_icc
+    from .resampling import (
+        bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
+    )
+    from .selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
+    from .tables import format_p, to_latex, to_markdown

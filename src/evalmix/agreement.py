@@ -22,7 +22,7 @@ __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha
            "krippendorff_band", "landis_koch"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AgreementResult(Result):
     """An agreement coefficient with its standard error, interval and verbal band.
 

@@ -9,6 +9,8 @@ the item, the model, the run and the outcome without being told again.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import warnings
 from collections.abc import Sequence
@@ -21,7 +23,7 @@ import pandas as pd
 
 from .errors import DataError, DataWarning
 
-__all__ = ["RunsSchema", "load_table", "read_runs", "schema_of"]
+__all__ = ["MISSING_POLICIES", "RunsSchema", "ensure_runs", "load_table", "read_runs", "schema_of"]
 
 _MAX_SHOWN = 5
 
@@ -30,8 +32,8 @@ _MAX_SHOWN = 5
 class RunsSchema:
     """Which column plays which role in a runs table."""
 
-    item: str
-    model: str
+    item: str | None
+    model: str | None
     run: str | None
     outcome: str | None
     successes: str | None = None
@@ -42,6 +44,11 @@ class RunsSchema:
     def keys(self) -> list[str]:
         """Columns that identify a row: model, item, run (if any) and the slices."""
         return [c for c in (self.model, self.item, self.run) if c is not None] + list(self.slices)
+
+    @property
+    def scores(self) -> str:
+        """The column holding the outcome (``successes`` for k-of-n counts)."""
+        return self.successes if self.counts else self.outcome
 
     @property
     def counts(self) -> bool:
@@ -64,27 +71,143 @@ def schema_of(data: pd.DataFrame) -> RunsSchema | None:
     return RunsSchema(**meta)
 
 
-def load_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
-    """Load a table from a path (.csv, .parquet, .jsonl, .json) or copy a DataFrame; no validation."""
+_SNIFF_DELIMITERS = ",;\t|"
+_SUFFIXES = ".csv, .tsv, .parquet, .jsonl or .json (optionally .gz)"
+
+
+def _file_error(path: Path, what: str) -> DataError:
+    return DataError(f"{path}: {what}")
+
+
+def _decode(path: Path, raw: bytes, encoding: str | None) -> str:
+    """The text of a file: UTF-8 (with or without BOM) unless ``encoding`` says otherwise."""
+    if encoding is not None:
+        try:
+            return raw.decode(encoding)
+        except LookupError as exc:
+            raise _file_error(path, f"unknown encoding {encoding!r}") from exc
+        except UnicodeDecodeError as exc:
+            raise _file_error(path, f"cannot be decoded as {encoding!r} (byte {exc.start}); pass the "
+                                    f"file's encoding=") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        try:
+            raw.decode("cp1252")
+            guess = "encoding='latin-1' (or 'cp1252', as Excel on Windows writes)"
+        except UnicodeDecodeError:
+            guess = "the file's encoding= (e.g. 'latin-1')"
+        raise _file_error(path, f"is not UTF-8 text (byte {raw[exc.start]:#04x} on line {line}); "
+                                f"pass {guess}") from exc
+
+
+def _sniff_delimiter(text: str) -> str:
+    """',' unless the header only splits on another delimiter (';', tab or '|')."""
+    lines = text.splitlines()[:20]
+    header = lines[0] if lines else ""
+    if "," in header:
+        return ","
+    try:
+        found = csv.Sniffer().sniff("\n".join(lines), delimiters=_SNIFF_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+    return found if found in header else ","
+
+
+def _read_text(path: Path, compressed: bool) -> bytes:
+    if compressed:
+        import gzip
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        except (OSError, EOFError) as exc:
+            raise _file_error(path, f"is not a valid gzip file ({exc})") from exc
+    return path.read_bytes()
+
+
+def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
+               sep: str | None = None) -> pd.DataFrame:
+    """Load a table from a file, or copy a DataFrame; no validation of its contents.
+
+    Parameters
+    ----------
+    source : path or DataFrame
+        A ``.csv`` (``.tsv``), ``.parquet``, ``.jsonl`` (``.ndjson``) or ``.json`` file, text
+        formats optionally gzipped (``.csv.gz``); or a DataFrame, which is copied.
+    encoding : str, optional
+        Text encoding of a CSV/JSON file.  By default UTF-8 (a byte-order mark is skipped); a file
+        in another encoding is refused with a message naming the likely one (e.g. ``"latin-1"``)
+        rather than read with a guess.
+    sep : str, optional
+        CSV delimiter.  By default ``","``, or ``";"``, tab or ``"|"`` when the header line holds
+        no comma but splits on one of those (``csv.Sniffer``).
+
+    Raises
+    ------
+    DataError
+        Naming the file: it does not exist, is a directory, is empty (0 bytes), has an unsupported
+        suffix, is not UTF-8 (names the ``encoding=`` to pass), cannot be parsed, or is parquet
+        without pyarrow installed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.csv"
+    >>> _ = path.write_text("model;item;run;correct\\na;1;1;1\\n")
+    >>> load_table(path).columns.tolist()
+    ['model', 'item', 'run', 'correct']
+    """
     if isinstance(source, pd.DataFrame):
         return source.copy()
+    if not isinstance(source, (str, Path)):
+        raise DataError(f"expected a DataFrame or a path to a table file, got {type(source).__name__}")
     path = Path(source)
     if not path.exists():
-        raise DataError(f"no such file: {path}")
+        raise _file_error(path, "no such file")
+    if path.is_dir():
+        raise _file_error(path, f"is a directory, not a table file (give a {_SUFFIXES} file; "
+                                "harness log folders are read by read_lm_eval / read_inspect)")
     suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
-    if suffix in (".csv", ".csv.gz"):
-        return pd.read_csv(path)
+    known = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".jsonl", ".jsonl.gz", ".ndjson", ".json",
+             ".json.gz")
+    if suffix not in known:
+        raise _file_error(path, f"unsupported file type {suffix or '(no suffix)'!r}: use {_SUFFIXES}")
+    if path.stat().st_size == 0:
+        raise _file_error(path, "is empty (0 bytes)")
     if suffix == ".parquet":
         try:
+            import pyarrow  # noqa: F401
+        except ImportError as exc:
+            raise _file_error(path, "reading .parquet needs pyarrow: pip install 'evalmix[parquet]'") from exc
+        try:
             return pd.read_parquet(path)
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise DataError("reading .parquet needs pyarrow: pip install 'evalmix[parquet]'") from exc
-    if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
-        return pd.read_json(path, lines=True)
-    if suffix == ".json":
-        with open(path) as fh:
-            return pd.DataFrame(json.load(fh))
-    raise DataError(f"unsupported file type {path.suffix!r} for {path}: use .csv, .parquet or .jsonl")
+        except ImportError as exc:
+            raise _file_error(path, "reading .parquet needs pyarrow: pip install 'evalmix[parquet]'") from exc
+        except Exception as exc:  # pyarrow's ArrowInvalid and friends
+            raise _file_error(path, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
+    text = _decode(path, _read_text(path, suffix.endswith(".gz")), encoding)
+    if not text.strip():
+        raise _file_error(path, "holds no data (only blank lines)")
+    try:
+        if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz"):
+            delim = sep or ("\t" if suffix.startswith(".tsv") else _sniff_delimiter(text))
+            df = pd.read_csv(io.StringIO(text), sep=delim)
+            if df.shape[1] == 1 and sep is None and any(d in str(df.columns[0]) for d in ";\t| "):
+                raise _file_error(path, f"has a single column {str(df.columns[0])!r}: another delimiter? "
+                                        "pass sep=")
+            return df
+        if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
+            return pd.read_json(io.StringIO(text), lines=True)
+        return pd.DataFrame(json.loads(text))
+    except DataError:
+        raise
+    except pd.errors.EmptyDataError as exc:
+        raise _file_error(path, "holds no columns") from exc
+    except pd.errors.ParserError as exc:
+        raise _file_error(path, f"cannot be parsed as CSV: {str(exc).strip()}") from exc
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
 
 
 def _show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
@@ -116,52 +239,52 @@ def _as_factor(values: pd.Series) -> pd.Series:
                      name=values.name)
 
 
-def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool) -> pd.Series:
+def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool, where: str = "") -> pd.Series:
     values = df[col]
     if values.dtype == bool or str(values.dtype) == "boolean":
         return values.astype("int8")
-    numeric = pd.to_numeric(values, errors="coerce")
+    numeric = values if pd.api.types.is_numeric_dtype(values) else pd.to_numeric(values, errors="coerce")
     not_numeric = numeric.isna() & values.notna()
     if not_numeric.any():
         raise DataError(
-            f"outcome column {col!r} must be 0/1 or True/False; non-numeric values in rows:\n"
+            f"{where}outcome column {col!r} must be 0/1 or True/False; non-numeric values in rows:\n"
             + _show_rows(df, not_numeric, [col]))
     if allow_fractional:
         bad = (numeric < 0) | (numeric > 1)
         if bad.any():
-            raise DataError(f"outcome column {col!r} must lie in [0, 1]; offending rows:\n"
+            raise DataError(f"{where}outcome column {col!r} must lie in [0, 1]; offending rows:\n"
                             + _show_rows(df, bad, [col]))
         return numeric.astype(float)
     bad = ~numeric.isin([0, 1])
     if bad.any():
         raise DataError(
-            f"outcome column {col!r} must be 0/1 or True/False; offending rows:\n"
+            f"{where}outcome column {col!r} must be 0/1 or True/False; offending rows:\n"
             + _show_rows(df, bad, [col])
             + "\n(for partial credit pass allow_fractional=True; for k-of-n counts use successes=/trials=)")
     return numeric.astype("int8")
 
 
-def _check_counts(df: pd.DataFrame, successes: str, trials: str) -> tuple[pd.Series, pd.Series]:
+def _check_counts(df: pd.DataFrame, successes: str, trials: str, where: str = "") -> tuple[pd.Series, pd.Series]:
     out = []
     for col in (successes, trials):
         numeric = pd.to_numeric(df[col], errors="coerce")
         bad = (numeric.isna() & df[col].notna()) | (numeric != np.round(numeric))
         if bad.any():
-            raise DataError(f"count column {col!r} must hold whole numbers; offending rows:\n"
+            raise DataError(f"{where}count column {col!r} must hold whole numbers; offending rows:\n"
                             + _show_rows(df, bad, [col]))
         neg = numeric < 0
         if neg.any():
-            raise DataError(f"count column {col!r} has negative counts in rows:\n"
+            raise DataError(f"{where}count column {col!r} has negative counts in rows:\n"
                             + _show_rows(df, neg, [col]))
         out.append(numeric.astype("int64"))
     k, n = out
     over = k > n
     if over.any():
-        raise DataError(f"successes {successes!r} exceed trials {trials!r} in rows:\n"
+        raise DataError(f"{where}successes {successes!r} exceed trials {trials!r} in rows:\n"
                         + _show_rows(df, over, [successes, trials]))
     zero = n == 0
     if zero.any():
-        raise DataError(f"trials column {trials!r} is 0 in rows (a row with no trials carries no "
+        raise DataError(f"{where}trials column {trials!r} is 0 in rows (a row with no trials carries no "
                         f"information; drop it explicitly):\n" + _show_rows(df, zero, [trials]))
     return k, n
 
@@ -210,6 +333,9 @@ def read_runs(
     successes: str | None = None,
     trials: str | None = None,
     allow_fractional: bool = False,
+    missing: str = "raise",
+    encoding: str | None = None,
+    sep: str | None = None,
 ) -> pd.DataFrame:
     """Read and validate a long-format table of evaluation runs.
 
@@ -226,6 +352,11 @@ def read_runs(
         Names of k-of-n count columns, given together instead of a binary ``outcome``.
     allow_fractional : bool
         Accept outcomes anywhere in [0, 1] (partial credit).  Binomial models need 0/1 or counts.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column is a DataError naming the rows
+        (default), or its row is dropped with a DataWarning saying how many rows.
+    encoding, sep : str, optional
+        Text encoding and CSV delimiter of a file (see :func:`load_table`).
 
     Returns
     -------
@@ -246,7 +377,8 @@ def read_runs(
     -----
     DataWarning
         An unbalanced design (a model missing items, runs varying between cells), a factor with a
-        single level, an item answered by one model only.  No row is ever dropped.
+        single level, an item answered by one model only.  No row is dropped unless
+        ``missing="drop"``.
 
     Examples
     --------
@@ -257,44 +389,23 @@ def read_runs(
     >>> runs.attrs["evalmix"]["item"], runs["correct"].tolist()
     ('item', [1, 0, 1, 1])
     """
-    df = load_table(source)
+    df = load_table(source, encoding=encoding, sep=sep)
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     counts = successes is not None
-    outcome_cols = [successes, trials] if counts else [outcome]
     if not counts and outcome is None:
         raise DataError("name the outcome column (outcome=) or the count columns (successes=, trials=)")
+    outcome_cols = [successes, trials] if counts else [outcome]
     required = [c for c in (model, item, run) if c is not None] + outcome_cols
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise DataError(f"missing column(s) {', '.join(map(repr, missing))}; the table has columns: "
-                        f"{', '.join(map(repr, map(str, df.columns)))}")
-    if len(df) == 0:
-        raise DataError("the runs table is empty")
+    _require_columns(df, required, source)
     roles = set(required)
     if counts and outcome in df.columns and outcome not in roles:
         roles.add(outcome)  # a stale binary column beside counts is not a slice
     slices = tuple(str(c) for c in df.columns if c not in roles)
-
-    key_cols = [c for c in (model, item, run) if c is not None] + list(slices)
-    for col in key_cols + outcome_cols:
-        na = df[col].isna()
-        if na.any():
-            role = "outcome" if col in outcome_cols else "key"
-            raise DataError(f"{role} column {col!r} has {int(na.sum())} missing value(s) (NaN/None) "
-                            f"in rows:\n" + _show_rows(df, na, key_cols[:3] + [col]))
-
-    if counts:
-        df[successes], df[trials] = _check_counts(df, successes, trials)
-    else:
-        df[outcome] = _check_binary(df, outcome, allow_fractional)
-
-    dup = df.duplicated(subset=key_cols, keep=False)
-    if dup.any():
-        first = df.loc[dup, key_cols].head(2)
-        raise DataError(
-            f"{int(dup.sum())} rows share a (model, item, run, slices) key {tuple(key_cols)}; each key "
-            f"must appear once. First duplicate:\n{first.to_string()}")
+    schema = RunsSchema(item=item, model=model, run=run, outcome=None if counts else outcome,
+                        successes=successes, trials=trials, slices=slices)
+    df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
+                   check_keys=True, copied=True)
 
     for col in (model, item, run):
         if col is not None:
@@ -303,8 +414,231 @@ def read_runs(
         if not pd.api.types.is_numeric_dtype(df[col]) or pd.api.types.is_bool_dtype(df[col]):
             df[col] = _as_factor(df[col])
 
-    schema = RunsSchema(item=item, model=model, run=run, outcome=None if counts else outcome,
-                        successes=successes, trials=trials, slices=slices)
     df.attrs["evalmix"] = schema.to_dict()
     _design_warnings(df, schema)
     return df
+
+
+# ------------------------------------------------------------------------ validation shared by all
+
+_DEFAULT_ROLES = {"item": "item", "model": "model", "run": "run", "outcome": "correct"}
+MISSING_POLICIES = ("raise", "drop")
+
+
+def _where(source: Any) -> str:
+    """``"runs.csv: "`` for a file, ``""`` for a DataFrame: the prefix of messages."""
+    return f"{source}: " if isinstance(source, (str, Path)) else ""
+
+
+def _require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
+                     hint: str = "") -> None:
+    missing = [c for c in dict.fromkeys(cols) if c is not None and c not in df.columns]
+    if missing:
+        raise DataError(f"{_where(source)}missing column(s) {', '.join(map(repr, missing))}; the table "
+                        f"has columns: {', '.join(map(repr, map(str, df.columns)))}{hint}")
+
+
+def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fractional: bool,
+              missing: str, check_keys: bool, copied: bool) -> pd.DataFrame:
+    """The rules of :func:`read_runs`: non-empty, no missing values in keys or outcome, a 0/1 outcome
+    (or valid k-of-n counts), unique keys.  Returns ``df`` or a copy with a numeric outcome."""
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be 'raise' or 'drop', not {missing!r}")
+    where = _where(source)
+    if len(df) == 0:
+        raise DataError(f"{where}the runs table is empty (no rows)")
+    outcome_cols = [schema.successes, schema.trials] if schema.counts else [schema.outcome]
+    key_cols = schema.keys
+    checked = list(dict.fromkeys(key_cols + outcome_cols))
+    na = df[checked].isna()
+    if na.to_numpy().any():
+        bad = na.any(axis=1)
+        if missing == "drop":
+            cols = [c for c in checked if na[c].any()]
+            warnings.warn(f"{where}dropped {int(bad.sum())} of {len(df)} row(s) with missing values "
+                          f"(NaN/None) in column(s) {', '.join(map(repr, cols))}", DataWarning, stacklevel=4)
+            df = df.loc[~bad.to_numpy()]
+            copied = False
+            if len(df) == 0:
+                raise DataError(f"{where}no rows left after dropping rows with missing values")
+        else:
+            col = next(c for c in checked if na[c].any())
+            role = "outcome" if col in outcome_cols else "key"
+            raise DataError(f"{where}{role} column {col!r} has {int(na[col].sum())} missing value(s) "
+                            f"(NaN/None) in rows:\n" + _show_rows(df, na[col], key_cols[:3] + [col])
+                            + "\n(pass missing='drop' to drop such rows with a warning)")
+    if schema.counts:
+        k, n = _check_counts(df, schema.successes, schema.trials, where)
+        if copied or k.dtype != df[schema.successes].dtype or n.dtype != df[schema.trials].dtype:
+            df = df if copied else df.copy()
+            copied = True
+            df[schema.successes], df[schema.trials] = k, n
+    else:
+        y = _check_binary(df, schema.outcome, allow_fractional, where)
+        if copied or not pd.api.types.is_numeric_dtype(df[schema.outcome]) \
+                or pd.api.types.is_bool_dtype(df[schema.outcome]):
+            df = df if copied else df.copy()
+            copied = True
+            df[schema.outcome] = y
+    if check_keys:
+        _check_unique_keys(df, key_cols, where)
+    return df
+
+
+def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
+    keys = df[key_cols]
+    try:
+        dup = keys.duplicated(keep=False)
+    except TypeError:  # unhashable cells (lists from JSON): compare their text
+        dup = keys.astype(str).duplicated(keep=False)
+    if dup.any():
+        first = df.loc[dup, key_cols].head(2)
+        raise DataError(
+            f"{where}{int(dup.sum())} rows share a (model, item, run, slices) key {tuple(key_cols)}; each "
+            f"key must appear once. First duplicate:\n{first.to_string()}")
+
+
+def _role(name: str, given: str | None, recorded: RunsSchema | None, columns: pd.Index) -> str | None:
+    """Explicit argument > role recorded by read_runs (if its column is still there) > default name
+    (if such a column exists) > None."""
+    if given is not None:
+        return given
+    if recorded is not None:
+        value = getattr(recorded, name)
+        if value is not None and value in columns:
+            return value
+    default = _DEFAULT_ROLES[name]
+    return default if default in columns else None
+
+
+def ensure_runs(
+    data: str | Path | pd.DataFrame,
+    *,
+    item: str | None = None,
+    model: str | None = None,
+    run: str | None = None,
+    outcome: str | None = None,
+    successes: str | None = None,
+    trials: str | None = None,
+    need_item: bool = False,
+    need_model: bool = False,
+    need_run: bool = False,
+    by: Sequence[str] = (),
+    factors: Sequence[str] = (),
+    allow_fractional: bool = False,
+    missing: str = "raise",
+    encoding: str | None = None,
+) -> tuple[pd.DataFrame, RunsSchema]:
+    """Resolve the column roles of a runs table and validate it with :func:`read_runs`'s rules.
+
+    Every analysis function that takes a runs table calls this first, so a raw DataFrame, a file
+    path and a :func:`read_runs` table are held to the same rules.  It is cheap (a few
+    milliseconds for 10,000 rows) and runs on every call: roles recorded in ``df.attrs`` are lost
+    by ``merge`` (and by ``concat`` of tables with different roles), so nothing is cached.
+
+    Parameters
+    ----------
+    data : path or DataFrame
+        The runs table, or a file :func:`load_table` reads.
+    item, model, run, outcome : str, optional
+        Column names.  Each role is the explicit argument, else the role recorded by
+        :func:`read_runs` (when that column is still present), else the default name ``item``,
+        ``model``, ``run``, ``correct`` when the table has such a column.
+    successes, trials : str, optional
+        k-of-n count columns, given together (or recorded by :func:`read_runs`) instead of
+        ``outcome``.
+    need_item, need_model, need_run : bool
+        Whether the caller needs that role; a needed role whose column is absent is a DataError.
+    by : sequence of str
+        Further columns the caller uses (slices, grouping columns); they must exist.
+    factors : sequence of str
+        Columns the caller uses as factors: each must have at least two distinct values.
+    allow_fractional : bool
+        Accept outcomes anywhere in [0, 1] (partial credit), for methods that average scores.
+    missing : {"raise", "drop"}
+        A missing value (NaN/None) in a key, slice or outcome column is a DataError naming the rows
+        (``"raise"``), or the row is dropped with a DataWarning saying how many (``"drop"``).
+    encoding : str, optional
+        Text encoding when ``data`` is a path (see :func:`load_table`).
+
+    Returns
+    -------
+    (DataFrame, RunsSchema)
+        The table (the caller's object when nothing had to change, else a copy; never modified in
+        place) with the roles recorded in ``attrs``, and the resolved roles.  Every column that
+        is not a role is a slice, as in :func:`read_runs`.
+
+    Raises
+    ------
+    DataError
+        A missing column (listing the columns present), an empty table, a missing value, an
+        outcome outside {0, 1} (or a string outcome), bad counts, a duplicated (model, item, run,
+        slices) key, a one-level factor.  The message names the column and shows the rows.
+
+    Notes
+    -----
+    Keys are checked for duplicates when the table has a run column; without one, rows that
+    repeat a (model, item) are taken as repeated trials (as in a binomial GLMM's data).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"model": ["a", "a", "b", "b"], "item": [1, 2, 1, 2],
+    ...                    "run": [1, 1, 1, 1], "correct": [1, 0, 1, 2]})
+    >>> try:
+    ...     ensure_runs(df)
+    ... except DataError as exc:
+    ...     print(str(exc).splitlines()[0])
+    outcome column 'correct' must be 0/1 or True/False; offending rows:
+    >>> table, schema = ensure_runs(df.assign(correct=[1, 0, 1, 1]))
+    >>> schema.keys, schema.outcome
+    (['model', 'item', 'run'], 'correct')
+    """
+    if isinstance(data, pd.DataFrame):
+        df, source = data, None
+    elif isinstance(data, (str, Path)):
+        df, source = load_table(data, encoding=encoding), data
+    else:
+        raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
+    cols = df.columns
+    recorded = schema_of(df)
+    if (successes is None) != (trials is None):
+        raise DataError("give both successes= and trials= for k-of-n counts, or neither")
+    if successes is None and outcome is None and recorded is not None and recorded.counts \
+            and recorded.successes in cols and recorded.trials in cols:
+        successes, trials = recorded.successes, recorded.trials
+    counts = successes is not None
+    if not counts:
+        outcome = _role("outcome", outcome, recorded, cols) or _DEFAULT_ROLES["outcome"]
+    names = {r: _role(r, v, recorded, cols) for r, v in (("item", item), ("model", model), ("run", run))}
+    needed = {"item": need_item, "model": need_model, "run": need_run}
+    wanted = [names[r] or (_DEFAULT_ROLES[r] if needed[r] else None) for r in names]
+    wanted += [successes, trials] if counts else [outcome]
+    wanted += [str(b) for b in by] + [str(f) for f in factors]
+    hint = ""
+    stem = outcome if not counts else successes
+    merged = [c for c in (f"{stem}_x", f"{stem}_y") if c in cols]
+    if merged:
+        hint = (f"\n(columns {merged} look like a merge of two tables that both have {stem!r}: "
+                "rename one, or pass outcome=)")
+    elif recorded is None and not counts and outcome not in cols:
+        hint = ("\n(name the outcome column with outcome=; roles recorded by read_runs are lost by "
+                "pandas merge/concat, so pass them again or re-read the table)")
+    _require_columns(df, wanted, source, hint)
+    roles = {names["item"], names["model"], names["run"], outcome, successes, trials} - {None}
+    slices = tuple(str(c) for c in cols if c not in roles)
+    schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
+                        outcome=None if counts else outcome, successes=successes, trials=trials,
+                        slices=slices)
+    df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
+                   check_keys=schema.run is not None, copied=False)
+    for f in factors:
+        values = df[f]
+        n_levels = values.nunique()
+        if n_levels < 2:
+            raise DataError(f"{_where(source)}factor {str(f)!r} has a single level "
+                            f"({_plain(values.iloc[0])!r}): it cannot be used as a predictor or "
+                            "compared; drop it from the formula or add rows of another level")
+    out = df.copy(deep=False)  # copy-on-write: cheap, and the caller's attrs stay untouched
+    out.attrs = {"evalmix": schema.to_dict()}
+    return out, schema

@@ -29,6 +29,8 @@ import pandas as pd
 from scipy import special, stats
 
 from . import multiplicity
+from .draws import hdi
+from .fitted import Coefficients, coefficients, linear_functions
 from ._result import Result
 from .errors import FormulaError
 
@@ -41,30 +43,6 @@ _PARENS = re.compile(r"-|\+|/|\*")
 
 
 # --- coefficients of a fit ------------------------------------------------------------------------
-
-@dataclass(frozen=True, repr=False)
-class _Coefficients:
-    names: tuple[str, ...]
-    beta: np.ndarray | None
-    vcov: np.ndarray | None
-    draws: np.ndarray | None
-
-
-def _coefficients(fit: Any) -> _Coefficients:
-    """beta and V (maximum likelihood) or posterior draws (a fit with ``fixef_draws``)."""
-    draws = getattr(fit, "fixef_draws", None)
-    if draws is not None:
-        draws = pd.DataFrame(draws)
-        return _Coefficients(tuple(map(str, draws.columns)), None, None,
-                             draws.to_numpy(dtype=float))
-    fixef = getattr(fit, "fixef", None)
-    vcov = getattr(fit, "vcov", None)
-    if fixef is None or vcov is None:
-        raise TypeError(f"{type(fit).__name__} has neither fixef/vcov nor fixef_draws")
-    names = tuple(map(str, fixef.index))
-    v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
-    return _Coefficients(names, fixef.to_numpy(dtype=float), v, None)
-
 
 def _link(fit: Any) -> str:
     link = str(getattr(fit, "link", "identity"))
@@ -238,7 +216,7 @@ def _grid_weights(design: Any, grid: pd.DataFrame, keep: list[str], weights: str
     return cells if weights == "cells" else (cells > 0).astype(float)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class EMMeans(Result):
     """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
 
@@ -282,29 +260,7 @@ class EMMeans(Result):
         return out
 
 
-def hdi(samples: np.ndarray, prob: float = 0.95) -> np.ndarray:
-    """Highest-density intervals of each column of ``samples`` (draws in rows).
-
-    The narrowest interval spanning ``floor(prob * n)`` consecutive order statistics (ArviZ's
-    convention).  Returns an array of shape ``(n_columns, 2)``.
-
-    Examples
-    --------
-    >>> hdi(np.arange(101.0).reshape(-1, 1), 0.9).tolist()
-    [[0.0, 90.0]]
-    """
-    x = np.sort(np.asarray(samples, dtype=float).reshape(len(samples), -1), axis=0)
-    n = x.shape[0]
-    inc = int(np.floor(prob * n))
-    if inc < 1 or inc >= n:
-        raise ValueError(f"prob={prob} leaves no interval among {n} draws")
-    widths = x[inc:] - x[: n - inc]
-    start = np.argmin(widths, axis=0)
-    cols = np.arange(x.shape[1])
-    return np.column_stack([x[start, cols], x[start + inc, cols]])
-
-
-def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
+def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
                transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
     """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
     rows that are not estimable are NaN."""
@@ -318,8 +274,7 @@ def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "lower": iv[:, 0], "upper": iv[:, 1]})
-    est = L @ coefs.beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
+    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov)
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
@@ -381,7 +336,7 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r} is not one of {', '.join(_WEIGHTS)}")
     spec_list, by_list = _parse_specs(specs, by)
-    coefs = _coefficients(fit)
+    coefs = coefficients(fit)
     link = _link(fit)
     grid, X = reference_grid(fit, at)
     keep = spec_list + by_list
@@ -491,7 +446,7 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Contrasts(Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
@@ -578,7 +533,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = multiplicity.normalise_method(adjust)
-    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
+    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
@@ -627,7 +582,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             summ["or_lower"] = np.exp(summ["lower"])
             summ["or_upper"] = np.exp(summ["upper"])
         blocks.append(pd.concat([block, summ], axis=1))
-    if coefs.draws is None and p_method in ("holm", "BH"):
+    if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "

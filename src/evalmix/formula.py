@@ -343,7 +343,8 @@ def fixed_variables(fixed: str, offsets: tuple[str, ...] = ()) -> list[str]:
     return names
 
 
-def _factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+def factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+    """Data columns the fixed part reads (see :func:`fixed_variables`)."""
     return fixed_variables(fixed)
 
 
@@ -632,7 +633,7 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
     return inv.astype(np.int64), names
 
 
-def _group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
+def group_codes_for(term: RandomTerm, newdata: pd.DataFrame) -> np.ndarray:
     """Index of each new row's level of ``term``'s grouping factor (-1 when unseen)."""
     for c in term.columns:
         if c not in newdata.columns:

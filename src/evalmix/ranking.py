@@ -12,17 +12,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 from scipy import stats
-from tqdm.auto import tqdm
 
 from . import _slicing as sl
 from ._result import Result, frame_records
 from .errors import DataError
+from .fitted import coefficients, linear_functions
+from .parallel import parallel_map
 
 __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
@@ -32,7 +33,7 @@ __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "mar
 # rank instability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankInstabilityResult(Result):
     """Leaderboards from run subsets against the all-runs leaderboard.
 
@@ -44,8 +45,8 @@ class RankInstabilityResult(Result):
         order, the paper's count), ``unstable`` (``n_moved > 0``), ``n_discordant`` (model pairs
         strictly ordered one way here and the other way in the reference), ``n_pairs`` and
         ``kendall_tau`` (tau-b between the two accuracy vectors).
-    summary : DataFrame
-        One row per number of pooled runs: ``n_leaderboards``, ``n_unstable``, ``rate``,
+    by_n_runs : DataFrame
+        One row per number of pooled runs (also ``to_frame()``): ``n_leaderboards``, ``n_unstable``, ``rate``,
         ``n_discordant`` (total), ``mean_discordant`` and ``inversions_removed`` (share of the
         single-run discordant pairs that disappear, when single runs are included).
     ranks : DataFrame
@@ -57,7 +58,7 @@ class RankInstabilityResult(Result):
     """
 
     table: pd.DataFrame
-    summary: pd.DataFrame
+    by_n_runs: pd.DataFrame
     ranks: pd.DataFrame
     by: tuple[str, ...]
     n_unstable: int
@@ -65,7 +66,7 @@ class RankInstabilityResult(Result):
     rate: float
 
     def to_frame(self) -> pd.DataFrame:
-        return self.summary.copy()
+        return self.by_n_runs.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"leaderboards": frame_records(self.table),
@@ -197,7 +198,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     summ = summ[["n_runs", "n_leaderboards", "n_unstable", "rate", "n_discordant", "mean_discordant"]
                 + (["inversions_removed"] if 1 in sizes else [])]
     first = summ.iloc[0]
-    return RankInstabilityResult(table=table, summary=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
+    return RankInstabilityResult(table=table, by_n_runs=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
                                  n_unstable=int(first["n_unstable"]),
                                  n_leaderboards=int(first["n_leaderboards"]), rate=float(first["rate"]))
 
@@ -206,7 +207,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
 # rank uncertainty by item-level bootstrap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
@@ -227,8 +228,8 @@ class RankUncertaintyResult(Result):
         return self.table.copy()
 
 
-def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
-                seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+def _boot_chunk(n_boot: int, seed: np.random.SeedSequence, succ: np.ndarray,
+                tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap accuracies (n_boot x models) and min-ranks for one chunk of replicates."""
     rng = np.random.default_rng(seed)
     n_items = succ.shape[0]
@@ -241,7 +242,7 @@ def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
 def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-                     seed: int | np.random.Generator | None = None, n_jobs: int = 1,
+                     seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
                      progress: bool = False, chunk_size: int = 250,
                      method: Literal["bootstrap"] = "bootstrap") -> RankUncertaintyResult:
     """Each model's rank distribution, expected rank and rank interval from an item bootstrap.
@@ -265,8 +266,9 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         Coverage of the equal-tailed rank interval (lower and upper quantiles of the ranks).
     seed : int or numpy.random.Generator, optional
         Random seed; results do not depend on ``n_jobs``.
-    n_jobs : int
-        Parallel workers (joblib) over chunks of ``chunk_size`` replicates.
+    n_jobs : int, optional
+        Parallel workers (joblib) over chunks of ``chunk_size`` replicates; default: an enclosing
+        ``joblib.parallel_config``, else 1 (see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Show a progress bar over chunks.
     method : {"bootstrap"}
@@ -306,10 +308,9 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
-        tasks = zip(sizes, sseed.spawn(n_chunks))
-        if progress:
-            tasks = tqdm(list(tasks), desc=f"bootstrap {sl.slice_label(by_, key) or 'ranks'}".strip(": "))
-        out = Parallel(n_jobs=n_jobs)(delayed(_boot_chunk)(succ, tri, n, s) for n, s in tasks)
+        out = parallel_map(partial(_boot_chunk, succ=succ, tri=tri), sizes, n_jobs=n_jobs, seed=sseed,
+                           progress=progress,
+                           desc=f"bootstrap {sl.slice_label(by_, key) or 'ranks'}".strip(": "))
         acc_b = np.vstack([o[0] for o in out])
         rank_b = np.vstack([o[1] for o in out])
         acc = succ.sum(0) / tri.sum(0)
@@ -413,13 +414,12 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
     grid, L = marginal_rows(fit, term, by_)
-    beta = fit.fixef.to_numpy(float)
-    V = fit.vcov.to_numpy(float)
+    coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
+    beta, V = coefs.beta, coefs.vcov
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
     eta_draws = draws @ L.T
-    est = L @ beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+    est, se, _ = linear_functions(L, beta, V)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):

@@ -37,7 +37,7 @@ LOGISTIC_VARIANCE = math.pi**2 / 3
 # flip rate and entropy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FlipRateResult(Result):
     """Share of items whose outcome changes across runs, per slice, with the mean outcome entropy.
 
@@ -292,7 +292,7 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
             "ms_within": ms_w}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ICCResult(Result):
     """ICCs per slice.
 
@@ -391,7 +391,7 @@ def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str 
 # model-based (latent-scale) ICC
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class LatentICCResult(Result):
     """Latent-scale variance decomposition of a logistic GLMM with item and item:run intercepts.
 

@@ -20,6 +20,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -27,8 +28,9 @@ import pandas as pd
 from scipy import special, stats
 
 from . import _slicing as sl
-from ._result import Result, frame_records
+from ._result import Result, contrast_label, frame_records
 from .errors import DataError
+from .parallel import parallel_map
 
 __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
            "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
@@ -39,7 +41,7 @@ __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "a
 # the paper's statistic
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SliceSEResult(Result):
     """``table``: ``n_runs`` (first R runs pooled), ``n_slices``, ``mean_accuracy``, ``sd_accuracy``
     (SD of the slice accuracies) and ``se`` = sd_accuracy / sqrt(n_slices)."""
@@ -213,7 +215,7 @@ def _se(var_between: np.ndarray, var_within: np.ndarray, n_items: np.ndarray, n_
 # SE against runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SEvsRunsResult(Result):
     """Standard error of slice accuracies against the number of runs.
 
@@ -399,7 +401,7 @@ def accuracy_components(eta: float | Sequence[float], sd_item: float, sd_item_ru
 # planning
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PlanResult(Result):
     """The cheapest design meeting a target.
 
@@ -621,12 +623,12 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
 # significance stability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SignFlipResult(Result):
     """Which contrasts against the reference change significance between single runs and all runs.
 
     ``details``: ``run`` (``"all"`` or a run label), ``contrast`` (``"level - ref"``), ``estimate``,
-    ``se``, ``lower``, ``upper`` (Wald, log-odds), ``p``, ``significant`` and ``flipped`` (the
+    ``se``, ``conf_low``, ``conf_high`` (Wald, log-odds), ``p_value``, ``significant`` and ``flipped`` (the
     decision differs from the all-runs fit).  ``rate``: share of contrasts whose decision flips in
     at least one single run (the paper's definition); ``run_rate``: share of (run, contrast) pairs
     that flip.  ``fits``: one row per fit with ``formula``, ``nobs``, ``converged``, ``singular``.
@@ -666,14 +668,20 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_l
     mask = [t == term for t in design.column_terms]
     tab = tab[mask].copy()
     prefix = f"{term}[T."
-    tab["contrast"] = [f"{c[len(prefix):-1] if c.startswith(prefix) else c} - {ref}" for c in tab["term"]]
+    tab["contrast"] = [contrast_label(c[len(prefix):-1] if c.startswith(prefix) else c, ref)
+                       for c in tab["term"]]
     info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
     return tab, info
 
 
+def _fit_job(job: tuple, term: str, ref: Any, conf_level: float) -> tuple:
+    _, formula, data = job
+    return _fit_contrasts(data, formula, term, ref, conf_level)
+
+
 def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref: Any = None,
                    run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
-                   n_jobs: int = 1, progress: bool = False) -> SignFlipResult:
+                   n_jobs: int | None = None, progress: bool = False) -> SignFlipResult:
     """Refit a GLMM on each single run and report which contrasts change significance.
 
     The model is fitted on all runs and, separately, on the rows of each run.  For every level of
@@ -702,8 +710,9 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     drop_run_terms : bool
         In single-run fits drop random terms grouped by the run column (``(1|item:run)`` has one
         level per item there and is aliased with ``(1|item)``).
-    n_jobs : int
-        Fits run in parallel with joblib.
+    n_jobs : int, optional
+        Fits run in parallel with joblib (default: an enclosing ``joblib.parallel_config``, else 1;
+        see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Progress bar over fits.
 
@@ -719,9 +728,6 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']
     """
-    from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
-
     cols = sl.resolve(data, run=run, need_item=False, by=[term])
     levels = sl.levels(data[term])
     ref = levels[0] if ref is None else ref
@@ -732,15 +738,16 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     single = _without_run_terms(formula, cols.run) if drop_run_terms else formula
     runs = sl.levels(d[cols.run])
     jobs = [("all", formula, d)] + [(r, single, d[d[cols.run] == r]) for r in runs]
-    it = tqdm(jobs, desc="refits") if progress else jobs
-    out = Parallel(n_jobs=n_jobs)(delayed(_fit_contrasts)(sub, f, term, ref, conf_level) for _, f, sub in it)
+    out = parallel_map(partial(_fit_job, term=term, ref=ref, conf_level=conf_level), jobs, n_jobs=n_jobs,
+                       progress=progress, desc="refits")
     alpha = 1 - conf_level
     frames, fits = [], []
     for (label, _, _), (tab, info) in zip(jobs, out):
         frames.append(pd.DataFrame({
             "run": str(label), "contrast": tab["contrast"].to_numpy(), "estimate": tab["estimate"].to_numpy(),
-            "se": tab["se"].to_numpy(), "lower": tab["ci_low"].to_numpy(), "upper": tab["ci_high"].to_numpy(),
-            "p": tab["p"].to_numpy(), "significant": (tab["p"] < alpha).to_numpy()}))
+            "se": tab["se"].to_numpy(), "conf_low": tab["conf_low"].to_numpy(),
+            "conf_high": tab["conf_high"].to_numpy(), "p_value": tab["p_value"].to_numpy(),
+            "significant": (tab["p_value"] < alpha).to_numpy()}))
         fits.append({"run": str(label)} | info)
     details = pd.concat(frames, ignore_index=True)
     ref_sig = details[details["run"] == "all"].set_index("contrast")["significant"]

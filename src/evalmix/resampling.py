@@ -32,7 +32,7 @@ from scipy.special import ndtr, ndtri
 from ._random import as_generator
 from ._result import Result
 from .errors import DataError
-from .comparisons import ComparisonResult, item_means
+from .paired import ComparisonResult, item_means
 
 __all__ = ["BootstrapResult", "BootstrapTable", "bootstrap_ci", "cluster_bootstrap",
            "instance_bootstrap", "paired_bootstrap", "plausible_run_scores", "run_level_ci",
@@ -42,7 +42,7 @@ _METHODS = ("percentile", "basic", "bca", "t")
 _CHUNK_CELLS = 250_000  # elements per gathered chunk: stays in cache, ~2 MB of indices
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapResult(Result):
     """A bootstrap estimate with its interval.
 
@@ -89,7 +89,7 @@ class BootstrapResult(Result):
         return (self.conf_high - self.conf_low) / 2
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapTable(Result):
     """Bootstrap intervals for several groups resampled together (same items in every group).
 
@@ -495,7 +495,7 @@ def paired_bootstrap(a: Any, b: Any, *, method: str = "percentile", n_boot: int 
 _CONFUSION_METRICS = ("accuracy", "f1", "precision", "recall", "macro_f1")
 
 
-def _encode(preds: np.ndarray, gold: np.ndarray, pos_label: Any) -> tuple[np.ndarray, int, int]:
+def encode_labels(preds: np.ndarray, gold: np.ndarray, pos_label: Any) -> tuple[np.ndarray, int, int]:
     """Cell codes ``gold * K + pred`` of every prediction, K and the index of ``pos_label``."""
     classes = np.unique(np.concatenate([np.asarray(gold).ravel(), np.asarray(preds).ravel()]))
     k = classes.size
@@ -506,7 +506,7 @@ def _encode(preds: np.ndarray, gold: np.ndarray, pos_label: Any) -> tuple[np.nda
     return g * k + p, k, pos_idx
 
 
-def _metric_from_cells(cells: np.ndarray, k: int, metric: str, pos: int) -> np.ndarray:
+def metric_from_cells(cells: np.ndarray, k: int, metric: str, pos: int) -> np.ndarray:
     """Metric from confusion counts ``cells`` of shape (B, K*K) (rows gold, columns pred)."""
     cm = cells.reshape(-1, k, k).astype(float)
     total = cm.sum(axis=(1, 2))
@@ -531,7 +531,7 @@ def _metric_from_cells(cells: np.ndarray, k: int, metric: str, pos: int) -> np.n
     raise ValueError(f"metric must be one of {_CONFUSION_METRICS} or a callable, got {metric!r}")
 
 
-def _preds_gold(preds: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:
+def preds_gold(preds: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(preds)
     g = np.asarray(gold)
     if p.ndim == 1:
@@ -594,7 +594,7 @@ def instance_bootstrap(preds: Any, gold: Any, *, metric: str | Callable = "f1",
     >>> r.conf_low < r.estimate < r.conf_high
     True
     """
-    p, g = _preds_gold(preds, gold)
+    p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     if resample_size not in ("instances", "pooled"):
         raise ValueError(f"resample_size must be 'instances' or 'pooled', got {resample_size!r}")
@@ -610,11 +610,11 @@ def instance_bootstrap(preds: Any, gold: Any, *, metric: str | Callable = "f1",
             boot[i] = metric(pred_pooled[idx], gold_pooled[idx])
         name = getattr(metric, "__name__", "metric")
     else:
-        codes, k, pos = _encode(pred_pooled, gold_pooled, pos_label)
+        codes, k, pos = encode_labels(pred_pooled, gold_pooled, pos_label)
         counts = np.bincount(codes, minlength=k * k)
-        theta = float(_metric_from_cells(counts[None, :], k, metric, pos)[0])
+        theta = float(metric_from_cells(counts[None, :], k, metric, pos)[0])
         cells = rng.multinomial(size, counts / counts.sum(), size=n_boot)
-        boot = _metric_from_cells(cells, k, metric, pos)
+        boot = metric_from_cells(cells, k, metric, pos)
         name = metric
     lo, hi, _ = _interval(boot, theta, "percentile", conf_level)
     return BootstrapResult(estimate=theta, se=float(boot.std(ddof=1)), conf_low=lo, conf_high=hi,
@@ -656,9 +656,9 @@ def plausible_run_scores(preds: Any, gold: Any, *, metric: str = "f1", n_sims: i
     >>> plausible_run_scores(preds, gold, metric="accuracy", n_sims=10, seed=1).shape
     (10,)
     """
-    p, g = _preds_gold(preds, gold)
+    p, g = preds_gold(preds, gold)
     m, l_ = p.shape
-    codes, k, pos = _encode(p, np.broadcast_to(g, p.shape), pos_label)
+    codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
     rng = as_generator(seed)
     out = np.empty(n_sims)
     chunk = max(1, _CHUNK_CELLS // l_)
@@ -668,7 +668,7 @@ def plausible_run_scores(preds: Any, gold: Any, *, metric: str = "f1", n_sims: i
         picks = codes[rng.integers(0, m, (c, l_)), cols]
         flat = (picks + (np.arange(c) * k * k)[:, None]).ravel()
         cells = np.bincount(flat, minlength=c * k * k).reshape(c, k * k)
-        out[start:start + c] = _metric_from_cells(cells, k, metric, pos)
+        out[start:start + c] = metric_from_cells(cells, k, metric, pos)
     return out
 
 

@@ -19,13 +19,14 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
+from .fitted import coefficients, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
 
 # --- type-III Wald tests --------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AnovaTable(Result):
     """Wald chi-square tests, one row per term: ``term``, ``chisq``, ``df``, ``p``."""
 
@@ -70,21 +71,16 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     if getattr(fit, "fixef_draws", None) is not None:
         raise TypeError("Wald tests need a maximum-likelihood fit (fixef and vcov); "
                         "for a posterior fit, look at contrasts with evalmix.contrast")
-    names = list(map(str, fit.fixef.index))
-    beta = fit.fixef.to_numpy(dtype=float)
-    V = pd.DataFrame(fit.vcov).loc[names, names].to_numpy(dtype=float)
+    coefs = coefficients(fit)
+    names = coefs.names
     column_terms = list(fit.fixed_design.column_terms)
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
-        idx = [i for i, t in enumerate(column_terms) if t == term]
-        b, v = beta[idx], V[np.ix_(idx, idx)]
-        # pseudo-inverse and rank guard against aliased columns, as car's linearHypothesis does
-        df = int(np.linalg.matrix_rank(v))
-        chisq = float(b @ np.linalg.pinv(v) @ b)
-        rows.append((term, chisq, df, float(stats.chi2.sf(chisq, df))))
+        L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
+        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov)))
     return AnovaTable(pd.DataFrame(rows, columns=["term", "chisq", "df", "p"]))
 
 
@@ -125,7 +121,7 @@ def _nested(small: Any, large: Any) -> bool | None:
     return fs <= fl and rs == rl
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelComparison(Result):
     """Information criteria of several fits, sorted by BIC, with lme4-style likelihood-ratio tests.
 

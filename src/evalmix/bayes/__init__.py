@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import SamplingWarning
 from .model import BayesModel, build_model
 from .priors import DEFAULT_PRIORS, Prior, resolve_priors
-from .result import BayesGlmerResult, PPCResult, RankResult, _flat
+from .result import BayesGlmerResult, PPCResult, RankResult, flatten_chains
 from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
 
 __all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResult",
@@ -117,10 +117,10 @@ def _result(formula: str, bm: BayesModel, idata: Any, seconds: float, desc: str)
     cols = []
     for j, n in enumerate(names):
         if j == bm.intercept_col:
-            cols.append(_flat(np.asarray(post["Intercept"])))
+            cols.append(flatten_chains(np.asarray(post["Intercept"])))
         else:
             k = list(post["b"].coords["coef"].values).index(n)
-            cols.append(_flat(np.asarray(post["b"]))[:, k])
+            cols.append(flatten_chains(np.asarray(post["b"]))[:, k])
     fd = pd.DataFrame(np.column_stack(cols) if cols else np.zeros((chains * draws, 0)), columns=names)
     div = int(np.asarray(idata.sample_stats["diverging"]).sum()) if "diverging" in idata.sample_stats else 0
     fit = BayesGlmerResult(
@@ -136,22 +136,22 @@ def _result(formula: str, bm: BayesModel, idata: Any, seconds: float, desc: str)
 
 
 def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
-    from .result import _hdi
+    from ..draws import hdi
 
     params = fit._param_draws()
     rows = []
     for p in fit._bm.plans:
         t = p.term
         for c in t.cnames:
-            sd = _flat(params[f"sd({c}|{t.group})"])
-            lo, hi = _hdi(sd[:, None], 0.95)
+            sd = flatten_chains(params[f"sd({c}|{t.group})"])
+            lo, hi = hdi(sd[:, None], 0.95).T
             rows.append((t.group, c, "", float((sd ** 2).mean()), float(sd.mean()), lo[0], hi[0]))
         for j in range(t.nc):
             for i in range(j + 1, t.nc):
-                cor = _flat(params[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"])
-                sdi = _flat(params[f"sd({t.cnames[i]}|{t.group})"])
-                sdj = _flat(params[f"sd({t.cnames[j]}|{t.group})"])
-                lo, hi = _hdi(cor[:, None], 0.95)
+                cor = flatten_chains(params[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"])
+                sdi = flatten_chains(params[f"sd({t.cnames[i]}|{t.group})"])
+                sdj = flatten_chains(params[f"sd({t.cnames[j]}|{t.group})"])
+                lo, hi = hdi(cor[:, None], 0.95).T
                 rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
                              float(cor.mean()), lo[0], hi[0]))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_lower", "sd_upper"])

@@ -187,14 +187,14 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ..glmm import _drop_rank_deficient
+    from ..glmm import drop_rank_deficient
     from ..glmm.design import build_design
 
     design = build_design(formula, data)
     if design.offset is not None:
         raise FormulaError(f"offset() in {formula!r}: the Bayesian fit has no offset term yet; "
                            "fit it with evalmix.glmer")
-    dropped = _drop_rank_deficient(design)
+    dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
@@ -350,36 +350,36 @@ def _vector_logp(priors: list[Prior], b):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .priors import _FAMILIES
+    from .priors import FAMILIES
 
     total = 0.0
     fams = {p.family for p in priors}
     if len(fams) == 1:
         kw = {k: np.array([p.kwargs[k] for p in priors]) for k in priors[0].kwargs}
-        return pt.sum(pm.logp(getattr(pm, _FAMILIES[priors[0].family][0]).dist(**kw), b))
+        return pt.sum(pm.logp(getattr(pm, FAMILIES[priors[0].family][0]).dist(**kw), b))
     for i, p in enumerate(priors):
-        total = total + pm.logp(getattr(pm, _FAMILIES[p.family][0]).dist(**p.kwargs), b[i])
+        total = total + pm.logp(getattr(pm, FAMILIES[p.family][0]).dist(**p.kwargs), b[i])
     return total
 
 
 def _dist_vector(name: str, family: str, kw: dict[str, np.ndarray], dims: str):
     import pymc as pm
 
-    from .priors import _FAMILIES
+    from .priors import FAMILIES
 
-    return getattr(pm, _FAMILIES[family][0])(name, **kw, dims=dims)
+    return getattr(pm, FAMILIES[family][0])(name, **kw, dims=dims)
 
 
 def _sd_dists(sds: list[Prior]):
     import pymc as pm
 
-    from .priors import _FAMILIES
+    from .priors import FAMILIES
 
     fam = sds[0].family
     if any(s.family != fam for s in sds):
         raise ValueError("the SDs of one correlated random term must share a prior family")
     kw = {k: np.array([s.kwargs[k] for s in sds]) for k in sds[0].kwargs}
-    return getattr(pm, _FAMILIES[fam][0]).dist(**kw)
+    return getattr(pm, FAMILIES[fam][0]).dist(**kw)
 
 
 def _corr_from_chol(chol):

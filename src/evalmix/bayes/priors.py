@@ -34,7 +34,7 @@ import pandas as pd
 __all__ = ["Prior", "DEFAULT_PRIORS", "resolve_priors"]
 
 # name -> (PyMC distribution name, parameter names, allowed for an SD?)
-_FAMILIES: dict[str, tuple[str, tuple[str, ...], bool]] = {
+FAMILIES: dict[str, tuple[str, tuple[str, ...], bool]] = {
     "normal": ("Normal", ("mu", "sigma"), False),
     "student_t": ("StudentT", ("nu", "mu", "sigma"), False),
     "cauchy": ("Cauchy", ("alpha", "beta"), False),
@@ -73,9 +73,9 @@ class Prior:
     params: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        if self.family not in _FAMILIES:
-            raise ValueError(f"unknown prior family {self.family!r}; use one of {sorted(_FAMILIES)}")
-        names = _FAMILIES[self.family][1]
+        if self.family not in FAMILIES:
+            raise ValueError(f"unknown prior family {self.family!r}; use one of {sorted(FAMILIES)}")
+        names = FAMILIES[self.family][1]
         if len(self.params) != len(names):
             raise ValueError(f"prior {self.family!r} takes {len(names)} parameter(s) {names}, "
                              f"got {self.params!r}")
@@ -84,11 +84,11 @@ class Prior:
     @property
     def positive(self) -> bool:
         """Whether the prior has support on the positive half-line only (usable for an SD)."""
-        return _FAMILIES[self.family][2]
+        return FAMILIES[self.family][2]
 
     @property
     def kwargs(self) -> dict[str, float]:
-        return dict(zip(_FAMILIES[self.family][1], self.params))
+        return dict(zip(FAMILIES[self.family][1], self.params))
 
     def scaled(self, factor: float) -> Prior:
         """The same prior with its scale divided by ``factor`` (a coefficient of ``x`` with SD ``factor``)."""
@@ -115,12 +115,12 @@ class Prior:
         """The PyMC random variable ``name`` with this prior (inside a model context)."""
         import pymc as pm
 
-        cls = getattr(pm, _FAMILIES[self.family][0])
+        cls = getattr(pm, FAMILIES[self.family][0])
         return cls(name, **self.kwargs, **kwargs)
 
     def __str__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.kwargs.items())
-        return f"{_FAMILIES[self.family][0]}({args})"
+        return f"{FAMILIES[self.family][0]}({args})"
 
     @classmethod
     def coerce(cls, value: Any) -> Prior:
@@ -130,9 +130,9 @@ class Prior:
         if isinstance(value, Mapping):
             value = dict(value)
             fam = value.pop("family")
-            names = _FAMILIES.get(fam, (None, ()))[1]
+            names = FAMILIES.get(fam, (None, ()))[1]
             missing = [n for n in names if n not in value]
-            if fam in _FAMILIES and missing:
+            if fam in FAMILIES and missing:
                 raise ValueError(f"prior {fam!r} lacks parameter(s) {missing}")
             return cls(fam, tuple(value[n] for n in names))
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -11,7 +11,8 @@ import pandas as pd
 from scipy.special import expit, log_expit
 
 from .._result import Result, frame_records
-from ..errors import DataError, SamplingWarning
+from ..draws import hdi
+from ..errors import DataError
 from .model import BayesModel, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
@@ -20,12 +21,12 @@ RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the 
 ESS_MIN = 400  # bulk and tail ESS of at least 100 per chain for 4 chains
 
 
-def _flat(a: np.ndarray) -> np.ndarray:
+def flatten_chains(a: np.ndarray) -> np.ndarray:
     """(chain, draw, ...) -> (chain * draw, ...)."""
     return a.reshape((-1,) + a.shape[2:])
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankResult(Result):
     """Posterior rank distribution of the levels of a factor (rank 1 = highest accuracy).
 
@@ -42,7 +43,7 @@ class RankResult(Result):
         return self.table.copy()
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PPCResult(Result):
     """Posterior predictive check of accuracy (and optionally its spread across groups).
 
@@ -59,7 +60,7 @@ class PPCResult(Result):
         return self.table.copy()
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BayesGlmerResult(Result):
     """A hierarchical Bayesian binomial-logit GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
 
@@ -156,9 +157,9 @@ class BayesGlmerResult(Result):
         A term that holds the intercept is sampled as ``a_l ~ Normal(Intercept_c, sigma)``; its
         deviations are ``a_l - Intercept_c`` (the intercept is in the fixed effects).
         """
-        u = _flat(np.asarray(self._posterior.posterior[f"({p.label})"]))
+        u = flatten_chains(np.asarray(self._posterior.posterior[f"({p.label})"]))
         if p.absorbs_intercept:
-            mu = _flat(np.asarray(self._posterior.posterior["Intercept_c"]))
+            mu = flatten_chains(np.asarray(self._posterior.posterior["Intercept_c"]))
             if u.ndim == 2:
                 u = u - mu[:, None]
             else:
@@ -188,7 +189,7 @@ class BayesGlmerResult(Result):
             u = u[..., None] if u.ndim == 2 else u
             for c_i, c in enumerate(t.cnames):
                 v = u[:, :, c_i]
-                lo, hi = _hdi(v, hdi_prob)
+                lo, hi = hdi(v, hdi_prob).T
                 rows += [(t.group, lv, c, m, s, a, b) for lv, m, s, a, b in
                          zip(t.levels, v.mean(0), v.std(0, ddof=1), lo, hi)]
         return pd.DataFrame(rows, columns=["group", "level", "term", "mean", "sd", "hdi_low", "hdi_high"])
@@ -288,7 +289,7 @@ class BayesGlmerResult(Result):
             ess_bulk = az.ess(ds, method="bulk")["x"].values
             ess_tail = az.ess(ds, method="tail")["x"].values
         flat = arr.reshape(-1, len(names))
-        lo, hi = _hdi(flat, hdi_prob)
+        lo, hi = hdi(flat, hdi_prob).T
         out = pd.DataFrame({"parameter": names, "mean": flat.mean(0), "sd": flat.std(0, ddof=1),
                             "hdi_low": lo, "hdi_high": hi, "r_hat": rhat,
                             "ess_bulk": ess_bulk, "ess_tail": ess_tail})
@@ -410,17 +411,6 @@ class BayesGlmerResult(Result):
         tab = pd.DataFrame(rows, columns=["statistic", by or "group", "observed", "pred_mean",
                                           "pred_lower", "pred_upper", "ppp"])
         return PPCResult(tab, prob)
-
-
-def _hdi(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    """Highest-density interval of each column of ``x`` (draws in rows)."""
-    n = len(x)
-    s = np.sort(x, axis=0)
-    w = int(np.floor(prob * n))
-    width = s[w:] - s[: n - w]
-    i = width.argmin(axis=0)
-    cols = np.arange(s.shape[1])
-    return s[i, cols], s[i + w, cols]
 
 
 def _marginal_draws(fit: BayesGlmerResult, factor: str) -> tuple[np.ndarray, list]:

@@ -32,9 +32,9 @@ __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_sel
 
 def _fitter() -> Callable[..., Any]:
     """The GLMM fitting function (``evalmix.glmer``)."""
-    import evalmix
+    from ..glmm import glmer
 
-    return evalmix.glmer
+    return glmer
 
 
 def _print_table(title: str, table: pd.DataFrame, out) -> None:

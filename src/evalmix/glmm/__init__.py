@@ -38,7 +38,7 @@ def _blas_single_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _drop_rank_deficient(design: GlmmDesign) -> list[str]:
+def drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep: list[int] = []
@@ -221,7 +221,7 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
                            f"(1|item); this formula has "
                            f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
                            "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
-    dropped = _drop_rank_deficient(design)
+    dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)

@@ -1,0 +1,190 @@
+"""The import contract of docs/architecture.md: layers, no cycles, no private names across modules.
+
+Layers, lowest first; a module may import its own layer and the layers below it, never above:
+
+0. foundation: the runs table, formulas, errors, results and their rendering, draws, multiplicity,
+   seeds, parallel execution, simulators
+1. engines: GLMM (``glmm``), Bayesian GLMM (``bayes``), classical comparisons and resampling,
+   descriptive statistics, agreement
+2. inference on fits: ``emmeans``, ``selection``
+3. studies: reliability, ranking, repetitions, power, calibration, leaderboards
+4. adapters: ``cli``, ``plots``, ``io``, the report, the package's lazy namespace
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "evalmix"
+
+LAYERS: dict[str, int] = {
+    # 0 foundation
+    "evalmix.errors": 0, "evalmix._random": 0, "evalmix._result": 0, "evalmix.tables": 0,
+    "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
+    "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
+    # 1 engines
+    "evalmix.glmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
+    "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,
+    # 2 inference on fits
+    "evalmix.emmeans": 2, "evalmix.selection": 2,
+    # 3 studies
+    "evalmix.reliability": 3, "evalmix.ranking": 3, "evalmix.repetitions": 3, "evalmix.power": 3,
+    "evalmix.calibration": 3, "evalmix.leaderboard": 3, "evalmix.passk": 3, "evalmix.variance": 3,
+    "evalmix.fit_many": 3,
+    # 4 adapters
+    "evalmix.cli": 4, "evalmix.plots": 4, "evalmix.io": 4, "evalmix.reporting": 4,
+    "evalmix.report": 4, "evalmix.tests": 4, "evalmix.__main__": 4, "evalmix": 4,
+}
+HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "joblib", "statsmodels", "pymc", "pytensor", "numba",
+         "formulaic", "tqdm")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> list[tuple[str, str]]:
+    """(imported module, imported name) pairs of one module, function-level imports included."""
+    path = MODULES[name]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    pairs = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "evalmix":
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                pairs.append((sub, "") if sub in MODULES else (target, alias.name))
+        elif isinstance(node, ast.Import):
+            pairs += [(a.name, "") for a in node.names if a.name.split(".")[0] == "evalmix"]
+    return pairs
+
+
+def _layer(name: str) -> int | None:
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in LAYERS:
+            return LAYERS[".".join(parts[:k])]
+    return None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name in MODULES:
+        # a package's own __init__ re-exports its submodules: that is not a dependency
+        graph[name] = {t for t, _ in _imports(name) if t != name and not t.startswith(name + ".")}
+    return graph
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(n for n in MODULES if _layer(n) is None)
+    assert not missing, f"assign a layer in tests/test_architecture.py and docs/architecture.md: {missing}"
+
+
+def test_no_module_imports_a_higher_layer():
+    bad = [f"{src} (layer {_layer(src)}) imports {dst} (layer {_layer(dst)})"
+           for src, dsts in _graph().items() for dst in dsts
+           if _layer(src) is not None and _layer(dst) is not None and _layer(dst) > _layer(src)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_private_names_across_modules():
+    bad = [f"{name} imports {target}.{attr}" for name in MODULES for target, attr in _imports(name)
+           if attr.startswith("_") and not attr.startswith("__") and target != name]
+    assert not bad, "promote these to public names:\n" + "\n".join(bad)
+
+
+def test_import_evalmix_is_light():
+    code = ("import sys, evalmix; heavy = %r; "
+            "print(','.join(m for m in heavy if m in sys.modules))" % (HEAVY,))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "", f"`import evalmix` loads {out.stdout.strip()}: import them lazily"
+
+
+def test_lazy_names_resolve():
+    import evalmix
+
+    for name in evalmix.__all__:
+        assert getattr(evalmix, name) is not None, name
+    assert callable(evalmix.emmeans)  # the function, not the submodule of the same name
+
+
+@pytest.mark.parametrize("name", ["glmer", "accuracy", "read_runs"])
+def test_lazy_name_is_the_owner_object(name):
+    import importlib
+
+    import evalmix
+
+    owner = importlib.import_module(f"evalmix.{evalmix._EXPORTS[name]}")
+    assert getattr(evalmix, name) is getattr(owner, name)
+
+
+def test_engines_satisfy_the_fitted_model_protocol():
+    import evalmix
+    from evalmix.fitted import FittedModel, coefficients
+
+    runs = evalmix.simulate.glmm_runs(3, 30, 2, seed=3)
+    fit = evalmix.glmer("correct ~ model + (1|item)", runs)
+    assert isinstance(fit, FittedModel)
+    coefs = coefficients(fit)
+    assert coefs.names == tuple(fit.fixef.index) and not coefs.is_posterior
