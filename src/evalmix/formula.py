@@ -399,6 +399,7 @@ class FixedDesign:
     offsets: list[str] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict, repr=False)
     offset_spec: Any = field(default=None, repr=False)
+    offset_mean: float = 0.0  # mean of the offset (formula and argument) over the fitted rows
 
     def drop_columns(self, keep: list[int]) -> None:
         """Keep only the columns ``keep`` of X (used when X is rank deficient)."""

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
+from scipy.special import xlogy
 
 from ..errors import ConvergenceWarning, FitWarning, FormulaError, SingularFitWarning
 from .deviance import LINKS, DenseSolver, LaplaceDeviance
@@ -136,7 +137,8 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         response (``y`` in [0, 1]) and ``weights`` = trials this is the k-of-n model.
     offset : str or array, optional
         A known term added to the linear predictor (lme4's ``offset``); ``offset()`` terms in the
-        formula add to it. Reference grids evaluate only the formula's offsets, as emmeans does.
+        formula add to it. Marginal means add the offset's mean over the fitted rows, as emmeans
+        does; predictions on new data add the formula's ``offset()`` terms only, as lme4 does.
     contrasts : dict, optional
         Factor -> coding, R's ``contrasts`` argument: ``"contr.treatment"``, ``"contr.sum"``,
         ``"contr.poly"``, ``"contr.helmert"`` or a levels x k matrix. R's defaults otherwise:
@@ -198,6 +200,27 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
                       weights, offset, contrasts, link, int(nAGQ))
 
 
+def _fit_agq(ld, design, ev, rep, lower, nagq, maxiter):
+    """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
+    import time
+
+    from .agq import AGQDeviance, fd_hessian, optimize_agq
+
+    t0 = time.perf_counter()
+    agq = AGQDeviance(ld, design.terms[0], nagq)
+    x, dev, ev2, grad, res, f = optimize_agq(agq, ev.theta, ev.beta, lower, maxiter)
+    H = fd_hessian(f, x)
+    agq.evaluate(x[:ev.theta.size], x[ev.theta.size:])  # leave the modes at the optimum
+    rep2 = OptimizerReport(
+        method=f"{rep.method}, then L-BFGS-B over (theta, beta) on the nAGQ = {nagq} deviance",
+        converged=bool(res.success) and rep.converged, message=str(res.message),
+        outer_iterations=rep.outer_iterations + int(res.nit),
+        deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations,
+        gradient=grad, max_abs_gradient=float(np.max(np.abs(grad))),
+        seconds=rep.seconds + time.perf_counter() - t0)
+    return ev2, rep2, dev, H
+
+
 def _family_link(family: Any, link: str) -> tuple[str, str]:
     """``"binomial"``, ``"binomial(link = 'probit')"`` or ``("binomial", link)``."""
     fam = str(family).replace(" ", "")
@@ -239,6 +262,9 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
             beta0 = np.asarray(start["beta"], dtype=float)
     ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
                        probes=lambda th: boundary_probes(design.terms, th))
+    dev_agq = None
+    if nAGQ > 1:
+        ev, rep, dev_agq, H = _fit_agq(ld, design, ev, rep, lower, nAGQ, maxiter)
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
     # the gradient check skips parameters held at their bound with the gradient pointing out
@@ -246,7 +272,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
     at_bound[:nt] = (ev.theta <= lower + 1e-8) & (rep.gradient[:nt] >= 0)
     rep.max_abs_gradient = float(np.max(np.abs(np.where(at_bound, 0.0, rep.gradient))))
     # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
-    H = hessian(ld, ev, lme4_pirls=vcov_method != "hessian_exact")
+    if dev_agq is None:
+        H = hessian(ld, ev, lme4_pirls=vcov_method != "hessian_exact")
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -277,7 +304,13 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
         V = np.linalg.inv(ld.rx(ev))
         V = (V + V.T) / 2
     names = design.fixed.columns
-    dev = ev.dev - 2.0 * design.log_binom
+    if dev_agq is None:
+        dev = ev.dev - 2.0 * design.log_binom
+    else:
+        # lme4's quadrature deviance sums deviance residuals: relative to the saturated model
+        k, m = design.k_rows, design.m_rows
+        sat = -2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
+        dev = dev_agq - sat
     loglik = -dev / 2.0
     df = nt + p
     model = FittedModel(design, ld, ev, design.data, design.row_index)

@@ -258,6 +258,8 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         Xu = np.ascontiguousarray(fixed.model_matrix(patterns))
     for c in fixed.covariates:
         fixed.covariates[c] = float(d[c].mean())
+    if off_rows is not None:  # emmeans holds the offset at its mean over the fitted rows
+        fixed.offset_mean = float(off_rows.mean())
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     npat = len(firsts)

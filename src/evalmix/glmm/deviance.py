@@ -25,6 +25,7 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..formula import RandomTerm
+from ..links import LINKS, inverse_link, mu_eta
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -540,20 +541,6 @@ class Evaluation:
         return self.logdet + self.pdev
 
 
-LINKS = ("logit", "probit", "cloglog")
-
-
-def inverse_link(link: str, eta: np.ndarray) -> np.ndarray:
-    """``mu = g^-1(eta)`` for a binomial link."""
-    if link == "logit":
-        return sp_special.expit(eta)
-    if link == "probit":
-        return sp_special.ndtr(eta)
-    if link == "cloglog":
-        return -np.expm1(-np.exp(np.minimum(eta, 700.0)))
-    raise ValueError(f"link must be one of {LINKS}, not {link!r}")
-
-
 class LaplaceDeviance:
     """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows.
 
@@ -618,12 +605,9 @@ class LaplaceDeviance:
         """Score ``d loglik / d eta`` and Fisher weight of each row."""
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
-        if self.link == "probit":
-            mu_eta = np.exp(-0.5 * eta**2 - 0.5 * np.log(2 * np.pi))
-        else:
-            mu_eta = np.exp(np.minimum(eta, 700.0) - np.exp(np.minimum(eta, 700.0)))
+        d = mu_eta(self.link, eta)
         var = np.maximum(mu * (1.0 - mu), 1e-300)
-        return (self.k - self.m * mu) * mu_eta / var, self.m * mu_eta**2 / var
+        return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float = 1e-15, maxit: int = 60) -> Evaluation:

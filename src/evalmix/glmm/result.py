@@ -12,7 +12,7 @@ from scipy import stats
 from .._result import Result, Summary, frame_records
 from ..errors import FormulaError
 from ..formula import FixedDesign, RandomTerm
-from .deviance import inverse_link
+from ..links import inverse_link
 from .optimize import OptimizerReport
 
 
