@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -59,3 +60,15 @@ def test_rank_bootstrap_on_the_cluster_equals_the_local_run(client) -> None:
         remote = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, seed=3)
     pd.testing.assert_frame_equal(remote.table, local.table)
     pd.testing.assert_frame_equal(remote.distribution, local.distribution)
+
+
+def test_fit_many_on_the_cluster_equals_the_local_run(client) -> None:
+    bench = pd.read_csv(Path(__file__).parent / "reference" / "fit_many_benchmarks.csv")
+    bench = bench[bench["benchmark"].isin(["chem", "code", "tiny"])]
+    formula = "correct ~ model + (1|item) + (1|item:run)"
+    with pytest.warns(evalmix.FitWarning, match="1 of 3"):
+        local = evalmix.fit_many(formula, bench, by="benchmark")
+    with joblib.parallel_config(backend="dask"), pytest.warns(evalmix.FitWarning, match="1 of 3"):
+        remote = evalmix.fit_many(formula, bench, by="benchmark", progress=True)
+    pd.testing.assert_frame_equal(remote.table, local.table)
+    assert remote.fits[("code",)].loglik == local.fits[("code",)].loglik

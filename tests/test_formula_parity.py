@@ -93,4 +93,4 @@ def test_type3_matches_car(cid):
     a = evalmix.anova(fit_case(cid)).to_frame()
     assert len(a) == len(c["anova"]["term"])
     np.testing.assert_array_equal(a["df"], c["anova"]["df"])
-    np.testing.assert_allclose(a["chisq"], c["anova"]["chisq"], rtol=0.01, atol=1e-6)
+    np.testing.assert_allclose(a["statistic"], c["anova"]["chisq"], rtol=0.01, atol=1e-6)

@@ -25,7 +25,7 @@ from .errors import DataError
 from .fitted import coefficients, linear_functions
 from .parallel import parallel_map
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups", "marginal_rows",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
@@ -65,6 +65,14 @@ class RankInstabilityResult(Result):
     n_leaderboards: int
     rate: float
 
+    def _title(self) -> str:
+        return "Leaderboard instability across runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards differ from the "
+                f"all-runs order (rate {self.rate:.3f})"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.by_n_runs.copy()
 
@@ -93,7 +101,7 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def _cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
+def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
                models: list) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
@@ -155,7 +163,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     for key, sub in sl.groups(data, by_):
         runs = sl.levels(sub[cols.run])
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.run, runs, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model has no rows in some run; rank "
                             f"instability needs every model in every run")
@@ -212,7 +220,7 @@ class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``lower``/``upper`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -223,6 +231,13 @@ class RankUncertaintyResult(Result):
     n_boot: int
     conf_level: float
     method: str = "bootstrap"
+
+    def _title(self) -> str:
+        return f"Rank uncertainty ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+                "(rank 1 = best)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -304,7 +319,7 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
     rows, dist_rows = [], []
     for (key, sub), sseed in zip(slices, seeds):
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
+        succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
@@ -321,8 +336,8 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -398,7 +413,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``lower``, ``upper``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
         ``p_best``, ``se`` (of the logit marginal mean).
 
     Examples
@@ -431,8 +446,8 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
             rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
             dist_rows.append(base | {"model": grid[term].iloc[i]} |

@@ -49,6 +49,9 @@ class FlipRateResult(Result):
     table: pd.DataFrame
     by: tuple[str, ...]
 
+    def _title(self) -> str:
+        return "Run-to-run flip rate" + (f" by {', '.join(self.by)}" if self.by else "")
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -208,7 +211,8 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
     Returns
     -------
     dict
-        ``form``, ``icc``, ``lower``, ``upper``, ``f``, ``df1``, ``df2``, ``p``, ``n_items``,
+        ``form``, ``icc``, ``conf_low``, ``conf_high``, ``statistic`` (F), ``df1``, ``df2``,
+        ``p_value``, ``n_items``,
         ``n_runs`` and the mean squares ``ms_rows``, ``ms_cols``, ``ms_error``, ``ms_within``.
 
     Examples
@@ -286,8 +290,9 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
             else:
                 lower, upper = 1 - 1 / fl, 1 - 1 / fu
         p = stats.f.sf(f, df1, df2)
-    return {"form": _form_name(model, type, unit, nr), "icc": float(coef), "lower": float(lower),
-            "upper": float(upper), "f": float(f), "df1": float(df1), "df2": float(df2), "p": float(p),
+    return {"form": _form_name(model, type, unit, nr), "icc": float(coef),
+            "conf_low": float(lower), "conf_high": float(upper), "statistic": float(f),
+            "df1": float(df1), "df2": float(df2), "p_value": float(p),
             "n_items": ns, "n_runs": nr, "ms_rows": ms_r, "ms_cols": ms_c, "ms_error": ms_e,
             "ms_within": ms_w}
 
@@ -297,7 +302,8 @@ class ICCResult(Result):
     """ICCs per slice.
 
     ``table`` columns: the slice columns, ``form`` (e.g. ``ICC(C,1)``), ``n_items``, ``n_runs``,
-    ``icc``, ``lower``, ``upper`` (confidence interval), ``f``, ``df1``, ``df2``, ``p`` (F test of
+    ``icc``, ``conf_low``, ``conf_high`` (confidence interval), ``statistic`` (F), ``df1``,
+    ``df2``, ``p_value`` (F test of
     H0: ICC = r0) and ``quality`` (band label).
     """
 
@@ -308,6 +314,13 @@ class ICCResult(Result):
     unit: str
     conf_level: float
     bands: tuple[float, ...]
+
+    def _title(self) -> str:
+        return "Intraclass correlation of runs" + (f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.model}, {self.type}, {self.unit}; {self.conf_level:.0%} interval; "
+                "statistic: F test of ICC = r0 (df1, df2)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -380,7 +393,8 @@ def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str 
             warnings.warn(f"{where}the ICC is undefined (no variation within or between items)",
                           DataWarning, stacklevel=2)
         rows.append(dict(zip(by_, key)) | {k: res[k] for k in (
-            "form", "n_items", "n_runs", "icc", "lower", "upper", "f", "df1", "df2", "p")})
+            "form", "n_items", "n_runs", "icc", "conf_low", "conf_high", "statistic", "df1", "df2",
+            "p_value")})
     table = pd.DataFrame(rows)
     table["quality"] = quality_band(table["icc"].to_numpy(), bands, labels) if len(table) else []
     return ICCResult(table=table, by=tuple(by_), model=model, type=type, unit=unit,
@@ -408,6 +422,13 @@ class LatentICCResult(Result):
     run_share: float
     n_runs: int
     icc_runs_average: float
+
+    def _title(self) -> str:
+        return "Latent-scale variance shares of a GLMM"
+
+    def _header(self) -> list[str]:
+        return [f"ICC across runs {self.icc_runs:.3f}; average of {self.n_runs} run(s) "
+                f"{self.icc_runs_average:.3f}"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

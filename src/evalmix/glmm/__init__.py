@@ -7,6 +7,7 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import warnings
 from typing import Any
@@ -16,11 +17,14 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from ..errors import ConvergenceWarning, FitWarning, FormulaError, SingularFitWarning
+from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
+                      SingularFitWarning)
 from .deviance import LINKS, DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
+from .prior import PenalizedDeviance, parse_fixef_prior
+from .separation import expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 
@@ -42,17 +46,7 @@ def _blas_single_thread():
 def drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
-    keep: list[int] = []
-    Q = np.zeros((Xu.shape[0], 0))
-    for j in range(Xu.shape[1]):
-        x = Xu[:, j]
-        nrm = np.linalg.norm(x)
-        r = x - Q @ (Q.T @ x) if Q.shape[1] else x.copy()
-        r = r - Q @ (Q.T @ r) if Q.shape[1] else r
-        rn = np.linalg.norm(r)
-        if nrm > 0 and rn > 1e-7 * nrm:
-            keep.append(j)
-            Q = np.column_stack([Q, r / rn])
+    keep = independent_columns(Xu)
     dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
     if dropped:
         design.X.take_columns(keep)
@@ -110,7 +104,7 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500) -> GlmerResult:
+          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None) -> GlmerResult:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
     The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
@@ -165,6 +159,14 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``{"theta": array, "beta": array}`` starting values (lme4's ``start``).
     maxiter : int
         Iteration limit of the outer optimiser.
+    fixef_prior : str, float, list or dict, optional
+        A normal prior on the fixed effects, maximised with the likelihood as
+        ``blme::bglmer(..., fixef.prior = normal(sd = ...), cov.prior = NULL)`` does:
+        ``"normal(0, 2.5)"`` (sd 2.5 for every coefficient), ``"normal"`` (blme's default, sd 10
+        for the intercept and 2.5 for the rest), ``"normal(sd = c(10, 2.5))"``, a list of sds or
+        ``{"Intercept": 10, "": 2.5}`` (see :func:`evalmix.glmm.prior.parse_fixef_prior`). It
+        keeps the estimates finite under separation. ``loglik`` is then the likelihood at the
+        penalised estimates and ``prior_deviance`` blme's "Prior dev".
 
     Returns
     -------
@@ -176,6 +178,11 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         A variance parameter is on its boundary (lme4's "boundary (singular) fit").
     ConvergenceWarning
         The convergence checks of lme4 fail (scaled gradient > 0.002, degenerate Hessian).
+    SeparationWarning
+        Some fixed-effect estimates are infinite (complete or quasi-complete separation, found
+        by a linear program as ``detectseparation``): they are reported as ``+-inf`` with NaN
+        standard errors and recorded in ``fit.separation``; the warning names the coefficients
+        and the rows fitted perfectly.
 
     Examples
     --------
@@ -196,18 +203,18 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, (int, np.integer)) or nAGQ < 1:
         raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
     with _blas_single_thread():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter,
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
                       weights, offset, contrasts, link, int(nAGQ))
 
 
-def _fit_agq(ld, design, ev, rep, lower, nagq, maxiter):
+def _fit_agq(ld, term, ev, rep, lower, nagq, maxiter):
     """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
     import time
 
     from .agq import AGQDeviance, fd_hessian, optimize_agq
 
     t0 = time.perf_counter()
-    agq = AGQDeviance(ld, design.terms[0], nagq)
+    agq = AGQDeviance(ld, term, nagq)
     x, dev, ev2, grad, res, f = optimize_agq(agq, ev.theta, ev.beta, lower, maxiter)
     H = fd_hessian(f, x)
     agq.evaluate(x[:ev.theta.size], x[ev.theta.size:])  # leave the modes at the optimum
@@ -235,8 +242,8 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=None, offset=None,
-           contrasts=None, link="logit", nAGQ=1) -> GlmerResult:
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
+           weights=None, offset=None, contrasts=None, link="logit", nAGQ=1) -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts)
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
@@ -248,11 +255,28 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
-    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms, offset=design.offset,
-                         link=link)
+    prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
+    # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
+    sep = find_separation(design)
+    prior_note = None
+    if prior is not None and sep is not None:
+        prior_note = (f"{sep.kind} separation in the fixed effects ({'; '.join(sep.slices)}): the "
+                      "prior keeps the estimates finite, so they depend on it")
+        sep = None
+    if sep is not None:
+        warnings.warn(sep.message, SeparationWarning, stacklevel=3)
+        Xf, kf, mf, termsf = limit_problem(design, sep)
+        off = None if design.offset is None else design.offset[~sep.pooled_rows]
+        if kf.size == 0:
+            return _completely_separated(formula, design, sep, link)
+    else:
+        Xf, kf, mf, termsf = design.X, design.k, design.m, design.terms
+        off = design.offset
+    ld = (LaplaceDeviance(Xf, kf, mf, termsf, offset=off, link=link) if prior is None
+          else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior, offset=off, link=link))
     lower = design.theta_lower
     theta0 = design.theta_start
-    beta0 = np.zeros(design.X.shape[1])
+    beta0 = np.zeros(Xf.shape[1])
     if start:
         if "theta" in start:
             theta0 = np.asarray(start["theta"], dtype=float)
@@ -260,11 +284,13 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
                 raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
         if "beta" in start:
             beta0 = np.asarray(start["beta"], dtype=float)
+            if sep is not None:
+                beta0 = beta0[sep.keep]
     ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
                        probes=lambda th: boundary_probes(design.terms, th))
     dev_agq = None
     if nAGQ > 1:
-        ev, rep, dev_agq, H = _fit_agq(ld, design, ev, rep, lower, nAGQ, maxiter)
+        ev, rep, dev_agq, H = _fit_agq(ld, termsf[0], ev, rep, lower, nAGQ, maxiter)
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
     # the gradient check skips parameters held at their bound with the gradient pointing out
@@ -272,8 +298,11 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
     at_bound[:nt] = (ev.theta <= lower + 1e-8) & (rep.gradient[:nt] >= 0)
     rep.max_abs_gradient = float(np.max(np.abs(np.where(at_bound, 0.0, rep.gradient))))
     # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
+    # lme4's deviance function (and blme's) restarts PIRLS from the first-stage linear predictor
+    # and stops one step short of the mode (see ``hessian``); on separated data with a prior
+    # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
-        H = hessian(ld, ev, lme4_pirls=vcov_method != "hessian_exact")
+        H = hessian(ld, ev, lme4_pirls=vcov_method == "hessian" and prior_note is None)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -286,6 +315,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
     for msg in conv:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     messages += conv
+    if prior_note is not None:
+        messages.append(prior_note)
     converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
 
     method = vcov_method
@@ -304,6 +335,11 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
         V = np.linalg.inv(ld.rx(ev))
         V = (V + V.T) / 2
     names = design.fixed.columns
+    beta = ev.beta
+    if sep is not None:
+        bp, Vp, beta, V = expand_limit(sep, len(names), ev.beta, V)
+        sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
+        messages.append(sep.message)
     if dev_agq is None:
         dev = ev.dev - 2.0 * design.log_binom
     else:
@@ -311,14 +347,45 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, weights=Non
         k, m = design.k_rows, design.m_rows
         sat = -2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
         dev = dev_agq - sat
+    prior_dev = None
+    if prior is not None:  # blme reports the likelihood without the prior
+        pen = prior.penalty(ev.beta)
+        dev -= pen
+        prior_dev = pen + prior.constant
     loglik = -dev / 2.0
     df = nt + p
-    model = FittedModel(design, ld, ev, design.data, design.row_index)
+    model = FittedModel(design, ld, ev, design.data, design.row_index, separation=sep)
     return GlmerResult(
-        formula=formula, fixef=pd.Series(ev.beta, index=names, name="estimate"),
+        formula=formula, fixef=pd.Series(beta, index=names, name="estimate"),
         vcov=pd.DataFrame(V, index=names, columns=names),
         theta=pd.Series(ev.theta, index=design.theta_names, name="theta"),
         loglik=loglik, aic=dev + 2 * df, bic=dev + df * np.log(design.nobs), deviance=dev,
         df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
-        fixed_design=design.fixed, hessian=H, _model=model, link=link, nagq=nAGQ)
+        fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
+        fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
+
+
+def _completely_separated(formula: str, design: GlmmDesign, sep, link: str = "logit"
+                          ) -> GlmerResult:
+    """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
+    names = design.fixed.columns
+    p, nt = len(names), design.theta_lower.size
+    bp, Vp, beta, V = expand_limit(sep, p, np.zeros(0), np.zeros((0, 0)))
+    sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
+    theta = np.full(nt, np.nan)
+    dev = -2.0 * design.log_binom
+    rep = OptimizerReport(method="none (complete separation)", converged=False,
+                          message=sep.message, outer_iterations=0, deviance_evaluations=0,
+                          pirls_iterations=0, gradient=np.zeros(0))
+    df = nt + p
+    return GlmerResult(
+        formula=formula, fixef=pd.Series(beta, index=names, name="estimate"),
+        vcov=pd.DataFrame(V, index=names, columns=names),
+        theta=pd.Series(theta, index=design.theta_names, name="theta"),
+        loglik=-dev / 2.0, aic=dev + 2 * df, bic=dev + df * np.log(design.nobs), deviance=dev,
+        df=df, nobs=design.nobs, varcorr=_varcorr(design, theta), converged=False,
+        singular=False, messages=(sep.message,), optimizer=rep, vcov_method="none",
+        fixed_design=design.fixed, hessian=None,
+        _model=FittedModel(design, None, None, design.data, design.row_index, separation=sep),
+        separation=sep, link=link)

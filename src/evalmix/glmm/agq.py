@@ -70,7 +70,11 @@ class AGQDeviance:
             dk = np.bincount(self.idx, self._rowdev(base + zi * v[self.idx]), self.J) + v**2
             terms[k] = self.logw[k] - (dk - d0) / 2
         acc = logsumexp(terms, axis=0)
-        return float(d0.sum() + np.log(H).sum() - 2.0 * acc.sum()), ev
+        dev = float(d0.sum() + np.log(H).sum() - 2.0 * acc.sum())
+        prior = getattr(ld, "prior", None)  # a penalised fit (fixef_prior) keeps its penalty
+        if prior is not None:
+            dev += float(prior.penalty(ev.beta))
+        return dev, ev
 
 
 def fd_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
