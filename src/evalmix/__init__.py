@@ -58,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_glmm": "leaderboard",
     "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
     "ErroredAccuracy": "descriptive", "accuracy_bounds": "descriptive",
+    # pass@k and pass^k
+    "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
@@ -112,6 +114,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
     )
     from .multiplicity import adjust_pvalues
+    from .passk import PassKResult, pass_k, pass_k_model
     from .power import (
         power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
         sample_size_paired_proportions, sample_size_two_proportions,

@@ -9,6 +9,7 @@ nothing a caller does to an attribute changes what the result reports afterwards
 
 from __future__ import annotations
 
+import math
 import re
 import types
 from dataclasses import dataclass
@@ -266,14 +267,14 @@ class Result:
 
 
 def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """DataFrame -> list of JSON-safe records (NaN -> None, numpy scalars -> Python)."""
+    """DataFrame -> list of JSON-safe records (NaN and +-inf -> None, numpy scalars -> Python)."""
     out = []
     for rec in df.to_dict(orient="records"):
         clean = {}
         for k, v in rec.items():
             if hasattr(v, "item"):
                 v = v.item()
-            if isinstance(v, float) and v != v:
+            if isinstance(v, float) and not math.isfinite(v):  # NaN, +-inf -> null (strict JSON)
                 v = None
             clean[str(k)] = v
         out.append(clean)

@@ -30,7 +30,7 @@ from scipy import special, stats
 
 from . import multiplicity
 from .draws import hdi
-from .fitted import Coefficients, coefficients, linear_functions
+from .fitted import Coefficients, coefficients, linear_functions, warn_divergent
 from ._result import Result, level_label
 from .errors import FormulaError
 
@@ -241,6 +241,7 @@ class EMMeans(Result):
     # the fit dropped aliased columns
     L_full: np.ndarray | None = field(default=None, repr=False)
     null_basis: np.ndarray | None = field(default=None, repr=False)
+    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
 
     @property
     def is_posterior(self) -> bool:
@@ -288,7 +289,7 @@ def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
-    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov)
+    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov, coefs.separation)
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
@@ -382,11 +383,15 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ok = _estimable(L_full, basis) if L_full is not None else None
     transform = special.expit if (type == "response" and link == "logit") else None
     summary = _summarise(L, coefs, conf_level, transform, ok)
+    warn_divergent(L, coefs.separation,
+                   [_label(r) for r in levels.itertuples(index=False, name=None)],
+                   "the marginal mean of", stacklevel=2)
     table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
     return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
                    specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
                    conf_level=conf_level, weights=weights, beta=coefs.beta, vcov=coefs.vcov,
-                   draws=coefs.draws, L_full=L_full, null_basis=basis)
+                   draws=coefs.draws, L_full=L_full, null_basis=basis,
+                   separation=coefs.separation)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -570,7 +575,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = multiplicity.normalise_method(adjust)
-    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
+    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
@@ -596,13 +601,15 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         for v, val in zip(by, key):
             block[v] = val
         summ = _summarise(Lc, coefs, conf_level, estimable=ok)
+        warn_divergent(Lc, coefs.separation, names, "the contrast", stacklevel=2)
         if coefs.draws is not None:
             vals = coefs.draws @ Lc.T
             summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
-            z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = Lc @ coefs.vcov @ Lc.T
+            with np.errstate(invalid="ignore"):
+                z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
+            cov = linear_functions(Lc, coefs.beta, coefs.vcov, coefs.separation)[2]
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Coefficients", "FittedModel", "PosteriorFit", "coefficients", "linear_functions",
-           "wald_test"]
+           "wald_test", "warn_divergent"]
 
 
 @runtime_checkable
@@ -73,6 +73,9 @@ class Coefficients:
     beta: np.ndarray | None
     vcov: np.ndarray | None
     draws: np.ndarray | None
+    # a separated fit (its ``separation``): beta and vcov are then the finite parametrisation of
+    # its limit, and ``separation.combine`` maps a linear function to +-inf where it diverges
+    separation: Any = None
 
     @property
     def is_posterior(self) -> bool:
@@ -104,13 +107,19 @@ def coefficients(fit: Any, posterior: bool = True) -> Coefficients:
         raise TypeError(f"{type(fit).__name__} is not a fitted model: it has neither fixef and vcov "
                         "(maximum likelihood) nor fixef_draws (posterior)")
     names = tuple(map(str, fixef.index))
+    sep = getattr(fit, "separation", None)
+    if sep is not None and getattr(sep, "beta_limit", None) is not None:
+        return Coefficients(names, sep.beta_limit, sep.vcov_limit, None, sep)
     v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
     return Coefficients(names, fixef.to_numpy(dtype=float), v, None)
 
 
-def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray
+def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray, separation: Any = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimates ``L beta``, their standard errors and covariance ``L V L'``.
+
+    With the ``separation`` of a separated fit (``beta``, ``vcov`` its finite limit), rows of
+    ``L`` along a divergent direction are ``+-inf`` (NaN when undetermined) with NaN covariances.
 
     Examples
     --------
@@ -119,15 +128,47 @@ def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray
     ([1.5], [1.4142])
     """
     L = np.atleast_2d(np.asarray(L, dtype=float))
-    est = L @ beta
-    cov = L @ vcov @ L.T
+    if separation is not None:
+        missing = np.isnan(L).any(axis=1)
+        est, cov = separation.combine(np.nan_to_num(L), beta, vcov)
+        est = np.where(missing, np.nan, est)
+        cov[missing, :] = np.nan
+        cov[:, missing] = np.nan
+    else:
+        est = L @ beta
+        cov = L @ vcov @ L.T
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     return est, se, cov
 
 
+def warn_divergent(L: np.ndarray, separation: Any, labels: Sequence[str], what: str,
+                   stacklevel: int = 3) -> list[str]:
+    """Warn (:class:`~evalmix.errors.SeparationWarning`) naming the rows of ``L`` that diverge in
+    a separated fit; returns their labels."""
+    if separation is None:
+        return []
+    cls = separation.classify(np.nan_to_num(np.atleast_2d(L)))
+    bad = [f"{lab} ({'+inf' if c > 0 else '-inf' if c < 0 else 'not determined'})"
+           for lab, c in zip(labels, cls) if c != 0]
+    if bad:
+        import warnings
+
+        from .errors import SeparationWarning
+
+        warnings.warn(f"{what} {', '.join(bad)} diverge{'s' if len(bad) == 1 else ''} in this "
+                      "separated fit (see fit.separation): reported as +-inf or NaN with NaN "
+                      "standard errors; refit with fixef_prior='normal(0, 2.5)' for finite values",
+                      SeparationWarning, stacklevel=stacklevel)
+    return bad
+
+
 def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
-              rhs: Sequence[float] | np.ndarray | None = None) -> tuple[float, int, float]:
+              rhs: Sequence[float] | np.ndarray | None = None, separation: Any = None
+              ) -> tuple[float, int, float]:
     """Joint Wald test of ``L beta = rhs``: chi-square, degrees of freedom and p-value.
+
+    With the ``separation`` of a separated fit, a hypothesis involving a divergent direction
+    has no Wald test: chi-square and p are NaN.
 
     The degrees of freedom are the rank of ``L V L'`` and its pseudo-inverse is used, so aliased
     rows do not inflate the test (as ``car::linearHypothesis``).
@@ -140,7 +181,9 @@ def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
     """
     from scipy import stats
 
-    est, _, cov = linear_functions(L, beta, vcov)
+    if separation is not None and np.any(separation.classify(np.atleast_2d(L)) != 0):
+        return float("nan"), int(np.atleast_2d(L).shape[0]), float("nan")
+    est, _, cov = linear_functions(L, beta, vcov, separation)
     d = est - (np.zeros_like(est) if rhs is None else np.asarray(rhs, dtype=float))
     df = int(np.linalg.matrix_rank(cov))
     chisq = float(d @ np.linalg.pinv(cov) @ d)

@@ -371,8 +371,10 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         missing = np.argwhere(tri == 0)
         if len(missing):
             i, m = missing[0]
+            bad = sl.levels(sub[cols.item])[i]
+            bad = bad.item() if hasattr(bad, "item") else bad
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "
-                            f"answer to item {sl.levels(sub[cols.item])[i]!r}; the item bootstrap "
+                            f"answer to item {bad!r}; the item bootstrap "
                             f"needs every model on every item")
         rng = np.random.default_rng(sseed)
         n_items = succ.shape[0]

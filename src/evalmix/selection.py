@@ -87,7 +87,16 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
         L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
-        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov)))
+        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov, separation=coefs.separation)))
+    divergent = [r[0] for r in rows if np.isnan(r[1])]
+    if coefs.separation is not None and divergent:
+        import warnings
+
+        from .errors import SeparationWarning
+
+        warnings.warn(f"no Wald test for {divergent}: their estimates diverge (separation, see "
+                      "fit.separation); refit with fixef_prior='normal(0, 2.5)' or compare "
+                      "likelihoods of nested fits", SeparationWarning, stacklevel=2)
     return AnovaTable(pd.DataFrame(rows, columns=["term", "statistic", "df", "p_value"]))
 
 

@@ -46,7 +46,10 @@ def _fit_summary(fit: Any) -> dict[str, Any]:
     return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
-            "coefficients": frame_records(fit.coef_table())}
+            "coefficients": frame_records(fit.coef_table()),
+            # divergent estimates are null in the tables; which way they diverge is here
+            "separation": (fit.separation.to_dict() if getattr(fit, "separation", None) is not None
+                           else None)}
 
 
 def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:

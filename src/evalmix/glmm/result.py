@@ -45,6 +45,14 @@ class GlmerResult(Result):
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default), ``"hessian_exact"`` or ``"rx"``.
     fixed_design : FixedDesign
+    fixef_prior : NormalPrior or None
+        The prior of a ``fixef_prior=`` fit (``blme::bglmer``); ``loglik`` is then the
+        likelihood at the penalised estimates, and ``prior_deviance`` blme's "Prior dev"
+        (minus twice the log prior density at the estimates).
+    separation : Separation or None
+        Set when the fixed effects are separated (some estimates are ``+-inf``): which
+        coefficients diverge, the rows fitted perfectly, and the finite limit fit
+        (see :mod:`evalmix.glmm.separation`).
 
     Examples
     --------
@@ -79,6 +87,9 @@ class GlmerResult(Result):
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "binomial"
     link: str = "logit"
+    separation: Any = field(repr=False, default=None)  # Separation when estimates diverge
+    fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
+    prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
@@ -126,10 +137,13 @@ class GlmerResult(Result):
         out.update({"formula": self.formula, "scale": self.scale, "loglik": self.loglik,
                     "aic": self.aic,
                     "bic": self.bic, "df": self.df, "nobs": self.nobs,
-                    "theta": {k: float(v) for k, v in self.theta.items()},
+                    "theta": {k: (float(v) if np.isfinite(v) else None)
+                              for k, v in self.theta.items()},
                     "varcorr": frame_records(self.varcorr), "converged": self.converged,
                     "singular": self.singular, "messages": list(self.messages),
-                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict()})
+                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict(),
+                    "separation": None if self.separation is None else self.separation.to_dict(),
+                    "prior_deviance": self.prior_deviance})
         return out
 
     @property
@@ -177,8 +191,12 @@ class GlmerResult(Result):
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
         nd = self._model.data if newdata is None else newdata
-        eta = self.fixed_design.model_matrix(nd) @ self.fixef.to_numpy()
-        if re:
+        Xn = self.fixed_design.model_matrix(nd)
+        if self.separation is not None:  # rows on a divergent direction predict 0 or 1
+            eta = self.separation.combine(Xn)[0]
+        else:
+            eta = Xn @ self.fixef.to_numpy()
+        if re and self._model.u is not None:
             eta = eta + self._model.random_part(nd, allow_new_levels)
         return expit(eta) if type == "response" else eta
 
@@ -204,6 +222,9 @@ class GlmerResult(Result):
                   f"deviance {self.deviance:.1f}  df.resid {self.nobs - self.df}",
                   f"Number of obs: {self.nobs}, groups:  {groups}",
                   "scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"]
+        if self.fixef_prior is not None:
+            header += [f"Fixef prior: {self.fixef_prior.describe()}",
+                       f"Prior dev  : {self.prior_deviance:.4f}"]
         notes = [_VCOV_NOTES[self.vcov_method], *self.messages]
         return Summary("Generalized linear mixed model fit by maximum likelihood "
                        "(Laplace Approximation) ['glmerMod']", header,
@@ -216,6 +237,7 @@ _VCOV_NOTES = {
                "1.1-31 computes it",
     "hessian_exact": "standard errors from the finite-difference Hessian of the exact deviance",
     "rx": "standard errors from the final penalised least-squares step (RX)",
+    "none": "no standard errors: every row is fitted perfectly (complete separation)",
 }
 
 
@@ -226,17 +248,38 @@ class FittedModel:
     so nothing a result method does refactors shared state.
     """
 
-    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray):
+    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
+                 separation: Any = None):
         from .deviance import DenseSolver
 
         self.terms: list[RandomTerm] = list(design.terms)
         self.data = data
+        self.design = design  # arrays only (no solver): profiles and the bootstrap refit from it
+        k, m = design.k_rows, design.m_rows
+        if ev is None:  # complete separation: nothing left to determine the random effects
+            self.u, self.lambdas = None, []
+            self._ranef = pd.concat([pd.DataFrame({"group": t.group, "term": t.cnames[c],
+                                                   "level": t.levels, "mode": np.nan,
+                                                   "sd": np.nan})
+                                     for t in self.terms for c in range(t.nc)], ignore_index=True)
+            self._resid = _frozen(np.zeros(k.size))
+            return
         self.u = _frozen(ev.u)
         self.lambdas = [_frozen(L) for L in DenseSolver.lambdas_for(self.terms, ev.theta)]
         self._ranef = self._ranef_frame(ld, ev)
-        mu = ev.mu[row_index]
-        k, m = design.k_rows, design.m_rows
-        self._resid = _frozen((k - m * mu) / np.sqrt(m * mu * (1 - mu)))
+        if separation is None:
+            mu = ev.mu[row_index]
+            self._resid = _frozen((k - m * mu) / np.sqrt(m * mu * (1 - mu)))
+        else:
+            # rows fitted perfectly in the limit have residual 0; the rest come from the limit fit
+            sep_rows = separation.pooled_rows
+            mu_pooled = np.full(sep_rows.size, np.nan)
+            mu_pooled[~sep_rows] = ev.mu
+            mu = mu_pooled[row_index]
+            ok = ~sep_rows[row_index]
+            resid = np.zeros(k.size)
+            resid[ok] = (k[ok] - m[ok] * mu[ok]) / np.sqrt(m[ok] * mu[ok] * (1 - mu[ok]))
+            self._resid = _frozen(resid)
 
     def _blocks(self) -> list[tuple[RandomTerm, int, np.ndarray]]:
         out, uoff = [], 0
