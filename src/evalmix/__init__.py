@@ -27,6 +27,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # the runs table and descriptive accuracy
     "RunsSchema": "data", "load_table": "data", "read_runs": "data", "schema_of": "data",
+    "aggregate_runs": "scan",
     "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
@@ -113,6 +114,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
     from .glmm import GlmerResult, glmer
+    from .fit_many import FitManyResult, fit_many
+    from .scan import aggregate_runs
     from .io import read_inspect, read_lm_eval
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
