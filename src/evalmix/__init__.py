@@ -58,12 +58,16 @@ _EXPORTS: dict[str, str] = {
     "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_glmm": "leaderboard",
     "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
     "ErroredAccuracy": "descriptive", "accuracy_bounds": "descriptive",
+    # the whole study in one call: tables, figures and the HTML page
+    "Report": "reporting", "report": "reporting",
     # pass@k and pass^k
     "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
+    # sources of noise: items, templates, runs, judge passes
+    "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
-               "tables"}
+_SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
+               "repetitions", "simulate", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
@@ -121,8 +125,10 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
     from .reliability import flip_rate, icc, latent_icc
+    from .reporting import Report, report
     from .resampling import (
         bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
     )
     from .selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
     from .tables import format_p, to_latex, to_markdown
+    from .variance import VarianceSources, plan_sources, variance_sources

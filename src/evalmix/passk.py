@@ -127,6 +127,12 @@ class PassKResult(Result):
     conf_level: float
     method: str
 
+    def _title(self) -> str:
+        return "pass@k and pass^k"
+
+    def _header(self) -> list[str]:
+        return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} interval ({self.method})"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
