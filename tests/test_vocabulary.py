@@ -68,7 +68,9 @@ DOMAIN = {
     "max",
     # calibration and planning
     "honest", "false_positive_rate", "power", "median_ci_halfwidth", "coverage_null",
-    "coverage_alt", "fpr_mc_se", "power_mc_se", "cost",
+    "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
+    # variance by source; the report's contents
+    "source", "includes", "mean_square", "variance_raw", "section", "caption",
 }
 
 
@@ -144,6 +146,12 @@ CALLS = {
     "rank_uncertainty_glmm": lambda c: evalmix.rank_uncertainty_glmm(c["fit"], n_draws=200,
                                                                      seed=1),
     "run_level_ci": lambda c: evalmix.run_level_ci(c["a"][:5]),
+    "variance_sources": lambda c: evalmix.variance_sources(c["runs"], ["model", "language"],
+                                                           prompt="prompt"),
+    "plan_sources": lambda c: evalmix.plan_sources(evalmix.variance_sources(
+        c["runs"][(c["runs"]["model"] == "model-A") & (c["runs"]["language"] == "EN")],
+        prompt="prompt"), se=0.03),
+    "report": lambda c: evalmix.report(c["three"], n_boot=100),
     "wilcoxon": lambda c: evalmix.wilcoxon(c["a"], c["b"]),
     # evalmix.repetitions
     "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
