@@ -60,7 +60,7 @@ class ReportSection:
     skipped: str | None = None
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Report(Result):
     """Tables, figures and notes of a study report (see :func:`report`).
 
