@@ -284,6 +284,13 @@ class ErroredAccuracy(Result):
     by: tuple[str, ...]
     conf_level: float
 
+    def _title(self) -> str:
+        return "Accuracy with unscored samples"
+
+    def _header(self) -> list[str]:
+        return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} Wilson interval "
+                "of the scored samples"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 

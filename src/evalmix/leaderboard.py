@@ -94,6 +94,13 @@ class RankSets(Result):
     conf_level: float
     method: str
 
+    def _title(self) -> str:
+        return f"Leaderboard with simultaneous rank sets ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"rank_low-rank_high: joint {self.conf_level:.0%} rank sets; marginal_rank_*: each model's own "
+                f"{self.conf_level:.0%} interval; models sharing a tie_group letter are not separable"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 

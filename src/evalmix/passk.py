@@ -112,7 +112,7 @@ def item_counts(data: pd.DataFrame, by: str | Sequence[str] | None = "model", *,
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PassKResult(Result):
     """pass@k / pass^k per group.
 
@@ -126,6 +126,12 @@ class PassKResult(Result):
     by: tuple[str, ...]
     conf_level: float
     method: str
+
+    def _title(self) -> str:
+        return "pass@k and pass^k"
+
+    def _header(self) -> list[str]:
+        return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} interval ({self.method})"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.special as sp_special
 
 from ..formula import RandomTerm
+from ..links import LINKS, inverse_link, mu_eta
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -761,18 +763,29 @@ class Evaluation:
 
 
 class LaplaceDeviance:
-    """lme4's Laplace deviance of a binomial-logit GLMM on pooled k-of-m rows.
+    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows.
 
     Parameters
     ----------
     X : FixedMatrix (n x p)
     k, m : (n,) arrays of successes and trials
     terms : random-effects terms (lme4 order)
+    offset : (n,) array, optional
+        Added to the linear predictor.
+    link : {"logit", "probit", "cloglog"}
+        For the non-canonical links the weights are the Fisher (IRLS) weights
+        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant, and gradients over
+        beta are central differences of the deviance.
     """
 
     def __init__(self, X: np.ndarray, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
-                 solver: NestedSolver | DenseSolver | None = None):
+                 solver: NestedSolver | DenseSolver | None = None,
+                 offset: np.ndarray | None = None, link: str = "logit"):
+        if link not in LINKS:
+            raise ValueError(f"link must be one of {LINKS}, not {link!r}")
         self.X, self.k, self.m = X, k, m
+        self.offset = offset
+        self.link = link
         self.solver = solver if solver is not None else make_solver(terms)
         self.q = self.solver.q
         self.p = X.shape[1]
@@ -789,12 +802,33 @@ class LaplaceDeviance:
         return self.kernel_mu(eta)[0]
 
     def kernel_mu(self, eta: np.ndarray) -> tuple[float, np.ndarray]:
-        """``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and ``mu``, sharing one exp."""
-        e = np.exp(-np.abs(eta))
-        sp_ = np.maximum(eta, 0.0) + np.log1p(e)
-        inv = 1.0 / (1.0 + e)
-        mu = np.where(eta >= 0, inv, e * inv)
-        return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
+        """``D(y, eta) = -2 sum(k log mu + (m - k) log(1 - mu))`` and ``mu``.
+
+        For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
+        """
+        if self.link == "logit":
+            e = np.exp(-np.abs(eta))
+            sp_ = np.maximum(eta, 0.0) + np.log1p(e)
+            inv = 1.0 / (1.0 + e)
+            mu = np.where(eta >= 0, inv, e * inv)
+            return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
+        if self.link == "probit":
+            lmu, l1mu = sp_special.log_ndtr(eta), sp_special.log_ndtr(-eta)
+            mu = sp_special.ndtr(eta)
+        else:  # cloglog: 1 - mu = exp(-e^eta)
+            ee = np.exp(np.minimum(eta, 700.0))
+            l1mu = -ee
+            lmu = np.log(-np.expm1(-ee))
+            mu = -np.expm1(-ee)
+        return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu)), mu
+
+    def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self.link == "logit":
+            return self.k - self.m * mu, self.m * mu * (1.0 - mu)
+        d = mu_eta(self.link, eta)
+        var = np.maximum(mu * (1.0 - mu), 1e-300)
+        return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float = 1e-15, maxit: int = 60) -> Evaluation:
@@ -803,15 +837,17 @@ class LaplaceDeviance:
         s = self.solver
         self.evaluations += 1
         eta0 = self.X.dot(beta)
+        if self.offset is not None:
+            eta0 = eta0 + self.offset
         u = np.zeros(self.q) if u0 is None else u0
         eta = eta0 + s.zl(u)
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
         it, converged = 0, False
         for it in range(1, maxit + 1):
-            w = self.m * mu * (1.0 - mu)
+            score, w = self.working(eta, mu)
             logdet = s.factor(w)
-            grad = s.zlt(self.k - self.m * mu) - u
+            grad = s.zlt(score) - u
             delta = s.solve(grad)
             dec = float(grad @ delta)
             if dec < tol * (1.0 + abs(pdev)):
@@ -830,7 +866,7 @@ class LaplaceDeviance:
             u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
-            w = self.m * mu * (1.0 - mu)
+            w = self.working(eta, mu)[1]
             logdet = s.factor(w)
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
                         pdev, it)
@@ -865,6 +901,8 @@ class LaplaceDeviance:
 
     def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
         """Gradients over theta (None when the solver has no closed form) and beta."""
+        if self.link != "logit":
+            return None, self._fd_grad_beta(ev)
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
@@ -875,6 +913,19 @@ class LaplaceDeviance:
         if theta and getattr(s, "grad_theta", None) is not None:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
+
+    def _fd_grad_beta(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
+        """Central differences of the Laplace deviance over beta (non-canonical links); a
+        subclass adding a penalty adds its gradient itself."""
+        g = np.empty(ev.beta.size)
+        for j in range(ev.beta.size):
+            e = np.zeros(ev.beta.size)
+            e[j] = h
+            fp = LaplaceDeviance.pirls(self, ev.theta, ev.beta + e, ev.u).dev
+            fm = LaplaceDeviance.pirls(self, ev.theta, ev.beta - e, ev.u).dev
+            g[j] = (fp - fm) / (2 * h)
+        self._refresh(ev)
+        return g
 
     def one_step_weights(self, ev: Evaluation) -> np.ndarray:
         """Row weights ``c`` of the curvature lme4's deviance function adds to the exact one.
