@@ -60,7 +60,7 @@ class ReportSection:
     skipped: str | None = None
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Report(Result):
     """Tables, figures and notes of a study report (see :func:`report`).
 
@@ -144,7 +144,13 @@ class Report(Result):
             p.write_bytes(images[name])
             paths[f"{name}.png"] = p
             p = out / "figures" / f"{name}.pdf"
-            fig.savefig(p, format="pdf")
+            # the PNG's drawing already placed everything: reuse that layout for the PDF
+            engine = fig.get_layout_engine()
+            fig.set_layout_engine("none")
+            try:
+                fig.savefig(p, format="pdf")
+            finally:
+                fig.set_layout_engine(engine)
             paths[f"{name}.pdf"] = p
         p = out / "index.html"
         p.write_text(self.to_html(images), encoding="utf-8")
@@ -152,7 +158,10 @@ class Report(Result):
         return paths
 
 
-def _png(fig: Any, dpi: int = 150) -> bytes:
+_DPI = 150  # PNG resolution; the page shows figures at 100 CSS pixels per inch
+
+
+def _png(fig: Any, dpi: int = _DPI) -> bytes:
     # constrained layout already fits every label and legend: no second, "tight" drawing pass
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
@@ -327,7 +336,8 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                   _close(delta_bic_bars(comp))),)), best
 
 
-def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSection:
+def _odds_section(data, roles, fit, formula, reference, conf_level,
+                  flips: list[dict[str, Any]]) -> ReportSection:
     from .plots import odds_ratio_forest
 
     schema = roles["schema"]
@@ -338,6 +348,9 @@ def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSec
     show = ["contrast", "estimate", "se", _pcol(tab), "odds_ratio", lo, hi]
     tables_ = [("odds_ratios", f"Odds ratios against {reference} (marginal over the conditions; "
                 f"Dunnett-adjusted p and intervals).", tab[[c for c in show if c in tab.columns]])]
+    if flips:
+        tables_.append(("corrections_sign_flips", "Significance against the reference in single runs: "
+                        "the paper's procedure beside a refit.", pd.DataFrame(flips)))
     cond = roles["conditions"]
     if cond:
         pw = contrast(emmeans(fit, schema.model, by=cond, conf_level=conf_level), "pairwise",
@@ -488,7 +501,8 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
             "the same resampled items.")
     return ReportSection(
         "ranks", "Rank instability and rank intervals", note,
-        tables=(("rank_instability", "Leaderboards of run subsets against all runs: unstable "
+        tables=(("corrections_ranks", "The paper's counts beside the corrected ones.", pd.DataFrame(corr)),
+                ("rank_instability", "Leaderboards of run subsets against all runs: unstable "
                  "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.to_frame()),
                 ("leaderboards", "Every run-subset leaderboard.", ri.table),
                 ("rank_intervals", "Rank of each model with its 95% bootstrap interval.", ru.to_frame())),
@@ -533,6 +547,8 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
              "why": "the paper's statistic measures how far slices differ from each other, not the "
                     "uncertainty of a slice; runs only shrink the within-item part."}
             for r in range(1, n_runs + 1) if r in r1.index]
+    tables_.insert(0, ("corrections_se", "The paper's SE statistic beside the decomposition.",
+                       pd.DataFrame(corr)))
     note = ("Each slice's accuracy has two sources of noise: which items were drawn (between-item "
             "variance) and what the decoder produced (within-item, run-to-run variance). Only the "
             "second shrinks with more runs. The figure shows the paper's curves (predicted sd/√R, "
@@ -674,7 +690,11 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     full = formula or candidate_formulas(cond, m)[0]
     full_fit = fits[full] if full in fits else _fit(f"{response} ~ {full}{rand}", data)
     formulas["odds ratios and contrasts"] = f"{response} ~ {full}{rand}"
-    sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level))
+    flips: list[dict[str, Any]] = []
+    if n_runs >= 2 and not schema.counts:
+        formulas["sign flips (all runs; each run without the item:run term)"] = f"{response} ~ {best}{rand}"
+        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m)
+    sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level, flips))
     if slice_ is not None:
         means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
                                                         conf_level, formulas)
@@ -685,7 +705,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         sections += [ReportSection("slice_means", "Marginal means by slice", skipped=line),
                      ReportSection("slice_models", "Slice fit comparison and conditional "
                                    "contrasts", skipped=line)]
-    corrections: list[dict[str, Any]] = []
+    corrections: list[dict[str, Any]] = list(flips)
     if n_runs >= 2 and not schema.counts:
         sections.append(_reliability_section(data, roles))
         rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, seed)
@@ -694,9 +714,6 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         rep_sec, corr = _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run)
         sections.append(rep_sec)
         corrections += corr
-        formulas["sign flips (all runs; each run without the item:run term)"] = \
-            f"{response} ~ {best}{rand}"
-        corrections = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m) + corrections
     else:
         why = ("the table has a single run" if n_runs < 2 else
                "the outcome is given as k-of-n counts, not one answer per run")
@@ -781,8 +798,12 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
         if s.note:
             parts.append(f'<p class="note">{html.escape(s.note)}</p>')
         for name, caption, _ in s.figures:
-            b64 = base64.b64encode(images[name]).decode("ascii")
-            parts.append(f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(caption)}" '
+            png = images[name]
+            b64 = base64.b64encode(png).decode("ascii")
+            # shown at 100 CSS pixels per inch of the figure: a column-wide figure is 350 px
+            width = int.from_bytes(png[16:20], "big") * 100 // _DPI if png[:8] == b"\x89PNG\r\n\x1a\n" else 0
+            size = f' width="{width}"' if width else ""
+            parts.append(f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(caption)}"{size} '
                          f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(caption)}'
                          "</figcaption></figure>")
         for name, caption, tab in s.tables:
