@@ -87,6 +87,9 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
                    help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
                         "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
+    p.add_argument("--fixef-prior", metavar="PRIOR", default=None,
+                   help="normal prior on the fixed effects, e.g. 'normal(0, 2.5)' (blme::bglmer's "
+                        "remedy for separation)")
     p.set_defaults(handler=run_fit)
     return p
 
@@ -97,7 +100,8 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
     data = load_data(args)
-    fit = _fitter()(args.formula, data, vcov_method=args.vcov)
+    extra = {"fixef_prior": args.fixef_prior} if getattr(args, "fixef_prior", None) else {}
+    fit = _fitter()(args.formula, data, vcov_method=args.vcov, **extra)
     result: dict[str, Any] = {"fit": _fit_summary(fit)}
     emm = None
     if args.emmeans:
