@@ -84,8 +84,9 @@ def test_errors():
     with pytest.raises(DataError, match="no sample is scored"):
         accuracy(none, "model")
     half = df.assign(status=np.where(df["model"] == "b", "error", df["status"]))
-    with pytest.raises(DataError, match="no scored sample"):
-        accuracy(half, "model")
+    with pytest.warns(evalmix.DataWarning, match="no scored sample"):
+        t = accuracy(half, "model").set_index("model")
+    assert t.loc["b", "n"] == 0 and t.loc["b", "coverage"] == 0 and np.isnan(t.loc["b", "estimate"])
     t = accuracy_bounds(half, "model").table.set_index("model")
     assert np.isnan(t.loc["b", "estimate"]) and t.loc["b", "best_case"] == 1.0
 
@@ -129,3 +130,47 @@ def test_mar_item_is_unbiased_when_errors_depend_on_item_only():
     assert bias_scored > 0.02  # dropping errors inflates accuracy
     # within-item MAR: bias only from items with no scored run (rare with 4 runs) -> ~0
     assert abs(bias_mar) < max(3 * se_mar, 0.003)
+
+
+# ----------------------------------------------------------------------------------------------
+# real Inspect logs (fixtures written by inspect_ai, see tests/fixtures/make_fixtures.sh)
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "inspect"
+
+
+@pytest.mark.parametrize("version", ["v0.3.285", "v0.3.170"])
+def test_bounds_on_real_inspect_logs(version):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = evalmix.read_inspect(FIXTURES / version, scorer="match", errors="keep")
+        acc = accuracy(df, ["task", "model"]).set_index("task")
+    b = accuracy_bounds(df, ["task", "model"]).table.set_index("task")
+    tol = df[df["task"] == "tolerant"]
+    # the "tolerant" task: 8 samples (4 items x 2 epochs), one failed with an error; the scored
+    # ones are right once (item 1, epoch 1)
+    assert len(tol) == 8 and (tol["status"] == "error").sum() == 1
+    err_item = tol.loc[tol["status"] == "error", "item"].iloc[0]
+    k = int(tol["correct"].sum())
+    assert b.loc["tolerant", ["n_attempted", "n_scored", "n_error", "k"]].tolist() == [8, 7, 1, k]
+    assert b.loc["tolerant", "coverage"] == pytest.approx(7 / 8)
+    assert b.loc["tolerant", "estimate"] == pytest.approx(k / 7)
+    assert b.loc["tolerant", "worst_case"] == pytest.approx(k / 8)
+    assert b.loc["tolerant", "best_case"] == pytest.approx((k + 1) / 8)
+    # MAR within item: the errored sample takes the mean of its item's other epoch
+    other = tol.loc[(tol["item"] == err_item) & (tol["status"] == "ok"), "correct"].mean()
+    assert b.loc["tolerant", "estimate_mar_item"] == pytest.approx((k + other) / 8)
+    # accuracy() reports the same coverage; a task with no scored sample has no estimate
+    assert acc.loc["tolerant", "coverage"] == pytest.approx(7 / 8)
+    assert acc.loc["tolerant", "estimate"] == pytest.approx(k / 7)
+    assert (b["worst_case"] <= b["best_case"]).all()
+    unscored = b[b["n_scored"] == 0]
+    for task, row in unscored.iterrows():
+        assert np.isnan(row["estimate"]) and np.isnan(row["estimate_mar_item"])
+        assert row["worst_case"] == 0 and row["best_case"] == 1
+        assert acc.loc[task, "n"] == 0 and np.isnan(acc.loc[task, "estimate"])
+    # fully scored tasks: every estimate equals the plain accuracy
+    full = b[b["coverage"] == 1]
+    assert np.allclose(full["estimate"], full["worst_case"]) and np.allclose(full["estimate"], full["best_case"])

@@ -55,6 +55,9 @@ class AgreementResult(Result):
     n_items: int
     n_raters: int
 
+    def _title(self) -> str:
+        return f"Agreement: {self.coefficient}"
+
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"coefficient": self.coefficient, "estimate": self.estimate,
                               "se": self.se, "conf_low": self.conf_low,

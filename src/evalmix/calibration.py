@@ -398,6 +398,9 @@ class CalibrationResult(Result):
     design: dict = field(default_factory=dict)
     alpha: float = 0.05
 
+    def _title(self) -> str:
+        return f"Calibration of comparison methods ({self.scenario} scenario)"
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -558,6 +561,9 @@ class CoverageResult(Result):
 
     table: pd.DataFrame
     plausible: np.ndarray = field(repr=False)
+
+    def _title(self) -> str:
+        return "Coverage of interval methods"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from scipy import stats
 
 from ._result import Result
 from .data import schema_of
-from .errors import DataError
+from .errors import DataError, DataWarning
 from .status import OK, is_scored, status_column
 
 __all__ = ["CI_METHODS", "ErroredAccuracy", "accuracy", "accuracy_bounds", "binom_ci"]
@@ -189,10 +190,12 @@ def accuracy(
         data = data.loc[ok]
         if by_cols and len(data) and len(data.groupby(by_cols, observed=True)) < len(attempted):
             empty = attempted.index.difference(data.groupby(by_cols, observed=True).size().index)
-            raise DataError(f"group {empty[0]!r} of {by_cols} has no scored sample (coverage 0); "
-                            f"see accuracy_bounds() for its bounds")
+            warnings.warn(f"{len(empty)} group(s) of {by_cols} have no scored sample (e.g. "
+                          f"{empty[0]!r}): their accuracy is missing; accuracy_bounds() gives its "
+                          f"bounds", DataWarning, stacklevel=2)
         if not len(data):
-            raise DataError("no sample is scored (every status differs from 'ok')")
+            raise DataError("no sample is scored (every status differs from 'ok'); accuracy_bounds() "
+                            "gives the bounds")
     frame = data.copy()
     if out_col is not None:
         frame["_k"] = frame[out_col].astype(float)
@@ -246,8 +249,12 @@ def _with_coverage(table: pd.DataFrame, attempted: pd.Series | None, by_cols: li
     if attempted is None:
         return table
     if by_cols:
+        # every attempted group appears; one without a scored sample has n = 0 and no estimate
         att = attempted.reset_index()
-        table = table.merge(att, on=by_cols, how="left", sort=False)
+        table = att.merge(table, on=by_cols, how="left", sort=False)
+        table["n"] = table["n"].fillna(0).astype("int64")
+        k = table["k"].fillna(0)
+        table["k"] = k.round().astype("int64") if np.allclose(k, np.round(k)) else k
     else:
         table = table.assign(n_attempted=int(attempted.iloc[0]))
     table["n_attempted"] = table["n_attempted"].astype("int64")
@@ -276,6 +283,13 @@ class ErroredAccuracy(Result):
     table: pd.DataFrame
     by: tuple[str, ...]
     conf_level: float
+
+    def _title(self) -> str:
+        return "Accuracy with unscored samples"
+
+    def _header(self) -> list[str]:
+        return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} Wilson interval "
+                "of the scored samples"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -411,7 +425,8 @@ def accuracy_bounds(data: pd.DataFrame, by: str | Sequence[str] | None = None, *
         cell["_none"] = (cell_ok == 0).astype(float)
         agg = cell.groupby(by_, observed=True, sort=True)[["_imp", "_att", "_none"]].sum().reset_index() \
             if by_ else cell[["_imp", "_att", "_none"]].sum().to_frame().T
-        table["estimate_mar_item"] = (agg["_imp"] / agg["_att"]).to_numpy()
+        # a group without any scored sample has no estimate under any missing-at-random assumption
+        table["estimate_mar_item"] = np.where(n_ok > 0, (agg["_imp"] / agg["_att"]).to_numpy(), np.nan)
         table["n_items_unscored"] = agg["_none"].to_numpy().astype("int64")
     else:
         table["estimate_mar_item"] = np.nan

@@ -94,6 +94,13 @@ class RankSets(Result):
     conf_level: float
     method: str
 
+    def _title(self) -> str:
+        return f"Leaderboard with simultaneous rank sets ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"rank_low-rank_high: joint {self.conf_level:.0%} rank sets; marginal_rank_*: each model's own "
+                f"{self.conf_level:.0%} interval; models sharing a tie_group letter are not separable"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -371,8 +378,10 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         missing = np.argwhere(tri == 0)
         if len(missing):
             i, m = missing[0]
+            bad = sl.levels(sub[cols.item])[i]
+            bad = bad.item() if hasattr(bad, "item") else bad
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "
-                            f"answer to item {sl.levels(sub[cols.item])[i]!r}; the item bootstrap "
+                            f"answer to item {bad!r}; the item bootstrap "
                             f"needs every model on every item")
         rng = np.random.default_rng(sseed)
         n_items = succ.shape[0]

@@ -65,6 +65,14 @@ class RankInstabilityResult(Result):
     n_leaderboards: int
     rate: float
 
+    def _title(self) -> str:
+        return "Leaderboard instability across runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards differ from the "
+                f"all-runs order (rate {self.rate:.3f})"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.by_n_runs.copy()
 
@@ -223,6 +231,13 @@ class RankUncertaintyResult(Result):
     n_boot: int
     conf_level: float
     method: str = "bootstrap"
+
+    def _title(self) -> str:
+        return f"Rank uncertainty ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+                "(rank 1 = best)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

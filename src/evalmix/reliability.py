@@ -49,6 +49,9 @@ class FlipRateResult(Result):
     table: pd.DataFrame
     by: tuple[str, ...]
 
+    def _title(self) -> str:
+        return "Run-to-run flip rate" + (f" by {', '.join(self.by)}" if self.by else "")
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -312,6 +315,13 @@ class ICCResult(Result):
     conf_level: float
     bands: tuple[float, ...]
 
+    def _title(self) -> str:
+        return "Intraclass correlation of runs" + (f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.model}, {self.type}, {self.unit}; {self.conf_level:.0%} interval; "
+                "statistic: F test of ICC = r0 (df1, df2)"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -412,6 +422,13 @@ class LatentICCResult(Result):
     run_share: float
     n_runs: int
     icc_runs_average: float
+
+    def _title(self) -> str:
+        return "Latent-scale variance shares of a GLMM"
+
+    def _header(self) -> list[str]:
+        return [f"ICC across runs {self.icc_runs:.3f}; average of {self.n_runs} run(s) "
+                f"{self.icc_runs_average:.3f}"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

@@ -49,6 +49,9 @@ class SliceSEResult(Result):
     table: pd.DataFrame
     slice_by: tuple[str, ...]
 
+    def _title(self) -> str:
+        return "Standard error of slice accuracy by number of runs"
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
@@ -243,6 +246,10 @@ class SEvsRunsResult(Result):
     pairs: pd.DataFrame | None = None
     pair_projection: pd.DataFrame | None = None
 
+    def _title(self) -> str:
+        return "Standard error vs number of runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
+
     def to_frame(self) -> pd.DataFrame:
         return self.paper.copy()
 
@@ -418,6 +425,13 @@ class PlanResult(Result):
     target: str
     value: float
     table: pd.DataFrame
+
+    def _title(self) -> str:
+        return "Study plan"
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_items} items x {self.n_runs} runs, cost {self.cost:g}: "
+                f"{self.target} {self.achieved:.4g} (target {self.value:.4g})"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -640,6 +654,13 @@ class SignFlipResult(Result):
     run_rate: float
     term: str
     ref: Any
+
+    def _title(self) -> str:
+        return f"Significance flips of {self.term} contrasts between single runs and all runs"
+
+    def _header(self) -> list[str]:
+        return [f"scale: log-odds (contrast level - reference); rate {self.rate:.3f} of "
+                f"contrasts flip in some run, {self.run_rate:.3f} of (run, contrast) pairs"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.details.copy()

@@ -76,6 +76,9 @@ class BootstrapResult(Result):
     distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     details: dict = field(default_factory=dict)
 
+    def _title(self) -> str:
+        return f"Bootstrap interval ({self.method}, {self.conf_level:.0%})"
+
     def to_frame(self) -> pd.DataFrame:
         row = {"estimate": self.estimate, "se": self.se, "conf_low": self.conf_low,
                "conf_high": self.conf_high, "method": self.method, "conf_level": self.conf_level,
@@ -104,6 +107,9 @@ class BootstrapTable(Result):
 
     table: pd.DataFrame
     distributions: pd.DataFrame = field(repr=False)
+
+    def _title(self) -> str:
+        return "Bootstrap intervals by group (shared resamples)"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

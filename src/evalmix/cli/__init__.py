@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from ..errors import DataError, FormulaError
-from . import comparisons, describe, inference, reliability
+from . import comparisons, describe, inference, leaderboard, reliability, report
 from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
@@ -23,6 +23,8 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     *inference.PARSERS,
     *reliability.PARSERS,
     *comparisons.PARSERS,
+    leaderboard.add_parser,
+    report.add_parser,
 ]
 
 

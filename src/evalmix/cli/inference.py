@@ -126,7 +126,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if emm is not None:
         _print_table(f"Marginal means ({args.type} scale)", emm.to_frame(), out)
     if args.contrast:
-        _print_table("Contrasts", con.to_frame(), out)
+        _print_table(f"Contrasts (scale: {con.scale})", con.to_frame(), out)
         for note in con.notes:
             print(note, file=out)
     if args.anova:

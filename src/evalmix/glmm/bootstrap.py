@@ -83,6 +83,7 @@ def _replicate(spec: dict, task: int, seq: np.random.SeedSequence) -> tuple[np.n
 
 
 def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    from ..links import inverse_link
     from .deviance import LaplaceDeviance
     from .optimize import optimize
     from .prior import PenalizedDeviance
@@ -94,7 +95,7 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
     ld0._set_theta(theta)
     u = rng.standard_normal(ld0.q)
     eta = spec["eta_fixed"] + ld0.solver.zl(u)
-    k = rng.binomial(design.m.astype(np.int64), 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    k = rng.binomial(design.m.astype(np.int64), inverse_link(spec["link"], eta)).astype(float)
     sim = dataclasses.replace(design, k=k, k_rows=k, m_rows=design.m,
                               row_index=np.arange(k.size), data=None)
     p = beta.size
@@ -109,8 +110,12 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
     else:
         X, kf, mf, terms = design.X, k, design.m, design.terms
         b0 = beta
-    ld = (LaplaceDeviance(X, kf, mf, terms) if prior is None
-          else PenalizedDeviance(X, kf, mf, terms, prior=prior))
+    off = spec["offset"]
+    if sep is not None and off is not None:
+        off = off[~sep.pooled_rows]
+    extra = {"offset": off, "link": spec["link"]}
+    ld = (LaplaceDeviance(X, kf, mf, terms, **extra) if prior is None
+          else PenalizedDeviance(X, kf, mf, terms, prior=prior, **extra))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ev, _ = optimize(ld, theta.copy(), spec["lower"], b0.copy(), maxiter=spec["maxiter"])
@@ -163,10 +168,15 @@ def bootmer(fit: Any, nsim: int = 200, *, seed: int | None = None, n_jobs: int |
     from .profile import deviance_of
 
     ld, terms, _, beta = deviance_of(fit)
+    if not np.array_equal(design.m, np.round(design.m)) or getattr(design, "weights_rows",
+                                                                    None) is not None:
+        raise ValueError("the parametric bootstrap simulates binomial counts: it needs integer "
+                         "trials and no prior weights")
     theta = fit.theta.to_numpy()
     sd_info = sd_parameters(design.terms, theta)
     spec = {"design": design, "ld": ld, "theta": theta, "beta": beta,
-            "eta_fixed": design.X.dot(beta), "lower": design.theta_lower,
+            "eta_fixed": design.X.dot(beta) + (0.0 if design.offset is None else design.offset),
+            "lower": design.theta_lower, "offset": design.offset, "link": fit.link,
             "prior": fit.fixef_prior, "maxiter": maxiter,
             "sd_names": [s[0] for s in sd_info]}
     out = parallel_map(functools.partial(_replicate, spec), range(int(nsim)), n_jobs=n_jobs,

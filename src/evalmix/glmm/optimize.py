@@ -250,7 +250,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
     # d eta~ / d(theta, beta) by forward differences, for lme4's early-stop term only
-    J = np.zeros((ev.eta.size, nt + p)) if lme4_pirls else None
+    # (logit only: the correction is derived for the canonical link)
+    J = np.zeros((ev.eta.size, nt + p)) if lme4_pirls and ld.link == "logit" else None
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b

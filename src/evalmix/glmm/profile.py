@@ -219,22 +219,28 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
     from .prior import PenalizedDeviance
     from .separation import limit_problem
 
+    if getattr(fit, "nagq", 1) != 1:
+        raise ValueError(f"profiles and the bootstrap need the Laplace fit (nAGQ = 1); this fit "
+                         f"has nAGQ = {fit.nagq}")
     design = fit._model.design
     sep = fit.separation
+    off = getattr(design, "offset", None)
     if sep is not None:
         X, k, m, terms = limit_problem(design, sep)
         keep = np.asarray(sep.keep)
         beta = sep.beta_limit[keep]
+        off = None if off is None else off[~sep.pooled_rows]
     else:
         X, k, m, terms = design.X, design.k, design.m, design.terms
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
+    extra = {"offset": off, "link": fit.link}
     if fit.fixef_prior is not None:
         from .prior import NormalPrior
 
         pr = fit.fixef_prior
         prior = NormalPrior(pr.mean[keep], pr.sd[keep], tuple(pr.names[i] for i in keep))
-        ld = PenalizedDeviance(X, k, m, terms, prior=prior)
+        ld = PenalizedDeviance(X, k, m, terms, prior=prior, **extra)
     else:
-        ld = LaplaceDeviance(X, k, m, terms)
+        ld = LaplaceDeviance(X, k, m, terms, **extra)
     return ld, terms, keep, beta

@@ -124,7 +124,7 @@ def detect_separation(X: np.ndarray, successes: np.ndarray, trials: np.ndarray,
     return pd.Series(_infinity(np.sign(lp.direction)), index=names)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Separation(Result):
     """Separation found in the fixed effects of a fit (``fit.separation``).
 
