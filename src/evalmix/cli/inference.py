@@ -98,6 +98,9 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--contrasts", metavar="FACTOR=CODING", nargs="+",
                    help="e.g. model=contr.sum (contr.treatment, contr.sum, contr.poly, "
                         "contr.helmert)")
+    p.add_argument("--fixef-prior", metavar="PRIOR", default=None,
+                   help="normal prior on the fixed effects, e.g. 'normal(0, 2.5)' (blme::bglmer's "
+                        "remedy for separation)")
     p.set_defaults(handler=run_fit)
     return p
 
@@ -119,7 +122,7 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["link"] = args.link
     if getattr(args, "nagq", 1) != 1:
         opts["nAGQ"] = args.nagq
-    for name in ("weights", "offset"):
+    for name in ("weights", "offset", "fixef_prior"):
         if getattr(args, name, None):
             opts[name] = getattr(args, name)
     if getattr(args, "contrasts", None):
