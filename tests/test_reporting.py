@@ -295,3 +295,28 @@ def test_candidate_formulas_invariants(conditions):
     assert (" + ".join(["model"] + conditions)) in cands  # the additive model always
     for c in cands:  # every term is model or a condition
         assert set(re.split(r"\s*[*+]\s*", c)) <= {"model", *conditions}
+
+
+def test_bayes_section_off_by_default_and_without_pymc(monkeypatch):
+    df = evalmix.simulate.glmm_runs(3, 20, 2, seed=5)
+    rep = evalmix.report(df, n_boot=50)
+    assert "bayes" not in [s.key for s in rep.sections]
+    monkeypatch.setitem(__import__("sys").modules, "pymc", None)  # as if the extra were missing
+    rep = evalmix.report(df, n_boot=50, bayes=True)
+    assert rep.section("bayes").skipped.startswith("Left out: the Bayesian section needs the bayes extra")
+
+
+@pytest.mark.slow
+def test_bayes_section_rank_probabilities():
+    pytest.importorskip("pymc")
+    df = evalmix.simulate.glmm_runs(3, 30, 2, model_effects=[-1.0, 0.0, 1.0], seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.report(df, n_boot=50, bayes=True, seed=3)
+    ranks = rep.tables["bayes_ranks"]
+    probs = ranks[[f"rank_{r}" for r in (1, 2, 3)]].to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    np.testing.assert_allclose(probs.sum(axis=0), 1.0)
+    # the posterior ranks follow the maximum-likelihood order of the models
+    ml = rep.tables["accuracy_overall"]["model"].tolist()
+    assert ranks.sort_values("expected_rank")["model"].tolist() == ml
