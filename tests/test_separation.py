@@ -282,5 +282,13 @@ def test_cli_fit_on_separated_data(tmp_path):
     assert verdicts == {"Intercept": "finite", "model[T.model-B]": "+inf",
                         "model[T.model-C]": "finite"}
     coef = {r["term"]: r for r in doc["fit"]["coefficients"]}
+    prior = subprocess.run(cmd + ["--json", "--fixef-prior", "normal(0, 2.5)"], capture_output=True,
+                           text=True, env=env)
+    assert prior.returncode == 0 and "SeparationWarning" not in prior.stderr
+    pcoef = {r["term"]: r for r in json.loads(prior.stdout)["fit"]["coefficients"]}
+    assert np.isfinite(pcoef["model[T.model-B]"]["estimate"])
+    bad = subprocess.run(cmd + ["--fixef-prior", "cauchy(0, 2.5)"], capture_output=True, text=True,
+                         env=env)
+    assert bad.returncode == 2 and "fixef_prior" in bad.stderr and "Traceback" not in bad.stderr
     assert coef["model[T.model-B]"]["estimate"] is None
     assert coef["Intercept"]["estimate"] == pytest.approx(R["cases"]["nonref"]["limit"]["fixef"]["(Intercept)"], abs=2e-3)
