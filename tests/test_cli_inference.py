@@ -159,5 +159,13 @@ def test_fit_r_arguments_reach_glmer():
     got = pd.DataFrame(res["fit"]["coefficients"])
     assert got["term"].tolist() == list(fit.fixef.index)
     assert any("[S." in t for t in got["term"])
-    with pytest.raises(SystemExit, match="FACTOR=CODING"):
+    from evalmix import cli
+    from evalmix.errors import FormulaError
+
+    with pytest.raises(FormulaError, match="FACTOR=CODING"):
         run(p, ["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts", "model"])
+    assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts",
+                     "model=contr.foo"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--nagq", "0"])
+    assert exc.value.code == 2

@@ -23,6 +23,7 @@ import pandas as pd
 from ..multiplicity import ADJUST_METHODS
 from .._result import frame_records
 from ..emmeans import contrast, emmeans
+from ..errors import FormulaError
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
 from ._common import add_data_arguments, load_data
@@ -89,7 +90,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",
                    help="binomial link (R: family = binomial(link = ...); default logit)")
-    p.add_argument("--nagq", type=int, default=1, metavar="N",
+    p.add_argument("--nagq", type=_positive_int, default=1, metavar="N",
                    help="adaptive Gauss-Hermite points (lme4's nAGQ; > 1 needs one scalar "
                         "random-effect term)")
     p.add_argument("--weights", metavar="COLUMN", help="column of prior weights (R: weights =)")
@@ -102,6 +103,16 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "remedy for separation)")
     p.set_defaults(handler=run_fit)
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return value
 
 
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,7 +130,8 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
         for item in args.contrasts:
             factor, sep, coding = item.partition("=")
             if not sep or not factor or not coding:
-                raise SystemExit(f"evalmix fit: --contrasts takes FACTOR=CODING, got {item!r}")
+                raise FormulaError(f"--contrasts takes FACTOR=CODING (e.g. model=contr.sum), "
+                                   f"got {item!r}")
             pairs[factor.strip()] = coding.strip()
         opts["contrasts"] = pairs
     return opts
