@@ -42,7 +42,7 @@ LAYERS: dict[str, int] = {
     "evalmix.fit_many": 3,
     # 4 adapters
     "evalmix.cli": 4, "evalmix.plots": 4, "evalmix.io": 4, "evalmix.reporting": 4,
-    "evalmix.report": 4, "evalmix.tests": 4, "evalmix.__main__": 4, "evalmix": 4,
+    "evalmix.report": 4, "evalmix.tests": 4, "evalmix.integrations": 4, "evalmix.__main__": 4, "evalmix": 4,
 }
 HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "joblib", "statsmodels", "pymc", "pytensor", "numba",
          "formulaic", "tqdm")

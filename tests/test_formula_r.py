@@ -195,3 +195,16 @@ def test_agq_converges_to_the_integral():
     assert steps[-1] < 1e-4 and steps[-1] < steps[0]
     one = quiet_fit("y ~ grp + (1|item)", d, nAGQ=1)
     assert one.nagq == 1 and "nAGQ = 25" in quiet_fit("y ~ grp + (1|item)", d, nAGQ=25).summary().title
+
+
+def test_random_terms_read_r_syntax_too():
+    d = data()
+    a = quiet_fit("y ~ grp + (0 + I(age^2)|item)", d)
+    b = quiet_fit("y ~ grp + (0 + a2|item)", d.assign(a2=d.age**2))
+    assert abs(a.loglik - b.loglik) < 1e-8
+    np.testing.assert_allclose(a.predict(d.head()), b.predict(d.assign(a2=d.age**2).head()),
+                               rtol=1e-8)
+    with pytest.raises(FormulaError, match=r"random term \(factor\(site\) \| item\)"):
+        evalmix.glmer("y ~ grp + (factor(site)|item)", d)
+    with pytest.raises(FormulaError, match="'.' shorthand"):
+        evalmix.glmer("y ~ . + (1|item)", d)

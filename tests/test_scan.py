@@ -88,7 +88,8 @@ def test_dense_and_sorted_grouping_agree(tmp_path: Path, monkeypatch: pytest.Mon
 def test_filters_and_columns_are_pushed_down(tmp_path: Path) -> None:
     d = _runs()
     folder = _partitioned(d, tmp_path)
-    got = aggregate_runs(folder, "correct ~ model + (1|item)", filters={"benchmark": "math", "run": [1, 2]})
+    got = aggregate_runs(folder, "correct ~ model + (1|item)",
+                         filters={"benchmark": "math", "run": np.array([1, 2])})
     want = d[(d["benchmark"] == "math") & d["run"].isin([1, 2])]
     _compare(got, _expected(want, ["model", "item"]), ["model", "item"])
     # only used values become levels: items of the other benchmark are not categories

@@ -309,6 +309,9 @@ def _formula_factor_parts(rhs: str) -> tuple[tuple[str, str], ...]:
     """(variable, formulaic factor it appears in) pairs, in order of appearance."""
     from formulaic import Formula
 
+    if re.search(r"(?<![\w.])\.(?![\w.])", rhs):
+        raise FormulaError(f"{rhs!r}: the '.' shorthand (all other columns) is not supported; "
+                           "name the columns")
     try:
         parsed = Formula(rhs)
     except Exception as exc:
@@ -582,7 +585,7 @@ class RandomTerm:
         """Random-effect covariates of new rows (ones for an intercept-only term)."""
         if self.spec is None:
             return np.ones((len(newdata), 1))
-        return np.asarray(self.spec.get_model_matrix(newdata), dtype=float)
+        return np.asarray(self.spec.get_model_matrix(newdata, context=R_FUNCTIONS), dtype=float)
 
     @property
     def nc(self) -> int:
@@ -673,7 +676,8 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
             cn = ["(Intercept)"]
         else:
             try:
-                mm = model_matrix(sp.expr, data, na_action="raise")
+                mm = model_matrix(random_expression(sp), data, na_action="raise",
+                                  context=R_FUNCTIONS)
             except Exception as exc:
                 raise FormulaError(f"cannot build random term ({sp.expr} | {sp.group_label}): "
                                    f"{exc}") from exc
@@ -691,6 +695,16 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
     return terms
 
 
+def random_expression(sp: RandomSpec) -> str:
+    """The left side of a random term in formulaic syntax (``I(x^2)`` -> ``I(x**2)``)."""
+    text, coded = translate_fixed(sp.expr)
+    if coded:
+        raise FormulaError(f"random term ({sp.expr} | {sp.group_label}): factor() and C() are "
+                           "not supported inside a random term; make the column a pandas "
+                           "categorical instead")
+    return text
+
+
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:
     """Data columns a set of random terms reads (grouping factors and slope covariates)."""
     cols: list[str] = []
@@ -702,7 +716,7 @@ def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[st
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):
-            for s in _formula_factors(sp.expr):
+            for s in _formula_factors(random_expression(sp)):
                 if s not in cols:
                     if s not in data.columns:
                         raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "

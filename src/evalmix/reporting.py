@@ -292,15 +292,51 @@ def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None)
     return ReportSection("data", "Data and design", note, tables=tuple(out))
 
 
-def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFrame]:
+def _overall(data, roles, conf_level) -> pd.DataFrame:
+    overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level)
+    return overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _per_item(data, roles, ref: str, levels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-item counts: items each model never / always solves, solves alone; the reference against
+    the most accurate other model."""
+    schema = roles["schema"]
+    m, item = schema.model, schema.item
+    if schema.counts:
+        g = data.groupby([item, m], observed=True)[[schema.successes, schema.trials]].sum()
+        acc = (g[schema.successes] / g[schema.trials]).unstack()
+    else:
+        acc = data.groupby([item, m], observed=True)[schema.outcome].mean().unstack()
+    acc.columns = [str(c) for c in acc.columns]
+    solved = acc > 0
+    alone = solved.sum(axis=1) == 1
+    per_model = pd.DataFrame({
+        "model": levels,
+        "n_items": [int(acc[c].notna().sum()) for c in levels],
+        "never_solved": [int((acc[c] == 0).sum()) for c in levels],
+        "always_solved": [int((acc[c] == 1).sum()) for c in levels],
+        "only_model_solving": [int((alone & solved[c]).sum()) for c in levels]})
+    rows = []
+    other = next((lv for lv in levels if lv != ref), None)
+    if other is not None:
+        a, b = acc[ref], acc[other]
+        counts = {f"items neither {ref} nor {other} ever solves": ((a == 0) & (b == 0)).sum(),
+                  f"items {ref} solves more often than {other}": (a > b).sum(),
+                  f"items {other} solves more often than {ref}": (b > a).sum(),
+                  "items no model ever solves": (~solved).all(axis=1).sum()}
+        rows = [{"comparison": k, "n_items": int(v)} for k, v in counts.items()]
+    return per_model, pd.DataFrame(rows, columns=["comparison", "n_items"])
+
+
+def _accuracy_section(data, roles, conf_level, overall, ref) -> ReportSection:
     from .plots import accuracy_intervals
 
     schema = roles["schema"]
     cond = roles["conditions"]
     by = [schema.model] + cond
     tab = accuracy(data, by, ci="wilson", conf_level=conf_level)
-    overall = accuracy(data, schema.model, ci="wilson", conf_level=conf_level)
-    overall = overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    levels = [str(v) for v in overall[schema.model]]
+    per_model, pair = _per_item(data, roles, ref, levels)
     fig = accuracy_intervals(tab, y=schema.model, hue=cond[0] if cond else None,
                              col=cond[1] if len(cond) > 1 else None)
     note = (f"Accuracy is the share of correct answers; intervals are Wilson score intervals "
@@ -310,9 +346,13 @@ def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFr
     return ReportSection(
         "accuracy", "Accuracy with intervals", note,
         tables=(("accuracy", f"Accuracy by {', '.join(by)} with Wilson {conf_level:.0%} intervals.", tab),
-                ("accuracy_overall", "Accuracy by model over every condition and run.", overall)),
+                ("accuracy_overall", "Accuracy by model over every condition and run.", overall),
+                ("per_item", "Items each model never solves (no correct answer in any run or "
+                 "condition), always solves, and solves alone.", per_model),
+                ("reference_vs_runner_up", f"{ref} against the most accurate other model, item by "
+                 "item (accuracy of each item over its runs and conditions).", pair)),
         figures=(("fig1_accuracy", "Figure 1: accuracy per model and condition (Wilson intervals).",
-                  _close(fig)),)), overall
+                  _close(fig)),))
 
 
 def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
@@ -673,12 +713,12 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
 
     sections: list[ReportSection] = [_data_section(data, roles, slice_)]
-    acc_sec, overall = _accuracy_section(data, roles, conf_level)
-    sections.append(acc_sec)
+    overall = _overall(data, roles, conf_level)
     levels = [str(v) for v in overall[m]]
     ref = str(reference) if reference is not None else levels[0]
     if ref not in levels:
         raise DataError(f"reference={reference!r} is not a model; the models are {levels}")
+    sections.append(_accuracy_section(data, roles, conf_level, overall, ref))
     cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
     formulas: dict[str, str] = {}
     fits = {}

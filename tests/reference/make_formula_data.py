@@ -5,8 +5,8 @@
 formula_binary.csv: 0/1 answers of 80 items x 8 rows with a curved effect of age (in decades), an integer-coded
 site (a factor only when wrapped in factor()), an ordered difficulty level, a Y/N copy of the
 response, integer prior weights and a positive exposure for offsets.
-formula_counts.csv: k of n successes for 60 items x 4 conditions with a dose covariate and an
-ordered level.
+formula_counts.csv: k of n successes for 60 items x 4 conditions with a dose covariate, an
+ordered level and integer prior weights.
 """
 
 from pathlib import Path
@@ -50,7 +50,7 @@ def counts(rng: np.random.Generator) -> pd.DataFrame:
            + np.vectorize({"low": 0.3, "mid": 0.0, "high": -0.4}.get)(level))
     k = rng.binomial(trials, 1 / (1 + np.exp(-eta)))
     return pd.DataFrame({"item": [f"i{j:02d}" for j in item], "cond": cond, "dose": dose,
-                         "level": level, "k": k, "n": trials})
+                         "level": level, "k": k, "n": trials, "w": rng.integers(1, 4, n)})
 
 
 if __name__ == "__main__":

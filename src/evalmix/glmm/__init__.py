@@ -6,7 +6,6 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 import warnings
@@ -21,7 +20,7 @@ from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWa
                       SingularFitWarning)
 from .deviance import LINKS, DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
-from .optimize import OptimizerReport, boundary_probes, hessian, optimize
+from .optimize import OptimizerReport, boundary_probes, hessian, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
 from .separation import expand_limit, find_separation, independent_columns, limit_problem
@@ -32,15 +31,6 @@ SINGULAR_TOL = 1e-4  # lme4's isSingular(tol = 1e-4)
 GRAD_TOL = 0.002  # lme4's check.conv.grad tolerance
 HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
-
-
-def _blas_single_thread():
-    """Small dense products run faster single-threaded, and much faster on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def drop_rank_deficient(design: GlmmDesign) -> list[str]:
@@ -202,7 +192,7 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     family, link = _family_link(family, link)
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, (int, np.integer)) or nAGQ < 1:
         raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
-    with _blas_single_thread():
+    with single_thread_blas():
         return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
                       weights, offset, contrasts, link, int(nAGQ))
 

@@ -214,6 +214,40 @@ class GlmerResult(Result):
             eta = eta + self._model.random_part(nd, allow_new_levels)
         return inverse_link(self.link, eta) if type == "response" else eta
 
+    # --------------------------------------------------------------------- intervals
+    def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,
+                nsim: int = 200, seed: int | None = None, n_jobs: int | None = None,
+                progress: bool = False) -> Any:
+        """Confidence intervals of the fixed effects and random-effect SDs (lme4's ``confint``).
+
+        Parameters
+        ----------
+        method : {"wald", "profile", "boot"}
+            ``"wald"``: estimate -+ z SE (``method = "Wald"``; no interval for the SDs).
+            ``"profile"``: profile likelihood (``method = "profile"``): each end solves
+            ``zeta = -+z`` for the signed root of the profile deviance; SDs on their own scale.
+            ``"boot"``: percentile intervals of a parametric bootstrap (``bootMer`` with new
+            random effects per replicate; ``method = "boot"``), ``nsim`` refits with ``seed``,
+            on ``n_jobs`` joblib workers, with a progress bar if ``progress``.
+        level : float
+        parm : {"all", "beta_", "theta_"}
+            All parameters, the fixed effects only, or the SDs only (lme4's shortcuts).
+
+        Returns
+        -------
+        ConfidenceIntervals
+            ``term``, ``estimate``, ``conf_low``, ``conf_high``, ``method``.
+
+        Examples
+        --------
+        >>> fit.confint("profile", parm="beta_").to_frame().columns.tolist()  # doctest: +SKIP
+        ['term', 'estimate', 'conf_low', 'conf_high', 'method']
+        """
+        from .intervals import confint
+
+        return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
+                       progress=progress)
+
     # ------------------------------------------------------------------- summary
     def summary(self, conf_level: float = 0.95) -> Summary:
         """The fit as lme4's ``summary(fit)`` reports it, in evalmix's vocabulary.
