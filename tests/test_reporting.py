@@ -278,6 +278,17 @@ def test_table_without_slices_or_runs(tmp_path):
         ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios"]
 
 
+def test_json_summary_is_strict(tmp_path, capsys):
+    full = pd.read_csv(EXAMPLE)
+    path = tmp_path / "one_run.csv"
+    full[full["run"] == 1].to_csv(path, index=False)
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert doc["html"].endswith("index.html") and doc["options"]["reference"]
+    kinds = {(r["section"], r["kind"]) for r in doc["contents"]}
+    assert ("reliability", "left out") in kinds and ("selection", "figure") in kinds
+
+
 def test_user_errors_exit_2(tmp_path, capsys):
     assert main(["report", str(EXAMPLE), "-o", str(tmp_path), "--reference", "nope"]) == 2
     assert "reference='nope' is not a model" in capsys.readouterr().err
