@@ -82,6 +82,12 @@ def test_ai4math_writes_every_output(ai4math_out):
         assert (ai4math_out / "tables" / f"{name}.md").read_text().startswith("| ")
     assert "Left out" not in html  # every section applies to AI4Math
     assert "lme4" in html and "matplotlib" in html and "(1|problem_id:run)" in html
+    # every model fitted is listed with its checks: 5 candidates, 4 sign-flip fits, 2 domain fits
+    fits = _tab(ai4math_out, "fits")
+    assert len(fits) == 11 and fits["converged"].all()
+    # the item:run variance is at zero in the all-runs fits: boundary fits, reported as such
+    assert fits.loc[fits["use"].str.startswith("candidate"), "singular"].all()
+    assert fits.loc[fits["singular"], "warnings"].str.contains("boundary").sum() >= 7
 
 
 @pytest.mark.shared
@@ -270,6 +276,17 @@ def test_table_without_slices_or_runs(tmp_path):
     assert _tab(out, "model_selection")["name"].tolist() == ["model"]
     assert sorted(p.stem for p in (out / "figures").glob("*.png")) == \
         ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios"]
+
+
+def test_json_summary_is_strict(tmp_path, capsys):
+    full = pd.read_csv(EXAMPLE)
+    path = tmp_path / "one_run.csv"
+    full[full["run"] == 1].to_csv(path, index=False)
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert doc["html"].endswith("index.html") and doc["options"]["reference"]
+    kinds = {(r["section"], r["kind"]) for r in doc["contents"]}
+    assert ("reliability", "left out") in kinds and ("selection", "figure") in kinds
 
 
 def test_user_errors_exit_2(tmp_path, capsys):

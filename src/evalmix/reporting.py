@@ -69,7 +69,8 @@ class Report(Result):
     sections : tuple of ReportSection
     title : str
     formulas : dict
-        Role -> formula of every model fitted.
+        Formula (lme4 syntax) -> what it was fitted for, for every model fitted; the ``fits``
+        table adds convergence, boundary flags and warnings.
     versions : dict
         Software -> version.
     options : dict
@@ -218,11 +219,21 @@ def candidate_formulas(conditions: Sequence[str], model: str = "model") -> list[
 # helpers
 
 
-def _fit(formula: str, data: pd.DataFrame) -> Any:
-    with warnings.catch_warnings():
-        # boundary fits (item:run variance at 0) are common and reported in the fit table
-        warnings.simplefilter("ignore")
-        return glmer(formula, data)
+def _fit(formula: str, data: pd.DataFrame, log: list[dict[str, Any]], use: str) -> Any:
+    """glmer fit whose warnings (boundary, convergence) are recorded in ``log`` for the page."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = glmer(formula, data)
+    log.append(_fit_row(use, formula, fit.nobs, fit.converged, fit.singular,
+                        [str(w.message) for w in caught]))
+    return fit
+
+
+def _fit_row(use: str, formula: str, nobs: int, converged: bool, singular: bool,
+             messages: Sequence[str] = ()) -> dict[str, Any]:
+    first_lines = dict.fromkeys(m.splitlines()[0] for m in messages if m)
+    return {"use": use, "formula": formula, "nobs": int(nobs), "converged": bool(converged),
+            "singular": bool(singular), "warnings": "; ".join(first_lines)}
 
 
 def _pcol(tab: pd.DataFrame) -> str:
@@ -355,7 +366,7 @@ def _accuracy_section(data, roles, conf_level, overall, ref) -> ReportSection:
                   _close(fig)),))
 
 
-def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
+def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
     from .plots import delta_bic_bars
 
     comp = compare_models(fits)
@@ -365,7 +376,7 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                              for n, f in fits.items()])
     tab = tab.merge(fit_rows, on="name", how="left")
     type3 = anova(fits[best]).to_frame()
-    note = (f"Logistic mixed models with random intercepts{rand.replace(' + ', ', ')} fitted by "
+    note = (f"Logistic mixed models with random intercepts {rand.strip(' +')} fitted by "
             "maximum likelihood (Laplace), as lme4::glmer, and compared by BIC: "
             f"{comp.verdict()}. Type-III Wald tests of the selected model as car::Anova(type = 3).")
     return ReportSection(
@@ -406,16 +417,15 @@ def _odds_section(data, roles, fit, formula, reference, conf_level,
                                    "(log scale).", _close(fig)),))
 
 
-def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, formulas):
+def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, log):
     from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
 
     schema = roles["schema"]
     m = schema.model
     add, inter = f"{m} + {slice_}", f"{m} * {slice_}"
-    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data),
-            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data)}
-    formulas[f"{slice_}: additive"] = f"{response} ~ {add}{rand}"
-    formulas[f"{slice_}: interaction"] = f"{response} ~ {inter}{rand}"
+    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data, log, f"{slice_}: additive"),
+            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data, log,
+                                                 f"{slice_}: interaction")}
     comp = compare_models(fits)
     chosen_name = str(comp.table["name"].iloc[0])
     chosen = fits[chosen_name]
@@ -599,10 +609,13 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
                                    "averaged.", _close(se_curves(res, show_projection=True))),)), corr
 
 
-def _sign_flip_rows(data, formula, reference, model) -> list[dict[str, Any]]:
+def _sign_flip_rows(data, formula, reference, model, log) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the refits' convergence and boundary flags go to the log
         sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
+    for row in sf.fits.itertuples(index=False):
+        log.append(_fit_row(f"sign flips: {'all runs' if row.run == 'all' else f'run {row.run}'}",
+                            row.formula, row.nobs, row.converged, row.singular))
     singles = sf.details[sf.details["run"] != "all"]
     flipped = singles.groupby("contrast")["flipped"].any()
     return [{"quantity": f"contrasts against {reference} whose significance changes in a single run",
@@ -720,24 +733,23 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         raise DataError(f"reference={reference!r} is not a model; the models are {levels}")
     sections.append(_accuracy_section(data, roles, conf_level, overall, ref))
     cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
-    formulas: dict[str, str] = {}
-    fits = {}
-    for c in cands:
-        formulas[f"candidate: {c}"] = f"{response} ~ {c}{rand}"
-        fits[c] = _fit(f"{response} ~ {c}{rand}", data)
-    sel, best = _selection_section(data, fits, rand)
+    log: list[dict[str, Any]] = []
+    fits = {c: _fit(f"{response} ~ {c}{rand}", data, log, "candidate") for c in cands}
+    sel, best = _selection_section(fits, rand)
     sections.append(sel)
     full = formula or candidate_formulas(cond, m)[0]
-    full_fit = fits[full] if full in fits else _fit(f"{response} ~ {full}{rand}", data)
-    formulas["odds ratios and contrasts"] = f"{response} ~ {full}{rand}"
+    if full in fits:
+        full_fit = fits[full]
+        log[cands.index(full)]["use"] = "candidate; odds ratios and contrasts"
+    else:
+        full_fit = _fit(f"{response} ~ {full}{rand}", data, log, "odds ratios and contrasts")
     flips: list[dict[str, Any]] = []
     if n_runs >= 2 and not schema.counts:
-        formulas["sign flips (all runs; each run without the item:run term)"] = f"{response} ~ {best}{rand}"
-        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m)
+        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m, log)
     sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level, flips))
     if slice_ is not None:
         means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
-                                                        conf_level, formulas)
+                                                        conf_level, log)
         sections += [means_sec, fit_sec]
     else:
         line = ("Left out: the table has no item attribute (a column with one level per item, "
@@ -776,6 +788,18 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      pd.DataFrame(corrections)),)))
     if bayes:
         sections.append(_bayes_section(data, f"{response} ~ {best}{rand}", m, seed))
+    fit_log = pd.DataFrame(log)
+    n_bad = int((~fit_log["converged"]).sum())
+    sections.append(ReportSection(
+        "fits", "Models fitted",
+        "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
+        f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
+        "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
+        "is aliased with the item term).",
+        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    formulas: dict[str, str] = {}
+    for row in log:  # formula -> what it was fitted for
+        formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
                "bayes": bayes}
@@ -828,8 +852,8 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
              f"<b>{html.escape(str(rep.options.get('slice')))}</b>; model selected by BIC: "
              f"<code>{html.escape(str(rep.options.get('selected')))}</code>.</p>",
              "<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>'
-                                   for s in rep.sections) + '<li><a href="#software">Formulas and '
-             "software</a></li></ol></nav>"]
+                                   for s in rep.sections) + '<li><a href="#software">Software</a></li>'
+             "</ol></nav>"]
     for s in rep.sections:
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>')
         if s.skipped:
@@ -849,10 +873,8 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
         for name, caption, tab in s.tables:
             parts.append(_html_table(caption, tab, name))
         parts.append("</section>")
-    formulas = pd.DataFrame({"use": list(rep.formulas), "formula": list(rep.formulas.values())})
     versions = pd.DataFrame({"software": list(rep.versions), "version": list(rep.versions.values())})
-    parts.append('<section id="software"><h2>Formulas and software</h2>'
-                 + _html_table("Models fitted (lme4 syntax).", formulas, "formulas")
+    parts.append('<section id="software"><h2>Software</h2>'
                  + _html_table("Software versions.", versions, "versions") + "</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
