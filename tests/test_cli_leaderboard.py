@@ -79,3 +79,24 @@ def test_user_errors_exit_2(capsys, tmp_path):
     assert "--metric" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["leaderboard", str(EXAMPLE), "--method", "nope"])
+
+
+LM_EVAL = ROOT / "tests" / "fixtures" / "lm_eval" / "out"
+
+
+@pytest.mark.parametrize("task,metric", [("mc_local", "acc"), ("gen_local", "exact_match")])
+def test_lm_eval_output_folder_equals_library(capsys, task, metric):
+    """Post-processing a real lm-evaluation-harness output folder (two models, three runs each)."""
+    pattern = str(LM_EVAL / "*" / f"samples_{task}_*.jsonl")
+    assert main(["leaderboard", pattern, "--logs", "lm-eval", "--metric", metric, "--n-boot", "500",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    runs = _quiet(evalmix.read_lm_eval, pattern, metric)
+    assert runs["run"].nunique() == 3 and set(runs["model"]) == {"org/tiny-a", "org/tiny-b"}
+    lib = rank_sets(runs, n_boot=500, seed=1)
+    got = pd.DataFrame(doc["table"])
+    np.testing.assert_allclose(got["estimate"], lib.table["estimate"], rtol=1e-12)
+    np.testing.assert_allclose(got["conf_low"], lib.table["conf_low"], rtol=1e-12)
+    assert got["tie_group"].tolist() == lib.table["tie_group"].tolist()
+    acc = runs.groupby("model", observed=True)["correct"].mean()
+    np.testing.assert_allclose(got.set_index("model")["estimate"], acc.loc[got["model"]], rtol=1e-12)

@@ -88,7 +88,8 @@ def test_dense_and_sorted_grouping_agree(tmp_path: Path, monkeypatch: pytest.Mon
 def test_filters_and_columns_are_pushed_down(tmp_path: Path) -> None:
     d = _runs()
     folder = _partitioned(d, tmp_path)
-    got = aggregate_runs(folder, "correct ~ model + (1|item)", filters={"benchmark": "math", "run": [1, 2]})
+    got = aggregate_runs(folder, "correct ~ model + (1|item)",
+                         filters={"benchmark": "math", "run": np.array([1, 2])})
     want = d[(d["benchmark"] == "math") & d["run"].isin([1, 2])]
     _compare(got, _expected(want, ["model", "item"]), ["model", "item"])
     # only used values become levels: items of the other benchmark are not categories
@@ -175,6 +176,7 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         read_runs(folder, columns=["model", "score"])
 
 
+@pytest.mark.filterwarnings("ignore:factor:evalmix.DataWarning")  # one-level draws warn, by design
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n_models=st.integers(1, 4), n_items=st.integers(1, 6), n_runs=st.integers(1, 3),
        seed=st.integers(0, 10_000), files=st.integers(1, 3), batch=st.sampled_from([3, 7, 1 << 20]))
@@ -195,3 +197,26 @@ def test_any_split_into_files_and_batches_gives_the_same_counts(tmp_path_factory
     got = aggregate_runs(folder, "correct ~ model + (1|item)", batch_rows=batch)
     _compare(got, _expected(grid.assign(correct=grid["correct"].astype(int)), ["model", "item"]),
              ["model", "item"])
+
+
+def test_design_warnings_as_read_runs_gives_them(tmp_path: Path) -> None:
+    d = _runs().drop(columns=["benchmark", "language"])
+    gappy = d[~((d["model"] == "M2") & d["item"].isin(["q01", "q02"])) & ~((d["model"] == "M3") & (d["run"] == 3)
+                                                                        & (d["item"] == "q05"))]
+    gappy.to_parquet(tmp_path / "g.parquet", index=False)
+    with pytest.warns(evalmix.DataWarning) as got:
+        aggregate_runs(tmp_path / "g.parquet", "correct ~ model + (1|item)")
+    text = [str(w.message) for w in got]
+    assert any("2 item(s) in 'item' were not answered by every model (e.g. 'q01')" in t
+               and "'M2' (38 items)" in t for t in text)
+    assert any("number of rows (runs) per ('model', 'item') cell varies between 2 and 3" in t for t in text)
+    with pytest.warns(evalmix.DataWarning) as want:
+        read_runs(gappy)
+    assert any("2 item(s) in 'item' were not answered by every model" in str(w.message) for w in want)
+    # a balanced table warns nothing
+    d.to_parquet(tmp_path / "b.parquet", index=False)
+    import warnings as w_
+
+    with w_.catch_warnings():
+        w_.simplefilter("error")
+        aggregate_runs(tmp_path / "b.parquet", "correct ~ model + (1|item) + (1|item:run)")

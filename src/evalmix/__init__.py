@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
-               "repetitions", "simulate", "tables", "variance"}
+               "repetitions", "simulate", "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",

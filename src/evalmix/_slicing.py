@@ -67,6 +67,12 @@ def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = No
     out = names["outcome"]
     values = pd.to_numeric(data[out], errors="coerce")
     if values.isna().any():
+        if "status" in data.columns:  # a table of harness samples with unscored ones kept
+            n = int(values.isna().sum())
+            raise DataError(f"outcome column {out!r} is missing in {n} row(s) and the table has a "
+                            f"'status' column: unscored samples (errors, cancellations) cannot be "
+                            f"analysed here; pass evalmix.status.scored_rows(data) to use the scored "
+                            f"ones, and see evalmix.accuracy_bounds() for what the others could change")
         bad = data.loc[values.isna(), [out]].head(5)
         raise DataError(f"outcome column {out!r} must be numeric without missing values; "
                         f"offending rows:\n{bad.to_string()}")

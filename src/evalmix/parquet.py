@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .errors import DataError
@@ -94,7 +95,7 @@ def as_filter(filters: Filters, schema: Any = None) -> Any:
         names = list(filters)
         expr = None
         for col, val in filters.items():
-            if isinstance(val, (list, tuple, set, frozenset)):
+            if isinstance(val, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
                 e = pc.field(col).isin(list(val))
             else:
                 e = pc.field(col) == val

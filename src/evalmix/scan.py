@@ -15,6 +15,7 @@ name the file, the column and the offending rows.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .data import RunsSchema
-from .errors import DataError
+from .errors import DataError, DataWarning
 from .formula import factor_columns, parse_formula, random_columns
 from .parquet import Filters, as_filter, open_dataset
 
@@ -333,6 +334,7 @@ def aggregate_runs(
     if one_pass:
         _no_duplicates(n_rows, out_codes, want, levels, where_src, full)
     del weights
+    _design_warnings(out_codes, want, levels, n_rows, model, item, counts_in)
 
     out: dict[str, Any] = {}
     for col, c in zip(want, out_codes):
@@ -403,3 +405,43 @@ def _no_duplicates(count: np.ndarray, codes: list[np.ndarray], cols: list[str], 
         raise DataError(f"{where}: {int(count[dup].sum())} rows share a (model, item, run, slices) key "
                         f"{tuple(full)} in {len(dup)} cell(s); each key must appear once. First "
                         f"duplicate: {first} ({int(count[dup[0]])} rows)")
+
+
+def _design_warnings(codes: list[np.ndarray], cols: list[str], levels: dict, n_rows: np.ndarray,
+                     model: str, item: str, counts_in: bool) -> None:
+    """read_runs's design warnings, computed on the cells' codes (model and item lead ``cols``)."""
+    for col in cols:
+        if len(levels[col]) == 1 and col in (model, item):
+            warnings.warn(f"factor {col!r} has a single level ({levels[col][0]!r}); it cannot be used as a "
+                          f"predictor", DataWarning, stacklevel=3)
+    n_models, n_items = len(levels[model]), len(levels[item])
+    if n_models > 1:
+        m, i = codes[0], codes[1]
+        if len(cols) > 2:  # several cells per (model, item): keep one
+            pair = m.astype(np.int64) * n_items + i
+            if n_models * n_items <= _DENSE_MAX:
+                seen = np.zeros(n_models * n_items, dtype=bool)
+                seen[pair] = True
+                pair = np.flatnonzero(seen)
+                del seen
+            else:
+                pair = np.unique(pair)
+            m, i = pair // n_items, pair % n_items
+        per_item = np.bincount(i, minlength=n_items)
+        missing = np.flatnonzero(per_item < n_models)
+        if len(missing):
+            per_model = np.bincount(m, minlength=n_models)
+            short = np.flatnonzero(per_model < n_items)
+            shown = ", ".join(f"{levels[model][j]!r} ({per_model[j]} items)" for j in short[:10])
+            more = f" and {len(short) - 10} more" if len(short) > 10 else ""
+            warnings.warn(f"unbalanced design: {len(missing)} item(s) in {item!r} were not answered by every "
+                          f"model (e.g. {levels[item][missing[0]]!r}); models missing items: {shown}{more}",
+                          DataWarning, stacklevel=3)
+        single = np.flatnonzero(per_item == 1)
+        if len(single):
+            warnings.warn(f"{len(single)} item(s) in {item!r} were answered by only one model (e.g. "
+                          f"{levels[item][single[0]]!r}): they carry no information on model differences",
+                          DataWarning, stacklevel=3)
+    if not counts_in and len(n_rows) and n_rows.min() != n_rows.max():
+        warnings.warn(f"unbalanced design: the number of rows (runs) per {tuple(cols)} cell varies between "
+                      f"{int(n_rows.min())} and {int(n_rows.max())}", DataWarning, stacklevel=3)

@@ -65,6 +65,9 @@ def emit(args: argparse.Namespace, table: pd.DataFrame | Any, extra: dict[str, A
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
+        if hasattr(table, "summary") and not isinstance(table, pd.DataFrame):
+            for line in table.summary().header:  # the scale and interval the numbers are on
+                print(line)
         with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 500):
             print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         for key, value in (extra or {}).items():

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -34,6 +36,15 @@ def _read(args: argparse.Namespace) -> pd.DataFrame:
     return load_data(args)
 
 
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples of a result -> JSON-ready dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     import matplotlib
 
@@ -45,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                  cost_item=args.cost_item, cost_run=args.cost_run, title=args.title)
     index = Path(args.out) / "index.html"
     if args.json:
-        doc = {"command": "report", "html": str(index), "options": rep.options,
+        doc = {"command": "report", "html": str(index), "options": _plain(rep.options),
                "contents": frame_records(rep.to_frame())}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -9,8 +9,10 @@ reported log-likelihood is the one of the rows as given.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +20,7 @@ from scipy.special import gammaln
 
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       parse_formula, random_columns, factor_columns)
+                       fixed_variables, parse_formula, random_columns)
 
 
 @dataclass
@@ -38,6 +40,9 @@ class GlmmDesign:
     k_rows: np.ndarray
     m_rows: np.ndarray
     data: pd.DataFrame  # the given rows used (missing values dropped)
+    offset: np.ndarray | None = None  # per pooled row (formula offsets plus ``offset=``)
+    offset_rows: np.ndarray | None = None  # per given row
+    weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -57,36 +62,95 @@ class GlmmDesign:
         return [n for t in self.terms for n in t.theta_names]
 
 
-def _response(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    k = pd.to_numeric(data[parsed.successes], errors="coerce").to_numpy(dtype=float)
-    if parsed.trials is not None:
-        m = pd.to_numeric(data[parsed.trials], errors="coerce").to_numpy(dtype=float)
-    elif parsed.failures is not None:
-        m = k + pd.to_numeric(data[parsed.failures], errors="coerce").to_numpy(dtype=float)
-    else:
-        col = data[parsed.successes]
-        if pd.api.types.is_bool_dtype(col):
-            k = col.to_numpy(dtype=float)
-        bad = ~np.isin(k, (0.0, 1.0))
+def _binary_response(col: pd.Series, name: str) -> np.ndarray:
+    """0/1 successes of a one-column response, with R's rule for factors: the first level is a
+    failure, every other level a success (booleans: ``False`` fails)."""
+    from ..formula import as_r_factor
+
+    if isinstance(col.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(col) \
+            or not pd.api.types.is_numeric_dtype(col):
+        cat = as_r_factor(col)
+        if len(cat.categories) > 2 and not isinstance(col.dtype, pd.CategoricalDtype):
+            raise DataError(f"response column {name!r} has {len(cat.categories)} values "
+                            f"{list(cat.categories)[:5]}; R would treat all but the first as "
+                            "successes: pass a categorical to mean that, or a 0/1 column")
+        return (np.asarray(cat.codes) > 0).astype(float)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+
+
+def _response(parsed: ParsedFormula, data: pd.DataFrame,
+              weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Successes and trials per given row (prior weights applied) and the log-likelihood constant
+    of each row, as R's ``binomial()$aic`` counts it."""
+    name = parsed.successes
+    if parsed.trials is not None or parsed.failures is not None:
+        k = pd.to_numeric(data[name], errors="coerce").to_numpy(dtype=float)
+        if parsed.trials is not None:
+            m = pd.to_numeric(data[parsed.trials], errors="coerce").to_numpy(dtype=float)
+        else:
+            m = k + pd.to_numeric(data[parsed.failures], errors="coerce").to_numpy(dtype=float)
+        bad = (k < 0) | (m < k) | (k != np.round(k)) | (m != np.round(m))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"response column {parsed.successes!r} must be 0/1 (row {data.index[i]!r} "
-                            f"has {data[parsed.successes].iloc[i]!r}); write cbind(k, n - k) for counts")
-        return k, np.ones_like(k)
-    bad = (k < 0) | (m < k) | (k != np.round(k)) | (m != np.round(m))
+            raise DataError(f"counts in row {data.index[i]!r} are not 0 <= {name} <= trials "
+                            f"integers ({k[i]!r} of {m[i]!r})")
+        const = gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
+        if weights is None:
+            return k, m, const
+        return weights * k, weights * m, weights * const
+    y = _binary_response(data[name], name)
+    if weights is None:
+        bad = ~np.isin(y, (0.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"response column {name!r} must be 0/1 (row {data.index[i]!r} has "
+                            f"{data[name].iloc[i]!r}); write cbind(k, n - k) for counts, or give "
+                            "proportions with weights= the trials")
+        return y, np.ones_like(y), np.zeros_like(y)
+    # lme4's proportion response: y in [0, 1] with weights = trials
+    bad = (y < 0) | (y > 1) | ~np.isfinite(y)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"counts in row {data.index[i]!r} are not 0 <= {parsed.successes} <= trials "
-                        f"integers ({k[i]!r} of {m[i]!r})")
-    return k, m
+        raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (row "
+                        f"{data.index[i]!r} has {data[name].iloc[i]!r})")
+    k, m = weights * y, weights
+    if np.any(np.abs(k - np.round(k)) > 1e-3):
+        i = int(np.flatnonzero(np.abs(k - np.round(k)) > 1e-3)[0])
+        warnings.warn(f"non-integer number of successes (row {data.index[i]!r}: {name} x weight "
+                      f"= {k[i]:.4g}), as R warns 'non-integer #successes in a binomial glm'",
+                      DataWarning, stacklevel=4)
+    kr, mr = np.round(k), np.round(m)
+    const = gammaln(mr + 1) - gammaln(kr + 1) - gammaln(mr - kr + 1)
+    return k, m, const
+
+
+def _row_values(value: Any, data: pd.DataFrame, what: str) -> np.ndarray | None:
+    """A per-row numeric argument given as a column name or an array (None when not given)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in data.columns:
+            raise FormulaError(f"{what}={value!r} is not a column of the data "
+                               f"(columns: {list(data.columns)})")
+        arr = pd.to_numeric(data[value], errors="coerce").to_numpy(dtype=float)
+    else:
+        arr = np.asarray(value, dtype=float).ravel()
+        if arr.size != len(data):
+            raise DataError(f"{what} has {arr.size} values for {len(data)} rows of data")
+    return arr
+
+
+_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center)\s*\(")
 
 
 def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
-                 trials: str | None = None) -> GlmmDesign:
+                 trials: str | None = None, weights: Any = None, offset: Any = None,
+                 contrasts: dict[str, Any] | None = None) -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
     ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``).
+    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
+    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
     """
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
@@ -102,36 +166,70 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(data.columns)})")
-    fixed_cols = [c for c in factor_columns(parsed.fixed, data) if c in data.columns]
-    rand_cols = random_columns(parsed.random, data)
-    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
-    missing_fixed = [c for c in factor_columns(parsed.fixed, data) if c not in data.columns]
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    missing_fixed = [c for c in fixed_cols if c not in data.columns]
     if missing_fixed:
         raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the data "
                            f"(columns: {list(data.columns)})")
+    rand_cols = random_columns(parsed.random, data)
+    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
+    w_all = _row_values(weights, data, "weights")
+    o_all = _row_values(offset, data, "offset")
     d = data[used]
     na = d.isna().any(axis=1).to_numpy()
+    for arr in (w_all, o_all):
+        if arr is not None:
+            na = na | ~np.isfinite(arr)
     if na.any():
         warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used}", DataWarning,
                       stacklevel=3)
         d = d.loc[~na]
+        w_all = None if w_all is None else w_all[~na]
+        o_all = None if o_all is None else o_all[~na]
     if len(d) == 0:
         raise DataError("no rows left to fit")
-    k, m = _response(parsed, d)
+    if w_all is not None and (w_all < 0).any():
+        i = int(np.flatnonzero(w_all < 0)[0])
+        raise DataError(f"weights must be >= 0 (row {d.index[i]!r} has {w_all[i]!r})")
+    k, m, const = _response(parsed, d, w_all)
     if (m == 0).any():
         keep = m > 0
-        d, k, m = d.loc[keep], k[keep], m[keep]
+        d, k, m, const = d.loc[keep], k[keep], m[keep], const[keep]
+        w_all = None if w_all is None else w_all[keep]
+        o_all = None if o_all is None else o_all[keep]
     nobs = len(d)
-    counts = parsed.trials is not None or parsed.failures is not None
-    log_binom = float(np.sum(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))) if counts else 0.0
+    counts = parsed.trials is not None or parsed.failures is not None or w_all is not None
+    log_binom = float(np.sum(const))
+
+    # stateful transforms (scale, poly) take their centre and coefficients from every fitted row
+    if _STATEFUL.search(parsed.fixed) or any(_STATEFUL.search(o) for o in parsed.offsets):
+        fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts, parsed.offsets)
+    else:
+        fixed = None
+    off_rows = None
+    if parsed.offsets:
+        if fixed is None:
+            fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts,
+                                   parsed.offsets)
+        off_rows = fixed.offset(d.reset_index(drop=True))
+    if o_all is not None:
+        off_rows = o_all if off_rows is None else off_rows + o_all
+    if off_rows is not None and not np.all(np.isfinite(off_rows)):
+        i = int(np.flatnonzero(~np.isfinite(off_rows))[0])
+        raise DataError(f"the offset is not finite in row {d.index[i]!r}")
 
     key_cols = [c for c in used if c not in parsed.columns]
-    if pool and key_cols:
-        key = d[key_cols].groupby(key_cols, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    kd = d[key_cols]
+    if off_rows is not None:  # rows pool only when their offsets agree too
+        kd = kd.assign(_offset_=off_rows)
+    if pool and kd.shape[1]:
+        key = kd.groupby(list(kd.columns), sort=False, observed=True,
+                         dropna=False).ngroup().to_numpy()
         ng = int(key.max()) + 1
     else:
         ng = nobs
     k_rows, m_rows = k, m
+    off = off_rows
     if ng < nobs:
         first = np.full(ng, -1, dtype=np.int64)
         order = np.arange(nobs)[::-1]
@@ -140,6 +238,7 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         m = np.bincount(key, m, ng)
         dp = d.iloc[first]
         row_index = key
+        off = None if off_rows is None else off_rows[first]
     else:
         dp = d
         row_index = np.arange(nobs)
@@ -152,13 +251,19 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         firsts[pat[order]] = order
     else:
         pat, firsts = np.zeros(len(dp), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    fixed, Xu = build_fixed(parsed.fixed, dp.iloc[firsts].reset_index(drop=True))
+    patterns = dp.iloc[firsts].reset_index(drop=True)
+    if fixed is None:
+        fixed, Xu = build_fixed(parsed.fixed, patterns, contrasts, parsed.offsets)
+    else:
+        Xu = np.ascontiguousarray(fixed.model_matrix(patterns))
     for c in fixed.covariates:
         fixed.covariates[c] = float(d[c].mean())
+    if off_rows is not None:  # emmeans holds the offset at its mean over the fitted rows
+        fixed.offset_mean = float(off_rows.mean())
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
-                      row_index, k_rows, m_rows, d)
+                      row_index, k_rows, m_rows, d, off, off_rows, w_all)
 
 
 class FixedMatrix:
