@@ -20,7 +20,7 @@ __all__ = ["add_data_arguments", "emit", "load_data", "split_list"]
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The DATA argument and the column-role options every command shares."""
     parser.add_argument("data", metavar="DATA", help="runs table (.csv, .parquet or .jsonl), or harness logs "
-                        "(a folder or log file of Inspect, lm-evaluation-harness or HELM)")
+                        "(a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
     parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
     parser.add_argument("--model", default="model", help="model column (default: model)")
     parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
@@ -28,14 +28,15 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--successes", default=None, help="k-of-n successes column (with --trials)")
     parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
     parser.add_argument("--score", default=None,
-                        help="when DATA is logs: the Inspect scorer or the lm-eval/HELM metric to use")
+                        help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
+                             "OpenAI evals event field to use")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs)."""
     if is_log_source(args.data):
-        key = "scorer" if detect_format(args.data) == "inspect" else "metric"
+        key = {"inspect": "scorer", "openai-evals": "field"}.get(detect_format(args.data), "metric")
         try:
             return read_logs(args.data, **({key: args.score} if args.score else {}))
         except DataError as exc:
