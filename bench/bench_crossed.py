@@ -11,6 +11,7 @@ Usage (from the repository root)::
 
     python bench/bench_crossed.py rasch --models 500 --items 4000
     python bench/bench_crossed.py slope --subjects 300 --items 40
+    python bench/bench_crossed.py slope --uncorrelated     # (1 + x||subject)
     python bench/bench_crossed.py rasch --no-r          # evalmix only
 
 Prints each library's seconds and log-likelihood and the ratio evalmix / lme4.
@@ -46,7 +47,7 @@ def rasch(models: int, items: int, seed: int = 1) -> tuple[pd.DataFrame, str]:
     return df, "correct ~ 1 + (1|model) + (1|item)"
 
 
-def slope(subjects: int, items: int, seed: int = 1) -> tuple[pd.DataFrame, str]:
+def slope(subjects: int, items: int, seed: int = 1, uncorrelated: bool = False) -> tuple[pd.DataFrame, str]:
     rng = np.random.default_rng(seed)
     levels = np.array(["a", "b", "c"])
     s, i, x = (a.ravel() for a in np.meshgrid(np.arange(subjects), np.arange(items), np.arange(3),
@@ -58,7 +59,8 @@ def slope(subjects: int, items: int, seed: int = 1) -> tuple[pd.DataFrame, str]:
     eta += rng.normal(0, 1.0, items)[i]
     df = pd.DataFrame({"subject": [f"s{j:04d}" for j in s], "item": [f"i{j:03d}" for j in i],
                        "x": levels[x], "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
-    return df, "correct ~ x + (1|item) + (1 + x|subject)"
+    bar = "||" if uncorrelated else "|"
+    return df, f"correct ~ x + (1|item) + (1 + x{bar}subject)"
 
 
 def main() -> None:
@@ -67,12 +69,13 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=500)
     ap.add_argument("--items", type=int, default=None)
     ap.add_argument("--subjects", type=int, default=300)
+    ap.add_argument("--uncorrelated", action="store_true", help="slope: (1 + x||subject)")
     ap.add_argument("--no-r", action="store_true", help="time evalmix only")
     args = ap.parse_args()
     if args.design == "rasch":
         df, formula = rasch(args.models, args.items or 4000)
     else:
-        df, formula = slope(args.subjects, args.items or 40)
+        df, formula = slope(args.subjects, args.items or 40, uncorrelated=args.uncorrelated)
     print(f"{args.design}: {len(df):,} rows, {formula}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
