@@ -310,3 +310,33 @@ def test_default_se_follows_lme4_iterations(name):
         np.testing.assert_allclose(se, se_exact, rtol=1e-10)
     else:  # the early stop makes lme4's SEs smaller than the exact Hessian's
         assert np.all(se < se_exact * (1 - 1e-3))
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_replayed_lme4_hessian_gives_lme4_se_at_its_optimum(name):
+    """deriv12 of the replayed deviance function at lme4's own optimum: lme4's SEs, which
+    separates the curvature from the (small) difference between the two optima."""
+    from evalmix.glmm.optimize import lme4_hessian
+
+    ref = PIRLS[name]
+    design, ld, eta0 = _benchmark_deviance(name)
+    ev = ld.pirls(np.asarray(ref["theta"]), np.asarray(ref["beta"]))
+    H = lme4_hessian(ld, ev, eta0, lower=design.theta_lower)
+    nt = ev.theta.size
+    se = np.sqrt(np.diag(2 * np.linalg.inv(H))[nt:])
+    np.testing.assert_allclose(se, ref["se"], rtol=2e-5)
+
+
+def test_mixed_iteration_counts_replay_lme4s_hessian(monkeypatch):
+    """Where lme4's PIRLS takes two iterations at some stencil points and three at others, the
+    early-stop term cannot represent its Hessian: the replay is used."""
+    from evalmix.glmm.optimize import hessian, lme4_hessian
+
+    design, ld, eta0 = _benchmark_deviance("math")
+    ev = ld.pirls(np.asarray(PIRLS["math"]["theta"]), np.asarray(PIRLS["math"]["beta"]))
+    calls = iter(range(10_000))
+    monkeypatch.setattr(ld, "lme4_pirls_iterations", lambda *a, **k: 2 + next(calls) % 2)
+    H = hessian(ld, ev, eta_start=eta0, lower=design.theta_lower)
+    monkeypatch.undo()
+    np.testing.assert_allclose(H, lme4_hessian(ld, ev, eta0, lower=design.theta_lower),
+                               rtol=1e-12)
