@@ -1,8 +1,8 @@
 """Parity of evalmix.glmer with lme4::glmer 1.1-31 (tests/reference/lme4_reference.R -> .json).
 
 Tolerances (issue 3): log-likelihood never worse than lme4's by more than 1e-3; fixed effects within
-2e-3 where lme4 converged without warnings; SEs within 1% relative; variance components within 2%
-relative.
+2e-3 where lme4 converged without warnings; SEs within 0.1% relative there (1% where lme4 stopped
+short of the optimum); variance components within 2% relative.
 
 Two lme4 details shape the checks (see docs/glmm.md):
 
@@ -96,7 +96,9 @@ def check_fit(case_id: str, data: pd.DataFrame) -> None:
             rx = glmer(ref["formula"], data, vcov_method="rx")
         np.testing.assert_allclose(np.sqrt(np.diag(rx.vcov.to_numpy())), ref["se_rx"], rtol=0.01)
         np.testing.assert_allclose(se, ref["se_rx"], rtol=0.05)
-    else:
+    elif lme4_ok:  # the same optimum: lme4's SEs to 0.1%
+        np.testing.assert_allclose(se, ref["se"], rtol=1e-3)
+    else:  # lme4 stopped short of the optimum (0.4% on the 34-parameter AI4Math fit)
         np.testing.assert_allclose(se, ref["se"], rtol=0.01)
     vc = pd.DataFrame(ref["varcorr"])
     np.testing.assert_allclose(fit.varcorr["variance"].to_numpy(), vc["vcov"].to_numpy(),
