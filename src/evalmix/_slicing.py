@@ -49,16 +49,16 @@ def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = No
     schema = schema_of(data)
     trials = None
     given = {"item": item, "run": run, "outcome": outcome, "model": model}
-    names: dict[str, str | None] = {}
+    names: dict[str, str] = {}
     for role, value in given.items():
         if value is None and schema is not None:
             value = getattr(schema, role)
             if role == "outcome" and value is None and schema.successes is not None:
                 value, trials = schema.successes, schema.trials
         names[role] = value if value is not None else _DEFAULTS[role]
-    if not need_model:
-        names["model"] = model if model is not None else None
-    roles = (names["item"] if need_item else None, names["run"], names["outcome"], names["model"], trials)
+    # without need_model only an explicit model= names the model column
+    model_col = names["model"] if need_model else model
+    roles = (names["item"] if need_item else None, names["run"], names["outcome"], model_col, trials)
     wanted = [c for c in roles if c is not None] + list(by)
     missing = [c for c in dict.fromkeys(wanted) if c not in data.columns]
     if missing:
@@ -76,7 +76,7 @@ def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = No
         bad = data.loc[values.isna(), [out]].head(5)
         raise DataError(f"outcome column {out!r} must be numeric without missing values; "
                         f"offending rows:\n{bad.to_string()}")
-    return Columns(item=names["item"], run=names["run"], outcome=out, model=names["model"],
+    return Columns(item=names["item"], run=names["run"], outcome=out, model=model_col,
                    trials=trials)
 
 

@@ -388,7 +388,7 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
     schema = schema_of(data)
     counts = schema is not None and schema.counts and outcome is None
     item = item or (schema.item if schema else "item")
-    if counts:
+    if counts and schema is not None:
         outcome, trials = schema.successes, schema.trials
     else:
         outcome = outcome or (schema.outcome if schema else None) or "correct"
@@ -425,7 +425,8 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
         boot = sums[:, :g] / sums[:, g:]
         theta = s.sum(axis=0) / c.sum(axis=0)
         jack = (s.sum(axis=0) - s) / (c.sum(axis=0) - c)
-    rows, dists = [], {}
+    rows: list[dict[str, Any]] = []
+    dists = {}
     for j, name in enumerate(groups):
         bj = boot[:, j]
         bj = bj[np.isfinite(bj)]
