@@ -298,9 +298,9 @@ def _glmer(formula: str, data: pd.DataFrame, trials: str | None, vcov_method: st
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
         lme4_pirls = vcov_method == "hessian" and prior_note is None
-        eta_start = (lme4_start(ld, theta0, lower, beta0)
+        eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
                      if lme4_pirls and link == "logit" else None)
-        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start)
+        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")

@@ -952,7 +952,13 @@ class LaplaceDeviance:
 
     def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
                               tol: float = 1e-7, maxit: int = 100) -> int:
-        """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``.
+        """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
+        return self.lme4_pirls(theta, beta, eta_start, tol, maxit)[1]
+
+    def lme4_pirls(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                   tol: float = 1e-7, maxit: int = 100) -> tuple[float, int]:
+        """lme4 1.1-31's second-stage deviance function at ``(theta, beta)`` and its PIRLS
+        iterations (``pwrssUpdate`` over u only; the deviance without the constant).
 
         Its deviance function restarts from ``eta_start`` and stops when the penalised deviance
         changes by less than ``tol`` relative between two iterations (never at the first); each
@@ -971,13 +977,13 @@ class LaplaceDeviance:
         u_old, old = None, np.inf
         for i in range(1, maxit + 1):
             score, w = self.working(eta, mu)
-            s.factor(w)
+            logdet = s.factor(w)
             u = s.solve(s.zlt(w * (eta - xb) + score))  # weighted least squares on the working response
             eta = xb + s.zl(u)
             kern, mu = self.kernel_mu(eta)
             pdev = kern + float(u @ u)
             if abs((old - pdev) / pdev) < tol:
-                return i
+                return pdev + logdet, i
             for _ in range(20):
                 if u_old is None or (np.isfinite(pdev) and pdev <= old):
                     break
@@ -986,7 +992,7 @@ class LaplaceDeviance:
                 kern, mu = self.kernel_mu(eta)
                 pdev = kern + float(u @ u)
             u_old, old = u, pdev
-        return maxit
+        return pdev + logdet, maxit
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
                    tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
