@@ -19,7 +19,7 @@ from scipy.special import xlogy
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..formula import RandomTerm
-from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance
+from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance, saturated_deviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
@@ -298,8 +298,9 @@ def _glmer(formula: str, data: pd.DataFrame, trials: str | None, vcov_method: st
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
         lme4_pirls = vcov_method == "hessian" and prior_note is None
+        ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
         eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
-                     if lme4_pirls and link == "logit" else None)
+                     if lme4_pirls else None)
         H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
     messages: list[str] = []
     if singular:

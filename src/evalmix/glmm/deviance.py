@@ -734,6 +734,15 @@ class NestedSchurSolver(DenseSolver):
         return self._sinv()[r[:, :, None], r[:, None, :]]
 
 
+def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
+    """``2 sum(k log(k/m) + (m - k) log(1 - k/m))`` over rows of ``k`` successes in ``m`` trials:
+    the binomial residual deviance minus ``-2 log L`` (0 for 0/1 rows)."""
+    k, m = np.asarray(k, float), np.asarray(m, float)
+    ok = m > 0
+    k, m = k[ok], m[ok]
+    return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
+
+
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
     """The fastest exact solver for this random-effects structure."""
     if NestedSolver.applies(terms):
@@ -950,6 +959,10 @@ class LaplaceDeviance:
         wp = ev.w * (1.0 - 2.0 * ev.mu)
         return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
 
+    # lme4's residual deviance minus D(y, eta): the saturated model's term of the rows lme4 sees
+    # (0 for 0/1 rows); its PIRLS stopping rule is relative to the residual deviance
+    saturated: float = 0.0
+
     def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
                               tol: float = 1e-7, maxit: int = 100) -> int:
         """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
@@ -982,7 +995,7 @@ class LaplaceDeviance:
             eta = xb + s.zl(u)
             kern, mu = self.kernel_mu(eta)
             pdev = kern + float(u @ u)
-            if abs((old - pdev) / pdev) < tol:
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
                 return pdev + logdet, i
             for _ in range(20):
                 if u_old is None or (np.isfinite(pdev) and pdev <= old):

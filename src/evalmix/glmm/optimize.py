@@ -328,13 +328,17 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     the mode and lme4's Hessian is the exact one, so the early-stop term is left out
     (:meth:`LaplaceDeviance.lme4_pirls_iterations`). Without ``eta_start`` two are assumed. Where
     the count differs between points of lme4's stencil (checked along each axis), lme4's Hessian
-    mixes the two functions and is replayed instead (:func:`lme4_hessian`).
+    mixes the two functions and is replayed instead (:func:`lme4_hessian`), as it is for the
+    non-canonical links, for which the early-stop term is not derived.
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
     # d eta~ / d(theta, beta) by forward differences, for lme4's early-stop term only
     # (logit only: the correction is derived for the canonical link)
-    if lme4_pirls and eta_start is not None and ld.link == "logit":
+    if lme4_pirls and eta_start is not None and ld.link != "logit":
+        # the early-stop term is derived for the canonical link; replay lme4 for the others
+        return lme4_hessian(ld, ev, eta_start, h, lower)
+    if lme4_pirls and eta_start is not None:
         counts = set(stencil_iterations(ld, ev, eta_start, h, lower))
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
