@@ -7,14 +7,12 @@ folder, and on the command line (in-process through ``evalmix.cli.main`` and as 
 
 from __future__ import annotations
 
-import json
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from evalmix import DataError, DataWarning, FormulaError
+from evalmix import DataError
 from evalmix.data import ensure_runs, load_table, read_runs
 
 

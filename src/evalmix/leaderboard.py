@@ -169,7 +169,7 @@ def _letter(i: int) -> str:
     return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
 
 
-def tie_groups(separated: np.ndarray, order: Sequence[int]) -> tuple[list[tuple[int, ...]], list[str]]:
+def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, ...]], list[str]]:
     """Tie groups from a matrix of pairwise separations.
 
     Parameters

@@ -150,7 +150,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
         emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
                       conf_level=args.conf_level)
         result["emmeans"] = emm.to_dict()
-    if args.contrast:
+    if args.contrast and emm is not None:  # --contrast without --emmeans is refused above
         con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
                        conf_level=args.conf_level)
         result["contrasts"] = con.to_dict()

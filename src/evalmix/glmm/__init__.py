@@ -18,12 +18,13 @@ from scipy.special import xlogy
 
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from .deviance import LINKS, DenseSolver, LaplaceDeviance, saturated_deviance
+from ..formula import RandomTerm
+from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance, saturated_deviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
-from .separation import expand_limit, find_separation, independent_columns, limit_problem
+from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 
@@ -199,7 +200,9 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
                       weights, offset, contrasts, link, int(nAGQ))
 
 
-def _fit_agq(ld, term, ev, rep, lower, nagq, maxiter):
+def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: OptimizerReport,
+             lower: np.ndarray, nagq: int, maxiter: int
+             ) -> tuple[Evaluation, OptimizerReport, float, np.ndarray]:
     """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
     import time
 
@@ -234,8 +237,10 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
-           weights=None, offset=None, contrasts=None, link="logit", nAGQ=1) -> GlmerResult:
+def _glmer(formula: str, data: pd.DataFrame, trials: str | None, vcov_method: str, pool: bool,
+           start: dict | None, maxiter: int, fixef_prior: Any = None,
+           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
+           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1) -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts)
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
@@ -362,7 +367,7 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
         fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
 
 
-def _completely_separated(formula: str, design: GlmmDesign, sep, link: str = "logit"
+def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit"
                           ) -> GlmerResult:
     """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
     names = design.fixed.columns
