@@ -255,7 +255,7 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
 
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 200, "ftol": 1e-13, "gtol": 1e-7})
+                   options={"maxiter": 200, "ftol": 1e-10, "gtol": 1e-5})
     return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
 
 
