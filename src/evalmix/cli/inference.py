@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 import pandas as pd
 
@@ -38,7 +38,7 @@ def _fitter() -> Callable[..., Any]:
     return glmer
 
 
-def _print_table(title: str, table: pd.DataFrame, out) -> None:
+def _print_table(title: str, table: pd.DataFrame, out: TextIO) -> None:
     print(f"\n{title}", file=out)
     print(table.to_string(index=False), file=out)
 
@@ -137,7 +137,7 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def run_fit(args: argparse.Namespace, out=None) -> int:
+def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
     out = out or sys.stdout
     if (args.contrast or args.by) and not args.emmeans:
@@ -200,7 +200,7 @@ def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def run_select(args: argparse.Namespace, out=None) -> int:
+def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix select`` from parsed arguments; returns the exit code."""
     out = out or sys.stdout
     if len(args.formula) < 2:

@@ -4,14 +4,18 @@ run-to-run reliability, leaderboard stability and how many runs and items a stud
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .. import repetitions
 from ..ranking import rank_instability
 from ..reliability import KOO_LI_BANDS, flip_rate, icc
 from ._common import add_data_arguments, emit, load_data, split_list
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def _default_by(data, given: str | None) -> list[str]:
+
+def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
     by = split_list(given)
     if by:
         return by

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["leaderboard_plot"]
 
 
-def _plt():
+def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     import matplotlib.pyplot as plt
 
     return plt
 
 
 def leaderboard_plot(result: Any, *, where: Mapping[str, Any] | None = None, figsize: tuple | None = None,
-                     title: str | None = None):
+                     title: str | None = None) -> Figure:
     """Draw a leaderboard: each model's estimate and interval, its rank set and its tie groups.
 
     The left panel shows the estimate (accuracy for GLMM and posterior sets) with its marginal
