@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .data import schema_of
+from .data import RunsData, ensure_runs
 from .errors import DataError
 
 __all__ = ["CI_METHODS", "accuracy", "binom_ci"]
@@ -96,33 +96,24 @@ def binom_ci(k, n, method: str = "wilson", conf_level: float = 0.95) -> tuple[np
     return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
 
 
-def _resolve_outcome(data: pd.DataFrame, outcome: str | None) -> tuple[str | None, str | None, str | None]:
-    """(outcome, successes, trials) columns to use."""
-    schema = schema_of(data)
-    if schema is not None and schema.counts and (outcome is None or outcome not in data.columns):
-        return None, schema.successes, schema.trials
-    name = outcome if outcome is not None else (schema.outcome if schema else "correct")
-    if name not in data.columns:
-        raise DataError(f"outcome column {name!r} not found; the table has columns: "
-                        f"{', '.join(map(repr, map(str, data.columns)))}")
-    return name, None, None
-
-
 def accuracy(
-    data: pd.DataFrame,
+    data: RunsData,
     by: str | Sequence[str] | None = None,
     *,
     ci: str = "wilson",
     conf_level: float = 0.95,
     outcome: str | None = None,
     item: str | None = None,
+    missing: str = "raise",
 ) -> pd.DataFrame:
     """Accuracy per group with a confidence interval.
 
     Parameters
     ----------
-    data : DataFrame
-        A runs table (from :func:`evalmix.read_runs` or any DataFrame with the outcome column).
+    data : DataFrame or path
+        A runs table (from :func:`evalmix.read_runs`, any DataFrame with the outcome column, or a
+        file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 or scores in [0, 1] (or
+        k-of-n counts), no missing values, no duplicated (model, item, run, slices) key.
     by : str or list of str, optional
         Grouping columns, e.g. ``["model", "language", "prompt"]``.  None for one overall row.
     ci : str
@@ -137,7 +128,11 @@ def accuracy(
         The 0/1 outcome column; defaults to the one recorded by ``read_runs`` (k-of-n counts are
         used when the table has them), else ``"correct"``.
     item : str, optional
-        Item column for ``ci="cluster"``; defaults to the one recorded by ``read_runs``.
+        Item column (needed for ``ci="cluster"``); defaults to the one recorded by ``read_runs``,
+        else ``"item"``.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -155,18 +150,13 @@ def accuracy(
     1     b  4  1      0.25
     """
     by_cols = [by] if isinstance(by, str) else list(by or [])
-    missing = [c for c in by_cols if c not in data.columns]
-    if missing:
-        raise DataError(f"grouping column(s) {', '.join(map(repr, missing))} not found; the table has "
-                        f"columns: {', '.join(map(repr, map(str, data.columns)))}")
-    out_col, k_col, n_col = _resolve_outcome(data, outcome)
-    frame = data.copy()
-    if out_col is not None:
-        frame["_k"] = frame[out_col].astype(float)
-        frame["_n"] = 1.0
+    frame, schema = ensure_runs(data, outcome=outcome, item=item, by=by_cols, need_item=ci == "cluster",
+                                allow_fractional=True, missing=missing)
+    if schema.counts:
+        frame = frame.assign(_k=frame[schema.successes].astype(float),
+                             _n=frame[schema.trials].astype(float))
     else:
-        frame["_k"] = frame[k_col].astype(float)
-        frame["_n"] = frame[n_col].astype(float)
+        frame = frame.assign(_k=frame[schema.outcome].astype(float), _n=1.0)
     if by_cols:
         grouped = frame.groupby(by_cols, observed=True, sort=True)
         table = grouped[["_n", "_k"]].sum().reset_index()
@@ -178,10 +168,7 @@ def accuracy(
     table["estimate"] = k_vals / table["n"]
 
     if ci == "cluster":
-        schema = schema_of(data)
-        item_col = item or (schema.item if schema else None)
-        if item_col is None or item_col not in data.columns:
-            raise DataError("ci='cluster' needs the item column: pass item=")
+        item_col = schema.item
         per_item = frame.groupby(by_cols + [item_col], observed=True, sort=True)[["_k", "_n"]].sum()
         per_item["mean"] = per_item["_k"] / per_item["_n"]
         level = list(range(len(by_cols))) if by_cols else None

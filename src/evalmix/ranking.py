@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from . import _slicing as sl
 from ._result import Result, frame_records
+from .data import RunsData
 from .errors import DataError
 
 __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
@@ -106,10 +107,10 @@ def _cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
     return succ, tri
 
 
-def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = None, *,
+def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None,
-                     runs_per_leaderboard: int | Sequence[int] = 1) -> RankInstabilityResult:
+                     runs_per_leaderboard: int | Sequence[int] = 1, missing: str = "raise") -> RankInstabilityResult:
     """Compare leaderboards built from single runs (or run subsets) with the all-runs leaderboard.
 
     Within each slice (e.g. language x prompt) models are ordered by accuracy over all runs (the
@@ -122,7 +123,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     slice_by : str or list of str, optional
         Columns defining separate leaderboards (e.g. ``["language", "prompt"]``).
@@ -132,6 +133,9 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     runs_per_leaderboard : int or sequence of int
         Numbers of runs pooled per leaderboard; every subset of that size is used (with R of the
         available runs the leaderboard equals the reference).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -146,8 +150,8 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     6
     """
     by_ = sl.as_list(slice_by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
-                      need_item=False, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            need_item=False, by=by_, missing=missing)
     sizes = sorted({int(s) for s in np.atleast_1d(runs_per_leaderboard)})
     models = sl.levels(data[cols.model])
     rows, rank_rows = [], []
@@ -238,12 +242,12 @@ def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
     return acc, ranks
 
 
-def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
+def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
                      seed: int | np.random.Generator | None = None, n_jobs: int = 1,
                      progress: bool = False, chunk_size: int = 250,
-                     method: Literal["bootstrap"] = "bootstrap") -> RankUncertaintyResult:
+                     method: Literal["bootstrap"] = "bootstrap", missing: str = "raise") -> RankUncertaintyResult:
     """Each model's rank distribution, expected rank and rank interval from an item bootstrap.
 
     Items are resampled with replacement, keeping all runs and all models of a drawn item together
@@ -253,7 +257,7 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     by : str or list of str, optional
         Slice columns; one leaderboard per slice.
@@ -271,6 +275,9 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         Show a progress bar over chunks.
     method : {"bootstrap"}
         Resampling scheme.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -291,7 +298,8 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
     if not 0 < conf_level < 1:
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     by_ = sl.as_list(by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     alpha = 1 - conf_level
     n_chunks = -(-n_boot // chunk_size)

@@ -14,7 +14,6 @@ sets ``handler`` to the function that runs it and returns the exit code.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Callable
 
@@ -25,7 +24,7 @@ from .._result import frame_records
 from ..emmeans import contrast, emmeans
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
-from ._common import add_data_arguments, load_data
+from ._common import add_data_arguments, conf_level, dump_json, load_data
 
 __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
@@ -79,7 +78,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
     p.add_argument("--adjust", choices=list(ADJUST_METHODS), default="holm",
                    help="multiplicity adjustment within each --by group (default: holm)")
-    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
     p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
                    help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
@@ -108,8 +107,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if args.anova:
         result["anova"] = anova(fit).to_dict()
     if args.json:
-        json.dump(result, out, indent=2, ensure_ascii=False)
-        print(file=out)
+        dump_json(result, out)
         return 0
     info = result["fit"]
     print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
@@ -160,8 +158,7 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     fit = _fitter()
     comparison = compare_models({f: fit(f, data) for f in args.formula})
     if args.json:
-        json.dump(comparison.to_dict(), out, indent=2, ensure_ascii=False)
-        print(file=out)
+        dump_json(comparison.to_dict(), out)
         return 0
     _print_table("Models by BIC", comparison.to_frame(), out)
     _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)

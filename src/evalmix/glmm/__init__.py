@@ -12,9 +12,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..data import RunsData
 from ..errors import ConvergenceWarning, FitWarning, SingularFitWarning
 from .deviance import DenseSolver, LaplaceDeviance
-from .design import GlmmDesign, build_design
+from .design import GlmmDesign, build_design, check_data
 from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
 
@@ -102,9 +103,9 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
     return msgs
 
 
-def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
+def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
-          maxiter: int = 500) -> GlmerResult:
+          maxiter: int = 500, missing: str = "raise") -> GlmerResult:
     """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
 
     The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
@@ -117,9 +118,11 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         lme4 syntax: ``correct ~ model * language + (1|item) + (1|item:run)``; a k-of-n response is
         written ``cbind(k, n - k)``; random terms ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``,
         ``(1 + x|g)``, ``(x|g)``, ``(1 + x||g)``.
-    data : DataFrame
-        One row per observation (or per k-of-n count). Rows with missing values in the columns
-        the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
+    data : DataFrame or path
+        One row per observation (or per k-of-n count), validated as a runs table (see
+        :func:`evalmix.ensure_runs`): a 0/1 response (or valid counts), no missing values (see
+        ``missing``), no duplicated (model, item, run, slices) key when the table has a run
+        column, no fixed-effect factor with a single level.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
@@ -138,6 +141,9 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``{"theta": array, "beta": array}`` starting values (lme4's ``start``).
     maxiter : int
         Iteration limit of the outer optimiser.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -166,11 +172,13 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     if vcov_method not in VCOV_METHODS:
         raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")
     with _blas_single_thread():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter)
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing)
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter) -> GlmerResult:
-    design = build_design(formula, data, pool=pool, trials=trials)
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) -> GlmerResult:
+    if not isinstance(data, pd.DataFrame):
+        data = check_data(formula, data, trials=trials, missing=missing)
+    design = build_design(formula, data, pool=pool, trials=trials, missing=missing)
     dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "

@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
+from ..data import RunsData, ensure_runs, load_table
 from ..errors import DataError, DataWarning, FitWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
                        parse_formula, random_columns, factor_columns)
@@ -81,27 +83,77 @@ def _response(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np
     return k, m
 
 
-def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
-                 trials: str | None = None) -> GlmmDesign:
-    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
-
-    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``).
-    """
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+def _parse(formula: str, trials: str | None) -> ParsedFormula:
     parsed = parse_formula(formula)
     if trials is not None:
         if parsed.trials is not None or parsed.failures is not None:
             raise FormulaError("give the trials either in cbind() or as trials=, not both")
         parsed = dataclasses.replace(parsed, trials=trials)
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
-                           "fit a plain logistic regression instead")
+    return parsed
+
+
+def check_data(formula: str, data: RunsData, *, trials: str | None = None,
+               missing: str = "raise") -> pd.DataFrame:
+    """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
+
+    The response is the formula's (0/1, or k-of-n counts); the item, model and run roles are the
+    recorded or conventional ones when the table has them (duplicated (model, item, run, slices)
+    keys are refused); a factor of the fixed part with a single level is a FormulaError naming the
+    term (lme4 fails on it as "contrasts can be applied only to factors with 2 or more levels").
+    A path is read with :func:`evalmix.data.load_table`.  Returns the validated table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"item": [1, 1, 2, 2], "model": ["a", "b", "a", "b"],
+    ...                   "lang": ["EN"] * 4, "correct": [1, 0, 1, 1]})
+    >>> try:
+    ...     check_data("correct ~ model + lang + (1|item)", d)
+    ... except FormulaError as exc:
+    ...     print(exc)
+    fixed-effect term 'lang' is a factor with a single level ('EN'): it has no contrast to estimate; drop it from the formula
+    """
+    parsed = _parse(formula, trials)
+    if isinstance(data, (str, Path)):
+        data = load_table(data)
+    elif not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
     for c in parsed.columns:
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(data.columns)})")
+    if parsed.failures is not None:
+        roles: dict = {"check_outcome": False}
+    elif parsed.trials is not None:
+        roles = {"successes": parsed.successes, "trials": parsed.trials}
+    else:
+        roles = {"outcome": parsed.successes}
+    df, _ = ensure_runs(data, missing=missing, **roles)
+    for c in factor_columns(parsed.fixed, df):
+        if c not in df.columns:
+            continue
+        s = df[c]
+        is_factor = (pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s)
+                     or isinstance(s.dtype, pd.CategoricalDtype))
+        if is_factor and s.nunique() < 2:
+            raise FormulaError(f"fixed-effect term {c!r} is a factor with a single level "
+                               f"({s.iloc[0].item() if hasattr(s.iloc[0], 'item') else s.iloc[0]!r}): "
+                               "it has no contrast to estimate; drop it from the formula")
+    return df
+
+
+def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
+                 trials: str | None = None, missing: str = "raise") -> GlmmDesign:
+    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
+
+    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
+    ``trials="n"`` is ``cbind(k, n - k) ~ ...``).
+    """
+    parsed = _parse(formula, trials)
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
+                           "fit a plain logistic regression instead")
+    data = check_data(formula, data, trials=trials, missing=missing)
     fixed_cols = [c for c in factor_columns(parsed.fixed, data) if c in data.columns]
     rand_cols = random_columns(parsed.random, data)
     used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
