@@ -46,7 +46,7 @@ def fit_evalmix(d, seed: int) -> dict:
         fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False)
     el = time.perf_counter() - t
     return {"seconds": el, "sampling": fit.seconds, "sampler": fit.sampler,
-            "divergences": fit.divergences, **convergence(fit.summary())}
+            "divergences": fit.divergences, **convergence(fit.posterior_table())}
 
 
 def fit_bambi(d, seed: int, method: str) -> dict:

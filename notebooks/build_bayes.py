@@ -48,12 +48,12 @@ for rep in tqdm(range(N_SIM)):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = bayes.glmer(FORMULA, d, draws=500, tune=500, chains=2, seed=rep, progressbar=False)
-    s50 = fit.summary(hdi_prob=0.5).set_index("parameter")
-    s90 = fit.summary(hdi_prob=0.9).set_index("parameter")
+    s50 = fit.posterior_table(hdi_prob=0.5).set_index("parameter")
+    s90 = fit.posterior_table(hdi_prob=0.9).set_index("parameter")
     for name, value in truth.items():
-        rows.append({"rep": rep, "parameter": name, "truth": value, "mean": s90.loc[name, "mean"],
-                     "cover50": s50.loc[name, "hdi_low"] <= value <= s50.loc[name, "hdi_high"],
-                     "cover90": s90.loc[name, "hdi_low"] <= value <= s90.loc[name, "hdi_high"],
+        rows.append({"rep": rep, "parameter": name, "truth": value, "mean": s90.loc[name, "estimate"],
+                     "cover50": s50.loc[name, "conf_low"] <= value <= s50.loc[name, "conf_high"],
+                     "cover90": s90.loc[name, "conf_low"] <= value <= s90.loc[name, "conf_high"],
                      "r_hat": s90.loc[name, "r_hat"], "ess_bulk": s90.loc[name, "ess_bulk"]})
     rk = fit.ranks("model").to_frame().set_index("model")
     best.append({"rep": rep, "p_best_M4": rk.loc["M4", "p_best"],

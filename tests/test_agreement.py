@@ -31,7 +31,7 @@ def test_cohen_kappa_equals_statsmodels(weights):
         r = cohen_kappa(a, b, weights=weights, categories=range(k))
         assert r.estimate == pytest.approx(ref.kappa, rel=1e-12, abs=1e-14)
         assert r.se == pytest.approx(ref.std_kappa, rel=1e-10)
-        assert r.z == pytest.approx(ref.z_value, rel=1e-10)
+        assert r.statistic == pytest.approx(ref.z_value, rel=1e-10)
         assert r.p_value == pytest.approx(ref.pvalue_two_sided, rel=1e-8, abs=1e-300)
         assert r.conf_low == pytest.approx(ref.kappa_low, rel=1e-10)
 
@@ -67,7 +67,7 @@ def test_fleiss_kappa_equals_statsmodels_and_wikipedia():
 def test_fleiss_null_z_is_standard_normal():
     # Under independent random ratings the null SE must make z ~ N(0, 1).
     rng = np.random.default_rng(3)
-    z = np.array([fleiss_kappa(rng.integers(0, 3, (80, 4))).z for _ in range(400)])
+    z = np.array([fleiss_kappa(rng.integers(0, 3, (80, 4))).statistic for _ in range(400)])
     assert abs(z.mean()) < 0.2 and 0.85 < z.std() < 1.15
 
 

@@ -27,8 +27,9 @@ PACKAGE = SRC / "evalmix"
 LAYERS: dict[str, int] = {
     # 0 foundation
     "evalmix.errors": 0, "evalmix._random": 0, "evalmix._result": 0, "evalmix.tables": 0,
-    "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0,
+    "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
     "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
+    "evalmix.status": 0,
     # 1 engines
     "evalmix.glmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,
@@ -177,3 +178,14 @@ def test_lazy_name_is_the_owner_object(name):
 
     owner = importlib.import_module(f"evalmix.{evalmix._EXPORTS[name]}")
     assert getattr(evalmix, name) is getattr(owner, name)
+
+
+def test_engines_satisfy_the_fitted_model_protocol():
+    import evalmix
+    from evalmix.fitted import FittedModel, coefficients
+
+    runs = evalmix.simulate.glmm_runs(3, 30, 2, seed=3)
+    fit = evalmix.glmer("correct ~ model + (1|item)", runs)
+    assert isinstance(fit, FittedModel)
+    coefs = coefficients(fit)
+    assert coefs.names == tuple(fit.fixef.index) and not coefs.is_posterior

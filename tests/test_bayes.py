@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("pymc")
@@ -41,20 +40,24 @@ def test_posterior_means_near_truth(fit, sim):
     eff = truth["model_effects"]
     true = {"Intercept": eff["M1"], "model[T.M2]": eff["M2"] - eff["M1"],
             "model[T.M3]": eff["M3"] - eff["M1"], "sd((Intercept)|item)": truth["sd_item"]}
-    s = fit.summary().set_index("parameter")
+    s = fit.posterior_table().set_index("parameter")
     for name, value in true.items():
         # within 3 posterior SDs (a 99.7% band for a well-calibrated posterior)
-        assert abs(s.loc[name, "mean"] - value) < 3 * s.loc[name, "sd"], name
-        assert s.loc[name, "hdi_low"] < s.loc[name, "mean"] < s.loc[name, "hdi_high"]
-    assert list(s.columns) == ["mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk",
+        assert abs(s.loc[name, "estimate"] - value) < 3 * s.loc[name, "se"], name
+        assert s.loc[name, "conf_low"] < s.loc[name, "estimate"] < s.loc[name, "conf_high"]
+    assert list(s.columns) == ["estimate", "se", "conf_low", "conf_high", "r_hat", "ess_bulk",
                                "ess_tail", "divergences"]
+    summ = fit.summary()
+    assert list(summ.tables) == ["Parameters", "Random effects"]
+    assert summ.to_frame().equals(fit.posterior_table())
+    assert "highest-density interval" in str(summ)
     assert fit.fixef.index.tolist() == ["Intercept", "model[T.M2]", "model[T.M3]"]
     assert fit.fixef_draws.shape == (600, 3)
     np.testing.assert_allclose(fit.fixef.to_numpy(), fit.fixef_draws.mean().to_numpy())
     vc = fit.varcorr.set_index("group")
     assert set(vc.index) == {"item", "item:run"}
     realised = np.std(list(truth["item_effects"].values()), ddof=1)
-    assert vc.loc["item", "sd_lower"] < realised < vc.loc["item", "sd_upper"]
+    assert vc.loc["item", "sd_conf_low"] < realised < vc.loc["item", "sd_conf_high"]
 
 
 def test_idata_has_rowwise_log_likelihood(fit, sim):
@@ -80,15 +83,15 @@ def test_rank_probabilities(fit):
 
 def test_posterior_predictive_check(fit, sim):
     ppc = fit.posterior_predictive(by="model", spread="item", seed=1).to_frame()
-    acc = ppc[ppc["statistic"] == "accuracy"].set_index("model")
+    acc = ppc[ppc["check"] == "accuracy"].set_index("model")
     obs = sim.groupby("model")["correct"].mean()
     np.testing.assert_allclose(acc.loc[obs.index, "observed"], obs.to_numpy())
-    assert ((acc["pred_lower"] <= acc["observed"]) & (acc["observed"] <= acc["pred_upper"])).all()
+    assert ((acc["conf_low"] <= acc["observed"]) & (acc["observed"] <= acc["conf_high"])).all()
     # the model reproduces each model's accuracy: replicated means sit on the observed ones
     assert (acc["pred_mean"] - acc["observed"]).abs().max() < 0.03
     # random effects are deviations: the item effects average near zero
     re = fit.ranef()
-    assert abs(re[re["group"] == "item"]["mean"].mean()) < 0.15
+    assert abs(re[re["group"] == "item"]["estimate"].mean()) < 0.15
     assert ppc["ppp"].between(0.01, 0.99).all()
 
 
@@ -99,9 +102,9 @@ def test_interval_coverage_over_repeated_simulations():
     for rep in range(12):
         d = glmm_runs(2, 25, 2, model_effects=[-0.4, 0.6], sd_item=1.0, sd_item_run=0.0, seed=100 + rep)
         f = quiet_fit("correct ~ model + (1|item)", d, seed=rep, draws=250, tune=250)
-        s = f.summary(hdi_prob=0.9).set_index("parameter")
+        s = f.posterior_table(hdi_prob=0.9).set_index("parameter")
         for name, value in (("Intercept", -0.4), ("model[T.M2]", 1.0), ("sd((Intercept)|item)", 1.0)):
-            hits.append(s.loc[name, "hdi_low"] <= value <= s.loc[name, "hdi_high"])
+            hits.append(s.loc[name, "conf_low"] <= value <= s.loc[name, "conf_high"])
     rate = np.mean(hits)
     # 36 intervals at 90%: a binomial 99% band is about 0.72-1.0
     assert 0.72 <= rate <= 1.0, rate
@@ -143,7 +146,7 @@ def test_counts_give_the_same_posterior_as_rows(sim):
 def test_correlated_slope_and_nested_terms():
     d = glmm_runs(2, 30, 2, slices={"language": ["EN", "ES"]}, sd_item=1.0, sd_slope=0.8, seed=4)
     f = quiet_fit("correct ~ model + language + (1 + language|item)", d, seed=1)
-    names = f.summary()["parameter"].tolist()
+    names = f.posterior_table()["parameter"].tolist()
     assert "cor(language[T.ES],(Intercept)|item)" in names
     vc = f.varcorr
     cor = vc[vc["var2"] != ""]["sd"].iloc[0]
@@ -175,7 +178,7 @@ def test_emmeans_and_contrasts_from_draws(fit):
     row = emm.to_frame().set_index("model").loc["M2"]
     assert row["estimate"] == pytest.approx(m2.mean())
     assert row["se"] == pytest.approx(m2.std(ddof=1), rel=1e-6)
-    assert row["lower"] < row["estimate"] < row["upper"]
+    assert row["conf_low"] < row["estimate"] < row["conf_high"]
     con = evalmix.contrast(emm, method="pairwise").to_frame().set_index("contrast")
     d13 = -draws["model[T.M3]"].to_numpy()  # M1 - M3
     assert con.loc["M1 - M3", "estimate"] == pytest.approx(d13.mean())

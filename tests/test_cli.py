@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from evalmix.cli import main
 
@@ -20,7 +19,7 @@ def test_describe_json(capsys):
     assert doc["command"] == "describe" and doc["ci"] == "wilson"
     assert len(doc["table"]) == 8
     row = doc["table"][0]
-    assert set(row) == {"model", "n", "k", "estimate", "lower", "upper"} and row["n"] == 1260
+    assert set(row) == {"model", "n", "k", "estimate", "conf_low", "conf_high"} and row["n"] == 1260
 
 
 def test_describe_text_defaults_to_model_and_slices(capsys):
@@ -48,7 +47,7 @@ def test_reliability_command(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["table"]) == 32 and doc["icc_form"] == "ICC(C,1)"
     row = doc["table"][0]
-    assert {"flip_rate", "entropy", "icc", "lower", "upper", "quality"} <= set(row)
+    assert {"flip_rate", "entropy", "icc", "conf_low", "conf_high", "quality"} <= set(row)
 
 
 def test_reliability_needs_distinguishing_slices(capsys):

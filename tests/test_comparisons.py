@@ -239,8 +239,8 @@ def test_friedman_from_long_table_and_plot():
     r = friedman(df)
     assert set(r.mean_ranks.index) == {"base", "clone", "finetune"}
     assert r.mean_ranks.iloc[0] == r.mean_ranks.min()
-    ax = critical_difference_plot(r)
-    labels = [t.get_text() for t in ax.texts]
+    fig = critical_difference_plot(r)
+    labels = [t.get_text() for t in fig.axes[0].texts]
     assert any(lbl.startswith("finetune") for lbl in labels)
     assert r.to_frame().shape == (3, 2)
 

@@ -26,8 +26,8 @@ def test_ai4math_wilson_equals_published(ai4math_raw, published):
     assert len(merged) == 32
     assert (merged["n_x"] == merged["n_y"]).all() and (merged["hits"] == merged["k"]).all()
     np.testing.assert_allclose(merged["estimate"], merged["prop"], atol=1e-9, rtol=0)
-    np.testing.assert_allclose(merged["lower"], merged["ci_lwr.ci"], atol=1e-9, rtol=0)
-    np.testing.assert_allclose(merged["upper"], merged["ci_upr.ci"], atol=1e-9, rtol=0)
+    np.testing.assert_allclose(merged["conf_low"], merged["ci_lwr.ci"], atol=1e-9, rtol=0)
+    np.testing.assert_allclose(merged["conf_high"], merged["ci_upr.ci"], atol=1e-9, rtol=0)
 
 
 @pytest.mark.parametrize("method", sorted(STATSMODELS))
@@ -112,7 +112,7 @@ def test_cluster_interval_by_hand():
     row = out.iloc[0]
     assert row["estimate"] == pytest.approx(0.5)
     assert row["se"] == pytest.approx(se_a)
-    assert row["lower"] == pytest.approx(0.5 - 1.959963984540054 * se_a)
+    assert row["conf_low"] == pytest.approx(0.5 - 1.959963984540054 * se_a)
     assert row["n_items"] == 3
     with pytest.raises(DataError, match="item="):
         accuracy(df.drop(columns="item"), "model", ci="cluster")
@@ -122,11 +122,11 @@ def test_cluster_wider_than_wilson_when_items_vary(ai4math_raw):
     runs = read_runs(ai4math_raw, item="problem_id")
     wil = accuracy(runs, "model")
     clu = accuracy(runs, "model", ci="cluster")
-    assert ((clu["upper"] - clu["lower"]) > 1.5 * (wil["upper"] - wil["lower"])).all()
+    assert ((clu["conf_high"] - clu["conf_low"]) > 1.5 * (wil["conf_high"] - wil["conf_low"])).all()
 
 
 def test_every_method_runs():
     df = pd.DataFrame({"model": ["a"] * 4, "item": [1, 2, 3, 4], "correct": [1, 0, 1, 1]})
     for method in CI_METHODS:
         out = accuracy(df, "model", ci=method, item="item")
-        assert out["lower"].item() < 0.75 < out["upper"].item()
+        assert out["conf_low"].item() < 0.75 < out["conf_high"].item()

@@ -51,13 +51,15 @@ def assert_matches(mine: pd.DataFrame, ref: list[dict], *, est_tol=1e-6, se_rtol
     np.testing.assert_allclose(mine["estimate"], ref_df["estimate"], atol=est_tol, rtol=0)
     np.testing.assert_allclose(mine["se"], ref_df["se"], rtol=se_rtol)
     scale = ref_df[["lower", "upper"]].abs().max(axis=1) + ref_df["se"]
-    for col in ("lower", "upper"):  # relative to the interval's size, not to a value near zero
-        err = np.abs(mine[col].to_numpy() - ref_df[col].to_numpy())
+    for col, mcol in (("lower", "conf_low"), ("upper", "conf_high")):  # relative to the size
+        err = np.abs(mine[mcol].to_numpy() - ref_df[col].to_numpy())
         assert (err <= ci_rtol * scale + 1e-7).all(), (col, err.max())
     if "z" in ref_df:
-        np.testing.assert_allclose(mine["z"], ref_df["z"], atol=est_tol * 10, rtol=se_rtol)
+        np.testing.assert_allclose(mine["statistic"], ref_df["z"], atol=est_tol * 10,
+                                   rtol=se_rtol)
     if "p" in ref_df:
-        np.testing.assert_allclose(mine["p"], ref_df["p"].astype(float), atol=p_tol, rtol=0)
+        np.testing.assert_allclose(mine["p_adjusted"], ref_df["p"].astype(float), atol=p_tol,
+                                   rtol=0)
 
 
 def test_standin_reproduces_r_glm(fit):
@@ -146,10 +148,15 @@ def test_odds_ratios_match_r_response_scale(fit):
     res = contrast(emmeans(fit, "model", by="lang", type="response"), adjust="holm").to_frame()
     ref = pd.DataFrame(GLM["contrasts"]["response_pairwise_holm"])
     np.testing.assert_allclose(res["odds_ratio"], ref["estimate"], rtol=1e-6)
-    np.testing.assert_allclose(res["or_lower"], ref["lower"], rtol=1e-5)
-    np.testing.assert_allclose(res["or_upper"], ref["upper"], rtol=1e-5)
-    np.testing.assert_allclose(res["p"], ref["p"], atol=1e-6)
+    np.testing.assert_allclose(res["se"], ref["se"], rtol=1e-5)  # delta-method SE of the ratio
+    np.testing.assert_allclose(res["or_conf_low"], ref["lower"], rtol=1e-5)
+    np.testing.assert_allclose(res["or_conf_high"], ref["upper"], rtol=1e-5)
+    np.testing.assert_allclose(res["statistic"], ref["z"], rtol=1e-5)
+    np.testing.assert_allclose(res["p_adjusted"], ref["p"], atol=1e-6)
+    # the odds-ratio scale shows no log-odds columns, and its labels say "A / B"
     assert res["contrast"].tolist() == ref["contrast"].tolist()
+    assert all(" / " in c for c in res["contrast"])
+    assert not {"estimate", "conf_low", "conf_high"} & set(res.columns)
 
 
 def test_two_factor_labels_and_tukey_family(fit):
@@ -169,10 +176,13 @@ def test_holm_note_and_bonferroni_intervals(fit):
     emm = emmeans(fit, "model")
     holm = contrast(emm, adjust="holm")
     bonf = contrast(emm, adjust="bonferroni")
-    np.testing.assert_allclose(holm.table["lower"], bonf.table["lower"])
+    np.testing.assert_allclose(holm.table["conf_low"], bonf.table["conf_low"])
     assert holm.ci_adjust == "bonferroni"
     assert any("Bonferroni" in n for n in holm.notes)
-    assert (holm.table["p"] <= bonf.table["p"] + 1e-15).all()
+    assert (holm.table["p_adjusted"] <= bonf.table["p_adjusted"] + 1e-15).all()
+    # the unadjusted p-values are the same whatever the adjustment
+    np.testing.assert_allclose(holm.table["p_value"], bonf.table["p_value"])
+    assert (holm.table["p_value"] <= holm.table["p_adjusted"]).all()
 
 
 # --- glmer fits (R's fixed effects and covariance on the same design) -----------------------------
@@ -227,8 +237,9 @@ def test_single_contrast_is_never_adjusted(fit):
     emm = emmeans(fit, "lang")
     for adjust in ("holm", "tukey", "dunnettx", "mvt", "sidak"):
         res = contrast(emm, adjust=adjust)
-        z = res.table["z"].iloc[0]
-        assert res.table["p"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
+        z = res.table["statistic"].iloc[0]
+        assert res.table["p_adjusted"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
+        assert res.table["p_value"].iloc[0] == pytest.approx(2 * stats.norm.sf(abs(z)))
 
 
 @settings(max_examples=40, deadline=None)
@@ -292,13 +303,13 @@ def test_posterior_emmeans_summarise_draws(fit, posterior):
     from scipy.special import expit
     vals = expit(posterior.fixef_draws.to_numpy() @ post.L.T)
     np.testing.assert_allclose(post.table["estimate"], vals.mean(axis=0))
-    np.testing.assert_allclose(post.table[["lower", "upper"]].to_numpy(), hdi(vals, 0.95))
+    np.testing.assert_allclose(post.table[["conf_low", "conf_high"]].to_numpy(), hdi(vals, 0.95))
 
 
 def test_posterior_contrasts_give_prob_positive(fit, posterior):
     res = contrast(emmeans(posterior, "model"), "trt.vs.ctrl", ref="gamma")
     tab = res.table
-    assert {"prob_positive", "odds_ratio"} <= set(tab.columns) and "p" not in tab.columns
+    assert {"prob_positive", "odds_ratio"} <= set(tab.columns) and "p_value" not in tab.columns
     vals = posterior.fixef_draws.to_numpy() @ res.L.T
     np.testing.assert_allclose(tab["prob_positive"], (vals > 0).mean(axis=0))
     np.testing.assert_allclose(tab["estimate"], vals.mean(axis=0))
@@ -408,9 +419,9 @@ def test_every_p_adjust_method_is_available_in_contrast(fit, method):
     # p.adjust of its unadjusted ones
     raw = contrast(emmeans(fit, "model"), "pairwise", adjust="none").to_frame()
     adj = contrast(emmeans(fit, "model"), "pairwise", adjust=method).to_frame()
-    pcol = "p_value" if "p_value" in raw.columns else "p"
-    expected = multiplicity.adjust_pvalues(raw[pcol].to_numpy(), method)
-    np.testing.assert_allclose(adj[pcol].to_numpy(), expected, rtol=1e-12)
+    expected = multiplicity.adjust_pvalues(raw["p_value"].to_numpy(), method)
+    np.testing.assert_allclose(adj["p_adjusted"].to_numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(adj["p_value"], raw["p_adjusted"], rtol=1e-12)
 
 
 def test_tukey_needs_z_statistics():

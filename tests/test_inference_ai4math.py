@@ -42,9 +42,9 @@ def check_grok4_table(res: pd.DataFrame, pub: pd.DataFrame) -> None:
     """Odds ratios against Grok-4 vs pairwise_contrasts_grok4.csv at the issue's tolerances."""
     assert res["contrast"].tolist() == pub["model"].tolist()
     np.testing.assert_allclose(res["estimate"], np.log(pub["odds_ratio"]), atol=EST_TOL)
-    np.testing.assert_allclose(res["or_lower"], pub["lower"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["or_upper"], pub["upper"], rtol=SE_RTOL)
-    np.testing.assert_allclose(res["p"], pub["p.value"], atol=P_TOL)
+    np.testing.assert_allclose(res["or_conf_low"], pub["lower"], rtol=SE_RTOL)
+    np.testing.assert_allclose(res["or_conf_high"], pub["upper"], rtol=SE_RTOL)
+    np.testing.assert_allclose(res["p_adjusted"], pub["p.value"], atol=P_TOL)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +67,11 @@ def check(mine: pd.DataFrame, ref: pd.DataFrame, *, est_tol, se_rtol, ci_rtol, p
     np.testing.assert_allclose(mine["estimate"], ref[est], atol=est_tol, rtol=0)
     np.testing.assert_allclose(mine["se"], ref[se], rtol=se_rtol)
     scale = np.maximum(ref[lower].abs().to_numpy(), ref[upper].abs().to_numpy())
-    for a, b in ((lower, "lower"), (upper, "upper")):  # relative to the interval's size
+    for a, b in ((lower, "conf_low"), (upper, "conf_high")):  # relative to the interval's size
         err = np.abs(mine[b].to_numpy() - ref[a].to_numpy())
         assert (err <= ci_rtol * scale).all(), (b, float(np.max(err / scale)))
     if p is not None:
-        np.testing.assert_allclose(mine["p"], ref[p].astype(float), atol=p_tol, rtol=0)
+        np.testing.assert_allclose(mine["p_adjusted"], ref[p].astype(float), atol=p_tol, rtol=0)
 
 
 # --- the inference layer on R's fits --------------------------------------------------------------
@@ -130,16 +130,17 @@ def test_type3_on_r_fit(r_fits, name, fit):
     res = anova(r_fits[fit]).to_frame()
     ref = pd.DataFrame(R_AI[name])
     assert res["term"].tolist() == ref["term"].tolist()
-    np.testing.assert_allclose(res["chisq"], ref["chisq"], rtol=1e-6)
-    np.testing.assert_allclose(res["p"], ref["p"], rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(res["statistic"], ref["chisq"], rtol=1e-6)
+    np.testing.assert_allclose(res["p_value"], ref["p"], rtol=1e-5, atol=1e-12)
 
 
 def test_bic_table_on_r_fits(r_fits, published):
     res = compare_models({f: r_fits[f] for f in FIVE})
     ref = pd.DataFrame(R_AI["anova_five"])
     lrt = res.lrt.set_index("name").loc[ref["name"]]
-    for col in ("npar", "bic", "loglik", "chisq", "df_diff", "p"):
-        np.testing.assert_allclose(lrt[col].astype(float), ref[col].astype(float), rtol=1e-9,
+    for col, rcol in (("npar", "npar"), ("bic", "bic"), ("loglik", "loglik"),
+                      ("statistic", "chisq"), ("df_diff", "df_diff"), ("p_value", "p")):
+        np.testing.assert_allclose(lrt[col].astype(float), ref[rcol].astype(float), rtol=1e-9,
                                    err_msg=col)
     # lme4 1.1-31 refits three of the five (max|grad| up to 0.05, a convergence warning) to BICs
     # 0.0024 away from the published ones, so BIC and ΔBIC are compared at 5e-3
@@ -180,7 +181,7 @@ def test_odds_ratios_vs_grok4_from_own_fit(own_fits, published):
     res = contrast(emmeans(own_fits["model * language * prompt"], "model"), "trt.vs.ctrl",
                    ref="Grok-4", adjust="dunnettx").to_frame()
     check_grok4_table(res, published("pairwise_contrasts_grok4"))
-    assert (res["p"].iloc[:6] < 1e-12).all() and res["p"].iloc[6] > 0.4  # o3-mini ~ Grok-4
+    assert (res["p_adjusted"].iloc[:6] < 1e-12).all() and res["p_adjusted"].iloc[6] > 0.4  # o3-mini ~ Grok-4
 
 
 def test_domain_means_from_own_fit(own_fits, published):
@@ -202,7 +203,7 @@ def test_pairwise_holm_from_own_fit(own_fits, published):
     check(res, pub, est_tol=5e-3, se_rtol=SE_RTOL, ci_rtol=0.02, p_tol=0.015, se="SE",
           lower="asymp.LCL", upper="asymp.UCL", p="p.value")
     # the decisions the paper draws do not move
-    assert ((res["p"] < 0.05) == (pub["p.value"] < 0.05)).all()
+    assert ((res["p_adjusted"] < 0.05) == (pub["p.value"] < 0.05)).all()
 
 
 @pytest.mark.parametrize("source", ["r", "own"])
@@ -225,5 +226,5 @@ def test_domain_fit_comparison(r_fits, own_fits, published, source):
     if source == "r":
         ref = pd.DataFrame(R_AI["anova_domain"]).set_index("name")
         lrt = res.lrt.set_index("name")
-        assert lrt.loc["interaction: model × domain", "chisq"] == pytest.approx(
+        assert lrt.loc["interaction: model × domain", "statistic"] == pytest.approx(
             ref.loc["domain_interaction", "chisq"], rel=1e-9)

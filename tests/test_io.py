@@ -260,7 +260,7 @@ def test_lm_eval_bad_input_names_the_culprit(tmp_path, quiet):
 def _spec(model: str, task: str, epochs: int, ids: list, created: str, scorers: list[str]) -> dict:
     return {
         "eval_id": _sha(task + model + created)[:22], "run_id": _sha(created)[:22],
-        "created": created, "task": task, "task_id": _sha(task)[:22], "task_version": 0,
+        "created": created, "task": task, "task_id": _sha(task + model + created)[:22], "task_version": 0,
         "task_file": f"tasks/{task}.py", "task_registry_name": task, "task_attribs": {},
         "task_args": {}, "task_args_passed": {},
         "dataset": {"name": task, "location": f"data/{task}.jsonl", "samples": len(ids),
@@ -456,15 +456,23 @@ def test_inspect_unscored_samples(tmp_path):
                                                     errors={(2, 1): "RateLimitError: 429"}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        with pytest.raises(DataError, match=r"e\.eval: sample 2, epoch 1: no 'match' score \(the "
-                                            r"sample ended in an error: RateLimitError: 429\)"):
-            read_inspect(path)
+        with pytest.raises(DataError, match=r"e\.eval: item 2, run 1 has no score \(status 'error': "
+                                            r"RateLimitError: 429\).*errors='drop'"):
+            read_inspect(path, errors="raise")
     with pytest.warns(DataWarning) as record:
-        df = read_inspect(path, drop_unscored=True)
+        df = read_inspect(path)
     messages = [str(w.message) for w in record]
     assert any("has status 'error'" in m for m in messages)
-    assert any("dropped 1 sample(s) without a 'match' score" in m for m in messages)
+    assert any("left out 1 sample(s) without a score (1 error" in m for m in messages)
     assert df["item"].tolist() == [1, 3]
+    with pytest.warns(FutureWarning, match="drop_unscored= is deprecated"):
+        assert read_inspect(path, drop_unscored=True)["item"].tolist() == [1, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        kept = read_inspect(path, errors="keep")
+    assert kept["status"].tolist() == ["ok", "error", "ok"]
+    assert kept["correct"].isna().tolist() == [False, True, False]
+    assert "evalmix" not in kept.attrs  # not a validated table until the errors are resolved
 
 
 def test_inspect_legacy_score_field(tmp_path, quiet):

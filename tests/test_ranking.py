@@ -46,7 +46,7 @@ def test_ai4math_position_count_matches_paper_code(ai4math_raw):
 
 def test_ai4math_pooled_runs(ai4math_raw):
     r = _ai4math_instability(ai4math_raw, [1, 2, 3])
-    s = r.summary.set_index("n_runs")
+    s = r.by_n_runs.set_index("n_runs")
     assert s.loc[2, "n_leaderboards"] == 12 and s.loc[3, "n_unstable"] == 0
     # all three runs reproduce the reference exactly
     np.testing.assert_allclose(r.table.loc[r.table["n_runs"] == 3, "kendall_tau"], 1.0)
@@ -130,8 +130,8 @@ def test_bootstrap_table_consistent():
     r = rank_uncertainty(df, "language", n_boot=500, seed=2, progress=False)
     t = r.table
     assert len(t) == 8
-    assert ((t["lower"] <= t["rank"]) | (t["upper"] >= t["rank"])).all()
-    assert (t["lower"] <= t["upper"]).all()
+    assert ((t["conf_low"] <= t["rank"]) | (t["conf_high"] >= t["rank"])).all()
+    assert (t["conf_low"] <= t["conf_high"]).all()
     dist = r.distribution.filter(like="rank_")
     np.testing.assert_allclose(dist.sum(axis=1), 1.0)
     for _, g in t.groupby("language"):

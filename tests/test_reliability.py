@@ -37,6 +37,11 @@ def _frame(mat: np.ndarray) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- ICC against R
 
+# evalmix's column -> the reference's (irr's names)
+IRR_KEYS = (("icc", "icc"), ("statistic", "f"), ("df1", "df1"), ("df2", "df2"), ("p_value", "p"),
+            ("conf_low", "lower"), ("conf_high", "upper"))
+
+
 @pytest.mark.parametrize("name", ["shrout_fleiss", "binary", "shifted"])
 def test_icc_matches_irr_all_forms(icc_ref, name):
     mat = np.array(icc_ref["matrices"][name], dtype=float)
@@ -44,8 +49,8 @@ def test_icc_matches_irr_all_forms(icc_ref, name):
         got = icc_matrix(mat, model=ref["model"], type=ref["type"], unit=ref["unit"], r0=ref["r0"],
                          conf_level=ref["conf_level"])
         assert got["form"] == ref["form"]
-        for key in ("icc", "f", "df1", "df2", "p", "lower", "upper"):
-            assert got[key] == pytest.approx(ref[key], rel=1e-9, abs=1e-12), (ref, key)
+        for key, rkey in IRR_KEYS:
+            assert got[key] == pytest.approx(ref[rkey], rel=1e-9, abs=1e-12), (ref, key)
 
 
 PSYCH_FORMS = {"ICC1": ("oneway", "consistency", "single"), "ICC2": ("twoway", "agreement", "single"),
@@ -59,8 +64,8 @@ def test_icc_matches_psych_shrout_fleiss(icc_ref, name):
     for ref in icc_ref["psych"][name]:
         model, type_, unit = PSYCH_FORMS[ref["type"]]
         got = icc_matrix(mat, model=model, type=type_, unit=unit, convention="psych")
-        for key in ("icc", "f", "df1", "df2", "p", "lower", "upper"):
-            assert got[key] == pytest.approx(ref[key], rel=1e-9, abs=1e-12), (ref["type"], key)
+        for key, rkey in IRR_KEYS:
+            assert got[key] == pytest.approx(ref[rkey], rel=1e-9, abs=1e-12), (ref["type"], key)
 
 
 def test_agreement_df_at_r0_closed_form():
@@ -73,10 +78,10 @@ def test_agreement_df_at_r0_closed_form():
     msr, msc, mse = got["ms_rows"], got["ms_cols"], got["ms_error"]
     a, b = k * r0 / (n * (1 - r0)), 1 + k * r0 * (n - 1) / (n * (1 - r0))
     v = (a * msc + b * mse) ** 2 / ((a * msc) ** 2 / (k - 1) + (b * mse) ** 2 / ((n - 1) * (k - 1)))
-    assert got["f"] == pytest.approx(msr / (a * msc + b * mse), rel=1e-12)
+    assert got["statistic"] == pytest.approx(msr / (a * msc + b * mse), rel=1e-12)
     assert got["df2"] == pytest.approx(v, rel=1e-12)
     from scipy import stats
-    assert got["p"] == pytest.approx(stats.f.sf(got["f"], n - 1, v), rel=1e-10)
+    assert got["p_value"] == pytest.approx(stats.f.sf(got["statistic"], n - 1, v), rel=1e-10)
 
 
 def test_mean_squares_closed_form():
@@ -97,7 +102,7 @@ def test_icc_properties(ns, nr, seed):
     ck = icc_matrix(mat, unit="average")
     # Spearman-Brown links the single and average consistency forms
     assert ck["icc"] == pytest.approx(nr * c1["icc"] / (1 + (nr - 1) * c1["icc"]), rel=1e-9, abs=1e-12)
-    assert c1["lower"] <= c1["icc"] <= c1["upper"]
+    assert c1["conf_low"] <= c1["icc"] <= c1["conf_high"]
     # consistency ignores run shifts; adding a constant to one run leaves ICC(C,1) unchanged
     shifted = mat.copy()
     shifted[:, 0] += 3.0

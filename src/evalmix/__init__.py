@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
-    "GlmerResult": "glmm", "glmer": "glmm",
+    "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (lm-evaluation-harness, Inspect AI)
     "read_inspect": "io", "read_lm_eval": "io",
     # run-to-run reliability, leaderboard stability
@@ -55,9 +55,20 @@ _EXPORTS: dict[str, str] = {
     "reference_grid": "emmeans",
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
     "bic_evidence": "selection", "compare_models": "selection",
+    # leaderboards: simultaneous rank sets and tie groups; errored samples
+    "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_glmm": "leaderboard",
+    "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
+    "ErroredAccuracy": "descriptive", "accuracy_bounds": "descriptive",
+    # the whole study in one call: tables, figures and the HTML page
+    "Report": "reporting", "report": "reporting",
+    # pass@k and pass^k
+    "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
+    # sources of noise: items, templates, runs, judge passes
+    "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "multiplicity", "plots", "power", "repetitions", "simulate", "tables"}
+_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
+               "tables"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
@@ -100,19 +111,25 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
-    from .descriptive import accuracy, binom_ci
+    from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
     from .glmm import GlmerResult, glmer
     from .io import read_inspect, read_lm_eval
+    from .leaderboard import (
+        RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
+    )
     from .multiplicity import adjust_pvalues
+    from .passk import PassKResult, pass_k, pass_k_model
     from .power import (
         power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
         sample_size_paired_proportions, sample_size_two_proportions,
     )
     from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
     from .reliability import flip_rate, icc, latent_icc
+    from .reporting import Report, report
     from .resampling import (
         bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
     )
     from .selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
     from .tables import format_p, to_latex, to_markdown
+    from .variance import VarianceSources, plan_sources, variance_sources

@@ -23,7 +23,7 @@ class Columns:
     """Resolved column names; ``trials`` is set when the outcome is a k-of-n count."""
 
     item: str
-    run: str
+    run: str | None
     outcome: str
     model: str | None = None
     trials: str | None = None
@@ -40,15 +40,16 @@ def as_list(by: str | Sequence[str] | None) -> list[str]:
 
 def resolve(data: RunsData, *, item: str | None = None, run: str | None = None,
             outcome: str | None = None, model: str | None = None, need_model: bool = False,
-            need_item: bool = True, by: Sequence[str] = (), missing: str = "raise",
-            allow_fractional: bool = True) -> tuple[pd.DataFrame, Columns]:
+            need_item: bool = True, need_run: bool = True, by: Sequence[str] = (),
+            missing: str = "raise", allow_fractional: bool | str = True) -> tuple[pd.DataFrame, Columns]:
     """Validate a runs table (:func:`evalmix.data.ensure_runs`) and name the columns an analysis uses.
 
     Returns the validated table (a path is read; rows with missing values dropped when
-    ``missing="drop"``) and its :class:`Columns`.  Outcomes may be scores in [0, 1].
+    ``missing="drop"``) and its :class:`Columns`.  Outcomes may be scores in [0, 1]
+    (``allow_fractional="any"``: any finite number).
     """
     df, schema = ensure_runs(data, item=item, run=run, outcome=outcome, model=model,
-                             need_item=need_item, need_model=need_model, need_run=True, by=by,
+                             need_item=need_item, need_model=need_model, need_run=need_run, by=by,
                              allow_fractional=allow_fractional, missing=missing)
     keep_model = need_model or model is not None
     return df, Columns(item=schema.item, run=schema.run, outcome=schema.scores,

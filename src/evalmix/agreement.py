@@ -22,7 +22,7 @@ __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha
            "krippendorff_band", "landis_koch"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AgreementResult(Result):
     """An agreement coefficient with its standard error, interval and verbal band.
 
@@ -36,8 +36,8 @@ class AgreementResult(Result):
         Asymptotic standard error (NaN where none is available).
     conf_low, conf_high : float
         Wald interval ``estimate +/- z se`` (NaN without ``se``).
-    z, p_value : float
-        Test of "agreement no better than chance" (using the SE under that null).
+    statistic, p_value : float
+        z test of "agreement no better than chance" (using the SE under that null).
     band : str
         Verbal label of the estimate.
     n_items, n_raters : int
@@ -49,16 +49,19 @@ class AgreementResult(Result):
     se: float
     conf_low: float
     conf_high: float
-    z: float
+    statistic: float
     p_value: float
     band: str
     n_items: int
     n_raters: int
 
+    def _title(self) -> str:
+        return f"Agreement: {self.coefficient}"
+
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"coefficient": self.coefficient, "estimate": self.estimate,
-                              "se": self.se, "conf_low": self.conf_low, "conf_high": self.conf_high,
-                              "z": self.z, "p_value": self.p_value, "band": self.band,
+                              "se": self.se, "conf_low": self.conf_low,
+                              "conf_high": self.conf_high, "statistic": self.statistic, "p_value": self.p_value, "band": self.band,
                               "n_items": self.n_items, "n_raters": self.n_raters}])
 
 
@@ -221,7 +224,7 @@ def cohen_kappa(a: Any, b: Any | None = None, *, weights: str | None = None,
     z = kappa / se0 if se0 > 0 else math.nan
     lo, hi = _wald(kappa, se, conf_level)
     return AgreementResult(coefficient="cohen_kappa" if weights is None else f"weighted_kappa_{weights}",
-                           estimate=float(kappa), se=se, conf_low=lo, conf_high=hi, z=float(z),
+                           estimate=float(kappa), se=se, conf_low=lo, conf_high=hi, statistic=float(z),
                            p_value=float(2 * stats.norm.sf(abs(z))) if np.isfinite(z) else math.nan,
                            band=landis_koch(kappa), n_items=n, n_raters=2)
 
@@ -300,7 +303,7 @@ def fleiss_kappa(data: Any, *, counts: bool = False, method: str = "fleiss",
     z = kappa / se0 if method == "fleiss" and se0 and np.isfinite(se0) else math.nan
     return AgreementResult(coefficient="fleiss_kappa" if method == "fleiss" else "randolph_kappa",
                            estimate=float(kappa), se=float(se0) if method == "fleiss" else math.nan,
-                           conf_low=math.nan, conf_high=math.nan, z=float(z),
+                           conf_low=math.nan, conf_high=math.nan, statistic=float(z),
                            p_value=float(2 * stats.norm.sf(abs(z))) if np.isfinite(z) else math.nan,
                            band=landis_koch(kappa), n_items=n_items, n_raters=int(r))
 
@@ -391,6 +394,6 @@ def krippendorff_alpha(data: Any, *, level: str = "nominal", categories: Any = N
         raise DataError("all ratings are identical: alpha is undefined")
     alpha = 1 - (n - 1) * d_o / d_e
     return AgreementResult(coefficient="krippendorff_alpha", estimate=float(alpha), se=math.nan,
-                           conf_low=math.nan, conf_high=math.nan, z=math.nan, p_value=math.nan,
+                           conf_low=math.nan, conf_high=math.nan, statistic=math.nan, p_value=math.nan,
                            band=krippendorff_band(alpha), n_items=int(keep.sum()),
                            n_raters=int(tab.shape[1]))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +32,7 @@ from scipy import stats
 
 from ._random import as_generator
 from ._result import Result
+from .parallel import parallel_map
 from .resampling import (encode_labels, instance_bootstrap, metric_from_cells, preds_gold,
                          paired_bootstrap, plausible_run_scores, run_level_ci)
 from .simulate.mixture import mixture_arrays
@@ -369,7 +371,7 @@ def _glmm_true_diff(design: dict, seed: int) -> float:
 
 # ----------------------------------------------------------------------------- harness
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class CalibrationResult(Result):
     """Calibration table of several methods on one scenario.
 
@@ -395,6 +397,9 @@ class CalibrationResult(Result):
     scenario: str = "mixture"
     design: dict = field(default_factory=dict)
     alpha: float = 0.05
+
+    def _title(self) -> str:
+        return f"Calibration of comparison methods ({self.scenario} scenario)"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -429,16 +434,13 @@ def _one_simulation(i: int, seed_seq: np.random.SeedSequence, scenario_fn: Calla
     return rows
 
 
-def _run_batch(idx: list[int], seqs: list, *args) -> list[dict]:
-    rows: list[dict] = []
-    for i, s in zip(idx, seqs):
-        rows.extend(_one_simulation(i, s, *args))
-    return rows
+def _one_simulation_task(i: int, seq: np.random.SeedSequence, args: tuple) -> list[dict]:
+    return _one_simulation(i, seq, *args)
 
 
 def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sims: int = 500,
               seed: int | np.random.Generator | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
-              n_jobs: int = 1, progress: bool = False, method_options: dict | None = None,
+              n_jobs: int | None = None, progress: bool = False, method_options: dict | None = None,
               on_error: str = "raise", **design: Any) -> CalibrationResult:
     """False-positive rate, power, interval width and coverage of comparison methods, by simulation.
 
@@ -461,8 +463,10 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         on ``n_jobs``.
     conf_level : float
         Interval level; a method "rejects" when its p-value is below ``1 - conf_level``.
-    n_jobs : int
-        Parallel workers (joblib; ``-1`` for all cores).
+    n_jobs : int, optional
+        Parallel workers (joblib; ``-1`` for all cores; default: an enclosing
+        ``joblib.parallel_config``, else 1).  Inside ``joblib.parallel_config(backend="dask")``
+        the simulations run on the Dask cluster (see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Show a progress bar.
     method_options : dict, optional
@@ -508,29 +512,12 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     design = dict(design)
     if scenario == "glmm" and design.get("true_diff") is None:
         design["true_diff"] = _glmm_true_diff(design, int(truth_seq.generate_state(1)[0]))
-    seqs = sims_seq.spawn(n_sims)
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
     args = (SCENARIOS[scenario], specs, design, conf_level, method_options, on_error)
-    rows: list[dict] = []
-    if n_jobs == 1:
-        it = range(n_sims)
-        if progress:
-            from tqdm import tqdm
-            it = tqdm(it, total=n_sims, desc=f"calibrate[{scenario}]")
-        for i in it:
-            rows.extend(_one_simulation(i, seqs[i], *args))
-    else:
-        from joblib import Parallel, delayed
-        n_batches = min(n_sims, 4 * (abs(n_jobs) if n_jobs > 0 else 8))
-        batches = [list(b) for b in np.array_split(np.arange(n_sims), n_batches) if len(b)]
-        par = Parallel(n_jobs=n_jobs, return_as="generator")
-        gen = par(delayed(_run_batch)(b, [seqs[i] for i in b], *args) for b in batches)
-        if progress:
-            from tqdm import tqdm
-            gen = tqdm(gen, total=len(batches), desc=f"calibrate[{scenario}]")
-        for part in gen:
-            rows.extend(part)
+    parts = parallel_map(partial(_one_simulation_task, args=args), range(n_sims), n_jobs=n_jobs,
+                         seed=sims_seq, progress=progress, desc=f"calibrate[{scenario}]")
+    rows = [row for part in parts for row in part]
     sims = pd.DataFrame(rows)
     return CalibrationResult(table=_summarise(sims, specs, n_sims), sims=sims, scenario=scenario,
                              design=design, alpha=1 - conf_level)
@@ -559,7 +546,7 @@ def _summarise(sims: pd.DataFrame, specs: list[MethodSpec], n_sims: int) -> pd.D
 
 # ----------------------------------------------------------------------------- coverage study
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class CoverageResult(Result):
     """Coverage of single-model intervals against the scores of plausible new runs.
 
@@ -574,6 +561,9 @@ class CoverageResult(Result):
 
     table: pd.DataFrame
     plausible: np.ndarray = field(repr=False)
+
+    def _title(self) -> str:
+        return "Coverage of interval methods"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

@@ -15,6 +15,7 @@ differs.  Direction convention throughout: ``estimate = mean(b) - mean(a)`` (pos
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -27,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from ._random import as_generator
-from ._result import Result
+from ._result import Result, Summary, contrast_label
 from .data import RunsData, ensure_runs, schema_of
 from .errors import DataError, DataWarning
 from .paired import ComparisonResult, item_means
@@ -393,7 +394,7 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class FriedmanResult(Result):
     """Friedman test of k models on the same items, with Nemenyi pairwise comparisons.
 
@@ -433,10 +434,18 @@ class FriedmanResult(Result):
                     "alpha": self.alpha})
         return out
 
-    def __repr__(self) -> str:
-        return (f"FriedmanResult: chi2 = {self.statistic:.3f}, df = {self.df:.0f}, "
-                f"p = {self.p_value:.4g}, n = {self.n_items}, CD = {self.critical_difference:.3f}\n"
-                + self.to_frame().to_string(index=False))
+    def _title(self) -> str:
+        return "Friedman rank test with Nemenyi post-hoc comparisons"
+
+    def _header(self) -> list[str]:
+        return [f"statistic (chi-square) = {self.statistic:.3f}, df = {self.df:.0f}, "
+                f"p_value = {self.p_value:.4g}, n_items = {self.n_items}, "
+                f"critical difference = {self.critical_difference:.3f} (alpha = {self.alpha})"]
+
+    def summary(self) -> Summary:
+        """Mean ranks and the Nemenyi pairwise comparisons."""
+        return Summary(self._title(), self._header(),
+                       [("Mean ranks", self.to_frame()), ("Nemenyi pairwise", self.pairwise)])
 
 
 def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
@@ -631,7 +640,20 @@ def compare_pair(data: RunsData, a: str, b: str, *, method: str = "paired_t",
     >>> r = compare_pair(df, "base", "finetune", method="paired_t")
     >>> r.n
     2000
+    >>> r.to_frame()["contrast"].item()  # estimate = finetune - base, in accuracy points
+    'finetune - base'
     """
+    res = _compare_pair(data, a, b, method=method, model=model, item=item, run=run,
+                        outcome=outcome, where=where, conf_level=conf_level, missing=missing, **options)
+    # the label says what estimate is: model b minus model a, in accuracy points
+    details = {"contrast": contrast_label(b, a, scale="accuracy"), **dict(res.details)}
+    return dataclasses.replace(res, details=details)
+
+
+def _compare_pair(data: RunsData, a: str, b: str, *, method: str, model: str | None,
+                  item: str | None, run: str | None, outcome: str | None,
+                  where: dict[str, Any] | None, conf_level: float, missing: str,
+                  **options: Any) -> ComparisonResult:
     if method not in _PAIR_METHODS:
         raise ValueError(f"method must be one of {_PAIR_METHODS}, got {method!r}")
     data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome, missing=missing)

@@ -24,7 +24,8 @@ import pandas as pd
 
 from .errors import DataError, DataWarning
 
-__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs", "schema_of"]
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
+           "require_columns", "schema_of", "show_rows"]
 
 _MAX_SHOWN = 5
 
@@ -214,7 +215,7 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
 
 
-def _show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
+def show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
     """The first offending rows on one line: ``row 4: model='a', correct=2; row 9: ...``."""
     idx = np.flatnonzero(np.asarray(mask))
     cols = list(dict.fromkeys(cols))
@@ -248,7 +249,7 @@ def _as_factor(values: pd.Series) -> pd.Series:
                      name=values.name)
 
 
-def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool, where: str = "") -> pd.Series:
+def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool | str, where: str = "") -> pd.Series:
     values = df[col]
     if values.dtype == bool or str(values.dtype) == "boolean":
         return values.astype("int8")
@@ -257,18 +258,24 @@ def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool, where: str
     if not_numeric.any():
         raise DataError(
             f"{where}outcome column {col!r} must be 0/1 or True/False; non-numeric values in rows: "
-            + _show_rows(df, not_numeric, [col]))
+            + show_rows(df, not_numeric, [col]))
+    if allow_fractional == "any":
+        bad = ~np.isfinite(numeric.to_numpy(dtype=float))
+        if bad.any():
+            raise DataError(f"{where}outcome column {col!r} must hold finite numbers; offending rows: "
+                            + show_rows(df, bad, [col]))
+        return numeric.astype(float)
     if allow_fractional:
         bad = (numeric < 0) | (numeric > 1)
         if bad.any():
             raise DataError(f"{where}outcome column {col!r} must lie in [0, 1]; offending rows: "
-                            + _show_rows(df, bad, [col]))
+                            + show_rows(df, bad, [col]))
         return numeric.astype(float)
     bad = ~numeric.isin([0, 1])
     if bad.any():
         raise DataError(
             f"{where}outcome column {col!r} must be 0/1 or True/False; offending rows: "
-            + _show_rows(df, bad, [col])
+            + show_rows(df, bad, [col])
             + " (for partial credit pass allow_fractional=True; for k-of-n counts use successes=/trials=)")
     return numeric.astype("int8")
 
@@ -280,21 +287,21 @@ def _check_counts(df: pd.DataFrame, successes: str, trials: str, where: str = ""
         bad = (numeric.isna() & df[col].notna()) | (numeric != np.round(numeric))
         if bad.any():
             raise DataError(f"{where}count column {col!r} must hold whole numbers; offending rows: "
-                            + _show_rows(df, bad, [col]))
+                            + show_rows(df, bad, [col]))
         neg = numeric < 0
         if neg.any():
             raise DataError(f"{where}count column {col!r} has negative counts in rows: "
-                            + _show_rows(df, neg, [col]))
+                            + show_rows(df, neg, [col]))
         out.append(numeric.astype("int64"))
     k, n = out
     over = k > n
     if over.any():
         raise DataError(f"{where}successes {successes!r} exceed trials {trials!r} in rows: "
-                        + _show_rows(df, over, [successes, trials]))
+                        + show_rows(df, over, [successes, trials]))
     zero = n == 0
     if zero.any():
         raise DataError(f"{where}trials column {trials!r} is 0 in rows (a row with no trials carries no "
-                        f"information; drop it explicitly): " + _show_rows(df, zero, [trials]))
+                        f"information; drop it explicitly): " + show_rows(df, zero, [trials]))
     return k, n
 
 
@@ -406,7 +413,7 @@ def read_runs(
         raise DataError("name the outcome column (outcome=) or the count columns (successes=, trials=)")
     outcome_cols = [successes, trials] if counts else [outcome]
     required = [c for c in (model, item, run) if c is not None] + outcome_cols
-    _require_columns(df, required, source)
+    require_columns(df, required, source)
     roles = set(required)
     if counts and outcome in df.columns and outcome not in roles:
         roles.add(outcome)  # a stale binary column beside counts is not a slice
@@ -473,15 +480,16 @@ def _where(source: Any) -> str:
     return f"{source}: " if isinstance(source, (str, Path)) else ""
 
 
-def _require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
-                     hint: str = "") -> None:
+def require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
+                    hint: str = "") -> None:
+    """DataError listing the columns present when any of ``cols`` (None entries skipped) is absent."""
     missing = [c for c in dict.fromkeys(cols) if c is not None and c not in df.columns]
     if missing:
         raise DataError(f"{_where(source)}missing column(s) {', '.join(map(repr, missing))}; the table "
                         f"has columns: {', '.join(map(repr, map(str, df.columns)))}{hint}")
 
 
-def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fractional: bool,
+def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fractional: bool | str,
               missing: str, check_keys: bool, copied: bool) -> pd.DataFrame:
     """The rules of :func:`read_runs`: non-empty, no missing values in keys or outcome, a 0/1 outcome
     (or valid k-of-n counts), unique keys.  Returns ``df`` or a copy with a numeric outcome."""
@@ -509,7 +517,7 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
             col = next(c for c in checked if na[c].any())
             role = "outcome" if col in outcome_cols else "key"
             raise DataError(f"{where}{role} column {col!r} has {int(na[col].sum())} missing value(s) "
-                            f"(NaN/None) in rows: " + _show_rows(df, na[col], key_cols[:3] + [col])
+                            f"(NaN/None) in rows: " + show_rows(df, na[col], key_cols[:3] + [col])
                             + " (pass missing='drop' to drop such rows with a warning)")
     if schema.counts:
         k, n = _check_counts(df, schema.successes, schema.trials, where)
@@ -539,7 +547,7 @@ def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> Non
         raise DataError(
             f"{where}{int(dup.sum())} rows share a key {tuple(key_cols)} (the model, item, run and "
             f"slice columns); each key must appear once. First duplicates: "
-            + _show_rows(df, dup, key_cols))
+            + show_rows(df, dup, key_cols))
 
 
 def _role(name: str, given: str | None, recorded: RunsSchema | None, columns: pd.Index) -> str | None:
@@ -569,7 +577,7 @@ def ensure_runs(
     need_run: bool = False,
     by: Sequence[str] = (),
     factors: Sequence[str] = (),
-    allow_fractional: bool = False,
+    allow_fractional: bool | str = False,
     missing: str = "raise",
     encoding: str | None = None,
     check_outcome: bool = True,
@@ -598,8 +606,9 @@ def ensure_runs(
         Further columns the caller uses (slices, grouping columns); they must exist.
     factors : sequence of str
         Columns the caller uses as factors: each must have at least two distinct values.
-    allow_fractional : bool
-        Accept outcomes anywhere in [0, 1] (partial credit), for methods that average scores.
+    allow_fractional : bool or "any"
+        Accept outcomes anywhere in [0, 1] (partial credit), for methods that average scores;
+        ``"any"``: any finite number (scores on another scale, for variance decompositions).
     missing : {"raise", "drop"}
         A missing value (NaN/None) in a key, slice or outcome column is a DataError naming the rows
         (``"raise"``), or the row is dropped with a DataWarning saying how many (``"drop"``).
@@ -679,7 +688,7 @@ def ensure_runs(
     absent_roles = [f"{r}=" for r in names if names[r] is None and needed[r] and _DEFAULT_ROLES[r] not in cols]
     if not hint and absent_roles:
         hint = f" (name the {', '.join(r[:-1] for r in absent_roles)} column with {', '.join(absent_roles)})"
-    _require_columns(df, wanted, source, hint)
+    require_columns(df, wanted, source, hint)
     if recorded is None and check_outcome:
         resolved = dict(names, outcome=outcome, successes=successes, trials=trials)
         given = {"item": item, "model": model, "run": run, "outcome": outcome_arg,

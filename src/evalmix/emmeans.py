@@ -30,42 +30,17 @@ from scipy import special, stats
 
 from . import multiplicity
 from .draws import hdi
-from ._result import Result
+from .fitted import Coefficients, coefficients, linear_functions, warn_divergent
+from ._result import Result, level_label
 from .errors import FormulaError
 
 __all__ = ["EMMeans", "Contrasts", "reference_grid", "emmeans", "contrast", "hdi"]
 
 _WEIGHTS = ("equal", "proportional", "outer", "cells", "flat")
 _METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl")
-# emmeans wraps a level label in parentheses when it contains one of these characters
-_PARENS = re.compile(r"-|\+|/|\*")
 
 
 # --- coefficients of a fit ------------------------------------------------------------------------
-
-@dataclass(frozen=True, repr=False)
-class _Coefficients:
-    names: tuple[str, ...]
-    beta: np.ndarray | None
-    vcov: np.ndarray | None
-    draws: np.ndarray | None
-
-
-def _coefficients(fit: Any) -> _Coefficients:
-    """beta and V (maximum likelihood) or posterior draws (a fit with ``fixef_draws``)."""
-    draws = getattr(fit, "fixef_draws", None)
-    if draws is not None:
-        draws = pd.DataFrame(draws)
-        return _Coefficients(tuple(map(str, draws.columns)), None, None,
-                             draws.to_numpy(dtype=float))
-    fixef = getattr(fit, "fixef", None)
-    vcov = getattr(fit, "vcov", None)
-    if fixef is None or vcov is None:
-        raise TypeError(f"{type(fit).__name__} has neither fixef/vcov nor fixef_draws")
-    names = tuple(map(str, fixef.index))
-    v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
-    return _Coefficients(names, fixef.to_numpy(dtype=float), v, None)
-
 
 def _link(fit: Any) -> str:
     link = str(getattr(fit, "link", "identity"))
@@ -239,12 +214,12 @@ def _grid_weights(design: Any, grid: pd.DataFrame, keep: list[str], weights: str
     return cells if weights == "cells" else (cells > 0).astype(float)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class EMMeans(Result):
     """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
 
-    ``table`` holds the level columns and ``estimate``, ``se``, ``lower``, ``upper`` on the scale
-    requested (``type``); ``L`` holds each mean as a linear function of the fixed effects, with
+    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
+    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``); ``L`` holds each mean as a linear function of the fixed effects, with
     either ``beta`` and ``vcov`` (maximum likelihood) or ``draws`` (posterior draws of the fixed
     effects, one row per draw) so that :func:`contrast` can work on it.
     """
@@ -266,26 +241,43 @@ class EMMeans(Result):
     # the fit dropped aliased columns
     L_full: np.ndarray | None = field(default=None, repr=False)
     null_basis: np.ndarray | None = field(default=None, repr=False)
+    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
 
     @property
     def is_posterior(self) -> bool:
         """Whether the means come from posterior draws."""
         return self.draws is not None
 
+    @property
+    def scale(self) -> str:
+        """Scale of ``estimate``: ``"log-odds"`` (link) or ``"probability"`` (response)."""
+        if self.type == "response" and self.link == "logit":
+            return "probability"
+        return "log-odds" if self.link == "logit" else f"{self.link} link"
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
+
+    def _title(self) -> str:
+        by = f" | {', '.join(self.by)}" if self.by else ""
+        return f"Estimated marginal means of {', '.join(self.specs)}{by}"
+
+    def _header(self) -> list[str]:
+        what = "highest-density intervals" if self.is_posterior else "Wald intervals"
+        return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update(specs=list(self.specs), by=list(self.by), type=self.type, link=self.link,
+                   scale=self.scale,
                    conf_level=self.conf_level, weights=self.weights,
                    posterior=self.is_posterior)
         return out
 
 
-def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
+def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
                transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
-    """estimate, se, lower, upper of ``L beta`` (delta method / Wald) or of its draws;
+    """estimate, se, conf_low, conf_high of ``L beta`` (delta method / Wald) or of its draws;
     rows that are not estimable are NaN."""
     if estimable is not None and not estimable.all():
         L = np.where(estimable[:, None], L, np.nan)
@@ -296,17 +288,16 @@ def _summarise(L: np.ndarray, coefs: _Coefficients, conf_level: float,
         iv = hdi(np.nan_to_num(vals), conf_level)
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
-                             "lower": iv[:, 0], "upper": iv[:, 1]})
-    est = L @ coefs.beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, coefs.vcov, L))
+                             "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
+    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov, coefs.separation)
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
     if transform is not None:
         # back-transform estimate and interval ends; delta-method SE, as emmeans does
         p = transform(est)
         return pd.DataFrame({"estimate": p, "se": p * (1 - p) * se,
-                             "lower": transform(lo), "upper": transform(hi)})
-    return pd.DataFrame({"estimate": est, "se": se, "lower": lo, "upper": hi})
+                             "conf_low": transform(lo), "conf_high": transform(hi)})
+    return pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
 
 
 def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
@@ -342,7 +333,8 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     Returns
     -------
     EMMeans
-        Tidy table with the spec and by columns and ``estimate``, ``se``, ``lower``, ``upper``.
+        Tidy table with the spec and by columns and ``estimate``, ``se``, ``conf_low``,
+        ``conf_high``.
 
     Examples
     --------
@@ -350,17 +342,17 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.emmeans(fit, "model", type="response").to_frame().round(2)
-      model  estimate    se  lower  upper
-    0    M1      0.33  0.06   0.22   0.45
-    1    M2      0.53  0.07   0.40   0.65
-    2    M3      0.70  0.06   0.58   0.80
+      model  estimate    se  conf_low  conf_high
+    0    M1      0.33  0.06      0.22       0.45
+    1    M2      0.53  0.07      0.40       0.65
+    2    M3      0.70  0.06      0.58       0.80
     """
     if type not in ("link", "response"):
         raise ValueError(f"type={type!r}: use 'link' or 'response'")
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r} is not one of {', '.join(_WEIGHTS)}")
     spec_list, by_list = _parse_specs(specs, by)
-    coefs = _coefficients(fit)
+    coefs = coefficients(fit)
     link = _link(fit)
     grid, X = reference_grid(fit, at)
     keep = spec_list + by_list
@@ -391,11 +383,15 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ok = _estimable(L_full, basis) if L_full is not None else None
     transform = special.expit if (type == "response" and link == "logit") else None
     summary = _summarise(L, coefs, conf_level, transform, ok)
+    warn_divergent(L, coefs.separation,
+                   [_label(r) for r in levels.itertuples(index=False, name=None)],
+                   "the marginal mean of", stacklevel=2)
     table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
     return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
                    specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
                    conf_level=conf_level, weights=weights, beta=coefs.beta, vcov=coefs.vcov,
-                   draws=coefs.draws, L_full=L_full, null_basis=basis)
+                   draws=coefs.draws, L_full=L_full, null_basis=basis,
+                   separation=coefs.separation)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -405,7 +401,7 @@ def _label(values: Sequence[Any]) -> str:
 
 
 def _wrap(label: str) -> str:
-    return f"({label})" if _PARENS.search(label) else label
+    return level_label(label)
 
 
 def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[str],
@@ -470,14 +466,22 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
     return out
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Contrasts(Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
-    ``table`` has ``contrast``, the by columns, ``estimate``, ``se``, ``z``, ``p``, ``lower``,
-    ``upper`` (link scale) and, for a logit link, ``odds_ratio``, ``or_lower``, ``or_upper``.
-    For posterior fits ``p`` and ``z`` are replaced by ``prob_positive`` and the intervals are
-    highest-density intervals.  ``notes`` say how p-values and intervals were adjusted.
+    ``scale`` says what the table shows, and the contrast labels follow it:
+
+    - ``"log-odds"`` (means on the link scale): labels ``A - B``; ``estimate``, ``se``,
+      ``conf_low``, ``conf_high`` are differences of log-odds; ``odds_ratio``, ``or_conf_low``,
+      ``or_conf_high`` their exponentials.
+    - ``"odds ratio"`` (means on the response scale of a logit model, as emmeans reports them):
+      labels ``A / B``; ``odds_ratio``, its delta-method ``se``, ``or_conf_low``, ``or_conf_high``.
+
+    Both carry ``statistic`` (Wald z of the log odds ratio), ``p_value`` (unadjusted) and
+    ``p_adjusted`` (adjusted within each family).  For posterior fits the tests are replaced by
+    ``prob_positive`` and the intervals are highest-density intervals.  ``notes`` say how
+    p-values and intervals were adjusted.
     """
 
     table: pd.DataFrame
@@ -490,18 +494,31 @@ class Contrasts(Result):
     conf_level: float
     link: str
     notes: tuple[str, ...] = ()
+    scale: str = "log-odds"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
+    def _title(self) -> str:
+        by = f" | {', '.join(self.by)}" if self.by else ""
+        return f"Contrasts ({self.method}){by}"
+
+    def _header(self) -> list[str]:
+        if self.scale == "odds ratio":
+            return ["scale: odds ratio (contrast A / B: odds of A over odds of B)"]
+        if self.scale == "log-odds":
+            return ["scale: log-odds (contrast A - B: difference of log-odds; "
+                    "odds_ratio = exp(estimate))"]
+        return [f"scale: {self.scale}"]
+
+    def _notes(self) -> list[str]:
+        return list(self.notes)
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        out.update(method=self.method, adjust=self.adjust, ci_adjust=self.ci_adjust,
-                   conf_level=self.conf_level, notes=list(self.notes))
+        out.update(method=self.method, scale=self.scale, adjust=self.adjust,
+                   ci_adjust=self.ci_adjust, conf_level=self.conf_level, notes=list(self.notes))
         return out
-
-    def __repr__(self) -> str:
-        return super().__repr__() + "".join(f"\n{n}" for n in self.notes)
 
 
 def _family_note(method: str, k: int, n_means: int, kind: str) -> str | None:
@@ -526,8 +543,9 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         ``pairwise``: every ``A - B`` with A before B; ``revpairwise``: every later level minus
         each earlier one; ``trt.vs.ctrl``: each level minus ``ref``; a dict maps contrast names to
         weight vectors over the means of a group.  Level names containing ``-``, ``+``, ``/`` or
-        ``*`` are written in parentheses, and differences of means on the response scale of a
-        logit model are named ``A / B`` (they are odds ratios), as emmeans does.
+        ``*`` are written in parentheses.  Means on the response scale of a logit model give
+        odds ratios labelled ``A / B`` (``scale == "odds ratio"``), as emmeans reports them;
+        means on the link scale give log-odds differences labelled ``A - B``.
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
@@ -557,15 +575,18 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = multiplicity.normalise_method(adjust)
-    coefs = _Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws)
+    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
     by = list(emm.by)
     spec = list(emm.specs)
     groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
               else {(): np.arange(len(emm.levels))})
     blocks, notes = [], []
     L_all = []
-    # emmeans names differences of logits "A / B" when the means were on the response scale
-    sep = " / " if (emm.type == "response" and emm.link == "logit") else " - "
+    # the label names the scale shown: odds ratios "A / B" for means on the response scale (as
+    # emmeans reports them), differences "A - B" otherwise
+    ratio = emm.type == "response" and emm.link == "logit"
+    scale = "odds ratio" if ratio else ("log-odds" if emm.link == "logit" else f"{emm.link} link")
+    sep = " / " if ratio else " - "
     p_method = ci_method = adjust
     for key, idx in groups.items():
         idx = np.sort(np.asarray(idx))
@@ -580,13 +601,15 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         for v, val in zip(by, key):
             block[v] = val
         summ = _summarise(Lc, coefs, conf_level, estimable=ok)
+        warn_divergent(Lc, coefs.separation, names, "the contrast", stacklevel=2)
         if coefs.draws is not None:
             vals = coefs.draws @ Lc.T
             summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
-            z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = Lc @ coefs.vcov @ Lc.T
+            with np.errstate(invalid="ignore"):
+                z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
+            cov = linear_functions(Lc, coefs.beta, coefs.vcov, coefs.separation)[2]
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -595,18 +618,26 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
                 z, adjust, conf_level=conf_level, n_means=len(labels), pairwise=pairwise,
                 corr=corr)
             est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()
-            summ = pd.DataFrame({"estimate": est, "se": se, "z": z, "p": p,
-                                 "lower": est - crit * se, "upper": est + crit * se})
+            summ = pd.DataFrame({"estimate": est, "se": se, "statistic": z,
+                                 "p_value": 2 * stats.norm.sf(np.abs(z)), "p_adjusted": p,
+                                 "conf_low": est - crit * se, "conf_high": est + crit * se})
             for kind, meth in (("P value", p_method), ("Conf-level", ci_method)):
                 note = _family_note(meth, len(names), len(labels), kind)
                 if note and note not in notes:
                     notes.append(note)
         if emm.link == "logit":
             summ["odds_ratio"] = np.exp(summ["estimate"])
-            summ["or_lower"] = np.exp(summ["lower"])
-            summ["or_upper"] = np.exp(summ["upper"])
+            summ["or_conf_low"] = np.exp(summ["conf_low"])
+            summ["or_conf_high"] = np.exp(summ["conf_high"])
+        if ratio:
+            # the odds-ratio scale, as emmeans reports it: the ratio, its delta-method SE and the
+            # back-transformed interval; no log-odds columns beside an "A / B" label
+            summ["se"] = summ["odds_ratio"] * summ["se"]
+            summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
+            summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
+                                                 if c not in ("odds_ratio", "se")]]
         blocks.append(pd.concat([block, summ], axis=1))
-    if coefs.draws is None and p_method in ("holm", "BH"):
+    if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "
@@ -614,4 +645,4 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
     table = pd.concat(blocks, ignore_index=True)
     return Contrasts(table=table, L=np.vstack(L_all), coef_names=emm.coef_names, by=tuple(by),
                      method=method_name, adjust=p_method, ci_adjust=ci_method,
-                     conf_level=conf_level, link=emm.link, notes=tuple(notes))
+                     conf_level=conf_level, link=emm.link, notes=tuple(notes), scale=scale)

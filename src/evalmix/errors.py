@@ -31,5 +31,9 @@ class ConvergenceWarning(FitWarning):
     """The optimiser stopped without meeting the convergence checks."""
 
 
+class SeparationWarning(FitWarning):
+    """Complete or quasi-complete separation: some fixed-effect estimates are infinite."""
+
+
 class SamplingWarning(UserWarning):
     """MCMC diagnostics (divergences, r_hat, ESS) say the posterior draws are not trustworthy."""

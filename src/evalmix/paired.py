@@ -19,7 +19,7 @@ from .errors import DataError
 __all__ = ["ComparisonResult", "item_means"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ComparisonResult(Result):
     """Outcome of a paired comparison of two models (``estimate = b - a``).
 
@@ -57,11 +57,22 @@ class ComparisonResult(Result):
     n: int
     details: dict = field(default_factory=dict)
 
+    def _title(self) -> str:
+        return f"Paired comparison ({self.method})"
+
+    def _header(self) -> list[str]:
+        what = self.details.get("contrast", "b - a")
+        return [f"estimate: {what}, difference in mean score (accuracy points); "
+                f"{self.conf_level:.0%} interval"]
+
     def to_frame(self) -> pd.DataFrame:
-        row = {"method": self.method, "estimate": self.estimate, "se": self.se,
+        details = self.details
+        # a labelled comparison (compare_pair) leads with its "B - A" label
+        row = {"contrast": details["contrast"]} if "contrast" in details else {}
+        row |= {"method": self.method, "estimate": self.estimate, "se": self.se,
                "conf_low": self.conf_low, "conf_high": self.conf_high, "statistic": self.statistic,
                "df": self.df, "p_value": self.p_value, "n": self.n}
-        row.update({k: v for k, v in self.details.items() if np.isscalar(v)})
+        row.update({k: v for k, v in details.items() if np.isscalar(v) and k != "contrast"})
         return pd.DataFrame([row])
 
     @property

@@ -324,7 +324,7 @@ def clustered_variance_components(a: Any, b: Any) -> dict[str, float]:
 
 
 def simulated_power(method: str, *, scenario: str = "mixture", n_sims: int = 200,
-                    seed: int | np.random.Generator | None = None, n_jobs: int = 1,
+                    seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
                     progress: bool = False, **design: Any) -> float:
     """Power of any calibration-harness method, by simulation (share of rejections under the uplift).
 

@@ -12,20 +12,21 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 from scipy import stats
-from tqdm.auto import tqdm
 
 from . import _slicing as sl
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
+from .fitted import coefficients, linear_functions
+from .parallel import parallel_map
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "marginal_rows",
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups", "marginal_rows",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
@@ -33,7 +34,7 @@ __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "grid_groups", "mar
 # rank instability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankInstabilityResult(Result):
     """Leaderboards from run subsets against the all-runs leaderboard.
 
@@ -45,8 +46,8 @@ class RankInstabilityResult(Result):
         order, the paper's count), ``unstable`` (``n_moved > 0``), ``n_discordant`` (model pairs
         strictly ordered one way here and the other way in the reference), ``n_pairs`` and
         ``kendall_tau`` (tau-b between the two accuracy vectors).
-    summary : DataFrame
-        One row per number of pooled runs: ``n_leaderboards``, ``n_unstable``, ``rate``,
+    by_n_runs : DataFrame
+        One row per number of pooled runs (also ``to_frame()``): ``n_leaderboards``, ``n_unstable``, ``rate``,
         ``n_discordant`` (total), ``mean_discordant`` and ``inversions_removed`` (share of the
         single-run discordant pairs that disappear, when single runs are included).
     ranks : DataFrame
@@ -58,15 +59,23 @@ class RankInstabilityResult(Result):
     """
 
     table: pd.DataFrame
-    summary: pd.DataFrame
+    by_n_runs: pd.DataFrame
     ranks: pd.DataFrame
     by: tuple[str, ...]
     n_unstable: int
     n_leaderboards: int
     rate: float
 
+    def _title(self) -> str:
+        return "Leaderboard instability across runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards differ from the "
+                f"all-runs order (rate {self.rate:.3f})"]
+
     def to_frame(self) -> pd.DataFrame:
-        return self.summary.copy()
+        return self.by_n_runs.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"leaderboards": frame_records(self.table),
@@ -93,7 +102,7 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def _cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
+def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
                models: list) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
@@ -158,7 +167,7 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
     for key, sub in sl.groups(data, by_):
         runs = sl.levels(sub[cols.run])
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.run, runs, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model has no rows in some run; rank "
                             f"instability needs every model in every run")
@@ -201,7 +210,7 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
     summ = summ[["n_runs", "n_leaderboards", "n_unstable", "rate", "n_discordant", "mean_discordant"]
                 + (["inversions_removed"] if 1 in sizes else [])]
     first = summ.iloc[0]
-    return RankInstabilityResult(table=table, summary=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
+    return RankInstabilityResult(table=table, by_n_runs=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
                                  n_unstable=int(first["n_unstable"]),
                                  n_leaderboards=int(first["n_leaderboards"]), rate=float(first["rate"]))
 
@@ -210,12 +219,12 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
 # rank uncertainty by item-level bootstrap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``lower``/``upper`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -227,12 +236,19 @@ class RankUncertaintyResult(Result):
     conf_level: float
     method: str = "bootstrap"
 
+    def _title(self) -> str:
+        return f"Rank uncertainty ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+                "(rank 1 = best)"]
+
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
 
-def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
-                seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+def _boot_chunk(n_boot: int, seed: np.random.SeedSequence, succ: np.ndarray,
+                tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap accuracies (n_boot x models) and min-ranks for one chunk of replicates."""
     rng = np.random.default_rng(seed)
     n_items = succ.shape[0]
@@ -245,7 +261,7 @@ def _boot_chunk(succ: np.ndarray, tri: np.ndarray, n_boot: int,
 def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-                     seed: int | np.random.Generator | None = None, n_jobs: int = 1,
+                     seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
                      progress: bool = False, chunk_size: int = 250,
                      method: Literal["bootstrap"] = "bootstrap", missing: str = "raise") -> RankUncertaintyResult:
     """Each model's rank distribution, expected rank and rank interval from an item bootstrap.
@@ -269,8 +285,9 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
         Coverage of the equal-tailed rank interval (lower and upper quantiles of the ranks).
     seed : int or numpy.random.Generator, optional
         Random seed; results do not depend on ``n_jobs``.
-    n_jobs : int
-        Parallel workers (joblib) over chunks of ``chunk_size`` replicates.
+    n_jobs : int, optional
+        Parallel workers (joblib) over chunks of ``chunk_size`` replicates; default: an enclosing
+        ``joblib.parallel_config``, else 1 (see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Show a progress bar over chunks.
     method : {"bootstrap"}
@@ -310,14 +327,13 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
     rows, dist_rows = [], []
     for (key, sub), sseed in zip(slices, seeds):
         slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = _cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
+        succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
-        tasks = zip(sizes, sseed.spawn(n_chunks))
-        if progress:
-            tasks = tqdm(list(tasks), desc=f"bootstrap {sl.slice_label(by_, key) or 'ranks'}".strip(": "))
-        out = Parallel(n_jobs=n_jobs)(delayed(_boot_chunk)(succ, tri, n, s) for n, s in tasks)
+        out = parallel_map(partial(_boot_chunk, succ=succ, tri=tri), sizes, n_jobs=n_jobs, seed=sseed,
+                           progress=progress,
+                           desc=f"bootstrap {sl.slice_label(by_, key) or 'ranks'}".strip(": "))
         acc_b = np.vstack([o[0] for o in out])
         rank_b = np.vstack([o[1] for o in out])
         acc = succ.sum(0) / tri.sum(0)
@@ -328,8 +344,8 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -405,7 +421,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``lower``, ``upper``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
         ``p_best``, ``se`` (of the logit marginal mean).
 
     Examples
@@ -421,13 +437,12 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
     grid, L = marginal_rows(fit, term, by_)
-    beta = fit.fixef.to_numpy(float)
-    V = fit.vcov.to_numpy(float)
+    coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
+    beta, V = coefs.beta, coefs.vcov
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
     eta_draws = draws @ L.T
-    est = L @ beta
-    se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+    est, se, _ = linear_functions(L, beta, V)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
@@ -439,8 +454,8 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
             rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "lower": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "upper": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
             dist_rows.append(base | {"model": grid[term].iloc[i]} |

@@ -38,7 +38,7 @@ LOGISTIC_VARIANCE = math.pi**2 / 3
 # flip rate and entropy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FlipRateResult(Result):
     """Share of items whose outcome changes across runs, per slice, with the mean outcome entropy.
 
@@ -49,6 +49,9 @@ class FlipRateResult(Result):
 
     table: pd.DataFrame
     by: tuple[str, ...]
+
+    def _title(self) -> str:
+        return "Run-to-run flip rate" + (f" by {', '.join(self.by)}" if self.by else "")
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -212,7 +215,8 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
     Returns
     -------
     dict
-        ``form``, ``icc``, ``lower``, ``upper``, ``f``, ``df1``, ``df2``, ``p``, ``n_items``,
+        ``form``, ``icc``, ``conf_low``, ``conf_high``, ``statistic`` (F), ``df1``, ``df2``,
+        ``p_value``, ``n_items``,
         ``n_runs`` and the mean squares ``ms_rows``, ``ms_cols``, ``ms_error``, ``ms_within``.
 
     Examples
@@ -290,18 +294,20 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
             else:
                 lower, upper = 1 - 1 / fl, 1 - 1 / fu
         p = stats.f.sf(f, df1, df2)
-    return {"form": _form_name(model, type, unit, nr), "icc": float(coef), "lower": float(lower),
-            "upper": float(upper), "f": float(f), "df1": float(df1), "df2": float(df2), "p": float(p),
+    return {"form": _form_name(model, type, unit, nr), "icc": float(coef),
+            "conf_low": float(lower), "conf_high": float(upper), "statistic": float(f),
+            "df1": float(df1), "df2": float(df2), "p_value": float(p),
             "n_items": ns, "n_runs": nr, "ms_rows": ms_r, "ms_cols": ms_c, "ms_error": ms_e,
             "ms_within": ms_w}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ICCResult(Result):
     """ICCs per slice.
 
     ``table`` columns: the slice columns, ``form`` (e.g. ``ICC(C,1)``), ``n_items``, ``n_runs``,
-    ``icc``, ``lower``, ``upper`` (confidence interval), ``f``, ``df1``, ``df2``, ``p`` (F test of
+    ``icc``, ``conf_low``, ``conf_high`` (confidence interval), ``statistic`` (F), ``df1``,
+    ``df2``, ``p_value`` (F test of
     H0: ICC = r0) and ``quality`` (band label).
     """
 
@@ -312,6 +318,13 @@ class ICCResult(Result):
     unit: str
     conf_level: float
     bands: tuple[float, ...]
+
+    def _title(self) -> str:
+        return "Intraclass correlation of runs" + (f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"{self.model}, {self.type}, {self.unit}; {self.conf_level:.0%} interval; "
+                "statistic: F test of ICC = r0 (df1, df2)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -387,7 +400,8 @@ def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | No
             warnings.warn(f"{where}the ICC is undefined (no variation within or between items)",
                           DataWarning, stacklevel=2)
         rows.append(dict(zip(by_, key)) | {k: res[k] for k in (
-            "form", "n_items", "n_runs", "icc", "lower", "upper", "f", "df1", "df2", "p")})
+            "form", "n_items", "n_runs", "icc", "conf_low", "conf_high", "statistic", "df1", "df2",
+            "p_value")})
     table = pd.DataFrame(rows)
     table["quality"] = quality_band(table["icc"].to_numpy(), bands, labels) if len(table) else []
     return ICCResult(table=table, by=tuple(by_), model=model, type=type, unit=unit,
@@ -398,7 +412,7 @@ def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | No
 # model-based (latent-scale) ICC
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class LatentICCResult(Result):
     """Latent-scale variance decomposition of a logistic GLMM with item and item:run intercepts.
 
@@ -415,6 +429,13 @@ class LatentICCResult(Result):
     run_share: float
     n_runs: int
     icc_runs_average: float
+
+    def _title(self) -> str:
+        return "Latent-scale variance shares of a GLMM"
+
+    def _header(self) -> list[str]:
+        return [f"ICC across runs {self.icc_runs:.3f}; average of {self.n_runs} run(s) "
+                f"{self.icc_runs_average:.3f}"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

@@ -20,6 +20,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -27,9 +28,10 @@ import pandas as pd
 from scipy import special, stats
 
 from . import _slicing as sl
-from ._result import Result, frame_records
+from ._result import Result, contrast_label, frame_records
 from .data import RunsData, ensure_runs
 from .errors import DataError
+from .parallel import parallel_map
 
 __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
            "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
@@ -40,13 +42,16 @@ __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "a
 # the paper's statistic
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SliceSEResult(Result):
     """``table``: ``n_runs`` (first R runs pooled), ``n_slices``, ``mean_accuracy``, ``sd_accuracy``
     (SD of the slice accuracies) and ``se`` = sd_accuracy / sqrt(n_slices)."""
 
     table: pd.DataFrame
     slice_by: tuple[str, ...]
+
+    def _title(self) -> str:
+        return "Standard error of slice accuracy by number of runs"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -220,7 +225,7 @@ def _se(var_between: np.ndarray, var_within: np.ndarray, n_items: np.ndarray, n_
 # SE against runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SEvsRunsResult(Result):
     """Standard error of slice accuracies against the number of runs.
 
@@ -247,6 +252,10 @@ class SEvsRunsResult(Result):
     by: tuple[str, ...]
     pairs: pd.DataFrame | None = None
     pair_projection: pd.DataFrame | None = None
+
+    def _title(self) -> str:
+        return "Standard error vs number of runs" + (
+            f" by {', '.join(self.by)}" if self.by else "")
 
     def to_frame(self) -> pd.DataFrame:
         return self.paper.copy()
@@ -409,7 +418,7 @@ def accuracy_components(eta: float | Sequence[float], sd_item: float, sd_item_ru
 # planning
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PlanResult(Result):
     """The cheapest design meeting a target.
 
@@ -426,6 +435,13 @@ class PlanResult(Result):
     target: str
     value: float
     table: pd.DataFrame
+
+    def _title(self) -> str:
+        return "Study plan"
+
+    def _header(self) -> list[str]:
+        return [f"{self.n_items} items x {self.n_runs} runs, cost {self.cost:g}: "
+                f"{self.target} {self.achieved:.4g} (target {self.value:.4g})"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -631,12 +647,12 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
 # significance stability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SignFlipResult(Result):
     """Which contrasts against the reference change significance between single runs and all runs.
 
     ``details``: ``run`` (``"all"`` or a run label), ``contrast`` (``"level - ref"``), ``estimate``,
-    ``se``, ``lower``, ``upper`` (Wald, log-odds), ``p``, ``significant`` and ``flipped`` (the
+    ``se``, ``conf_low``, ``conf_high`` (Wald, log-odds), ``p_value``, ``significant`` and ``flipped`` (the
     decision differs from the all-runs fit).  ``rate``: share of contrasts whose decision flips in
     at least one single run (the paper's definition); ``run_rate``: share of (run, contrast) pairs
     that flip.  ``fits``: one row per fit with ``formula``, ``nobs``, ``converged``, ``singular``.
@@ -648,6 +664,13 @@ class SignFlipResult(Result):
     run_rate: float
     term: str
     ref: Any
+
+    def _title(self) -> str:
+        return f"Significance flips of {self.term} contrasts between single runs and all runs"
+
+    def _header(self) -> list[str]:
+        return [f"scale: log-odds (contrast level - reference); rate {self.rate:.3f} of "
+                f"contrasts flip in some run, {self.run_rate:.3f} of (run, contrast) pairs"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.details.copy()
@@ -676,14 +699,21 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_l
     mask = [t == term for t in design.column_terms]
     tab = tab[mask].copy()
     prefix = f"{term}[T."
-    tab["contrast"] = [f"{c[len(prefix):-1] if c.startswith(prefix) else c} - {ref}" for c in tab["term"]]
+    tab["contrast"] = [contrast_label(c[len(prefix):-1] if c.startswith(prefix) else c, ref)
+                       for c in tab["term"]]
     info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
     return tab, info
 
 
+def _fit_job(job: tuple, term: str, ref: Any, conf_level: float) -> tuple:
+    _, formula, data = job
+    return _fit_contrasts(data, formula, term, ref, conf_level)
+
+
 def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Any = None,
                    run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
-                   n_jobs: int = 1, progress: bool = False, missing: str = "raise") -> SignFlipResult:
+                   n_jobs: int | None = None, progress: bool = False,
+                   missing: str = "raise") -> SignFlipResult:
     """Refit a GLMM on each single run and report which contrasts change significance.
 
     The model is fitted on all runs and, separately, on the rows of each run.  For every level of
@@ -712,8 +742,9 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: An
     drop_run_terms : bool
         In single-run fits drop random terms grouped by the run column (``(1|item:run)`` has one
         level per item there and is aliased with ``(1|item)``).
-    n_jobs : int
-        Fits run in parallel with joblib.
+    n_jobs : int, optional
+        Fits run in parallel with joblib (default: an enclosing ``joblib.parallel_config``, else 1;
+        see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Progress bar over fits.
     missing : {"raise", "drop"}
@@ -732,9 +763,6 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: An
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']
     """
-    from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
-
     from .glmm.design import check_data
 
     data = check_data(formula, data, missing=missing)
@@ -748,15 +776,16 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: An
     single = _without_run_terms(formula, run_col) if drop_run_terms else formula
     runs = sl.levels(d[run_col])
     jobs = [("all", formula, d)] + [(r, single, d[d[run_col] == r]) for r in runs]
-    it = tqdm(jobs, desc="refits") if progress else jobs
-    out = Parallel(n_jobs=n_jobs)(delayed(_fit_contrasts)(sub, f, term, ref, conf_level) for _, f, sub in it)
+    out = parallel_map(partial(_fit_job, term=term, ref=ref, conf_level=conf_level), jobs, n_jobs=n_jobs,
+                       progress=progress, desc="refits")
     alpha = 1 - conf_level
     frames, fits = [], []
     for (label, _, _), (tab, info) in zip(jobs, out):
         frames.append(pd.DataFrame({
             "run": str(label), "contrast": tab["contrast"].to_numpy(), "estimate": tab["estimate"].to_numpy(),
-            "se": tab["se"].to_numpy(), "lower": tab["ci_low"].to_numpy(), "upper": tab["ci_high"].to_numpy(),
-            "p": tab["p"].to_numpy(), "significant": (tab["p"] < alpha).to_numpy()}))
+            "se": tab["se"].to_numpy(), "conf_low": tab["conf_low"].to_numpy(),
+            "conf_high": tab["conf_high"].to_numpy(), "p_value": tab["p_value"].to_numpy(),
+            "significant": (tab["p_value"] < alpha).to_numpy()}))
         fits.append({"run": str(label)} | info)
     details = pd.concat(frames, ignore_index=True)
     ref_sig = details[details["run"] == "all"].set_index("contrast")["significant"]

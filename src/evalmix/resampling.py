@@ -43,7 +43,7 @@ _METHODS = ("percentile", "basic", "bca", "t")
 _CHUNK_CELLS = 250_000  # elements per gathered chunk: stays in cache, ~2 MB of indices
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapResult(Result):
     """A bootstrap estimate with its interval.
 
@@ -77,6 +77,9 @@ class BootstrapResult(Result):
     distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     details: dict = field(default_factory=dict)
 
+    def _title(self) -> str:
+        return f"Bootstrap interval ({self.method}, {self.conf_level:.0%})"
+
     def to_frame(self) -> pd.DataFrame:
         row = {"estimate": self.estimate, "se": self.se, "conf_low": self.conf_low,
                "conf_high": self.conf_high, "method": self.method, "conf_level": self.conf_level,
@@ -90,7 +93,7 @@ class BootstrapResult(Result):
         return (self.conf_high - self.conf_low) / 2
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BootstrapTable(Result):
     """Bootstrap intervals for several groups resampled together (same items in every group).
 
@@ -105,6 +108,9 @@ class BootstrapTable(Result):
 
     table: pd.DataFrame
     distributions: pd.DataFrame = field(repr=False)
+
+    def _title(self) -> str:
+        return "Bootstrap intervals by group (shared resamples)"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

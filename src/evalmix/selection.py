@@ -19,21 +19,29 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
+from .fitted import coefficients, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
 
 # --- type-III Wald tests --------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AnovaTable(Result):
-    """Wald chi-square tests, one row per term: ``term``, ``chisq``, ``df``, ``p``."""
+    """Wald chi-square tests, one row per term: ``term``, ``statistic`` (the Wald chi-square),
+    ``df``, ``p_value``."""
 
     table: pd.DataFrame
     type: int = 3
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
+
+    def _title(self) -> str:
+        return "Type-III Wald chi-square tests (car::Anova)"
+
+    def _header(self) -> list[str]:
+        return ["statistic: Wald chi-square"]
 
 
 def anova(fit: Any, type: int | str = 3) -> AnovaTable:
@@ -61,31 +69,35 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.anova(fit).to_frame().round(3)
-              term   chisq  df      p
-    0  (Intercept)   7.132   1  0.008
-    1        model  25.952   2  0.000
+              term  statistic  df  p_value
+    0  (Intercept)      7.132   1    0.008
+    1        model     25.952   2    0.000
     """
     if str(type).upper() not in ("3", "III"):
         raise ValueError(f"type={type!r}: only type-III Wald tests (type=3) are provided")
     if getattr(fit, "fixef_draws", None) is not None:
         raise TypeError("Wald tests need a maximum-likelihood fit (fixef and vcov); "
                         "for a posterior fit, look at contrasts with evalmix.contrast")
-    names = list(map(str, fit.fixef.index))
-    beta = fit.fixef.to_numpy(dtype=float)
-    V = pd.DataFrame(fit.vcov).loc[names, names].to_numpy(dtype=float)
+    coefs = coefficients(fit)
+    names = coefs.names
     column_terms = list(fit.fixed_design.column_terms)
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
-        idx = [i for i, t in enumerate(column_terms) if t == term]
-        b, v = beta[idx], V[np.ix_(idx, idx)]
-        # pseudo-inverse and rank guard against aliased columns, as car's linearHypothesis does
-        df = int(np.linalg.matrix_rank(v))
-        chisq = float(b @ np.linalg.pinv(v) @ b)
-        rows.append((term, chisq, df, float(stats.chi2.sf(chisq, df))))
-    return AnovaTable(pd.DataFrame(rows, columns=["term", "chisq", "df", "p"]))
+        L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
+        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov, separation=coefs.separation)))
+    divergent = [r[0] for r in rows if np.isnan(r[1])]
+    if coefs.separation is not None and divergent:
+        import warnings
+
+        from .errors import SeparationWarning
+
+        warnings.warn(f"no Wald test for {divergent}: their estimates diverge (separation, see "
+                      "fit.separation); refit with fixef_prior='normal(0, 2.5)' or compare "
+                      "likelihoods of nested fits", SeparationWarning, stacklevel=2)
+    return AnovaTable(pd.DataFrame(rows, columns=["term", "statistic", "df", "p_value"]))
 
 
 # --- model comparison -----------------------------------------------------------------------------
@@ -125,14 +137,15 @@ def _nested(small: Any, large: Any) -> bool | None:
     return fs <= fl and rs == rl
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelComparison(Result):
     """Information criteria of several fits, sorted by BIC, with lme4-style likelihood-ratio tests.
 
     ``table`` columns: ``name``, ``df``, ``loglik``, ``aic``, ``bic``, ``delta_bic``,
     ``bic_weight``, ``delta_aic``, ``aic_weight``, and, for each model compared with the next
-    smaller one in lme4's order (by number of parameters), ``lrt_vs``, ``nested``, ``chisq``,
-    ``df_diff``, ``p``.  ``lrt`` holds the table in lme4's ``anova()`` layout.
+    smaller one in lme4's order (by number of parameters), ``lrt_vs``, ``nested``, ``statistic``
+    (the likelihood-ratio chi-square), ``df_diff``, ``p_value``.  ``lrt`` holds the table in
+    lme4's ``anova()`` layout.
     """
 
     table: pd.DataFrame
@@ -150,8 +163,12 @@ class ModelComparison(Result):
         out["verdict"] = self.verdict()
         return out
 
-    def __repr__(self) -> str:
-        return super().__repr__() + "\n" + self.verdict()
+    def _title(self) -> str:
+        return "Model comparison" + (" (likelihood-ratio tests: lrt_vs, statistic, df_diff, "
+                                     "p_value)" if self.criterion == "bic" else f" by {self.criterion}")
+
+    def _notes(self) -> list[str]:
+        return [self.verdict()]
 
     def verdict(self) -> str:
         """Plain-language reading of the BIC difference between the best two models.
@@ -202,7 +219,7 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any], *, ic: str = "loo"
         Sorted by BIC.  ``delta_bic`` and ``delta_aic`` are differences from the best model,
         ``bic_weight`` and ``aic_weight`` are ``exp(-delta/2)`` normalised to sum to one.  As in
         lme4, models are ordered by their number of parameters and each is tested against the
-        one before it: ``chisq = 2 * max(0, loglik - loglik_prev)``, ``df_diff`` the difference
+        one before it: ``statistic = 2 * max(0, loglik - loglik_prev)``, ``df_diff`` the difference
         in parameters, ``p`` from the chi-square distribution (none when ``df_diff`` is 0).
         lme4 does not check that the pair is nested; ``nested`` says whether it is (fixed terms
         a subset, same random terms); the test is only meaningful when it is.
@@ -255,18 +272,19 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any], *, ic: str = "loo"
     lrt_rows = []
     for pos, i in enumerate(order):
         row = {"name": names[i], "npar": int(df[i]), "aic": aic[i], "bic": bic[i],
-               "loglik": ll[i], "deviance": -2 * ll[i], "chisq": np.nan, "df_diff": np.nan,
-               "p": np.nan, "lrt_vs": None, "nested": None}
+               "loglik": ll[i], "deviance": -2 * ll[i], "statistic": np.nan, "df_diff": np.nan,
+               "p_value": np.nan, "lrt_vs": None, "nested": None}
         if pos > 0:
             j = order[pos - 1]
             chisq = 2 * max(0.0, ll[i] - ll[j])
             ddf = int(df[i] - df[j])
-            row.update(chisq=chisq, df_diff=ddf, lrt_vs=names[j],
-                       p=float(stats.chi2.sf(chisq, ddf)) if ddf > 0 else np.nan,
+            row.update(statistic=chisq, df_diff=ddf, lrt_vs=names[j],
+                       p_value=float(stats.chi2.sf(chisq, ddf)) if ddf > 0 else np.nan,
                        nested=_nested(items[j][1], items[i][1]))
         lrt_rows.append(row)
     lrt = pd.DataFrame(lrt_rows)
-    table = table.merge(lrt[["name", "lrt_vs", "nested", "chisq", "df_diff", "p"]], on="name")
+    table = table.merge(lrt[["name", "lrt_vs", "nested", "statistic", "df_diff", "p_value"]],
+                        on="name")
     table = table.sort_values("bic", kind="stable").reset_index(drop=True)
     return ModelComparison(table=table, lrt=lrt)
 

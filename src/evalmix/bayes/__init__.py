@@ -103,7 +103,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, Any] | None = No
     >>> d = glmm_runs(3, 30, 2, seed=1)
     >>> fit = glmer("correct ~ model + (1|item)", d, draws=200, tune=200, chains=2, seed=1,
     ...             progressbar=False)  # doctest: +SKIP
-    >>> fit.summary()[["parameter", "mean", "hdi_low", "hdi_high", "r_hat"]]  # doctest: +SKIP
+    >>> fit.to_frame()[["parameter", "estimate", "conf_low", "conf_high", "r_hat"]]  # doctest: +SKIP
     """
     for name, v in (("draws", draws), ("tune", tune), ("chains", chains)):
         if int(v) != v or v < 1:
@@ -165,4 +165,5 @@ def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
                 lo, hi = hdi(cor[:, None], 0.95).T
                 rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
                              float(cor.mean()), lo[0], hi[0]))
-    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_lower", "sd_upper"])
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_conf_low",
+                                 "sd_conf_high"])

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, log_expit
 
-from .._result import Result, frame_records
+from .._result import Result, Summary, frame_records
 from ..draws import hdi
-from ..errors import DataError, SamplingWarning
+from ..errors import DataError
 from .model import BayesModel, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
@@ -26,7 +26,7 @@ def flatten_chains(a: np.ndarray) -> np.ndarray:
     return a.reshape((-1,) + a.shape[2:])
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RankResult(Result):
     """Posterior rank distribution of the levels of a factor (rank 1 = highest accuracy).
 
@@ -42,15 +42,18 @@ class RankResult(Result):
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
+    def _title(self) -> str:
+        return f"Posterior ranks of {self.factor} (rank 1 = best)"
 
-@dataclass(frozen=True, repr=False)
+
+@dataclass(frozen=True, eq=False, repr=False)
 class PPCResult(Result):
     """Posterior predictive check of accuracy (and optionally its spread across groups).
 
-    ``table`` columns: ``statistic``, the ``by`` column (when given), ``observed``, ``pred_mean``,
-    ``pred_lower``, ``pred_upper`` (central interval of the replicated statistic) and ``ppp``
-    (posterior predictive p-value, P(replicated >= observed)); values of ``ppp`` near 0 or 1 flag
-    a misfit.
+    ``table`` columns: ``check`` (the statistic checked), the ``by`` column (when given),
+    ``observed``, ``pred_mean``, ``conf_low``, ``conf_high`` (central predictive interval of the
+    replicated statistic) and ``ppp`` (posterior predictive p-value, P(replicated >= observed));
+    values of ``ppp`` near 0 or 1 flag a misfit.
     """
 
     table: pd.DataFrame
@@ -59,8 +62,15 @@ class PPCResult(Result):
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
+    def _title(self) -> str:
+        return "Posterior predictive check"
 
-@dataclass(frozen=True, repr=False)
+    def _header(self) -> list[str]:
+        return [f"conf_low/conf_high: {self.prob:.0%} central interval of the replicated "
+                "statistic; ppp = P(replicated >= observed)"]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class BayesGlmerResult(Result):
     """A hierarchical Bayesian binomial-logit GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
 
@@ -76,7 +86,8 @@ class BayesGlmerResult(Result):
         Posterior covariance of the fixed effects.
     varcorr : DataFrame
         ``group``, ``var1``, ``var2``, ``variance``, ``sd`` (posterior means; correlations in ``sd``
-        where ``var2`` is set) and the HDI of the SD or correlation (``sd_lower``, ``sd_upper``).
+        where ``var2`` is set) and the 95% HDI of the SD or correlation (``sd_conf_low``,
+        ``sd_conf_high``).
     nobs : int
         Rows as given.
     priors : DataFrame
@@ -181,7 +192,8 @@ class BayesGlmerResult(Result):
                        f"groups: {[p.term.group for p in self._bm.plans]}")
 
     def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
-        """Posterior means, SDs and HDIs of every random effect (``group``, ``level``, ``term``)."""
+        """Every random effect (``group``, ``level``, ``term``): posterior mean ``estimate``,
+        posterior SD ``se`` and HDI ``conf_low``, ``conf_high``."""
         rows = []
         for p in self._bm.plans:
             t = p.term
@@ -192,7 +204,8 @@ class BayesGlmerResult(Result):
                 lo, hi = hdi(v, hdi_prob).T
                 rows += [(t.group, lv, c, m, s, a, b) for lv, m, s, a, b in
                          zip(t.levels, v.mean(0), v.std(0, ddof=1), lo, hi)]
-        return pd.DataFrame(rows, columns=["group", "level", "term", "mean", "sd", "hdi_low", "hdi_high"])
+        return pd.DataFrame(rows, columns=["group", "level", "term", "estimate", "se", "conf_low",
+                                           "conf_high"])
 
     # ------------------------------------------------------------------ likelihood
     def log_likelihood(self) -> np.ndarray:
@@ -254,16 +267,17 @@ class BayesGlmerResult(Result):
             return az.waic(self.idata, pointwise=pointwise)
 
     # ------------------------------------------------------------------ summaries
-    def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> pd.DataFrame:
-        """Posterior summary: ``mean``, ``sd``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
-        ``ess_tail`` per parameter (fixed effects, random-effect SDs and correlations; the random
-        effects themselves with ``random_effects=True``).  ``divergences`` (whole fit) is in
-        ``.attrs["divergences"]`` and in the last column.
+    def posterior_table(self, hdi_prob: float = 0.95, random_effects: bool = False) -> pd.DataFrame:
+        """Per parameter (fixed effects, random-effect SDs and correlations; the random effects
+        themselves with ``random_effects=True``): the posterior mean ``estimate``, posterior SD
+        ``se``, highest-density interval ``conf_low``, ``conf_high``, and the diagnostics
+        ``r_hat``, ``ess_bulk``, ``ess_tail``.  ``divergences`` (whole fit) is in
+        ``.attrs["divergences"]`` and in the last column.  Fixed effects are on the log-odds scale.
 
         Examples
         --------
-        >>> fit.summary().columns.tolist()  # doctest: +SKIP
-        ['parameter', 'mean', 'sd', 'hdi_low', 'hdi_high', 'r_hat', 'ess_bulk', 'ess_tail', 'divergences']
+        >>> fit.posterior_table().columns.tolist()  # doctest: +SKIP
+        ['parameter', 'estimate', 'se', 'conf_low', 'conf_high', 'r_hat', 'ess_bulk', 'ess_tail', 'divergences']
         """
         key = ("summary", hdi_prob, random_effects)
         if key in self._cache:
@@ -290,8 +304,9 @@ class BayesGlmerResult(Result):
             ess_tail = az.ess(ds, method="tail")["x"].values
         flat = arr.reshape(-1, len(names))
         lo, hi = hdi(flat, hdi_prob).T
-        out = pd.DataFrame({"parameter": names, "mean": flat.mean(0), "sd": flat.std(0, ddof=1),
-                            "hdi_low": lo, "hdi_high": hi, "r_hat": rhat,
+        out = pd.DataFrame({"parameter": names, "estimate": flat.mean(0),
+                            "se": flat.std(0, ddof=1), "conf_low": lo, "conf_high": hi,
+                            "r_hat": rhat,
                             "ess_bulk": ess_bulk, "ess_tail": ess_tail})
         out["divergences"] = self.divergences
         out.attrs["divergences"] = self.divergences
@@ -299,24 +314,49 @@ class BayesGlmerResult(Result):
         self._cache[key] = out
         return out.copy()
 
+    def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> Summary:
+        """The posterior as one :class:`~evalmix._result.Summary`, like :meth:`GlmerResult.summary`.
+
+        Tables: ``Parameters`` (:meth:`posterior_table`) and ``Random effects`` (``varcorr``);
+        the header has the sampler, chains and draws; the notes list what the convergence checks
+        found (:meth:`diagnostics`).
+
+        Examples
+        --------
+        >>> print(fit.summary())  # doctest: +SKIP
+        """
+        return Summary(self._title(), self._header(hdi_prob),
+                       [("Parameters", self.posterior_table(hdi_prob, random_effects)),
+                        ("Random effects", self.varcorr)], self._notes())
+
+    scale = "log-odds"
+
     def to_frame(self) -> pd.DataFrame:
-        return self.summary()
+        return self.posterior_table()
+
+    def _title(self) -> str:
+        return f"BayesGlmerResult: {self.formula}"
+
+    def _header(self, hdi_prob: float = 0.95) -> list[str]:
+        return [f"binomial (logit), {self.chains} chains x {self.draws} draws, sampler "
+                f"{self.sampler}, {self.divergences} divergences, {self.seconds:.1f} s; "
+                f"{self.nobs} obs",
+                f"scale: log-odds; estimate = posterior mean, se = posterior SD, "
+                f"conf_low/conf_high = {hdi_prob:.0%} highest-density interval"]
+
+    def _notes(self) -> list[str]:
+        return self.diagnostics()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": frame_records(self.summary()), "formula": self.formula,
+        return {"table": frame_records(self.posterior_table()), "formula": self.formula,
+                "scale": self.scale,
                 "sampler": self.sampler, "seconds": self.seconds, "divergences": self.divergences,
                 "priors": frame_records(self.priors),
                 "parameterization": frame_records(self.parameterization)}
 
-    def __repr__(self) -> str:
-        s = self.summary()
-        return (f"BayesGlmerResult: {self.formula}\n{self.chains} chains x {self.draws} draws, "
-                f"sampler {self.sampler}, {self.divergences} divergences, {self.seconds:.1f} s\n"
-                + s.drop(columns="divergences").to_string(index=False))
-
     def diagnostics(self) -> list[str]:
         """Problems the convergence checks found (empty when the draws look trustworthy)."""
-        s = self.summary()
+        s = self.posterior_table()
         msgs = []
         if self.divergences:
             msgs.append(f"{self.divergences} divergent transitions: the sampler missed part of the "
@@ -408,8 +448,8 @@ class BayesGlmerResult(Result):
                                   for r in yrep])
                 rows.append((f"sd of accuracy across {spread}", lv, obs_s, rep_s.mean(),
                              *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
-        tab = pd.DataFrame(rows, columns=["statistic", by or "group", "observed", "pred_mean",
-                                          "pred_lower", "pred_upper", "ppp"])
+        tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean",
+                                          "conf_low", "conf_high", "ppp"])
         return PPCResult(tab, prob)
 
 

@@ -15,7 +15,7 @@ from ..data import MISSING_POLICIES, load_table, read_runs
 from ..errors import DataError
 
 __all__ = ["add_data_arguments", "conf_level", "dump_json", "emit", "load_data", "positive_int",
-           "split_list", "strict_json"]
+           "records", "result_doc", "split_list", "strict_json"]
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
 RECORDED_WARNINGS: list[Any] = []
@@ -95,6 +95,10 @@ _REASONS = {
 }
 
 
+_SEPARATED = ("not finite: the fit is separated (a group with every response a success or a failure), "
+              "so this estimate or its standard error diverges")
+
+
 def strict_json(doc: Any) -> Any:
     """``doc`` with every NaN/Infinity replaced by null, and a ``notes`` list saying where and why.
 
@@ -107,6 +111,7 @@ def strict_json(doc: Any) -> Any:
     'table[0].se'
     """
     notes: list[dict[str, str]] = []
+    separated = any(getattr(w.category, "__name__", "") == "SeparationWarning" for w in RECORDED_WARNINGS)
 
     def walk(obj: Any, path: str) -> Any:
         if isinstance(obj, dict):
@@ -120,7 +125,7 @@ def strict_json(doc: Any) -> Any:
                 return obj
         if isinstance(obj, float) and not math.isfinite(obj):
             label = _non_finite(obj)
-            reason = _REASONS[label] + ('; see "warnings"' if RECORDED_WARNINGS else "")
+            reason = (_SEPARATED if separated else _REASONS[label]) + ('; see "warnings"' if RECORDED_WARNINGS else "")
             notes.append({"field": path, "value": label, "reason": reason})
             return None
         return obj
@@ -129,6 +134,20 @@ def strict_json(doc: Any) -> Any:
     if notes and isinstance(out, dict):
         out["notes"] = list(out.get("notes") or []) + notes
     return out
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table as JSON records with its non-finite numbers kept, for :func:`strict_json` to note."""
+    return [{str(k): v for k, v in rec.items()} for rec in frame.to_dict(orient="records")]
+
+
+def result_doc(result: Any) -> dict[str, Any]:
+    """``result.to_dict()`` with its ``table`` rebuilt by :func:`records`, so that a NaN or infinite
+    value becomes null *with* a note rather than a bare null."""
+    doc = dict(result.to_dict())
+    if "table" in doc and hasattr(result, "to_frame"):
+        doc["table"] = records(result.to_frame())
+    return doc
 
 
 def dump_json(doc: Any, out: Any = None) -> None:
@@ -144,8 +163,7 @@ def emit(args: argparse.Namespace, table: pd.DataFrame | Any, extra: dict[str, A
     """Print a result as text, or as JSON with ``--json``."""
     frame = table.to_frame() if hasattr(table, "to_frame") else table
     if args.json:
-        records = [{str(k): v for k, v in rec.items()} for rec in frame.to_dict(orient="records")]
-        doc = {"command": args.command, "table": records}
+        doc = {"command": args.command, "table": records(frame)}
         if extra:
             doc.update(extra)
         dump_json(doc)

@@ -20,11 +20,10 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..multiplicity import ADJUST_METHODS
-from .._result import frame_records
 from ..emmeans import contrast, emmeans
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
-from ._common import add_data_arguments, conf_level, dump_json, load_data
+from ._common import add_data_arguments, conf_level, dump_json, load_data, records, result_doc
 
 __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
@@ -45,7 +44,10 @@ def _fit_summary(fit: Any) -> dict[str, Any]:
     return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
-            "coefficients": frame_records(fit.coef_table())}
+            "coefficients": records(fit.coef_table()),
+            # divergent estimates are null in the tables; which way they diverge is here
+            "separation": (fit.separation.to_dict() if getattr(fit, "separation", None) is not None
+                           else None)}
 
 
 def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -99,13 +101,13 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if args.emmeans:
         emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
                       conf_level=args.conf_level)
-        result["emmeans"] = emm.to_dict()
+        result["emmeans"] = result_doc(emm)
     if args.contrast:
         con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
                        conf_level=args.conf_level)
-        result["contrasts"] = con.to_dict()
+        result["contrasts"] = result_doc(con)
     if args.anova:
-        result["anova"] = anova(fit).to_dict()
+        result["anova"] = result_doc(anova(fit))
     if args.json:
         dump_json(result, out)
         return 0
@@ -158,7 +160,7 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     fit = _fitter()
     comparison = compare_models({f: fit(f, data) for f in args.formula})
     if args.json:
-        dump_json(comparison.to_dict(), out)
+        dump_json(result_doc(comparison), out)
         return 0
     _print_table("Models by BIC", comparison.to_frame(), out)
     _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)

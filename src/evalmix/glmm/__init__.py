@@ -7,17 +7,21 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..data import RunsData
-from ..errors import ConvergenceWarning, FitWarning, SingularFitWarning
+from ..errors import ConvergenceWarning, FitWarning, SeparationWarning, SingularFitWarning
 from .deviance import DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design, check_data
 from .optimize import OptimizerReport, boundary_probes, hessian, optimize
 from .result import FittedModel, GlmerResult
+from .prior import PenalizedDeviance, parse_fixef_prior
+from .separation import expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 
@@ -39,17 +43,7 @@ def _blas_single_thread():
 def drop_rank_deficient(design: GlmmDesign) -> list[str]:
     """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
-    keep: list[int] = []
-    Q = np.zeros((Xu.shape[0], 0))
-    for j in range(Xu.shape[1]):
-        x = Xu[:, j]
-        nrm = np.linalg.norm(x)
-        r = x - Q @ (Q.T @ x) if Q.shape[1] else x.copy()
-        r = r - Q @ (Q.T @ r) if Q.shape[1] else r
-        rn = np.linalg.norm(r)
-        if nrm > 0 and rn > 1e-7 * nrm:
-            keep.append(j)
-            Q = np.column_stack([Q, r / rn])
+    keep = independent_columns(Xu)
     dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
     if dropped:
         design.X.take_columns(keep)
@@ -105,7 +99,7 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
 
 def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
-          maxiter: int = 500, missing: str = "raise") -> GlmerResult:
+          maxiter: int = 500, fixef_prior: Any = None, missing: str = "raise") -> GlmerResult:
     """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
 
     The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
@@ -141,6 +135,14 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         ``{"theta": array, "beta": array}`` starting values (lme4's ``start``).
     maxiter : int
         Iteration limit of the outer optimiser.
+    fixef_prior : str, float, list or dict, optional
+        A normal prior on the fixed effects, maximised with the likelihood as
+        ``blme::bglmer(..., fixef.prior = normal(sd = ...), cov.prior = NULL)`` does:
+        ``"normal(0, 2.5)"`` (sd 2.5 for every coefficient), ``"normal"`` (blme's default, sd 10
+        for the intercept and 2.5 for the rest), ``"normal(sd = c(10, 2.5))"``, a list of sds or
+        ``{"Intercept": 10, "": 2.5}`` (see :func:`evalmix.glmm.prior.parse_fixef_prior`). It
+        keeps the estimates finite under separation. ``loglik`` is then the likelihood at the
+        penalised estimates and ``prior_deviance`` blme's "Prior dev".
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
@@ -155,6 +157,11 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         A variance parameter is on its boundary (lme4's "boundary (singular) fit").
     ConvergenceWarning
         The convergence checks of lme4 fail (scaled gradient > 0.002, degenerate Hessian).
+    SeparationWarning
+        Some fixed-effect estimates are infinite (complete or quasi-complete separation, found
+        by a linear program as ``detectseparation``): they are reported as ``+-inf`` with NaN
+        standard errors and recorded in ``fit.separation``; the warning names the coefficients
+        and the rows fitted perfectly.
 
     Examples
     --------
@@ -172,10 +179,11 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     if vcov_method not in VCOV_METHODS:
         raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")
     with _blas_single_thread():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing)
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior, missing)
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) -> GlmerResult:
+def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
+           missing="raise") -> GlmerResult:
     if not isinstance(data, pd.DataFrame):
         data = check_data(formula, data, trials=trials, missing=missing)
     design = build_design(formula, data, pool=pool, trials=trials, missing=missing)
@@ -183,10 +191,26 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) ->
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
-    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
+    # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
+    sep = find_separation(design)
+    prior_note = None
+    if prior is not None and sep is not None:
+        prior_note = (f"{sep.kind} separation in the fixed effects ({'; '.join(sep.slices)}): the "
+                      "prior keeps the estimates finite, so they depend on it")
+        sep = None
+    if sep is not None:
+        warnings.warn(sep.message, SeparationWarning, stacklevel=3)
+        Xf, kf, mf, termsf = limit_problem(design, sep)
+        if kf.size == 0:
+            return _completely_separated(formula, design, sep)
+    else:
+        Xf, kf, mf, termsf = design.X, design.k, design.m, design.terms
+    ld = (LaplaceDeviance(Xf, kf, mf, termsf) if prior is None
+          else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior))
     lower = design.theta_lower
     theta0 = design.theta_start
-    beta0 = np.zeros(design.X.shape[1])
+    beta0 = np.zeros(Xf.shape[1])
     if start:
         if "theta" in start:
             theta0 = np.asarray(start["theta"], dtype=float)
@@ -194,6 +218,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) ->
                 raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
         if "beta" in start:
             beta0 = np.asarray(start["beta"], dtype=float)
+            if sep is not None:
+                beta0 = beta0[sep.keep]
     ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
                        probes=lambda th: boundary_probes(design.terms, th))
     nt, p = ev.theta.size, ev.beta.size
@@ -203,7 +229,10 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) ->
     at_bound[:nt] = (ev.theta <= lower + 1e-8) & (rep.gradient[:nt] >= 0)
     rep.max_abs_gradient = float(np.max(np.abs(np.where(at_bound, 0.0, rep.gradient))))
     # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
-    H = hessian(ld, ev, lme4_pirls=vcov_method != "hessian_exact")
+    # lme4's deviance function (and blme's) restarts PIRLS from the first-stage linear predictor
+    # and stops one step short of the mode (see ``hessian``); on separated data with a prior
+    # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
+    H = hessian(ld, ev, lme4_pirls=vcov_method == "hessian" and prior_note is None)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -216,6 +245,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) ->
     for msg in conv:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     messages += conv
+    if prior_note is not None:
+        messages.append(prior_note)
     converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
 
     method = vcov_method
@@ -234,15 +265,50 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, missing) ->
         V = np.linalg.inv(ld.rx(ev))
         V = (V + V.T) / 2
     names = design.fixed.columns
+    beta = ev.beta
+    if sep is not None:
+        bp, Vp, beta, V = expand_limit(sep, len(names), ev.beta, V)
+        sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
+        messages.append(sep.message)
     dev = ev.dev - 2.0 * design.log_binom
+    prior_dev = None
+    if prior is not None:  # blme reports the likelihood without the prior
+        pen = prior.penalty(ev.beta)
+        dev -= pen
+        prior_dev = pen + prior.constant
     loglik = -dev / 2.0
     df = nt + p
-    model = FittedModel(design, ld, ev, design.data, design.row_index)
+    model = FittedModel(design, ld, ev, design.data, design.row_index, separation=sep)
     return GlmerResult(
-        formula=formula, fixef=pd.Series(ev.beta, index=names, name="estimate"),
+        formula=formula, fixef=pd.Series(beta, index=names, name="estimate"),
         vcov=pd.DataFrame(V, index=names, columns=names),
         theta=pd.Series(ev.theta, index=design.theta_names, name="theta"),
         loglik=loglik, aic=dev + 2 * df, bic=dev + df * np.log(design.nobs), deviance=dev,
         df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
-        fixed_design=design.fixed, hessian=H, _model=model)
+        fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
+        fixef_prior=prior, prior_deviance=prior_dev)
+
+
+def _completely_separated(formula: str, design: GlmmDesign, sep) -> GlmerResult:
+    """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
+    names = design.fixed.columns
+    p, nt = len(names), design.theta_lower.size
+    bp, Vp, beta, V = expand_limit(sep, p, np.zeros(0), np.zeros((0, 0)))
+    sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
+    theta = np.full(nt, np.nan)
+    dev = -2.0 * design.log_binom
+    rep = OptimizerReport(method="none (complete separation)", converged=False,
+                          message=sep.message, outer_iterations=0, deviance_evaluations=0,
+                          pirls_iterations=0, gradient=np.zeros(0))
+    df = nt + p
+    return GlmerResult(
+        formula=formula, fixef=pd.Series(beta, index=names, name="estimate"),
+        vcov=pd.DataFrame(V, index=names, columns=names),
+        theta=pd.Series(theta, index=design.theta_names, name="theta"),
+        loglik=-dev / 2.0, aic=dev + 2 * df, bic=dev + df * np.log(design.nobs), deviance=dev,
+        df=df, nobs=design.nobs, varcorr=_varcorr(design, theta), converged=False,
+        singular=False, messages=(sep.message,), optimizer=rep, vcov_method="none",
+        fixed_design=design.fixed, hessian=None,
+        _model=FittedModel(design, None, None, design.data, design.row_index, separation=sep),
+        separation=sep)

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from ..data import RunsData, ensure_runs, load_table
-from ..errors import DataError, DataWarning, FitWarning, FormulaError
+from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
                        parse_formula, random_columns, factor_columns)
 
@@ -209,8 +209,6 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         fixed.covariates[c] = float(d[c].mean())
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
-    npat = len(firsts)
-    _check_separation(fixed, Xu, np.bincount(pat, k, npat), np.bincount(pat, m, npat))
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
                       row_index, k_rows, m_rows, d)
 
@@ -275,20 +273,3 @@ class FixedMatrix:
             return np.asarray(E @ self.dense())
         tab = np.bincount(idx * self.npat + self.pat, w, ng * self.npat).reshape(ng, self.npat)
         return tab @ self.Xu
-
-
-def _check_separation(fixed: FixedDesign, X: np.ndarray, k: np.ndarray, m: np.ndarray) -> None:
-    """Warn when a 0/1 fixed-effect column picks rows whose responses are all 0 or all 1."""
-    for j, name in enumerate(fixed.columns):
-        col = X[:, j]
-        if fixed.column_terms[j] == "(Intercept)" or not np.isin(col, (0.0, 1.0)).all():
-            continue
-        on = col == 1.0
-        if not on.any() or on.all():
-            continue
-        ks, ms = k[on].sum(), m[on].sum()
-        if ks == 0 or ks == ms:
-            warnings.warn(f"perfect separation: every response is {0 if ks == 0 else 1} where fixed "
-                          f"effect {name!r} is 1; its estimate and standard error are not finite in "
-                          "the limit (the reported values are where the optimiser stopped)",
-                          FitWarning, stacklevel=4)

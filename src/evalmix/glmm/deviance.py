@@ -298,6 +298,8 @@ class SchurSolver(DenseSolver):
     """
 
     MAX_REST = 4000  # levels of the dense remainder (its Schur complement is qr x qr)
+    DENSE_FILL = 0.25  # share of observed (item, rest level) pairs above which C is stored dense
+    MAX_DENSE = 60_000_000  # entries of a dense C (480 MB), about 3,000 x 20,000
     CHUNK = 4_000_000  # entries of one dense block of G S^-1 (items x qr) when forming leverages
 
     def __init__(self, terms: list[RandomTerm]):
@@ -314,6 +316,11 @@ class SchurSolver(DenseSolver):
                                shape=(self.q1, self.qr))
         self.C.sort_indices()
         assert self.C.nnz == pairs.size  # explicit zeros kept: data slots follow ``pairs``
+        # A (nearly) fully crossed design, e.g. every model answering every item, makes C dense:
+        # then a dense C and one matrix product for C' D^-1 C beat the sparse product by far.
+        self._pairs = pairs
+        self.dense = pairs.size >= self.DENSE_FILL * self.q1 * self.qr and \
+            self.q1 * self.qr <= self.MAX_DENSE
         self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
         order = np.argsort(self.j1, kind="stable")
         self._rows_by_item = order
@@ -331,12 +338,20 @@ class SchurSolver(DenseSolver):
         wv0 = w * V0
         self.D = 1.0 + np.bincount(self.j1, wv0 * V0, self.q1)
         # pairs were sorted by item then column, the order of the CSR data
-        self.C.data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self.C.nnz)
+        data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self._pairs.size)
         wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
         Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
-        self.G = sp.diags(1.0 / self.D) @ self.C
-        S = Hrr - (self.C.T @ self.G).toarray()
+        if self.dense:
+            C = np.zeros(self.q1 * self.qr)
+            C[self._pairs] = data  # pairs are flat (item, rest column) indices
+            self.C = C.reshape(self.q1, self.qr)
+            self.G = self.C / self.D[:, None]
+            S = Hrr - self.C.T @ self.G
+        else:
+            self.C.data = data
+            self.G = sp.diags(1.0 / self.D) @ self.C
+            S = Hrr - (self.C.T @ self.G).toarray()
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
         self._Sinv = None
         return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
@@ -369,7 +384,8 @@ class SchurSolver(DenseSolver):
                 j1 = min(j0 + step, self.q1)
                 Gb = self.G[j0:j1]
                 GSb = np.asarray(Gb @ Sinv)
-                m[j0:j1] = np.asarray(Gb.multiply(GSb).sum(axis=1)).ravel()
+                prod = Gb.multiply(GSb) if sp.issparse(Gb) else Gb * GSb
+                m[j0:j1] = np.asarray(prod.sum(axis=1)).ravel()
                 rows = self._rows_by_item[self._item_start[j0]:self._item_start[j1]]
                 gs_rows[rows] = GSb[self.j1[rows, None] - j0, self.rc[rows]]
             self._Sinv, self._gs_rows, self._m = Sinv, gs_rows, m

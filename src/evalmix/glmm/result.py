@@ -10,13 +10,13 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit
 
-from .._result import Result, frame_records
+from .._result import Result, Summary, frame_records
 from ..errors import FormulaError
 from ..formula import FixedDesign, RandomTerm
 from .optimize import OptimizerReport
 
 
-@dataclass(frozen=True, eq=False)  # holds DataFrames: identity equality, hashable
+@dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
 class GlmerResult(Result):
     """A binomial-logit GLMM fitted by maximum likelihood (Laplace), as ``lme4::glmer``.
 
@@ -45,6 +45,14 @@ class GlmerResult(Result):
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default), ``"hessian_exact"`` or ``"rx"``.
     fixed_design : FixedDesign
+    fixef_prior : NormalPrior or None
+        The prior of a ``fixef_prior=`` fit (``blme::bglmer``); ``loglik`` is then the
+        likelihood at the penalised estimates, and ``prior_deviance`` blme's "Prior dev"
+        (minus twice the log prior density at the estimates).
+    separation : Separation or None
+        Set when the fixed effects are separated (some estimates are ``+-inf``): which
+        coefficients diverge, the rows fitted perfectly, and the finite limit fit
+        (see :mod:`evalmix.glmm.separation`).
 
     Examples
     --------
@@ -79,15 +87,21 @@ class GlmerResult(Result):
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "binomial"
     link: str = "logit"
+    separation: Any = field(repr=False, default=None)  # Separation when estimates diverge
+    fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
+    prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """Fixed effects with Wald SE, z, p, CI and odds ratios (``summary(fit)$coefficients``).
 
+        ``estimate``, ``conf_low`` and ``conf_high`` are on the log-odds scale; ``statistic`` is
+        the Wald z; ``odds_ratio``, ``or_conf_low`` and ``or_conf_high`` are their exponentials.
+
         Examples
         --------
         >>> fit.coef_table().columns.tolist()  # doctest: +SKIP
-        ['term', 'estimate', 'se', 'z', 'p', 'ci_low', 'ci_high', 'odds_ratio', 'or_low', 'or_high']
+        ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high', 'odds_ratio', 'or_conf_low', 'or_conf_high']
         """
         est = self.fixef.to_numpy()
         se = np.sqrt(np.diag(self.vcov.to_numpy()))
@@ -95,21 +109,41 @@ class GlmerResult(Result):
         q = stats.norm.ppf(0.5 + conf_level / 2)
         lo, hi = est - q * se, est + q * se
         return pd.DataFrame({
-            "term": self.fixef.index, "estimate": est, "se": se, "z": z,
-            "p": 2 * stats.norm.sf(np.abs(z)), "ci_low": lo, "ci_high": hi,
-            "odds_ratio": np.exp(est), "or_low": np.exp(lo), "or_high": np.exp(hi)})
+            "term": self.fixef.index, "estimate": est, "se": se, "statistic": z,
+            "p_value": 2 * stats.norm.sf(np.abs(z)), "conf_low": lo, "conf_high": hi,
+            "odds_ratio": np.exp(est), "or_conf_low": np.exp(lo), "or_conf_high": np.exp(hi)})
+
+    scale = "log-odds"
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
 
+    def _title(self) -> str:
+        return f"GlmerResult: {self.formula}"
+
+    def _header(self) -> list[str]:
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        state = "singular; " if self.singular else ""
+        state += "converged" if self.converged else "NOT converged"
+        return [f"binomial (logit), Laplace ML; {self.nobs} obs, groups: {groups}; "
+                f"AIC {self.aic:.1f}, BIC {self.bic:.1f}, logLik {self.loglik:.1f} ({state})",
+                "scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"]
+
+    def _notes(self) -> list[str]:
+        return list(self.messages)
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        out.update({"formula": self.formula, "loglik": self.loglik, "aic": self.aic,
+        out.update({"formula": self.formula, "scale": self.scale, "loglik": self.loglik,
+                    "aic": self.aic,
                     "bic": self.bic, "df": self.df, "nobs": self.nobs,
-                    "theta": {k: float(v) for k, v in self.theta.items()},
+                    "theta": {k: (float(v) if np.isfinite(v) else None)
+                              for k, v in self.theta.items()},
                     "varcorr": frame_records(self.varcorr), "converged": self.converged,
                     "singular": self.singular, "messages": list(self.messages),
-                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict()})
+                    "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict(),
+                    "separation": None if self.separation is None else self.separation.to_dict(),
+                    "prior_deviance": self.prior_deviance})
         return out
 
     @property
@@ -157,115 +191,109 @@ class GlmerResult(Result):
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
         nd = self._model.data if newdata is None else newdata
-        eta = self.fixed_design.model_matrix(nd) @ self.fixef.to_numpy()
-        if re:
+        Xn = self.fixed_design.model_matrix(nd)
+        if self.separation is not None:  # rows on a divergent direction predict 0 or 1
+            eta = self.separation.combine(Xn)[0]
+        else:
+            eta = Xn @ self.fixef.to_numpy()
+        if re and self._model.u is not None:
             eta = eta + self._model.random_part(nd, allow_new_levels)
         return expit(eta) if type == "response" else eta
 
     # ------------------------------------------------------------------- summary
-    def summary(self, digits: int = 4) -> str:
-        """Text like ``print(summary(fit))`` in lme4.
+    def summary(self, conf_level: float = 0.95) -> Summary:
+        """The fit as lme4's ``summary(fit)`` reports it, in evalmix's vocabulary.
+
+        Tables: ``Fixed effects`` (:meth:`coef_table`), ``Random effects`` (``varcorr``) and
+        ``Scaled residuals`` (Pearson residuals' quantiles); the header has the family, formula,
+        information criteria and group sizes; the notes say how the SEs were computed.
 
         Examples
         --------
-        >>> print(fit.summary())  # doctest: +SKIP
+        >>> s = fit.summary()  # doctest: +SKIP
+        >>> list(s.tables)  # doctest: +SKIP
+        ['Fixed effects', 'Random effects', 'Scaled residuals']
         """
-        return _summary_text(self, digits)
+        qs = np.quantile(self._model.pearson_residuals(), [0, 0.25, 0.5, 0.75, 1])
+        resid = pd.DataFrame([qs], columns=["min", "q1", "median", "q3", "max"])
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        header = [" Family: binomial  ( logit )", f"Formula: {self.formula}",
+                  f"AIC {self.aic:.1f}  BIC {self.bic:.1f}  logLik {self.loglik:.1f}  "
+                  f"deviance {self.deviance:.1f}  df.resid {self.nobs - self.df}",
+                  f"Number of obs: {self.nobs}, groups:  {groups}",
+                  "scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"]
+        if self.fixef_prior is not None:
+            header += [f"Fixef prior: {self.fixef_prior.describe()}",
+                       f"Prior dev  : {self.prior_deviance:.4f}"]
+        notes = [_VCOV_NOTES[self.vcov_method], *self.messages]
+        return Summary("Generalized linear mixed model fit by maximum likelihood "
+                       "(Laplace Approximation) ['glmerMod']", header,
+                       [("Fixed effects", self.coef_table(conf_level)),
+                        ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
 
 
-def _fmt(v: float, digits: int) -> str:
-    return f"{v:.{digits}g}" if abs(v) < 1e-3 or abs(v) >= 1e5 else f"{v:.{digits}f}"
-
-
-def _summary_text(res: GlmerResult, digits: int) -> str:
-    m = res._model
-    lines = ["Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) "
-             "['glmerMod']", " Family: binomial  ( logit )", f"Formula: {res.formula}", ""]
-    resid = m.pearson_residuals()
-    ab = pd.DataFrame({"AIC": [res.aic], "BIC": [res.bic], "logLik": [res.loglik],
-                       "deviance": [res.deviance], "df.resid": [res.nobs - res.df]})
-    lines += [ab.to_string(index=False, float_format=lambda v: f"{v:.1f}"), ""]
-    lines.append("Scaled residuals: ")
-    qs = np.quantile(resid, [0, 0.25, 0.5, 0.75, 1])
-    lines += [pd.DataFrame([qs], columns=["Min", "1Q", "Median", "3Q", "Max"]).to_string(
-        index=False, float_format=lambda v: f"{v:.4f}"), ""]
-    lines.append("Random effects:")
-    vc = res.varcorr
-    rows = []
-    for g, grp in vc.groupby("group", sort=False):
-        var = grp[grp["var2"] == ""]
-        cors = grp[grp["var2"] != ""]
-        for i, (_, r) in enumerate(var.iterrows()):
-            corr_vals = []
-            for _, c in cors.iterrows():
-                if c["var1"] == r["var1"] or c["var2"] == r["var1"]:
-                    other = c["var2"] if c["var1"] == r["var1"] else c["var1"]
-                    if list(var["var1"]).index(other) < i:
-                        corr_vals.append(f"{c['sd']:.2f}")
-            rows.append([g if i == 0 else "", r["var1"], f"{r['variance']:.4f}", f"{r['sd']:.4f}",
-                         " ".join(corr_vals)])
-    heads = ["Groups", "Name", "Variance", "Std.Dev.", "Corr"]
-    if all(r[4] == "" for r in rows):
-        heads, rows = heads[:4], [r[:4] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    for r in [heads] + rows:  # left-aligned columns, as lme4 prints them
-        lines.append(" " + " ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-    groups = "; ".join(f"{g}, {n}" for g, n in res.ngroups.items())
-    lines += [f"Number of obs: {res.nobs}, groups:  {groups}", "", "Fixed effects:"]
-    ct = res.coef_table()
-    ft = pd.DataFrame({"Estimate": ct["estimate"].map(lambda v: f"{v:.{digits}f}"),
-                       "Std. Error": ct["se"].map(lambda v: f"{v:.{digits}f}"),
-                       "z value": ct["z"].map(lambda v: f"{v:.3f}"),
-                       "Pr(>|z|)": ct["p"].map(lambda v: f"{v:.3g}" if v >= 2e-16 else "<2e-16"),
-                       "": ct["p"].map(_stars)})
-    ft.index = [("(Intercept)" if t == "Intercept" else t) for t in ct["term"]]
-    lines += [ft.to_string(), "---",
-              "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
-    if res.vcov_method == "hessian":
-        lines.append("(standard errors from the finite-difference Hessian of the deviance, "
-                     "as lme4 1.1-31 computes it)")
-    elif res.vcov_method == "hessian_exact":
-        lines.append("(standard errors from the finite-difference Hessian of the exact deviance)")
-    else:
-        lines.append("(standard errors from the final penalised least-squares step, RX)")
-    for msg in res.messages:
-        lines.append(msg)
-    return "\n".join(lines)
-
-
-def _stars(p: float) -> str:
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+_VCOV_NOTES = {
+    "hessian": "standard errors from the finite-difference Hessian of the deviance, as lme4 "
+               "1.1-31 computes it",
+    "hessian_exact": "standard errors from the finite-difference Hessian of the exact deviance",
+    "rx": "standard errors from the final penalised least-squares step (RX)",
+    "none": "no standard errors: every row is fitted perfectly (complete separation)",
+}
 
 
 class FittedModel:
-    """What a result needs to compute random effects, residuals and predictions."""
+    """What a result needs for random effects, residuals and predictions.
 
-    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray):
-        self.design = design
-        self.terms: list[RandomTerm] = design.terms
-        self.ld = ld
-        self.ev = ev
-        self.data = data
-        self.row_index = row_index
+    Everything is computed once from the final evaluation when the fit ends; no solver is kept,
+    so nothing a result method does refactors shared state.
+    """
 
-    def _blocks(self) -> list[tuple[RandomTerm, int, int, np.ndarray]]:
+    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
+                 separation: Any = None):
         from .deviance import DenseSolver
 
-        out, uoff, toff = [], 0, 0
-        lams = DenseSolver.lambdas_for(self.terms, self.ev.theta)
-        for t, L in zip(self.terms, lams):
-            out.append((t, uoff, toff, L))
+        self.terms: list[RandomTerm] = list(design.terms)
+        self.data = data
+        self.design = design  # arrays only (no solver): profiles and the bootstrap refit from it
+        k, m = design.k_rows, design.m_rows
+        if ev is None:  # complete separation: nothing left to determine the random effects
+            self.u, self.lambdas = None, []
+            self._ranef = pd.concat([pd.DataFrame({"group": t.group, "term": t.cnames[c],
+                                                   "level": t.levels, "mode": np.nan,
+                                                   "sd": np.nan})
+                                     for t in self.terms for c in range(t.nc)], ignore_index=True)
+            self._resid = _frozen(np.zeros(k.size))
+            return
+        self.u = _frozen(ev.u)
+        self.lambdas = [_frozen(L) for L in DenseSolver.lambdas_for(self.terms, ev.theta)]
+        self._ranef = self._ranef_frame(ld, ev)
+        if separation is None:
+            mu = ev.mu[row_index]
+            self._resid = _frozen((k - m * mu) / np.sqrt(m * mu * (1 - mu)))
+        else:
+            # rows fitted perfectly in the limit have residual 0; the rest come from the limit fit
+            sep_rows = separation.pooled_rows
+            mu_pooled = np.full(sep_rows.size, np.nan)
+            mu_pooled[~sep_rows] = ev.mu
+            mu = mu_pooled[row_index]
+            ok = ~sep_rows[row_index]
+            resid = np.zeros(k.size)
+            resid[ok] = (k[ok] - m[ok] * mu[ok]) / np.sqrt(m[ok] * mu[ok] * (1 - mu[ok]))
+            self._resid = _frozen(resid)
+
+    def _blocks(self) -> list[tuple[RandomTerm, int, np.ndarray]]:
+        out, uoff = [], 0
+        for t, L in zip(self.terms, self.lambdas):
+            out.append((t, uoff, L))
             uoff += t.nl * t.nc
-            toff += t.ntheta
         return out
 
-    def ranef_frame(self) -> pd.DataFrame:
-        ld, ev = self.ld, self.ev
+    def _ranef_frame(self, ld: Any, ev: Any) -> pd.DataFrame:
         ld._refresh(ev)
         solver = ld.solver
         frames = []
-        for t, uoff, _, L in self._blocks():
-            U = ev.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
+        for t, uoff, L in self._blocks():
+            U = self.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T  # b_g = L u_g
             idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
             blocks = solver.hinv_blocks(idx)  # nl x nc x nc blocks of H^-1
@@ -276,19 +304,21 @@ class FittedModel:
                                             "sd": np.sqrt(var)}))
         return pd.concat(frames, ignore_index=True)
 
+    def ranef_frame(self) -> pd.DataFrame:
+        return self._ranef.copy()
+
     def random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         from ..formula import group_codes_for
 
-        ev = self.ev
         out = np.zeros(len(nd))
-        for t, uoff, _, L in self._blocks():
+        for t, uoff, L in self._blocks():
             code = group_codes_for(t, nd)
             new = code < 0
             if new.any() and not allow_new_levels:
                 raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
                                    f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
                                    "pass allow_new_levels=True to predict them with zero effect")
-            U = ev.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
+            U = self.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T
             Z = t.model_rows(nd)
             contrib = np.einsum("nc,nc->n", Z, B[np.maximum(code, 0)])
@@ -296,7 +326,10 @@ class FittedModel:
         return out
 
     def pearson_residuals(self) -> np.ndarray:
-        d = self.design
-        mu = self.ev.mu[self.row_index]
-        k, m = d.k_rows, d.m_rows
-        return (k - m * mu) / np.sqrt(m * mu * (1 - mu))
+        return self._resid
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=float, copy=True)
+    a.flags.writeable = False
+    return a

@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "se_curves"]
+from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, marker, styled
 
-_BAND_COLOURS = ("#d73027", "#fc8d59", "#4575b4", "#1a9850")
+__all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "rank_intervals", "se_curves"]
+
+# quality bands from poor to excellent: vermillion, orange, blue, bluish green (Okabe-Ito)
+_BAND_COLOURS = ("#D55E00", "#E69F00", "#0072B2", "#009E73")
 
 
 def _plt():
@@ -31,6 +34,7 @@ def _panels(table: pd.DataFrame, col: str | None) -> list[tuple[Any, pd.DataFram
     return [(k, g) for k, g in table.groupby(col, observed=True, sort=True)]
 
 
+@styled
 def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language",
                    col: str | None = "prompt", value: str = "flip_rate", figsize: tuple | None = None):
     """Grouped bars of the share of items that flip across runs (the paper's Figure 6).
@@ -60,27 +64,31 @@ def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language
     panels = _panels(table, col)
     xs = list(dict.fromkeys(table[x]))
     hues = list(dict.fromkeys(table[hue])) if hue else [None]
+    pal = colours(hues)
     fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
-                             figsize=figsize or (4.5 * len(panels), 4))
+                             figsize=figsize or (COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH, 2.8))
     width = 0.8 / len(hues)
     for ax, (key, g) in zip(axes[0], panels):
         for j, h in enumerate(hues):
             sub = g if h is None else g[g[hue] == h]
             vals = sub.set_index(x)[value].reindex(xs)
             ax.bar(np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width, vals.to_numpy(float),
-                   width, label=None if h is None else str(h))
-        ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=45, ha="right")
+                   width, color=pal[h], label=None if h is None else str(h))
+        ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=40, ha="right")
         if key is not None:
-            ax.set_title(str(key))
+            ax.set_title(f"{col} = {key}")
         if value == "flip_rate":
             ax.yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-    axes[0, 0].set_ylabel("items with inconsistent outcome" if value == "flip_rate" else value)
+        ax.grid(axis="y", lw=0.4, alpha=0.4)
+    axes[0, 0].set_ylabel("items whose outcome changes across runs (%)" if value == "flip_rate"
+                          else "mean outcome entropy (bits)" if value == "entropy" else value)
     if hue:
-        axes[0, -1].legend(title=hue)
-    fig.tight_layout()
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), title=hue, loc="outside lower center",
+                   ncol=min(len(hues), 6))
     return fig
 
 
+@styled
 def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence[float] | None = None,
              show_ci: bool = True, figsize: tuple | None = None):
     """ICC per slice as sorted dots coloured by quality band (the paper's Figure 7).
@@ -115,23 +123,25 @@ def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence
     cuts = list(bands) if bands is not None else list(result.bands)
     # labels are user-defined: order them from low to high as they occur along the sorted ICCs
     order = list(dict.fromkeys(table["quality"].dropna()))
-    colour = {q: _BAND_COLOURS[i % len(_BAND_COLOURS)] for i, q in enumerate(order)}
-    fig, ax = plt.subplots(figsize=figsize or (6, 0.25 * len(table) + 1.5))
+    band_colour = {q: _BAND_COLOURS[i % len(_BAND_COLOURS)] for i, q in enumerate(order)}
+    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 0.16 * len(table) + 1.2))
     y = np.arange(len(table))
+    lo_col, hi_col = first_column(table, "conf_low", "lower"), first_column(table, "conf_high", "upper")
     if show_ci:
-        ax.hlines(y, table["lower"], table["upper"], color="grey", lw=1, alpha=0.6)
+        ax.hlines(y, table[lo_col], table[hi_col], color="grey", lw=1, alpha=0.6)
     for q in order:
         m = (table["quality"] == q).to_numpy()
-        ax.scatter(table["icc"].to_numpy()[m], y[m], color=colour[q], label=str(q), zorder=3)
+        ax.scatter(table["icc"].to_numpy()[m], y[m], color=band_colour[q], s=14, label=str(q), zorder=3)
     for c in cuts:
-        ax.axvline(c, ls="--", lw=0.8, color="grey", alpha=0.6)
-    ax.set_yticks(y, names)
-    ax.set_xlabel(f"{table['form'].iloc[0]} (intraclass correlation)" if len(table) else "ICC")
-    ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
+        ax.axvline(c, ls="--", lw=0.7, color="grey", alpha=0.7)
+    ax.set_yticks(y, names, fontsize=6 if len(table) > 24 else None)
+    ax.set_xlabel(f"{table['form'].iloc[0]} (intraclass correlation, 95% CI)" if len(table) else "ICC")
+    fig.legend(*ax.get_legend_handles_labels(), title="reliability", loc="outside lower center",
+               ncol=max(1, len(order)))
     return fig
 
 
+@styled
 def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None):
     """Leaderboard ranks of single runs (or run subsets) next to the pooled ranks (the paper's Figure 8).
 
@@ -164,27 +174,40 @@ def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None):
                                            for k, g in ranks.groupby(by, observed=True, sort=True)]
     ncol = min(len(panels), 2)
     nrow = -(-len(panels) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, squeeze=False, sharey=True,
-                             figsize=figsize or (5.5 * ncol, 3.8 * nrow))
     models = list(dict.fromkeys(ranks["model"]))
-    cmap = plt.get_cmap("tab10" if len(models) <= 10 else "tab20")
+    fig, axes = plt.subplots(nrow, ncol, squeeze=False, sharey=True,
+                             figsize=figsize or (COLUMN_WIDTH if ncol == 1 else PAGE_WIDTH * 0.8,
+                                                 0.22 * len(models) * nrow + 1.2))
     for ax, (key, g) in zip(axes.ravel(), panels):
         boards = ["all"] + [b for b in dict.fromkeys(g["leaderboard"]) if b != "all"]
+        wide = g.pivot_table(index="model", columns="leaderboard", values="rank", observed=True)
+        wide = wide.reindex(index=models, columns=boards)
+        # models sharing a rank (tied accuracy) are spread sideways so every marker stays visible
+        offset = np.zeros(wide.shape)
+        for j in range(wide.shape[1]):
+            col = wide.iloc[:, j]
+            for _, idx in col.groupby(col).groups.items():
+                rows = [wide.index.get_loc(i) for i in idx]
+                if len(rows) > 1:
+                    offset[rows, j] = np.linspace(-0.12, 0.12, len(rows))
         for i, m in enumerate(models):
-            sub = g[g["model"] == m].set_index("leaderboard").reindex(boards)
-            ax.plot(np.arange(len(boards)), sub["rank"].to_numpy(float), "-o", color=cmap(i % cmap.N),
-                    alpha=0.8, label=str(m))
+            xs = np.arange(len(boards)) + offset[i]
+            ax.plot(xs, wide.iloc[i].to_numpy(float), "-", marker=marker(i), ms=4, color=colour(i),
+                    mec="white", mew=0.5, alpha=0.9, label=str(m))
         ax.set_xticks(np.arange(len(boards)), ["all runs"] + [f"run {b}" for b in boards[1:]])
-        ax.set_title(", ".join(f"{b}={k}" for b, k in zip(by, key)) if by else "")
+        ax.set_xlim(-0.4, len(boards) - 0.6)
+        ax.set_title(", ".join(f"{b} = {k}" for b, k in zip(by, key)) if by else "")
     for ax in axes.ravel()[len(panels):]:
         ax.set_visible(False)
     axes[0, 0].invert_yaxis()  # shared: flips every panel
-    axes[0, 0].set_ylabel("rank (1 = best)")
-    axes[0, -1].legend(fontsize="small", bbox_to_anchor=(1.02, 1), loc="upper left")
-    fig.tight_layout()
+    axes[0, 0].set_yticks(np.arange(1, len(models) + 1))
+    for row in axes:
+        row[0].set_ylabel("rank (1 = best; ties side by side)")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", title="model")
     return fig
 
 
+@styled
 def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | None = None):
     """SE of slice accuracy against runs averaged (the paper's Figure 9).
 
@@ -213,26 +236,92 @@ def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | No
     >>> fig = se_curves(se_vs_runs(df, "model", max_runs=3))
     """
     plt = _plt()
+    from matplotlib.lines import Line2D
+
     paper = result.paper
-    fig, ax = plt.subplots(figsize=figsize or (6.5, 4.5))
+    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 3.2))
     curves = [c for c in dict.fromkeys(paper["curve"]) if c != "average"]
-    cmap = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
     for i, c in enumerate(curves):
-        for kind, ls, marker in (("predicted", "-", "o"), ("empirical", "--", "o")):
+        for kind, ls in (("predicted", "-"), ("empirical", "--")):
             g = paper[(paper["curve"] == c) & (paper["kind"] == kind)]
-            ax.plot(g["n_runs"], g["se"], ls=ls, marker=marker, ms=4, color=cmap(i % cmap.N),
+            ax.plot(g["n_runs"], g["se"], ls=ls, marker=marker(i), ms=3, lw=1, color=colour(i),
                     mfc="none" if kind == "empirical" else None,
                     label=str(c) if kind == "predicted" else None)
     for kind, ls in (("predicted", "-"), ("empirical", "--")):
         g = paper[(paper["curve"] == "average") & (paper["kind"] == kind)]
-        ax.plot(g["n_runs"], g["se"], ls=ls, color="black", lw=2.5, label=f"average ({kind})")
+        ax.plot(g["n_runs"], g["se"], ls=ls, color="black", lw=2.2, label=f"average ({kind})")
+    styles = [Line2D([], [], color="black", lw=1, ls="-", label="predicted, sd / √R"),
+              Line2D([], [], color="black", lw=1, ls="--", label="empirical, run subsets"),
+              Line2D([], [], color="black", lw=2.2, label="model average")]
     if show_projection:
         proj = result.projection.groupby("n_runs")[["se", "se_runs"]].mean().reset_index()
         proj = proj[proj["n_runs"] <= paper["n_runs"].max() * 3]
-        ax.plot(proj["n_runs"], proj["se"], color="grey", lw=2, label="items random (projection)")
-        ax.plot(proj["n_runs"], proj["se_runs"], color="grey", lw=2, ls=":", label="run noise only")
+        # black and dash-dot: no category colour, so it cannot be read as one more model
+        ax.plot(proj["n_runs"], proj["se"], color="black", lw=1.5, ls="-.",
+                label="items random (projection)")
+        ax.plot(proj["n_runs"], proj["se_runs"], color="black", lw=1.5, ls=":", label="run noise only")
+        styles += [Line2D([], [], color="black", lw=1.5, ls="-.", label="projection, items random"),
+                   Line2D([], [], color="black", lw=1.5, ls=":", label="projection, run noise only")]
     ax.set_xlabel("runs averaged (R)")
-    ax.set_ylabel("standard error of slice accuracy")
-    ax.legend(fontsize="small", bbox_to_anchor=(1.02, 1), loc="upper left")
-    fig.tight_layout()
+    ax.set_ylabel("standard error of slice accuracy (proportion)")
+    ax.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True))
+    handles = [h for h in ax.get_lines() if h.get_label() in {str(c) for c in curves}]
+    fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center",
+               ncol=min(4, max(1, len(handles))))
+    fig.legend(handles=styles, loc="outside upper center", ncol=2 if len(styles) > 3 else 3)
+    return fig
+
+
+@styled
+def rank_intervals(result: Any, *, figsize: tuple | None = None):
+    """Each model's rank with its interval, one panel per slice (rank uncertainty).
+
+    Parameters
+    ----------
+    result : RankUncertaintyResult or DataFrame
+        From :func:`evalmix.rank_uncertainty` (columns ``model``, ``mean_rank`` and the rank
+        interval) or :func:`evalmix.rank_uncertainty_glmm`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import evalmix, matplotlib
+    >>> matplotlib.use("Agg")
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 2, seed=2)
+    >>> fig = rank_intervals(evalmix.rank_uncertainty(df, n_boot=200, seed=1))
+    >>> fig.axes[0].get_xlabel()
+    'rank (1 = best; 95% interval)'
+    """
+    plt = _plt()
+    table = result.to_frame() if hasattr(result, "to_frame") else result
+    by = list(getattr(result, "by", ()) or [])
+    model = "model" if "model" in table.columns else table.columns[0]
+    panels = _panels(table, by[0] if len(by) == 1 else None) if len(by) <= 1 else \
+        [(k, g) for k, g in table.groupby(by, observed=True, sort=True)]
+    lo_col, hi_col = first_column(table, "conf_low", "lower"), first_column(table, "conf_high", "upper")
+    models = list(table.groupby(model, observed=True)["mean_rank"].mean().sort_values().index)
+    n = len(panels)
+    ncol = min(n, 4)
+    nrow = -(-n // ncol)
+    fig, axes = plt.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True,
+                             figsize=figsize or (COLUMN_WIDTH if n == 1 else PAGE_WIDTH,
+                                                 (0.2 * len(models) + 0.7) * nrow))
+    pos = {m: i for i, m in enumerate(models[::-1])}
+    for ax, (key, g) in zip(axes.ravel(), panels):
+        y = g[model].map(pos).to_numpy(float)
+        ax.hlines(y, g[lo_col].to_numpy(float), g[hi_col].to_numpy(float), color=colour(0), lw=2,
+                  alpha=0.5)
+        ax.plot(g["mean_rank"].to_numpy(float), y, "o", color=colour(0), ms=3.5)
+        if key is not None:
+            keys = key if isinstance(key, tuple) else (key,)
+            ax.set_title(", ".join(f"{b} = {k}" for b, k in zip(by, keys)))
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    axes[0, 0].set_yticks(list(pos.values()), [str(m) for m in pos])
+    axes[0, 0].set_xticks(np.arange(1, len(models) + 1))
+    for ax in axes[-1]:
+        ax.set_xlabel("rank (1 = best; 95% interval)")
     return fig

@@ -1,0 +1,91 @@
+"""``evalmix report``: every table and figure of a study, as an HTML page plus LaTeX, Markdown, PNG
+and PDF files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import DataError
+from ..io import read_inspect, read_lm_eval
+from ..reporting import report
+from ._common import add_data_arguments, dump_json, load_data, records
+
+__all__ = ["add_parser", "run"]
+
+
+def _read(args: argparse.Namespace) -> pd.DataFrame:
+    path = Path(args.data)
+    logs = args.logs
+    if logs == "auto":
+        is_eval = path.suffix == ".eval" or (path.is_dir() and any(path.glob("**/*.eval")))
+        logs = "inspect" if is_eval else "table"
+    if logs == "inspect":
+        return read_inspect(path, args.scorer)
+    if logs == "lm-eval":
+        if not args.metric:
+            raise DataError("--logs lm-eval needs --metric (e.g. exact_match)")
+        return read_lm_eval(path, args.metric)
+    return load_data(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: never open a window
+    data = _read(args)
+    rep = report(data, args.out, reference=args.reference, slice=args.slice,
+                 candidates=args.candidate, formula=args.formula, bayes=args.bayes, seed=args.seed,
+                 conf_level=args.conf_level, n_boot=args.n_boot, plan_se=args.plan_se,
+                 cost_item=args.cost_item, cost_run=args.cost_run, title=args.title)
+    index = Path(args.out) / "index.html"
+    if args.json:
+        doc = {"command": "report", "html": str(index), "options": rep.options,
+               "contents": records(rep.to_frame())}
+        dump_json(doc)
+    else:
+        n_tab, n_fig = len(rep.tables), len(rep.figures)
+        print(f"wrote {index} ({n_tab} tables as .tex/.md/.csv, {n_fig} figures as .png/.pdf)")
+        for s in rep.sections:
+            if s.skipped:
+                print(f"  {s.title}: {s.skipped}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="every table and figure of the study: an HTML page, LaTeX/Markdown tables, "
+                       "PNG/PDF figures",
+        description="Run the whole analysis (accuracy, model selection, odds ratios, marginal means by "
+                    "slice, reliability, rank instability, SE against runs, robustness) and write "
+                    "OUT/index.html, OUT/tables/*.{tex,md,csv} and OUT/figures/*.{png,pdf}.")
+    add_data_arguments(p)
+    p.add_argument("-o", "--out", required=True, help="output folder (created if needed)")
+    p.add_argument("--logs", choices=["auto", "table", "lm-eval", "inspect"], default="auto",
+                   help="DATA is a runs table, lm-evaluation-harness samples or Inspect logs "
+                        "(default: auto, Inspect for .eval files, else a table)")
+    p.add_argument("--metric", default=None, help="lm-evaluation-harness metric (with --logs lm-eval)")
+    p.add_argument("--scorer", default=None, help="Inspect scorer (default: the only one)")
+    p.add_argument("--reference", default=None,
+                   help="model the odds ratios are taken against (default: the most accurate)")
+    p.add_argument("--slice", default=None,
+                   help="slice for marginal means, heatmap and robustness (default: the first item "
+                        "attribute, e.g. domain)")
+    p.add_argument("--candidate", action="append", default=None,
+                   help="fixed part of a candidate model for BIC selection (repeat; default: the "
+                        "paper's candidate set)")
+    p.add_argument("--formula", default=None,
+                   help="fixed part of the model behind the odds ratios (default: model x every "
+                        "condition)")
+    p.add_argument("--bayes", action="store_true",
+                   help="add posterior rank probabilities (needs the bayes extra; slow)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and sampler (default: 0)")
+    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for rank intervals")
+    p.add_argument("--plan-se", type=float, default=0.03, help="target SE per slice for the planner")
+    p.add_argument("--cost-item", type=float, default=10.0, help="cost of one item for the planner")
+    p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer for the planner")
+    p.add_argument("--title", default=None, help="page title")
+    p.set_defaults(handler=run)

@@ -1,0 +1,190 @@
+"""What inference needs from a fitted model, declared once: the fitted-model protocol and the Wald
+algebra of linear functions of the coefficients.
+
+Every engine (:func:`evalmix.glmer`, :func:`evalmix.bayes.glmer`, and any future one) satisfies
+:class:`FittedModel`; marginal means, contrasts, type-III tests and rank intervals read a fit only
+through it.  :func:`linear_functions` and :func:`wald_test` are the one place where ``L beta``,
+``L V L'`` and the Wald chi-square are computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Coefficients", "FittedModel", "PosteriorFit", "coefficients", "linear_functions",
+           "wald_test", "warn_divergent"]
+
+
+@runtime_checkable
+class FittedModel(Protocol):
+    """A fit by maximum likelihood, as inference reads it.
+
+    Attributes
+    ----------
+    fixef : pandas.Series
+        Fixed-effect estimates, indexed by coefficient name (the columns of the fixed design).
+    vcov : pandas.DataFrame
+        Their covariance matrix, rows and columns named as ``fixef``.
+    link : str
+        The link function (``"logit"``, ``"probit"``, ``"cloglog"`` or ``"identity"``).
+    fixed_design : object
+        The fixed-effects design: ``columns``, ``column_terms``, ``factors``, ``covariates`` and
+        ``model_matrix(frame)`` rebuilding X for a reference grid
+        (:class:`evalmix.formula.FixedDesign`).
+    """
+
+    @property
+    def fixef(self) -> pd.Series: ...
+
+    @property
+    def vcov(self) -> pd.DataFrame: ...
+
+    @property
+    def link(self) -> str: ...
+
+    @property
+    def fixed_design(self) -> Any: ...
+
+
+@runtime_checkable
+class PosteriorFit(Protocol):
+    """A Bayesian fit: posterior draws of the fixed effects instead of ``vcov``."""
+
+    @property
+    def fixef_draws(self) -> pd.DataFrame: ...
+
+    @property
+    def link(self) -> str: ...
+
+    @property
+    def fixed_design(self) -> Any: ...
+
+
+@dataclass(frozen=True, repr=False)
+class Coefficients:
+    """The coefficients of a fit: ``beta`` and ``vcov`` (maximum likelihood) or ``draws``."""
+
+    names: tuple[str, ...]
+    beta: np.ndarray | None
+    vcov: np.ndarray | None
+    draws: np.ndarray | None
+    # a separated fit (its ``separation``): beta and vcov are then the finite parametrisation of
+    # its limit, and ``separation.combine`` maps a linear function to +-inf where it diverges
+    separation: Any = None
+
+    @property
+    def is_posterior(self) -> bool:
+        return self.draws is not None
+
+
+def coefficients(fit: Any, posterior: bool = True) -> Coefficients:
+    """The coefficients of any fit that satisfies :class:`FittedModel` or :class:`PosteriorFit`.
+
+    ``posterior=False`` reads ``fixef`` and ``vcov`` even from a fit that has draws (its normal
+    approximation: posterior means and covariance).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> fit = SimpleNamespace(fixef=pd.Series([0.5, 1.0], index=["(Intercept)", "x"]),
+    ...                       vcov=pd.DataFrame(np.eye(2), index=["(Intercept)", "x"],
+    ...                                         columns=["(Intercept)", "x"]))
+    >>> coefficients(fit).names
+    ('(Intercept)', 'x')
+    """
+    draws = getattr(fit, "fixef_draws", None) if posterior else None
+    if draws is not None:
+        draws = pd.DataFrame(draws)
+        return Coefficients(tuple(map(str, draws.columns)), None, None, draws.to_numpy(dtype=float))
+    fixef = getattr(fit, "fixef", None)
+    vcov = getattr(fit, "vcov", None)
+    if fixef is None or vcov is None:
+        raise TypeError(f"{type(fit).__name__} is not a fitted model: it has neither fixef and vcov "
+                        "(maximum likelihood) nor fixef_draws (posterior)")
+    names = tuple(map(str, fixef.index))
+    sep = getattr(fit, "separation", None)
+    if sep is not None and getattr(sep, "beta_limit", None) is not None:
+        return Coefficients(names, sep.beta_limit, sep.vcov_limit, None, sep)
+    v = pd.DataFrame(vcov).loc[list(names), list(names)].to_numpy(dtype=float)
+    return Coefficients(names, fixef.to_numpy(dtype=float), v, None)
+
+
+def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray, separation: Any = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimates ``L beta``, their standard errors and covariance ``L V L'``.
+
+    With the ``separation`` of a separated fit (``beta``, ``vcov`` its finite limit), rows of
+    ``L`` along a divergent direction are ``+-inf`` (NaN when undetermined) with NaN covariances.
+
+    Examples
+    --------
+    >>> est, se, cov = linear_functions(np.array([[1.0, 1.0]]), np.array([0.5, 1.0]), np.eye(2))
+    >>> est.tolist(), se.round(4).tolist()
+    ([1.5], [1.4142])
+    """
+    L = np.atleast_2d(np.asarray(L, dtype=float))
+    if separation is not None:
+        missing = np.isnan(L).any(axis=1)
+        est, cov = separation.combine(np.nan_to_num(L), beta, vcov)
+        est = np.where(missing, np.nan, est)
+        cov[missing, :] = np.nan
+        cov[:, missing] = np.nan
+    else:
+        est = L @ beta
+        cov = L @ vcov @ L.T
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    return est, se, cov
+
+
+def warn_divergent(L: np.ndarray, separation: Any, labels: Sequence[str], what: str,
+                   stacklevel: int = 3) -> list[str]:
+    """Warn (:class:`~evalmix.errors.SeparationWarning`) naming the rows of ``L`` that diverge in
+    a separated fit; returns their labels."""
+    if separation is None:
+        return []
+    cls = separation.classify(np.nan_to_num(np.atleast_2d(L)))
+    bad = [f"{lab} ({'+inf' if c > 0 else '-inf' if c < 0 else 'not determined'})"
+           for lab, c in zip(labels, cls) if c != 0]
+    if bad:
+        import warnings
+
+        from .errors import SeparationWarning
+
+        warnings.warn(f"{what} {', '.join(bad)} diverge{'s' if len(bad) == 1 else ''} in this "
+                      "separated fit (see fit.separation): reported as +-inf or NaN with NaN "
+                      "standard errors; refit with fixef_prior='normal(0, 2.5)' for finite values",
+                      SeparationWarning, stacklevel=stacklevel)
+    return bad
+
+
+def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
+              rhs: Sequence[float] | np.ndarray | None = None, separation: Any = None
+              ) -> tuple[float, int, float]:
+    """Joint Wald test of ``L beta = rhs``: chi-square, degrees of freedom and p-value.
+
+    With the ``separation`` of a separated fit, a hypothesis involving a divergent direction
+    has no Wald test: chi-square and p are NaN.
+
+    The degrees of freedom are the rank of ``L V L'`` and its pseudo-inverse is used, so aliased
+    rows do not inflate the test (as ``car::linearHypothesis``).
+
+    Examples
+    --------
+    >>> chisq, df, p = wald_test(np.eye(2), np.array([1.0, 2.0]), np.eye(2))
+    >>> round(chisq, 3), df, round(p, 4)
+    (5.0, 2, 0.0821)
+    """
+    from scipy import stats
+
+    if separation is not None and np.any(separation.classify(np.atleast_2d(L)) != 0):
+        return float("nan"), int(np.atleast_2d(L).shape[0]), float("nan")
+    est, _, cov = linear_functions(L, beta, vcov, separation)
+    d = est - (np.zeros_like(est) if rhs is None else np.asarray(rhs, dtype=float))
+    df = int(np.linalg.matrix_rank(cov))
+    chisq = float(d @ np.linalg.pinv(cov) @ d)
+    return chisq, df, float(stats.chi2.sf(chisq, df)) if df > 0 else float("nan")

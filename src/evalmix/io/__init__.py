@@ -1,0 +1,14 @@
+"""Loaders for the per-sample logs of evaluation harnesses.
+
+Each loader returns the validated runs table of :func:`evalmix.read_runs`, with the columns
+``model``, ``item``, ``run``, ``correct`` and, when several tasks are read together, ``task`` (a
+slice; items are then labelled ``"<task>:<id>"``, because ids restart in every task and a crossed
+``(1 | item)`` term needs items nested in their task).  :func:`read_logs` recognises the format.
+"""
+
+from __future__ import annotations
+
+from .inspect_logs import read_inspect
+from .lm_eval import read_lm_eval
+
+__all__ = ["read_inspect", "read_lm_eval"]

@@ -1,0 +1,602 @@
+"""Leaderboards with simultaneous rank sets and tie groups.
+
+A leaderboard answers "which model is better than which", for all models at once.  The rank sets
+here follow the construction of Mogstad, Romano, Shaikh and Wilhelm (2024, *Review of Economic
+Studies*, "Inference for ranks"): take simultaneous confidence intervals for all K (K - 1) / 2
+pairwise differences ``theta_j - theta_k`` (a max-type critical value ``c``: with probability
+``conf_level`` every studentized difference ``|d_hat - d| / se`` is at most ``c``), call model j
+*separated above* model k when ``(d_hat_jk) / se_jk > c``, and give model j the rank set::
+
+    [1 + #{k separated above j},  K - #{k separated below j}]
+
+On the event that all pairwise intervals cover, every separation is a true ordering, so every
+model's true rank lies in its set: the sets hold *jointly* with probability at least
+``conf_level``.  The marginal rank interval of a single model uses the critical value of its own
+K - 1 comparisons only (shorter, but valid for one model at a time).
+
+The critical value comes from one of three sources:
+
+- :func:`rank_sets`: an item-level cluster bootstrap of the runs table (the max over pairs of the
+  studentized bootstrap deviations);
+- :func:`rank_sets_glmm` and :func:`rank_sets_normal`: a joint normal distribution of the estimates
+  (the equicoordinate quantile of the pairwise differences' multivariate normal, as emmeans'
+  ``adjust = "mvt"``; with independent, equally precise estimates this is Tukey's
+  ``qtukey(conf_level, K) / sqrt(2)``);
+- :func:`rank_sets_posterior`: posterior draws (a simultaneous credible band of the differences).
+
+Tie groups are the maximal sets of models that are pairwise *not* separated (the maximal cliques
+of the "not separated" graph, as a compact letter display): models sharing a letter cannot be
+told apart at the stated level.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from . import _slicing as sl
+from . import tables
+from .multiplicity import mvn_box_probability, mvn_box_quantile
+from ._result import Result, frame_records
+from .data import RunsData
+from .errors import DataError
+from .fitted import coefficients
+from .ranking import cell_sums, grid_groups, marginal_rows
+from .status import scored_rows
+
+__all__ = ["RankSets", "rank_sets", "rank_sets_glmm", "rank_sets_normal", "rank_sets_posterior",
+           "tie_groups"]
+
+
+# ----------------------------------------------------------------------------------------------
+# the result
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RankSets(Result):
+    """A leaderboard with simultaneous rank sets, marginal rank intervals and tie groups.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per model (per slice), best first: slice columns, ``model``, ``estimate``, ``se``,
+        ``conf_low``/``conf_high`` (marginal interval of the estimate), ``rank`` (observed, 1 =
+        best, ties share the best rank), ``rank_low``/``rank_high`` (the simultaneous rank set:
+        all models' true ranks lie in their sets with probability >= ``conf_level``),
+        ``marginal_rank_low``/``marginal_rank_high`` (each model's own rank interval) and
+        ``tie_group`` (letters of the tie groups the model belongs to; "a" holds the best model).
+        GLMM and posterior sets add ``accuracy`` (the inverse logit of ``estimate``).
+    pairs : DataFrame
+        One row per model pair: slice columns, ``model_a``, ``model_b``, ``estimate`` (a - b),
+        ``se``, ``conf_low``/``conf_high`` (simultaneous), ``statistic`` (estimate / se),
+        ``p_adjusted`` (single-step max-type adjusted p-value), ``separated`` and
+        ``critical_value``.
+    groups : DataFrame
+        One row per tie group: slice columns, ``group`` (letter), ``models`` (tuple, best first)
+        and ``size``.
+    by : tuple of str
+        Slice columns.
+    conf_level : float
+        Joint coverage of the rank sets.
+    method : str
+        ``"bootstrap"``, ``"normal"``, ``"glmm"`` or ``"posterior"``.
+    """
+
+    table: pd.DataFrame
+    pairs: pd.DataFrame
+    groups: pd.DataFrame
+    by: tuple[str, ...]
+    conf_level: float
+    method: str
+
+    def _title(self) -> str:
+        return f"Leaderboard with simultaneous rank sets ({self.method})"
+
+    def _header(self) -> list[str]:
+        return [f"rank_low-rank_high: joint {self.conf_level:.0%} rank sets; marginal_rank_*: each model's own "
+                f"{self.conf_level:.0%} interval; models sharing a tie_group letter are not separable"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        groups = self.groups.assign(models=self.groups["models"].map(list))
+        return super().to_dict() | {"pairs": frame_records(self.pairs), "groups": frame_records(groups),
+                                    "conf_level": self.conf_level, "method": self.method}
+
+    def display_frame(self, digits: int = 3) -> pd.DataFrame:
+        """The leaderboard as printed in a paper: estimate with its interval, rank sets as text."""
+        t = self.table
+        pct = f"{100 * self.conf_level:g}%"
+        value = "accuracy" if "accuracy" in t.columns else "estimate"
+        out = t[list(self.by) + ["model"]].copy()
+        out[value] = t[value].map(lambda v: f"{v:.{digits}f}")
+        if value == "estimate":
+            out[f"{pct} CI"] = [f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+                                for lo, hi in zip(t["conf_low"], t["conf_high"])]
+        out["rank"] = t["rank"]
+        out["rank set"] = [_span(lo, hi) for lo, hi in zip(t["rank_low"], t["rank_high"])]
+        out["marginal"] = [_span(lo, hi) for lo, hi in zip(t["marginal_rank_low"], t["marginal_rank_high"])]
+        out["tie group"] = t["tie_group"]
+        return out
+
+    def to_latex(self, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
+        """The leaderboard as a LaTeX table (rank sets as ``lo-hi``, tie groups as letters)."""
+        if caption is None:
+            caption = (f"Leaderboard with simultaneous {100 * self.conf_level:g}\\% rank sets "
+                       f"({self.method}); models sharing a letter are not separable.")
+        return tables.to_latex(self.display_frame(digits), caption=caption, label=label, digits=digits)
+
+    def to_markdown(self, digits: int = 3) -> str:
+        """The leaderboard as a Markdown table."""
+        return tables.to_markdown(self.display_frame(digits), digits=digits)
+
+
+def _span(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+# ----------------------------------------------------------------------------------------------
+# tie groups
+
+
+def _maximal_cliques(adj: np.ndarray) -> list[frozenset[int]]:
+    """Maximal cliques of an undirected graph (Bron-Kerbosch with pivoting)."""
+    nbrs = [{int(v) for v in np.flatnonzero(adj[i])} - {i} for i in range(len(adj))]
+    out: list[frozenset[int]] = []
+
+    def expand(r: set[int], p: set[int], x: set[int]) -> None:
+        if not p and not x:
+            out.append(frozenset(r))
+            return
+        pivot = max(p | x, key=lambda u: len(nbrs[u] & p))
+        for v in list(p - nbrs[pivot]):
+            expand(r | {v}, p & nbrs[v], x & nbrs[v])
+            p = p - {v}
+            x = x | {v}
+
+    expand(set(), set(range(len(adj))), set())
+    return out
+
+
+def _letter(i: int) -> str:
+    alphabet = string.ascii_lowercase + string.ascii_uppercase
+    return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
+
+
+def tie_groups(separated: np.ndarray, order: Sequence[int]) -> tuple[list[tuple[int, ...]], list[str]]:
+    """Tie groups from a matrix of pairwise separations.
+
+    Parameters
+    ----------
+    separated : (K, K) bool array
+        ``separated[j, k]`` is True when models j and k are told apart (in either direction).
+    order : sequence of int
+        The models from best to worst (positions in the leaderboard).
+
+    Returns
+    -------
+    groups : list of tuples of model indices (best first), ordered by their best member
+    letters : list of str, per model the letters of the groups it belongs to
+
+    Examples
+    --------
+    >>> sep = np.array([[0, 0, 1], [0, 0, 1], [1, 1, 0]], bool)
+    >>> tie_groups(sep, [0, 1, 2])
+    ([(0, 1), (2,)], ['a', 'a', 'b'])
+    """
+    sep = np.asarray(separated, bool)
+    together = ~(sep | sep.T)
+    pos = np.empty(len(order), int)
+    pos[np.asarray(order, int)] = np.arange(len(order))
+    cliques = [tuple(sorted(c, key=lambda i: pos[i])) for c in _maximal_cliques(together)]
+    cliques.sort(key=lambda c: (pos[c[0]], pos[c[-1]]))
+    letters = [""] * len(sep)
+    for g, members in enumerate(cliques):
+        for i in members:
+            letters[i] += _letter(g)
+    return cliques, letters
+
+
+# ----------------------------------------------------------------------------------------------
+# the common core: estimates, pairwise SEs and critical values -> table rows
+
+
+def _pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(k, 1)
+
+
+def _min_rank(est: np.ndarray) -> np.ndarray:
+    return stats.rankdata(-est, method="min").astype(int)
+
+
+def _z(d: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """d / se; a difference with zero SE is infinitely significant unless it is zero itself."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0, d / np.where(se > 0, se, 1.0), np.sign(d) * np.inf)
+    return np.nan_to_num(z, nan=0.0, posinf=np.inf, neginf=-np.inf)
+
+
+def _assemble(labels: list, base: dict, est: np.ndarray, se: np.ndarray, conf_low: np.ndarray,
+              conf_high: np.ndarray, d_se: np.ndarray, crit: float, crit_marg: np.ndarray,
+              p_adj: np.ndarray, extra: dict[str, np.ndarray] | None = None
+              ) -> tuple[list[dict], list[dict], list[dict]]:
+    """Leaderboard rows, pair rows and group rows of one slice."""
+    k = len(labels)
+    a, b = _pair_index(k)
+    d = est[a] - est[b]
+    z = _z(d, d_se)
+    above = np.zeros((k, k), bool)  # above[j, m]: j separated above m (simultaneously)
+    above[a, b] = z > crit
+    above[b, a] = z < -crit
+    above_m = np.zeros((k, k), bool)  # the same with each model's own critical value
+    for j in range(k):
+        mask = (a == j) | (b == j)
+        other = np.where(a[mask] == j, b[mask], a[mask])
+        zj = np.where(a[mask] == j, z[mask], -z[mask])  # j minus the other
+        above_m[j, other] |= zj > crit_marg[j]
+        above_m[other, j] |= zj < -crit_marg[j]
+    n_above, n_below = above.sum(0), above.sum(1)
+    order = np.argsort(-est, kind="stable")
+    groups, letters = tie_groups(above | above.T, order)
+    obs = _min_rank(est)
+    rows = []
+    for j in order:
+        row = base | {"model": labels[j], "estimate": est[j], "se": se[j], "conf_low": conf_low[j],
+                      "conf_high": conf_high[j]}
+        if extra:
+            row |= {name: vals[j] for name, vals in extra.items()}
+        row |= {"rank": int(obs[j]), "rank_low": int(1 + n_above[j]), "rank_high": int(k - n_below[j]),
+                "marginal_rank_low": int(1 + above_m[:, j].sum()),
+                "marginal_rank_high": int(k - above_m[j].sum()), "tie_group": letters[j]}
+        rows.append(row)
+    pair_rows = [base | {"model_a": labels[i], "model_b": labels[m], "estimate": d[p], "se": d_se[p],
+                         "conf_low": d[p] - crit * d_se[p], "conf_high": d[p] + crit * d_se[p],
+                         "statistic": z[p], "p_adjusted": p_adj[p], "separated": bool(abs(z[p]) > crit),
+                         "critical_value": crit}
+                 for p, (i, m) in enumerate(zip(a, b))]
+    group_rows = [base | {"group": _letter(g), "models": tuple(labels[i] for i in members),
+                          "size": len(members)} for g, members in enumerate(groups)]
+    return rows, pair_rows, group_rows
+
+
+def _finish(parts: list[tuple[list, list, list]], by: list[str], conf_level: float,
+            method: str) -> RankSets:
+    rows = [r for p in parts for r in p[0]]
+    pairs = [r for p in parts for r in p[1]]
+    groups = [r for p in parts for r in p[2]]
+    return RankSets(table=pd.DataFrame(rows), pairs=pd.DataFrame(pairs), groups=pd.DataFrame(groups),
+                    by=tuple(by), conf_level=conf_level, method=method)
+
+
+def _check_level(conf_level: float) -> None:
+    if not 0 < conf_level < 1:
+        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
+
+
+# ----------------------------------------------------------------------------------------------
+# max-type critical values from draws (bootstrap replicates or posterior draws)
+
+
+def _draw_critical(draws: np.ndarray, centre: np.ndarray, conf_level: float
+                   ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """Pair SEs, the simultaneous and per-model critical values and adjusted p-values from draws.
+
+    ``draws`` are (n_draws, K) replicates of the K estimates, ``centre`` the K point estimates.
+    The statistic of a draw is ``max |(d* - d_hat) / se|`` over the pairs (over the pairs of one
+    model for its marginal critical value); its ``conf_level`` quantile (the next order statistic
+    up) is the critical value.
+    """
+    k = draws.shape[1]
+    a, b = _pair_index(k)
+    dev = (draws[:, a] - draws[:, b]) - (centre[a] - centre[b])
+    d_se = (draws[:, a] - draws[:, b]).std(axis=0, ddof=1)
+    live = d_se > 0  # pairs that never differ carry no deviation
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(dev[:, live]) / d_se[live]
+    t_max = t.max(axis=1) if live.any() else np.zeros(len(draws))
+    crit = float(np.quantile(t_max, conf_level, method="higher"))
+    crit_marg = np.empty(k)
+    for j in range(k):
+        mask = ((a == j) | (b == j))[live]
+        crit_marg[j] = float(np.quantile(t[:, mask].max(axis=1), conf_level, method="higher")) \
+            if mask.any() else 0.0
+    z = np.abs(_z(centre[a] - centre[b], d_se))
+    p_adj = (1 + (t_max[:, None] >= z[None, :]).sum(0)) / (len(t_max) + 1)
+    return d_se, crit, crit_marg, p_adj
+
+
+# ----------------------------------------------------------------------------------------------
+# item bootstrap
+
+
+def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: str | None = None,
+              item: str | None = None, run: str | None = None, outcome: str | None = None,
+              status: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
+              seed: int | np.random.Generator | None = None, chunk_size: int = 500, missing: str = "raise") -> RankSets:
+    """Simultaneous rank sets and tie groups of the models of a runs table, by item bootstrap.
+
+    Items are resampled with replacement, keeping all models and runs of a drawn item together
+    (the models are compared on the same items, and runs of an item are not independent).  Each
+    replicate recomputes every model's accuracy; the critical value is the ``conf_level`` quantile
+    of the largest studentized deviation of the pairwise differences over all pairs (over one
+    model's pairs for its marginal interval), as in Mogstad et al. (2024).  See the module notes.
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        Long runs table (0/1 outcomes, scores in [0, 1] or k-of-n counts).
+    by : str or list of str, optional
+        Slice columns; one leaderboard per slice.
+    model, item, run, outcome : str, optional
+        Column names (defaults from :func:`evalmix.read_runs` roles, else conventional names).
+    status : str, optional
+        Sample status column (see :func:`evalmix.status.scored_rows`); rows that are not ``"ok"``
+        are left out (the accuracy is that of the scored samples).  Defaults to ``"status"`` when
+        the table has it.
+    n_boot : int
+        Bootstrap replicates.
+    conf_level : float
+        Joint coverage of the rank sets (and the level of the marginal intervals).
+    seed : int or numpy.random.Generator, optional
+        Random seed.
+    chunk_size : int
+        Replicates drawn at once (memory: ``chunk_size`` x items).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
+
+    Returns
+    -------
+    RankSets
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(4, 80, 2, model_effects=[-1.5, 0, 0.1, 1.5], seed=3)
+    >>> rs = rank_sets(df, n_boot=500, seed=1)
+    >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
+    [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
+    """
+    _check_level(conf_level)
+    if n_boot < 10:
+        raise ValueError(f"n_boot must be >= 10, got {n_boot}")
+    by_ = sl.as_list(by)
+    data = scored_rows(data, status=status)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            by=by_, missing=missing)
+    models = sl.levels(data[cols.model])
+    slices = list(sl.groups(data, by_))
+    seeds = sl.rng_of(seed).spawn(len(slices))
+    parts = []
+    for (key, sub), sseed in zip(slices, seeds):
+        slice_models = [m for m in models if m in set(sub[cols.model])]
+        if len(slice_models) < 2:
+            raise DataError(f"{sl.slice_label(by_, key)}a leaderboard needs at least two models")
+        succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
+        missing = np.argwhere(tri == 0)
+        if len(missing):
+            i, m = missing[0]
+            bad = sl.levels(sub[cols.item])[i]
+            bad = bad.item() if hasattr(bad, "item") else bad
+            raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "
+                            f"answer to item {bad!r}; the item bootstrap "
+                            f"needs every model on every item")
+        rng = np.random.default_rng(sseed)
+        n_items = succ.shape[0]
+        reps = []
+        for start in range(0, n_boot, chunk_size):
+            w = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items),
+                                size=min(chunk_size, n_boot - start)).astype(float)
+            reps.append((w @ succ) / (w @ tri))
+        boot = np.vstack(reps)
+        est = succ.sum(0) / tri.sum(0)
+        d_se, crit, crit_marg, p_adj = _draw_critical(boot, est, conf_level)
+        alpha = 1 - conf_level
+        lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
+        parts.append(_assemble(slice_models, dict(zip(by_, key)), est, boot.std(axis=0, ddof=1), lo, hi,
+                               d_se, crit, crit_marg, p_adj))
+    return _finish(parts, by_, conf_level, "bootstrap")
+
+
+# ----------------------------------------------------------------------------------------------
+# joint normal estimates (GLMM, published estimates with SEs)
+
+
+def _normal_parts(labels: list, base: dict, est: np.ndarray, cov: np.ndarray, conf_level: float,
+                  extra_fn: Any = None) -> tuple[list, list, list]:
+    k = len(labels)
+    a, b = _pair_index(k)
+    C = np.zeros((len(a), k))
+    C[np.arange(len(a)), a] = 1.0
+    C[np.arange(len(a)), b] = -1.0
+    cov_d = C @ cov @ C.T
+    d_se = np.sqrt(np.clip(np.diag(cov_d), 0, None))
+    if np.any(d_se <= 0):
+        raise DataError("two estimates have a zero-variance difference; their covariance is degenerate")
+    corr = cov_d / np.outer(d_se, d_se)
+    crit = mvn_box_quantile(conf_level, corr)
+    crit_marg = np.empty(k)
+    for j in range(k):
+        mask = (a == j) | (b == j)
+        crit_marg[j] = mvn_box_quantile(conf_level, corr[np.ix_(mask, mask)])
+    z = np.abs((est[a] - est[b]) / d_se)
+    p_adj = np.clip(1.0 - mvn_box_probability(z, corr), 0.0, 1.0)
+    se = np.sqrt(np.diag(cov))
+    q = stats.norm.isf((1 - conf_level) / 2)
+    extra = extra_fn(est) if extra_fn else None
+    return _assemble(labels, base, est, se, est - q * se, est + q * se, d_se, crit, crit_marg, p_adj, extra)
+
+
+def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: Any = None, *, se: Any = None,
+                     labels: Sequence[Any] | None = None, conf_level: float = 0.95) -> RankSets:
+    """Rank sets from estimates with a joint normal distribution (e.g. a published leaderboard).
+
+    The critical value is the equicoordinate quantile of the K (K - 1) / 2 pairwise differences'
+    multivariate normal distribution (computed as emmeans' ``adjust = "mvt"``); with independent,
+    equally precise estimates it equals Tukey's ``qtukey(conf_level, K) / sqrt(2)``.
+
+    Parameters
+    ----------
+    estimate : sequence of float or Series
+        One estimate per model (a Series supplies the labels).
+    cov : (K, K) array, optional
+        Covariance matrix of the estimates.
+    se : sequence of float, optional
+        Standard errors of independent estimates (instead of ``cov``).
+    labels : sequence, optional
+        Model names (default: the Series index, else 1..K).
+    conf_level : float
+        Joint coverage.
+
+    Returns
+    -------
+    RankSets
+
+    Examples
+    --------
+    >>> rs = rank_sets_normal([0.80, 0.78, 0.75, 0.70], se=[0.01] * 4, labels=list("ABCD"))
+    >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
+    [['A', 1, 2, 'a'], ['B', 1, 3, 'ab'], ['C', 2, 3, 'b'], ['D', 4, 4, 'c']]
+    """
+    _check_level(conf_level)
+    if isinstance(estimate, pd.Series) and labels is None:
+        labels = list(estimate.index)
+    est = np.asarray(estimate, dtype=float)
+    if est.ndim != 1 or len(est) < 2:
+        raise DataError("estimate must be a vector of at least two models' estimates")
+    if (cov is None) == (se is None):
+        raise ValueError("give exactly one of cov= (covariance matrix) or se= (independent SEs)")
+    if cov is None:
+        s = np.asarray(se, dtype=float)
+        if s.shape != est.shape:
+            raise DataError(f"se has {s.size} values for {est.size} estimates")
+        cov = np.diag(s**2)
+    cov = np.asarray(cov, dtype=float)
+    if cov.shape != (len(est), len(est)):
+        raise DataError(f"cov must be {len(est)} x {len(est)}, got {cov.shape}")
+    if not (np.all(np.isfinite(est)) and np.all(np.isfinite(cov))):
+        raise DataError("estimates and their covariance must be finite")
+    labels = list(labels) if labels is not None else list(range(1, len(est) + 1))
+    if len(labels) != len(est):
+        raise DataError(f"{len(labels)} labels for {len(est)} estimates")
+    return _finish([_normal_parts(labels, {}, est, cov, conf_level)], [], conf_level, "normal")
+
+
+def _with_accuracy(est: np.ndarray) -> dict[str, np.ndarray]:
+    return {"accuracy": special.expit(est)}
+
+
+def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+                   conf_level: float = 0.95) -> RankSets:
+    """Rank sets of the levels of ``term`` from a fitted GLMM's marginal means.
+
+    The marginal means (link scale, equal weights over the other factors, as emmeans) and their
+    covariance come from the fixed effects; the critical value is the multivariate-normal
+    equicoordinate quantile of all pairwise differences, so the separations are exactly those of
+    ``contrast(emmeans(fit, term), "pairwise", adjust="mvt")``.  Item (and item:run) random
+    effects separate item sampling from run noise, as in :func:`evalmix.rank_uncertainty_glmm`.
+
+    Parameters
+    ----------
+    fit : GlmerResult
+        A fit with ``fixef``, ``vcov`` and ``fixed_design`` (see :func:`evalmix.glmer`).
+    term : str
+        The factor whose levels are ranked.
+    by : str or list of str, optional
+        Factors within whose levels separate leaderboards are formed.
+    conf_level : float
+        Joint coverage.
+
+    Returns
+    -------
+    RankSets
+        ``estimate``, ``conf_low``, ``conf_high`` on the logit scale, ``accuracy`` its inverse logit.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(3, 60, 2, model_effects=[-1, 0, 1], sd_item_run=0.8, seed=5)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", df)
+    >>> rank_sets_glmm(fit).table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
+    [['M3', 1, 1, 'a'], ['M2', 2, 2, 'b'], ['M1', 3, 3, 'c']]
+    """
+    _check_level(conf_level)
+    by_ = sl.as_list(by)
+    grid, L = marginal_rows(fit, term, by_)
+    coefs = coefficients(fit, posterior=False)  # the ML fit's normal approximation
+    est, cov = L @ coefs.beta, L @ coefs.vcov @ L.T
+    parts = []
+    for key, idx in grid_groups(grid, by_):
+        labels = grid[term].iloc[idx].tolist()
+        parts.append(_normal_parts(labels, dict(zip(by_, key)), est[idx], cov[np.ix_(idx, idx)],
+                                   conf_level, _with_accuracy))
+    return _finish(parts, by_, conf_level, "glmm")
+
+
+# ----------------------------------------------------------------------------------------------
+# posterior draws
+
+
+def rank_sets_posterior(draws: Any, term: str = "model", *, labels: Sequence[Any] | None = None,
+                        conf_level: float = 0.95, logit: bool | None = None) -> RankSets:
+    """Rank sets from posterior draws: a simultaneous credible band of all pairwise differences.
+
+    Parameters
+    ----------
+    draws : BayesGlmerResult, DataFrame or (n_draws, K) array
+        A Bayesian fit (its marginal means of ``term`` on the logit scale are used), or draws of
+        the K models' values in columns.
+    term : str
+        The factor ranked, for a fit.
+    labels : sequence, optional
+        Model names for an array (default: the DataFrame's columns, else 1..K).
+    conf_level : float
+        Posterior probability that all differences lie in their band.
+    logit : bool, optional
+        Whether the draws are on the logit scale (adds ``accuracy``); True for a fit.
+
+    Returns
+    -------
+    RankSets
+        ``estimate`` is the posterior mean, ``conf_low``/``conf_high`` the equal-tailed interval.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> d = pd.DataFrame(rng.normal([0.0, 0.1, 2.0], 0.2, size=(4000, 3)), columns=list("ABC"))
+    >>> rank_sets_posterior(d).table[["model", "rank_low", "rank_high"]].values.tolist()
+    [['C', 1, 1], ['B', 2, 3], ['A', 2, 3]]
+    """
+    _check_level(conf_level)
+    if hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
+        res = draws.ranks(term)
+        mat, labels = np.asarray(res.draws, float), res.table[term].tolist()
+        logit = True if logit is None else logit
+    elif isinstance(draws, pd.DataFrame):
+        mat = draws.to_numpy(float)
+        labels = list(draws.columns) if labels is None else list(labels)
+    else:
+        mat = np.asarray(draws, dtype=float)
+        if mat.ndim != 2:
+            raise DataError(f"draws must be an (n_draws, K) array, got shape {mat.shape}")
+        labels = list(labels) if labels is not None else list(range(1, mat.shape[1] + 1))
+    if mat.shape[1] < 2 or len(labels) != mat.shape[1]:
+        raise DataError(f"draws have {mat.shape[1]} columns for {len(labels)} labels (need >= 2)")
+    if mat.shape[0] < 100:
+        raise DataError(f"{mat.shape[0]} draws are too few for a {100 * conf_level:g}% band (need >= 100)")
+    if not np.all(np.isfinite(mat)):
+        raise DataError("draws must be finite")
+    est = mat.mean(0)
+    d_se, crit, crit_marg, p_adj = _draw_critical(mat, est, conf_level)
+    alpha = 1 - conf_level
+    lo, hi = np.quantile(mat, [alpha / 2, 1 - alpha / 2], axis=0)
+    extra = _with_accuracy(est) if logit else None
+    part = _assemble(list(labels), {}, est, mat.std(0, ddof=1), lo, hi, d_se, crit, crit_marg, p_adj, extra)
+    return _finish([part], [], conf_level, "posterior")

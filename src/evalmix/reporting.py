@@ -1,0 +1,798 @@
+"""The whole study in one call: every table and figure of a repeated-runs evaluation.
+
+:func:`report` runs the analyses of the AI4Math study (Table 1, accuracy with Wilson intervals,
+model selection by BIC, odds ratios against a reference model, marginal means and the heatmap by an
+item-level slice such as the domain, the slice fit comparison and slice-conditional contrasts,
+run-to-run reliability, rank instability and rank intervals, SE against repetitions and the
+study planner, the robustness table) on any runs table, and returns a :class:`Report`:
+the tables as DataFrames, the figures as matplotlib Figures, and a self-contained HTML page.
+Where the paper's procedure is flawed the report gives its number and the corrected one side by
+side, with the reason.
+
+Sections whose ingredient is absent (a slice, several runs) are left out with a line saying why.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import platform
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import repetitions, tables
+from ._result import Result
+from .data import read_runs, schema_of
+from .descriptive import accuracy
+from .emmeans import contrast, emmeans
+from .errors import DataError
+from .glmm import glmer
+from .ranking import rank_instability, rank_uncertainty
+from .reliability import flip_rate, icc
+from .selection import anova, compare_models
+
+__all__ = ["Report", "ReportSection", "candidate_formulas", "report"]
+
+#: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent).
+PAPER_ICC_BANDS = (0.6, 0.75, 0.9)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of a :class:`Report`.
+
+    ``tables`` and ``figures`` are tuples of ``(name, caption, object)``; ``skipped`` is the line
+    shown instead of the content when the section could not be computed on this table.
+    """
+
+    key: str
+    title: str
+    note: str = ""
+    tables: tuple[tuple[str, str, pd.DataFrame], ...] = ()
+    figures: tuple[tuple[str, str, Any], ...] = ()
+    skipped: str | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class Report(Result):
+    """Tables, figures and notes of a study report (see :func:`report`).
+
+    Attributes
+    ----------
+    sections : tuple of ReportSection
+    title : str
+    formulas : dict
+        Role -> formula of every model fitted.
+    versions : dict
+        Software -> version.
+    options : dict
+        The options the report was made with (reference model, slice, seed...).
+    """
+
+    sections: tuple[ReportSection, ...]
+    title: str
+    formulas: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per table and figure: ``section``, ``kind``, ``name``, ``caption``."""
+        rows = []
+        for s in self.sections:
+            if s.skipped:
+                rows.append({"section": s.key, "kind": "left out", "name": "", "caption": s.skipped})
+            rows += [{"section": s.key, "kind": "table", "name": n, "caption": c} for n, c, _ in s.tables]
+            rows += [{"section": s.key, "kind": "figure", "name": n, "caption": c} for n, c, _ in s.figures]
+        return pd.DataFrame(rows, columns=["section", "kind", "name", "caption"])
+
+    def __repr__(self) -> str:
+        return f"Report {self.title!r}\n{self.to_frame().to_string(index=False)}"
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False)
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table by name."""
+        return {n: t for s in self.sections for n, _, t in s.tables}
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """Every figure by name."""
+        return {n: f for s in self.sections for n, _, f in s.figures}
+
+    def section(self, key: str) -> ReportSection:
+        """The section with this key."""
+        for s in self.sections:
+            if s.key == key:
+                return s
+        raise KeyError(f"no section {key!r}; sections: {[s.key for s in self.sections]}")
+
+    def to_html(self, images: dict[str, bytes] | None = None) -> str:
+        """The report as one self-contained HTML page (figures embedded as PNG)."""
+        images = images if images is not None else {n: _png(f) for n, f in self.figures.items()}
+        return _render_html(self, images)
+
+    def save(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``index.html``, each table as ``tables/NAME.{tex,md,csv}`` and each figure as
+        ``figures/NAME.{png,pdf}``; returns the paths by kind (``"html"``, ``"NAME.png"``...)."""
+        out = Path(directory)
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+        paths: dict[str, Path] = {}
+        captions = {n: c for s in self.sections for n, c, _ in s.tables}
+        for name, tab in self.tables.items():
+            for ext, text in (("tex", tables.to_latex(tab, caption=captions[name], label=f"tab:{name}")),
+                              ("md", tables.to_markdown(tab))):
+                p = out / "tables" / f"{name}.{ext}"
+                p.write_text(text + "\n", encoding="utf-8")
+                paths[f"{name}.{ext}"] = p
+            p = out / "tables" / f"{name}.csv"
+            tab.to_csv(p, index=False)
+            paths[f"{name}.csv"] = p
+        images = {}
+        for name, fig in self.figures.items():
+            images[name] = _png(fig)
+            p = out / "figures" / f"{name}.png"
+            p.write_bytes(images[name])
+            paths[f"{name}.png"] = p
+            p = out / "figures" / f"{name}.pdf"
+            fig.savefig(p, format="pdf")
+            paths[f"{name}.pdf"] = p
+        p = out / "index.html"
+        p.write_text(self.to_html(images), encoding="utf-8")
+        paths["html"] = p
+        return paths
+
+
+def _png(fig: Any, dpi: int = 150) -> bytes:
+    # constrained layout already fits every label and legend: no second, "tight" drawing pass
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------------------------
+# design: which slices are conditions and which describe items
+
+
+def _item_level(data: pd.DataFrame, item: str, col: str) -> bool:
+    """True when every item has one level of ``col`` (an item attribute such as the domain)."""
+    return bool((data.groupby(item, observed=True)[col].nunique() <= 1).all())
+
+
+def _roles(data: pd.DataFrame) -> dict[str, Any]:
+    schema = schema_of(data)
+    assert schema is not None
+    slices = [s for s in schema.slices if data[s].nunique() >= 2]
+    item_level = [s for s in slices if _item_level(data, schema.item, s) and data[s].nunique() < data[schema.item].nunique()]
+    conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20]
+    return {"schema": schema, "item_level": item_level, "conditions": conditions,
+            "others": [s for s in schema.slices if s not in item_level + conditions]}
+
+
+def candidate_formulas(conditions: Sequence[str], model: str = "model") -> list[str]:
+    """The fixed-effect structures the AI4Math paper compared, for any list of condition columns.
+
+    With conditions ``c1, ..., ck``: the full interaction, the model interacting with the first
+    condition only, the conditions interacting among themselves only, all main effects, and the main
+    effects without the last condition.  For ``["language", "prompt"]`` these are the paper's five.
+
+    Examples
+    --------
+    >>> candidate_formulas(["language", "prompt"])
+    ['model * language * prompt', 'model * language + prompt', 'model + language * prompt', \
+'model + language + prompt', 'model + language']
+    >>> candidate_formulas([])
+    ['model']
+    """
+    c = list(conditions)
+    if not c:
+        return [model]
+    out = [" * ".join([model] + c)]
+    if len(c) >= 2:
+        out.append(" + ".join([f"{model} * {c[0]}"] + c[1:]))
+        out.append(f"{model} + " + " * ".join(c))
+    out.append(" + ".join([model] + c))
+    out.append(" + ".join([model] + c[:-1]))
+    return list(dict.fromkeys(out))
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+
+def _fit(formula: str, data: pd.DataFrame) -> Any:
+    with warnings.catch_warnings():
+        # boundary fits (item:run variance at 0) are common and reported in the fit table
+        warnings.simplefilter("ignore")
+        return glmer(formula, data)
+
+
+def _pcol(tab: pd.DataFrame) -> str:
+    for name in ("p_adjusted", "p_value", "p"):
+        if name in tab.columns:
+            return name
+    raise KeyError("no p-value column")
+
+
+def _lohi(tab: pd.DataFrame, prefix: str = "") -> tuple[str, str]:
+    lo = f"{prefix}conf_low" if f"{prefix}conf_low" in tab.columns else f"{prefix}lower"
+    hi = f"{prefix}conf_high" if f"{prefix}conf_high" in tab.columns else f"{prefix}upper"
+    return lo, hi
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _close(fig: Any) -> Any:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)  # the report owns the figure; keep pyplot's registry empty
+    return fig
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("evalmix", "numpy", "scipy", "pandas", "statsmodels", "formulaic", "matplotlib"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:  # pragma: no cover - running from a source tree
+            out[pkg] = "not installed"
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# sections
+
+
+def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None) -> ReportSection:
+    schema = roles["schema"]
+    rows = [{"role": "model", "column": schema.model, "levels": data[schema.model].nunique()},
+            {"role": "item", "column": schema.item, "levels": data[schema.item].nunique()}]
+    if schema.run:
+        rows.append({"role": "run", "column": schema.run, "levels": data[schema.run].nunique()})
+    for s in schema.slices:
+        kind = ("item attribute" if s in roles["item_level"] else "condition" if s in roles["conditions"]
+                else "other column")
+        rows.append({"role": kind, "column": s, "levels": data[s].nunique()})
+    design = pd.DataFrame(rows)
+    design["values"] = [", ".join(map(str, list(dict.fromkeys(data[c].astype(str)))[:8]))
+                        + (", ..." if data[c].nunique() > 8 else "") for c in design["column"]]
+    out = [("design", f"Design: {len(data):,} rows; the role of each column.", design)]
+    note = ("Every column other than the model, item, run and outcome is a slice. A slice with one "
+            "level per item (such as a domain) is an item attribute; the others are conditions "
+            "under which every item was answered (such as language or prompt).")
+    if slice_ is not None and slice_ in roles["item_level"]:
+        per = (data.groupby(slice_, observed=True)[schema.item].nunique().rename("items").reset_index())
+        per = per.sort_values(slice_, key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+        per["percent"] = 100 * per["items"] / per["items"].sum()
+        total = pd.DataFrame({slice_: ["Total"], "items": [int(per["items"].sum())], "percent": [100.0]})
+        per[slice_] = per[slice_].astype(str)
+        out.append(("table1", f"Table 1: items by {slice_}.", pd.concat([per, total], ignore_index=True)))
+    return ReportSection("data", "Data and design", note, tables=tuple(out))
+
+
+def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFrame]:
+    from .plots import accuracy_intervals
+
+    schema = roles["schema"]
+    cond = roles["conditions"]
+    by = [schema.model] + cond
+    tab = accuracy(data, by, ci="wilson", conf_level=conf_level)
+    overall = accuracy(data, schema.model, ci="wilson", conf_level=conf_level)
+    overall = overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    fig = accuracy_intervals(tab, y=schema.model, hue=cond[0] if cond else None,
+                             col=cond[1] if len(cond) > 1 else None)
+    note = (f"Accuracy is the share of correct answers; intervals are Wilson score intervals "
+            f"({conf_level:.0%}), as DescTools::BinomCI. They treat every answer as independent and "
+            "are too narrow when items differ in difficulty; the model-based intervals below account "
+            "for items.")
+    return ReportSection(
+        "accuracy", "Accuracy with intervals", note,
+        tables=(("accuracy", f"Accuracy by {', '.join(by)} with Wilson {conf_level:.0%} intervals.", tab),
+                ("accuracy_overall", "Accuracy by model over every condition and run.", overall)),
+        figures=(("fig1_accuracy", "Figure 1: accuracy per model and condition (Wilson intervals).",
+                  _close(fig)),)), overall
+
+
+def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
+    from .plots import delta_bic_bars
+
+    comp = compare_models(fits)
+    best = str(comp.table["name"].iloc[0])
+    tab = comp.to_frame()[["name", "df", "loglik", "aic", "bic", "delta_bic", "bic_weight"]]
+    fit_rows = pd.DataFrame([{"name": n, "converged": bool(f.converged), "singular": bool(f.singular)}
+                             for n, f in fits.items()])
+    tab = tab.merge(fit_rows, on="name", how="left")
+    type3 = anova(fits[best]).to_frame()
+    note = (f"Logistic mixed models with random intercepts{rand.replace(' + ', ', ')} fitted by "
+            "maximum likelihood (Laplace), as lme4::glmer, and compared by BIC: "
+            f"{comp.verdict()}. Type-III Wald tests of the selected model as car::Anova(type = 3).")
+    return ReportSection(
+        "selection", "Model selection by BIC", note,
+        tables=(("model_selection", "Candidate models: BIC, ΔBIC and BIC weights.", tab),
+                ("type3_selected", f"Type-III Wald χ² tests of the selected model ({best}).", type3)),
+        figures=(("fig2_delta_bic", "Figure 2: ΔBIC of each candidate against the best.",
+                  _close(delta_bic_bars(comp))),)), best
+
+
+def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSection:
+    from .plots import odds_ratio_forest
+
+    schema = roles["schema"]
+    emm = emmeans(fit, schema.model, conf_level=conf_level)
+    ctr = contrast(emm, "trt.vs.ctrl", ref=reference, adjust="dunnettx")
+    tab = ctr.to_frame()
+    lo, hi = _lohi(tab, "or_")
+    show = ["contrast", "estimate", "se", _pcol(tab), "odds_ratio", lo, hi]
+    tables_ = [("odds_ratios", f"Odds ratios against {reference} (marginal over the conditions; "
+                f"Dunnett-adjusted p and intervals).", tab[[c for c in show if c in tab.columns]])]
+    cond = roles["conditions"]
+    if cond:
+        pw = contrast(emmeans(fit, schema.model, by=cond, conf_level=conf_level), "pairwise",
+                      adjust="holm").to_frame()
+        tables_.append(("pairwise_by_condition", f"Pairwise contrasts of models within each "
+                        f"{' × '.join(cond)} cell (log odds; Holm-adjusted p).", pw))
+    note = (f"Marginal means of each model on the logit scale from {formula} (equal weights over the "
+            f"conditions, as emmeans), contrasted with the reference {reference}. The saturated model "
+            "is used so that contrasts within a condition are not forced equal across conditions.")
+    fig = odds_ratio_forest(ctr)
+    return ReportSection("odds_ratios", f"Odds ratios against {reference}", note, tables=tuple(tables_),
+                         figures=(("fig3_odds_ratios", f"Figure 3: odds ratios against {reference} "
+                                   "(log scale).", _close(fig)),))
+
+
+def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, formulas):
+    from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
+
+    schema = roles["schema"]
+    m = schema.model
+    add, inter = f"{m} + {slice_}", f"{m} * {slice_}"
+    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data),
+            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data)}
+    formulas[f"{slice_}: additive"] = f"{response} ~ {add}{rand}"
+    formulas[f"{slice_}: interaction"] = f"{response} ~ {inter}{rand}"
+    comp = compare_models(fits)
+    chosen_name = str(comp.table["name"].iloc[0])
+    chosen = fits[chosen_name]
+    means = emmeans(chosen, slice_, type="response", conf_level=conf_level)
+    type3 = anova(fits[f"additive: {add}"]).to_frame()
+    acc = accuracy(data, [m, slice_], ci="wilson", conf_level=conf_level)
+    mm = means.to_frame().sort_values("estimate", kind="stable").reset_index(drop=True)
+    row = type3[type3["term"] == slice_]
+    stat = "statistic" if "statistic" in row.columns else "chisq"
+    chi = (f" The {slice_} effect in the additive model: χ² = {float(row[stat].iloc[0]):.1f} on "
+           f"{int(row['df'].iloc[0])} df, p = {tables.format_p(float(row[_pcol(row)].iloc[0]))}."
+           if len(row) else "")
+    means_sec = ReportSection(
+        "slice_means", f"Marginal means by {slice_}",
+        f"Marginal means of {slice_} on the probability scale from the model preferred by BIC "
+        f"({chosen_name}), averaged over models with equal weights; Wald intervals on the logit "
+        f"scale, back-transformed (emmeans, type = \"response\").{chi} The heatmap shows the "
+        f"observed accuracy of each model in each {slice_} (descriptive, not a test).",
+        tables=((f"{slice_}_means", f"Marginal means by {slice_} ({chosen_name}).", mm),
+                ("type3_slice", f"Type-III Wald χ² tests of {add}.", type3),
+                (f"accuracy_by_{slice_}", f"Observed accuracy by model and {slice_}.", acc)),
+        figures=(("fig4_slice_means", f"Figure 4: marginal means by {slice_} (95% CI).",
+                  _close(marginal_means(means))),
+                 ("fig5_heatmap", f"Figure 5: accuracy (%) per model and {slice_}.",
+                  _close(accuracy_heatmap(acc, row=m, col=slice_)))))
+    cond = contrast(emmeans(chosen, m, by=slice_, conf_level=conf_level), "trt.vs.ctrl", ref=reference,
+                    adjust="holm")
+    ctab = cond.to_frame()
+    fit_sec = ReportSection(
+        "slice_models", f"Does {slice_} moderate the model differences?",
+        f"The additive model (a shared {slice_} difficulty shift) against the interaction model "
+        f"(model differences that vary by {slice_}), by BIC: {comp.verdict()}. Contrasts against "
+        f"{reference} within each {slice_} come from the preferred model ({chosen_name}); "
+        "Holm-adjusted within each level. Under the additive model they are equal across levels on "
+        "the log-odds scale by construction.",
+        tables=(("slice_fit_comparison", f"Additive against interaction model for {slice_}.",
+                 comp.to_frame()[["name", "df", "loglik", "bic", "delta_bic", "bic_weight"]]),
+                ("slice_conditional_contrasts", f"Odds ratios against {reference} within each "
+                 f"{slice_} (Holm).", ctab)),
+        figures=(("supp_fig1_slice_fit", f"Supplementary Figure 1: ΔBIC, additive against "
+                  f"interaction model for {slice_}.", _close(delta_bic_bars(comp))),
+                 ("supp_fig2_conditional_contrasts", f"Supplementary Figure 2: odds ratios against "
+                  f"{reference} within each {slice_} (Holm).",
+                  _close(odds_ratio_forest(cond, by=slice_)))))
+    return means_sec, fit_sec, acc
+
+
+def _robustness_section(acc: pd.DataFrame, roles, slice_) -> ReportSection:
+    m = roles["schema"].model
+    g = acc.groupby(m, observed=True)["estimate"]
+    tab = pd.DataFrame({
+        "mean_acc": g.mean(), "sd_acc": g.std(ddof=1),
+        "iqr_acc": g.quantile(0.75) - g.quantile(0.25), "min_acc": g.min(), "max_acc": g.max()})
+    tab = tab.sort_values("mean_acc", ascending=False, kind="stable").reset_index()
+    tab[m] = tab[m].astype(str)
+    return ReportSection(
+        "robustness", f"Robustness across {slice_} (Table S7)",
+        f"Each model's accuracy in every {slice_} (pooled over conditions and runs), summarised "
+        f"across the {acc[slice_].nunique()} levels: mean, SD, interquartile range (R's type-7 "
+        "quantiles), minimum and maximum. A high mean with a small spread marks a generalist.",
+        tables=(("robustness", f"Table S7: model accuracy across {slice_}.", tab),))
+
+
+def _reliability_section(data, roles) -> ReportSection:
+    from .plots import flip_rate_bars, icc_dots
+
+    schema = roles["schema"]
+    cond = roles["conditions"]
+    by = [schema.model] + cond
+    fl = flip_rate(data, by).to_frame()
+    ic = icc(data, by, bands=PAPER_ICC_BANDS)
+    counts = ic.to_frame()["quality"].value_counts()
+    summary = ", ".join(f"{int(counts.get(q, 0))} {q}" for q in ("poor", "moderate", "good", "excellent")
+                        if counts.get(q, 0))
+    note = ("Flip rate: share of items whose outcome is not the same in every run; entropy: mean "
+            "outcome entropy in bits. ICC(C,1): two-way consistency single-measure intraclass "
+            "correlation of the items × runs matrix, as irr::icc, with F-test intervals; bands at "
+            f"0.60 / 0.75 / 0.90 as in the paper ({summary} of {len(ic.to_frame())} slices).")
+    figs = [("fig7_icc", "Figure 7: run-to-run ICC per slice, by quality band.", _close(icc_dots(ic)))]
+    figs.insert(0, ("fig6_flip_rate", "Figure 6: share of items whose outcome changes across runs.",
+                    _close(flip_rate_bars(fl, x=schema.model, hue=cond[0] if cond else None,
+                                          col=cond[1] if len(cond) > 1 else None))))
+    return ReportSection("reliability", "Run-to-run reliability", note,
+                         tables=(("flip_rates", "Flip rate and entropy per slice.", fl),
+                                 ("icc", "ICC(C,1) per slice with 95% intervals and quality band.",
+                                  ic.to_frame())),
+                         figures=tuple(figs))
+
+
+def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, list[dict[str, Any]]]:
+    from .plots import rank_bump, rank_intervals
+
+    cond = roles["conditions"]
+    sizes = list(range(1, n_runs))
+    ri = rank_instability(data, cond or None, runs_per_leaderboard=sizes)
+    ru = rank_uncertainty(data, cond or None, n_boot=n_boot, seed=seed)
+    singles = ri.table[ri.table["n_runs"] == 1]
+    n_lb = len(singles)
+    n_paper = int(singles["unstable"].sum())
+    n_real = int((singles["n_discordant"] > 0).sum())
+    corr = [{"quantity": "single-run leaderboards with a rank inversion",
+             "paper_method": "any model at another position, ties broken by level order",
+             "paper_value": f"{n_paper} of {n_lb} ({_pct(n_paper / n_lb)})",
+             "corrected_method": "at least one model pair strictly inverted; ties count as ties",
+             "corrected_value": f"{n_real} of {n_lb} ({_pct(n_real / n_lb)})",
+             "why": "a tie in accuracy is not an inversion; breaking it by the models' level order "
+                    "moves models that are not ordered at all."}]
+    if 2 in sizes:
+        s = ri.to_frame().set_index("n_runs")
+        red_lb = 1 - s.loc[2, "rate"] / s.loc[1, "rate"] if s.loc[1, "rate"] > 0 else np.nan
+        red_pairs = s.loc[2, "inversions_removed"]
+        corr.append({
+            "quantity": "share of single-run inversions removed by pooling two runs",
+            "paper_method": "the single-run instability rate, read as a reduction",
+            "paper_value": _pct(n_paper / n_lb),
+            "corrected_method": "reduction of unstable leaderboards / of inverted model pairs",
+            "corrected_value": f"{_pct(red_lb)} / {_pct(red_pairs)}",
+            "why": "a reduction compares one run with two runs; the paper's figure is the one-run "
+                   "rate alone."})
+    note = ("Within each condition cell, the leaderboard of every single run (and every pair of runs) "
+            "is compared with the leaderboard of all runs pooled. Rank intervals come from an "
+            f"item-level cluster bootstrap ({n_boot} replicates, seed {seed}): models are compared on "
+            "the same resampled items.")
+    return ReportSection(
+        "ranks", "Rank instability and rank intervals", note,
+        tables=(("rank_instability", "Leaderboards of run subsets against all runs: unstable "
+                 "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.to_frame()),
+                ("leaderboards", "Every run-subset leaderboard.", ri.table),
+                ("rank_intervals", "Rank of each model with its 95% bootstrap interval.", ru.to_frame())),
+        figures=(("fig8_rank_bump", "Figure 8: ranks in single runs against all runs (ties side by "
+                  "side).", _close(rank_bump(ri))),
+                 ("rank_intervals", "Rank intervals (item bootstrap).", _close(rank_intervals(ru))))), corr
+
+
+def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
+    from .plots import se_curves
+
+    schema = roles["schema"]
+    cond = roles["conditions"]
+    by = [schema.model] + cond
+    res = repetitions.se_vs_runs(data, by, max_runs=max(2 * n_runs, 5), curve_by=schema.model)
+    paper_se = repetitions.slice_se_by_runs(data, by).to_frame()
+    proj = res.projection.groupby("n_runs")[["se", "se_runs"]].mean().reset_index()
+    comp = paper_se[["n_runs", "se"]].rename(columns={"se": "paper_se"}).merge(
+        proj.rename(columns={"se": "se_items_random", "se_runs": "se_items_fixed"}), on="n_runs",
+        how="right")
+    comps = res.components
+    tables_ = [("se_vs_runs", "SE of slice accuracy against runs: the paper's statistic and the "
+                "decomposition (mean over slices).", comp),
+               ("variance_components", "Between-item and within-item (run) variance per slice.", comps)]
+    plan_note = ""
+    try:
+        pl = repetitions.plan(comps, se=plan_se, cost_item=cost_item, cost_run=cost_run)
+        tables_.append(("plan", f"Study planner: fewest items for each number of runs so that every "
+                        f"slice's SE ≤ {plan_se} (cost = items × {cost_item:g} + answers × "
+                        f"{cost_run:g}).", pl.table))
+        plan_note = (f" The cheapest design with every slice's SE ≤ {plan_se}: {pl.n_items} items × "
+                     f"{pl.n_runs} run(s) (cost {pl.cost:g}).")
+    except DataError as exc:
+        plan_note = f" Study planner: {exc}."
+    r1 = comp.set_index("n_runs")
+    corr = [{"quantity": f"SE of slice accuracy at R = {r}",
+             "paper_method": "SD between slice accuracies / √(number of slices)",
+             "paper_value": f"{r1.loc[r, 'paper_se']:.4f}" if np.isfinite(r1.loc[r, "paper_se"]) else "",
+             "corrected_method": "√(var_between / N + var_within / (N R)) per slice, averaged "
+                                 "(items random / items fixed)",
+             "corrected_value": f"{r1.loc[r, 'se_items_random']:.4f} / {r1.loc[r, 'se_items_fixed']:.4f}",
+             "why": "the paper's statistic measures how far slices differ from each other, not the "
+                    "uncertainty of a slice; runs only shrink the within-item part."}
+            for r in range(1, n_runs + 1) if r in r1.index]
+    note = ("Each slice's accuracy has two sources of noise: which items were drawn (between-item "
+            "variance) and what the decoder produced (within-item, run-to-run variance). Only the "
+            "second shrinks with more runs. The figure shows the paper's curves (predicted sd/√R, "
+            "empirical over run subsets) and the projection from the decomposition." + plan_note)
+    return ReportSection("repetitions", "SE against repetitions and study planning", note,
+                         tables=tuple(tables_),
+                         figures=(("fig9_se_curves", "Figure 9: SE of slice accuracy against runs "
+                                   "averaged.", _close(se_curves(res, show_projection=True))),)), corr
+
+
+def _sign_flip_rows(data, formula, reference, model) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
+    singles = sf.details[sf.details["run"] != "all"]
+    flipped = singles.groupby("contrast")["flipped"].any()
+    return [{"quantity": f"contrasts against {reference} whose significance changes in a single run",
+             "paper_method": "decisions read from the all-runs fit for every run",
+             "paper_value": f"0 of {len(flipped)} (0%, by construction)",
+             "corrected_method": "the model refitted on each run",
+             "corrected_value": f"{int(flipped.sum())} of {len(flipped)} ({_pct(sf.rate)})",
+             "why": "without a refit every 'single-run' decision is the all-runs decision, so no "
+                    "flip can be seen."}]
+
+
+def _bayes_section(data, formula, model, seed) -> ReportSection:
+    try:
+        import pymc  # noqa: F401
+    except ImportError:
+        return ReportSection("bayes", "Posterior rank probabilities",
+                             skipped="Left out: the Bayesian section needs the bayes extra "
+                                     "(pip install 'evalmix[bayes]').")
+    from . import bayes
+
+    fit = bayes.glmer(formula, data, draws=500, tune=500, chains=2, seed=seed, progressbar=False)
+    ranks = fit.ranks(model).to_frame()
+    return ReportSection(
+        "bayes", "Posterior rank probabilities",
+        f"The selected model ({formula}) fitted by MCMC with evalmix's default weakly informative "
+        f"priors (2 chains × 500 draws, seed {seed}); each model's marginal mean is ranked within "
+        "every draw.",
+        tables=(("bayes_ranks", "Posterior probability of each rank.", ranks),))
+
+
+# ----------------------------------------------------------------------------------------------
+# the report
+
+
+def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
+           reference: Any = None, slice: str | None = None, candidates: Sequence[str] | None = None,
+           formula: str | None = None, bayes: bool = False, seed: int = 0, conf_level: float = 0.95,
+           n_boot: int = 1000, plan_se: float = 0.03, cost_item: float = 10.0, cost_run: float = 1.0,
+           title: str | None = None, item: str = "item") -> Report:
+    """Every table and figure of a repeated-runs study, with the corrected analyses beside the paper's.
+
+    Parameters
+    ----------
+    runs : DataFrame or path
+        A runs table, ideally from :func:`evalmix.read_runs` (its column roles are used); a path or
+        an unvalidated DataFrame is read with :func:`evalmix.read_runs` (``item=`` names the item
+        column).
+    out : path, optional
+        Directory to write the page, tables and figures into (see :meth:`Report.save`).
+    reference : optional
+        Model the odds ratios are taken against (default: the most accurate model overall).
+    slice : str, optional
+        Slice for the marginal means, the heatmap, the slice model comparison and Table S7
+        (default: the first item attribute, such as a domain column; the sections are left out
+        when there is none).
+    candidates : list of str, optional
+        Fixed-effect parts compared by BIC (default: :func:`candidate_formulas` of the conditions,
+        the paper's five for language and prompt).  The random part is added:
+        ``(1|item) + (1|item:run)``.
+    formula : str, optional
+        Fixed part of the model behind the odds ratios and the within-condition contrasts (default:
+        the saturated candidate, model × every condition).
+    bayes : bool
+        Add posterior rank probabilities (needs the ``bayes`` extra; samples for a while).
+    seed : int
+        Seed of the bootstrap (rank intervals) and the sampler.
+    conf_level : float
+        Level of every interval.
+    n_boot : int
+        Bootstrap replicates for the rank intervals.
+    plan_se, cost_item, cost_run : float
+        Target SE per slice and costs for the study planner (:func:`evalmix.repetitions.plan`).
+    title : str, optional
+    item : str
+        Item column when ``runs`` is not yet validated.
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, seed=1)
+    >>> rep = evalmix.report(df, n_boot=100)
+    >>> [s.key for s in rep.sections][:4]
+    ['data', 'accuracy', 'selection', 'odds_ratios']
+    >>> rep.section("slice_means").skipped.startswith("Left out")
+    True
+    """
+    if not isinstance(runs, pd.DataFrame) or schema_of(runs) is None:
+        runs = read_runs(runs, item=item)
+    data = runs
+    roles = _roles(data)
+    schema = roles["schema"]
+    m = schema.model
+    if schema.counts:
+        response = f"cbind({schema.successes}, {schema.trials} - {schema.successes})"
+    else:
+        response = str(schema.outcome)
+    if data[m].nunique() < 2:
+        raise DataError(f"a report compares models: column {m!r} has one level ({data[m].iloc[0]!r})")
+    n_runs = int(data[schema.run].nunique()) if schema.run else 1
+    rand = f" + (1|{schema.item})" + (f" + (1|{schema.item}:{schema.run})" if n_runs > 1 else "")
+    if slice is not None and slice not in schema.slices:
+        raise DataError(f"slice={slice!r} is not a slice column; the slices are {list(schema.slices)}")
+    slice_ = slice if slice is not None else (roles["item_level"][0] if roles["item_level"] else None)
+    cond = roles["conditions"]  # a condition chosen as the slice stays a condition
+
+    sections: list[ReportSection] = [_data_section(data, roles, slice_)]
+    acc_sec, overall = _accuracy_section(data, roles, conf_level)
+    sections.append(acc_sec)
+    levels = [str(v) for v in overall[m]]
+    ref = str(reference) if reference is not None else levels[0]
+    if ref not in levels:
+        raise DataError(f"reference={reference!r} is not a model; the models are {levels}")
+    cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
+    formulas: dict[str, str] = {}
+    fits = {}
+    for c in cands:
+        formulas[f"candidate: {c}"] = f"{response} ~ {c}{rand}"
+        fits[c] = _fit(f"{response} ~ {c}{rand}", data)
+    sel, best = _selection_section(data, fits, rand)
+    sections.append(sel)
+    full = formula or candidate_formulas(cond, m)[0]
+    full_fit = fits[full] if full in fits else _fit(f"{response} ~ {full}{rand}", data)
+    formulas["odds ratios and contrasts"] = f"{response} ~ {full}{rand}"
+    sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level))
+    if slice_ is not None:
+        means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
+                                                        conf_level, formulas)
+        sections += [means_sec, fit_sec]
+    else:
+        line = ("Left out: the table has no item attribute (a column with one level per item, "
+                "such as a domain); pass slice=COLUMN to use a condition instead.")
+        sections += [ReportSection("slice_means", "Marginal means by slice", skipped=line),
+                     ReportSection("slice_models", "Slice fit comparison and conditional "
+                                   "contrasts", skipped=line)]
+    corrections: list[dict[str, Any]] = []
+    if n_runs >= 2 and not schema.counts:
+        sections.append(_reliability_section(data, roles))
+        rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, seed)
+        sections.append(rank_sec)
+        corrections += corr
+        rep_sec, corr = _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run)
+        sections.append(rep_sec)
+        corrections += corr
+        formulas["sign flips (all runs; each run without the item:run term)"] = \
+            f"{response} ~ {best}{rand}"
+        corrections = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m) + corrections
+    else:
+        why = ("the table has a single run" if n_runs < 2 else
+               "the outcome is given as k-of-n counts, not one answer per run")
+        for key, name in (("reliability", "Run-to-run reliability"),
+                          ("ranks", "Rank instability and rank intervals"),
+                          ("repetitions", "SE against repetitions and study planning")):
+            sections.append(ReportSection(key, name, skipped=f"Left out: {why}."))
+    if slice_ is not None:
+        sections.append(_robustness_section(acc_slice, roles, slice_))
+    else:
+        sections.append(ReportSection("robustness", "Robustness across a slice (Table S7)",
+                                      skipped="Left out: no item attribute to summarise "
+                                              "models across."))
+    if corrections:
+        sections.append(ReportSection(
+            "corrections", "The paper's procedures and the corrected ones",
+            "Where a procedure of the AI4Math study misleads, its number on this table is shown "
+            "beside the corrected one, with the reason.",
+            tables=(("corrections", "The paper's procedure against the corrected one.",
+                     pd.DataFrame(corrections)),)))
+    if bayes:
+        sections.append(_bayes_section(data, f"{response} ~ {best}{rand}", m, seed))
+    options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
+               "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
+               "bayes": bayes}
+    rep = Report(sections=tuple(sections), title=title or "Evaluation report", formulas=formulas,
+                 versions=_versions(), options=options)
+    if out is not None:
+        rep.save(out)
+    return rep
+
+
+# ----------------------------------------------------------------------------------------------
+# HTML
+
+_CSS = """
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;border-bottom:1px solid #ddd;
+padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.82em;margin:.6em 0}th,td{padding:2px 8px;
+border-bottom:1px solid #e4e4e4;text-align:right}th{border-bottom:2px solid #999}
+td.l,th.l{text-align:left}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+figure{margin:1em 0}figure img{max-width:100%;height:auto}figcaption{font-size:.88em;color:#444}
+p.note{color:#333}p.skip{color:#8a5a00;font-style:italic}nav ol{columns:2;font-size:.9em}
+details summary{cursor:pointer;color:#0b5394}code{font-size:.9em}
+"""
+
+
+def _html_table(caption: str, tab: pd.DataFrame, name: str) -> str:
+    shown = tables.format_table(tab, digits=3)
+    numeric = [pd.api.types.is_numeric_dtype(tab[c]) for c in tab.columns]
+    head = "".join(f'<th class="{"" if n else "l"}">{html.escape(str(c))}</th>'
+                   for c, n in zip(tab.columns, numeric))
+    body = "".join("<tr>" + "".join(f'<td class="{"" if n else "l"}">{html.escape(str(v))}</td>'
+                                    for v, n in zip(row, numeric)) + "</tr>"
+                   for row in shown.itertuples(index=False))
+    table = (f'<table id="tab-{html.escape(name)}"><caption>{html.escape(caption)}</caption>'
+             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    if len(tab) > 40:
+        return (f"<details><summary>{html.escape(caption)} ({len(tab)} rows)</summary>{table}"
+                "</details>")
+    return table
+
+
+def _render_html(rep: Report, images: dict[str, bytes]) -> str:
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+             f"{html.escape(rep.title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{html.escape(rep.title)}</h1>",
+             "<p class=\"note\">Made with evalmix " + html.escape(rep.versions.get("evalmix", "")) +
+             f". Reference model: <b>{html.escape(str(rep.options.get('reference')))}</b>; slice: "
+             f"<b>{html.escape(str(rep.options.get('slice')))}</b>; model selected by BIC: "
+             f"<code>{html.escape(str(rep.options.get('selected')))}</code>.</p>",
+             "<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>'
+                                   for s in rep.sections) + '<li><a href="#software">Formulas and '
+             "software</a></li></ol></nav>"]
+    for s in rep.sections:
+        parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>')
+        if s.skipped:
+            parts.append(f'<p class="skip">{html.escape(s.skipped)}</p></section>')
+            continue
+        if s.note:
+            parts.append(f'<p class="note">{html.escape(s.note)}</p>')
+        for name, caption, _ in s.figures:
+            b64 = base64.b64encode(images[name]).decode("ascii")
+            parts.append(f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(caption)}" '
+                         f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(caption)}'
+                         "</figcaption></figure>")
+        for name, caption, tab in s.tables:
+            parts.append(_html_table(caption, tab, name))
+        parts.append("</section>")
+    formulas = pd.DataFrame({"use": list(rep.formulas), "formula": list(rep.formulas.values())})
+    versions = pd.DataFrame({"software": list(rep.versions), "version": list(rep.versions.values())})
+    parts.append('<section id="software"><h2>Formulas and software</h2>'
+                 + _html_table("Models fitted (lme4 syntax).", formulas, "formulas")
+                 + _html_table("Software versions.", versions, "versions") + "</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+

@@ -1,0 +1,49 @@
+"""Every command of README's command-line tour runs as written on the bundled example."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from evalmix.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tour_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"From the command line.*?```bash\n(.*?)```", text, re.S)
+    assert block, "README.md has no command-line tour"
+    lines = block.group(1).replace("\\\n", " ").splitlines()
+    return [c.split("  #")[0].strip() for c in lines if c.strip().startswith("evalmix ")]
+
+
+COMMANDS = _tour_commands()
+# the calibration runs 200 simulations: the second test step runs it
+CASES = [pytest.param(c, id=c.split()[1], marks=pytest.mark.slow if " calibrate" in c else ())
+         for c in COMMANDS]
+
+
+def test_the_tour_has_every_command():
+    assert {c.split()[1] for c in COMMANDS} >= {"describe", "fit", "select", "reliability", "ranks",
+                                                 "plan", "compare", "calibrate"}
+
+
+@pytest.mark.parametrize("command", CASES)
+def test_tour_command_runs(command, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = shlex.split(command)[1:]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    assert code == 0
+    text = out.getvalue()
+    assert text.strip()
+    if "--json" in argv:
+        json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
