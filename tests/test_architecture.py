@@ -29,7 +29,8 @@ LAYERS: dict[str, int] = {
     "evalmix.errors": 0, "evalmix._random": 0, "evalmix._result": 0, "evalmix.tables": 0,
     "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
     "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
-    "evalmix.status": 0,
+    "evalmix.parquet": 0, "evalmix.scan": 0,
+    "evalmix.status": 0, "evalmix.links": 0,
     # 1 engines
     "evalmix.glmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,
@@ -41,7 +42,7 @@ LAYERS: dict[str, int] = {
     "evalmix.fit_many": 3,
     # 4 adapters
     "evalmix.cli": 4, "evalmix.plots": 4, "evalmix.io": 4, "evalmix.reporting": 4,
-    "evalmix.report": 4, "evalmix.tests": 4, "evalmix.__main__": 4, "evalmix": 4,
+    "evalmix.report": 4, "evalmix.tests": 4, "evalmix.integrations": 4, "evalmix.__main__": 4, "evalmix": 4,
 }
 HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "joblib", "statsmodels", "pymc", "pytensor", "numba",
          "formulaic", "tqdm")

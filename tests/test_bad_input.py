@@ -468,8 +468,8 @@ def test_cli_semicolon_file_is_read(capsys, tmp_path):
 def test_cli_missing_file_and_directory(capsys, tmp_path):
     code, _, err = cli(capsys, "describe", tmp_path / "nope.csv")
     assert_user_error(code, err, "nope.csv: no such file")
-    code, _, err = cli(capsys, "reliability", tmp_path)
-    assert_user_error(code, err, "is a directory, not a table file")
+    code, _, err = cli(capsys, "reliability", tmp_path)  # a folder is read as harness logs
+    assert_user_error(code, err, f"no evaluation logs under {tmp_path}")
 
 
 def test_cli_bad_outcome_value_names_file_column_row(capsys, tmp_path):

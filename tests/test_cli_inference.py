@@ -128,3 +128,42 @@ def test_runs_under_evalmix_main(monkeypatch, capsys):
     assert code == 0
     res = json.loads(capsys.readouterr().out)
     assert [r["contrast"] for r in res["contrasts"]["table"]] == ["m2 - (m-1)", "m3 - (m-1)"]
+
+
+def test_fit_r_arguments_reach_glmer():
+    """``--link``, ``--nagq``, ``--weights``, ``--offset`` and ``--contrasts`` are glmer's."""
+    import warnings
+
+    from evalmix import glmer
+
+    p = argparse.ArgumentParser(prog="evalmix")
+    cli_inference.add_fit_parser(p.add_subparsers(dest="command"))
+    d = pd.read_csv(DATA)
+    rng = np.random.default_rng(4)
+    d["w"] = rng.integers(1, 4, len(d))
+    d["off"] = rng.uniform(-0.3, 0.3, len(d))
+    path = REFERENCE.parent / "_cli_formula_tmp.csv"
+    d.to_csv(path, index=False)
+    formula = "correct ~ model * lang + (1|item)"
+    try:
+        res = json.loads(run(p, ["fit", str(path), "--formula", formula, "--link", "probit",
+                                 "--nagq", "3", "--weights", "w", "--offset", "off",
+                                 "--contrasts", "model=contr.sum", "lang=contr.sum", "--json"]))
+    finally:
+        path.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer(formula, d, link="probit", nAGQ=3, weights="w", offset="off",
+                    contrasts={"model": "contr.sum", "lang": "contr.sum"})
+    assert abs(res["fit"]["loglik"] - fit.loglik) < 1e-9
+    got = pd.DataFrame(res["fit"]["coefficients"])
+    assert got["term"].tolist() == list(fit.fixef.index)
+    assert any("[S." in t for t in got["term"])
+    from evalmix import cli
+    from evalmix.errors import FormulaError
+
+    with pytest.raises(FormulaError, match="FACTOR=CODING"):
+        run(p, ["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts", "model"])
+    assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts",
+                     "model=contr.foo"]) == 2
+    assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--nagq", "0"]) == 2

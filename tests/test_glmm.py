@@ -277,3 +277,56 @@ def test_crossed_schur_solver_dense_and_sparse_storage_agree(monkeypatch):
     np.testing.assert_allclose(dense.theta.to_numpy(), sparse.theta.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(dense.fixef.to_numpy(), sparse.fixef.to_numpy(), atol=1e-7)
     np.testing.assert_allclose(dense.vcov.to_numpy(), sparse.vcov.to_numpy(), rtol=1e-5)
+
+
+def _slope_design(subjects=40, items=12, seed=5):
+    rng = np.random.default_rng(seed)
+    s, i, x = (a.ravel() for a in np.meshgrid(np.arange(subjects), np.arange(items), np.arange(3),
+                                                 indexing="ij"))
+    u = rng.normal(size=(subjects, 3)) @ np.array([[0.8, 0, 0], [0.3, 0.5, 0], [-0.2, 0.2, 0.4]]).T
+    eta = 0.2 + np.array([0.0, 0.5, -0.4])[x] + u[s, 0] + np.where(x > 0, u[s, np.maximum(x, 1)], 0.0)
+    eta += rng.normal(0, 1.0, items)[i]
+    return pd.DataFrame({"subject": [f"s{j:03d}" for j in s], "item": [f"i{j:02d}" for j in i],
+                         "x": np.array(["a", "b", "c"])[x],
+                         "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
+
+
+@pytest.mark.parametrize("formula", ["correct ~ x + (1|item) + (1 + x|subject)",
+                                     "correct ~ x + (1|item) + (1 + x||subject)"])
+def test_block_schur_solver_matches_the_dense_solver(formula, monkeypatch):
+    # (1 + x|subject) crossed with (1|item): the subject blocks are eliminated first; the general
+    # dense solver must reach the same fit
+    from evalmix.glmm import deviance
+
+    df = _slope_design()
+    fast = glmer(formula, df)
+    monkeypatch.setattr(deviance.BlockSchurSolver, "applies", classmethod(lambda cls, t: False))
+    dense = glmer(formula, df)
+    assert fast.loglik == pytest.approx(dense.loglik, abs=1e-6)
+    np.testing.assert_allclose(fast.fixef.to_numpy(), dense.fixef.to_numpy(), atol=1e-5)
+    np.testing.assert_allclose(np.sqrt(np.diag(fast.vcov)), np.sqrt(np.diag(dense.vcov)), rtol=1e-3)
+
+
+def test_exact_theta_gradient_matches_finite_differences():
+    # the closed-form theta gradient of every solver against central differences of the deviance
+    from evalmix.glmm import deviance
+    from evalmix.glmm.design import build_design
+
+    small, square = _slope_design(20, 8), _slope_design(20, 20)
+    for formula, df, kind in [
+            ("correct ~ x + (1|item) + (1 + x|subject)", small, deviance.BlockSchurSolver),
+            ("correct ~ x + (1 + x|subject)", small, deviance.BlockDiagSolver),
+            ("correct ~ x + (1|item) + (1|subject)", small, deviance.SchurSolver),
+            ("correct ~ x + (1|item) + (1|subject)", square, deviance.DenseSolver)]:
+        design = build_design(formula, df)
+        ld = deviance.LaplaceDeviance(design.X, design.k, design.m, design.terms)
+        assert type(ld.solver) is kind, (formula, type(ld.solver))
+        lower = design.theta_lower
+        theta = np.linspace(0.6, 0.9, lower.size) * np.where(lower == 0, 1.0, 0.3)
+        beta = np.zeros(design.X.shape[1])
+        ev = ld.pirls(theta, beta, None)
+        exact = ld.grads(ev)[0]
+        h = 1e-5
+        fd = np.array([(ld.pirls(theta + h * e, beta, ev.u).dev - ld.pirls(theta - h * e, beta, ev.u).dev)
+                       / (2 * h) for e in np.eye(theta.size)])
+        np.testing.assert_allclose(exact, fd, rtol=1e-4, atol=1e-4)

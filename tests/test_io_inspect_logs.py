@@ -248,3 +248,30 @@ def test_log_without_scores_says_so(tmp_path):
     kept = quiet_read(out, errors="keep")
     assert sorted(kept["status"]) == ["cancelled", "error"] or sorted(kept["status"]) == ["error", "error"]
     assert np.isnan(kept["correct"]).all()
+
+
+def test_cli_reads_log_folders(capsys):
+    from evalmix.cli import main
+
+    folder = FIXTURES / "v0.3.285"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert main(["describe", str(folder), "--score", "match", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = quiet_read(folder, scorer="match").groupby(["model", "task"], observed=True)["correct"].agg(
+        ["size", "sum"])
+    assert [(r["model"], r["task"], r["n"], r["k"]) for r in doc["table"]] == [
+        (m, t, int(n), int(k)) for (m, t), (n, k) in want.iterrows()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert main(["describe", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "several scores" in err and "--score NAME" in err and "Traceback" not in err
+    # one log file works as DATA too
+    (log,) = log_path("v0.3.285", "arith", "mockllm/beta")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert main(["describe", str(log), "--score", "includes", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["table"]
+    assert row["n"] == 12 and row["k"] == sum(expected(reader("v0.3.285").query(f"log == '{log.name}'"),
+                                                         "includes").values())

@@ -89,3 +89,17 @@ def test_progress_counts_every_task(capsys: pytest.CaptureFixture[str]) -> None:
 def test_seeded_map_is_the_sequential_loop(n: int, seed: int, batch: int) -> None:
     got = parallel_map(_draw, range(n), seed=seed, batch_size=batch)
     assert got == [_draw(i, s) for i, s in enumerate(np.random.SeedSequence(seed).spawn(n))]
+
+
+class _NoStreamBackend(joblib._parallel_backends.ThreadingBackend):
+    """A backend that cannot stream results (as Ray's joblib backend)."""
+
+    supports_retrieve_callback = False
+
+
+def test_backends_that_cannot_stream_still_give_every_result(capsys: pytest.CaptureFixture[str]) -> None:
+    joblib.register_parallel_backend("evalmix-nostream", _NoStreamBackend)
+    with joblib.parallel_config(backend="evalmix-nostream", n_jobs=2):
+        got = parallel_map(_draw, range(7), seed=5, progress=True, desc="nostream")
+    assert got == parallel_map(_draw, range(7), seed=5)
+    assert "7/7" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalmix import glmer
-from evalmix.errors import FormulaError, SeparationWarning
+from evalmix.errors import FitWarning, FormulaError, SeparationWarning
 from evalmix.glmm.separation import detect_separation
 
 REF = Path(__file__).parent / "reference"
@@ -184,6 +184,20 @@ def test_fixef_prior_matches_blme(case_id):
     assert "Prior dev" in str(fit.summary())
 
 
+def test_fixef_prior_in_the_intercept_direction():
+    """All responses 1 (blme refuses a constant response): the prior alone fixes the intercept,
+    whose estimate solves the penalised score equation sum(1 - mu) = beta / sd^2."""
+    fit = glmer("y_all1 ~ 1 + (1|item)", RUNS, fixef_prior="normal")
+    assert fit.fixef_prior.sd.tolist() == [10.0]
+    assert fit.separation is None and np.isfinite(fit.fixef["Intercept"])
+    assert any("complete separation" in m for m in fit.messages)
+    b = fit.fixef["Intercept"]  # the item SD is 0 here (singular), so the score is exact
+    assert fit.theta.iloc[0] == 0.0
+    assert len(RUNS) / (1 + np.exp(b)) == pytest.approx(b / 10.0**2, rel=1e-4)
+    with pytest.warns(FitWarning, match="3 sds for 1 fixed effect"):
+        glmer("y_all1 ~ 1 + (1|item)", RUNS, fixef_prior=[10, 2, 1])
+
+
 def test_fixef_prior_on_separated_data_notes_the_separation():
     case = R["blme_fits"]["nonref_default"]
     fit = glmer(case["formula"], _data(case), fixef_prior="normal(0, 2.5)")
@@ -282,5 +296,13 @@ def test_cli_fit_on_separated_data(tmp_path):
     assert verdicts == {"Intercept": "finite", "model[T.model-B]": "+inf",
                         "model[T.model-C]": "finite"}
     coef = {r["term"]: r for r in doc["fit"]["coefficients"]}
+    prior = subprocess.run(cmd + ["--json", "--fixef-prior", "normal(0, 2.5)"], capture_output=True,
+                           text=True, env=env)
+    assert prior.returncode == 0 and "SeparationWarning" not in prior.stderr
+    pcoef = {r["term"]: r for r in json.loads(prior.stdout)["fit"]["coefficients"]}
+    assert np.isfinite(pcoef["model[T.model-B]"]["estimate"])
+    bad = subprocess.run(cmd + ["--fixef-prior", "cauchy(0, 2.5)"], capture_output=True, text=True,
+                         env=env)
+    assert bad.returncode == 2 and "fixef_prior" in bad.stderr and "Traceback" not in bad.stderr
     assert coef["model[T.model-B]"]["estimate"] is None
     assert coef["Intercept"]["estimate"] == pytest.approx(R["cases"]["nonref"]["limit"]["fixef"]["(Intercept)"], abs=2e-3)

@@ -28,13 +28,14 @@ _EXPORTS: dict[str, str] = {
     # the runs table and descriptive accuracy
     "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
     "schema_of": "data",
+    "aggregate_runs": "scan",
     "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
     "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
-    # log loaders (lm-evaluation-harness, Inspect AI)
-    "read_inspect": "io", "read_lm_eval": "io",
+    # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
+    "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     # run-to-run reliability, leaderboard stability
     "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
     "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
@@ -67,8 +68,8 @@ _EXPORTS: dict[str, str] = {
     "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "multiplicity", "parallel", "plots", "power", "repetitions", "simulate",
-               "tables"}
+_SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
+               "repetitions", "simulate", "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
@@ -114,7 +115,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
     from .glmm import GlmerResult, glmer
-    from .io import read_inspect, read_lm_eval
+    from .fit_many import FitManyResult, fit_many
+    from .scan import aggregate_runs
+    from .io import read_helm, read_inspect, read_lm_eval, read_logs
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -215,6 +215,19 @@ class Result:
     ``--json``) come from here.  Attributes holding pandas objects are returned as copies and
     arrays as read-only views.
     """
+
+    def __post_init__(self) -> None:
+        # own what was passed in: later edits of the caller's arrays and frames do not reach us
+        for f in fields(self):
+            if f.name[:1] == "_":
+                continue
+            value = object.__getattribute__(self, f.name)
+            if isinstance(value, np.ndarray):
+                value = value.copy()
+                value.flags.writeable = False
+                object.__setattr__(self, f.name, value)
+            elif isinstance(value, (pd.DataFrame, pd.Series)):
+                object.__setattr__(self, f.name, value.copy())
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)

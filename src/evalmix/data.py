@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, DataWarning
+from .parquet import read_parquet
 
 __all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
            "require_columns", "schema_of", "show_rows"]
@@ -132,7 +133,8 @@ def _read_text(path: Path, compressed: bool) -> bytes:
 
 
 def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
-               sep: str | None = None) -> pd.DataFrame:
+               sep: str | None = None, columns: Sequence[str] | None = None,
+               filters: Any = None) -> pd.DataFrame:
     """Load a table from a file, or copy a DataFrame; no validation of its contents.
 
     Parameters
@@ -147,6 +149,11 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     sep : str, optional
         CSV delimiter.  By default ``","``, or ``";"``, tab or ``"|"`` when the header line holds
         no comma but splits on one of those (``csv.Sniffer``).
+    columns, filters : optional
+        Parquet only (a file or a folder of them): read only these columns, and only the rows
+        matching ``filters`` (a pyarrow expression, ``[("benchmark", "==", "math")]`` or
+        ``{"benchmark": ["math", "code"]}``), both pushed down to the Parquet reader (see
+        :func:`evalmix.parquet.read_parquet`).
 
     Raises
     ------
@@ -170,6 +177,11 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     path = Path(source)
     if not path.exists():
         raise _file_error(path, "no such file")
+    if (columns is not None or filters is not None) and not (
+            path.is_dir() or path.suffix.lower() == ".parquet"):
+        raise _file_error(path, "columns= and filters= apply to Parquet files and folders only")
+    if path.is_dir() and any(path.rglob("*.parquet")):
+        return read_parquet(path, columns=columns, filters=filters)
     if path.is_dir():
         raise _file_error(path, f"is a directory, not a table file (give a {_SUFFIXES} file; "
                                 "harness log folders are read by read_lm_eval / read_inspect)")
@@ -186,9 +198,11 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         except ImportError as exc:
             raise _file_error(path, "reading .parquet needs pyarrow: pip install 'evalmix[parquet]'") from exc
         try:
-            return pd.read_parquet(path)
+            return read_parquet(path, columns=columns, filters=filters)
         except ImportError as exc:
             raise _file_error(path, "reading .parquet needs pyarrow: pip install 'evalmix[parquet]'") from exc
+        except DataError:
+            raise
         except Exception as exc:  # pyarrow's ArrowInvalid and friends
             raise _file_error(path, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
     text = _decode(path, _read_text(path, suffix.endswith(".gz")), encoding)
@@ -352,13 +366,18 @@ def read_runs(
     missing: str = "raise",
     encoding: str | None = None,
     sep: str | None = None,
+    columns: Sequence[str] | None = None,
+    filters: Any = None,
 ) -> pd.DataFrame:
     """Read and validate a long-format table of evaluation runs.
 
     Parameters
     ----------
     source : path or DataFrame
-        A ``.csv``, ``.parquet`` or ``.jsonl`` file, or a DataFrame (which is copied, never modified).
+        A ``.csv``, ``.parquet`` or ``.jsonl`` file, a folder of Parquet files (hive partitions
+        such as ``benchmark=math/`` become columns), or a DataFrame (which is copied, never
+        modified).  For tables too large to load, :func:`evalmix.scan.aggregate_runs` reads
+        Parquet in batches and returns k-of-n counts.
     item, model, run : str
         Names of the item, model and run columns.  ``run=None`` for a table with a single run (or
         with k-of-n counts that already pool the runs).
@@ -373,6 +392,9 @@ def read_runs(
         (default), or its row is dropped with a DataWarning saying how many rows.
     encoding, sep : str, optional
         Text encoding and CSV delimiter of a file (see :func:`load_table`).
+    columns, filters : optional
+        Parquet only: the columns to read and a row filter, pushed down to the reader (see
+        :func:`load_table`); every column read that plays no role is a slice.
 
     Returns
     -------
@@ -405,7 +427,7 @@ def read_runs(
     >>> runs.attrs["evalmix"]["item"], runs["correct"].tolist()
     ('item', [1, 0, 1, 1])
     """
-    df = load_table(source, encoding=encoding, sep=sep)
+    df = load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters)
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     counts = successes is not None
@@ -516,6 +538,12 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
         else:
             col = next(c for c in checked if na[c].any())
             role = "outcome" if col in outcome_cols else "key"
+            if role == "outcome" and "status" in df.columns:  # harness samples, unscored ones kept
+                raise DataError(
+                    f"{where}outcome column {col!r} is missing in {int(na[col].sum())} row(s) and the "
+                    "table has a 'status' column: unscored samples (errors, cancellations) cannot be "
+                    "analysed here; pass evalmix.status.scored_rows(data) to use the scored ones, and "
+                    "see evalmix.accuracy_bounds() for what the others could change")
             raise DataError(f"{where}{role} column {col!r} has {int(na[col].sum())} missing value(s) "
                             f"(NaN/None) in rows: " + show_rows(df, na[col], key_cols[:3] + [col])
                             + " (pass missing='drop' to drop such rows with a warning)")

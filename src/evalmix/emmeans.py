@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import stats
 
 from . import multiplicity
 from .draws import hdi
 from .fitted import Coefficients, coefficients, linear_functions, warn_divergent
+from .links import LINKS, inverse_link, mu_eta
 from ._result import Result, level_label
 from .errors import FormulaError
 
@@ -44,8 +45,8 @@ _METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl")
 
 def _link(fit: Any) -> str:
     link = str(getattr(fit, "link", "identity"))
-    if link not in ("logit", "identity"):
-        raise ValueError(f"link {link!r} is not supported (logit or identity)")
+    if link not in (*LINKS, "identity"):
+        raise ValueError(f"link {link!r} is not supported ({', '.join(LINKS)} or identity)")
     return link
 
 
@@ -132,6 +133,8 @@ def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.Da
 # ``spec`` for the full matrix.
 
 def _full_rows(design: Any, frame: pd.DataFrame) -> np.ndarray:
+    if hasattr(design, "full_model_matrix"):  # knows the formula's functions and contrasts
+        return np.asarray(design.full_model_matrix(frame), dtype=float)
     nd = frame.copy()
     for name, levels in design.factors.items():
         nd[name] = pd.Categorical(nd[name], categories=levels)
@@ -146,10 +149,15 @@ def _null_basis(design: Any) -> np.ndarray | None:
         return None
     combos = design.weights_data.drop_duplicates().reset_index(drop=True)
     frames = []
-    for shift in [None, *design.covariates]:  # the design is linear in each covariate
+    # covariates at their means and at a few shifted values, alone and together, so that
+    # polynomial, log and product terms of covariates are spanned too
+    covs = list(design.covariates)
+    steps = [{}] + [{c: k} for c in covs for k in (1, 2, 3)] + \
+        [{c: k * (-1) ** j for j, c in enumerate(covs)} for k in (1, 2)]
+    for step in steps:
         f = combos.copy()
         for cov, mean in design.covariates.items():
-            f[cov] = mean + (1.0 if cov == shift else 0.0)
+            f[cov] = mean + 0.1 * step.get(cov, 0) * max(abs(mean), 1.0)
         frames.append(f)
     X = _full_rows(design, pd.concat(frames, ignore_index=True))
     _, sv, vt = np.linalg.svd(X, full_matrices=True)
@@ -276,27 +284,30 @@ class EMMeans(Result):
 
 
 def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
-               transform: Any = None, estimable: np.ndarray | None = None) -> pd.DataFrame:
-    """estimate, se, conf_low, conf_high of ``L beta`` (delta method / Wald) or of its draws;
-    rows that are not estimable are NaN."""
+               link: str | None = None, estimable: np.ndarray | None = None,
+               shift: np.ndarray | float = 0.0) -> pd.DataFrame:
+    """estimate, se, conf_low, conf_high of ``L beta + shift`` (delta method / Wald) or of its
+    draws, back-transformed by the inverse ``link`` when one is given; rows that are not
+    estimable are NaN. ``shift`` is the offset of each row."""
     if estimable is not None and not estimable.all():
         L = np.where(estimable[:, None], L, np.nan)
     if coefs.draws is not None:
-        vals = coefs.draws @ L.T
-        if transform is not None:
-            vals = transform(vals)
+        vals = coefs.draws @ L.T + shift
+        if link is not None:
+            vals = inverse_link(link, vals)
         iv = hdi(np.nan_to_num(vals), conf_level)
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
     est, se, _ = linear_functions(L, coefs.beta, coefs.vcov, coefs.separation)
+    est = est + shift
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
-    if transform is not None:
+    if link is not None:
         # back-transform estimate and interval ends; delta-method SE, as emmeans does
-        p = transform(est)
-        return pd.DataFrame({"estimate": p, "se": p * (1 - p) * se,
-                             "conf_low": transform(lo), "conf_high": transform(hi)})
+        return pd.DataFrame({"estimate": inverse_link(link, est), "se": mu_eta(link, est) * se,
+                             "conf_low": inverse_link(link, lo),
+                             "conf_high": inverse_link(link, hi)})
     return pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
 
 
@@ -318,8 +329,8 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     by : str or list of str, optional
         Conditioning factor(s): the means are computed within each of their level combinations.
     type : {"link", "response"}
-        ``"response"`` back-transforms estimates and interval ends (inverse logit) and gives the
-        delta-method SE ``p (1 - p) se``, as emmeans does.
+        ``"response"`` back-transforms estimates and interval ends by the inverse link and gives
+        the delta-method SE (``p (1 - p) se`` for the logit), as emmeans does.
     at : dict, optional
         Factor levels or covariate values for the reference grid (see :func:`reference_grid`).
     weights : {"equal", "proportional", "outer", "cells", "flat"}
@@ -381,8 +392,11 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     L = np.vstack(rows)
     L_full = np.vstack(rows_full) if X_full is not None else None
     ok = _estimable(L_full, basis) if L_full is not None else None
-    transform = special.expit if (type == "response" and link == "logit") else None
-    summary = _summarise(L, coefs, conf_level, transform, ok)
+    back = link if (type == "response" and link != "identity") else None
+    # the offsets enter each mean at their average over the fitted rows, as emmeans puts them in
+    # its reference grid
+    shift = float(getattr(fit.fixed_design, "offset_mean", 0.0) or 0.0)
+    summary = _summarise(L, coefs, conf_level, back, ok, shift)
     warn_divergent(L, coefs.separation,
                    [_label(r) for r in levels.itertuples(index=False, name=None)],
                    "the marginal mean of", stacklevel=2)

@@ -26,7 +26,8 @@ import pandas as pd
 
 from .errors import DataError, FormulaError
 
-__all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "parse_formula", "build_random_terms"]
+__all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "build_fixed", "build_random_terms",
+           "fixed_variables", "parse_formula", "translate_fixed"]
 
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
@@ -78,6 +79,7 @@ class ParsedFormula:
     trials: str | None  # column of trials when written ``cbind(k, n - k)``
     fixed: str
     random: tuple[RandomSpec, ...]
+    offsets: tuple[str, ...] = ()  # expressions of ``offset(...)`` terms
 
     @property
     def columns(self) -> list[str]:
@@ -151,16 +153,34 @@ def parse_formula(formula: str) -> ParsedFormula:
         raise FormulaError(f"formula must be a string 'response ~ terms', got {formula!r}")
     lhs, rhs = formula.split("~")
     k, fail, trials = _parse_response(lhs)
-    fixed, random = [], []
+    fixed, random, offsets, tail = [], [], [], []
     for term in _split_top(rhs, "+"):
         if not term:
             continue
         if term.startswith("(") and term.endswith(")") and "|" in term:
             random.extend(_parse_random(term))
+        elif re.match(r"offset\s*\(", term):
+            end = _closing_paren(term, term.index("("))
+            offsets.append(term[term.index("(") + 1:end].strip())
+            rest = term[end + 1:].strip()  # ``offset(o) - 1`` splits as one term
+            if rest:
+                tail.append(rest)
         else:
             fixed.append(term)
     fixed_s = " + ".join(fixed) if fixed else "1"
-    return ParsedFormula(formula, k, fail, trials, fixed_s, tuple(random))
+    if tail:
+        fixed_s = " ".join([fixed_s, *tail])
+    return ParsedFormula(formula, k, fail, trials, fixed_s, tuple(random), tuple(offsets))
+
+
+def _closing_paren(text: str, start: int) -> int:
+    """Index of the parenthesis closing the one at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    raise FormulaError(f"unbalanced '(' in {text!r}")
 
 
 def as_r_factor(s: pd.Series) -> pd.Categorical:
@@ -173,6 +193,171 @@ def as_r_factor(s: pd.Series) -> pd.Categorical:
 
 
 # --------------------------------------------------------------------------------------- fixed part
+# The fixed part is written in R and built by formulaic. R syntax formulaic reads differently is
+# translated first: ``^`` inside I() is a power (``**``), ``factor(x)``/``C(x, contr.sum)`` become
+# a factor-coded ``x`` with its contrasts, R's math functions come from a context dictionary.
+# formulaic's ``scale``, ``poly`` (orthogonal, as R's), ``contr.sum`` and ``contr.poly`` compute
+# what R computes; their state (centre, scale, polynomial coefficients) is kept in the model spec,
+# so new data (predictions, reference grids) are transformed with the fitted values.
+
+
+def _r_log(x: Any, base: float = np.e) -> np.ndarray:
+    """R's ``log(x, base = exp(1))``."""
+    x = np.asarray(x, dtype=float)
+    return np.log(x) if base == np.e else np.log(x) / np.log(base)
+
+
+R_FUNCTIONS: dict[str, Any] = {
+    "log": _r_log, "exp": np.exp, "sqrt": np.sqrt, "log2": np.log2, "log10": np.log10,
+    "log1p": np.log1p, "expm1": np.expm1, "abs": np.abs, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "pi": np.pi,
+}
+_FORMULAIC_NAMES = {"I", "C", "scale", "center", "poly", "np", "contr", "True", "False", "None"}
+CONTRASTS = ("treatment", "sum", "poly", "helmert")
+_CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
+_FACTOR_CALL = re.compile(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered)\s*\(\s*"
+                          r"([A-Za-z_.][\w.]*)\s*\)")
+_C_CALL = re.compile(r"(?<![\w.])C\s*\(\s*([A-Za-z_.][\w.]*)\s*(?:,\s*([^()]*?))?\s*\)")
+_C_WRAPPED = re.compile(r"C\(([A-Za-z_.][\w.]*), [^()]*\)")
+
+
+def _contrast_kind(value: Any, where: str) -> Any:
+    """Normalise a contrasts value: a name in :data:`CONTRASTS` or a 2-d float array."""
+    if isinstance(value, str):
+        key = value.strip().strip("'\"")
+        if key not in _CONTRAST_NAMES:
+            raise FormulaError(f"{where}: unknown contrasts {value!r}; use one of "
+                               f"{['contr.' + c for c in CONTRASTS]} or a matrix")
+        return _CONTRAST_NAMES[key]
+    M = np.asarray(value, dtype=float)
+    if M.ndim != 2:
+        raise FormulaError(f"{where}: a contrasts matrix must be 2-d (levels x columns)")
+    return M
+
+
+def translate_fixed(fixed: str) -> tuple[str, dict[str, Any]]:
+    """R fixed-effects formula -> formulaic formula, and the variables R codes as factors.
+
+    Returns the translated formula (factor calls removed) and ``{variable: contrasts}`` for
+    variables wrapped in ``factor()``, ``as.factor()``, ``ordered()`` or ``C()`` (``None`` for
+    the default coding).
+
+    Examples
+    --------
+    >>> translate_fixed("I(age^2) + factor(n) + C(g, contr.sum)")
+    ('I(age**2) + n + g', {'n': None, 'g': 'sum'})
+    """
+    factors: dict[str, Any] = {}
+
+    def factor_call(m: re.Match) -> str:
+        factors.setdefault(m.group(2), "poly" if "ordered" in m.group(1) else None)
+        return m.group(2)
+
+    def c_call(m: re.Match) -> str:
+        name, arg = m.group(1), m.group(2)
+        if arg:
+            factors[name] = _contrast_kind(arg, f"C({name}, {arg})")
+        else:
+            factors.setdefault(name, None)
+        return name
+
+    text = _FACTOR_CALL.sub(factor_call, fixed)
+    text = _C_CALL.sub(c_call, text)
+    left = re.search(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered|C)\s*\([^)]*\)", text)
+    if left:
+        raise FormulaError(f"term {left.group(0)!r}: only factor(column), as.factor(column), "
+                           "ordered(column) and C(column, contrasts) are understood; give levels "
+                           "or contrasts with a pandas categorical or contrasts=")
+    if "%" in text:
+        raise FormulaError(f"fixed part {fixed!r}: R operators such as %in% are not supported")
+    text = text.replace("^", "**")
+    text = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text)
+    text = re.sub(r"(?<![\w.])FALSE(?![\w.])", "False", text)
+    return text, factors
+
+
+def _expression_names(expr: str) -> list[str]:
+    """Variables an R/Python expression reads (not functions, not attribute owners)."""
+    import ast
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise FormulaError(f"cannot read the term {expr!r}: {exc.msg}") from exc
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            skip.add(id(node.func))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            skip.add(id(node.value))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in skip and node.id not in names \
+                and node.id not in R_FUNCTIONS and node.id not in _FORMULAIC_NAMES:
+            names.append(node.id)
+    return names
+
+
+@lru_cache(maxsize=256)
+def _formula_factors(rhs: str) -> tuple[str, ...]:
+    """Names of the variables a formulaic right-hand side reads, in order of appearance."""
+    return tuple(v for v, _ in _formula_factor_parts(rhs))
+
+
+@lru_cache(maxsize=256)
+def _formula_factor_parts(rhs: str) -> tuple[tuple[str, str], ...]:
+    """(variable, formulaic factor it appears in) pairs, in order of appearance."""
+    from formulaic import Formula
+
+    if re.search(r"(?<![\w.])\.(?![\w.])", rhs):
+        raise FormulaError(f"{rhs!r}: the '.' shorthand (all other columns) is not supported; "
+                           "name the columns")
+    try:
+        parsed = Formula(rhs)
+    except Exception as exc:
+        raise FormulaError(f"cannot parse the fixed part {rhs!r}: {exc}") from exc
+    out: list[tuple[str, str]] = []
+    for term in parsed:
+        for f in term.factors:
+            s = str(f)
+            if s in ("1", "0"):
+                continue
+            names = [s] if f.eval_method.name == "LOOKUP" else _expression_names(s)
+            for v in names:
+                if (v, s) not in out:
+                    out.append((v, s))
+    return tuple(out)
+
+
+def fixed_variables(fixed: str, offsets: tuple[str, ...] = ()) -> list[str]:
+    """Data columns the R fixed part and offsets read, in order of appearance.
+
+    Examples
+    --------
+    >>> fixed_variables("poly(age, 2) + log(dose) + factor(site)", ("log(n)",))
+    ['age', 'dose', 'site', 'n']
+    """
+    text, _ = translate_fixed(fixed)
+    names = list(dict.fromkeys(_formula_factors(text)))
+    for o in offsets:
+        for v in _expression_names(translate_fixed(o)[0]):
+            if v not in names:
+                names.append(v)
+    return names
+
+
+def factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
+    """Data columns the fixed part reads (see :func:`fixed_variables`)."""
+    return fixed_variables(fixed)
+
+
+def _helmert(n: int) -> np.ndarray:
+    """R's ``contr.helmert(n)``."""
+    M = np.zeros((n, n - 1))
+    for j in range(n - 1):
+        M[: j + 1, j] = -1.0
+        M[j + 1, j] = j + 1.0
+    return M
 
 
 @dataclass
@@ -182,15 +367,24 @@ class FixedDesign:
     Attributes
     ----------
     terms : list of str
-        Term labels of the fixed part in R order, without the intercept.
+        Term labels of the fixed part in R order, without the intercept (a factor coded with
+        non-default contrasts is labelled by its name: ``g``, ``g:x``).
     factors : dict
         Factor name -> levels in coding order (reference level first).
     covariates : dict
-        Numeric covariate name -> its mean in the fitted data.
+        Numeric variable name -> its mean in the fitted data (the variable itself, ``age``, also
+        when the formula uses ``I(age^2)`` or ``poly(age, 2)``: grids hold the variable at its
+        mean and evaluate the transformation there, as emmeans does).
     column_terms : list of str
         For each column of X, the term it belongs to (``"(Intercept)"`` for the intercept).
     columns : list of str
-        Column names of X (formulaic names, e.g. ``model[T.GPT-4o]``).
+        Column names of X (formulaic names, e.g. ``model[T.GPT-4o]``, ``g[S.a]``, ``o[.L]``,
+        ``poly(age, 2)[1]``).
+    contrasts : dict
+        Factor name -> its coding (``"treatment"``, ``"sum"``, ``"poly"``, ``"helmert"`` or
+        the matrix given).
+    offsets : list of str
+        Expressions of the formula's ``offset()`` terms.
     weights_data : DataFrame or None
         The factor columns of the fitted rows.
     """
@@ -204,6 +398,11 @@ class FixedDesign:
     spec: Any = field(repr=False)
     weights_data: pd.DataFrame | None = field(default=None, repr=False)
     keep: list[int] | None = field(default=None, repr=False)  # columns kept (rank deficiency)
+    contrasts: dict[str, Any] = field(default_factory=dict)
+    offsets: list[str] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict, repr=False)
+    offset_spec: Any = field(default=None, repr=False)
+    offset_mean: float = 0.0  # mean of the offset (formula and argument) over the fitted rows
 
     def drop_columns(self, keep: list[int]) -> None:
         """Keep only the columns ``keep`` of X (used when X is rank deficient)."""
@@ -229,6 +428,18 @@ class FixedDesign:
             nd[name] = pd.Categorical(vals, categories=levels)
         return nd
 
+    def _matrix(self, spec: Any, nd: pd.DataFrame) -> np.ndarray:
+        try:
+            return np.asarray(spec.get_model_matrix(nd, na_action="ignore", context=self.context),
+                              dtype=float)
+        except Exception as exc:
+            raise FormulaError(f"cannot evaluate the fixed part {self.formula!r} on new data: "
+                               f"{exc}") from exc
+
+    def full_model_matrix(self, newdata: pd.DataFrame) -> np.ndarray:
+        """Rows of X for ``newdata`` with every column, before any aliased one was dropped."""
+        return self._matrix(self.spec, self._coerce(newdata))
+
     def model_matrix(self, newdata: pd.DataFrame) -> np.ndarray:
         """Rows of X for ``newdata`` with the fitted coding.
 
@@ -240,70 +451,113 @@ class FixedDesign:
         >>> fd.model_matrix(pd.DataFrame({"m": ["b"]})).tolist()
         [[1.0, 1.0]]
         """
-        nd = self._coerce(newdata)
-        X = np.asarray(self.spec.get_model_matrix(nd, na_action="ignore"), dtype=float)
+        X = self.full_model_matrix(newdata)
         return X if self.keep is None else X[:, self.keep]
 
-
-@lru_cache(maxsize=256)
-def _formula_factors(rhs: str) -> tuple[str, ...]:
-    """Names of the variables a formulaic right-hand side reads, in order of appearance."""
-    from formulaic import Formula
-
-    names: list[str] = []
-    for term in Formula(rhs):
-        for f in term.factors:
-            s = str(f)
-            if s not in ("1", "0") and s not in names:
-                names.append(s)
-    return tuple(names)
+    def offset(self, newdata: pd.DataFrame) -> np.ndarray:
+        """The formula's ``offset()`` terms evaluated on ``newdata`` (zeros without any)."""
+        if self.offset_spec is None:
+            return np.zeros(len(newdata))
+        return self._matrix(self.offset_spec, self._coerce(newdata)).sum(axis=1)
 
 
-def factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
-    return list(_formula_factors(fixed))
+def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None = None,
+                offsets: tuple[str, ...] = ()) -> tuple[FixedDesign, np.ndarray]:
+    """Build the fixed-effects matrix of an R formula's fixed part with R's codings.
 
-
-def build_fixed(fixed: str, data: pd.DataFrame) -> tuple[FixedDesign, np.ndarray]:
-    """Build the fixed-effects matrix with formulaic: treatment coding, R level order.
+    String, boolean and categorical columns, and columns wrapped in ``factor()``, are factors
+    (levels as R's ``factor()`` sorts them; a categorical keeps its order); every other numeric
+    column is a covariate, as in R. Factors get treatment contrasts, ordered categoricals
+    ``contr.poly``, unless ``contrasts`` (``{"x": "contr.sum"}``, or a levels x k matrix) or
+    ``C(x, ...)`` in the formula says otherwise.
 
     Returns the :class:`FixedDesign` and X (float array, rows of ``data``).
     """
     from formulaic import model_matrix
 
-    used = factor_columns(fixed, data)
-    missing = [c for c in used if c not in data.columns and _NAME.match(c)]
+    text, coded = translate_fixed(fixed)
+    parts = _formula_factor_parts(text)
+    variables = fixed_variables(fixed, offsets)
+    missing = [c for c in variables if c not in data.columns]
     if missing:
         raise FormulaError(f"fixed-effect term(s) name column(s) {missing} absent from the data "
                            f"(columns: {list(data.columns)})")
-    d = data[[c for c in used if c in data.columns]].copy()
+    contrasts = {k: _contrast_kind(v, f"contrasts[{k!r}]") for k, v in (contrasts or {}).items()}
+    for c in contrasts:
+        if c not in variables:
+            raise FormulaError(f"contrasts names {c!r}, which is not a variable of the fixed part "
+                               f"(variables: {variables})")
+    d = data[variables].copy()
     factors: dict[str, list[Any]] = {}
     covariates: dict[str, float] = {}
-    for c in d.columns:
+    coding: dict[str, Any] = {}
+    context: dict[str, Any] = dict(R_FUNCTIONS)
+    for c in variables:
         s = d[c]
-        if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s) or \
-                isinstance(s.dtype, pd.CategoricalDtype):
+        categorical = isinstance(s.dtype, pd.CategoricalDtype)
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
+            and not categorical
+        if c in coded or c in contrasts or not numeric:
+            if c not in coded and numeric:
+                raise FormulaError(f"contrasts given for numeric column {c!r}; write factor({c}) "
+                                   "in the formula to code it as a factor")
+            inside = [f for v, f in parts if v == c and f != c]
+            if inside:
+                raise FormulaError(f"{c!r} is a factor but the term {inside[0]!r} uses it as a "
+                                   "number; a factor can only appear on its own or in C()")
             cat = as_r_factor(s)
             d[c] = cat
             factors[c] = list(cat.categories)
+            ordered = categorical and bool(s.dtype.ordered)
+            kind = contrasts.get(c, coded.get(c))
+            if kind is None:
+                kind = "poly" if ordered else "treatment"
+            coding[c] = kind
         else:
             covariates[c] = float(s.mean())
+    for c, kind in coding.items():
+        if isinstance(kind, str) and kind == "treatment":
+            continue
+        nlev = len(factors[c])
+        if isinstance(kind, str) and kind == "helmert":
+            kind = _helmert(nlev)
+        if isinstance(kind, np.ndarray):
+            if kind.shape[0] != nlev or not 1 <= kind.shape[1] <= nlev:
+                raise FormulaError(f"contrasts matrix for {c!r} is {kind.shape[0]} x "
+                                   f"{kind.shape[1]}; {c!r} has {nlev} levels {factors[c]}")
+            key = f"_contrasts_{len(context)}"
+            context[key] = kind
+            repl = f"C({c}, {key})"
+        else:
+            repl = f"C({c}, contr.{kind})"
+        text = re.sub(rf"(?<![\w.]){re.escape(c)}(?![\w.(])", repl, text)
     try:
-        mm = model_matrix(fixed, d, na_action="raise")
+        mm = model_matrix(text, d, na_action="raise", context=context)
     except Exception as exc:  # formulaic's errors name the failing factor
         raise FormulaError(f"cannot build the fixed part {fixed!r}: {exc}") from exc
     spec = mm.model_spec
     column_terms: list[str] = []
     terms: list[str] = []
     for st in spec.structure:
-        label = str(st.term)
+        label = _C_WRAPPED.sub(r"\1", str(st.term))
         lab = "(Intercept)" if label == "1" else label
         if label != "1":
             terms.append(label)
         column_terms += [lab] * len(st.columns)
     X = np.ascontiguousarray(np.asarray(mm, dtype=float))
+    columns = [_C_WRAPPED.sub(r"\1", str(c)) for c in spec.column_names]
     wd = d[list(factors)].reset_index(drop=True) if factors else None
-    fd = FixedDesign(fixed, terms, factors, covariates, column_terms, list(spec.column_names),
-                     spec, wd)
+    fd = FixedDesign(fixed, terms, factors, covariates, column_terms, columns, spec, wd,
+                     contrasts=coding, offsets=list(offsets), context=context)
+    if offsets:
+        otext = " + ".join(f"I({translate_fixed(o)[0]})" for o in offsets)
+        try:
+            om = model_matrix(f"0 + {otext}", d, na_action="raise", context=context)
+        except Exception as exc:
+            raise FormulaError(f"cannot evaluate offset({', '.join(offsets)}): {exc}") from exc
+        if om.shape[1] != len(offsets):
+            raise FormulaError(f"offset({', '.join(offsets)}) must be numeric, one value per row")
+        fd.offset_spec = om.model_spec
     return fd, X
 
 
@@ -331,7 +585,7 @@ class RandomTerm:
         """Random-effect covariates of new rows (ones for an intercept-only term)."""
         if self.spec is None:
             return np.ones((len(newdata), 1))
-        return np.asarray(self.spec.get_model_matrix(newdata), dtype=float)
+        return np.asarray(self.spec.get_model_matrix(newdata, context=R_FUNCTIONS), dtype=float)
 
     @property
     def nc(self) -> int:
@@ -422,7 +676,8 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
             cn = ["(Intercept)"]
         else:
             try:
-                mm = model_matrix(sp.expr, data, na_action="raise")
+                mm = model_matrix(random_expression(sp), data, na_action="raise",
+                                  context=R_FUNCTIONS)
             except Exception as exc:
                 raise FormulaError(f"cannot build random term ({sp.expr} | {sp.group_label}): "
                                    f"{exc}") from exc
@@ -440,6 +695,16 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
     return terms
 
 
+def random_expression(sp: RandomSpec) -> str:
+    """The left side of a random term in formulaic syntax (``I(x^2)`` -> ``I(x**2)``)."""
+    text, coded = translate_fixed(sp.expr)
+    if coded:
+        raise FormulaError(f"random term ({sp.expr} | {sp.group_label}): factor() and C() are "
+                           "not supported inside a random term; make the column a pandas "
+                           "categorical instead")
+    return text
+
+
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:
     """Data columns a set of random terms reads (grouping factors and slope covariates)."""
     cols: list[str] = []
@@ -451,7 +716,7 @@ def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[st
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):
-            for s in _formula_factors(sp.expr):
+            for s in _formula_factors(random_expression(sp)):
                 if s not in cols:
                     if s not in data.columns:
                         raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) names "

@@ -88,7 +88,7 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
         Label of the progress bar.
     progress : bool
         Show a tqdm progress bar, advanced in this process each time a task finishes (wherever it
-        ran).
+        ran).  With a backend that returns results only all together (Ray's), it fills at the end.
     batch_size : int or "auto"
         Tasks sent to a worker at once (joblib's ``batch_size``).
 
@@ -117,9 +117,16 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
     if n == 0:
         return []
     call = _Indexed(func, seeded)
-    # Results come back as they finish (any backend), so the bar advances in this process; they are
-    # put back in task order below.
-    par = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=batch_size)
+    # Results come back as they finish, so the bar advances in this process; they are put back in
+    # task order below.  Backends that cannot stream results (Ray's joblib backend) return them
+    # all at once, and the bar jumps to the end.
+    for mode in ("generator_unordered", "generator", "list"):
+        try:
+            par = Parallel(n_jobs=n_jobs, return_as=mode, batch_size=batch_size)
+            break
+        except ValueError:
+            if mode == "list":
+                raise
     gen = par(delayed(call)(i, t, s) for i, (t, s) in enumerate(zip(items, seqs)))
     bar = None
     if progress:

@@ -60,7 +60,7 @@ class ReportSection:
     skipped: str | None = None
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Report(Result):
     """Tables, figures and notes of a study report (see :func:`report`).
 
@@ -69,7 +69,8 @@ class Report(Result):
     sections : tuple of ReportSection
     title : str
     formulas : dict
-        Role -> formula of every model fitted.
+        Formula (lme4 syntax) -> what it was fitted for, for every model fitted; the ``fits``
+        table adds convergence, boundary flags and warnings.
     versions : dict
         Software -> version.
     options : dict
@@ -144,7 +145,13 @@ class Report(Result):
             p.write_bytes(images[name])
             paths[f"{name}.png"] = p
             p = out / "figures" / f"{name}.pdf"
-            fig.savefig(p, format="pdf")
+            # the PNG's drawing already placed everything: reuse that layout for the PDF
+            engine = fig.get_layout_engine()
+            fig.set_layout_engine("none")
+            try:
+                fig.savefig(p, format="pdf")
+            finally:
+                fig.set_layout_engine(engine)
             paths[f"{name}.pdf"] = p
         p = out / "index.html"
         p.write_text(self.to_html(images), encoding="utf-8")
@@ -152,7 +159,10 @@ class Report(Result):
         return paths
 
 
-def _png(fig: Any, dpi: int = 150) -> bytes:
+_DPI = 150  # PNG resolution; the page shows figures at 100 CSS pixels per inch
+
+
+def _png(fig: Any, dpi: int = _DPI) -> bytes:
     # constrained layout already fits every label and legend: no second, "tight" drawing pass
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
@@ -209,11 +219,21 @@ def candidate_formulas(conditions: Sequence[str], model: str = "model") -> list[
 # helpers
 
 
-def _fit(formula: str, data: pd.DataFrame) -> Any:
-    with warnings.catch_warnings():
-        # boundary fits (item:run variance at 0) are common and reported in the fit table
-        warnings.simplefilter("ignore")
-        return glmer(formula, data)
+def _fit(formula: str, data: pd.DataFrame, log: list[dict[str, Any]], use: str) -> Any:
+    """glmer fit whose warnings (boundary, convergence) are recorded in ``log`` for the page."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = glmer(formula, data)
+    log.append(_fit_row(use, formula, fit.nobs, fit.converged, fit.singular,
+                        [str(w.message) for w in caught]))
+    return fit
+
+
+def _fit_row(use: str, formula: str, nobs: int, converged: bool, singular: bool,
+             messages: Sequence[str] = ()) -> dict[str, Any]:
+    first_lines = dict.fromkeys(m.splitlines()[0] for m in messages if m)
+    return {"use": use, "formula": formula, "nobs": int(nobs), "converged": bool(converged),
+            "singular": bool(singular), "warnings": "; ".join(first_lines)}
 
 
 def _pcol(tab: pd.DataFrame) -> str:
@@ -283,15 +303,51 @@ def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None)
     return ReportSection("data", "Data and design", note, tables=tuple(out))
 
 
-def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFrame]:
+def _overall(data, roles, conf_level) -> pd.DataFrame:
+    overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level)
+    return overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _per_item(data, roles, ref: str, levels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-item counts: items each model never / always solves, solves alone; the reference against
+    the most accurate other model."""
+    schema = roles["schema"]
+    m, item = schema.model, schema.item
+    if schema.counts:
+        g = data.groupby([item, m], observed=True)[[schema.successes, schema.trials]].sum()
+        acc = (g[schema.successes] / g[schema.trials]).unstack()
+    else:
+        acc = data.groupby([item, m], observed=True)[schema.outcome].mean().unstack()
+    acc.columns = [str(c) for c in acc.columns]
+    solved = acc > 0
+    alone = solved.sum(axis=1) == 1
+    per_model = pd.DataFrame({
+        "model": levels,
+        "n_items": [int(acc[c].notna().sum()) for c in levels],
+        "never_solved": [int((acc[c] == 0).sum()) for c in levels],
+        "always_solved": [int((acc[c] == 1).sum()) for c in levels],
+        "only_model_solving": [int((alone & solved[c]).sum()) for c in levels]})
+    rows = []
+    other = next((lv for lv in levels if lv != ref), None)
+    if other is not None:
+        a, b = acc[ref], acc[other]
+        counts = {f"items neither {ref} nor {other} ever solves": ((a == 0) & (b == 0)).sum(),
+                  f"items {ref} solves more often than {other}": (a > b).sum(),
+                  f"items {other} solves more often than {ref}": (b > a).sum(),
+                  "items no model ever solves": (~solved).all(axis=1).sum()}
+        rows = [{"comparison": k, "n_items": int(v)} for k, v in counts.items()]
+    return per_model, pd.DataFrame(rows, columns=["comparison", "n_items"])
+
+
+def _accuracy_section(data, roles, conf_level, overall, ref) -> ReportSection:
     from .plots import accuracy_intervals
 
     schema = roles["schema"]
     cond = roles["conditions"]
     by = [schema.model] + cond
     tab = accuracy(data, by, ci="wilson", conf_level=conf_level)
-    overall = accuracy(data, schema.model, ci="wilson", conf_level=conf_level)
-    overall = overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    levels = [str(v) for v in overall[schema.model]]
+    per_model, pair = _per_item(data, roles, ref, levels)
     fig = accuracy_intervals(tab, y=schema.model, hue=cond[0] if cond else None,
                              col=cond[1] if len(cond) > 1 else None)
     note = (f"Accuracy is the share of correct answers; intervals are Wilson score intervals "
@@ -301,12 +357,16 @@ def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFr
     return ReportSection(
         "accuracy", "Accuracy with intervals", note,
         tables=(("accuracy", f"Accuracy by {', '.join(by)} with Wilson {conf_level:.0%} intervals.", tab),
-                ("accuracy_overall", "Accuracy by model over every condition and run.", overall)),
+                ("accuracy_overall", "Accuracy by model over every condition and run.", overall),
+                ("per_item", "Items each model never solves (no correct answer in any run or "
+                 "condition), always solves, and solves alone.", per_model),
+                ("reference_vs_runner_up", f"{ref} against the most accurate other model, item by "
+                 "item (accuracy of each item over its runs and conditions).", pair)),
         figures=(("fig1_accuracy", "Figure 1: accuracy per model and condition (Wilson intervals).",
-                  _close(fig)),)), overall
+                  _close(fig)),))
 
 
-def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
+def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
     from .plots import delta_bic_bars
 
     comp = compare_models(fits)
@@ -316,7 +376,7 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                              for n, f in fits.items()])
     tab = tab.merge(fit_rows, on="name", how="left")
     type3 = anova(fits[best]).to_frame()
-    note = (f"Logistic mixed models with random intercepts{rand.replace(' + ', ', ')} fitted by "
+    note = (f"Logistic mixed models with random intercepts {rand.strip(' +')} fitted by "
             "maximum likelihood (Laplace), as lme4::glmer, and compared by BIC: "
             f"{comp.verdict()}. Type-III Wald tests of the selected model as car::Anova(type = 3).")
     return ReportSection(
@@ -327,7 +387,8 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                   _close(delta_bic_bars(comp))),)), best
 
 
-def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSection:
+def _odds_section(data, roles, fit, formula, reference, conf_level,
+                  flips: list[dict[str, Any]]) -> ReportSection:
     from .plots import odds_ratio_forest
 
     schema = roles["schema"]
@@ -338,6 +399,9 @@ def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSec
     show = ["contrast", "estimate", "se", _pcol(tab), "odds_ratio", lo, hi]
     tables_ = [("odds_ratios", f"Odds ratios against {reference} (marginal over the conditions; "
                 f"Dunnett-adjusted p and intervals).", tab[[c for c in show if c in tab.columns]])]
+    if flips:
+        tables_.append(("corrections_sign_flips", "Significance against the reference in single runs: "
+                        "the paper's procedure beside a refit.", pd.DataFrame(flips)))
     cond = roles["conditions"]
     if cond:
         pw = contrast(emmeans(fit, schema.model, by=cond, conf_level=conf_level), "pairwise",
@@ -353,16 +417,15 @@ def _odds_section(data, roles, fit, formula, reference, conf_level) -> ReportSec
                                    "(log scale).", _close(fig)),))
 
 
-def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, formulas):
+def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, log):
     from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
 
     schema = roles["schema"]
     m = schema.model
     add, inter = f"{m} + {slice_}", f"{m} * {slice_}"
-    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data),
-            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data)}
-    formulas[f"{slice_}: additive"] = f"{response} ~ {add}{rand}"
-    formulas[f"{slice_}: interaction"] = f"{response} ~ {inter}{rand}"
+    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data, log, f"{slice_}: additive"),
+            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data, log,
+                                                 f"{slice_}: interaction")}
     comp = compare_models(fits)
     chosen_name = str(comp.table["name"].iloc[0])
     chosen = fits[chosen_name]
@@ -488,7 +551,8 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
             "the same resampled items.")
     return ReportSection(
         "ranks", "Rank instability and rank intervals", note,
-        tables=(("rank_instability", "Leaderboards of run subsets against all runs: unstable "
+        tables=(("corrections_ranks", "The paper's counts beside the corrected ones.", pd.DataFrame(corr)),
+                ("rank_instability", "Leaderboards of run subsets against all runs: unstable "
                  "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.to_frame()),
                 ("leaderboards", "Every run-subset leaderboard.", ri.table),
                 ("rank_intervals", "Rank of each model with its 95% bootstrap interval.", ru.to_frame())),
@@ -533,6 +597,8 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
              "why": "the paper's statistic measures how far slices differ from each other, not the "
                     "uncertainty of a slice; runs only shrink the within-item part."}
             for r in range(1, n_runs + 1) if r in r1.index]
+    tables_.insert(0, ("corrections_se", "The paper's SE statistic beside the decomposition.",
+                       pd.DataFrame(corr)))
     note = ("Each slice's accuracy has two sources of noise: which items were drawn (between-item "
             "variance) and what the decoder produced (within-item, run-to-run variance). Only the "
             "second shrinks with more runs. The figure shows the paper's curves (predicted sd/√R, "
@@ -543,10 +609,13 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
                                    "averaged.", _close(se_curves(res, show_projection=True))),)), corr
 
 
-def _sign_flip_rows(data, formula, reference, model) -> list[dict[str, Any]]:
+def _sign_flip_rows(data, formula, reference, model, log) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the refits' convergence and boundary flags go to the log
         sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
+    for row in sf.fits.itertuples(index=False):
+        log.append(_fit_row(f"sign flips: {'all runs' if row.run == 'all' else f'run {row.run}'}",
+                            row.formula, row.nobs, row.converged, row.singular))
     singles = sf.details[sf.details["run"] != "all"]
     flipped = singles.groupby("contrast")["flipped"].any()
     return [{"quantity": f"contrasts against {reference} whose significance changes in a single run",
@@ -657,27 +726,30 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
 
     sections: list[ReportSection] = [_data_section(data, roles, slice_)]
-    acc_sec, overall = _accuracy_section(data, roles, conf_level)
-    sections.append(acc_sec)
+    overall = _overall(data, roles, conf_level)
     levels = [str(v) for v in overall[m]]
     ref = str(reference) if reference is not None else levels[0]
     if ref not in levels:
         raise DataError(f"reference={reference!r} is not a model; the models are {levels}")
+    sections.append(_accuracy_section(data, roles, conf_level, overall, ref))
     cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
-    formulas: dict[str, str] = {}
-    fits = {}
-    for c in cands:
-        formulas[f"candidate: {c}"] = f"{response} ~ {c}{rand}"
-        fits[c] = _fit(f"{response} ~ {c}{rand}", data)
-    sel, best = _selection_section(data, fits, rand)
+    log: list[dict[str, Any]] = []
+    fits = {c: _fit(f"{response} ~ {c}{rand}", data, log, "candidate") for c in cands}
+    sel, best = _selection_section(fits, rand)
     sections.append(sel)
     full = formula or candidate_formulas(cond, m)[0]
-    full_fit = fits[full] if full in fits else _fit(f"{response} ~ {full}{rand}", data)
-    formulas["odds ratios and contrasts"] = f"{response} ~ {full}{rand}"
-    sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level))
+    if full in fits:
+        full_fit = fits[full]
+        log[cands.index(full)]["use"] = "candidate; odds ratios and contrasts"
+    else:
+        full_fit = _fit(f"{response} ~ {full}{rand}", data, log, "odds ratios and contrasts")
+    flips: list[dict[str, Any]] = []
+    if n_runs >= 2 and not schema.counts:
+        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m, log)
+    sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level, flips))
     if slice_ is not None:
         means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
-                                                        conf_level, formulas)
+                                                        conf_level, log)
         sections += [means_sec, fit_sec]
     else:
         line = ("Left out: the table has no item attribute (a column with one level per item, "
@@ -685,7 +757,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         sections += [ReportSection("slice_means", "Marginal means by slice", skipped=line),
                      ReportSection("slice_models", "Slice fit comparison and conditional "
                                    "contrasts", skipped=line)]
-    corrections: list[dict[str, Any]] = []
+    corrections: list[dict[str, Any]] = list(flips)
     if n_runs >= 2 and not schema.counts:
         sections.append(_reliability_section(data, roles))
         rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, seed)
@@ -694,9 +766,6 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         rep_sec, corr = _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run)
         sections.append(rep_sec)
         corrections += corr
-        formulas["sign flips (all runs; each run without the item:run term)"] = \
-            f"{response} ~ {best}{rand}"
-        corrections = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m) + corrections
     else:
         why = ("the table has a single run" if n_runs < 2 else
                "the outcome is given as k-of-n counts, not one answer per run")
@@ -719,6 +788,18 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      pd.DataFrame(corrections)),)))
     if bayes:
         sections.append(_bayes_section(data, f"{response} ~ {best}{rand}", m, seed))
+    fit_log = pd.DataFrame(log)
+    n_bad = int((~fit_log["converged"]).sum())
+    sections.append(ReportSection(
+        "fits", "Models fitted",
+        "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
+        f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
+        "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
+        "is aliased with the item term).",
+        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    formulas: dict[str, str] = {}
+    for row in log:  # formula -> what it was fitted for
+        formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
                "bayes": bayes}
@@ -771,8 +852,8 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
              f"<b>{html.escape(str(rep.options.get('slice')))}</b>; model selected by BIC: "
              f"<code>{html.escape(str(rep.options.get('selected')))}</code>.</p>",
              "<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>'
-                                   for s in rep.sections) + '<li><a href="#software">Formulas and '
-             "software</a></li></ol></nav>"]
+                                   for s in rep.sections) + '<li><a href="#software">Software</a></li>'
+             "</ol></nav>"]
     for s in rep.sections:
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>')
         if s.skipped:
@@ -781,17 +862,19 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
         if s.note:
             parts.append(f'<p class="note">{html.escape(s.note)}</p>')
         for name, caption, _ in s.figures:
-            b64 = base64.b64encode(images[name]).decode("ascii")
-            parts.append(f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(caption)}" '
+            png = images[name]
+            b64 = base64.b64encode(png).decode("ascii")
+            # shown at 100 CSS pixels per inch of the figure: a column-wide figure is 350 px
+            width = int.from_bytes(png[16:20], "big") * 100 // _DPI if png[:8] == b"\x89PNG\r\n\x1a\n" else 0
+            size = f' width="{width}"' if width else ""
+            parts.append(f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(caption)}"{size} '
                          f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(caption)}'
                          "</figcaption></figure>")
         for name, caption, tab in s.tables:
             parts.append(_html_table(caption, tab, name))
         parts.append("</section>")
-    formulas = pd.DataFrame({"use": list(rep.formulas), "formula": list(rep.formulas.values())})
     versions = pd.DataFrame({"software": list(rep.versions), "version": list(rep.versions.values())})
-    parts.append('<section id="software"><h2>Formulas and software</h2>'
-                 + _html_table("Models fitted (lme4 syntax).", formulas, "formulas")
+    parts.append('<section id="software"><h2>Software</h2>'
                  + _html_table("Software versions.", versions, "versions") + "</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from ..errors import FitWarning
+from ..errors import FitWarning, FormulaError
 from ..formula import RandomTerm
 from .priors import Prior, resolve_priors
 
@@ -191,6 +191,9 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     from ..glmm.design import build_design
 
     design = build_design(formula, data)
+    if design.offset is not None:
+        raise FormulaError(f"offset() in {formula!r}: the Bayesian fit has no offset term yet; "
+                           "fit it with evalmix.glmer")
     dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "

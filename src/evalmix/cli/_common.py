@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..data import MISSING_POLICIES, load_table, read_runs
 from ..errors import DataError
+from ..io import detect_format, is_log_source, read_logs
 
 __all__ = ["add_data_arguments", "conf_level", "dump_json", "emit", "load_data", "positive_int",
            "records", "result_doc", "split_list", "strict_json"]
@@ -50,7 +51,8 @@ def positive_int(text: str) -> int:
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The DATA argument and the column-role options every command shares."""
-    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl)")
+    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
+                        "logs (a folder or log file of Inspect, lm-evaluation-harness or HELM)")
     parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
     parser.add_argument("--model", default="model", help="model column (default: model)")
     parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
@@ -63,11 +65,22 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
     parser.add_argument("--sep", default=None,
                         help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
+    parser.add_argument("--score", default=None,
+                        help="when DATA is logs: the Inspect scorer or the lm-eval/HELM metric to use")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
-    """Read DATA with the column roles given on the command line; errors name the file."""
+    """Read DATA with the column roles given on the command line (or as harness logs); errors name
+    the file."""
+    if is_log_source(args.data):
+        key = "scorer" if detect_format(args.data) == "inspect" else "metric"
+        try:
+            return read_logs(args.data, **({key: args.score} if args.score else {}))
+        except DataError as exc:
+            if f"with {key}=" in str(exc):
+                raise DataError(f"{exc} (on the command line: --score NAME)") from None
+            raise
     raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
     run = None if str(args.run).lower() == "none" else args.run
@@ -168,6 +181,9 @@ def emit(args: argparse.Namespace, table: pd.DataFrame | Any, extra: dict[str, A
             doc.update(extra)
         dump_json(doc)
     else:
+        if hasattr(table, "summary") and not isinstance(table, pd.DataFrame):
+            for line in table.summary().header:  # the scale and interval the numbers are on
+                print(line)
         with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 500):
             print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         for key, value in (extra or {}).items():

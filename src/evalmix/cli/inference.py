@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..multiplicity import ADJUST_METHODS
 from ..emmeans import contrast, emmeans
+from ..errors import FormulaError
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
 from ._common import add_data_arguments, conf_level, dump_json, load_data, records, result_doc
@@ -85,8 +86,53 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
                    help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
                         "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
+    p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",
+                   help="binomial link (R: family = binomial(link = ...); default logit)")
+    p.add_argument("--nagq", type=_positive_int, default=1, metavar="N",
+                   help="adaptive Gauss-Hermite points (lme4's nAGQ; > 1 needs one scalar "
+                        "random-effect term)")
+    p.add_argument("--weights", metavar="COLUMN", help="column of prior weights (R: weights =)")
+    p.add_argument("--offset", metavar="COLUMN", help="column added to the linear predictor")
+    p.add_argument("--contrasts", metavar="FACTOR=CODING", nargs="+",
+                   help="e.g. model=contr.sum (contr.treatment, contr.sum, contr.poly, "
+                        "contr.helmert)")
+    p.add_argument("--fixef-prior", metavar="PRIOR", default=None,
+                   help="normal prior on the fixed effects, e.g. 'normal(0, 2.5)' (blme::bglmer's "
+                        "remedy for separation)")
     p.set_defaults(handler=run_fit)
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return value
+
+
+def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The R-side arguments of ``evalmix fit`` (only those given, so other fitters still work)."""
+    opts: dict[str, Any] = {}
+    if getattr(args, "link", "logit") != "logit":
+        opts["link"] = args.link
+    if getattr(args, "nagq", 1) != 1:
+        opts["nAGQ"] = args.nagq
+    for name in ("weights", "offset", "fixef_prior"):
+        if getattr(args, name, None):
+            opts[name] = getattr(args, name)
+    if getattr(args, "contrasts", None):
+        pairs = {}
+        for item in args.contrasts:
+            factor, sep, coding = item.partition("=")
+            if not sep or not factor or not coding:
+                raise FormulaError(f"--contrasts takes FACTOR=CODING (e.g. model=contr.sum), "
+                                   f"got {item!r}")
+            pairs[factor.strip()] = coding.strip()
+        opts["contrasts"] = pairs
+    return opts
 
 
 def run_fit(args: argparse.Namespace, out=None) -> int:
@@ -95,7 +141,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
     data = load_data(args)
-    fit = _fitter()(args.formula, data, vcov_method=args.vcov)
+    fit = _fitter()(args.formula, data, vcov_method=args.vcov, **_fit_options(args))
     result: dict[str, Any] = {"fit": _fit_summary(fit)}
     emm = None
     if args.emmeans:
@@ -119,7 +165,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if emm is not None:
         _print_table(f"Marginal means ({args.type} scale)", emm.to_frame(), out)
     if args.contrast:
-        _print_table("Contrasts", con.to_frame(), out)
+        _print_table(f"Contrasts (scale: {con.scale})", con.to_frame(), out)
         for note in con.notes:
             print(note, file=out)
     if args.anova:

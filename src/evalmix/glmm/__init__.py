@@ -6,19 +6,22 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import re
 import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.special import xlogy
 
 from ..data import RunsData
-from ..errors import ConvergenceWarning, FitWarning, SeparationWarning, SingularFitWarning
-from .deviance import DenseSolver, LaplaceDeviance
-from .design import GlmmDesign, build_design, check_data
-from .optimize import OptimizerReport, boundary_probes, hessian, optimize
+from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
+                      SingularFitWarning)
+from .deviance import LINKS, DenseSolver, LaplaceDeviance
+from .design import GlmmDesign, build_design
+from .optimize import OptimizerReport, boundary_probes, hessian, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
 from .separation import expand_limit, find_separation, independent_columns, limit_problem
@@ -29,15 +32,6 @@ SINGULAR_TOL = 1e-4  # lme4's isSingular(tol = 1e-4)
 GRAD_TOL = 0.002  # lme4's check.conv.grad tolerance
 HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
-
-
-def _blas_single_thread():
-    """Small dense products run faster single-threaded, and much faster on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def drop_rank_deficient(design: GlmmDesign) -> list[str]:
@@ -98,28 +92,53 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
 
 
 def glmer(formula: str, data: RunsData, *, trials: str | None = None,
-          vcov_method: str = "hessian", pool: bool = True, start: dict | None = None,
-          maxiter: int = 500, fixef_prior: Any = None, missing: str = "raise") -> GlmerResult:
-    """Fit a binomial-logit GLMM by maximum likelihood with the Laplace approximation.
+          weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
+          contrasts: dict[str, Any] | None = None, family: str = "binomial",
+          link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
+          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None,
+          missing: str = "raise") -> GlmerResult:
+    """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
-    The objective is ``lme4::glmer``'s default (``nAGQ = 1``) Laplace deviance, so the same data
-    give the same likelihood surface; the optimiser usually reaches a slightly lower deviance than
-    lme4's bobyqa + Nelder-Mead.
+    The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
+    same data give the same likelihood surface; the optimiser usually reaches a slightly lower
+    deviance than lme4's bobyqa + Nelder-Mead.
 
     Parameters
     ----------
     formula : str
         lme4 syntax: ``correct ~ model * language + (1|item) + (1|item:run)``; a k-of-n response is
         written ``cbind(k, n - k)``; random terms ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``,
-        ``(1 + x|g)``, ``(x|g)``, ``(1 + x||g)``.
+        ``(1 + x|g)``, ``(x|g)``, ``(1 + x||g)``. The fixed part is read as R reads it:
+        ``I(age^2)``, ``log(x)``, ``sqrt(x)``, ``scale(x)``, ``poly(x, 2)`` (orthogonal, as R's),
+        ``factor(x)``, ``C(x, contr.sum)``, ``offset(log(n))``. A one-column response may be 0/1,
+        boolean, or a factor/string column whose first level is a failure (R's rule).
     data : DataFrame or path
         One row per observation (or per k-of-n count), validated as a runs table (see
-        :func:`evalmix.ensure_runs`): a 0/1 response (or valid counts), no missing values (see
-        ``missing``), no duplicated (model, item, run, slices) key when the table has a run
-        column, no fixed-effect factor with a single level.
+        :func:`evalmix.ensure_runs` and :func:`evalmix.glmm.design.check_data`): a 0/1 response
+        (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
+        (model, item, run, slices) key when the table has a run column, no fixed-effect factor
+        with a single level.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
+    weights : str or array, optional
+        Prior weights (a column or one value per row), as lme4's ``weights``: with a proportion
+        response (``y`` in [0, 1]) and ``weights`` = trials this is the k-of-n model.
+    offset : str or array, optional
+        A known term added to the linear predictor (lme4's ``offset``); ``offset()`` terms in the
+        formula add to it. Marginal means add the offset's mean over the fitted rows, as emmeans
+        does; predictions on new data add the formula's ``offset()`` terms only, as lme4 does.
+    contrasts : dict, optional
+        Factor -> coding, R's ``contrasts`` argument: ``"contr.treatment"``, ``"contr.sum"``,
+        ``"contr.poly"``, ``"contr.helmert"`` or a levels x k matrix. R's defaults otherwise:
+        treatment coding, ``contr.poly`` for ordered categoricals.
+    family, link : str
+        ``"binomial"`` with link ``"logit"`` (default), ``"probit"`` or ``"cloglog"``
+        (``binomial(link = "probit")``).
+    nAGQ : int
+        Points of adaptive Gauss-Hermite quadrature per random effect (lme4's ``nAGQ``): 1 is the
+        Laplace approximation; more is allowed, as in lme4, only for a single scalar random-effect
+        term such as ``(1|item)``.
     vcov_method : {"hessian", "hessian_exact", "rx"}
         ``"hessian"`` (default): the standard errors lme4 1.1-31 reports, the fixed-effect block of
         ``2 H^-1`` with ``H`` the finite-difference Hessian over (theta, beta) of lme4's deviance
@@ -178,15 +197,59 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     """
     if vcov_method not in VCOV_METHODS:
         raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")
-    with _blas_single_thread():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior, missing)
+    family, link = _family_link(family, link)
+    if isinstance(nAGQ, bool) or not isinstance(nAGQ, (int, np.integer)) or nAGQ < 1:
+        raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
+    with single_thread_blas():
+        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
+                      weights, offset, contrasts, link, int(nAGQ), missing)
+
+
+def _fit_agq(ld, term, ev, rep, lower, nagq, maxiter):
+    """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
+    import time
+
+    from .agq import AGQDeviance, fd_hessian, optimize_agq
+
+    t0 = time.perf_counter()
+    agq = AGQDeviance(ld, term, nagq)
+    x, dev, ev2, grad, res, f = optimize_agq(agq, ev.theta, ev.beta, lower, maxiter)
+    H = fd_hessian(f, x)
+    agq.evaluate(x[:ev.theta.size], x[ev.theta.size:])  # leave the modes at the optimum
+    rep2 = OptimizerReport(
+        method=f"{rep.method}, then L-BFGS-B over (theta, beta) on the nAGQ = {nagq} deviance",
+        converged=bool(res.success) and rep.converged, message=str(res.message),
+        outer_iterations=rep.outer_iterations + int(res.nit),
+        deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations,
+        gradient=grad, max_abs_gradient=float(np.max(np.abs(grad))),
+        seconds=rep.seconds + time.perf_counter() - t0)
+    return ev2, rep2, dev, H
+
+
+def _family_link(family: Any, link: str) -> tuple[str, str]:
+    """``"binomial"``, ``"binomial(link = 'probit')"`` or ``("binomial", link)``."""
+    fam = str(family).replace(" ", "")
+    m = re.fullmatch(r"binomial(?:\((?:link=)?[\"']?(\w+)[\"']?\))?", fam)
+    if not m:
+        raise ValueError(f"family must be 'binomial' (with link= logit, probit or cloglog), "
+                         f"not {family!r}")
+    if m.group(1):
+        link = m.group(1)
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}, not {link!r}")
+    return "binomial", link
 
 
 def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
+           weights=None, offset=None, contrasts=None, link="logit", nAGQ=1,
            missing="raise") -> GlmerResult:
-    if not isinstance(data, pd.DataFrame):
-        data = check_data(formula, data, trials=trials, missing=missing)
-    design = build_design(formula, data, pool=pool, trials=trials, missing=missing)
+    design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
+                          offset=offset, contrasts=contrasts, missing=missing)
+    if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
+        raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
+                           f"(1|item); this formula has "
+                           f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
+                           "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
     dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
@@ -202,12 +265,14 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
     if sep is not None:
         warnings.warn(sep.message, SeparationWarning, stacklevel=3)
         Xf, kf, mf, termsf = limit_problem(design, sep)
+        off = None if design.offset is None else design.offset[~sep.pooled_rows]
         if kf.size == 0:
-            return _completely_separated(formula, design, sep)
+            return _completely_separated(formula, design, sep, link)
     else:
         Xf, kf, mf, termsf = design.X, design.k, design.m, design.terms
-    ld = (LaplaceDeviance(Xf, kf, mf, termsf) if prior is None
-          else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior))
+        off = design.offset
+    ld = (LaplaceDeviance(Xf, kf, mf, termsf, offset=off, link=link) if prior is None
+          else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior, offset=off, link=link))
     lower = design.theta_lower
     theta0 = design.theta_start
     beta0 = np.zeros(Xf.shape[1])
@@ -222,6 +287,9 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
                 beta0 = beta0[sep.keep]
     ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
                        probes=lambda th: boundary_probes(design.terms, th))
+    dev_agq = None
+    if nAGQ > 1:
+        ev, rep, dev_agq, H = _fit_agq(ld, termsf[0], ev, rep, lower, nAGQ, maxiter)
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
     # the gradient check skips parameters held at their bound with the gradient pointing out
@@ -232,7 +300,8 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
     # lme4's deviance function (and blme's) restarts PIRLS from the first-stage linear predictor
     # and stops one step short of the mode (see ``hessian``); on separated data with a prior
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
-    H = hessian(ld, ev, lme4_pirls=vcov_method == "hessian" and prior_note is None)
+    if dev_agq is None:
+        H = hessian(ld, ev, lme4_pirls=vcov_method == "hessian" and prior_note is None)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -270,7 +339,13 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
         bp, Vp, beta, V = expand_limit(sep, len(names), ev.beta, V)
         sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
         messages.append(sep.message)
-    dev = ev.dev - 2.0 * design.log_binom
+    if dev_agq is None:
+        dev = ev.dev - 2.0 * design.log_binom
+    else:
+        # lme4's quadrature deviance sums deviance residuals: relative to the saturated model
+        k, m = design.k_rows, design.m_rows
+        sat = -2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
+        dev = dev_agq - sat
     prior_dev = None
     if prior is not None:  # blme reports the likelihood without the prior
         pen = prior.penalty(ev.beta)
@@ -287,10 +362,11 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
         df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
         fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
-        fixef_prior=prior, prior_deviance=prior_dev)
+        fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
 
 
-def _completely_separated(formula: str, design: GlmmDesign, sep) -> GlmerResult:
+def _completely_separated(formula: str, design: GlmmDesign, sep, link: str = "logit"
+                          ) -> GlmerResult:
     """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
     names = design.fixed.columns
     p, nt = len(names), design.theta_lower.size
@@ -311,4 +387,4 @@ def _completely_separated(formula: str, design: GlmmDesign, sep) -> GlmerResult:
         singular=False, messages=(sep.message,), optimizer=rep, vcov_method="none",
         fixed_design=design.fixed, hessian=None,
         _model=FittedModel(design, None, None, design.data, design.row_index, separation=sep),
-        separation=sep)
+        separation=sep, link=link)

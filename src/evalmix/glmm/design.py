@@ -9,9 +9,11 @@ reported log-likelihood is the one of the rows as given.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +22,7 @@ from scipy.special import gammaln
 from ..data import RunsData, ensure_runs, load_table
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       parse_formula, random_columns, factor_columns)
+                       fixed_variables, parse_formula, random_columns)
 
 
 @dataclass
@@ -40,6 +42,9 @@ class GlmmDesign:
     k_rows: np.ndarray
     m_rows: np.ndarray
     data: pd.DataFrame  # the given rows used (missing values dropped)
+    offset: np.ndarray | None = None  # per pooled row (formula offsets plus ``offset=``)
+    offset_rows: np.ndarray | None = None  # per given row
+    weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -59,28 +64,85 @@ class GlmmDesign:
         return [n for t in self.terms for n in t.theta_names]
 
 
-def _response(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    k = pd.to_numeric(data[parsed.successes], errors="coerce").to_numpy(dtype=float)
-    if parsed.trials is not None:
-        m = pd.to_numeric(data[parsed.trials], errors="coerce").to_numpy(dtype=float)
-    elif parsed.failures is not None:
-        m = k + pd.to_numeric(data[parsed.failures], errors="coerce").to_numpy(dtype=float)
-    else:
-        col = data[parsed.successes]
-        if pd.api.types.is_bool_dtype(col):
-            k = col.to_numpy(dtype=float)
-        bad = ~np.isin(k, (0.0, 1.0))
+def _binary_response(col: pd.Series, name: str) -> np.ndarray:
+    """0/1 successes of a one-column response, with R's rule for factors: the first level is a
+    failure, every other level a success (booleans: ``False`` fails)."""
+    from ..formula import as_r_factor
+
+    if isinstance(col.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(col) \
+            or not pd.api.types.is_numeric_dtype(col):
+        cat = as_r_factor(col)
+        if len(cat.categories) > 2 and not isinstance(col.dtype, pd.CategoricalDtype):
+            raise DataError(f"response column {name!r} has {len(cat.categories)} values "
+                            f"{list(cat.categories)[:5]}; R would treat all but the first as "
+                            "successes: pass a categorical to mean that, or a 0/1 column")
+        return (np.asarray(cat.codes) > 0).astype(float)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+
+
+def _response(parsed: ParsedFormula, data: pd.DataFrame,
+              weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Successes and trials per given row (prior weights applied) and the log-likelihood constant
+    of each row, as R's ``binomial()$aic`` counts it."""
+    name = parsed.successes
+    if parsed.trials is not None or parsed.failures is not None:
+        k = pd.to_numeric(data[name], errors="coerce").to_numpy(dtype=float)
+        if parsed.trials is not None:
+            m = pd.to_numeric(data[parsed.trials], errors="coerce").to_numpy(dtype=float)
+        else:
+            m = k + pd.to_numeric(data[parsed.failures], errors="coerce").to_numpy(dtype=float)
+        bad = (k < 0) | (m < k) | (k != np.round(k)) | (m != np.round(m))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"response column {parsed.successes!r} must be 0/1 (row {data.index[i]!r} "
-                            f"has {data[parsed.successes].iloc[i]!r}); write cbind(k, n - k) for counts")
-        return k, np.ones_like(k)
-    bad = (k < 0) | (m < k) | (k != np.round(k)) | (m != np.round(m))
+            raise DataError(f"counts in row {data.index[i]!r} are not 0 <= {name} <= trials "
+                            f"integers ({k[i]!r} of {m[i]!r})")
+        const = gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
+        if weights is None:
+            return k, m, const
+        return weights * k, weights * m, weights * const
+    y = _binary_response(data[name], name)
+    if weights is None:
+        bad = ~np.isin(y, (0.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"response column {name!r} must be 0/1 (row {data.index[i]!r} has "
+                            f"{data[name].iloc[i]!r}); write cbind(k, n - k) for counts, or give "
+                            "proportions with weights= the trials")
+        return y, np.ones_like(y), np.zeros_like(y)
+    # lme4's proportion response: y in [0, 1] with weights = trials
+    bad = (y < 0) | (y > 1) | ~np.isfinite(y)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"counts in row {data.index[i]!r} are not 0 <= {parsed.successes} <= trials "
-                        f"integers ({k[i]!r} of {m[i]!r})")
-    return k, m
+        raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (row "
+                        f"{data.index[i]!r} has {data[name].iloc[i]!r})")
+    k, m = weights * y, weights
+    if np.any(np.abs(k - np.round(k)) > 1e-3):
+        i = int(np.flatnonzero(np.abs(k - np.round(k)) > 1e-3)[0])
+        warnings.warn(f"non-integer number of successes (row {data.index[i]!r}: {name} x weight "
+                      f"= {k[i]:.4g}), as R warns 'non-integer #successes in a binomial glm'",
+                      DataWarning, stacklevel=4)
+    kr, mr = np.round(k), np.round(m)
+    const = gammaln(mr + 1) - gammaln(kr + 1) - gammaln(mr - kr + 1)
+    return k, m, const
+
+
+def _row_values(value: Any, data: pd.DataFrame, what: str) -> np.ndarray | None:
+    """A per-row numeric argument given as a column name or an array (None when not given)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in data.columns:
+            raise FormulaError(f"{what}={value!r} is not a column of the data "
+                               f"(columns: {list(data.columns)})")
+        arr = pd.to_numeric(data[value], errors="coerce").to_numpy(dtype=float)
+    else:
+        arr = np.asarray(value, dtype=float).ravel()
+        if arr.size != len(data):
+            raise DataError(f"{what} has {arr.size} values for {len(data)} rows of data")
+    return arr
+
+
+_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center)\s*\(")
 
 
 def _parse(formula: str, trials: str | None) -> ParsedFormula:
@@ -92,15 +154,17 @@ def _parse(formula: str, trials: str | None) -> ParsedFormula:
     return parsed
 
 
-def check_data(formula: str, data: RunsData, *, trials: str | None = None,
-               missing: str = "raise") -> pd.DataFrame:
+def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
+               weights: Any = None, offset: Any = None) -> pd.DataFrame:
     """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
 
-    The response is the formula's (0/1, or k-of-n counts); the item, model and run roles are the
-    recorded or conventional ones when the table has them (duplicated (model, item, run, slices)
-    keys are refused); a factor of the fixed part with a single level is a FormulaError naming the
-    term (lme4 fails on it as "contrasts can be applied only to factors with 2 or more levels").
-    A path is read with :func:`evalmix.data.load_table`.  Returns the validated table.
+    The response is the formula's: 0/1 (proportions in [0, 1] with ``weights``), k-of-n counts, or
+    a factor/string/boolean column, which :func:`build_design` codes by R's rule.  The item, model
+    and run roles are the recorded or conventional ones when the table has them (a duplicated
+    (model, item, run, slices) key is refused); a factor of the fixed part with a single level is a
+    FormulaError naming the term (lme4 stops there too: "contrasts can be applied only to factors
+    with 2 or more levels").  A path is read with :func:`evalmix.data.load_table`.  Returns the
+    validated table.
 
     Examples
     --------
@@ -110,8 +174,8 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None,
     >>> try:
     ...     check_data("correct ~ model + lang + (1|item)", d)
     ... except FormulaError as exc:
-    ...     print(exc)
-    fixed-effect term 'lang' is a factor with a single level ('EN'): it has no contrast to estimate; drop it from the formula
+    ...     print(exc)  # doctest: +ELLIPSIS
+    fixed-effect term 'lang' is a factor with a single level ('EN'): it has no contrast to estimate...
     """
     parsed = _parse(formula, trials)
     if isinstance(data, (str, Path)):
@@ -122,68 +186,128 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None,
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(data.columns)})")
+    arrays = [name for name, v in (("weights", weights), ("offset", offset))
+              if v is not None and not isinstance(v, str)]
+    if missing == "drop" and arrays:
+        raise ValueError(f"missing='drop' cannot drop rows of {' and '.join(arrays)} given as arrays: "
+                         "give them as column names")
+    y = data[parsed.successes]
     if parsed.failures is not None:
-        roles: dict = {"check_outcome": False}
+        roles: dict = {"check_outcome": False}  # cbind(k, f): build_design checks the counts
     elif parsed.trials is not None:
         roles = {"successes": parsed.successes, "trials": parsed.trials}
-    else:
-        roles = {"outcome": parsed.successes}
-    df, _ = ensure_runs(data, missing=missing, **roles)
-    for c in factor_columns(parsed.fixed, df):
+    elif (pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)) or (
+            not isinstance(y.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(y)
+            and pd.to_numeric(y, errors="coerce").notna().any()):
+        # numbers (or text holding numbers, where a stray "yes" is a data error, not a level)
+        roles = {"outcome": parsed.successes, "allow_fractional": weights is not None}
+    else:  # a factor, text labels or a boolean response: R's rule (first level = failure)
+        roles = {"check_outcome": False}
+    try:
+        df, _ = ensure_runs(data, missing=missing, **roles)
+    except DataError as exc:
+        if "must be 0/1" not in str(exc):
+            raise
+        raise DataError(f"{exc}; in a GLMM write cbind(k, n - k) for counts, or give proportions "
+                        "with weights= the trials") from None
+    for c in fixed_variables(parsed.fixed, parsed.offsets):
         if c not in df.columns:
             continue
         s = df[c]
         is_factor = (pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s)
                      or isinstance(s.dtype, pd.CategoricalDtype))
         if is_factor and s.nunique() < 2:
-            raise FormulaError(f"fixed-effect term {c!r} is a factor with a single level "
-                               f"({s.iloc[0].item() if hasattr(s.iloc[0], 'item') else s.iloc[0]!r}): "
+            first = s.iloc[0].item() if hasattr(s.iloc[0], "item") else s.iloc[0]
+            raise FormulaError(f"fixed-effect term {c!r} is a factor with a single level ({first!r}): "
                                "it has no contrast to estimate; drop it from the formula")
     return df
 
 
-def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
-                 trials: str | None = None, missing: str = "raise") -> GlmmDesign:
+def build_design(formula: str, data: RunsData, *, pool: bool = True,
+                 trials: str | None = None, weights: Any = None, offset: Any = None,
+                 contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
     ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``).
+    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
+    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
+    The data are validated first (:func:`check_data`; ``missing`` as there).
     """
     parsed = _parse(formula, trials)
     if not parsed.random:
         raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
                            "fit a plain logistic regression instead")
-    data = check_data(formula, data, trials=trials, missing=missing)
-    fixed_cols = [c for c in factor_columns(parsed.fixed, data) if c in data.columns]
-    rand_cols = random_columns(parsed.random, data)
-    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
-    missing_fixed = [c for c in factor_columns(parsed.fixed, data) if c not in data.columns]
+    if isinstance(data, pd.DataFrame):
+        fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+        missing_fixed = [c for c in fixed_cols if c not in data.columns]
+        if missing_fixed:
+            raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the "
+                               f"data (columns: {list(data.columns)})")
+    data = check_data(formula, data, trials=trials, missing=missing, weights=weights, offset=offset)
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    missing_fixed = [c for c in fixed_cols if c not in data.columns]
     if missing_fixed:
         raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the data "
                            f"(columns: {list(data.columns)})")
+    rand_cols = random_columns(parsed.random, data)
+    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
+    w_all = _row_values(weights, data, "weights")
+    o_all = _row_values(offset, data, "offset")
     d = data[used]
     na = d.isna().any(axis=1).to_numpy()
+    for arr in (w_all, o_all):
+        if arr is not None:
+            na = na | ~np.isfinite(arr)
     if na.any():
         warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used}", DataWarning,
                       stacklevel=3)
         d = d.loc[~na]
+        w_all = None if w_all is None else w_all[~na]
+        o_all = None if o_all is None else o_all[~na]
     if len(d) == 0:
         raise DataError("no rows left to fit")
-    k, m = _response(parsed, d)
+    if w_all is not None and (w_all < 0).any():
+        i = int(np.flatnonzero(w_all < 0)[0])
+        raise DataError(f"weights must be >= 0 (row {d.index[i]!r} has {w_all[i]!r})")
+    k, m, const = _response(parsed, d, w_all)
     if (m == 0).any():
         keep = m > 0
-        d, k, m = d.loc[keep], k[keep], m[keep]
+        d, k, m, const = d.loc[keep], k[keep], m[keep], const[keep]
+        w_all = None if w_all is None else w_all[keep]
+        o_all = None if o_all is None else o_all[keep]
     nobs = len(d)
-    counts = parsed.trials is not None or parsed.failures is not None
-    log_binom = float(np.sum(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))) if counts else 0.0
+    counts = parsed.trials is not None or parsed.failures is not None or w_all is not None
+    log_binom = float(np.sum(const))
+
+    # stateful transforms (scale, poly) take their centre and coefficients from every fitted row
+    if _STATEFUL.search(parsed.fixed) or any(_STATEFUL.search(o) for o in parsed.offsets):
+        fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts, parsed.offsets)
+    else:
+        fixed = None
+    off_rows = None
+    if parsed.offsets:
+        if fixed is None:
+            fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts,
+                                   parsed.offsets)
+        off_rows = fixed.offset(d.reset_index(drop=True))
+    if o_all is not None:
+        off_rows = o_all if off_rows is None else off_rows + o_all
+    if off_rows is not None and not np.all(np.isfinite(off_rows)):
+        i = int(np.flatnonzero(~np.isfinite(off_rows))[0])
+        raise DataError(f"the offset is not finite in row {d.index[i]!r}")
 
     key_cols = [c for c in used if c not in parsed.columns]
-    if pool and key_cols:
-        key = d[key_cols].groupby(key_cols, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    kd = d[key_cols]
+    if off_rows is not None:  # rows pool only when their offsets agree too
+        kd = kd.assign(_offset_=off_rows)
+    if pool and kd.shape[1]:
+        key = kd.groupby(list(kd.columns), sort=False, observed=True,
+                         dropna=False).ngroup().to_numpy()
         ng = int(key.max()) + 1
     else:
         ng = nobs
     k_rows, m_rows = k, m
+    off = off_rows
     if ng < nobs:
         first = np.full(ng, -1, dtype=np.int64)
         order = np.arange(nobs)[::-1]
@@ -192,6 +316,7 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         m = np.bincount(key, m, ng)
         dp = d.iloc[first]
         row_index = key
+        off = None if off_rows is None else off_rows[first]
     else:
         dp = d
         row_index = np.arange(nobs)
@@ -204,13 +329,19 @@ def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
         firsts[pat[order]] = order
     else:
         pat, firsts = np.zeros(len(dp), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    fixed, Xu = build_fixed(parsed.fixed, dp.iloc[firsts].reset_index(drop=True))
+    patterns = dp.iloc[firsts].reset_index(drop=True)
+    if fixed is None:
+        fixed, Xu = build_fixed(parsed.fixed, patterns, contrasts, parsed.offsets)
+    else:
+        Xu = np.ascontiguousarray(fixed.model_matrix(patterns))
     for c in fixed.covariates:
         fixed.covariates[c] = float(d[c].mean())
+    if off_rows is not None:  # emmeans holds the offset at its mean over the fitted rows
+        fixed.offset_mean = float(off_rows.mean())
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
-                      row_index, k_rows, m_rows, d)
+                      row_index, k_rows, m_rows, d, off, off_rows, w_all)
 
 
 class FixedMatrix:

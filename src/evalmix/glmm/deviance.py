@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.special as sp_special
 
 from ..formula import RandomTerm
+from ..links import LINKS, inverse_link, mu_eta
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -157,6 +159,30 @@ class NestedSolver:
         return np.concatenate([1.0 / self.Df + self.CD**2 / Sp, 1.0 / self.S])
 
 
+def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, r: np.ndarray,
+                         u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Exact gradient of the Laplace deviance over theta at fixed beta, for any random terms.
+
+    The formula of :meth:`NestedSolver.grad_theta`, ``rho' E_p u + r' E_p v + 2 tr(H^-1 A'W E_p)``,
+    with ``E_p = dA/d theta_p``: theta_p = Lambda_t[i, j] puts ``Z_t[:, i]`` in each row's column
+    (t, j) of A, so every term reduces to sums over rows. ``hav[i, b]`` is ``(H^-1 a_i)`` at row
+    i's column b (``a_i`` the row of A): ``sum_a V[i, a] H^-1[cols_i[a], cols_i[b]]``, made of the
+    same blocks as the leverages.
+    """
+    w, cols = solver.weights, solver.cols
+    kv = hav
+    out: list[float] = []
+    pos = 0
+    for t, _ in solver.blocks:
+        for j in range(t.nc):
+            c = cols[:, pos + j]
+            base = rho * u[c] + r * v[c] + 2.0 * w * kv[:, pos + j]
+            for i in range(j, t.nc):
+                out.append(float(t.Z[:, i] @ base))
+        pos += t.nc
+    return np.array(out)
+
+
 class DenseSolver:
     """General terms: ``A = Z Lambda`` as a sparse matrix with a fixed pattern, ``H`` dense."""
 
@@ -212,6 +238,7 @@ class DenseSolver:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
+        self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
         if self.q <= 1500:  # scatter-add the k x k outer products of each row into dense H
             if not hasattr(self, "_flat"):
                 self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
@@ -229,10 +256,18 @@ class DenseSolver:
     def hinv(self) -> np.ndarray:
         return sla.cho_solve(self.cf, np.eye(self.q), check_finite=False)
 
-    def leverage(self) -> np.ndarray:
+    def row_hinv(self) -> np.ndarray:
+        """``H^-1[cols_i, cols_i]`` for every row (n x k x k)."""
         Hi = self.hinv()
-        sub = Hi[self.cols[:, :, None], self.cols[:, None, :]]  # n x k x k
-        return np.einsum("na,nab,nb->n", self.V, sub, self.V)
+        return Hi[self.cols[:, :, None], self.cols[:, None, :]]
+
+    def leverage(self) -> np.ndarray:
+        return np.einsum("na,nab,nb->n", self.V, self.row_hinv(), self.V)
+
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Exact gradient of the Laplace deviance over theta (see :func:`exact_theta_gradient`)."""
+        hav = np.einsum("nab,na->nb", self.row_hinv(), self.V)
+        return exact_theta_gradient(self, hav, rho, r, u, v)
 
     def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
         return self.hinv()[idx[:, :, None], idx[:, None, :]]
@@ -256,6 +291,7 @@ class BlockDiagSolver(DenseSolver):
         return len(terms) == 1 and terms[0].nc > 1
 
     def factor(self, w: np.ndarray) -> float:
+        self.weights = w
         nl, nc = self.nl, self.nc
         wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
         B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
@@ -276,9 +312,8 @@ class BlockDiagSolver(DenseSolver):
             self._Binv = np.linalg.inv(self.B)
         return self._Binv
 
-    def leverage(self) -> np.ndarray:
-        Bi = self._inv()[self.cols[:, 0] // self.nc]
-        return np.einsum("na,nab,nb->n", self.V, Bi, self.V)
+    def row_hinv(self) -> np.ndarray:
+        return self._inv()[self.cols[:, 0] // self.nc]
 
     def cond_var(self) -> np.ndarray:
         return np.diagonal(self._inv(), axis1=1, axis2=2).ravel().copy()
@@ -334,6 +369,7 @@ class SchurSolver(DenseSolver):
         return qr <= SchurSolver.MAX_REST and terms[0].nl > qr
 
     def factor(self, w: np.ndarray) -> float:
+        self.weights = w
         V0, Vr = self.V[:, 0], self.V[:, 1:]
         wv0 = w * V0
         self.D = 1.0 + np.bincount(self.j1, wv0 * V0, self.q1)
@@ -399,6 +435,16 @@ class SchurSolver(DenseSolver):
         sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
         return h + np.einsum("na,nab,nb->n", Vr, sub, Vr)
 
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Exact gradient (:func:`exact_theta_gradient`) without forming the n x k x k blocks."""
+        Sinv, gs_rows, m = self._parts()
+        V0, Vr = self.V[:, 0], self.V[:, 1:]
+        hav = np.empty((self.n, self.k))
+        hav[:, 0] = V0 * (1.0 / self.D[self.j1] + m[self.j1]) - np.einsum("nk,nk->n", gs_rows, Vr)
+        sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
+        hav[:, 1:] = np.einsum("nab,na->nb", sub, Vr) - V0[:, None] * gs_rows
+        return exact_theta_gradient(self, hav, rho, r, u, v)
+
     def cond_var(self) -> np.ndarray:
         Sinv, _, m = self._parts()
         return np.concatenate([1.0 / self.D + m, np.diag(Sinv)])
@@ -411,10 +457,169 @@ class SchurSolver(DenseSolver):
         return Sinv[r[:, :, None], r[:, None, :]]
 
 
+class BlockSchurSolver(DenseSolver):
+    """Vector-valued effects of one large grouping factor crossed with smaller terms,
+    ``(1|item) + (1 + x|subject)`` or ``(1 + x || subject)``: the blocked Cholesky of
+    MixedModels.jl.
+
+    Every term of the grouping factor with the most levels forms block A, one b x b block per level
+    (b = their columns together; separate ``||`` terms give blocks with a diagonal Lambda). Its
+    Schur complement ``S = H_rr - C' A^-1 C`` has the size of the other terms, so a factorisation
+    costs O(n b^2 + q1 qr b + qr^3) instead of O((q1 + qr)^3). Internally the q columns are
+    permuted level-major inside block A; every method takes and returns the usual order.
+    """
+
+    MAX_REST = 4000  # columns of the remainder (S is qr x qr)
+    MAX_DENSE = 60_000_000  # entries of the dense q1 x qr block C
+
+    def __init__(self, terms: list[RandomTerm]):
+        super().__init__(terms)
+        first = [i for i, t in enumerate(terms) if self._same_factor(t, terms[0])]
+        nl = terms[0].nl
+        b = sum(terms[i].nc for i in first)
+        self.nl, self.b = nl, b
+        self.q1 = nl * b
+        self.qr = self.q - self.q1
+        # permutation: position in (block A level-major, then rest) -> original column of H
+        offsets, off = [], 0
+        for t in terms:
+            offsets.append(off)
+            off += t.nl * t.nc
+        perm1 = np.empty(self.q1, dtype=np.int64)
+        c0 = 0
+        for i in first:
+            t = terms[i]
+            for c in range(t.nc):
+                perm1[np.arange(nl) * b + c0 + c] = offsets[i] + np.arange(nl) * t.nc + c
+            c0 += t.nc
+        rest = np.setdiff1d(np.arange(self.q), perm1)
+        self.perm = np.concatenate([perm1, rest])
+        self.iperm = np.empty_like(self.perm)
+        self.iperm[self.perm] = np.arange(self.q)
+        pc = self.iperm[self.cols]  # each row's columns in the permuted order
+        in_a = pc < self.q1
+        # rows touch b columns of block A (one level) and k - b columns of the rest
+        # which of a row's k columns belong to block A depends on the term only, not on the row
+        order = np.argsort(~in_a[0], kind="stable")
+        self._order, self._iorder = order, np.argsort(order)
+        pc = pc[:, order]
+        self.level = pc[:, 0] // b
+        self.ka = pc[:, :b] - self.level[:, None] * b  # position inside the level's block
+        self.rc = pc[:, b:] - self.q1
+        kr = self.k - b
+        n = self.n
+        self._aflat = ((self.level[:, None, None] * b + self.ka[:, :, None]) * b
+                       + self.ka[:, None, :]).reshape(n, b * b)
+        self._cflat = ((self.level[:, None, None] * b + self.ka[:, :, None]) * self.qr
+                       + self.rc[:, None, :]).reshape(n, b * kr)
+        self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(n, kr * kr)
+        self._parts_cache: tuple | None = None
+
+    @staticmethod
+    def _same_factor(t: RandomTerm, t0: RandomTerm) -> bool:
+        return t.group == t0.group and t.nl == t0.nl and np.array_equal(t.index, t0.index)
+
+    @classmethod
+    def applies(cls, terms: list[RandomTerm]) -> bool:
+        if len(terms) < 2:
+            return False
+        first = [t for t in terms if cls._same_factor(t, terms[0])]
+        if len(first) == len(terms) or (len(first) == 1 and first[0].nc == 1):
+            return False  # one factor only, or a scalar term (SchurSolver's case)
+        q1 = terms[0].nl * sum(t.nc for t in first)
+        qr = sum(t.nl * t.nc for t in terms) - q1
+        return qr <= cls.MAX_REST and q1 > qr and q1 * qr <= cls.MAX_DENSE
+
+    def set_theta(self, theta: np.ndarray) -> None:
+        super().set_theta(theta)
+        V = self.V[:, self._order]
+        self._Va, self._Vr = np.ascontiguousarray(V[:, : self.b]), np.ascontiguousarray(V[:, self.b:])
+
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._Va, self._Vr
+
+    def factor(self, w: np.ndarray) -> float:
+        nl, b, qr = self.nl, self.b, self.qr
+        Va, Vr = self._rows()
+        self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
+        wa = w[:, None] * Va
+        Ab = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
+                        nl * b * b).reshape(nl, b, b)
+        Ab += np.eye(b)
+        C = np.bincount(self._cflat.ravel(), (wa[:, :, None] * Vr[:, None, :]).ravel(),
+                        self.q1 * qr).reshape(self.q1, qr)
+        Hrr = np.bincount(self._rflat.ravel(), ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
+                          qr * qr).reshape(qr, qr)
+        Hrr[np.diag_indices_from(Hrr)] += 1.0
+        self.La = np.linalg.cholesky(Ab)
+        self.Ab, self.C = Ab, C
+        self.G = np.linalg.solve(Ab, C.reshape(nl, b, qr)).reshape(self.q1, qr)  # A^-1 C
+        self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
+        self._parts_cache = None
+        return float(2.0 * np.log(np.diagonal(self.La, axis1=1, axis2=2)).sum()
+                     + 2.0 * np.log(np.diag(self.cf[0])).sum())
+
+    def _a_solve(self, r: np.ndarray) -> np.ndarray:
+        p = r.shape[1] if r.ndim == 2 else 1
+        out = np.linalg.solve(self.Ab, r.reshape(self.nl, self.b, p))
+        return out.reshape(r.shape)
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        rp = r[self.perm]
+        r1, rr = rp[: self.q1], rp[self.q1:]
+        yr = sla.cho_solve(self.cf, rr - self.G.T @ r1, check_finite=False)
+        x1 = self._a_solve(r1 - self.C @ yr)
+        xp = np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
+        return xp[self.iperm]
+
+    def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``S^-1``, ``G S^-1`` and the blocks ``A_l^-1 + (G S^-1 G')_ll`` of H^-1 on block A."""
+        if self._parts_cache is None:
+            inv, info = sla.lapack.dpotri(self.cf[0], lower=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
+            Sinv = np.tril(inv) + np.tril(inv, -1).T
+            GS = self.G @ Sinv
+            nl, b, qr = self.nl, self.b, self.qr
+            blocks = np.linalg.inv(self.Ab) + np.einsum("lar,lcr->lac", GS.reshape(nl, b, qr),
+                                                       self.G.reshape(nl, b, qr))
+            self._parts_cache = (Sinv, GS, blocks)
+        return self._parts_cache
+
+    def row_hinv(self) -> np.ndarray:
+        """``H^-1[cols_i, cols_i]`` for every row (n x k x k, columns in the row's usual order)."""
+        Sinv, GS, blocks = self._parts()
+        b = self.b
+        own = blocks[self.level[:, None, None], self.ka[:, :, None], self.ka[:, None, :]]  # n x b x b
+        gs = GS.reshape(self.nl, b, self.qr)[self.level[:, None, None], self.ka[:, :, None],
+                                             self.rc[:, None, :]]  # n x b x kr
+        sub = Sinv[self.rc[:, :, None], self.rc[:, None, :]]
+        K = np.empty((self.n, self.k, self.k))
+        K[:, :b, :b], K[:, :b, b:], K[:, b:, :b], K[:, b:, b:] = own, -gs, -gs.transpose(0, 2, 1), sub
+        io = self._iorder
+        return K[:, io][:, :, io]
+
+    def cond_var(self) -> np.ndarray:
+        Sinv, _, blocks = self._parts()
+        d = np.concatenate([np.diagonal(blocks, axis1=1, axis2=2).ravel(), np.diag(Sinv)])
+        return d[self.iperm]
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        Sinv, _, blocks = self._parts()
+        pidx = self.iperm[idx]
+        if pidx.max() < self.q1:
+            lev, pos = pidx // self.b, pidx % self.b
+            return blocks[lev[:, :, None], pos[:, :, None], pos[:, None, :]]
+        r = pidx - self.q1
+        return Sinv[r[:, :, None], r[:, None, :]]
+
+
 class NestedSchurSolver(DenseSolver):
     """A nested pair of intercepts plus small crossed terms, ``(1|item) + (1|item:run) +
     (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
     Schur complement of the size of the crossed terms."""
+
+    grad_theta = None  # no per-row blocks of H^-1 here: the optimiser differences the deviance
 
     def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
         super().__init__(terms)
@@ -531,6 +736,8 @@ def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
         return NestedSchurSolver(terms, pair)
     if SchurSolver.applies(terms):
         return SchurSolver(terms)
+    if BlockSchurSolver.applies(terms):
+        return BlockSchurSolver(terms)
     if BlockDiagSolver.applies(terms):
         return BlockDiagSolver(terms)
     return DenseSolver(terms)
@@ -556,18 +763,29 @@ class Evaluation:
 
 
 class LaplaceDeviance:
-    """lme4's Laplace deviance of a binomial-logit GLMM on pooled k-of-m rows.
+    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows.
 
     Parameters
     ----------
     X : FixedMatrix (n x p)
     k, m : (n,) arrays of successes and trials
     terms : random-effects terms (lme4 order)
+    offset : (n,) array, optional
+        Added to the linear predictor.
+    link : {"logit", "probit", "cloglog"}
+        For the non-canonical links the weights are the Fisher (IRLS) weights
+        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant, and gradients over
+        beta are central differences of the deviance.
     """
 
     def __init__(self, X: np.ndarray, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
-                 solver: NestedSolver | DenseSolver | None = None):
+                 solver: NestedSolver | DenseSolver | None = None,
+                 offset: np.ndarray | None = None, link: str = "logit"):
+        if link not in LINKS:
+            raise ValueError(f"link must be one of {LINKS}, not {link!r}")
         self.X, self.k, self.m = X, k, m
+        self.offset = offset
+        self.link = link
         self.solver = solver if solver is not None else make_solver(terms)
         self.q = self.solver.q
         self.p = X.shape[1]
@@ -584,12 +802,33 @@ class LaplaceDeviance:
         return self.kernel_mu(eta)[0]
 
     def kernel_mu(self, eta: np.ndarray) -> tuple[float, np.ndarray]:
-        """``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and ``mu``, sharing one exp."""
-        e = np.exp(-np.abs(eta))
-        sp_ = np.maximum(eta, 0.0) + np.log1p(e)
-        inv = 1.0 / (1.0 + e)
-        mu = np.where(eta >= 0, inv, e * inv)
-        return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
+        """``D(y, eta) = -2 sum(k log mu + (m - k) log(1 - mu))`` and ``mu``.
+
+        For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
+        """
+        if self.link == "logit":
+            e = np.exp(-np.abs(eta))
+            sp_ = np.maximum(eta, 0.0) + np.log1p(e)
+            inv = 1.0 / (1.0 + e)
+            mu = np.where(eta >= 0, inv, e * inv)
+            return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
+        if self.link == "probit":
+            lmu, l1mu = sp_special.log_ndtr(eta), sp_special.log_ndtr(-eta)
+            mu = sp_special.ndtr(eta)
+        else:  # cloglog: 1 - mu = exp(-e^eta)
+            ee = np.exp(np.minimum(eta, 700.0))
+            l1mu = -ee
+            lmu = np.log(-np.expm1(-ee))
+            mu = -np.expm1(-ee)
+        return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu)), mu
+
+    def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self.link == "logit":
+            return self.k - self.m * mu, self.m * mu * (1.0 - mu)
+        d = mu_eta(self.link, eta)
+        var = np.maximum(mu * (1.0 - mu), 1e-300)
+        return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float = 1e-15, maxit: int = 60) -> Evaluation:
@@ -598,15 +837,17 @@ class LaplaceDeviance:
         s = self.solver
         self.evaluations += 1
         eta0 = self.X.dot(beta)
+        if self.offset is not None:
+            eta0 = eta0 + self.offset
         u = np.zeros(self.q) if u0 is None else u0
         eta = eta0 + s.zl(u)
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
         it, converged = 0, False
         for it in range(1, maxit + 1):
-            w = self.m * mu * (1.0 - mu)
+            score, w = self.working(eta, mu)
             logdet = s.factor(w)
-            grad = s.zlt(self.k - self.m * mu) - u
+            grad = s.zlt(score) - u
             delta = s.solve(grad)
             dec = float(grad @ delta)
             if dec < tol * (1.0 + abs(pdev)):
@@ -625,7 +866,7 @@ class LaplaceDeviance:
             u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
-            w = self.m * mu * (1.0 - mu)
+            w = self.working(eta, mu)[1]
             logdet = s.factor(w)
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
                         pdev, it)
@@ -660,6 +901,8 @@ class LaplaceDeviance:
 
     def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
         """Gradients over theta (None when the solver has no closed form) and beta."""
+        if self.link != "logit":
+            return None, self._fd_grad_beta(ev)
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
@@ -667,9 +910,22 @@ class LaplaceDeviance:
         v = s.solve(s.zlt(g))
         rho = g - 2.0 * r - ev.w * s.zl(v)
         gt = None
-        if theta and hasattr(s, "grad_theta"):
+        if theta and getattr(s, "grad_theta", None) is not None:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
+
+    def _fd_grad_beta(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
+        """Central differences of the Laplace deviance over beta (non-canonical links); a
+        subclass adding a penalty adds its gradient itself."""
+        g = np.empty(ev.beta.size)
+        for j in range(ev.beta.size):
+            e = np.zeros(ev.beta.size)
+            e[j] = h
+            fp = LaplaceDeviance.pirls(self, ev.theta, ev.beta + e, ev.u).dev
+            fm = LaplaceDeviance.pirls(self, ev.theta, ev.beta - e, ev.u).dev
+            g[j] = (fp - fm) / (2 * h)
+        self._refresh(ev)
+        return g
 
     def one_step_weights(self, ev: Evaluation) -> np.ndarray:
         """Row weights ``c`` of the curvature lme4's deviance function adds to the exact one.

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.special import expit
 
 from .._result import Result, Summary, frame_records
 from ..errors import FormulaError
 from ..formula import FixedDesign, RandomTerm
+from ..links import inverse_link
 from .optimize import OptimizerReport
 
 
@@ -90,6 +90,7 @@ class GlmerResult(Result):
     separation: Any = field(repr=False, default=None)  # Separation when estimates diverge
     fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
     prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
+    nagq: int = 1  # points of adaptive Gauss-Hermite quadrature (1: Laplace)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
@@ -108,12 +109,17 @@ class GlmerResult(Result):
         z = est / se
         q = stats.norm.ppf(0.5 + conf_level / 2)
         lo, hi = est - q * se, est + q * se
+        # exp(beta) is an odds ratio only on the logit scale
+        ex = np.exp if self.link == "logit" else (lambda v: np.full_like(v, np.nan))
         return pd.DataFrame({
             "term": self.fixef.index, "estimate": est, "se": se, "statistic": z,
             "p_value": 2 * stats.norm.sf(np.abs(z)), "conf_low": lo, "conf_high": hi,
-            "odds_ratio": np.exp(est), "or_conf_low": np.exp(lo), "or_conf_high": np.exp(hi)})
+            "odds_ratio": ex(est), "or_conf_low": ex(lo), "or_conf_high": ex(hi)})
 
-    scale = "log-odds"
+    @property
+    def scale(self) -> str:
+        """Scale of ``estimate``: log-odds for the logit link, else the link's own scale."""
+        return "log-odds" if self.link == "logit" else f"{self.link} scale"
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
@@ -125,9 +131,11 @@ class GlmerResult(Result):
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         state = "singular; " if self.singular else ""
         state += "converged" if self.converged else "NOT converged"
-        return [f"binomial (logit), Laplace ML; {self.nobs} obs, groups: {groups}; "
+        approx = "Laplace" if self.nagq == 1 else f"adaptive Gauss-Hermite (nAGQ = {self.nagq})"
+        return [f"binomial ({self.link}), {approx} ML; {self.nobs} obs, groups: {groups}; "
                 f"AIC {self.aic:.1f}, BIC {self.bic:.1f}, logLik {self.loglik:.1f} ({state})",
-                "scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"]
+                ("scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"
+                 if self.link == "logit" else f"scale: {self.link} link; statistic: Wald z")]
 
     def _notes(self) -> list[str]:
         return list(self.messages)
@@ -196,9 +204,49 @@ class GlmerResult(Result):
             eta = self.separation.combine(Xn)[0]
         else:
             eta = Xn @ self.fixef.to_numpy()
+        if newdata is None:
+            off = self._model.offset_rows
+            if off is not None:
+                eta = eta + off
+        elif self.fixed_design.offsets:  # new rows: the formula's offset() terms, as lme4
+            eta = eta + self.fixed_design.offset(nd)
         if re and self._model.u is not None:
             eta = eta + self._model.random_part(nd, allow_new_levels)
-        return expit(eta) if type == "response" else eta
+        return inverse_link(self.link, eta) if type == "response" else eta
+
+    # --------------------------------------------------------------------- intervals
+    def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,
+                nsim: int = 200, seed: int | None = None, n_jobs: int | None = None,
+                progress: bool = False) -> Any:
+        """Confidence intervals of the fixed effects and random-effect SDs (lme4's ``confint``).
+
+        Parameters
+        ----------
+        method : {"wald", "profile", "boot"}
+            ``"wald"``: estimate -+ z SE (``method = "Wald"``; no interval for the SDs).
+            ``"profile"``: profile likelihood (``method = "profile"``): each end solves
+            ``zeta = -+z`` for the signed root of the profile deviance; SDs on their own scale.
+            ``"boot"``: percentile intervals of a parametric bootstrap (``bootMer`` with new
+            random effects per replicate; ``method = "boot"``), ``nsim`` refits with ``seed``,
+            on ``n_jobs`` joblib workers, with a progress bar if ``progress``.
+        level : float
+        parm : {"all", "beta_", "theta_"}
+            All parameters, the fixed effects only, or the SDs only (lme4's shortcuts).
+
+        Returns
+        -------
+        ConfidenceIntervals
+            ``term``, ``estimate``, ``conf_low``, ``conf_high``, ``method``.
+
+        Examples
+        --------
+        >>> fit.confint("profile", parm="beta_").to_frame().columns.tolist()  # doctest: +SKIP
+        ['term', 'estimate', 'conf_low', 'conf_high', 'method']
+        """
+        from .intervals import confint
+
+        return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
+                       progress=progress)
 
     # ------------------------------------------------------------------- summary
     def summary(self, conf_level: float = 0.95) -> Summary:
@@ -217,17 +265,20 @@ class GlmerResult(Result):
         qs = np.quantile(self._model.pearson_residuals(), [0, 0.25, 0.5, 0.75, 1])
         resid = pd.DataFrame([qs], columns=["min", "q1", "median", "q3", "max"])
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
-        header = [" Family: binomial  ( logit )", f"Formula: {self.formula}",
+        header = [f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}",
                   f"AIC {self.aic:.1f}  BIC {self.bic:.1f}  logLik {self.loglik:.1f}  "
                   f"deviance {self.deviance:.1f}  df.resid {self.nobs - self.df}",
                   f"Number of obs: {self.nobs}, groups:  {groups}",
-                  "scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"]
+                  ("scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"
+                   if self.link == "logit" else f"scale: {self.link} link; statistic: Wald z")]
         if self.fixef_prior is not None:
             header += [f"Fixef prior: {self.fixef_prior.describe()}",
                        f"Prior dev  : {self.prior_deviance:.4f}"]
         notes = [_VCOV_NOTES[self.vcov_method], *self.messages]
+        approx = ("Laplace Approximation" if self.nagq == 1
+                  else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
         return Summary("Generalized linear mixed model fit by maximum likelihood "
-                       "(Laplace Approximation) ['glmerMod']", header,
+                       f"({approx}) ['glmerMod']", header,
                        [("Fixed effects", self.coef_table(conf_level)),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
 
@@ -280,6 +331,8 @@ class FittedModel:
             resid = np.zeros(k.size)
             resid[ok] = (k[ok] - m[ok] * mu[ok]) / np.sqrt(m[ok] * mu[ok] * (1 - mu[ok]))
             self._resid = _frozen(resid)
+        off = getattr(design, "offset_rows", None)
+        self.offset_rows = None if off is None else _frozen(off)
 
     def _blocks(self) -> list[tuple[RandomTerm, int, np.ndarray]]:
         out, uoff = [], 0

@@ -62,6 +62,8 @@ def _separation_lps(Xu: np.ndarray, succ: np.ndarray, fail: np.ndarray,
     res = linprog(-(weight @ Xbar), A_ub=-Xbar, b_ub=np.zeros(r), bounds=[(-1, 1)] * p,
                   method="highs")
     d = np.where(np.abs(res.x) > tol, res.x, 0.0) if res.status == 0 else np.zeros(p)
+    if not d.any():  # the first program finds a direction whenever one exists
+        return _LPResult(d, np.zeros(Xu.shape[0], dtype=bool))
     # largest perfectly fitted set: max sum(t), X_bar d - t >= 0, 0 <= t <= 1, d free
     c = np.concatenate([np.zeros(p), -np.ones(r)])
     A = np.hstack([-Xbar, np.eye(r)])
@@ -164,6 +166,12 @@ class Separation(Result):
             "+inf" if v == np.inf else "-inf" if v == -np.inf else "finite" if v == 0
             else "not identified" for v in self.verdicts]})
 
+    def _title(self) -> str:
+        return f"Separation ({self.kind}): {self.n_rows} rows fitted perfectly in the limit"
+
+    def _notes(self) -> list[str]:
+        return list(self.slices)
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update({"kind": self.kind, "slices": list(self.slices), "n_rows": self.n_rows,
@@ -240,10 +248,11 @@ def _null_basis(A: np.ndarray, p: int) -> np.ndarray:
     return vt[rank:].T
 
 
-def find_separation(design: Any) -> Separation | None:
+def find_separation(design: Any, describe: bool = True) -> Separation | None:
     """Check a :class:`~evalmix.glmm.design.GlmmDesign` (full-rank X) for separation.
 
     Returns None when the maximum-likelihood estimates of the fixed effects are finite.
+    ``describe=False`` skips naming the rows (for simulated data without a data frame).
     """
     X = design.X
     Xu_all = X.unique_rows
@@ -273,11 +282,14 @@ def find_separation(design: Any) -> Separation | None:
     keep = independent_columns(Xu[remain]) if remain.any() else []
     pooled = lp.separated[pat]
     given = pooled[design.row_index]
-    data = design.data.reset_index(drop=True)
-    cols = [c for c in list(design.fixed.factors) + list(design.fixed.covariates) if c in data]
     yk, ym = design.k_rows, design.m_rows
     slices = []
+    if describe:
+        data = design.data.reset_index(drop=True)
+        cols = [c for c in list(design.fixed.factors) + list(design.fixed.covariates) if c in data]
     for label, sel in (("a success", given & (yk == ym)), ("a failure", given & (yk == 0))):
+        if not describe:
+            break
         if sel.any():
             where = _describe(data, cols, sel)
             where = where if where.startswith("in every") else "where " + where

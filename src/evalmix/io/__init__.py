@@ -4,11 +4,17 @@ Each loader returns the validated runs table of :func:`evalmix.read_runs`, with 
 ``model``, ``item``, ``run``, ``correct`` and, when several tasks are read together, ``task`` (a
 slice; items are then labelled ``"<task>:<id>"``, because ids restart in every task and a crossed
 ``(1 | item)`` term needs items nested in their task).  :func:`read_logs` recognises the format.
+Samples without a score (errors, cancellations) are left out with a warning by default;
+``errors="keep"`` returns them with a ``status`` column (``ok``/``error``/``cancelled``/``unscored``).
 """
 
 from __future__ import annotations
 
+from ._common import STATUSES
+from .detect import detect_format, is_log_source, read_logs
+from .helm import read_helm
 from .inspect_logs import read_inspect
 from .lm_eval import read_lm_eval
 
-__all__ = ["read_inspect", "read_lm_eval"]
+__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lm_eval",
+           "read_logs"]

@@ -234,10 +234,10 @@ def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0
     for ax in axes.ravel():  # plain numbers (0.1, 1), not powers of ten
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    if n == 1:
-        axes[0, 0].set_xlabel("odds ratio (log scale, 95% CI)")
-    else:
-        fig.supxlabel("odds ratio (log scale, 95% CI)", fontsize=8)
+    for j in range(axes.shape[1]):  # the lowest panel of each column carries the axis
+        lowest = [ax for ax in axes[:, j] if ax.get_visible()][-1]
+        lowest.xaxis.set_tick_params(labelbottom=True)
+        lowest.set_xlabel("odds ratio (log scale, 95% CI)" if n == 1 else "odds ratio (log, 95% CI)")
     handles, names = [], []
     for ax in axes.ravel():
         for hd, nm in zip(*ax.get_legend_handles_labels()):
@@ -245,7 +245,7 @@ def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0
                 handles.append(hd)
                 names.append(nm)
     if handles:
-        fig.legend(handles, names, loc="outside lower center", ncol=len(handles))
+        fig.legend(handles, names, loc="outside upper center", ncol=len(handles))
     return fig
 
 

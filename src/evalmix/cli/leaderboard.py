@@ -1,0 +1,88 @@
+"""``evalmix leaderboard``: a leaderboard with simultaneous rank sets and tie groups, from a runs
+table, Inspect AI logs or an lm-evaluation-harness output folder."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import pandas as pd
+
+from ..descriptive import accuracy
+from ..errors import DataError, DataWarning
+from ..io import read_inspect, read_lm_eval
+from ..leaderboard import rank_sets, rank_sets_glmm
+from ..status import scored_rows, status_column
+from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
+
+
+def _load(args: argparse.Namespace) -> pd.DataFrame:
+    if args.logs == "inspect":
+        return read_inspect(args.data, scorer=args.scorer, errors="keep")
+    if args.logs == "lm-eval":
+        if not args.metric:
+            raise DataError("--logs lm-eval needs --metric (e.g. acc or exact_match)")
+        return read_lm_eval(args.data, args.metric, filter_name=args.filter)
+    return load_data(args)
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    data = _load(args)
+    by = split_list(args.by)
+    if status_column(data) is None:
+        cov = None
+    else:  # errored samples: their share per model goes beside the leaderboard
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            cov = accuracy(data, by + ["model"])[by + ["model", "n_attempted", "coverage"]]
+    if args.method == "glmm":
+        from ..glmm import glmer
+
+        scored = scored_rows(data)
+        rhs = " + ".join(["model"] + [f"model:{b}" for b in by] + by)
+        runs = "run" in scored.columns and scored["run"].nunique() > 1
+        formula = f"correct ~ {rhs} + (1|item)" + (" + (1|item:run)" if runs else "")
+        result = rank_sets_glmm(glmer(formula, scored), "model", by=by or None, conf_level=args.conf_level)
+    else:
+        result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed)
+    if args.plot:
+        from ..plots.leaderboard import leaderboard_plot
+
+        if by:
+            raise DataError("--plot draws one leaderboard; leave out --by")
+        leaderboard_plot(result).savefig(args.plot, bbox_inches="tight")
+    if args.latex:
+        print(result.to_latex())
+        return 0
+    table = result.to_frame()
+    if cov is not None:
+        table = table.merge(cov, on=by + ["model"], how="left")
+    emit(args, table, {"conf_level": result.conf_level, "method": result.method,
+                       "tie_groups": {g: list(m) for g, m in zip(result.groups["group"], result.groups["models"])}
+                       if not by else None})
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "leaderboard", help="leaderboard with simultaneous rank sets and tie groups",
+        description="Rank the models with simultaneous confidence sets for their ranks (joint coverage "
+                    ">= --conf-level), marginal rank intervals and tie groups (models sharing a letter "
+                    "are not separable).  DATA is a runs table, or Inspect AI logs (--logs inspect) or "
+                    "an lm-evaluation-harness output folder (--logs lm-eval); samples that errored are "
+                    "reported as coverage beside each model.")
+    add_data_arguments(p)
+    p.add_argument("--logs", choices=["inspect", "lm-eval"], default=None,
+                   help="read DATA as harness logs instead of a runs table")
+    p.add_argument("--scorer", default=None, help="Inspect scorer to use when samples carry several")
+    p.add_argument("--metric", default=None, help="lm-eval per-document metric (e.g. acc)")
+    p.add_argument("--filter", default=None, help="lm-eval filter when a task logs several")
+    p.add_argument("--by", default=None, help="comma-separated slice columns: one leaderboard per slice")
+    p.add_argument("--method", choices=["bootstrap", "glmm"], default="bootstrap",
+                   help="item bootstrap (default) or the marginal means of a GLMM with (1|item)")
+    p.add_argument("--conf-level", type=conf_level, default=0.95, help="joint coverage (default 0.95)")
+    p.add_argument("--n-boot", type=positive_int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--latex", action="store_true", help="print the leaderboard as a LaTeX table")
+    p.add_argument("--plot", default=None, metavar="FILE", help="save the leaderboard figure to FILE")
+    p.set_defaults(handler=run_leaderboard)

@@ -1,0 +1,1 @@
+"""evalmix inside evaluation harnesses (imported only by the harness that loads them)."""

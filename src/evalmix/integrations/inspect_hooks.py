@@ -1,0 +1,143 @@
+"""evalmix inside Inspect AI: a leaderboard at the end of every ``inspect eval`` run.
+
+Installed beside ``inspect_ai``, evalmix registers a hook through Inspect's extension mechanism (the
+``inspect_ai`` entry point in evalmix's ``pyproject.toml``).  When the environment variable
+``EVALMIX_LEADERBOARD`` is set, the hook reads the logs of the run that just ended (all models and
+tasks of one ``inspect eval --model a,b,c`` or ``eval(task, model=[...])``) and, per task with at
+least two models, computes what Inspect's per-log metrics cannot: simultaneous rank sets and tie
+groups (:func:`evalmix.rank_sets`, an item bootstrap: epochs of a sample stay together), paired
+comparisons of every model against a baseline with family-wise error control (the max-type
+adjusted p-values of the same bootstrap), and the coverage of errored samples.  It prints the
+leaderboard and writes it as JSON.
+
+Settings (environment variables):
+
+``EVALMIX_LEADERBOARD``
+    Any value but ``0`` turns the hook on.
+``EVALMIX_SCORER``
+    The scorer to rank on when the samples carry several.
+``EVALMIX_BASELINE``
+    The baseline model of the paired comparisons (default: the first model in the table).
+``EVALMIX_CONF_LEVEL``, ``EVALMIX_N_BOOT``, ``EVALMIX_SEED``
+    Joint coverage (0.95), bootstrap replicates (2000) and seed (1).
+``EVALMIX_OUT``
+    Where to write the JSON report (default ``evalmix-leaderboard.json`` beside the logs).
+
+The numbers are those of :func:`leaderboard_report` on the same logs, which runs without Inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._result import frame_records
+from ..descriptive import accuracy
+from ..errors import DataError, DataWarning
+from ..io import read_inspect
+from ..leaderboard import rank_sets
+
+__all__ = ["leaderboard_report"]
+
+
+def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None, baseline: str | None = None,
+                       conf_level: float = 0.95, n_boot: int = 2000, seed: int = 1,
+                       task: str = "all") -> dict[str, Any]:
+    """Rank sets, tie groups, comparisons against a baseline and coverage per task of Inspect logs.
+
+    Parameters
+    ----------
+    logs : iterable of paths
+        Inspect ``.eval``/``.json`` logs (or folders of them).
+    scorer : str, optional
+        Scorer to rank on when samples carry several.
+    baseline : str, optional
+        Model compared with every other one (default: the first model of each task).
+    conf_level, n_boot, seed
+        As in :func:`evalmix.rank_sets`.
+    task : str
+        Label of the task when the logs hold a single one (several tasks are labelled by name).
+
+    Returns
+    -------
+    dict
+        ``{"tasks": {task: {"leaderboard": [...], "versus_baseline": [...], "tie_groups": {...},
+        "baseline": ...}}, "conf_level": ..., "n_boot": ..., "seed": ...}``; a task with fewer than
+        two models is listed under ``"skipped"`` with the reason.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        data = read_inspect(list(logs), scorer=scorer, errors="keep")
+    if "task" not in data.columns:
+        data = data.assign(task=task)
+    out: dict[str, Any] = {"conf_level": conf_level, "n_boot": n_boot, "seed": seed, "tasks": {},
+                           "skipped": {}}
+    for task, sub in data.groupby("task", sort=True):
+        if sub["model"].nunique() < 2:
+            out["skipped"][str(task)] = "fewer than two models"
+            continue
+        try:
+            rs = rank_sets(sub, n_boot=n_boot, conf_level=conf_level, seed=seed)
+        except DataError as exc:
+            out["skipped"][str(task)] = str(exc)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            cov = accuracy(sub, "model")[["model", "n_attempted", "coverage"]]
+        table = rs.table.merge(cov, on="model", how="left")
+        base = baseline if baseline is not None else str(sub["model"].iloc[0])
+        pairs = rs.pairs
+        vs = pairs[(pairs["model_a"] == base) | (pairs["model_b"] == base)].copy()
+        flip = vs["model_a"] == base  # report every row as (other model) - (baseline)
+        vs["model"] = vs["model_b"].where(flip, vs["model_a"])
+        for col in ("estimate", "statistic"):
+            vs[col] = vs[col].where(~flip, -vs[col])
+        lo, hi = vs["conf_low"].copy(), vs["conf_high"].copy()
+        vs["conf_low"], vs["conf_high"] = (-hi).where(flip, lo), (-lo).where(flip, hi)
+        vs = vs[["model", "estimate", "se", "conf_low", "conf_high", "statistic", "p_adjusted", "separated"]]
+        out["tasks"][str(task)] = {
+            "baseline": base, "leaderboard": frame_records(table), "versus_baseline": frame_records(vs),
+            "tie_groups": {g: list(m) for g, m in zip(rs.groups["group"], rs.groups["models"])}}
+    return out
+
+
+try:  # the hook exists only where Inspect is installed; the report above works without it
+    from inspect_ai.hooks import Hooks, RunEnd, hooks
+except ImportError:  # pragma: no cover - depends on the environment
+    Hooks = None
+
+if Hooks is not None:  # pragma: no cover - exercised inside a real Inspect run (tests/fixtures)
+
+    @hooks(name="evalmix_leaderboard", description="evalmix: rank sets, tie groups and paired "
+                                                   "comparisons at the end of a run")
+    class EvalmixLeaderboard(Hooks):
+        """Run-end hook: the leaderboard of the run's logs (see the module notes)."""
+
+        def enabled(self) -> bool:
+            return os.environ.get("EVALMIX_LEADERBOARD", "0") not in ("", "0")
+
+        async def on_run_end(self, data: RunEnd) -> None:
+            locations = [log.location for log in data.logs if getattr(log, "location", None)]
+            if not locations:
+                return
+            names = {log.eval.task for log in data.logs}
+            report = leaderboard_report(
+                locations, scorer=os.environ.get("EVALMIX_SCORER") or None,
+                baseline=os.environ.get("EVALMIX_BASELINE") or None,
+                conf_level=float(os.environ.get("EVALMIX_CONF_LEVEL", "0.95")),
+                n_boot=int(os.environ.get("EVALMIX_N_BOOT", "2000")),
+                seed=int(os.environ.get("EVALMIX_SEED", "1")),
+                task=names.pop() if len(names) == 1 else "all")
+            report["logs"] = [Path(p).name for p in locations]
+            target = Path(os.environ.get("EVALMIX_OUT") or Path(locations[0]).parent / "evalmix-leaderboard.json")
+            target.write_text(json.dumps(report, indent=2) + "\n")
+            for task, rep in report["tasks"].items():
+                print(f"evalmix leaderboard: {task} (joint {report['conf_level']:.0%} rank sets)")
+                for row in rep["leaderboard"]:
+                    print(f"  {row['model']:<30} {row['estimate']:.3f}  rank {row['rank_low']}-"
+                          f"{row['rank_high']}  group {row['tie_group']}  coverage {row['coverage']:.2f}")
+            print(f"evalmix leaderboard written to {target}")

@@ -1,0 +1,132 @@
+"""Recognise the harness that wrote a log file or folder, and read it with its loader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataError
+from ._common import PathLike
+from .helm import is_helm_stats, read_helm
+from .inspect_logs import is_inspect_log, read_inspect
+from .lm_eval import is_lm_eval_samples, read_lm_eval
+
+__all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
+
+# format name -> (loader, what the files look like)
+FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
+    "inspect": (read_inspect, "Inspect AI .eval/.json logs"),
+    "lm-eval": (read_lm_eval, "lm-evaluation-harness samples_<task>_<stamp>.jsonl"),
+    "helm": (read_helm, "HELM per_instance_stats.json"),
+}
+
+
+def _is_lm_eval(path: Path) -> bool:
+    if not is_lm_eval_samples(path):
+        return False
+    if path.suffix == ".gz":
+        return True
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and "doc_id" in first
+
+
+def _format_of(path: Path) -> str | None:
+    if is_helm_stats(path):
+        return "helm"
+    if path.name.startswith("samples_") and ".jsonl" in path.name:
+        return "lm-eval" if _is_lm_eval(path) else None
+    if path.suffix in (".eval", ".json") and is_inspect_log(path):
+        return "inspect"
+    return None
+
+
+def detect_format(path: PathLike) -> str:
+    """The harness that wrote a log file, or the only one whose logs a folder holds.
+
+    Returns one of the keys of :data:`FORMATS`; a :class:`~evalmix.DataError` names the path when
+    no log, or logs of several harnesses, are found.
+    """
+    path = Path(path)
+    if path.is_file():
+        found = _format_of(path)
+        if found is None:
+            raise DataError(f"{path} is not a log evalmix recognises ({_known()})")
+        return found
+    if not path.is_dir():
+        raise DataError(f"no such file or folder: {path}")
+    formats: dict[str, Path] = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and (fmt := _format_of(p)) is not None:
+            formats.setdefault(fmt, p)
+    if not formats:
+        raise DataError(f"no evaluation logs under {path} ({_known()})")
+    if len(formats) > 1:
+        listed = "; ".join(f"{fmt} (e.g. {p})" for fmt, p in sorted(formats.items()))
+        raise DataError(f"{path} holds logs of several harnesses: {listed}; read each with its own "
+                        f"loader (" + ", ".join(f"evalmix.{FORMATS[f][0].__name__}" for f in sorted(formats))
+                        + ") and concatenate the tables")
+    return next(iter(formats))
+
+
+def _known() -> str:
+    return "known formats: " + ", ".join(what for _, what in FORMATS.values())
+
+
+def is_log_source(path: PathLike) -> bool:
+    """Whether a path should be read as harness logs rather than as a table: a folder, or a log file."""
+    path = Path(path)
+    return path.is_dir() or (path.is_file() and _format_of(path) is not None)
+
+
+def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
+    """Read the logs of any supported harness into a runs table, recognising the format.
+
+    Parameters
+    ----------
+    path : path or DataFrame
+        A log file or a folder of logs of one harness: Inspect AI ``.eval``/``.json`` logs,
+        lm-evaluation-harness ``--output_path`` folders, HELM run folders.  A DataFrame from
+        ``inspect_ai.analysis.samples_df`` is read with :func:`read_inspect`.
+    **options
+        Passed to the loader: ``scorer=``/``score_key=`` (Inspect), ``metric=``/``filter_name=``
+        (lm-eval, HELM), ``errors=``, ``allow_partial=``, ``model=``, ``runs=``...
+
+    Returns
+    -------
+    pandas.DataFrame
+        What the format's loader returns (:func:`read_inspect`, :func:`read_lm_eval`,
+        :func:`read_helm`); ``df.attrs["evalmix_source"]["format"]`` names the format.
+
+    Raises
+    ------
+    DataError
+        No log found, logs of several harnesses in one folder, or any error of the loader.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "org__tiny-lm"
+    >>> out.mkdir()
+    >>> lines = [{"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": float(i % 2)}
+    ...          for i in range(3)]
+    >>> _ = (out / "samples_arc_easy_2024-05-01T10-00-00.000001.jsonl").write_text(
+    ...     "".join(json.dumps(x) + "\\n" for x in lines))
+    >>> df = read_logs(out.parent, metric="acc")
+    >>> df.attrs["evalmix_source"]["format"], df["correct"].tolist()
+    ('lm-eval', [0, 1, 0])
+    """
+    if isinstance(path, pd.DataFrame):
+        fmt = "inspect"
+    else:
+        fmt = detect_format(path)
+    df = FORMATS[fmt][0](path, **options)
+    df.attrs["evalmix_source"] = {"format": fmt, **df.attrs.get("evalmix_source", {})}
+    return df

@@ -1,0 +1,447 @@
+"""One way out: every public function's result speaks one vocabulary and behaves the same.
+
+Each public function of ``evalmix`` (and of ``evalmix.repetitions``, ``evalmix.power`` and
+``evalmix.bayes``) is called on the bundled example (small formulas, a tiny posterior).  Every table
+it returns — the result's ``to_frame()`` and every table of its ``summary()`` — may only use the
+shared vocabulary, the data's own columns and an allow-list of domain names; the spellings the
+vocabulary replaced must never come back.  Every result prints as a short table, renders to
+LaTeX, Markdown and HTML, serialises to strict JSON, is hashable (by identity) and cannot be
+changed through its attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import evalmix
+from evalmix import bayes, power, repetitions
+from evalmix._result import VOCABULARY, Result, Summary, contrast_label
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "data" / "example_runs.csv"
+
+# spellings the vocabulary replaced: none may name a column of any result table
+FORBIDDEN = {"lower", "upper", "low", "high", "ci_low", "ci_high", "ci_lower", "ci_upper",
+             "conf_lower", "conf_upper", "or_low", "or_high", "or_lower", "or_upper", "p", "pval",
+             "pvalue", "p.value", "p_val", "p_adj", "padj", "p_adj_value", "hdi_low", "hdi_high",
+             "lcl", "ucl", "asymp.lcl", "asymp.ucl", "std_err", "stderr", "std.error", "z_value",
+             "z.ratio", "chisq", "f", "pred_lower", "pred_upper", "sd_lower", "sd_upper", "mean",
+             "sd"}
+# ... except where the column is not an estimate's spread: variance components report an SD
+FORBIDDEN_EXCEPT = {"sd": {"Random effects"}}
+
+# domain names beside the vocabulary (one meaning each, documented with the result)
+DOMAIN = {
+    # design and counts
+    "term", "contrast", "group", "level", "method", "metric", "n", "k", "n_items", "n_runs",
+    "n_rows", "n_instances", "n_boot", "n_resamples", "n_nonzero", "n_attempted", "coverage",
+    "n_scored", "n_items_unscored", "n_slices", "n_leaderboards", "n_unstable", "n_discordant",
+    "n_sims", "n_failed", "n_flip", "n_raters", "n00", "n01", "n10", "n11", "nobs", "df1", "df2",
+    "df_diff", "npar", "conf_level", "scale", "form", "quality", "band", "coefficient", "kind",
+    "curve", "name", "parameter", "prior", "source", "check", "observed", "pred_mean", "ppp",
+    "verdict", "flipped", "significant", "run", "runs", "component", "share", "width",
+    # accuracies and reliability
+    "accuracy", "accuracy_a", "accuracy_b", "mean_a", "mean_b", "mean_accuracy", "sd_accuracy",
+    "flip_rate", "entropy", "icc", "estimate_mar_item", "worst_case", "best_case", "bounds_low",
+    "bounds_high", "bias", "boot_mean", "min_attempts", "alpha", "beta",
+    # effect sizes and secondary statistics of a test
+    "cohens_d", "correlation", "rank_biserial", "T_plus", "T_minus", "z", "p_chisq", "p_exact",
+    "prob_positive",
+    # ranks
+    "rank", "mean_rank", "expected_rank", "p_best", "mean_logit", "mean_prob", "rate",
+    "mean_discordant", "inversions_removed", "position", "rank_set", "rank_low", "rank_high",
+    "tie_group", "better_than", "worse_than", "n_better", "n_worse", "mean_rank_1", "mean_rank_2",
+    "marginal_rank_low", "marginal_rank_high",
+    # variance components and fits
+    "var1", "var2", "variance", "sd", "sd_conf_low", "sd_conf_high", "var_between", "var_within",
+    "var_between_raw", "eta", "r_hat", "ess_bulk", "ess_tail", "divergences", "loglik", "aic", "bic",
+    "deviance", "delta_bic", "bic_weight", "delta_aic", "aic_weight", "lrt_vs", "nested",
+    "converged", "singular", "messages", "warnings", "error", "formula", "min", "q1", "median", "q3",
+    "max",
+    # calibration and planning
+    "honest", "false_positive_rate", "power", "median_ci_halfwidth", "coverage_null",
+    "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
+    # variance by source; the report's contents
+    "source", "includes", "mean_square", "variance_raw", "section", "caption",
+}
+
+
+def _runs() -> pd.DataFrame:
+    return evalmix.read_runs(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    runs = _runs()
+    one = runs[(runs["language"] == "EN") & (runs["prompt"] == "ZS")]
+    three = one[one["model"].isin(["model-A", "model-B", "model-C"])]
+    rng = np.random.default_rng(1)
+    a = rng.random(40)
+    b = a + 0.2 * rng.random(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", three)
+        small = evalmix.glmer("correct ~ model + (1|item)", three)
+        post = bayes.glmer("correct ~ model + (1|item)", three, draws=50, tune=50, chains=2,
+                           seed=1, progressbar=False)
+    return {"runs": runs, "one": one, "three": three, "fit": fit, "small": small, "post": post,
+            "a": a, "b": b, "ya": (a > 0.5).astype(int), "yb": (b > 0.5).astype(int)}
+
+
+def _emm(c, **kw):
+    return evalmix.emmeans(c["fit"], "model", **kw)
+
+
+# name -> how to call it on the example; every public function is either here or in NOT_RESULTS
+CALLS = {
+    "accuracy": lambda c: evalmix.accuracy(c["runs"], ["model", "language"]),
+    "accuracy_bounds": lambda c: evalmix.accuracy_bounds(c["one"], "model"),
+    "anova": lambda c: evalmix.anova(c["fit"]),
+    "bootstrap_ci": lambda c: evalmix.bootstrap_ci(c["a"], n_boot=200, seed=1),
+    "calibrate": lambda c: evalmix.calibrate("mixture", n_sims=4, seed=1, n_questions=100,
+                                             n_runs=3),
+    "cluster_bootstrap": lambda c: evalmix.cluster_bootstrap(c["one"], by="model", n_boot=100,
+                                                             seed=1),
+    "cohen_kappa": lambda c: evalmix.cohen_kappa(c["ya"], c["yb"]),
+    "compare_models": lambda c: evalmix.compare_models({"full": c["fit"], "small": c["small"]}),
+    "compare_pair": lambda c: evalmix.compare_pair(c["one"], "model-A", "model-B"),
+    "contrast": lambda c: evalmix.contrast(_emm(c), "trt.vs.ctrl", ref="model-A"),
+    "coverage_study": lambda c: evalmix.coverage_study(c["ya"], c["yb"], n_plausible=100,
+                                                       n_boot=100, seed=1),
+    "emmeans": lambda c: _emm(c, type="response"),
+    "fit_many": lambda c: evalmix.fit_many("correct ~ model + (1|item)",
+                                           c["runs"][c["runs"]["model"].isin(["model-A", "model-B"])],
+                                           by="language", n_jobs=1),
+    "fleiss_kappa": lambda c: evalmix.fleiss_kappa(np.c_[c["ya"], c["yb"], c["ya"]]),
+    "flip_rate": lambda c: evalmix.flip_rate(c["runs"], ["model", "language", "prompt"]),
+    "friedman": lambda c: evalmix.friedman(c["one"]),
+    "glmer": lambda c: c["fit"],
+    "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
+    "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
+                                                               seed=1),
+    "krippendorff_alpha": lambda c: evalmix.krippendorff_alpha(np.c_[c["ya"], c["yb"]].T),
+    "latent_icc": lambda c: evalmix.latent_icc(c["fit"]),
+    "mcnemar": lambda c: evalmix.mcnemar(c["ya"], c["yb"]),
+    "paired_bootstrap": lambda c: evalmix.paired_bootstrap(c["a"], c["b"], n_boot=200, seed=1),
+    "paired_t_runs": lambda c: evalmix.paired_t_runs(c["a"][:6], c["b"][:6]),
+    "pass_k": lambda c: evalmix.pass_k(c["one"], 2),
+    "pass_k_model": lambda c: evalmix.pass_k_model(c["one"], 5),
+    "permutation_test": lambda c: evalmix.permutation_test(c["a"], c["b"], n_resamples=200,
+                                                           seed=1),
+    "rank_instability": lambda c: evalmix.rank_instability(c["runs"], ["language", "prompt"]),
+    "rank_sets": lambda c: evalmix.rank_sets(c["one"]),
+    "rank_sets_glmm": lambda c: evalmix.rank_sets_glmm(c["fit"]),
+    "rank_sets_normal": lambda c: evalmix.rank_sets_normal([0.1, 0.5, 0.6], se=[0.1, 0.1, 0.1],
+                                                           labels=["x", "y", "z"]),
+    "rank_sets_posterior": lambda c: evalmix.rank_sets_posterior(c["post"]),
+    "rank_uncertainty": lambda c: evalmix.rank_uncertainty(c["one"], n_boot=50, seed=1),
+    "rank_uncertainty_glmm": lambda c: evalmix.rank_uncertainty_glmm(c["fit"], n_draws=200,
+                                                                     seed=1),
+    "run_level_ci": lambda c: evalmix.run_level_ci(c["a"][:5]),
+    "variance_sources": lambda c: evalmix.variance_sources(c["runs"], ["model", "language"],
+                                                           prompt="prompt"),
+    "plan_sources": lambda c: evalmix.plan_sources(evalmix.variance_sources(
+        c["runs"][(c["runs"]["model"] == "model-A") & (c["runs"]["language"] == "EN")],
+        prompt="prompt"), se=0.03),
+    "report": lambda c: evalmix.report(c["three"], n_boot=100),
+    "wilcoxon": lambda c: evalmix.wilcoxon(c["a"], c["b"]),
+    # evalmix.repetitions
+    "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
+        c["runs"], ["model", "language", "prompt"], max_runs=3),
+    "repetitions.slice_se_by_runs": lambda c: repetitions.slice_se_by_runs(
+        c["runs"], ["model", "language", "prompt"]),
+    "repetitions.variance_components": lambda c: repetitions.variance_components(
+        c["runs"], ["model", "language", "prompt"]),
+    "repetitions.components_from_fit": lambda c: repetitions.components_from_fit(c["fit"]),
+    "repetitions.accuracy_components": lambda c: repetitions.accuracy_components(0.5, 1.0, 0.3),
+    "repetitions.plan": lambda c: repetitions.plan(repetitions.components_from_fit(c["fit"]),
+                                                   se=0.03),
+    "repetitions.sign_flip_rate": lambda c: repetitions.sign_flip_rate(
+        c["three"], "correct ~ model + (1|item)", ref="model-A"),
+    # evalmix.bayes
+    "bayes.glmer": lambda c: c["post"],
+    "bayes.default_priors": lambda c: bayes.default_priors("correct ~ model + (1|item)",
+                                                           c["three"]),
+    # results of methods
+    "GlmerResult.summary": lambda c: c["fit"].summary(),
+    "BayesGlmerResult.ranks": lambda c: c["post"].ranks("model"),
+    "BayesGlmerResult.posterior_predictive": lambda c: c["post"].posterior_predictive(
+        by="model", seed=1),
+    "BayesGlmerResult.summary": lambda c: c["post"].summary(),
+    "contrast (odds ratio)": lambda c: evalmix.contrast(_emm(c, type="response"), "pairwise"),
+    "contrast (posterior)": lambda c: evalmix.contrast(evalmix.emmeans(c["post"], "model")),
+}
+
+# public functions that return no table: readers, formatters, scalars, arrays
+NOT_RESULTS = {
+    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs",
+    "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
+    "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
+    "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
+    "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
+    "bayes.available_samplers",
+}
+
+
+def _public_functions() -> set[str]:
+    names = {n for n in evalmix.__all__ if inspect.isfunction(getattr(evalmix, n))}
+    for prefix, mod in (("repetitions", repetitions), ("bayes", bayes)):
+        names |= {f"{prefix}.{n}" for n in mod.__all__ if inspect.isfunction(getattr(mod, n))}
+    return names
+
+
+def _power_functions() -> set[str]:
+    return {n for n in power.__all__ if inspect.isfunction(getattr(power, n))}
+
+
+def test_every_public_function_is_walked():
+    missing = _public_functions() - set(CALLS) - NOT_RESULTS
+    assert not missing, f"add these to CALLS (or NOT_RESULTS if they return no table): {missing}"
+
+
+def test_power_functions_return_numbers_not_tables():
+    # evalmix.power answers with numbers (a power, a sample size, an effect): nothing to name
+    from scipy import stats
+
+    h = 2 * np.arcsin(np.sqrt(0.6)) - 2 * np.arcsin(np.sqrt(0.5))  # Cohen's h, as pwr.2p.test
+    z = stats.norm.isf(0.025)
+    closed = stats.norm.cdf(h * np.sqrt(200) - z) + stats.norm.cdf(-h * np.sqrt(200) - z)
+    assert power.power_two_proportions(0.5, 0.6, 400) == pytest.approx(closed, rel=1e-6)
+    assert isinstance(power.sample_size_two_proportions(0.5, 0.6), float)
+    assert isinstance(power.clustered_variance_components(np.ones((3, 5)), np.zeros((3, 5))), dict)
+    for name in _power_functions():
+        doc = inspect.getdoc(getattr(power, name)) or ""
+        assert "DataFrame" not in inspect.signature(getattr(power, name)).return_annotation, name
+        assert doc, name
+
+
+def _check_columns(where: str, df: pd.DataFrame, data_columns: set[str], table: str = "") -> None:
+    cols = [str(c) for c in df.columns]
+    for c in cols:
+        if c.lower() in FORBIDDEN and table not in FORBIDDEN_EXCEPT.get(c.lower(), ()):
+            pytest.fail(f"{where}{' / ' + table if table else ''}: column {c!r} is a spelling the "
+                        f"vocabulary replaced")
+    allowed = set(VOCABULARY) | DOMAIN | data_columns
+    unknown = [c for c in cols if c not in allowed and not c.startswith(("rank_", "n_", "model_"))]
+    assert not unknown, f"{where}: columns outside the vocabulary and the domain list: {unknown}"
+
+
+def _data_columns(c) -> set[str]:
+    return {str(x) for x in c["runs"].columns}
+
+
+@pytest.fixture(scope="module")
+def outputs(ctx):
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, call in CALLS.items():
+            out[name] = call(ctx)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_tables_use_the_vocabulary(outputs, ctx, name):
+    obj = outputs[name]
+    data_cols = _data_columns(ctx)
+    if isinstance(obj, pd.DataFrame):
+        _check_columns(name, obj, data_cols)
+        return
+    assert isinstance(obj, (Result, Summary)), f"{name} returned {type(obj).__name__}"
+    _check_columns(name, obj.to_frame(), data_cols)
+    summ = obj if isinstance(obj, Summary) else obj.summary()
+    assert isinstance(summ, Summary), f"{name}.summary() is {type(summ).__name__}, not Summary"
+    for table, df in summ.tables.items():
+        _check_columns(name, df, data_cols, table)
+
+
+RESULTS = [n for n in CALLS if not n.startswith(("repetitions.variance", "repetitions.compon",
+                                                 "repetitions.accuracy_comp", "bayes.default",
+                                                 "accuracy")) or n == "accuracy_bounds"]
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_results_print_short_tables(outputs, name):
+    obj = outputs[name]
+    if isinstance(obj, pd.DataFrame):
+        pytest.fail(f"{name} is listed as a result but returned a DataFrame")
+    text = repr(obj)
+    lines = text.splitlines()
+    assert len(lines) <= 45, f"{name}: repr has {len(lines)} lines"
+    assert "array(" not in text and "DataFrame(" not in text, f"{name}: repr dumps its fields"
+    assert not text.startswith(f"{type(obj).__name__}("), f"{name}: dataclass repr"
+    assert str(obj.to_frame().columns[0]) in text  # the table is there
+    html = obj._repr_html_()
+    assert "<table" in html
+    assert isinstance(obj.to_latex(), str) and "\\begin{tabular}" in obj.to_latex()
+    assert "|" in obj.to_markdown()
+    summ = obj if isinstance(obj, Summary) else obj.summary()
+    assert str(summ).strip() and "<table" in summ._repr_html_()
+    assert "\\begin{tabular}" in summ.to_latex() and "|" in summ.to_markdown()
+    json.dumps(obj.to_dict(), allow_nan=False, default=str)
+
+
+@pytest.mark.parametrize("name", [n for n in RESULTS if not n.endswith(".summary")])
+def test_results_are_immutable_and_hashable(outputs, name):
+    res = outputs[name]
+    assert isinstance(res, Result)
+    assert hash(res) == hash(res) and res == res  # identity: hashing never raises
+    params = type(res).__dataclass_params__
+    assert params.frozen and not params.eq and not params.repr, type(res).__name__
+    before = res.to_frame()
+    for f in dataclasses.fields(res):
+        value = getattr(res, f.name)
+        if isinstance(value, np.ndarray) and value.size:
+            assert not value.flags.writeable, f"{name}.{f.name} is a writeable array"
+            with pytest.raises(ValueError):
+                value.flat[0] = 99
+        elif isinstance(value, (pd.DataFrame, pd.Series)) and value.size:
+            frame = value.to_frame() if isinstance(value, pd.Series) else value
+            numeric = [i for i, t in enumerate(frame.dtypes) if pd.api.types.is_float_dtype(t)]
+            if numeric:
+                snapshot = value.copy()
+                if isinstance(value, pd.Series):
+                    value.iloc[0] = 99.0  # edits a copy: the result does not see it
+                else:
+                    value.iloc[0, numeric[0]] = 99.0
+                assert getattr(res, f.name).equals(snapshot), f"{name}.{f.name} changed"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(res, f.name, None)
+    pd.testing.assert_frame_equal(res.to_frame(), before)
+
+
+def test_fixef_edit_cannot_change_the_fit(ctx):
+    fit = ctx["fit"]
+    before = fit.coef_table()
+    fit.fixef.iloc[0] = 99
+    fit.vcov.iloc[0, 0] = 99
+    pd.testing.assert_frame_equal(fit.coef_table(), before)
+    assert not fit.hessian.flags.writeable
+    # random effects come from values computed when the fit ended, not from a live solver
+    r1 = fit.ranef()
+    fit.predict(ctx["three"].head(5))
+    pd.testing.assert_frame_equal(fit.ranef(), r1)
+    assert not hasattr(fit._model, "ld") and not hasattr(fit._model, "ev")
+
+
+def test_flip_rate_result_is_hashable(outputs):
+    res = outputs["flip_rate"]
+    assert len({res, res}) == 1
+    assert res != evalmix.flip_rate(_runs(), ["model", "language", "prompt"])  # identity
+
+
+def test_glmer_and_bayes_summaries_are_one_type(outputs):
+    ml, post = outputs["GlmerResult.summary"], outputs["BayesGlmerResult.summary"]
+    assert type(ml) is type(post) is Summary
+    assert "Fixed effects" in ml.tables and "Parameters" in post.tables
+    for s in (ml, post):
+        assert "scale: log-odds" in str(s)
+
+
+def test_contrast_labels_state_the_scale(outputs, ctx):
+    link = outputs["contrast"]
+    assert link.scale == "log-odds"
+    assert link.to_frame()["contrast"].tolist()[0] == "(model-B) - (model-A)"
+    assert "scale: log-odds" in repr(link)
+    ratio = outputs["contrast (odds ratio)"]
+    tab = ratio.to_frame()
+    assert ratio.scale == "odds ratio" and tab["contrast"].iloc[0] == "(model-A) / (model-B)"
+    assert "estimate" not in tab.columns and "odds_ratio" in tab.columns
+    # the same contrast on both scales: one the exponential of the other
+    lo = evalmix.contrast(_emm(ctx), "pairwise").to_frame()
+    np.testing.assert_allclose(tab["odds_ratio"], np.exp(lo["estimate"]), rtol=1e-12)
+    np.testing.assert_allclose(tab["p_adjusted"], lo["p_adjusted"], rtol=1e-12)
+    # paired comparisons, sign-flip tables and the shared helper use the same convention
+    assert outputs["compare_pair"].to_frame()["contrast"].item() == "(model-B) - (model-A)"
+    assert set(outputs["repetitions.sign_flip_rate"].to_frame()["contrast"]) == {
+        "(model-B) - (model-A)", "(model-C) - (model-A)"}
+    assert contrast_label("b", "a", scale="odds ratio") == "b / a"
+
+
+def test_cli_contrasts_use_the_python_labels(ctx, tmp_path):
+    from evalmix.cli import main
+
+    path = tmp_path / "three.csv"
+    ctx["three"].to_csv(path, index=False)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fit", str(path), "--formula", "correct ~ model + (1|item)", "--emmeans",
+                     "model", "--contrast", "trt.vs.ctrl", "--ref", "model-A", "--json"]) == 0
+    res = json.loads(out.getvalue())
+    direct = evalmix.contrast(evalmix.emmeans(ctx["small"], "model"), "trt.vs.ctrl",
+                              ref="model-A").to_frame()
+    assert [r["contrast"] for r in res["contrasts"]["table"]] == direct["contrast"].tolist()
+    assert res["contrasts"]["scale"] == "log-odds"
+
+
+def _all_result_classes() -> list[type]:
+    import importlib
+    import pkgutil
+
+    skip = {"evalmix.tests", "evalmix.__main__", "evalmix.bayes._nutpie_model"}
+    for m in pkgutil.walk_packages(evalmix.__path__, "evalmix."):
+        if m.name not in skip:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(m.name)
+    out, todo = [], list(Result.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo += cls.__subclasses__()
+    return sorted(set(out), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+def test_every_result_class_is_frozen_with_identity_hash_and_the_shared_repr():
+    classes = [c for c in _all_result_classes() if c.__module__.startswith("evalmix.")]
+    assert len(classes) >= 30
+    for cls in classes:
+        params = cls.__dataclass_params__
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        assert params.frozen, f"{where} is not frozen"
+        assert not params.eq, f"{where}: declare @dataclass(frozen=True, eq=False, repr=False)"
+        assert not params.repr, f"{where} prints a dataclass dump"
+        assert cls.__hash__ is object.__hash__, f"{where} is not hashable by identity"
+        assert cls.summary is Result.summary or "summary" in cls.__dict__, where
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12),
+       st.sampled_from(["log-odds", "odds ratio", "probability", "accuracy"]))
+def test_contrast_labels_parenthesise_and_name_the_scale(a, b, scale):
+    label = contrast_label(a, b, scale=scale)
+    sep = " / " if scale == "odds ratio" else " - "
+    wrap = [f"({x})" if any(ch in x for ch in "-+/*") else x for x in (a, b)]
+    assert label == f"{wrap[0]}{sep}{wrap[1]}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20))
+def test_arrays_and_frames_of_a_result_cannot_be_changed(values):
+    from evalmix.resampling import BootstrapResult
+
+    dist = np.array(values)
+    res = BootstrapResult(estimate=float(dist.mean()), se=0.0, conf_low=0.0, conf_high=0.0,
+                          method="percentile", conf_level=0.95, n_boot=dist.size,
+                          distribution=dist, details={"n": dist.size})
+    got = res.distribution
+    assert not got.flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = 1.0
+    with pytest.raises(TypeError):
+        res.details["n"] = 0  # a read-only mapping
+    dist[:] = 0.0  # the caller's array: the result holds its own copy
+    np.testing.assert_array_equal(res.distribution, values)
