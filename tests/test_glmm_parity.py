@@ -240,3 +240,73 @@ def test_exact_hessian_matches_lme4_converged_pirls(case_id):
     # the early-stop correction itself, free of the small difference between the two optima
     se = np.sqrt(np.diag(fitted(case_id, data).vcov.to_numpy()))
     np.testing.assert_allclose(se_exact / se, np.divide(ref["se_tight"], ref["se"]), rtol=1e-3)
+
+
+# --- lme4's PIRLS iteration count (tests/reference/pirls_iterations_reference.R -> .json) -------
+# lme4's deviance function stops one Newton step short of the mode on chem and math (two
+# iterations) but runs to the mode on code (three), so its default SEs carry the early-stop
+# curvature on the first two and equal the exact Hessian's on the third.
+
+PIRLS = {f["benchmark"]: f for f in
+         json.loads((REF / "pirls_iterations_reference.json").read_text())["fits"]}
+
+
+def _benchmark_deviance(name: str):
+    from evalmix.glmm.optimize import lme4_start
+
+    d = pd.read_csv(REF / "fit_many_benchmarks.csv")
+    design = build_design("correct ~ model + (1 | item) + (1 | item:run)",
+                          d[d["benchmark"] == name])
+    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    eta0 = lme4_start(ld, design.theta_start, design.theta_lower, np.zeros(design.X.shape[1]))
+    return design, ld, eta0
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_first_stage_start_matches_lme4(name):
+    ref = PIRLS[name]
+    design, ld, eta0 = _benchmark_deviance(name)
+    # lp0 summarised (rows are pooled here): its sum over observations and its range
+    assert float(design.m @ eta0) == pytest.approx(ref["lp0_sum"], rel=2e-4)
+    np.testing.assert_allclose([eta0.min(), eta0.max()], ref["lp0_range"], atol=2e-3)
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_lme4_deviance_function_and_iterations(name):
+    ref = PIRLS[name]
+    design, ld, eta0 = _benchmark_deviance(name)
+    theta, beta = np.asarray(ref["theta"]), np.asarray(ref["beta"])
+    const = -2.0 * design.log_binom
+    dev, it = ld.lme4_pirls(theta, beta, eta0)
+    assert it == ref["iterations_at_opt"]
+    assert dev + const == pytest.approx(ref["dev_at_opt"], rel=1e-8)
+    dev_tight = ld.lme4_pirls(theta, beta, eta0, tol=1e-12)[0]
+    assert dev_tight + const == pytest.approx(ref["dev_at_opt_tight"], rel=1e-9)
+    x = np.concatenate([theta, beta])
+    nt = theta.size
+    its = []
+    for j in range(x.size):
+        for s in (-1, 1):
+            y = x.copy()
+            y[j] += s * 1e-4
+            its.append(ld.lme4_pirls_iterations(y[:nt], y[nt:], eta0))
+    assert its == ref["iterations_at_stencil"]
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_default_se_follows_lme4_iterations(name):
+    ref = PIRLS[name]
+    d = pd.read_csv(REF / "fit_many_benchmarks.csv")
+    d = d[d["benchmark"] == name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer("correct ~ model + (1 | item) + (1 | item:run)", d)
+        exact = glmer("correct ~ model + (1 | item) + (1 | item:run)", d,
+                      vcov_method="hessian_exact")
+    se = np.sqrt(np.diag(fit.vcov.to_numpy()))
+    se_exact = np.sqrt(np.diag(exact.vcov.to_numpy()))
+    np.testing.assert_allclose(se, ref["se"], rtol=1e-3)
+    if ref["iterations_at_opt"] >= 3:  # lme4 reached the mode: no early-stop term
+        np.testing.assert_allclose(se, se_exact, rtol=1e-10)
+    else:  # the early stop makes lme4's SEs smaller than the exact Hessian's
+        assert np.all(se < se_exact * (1 - 1e-3))

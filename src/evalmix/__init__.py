@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
+    "read_openai_evals": "io",
     # run-to-run reliability, leaderboard stability
     "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
     "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
@@ -117,7 +118,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .glmm import GlmerResult, glmer
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
-    from .io import read_helm, read_inspect, read_lm_eval, read_logs
+    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_openai_evals
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
     )

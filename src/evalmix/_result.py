@@ -73,15 +73,12 @@ def _protect(value: Any) -> Any:
 def _table_text(df: pd.DataFrame, max_rows: int | None = None) -> str:
     if df.empty:
         return "(no rows)"
-    shown = df if (max_rows is None or len(df) <= max_rows) else pd.concat(
-        [df.head(max_rows // 2), df.tail(max_rows // 2)])
-    text = shown.to_string(index=False)
-    if shown is not df:
-        lines = text.split("\n")
-        half = 1 + max_rows // 2
-        lines.insert(half, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
-        text = "\n".join(lines)
-    return text
+    if max_rows is None or len(df) <= max_rows:
+        return df.to_string(index=False)
+    shown = pd.concat([df.head(max_rows // 2), df.tail(max_rows // 2)])
+    lines = shown.to_string(index=False).split("\n")
+    lines.insert(1 + max_rows // 2, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
+    return "\n".join(lines)
 
 
 class Summary:
@@ -112,6 +109,10 @@ class Summary:
     """
 
     __slots__ = ("_title", "_header", "_tables", "_notes")
+    _title: str
+    _header: tuple[str, ...]
+    _tables: tuple[tuple[str, pd.DataFrame], ...]
+    _notes: tuple[str, ...]
 
     def __init__(self, title: str, header: Iterable[str] = (),
                  tables: pd.DataFrame | Sequence[tuple[str, pd.DataFrame]] = (),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._result import Result
@@ -25,7 +26,7 @@ __all__ = ["CI_METHODS", "ErroredAccuracy", "accuracy", "accuracy_bounds", "bino
 CI_METHODS = ("wilson", "wilson_cc", "clopper_pearson", "jeffreys", "agresti_coull", "wald", "cluster")
 
 
-def binom_ci(k, n, method: str = "wilson", conf_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Confidence interval for a binomial proportion k/n.
 
     Parameters

@@ -142,7 +142,7 @@ class PassKResult(Result):
 
 
 def _metrics(metric: Metric | Sequence[Metric] | None) -> list[str]:
-    ms = list(_METRICS) if metric is None else ([metric] if isinstance(metric, str) else list(metric))
+    ms: list[str] = list(_METRICS) if metric is None else ([metric] if isinstance(metric, str) else list(metric))
     bad = [m for m in ms if m not in _METRICS]
     if bad:
         raise ValueError(f"metric must be 'pass@k' or 'pass^k', got {bad[0]!r}")

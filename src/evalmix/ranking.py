@@ -438,7 +438,7 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     by_ = sl.as_list(by)
     grid, L = marginal_rows(fit, term, by_)
     coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
-    beta, V = coefs.beta, coefs.vcov
+    beta, V = coefs.normal
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
     eta_draws = draws @ L.T

@@ -124,7 +124,8 @@ def slice_se_by_runs(data: RunsData, slice_by: str | Sequence[str], *, run: str 
 # variance components
 
 
-def _components(mat: np.ndarray) -> dict[str, float]:
+def _components(mat: np.ndarray) -> dict[str, Any]:
+    # numbers, and the per-item means as an array
     """One-way random-effects ANOVA (items) of an items x runs matrix with NaN for missing runs."""
     obs = ~np.isnan(mat)
     n_i = obs.sum(axis=1)
@@ -215,8 +216,8 @@ def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: sl
     return pd.DataFrame(rows)
 
 
-def _se(var_between: np.ndarray, var_within: np.ndarray, n_items: np.ndarray, n_runs: np.ndarray,
-        items: str) -> np.ndarray:
+def _se(var_between: np.ndarray | float, var_within: np.ndarray | float, n_items: np.ndarray | float,
+        n_runs: np.ndarray | float, items: str) -> np.ndarray:
     between = 0.0 if items == "fixed" else var_between / n_items
     return np.sqrt(between + var_within / (n_items * n_runs))
 
@@ -459,6 +460,8 @@ def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | N
         return float(np.max(se))
     if target == "mdd":
         return float(np.max(z * se))
+    if diff is None:
+        raise ValueError(f"target={target!r} needs the differences to detect")
     return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
 
 

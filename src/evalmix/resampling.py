@@ -419,7 +419,8 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
         boot = sums[:, :g] / sums[:, g:]
         theta = s.sum(axis=0) / c.sum(axis=0)
         jack = (s.sum(axis=0) - s) / (c.sum(axis=0) - c)
-    rows, dists = [], {}
+    rows: list[dict[str, Any]] = []
+    dists = {}
     for j, name in enumerate(groups):
         bj = boot[:, j]
         bj = bj[np.isfinite(bj)]

@@ -151,7 +151,7 @@ def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
 
     params = fit._param_draws()
     rows = []
-    for p in fit._bm.plans:
+    for p in fit._model.plans:
         t = p.term
         for c in t.cnames:
             sd = flatten_chains(params[f"sd({c}|{t.group})"])

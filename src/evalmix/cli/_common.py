@@ -52,7 +52,7 @@ def positive_int(text: str) -> int:
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The DATA argument and the column-role options every command shares."""
     parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
-                        "logs (a folder or log file of Inspect, lm-evaluation-harness or HELM)")
+                        "logs (a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
     parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
     parser.add_argument("--model", default="model", help="model column (default: model)")
     parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
@@ -66,7 +66,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sep", default=None,
                         help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
     parser.add_argument("--score", default=None,
-                        help="when DATA is logs: the Inspect scorer or the lm-eval/HELM metric to use")
+                        help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
+                             "OpenAI evals event field to use")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -74,7 +75,7 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file."""
     if is_log_source(args.data):
-        key = "scorer" if detect_format(args.data) == "inspect" else "metric"
+        key = {"inspect": "scorer", "openai-evals": "field"}.get(detect_format(args.data), "metric")
         try:
             return read_logs(args.data, **({key: args.score} if args.score else {}))
         except DataError as exc:

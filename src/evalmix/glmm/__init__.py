@@ -21,7 +21,7 @@ from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWa
                       SingularFitWarning)
 from .deviance import LINKS, DenseSolver, LaplaceDeviance
 from .design import GlmmDesign, build_design
-from .optimize import OptimizerReport, boundary_probes, hessian, optimize, single_thread_blas
+from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
 from .separation import expand_limit, find_separation, independent_columns, limit_problem
@@ -301,7 +301,10 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
     # and stops one step short of the mode (see ``hessian``); on separated data with a prior
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
-        H = hessian(ld, ev, lme4_pirls=vcov_method == "hessian" and prior_note is None)
+        lme4_pirls = vcov_method == "hessian" and prior_note is None
+        eta_start = (lme4_start(ld, theta0, lower, beta0)
+                     if lme4_pirls and link == "logit" else None)
+        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")

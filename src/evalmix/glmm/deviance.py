@@ -943,6 +943,93 @@ class LaplaceDeviance:
         wp = ev.w * (1.0 - 2.0 * ev.mu)
         return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
 
+    def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                              tol: float = 1e-7, maxit: int = 100) -> int:
+        """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
+        return self.lme4_pirls(theta, beta, eta_start, tol, maxit)[1]
+
+    def lme4_pirls(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                   tol: float = 1e-7, maxit: int = 100) -> tuple[float, int]:
+        """lme4 1.1-31's second-stage deviance function at ``(theta, beta)`` and its PIRLS
+        iterations (``pwrssUpdate`` over u only; the deviance without the constant).
+
+        Its deviance function restarts from ``eta_start`` and stops when the penalised deviance
+        changes by less than ``tol`` relative between two iterations (never at the first); each
+        iteration factors at the weights of the previous linear predictor, so after ``k``
+        iterations ``log det`` is taken ``k - 1`` Newton steps from the start. Step halving as in
+        lme4 (towards the previous ``u`` while the penalised deviance rises).
+        """
+        self._set_theta(theta)
+        self._last = None  # the factor below replaces the one of the last PIRLS call
+        s = self.solver
+        xb = self.X.dot(beta)
+        if self.offset is not None:
+            xb = xb + self.offset
+        eta = np.asarray(eta_start, dtype=float)
+        mu = self.kernel_mu(eta)[1]
+        u_old, old = None, np.inf
+        for i in range(1, maxit + 1):
+            score, w = self.working(eta, mu)
+            logdet = s.factor(w)
+            u = s.solve(s.zlt(w * (eta - xb) + score))  # weighted least squares on the working response
+            eta = xb + s.zl(u)
+            kern, mu = self.kernel_mu(eta)
+            pdev = kern + float(u @ u)
+            if abs((old - pdev) / pdev) < tol:
+                return pdev + logdet, i
+            for _ in range(20):
+                if u_old is None or (np.isfinite(pdev) and pdev <= old):
+                    break
+                u = (u_old + u) / 2.0
+                eta = xb + s.zl(u)
+                kern, mu = self.kernel_mu(eta)
+                pdev = kern + float(u @ u)
+            u_old, old = u, pdev
+        return pdev + logdet, maxit
+
+    def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
+                   tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
+                                                                np.ndarray]:
+        """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
+
+        Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
+        penalised deviance, and ``beta``, ``u`` and ``eta`` there.
+        """
+        self._set_theta(theta)
+        self._last = None
+        s = self.solver
+        off = 0.0 if self.offset is None else self.offset
+        beta = np.array(beta, dtype=float)
+        u = np.zeros(self.q) if u is None else np.array(u, dtype=float)
+        eta = self.X.dot(beta) + off + s.zl(u)
+        kern, mu = self.kernel_mu(eta)
+        pdev = kern + float(u @ u)
+        for _ in range(maxit):
+            score, w = self.working(eta, mu)
+            logdet = s.factor(w)
+            gu = s.zlt(score) - u
+            gb = self.X.tdot(score)
+            B = s.zlt_wx(self.X, w)
+            HiB = s.solve(B)
+            Hig = s.solve(gu)
+            db = np.linalg.lstsq(self.X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+            du = Hig - HiB @ db
+            dec = float(gu @ du + gb @ db)
+            if dec < tol * (1.0 + abs(pdev)):
+                break
+            step = 1.0
+            for _ in range(30):
+                un, bn = u + step * du, beta + step * db
+                etan = self.X.dot(bn) + off + s.zl(un)
+                kn, mun = self.kernel_mu(etan)
+                pn = kn + float(un @ un)
+                if pn <= pdev + 1e-12 * abs(pdev):
+                    break
+                step *= 0.5
+            u, beta, eta, mu, pdev = un, bn, etan, mun, pn
+        logdet = s.factor(self.working(eta, mu)[1])
+        return pdev + logdet, beta, u, eta
+
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""
         self._refresh(ev)
