@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ class Columns:
     """Resolved column names; ``trials`` is set when the outcome is a k-of-n count."""
 
     item: str
-    run: str | None
+    run: str
     outcome: str
     model: str | None = None
     trials: str | None = None
@@ -52,7 +53,8 @@ def resolve(data: RunsData, *, item: str | None = None, run: str | None = None,
                              need_item=need_item, need_model=need_model, need_run=need_run, by=by,
                              allow_fractional=allow_fractional, missing=missing)
     keep_model = need_model or model is not None
-    return df, Columns(item=schema.item, run=schema.run, outcome=schema.scores,
+    # a role the caller needs is never None here; one it does not need is not read
+    return df, Columns(item=cast(str, schema.item), run=cast(str, schema.run), outcome=schema.scores,
                        model=schema.model if keep_model else None, trials=schema.trials)
 
 

@@ -21,7 +21,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -545,11 +545,13 @@ def resolve_columns(data: RunsData, model: str | None = None, item: str | None =
     """
     df, schema = ensure_runs(data, model=model, item=item, run=run, outcome=outcome, need_model=True,
                              need_item=True, allow_fractional=True, missing=missing)
-    score = schema.outcome
+    score = schema.scores
     if schema.counts:
-        df = df.assign(_score=df[schema.successes] / df[schema.trials])
+        succ, tri = schema.count_columns
+        df = df.assign(_score=df[succ] / df[tri])
         score = "_score"
-    return df, schema.model, schema.item, schema.run, score
+    # need_model and need_item: ensure_runs has found both columns
+    return df, cast(str, schema.model), cast(str, schema.item), schema.run, score
 
 
 def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", item: str = "item",

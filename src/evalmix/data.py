@@ -54,7 +54,17 @@ class RunsSchema:
     @property
     def scores(self) -> str:
         """The column holding the outcome (``successes`` for k-of-n counts)."""
-        return self.successes if self.counts else self.outcome
+        col = self.successes if self.counts else self.outcome
+        if col is None:
+            raise DataError("the runs schema names no outcome column")
+        return col
+
+    @property
+    def count_columns(self) -> tuple[str, str]:
+        """``(successes, trials)`` of a k-of-n table."""
+        if self.successes is None or self.trials is None:
+            raise DataError("the runs schema names no successes and trials columns")
+        return self.successes, self.trials
 
     @property
     def counts(self) -> bool:
@@ -520,7 +530,7 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
     where = _where(source)
     if len(df) == 0:
         raise DataError(f"{where}the runs table is empty (no rows)")
-    outcome_cols = [schema.successes, schema.trials] if schema.counts else \
+    outcome_cols: list[str] = list(schema.count_columns) if schema.counts else \
         [schema.outcome] if schema.outcome is not None else []
     key_cols = schema.keys
     checked = list(dict.fromkeys(key_cols + outcome_cols))
@@ -548,18 +558,19 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
                             f"(NaN/None) in rows: " + show_rows(df, na[col], key_cols[:3] + [col])
                             + " (pass missing='drop' to drop such rows with a warning)")
     if schema.counts:
-        k, n = _check_counts(df, schema.successes, schema.trials, where)
-        if copied or k.dtype != df[schema.successes].dtype or n.dtype != df[schema.trials].dtype:
+        succ, tri = schema.count_columns
+        k, n = _check_counts(df, succ, tri, where)
+        if copied or k.dtype != df[succ].dtype or n.dtype != df[tri].dtype:
             df = df if copied else df.copy()
             copied = True
-            df[schema.successes], df[schema.trials] = k, n
+            df[succ], df[tri] = k, n
     elif schema.outcome is not None:
-        y = _check_binary(df, schema.outcome, allow_fractional, where)
-        if copied or not pd.api.types.is_numeric_dtype(df[schema.outcome]) \
-                or pd.api.types.is_bool_dtype(df[schema.outcome]):
+        out = schema.outcome
+        y = _check_binary(df, out, allow_fractional, where)
+        if copied or not pd.api.types.is_numeric_dtype(df[out]) or pd.api.types.is_bool_dtype(df[out]):
             df = df if copied else df.copy()
             copied = True
-            df[schema.outcome] = y
+            df[out] = y
     if check_keys:
         _check_unique_keys(df, key_cols, where)
     return df

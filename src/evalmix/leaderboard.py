@@ -170,7 +170,7 @@ def _letter(i: int) -> str:
     return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
 
 
-def tie_groups(separated: np.ndarray, order: Sequence[int]) -> tuple[list[tuple[int, ...]], list[str]]:
+def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, ...]], list[str]]:
     """Tie groups from a matrix of pairwise separations.
 
     Parameters
@@ -380,9 +380,9 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
         if len(slice_models) < 2:
             raise DataError(f"{sl.slice_label(by_, key)}a leaderboard needs at least two models")
         succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
-        missing = np.argwhere(tri == 0)
-        if len(missing):
-            i, m = missing[0]
+        absent = np.argwhere(tri == 0)
+        if len(absent):
+            i, m = absent[0]
             bad = sl.levels(sub[cols.item])[i]
             bad = bad.item() if hasattr(bad, "item") else bad
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "

@@ -776,6 +776,7 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: An
         raise DataError(f"reference level {ref!r} is not a level of {term!r}: {levels}")
     d = data.copy()
     d[term] = pd.Categorical(d[term].astype(object), categories=[ref] + [v for v in levels if v != ref])
+    assert run_col is not None  # need_run=True
     single = _without_run_terms(formula, run_col) if drop_run_terms else formula
     runs = sl.levels(d[run_col])
     jobs = [("all", formula, d)] + [(r, single, d[d[run_col] == r]) for r in runs]

@@ -182,7 +182,9 @@ def _roles(data: pd.DataFrame) -> dict[str, Any]:
     schema = schema_of(data)
     assert schema is not None
     slices = [s for s in schema.slices if data[s].nunique() >= 2]
-    item_level = [s for s in slices if _item_level(data, schema.item, s) and data[s].nunique() < data[schema.item].nunique()]
+    item = schema.item
+    item_level = [s for s in slices if item is not None and _item_level(data, item, s)
+                  and data[s].nunique() < data[item].nunique()]
     conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20]
     return {"schema": schema, "item_level": item_level, "conditions": conditions,
             "others": [s for s in schema.slices if s not in item_level + conditions]}

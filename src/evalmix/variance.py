@@ -128,12 +128,13 @@ def _components(ms: dict[str, tuple[float, float]], shape: tuple[int, ...]) -> l
             merged[up].append(s)
     nested = [s for s in order[1:] if present[s]]
     coef = {"item": T * G * J, "prompt": N * G * J, "item:prompt": G * J, "run": J, "judge": 1}
-    lower = {"item": nested[0] if nested else None, "prompt": "item:prompt"}
+    lower: dict[str, str | None] = {"item": nested[0] if nested else None, "prompt": "item:prompt"}
     lower |= {s: (nested[i + 1] if i + 1 < len(nested) else None) for i, s in enumerate(nested)}
     rows = []
     for s in ["item"] + (["prompt"] if T > 1 else []) + nested:
         mean_sq, df = ms[s]
-        raw = (mean_sq - (ms[lower[s]][0] if lower[s] else 0.0)) / coef[s]
+        below = lower[s]
+        raw = (mean_sq - (ms[below][0] if below else 0.0)) / coef[s]
         rows.append({"source": s, "includes": "+".join(merged.get(s, [])), "df": int(df),
                      "mean_square": mean_sq, "variance": max(raw, 0.0), "variance_raw": raw})
     return rows
@@ -349,9 +350,9 @@ def plan_sources(components: Mapping[str, float] | VarianceSources | pd.Series, 
     if cost_run <= 0 or min(cost_item, cost_prompt, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and the other costs >= 0")
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
-    t, g, j = np.meshgrid(np.arange(1, max_prompts + 1), np.arange(1, max_runs + 1),
-                          np.arange(1, max_judges + 1), indexing="ij")
-    t, g, j = t.ravel().astype(float), g.ravel().astype(float), j.ravel().astype(float)
+    tg, gg, jg = np.meshgrid(np.arange(1, max_prompts + 1), np.arange(1, max_runs + 1),
+                             np.arange(1, max_judges + 1), indexing="ij")
+    t, g, j = tg.ravel().astype(float), gg.ravel().astype(float), jg.ravel().astype(float)
     per_item = (_var(comp, "item") + _var(comp, "item:prompt") / t + _var(comp, "run") / (t * g)
                 + _var(comp, "judge") / (t * g * j))
     room = se**2 - (_var(comp, "prompt") / t if prompts == "random" else 0.0)

@@ -23,7 +23,7 @@ from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
 
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+COMMANDS: list[Callable[[argparse._SubParsersAction], object]] = [
     describe.add_parser,
     *inference.PARSERS,
     *reliability.PARSERS,

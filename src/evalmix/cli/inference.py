@@ -148,7 +148,7 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
         emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
                       conf_level=args.conf_level)
         result["emmeans"] = result_doc(emm)
-    if args.contrast:
+    if args.contrast and emm is not None:  # --contrast without --emmeans is refused above
         con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
                        conf_level=args.conf_level)
         result["contrasts"] = result_doc(con)

@@ -19,12 +19,13 @@ from scipy.special import xlogy
 from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from .deviance import LINKS, DenseSolver, LaplaceDeviance
+from ..formula import RandomTerm
+from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance, saturated_deviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
-from .separation import expand_limit, find_separation, independent_columns, limit_problem
+from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 
@@ -205,7 +206,9 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
                       weights, offset, contrasts, link, int(nAGQ), missing)
 
 
-def _fit_agq(ld, term, ev, rep, lower, nagq, maxiter):
+def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: OptimizerReport,
+             lower: np.ndarray, nagq: int, maxiter: int
+             ) -> tuple[Evaluation, OptimizerReport, float, np.ndarray]:
     """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
     import time
 
@@ -240,9 +243,11 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
-           weights=None, offset=None, contrasts=None, link="logit", nAGQ=1,
-           missing="raise") -> GlmerResult:
+def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
+           start: dict | None, maxiter: int, fixef_prior: Any = None,
+           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
+           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
+           missing: str = "raise") -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
@@ -302,9 +307,10 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
         lme4_pirls = vcov_method == "hessian" and prior_note is None
-        eta_start = (lme4_start(ld, theta0, lower, beta0)
-                     if lme4_pirls and link == "logit" else None)
-        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start)
+        ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
+        eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
+                     if lme4_pirls else None)
+        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -368,7 +374,7 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
         fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
 
 
-def _completely_separated(formula: str, design: GlmmDesign, sep, link: str = "logit"
+def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit"
                           ) -> GlmerResult:
     """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
     names = design.fixed.columns

@@ -351,6 +351,11 @@ class FixedMatrix:
     with X cost O(n + patterns x p) instead of O(n p). With many patterns X is kept dense.
     """
 
+    # either X (dense) or Xu and pat (compressed) are set, never both
+    X: np.ndarray | None
+    Xu: np.ndarray | None
+    pat: np.ndarray | None
+
     def __init__(self, Xu: np.ndarray, pat: np.ndarray):
         self.n = pat.size
         self.p = Xu.shape[1]
@@ -364,36 +369,47 @@ class FixedMatrix:
     def shape(self) -> tuple[int, int]:
         return (self.n, self.p)
 
+    def _compressed(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Xu, pat)`` of a matrix not kept dense."""
+        assert self.Xu is not None and self.pat is not None
+        return self.Xu, self.pat
+
     @property
     def unique_rows(self) -> np.ndarray:
-        return self.X if self.X is not None else self.Xu
+        return self.X if self.X is not None else self._compressed()[0]
 
     def dense(self) -> np.ndarray:
-        return self.X if self.X is not None else self.Xu[self.pat]
+        if self.X is not None:
+            return self.X
+        Xu, pat = self._compressed()
+        return Xu[pat]
 
     def take_columns(self, keep: list[int]) -> None:
         if self.X is not None:
             self.X = np.ascontiguousarray(self.X[:, keep])
         else:
-            self.Xu = np.ascontiguousarray(self.Xu[:, keep])
+            self.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
         self.p = len(keep)
 
     def dot(self, beta: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X @ beta
-        return (self.Xu @ beta)[self.pat]
+        Xu, pat = self._compressed()
+        return (Xu @ beta)[pat]
 
     def tdot(self, v: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X.T @ v
-        return self.Xu.T @ np.bincount(self.pat, v, self.npat)
+        Xu, pat = self._compressed()
+        return Xu.T @ np.bincount(pat, v, self.npat)
 
     def gram(self, w: np.ndarray) -> np.ndarray:
         """X' diag(w) X."""
         if self.X is not None:
             return self.X.T @ (w[:, None] * self.X)
-        s = np.bincount(self.pat, w, self.npat)
-        return self.Xu.T @ (s[:, None] * self.Xu)
+        Xu, pat = self._compressed()
+        s = np.bincount(pat, w, self.npat)
+        return Xu.T @ (s[:, None] * Xu)
 
     def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray) -> np.ndarray:
         """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p)."""
@@ -402,5 +418,6 @@ class FixedMatrix:
 
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))
             return np.asarray(E @ self.dense())
-        tab = np.bincount(idx * self.npat + self.pat, w, ng * self.npat).reshape(ng, self.npat)
-        return tab @ self.Xu
+        Xu, pat = self._compressed()
+        tab = np.bincount(idx * self.npat + pat, w, ng * self.npat).reshape(ng, self.npat)
+        return tab @ Xu

@@ -18,6 +18,7 @@ Two solvers for the random-effects system ``H = A' W A + I``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -25,7 +26,10 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..formula import RandomTerm
-from ..links import LINKS, inverse_link, mu_eta
+from ..links import LINKS, mu_eta
+
+if TYPE_CHECKING:
+    from .design import FixedMatrix
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -243,7 +247,8 @@ class DenseSolver:
             if not hasattr(self, "_flat"):
                 self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
             wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+            # weighted bincount returns floats (numpy's stubs say integers)
+            H: np.ndarray = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
         else:
             H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
@@ -294,11 +299,11 @@ class BlockDiagSolver(DenseSolver):
         self.weights = w
         nl, nc = self.nl, self.nc
         wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B: np.ndarray = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
         B += np.eye(nc)
         self.B = B
         self.Lb = np.linalg.cholesky(B)
-        self._Binv = None
+        self._Binv: np.ndarray | None = None
         return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -376,7 +381,7 @@ class SchurSolver(DenseSolver):
         # pairs were sorted by item then column, the order of the CSR data
         data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self._pairs.size)
         wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         if self.dense:
             C = np.zeros(self.q1 * self.qr)
@@ -389,7 +394,7 @@ class SchurSolver(DenseSolver):
             self.G = sp.diags(1.0 / self.D) @ self.C
             S = Hrr - (self.C.T @ self.G).toarray()
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def _s_solve(self, r: np.ndarray) -> np.ndarray:
@@ -543,13 +548,14 @@ class BlockSchurSolver(DenseSolver):
         Va, Vr = self._rows()
         self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
         wa = w[:, None] * Va
-        Ab = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
-                        nl * b * b).reshape(nl, b, b)
+        Ab: np.ndarray = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
+                                     nl * b * b).reshape(nl, b, b)
         Ab += np.eye(b)
         C = np.bincount(self._cflat.ravel(), (wa[:, :, None] * Vr[:, None, :]).ravel(),
                         self.q1 * qr).reshape(self.q1, qr)
-        Hrr = np.bincount(self._rflat.ravel(), ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
-                          qr * qr).reshape(qr, qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(),
+                                      ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
+                                      qr * qr).reshape(qr, qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.La = np.linalg.cholesky(Ab)
         self.Ab, self.C = Ab, C
@@ -619,7 +625,8 @@ class NestedSchurSolver(DenseSolver):
     (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
     Schur complement of the size of the crossed terms."""
 
-    grad_theta = None  # no per-row blocks of H^-1 here: the optimiser differences the deviance
+    # no per-row blocks of H^-1 here: the optimiser differences the deviance (callers test for None)
+    grad_theta = None  # type: ignore[assignment]
 
     def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
         super().__init__(terms)
@@ -681,12 +688,12 @@ class NestedSchurSolver(DenseSolver):
         C = (np.bincount(self._ff, (inn.tf * wr).ravel(), size)
              + np.bincount(self._cf, (inn.tc * wr).ravel(), size)).reshape(self.q1, self.qr)
         ww = wr[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.C = C
         self.G = inn.solve(C)
         self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(ld1 + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -725,6 +732,15 @@ class NestedSchurSolver(DenseSolver):
             return self.cond_var()[idx][:, :, None]
         r = li - self.q1
         return self._sinv()[r[:, :, None], r[:, None, :]]
+
+
+def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
+    """``2 sum(k log(k/m) + (m - k) log(1 - k/m))`` over rows of ``k`` successes in ``m`` trials:
+    the binomial residual deviance minus ``-2 log L`` (0 for 0/1 rows)."""
+    k, m = np.asarray(k, float), np.asarray(m, float)
+    ok = m > 0
+    k, m = k[ok], m[ok]
+    return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
 
 
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
@@ -778,7 +794,7 @@ class LaplaceDeviance:
         beta are central differences of the deviance.
     """
 
-    def __init__(self, X: np.ndarray, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
+    def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
                  solver: NestedSolver | DenseSolver | None = None,
                  offset: np.ndarray | None = None, link: str = "logit"):
         if link not in LINKS:
@@ -791,7 +807,7 @@ class LaplaceDeviance:
         self.p = X.shape[1]
         self.evaluations = 0
         self.pirls_iterations = 0
-        self._theta = None
+        self._theta: np.ndarray | None = None
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -943,6 +959,10 @@ class LaplaceDeviance:
         wp = ev.w * (1.0 - 2.0 * ev.mu)
         return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
 
+    # lme4's residual deviance minus D(y, eta): the saturated model's term of the rows lme4 sees
+    # (0 for 0/1 rows); its PIRLS stopping rule is relative to the residual deviance
+    saturated: float = 0.0
+
     def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
                               tol: float = 1e-7, maxit: int = 100) -> int:
         """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
@@ -975,7 +995,7 @@ class LaplaceDeviance:
             eta = xb + s.zl(u)
             kern, mu = self.kernel_mu(eta)
             pdev = kern + float(u @ u)
-            if abs((old - pdev) / pdev) < tol:
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
                 return pdev + logdet, i
             for _ in range(20):
                 if u_old is None or (np.isfinite(pdev) and pdev <= old):

@@ -141,7 +141,7 @@ class _Profile:
         def chain(x, g):
             out = g.copy()
             r = x[slots]
-            n = max(np.linalg.norm(r), 1e-12)
+            n = max(float(np.linalg.norm(r)), 1e-12)
             u = r / n
             out[slots] = value / n * (g[slots] - u * (u @ g[slots]))
             return out
@@ -267,6 +267,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
     extra = {"offset": off, "link": fit.link}
+    ld: LaplaceDeviance
     if fit.fixef_prior is not None:
         from .prior import NormalPrior
 
