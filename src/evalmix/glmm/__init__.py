@@ -143,8 +143,10 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     vcov_method : {"hessian", "hessian_exact", "rx"}
         ``"hessian"`` (default): the standard errors lme4 1.1-31 reports, the fixed-effect block of
         ``2 H^-1`` with ``H`` the finite-difference Hessian over (theta, beta) of lme4's deviance
-        function, whose PIRLS stops early (``tolPwrss = 1e-7``); that makes ``H`` slightly more
-        curved than the exact one and the SEs 0.3-1% smaller. ``"hessian_exact"``: the same from
+        function, whose PIRLS restarts from its first-stage fit and stops early (``tolPwrss =
+        1e-7``); where it stops one Newton step short of the mode, ``H`` is slightly more curved
+        than the exact one and the SEs 0.3-1% smaller (evalmix replays lme4's iteration count;
+        docs/glmm.md, "Standard errors"). ``"hessian_exact"``: the same from
         the exact Laplace deviance (lme4 with ``glmerControl(tolPwrss = 1e-12)``). ``"rx"``: the
         inverse of ``X'WX - X'WZL (L'Z'WZL + I)^-1 L'Z'WX`` at the final PIRLS step, which treats
         the variance parameters as known (smaller SEs; lme4 >= 1.1-38's choice for large models).

@@ -87,7 +87,7 @@ class NestedSolver:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
         sf = X.group_wsum(self.fi, self.J, w)
         if not self.two:
@@ -238,7 +238,7 @@ class DenseSolver:
     def zlt(self, r: np.ndarray) -> np.ndarray:
         return self.AT @ r
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:

@@ -17,12 +17,16 @@ two Newton steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
+from ..formula import RandomTerm
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -49,7 +53,7 @@ class OptimizerReport:
                 "gradient": [float(v) for v in self.gradient]}
 
 
-def _chol_or_pinv(M: np.ndarray):
+def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     try:
         cf = sla.cho_factor(M, lower=True, check_finite=False)
         return lambda g: sla.cho_solve(cf, g, check_finite=False)
@@ -58,7 +62,7 @@ def _chol_or_pinv(M: np.ndarray):
         return lambda g: P @ g
 
 
-def single_thread_blas():
+def single_thread_blas() -> AbstractContextManager[Any]:
     """Small dense products run faster single-threaded, and much faster on a busy machine."""
     try:
         from threadpoolctl import threadpool_limits
@@ -82,7 +86,7 @@ class ProfiledFit:
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
 
-    def _newton_solver(self, ev: Evaluation):
+    def _newton_solver(self, ev: Evaluation) -> Callable[[np.ndarray], np.ndarray]:
         M = 2.0 * self.ld.rx(ev)
         if self.free is None:
             return _chol_or_pinv(M)
@@ -152,7 +156,8 @@ class ProfiledFit:
 
 
 def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: np.ndarray,
-             maxiter: int = 500, probes=None) -> tuple[Evaluation, OptimizerReport]:
+             maxiter: int = 500, probes: Callable[[np.ndarray], list[np.ndarray]] | None = None
+             ) -> tuple[Evaluation, OptimizerReport]:
     """Minimise the Laplace deviance; returns the final evaluation and a report.
 
     ``probes(theta)`` may give extra starting points off a boundary (see :func:`boundary_probes`).
@@ -202,7 +207,7 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     return ev, rep
 
 
-def boundary_probes(terms, theta: np.ndarray) -> list[np.ndarray]:
+def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
     """Starting points off a zero diagonal of a vector term's Lambda with the same variances.
 
     For a column ``c`` of ``Lambda`` with ``L[c, c] = 0``, move the entries below the diagonal
@@ -250,11 +255,11 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
 
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 200, "ftol": 1e-13, "gtol": 1e-7})
+                   options={"maxiter": 200, "ftol": 1e-10, "gtol": 1e-5})
     return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
 
 
-def deriv12(f, x: np.ndarray, h: float = 1e-4, lower: np.ndarray | None = None) -> np.ndarray:
+def deriv12(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4, lower: np.ndarray | None = None) -> np.ndarray:
     """lme4 1.1-31's ``deriv12`` Hessian: central second differences of ``f`` at ``x``, the
     off-diagonal ones from the four points ``x +- h e_i +- h e_j``, steps shortened at ``lower``."""
     n = x.size
