@@ -53,7 +53,7 @@ import pandas as pd
 
 from . import _slicing as sl
 from ._result import Result
-from .data import schema_of
+from .data import RunsData, schema_of
 from .errors import DataError
 from .status import scored_rows
 
@@ -140,9 +140,9 @@ def _components(ms: dict[str, tuple[float, float]], shape: tuple[int, ...]) -> l
     return rows
 
 
-def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str | None = None,
+def variance_sources(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | None = None,
                      prompt: str | None = None, run: str | None = None, judge: str | None = None,
-                     outcome: str | None = None, status: str | None = None) -> VarianceSources:
+                     outcome: str | None = None, status: str | None = None, missing: str = "raise") -> VarianceSources:
     """Split the variance of scores into item, template, item x template, run and judge parts.
 
     ANOVA estimators of a balanced design (every item under every template, the same number of
@@ -151,7 +151,7 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         One row per score.
     by : str or list of str, optional
         Groups analysed separately (e.g. ``"model"``).
@@ -165,6 +165,9 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         conditions such as zero-shot vs chain-of-thought rather than sampled templates).
     status : str, optional
         Sample status column; unscored rows are left out (which unbalances the design).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -191,9 +194,10 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         run = recorded if recorded in data.columns else ("run" if "run" in data.columns else None)
     item_name = item or (schema.item if schema else "item")
     factors = {"prompt": prompt, "run": run, "judge": judge}
-    # the run role is optional here: resolve the item in its place when the design has no runs
-    cols = sl.resolve(data, item=item_name, outcome=outcome, run=run or item_name,
-                      by=by_ + [c for c in factors.values() if c])
+    # the run role is optional here; scores may be on any scale
+    data, cols = sl.resolve(data, item=item_name, outcome=outcome, run=run, need_run=False,
+                            allow_fractional="any", missing=missing,
+                            by=by_ + [c for c in factors.values() if c])
     if cols.trials is not None:
         raise DataError("variance_sources needs one row per score, not k-of-n counts")
     rows, design = [], []

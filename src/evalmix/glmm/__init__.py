@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
+from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..formula import RandomTerm
@@ -91,11 +92,12 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
     return msgs
 
 
-def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
+def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None) -> GlmerResult:
+          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None,
+          missing: str = "raise") -> GlmerResult:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
     The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
@@ -111,9 +113,12 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``I(age^2)``, ``log(x)``, ``sqrt(x)``, ``scale(x)``, ``poly(x, 2)`` (orthogonal, as R's),
         ``factor(x)``, ``C(x, contr.sum)``, ``offset(log(n))``. A one-column response may be 0/1,
         boolean, or a factor/string column whose first level is a failure (R's rule).
-    data : DataFrame
-        One row per observation (or per k-of-n count). Rows with missing values in the columns
-        the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
+    data : DataFrame or path
+        One row per observation (or per k-of-n count), validated as a runs table (see
+        :func:`evalmix.ensure_runs` and :func:`evalmix.glmm.design.check_data`): a 0/1 response
+        (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
+        (model, item, run, slices) key when the table has a run column, no fixed-effect factor
+        with a single level.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
@@ -160,6 +165,9 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``{"Intercept": 10, "": 2.5}`` (see :func:`evalmix.glmm.prior.parse_fixef_prior`). It
         keeps the estimates finite under separation. ``loglik`` is then the likelihood at the
         penalised estimates and ``prior_deviance`` blme's "Prior dev".
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -197,7 +205,7 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
     with single_thread_blas():
         return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
-                      weights, offset, contrasts, link, int(nAGQ))
+                      weights, offset, contrasts, link, int(nAGQ), missing)
 
 
 def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: OptimizerReport,
@@ -237,12 +245,13 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula: str, data: pd.DataFrame, trials: str | None, vcov_method: str, pool: bool,
+def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
            start: dict | None, maxiter: int, fixef_prior: Any = None,
            weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
-           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1) -> GlmerResult:
+           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
+           missing: str = "raise") -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
-                          offset=offset, contrasts=contrasts)
+                          offset=offset, contrasts=contrasts, missing=missing)
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
         raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
                            f"(1|item); this formula has "
