@@ -49,10 +49,11 @@ def test_matches_lme4_fitted_per_benchmark(bench: pd.DataFrame, result: evalmix.
         fit = result.fits[(rec["benchmark"],)]
         assert fit.loglik == pytest.approx(rec["loglik"], abs=5e-3) and fit.loglik >= rec["loglik"] - 1e-5
         np.testing.assert_allclose(rows["estimate"], rec["estimate"], atol=5e-3, rtol=0)
-        # Default SEs: lme4's finite-difference Hessian of its early-stopped deviance.  The engine
-        # reproduces it within 0.1% on chem and math but only within 2.6% on code (there lme4's
-        # value equals the exact Hessian's, which vcov_method="hessian_exact" gives to 1e-4).
-        np.testing.assert_allclose(rows["se"], rec["se"], rtol=0.01 if rec["benchmark"] != "code" else 0.03)
+        # Default SEs: lme4's finite-difference Hessian of its early-stopped deviance.  lme4's
+        # PIRLS takes two iterations from its first-stage start on chem and math (one Newton step
+        # short of the mode) but three on code (its Hessian is then the exact one); the engine
+        # follows it to 0.1% on all three.
+        np.testing.assert_allclose(rows["se"], rec["se"], rtol=1e-3)
         np.testing.assert_allclose(rows["p_value"], rec["p_value"], atol=5e-3, rtol=0.05)
         if rec["benchmark"] == "code":
             rows_x = exact.table[exact.table["benchmark"] == "code"]
@@ -128,7 +129,7 @@ def test_other_warnings_are_recorded_per_group(bench: pd.DataFrame) -> None:
     d.loc[d.index[d["benchmark"] == "code"][:3], "correct"] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing escapes to the caller
-        res = fit_many(FORMULA, d, by="benchmark", keep_fits=False)
+        res = fit_many(FORMULA, d, by="benchmark", keep_fits=False, missing="drop")
     w = dict(zip(res.groups["benchmark"], res.groups["warnings"]))
     assert w["chem"] == "" and w["code"].startswith("DataWarning") and "3" in w["code"]
     assert res.groups.loc[res.groups["benchmark"] == "code", "nobs"].item() == 477

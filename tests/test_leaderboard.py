@@ -70,6 +70,41 @@ def test_independent_equal_se_is_tukey(k, level):
     assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref, abs=2e-3)
 
 
+@pytest.mark.parametrize("k", [15, 20, 30])
+def test_many_models_use_seeded_normal_draws(k):
+    """Beyond 12 models the critical values come from 50,000 fixed draws (MC error about 0.01)."""
+    ref = next(r["crit"] for r in REF["tukey"] if r["k"] == k and r["level"] == 0.95)
+    est = np.linspace(0, 3, k)
+    rs = rank_sets_normal(est, se=np.full(k, 0.3))
+    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref, abs=0.03)
+    again = rank_sets_normal(est, se=np.full(k, 0.3))
+    pd.testing.assert_frame_equal(rs.table, again.table)  # deterministic
+    t = rs.table
+    assert (t["marginal_rank_low"] >= t["rank_low"]).all() and (t["marginal_rank_high"] <= t["rank_high"]).all()
+    # the adjusted p-value and the separation agree: separated pairs have p_adjusted < 0.05
+    p = rs.pairs
+    assert (p.loc[p["separated"], "p_adjusted"] <= 0.05).all()
+    assert (p.loc[~p["separated"], "p_adjusted"] >= 0.05 - 1e-3).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 9).flatmap(lambda k: st.tuples(
+    st.lists(st.floats(-3, 3), min_size=k, max_size=k),
+    st.lists(st.floats(0.05, 1.0), min_size=k, max_size=k))))
+def test_rank_set_invariants(case):
+    est, se = case
+    rs = rank_sets_normal(est, se=se)
+    t = rs.table
+    assert (t["rank_low"] <= t["rank"]).all() and (t["rank"] <= t["rank_high"]).all()
+    assert (t["rank_low"] <= t["marginal_rank_low"]).all()
+    assert (t["marginal_rank_high"] <= t["rank_high"]).all()
+    assert (t["marginal_rank_low"] <= t["rank"]).all() and (t["rank"] <= t["marginal_rank_high"]).all()
+    # a model's set has room for every model not separated from it
+    k = len(est)
+    for _, row in t.iterrows():
+        assert 1 <= row["rank_low"] <= row["rank_high"] <= k
+
+
 def test_tie_groups_hand_example():
     # the chain A - B - C - D (each adjacent pair inseparable, all others separated)
     sep = np.ones((4, 4), bool)

@@ -32,12 +32,16 @@ CASES = [pytest.param(c, id=c.split()[1], marks=pytest.mark.slow if " calibrate"
 
 def test_the_tour_has_every_command():
     assert {c.split()[1] for c in COMMANDS} >= {"describe", "fit", "select", "reliability", "ranks",
-                                                 "plan", "compare", "calibrate"}
+                                                 "plan", "compare", "calibrate", "leaderboard",
+                                                 "report"}
 
 
 @pytest.mark.parametrize("command", CASES)
-def test_tour_command_runs(command, monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_tour_command_runs(command, monkeypatch, tmp_path):
+    # run where the user would, but write outputs (the report folder) into a temporary folder
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
     argv = shlex.split(command)[1:]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -47,3 +51,5 @@ def test_tour_command_runs(command, monkeypatch):
     assert text.strip()
     if "--json" in argv:
         json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    if argv[0] == "report":
+        assert (tmp_path / "report" / "index.html").exists() or any((tmp_path / "report").glob("*.html"))

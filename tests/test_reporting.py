@@ -82,6 +82,12 @@ def test_ai4math_writes_every_output(ai4math_out):
         assert (ai4math_out / "tables" / f"{name}.md").read_text().startswith("| ")
     assert "Left out" not in html  # every section applies to AI4Math
     assert "lme4" in html and "matplotlib" in html and "(1|problem_id:run)" in html
+    # every model fitted is listed with its checks: 5 candidates, 4 sign-flip fits, 2 domain fits
+    fits = _tab(ai4math_out, "fits")
+    assert len(fits) == 11 and fits["converged"].all()
+    # the item:run variance is at zero in the all-runs fits: boundary fits, reported as such
+    assert fits.loc[fits["use"].str.startswith("candidate"), "singular"].all()
+    assert fits.loc[fits["singular"], "warnings"].str.contains("boundary").sum() >= 7
 
 
 @pytest.mark.shared
@@ -99,8 +105,14 @@ def test_ai4math_table1_and_accuracy(ai4math_out, published):
     np.testing.assert_allclose(acc["estimate"], pub["prop"], atol=1e-12)
     np.testing.assert_allclose(acc[lo], pub["ci_lwr.ci"], atol=1e-9)
     np.testing.assert_allclose(acc[hi], pub["ci_upr.ci"], atol=1e-9)
-    # the paper's text: Grok-4 79.7% [74.9, 83.8] over its 315 ES answers... and first overall
     assert _tab(ai4math_out, "accuracy_overall")["model"].iloc[0] == "Grok-4"
+    # the paper's per-problem counts: 13 problems neither Grok-4 nor o3-mini solves in any setting,
+    # 2 problems only Grok-4 solves in any of its runs
+    pair = _tab(ai4math_out, "reference_vs_runner_up").set_index("comparison")["n_items"]
+    assert pair["items neither Grok-4 nor o3-mini ever solves"] == 13
+    per = _tab(ai4math_out, "per_item").set_index("model")
+    assert per.loc["Grok-4", "only_model_solving"] == 2
+    assert (per["n_items"] == 105).all()
 
 
 @pytest.mark.shared
@@ -266,6 +278,17 @@ def test_table_without_slices_or_runs(tmp_path):
         ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios"]
 
 
+def test_json_summary_is_strict(tmp_path, capsys):
+    full = pd.read_csv(EXAMPLE)
+    path = tmp_path / "one_run.csv"
+    full[full["run"] == 1].to_csv(path, index=False)
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert doc["html"].endswith("index.html") and doc["options"]["reference"]
+    kinds = {(r["section"], r["kind"]) for r in doc["contents"]}
+    assert ("reliability", "left out") in kinds and ("selection", "figure") in kinds
+
+
 def test_user_errors_exit_2(tmp_path, capsys):
     assert main(["report", str(EXAMPLE), "-o", str(tmp_path), "--reference", "nope"]) == 2
     assert "reference='nope' is not a model" in capsys.readouterr().err
@@ -320,3 +343,26 @@ def test_bayes_section_rank_probabilities():
     # the posterior ranks follow the maximum-likelihood order of the models
     ml = rep.tables["accuracy_overall"]["model"].tolist()
     assert ranks.sort_values("expected_rank")["model"].tolist() == ml
+
+
+def test_report_from_harness_logs(tmp_path):
+    """RUNS_OR_LOGS: Inspect .eval logs (auto-detected) and lm-evaluation-harness samples files."""
+    import shutil
+
+    fixtures = ROOT / "tests" / "fixtures"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for f in (fixtures / "inspect" / "v0.3.285").glob("*_arith_*.eval"):
+        shutil.copy(f, logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(logs), "-o", str(tmp_path / "a"), "--scorer", "match",
+                     "--n-boot", "50"]) == 0
+        expected = evalmix.accuracy(evalmix.read_inspect(logs, "match"), "model")
+        got = _tab(tmp_path / "a", "accuracy_overall").set_index("model").loc[expected["model"]]
+        np.testing.assert_allclose(got["estimate"], expected["estimate"], atol=1e-12)
+        samples = str(fixtures / "lm_eval" / "out" / "*" / "samples_mc_local*.jsonl")
+        assert main(["report", samples, "--logs", "lm-eval", "--metric", "acc", "-o",
+                     str(tmp_path / "b"), "--n-boot", "50"]) == 0
+    acc = _tab(tmp_path / "b", "accuracy_overall")
+    assert sorted(acc["model"]) == ["org/tiny-a", "org/tiny-b"] and (acc["n"] == 18).all()

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalmix import glmer
-from evalmix.errors import FormulaError, SeparationWarning
+from evalmix.errors import FitWarning, FormulaError, SeparationWarning
 from evalmix.glmm.separation import detect_separation
 
 REF = Path(__file__).parent / "reference"
@@ -182,6 +182,20 @@ def test_fixef_prior_matches_blme(case_id):
     assert fit.loglik == pytest.approx(case["loglik"], abs=1e-3)
     assert fit.prior_deviance == pytest.approx(case["prior_dev"], abs=1e-2)
     assert "Prior dev" in str(fit.summary())
+
+
+def test_fixef_prior_in_the_intercept_direction():
+    """All responses 1 (blme refuses a constant response): the prior alone fixes the intercept,
+    whose estimate solves the penalised score equation sum(1 - mu) = beta / sd^2."""
+    fit = glmer("y_all1 ~ 1 + (1|item)", RUNS, fixef_prior="normal")
+    assert fit.fixef_prior.sd.tolist() == [10.0]
+    assert fit.separation is None and np.isfinite(fit.fixef["Intercept"])
+    assert any("complete separation" in m for m in fit.messages)
+    b = fit.fixef["Intercept"]  # the item SD is 0 here (singular), so the score is exact
+    assert fit.theta.iloc[0] == 0.0
+    assert len(RUNS) / (1 + np.exp(b)) == pytest.approx(b / 10.0**2, rel=1e-4)
+    with pytest.warns(FitWarning, match="3 sds for 1 fixed effect"):
+        glmer("y_all1 ~ 1 + (1|item)", RUNS, fixef_prior=[10, 2, 1])
 
 
 def test_fixef_prior_on_separated_data_notes_the_separation():

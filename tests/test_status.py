@@ -174,3 +174,17 @@ def test_bounds_on_real_inspect_logs(version):
     # fully scored tasks: every estimate equals the plain accuracy
     full = b[b["coverage"] == 1]
     assert np.allclose(full["estimate"], full["worst_case"]) and np.allclose(full["estimate"], full["best_case"])
+
+
+def test_other_analyses_name_the_unscored_rows():
+    df = evalmix.simulate.glmm_runs(2, 10, 2, seed=1)
+    df["status"] = "ok"
+    df.loc[0, "correct"] = np.nan
+    df.loc[0, "status"] = "error"
+    with pytest.raises(DataError, match="has a 'status' column: unscored samples"):
+        evalmix.flip_rate(df, "model")
+    scored = evalmix.status.scored_rows(df)
+    assert len(scored) == len(df) - 1
+    with pytest.warns(evalmix.DataWarning, match="fewer than two runs"):
+        flips = evalmix.flip_rate(scored, "model").to_frame()
+    assert flips["n_items"].tolist() == [9, 10]  # the item that lost a run has no flip to count

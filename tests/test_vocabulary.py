@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import evalmix
 from evalmix import bayes, power, repetitions
@@ -182,8 +184,8 @@ CALLS = {
 
 # public functions that return no table: readers, formatters, scalars, arrays
 NOT_RESULTS = {
-    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs",
-    "aggregate_runs", "schema_of", "format_p", "to_latex",
+    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
+    "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
@@ -383,3 +385,63 @@ def test_cli_contrasts_use_the_python_labels(ctx, tmp_path):
                               ref="model-A").to_frame()
     assert [r["contrast"] for r in res["contrasts"]["table"]] == direct["contrast"].tolist()
     assert res["contrasts"]["scale"] == "log-odds"
+
+
+def _all_result_classes() -> list[type]:
+    import importlib
+    import pkgutil
+
+    skip = {"evalmix.tests", "evalmix.__main__", "evalmix.bayes._nutpie_model"}
+    for m in pkgutil.walk_packages(evalmix.__path__, "evalmix."):
+        if m.name not in skip:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(m.name)
+    out, todo = [], list(Result.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo += cls.__subclasses__()
+    return sorted(set(out), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+def test_every_result_class_is_frozen_with_identity_hash_and_the_shared_repr():
+    classes = [c for c in _all_result_classes() if c.__module__.startswith("evalmix.")]
+    assert len(classes) >= 30
+    for cls in classes:
+        params = cls.__dataclass_params__
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        assert params.frozen, f"{where} is not frozen"
+        assert not params.eq, f"{where}: declare @dataclass(frozen=True, eq=False, repr=False)"
+        assert not params.repr, f"{where} prints a dataclass dump"
+        assert cls.__hash__ is object.__hash__, f"{where} is not hashable by identity"
+        assert cls.summary is Result.summary or "summary" in cls.__dict__, where
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12),
+       st.sampled_from(["log-odds", "odds ratio", "probability", "accuracy"]))
+def test_contrast_labels_parenthesise_and_name_the_scale(a, b, scale):
+    label = contrast_label(a, b, scale=scale)
+    sep = " / " if scale == "odds ratio" else " - "
+    wrap = [f"({x})" if any(ch in x for ch in "-+/*") else x for x in (a, b)]
+    assert label == f"{wrap[0]}{sep}{wrap[1]}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20))
+def test_arrays_and_frames_of_a_result_cannot_be_changed(values):
+    from evalmix.resampling import BootstrapResult
+
+    dist = np.array(values)
+    res = BootstrapResult(estimate=float(dist.mean()), se=0.0, conf_low=0.0, conf_high=0.0,
+                          method="percentile", conf_level=0.95, n_boot=dist.size,
+                          distribution=dist, details={"n": dist.size})
+    got = res.distribution
+    assert not got.flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = 1.0
+    with pytest.raises(TypeError):
+        res.details["n"] = 0  # a read-only mapping
+    dist[:] = 0.0  # the caller's array: the result holds its own copy
+    np.testing.assert_array_equal(res.distribution, values)

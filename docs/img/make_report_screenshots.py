@@ -31,7 +31,7 @@ WIDTH = 1100
 SHOTS = {  # file -> (first section id, section id where the crop ends, or None for a fixed height)
     "report_top.png": ("", "accuracy"),
     "report_odds_ratios.png": ("odds_ratios", "slice_means"),
-    "report_corrections.png": ("corrections", "software"),
+    "report_corrections.png": ("corrections", "fits"),
 }
 _PROBE = """<script>
 window.addEventListener("load", function () {

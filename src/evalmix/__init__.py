@@ -26,7 +26,8 @@ __version__ = "0.1.0"
 # public name -> module that owns it (relative to the package)
 _EXPORTS: dict[str, str] = {
     # the runs table and descriptive accuracy
-    "RunsSchema": "data", "load_table": "data", "read_runs": "data", "schema_of": "data",
+    "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
+    "schema_of": "data",
     "aggregate_runs": "scan",
     "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
+    "read_openai_evals": "io",
     # run-to-run reliability, leaderboard stability
     "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
     "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
@@ -68,7 +70,7 @@ _EXPORTS: dict[str, str] = {
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
-               "repetitions", "simulate", "tables", "variance"}
+               "repetitions", "simulate", "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
@@ -110,13 +112,13 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
-    from .data import RunsSchema, load_table, read_runs, schema_of
+    from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
     from .glmm import GlmerResult, glmer
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
-    from .io import read_helm, read_inspect, read_lm_eval, read_logs
+    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_openai_evals
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -73,15 +73,12 @@ def _protect(value: Any) -> Any:
 def _table_text(df: pd.DataFrame, max_rows: int | None = None) -> str:
     if df.empty:
         return "(no rows)"
-    shown = df if (max_rows is None or len(df) <= max_rows) else pd.concat(
-        [df.head(max_rows // 2), df.tail(max_rows // 2)])
-    text = shown.to_string(index=False)
-    if shown is not df:
-        lines = text.split("\n")
-        half = 1 + max_rows // 2
-        lines.insert(half, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
-        text = "\n".join(lines)
-    return text
+    if max_rows is None or len(df) <= max_rows:
+        return df.to_string(index=False)
+    shown = pd.concat([df.head(max_rows // 2), df.tail(max_rows // 2)])
+    lines = shown.to_string(index=False).split("\n")
+    lines.insert(1 + max_rows // 2, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
+    return "\n".join(lines)
 
 
 class Summary:
@@ -112,6 +109,10 @@ class Summary:
     """
 
     __slots__ = ("_title", "_header", "_tables", "_notes")
+    _title: str
+    _header: tuple[str, ...]
+    _tables: tuple[tuple[str, pd.DataFrame], ...]
+    _notes: tuple[str, ...]
 
     def __init__(self, title: str, header: Iterable[str] = (),
                  tables: pd.DataFrame | Sequence[tuple[str, pd.DataFrame]] = (),
@@ -215,6 +216,19 @@ class Result:
     ``--json``) come from here.  Attributes holding pandas objects are returned as copies and
     arrays as read-only views.
     """
+
+    def __post_init__(self) -> None:
+        # own what was passed in: later edits of the caller's arrays and frames do not reach us
+        for f in fields(self):
+            if f.name[:1] == "_":
+                continue
+            value = object.__getattribute__(self, f.name)
+            if isinstance(value, np.ndarray):
+                value = value.copy()
+                value.flags.writeable = False
+                object.__setattr__(self, f.name, value)
+            elif isinstance(value, (pd.DataFrame, pd.Series)):
+                object.__setattr__(self, f.name, value.copy())
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)

@@ -354,7 +354,9 @@ def krippendorff_alpha(data: Any, *, level: str = "nominal", categories: Any = N
         except (TypeError, ValueError) as exc:
             raise DataError(f"{level} alpha needs numeric ratings: {exc}") from None
         cats = sorted(set(vals[~np.isnan(vals)].tolist())) if categories is None else list(categories)
-        codes = _codes(np.where(np.isnan(vals), None, vals).astype(object), cats)
+        as_obj = vals.astype(object)
+        as_obj[np.isnan(vals)] = None
+        codes = _codes(as_obj, cats)
     else:
         cats = _categories(tab, categories)
         codes = _codes(tab, cats)
@@ -376,10 +378,10 @@ def krippendorff_alpha(data: Any, *, level: str = "nominal", categories: Any = N
         delta = 1.0 - np.eye(k)
     elif level == "ordinal":
         cum = np.cumsum(n_c)
-        i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        gi, gj = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+        lo, hi = np.minimum(gi, gj), np.maximum(gi, gj)
         between = cum[hi] - cum[lo] + n_c[lo]  # sum of n_g for g = lo..hi
-        delta = (between - (n_c[i] + n_c[j]) / 2) ** 2
+        delta = (between - (n_c[gi] + n_c[gj]) / 2) ** 2
     else:
         v = np.asarray(cats, dtype=float)
         diff = v[:, None] - v[None, :]

@@ -125,7 +125,7 @@ SCENARIOS: dict[str, Callable[..., tuple[SimPair, SimPair]]] = {}
 
 
 def register_method(name: str, fn: Callable[..., MethodOutput] | None = None, *, honest: bool = True,
-                    description: str = "", scale: str = "accuracy"):
+                    description: str = "", scale: str = "accuracy") -> Any:
     """Register a comparison method for :func:`calibrate` (usable as a decorator).
 
     Parameters
@@ -162,7 +162,7 @@ def register_method(name: str, fn: Callable[..., MethodOutput] | None = None, *,
     return deco(fn) if fn is not None else deco
 
 
-def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | None = None):
+def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | None = None) -> Any:
     """Register a simulation scenario: ``fn(rng, **design) -> (null_pair, alt_pair)``.
 
     Examples
@@ -178,7 +178,7 @@ def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | No
     >>> from evalmix.calibration import SCENARIOS
     >>> _ = SCENARIOS.pop("coin")  # tidy up the example
     """
-    def deco(f):
+    def deco(f: Callable[..., tuple[SimPair, SimPair]]) -> Callable[..., tuple[SimPair, SimPair]]:
         SCENARIOS[name] = f
         return f
 
@@ -266,7 +266,7 @@ def _run_bootstrap_sqrt_b(pair: SimPair, rng: np.random.Generator, conf_level: f
     return _z_output(d_b.mean(), d_b.std(ddof=1) / math.sqrt(n_boot), conf_level)
 
 
-def _glmer_function() -> Callable | None:
+def _glmer_function() -> Callable[..., Any]:
     """The GLMM engine's ``glmer`` (imported on first use: the engine is heavy)."""
     from .glmm import glmer
 

@@ -81,6 +81,14 @@ class Coefficients:
     def is_posterior(self) -> bool:
         return self.draws is not None
 
+    @property
+    def normal(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(beta, vcov)``; a TypeError for coefficients read as posterior draws only."""
+        if self.beta is None or self.vcov is None:
+            raise TypeError("these coefficients are posterior draws: no beta and vcov; read the fit "
+                            "with coefficients(fit, posterior=False)")
+        return self.beta, self.vcov
+
 
 def coefficients(fit: Any, posterior: bool = True) -> Coefficients:
     """The coefficients of any fit that satisfies :class:`FittedModel` or :class:`PosteriorFit`.

@@ -44,6 +44,7 @@ from . import _slicing as sl
 from . import tables
 from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
+from .data import RunsData
 from .errors import DataError
 from .fitted import coefficients
 from .ranking import cell_sums, grid_groups, marginal_rows
@@ -169,7 +170,7 @@ def _letter(i: int) -> str:
     return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
 
 
-def tie_groups(separated: np.ndarray, order: Sequence[int]) -> tuple[list[tuple[int, ...]], list[str]]:
+def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, ...]], list[str]]:
     """Tie groups from a matrix of pairwise separations.
 
     Parameters
@@ -315,10 +316,10 @@ def _draw_critical(draws: np.ndarray, centre: np.ndarray, conf_level: float
 # item bootstrap
 
 
-def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, model: str | None = None,
+def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: str | None = None,
               item: str | None = None, run: str | None = None, outcome: str | None = None,
               status: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-              seed: int | np.random.Generator | None = None, chunk_size: int = 500) -> RankSets:
+              seed: int | np.random.Generator | None = None, chunk_size: int = 500, missing: str = "raise") -> RankSets:
     """Simultaneous rank sets and tie groups of the models of a runs table, by item bootstrap.
 
     Items are resampled with replacement, keeping all models and runs of a drawn item together
@@ -329,7 +330,7 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table (0/1 outcomes, scores in [0, 1] or k-of-n counts).
     by : str or list of str, optional
         Slice columns; one leaderboard per slice.
@@ -347,6 +348,9 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         Random seed.
     chunk_size : int
         Replicates drawn at once (memory: ``chunk_size`` x items).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -365,7 +369,8 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     slices = list(sl.groups(data, by_))
     seeds = sl.rng_of(seed).spawn(len(slices))
@@ -375,9 +380,9 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         if len(slice_models) < 2:
             raise DataError(f"{sl.slice_label(by_, key)}a leaderboard needs at least two models")
         succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
-        missing = np.argwhere(tri == 0)
-        if len(missing):
-            i, m = missing[0]
+        absent = np.argwhere(tri == 0)
+        if len(absent):
+            i, m = absent[0]
             bad = sl.levels(sub[cols.item])[i]
             bad = bad.item() if hasattr(bad, "item") else bad
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "
@@ -404,25 +409,62 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
 # joint normal estimates (GLMM, published estimates with SEs)
 
 
+# Up to this many models the critical values are the deterministic multivariate-normal quantiles
+# of evalmix.multiplicity (their cost grows with the number of pairs, ~K^2, in ~K^2 dimensions);
+# beyond it they come from a fixed, seeded set of draws of the K estimates.
+_EXACT_MAX_MODELS = 12
+_N_NORMAL_DRAWS = 50_000
+_NORMAL_SEED = 20240601
+
+
+def _normal_critical_draws(cov: np.ndarray, d_se: np.ndarray, z: np.ndarray, conf_level: float,
+                           chunk: int = 2_000) -> tuple[float, np.ndarray, np.ndarray]:
+    """Critical values and adjusted p-values of the pairwise differences from normal draws.
+
+    ``_N_NORMAL_DRAWS`` draws of the K estimates' normal distribution (fixed seed: the result is
+    deterministic); the Monte-Carlo error of the 95% critical value is about 0.01.
+    """
+    k = cov.shape[0]
+    a, b = _pair_index(k)
+    vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
+    root = vecs * np.sqrt(np.clip(vals, 0, None))
+    rng = np.random.default_rng(_NORMAL_SEED)
+    own = [np.flatnonzero((a == j) | (b == j)) for j in range(k)]  # the pairs of each model
+    t_max, t_marg = [], []
+    for start in range(0, _N_NORMAL_DRAWS, chunk):
+        x = rng.standard_normal((min(chunk, _N_NORMAL_DRAWS - start), k)) @ root.T
+        t = np.abs(x[:, a] - x[:, b]) / d_se
+        t_max.append(t.max(axis=1))
+        t_marg.append(np.column_stack([t[:, idx].max(axis=1) for idx in own]))
+    tm, tj = np.concatenate(t_max), np.vstack(t_marg)
+    crit = float(np.quantile(tm, conf_level, method="higher"))
+    crit_marg = np.quantile(tj, conf_level, axis=0, method="higher")
+    srt = np.sort(tm)
+    p_adj = 1.0 - np.searchsorted(srt, z, side="left") / len(srt)
+    return crit, crit_marg, p_adj
+
+
 def _normal_parts(labels: list, base: dict, est: np.ndarray, cov: np.ndarray, conf_level: float,
                   extra_fn: Any = None) -> tuple[list, list, list]:
     k = len(labels)
     a, b = _pair_index(k)
-    C = np.zeros((len(a), k))
-    C[np.arange(len(a)), a] = 1.0
-    C[np.arange(len(a)), b] = -1.0
-    cov_d = C @ cov @ C.T
-    d_se = np.sqrt(np.clip(np.diag(cov_d), 0, None))
+    d_se = np.sqrt(np.clip(cov[a, a] + cov[b, b] - 2 * cov[a, b], 0, None))
     if np.any(d_se <= 0):
         raise DataError("two estimates have a zero-variance difference; their covariance is degenerate")
-    corr = cov_d / np.outer(d_se, d_se)
-    crit = mvn_box_quantile(conf_level, corr)
-    crit_marg = np.empty(k)
-    for j in range(k):
-        mask = (a == j) | (b == j)
-        crit_marg[j] = mvn_box_quantile(conf_level, corr[np.ix_(mask, mask)])
     z = np.abs((est[a] - est[b]) / d_se)
-    p_adj = np.clip(1.0 - mvn_box_probability(z, corr), 0.0, 1.0)
+    if k <= _EXACT_MAX_MODELS:
+        C = np.zeros((len(a), k))
+        C[np.arange(len(a)), a] = 1.0
+        C[np.arange(len(a)), b] = -1.0
+        corr = (C @ cov @ C.T) / np.outer(d_se, d_se)
+        crit = mvn_box_quantile(conf_level, corr)
+        crit_marg = np.empty(k)
+        for j in range(k):
+            mask = (a == j) | (b == j)
+            crit_marg[j] = mvn_box_quantile(conf_level, corr[np.ix_(mask, mask)])
+        p_adj = np.clip(1.0 - mvn_box_probability(z, corr), 0.0, 1.0)
+    else:
+        crit, crit_marg, p_adj = _normal_critical_draws(cov, d_se, z, conf_level)
     se = np.sqrt(np.diag(cov))
     q = stats.norm.isf((1 - conf_level) / 2)
     extra = extra_fn(est) if extra_fn else None
@@ -435,7 +477,9 @@ def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: Any = None, *, 
 
     The critical value is the equicoordinate quantile of the K (K - 1) / 2 pairwise differences'
     multivariate normal distribution (computed as emmeans' ``adjust = "mvt"``); with independent,
-    equally precise estimates it equals Tukey's ``qtukey(conf_level, K) / sqrt(2)``.
+    equally precise estimates it equals Tukey's ``qtukey(conf_level, K) / sqrt(2)``.  Beyond 12
+    models it is the quantile of 50,000 fixed, seeded draws of the estimates (deterministic;
+    Monte-Carlo error about 0.01).
 
     Parameters
     ----------

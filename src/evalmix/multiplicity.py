@@ -128,8 +128,9 @@ def adjust_pvalues(p: Any, method: str = "holm", n: int | None = None) -> Any:
     if n is not None and n < m:
         raise ValueError(f"n={n} is smaller than the number of p-values ({m})")
     out[ok] = _adjust(flat[ok], key, m if n is None else int(n))
-    out = out.reshape(shape)
-    return pd.Series(out, index=index, name=getattr(p, "name", None)) if index is not None else out
+    adjusted = out.reshape(shape)
+    return (pd.Series(adjusted, index=index, name=getattr(p, "name", None)) if index is not None
+            else adjusted)
 
 
 def _adjust(p: np.ndarray, method: str, n: int) -> np.ndarray:

@@ -113,7 +113,7 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
     items = list(tasks)
     n = len(items)
     seeded = seed is not None
-    seqs: list[np.random.SeedSequence | None] = task_seeds(seed, n) if seeded else [None] * n
+    seqs: list[np.random.SeedSequence | None] = [s for s in task_seeds(seed, n)] if seeded else [None] * n
     if n == 0:
         return []
     call = _Indexed(func, seeded)

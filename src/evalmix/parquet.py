@@ -24,7 +24,7 @@ __all__ = ["as_filter", "open_dataset", "read_parquet"]
 Filters = Any  # pyarrow.compute.Expression | list of tuples | list of lists of tuples | dict
 
 
-def _pyarrow():
+def _pyarrow() -> Any:
     try:
         import pyarrow  # noqa: F401
         import pyarrow.dataset as ds
@@ -50,7 +50,7 @@ def open_dataset(source: str | Path | Sequence[str | Path]) -> Any:
     ds = _pyarrow()
     import pyarrow as pa
 
-    paths = [Path(p) for p in source] if isinstance(source, (list, tuple)) else [Path(source)]
+    paths = [Path(source)] if isinstance(source, (str, Path)) else [Path(p) for p in source]
     for p in paths:
         if not p.exists():
             raise DataError(f"{p}: no such file or folder")

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ def _normal_power(effect: float, crit: float, alternative: str) -> float:
     return float(stats.norm.cdf(-crit - effect))
 
 
-def _solve(f, lo: float, hi: float) -> float:
+def _solve(f: Callable[[float], float], lo: float, hi: float) -> float:
     while f(hi) < 0:
         hi *= 2
         if hi > 1e12:
@@ -57,7 +58,7 @@ def _solve(f, lo: float, hi: float) -> float:
     return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
-def _solve_effect(f, upper: float) -> float:
+def _solve_effect(f: Callable[[float], float], upper: float) -> float:
     """Smallest effect in (0, upper] where ``f`` (power minus target) crosses zero."""
     if f(upper) < 0:
         raise ValueError(f"no difference up to {upper:g} reaches the requested power")
@@ -308,6 +309,12 @@ def clustered_variance_components(a: Any, b: Any) -> dict[str, float]:
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.ndim != 2 or xb.ndim != 2 or xa.shape[0] < 2 or xb.shape[0] < 2:
         raise DataError("variance components need (runs, items) arrays with at least 2 runs each")
+    for name, x in (("a", xa), ("b", xb)):
+        bad = np.argwhere((x < 0) | (x > 1))
+        if bad.size:
+            r, i = bad[0]
+            raise DataError(f"`{name}` holds scores outside [0, 1] (run {r}, item {i}: {float(x[r, i])!r}); "
+                            "give 0/1 outcomes or fractional scores")
     ma, mb = item_means(xa, xb)
     s2a = float(np.nanmean(np.nanvar(xa, axis=0, ddof=1)))
     s2b = float(np.nanmean(np.nanvar(xb, axis=0, ddof=1)))

@@ -69,7 +69,8 @@ class Report(Result):
     sections : tuple of ReportSection
     title : str
     formulas : dict
-        Role -> formula of every model fitted.
+        Formula (lme4 syntax) -> what it was fitted for, for every model fitted; the ``fits``
+        table adds convergence, boundary flags and warnings.
     versions : dict
         Software -> version.
     options : dict
@@ -181,7 +182,9 @@ def _roles(data: pd.DataFrame) -> dict[str, Any]:
     schema = schema_of(data)
     assert schema is not None
     slices = [s for s in schema.slices if data[s].nunique() >= 2]
-    item_level = [s for s in slices if _item_level(data, schema.item, s) and data[s].nunique() < data[schema.item].nunique()]
+    item = schema.item
+    item_level = [s for s in slices if item is not None and _item_level(data, item, s)
+                  and data[s].nunique() < data[item].nunique()]
     conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20]
     return {"schema": schema, "item_level": item_level, "conditions": conditions,
             "others": [s for s in schema.slices if s not in item_level + conditions]}
@@ -218,11 +221,21 @@ def candidate_formulas(conditions: Sequence[str], model: str = "model") -> list[
 # helpers
 
 
-def _fit(formula: str, data: pd.DataFrame) -> Any:
-    with warnings.catch_warnings():
-        # boundary fits (item:run variance at 0) are common and reported in the fit table
-        warnings.simplefilter("ignore")
-        return glmer(formula, data)
+def _fit(formula: str, data: pd.DataFrame, log: list[dict[str, Any]], use: str) -> Any:
+    """glmer fit whose warnings (boundary, convergence) are recorded in ``log`` for the page."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = glmer(formula, data)
+    log.append(_fit_row(use, formula, fit.nobs, fit.converged, fit.singular,
+                        [str(w.message) for w in caught]))
+    return fit
+
+
+def _fit_row(use: str, formula: str, nobs: int, converged: bool, singular: bool,
+             messages: Sequence[str] = ()) -> dict[str, Any]:
+    first_lines = dict.fromkeys(m.splitlines()[0] for m in messages if m)
+    return {"use": use, "formula": formula, "nobs": int(nobs), "converged": bool(converged),
+            "singular": bool(singular), "warnings": "; ".join(first_lines)}
 
 
 def _pcol(tab: pd.DataFrame) -> str:
@@ -292,15 +305,52 @@ def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None)
     return ReportSection("data", "Data and design", note, tables=tuple(out))
 
 
-def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFrame]:
+def _overall(data: pd.DataFrame, roles: dict[str, Any], conf_level: float) -> pd.DataFrame:
+    overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level)
+    return overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _per_item(data: pd.DataFrame, roles: dict[str, Any], ref: str, levels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-item counts: items each model never / always solves, solves alone; the reference against
+    the most accurate other model."""
+    schema = roles["schema"]
+    m, item = schema.model, schema.item
+    if schema.counts:
+        g = data.groupby([item, m], observed=True)[[schema.successes, schema.trials]].sum()
+        acc = (g[schema.successes] / g[schema.trials]).unstack()
+    else:
+        acc = data.groupby([item, m], observed=True)[schema.outcome].mean().unstack()
+    acc.columns = [str(c) for c in acc.columns]
+    solved = acc > 0
+    alone = solved.sum(axis=1) == 1
+    per_model = pd.DataFrame({
+        "model": levels,
+        "n_items": [int(acc[c].notna().sum()) for c in levels],
+        "never_solved": [int((acc[c] == 0).sum()) for c in levels],
+        "always_solved": [int((acc[c] == 1).sum()) for c in levels],
+        "only_model_solving": [int((alone & solved[c]).sum()) for c in levels]})
+    rows = []
+    other = next((lv for lv in levels if lv != ref), None)
+    if other is not None:
+        a, b = acc[ref], acc[other]
+        counts = {f"items neither {ref} nor {other} ever solves": ((a == 0) & (b == 0)).sum(),
+                  f"items {ref} solves more often than {other}": (a > b).sum(),
+                  f"items {other} solves more often than {ref}": (b > a).sum(),
+                  "items no model ever solves": (~solved).all(axis=1).sum()}
+        rows = [{"comparison": k, "n_items": int(v)} for k, v in counts.items()]
+    return per_model, pd.DataFrame(rows, columns=["comparison", "n_items"])
+
+
+def _accuracy_section(data: pd.DataFrame, roles: dict[str, Any], conf_level: float, overall: pd.DataFrame,
+                      ref: str) -> ReportSection:
     from .plots import accuracy_intervals
 
     schema = roles["schema"]
     cond = roles["conditions"]
     by = [schema.model] + cond
     tab = accuracy(data, by, ci="wilson", conf_level=conf_level)
-    overall = accuracy(data, schema.model, ci="wilson", conf_level=conf_level)
-    overall = overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    levels = [str(v) for v in overall[schema.model]]
+    per_model, pair = _per_item(data, roles, ref, levels)
     fig = accuracy_intervals(tab, y=schema.model, hue=cond[0] if cond else None,
                              col=cond[1] if len(cond) > 1 else None)
     note = (f"Accuracy is the share of correct answers; intervals are Wilson score intervals "
@@ -310,12 +360,16 @@ def _accuracy_section(data, roles, conf_level) -> tuple[ReportSection, pd.DataFr
     return ReportSection(
         "accuracy", "Accuracy with intervals", note,
         tables=(("accuracy", f"Accuracy by {', '.join(by)} with Wilson {conf_level:.0%} intervals.", tab),
-                ("accuracy_overall", "Accuracy by model over every condition and run.", overall)),
+                ("accuracy_overall", "Accuracy by model over every condition and run.", overall),
+                ("per_item", "Items each model never solves (no correct answer in any run or "
+                 "condition), always solves, and solves alone.", per_model),
+                ("reference_vs_runner_up", f"{ref} against the most accurate other model, item by "
+                 "item (accuracy of each item over its runs and conditions).", pair)),
         figures=(("fig1_accuracy", "Figure 1: accuracy per model and condition (Wilson intervals).",
-                  _close(fig)),)), overall
+                  _close(fig)),))
 
 
-def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
+def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
     from .plots import delta_bic_bars
 
     comp = compare_models(fits)
@@ -325,7 +379,7 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                              for n, f in fits.items()])
     tab = tab.merge(fit_rows, on="name", how="left")
     type3 = anova(fits[best]).to_frame()
-    note = (f"Logistic mixed models with random intercepts{rand.replace(' + ', ', ')} fitted by "
+    note = (f"Logistic mixed models with random intercepts {rand.strip(' +')} fitted by "
             "maximum likelihood (Laplace), as lme4::glmer, and compared by BIC: "
             f"{comp.verdict()}. Type-III Wald tests of the selected model as car::Anova(type = 3).")
     return ReportSection(
@@ -336,8 +390,8 @@ def _selection_section(data, fits: dict[str, Any], rand: str) -> tuple[ReportSec
                   _close(delta_bic_bars(comp))),)), best
 
 
-def _odds_section(data, roles, fit, formula, reference, conf_level,
-                  flips: list[dict[str, Any]]) -> ReportSection:
+def _odds_section(data: pd.DataFrame, roles: dict[str, Any], fit: Any, formula: str, reference: str,
+                  conf_level: float, flips: list[dict[str, Any]]) -> ReportSection:
     from .plots import odds_ratio_forest
 
     schema = roles["schema"]
@@ -366,16 +420,17 @@ def _odds_section(data, roles, fit, formula, reference, conf_level,
                                    "(log scale).", _close(fig)),))
 
 
-def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, formulas):
+def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, rand: str, response: str,
+                    reference: str, conf_level: float, log: list[dict[str, Any]]
+                    ) -> tuple[ReportSection, ReportSection, pd.DataFrame]:
     from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
 
     schema = roles["schema"]
     m = schema.model
     add, inter = f"{m} + {slice_}", f"{m} * {slice_}"
-    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data),
-            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data)}
-    formulas[f"{slice_}: additive"] = f"{response} ~ {add}{rand}"
-    formulas[f"{slice_}: interaction"] = f"{response} ~ {inter}{rand}"
+    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data, log, f"{slice_}: additive"),
+            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data, log,
+                                                 f"{slice_}: interaction")}
     comp = compare_models(fits)
     chosen_name = str(comp.table["name"].iloc[0])
     chosen = fits[chosen_name]
@@ -423,7 +478,7 @@ def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, 
     return means_sec, fit_sec, acc
 
 
-def _robustness_section(acc: pd.DataFrame, roles, slice_) -> ReportSection:
+def _robustness_section(acc: pd.DataFrame, roles: dict[str, Any], slice_: str) -> ReportSection:
     m = roles["schema"].model
     g = acc.groupby(m, observed=True)["estimate"]
     tab = pd.DataFrame({
@@ -439,7 +494,7 @@ def _robustness_section(acc: pd.DataFrame, roles, slice_) -> ReportSection:
         tables=(("robustness", f"Table S7: model accuracy across {slice_}.", tab),))
 
 
-def _reliability_section(data, roles) -> ReportSection:
+def _reliability_section(data: pd.DataFrame, roles: dict[str, Any]) -> ReportSection:
     from .plots import flip_rate_bars, icc_dots
 
     schema = roles["schema"]
@@ -465,7 +520,8 @@ def _reliability_section(data, roles) -> ReportSection:
                          figures=tuple(figs))
 
 
-def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, list[dict[str, Any]]]:
+def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boot: int, seed: int
+                   ) -> tuple[ReportSection, list[dict[str, Any]]]:
     from .plots import rank_bump, rank_intervals
 
     cond = roles["conditions"]
@@ -511,7 +567,8 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
                  ("rank_intervals", "Rank intervals (item bootstrap).", _close(rank_intervals(ru))))), corr
 
 
-def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
+def _repetitions_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, plan_se: float, cost_item: float,
+                         cost_run: float) -> tuple[ReportSection, list[dict[str, Any]]]:
     from .plots import se_curves
 
     schema = roles["schema"]
@@ -559,10 +616,14 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
                                    "averaged.", _close(se_curves(res, show_projection=True))),)), corr
 
 
-def _sign_flip_rows(data, formula, reference, model) -> list[dict[str, Any]]:
+def _sign_flip_rows(data: pd.DataFrame, formula: str, reference: str, model: str,
+                    log: list[dict[str, Any]]) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the refits' convergence and boundary flags go to the log
         sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
+    for row in sf.fits.itertuples(index=False):
+        log.append(_fit_row(f"sign flips: {'all runs' if row.run == 'all' else f'run {row.run}'}",
+                            row.formula, row.nobs, row.converged, row.singular))
     singles = sf.details[sf.details["run"] != "all"]
     flipped = singles.groupby("contrast")["flipped"].any()
     return [{"quantity": f"contrasts against {reference} whose significance changes in a single run",
@@ -574,7 +635,7 @@ def _sign_flip_rows(data, formula, reference, model) -> list[dict[str, Any]]:
                     "flip can be seen."}]
 
 
-def _bayes_section(data, formula, model, seed) -> ReportSection:
+def _bayes_section(data: pd.DataFrame, formula: str, model: str, seed: int) -> ReportSection:
     try:
         import pymc  # noqa: F401
     except ImportError:
@@ -673,31 +734,30 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
 
     sections: list[ReportSection] = [_data_section(data, roles, slice_)]
-    acc_sec, overall = _accuracy_section(data, roles, conf_level)
-    sections.append(acc_sec)
+    overall = _overall(data, roles, conf_level)
     levels = [str(v) for v in overall[m]]
     ref = str(reference) if reference is not None else levels[0]
     if ref not in levels:
         raise DataError(f"reference={reference!r} is not a model; the models are {levels}")
+    sections.append(_accuracy_section(data, roles, conf_level, overall, ref))
     cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
-    formulas: dict[str, str] = {}
-    fits = {}
-    for c in cands:
-        formulas[f"candidate: {c}"] = f"{response} ~ {c}{rand}"
-        fits[c] = _fit(f"{response} ~ {c}{rand}", data)
-    sel, best = _selection_section(data, fits, rand)
+    log: list[dict[str, Any]] = []
+    fits = {c: _fit(f"{response} ~ {c}{rand}", data, log, "candidate") for c in cands}
+    sel, best = _selection_section(fits, rand)
     sections.append(sel)
     full = formula or candidate_formulas(cond, m)[0]
-    full_fit = fits[full] if full in fits else _fit(f"{response} ~ {full}{rand}", data)
-    formulas["odds ratios and contrasts"] = f"{response} ~ {full}{rand}"
+    if full in fits:
+        full_fit = fits[full]
+        log[cands.index(full)]["use"] = "candidate; odds ratios and contrasts"
+    else:
+        full_fit = _fit(f"{response} ~ {full}{rand}", data, log, "odds ratios and contrasts")
     flips: list[dict[str, Any]] = []
     if n_runs >= 2 and not schema.counts:
-        formulas["sign flips (all runs; each run without the item:run term)"] = f"{response} ~ {best}{rand}"
-        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m)
+        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m, log)
     sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level, flips))
     if slice_ is not None:
         means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
-                                                        conf_level, formulas)
+                                                        conf_level, log)
         sections += [means_sec, fit_sec]
     else:
         line = ("Left out: the table has no item attribute (a column with one level per item, "
@@ -736,6 +796,18 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      pd.DataFrame(corrections)),)))
     if bayes:
         sections.append(_bayes_section(data, f"{response} ~ {best}{rand}", m, seed))
+    fit_log = pd.DataFrame(log)
+    n_bad = int((~fit_log["converged"]).sum())
+    sections.append(ReportSection(
+        "fits", "Models fitted",
+        "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
+        f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
+        "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
+        "is aliased with the item term).",
+        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    formulas: dict[str, str] = {}
+    for row in log:  # formula -> what it was fitted for
+        formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
                "bayes": bayes}
@@ -788,8 +860,8 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
              f"<b>{html.escape(str(rep.options.get('slice')))}</b>; model selected by BIC: "
              f"<code>{html.escape(str(rep.options.get('selected')))}</code>.</p>",
              "<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>'
-                                   for s in rep.sections) + '<li><a href="#software">Formulas and '
-             "software</a></li></ol></nav>"]
+                                   for s in rep.sections) + '<li><a href="#software">Software</a></li>'
+             "</ol></nav>"]
     for s in rep.sections:
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>')
         if s.skipped:
@@ -809,10 +881,8 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
         for name, caption, tab in s.tables:
             parts.append(_html_table(caption, tab, name))
         parts.append("</section>")
-    formulas = pd.DataFrame({"use": list(rep.formulas), "formula": list(rep.formulas.values())})
     versions = pd.DataFrame({"software": list(rep.versions), "version": list(rep.versions.values())})
-    parts.append('<section id="software"><h2>Formulas and software</h2>'
-                 + _html_table("Models fitted (lme4 syntax).", formulas, "formulas")
+    parts.append('<section id="software"><h2>Software</h2>'
                  + _html_table("Software versions.", versions, "versions") + "</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -111,7 +111,7 @@ class _Codes:
         return codes, levels
 
 
-def _code_dtype(n_levels: int) -> type:
+def _code_dtype(n_levels: int) -> type[np.signedinteger[Any]]:
     return np.int16 if n_levels < 2**15 else np.int32
 
 
@@ -162,7 +162,7 @@ def _group(codes: list[np.ndarray], sizes: list[int], weights: list[np.ndarray]
         del order
     if cells is None:
         cells = np.arange(total, dtype=np.int64)
-    out_codes = []
+    out_codes: list[np.ndarray] = []
     for s in reversed(sizes):
         out_codes.append((cells % s).astype(_code_dtype(s)))
         cells //= s
@@ -257,7 +257,12 @@ def aggregate_runs(
     data = open_dataset(source)
     names = data.schema.names
     where_src = ", ".join(map(str, source[:3])) if isinstance(source, (list, tuple)) else str(source)
-    value_cols = [successes, trials] if counts_in else [outcome]
+    # the role checks above guarantee these names; the narrowing below states it for the type checker
+    if successes is not None and trials is not None:
+        value_cols = [successes, trials]
+    else:
+        assert outcome is not None
+        value_cols = [outcome]
     roles = [c for c in (model, item, run) if c is not None]
     absent = [c for c in roles + value_cols if c not in names]
     if absent:
@@ -294,18 +299,18 @@ def aggregate_runs(
                                 f"in this file's batch; first rows:\n"
                                 + _bad_rows(batch, pc.is_null(arr), [c for c in roles if c != col][:2] + [col]))
         if counts_in:
-            k, n = (_whole(batch, c, path, roles) for c in (successes, trials))
+            k, n = (_whole(batch, c, path, roles) for c in value_cols)
             for bad, msg in ((k < 0, f"count column {successes!r} has negative counts"),
                              (n <= 0, f"trials column {trials!r} is 0 or negative (a row with no trials "
                                       f"carries no information; drop it)"),
                              (k > n, f"successes {successes!r} exceed trials {trials!r}")):
                 if bad.any():
                     raise DataError(f"{path}: {msg} in rows:\n"
-                                    + _bad_rows(batch, pa.array(bad), roles[:2] + [successes, trials]))
+                                    + _bad_rows(batch, pa.array(bad), roles[:2] + value_cols))
             values[0].append(k)
             values[1].append(n)
         else:
-            values[0].append(_binary(batch, outcome, path, roles))
+            values[0].append(_binary(batch, value_cols[0], path, roles))
         for col in full:
             coders[col].add(batch.column(col))
         n_read += batch.num_rows
@@ -337,14 +342,14 @@ def aggregate_runs(
     _design_warnings(out_codes, want, levels, n_rows, model, item, counts_in)
 
     out: dict[str, Any] = {}
-    for col, c in zip(want, out_codes):
+    for col, col_codes in zip(want, out_codes):
         lev = levels[col]
         numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
                       for v in lev)
         if col in roles or not numeric:
-            out[col] = pd.Categorical.from_codes(c, categories=lev)
+            out[col] = pd.Categorical.from_codes(col_codes, categories=lev)
         else:
-            out[col] = np.asarray(lev)[c]
+            out[col] = np.asarray(lev)[col_codes]
     k_name = successes if counts_in else outcome
     n_name = trials if counts_in else "trials"
     if n_name in out or k_name in out:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -80,6 +80,7 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
                         "for a posterior fit, look at contrasts with evalmix.contrast")
     coefs = coefficients(fit)
     names = coefs.names
+    beta, vcov = coefs.normal
     column_terms = list(fit.fixed_design.column_terms)
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
@@ -87,7 +88,7 @@ def anova(fit: Any, type: int | str = 3) -> AnovaTable:
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
         L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
-        rows.append((term, *wald_test(L, coefs.beta, coefs.vcov, separation=coefs.separation)))
+        rows.append((term, *wald_test(L, beta, vcov, separation=coefs.separation)))
     divergent = [r[0] for r in rows if np.isnan(r[1])]
     if coefs.separation is not None and divergent:
         import warnings
@@ -297,12 +298,13 @@ def _compare_posterior(items: list[tuple[str, Any]], ic: str) -> ModelComparison
 
     if ic not in ("loo", "waic"):
         raise ValueError(f"ic={ic!r}: use 'loo' or 'waic'")
+    criterion: Literal["loo", "waic"] = "waic" if ic == "waic" else "loo"
     nobs = {int(f.nobs) for _, f in items if hasattr(f, "nobs")}
     if len(nobs) > 1:
         raise ValueError(f"models were not all fitted to the same number of rows: {sorted(nobs)}")
     with warnings.catch_warnings():
         # arviz's notes on scale and deprecations; unreliable PSIS tails show in "warning"
         warnings.simplefilter("ignore")
-        tab = az.compare({n: f.idata for n, f in items}, ic=ic)
+        tab = az.compare({n: f.idata for n, f in items}, ic=criterion)
     table = tab.rename_axis("name").reset_index()
     return ModelComparison(table=table, lrt=pd.DataFrame(), criterion=ic)

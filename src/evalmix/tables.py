@@ -54,6 +54,7 @@ def _format_cell(value: Any, digits: int) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
+        value = float(value)
         if math.isnan(value):
             return ""
         if math.isinf(value):

@@ -14,7 +14,8 @@ file_arg <- grep("^--file=", commandArgs(FALSE), value = TRUE)
 here <- dirname(normalizePath(sub("^--file=", "", file_arg)))
 
 tukey <- do.call(rbind, lapply(c(0.9, 0.95), function(level)
-  data.frame(level = level, k = 2:10, crit = qtukey(level, 2:10, Inf) / sqrt(2))))
+  data.frame(level = level, k = c(2:10, 15, 20, 30),
+             crit = qtukey(level, c(2:10, 15, 20, 30), Inf) / sqrt(2))))
 
 g <- read.csv(file.path(here, "inference_glmer_sim.csv"))
 for (v in c("model", "lang", "item", "run")) g[[v]] <- factor(g[[v]])

@@ -103,10 +103,10 @@ class FusedDensity:
 
     @staticmethod
     def expected_free_rvs(bm: BayesModel) -> list[str]:
-        p = bm.basis["T"].shape[0]
+        p = bm.fixed_basis["T"].shape[0]
         names = ["Intercept_c"] if bm.intercept_col is not None else []
         if p:
-            qr = not np.array_equal(bm.basis["T"], np.eye(p))
+            qr = not np.array_equal(bm.fixed_basis["T"], np.eye(p))
             rvs = {v.name for v in bm.model.free_RVs}
             names += ["b_qr"] if qr else (["b"] if "b" in rvs else [f"b[{i}]" for i in range(p)])
         for pl in bm.plans:
@@ -119,7 +119,7 @@ class FusedDensity:
         reason = fused_reason(bm)
         if reason:
             raise ValueError(f"the compiled kernel does not cover this model: {reason}")
-        model, design, basis = bm.model, bm.design, bm.basis
+        model, design, basis = bm.model, bm.design, bm.fixed_basis
         value_name = {v.name: model.rvs_to_values[v].name for v in model.free_RVs}
         Xt, T = np.ascontiguousarray(basis["Xt"], float), np.ascontiguousarray(basis["T"], float)
         n, p = Xt.shape
@@ -144,7 +144,7 @@ class FusedDensity:
         terms = np.zeros((len(bm.plans), 6), np.int64)
         idx = np.zeros((len(bm.plans), n), np.int64)
         Z = np.ones((len(bm.plans), n))
-        rows = [prior_row(bm.priors[bm.fixed_names[bm.intercept_col]]) if i_int >= 0 else np.zeros(5)]
+        rows = [prior_row(bm.priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
         coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
         rows += [prior_row(bm.priors[c]) for c in coef]
         for t_i, pl in enumerate(bm.plans):
@@ -197,7 +197,7 @@ class FusedDensity:
         i_int, o_th = int(self.header[4]), int(self.header[6])
         bm = self.bm
         if i_int >= 0:
-            x[i_int] += _support_point(bm.priors[bm.fixed_names[bm.intercept_col]])
+            x[i_int] += _support_point(bm.priors[bm.intercept_name])
         if not any(name == "b_qr" for name, *_ in self.blocks):  # b_qr is flat: support point 0
             coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
             x[o_th:o_th + len(coef)] += [_support_point(bm.priors[c]) for c in coef]
@@ -220,7 +220,7 @@ class FusedDensity:
     def posterior(self, idata: Any) -> Any:
         """Add the model's deterministics (``b``, ``Intercept``, ``sd(...)``, non-centred effects)."""
         post = idata.posterior
-        bm, basis = self.bm, self.bm.basis
+        bm, basis = self.bm, self.bm.fixed_basis
         new: dict[str, Any] = {}
         dims = ("chain", "draw")
         p = basis["T"].shape[0]

@@ -91,6 +91,20 @@ class BayesModel:
     def fixed_names(self) -> list[str]:
         return list(self.design.fixed.columns)
 
+    @property
+    def fixed_basis(self) -> dict[str, np.ndarray]:
+        """``basis``, which every built model has (None only while it is being built)."""
+        if self.basis is None:
+            raise ValueError("the model's fixed-effects basis has not been set")
+        return self.basis
+
+    @property
+    def intercept_name(self) -> str:
+        """Name of the intercept column (a model without one has none to name)."""
+        if self.intercept_col is None:
+            raise ValueError("the model has no intercept")
+        return self.fixed_names[self.intercept_col]
+
     def parameterization_table(self) -> pd.DataFrame:
         return pd.DataFrame({
             "term": [p.label for p in self.plans],
@@ -305,7 +319,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     return BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis)
 
 
-def _vector_prior(name: str, priors: list[Prior], dims: str):
+def _vector_prior(name: str, priors: list[Prior], dims: str) -> Any:
     """One vector variable when all priors share a family (faster gradients), else one per entry."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -321,7 +335,7 @@ def _vector_prior(name: str, priors: list[Prior], dims: str):
 LIKELIHOODS = ("fused", "fused32", "softplus", "binomial")
 
 
-def _binomial_logit_loglik(eta, k: np.ndarray, m: np.ndarray, form: str):
+def _binomial_logit_loglik(eta: Any, k: np.ndarray, m: np.ndarray, form: str) -> Any:
     """Binomial log-likelihood of k of m with logit ``eta``, without the constant binomial terms.
 
     ``softplus``: ``k eta - m softplus(eta)`` (fastest with PyMC's C backend); ``fused``:
@@ -345,7 +359,7 @@ def _binomial_logit_loglik(eta, k: np.ndarray, m: np.ndarray, form: str):
     return pt.sum(k * eta - m * (pt.maximum(eta, 0.0) + pt.log1p(e)))
 
 
-def _vector_logp(priors: list[Prior], b):
+def _vector_logp(priors: list[Prior], b: Any) -> Any:
     """Sum of the prior log densities of the entries of ``b``."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -362,7 +376,7 @@ def _vector_logp(priors: list[Prior], b):
     return total
 
 
-def _dist_vector(name: str, family: str, kw: dict[str, np.ndarray], dims: str):
+def _dist_vector(name: str, family: str, kw: dict[str, np.ndarray], dims: str) -> Any:
     import pymc as pm
 
     from .priors import FAMILIES
@@ -370,7 +384,7 @@ def _dist_vector(name: str, family: str, kw: dict[str, np.ndarray], dims: str):
     return getattr(pm, FAMILIES[family][0])(name, **kw, dims=dims)
 
 
-def _sd_dists(sds: list[Prior]):
+def _sd_dists(sds: list[Prior]) -> Any:
     import pymc as pm
 
     from .priors import FAMILIES
@@ -382,7 +396,7 @@ def _sd_dists(sds: list[Prior]):
     return getattr(pm, FAMILIES[fam][0]).dist(**kw)
 
 
-def _corr_from_chol(chol):
+def _corr_from_chol(chol: Any) -> Any:
     import pytensor.tensor as pt
 
     cov = chol @ chol.T

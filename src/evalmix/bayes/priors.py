@@ -111,7 +111,7 @@ class Prior:
             return Prior("laplace", (0.0, 1.0 / p[0]))
         raise ValueError(f"prior {self} has no symmetric extension")
 
-    def dist(self, name: str, **kwargs: Any):
+    def dist(self, name: str, **kwargs: Any) -> Any:  # a PyMC random variable
         """The PyMC random variable ``name`` with this prior (inside a model context)."""
         import pymc as pm
 
@@ -171,7 +171,7 @@ def resolve_priors(design: Any, priors: Mapping[str, Any] | None) -> tuple[dict[
             key = "Intercept"
             p, src = user.get(key, DEFAULT_PRIORS[key]), "user" if key in user else "default"
         elif col in user or term in user:
-            p, src = user.get(col, user.get(term)), "user"
+            p, src = (user[col] if col in user else user[term]), "user"
         else:
             p, src = user.get("fixed", DEFAULT_PRIORS["fixed"]), "user" if "fixed" in user else "default"
             x = X[:, j]

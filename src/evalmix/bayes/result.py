@@ -13,7 +13,7 @@ from scipy.special import expit, log_expit
 from .._result import Result, Summary, frame_records
 from ..draws import hdi
 from ..errors import DataError
-from .model import BayesModel, dense_x
+from .model import BayesModel, TermPlan, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
@@ -121,6 +121,12 @@ class BayesGlmerResult(Result):
     family: str = "binomial"
     link: str = "logit"
 
+    @property
+    def _model(self) -> BayesModel:
+        if self._bm is None:
+            raise ValueError("this result holds no model: only evalmix.bayes.glmer() results do")
+        return self._bm
+
     # ------------------------------------------------------------------ draws
     def _param_draws(self) -> dict[str, np.ndarray]:
         """Reported parameters -> (chain, draw) arrays: fixed effects, SDs, correlations."""
@@ -132,7 +138,7 @@ class BayesGlmerResult(Result):
         fd = self.fixef_draws.to_numpy().reshape(self.chains, self.draws, -1)
         for j, n in enumerate(names):
             out[n] = fd[:, :, j]
-        for p in self._bm.plans:
+        for p in self._model.plans:
             t = p.term
             sd = np.asarray(post[f"sd({p.label})"])
             sd = sd[..., None] if sd.ndim == 2 else sd
@@ -150,9 +156,9 @@ class BayesGlmerResult(Result):
         """Linear predictor of each pooled row for each draw: (n_draws, n_cells)."""
         if "eta" in self._cache:
             return self._cache["eta"]
-        design = self._bm.design
+        design = self._model.design
         eta = self.fixef_draws.to_numpy() @ dense_x(design).T
-        for p in self._bm.plans:
+        for p in self._model.plans:
             t = p.term
             u = self._deviations(p)
             if t.nc == 1:
@@ -162,7 +168,7 @@ class BayesGlmerResult(Result):
         self._cache["eta"] = eta
         return eta
 
-    def _deviations(self, p) -> np.ndarray:
+    def _deviations(self, p: TermPlan) -> np.ndarray:
         """Draws of a term's random effects as deviations from zero: (n_draws, levels[, columns]).
 
         A term that holds the intercept is sampled as ``a_l ~ Normal(Intercept_c, sigma)``; its
@@ -180,7 +186,7 @@ class BayesGlmerResult(Result):
 
     def ranef_draws(self, group: str) -> pd.DataFrame:
         """Posterior draws of the random effects of ``group`` (columns ``level`` or ``level:column``)."""
-        for p in self._bm.plans:
+        for p in self._model.plans:
             if p.term.group == group:
                 u = self._deviations(p)
                 t = p.term
@@ -189,13 +195,13 @@ class BayesGlmerResult(Result):
                 cols = [f"{lv}:{c}" for lv in t.levels for c in t.cnames]
                 return pd.DataFrame(u.reshape(len(u), -1), columns=cols)
         raise KeyError(f"no random term with grouping factor {group!r}; "
-                       f"groups: {[p.term.group for p in self._bm.plans]}")
+                       f"groups: {[p.term.group for p in self._model.plans]}")
 
     def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
         """Every random effect (``group``, ``level``, ``term``): posterior mean ``estimate``,
         posterior SD ``se`` and HDI ``conf_low``, ``conf_high``."""
         rows = []
-        for p in self._bm.plans:
+        for p in self._model.plans:
             t = p.term
             u = self._deviations(p)
             u = u[..., None] if u.ndim == 2 else u
@@ -217,7 +223,7 @@ class BayesGlmerResult(Result):
         """
         if "loglik" in self._cache:
             return self._cache["loglik"]
-        design = self._bm.design
+        design = self._model.design
         eta = self._eta_cells()
         lp, lq = log_expit(eta), log_expit(-eta)
         ri, k, m = design.row_index, design.k_rows, design.m_rows
@@ -230,7 +236,7 @@ class BayesGlmerResult(Result):
         return ll
 
     @property
-    def idata(self):
+    def idata(self) -> Any:  # arviz.InferenceData
         """ArviZ InferenceData: posterior, sample_stats, log_likelihood (per row) and observed data."""
         if "idata" in self._cache:
             return self._cache["idata"]
@@ -244,13 +250,13 @@ class BayesGlmerResult(Result):
                                 "row": np.arange(ll.shape[-1])})
         idata.add_groups(log_likelihood=ds) if "log_likelihood" not in idata.groups() else None
         if "observed_data" not in idata.groups():
-            d = self._bm.design
+            d = self._model.design
             idata.add_groups(observed_data=xr.Dataset({"y": (("row",), d.k_rows)}))
         self._cache["idata"] = idata
         _ = az  # arviz is the reader of this object
         return idata
 
-    def loo(self, pointwise: bool = False):
+    def loo(self, pointwise: bool = False) -> Any:  # arviz.ELPDData
         """PSIS-LOO (``arviz.loo``) on the rows as given."""
         import arviz as az
 
@@ -258,7 +264,7 @@ class BayesGlmerResult(Result):
             warnings.simplefilter("ignore", UserWarning)
             return az.loo(self.idata, pointwise=pointwise)
 
-    def waic(self, pointwise: bool = False):
+    def waic(self, pointwise: bool = False) -> Any:  # arviz.ELPDData
         """WAIC (``arviz.waic``) on the rows as given."""
         import arviz as az
 
@@ -286,7 +292,7 @@ class BayesGlmerResult(Result):
 
         params = dict(self._param_draws())
         if random_effects:
-            for p in self._bm.plans:
+            for p in self._model.plans:
                 t = p.term
                 u = self._deviations(p).reshape((self.chains, self.draws) + (t.nl, t.nc))
                 for li, lv in enumerate(t.levels):
@@ -421,7 +427,7 @@ class BayesGlmerResult(Result):
         >>> fit.posterior_predictive(by="model").to_frame()  # doctest: +SKIP
         """
         rng = np.random.default_rng(seed)
-        design = self._bm.design
+        design = self._model.design
         data = design.data
         for col in (by, spread):
             if col is not None and col not in data.columns:

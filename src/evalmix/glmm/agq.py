@@ -14,19 +14,26 @@ together, starting from the Laplace optimum.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+<<<<<<< HEAD
 from ..links import log_probabilities
+=======
+from ..formula import RandomTerm
+>>>>>>> main
 from .deviance import Evaluation, LaplaceDeviance
 
 
 class AGQDeviance:
     """The nAGQ-point deviance of a model with one scalar random-effect term."""
 
-    def __init__(self, ld: LaplaceDeviance, term, nagq: int):
+    def __init__(self, ld: LaplaceDeviance, term: RandomTerm, nagq: int):
         self.ld = ld
         self.idx = term.index
         self.J = term.nl
@@ -70,7 +77,7 @@ class AGQDeviance:
         return dev, ev
 
 
-def fd_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
+def fd_hessian(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4) -> np.ndarray:
     """Central second differences of ``f`` at ``x`` (lme4's ``deriv12`` step)."""
     n = x.size
     f0 = f(x)
@@ -87,7 +94,7 @@ def fd_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
     return H
 
 
-def fd_gradient(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndarray:
+def fd_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndarray:
     g = np.empty(x.size)
     for i in range(x.size):
         e = np.zeros(x.size)
@@ -100,7 +107,8 @@ def fd_gradient(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndar
 
 
 def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower: np.ndarray,
-                 maxiter: int = 500):
+                 maxiter: int = 500
+                 ) -> tuple[np.ndarray, float, Evaluation, np.ndarray, Any, Callable[[np.ndarray], float]]:
     """Minimise the AGQ deviance over (theta, beta) from the Laplace optimum.
 
     Returns the final (theta, beta), the deviance, the PIRLS evaluation there, the gradient and

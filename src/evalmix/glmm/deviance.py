@@ -18,6 +18,7 @@ Two solvers for the random-effects system ``H = A' W A + I``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -26,6 +27,9 @@ import scipy.sparse as sp
 from ..formula import RandomTerm
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
+
+if TYPE_CHECKING:
+    from .design import FixedMatrix
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -83,7 +87,7 @@ class NestedSolver:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
         sf = X.group_wsum(self.fi, self.J, w)
         if not self.two:
@@ -234,7 +238,7 @@ class DenseSolver:
     def zlt(self, r: np.ndarray) -> np.ndarray:
         return self.AT @ r
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
@@ -243,7 +247,8 @@ class DenseSolver:
             if not hasattr(self, "_flat"):
                 self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
             wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+            # weighted bincount returns floats (numpy's stubs say integers)
+            H: np.ndarray = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
         else:
             H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
@@ -294,11 +299,11 @@ class BlockDiagSolver(DenseSolver):
         self.weights = w
         nl, nc = self.nl, self.nc
         wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B: np.ndarray = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
         B += np.eye(nc)
         self.B = B
         self.Lb = np.linalg.cholesky(B)
-        self._Binv = None
+        self._Binv: np.ndarray | None = None
         return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -376,7 +381,7 @@ class SchurSolver(DenseSolver):
         # pairs were sorted by item then column, the order of the CSR data
         data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self._pairs.size)
         wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         if self.dense:
             C = np.zeros(self.q1 * self.qr)
@@ -389,7 +394,7 @@ class SchurSolver(DenseSolver):
             self.G = sp.diags(1.0 / self.D) @ self.C
             S = Hrr - (self.C.T @ self.G).toarray()
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def _s_solve(self, r: np.ndarray) -> np.ndarray:
@@ -543,13 +548,14 @@ class BlockSchurSolver(DenseSolver):
         Va, Vr = self._rows()
         self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
         wa = w[:, None] * Va
-        Ab = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
-                        nl * b * b).reshape(nl, b, b)
+        Ab: np.ndarray = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
+                                     nl * b * b).reshape(nl, b, b)
         Ab += np.eye(b)
         C = np.bincount(self._cflat.ravel(), (wa[:, :, None] * Vr[:, None, :]).ravel(),
                         self.q1 * qr).reshape(self.q1, qr)
-        Hrr = np.bincount(self._rflat.ravel(), ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
-                          qr * qr).reshape(qr, qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(),
+                                      ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
+                                      qr * qr).reshape(qr, qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.La = np.linalg.cholesky(Ab)
         self.Ab, self.C = Ab, C
@@ -619,7 +625,8 @@ class NestedSchurSolver(DenseSolver):
     (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
     Schur complement of the size of the crossed terms."""
 
-    grad_theta = None  # no per-row blocks of H^-1 here: the optimiser differences the deviance
+    # no per-row blocks of H^-1 here: the optimiser differences the deviance (callers test for None)
+    grad_theta = None  # type: ignore[assignment]
 
     def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
         super().__init__(terms)
@@ -681,12 +688,12 @@ class NestedSchurSolver(DenseSolver):
         C = (np.bincount(self._ff, (inn.tf * wr).ravel(), size)
              + np.bincount(self._cf, (inn.tc * wr).ravel(), size)).reshape(self.q1, self.qr)
         ww = wr[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.C = C
         self.G = inn.solve(C)
         self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(ld1 + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -725,6 +732,15 @@ class NestedSchurSolver(DenseSolver):
             return self.cond_var()[idx][:, :, None]
         r = li - self.q1
         return self._sinv()[r[:, :, None], r[:, None, :]]
+
+
+def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
+    """``2 sum(k log(k/m) + (m - k) log(1 - k/m))`` over rows of ``k`` successes in ``m`` trials:
+    the binomial residual deviance minus ``-2 log L`` (0 for 0/1 rows)."""
+    k, m = np.asarray(k, float), np.asarray(m, float)
+    ok = m > 0
+    k, m = k[ok], m[ok]
+    return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
 
 
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
@@ -778,7 +794,7 @@ class LaplaceDeviance:
         over beta follows the modes with the observed information.
     """
 
-    def __init__(self, X: np.ndarray, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
+    def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
                  solver: NestedSolver | DenseSolver | None = None,
                  offset: np.ndarray | None = None, link: str = "logit"):
         if link not in LINKS:
@@ -791,7 +807,7 @@ class LaplaceDeviance:
         self.p = X.shape[1]
         self.evaluations = 0
         self.pirls_iterations = 0
-        self._theta = None
+        self._theta: np.ndarray | None = None
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -974,6 +990,97 @@ class LaplaceDeviance:
         s = self.solver
         wp = ev.w * (1.0 - 2.0 * ev.mu)
         return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
+
+    # lme4's residual deviance minus D(y, eta): the saturated model's term of the rows lme4 sees
+    # (0 for 0/1 rows); its PIRLS stopping rule is relative to the residual deviance
+    saturated: float = 0.0
+
+    def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                              tol: float = 1e-7, maxit: int = 100) -> int:
+        """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
+        return self.lme4_pirls(theta, beta, eta_start, tol, maxit)[1]
+
+    def lme4_pirls(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                   tol: float = 1e-7, maxit: int = 100) -> tuple[float, int]:
+        """lme4 1.1-31's second-stage deviance function at ``(theta, beta)`` and its PIRLS
+        iterations (``pwrssUpdate`` over u only; the deviance without the constant).
+
+        Its deviance function restarts from ``eta_start`` and stops when the penalised deviance
+        changes by less than ``tol`` relative between two iterations (never at the first); each
+        iteration factors at the weights of the previous linear predictor, so after ``k``
+        iterations ``log det`` is taken ``k - 1`` Newton steps from the start. Step halving as in
+        lme4 (towards the previous ``u`` while the penalised deviance rises).
+        """
+        self._set_theta(theta)
+        self._last = None  # the factor below replaces the one of the last PIRLS call
+        s = self.solver
+        xb = self.X.dot(beta)
+        if self.offset is not None:
+            xb = xb + self.offset
+        eta = np.asarray(eta_start, dtype=float)
+        mu = self.kernel_mu(eta)[1]
+        u_old, old = None, np.inf
+        for i in range(1, maxit + 1):
+            score, w = self.working(eta, mu)
+            logdet = s.factor(w)
+            u = s.solve(s.zlt(w * (eta - xb) + score))  # weighted least squares on the working response
+            eta = xb + s.zl(u)
+            kern, mu = self.kernel_mu(eta)
+            pdev = kern + float(u @ u)
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
+                return pdev + logdet, i
+            for _ in range(20):
+                if u_old is None or (np.isfinite(pdev) and pdev <= old):
+                    break
+                u = (u_old + u) / 2.0
+                eta = xb + s.zl(u)
+                kern, mu = self.kernel_mu(eta)
+                pdev = kern + float(u @ u)
+            u_old, old = u, pdev
+        return pdev + logdet, maxit
+
+    def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
+                   tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
+                                                                np.ndarray]:
+        """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
+
+        Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
+        penalised deviance, and ``beta``, ``u`` and ``eta`` there.
+        """
+        self._set_theta(theta)
+        self._last = None
+        s = self.solver
+        off = 0.0 if self.offset is None else self.offset
+        beta = np.array(beta, dtype=float)
+        u = np.zeros(self.q) if u is None else np.array(u, dtype=float)
+        eta = self.X.dot(beta) + off + s.zl(u)
+        kern, mu = self.kernel_mu(eta)
+        pdev = kern + float(u @ u)
+        for _ in range(maxit):
+            score, w = self.working(eta, mu)
+            logdet = s.factor(w)
+            gu = s.zlt(score) - u
+            gb = self.X.tdot(score)
+            B = s.zlt_wx(self.X, w)
+            HiB = s.solve(B)
+            Hig = s.solve(gu)
+            db = np.linalg.lstsq(self.X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+            du = Hig - HiB @ db
+            dec = float(gu @ du + gb @ db)
+            if dec < tol * (1.0 + abs(pdev)):
+                break
+            step = 1.0
+            for _ in range(30):
+                un, bn = u + step * du, beta + step * db
+                etan = self.X.dot(bn) + off + s.zl(un)
+                kn, mun = self.kernel_mu(etan)
+                pn = kn + float(un @ un)
+                if pn <= pdev + 1e-12 * abs(pdev):
+                    break
+                step *= 0.5
+            u, beta, eta, mu, pdev = un, bn, etan, mun, pn
+        logdet = s.factor(self.working(eta, mu)[1])
+        return pdev + logdet, beta, u, eta
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""

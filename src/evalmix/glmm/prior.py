@@ -114,8 +114,8 @@ def parse_fixef_prior(spec: Any, names: Sequence[str]) -> NormalPrior:
         raise FormulaError(f"fixef_prior {spec!r} is not understood: write 'normal(0, 2.5)' "
                            "(mean 0, sd 2.5 for every coefficient) or 'normal(sd = c(10, 2.5))'")
     args = (m.group(1) or "").strip()
-    if not args:
-        return _checked(mean, _expand([10.0, 2.5], p), names)
+    if not args:  # blme's default normal(sd = c(10, 2.5)); one coefficient gets 10
+        return _checked(mean, _expand([10.0, 2.5][:max(p, 1)], p), names)
     if "cov" in args or "common.scale" in args:
         raise FormulaError("fixef_prior: only independent normal priors (sd =) are supported")
     sd_m = re.search(r"sd\s*=\s*(?:c\s*\(|\[)?([^)\]]*)", args)
@@ -146,8 +146,13 @@ def _expand(sds: list[float], p: int) -> np.ndarray:
         return np.full(p, sds[0])
     if len(sds) == 2 and p > 2:
         return np.array([sds[0]] + [sds[1]] * (p - 1))
-    if len(sds) > p:
-        raise FormulaError(f"fixef_prior gives {len(sds)} sds for {p} fixed effects")
+    if len(sds) > p:  # blme warns and keeps the first p
+        import warnings
+
+        from ..errors import FitWarning
+
+        warnings.warn(f"fixef_prior gives {len(sds)} sds for {p} fixed effect(s): using the "
+                      f"first {p}", FitWarning, stacklevel=4)
     return np.resize(np.array(sds, dtype=float), p)
 
 

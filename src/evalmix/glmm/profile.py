@@ -17,6 +17,7 @@ lower end 0 (lme4 reports 0 too). Correlations are not profiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,14 +76,15 @@ class _Profile:
         self.pf.beta, self.pf.u, self.pf.free = self.beta_hat.copy(), None, None
         self.theta_cur = self.theta_hat.copy()
 
-    def _minimise(self, x0, mask, to_theta, chain) -> float:
+    def _minimise(self, x0: np.ndarray, mask: np.ndarray, to_theta: Callable[[np.ndarray], np.ndarray],
+                  chain: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
         """Minimise the deviance over the free coordinates ``x`` (theta = to_theta(x))."""
         pf = self.pf
         if not mask.any():
             self.theta_cur = to_theta(x0)
             return pf.inner(self.theta_cur).dev
 
-        def f(xf):
+        def f(xf: np.ndarray) -> tuple[float, np.ndarray]:
             x = x0.copy()
             x[mask] = xf
             dev, g = pf.objective(to_theta(x))
@@ -96,7 +98,7 @@ class _Profile:
         self.theta_cur = to_theta(x)  # warm start of the next point of the profile
         return float(res.fun)
 
-    def _bounds_for(self, x0):
+    def _bounds_for(self, x0: np.ndarray) -> list[tuple[float | None, None]]:
         return [(lo if np.isfinite(lo) else None, None) for lo in self.lower]
 
     # ----------------------------------------------------------------------- fixed effect j
@@ -132,16 +134,16 @@ class _Profile:
             row[-1] = 1.0
         x0[slots] = row / np.linalg.norm(row)
 
-        def to_theta(x):
+        def to_theta(x: np.ndarray) -> np.ndarray:
             th = x.copy()
             r = x[slots]
-            th[slots] = value * r / max(np.linalg.norm(r), 1e-12)
+            th[slots] = value * r / max(float(np.linalg.norm(r)), 1e-12)
             return th
 
-        def chain(x, g):
+        def chain(x: np.ndarray, g: np.ndarray) -> np.ndarray:
             out = g.copy()
             r = x[slots]
-            n = max(np.linalg.norm(r), 1e-12)
+            n = max(float(np.linalg.norm(r)), 1e-12)
             u = r / n
             out[slots] = value / n * (g[slots] - u * (u @ g[slots]))
             return out
@@ -149,40 +151,74 @@ class _Profile:
         return self._minimise(x0, mask, to_theta, chain)
 
     # ------------------------------------------------------------------------- intervals
-    def interval(self, dev_at, estimate: float, scale: float, z: float,
+    def interval(self, dev_at: Callable[[float], float], estimate: float, scale: float, z: float,
                  lower_limit: float | None = None) -> tuple[float, float]:
-        """Ends of ``{v : |zeta(v)| <= z}`` by bracketing outward from the estimate."""
+        """Ends of ``{v : |zeta(v)| <= z}``: secant steps from the estimate, bracketing and
+        Brent's method when they misbehave."""
 
-        def zeta(v):
+        def zeta(v: float) -> float:
             d = dev_at(v) - self.dev0
             return np.sign(v - estimate) * np.sqrt(max(d, 0.0))
 
         ends = []
         for direction in (-1.0, 1.0):
             self.reset()
-            target = direction * z
-            prev = estimate
-            step = max(scale, 1e-3)
-            found = None
-            for _ in range(40):
-                v = prev + direction * step
-                if lower_limit is not None and v <= lower_limit:
-                    v = lower_limit
-                    zv = zeta(v) if v != estimate else 0.0
-                    if direction * zv < z:  # the profile never reaches -z above the limit
-                        found = lower_limit
-                        break
-                    found = brentq(lambda s: zeta(s) - target, v, prev, xtol=1e-7)
-                    break
-                zv = zeta(v)
-                if direction * zv >= z:
-                    a, b = (v, prev) if direction < 0 else (prev, v)
-                    found = brentq(lambda s: zeta(s) - target, a, b, xtol=1e-7)
-                    break
-                prev = v
-                step *= 1.6
+            found = self._secant(zeta, estimate, direction, z, max(scale, 1e-3), lower_limit)
+            if found is None:
+                self.reset()
+                found = self._bracket(zeta, estimate, direction, z, max(scale, 1e-3),
+                                      lower_limit)
             ends.append(np.nan if found is None else float(found))
         return ends[0], ends[1]
+
+    @staticmethod
+    def _secant(zeta: Callable[[float], float], estimate: float, direction: float, z: float, step: float,
+                lower_limit: float | None, tol: float = 1e-6, maxit: int = 10) -> float | None:
+        """``zeta`` is close to linear: secant steps from the estimate usually land in 3-5
+        evaluations. None when they misbehave (the caller then brackets)."""
+        target = direction * z
+        v0, z0 = estimate, 0.0
+        v1 = estimate + direction * step
+        for _ in range(maxit):
+            if lower_limit is not None and v1 <= lower_limit:
+                zl = zeta(lower_limit)
+                if direction * zl < z:  # the profile never reaches -z above the limit
+                    return lower_limit
+                return None
+            z1 = zeta(v1)
+            if not np.isfinite(z1):
+                return None
+            if abs(z1 - target) < tol:
+                return v1
+            if z1 == z0 or (v1 - estimate) * direction <= 0:
+                return None
+            v2 = v1 + (target - z1) * (v1 - v0) / (z1 - z0)
+            if (v2 - estimate) * direction <= 0 or abs(v2 - v1) > 4 * abs(v1 - estimate):
+                return None
+            v0, z0, v1 = v1, z1, v2
+        return None
+
+    @staticmethod
+    def _bracket(zeta: Callable[[float], float], estimate: float, direction: float, z: float, step: float,
+                 lower_limit: float | None) -> float | None:
+        """Step outward until ``|zeta| >= z``, then Brent's method in the bracket."""
+        target = direction * z
+        prev = estimate
+        for _ in range(40):
+            v = prev + direction * step
+            if lower_limit is not None and v <= lower_limit:
+                v = lower_limit
+                zv = zeta(v) if v != estimate else 0.0
+                if direction * zv < z:
+                    return lower_limit
+                return brentq(lambda s: zeta(s) - target, v, prev, xtol=1e-7)
+            zv = zeta(v)
+            if direction * zv >= z:
+                a, b = (v, prev) if direction < 0 else (prev, v)
+                return brentq(lambda s: zeta(s) - target, a, b, xtol=1e-7)
+            prev = v
+            step *= 1.6
+        return None
 
 
 def profile_intervals(ld: LaplaceDeviance, terms: list, lower: np.ndarray, theta: np.ndarray,
@@ -200,7 +236,7 @@ def profile_intervals(ld: LaplaceDeviance, terms: list, lower: np.ndarray, theta
     if which in ("all", "theta_"):
         for name, ti, c, pos, sd in sd_parameters(terms, theta):
             prof.reset()
-            scale = max(0.25 * sd, 0.05)
+            scale = max(0.5 * sd, 0.1)
             lo, hi = prof.interval(lambda v: prof.sd_dev(ti, c, pos, v, prof.theta_cur),
                                    sd, scale, z, lower_limit=0.0)
             rows.append((name, sd, lo, hi))
@@ -208,7 +244,7 @@ def profile_intervals(ld: LaplaceDeviance, terms: list, lower: np.ndarray, theta
         for j, name in enumerate(beta_names):
             prof.reset()
             lo, hi = prof.interval(lambda v: prof.beta_dev(j, v, prof.theta_cur), beta[j],
-                                   0.5 * beta_se[j], z)
+                                   z * beta_se[j], z)
             rows.append((name, float(beta[j]), lo, hi))
     return rows
 
@@ -235,6 +271,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
     extra = {"offset": off, "link": fit.link}
+    ld: LaplaceDeviance
     if fit.fixef_prior is not None:
         from .prior import NormalPrior
 

@@ -166,6 +166,12 @@ class Separation(Result):
             "+inf" if v == np.inf else "-inf" if v == -np.inf else "finite" if v == 0
             else "not identified" for v in self.verdicts]})
 
+    def _title(self) -> str:
+        return f"Separation ({self.kind}): {self.n_rows} rows fitted perfectly in the limit"
+
+    def _notes(self) -> list[str]:
+        return list(self.slices)
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update({"kind": self.kind, "slices": list(self.slices), "n_rows": self.n_rows,

@@ -15,6 +15,7 @@ from .detect import detect_format, is_log_source, read_logs
 from .helm import read_helm
 from .inspect_logs import read_inspect
 from .lm_eval import read_lm_eval
+from .openai_evals import read_openai_evals
 
 __all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lm_eval",
-           "read_logs"]
+           "read_logs", "read_openai_evals"]

@@ -14,6 +14,7 @@ from ._common import PathLike
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
 from .lm_eval import is_lm_eval_samples, read_lm_eval
+from .openai_evals import is_openai_evals_record, read_openai_evals
 
 __all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
 
@@ -22,6 +23,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "inspect": (read_inspect, "Inspect AI .eval/.json logs"),
     "lm-eval": (read_lm_eval, "lm-evaluation-harness samples_<task>_<stamp>.jsonl"),
     "helm": (read_helm, "HELM per_instance_stats.json"),
+    "openai-evals": (read_openai_evals, "OpenAI evals record files (oaieval --record_path)"),
 }
 
 
@@ -45,6 +47,8 @@ def _format_of(path: Path) -> str | None:
         return "lm-eval" if _is_lm_eval(path) else None
     if path.suffix in (".eval", ".json") and is_inspect_log(path):
         return "inspect"
+    if is_openai_evals_record(path):
+        return "openai-evals"
     return None
 
 
@@ -93,7 +97,8 @@ def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
     ----------
     path : path or DataFrame
         A log file or a folder of logs of one harness: Inspect AI ``.eval``/``.json`` logs,
-        lm-evaluation-harness ``--output_path`` folders, HELM run folders.  A DataFrame from
+        lm-evaluation-harness ``--output_path`` folders, HELM run folders, OpenAI evals record
+        files.  A DataFrame from
         ``inspect_ai.analysis.samples_df`` is read with :func:`read_inspect`.
     **options
         Passed to the loader: ``scorer=``/``score_key=`` (Inspect), ``metric=``/``filter_name=``
@@ -103,7 +108,8 @@ def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
     -------
     pandas.DataFrame
         What the format's loader returns (:func:`read_inspect`, :func:`read_lm_eval`,
-        :func:`read_helm`); ``df.attrs["evalmix_source"]["format"]`` names the format.
+        :func:`read_helm`, :func:`read_openai_evals`); ``df.attrs["evalmix_source"]["format"]``
+        names the format.
 
     Raises
     ------

@@ -14,7 +14,7 @@ __all__ = ["critical_difference_plot"]
 def _cliques(ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
     """Maximal runs of consecutive (sorted) models whose rank range is below ``cd``."""
     k = ranks.size
-    spans = []
+    spans: list[tuple[int, int]] = []
     for i in range(k):
         j = i
         while j + 1 < k and ranks[j + 1] - ranks[i] < cd:

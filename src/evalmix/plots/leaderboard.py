@@ -61,8 +61,8 @@ def leaderboard_plot(result: Any, *, where: Mapping[str, Any] | None = None, fig
             raise DataError(f"the result has one leaderboard per {by}; choose one with where={{...}} "
                             f"naming {by}")
         mask = np.ones(len(table), bool)
-        for k, v in where.items():
-            mask &= (table[k] == v).to_numpy()
+        for col, val in where.items():
+            mask &= (table[col] == val).to_numpy()
         table = table[mask]
         if table.empty:
             raise DataError(f"no leaderboard for {dict(where)}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -79,9 +81,9 @@ def glmm_runs(
     for name, value in (("n_models", n_models), ("n_items", n_items), ("n_runs", n_runs)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    for name, value in (("sd_item", sd_item), ("sd_item_run", sd_item_run), ("sd_slope", sd_slope)):
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value}")
+    for name, sd in (("sd_item", sd_item), ("sd_item_run", sd_item_run), ("sd_slope", sd_slope)):
+        if sd < 0:
+            raise ValueError(f"{name} must be >= 0, got {sd}")
     rng = np.random.default_rng(seed)
     if model_effects is None:
         effects = dict(zip([f"M{j + 1}" for j in range(n_models)],
@@ -101,7 +103,7 @@ def glmm_runs(
     b = rng.normal(0.0, sd_slope, n_items)
 
     # Full factorial grid, item fastest so that items line up within each (model, slices, run) block.
-    factors = {"model": list(effects)} | {f: list(levels) for f, levels in spec.items()}
+    factors: dict[str, list[Any]] = {"model": list(effects)} | {f: list(levels) for f, levels in spec.items()}
     factors |= {"run": list(range(1, n_runs + 1)), "item": items}
     grid = pd.MultiIndex.from_product(list(factors.values()), names=list(factors)).to_frame(index=False)
     item_idx = np.tile(np.arange(n_items), len(grid) // n_items)
