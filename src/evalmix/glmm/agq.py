@@ -22,7 +22,11 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+<<<<<<< HEAD
+from ..links import log_probabilities
+=======
 from ..formula import RandomTerm
+>>>>>>> main
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -43,15 +47,7 @@ class AGQDeviance:
     def _rowdev(self, eta: np.ndarray) -> np.ndarray:
         """``-2 (k log mu + (m - k) log(1 - mu))`` per pooled row."""
         ld = self.ld
-        mu = np.clip(ld.kernel_mu(eta)[1], 1e-300, 1 - 1e-16)
-        if ld.link == "logit":  # log mu and log(1 - mu) without cancellation
-            lmu, l1mu = -np.logaddexp(0, -eta), -np.logaddexp(0, eta)
-        elif ld.link == "cloglog":
-            l1mu = -np.exp(np.minimum(eta, 700.0))
-            lmu = np.log(mu)
-        else:
-            from scipy.special import log_ndtr
-            lmu, l1mu = log_ndtr(eta), log_ndtr(-eta)
+        lmu, l1mu = log_probabilities(ld.link, eta)
         return -2.0 * (ld.k * lmu + (ld.m - ld.k) * l1mu)
 
     def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.special as sp_special
 
 from ..formula import RandomTerm
-from ..links import LINKS, mu_eta
+from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
+                     mu_eta)
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
@@ -790,8 +790,8 @@ class LaplaceDeviance:
         Added to the linear predictor.
     link : {"logit", "probit", "cloglog"}
         For the non-canonical links the weights are the Fisher (IRLS) weights
-        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant, and gradients over
-        beta are central differences of the deviance.
+        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant; the exact gradient
+        over beta follows the modes with the observed information.
     """
 
     def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
@@ -828,14 +828,8 @@ class LaplaceDeviance:
             inv = 1.0 / (1.0 + e)
             mu = np.where(eta >= 0, inv, e * inv)
             return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
-        if self.link == "probit":
-            lmu, l1mu = sp_special.log_ndtr(eta), sp_special.log_ndtr(-eta)
-            mu = sp_special.ndtr(eta)
-        else:  # cloglog: 1 - mu = exp(-e^eta)
-            ee = np.exp(np.minimum(eta, 700.0))
-            l1mu = -ee
-            lmu = np.log(-np.expm1(-ee))
-            mu = -np.expm1(-ee)
+        lmu, l1mu = log_probabilities(self.link, eta)
+        mu = inverse_link(self.link, eta)
         return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu)), mu
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -843,7 +837,7 @@ class LaplaceDeviance:
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
-        var = np.maximum(mu * (1.0 - mu), 1e-300)
+        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
         return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
@@ -860,6 +854,10 @@ class LaplaceDeviance:
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
         it, converged = 0, False
+        if self.link != "logit":
+            # Fisher scoring converges linearly; the log-determinant is not stationary at the
+            # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
+            tol, maxit = tol * 1e-6, max(maxit, 200)
         for it in range(1, maxit + 1):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
@@ -868,6 +866,8 @@ class LaplaceDeviance:
             dec = float(grad @ delta)
             if dec < tol * (1.0 + abs(pdev)):
                 converged = True
+                break
+            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
             zd = s.zl(delta)
             step = 1.0
@@ -879,11 +879,17 @@ class LaplaceDeviance:
                 if pn <= pdev + 1e-12 * abs(pdev):
                     break
                 step *= 0.5
+            else:
+                if self.link != "logit":  # no decrease left: at the mode to rounding
+                    converged = True
+                    break
             u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
             w = self.working(eta, mu)[1]
             logdet = s.factor(w)
+        if not (np.isfinite(logdet) and np.isfinite(pdev)):
+            logdet = np.inf  # no mode found: never a minimum for the optimiser
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
                         pdev, it)
         self._last = ev
@@ -918,7 +924,7 @@ class LaplaceDeviance:
     def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
         """Gradients over theta (None when the solver has no closed form) and beta."""
         if self.link != "logit":
-            return None, self._fd_grad_beta(ev)
+            return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
@@ -929,6 +935,32 @@ class LaplaceDeviance:
         if theta and getattr(s, "grad_theta", None) is not None:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
+
+    def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
+        """Exact gradient over beta for a non-canonical link.
+
+        As for the logit, ``d dev/d beta = X'(-2 s + g) + (d u~/d beta)' A' g`` with ``s`` the
+        score, ``g_i = h_i w'_i`` (leverages times the derivative of the Fisher weights); but the
+        mode moves with the observed information ``W_o = W - s c`` (``c = mu''/mu' -
+        mu'(1 - 2 mu) / (mu (1 - mu))``), which differs from the Fisher weights ``W`` in ``H``:
+        ``d u~/d beta = -(A'W_o A + I)^-1 A'W_o X``. The system with ``W_o`` is factored once
+        and the factor of ``H`` restored.
+        """
+        self._refresh(ev)
+        sv = self.solver
+        eta, mu = ev.eta, ev.mu
+        d = mu_eta(self.link, eta)
+        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
+        score = (self.k - self.m * mu) * d / var
+        c = dlog_mu_eta(self.link, eta) - d * (1.0 - 2.0 * mu) / var
+        w = ev.w
+        g = sv.leverage() * w * (dlog_mu_eta(self.link, eta) + c)
+        wo = np.maximum(w - score * c, 0.0)  # log-concave links: W_o >= 0
+        sv.factor(wo)
+        v = sv.solve(sv.zlt(g))
+        rho = g - 2.0 * score - wo * sv.zl(v)
+        sv.factor(w)  # the solver holds H at ev again
+        return self.X.tdot(rho)
 
     def _fd_grad_beta(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
         """Central differences of the Laplace deviance over beta (non-canonical links); a
