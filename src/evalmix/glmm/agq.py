@@ -22,11 +22,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-<<<<<<< HEAD
-from ..links import log_probabilities
-=======
 from ..formula import RandomTerm
->>>>>>> main
+from ..links import log_probabilities
 from .deviance import Evaluation, LaplaceDeviance
 
 

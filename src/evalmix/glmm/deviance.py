@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.special as sp_special
 
 from ..formula import RandomTerm
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
