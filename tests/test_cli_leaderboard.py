@@ -77,8 +77,8 @@ def test_user_errors_exit_2(capsys, tmp_path):
     assert "needs at least two models" in capsys.readouterr().err
     assert main(["leaderboard", str(tmp_path), "--logs", "lm-eval"]) == 2
     assert "--metric" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["leaderboard", str(EXAMPLE), "--method", "nope"])
+    assert main(["leaderboard", str(EXAMPLE), "--method", "nope"]) == 2
+    assert "--method: invalid choice: 'nope'" in capsys.readouterr().err
 
 
 LM_EVAL = ROOT / "tests" / "fixtures" / "lm_eval" / "out"

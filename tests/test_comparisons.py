@@ -267,7 +267,7 @@ def test_compare_pair_filters_and_errors():
     df["half"] = np.where(df["item"] < 100, "first", "second")
     r = compare_pair(df, "base", "clone", where={"half": "first"})
     assert r.n == 100
-    with pytest.raises(DataError, match="not found"):
+    with pytest.raises(DataError, match="missing column"):
         compare_pair(df.drop(columns="run"), "base", "clone", run="run")
     with pytest.raises(DataError, match="duplicate"):  # no run column: one row per model x item
         compare_pair(df.drop(columns="run"), "base", "clone")

@@ -94,7 +94,7 @@ def test_missing_values_named(col):
 
 def test_duplicate_key_shown():
     df = pd.concat([balanced(), balanced().iloc[[2]]], ignore_index=True)
-    with pytest.raises(DataError, match="share a .* key") as err:
+    with pytest.raises(DataError, match="share a key") as err:
         read_runs(df)
     assert "m0" in str(err.value)
 

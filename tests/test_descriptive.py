@@ -83,9 +83,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="conf_level"):
         binom_ci(1, 2, conf_level=95)
     df = pd.DataFrame({"model": ["a", "b"], "correct": [1, 0]})
-    with pytest.raises(DataError, match="grouping column\\(s\\) 'lang' not found"):
+    with pytest.raises(DataError, match="missing column\\(s\\) 'lang'; the table has columns: 'model', 'correct'"):
         accuracy(df, ["model", "lang"])
-    with pytest.raises(DataError, match="outcome column 'ok' not found"):
+    with pytest.raises(DataError, match="missing column\\(s\\) 'ok'"):
         accuracy(df, "model", outcome="ok")
 
 

@@ -129,7 +129,7 @@ def test_other_warnings_are_recorded_per_group(bench: pd.DataFrame) -> None:
     d.loc[d.index[d["benchmark"] == "code"][:3], "correct"] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing escapes to the caller
-        res = fit_many(FORMULA, d, by="benchmark", keep_fits=False)
+        res = fit_many(FORMULA, d, by="benchmark", keep_fits=False, missing="drop")
     w = dict(zip(res.groups["benchmark"], res.groups["warnings"]))
     assert w["chem"] == "" and w["code"].startswith("DataWarning") and "3" in w["code"]
     assert res.groups.loc[res.groups["benchmark"] == "code", "nobs"].item() == 477

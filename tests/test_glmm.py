@@ -97,11 +97,13 @@ def test_no_random_term_and_bad_response():
         glmer("correct ~ model + (1|item)", d)
 
 
-def test_missing_values_dropped_with_warning():
+def test_missing_values_refused_or_dropped_with_warning():
     d = small().astype({"correct": float})
     d.loc[[0, 5], "correct"] = np.nan
-    with pytest.warns(DataWarning, match="dropping 2"):
-        f = glmer("correct ~ model + (1|item)", d)
+    with pytest.raises(DataError, match="outcome column 'correct' has 2 missing value"):
+        glmer("correct ~ model + (1|item)", d)
+    with pytest.warns(DataWarning, match="dropped 2 of"):
+        f = glmer("correct ~ model + (1|item)", d, missing="drop")
     assert f.nobs == len(d) - 2
 
 

@@ -1,8 +1,8 @@
 """Parity of evalmix.glmer with lme4::glmer 1.1-31 (tests/reference/lme4_reference.R -> .json).
 
 Tolerances (issue 3): log-likelihood never worse than lme4's by more than 1e-3; fixed effects within
-2e-3 where lme4 converged without warnings; SEs within 1% relative; variance components within 2%
-relative.
+2e-3 where lme4 converged without warnings; SEs within 0.1% relative there (1% where lme4 stopped
+short of the optimum); variance components within 2% relative.
 
 Two lme4 details shape the checks (see docs/glmm.md):
 
@@ -96,7 +96,9 @@ def check_fit(case_id: str, data: pd.DataFrame) -> None:
             rx = glmer(ref["formula"], data, vcov_method="rx")
         np.testing.assert_allclose(np.sqrt(np.diag(rx.vcov.to_numpy())), ref["se_rx"], rtol=0.01)
         np.testing.assert_allclose(se, ref["se_rx"], rtol=0.05)
-    else:
+    elif lme4_ok:  # the same optimum: lme4's SEs to 0.1%
+        np.testing.assert_allclose(se, ref["se"], rtol=1e-3)
+    else:  # lme4 stopped short of the optimum (0.4% on the 34-parameter AI4Math fit)
         np.testing.assert_allclose(se, ref["se"], rtol=0.01)
     vc = pd.DataFrame(ref["varcorr"])
     np.testing.assert_allclose(fit.varcorr["variance"].to_numpy(), vc["vcov"].to_numpy(),
@@ -310,3 +312,54 @@ def test_default_se_follows_lme4_iterations(name):
         np.testing.assert_allclose(se, se_exact, rtol=1e-10)
     else:  # the early stop makes lme4's SEs smaller than the exact Hessian's
         assert np.all(se < se_exact * (1 - 1e-3))
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_replayed_lme4_hessian_gives_lme4_se_at_its_optimum(name):
+    """deriv12 of the replayed deviance function at lme4's own optimum: lme4's SEs, which
+    separates the curvature from the (small) difference between the two optima."""
+    from evalmix.glmm.optimize import lme4_hessian
+
+    ref = PIRLS[name]
+    design, ld, eta0 = _benchmark_deviance(name)
+    ev = ld.pirls(np.asarray(ref["theta"]), np.asarray(ref["beta"]))
+    H = lme4_hessian(ld, ev, eta0, lower=design.theta_lower)
+    nt = ev.theta.size
+    se = np.sqrt(np.diag(2 * np.linalg.inv(H))[nt:])
+    np.testing.assert_allclose(se, ref["se"], rtol=2e-5)
+
+
+def test_mixed_iteration_counts_replay_lme4s_hessian(monkeypatch):
+    """Where lme4's PIRLS takes two iterations at some stencil points and three at others, the
+    early-stop term cannot represent its Hessian: the replay is used."""
+    from evalmix.glmm.optimize import hessian, lme4_hessian
+
+    design, ld, eta0 = _benchmark_deviance("math")
+    ev = ld.pirls(np.asarray(PIRLS["math"]["theta"]), np.asarray(PIRLS["math"]["beta"]))
+    calls = iter(range(10_000))
+    monkeypatch.setattr(ld, "lme4_pirls_iterations", lambda *a, **k: 2 + next(calls) % 2)
+    H = hessian(ld, ev, eta_start=eta0, lower=design.theta_lower)
+    monkeypatch.undo()
+    np.testing.assert_allclose(H, lme4_hessian(ld, ev, eta0, lower=design.theta_lower),
+                               rtol=1e-12)
+
+
+def test_saturated_deviance_closed_form():
+    from evalmix.glmm.deviance import saturated_deviance
+
+    assert saturated_deviance(np.array([0.0, 1.0, 3.0]), np.array([1.0, 1.0, 3.0])) == 0.0
+    # one row of 1 in 2 and one of 1 in 4: 2 (2 log 1/2) + 2 (log 1/4 + 3 log 3/4)
+    got = saturated_deviance(np.array([1.0, 1.0]), np.array([2.0, 4.0]))
+    assert got == pytest.approx(4 * np.log(0.5) + 2 * (np.log(0.25) + 3 * np.log(0.75)), rel=1e-14)
+
+
+@pytest.mark.parametrize("cid", ["c_probit", "c_cloglog"])
+def test_non_canonical_links_replay_lme4(cid):
+    """Probit and cloglog: lme4's Hessian replayed (its stopping rule relative to the binomial
+    residual deviance of the k-of-n rows) gives its SEs to 0.1% (formula_reference.R)."""
+    ref = json.loads((REF / "formula_reference.json").read_text())["cases"][cid]
+    data = pd.read_csv(REF / "formula_counts.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer(ref["formula"], data, link=ref["link"])
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov.to_numpy())), ref["se"], rtol=1e-3)

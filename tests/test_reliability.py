@@ -155,7 +155,7 @@ def test_flip_rate_counts_and_missing():
     row = r.table.iloc[0]
     assert (row["n_items"], row["n_flip"], row["n_runs"]) == (2, 1, 3)
     assert row["entropy"] == pytest.approx(0.5 * 0.9182958340544896)
-    with pytest.raises(DataError, match="share an"):
+    with pytest.raises(DataError, match=r"rows share a key \('item', 'run'\)"):
         flip_rate(pd.concat([df, df]))
     with pytest.raises(DataError, match="missing column"):
         flip_rate(df, "model")

@@ -128,7 +128,7 @@ def test_cluster_bootstrap_bca_and_errors():
     df = mixture_benchmark(300, 2, seed=7)
     r = cluster_bootstrap(df[df["model"] == "base"], method="bca", n_boot=2000, seed=1)
     assert r.conf_low < r.estimate < r.conf_high
-    with pytest.raises(DataError, match="not found"):
+    with pytest.raises(DataError, match="missing column"):
         cluster_bootstrap(df, item="question")
 
 

@@ -184,8 +184,8 @@ CALLS = {
 
 # public functions that return no table: readers, formatters, scalars, arrays
 NOT_RESULTS = {
-    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs",
-    "aggregate_runs", "schema_of", "format_p", "to_latex",
+    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
+    "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",

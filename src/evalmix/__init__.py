@@ -26,7 +26,8 @@ __version__ = "0.1.0"
 # public name -> module that owns it (relative to the package)
 _EXPORTS: dict[str, str] = {
     # the runs table and descriptive accuracy
-    "RunsSchema": "data", "load_table": "data", "read_runs": "data", "schema_of": "data",
+    "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
+    "schema_of": "data",
     "aggregate_runs": "scan",
     "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
@@ -111,7 +112,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
-    from .data import RunsSchema, load_table, read_runs, schema_of
+    from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
     from .glmm import GlmerResult, glmer

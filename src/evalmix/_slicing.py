@@ -1,23 +1,22 @@
 """Column resolution and slicing shared by the reliability, ranking and repetition analyses.
 
 Every analysis there works on a long runs table (one row per model x item x run x slices) and needs
-the same steps: find which column is the item, run, model and outcome (explicit arguments first, then
-the roles :func:`evalmix.read_runs` recorded, then the conventional names), split the table by slice
-columns, and arrange one slice as an items x runs matrix.
+the same steps: validate the table and find which column is the item, run, model and outcome (both
+owned by :func:`evalmix.data.ensure_runs`), split the table by slice columns, and arrange one slice
+as an items x runs matrix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
-from .data import schema_of
+from .data import RunsData, ensure_runs
 from .errors import DataError
-
-_DEFAULTS = {"item": "item", "model": "model", "run": "run", "outcome": "correct"}
 
 
 @dataclass(frozen=True)
@@ -40,44 +39,23 @@ def as_list(by: str | Sequence[str] | None) -> list[str]:
     return [str(b) for b in by]
 
 
-def resolve(data: pd.DataFrame, *, item: str | None = None, run: str | None = None,
+def resolve(data: RunsData, *, item: str | None = None, run: str | None = None,
             outcome: str | None = None, model: str | None = None, need_model: bool = False,
-            need_item: bool = True, by: Sequence[str] = ()) -> Columns:
-    """Resolve column roles and check that every named column exists and the outcome is usable."""
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"expected a pandas DataFrame, got {type(data).__name__}")
-    schema = schema_of(data)
-    trials = None
-    given = {"item": item, "run": run, "outcome": outcome, "model": model}
-    names: dict[str, str] = {}
-    for role, value in given.items():
-        if value is None and schema is not None:
-            value = getattr(schema, role)
-            if role == "outcome" and value is None and schema.successes is not None:
-                value, trials = schema.successes, schema.trials
-        names[role] = value if value is not None else _DEFAULTS[role]
-    # without need_model only an explicit model= names the model column
-    model_col = names["model"] if need_model else model
-    roles = (names["item"] if need_item else None, names["run"], names["outcome"], model_col, trials)
-    wanted = [c for c in roles if c is not None] + list(by)
-    missing = [c for c in dict.fromkeys(wanted) if c not in data.columns]
-    if missing:
-        raise DataError(f"missing column(s) {', '.join(map(repr, missing))}; the table has columns: "
-                        f"{', '.join(map(repr, map(str, data.columns)))}")
-    out = names["outcome"]
-    values = pd.to_numeric(data[out], errors="coerce")
-    if values.isna().any():
-        if "status" in data.columns:  # a table of harness samples with unscored ones kept
-            n = int(values.isna().sum())
-            raise DataError(f"outcome column {out!r} is missing in {n} row(s) and the table has a "
-                            f"'status' column: unscored samples (errors, cancellations) cannot be "
-                            f"analysed here; pass evalmix.status.scored_rows(data) to use the scored "
-                            f"ones, and see evalmix.accuracy_bounds() for what the others could change")
-        bad = data.loc[values.isna(), [out]].head(5)
-        raise DataError(f"outcome column {out!r} must be numeric without missing values; "
-                        f"offending rows:\n{bad.to_string()}")
-    return Columns(item=names["item"], run=names["run"], outcome=out, model=model_col,
-                   trials=trials)
+            need_item: bool = True, need_run: bool = True, by: Sequence[str] = (),
+            missing: str = "raise", allow_fractional: bool | str = True) -> tuple[pd.DataFrame, Columns]:
+    """Validate a runs table (:func:`evalmix.data.ensure_runs`) and name the columns an analysis uses.
+
+    Returns the validated table (a path is read; rows with missing values dropped when
+    ``missing="drop"``) and its :class:`Columns`.  Outcomes may be scores in [0, 1]
+    (``allow_fractional="any"``: any finite number).
+    """
+    df, schema = ensure_runs(data, item=item, run=run, outcome=outcome, model=model,
+                             need_item=need_item, need_model=need_model, need_run=need_run, by=by,
+                             allow_fractional=allow_fractional, missing=missing)
+    keep_model = need_model or model is not None
+    # a role the caller needs is never None here; one it does not need is not read
+    return df, Columns(item=cast(str, schema.item), run=cast(str, schema.run), outcome=schema.scores,
+                       model=schema.model if keep_model else None, trials=schema.trials)
 
 
 def levels(values: pd.Series) -> list:

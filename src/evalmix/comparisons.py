@@ -20,7 +20,8 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from scipy import stats
 
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
+from .data import RunsData, ensure_runs, schema_of
 from .errors import DataError, DataWarning
 from .paired import ComparisonResult, item_means
 from .resampling import paired_bootstrap
@@ -447,18 +449,22 @@ class FriedmanResult(Result):
 
 
 def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
-             outcome: str | None = None, alpha: float = 0.05) -> FriedmanResult:
+             outcome: str | None = None, alpha: float = 0.05, missing: str = "raise") -> FriedmanResult:
     """Friedman rank test of k models on the same items, with the Nemenyi post-hoc test.
 
     Parameters
     ----------
-    scores : DataFrame or array_like
+    scores : DataFrame, path or array_like
         Either a wide ``(items, models)`` matrix (DataFrame columns name the models) or a long runs
-        table with ``model``, ``item`` and ``outcome`` columns (averaged over runs per item).
+        table (a DataFrame with ``model`` and ``item`` columns or roles recorded by ``read_runs``,
+        or a file), validated by :func:`evalmix.ensure_runs` and averaged over runs per item.
     model, item, outcome : str, optional
         Column names of the long table (default: as in :func:`compare_pair`).
     alpha : float
         Level of the Nemenyi comparisons.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -480,9 +486,12 @@ def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
     >>> list(r.mean_ranks.index), round(r.statistic, 3)
     (['c', 'b', 'a'], 8.0)
     """
-    if isinstance(scores, pd.DataFrame):
-        scores, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome)
-    if isinstance(scores, pd.DataFrame) and {model, item, outcome} <= set(scores.columns):
+    long = isinstance(scores, (str, Path)) or isinstance(scores, pd.DataFrame) and (
+        schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
+        or {"model", "item"} <= set(scores.columns))
+    if long:
+        scores, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome,
+                                                          missing=missing)
         wide = (scores.groupby([item, model], observed=True)[outcome].mean().unstack(model))
         if wide.isna().any().any():
             missing = wide.index[wide.isna().any(axis=1)][:5].tolist()
@@ -525,27 +534,24 @@ def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
 
 # ----------------------------------------------------------------------------- from a runs table
 
-def resolve_columns(data: pd.DataFrame, model: str | None = None, item: str | None = None,
-                    run: str | None = None, outcome: str | None = None) -> tuple[pd.DataFrame, str, str, str | None, str]:
-    """Column roles: explicit arguments, else the schema recorded by ``read_runs``, else the defaults.
+def resolve_columns(data: RunsData, model: str | None = None, item: str | None = None,
+                    run: str | None = None, outcome: str | None = None, *,
+                    missing: str = "raise") -> tuple[pd.DataFrame, str, str, str | None, str]:
+    """Validate a runs table (:func:`evalmix.ensure_runs`) and name its model, item, run and score.
 
-    Defaults are ``model``, ``item``, ``correct`` and ``run`` when such a column exists.  A k-of-n
-    table (``successes``/``trials``) is scored as the per-row fraction ``successes / trials``.
+    Roles are the explicit arguments, else those recorded by ``read_runs``, else ``model``,
+    ``item``, ``correct`` and ``run`` when such a column exists.  Scores are 0/1 or in [0, 1]; a
+    k-of-n table (``successes``/``trials``) is scored as the per-row fraction ``successes / trials``.
     """
-    from .data import schema_of
-    schema = schema_of(data)
-    if schema is not None:
-        model = model or schema.model
-        item = item or schema.item
-        run = run or schema.run
-        if outcome is None and schema.counts:
-            data = data.assign(_score=data[schema.successes] / data[schema.trials])
-            outcome = "_score"
-        outcome = outcome or schema.outcome
-    model, item, outcome = model or "model", item or "item", outcome or "correct"
-    if run is None and "run" in data.columns:
-        run = "run"
-    return data, model, item, run, outcome
+    df, schema = ensure_runs(data, model=model, item=item, run=run, outcome=outcome, need_model=True,
+                             need_item=True, allow_fractional=True, missing=missing)
+    score = schema.scores
+    if schema.counts:
+        succ, tri = schema.count_columns
+        df = df.assign(_score=df[succ] / df[tri])
+        score = "_score"
+    # need_model and need_item: ensure_runs has found both columns
+    return df, cast(str, schema.model), cast(str, schema.item), schema.run, score
 
 
 def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", item: str = "item",
@@ -566,12 +572,15 @@ def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", i
             raise DataError(f"filter column {col!r} not found in the data")
         vals = val if isinstance(val, (list, tuple, set)) else [val]
         df = df[df[col].isin(vals)]
+    subs = [df[df[model].astype(str) == str(name)] for name in (a, b)]
     mats = []
-    for name in (a, b):
-        sub = df[df[model].astype(str) == str(name)]
+    for name, sub in zip((a, b), subs):  # an unknown model first, before any other complaint
         if sub.empty:
+            known = sorted(map(str, pd.unique(data[model])))
             raise DataError(f"model {name!r} has no rows in column {model!r}"
-                            + (f" after filtering {where}" if where else ""))
+                            + (f" after filtering {where}" if where else "")
+                            + f"; models: {', '.join(map(repr, known[:20]))}")
+    for name, sub in zip((a, b), subs):
         keys = [item, run] if run else [item]
         dup = sub.duplicated(keys)
         if dup.any():
@@ -594,15 +603,15 @@ def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", i
 _PAIR_METHODS = ("paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon")
 
 
-def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t",
+def compare_pair(data: RunsData, a: str, b: str, *, method: str = "paired_t",
                  model: str | None = None, item: str | None = None, run: str | None = None,
                  outcome: str | None = None, where: dict[str, Any] | None = None,
-                 conf_level: float = 0.95, **options: Any) -> ComparisonResult:
+                 conf_level: float = 0.95, missing: str = "raise", **options: Any) -> ComparisonResult:
     """Compare two models of a runs table with any paired method.
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table: one row per model x item x run.
     a, b : str
         The two models (``estimate = b - a``).
@@ -619,6 +628,9 @@ def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t"
         Row filter applied first, e.g. ``{"language": "EN"}``.
     conf_level : float
         Level of the interval (where the method has one).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
     **options
         Passed to the method (``n_boot``, ``seed``, ``exact``, ``correction``...).
 
@@ -634,19 +646,19 @@ def compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str = "paired_t"
     'finetune - base'
     """
     res = _compare_pair(data, a, b, method=method, model=model, item=item, run=run,
-                        outcome=outcome, where=where, conf_level=conf_level, **options)
+                        outcome=outcome, where=where, conf_level=conf_level, missing=missing, **options)
     # the label says what estimate is: model b minus model a, in accuracy points
     details = {"contrast": contrast_label(b, a, scale="accuracy"), **dict(res.details)}
     return dataclasses.replace(res, details=details)
 
 
-def _compare_pair(data: pd.DataFrame, a: str, b: str, *, method: str, model: str | None,
+def _compare_pair(data: RunsData, a: str, b: str, *, method: str, model: str | None,
                   item: str | None, run: str | None, outcome: str | None,
-                  where: dict[str, Any] | None, conf_level: float,
+                  where: dict[str, Any] | None, conf_level: float, missing: str,
                   **options: Any) -> ComparisonResult:
     if method not in _PAIR_METHODS:
         raise ValueError(f"method must be one of {_PAIR_METHODS}, got {method!r}")
-    data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome)
+    data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome, missing=missing)
     if method == "mcnemar":
         runs_value = options.pop("mcnemar_run", None)
         if run:

@@ -13,10 +13,11 @@ import csv
 import io
 import json
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import pandas as pd
@@ -24,9 +25,13 @@ import pandas as pd
 from .errors import DataError, DataWarning
 from .parquet import read_parquet
 
-__all__ = ["MISSING_POLICIES", "RunsSchema", "ensure_runs", "load_table", "read_runs", "schema_of"]
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
+           "require_columns", "schema_of", "show_rows"]
 
 _MAX_SHOWN = 5
+
+#: What functions taking a runs table accept: a DataFrame or a path :func:`load_table` reads.
+RunsData = Union[pd.DataFrame, str, Path]
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,17 @@ class RunsSchema:
     @property
     def scores(self) -> str:
         """The column holding the outcome (``successes`` for k-of-n counts)."""
-        return self.successes if self.counts else self.outcome
+        col = self.successes if self.counts else self.outcome
+        if col is None:
+            raise DataError("the runs schema names no outcome column")
+        return col
+
+    @property
+    def count_columns(self) -> tuple[str, str]:
+        """``(successes, trials)`` of a k-of-n table."""
+        if self.successes is None or self.trials is None:
+            raise DataError("the runs schema names no successes and trials columns")
+        return self.successes, self.trials
 
     @property
     def counts(self) -> bool:
@@ -224,11 +239,16 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
 
 
-def _show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
-    bad = df.loc[np.asarray(mask), list(cols)]
-    shown = bad.head(_MAX_SHOWN).to_string()
-    more = f"\n... and {len(bad) - _MAX_SHOWN} more" if len(bad) > _MAX_SHOWN else ""
-    return f"{shown}{more}"
+def show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
+    """The first offending rows on one line: ``row 4: model='a', correct=2; row 9: ...``."""
+    idx = np.flatnonzero(np.asarray(mask))
+    cols = list(dict.fromkeys(cols))
+    parts = []
+    for i in idx[:_MAX_SHOWN]:
+        values = ", ".join(f"{c}={_plain(df[c].iloc[i])!r}" for c in cols)
+        parts.append(f"row {_plain(df.index[i])!r}: {values}")
+    more = f"; ... and {len(idx) - _MAX_SHOWN} more" if len(idx) > _MAX_SHOWN else ""
+    return "; ".join(parts) + more
 
 
 def _plain(value: Any) -> Any:
@@ -253,7 +273,7 @@ def _as_factor(values: pd.Series) -> pd.Series:
                      name=values.name)
 
 
-def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool, where: str = "") -> pd.Series:
+def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool | str, where: str = "") -> pd.Series:
     values = df[col]
     if values.dtype == bool or str(values.dtype) == "boolean":
         return values.astype("int8")
@@ -261,20 +281,26 @@ def _check_binary(df: pd.DataFrame, col: str, allow_fractional: bool, where: str
     not_numeric = numeric.isna() & values.notna()
     if not_numeric.any():
         raise DataError(
-            f"{where}outcome column {col!r} must be 0/1 or True/False; non-numeric values in rows:\n"
-            + _show_rows(df, not_numeric, [col]))
+            f"{where}outcome column {col!r} must be 0/1 or True/False; non-numeric values in rows: "
+            + show_rows(df, not_numeric, [col]))
+    if allow_fractional == "any":
+        bad = ~np.isfinite(numeric.to_numpy(dtype=float))
+        if bad.any():
+            raise DataError(f"{where}outcome column {col!r} must hold finite numbers; offending rows: "
+                            + show_rows(df, bad, [col]))
+        return numeric.astype(float)
     if allow_fractional:
         bad = (numeric < 0) | (numeric > 1)
         if bad.any():
-            raise DataError(f"{where}outcome column {col!r} must lie in [0, 1]; offending rows:\n"
-                            + _show_rows(df, bad, [col]))
+            raise DataError(f"{where}outcome column {col!r} must lie in [0, 1]; offending rows: "
+                            + show_rows(df, bad, [col]))
         return numeric.astype(float)
     bad = ~numeric.isin([0, 1])
     if bad.any():
         raise DataError(
-            f"{where}outcome column {col!r} must be 0/1 or True/False; offending rows:\n"
-            + _show_rows(df, bad, [col])
-            + "\n(for partial credit pass allow_fractional=True; for k-of-n counts use successes=/trials=)")
+            f"{where}outcome column {col!r} must be 0/1 or True/False; offending rows: "
+            + show_rows(df, bad, [col])
+            + " (for partial credit pass allow_fractional=True; for k-of-n counts use successes=/trials=)")
     return numeric.astype("int8")
 
 
@@ -284,22 +310,22 @@ def _check_counts(df: pd.DataFrame, successes: str, trials: str, where: str = ""
         numeric = pd.to_numeric(df[col], errors="coerce")
         bad = (numeric.isna() & df[col].notna()) | (numeric != np.round(numeric))
         if bad.any():
-            raise DataError(f"{where}count column {col!r} must hold whole numbers; offending rows:\n"
-                            + _show_rows(df, bad, [col]))
+            raise DataError(f"{where}count column {col!r} must hold whole numbers; offending rows: "
+                            + show_rows(df, bad, [col]))
         neg = numeric < 0
         if neg.any():
-            raise DataError(f"{where}count column {col!r} has negative counts in rows:\n"
-                            + _show_rows(df, neg, [col]))
+            raise DataError(f"{where}count column {col!r} has negative counts in rows: "
+                            + show_rows(df, neg, [col]))
         out.append(numeric.astype("int64"))
     k, n = out
     over = k > n
     if over.any():
-        raise DataError(f"{where}successes {successes!r} exceed trials {trials!r} in rows:\n"
-                        + _show_rows(df, over, [successes, trials]))
+        raise DataError(f"{where}successes {successes!r} exceed trials {trials!r} in rows: "
+                        + show_rows(df, over, [successes, trials]))
     zero = n == 0
     if zero.any():
         raise DataError(f"{where}trials column {trials!r} is 0 in rows (a row with no trials carries no "
-                        f"information; drop it explicitly):\n" + _show_rows(df, zero, [trials]))
+                        f"information; drop it explicitly): " + show_rows(df, zero, [trials]))
     return k, n
 
 
@@ -419,7 +445,7 @@ def read_runs(
         raise DataError("name the outcome column (outcome=) or the count columns (successes=, trials=)")
     outcome_cols = [successes, trials] if counts else [outcome]
     required = [c for c in (model, item, run) if c is not None] + outcome_cols
-    _require_columns(df, required, source)
+    require_columns(df, required, source)
     roles = set(required)
     if counts and outcome in df.columns and outcome not in roles:
         roles.add(outcome)  # a stale binary column beside counts is not a slice
@@ -437,6 +463,7 @@ def read_runs(
             df[col] = _as_factor(df[col])
 
     df.attrs["evalmix"] = schema.to_dict()
+    _remember(schema, df.columns)
     _design_warnings(df, schema)
     return df
 
@@ -445,6 +472,39 @@ def read_runs(
 
 _DEFAULT_ROLES = {"item": "item", "model": "model", "run": "run", "outcome": "correct"}
 MISSING_POLICIES = ("raise", "drop")
+_ROLE_NAMES = ("item", "model", "run", "outcome", "successes", "trials")
+# Tables read_runs returned with roles other than the defaults, by their column set.  pandas drops
+# df.attrs on merge (and on concat of tables with different attrs); a later table holding all those
+# columns but no recorded roles would otherwise be read with the defaults, silently taking another
+# column named "correct" as the outcome.  Such a table must name its roles again.
+_NON_DEFAULT: OrderedDict[frozenset, RunsSchema] = OrderedDict()
+_NON_DEFAULT_MAX = 64
+
+
+def _remember(schema: RunsSchema, columns: pd.Index) -> None:
+    defaults = RunsSchema(item="item", model="model", run="run", outcome="correct")
+    if all(getattr(schema, r) == getattr(defaults, r) for r in _ROLE_NAMES):
+        return
+    key = frozenset(map(str, columns))
+    _NON_DEFAULT[key] = schema
+    _NON_DEFAULT.move_to_end(key)
+    while len(_NON_DEFAULT) > _NON_DEFAULT_MAX:
+        _NON_DEFAULT.popitem(last=False)
+
+
+def _lost_roles(columns: pd.Index, resolved: dict[str, str | None], given: dict[str, str | None]) -> str:
+    """A hint when ``columns`` contain a table read_runs read with other roles than ``resolved``."""
+    present = set(map(str, columns))
+    for key, schema in reversed(_NON_DEFAULT.items()):
+        if not key <= present:
+            continue
+        # a role the defaults filled with another column than the one read_runs was told
+        differ = [f"{r}={getattr(schema, r)!r}" for r in _ROLE_NAMES
+                  if given.get(r) is None and resolved.get(r) is not None
+                  and getattr(schema, r) != resolved.get(r)]
+        if differ:
+            return ", ".join(differ)
+    return ""
 
 
 def _where(source: Any) -> str:
@@ -452,15 +512,16 @@ def _where(source: Any) -> str:
     return f"{source}: " if isinstance(source, (str, Path)) else ""
 
 
-def _require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
-                     hint: str = "") -> None:
+def require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
+                    hint: str = "") -> None:
+    """DataError listing the columns present when any of ``cols`` (None entries skipped) is absent."""
     missing = [c for c in dict.fromkeys(cols) if c is not None and c not in df.columns]
     if missing:
         raise DataError(f"{_where(source)}missing column(s) {', '.join(map(repr, missing))}; the table "
                         f"has columns: {', '.join(map(repr, map(str, df.columns)))}{hint}")
 
 
-def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fractional: bool,
+def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fractional: bool | str,
               missing: str, check_keys: bool, copied: bool) -> pd.DataFrame:
     """The rules of :func:`read_runs`: non-empty, no missing values in keys or outcome, a 0/1 outcome
     (or valid k-of-n counts), unique keys.  Returns ``df`` or a copy with a numeric outcome."""
@@ -469,7 +530,8 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
     where = _where(source)
     if len(df) == 0:
         raise DataError(f"{where}the runs table is empty (no rows)")
-    outcome_cols = [schema.successes, schema.trials] if schema.counts else [schema.outcome]
+    outcome_cols: list[str] = list(schema.count_columns) if schema.counts else \
+        [schema.outcome] if schema.outcome is not None else []
     key_cols = schema.keys
     checked = list(dict.fromkeys(key_cols + outcome_cols))
     na = df[checked].isna()
@@ -486,22 +548,29 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
         else:
             col = next(c for c in checked if na[c].any())
             role = "outcome" if col in outcome_cols else "key"
+            if role == "outcome" and "status" in df.columns:  # harness samples, unscored ones kept
+                raise DataError(
+                    f"{where}outcome column {col!r} is missing in {int(na[col].sum())} row(s) and the "
+                    "table has a 'status' column: unscored samples (errors, cancellations) cannot be "
+                    "analysed here; pass evalmix.status.scored_rows(data) to use the scored ones, and "
+                    "see evalmix.accuracy_bounds() for what the others could change")
             raise DataError(f"{where}{role} column {col!r} has {int(na[col].sum())} missing value(s) "
-                            f"(NaN/None) in rows:\n" + _show_rows(df, na[col], key_cols[:3] + [col])
-                            + "\n(pass missing='drop' to drop such rows with a warning)")
+                            f"(NaN/None) in rows: " + show_rows(df, na[col], key_cols[:3] + [col])
+                            + " (pass missing='drop' to drop such rows with a warning)")
     if schema.counts:
-        k, n = _check_counts(df, schema.successes, schema.trials, where)
-        if copied or k.dtype != df[schema.successes].dtype or n.dtype != df[schema.trials].dtype:
+        succ, tri = schema.count_columns
+        k, n = _check_counts(df, succ, tri, where)
+        if copied or k.dtype != df[succ].dtype or n.dtype != df[tri].dtype:
             df = df if copied else df.copy()
             copied = True
-            df[schema.successes], df[schema.trials] = k, n
-    else:
-        y = _check_binary(df, schema.outcome, allow_fractional, where)
-        if copied or not pd.api.types.is_numeric_dtype(df[schema.outcome]) \
-                or pd.api.types.is_bool_dtype(df[schema.outcome]):
+            df[succ], df[tri] = k, n
+    elif schema.outcome is not None:
+        out = schema.outcome
+        y = _check_binary(df, out, allow_fractional, where)
+        if copied or not pd.api.types.is_numeric_dtype(df[out]) or pd.api.types.is_bool_dtype(df[out]):
             df = df if copied else df.copy()
             copied = True
-            df[schema.outcome] = y
+            df[out] = y
     if check_keys:
         _check_unique_keys(df, key_cols, where)
     return df
@@ -514,10 +583,10 @@ def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> Non
     except TypeError:  # unhashable cells (lists from JSON): compare their text
         dup = keys.astype(str).duplicated(keep=False)
     if dup.any():
-        first = df.loc[dup, key_cols].head(2)
         raise DataError(
-            f"{where}{int(dup.sum())} rows share a (model, item, run, slices) key {tuple(key_cols)}; each "
-            f"key must appear once. First duplicate:\n{first.to_string()}")
+            f"{where}{int(dup.sum())} rows share a key {tuple(key_cols)} (the model, item, run and "
+            f"slice columns); each key must appear once. First duplicates: "
+            + show_rows(df, dup, key_cols))
 
 
 def _role(name: str, given: str | None, recorded: RunsSchema | None, columns: pd.Index) -> str | None:
@@ -547,9 +616,10 @@ def ensure_runs(
     need_run: bool = False,
     by: Sequence[str] = (),
     factors: Sequence[str] = (),
-    allow_fractional: bool = False,
+    allow_fractional: bool | str = False,
     missing: str = "raise",
     encoding: str | None = None,
+    check_outcome: bool = True,
 ) -> tuple[pd.DataFrame, RunsSchema]:
     """Resolve the column roles of a runs table and validate it with :func:`read_runs`'s rules.
 
@@ -575,13 +645,17 @@ def ensure_runs(
         Further columns the caller uses (slices, grouping columns); they must exist.
     factors : sequence of str
         Columns the caller uses as factors: each must have at least two distinct values.
-    allow_fractional : bool
-        Accept outcomes anywhere in [0, 1] (partial credit), for methods that average scores.
+    allow_fractional : bool or "any"
+        Accept outcomes anywhere in [0, 1] (partial credit), for methods that average scores;
+        ``"any"``: any finite number (scores on another scale, for variance decompositions).
     missing : {"raise", "drop"}
         A missing value (NaN/None) in a key, slice or outcome column is a DataError naming the rows
         (``"raise"``), or the row is dropped with a DataWarning saying how many (``"drop"``).
     encoding : str, optional
         Text encoding when ``data`` is a path (see :func:`load_table`).
+    check_outcome : bool
+        False when the caller checks a response of its own (a model formula's ``cbind(k, f)``):
+        no outcome role is resolved and every column but item, model and run is a slice.
 
     Returns
     -------
@@ -610,8 +684,8 @@ def ensure_runs(
     >>> try:
     ...     ensure_runs(df)
     ... except DataError as exc:
-    ...     print(str(exc).splitlines()[0])
-    outcome column 'correct' must be 0/1 or True/False; offending rows:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    outcome column 'correct' must be 0/1 or True/False; offending rows: row 3: correct=2 (for ...)
     >>> table, schema = ensure_runs(df.assign(correct=[1, 0, 1, 1]))
     >>> schema.keys, schema.outcome
     (['model', 'item', 'run'], 'correct')
@@ -624,30 +698,51 @@ def ensure_runs(
         raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
     cols = df.columns
     recorded = schema_of(df)
+    outcome_arg, successes_arg = outcome, successes
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     if successes is None and outcome is None and recorded is not None and recorded.counts \
             and recorded.successes in cols and recorded.trials in cols:
         successes, trials = recorded.successes, recorded.trials
     counts = successes is not None
-    if not counts:
+    if not check_outcome:
+        outcome = successes = trials = None
+        counts = False
+    elif not counts:
         outcome = _role("outcome", outcome, recorded, cols) or _DEFAULT_ROLES["outcome"]
     names = {r: _role(r, v, recorded, cols) for r, v in (("item", item), ("model", model), ("run", run))}
     needed = {"item": need_item, "model": need_model, "run": need_run}
     wanted = [names[r] or (_DEFAULT_ROLES[r] if needed[r] else None) for r in names]
-    wanted += [successes, trials] if counts else [outcome]
+    wanted += [successes, trials] if counts else [outcome] if check_outcome else []
     wanted += [str(b) for b in by] + [str(f) for f in factors]
     hint = ""
     stem = outcome if not counts else successes
     merged = [c for c in (f"{stem}_x", f"{stem}_y") if c in cols]
     if merged:
-        hint = (f"\n(columns {merged} look like a merge of two tables that both have {stem!r}: "
+        hint = (f" (columns {merged} look like a merge of two tables that both have {stem!r}: "
                 "rename one, or pass outcome=)")
-    elif recorded is None and not counts and outcome not in cols:
-        hint = ("\n(name the outcome column with outcome=; roles recorded by read_runs are lost by "
+    elif recorded is None and check_outcome and not counts and outcome not in cols:
+        hint = (" (name the outcome column with outcome=; roles recorded by read_runs are lost by "
                 "pandas merge/concat, so pass them again or re-read the table)")
-    _require_columns(df, wanted, source, hint)
+    absent_roles = [f"{r}=" for r in names if names[r] is None and needed[r] and _DEFAULT_ROLES[r] not in cols]
+    if not hint and absent_roles:
+        hint = f" (name the {', '.join(r[:-1] for r in absent_roles)} column with {', '.join(absent_roles)})"
+    require_columns(df, wanted, source, hint)
+    if recorded is None and check_outcome:
+        resolved = dict(names, outcome=outcome, successes=successes, trials=trials)
+        given = {"item": item, "model": model, "run": run, "outcome": outcome_arg,
+                 "successes": successes_arg, "trials": successes_arg}
+        lost = _lost_roles(cols, resolved, given)
+        if lost:
+            raise DataError(
+                f"{_where(source)}this table holds the columns of a table read_runs read with {lost}, "
+                "but not its recorded roles (pandas merge and concat drop them): name the roles "
+                "again (e.g. " + lost.split(", ")[0] + ") or call read_runs on the result")
     roles = {names["item"], names["model"], names["run"], outcome, successes, trials} - {None}
+    if not check_outcome and recorded is not None and recorded.outcome in cols:
+        roles.add(recorded.outcome)
+    if counts and (outcome_arg or _DEFAULT_ROLES["outcome"]) in cols:
+        roles.add(outcome_arg or _DEFAULT_ROLES["outcome"])  # a stale 0/1 column beside counts, as in read_runs
     slices = tuple(str(c) for c in cols if c not in roles)
     schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
                         outcome=None if counts else outcome, successes=successes, trials=trials,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,9 +17,9 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._result import Result
-from .data import schema_of
+from .data import RunsData, ensure_runs, load_table, require_columns, schema_of, show_rows
 from .errors import DataError, DataWarning
-from .status import OK, is_scored, status_column
+from .status import OK, is_scored, scored_rows, status_column
 
 __all__ = ["CI_METHODS", "ErroredAccuracy", "accuracy", "accuracy_bounds", "binom_ci"]
 
@@ -101,20 +102,8 @@ def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: flo
     return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
 
 
-def _resolve_outcome(data: pd.DataFrame, outcome: str | None) -> tuple[str | None, str | None, str | None]:
-    """(outcome, successes, trials) columns to use."""
-    schema = schema_of(data)
-    if schema is not None and schema.counts and (outcome is None or outcome not in data.columns):
-        return None, schema.successes, schema.trials
-    name = outcome if outcome is not None else (schema.outcome if schema else "correct")
-    if name not in data.columns:
-        raise DataError(f"outcome column {name!r} not found; the table has columns: "
-                        f"{', '.join(map(repr, map(str, data.columns)))}")
-    return name, None, None
-
-
 def accuracy(
-    data: pd.DataFrame,
+    data: RunsData,
     by: str | Sequence[str] | None = None,
     *,
     ci: str = "wilson",
@@ -122,13 +111,16 @@ def accuracy(
     outcome: str | None = None,
     item: str | None = None,
     status: str | None = None,
+    missing: str = "raise",
 ) -> pd.DataFrame:
     """Accuracy per group with a confidence interval.
 
     Parameters
     ----------
-    data : DataFrame
-        A runs table (from :func:`evalmix.read_runs` or any DataFrame with the outcome column).
+    data : DataFrame or path
+        A runs table (from :func:`evalmix.read_runs`, any DataFrame with the outcome column, or a
+        file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 or scores in [0, 1] (or
+        k-of-n counts), no missing values, no duplicated (model, item, run, slices) key.
     by : str or list of str, optional
         Grouping columns, e.g. ``["model", "language", "prompt"]``.  None for one overall row.
     ci : str
@@ -143,12 +135,16 @@ def accuracy(
         The 0/1 outcome column; defaults to the one recorded by ``read_runs`` (k-of-n counts are
         used when the table has them), else ``"correct"``.
     item : str, optional
-        Item column for ``ci="cluster"``; defaults to the one recorded by ``read_runs``.
+        Item column (needed for ``ci="cluster"``); defaults to the one recorded by ``read_runs``,
+        else ``"item"``.
     status : str, optional
         Sample status column (default ``"status"`` when the table has one): only rows with status
         ``"ok"`` are scored, the others (errored, cancelled, unscored samples, outcome missing) are
         counted as attempted.  See :func:`accuracy_bounds` for bounds and estimates under explicit
         assumptions about the unscored samples.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -169,26 +165,28 @@ def accuracy(
     1     b  4  1      0.25
     """
     by_cols = [by] if isinstance(by, str) else list(by or [])
-    missing = [c for c in by_cols if c not in data.columns]
-    if missing:
-        raise DataError(f"grouping column(s) {', '.join(map(repr, missing))} not found; the table has "
-                        f"columns: {', '.join(map(repr, map(str, data.columns)))}")
-    out_col, k_col, n_col = _resolve_outcome(data, outcome)
-    scol = status_column(data, status)
+    if isinstance(data, (str, Path)):
+        data = load_table(data)
+    scol = status_column(data, status) if isinstance(data, pd.DataFrame) else None
     attempted = None
     if scol is not None:
-        if out_col is None:
+        # unscored samples (errored, cancelled...) are counted as attempted, then left out
+        recorded = schema_of(data)
+        if recorded is not None and recorded.counts and outcome is None:
             raise DataError("a status column needs one row per sample (0/1 outcome), not k-of-n counts")
+        out_col = _outcome_name(data, outcome)
+        require_columns(data, by_cols)
         ok = is_scored(data[scol])
         bad = ok & pd.to_numeric(data[out_col], errors="coerce").isna().to_numpy()
         if bad.any():
             raise DataError(f"outcome column {out_col!r} is missing in rows whose status is 'ok' (give "
-                            f"those rows another status, e.g. 'unscored'):\n{data.loc[bad].head(5).to_string()}")
+                            f"those rows another status, e.g. 'unscored'): "
+                            + show_rows(data, bad, by_cols + [out_col, scol]))
         if by_cols:
             attempted = data.groupby(by_cols, observed=True, sort=True).size().rename("n_attempted")
         else:
             attempted = pd.Series([len(data)], name="n_attempted")
-        data = data.loc[ok]
+        data = scored_rows(data, scol)
         if by_cols and len(data) and len(data.groupby(by_cols, observed=True)) < len(attempted):
             empty = attempted.index.difference(data.groupby(by_cols, observed=True).size().index)
             warnings.warn(f"{len(empty)} group(s) of {by_cols} have no scored sample (e.g. "
@@ -197,13 +195,13 @@ def accuracy(
         if not len(data):
             raise DataError("no sample is scored (every status differs from 'ok'); accuracy_bounds() "
                             "gives the bounds")
-    frame = data.copy()
-    if out_col is not None:
-        frame["_k"] = frame[out_col].astype(float)
-        frame["_n"] = 1.0
+    frame, schema = ensure_runs(data, outcome=outcome, item=item, by=by_cols, need_item=ci == "cluster",
+                                allow_fractional=True, missing=missing)
+    if schema.counts:
+        frame = frame.assign(_k=frame[schema.successes].astype(float),
+                             _n=frame[schema.trials].astype(float))
     else:
-        frame["_k"] = frame[k_col].astype(float)
-        frame["_n"] = frame[n_col].astype(float)
+        frame = frame.assign(_k=frame[schema.outcome].astype(float), _n=1.0)
     if by_cols:
         grouped = frame.groupby(by_cols, observed=True, sort=True)
         table = grouped[["_n", "_k"]].sum().reset_index()
@@ -215,10 +213,7 @@ def accuracy(
     table["estimate"] = k_vals / table["n"]
 
     if ci == "cluster":
-        schema = schema_of(data)
-        item_col = item or (schema.item if schema else None)
-        if item_col is None or item_col not in data.columns:
-            raise DataError("ci='cluster' needs the item column: pass item=")
+        item_col = schema.item
         per_item = frame.groupby(by_cols + [item_col], observed=True, sort=True)[["_k", "_n"]].sum()
         per_item["mean"] = per_item["_k"] / per_item["_n"]
         level = list(range(len(by_cols))) if by_cols else None

@@ -299,7 +299,7 @@ def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
         iv[~np.isfinite(vals).all(axis=0)] = np.nan
         return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                              "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
-    est, se, _ = linear_functions(L, coefs.beta, coefs.vcov, coefs.separation)
+    est, se, _ = linear_functions(L, *coefs.normal, coefs.separation)
     est = est + shift
     crit = stats.norm.isf((1 - conf_level) / 2)
     lo, hi = est - crit * se, est + crit * se
@@ -623,7 +623,7 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         else:
             with np.errstate(invalid="ignore"):
                 z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = linear_functions(Lc, coefs.beta, coefs.vcov, coefs.separation)[2]
+            cov = linear_functions(Lc, *coefs.normal, coefs.separation)[2]
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):

@@ -34,7 +34,9 @@ _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
 def _split_top(text: str, sep: str) -> list[str]:
     """Split ``text`` on ``sep`` outside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     i = 0
     while i < len(text):
         ch = text[i]

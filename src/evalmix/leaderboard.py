@@ -44,6 +44,7 @@ from . import _slicing as sl
 from . import tables
 from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
+from .data import RunsData
 from .errors import DataError
 from .fitted import coefficients
 from .ranking import cell_sums, grid_groups, marginal_rows
@@ -169,7 +170,7 @@ def _letter(i: int) -> str:
     return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
 
 
-def tie_groups(separated: np.ndarray, order: Sequence[int]) -> tuple[list[tuple[int, ...]], list[str]]:
+def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, ...]], list[str]]:
     """Tie groups from a matrix of pairwise separations.
 
     Parameters
@@ -315,10 +316,10 @@ def _draw_critical(draws: np.ndarray, centre: np.ndarray, conf_level: float
 # item bootstrap
 
 
-def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, model: str | None = None,
+def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: str | None = None,
               item: str | None = None, run: str | None = None, outcome: str | None = None,
               status: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-              seed: int | np.random.Generator | None = None, chunk_size: int = 500) -> RankSets:
+              seed: int | np.random.Generator | None = None, chunk_size: int = 500, missing: str = "raise") -> RankSets:
     """Simultaneous rank sets and tie groups of the models of a runs table, by item bootstrap.
 
     Items are resampled with replacement, keeping all models and runs of a drawn item together
@@ -329,7 +330,7 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table (0/1 outcomes, scores in [0, 1] or k-of-n counts).
     by : str or list of str, optional
         Slice columns; one leaderboard per slice.
@@ -347,6 +348,9 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         Random seed.
     chunk_size : int
         Replicates drawn at once (memory: ``chunk_size`` x items).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -365,7 +369,8 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     slices = list(sl.groups(data, by_))
     seeds = sl.rng_of(seed).spawn(len(slices))
@@ -375,9 +380,9 @@ def rank_sets(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, mode
         if len(slice_models) < 2:
             raise DataError(f"{sl.slice_label(by_, key)}a leaderboard needs at least two models")
         succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
-        missing = np.argwhere(tri == 0)
-        if len(missing):
-            i, m = missing[0]
+        absent = np.argwhere(tri == 0)
+        if len(absent):
+            i, m = absent[0]
             bad = sl.levels(sub[cols.item])[i]
             bad = bad.item() if hasattr(bad, "item") else bad
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m]!r} has no scored "

@@ -37,7 +37,7 @@ from scipy import optimize, special, stats
 from . import _slicing as sl
 from ._random import as_generator
 from ._result import Result
-from .data import schema_of
+from .data import RunsData, schema_of
 from .descriptive import binom_ci
 from .errors import DataError, SingularFitWarning
 from .status import scored_rows
@@ -80,12 +80,15 @@ def pass_hat_k_item(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndar
     return _comb_ratio(c, n, k)
 
 
-def item_counts(data: pd.DataFrame, by: str | Sequence[str] | None = "model", *, item: str | None = None,
-                outcome: str | None = None, status: str | None = None) -> pd.DataFrame:
+def item_counts(data: RunsData, by: str | Sequence[str] | None = "model", *, item: str | None = None,
+                outcome: str | None = None, status: str | None = None, missing: str = "raise") -> pd.DataFrame:
     """Attempts ``n`` and successes ``c`` per item (and ``by`` group) of a runs table.
 
     Rows whose status is not ``"ok"`` are left out (see :func:`evalmix.status.scored_rows`); k-of-n
     count tables are summed.  Outcomes must be 0/1.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Examples
     --------
@@ -97,8 +100,9 @@ def item_counts(data: pd.DataFrame, by: str | Sequence[str] | None = "model", *,
     data = scored_rows(data, status=status)
     schema = schema_of(data)
     item_name = item or (schema.item if schema else "item")
-    # runs are not needed (attempts are exchangeable within an item): resolve the item in their place
-    cols = sl.resolve(data, item=item_name, outcome=outcome, by=by_, run=item_name)
+    # runs are not needed (attempts are exchangeable within an item)
+    data, cols = sl.resolve(data, item=item_name, outcome=outcome, by=by_, need_run=False,
+                            missing=missing)
     y = data[cols.outcome].to_numpy(float)
     w = data[cols.trials].to_numpy(float) if cols.trials else np.ones(len(data))
     if cols.trials is None and not np.isin(y, (0.0, 1.0)).all():
@@ -165,16 +169,16 @@ def _logit_interval(est: float, se: float, z: float, n_items: int) -> tuple[floa
     return float(lo), float(hi)
 
 
-def pass_k(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[str] | None = "model", *,
+def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | None = "model", *,
            metric: Metric | Sequence[Metric] | None = None, item: str | None = None,
            outcome: str | None = None, status: str | None = None,
            ci: Literal["cluster", "bootstrap"] = "cluster", conf_level: float = 0.95, n_boot: int = 2000,
-           seed: int | np.random.Generator | None = None) -> PassKResult:
+           seed: int | np.random.Generator | None = None, missing: str = "raise") -> PassKResult:
     """Unbiased pass@k and pass^k per group, averaged over items, with item-clustered intervals.
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Runs table with one 0/1 row per attempt (or k-of-n counts per item).
     k : int or sequence of int
         Numbers of attempts; every item needs at least ``k`` attempts (use :func:`pass_k_model`
@@ -197,6 +201,9 @@ def pass_k(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[str] |
         Bootstrap replicates (``ci="bootstrap"``).
     seed : int or numpy.random.Generator, optional
         Random seed (``ci="bootstrap"``).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -216,7 +223,7 @@ def pass_k(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[str] |
         raise ValueError(f"ci must be 'cluster' or 'bootstrap', got {ci!r}")
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
-    counts = item_counts(data, by_, item=item, outcome=outcome, status=status)
+    counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
     item_col = counts.columns[len(by_)]
     z = stats.norm.isf((1 - conf_level) / 2)
     rng = as_generator(seed)
@@ -295,10 +302,10 @@ def _bb_metric(par: np.ndarray, metric: str, k: int) -> float:
     return float(-np.expm1(special.betaln(a, b + k) - special.betaln(a, b)))
 
 
-def pass_k_model(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[str] | None = "model", *,
+def pass_k_model(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | None = "model", *,
                  metric: Metric | Sequence[Metric] | None = None, item: str | None = None,
                  outcome: str | None = None, status: str | None = None,
-                 conf_level: float = 0.95) -> PassKResult:
+                 conf_level: float = 0.95, missing: str = "raise") -> PassKResult:
     """pass@k and pass^k from a beta-binomial model, for any k (also beyond the attempts made).
 
     Per group, the items' success probabilities are modelled as ``Beta(alpha, beta)`` and fitted by
@@ -311,7 +318,7 @@ def pass_k_model(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Runs table with one 0/1 row per attempt (or k-of-n counts per item).
     k : int or sequence of int
         Numbers of attempts to predict.
@@ -322,6 +329,9 @@ def pass_k_model(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[
         Column names; unscored rows are left out.
     conf_level : float
         Interval coverage.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -347,7 +357,7 @@ def pass_k_model(data: pd.DataFrame, k: int | Sequence[int], by: str | Sequence[
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
-    counts = item_counts(data, by_, item=item, outcome=outcome, status=status)
+    counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
     z = stats.norm.isf((1 - conf_level) / 2)
     rows = []
     for key, sub in sl.groups(counts, by_):

@@ -309,6 +309,12 @@ def clustered_variance_components(a: Any, b: Any) -> dict[str, float]:
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.ndim != 2 or xb.ndim != 2 or xa.shape[0] < 2 or xb.shape[0] < 2:
         raise DataError("variance components need (runs, items) arrays with at least 2 runs each")
+    for name, x in (("a", xa), ("b", xb)):
+        bad = np.argwhere((x < 0) | (x > 1))
+        if bad.size:
+            r, i = bad[0]
+            raise DataError(f"`{name}` holds scores outside [0, 1] (run {r}, item {i}: {float(x[r, i])!r}); "
+                            "give 0/1 outcomes or fractional scores")
     ma, mb = item_means(xa, xb)
     s2a = float(np.nanmean(np.nanvar(xa, axis=0, ddof=1)))
     s2b = float(np.nanmean(np.nanvar(xb, axis=0, ddof=1)))

@@ -21,6 +21,7 @@ from scipy import stats
 
 from . import _slicing as sl
 from ._result import Result, frame_records
+from .data import RunsData
 from .errors import DataError
 from .fitted import coefficients, linear_functions
 from .parallel import parallel_map
@@ -115,10 +116,10 @@ def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
     return succ, tri
 
 
-def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = None, *,
+def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None,
-                     runs_per_leaderboard: int | Sequence[int] = 1) -> RankInstabilityResult:
+                     runs_per_leaderboard: int | Sequence[int] = 1, missing: str = "raise") -> RankInstabilityResult:
     """Compare leaderboards built from single runs (or run subsets) with the all-runs leaderboard.
 
     Within each slice (e.g. language x prompt) models are ordered by accuracy over all runs (the
@@ -131,7 +132,7 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     slice_by : str or list of str, optional
         Columns defining separate leaderboards (e.g. ``["language", "prompt"]``).
@@ -141,6 +142,9 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     runs_per_leaderboard : int or sequence of int
         Numbers of runs pooled per leaderboard; every subset of that size is used (with R of the
         available runs the leaderboard equals the reference).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -155,8 +159,8 @@ def rank_instability(data: pd.DataFrame, slice_by: str | Sequence[str] | None = 
     6
     """
     by_ = sl.as_list(slice_by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
-                      need_item=False, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            need_item=False, by=by_, missing=missing)
     sizes = sorted({int(s) for s in np.atleast_1d(runs_per_leaderboard)})
     models = sl.levels(data[cols.model])
     rows, rank_rows = [], []
@@ -254,12 +258,12 @@ def _boot_chunk(n_boot: int, seed: np.random.SeedSequence, succ: np.ndarray,
     return acc, ranks
 
 
-def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
+def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
                      seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
                      progress: bool = False, chunk_size: int = 250,
-                     method: Literal["bootstrap"] = "bootstrap") -> RankUncertaintyResult:
+                     method: Literal["bootstrap"] = "bootstrap", missing: str = "raise") -> RankUncertaintyResult:
     """Each model's rank distribution, expected rank and rank interval from an item bootstrap.
 
     Items are resampled with replacement, keeping all runs and all models of a drawn item together
@@ -269,7 +273,7 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     by : str or list of str, optional
         Slice columns; one leaderboard per slice.
@@ -288,6 +292,9 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         Show a progress bar over chunks.
     method : {"bootstrap"}
         Resampling scheme.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -308,7 +315,8 @@ def rank_uncertainty(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
     if not 0 < conf_level < 1:
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     by_ = sl.as_list(by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
+                            by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     alpha = 1 - conf_level
     n_chunks = -(-n_boot // chunk_size)

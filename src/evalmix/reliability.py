@@ -22,6 +22,7 @@ from scipy import stats
 
 from . import _slicing as sl
 from ._result import Result
+from .data import RunsData
 from .errors import DataError, DataWarning
 
 __all__ = ["FlipRateResult", "ICCResult", "LatentICCResult", "KOO_LI_BANDS", "flip_rate", "icc",
@@ -65,8 +66,8 @@ def _entropy_bits(row: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-def flip_rate(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str | None = None,
-              run: str | None = None, outcome: str | None = None) -> FlipRateResult:
+def flip_rate(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | None = None,
+              run: str | None = None, outcome: str | None = None, missing: str = "raise") -> FlipRateResult:
     """Share of items whose outcome is not the same in every run, per slice.
 
     An item *flips* when its outcomes across the runs of a slice are not all equal.  The entropy of
@@ -77,7 +78,7 @@ def flip_rate(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     by : str or list of str, optional
         Slice columns; each combination must identify one items x runs matrix (e.g.
@@ -85,6 +86,9 @@ def flip_rate(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item
     item, run, outcome : str, optional
         Column names; default to the roles recorded by :func:`evalmix.read_runs`, else ``"item"``,
         ``"run"``, ``"correct"``.  Any numeric outcome works (0/1, scores, k/n proportions).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -100,7 +104,7 @@ def flip_rate(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item
     (0.3333333333333333, 0.3333333333333333)
     """
     by_ = sl.as_list(by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     rows = []
     for key, sub in sl.groups(data, by_):
         mat, _, _ = sl.item_run_matrix(sub, cols, sl.slice_label(by_, key))
@@ -326,12 +330,12 @@ class ICCResult(Result):
         return self.table.copy()
 
 
-def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str | None = None,
+def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | None = None,
         run: str | None = None, outcome: str | None = None, model: ICCModel = "twoway",
         type: ICCType = "consistency", unit: ICCUnit = "single", r0: float = 0.0,
         conf_level: float = 0.95, bands: Sequence[float] = KOO_LI_BANDS,
         labels: Sequence[str] = _LABELS,
-        convention: Literal["irr", "psych"] = "irr") -> ICCResult:
+        convention: Literal["irr", "psych"] = "irr", missing: str = "raise") -> ICCResult:
     """Run-to-run intraclass correlation per slice, as ``irr::icc`` on each items x runs matrix.
 
     Items are the subjects and runs the raters.  The default two-way consistency single-measure
@@ -340,7 +344,7 @@ def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     by : str or list of str, optional
         Slice columns; each combination must identify one items x runs matrix.
@@ -359,6 +363,9 @@ def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str 
     convention : {"irr", "psych"}
         Which R implementation the agreement forms' test df and ICC(A,k) interval follow (see
         :func:`icc_matrix`); other forms do not depend on it.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -373,7 +380,7 @@ def icc(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str 
     ['model', 'form', 'n_items', 'n_runs']
     """
     by_ = sl.as_list(by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     rows = []
     for key, sub in sl.groups(data, by_):
         where = sl.slice_label(by_, key)

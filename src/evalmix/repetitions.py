@@ -29,6 +29,7 @@ from scipy import special, stats
 
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
+from .data import RunsData, ensure_runs
 from .errors import DataError
 from .parallel import parallel_map
 
@@ -56,8 +57,8 @@ class SliceSEResult(Result):
         return self.table.copy()
 
 
-def slice_se_by_runs(data: pd.DataFrame, slice_by: str | Sequence[str], *, run: str | None = None,
-                     outcome: str | None = None, max_runs: int | None = None) -> SliceSEResult:
+def slice_se_by_runs(data: RunsData, slice_by: str | Sequence[str], *, run: str | None = None,
+                     outcome: str | None = None, max_runs: int | None = None, missing: str = "raise") -> SliceSEResult:
     """The "SE against runs" statistic of the AI4Math paper's published R code.
 
     For R = 1, 2, ... the table is restricted to the first R runs (in run order), the accuracy of
@@ -74,7 +75,7 @@ def slice_se_by_runs(data: pd.DataFrame, slice_by: str | Sequence[str], *, run: 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     slice_by : str or list of str
         Columns defining a slice (``["model", "language", "prompt"]`` in the paper).
@@ -82,6 +83,9 @@ def slice_se_by_runs(data: pd.DataFrame, slice_by: str | Sequence[str], *, run: 
         Column names (defaults from :func:`evalmix.read_runs` roles, else ``run``/``correct``).
     max_runs : int, optional
         Largest R (default: all runs).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -97,7 +101,7 @@ def slice_se_by_runs(data: pd.DataFrame, slice_by: str | Sequence[str], *, run: 
     by_ = sl.as_list(slice_by)
     if not by_:
         raise DataError("slice_se_by_runs needs slice columns (slice_by=)")
-    cols = sl.resolve(data, run=run, outcome=outcome, need_item=False, by=by_)
+    data, cols = sl.resolve(data, run=run, outcome=outcome, need_item=False, by=by_, missing=missing)
     runs = sl.levels(data[cols.run])
     top = len(runs) if max_runs is None else int(max_runs)
     if not 1 <= top <= len(runs):
@@ -142,15 +146,18 @@ def _components(mat: np.ndarray) -> dict[str, Any]:
             "var_between_raw": float(var_b), "item_means": item_mean, "inv_runs": float(np.mean(1 / n_i))}
 
 
-def variance_components(data: pd.DataFrame, by: str | Sequence[str] | None = None, *,
+def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *,
                         item: str | None = None, run: str | None = None,
-                        outcome: str | None = None) -> pd.DataFrame:
+                        outcome: str | None = None, missing: str = "raise") -> pd.DataFrame:
     """Between-item and within-item (run-to-run) variance of the outcome, per slice.
 
     Method of moments from the one-way ANOVA of the items x runs matrix: ``var_within`` is the
     pooled within-item variance (unbiased for the mean of p_i (1 - p_i) with binary outcomes) and
     ``var_between = (MS_items - MS_within) / n0`` (n0 = runs per item, or its ANOVA average when the
     design is unbalanced), truncated at 0 (``var_between_raw`` keeps the untruncated value).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -167,7 +174,7 @@ def variance_components(data: pd.DataFrame, by: str | Sequence[str] | None = Non
     ['model', 'n_items', 'n_runs', 'accuracy']
     """
     by_ = sl.as_list(by)
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     rows = []
     for key, sub in sl.groups(data, by_):
         mat, _, _ = sl.item_run_matrix(sub, cols, sl.slice_label(by_, key))
@@ -303,9 +310,9 @@ def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols
     return pd.concat(out, ignore_index=True)[["curve", "kind", "n_runs", "se"]]
 
 
-def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None = None,
+def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = None,
                run: str | None = None, outcome: str | None = None, max_runs: int = 10,
-               curve_by: str | None = "model", paired: str | None = None) -> SEvsRunsResult:
+               curve_by: str | None = "model", paired: str | None = None, missing: str = "raise") -> SEvsRunsResult:
     """Standard error of slice accuracies against the number of runs averaged.
 
     Computes (1) the AI4Math paper's three curves (predicted sd_all / sqrt(R), empirical over run
@@ -317,7 +324,7 @@ def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     by : str or list of str
         Slice columns (``["model", "language", "prompt"]`` in the paper).
@@ -330,6 +337,9 @@ def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None 
     paired : str, optional
         Column of ``by`` whose levels are compared pairwise on shared items (``"model"``) within each
         combination of the other slice columns; adds ``pairs`` and ``pair_projection``.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -351,7 +361,7 @@ def se_vs_runs(data: pd.DataFrame, by: str | Sequence[str], *, item: str | None 
             raise DataError(f"{name}={value!r} must be one of the slice columns {by_}")
     if max_runs < 1:
         raise ValueError(f"max_runs must be >= 1, got {max_runs}")
-    cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_)
+    data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.outcome)
     runs = range(1, int(max_runs) + 1)
     pairs = pair_proj = None
@@ -703,9 +713,10 @@ def _fit_job(job: tuple, term: str, ref: Any, conf_level: float) -> tuple:
     return _fit_contrasts(data, formula, term, ref, conf_level)
 
 
-def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref: Any = None,
+def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Any = None,
                    run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
-                   n_jobs: int | None = None, progress: bool = False) -> SignFlipResult:
+                   n_jobs: int | None = None, progress: bool = False,
+                   missing: str = "raise") -> SignFlipResult:
     """Refit a GLMM on each single run and report which contrasts change significance.
 
     The model is fitted on all runs and, separately, on the rows of each run.  For every level of
@@ -719,7 +730,7 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long runs table.
     formula : str
         lme4-style formula, e.g. ``"correct ~ model + language + (1|item) + (1|item:run)"``.
@@ -739,6 +750,9 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
         see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Progress bar over fits.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -752,16 +766,20 @@ def sign_flip_rate(data: pd.DataFrame, formula: str, *, term: str = "model", ref
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']
     """
-    cols = sl.resolve(data, run=run, need_item=False, by=[term])
+    from .glmm.design import check_data
+
+    data = check_data(formula, data, missing=missing)
+    run_col = ensure_runs(data, run=run, need_run=True, by=[term], check_outcome=False)[1].run
     levels = sl.levels(data[term])
     ref = levels[0] if ref is None else ref
     if ref not in levels:
         raise DataError(f"reference level {ref!r} is not a level of {term!r}: {levels}")
     d = data.copy()
     d[term] = pd.Categorical(d[term].astype(object), categories=[ref] + [v for v in levels if v != ref])
-    single = _without_run_terms(formula, cols.run) if drop_run_terms else formula
-    runs = sl.levels(d[cols.run])
-    jobs = [("all", formula, d)] + [(r, single, d[d[cols.run] == r]) for r in runs]
+    assert run_col is not None  # need_run=True
+    single = _without_run_terms(formula, run_col) if drop_run_terms else formula
+    runs = sl.levels(d[run_col])
+    jobs = [("all", formula, d)] + [(r, single, d[d[run_col] == r]) for r in runs]
     out = parallel_map(partial(_fit_job, term=term, ref=ref, conf_level=conf_level), jobs, n_jobs=n_jobs,
                        progress=progress, desc="refits")
     alpha = 1 - conf_level

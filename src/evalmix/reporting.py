@@ -182,7 +182,9 @@ def _roles(data: pd.DataFrame) -> dict[str, Any]:
     schema = schema_of(data)
     assert schema is not None
     slices = [s for s in schema.slices if data[s].nunique() >= 2]
-    item_level = [s for s in slices if _item_level(data, schema.item, s) and data[s].nunique() < data[schema.item].nunique()]
+    item = schema.item
+    item_level = [s for s in slices if item is not None and _item_level(data, item, s)
+                  and data[s].nunique() < data[item].nunique()]
     conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20]
     return {"schema": schema, "item_level": item_level, "conditions": conditions,
             "others": [s for s in schema.slices if s not in item_level + conditions]}
@@ -303,12 +305,12 @@ def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None)
     return ReportSection("data", "Data and design", note, tables=tuple(out))
 
 
-def _overall(data, roles, conf_level) -> pd.DataFrame:
+def _overall(data: pd.DataFrame, roles: dict[str, Any], conf_level: float) -> pd.DataFrame:
     overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level)
     return overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _per_item(data, roles, ref: str, levels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _per_item(data: pd.DataFrame, roles: dict[str, Any], ref: str, levels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-item counts: items each model never / always solves, solves alone; the reference against
     the most accurate other model."""
     schema = roles["schema"]
@@ -339,7 +341,8 @@ def _per_item(data, roles, ref: str, levels: list[str]) -> tuple[pd.DataFrame, p
     return per_model, pd.DataFrame(rows, columns=["comparison", "n_items"])
 
 
-def _accuracy_section(data, roles, conf_level, overall, ref) -> ReportSection:
+def _accuracy_section(data: pd.DataFrame, roles: dict[str, Any], conf_level: float, overall: pd.DataFrame,
+                      ref: str) -> ReportSection:
     from .plots import accuracy_intervals
 
     schema = roles["schema"]
@@ -387,8 +390,8 @@ def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, 
                   _close(delta_bic_bars(comp))),)), best
 
 
-def _odds_section(data, roles, fit, formula, reference, conf_level,
-                  flips: list[dict[str, Any]]) -> ReportSection:
+def _odds_section(data: pd.DataFrame, roles: dict[str, Any], fit: Any, formula: str, reference: str,
+                  conf_level: float, flips: list[dict[str, Any]]) -> ReportSection:
     from .plots import odds_ratio_forest
 
     schema = roles["schema"]
@@ -417,7 +420,9 @@ def _odds_section(data, roles, fit, formula, reference, conf_level,
                                    "(log scale).", _close(fig)),))
 
 
-def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, log):
+def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, rand: str, response: str,
+                    reference: str, conf_level: float, log: list[dict[str, Any]]
+                    ) -> tuple[ReportSection, ReportSection, pd.DataFrame]:
     from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
 
     schema = roles["schema"]
@@ -473,7 +478,7 @@ def _slice_sections(data, roles, slice_, rand, response, reference, conf_level, 
     return means_sec, fit_sec, acc
 
 
-def _robustness_section(acc: pd.DataFrame, roles, slice_) -> ReportSection:
+def _robustness_section(acc: pd.DataFrame, roles: dict[str, Any], slice_: str) -> ReportSection:
     m = roles["schema"].model
     g = acc.groupby(m, observed=True)["estimate"]
     tab = pd.DataFrame({
@@ -489,7 +494,7 @@ def _robustness_section(acc: pd.DataFrame, roles, slice_) -> ReportSection:
         tables=(("robustness", f"Table S7: model accuracy across {slice_}.", tab),))
 
 
-def _reliability_section(data, roles) -> ReportSection:
+def _reliability_section(data: pd.DataFrame, roles: dict[str, Any]) -> ReportSection:
     from .plots import flip_rate_bars, icc_dots
 
     schema = roles["schema"]
@@ -515,7 +520,8 @@ def _reliability_section(data, roles) -> ReportSection:
                          figures=tuple(figs))
 
 
-def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, list[dict[str, Any]]]:
+def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boot: int, seed: int
+                   ) -> tuple[ReportSection, list[dict[str, Any]]]:
     from .plots import rank_bump, rank_intervals
 
     cond = roles["conditions"]
@@ -561,7 +567,8 @@ def _ranks_section(data, roles, n_runs, n_boot, seed) -> tuple[ReportSection, li
                  ("rank_intervals", "Rank intervals (item bootstrap).", _close(rank_intervals(ru))))), corr
 
 
-def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
+def _repetitions_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, plan_se: float, cost_item: float,
+                         cost_run: float) -> tuple[ReportSection, list[dict[str, Any]]]:
     from .plots import se_curves
 
     schema = roles["schema"]
@@ -609,7 +616,8 @@ def _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run):
                                    "averaged.", _close(se_curves(res, show_projection=True))),)), corr
 
 
-def _sign_flip_rows(data, formula, reference, model, log) -> list[dict[str, Any]]:
+def _sign_flip_rows(data: pd.DataFrame, formula: str, reference: str, model: str,
+                    log: list[dict[str, Any]]) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the refits' convergence and boundary flags go to the log
         sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
@@ -627,7 +635,7 @@ def _sign_flip_rows(data, formula, reference, model, log) -> list[dict[str, Any]
                     "flip can be seen."}]
 
 
-def _bayes_section(data, formula, model, seed) -> ReportSection:
+def _bayes_section(data: pd.DataFrame, formula: str, model: str, seed: int) -> ReportSection:
     try:
         import pymc  # noqa: F401
     except ImportError:

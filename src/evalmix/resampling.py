@@ -31,6 +31,7 @@ from scipy.special import ndtr, ndtri
 
 from ._random import as_generator
 from ._result import Result
+from .data import RunsData, ensure_runs
 from .errors import DataError
 from .paired import ComparisonResult, item_means
 
@@ -340,10 +341,10 @@ def bootstrap_ci(values: Any, stat: str | Callable = "mean", *, method: str = "p
 
 # ----------------------------------------------------------------------------- cluster bootstrap
 
-def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: str | None = None,
+def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str | None = None,
                       by: str | list[str] | None = None, method: str = "percentile",
                       n_boot: int = 10_000, conf_level: float = 0.95,
-                      seed: int | np.random.Generator | None = None) -> BootstrapResult | BootstrapTable:
+                      seed: int | np.random.Generator | None = None, missing: str = "raise") -> BootstrapResult | BootstrapTable:
     """Item (cluster) bootstrap of accuracy from a long runs table.
 
     Items, not rows, are resampled: each resample draws ``n_items`` items with replacement and
@@ -352,7 +353,7 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         Long table with one row per observation.
     item, outcome : str, optional
         Cluster column and 0/1 (or fractional) outcome column (default: the roles recorded by
@@ -364,6 +365,9 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
         Interval method (BCa uses the leave-one-item-out jackknife).
     n_boot, conf_level, seed
         As in :func:`bootstrap_ci`.
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -384,24 +388,14 @@ def cluster_bootstrap(data: pd.DataFrame, *, item: str | None = None, outcome: s
     >>> list(tab.table["group"])
     ['base', 'clone', 'finetune']
     """
-    from .data import schema_of
-    schema = schema_of(data)
-    counts = schema is not None and schema.counts and outcome is None
-    item = item or (schema.item if schema else "item")
-    if counts and schema is not None:
-        outcome, trials = schema.successes, schema.trials
-    else:
-        outcome = outcome or (schema.outcome if schema else None) or "correct"
-        trials = None
-    cols = [item, outcome] + ([by] if isinstance(by, str) else list(by or []))
-    missing = [c for c in cols if c not in data.columns]
-    if missing:
-        raise DataError(f"column(s) {missing} not found in the data (have {list(data.columns)})")
+    by_cols = [by] if isinstance(by, str) else list(by or [])
+    data, schema = ensure_runs(data, item=item, outcome=outcome, need_item=True, by=by_cols,
+                               allow_fractional=True, missing=missing)
+    item = schema.item
+    outcome, trials = (schema.successes, schema.trials) if schema.counts else (schema.outcome, None)
     if method == "t":
         raise ValueError("cluster_bootstrap supports 'percentile', 'basic' and 'bca'")
     y = data[outcome].astype(float)
-    if y.isna().any():
-        raise DataError(f"column {outcome!r} has missing values (first at row {y.index[y.isna()][0]})")
     if by is None:
         keys = pd.Series("all", index=data.index)
     elif isinstance(by, str):

@@ -11,9 +11,12 @@ the scored rows (:func:`scored_rows`); :func:`evalmix.accuracy` reports the cove
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
+from .data import load_table
 from .errors import DataError
 
 __all__ = ["OK", "is_scored", "scored_rows", "status_column"]
@@ -41,8 +44,8 @@ def scored_rows(data: pd.DataFrame, status: str | None = None) -> pd.DataFrame:
 
     Parameters
     ----------
-    data : DataFrame
-        Runs table.
+    data : DataFrame or path
+        Runs table (a path is read with :func:`evalmix.load_table`).
     status : str, optional
         Status column (default ``"status"`` when present).
 
@@ -57,6 +60,8 @@ def scored_rows(data: pd.DataFrame, status: str | None = None) -> pd.DataFrame:
     >>> scored_rows(df)["correct"].tolist()
     [1.0, 0.0]
     """
+    if isinstance(data, (str, Path)):
+        data = load_table(data)
     col = status_column(data, status)
     if col is None:
         return data

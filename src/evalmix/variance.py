@@ -53,7 +53,7 @@ import pandas as pd
 
 from . import _slicing as sl
 from ._result import Result
-from .data import schema_of
+from .data import RunsData, schema_of
 from .errors import DataError
 from .status import scored_rows
 
@@ -128,20 +128,21 @@ def _components(ms: dict[str, tuple[float, float]], shape: tuple[int, ...]) -> l
             merged[up].append(s)
     nested = [s for s in order[1:] if present[s]]
     coef = {"item": T * G * J, "prompt": N * G * J, "item:prompt": G * J, "run": J, "judge": 1}
-    lower = {"item": nested[0] if nested else None, "prompt": "item:prompt"}
+    lower: dict[str, str | None] = {"item": nested[0] if nested else None, "prompt": "item:prompt"}
     lower |= {s: (nested[i + 1] if i + 1 < len(nested) else None) for i, s in enumerate(nested)}
     rows = []
     for s in ["item"] + (["prompt"] if T > 1 else []) + nested:
         mean_sq, df = ms[s]
-        raw = (mean_sq - (ms[lower[s]][0] if lower[s] else 0.0)) / coef[s]
+        below = lower[s]
+        raw = (mean_sq - (ms[below][0] if below else 0.0)) / coef[s]
         rows.append({"source": s, "includes": "+".join(merged.get(s, [])), "df": int(df),
                      "mean_square": mean_sq, "variance": max(raw, 0.0), "variance_raw": raw})
     return rows
 
 
-def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, *, item: str | None = None,
+def variance_sources(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | None = None,
                      prompt: str | None = None, run: str | None = None, judge: str | None = None,
-                     outcome: str | None = None, status: str | None = None) -> VarianceSources:
+                     outcome: str | None = None, status: str | None = None, missing: str = "raise") -> VarianceSources:
     """Split the variance of scores into item, template, item x template, run and judge parts.
 
     ANOVA estimators of a balanced design (every item under every template, the same number of
@@ -150,7 +151,7 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or path
         One row per score.
     by : str or list of str, optional
         Groups analysed separately (e.g. ``"model"``).
@@ -164,6 +165,9 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         conditions such as zero-shot vs chain-of-thought rather than sampled templates).
     status : str, optional
         Sample status column; unscored rows are left out (which unbalances the design).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -190,9 +194,10 @@ def variance_sources(data: pd.DataFrame, by: str | Sequence[str] | None = None, 
         run = recorded if recorded in data.columns else ("run" if "run" in data.columns else None)
     item_name = item or (schema.item if schema else "item")
     factors = {"prompt": prompt, "run": run, "judge": judge}
-    # the run role is optional here: resolve the item in its place when the design has no runs
-    cols = sl.resolve(data, item=item_name, outcome=outcome, run=run or item_name,
-                      by=by_ + [c for c in factors.values() if c])
+    # the run role is optional here; scores may be on any scale
+    data, cols = sl.resolve(data, item=item_name, outcome=outcome, run=run, need_run=False,
+                            allow_fractional="any", missing=missing,
+                            by=by_ + [c for c in factors.values() if c])
     if cols.trials is not None:
         raise DataError("variance_sources needs one row per score, not k-of-n counts")
     rows, design = [], []
@@ -345,9 +350,9 @@ def plan_sources(components: Mapping[str, float] | VarianceSources | pd.Series, 
     if cost_run <= 0 or min(cost_item, cost_prompt, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and the other costs >= 0")
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
-    t, g, j = np.meshgrid(np.arange(1, max_prompts + 1), np.arange(1, max_runs + 1),
-                          np.arange(1, max_judges + 1), indexing="ij")
-    t, g, j = t.ravel().astype(float), g.ravel().astype(float), j.ravel().astype(float)
+    tg, gg, jg = np.meshgrid(np.arange(1, max_prompts + 1), np.arange(1, max_runs + 1),
+                             np.arange(1, max_judges + 1), indexing="ij")
+    t, g, j = tg.ravel().astype(float), gg.ravel().astype(float), jg.ravel().astype(float)
     per_item = (_var(comp, "item") + _var(comp, "item:prompt") / t + _var(comp, "run") / (t * g)
                 + _var(comp, "judge") / (t * g * j))
     room = se**2 - (_var(comp, "prompt") / t if prompts == "random" else 0.0)

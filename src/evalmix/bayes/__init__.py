@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import RunsData
 from ..errors import SamplingWarning
 from .model import BayesModel, build_model
 from .priors import DEFAULT_PRIORS, Prior, resolve_priors
@@ -24,8 +25,11 @@ __all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResu
            "available_samplers", "default_priors", "glmer"]
 
 
-def default_priors(formula: str, data: pd.DataFrame, priors: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def default_priors(formula: str, data: RunsData, priors: Mapping[str, Any] | None = None, *,
+                   missing: str = "raise") -> pd.DataFrame:
     """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
+
+    ``data`` (a DataFrame or a path) is validated as by :func:`evalmix.glmer`; ``missing`` as there.
 
     Examples
     --------
@@ -34,16 +38,16 @@ def default_priors(formula: str, data: pd.DataFrame, priors: Mapping[str, Any] |
     >>> default_priors("correct ~ model + (1|item)", d)["prior"].tolist()
     ['Normal(mu=0, sigma=5)', 'Normal(mu=0, sigma=2.5)', 'HalfNormal(sigma=2.5)']
     """
-    from ..glmm.design import build_design
+    from ..glmm.design import build_design, check_data
 
-    return resolve_priors(build_design(formula, data), priors)[1]
+    return resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
 
 
-def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None = None,
+def glmer(formula: str, data: RunsData, *, priors: Mapping[str, Any] | None = None,
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
           seed: int | np.random.Generator | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
-          max_treedepth: int = 10, cores: int | None = None) -> BayesGlmerResult:
+          max_treedepth: int = 10, cores: int | None = None, missing: str = "raise") -> BayesGlmerResult:
     """Fit a hierarchical Bayesian binomial-logit GLMM by MCMC (NUTS).
 
     Same formulas as :func:`evalmix.glmer` (lme4 syntax; fixed part by formulaic; random terms
@@ -54,7 +58,8 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
     Parameters
     ----------
     formula : str
-    data : DataFrame
+    data : DataFrame or path
+        Validated as by :func:`evalmix.glmer`.
     priors : dict, optional
         Overrides of the default priors (see :mod:`evalmix.bayes.priors` and
         :func:`default_priors`), e.g. ``{"fixed": ("normal", 0, 1), "item": ("half_normal", 1)}``.
@@ -78,6 +83,9 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
         for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
         Chains run in parallel on this many cores (default: all, up to ``chains``).
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -100,6 +108,9 @@ def glmer(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None 
     for name, v in (("draws", draws), ("tune", tune), ("chains", chains)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    from ..glmm.design import check_data
+
+    data = check_data(formula, data, missing=missing)
     sampler = choose_sampler(sampler)
     bm = build_model(formula, data, priors=priors, parameterization=parameterization,
                      likelihood=likelihood_for(sampler))

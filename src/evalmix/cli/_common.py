@@ -1,32 +1,70 @@
-"""What every subcommand shares: the DATA argument, column roles, and printing (text or --json)."""
+"""What every subcommand shares: the DATA argument, column roles, argument types, and printing
+(text, or strict JSON with ``--json``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 import pandas as pd
 
-from .._result import frame_records
-from ..data import load_table, read_runs
+from ..data import MISSING_POLICIES, load_table, read_runs
 from ..errors import DataError
 from ..io import detect_format, is_log_source, read_logs
 
-__all__ = ["add_data_arguments", "emit", "load_data", "split_list"]
+__all__ = ["add_data_arguments", "conf_level", "dump_json", "emit", "load_data", "positive_int",
+           "records", "result_doc", "split_list", "strict_json"]
+
+#: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
+RECORDED_WARNINGS: list[Any] = []
+
+
+def warning_lines() -> list[str]:
+    """The recorded warnings as one-line texts ``"SingularFitWarning: boundary (singular) fit"``."""
+    return [" ".join(f"{w.category.__name__}: {w.message}".split()) for w in RECORDED_WARNINGS]
+
+
+def conf_level(text: str) -> float:
+    """argparse type of ``--conf-level``: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts (runs, simulations): a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The DATA argument and the column-role options every command shares."""
-    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .parquet or .jsonl), or harness logs "
-                        "(a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
+    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
+                        "logs (a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
     parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
     parser.add_argument("--model", default="model", help="model column (default: model)")
     parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
     parser.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
     parser.add_argument("--successes", default=None, help="k-of-n successes column (with --trials)")
     parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
+    parser.add_argument("--missing", default="raise", choices=MISSING_POLICIES,
+                        help="rows with missing values: raise an error (default) or drop them with a warning")
+    parser.add_argument("--encoding", default=None,
+                        help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
+    parser.add_argument("--sep", default=None,
+                        help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
     parser.add_argument("--score", default=None,
                         help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
                              "OpenAI evals event field to use")
@@ -34,7 +72,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
-    """Read DATA with the column roles given on the command line (or as harness logs)."""
+    """Read DATA with the column roles given on the command line (or as harness logs); errors name
+    the file."""
     if is_log_source(args.data):
         key = {"inspect": "scorer", "openai-evals": "field"}.get(detect_format(args.data), "metric")
         try:
@@ -43,11 +82,15 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
             if f"with {key}=" in str(exc):
                 raise DataError(f"{exc} (on the command line: --score NAME)") from None
             raise
-    raw = load_table(args.data)
+    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
     run = None if str(args.run).lower() == "none" else args.run
-    return read_runs(raw, item=item, model=args.model, run=run, outcome=args.outcome,
-                     successes=args.successes, trials=args.trials)
+    try:
+        return read_runs(raw, item=item, model=args.model, run=run, outcome=args.outcome,
+                         successes=args.successes, trials=args.trials,
+                         missing=getattr(args, "missing", "raise"))
+    except DataError as exc:
+        raise DataError(f"{args.data}: {exc}") from exc
 
 
 def split_list(value: str | None) -> list[str]:
@@ -55,15 +98,89 @@ def split_list(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
+def _non_finite(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+_REASONS = {
+    "NaN": "not defined for this row (e.g. a slice with one item, or no variation to estimate from)",
+    "Infinity": "infinite (e.g. a separated or boundary fit: an estimate or bound at 0% or 100%)",
+    "-Infinity": "infinite (e.g. a separated or boundary fit: an estimate or bound at 0% or 100%)",
+}
+
+
+_SEPARATED = ("not finite: the fit is separated (a group with every response a success or a failure), "
+              "so this estimate or its standard error diverges")
+
+
+def strict_json(doc: Any) -> Any:
+    """``doc`` with every NaN/Infinity replaced by null, and a ``notes`` list saying where and why.
+
+    JSON has no NaN or Infinity (RFC 8259); ``json.dumps`` would write them anyway.  Each replaced
+    value gets a note ``{"field": "table[2].conf_high", "value": "Infinity", "reason": ...}``.
+
+    Examples
+    --------
+    >>> strict_json({"table": [{"estimate": 0.5, "se": float("nan")}]})["notes"][0]["field"]
+    'table[0].se'
+    """
+    notes: list[dict[str, str]] = []
+    separated = any(getattr(w.category, "__name__", "") == "SeparationWarning" for w in RECORDED_WARNINGS)
+
+    def walk(obj: Any, path: str) -> Any:
+        if isinstance(obj, dict):
+            return {str(k): walk(v, f"{path}.{k}" if path else str(k)) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+        if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+            try:
+                obj = obj.item()
+            except (ValueError, TypeError):
+                return obj
+        if isinstance(obj, float) and not math.isfinite(obj):
+            label = _non_finite(obj)
+            reason = (_SEPARATED if separated else _REASONS[label]) + ('; see "warnings"' if RECORDED_WARNINGS else "")
+            notes.append({"field": path, "value": label, "reason": reason})
+            return None
+        return obj
+
+    out = walk(doc, "")
+    if notes and isinstance(out, dict):
+        out["notes"] = list(out.get("notes") or []) + notes
+    return out
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table as JSON records with its non-finite numbers kept, for :func:`strict_json` to note."""
+    return [{str(k): v for k, v in rec.items()} for rec in frame.to_dict(orient="records")]
+
+
+def result_doc(result: Any) -> dict[str, Any]:
+    """``result.to_dict()`` with its ``table`` rebuilt by :func:`records`, so that a NaN or infinite
+    value becomes null *with* a note rather than a bare null."""
+    doc = dict(result.to_dict())
+    if "table" in doc and hasattr(result, "to_frame"):
+        doc["table"] = records(result.to_frame())
+    return doc
+
+
+def dump_json(doc: Any, out: Any = None) -> None:
+    """Print ``doc`` as strict JSON (no NaN/Infinity) with the warnings the command raised."""
+    doc = dict(doc) if isinstance(doc, dict) else {"result": doc}
+    if RECORDED_WARNINGS:
+        doc["warnings"] = list(dict.fromkeys(warning_lines()))
+    text = json.dumps(strict_json(doc), indent=2, default=str, allow_nan=False, ensure_ascii=False)
+    print(text, file=out or sys.stdout)
+
+
 def emit(args: argparse.Namespace, table: pd.DataFrame | Any, extra: dict[str, Any] | None = None) -> None:
     """Print a result as text, or as JSON with ``--json``."""
     frame = table.to_frame() if hasattr(table, "to_frame") else table
     if args.json:
-        doc = {"command": args.command, "table": frame_records(frame)}
+        doc = {"command": args.command, "table": records(frame)}
         if extra:
             doc.update(extra)
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        dump_json(doc)
     else:
         if hasattr(table, "summary") and not isinstance(table, pd.DataFrame):
             for line in table.summary().header:  # the scale and interval the numbers are on

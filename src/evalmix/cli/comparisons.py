@@ -7,7 +7,7 @@ import argparse
 
 from ..calibration import calibrate
 from ..comparisons import compare_pair
-from ._common import add_data_arguments, emit, load_data, split_list
+from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
 
 PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
 
@@ -47,7 +47,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", metavar="B", help="second model (estimate = B - A)")
     p.add_argument("--method", default="paired_t", choices=PAIR_METHODS)
     p.add_argument("--where", action="append", default=[], help="row filter COLUMN=VALUE (repeatable)")
-    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--seed", type=int, default=0, help="seed of resampling methods (default 0)")
     p.set_defaults(handler=run_compare)
 
@@ -57,7 +57,7 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
                        description="Simulate benchmarks under a null and an alternative and score each method.")
     p.add_argument("--scenario", default="mixture", choices=["mixture", "glmm"])
     p.add_argument("--methods", default=None, help="comma-separated method names (default: the built-in set)")
-    p.add_argument("--n-sims", type=int, default=200)
+    p.add_argument("--n-sims", type=positive_int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..descriptive import CI_METHODS, accuracy
-from ._common import add_data_arguments, emit, load_data, split_list
+from ._common import add_data_arguments, conf_level, emit, load_data, split_list
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,5 +26,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by", default=None,
                    help="comma-separated grouping columns (default: model and every slice column)")
     p.add_argument("--ci", default="wilson", choices=CI_METHODS, help="interval method (default: wilson)")
-    p.add_argument("--conf-level", type=float, default=0.95, help="interval coverage (default: 0.95)")
+    p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval coverage (default: 0.95)")
     p.set_defaults(handler=run)

@@ -14,19 +14,17 @@ sets ``handler`` to the function that runs it and returns the exit code.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 import pandas as pd
 
 from ..multiplicity import ADJUST_METHODS
-from .._result import frame_records
 from ..emmeans import contrast, emmeans
 from ..errors import FormulaError
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
-from ._common import add_data_arguments, load_data
+from ._common import add_data_arguments, conf_level, dump_json, load_data, records, result_doc
 
 __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
@@ -38,7 +36,7 @@ def _fitter() -> Callable[..., Any]:
     return glmer
 
 
-def _print_table(title: str, table: pd.DataFrame, out) -> None:
+def _print_table(title: str, table: pd.DataFrame, out: TextIO) -> None:
     print(f"\n{title}", file=out)
     print(table.to_string(index=False), file=out)
 
@@ -47,7 +45,7 @@ def _fit_summary(fit: Any) -> dict[str, Any]:
     return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
-            "coefficients": frame_records(fit.coef_table()),
+            "coefficients": records(fit.coef_table()),
             # divergent estimates are null in the tables; which way they diverge is here
             "separation": (fit.separation.to_dict() if getattr(fit, "separation", None) is not None
                            else None)}
@@ -83,7 +81,7 @@ def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
     p.add_argument("--adjust", choices=list(ADJUST_METHODS), default="holm",
                    help="multiplicity adjustment within each --by group (default: holm)")
-    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
     p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
                    help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
@@ -137,7 +135,7 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def run_fit(args: argparse.Namespace, out=None) -> int:
+def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
     out = out or sys.stdout
     if (args.contrast or args.by) and not args.emmeans:
@@ -149,16 +147,15 @@ def run_fit(args: argparse.Namespace, out=None) -> int:
     if args.emmeans:
         emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
                       conf_level=args.conf_level)
-        result["emmeans"] = emm.to_dict()
-    if args.contrast:
+        result["emmeans"] = result_doc(emm)
+    if args.contrast and emm is not None:  # --contrast without --emmeans is refused above
         con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
                        conf_level=args.conf_level)
-        result["contrasts"] = con.to_dict()
+        result["contrasts"] = result_doc(con)
     if args.anova:
-        result["anova"] = anova(fit).to_dict()
+        result["anova"] = result_doc(anova(fit))
     if args.json:
-        json.dump(result, out, indent=2, ensure_ascii=False)
-        print(file=out)
+        dump_json(result, out)
         return 0
     info = result["fit"]
     print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
@@ -200,7 +197,7 @@ def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def run_select(args: argparse.Namespace, out=None) -> int:
+def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix select`` from parsed arguments; returns the exit code."""
     out = out or sys.stdout
     if len(args.formula) < 2:
@@ -209,8 +206,7 @@ def run_select(args: argparse.Namespace, out=None) -> int:
     fit = _fitter()
     comparison = compare_models({f: fit(f, data) for f in args.formula})
     if args.json:
-        json.dump(comparison.to_dict(), out, indent=2, ensure_ascii=False)
-        print(file=out)
+        dump_json(result_doc(comparison), out)
         return 0
     _print_table("Models by BIC", comparison.to_frame(), out)
     _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)

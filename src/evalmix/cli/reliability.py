@@ -4,14 +4,18 @@ run-to-run reliability, leaderboard stability and how many runs and items a stud
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .. import repetitions
 from ..ranking import rank_instability
 from ..reliability import KOO_LI_BANDS, flip_rate, icc
-from ._common import add_data_arguments, emit, load_data, split_list
+from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
-def _default_by(data, given: str | None) -> list[str]:
+def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
     by = split_list(given)
     if by:
         return by
@@ -20,7 +24,10 @@ def _default_by(data, given: str | None) -> list[str]:
 
 
 def _bands(text: str | None) -> tuple[float, ...]:
-    return tuple(float(v) for v in split_list(text)) if text else KOO_LI_BANDS
+    try:
+        return tuple(float(v) for v in split_list(text)) if text else KOO_LI_BANDS
+    except ValueError:
+        raise SystemExit(f"--bands expects increasing numbers such as 0.5,0.75,0.9, got {text!r}") from None
 
 
 def run_reliability(args: argparse.Namespace) -> int:
@@ -84,7 +91,7 @@ def add_reliability(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--icc-model", default="twoway", choices=["oneway", "twoway"])
     p.add_argument("--icc-type", default="consistency", choices=["consistency", "agreement"])
     p.add_argument("--icc-unit", default="single", choices=["single", "average"])
-    p.add_argument("--conf-level", type=float, default=0.95)
+    p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--bands", default=None,
                    help="ICC quality cut points, e.g. 0.5,0.75,0.9 (Koo & Li, the default) or 0.6,0.75,0.9")
     p.set_defaults(handler=run_reliability)
@@ -106,7 +113,7 @@ def add_se_runs(sub: argparse._SubParsersAction) -> None:
                                    "projected to 1..max-runs runs.")
     add_data_arguments(p)
     _add_by(p)
-    p.add_argument("--max-runs", type=int, default=10)
+    p.add_argument("--max-runs", type=positive_int, default=10)
     p.set_defaults(handler=run_se_runs)
 
 
@@ -119,7 +126,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mdd", type=float, default=None, help="target: minimum detectable difference")
     p.add_argument("--cost-item", type=float, default=0.0, help="cost of one item (default 0)")
     p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer (default 1)")
-    p.add_argument("--max-runs", type=int, default=50)
+    p.add_argument("--max-runs", type=positive_int, default=50)
     p.set_defaults(handler=run_plan)
 
 

@@ -4,19 +4,16 @@ and PDF files."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .._result import frame_records
 from ..errors import DataError
 from ..io import read_inspect, read_lm_eval
 from ..reporting import report
-from ._common import add_data_arguments, load_data
+from ._common import add_data_arguments, conf_level, dump_json, load_data, positive_int, records
 
 __all__ = ["add_parser", "run"]
 
@@ -57,9 +54,8 @@ def run(args: argparse.Namespace) -> int:
     index = Path(args.out) / "index.html"
     if args.json:
         doc = {"command": "report", "html": str(index), "options": _plain(rep.options),
-               "contents": frame_records(rep.to_frame())}
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+               "contents": records(rep.to_frame())}
+        dump_json(doc)
     else:
         n_tab, n_fig = len(rep.tables), len(rep.figures)
         print(f"wrote {index} ({n_tab} tables as .tex/.md/.csv, {n_fig} figures as .png/.pdf)")
@@ -97,8 +93,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bayes", action="store_true",
                    help="add posterior rank probabilities (needs the bayes extra; slow)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and sampler (default: 0)")
-    p.add_argument("--conf-level", type=float, default=0.95)
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for rank intervals")
+    p.add_argument("--conf-level", type=conf_level, default=0.95)
+    p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap replicates for rank intervals")
     p.add_argument("--plan-se", type=float, default=0.03, help="target SE per slice for the planner")
     p.add_argument("--cost-item", type=float, default=10.0, help="cost of one item for the planner")
     p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer for the planner")

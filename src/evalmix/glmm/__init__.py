@@ -16,14 +16,16 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
+from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from .deviance import LINKS, DenseSolver, LaplaceDeviance
+from ..formula import RandomTerm
+from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance, saturated_deviance
 from .design import GlmmDesign, build_design
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
-from .separation import expand_limit, find_separation, independent_columns, limit_problem
+from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["GlmerResult", "OptimizerReport", "glmer"]
 
@@ -90,11 +92,12 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
     return msgs
 
 
-def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
+def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None) -> GlmerResult:
+          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None,
+          missing: str = "raise") -> GlmerResult:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
     The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
@@ -110,9 +113,12 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``I(age^2)``, ``log(x)``, ``sqrt(x)``, ``scale(x)``, ``poly(x, 2)`` (orthogonal, as R's),
         ``factor(x)``, ``C(x, contr.sum)``, ``offset(log(n))``. A one-column response may be 0/1,
         boolean, or a factor/string column whose first level is a failure (R's rule).
-    data : DataFrame
-        One row per observation (or per k-of-n count). Rows with missing values in the columns
-        the formula uses are dropped with a :class:`~evalmix.errors.DataWarning`.
+    data : DataFrame or path
+        One row per observation (or per k-of-n count), validated as a runs table (see
+        :func:`evalmix.ensure_runs` and :func:`evalmix.glmm.design.check_data`): a 0/1 response
+        (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
+        (model, item, run, slices) key when the table has a run column, no fixed-effect factor
+        with a single level.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
@@ -137,8 +143,10 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
     vcov_method : {"hessian", "hessian_exact", "rx"}
         ``"hessian"`` (default): the standard errors lme4 1.1-31 reports, the fixed-effect block of
         ``2 H^-1`` with ``H`` the finite-difference Hessian over (theta, beta) of lme4's deviance
-        function, whose PIRLS stops early (``tolPwrss = 1e-7``); that makes ``H`` slightly more
-        curved than the exact one and the SEs 0.3-1% smaller. ``"hessian_exact"``: the same from
+        function, whose PIRLS restarts from its first-stage fit and stops early (``tolPwrss =
+        1e-7``); where it stops one Newton step short of the mode, ``H`` is slightly more curved
+        than the exact one and the SEs 0.3-1% smaller (evalmix replays lme4's iteration count;
+        docs/glmm.md, "Standard errors"). ``"hessian_exact"``: the same from
         the exact Laplace deviance (lme4 with ``glmerControl(tolPwrss = 1e-12)``). ``"rx"``: the
         inverse of ``X'WX - X'WZL (L'Z'WZL + I)^-1 L'Z'WX`` at the final PIRLS step, which treats
         the variance parameters as known (smaller SEs; lme4 >= 1.1-38's choice for large models).
@@ -157,6 +165,9 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         ``{"Intercept": 10, "": 2.5}`` (see :func:`evalmix.glmm.prior.parse_fixef_prior`). It
         keeps the estimates finite under separation. ``loglik`` is then the likelihood at the
         penalised estimates and ``prior_deviance`` blme's "Prior dev".
+    missing : {"raise", "drop"}
+        A missing value in a key, slice or outcome column: a DataError naming the rows (default),
+        or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
 
     Returns
     -------
@@ -194,10 +205,12 @@ def glmer(formula: str, data: pd.DataFrame, *, trials: str | None = None,
         raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
     with single_thread_blas():
         return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
-                      weights, offset, contrasts, link, int(nAGQ))
+                      weights, offset, contrasts, link, int(nAGQ), missing)
 
 
-def _fit_agq(ld, term, ev, rep, lower, nagq, maxiter):
+def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: OptimizerReport,
+             lower: np.ndarray, nagq: int, maxiter: int
+             ) -> tuple[Evaluation, OptimizerReport, float, np.ndarray]:
     """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
     import time
 
@@ -232,10 +245,13 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior=None,
-           weights=None, offset=None, contrasts=None, link="logit", nAGQ=1) -> GlmerResult:
+def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
+           start: dict | None, maxiter: int, fixef_prior: Any = None,
+           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
+           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
+           missing: str = "raise") -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
-                          offset=offset, contrasts=contrasts)
+                          offset=offset, contrasts=contrasts, missing=missing)
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
         raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
                            f"(1|item); this formula has "
@@ -293,9 +309,10 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
     # that start is far from the mode, PIRLS runs to convergence and blme's Hessian is exact
     if dev_agq is None:
         lme4_pirls = vcov_method == "hessian" and prior_note is None
-        eta_start = (lme4_start(ld, theta0, lower, beta0)
-                     if lme4_pirls and link == "logit" else None)
-        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start)
+        ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
+        eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
+                     if lme4_pirls else None)
+        H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
     messages: list[str] = []
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -359,7 +376,7 @@ def _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior
         fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
 
 
-def _completely_separated(formula: str, design: GlmmDesign, sep, link: str = "logit"
+def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit"
                           ) -> GlmerResult:
     """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
     names = design.fixed.columns

@@ -14,18 +14,23 @@ together, starting from the Laplace optimum.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+from ..formula import RandomTerm
+from ..links import log_probabilities
 from .deviance import Evaluation, LaplaceDeviance
 
 
 class AGQDeviance:
     """The nAGQ-point deviance of a model with one scalar random-effect term."""
 
-    def __init__(self, ld: LaplaceDeviance, term, nagq: int):
+    def __init__(self, ld: LaplaceDeviance, term: RandomTerm, nagq: int):
         self.ld = ld
         self.idx = term.index
         self.J = term.nl
@@ -39,15 +44,7 @@ class AGQDeviance:
     def _rowdev(self, eta: np.ndarray) -> np.ndarray:
         """``-2 (k log mu + (m - k) log(1 - mu))`` per pooled row."""
         ld = self.ld
-        mu = np.clip(ld.kernel_mu(eta)[1], 1e-300, 1 - 1e-16)
-        if ld.link == "logit":  # log mu and log(1 - mu) without cancellation
-            lmu, l1mu = -np.logaddexp(0, -eta), -np.logaddexp(0, eta)
-        elif ld.link == "cloglog":
-            l1mu = -np.exp(np.minimum(eta, 700.0))
-            lmu = np.log(mu)
-        else:
-            from scipy.special import log_ndtr
-            lmu, l1mu = log_ndtr(eta), log_ndtr(-eta)
+        lmu, l1mu = log_probabilities(ld.link, eta)
         return -2.0 * (ld.k * lmu + (ld.m - ld.k) * l1mu)
 
     def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
@@ -77,7 +74,7 @@ class AGQDeviance:
         return dev, ev
 
 
-def fd_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
+def fd_hessian(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4) -> np.ndarray:
     """Central second differences of ``f`` at ``x`` (lme4's ``deriv12`` step)."""
     n = x.size
     f0 = f(x)
@@ -94,7 +91,7 @@ def fd_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
     return H
 
 
-def fd_gradient(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndarray:
+def fd_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndarray:
     g = np.empty(x.size)
     for i in range(x.size):
         e = np.zeros(x.size)
@@ -107,7 +104,8 @@ def fd_gradient(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.ndar
 
 
 def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower: np.ndarray,
-                 maxiter: int = 500):
+                 maxiter: int = 500
+                 ) -> tuple[np.ndarray, float, Evaluation, np.ndarray, Any, Callable[[np.ndarray], float]]:
     """Minimise the AGQ deviance over (theta, beta) from the Laplace optimum.
 
     Returns the final (theta, beta), the deviance, the PIRLS evaluation there, the gradient and

@@ -12,12 +12,14 @@ import dataclasses
 import re
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
+from ..data import RunsData, ensure_runs, load_table
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
                        fixed_variables, parse_formula, random_columns)
@@ -143,29 +145,105 @@ def _row_values(value: Any, data: pd.DataFrame, what: str) -> np.ndarray | None:
 _STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center)\s*\(")
 
 
-def build_design(formula: str, data: pd.DataFrame, *, pool: bool = True,
-                 trials: str | None = None, weights: Any = None, offset: Any = None,
-                 contrasts: dict[str, Any] | None = None) -> GlmmDesign:
-    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
-
-    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
-    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
-    """
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+def _parse(formula: str, trials: str | None) -> ParsedFormula:
     parsed = parse_formula(formula)
     if trials is not None:
         if parsed.trials is not None or parsed.failures is not None:
             raise FormulaError("give the trials either in cbind() or as trials=, not both")
         parsed = dataclasses.replace(parsed, trials=trials)
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
-                           "fit a plain logistic regression instead")
+    return parsed
+
+
+def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
+               weights: Any = None, offset: Any = None) -> pd.DataFrame:
+    """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
+
+    The response is the formula's: 0/1 (proportions in [0, 1] with ``weights``), k-of-n counts, or
+    a factor/string/boolean column, which :func:`build_design` codes by R's rule.  The item, model
+    and run roles are the recorded or conventional ones when the table has them (a duplicated
+    (model, item, run, slices) key is refused); a factor of the fixed part with a single level is a
+    FormulaError naming the term (lme4 stops there too: "contrasts can be applied only to factors
+    with 2 or more levels").  A path is read with :func:`evalmix.data.load_table`.  Returns the
+    validated table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"item": [1, 1, 2, 2], "model": ["a", "b", "a", "b"],
+    ...                   "lang": ["EN"] * 4, "correct": [1, 0, 1, 1]})
+    >>> try:
+    ...     check_data("correct ~ model + lang + (1|item)", d)
+    ... except FormulaError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    fixed-effect term 'lang' is a factor with a single level ('EN'): it has no contrast to estimate...
+    """
+    parsed = _parse(formula, trials)
+    if isinstance(data, (str, Path)):
+        data = load_table(data)
+    elif not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
     for c in parsed.columns:
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(data.columns)})")
+    arrays = [name for name, v in (("weights", weights), ("offset", offset))
+              if v is not None and not isinstance(v, str)]
+    if missing == "drop" and arrays:
+        raise ValueError(f"missing='drop' cannot drop rows of {' and '.join(arrays)} given as arrays: "
+                         "give them as column names")
+    y = data[parsed.successes]
+    if parsed.failures is not None:
+        roles: dict = {"check_outcome": False}  # cbind(k, f): build_design checks the counts
+    elif parsed.trials is not None:
+        roles = {"successes": parsed.successes, "trials": parsed.trials}
+    elif (pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)) or (
+            not isinstance(y.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(y)
+            and pd.to_numeric(y, errors="coerce").notna().any()):
+        # numbers (or text holding numbers, where a stray "yes" is a data error, not a level)
+        roles = {"outcome": parsed.successes, "allow_fractional": weights is not None}
+    else:  # a factor, text labels or a boolean response: R's rule (first level = failure)
+        roles = {"check_outcome": False}
+    try:
+        df, _ = ensure_runs(data, missing=missing, **roles)
+    except DataError as exc:
+        if "must be 0/1" not in str(exc):
+            raise
+        raise DataError(f"{exc}; in a GLMM write cbind(k, n - k) for counts, or give proportions "
+                        "with weights= the trials") from None
+    for c in fixed_variables(parsed.fixed, parsed.offsets):
+        if c not in df.columns:
+            continue
+        s = df[c]
+        is_factor = (pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s)
+                     or isinstance(s.dtype, pd.CategoricalDtype))
+        if is_factor and s.nunique() < 2:
+            first = s.iloc[0].item() if hasattr(s.iloc[0], "item") else s.iloc[0]
+            raise FormulaError(f"fixed-effect term {c!r} is a factor with a single level ({first!r}): "
+                               "it has no contrast to estimate; drop it from the formula")
+    return df
+
+
+def build_design(formula: str, data: RunsData, *, pool: bool = True,
+                 trials: str | None = None, weights: Any = None, offset: Any = None,
+                 contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
+    """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
+
+    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
+    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
+    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
+    The data are validated first (:func:`check_data`; ``missing`` as there).
+    """
+    parsed = _parse(formula, trials)
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); "
+                           "fit a plain logistic regression instead")
+    if isinstance(data, pd.DataFrame):
+        fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+        missing_fixed = [c for c in fixed_cols if c not in data.columns]
+        if missing_fixed:
+            raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the "
+                               f"data (columns: {list(data.columns)})")
+    data = check_data(formula, data, trials=trials, missing=missing, weights=weights, offset=offset)
     fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
     missing_fixed = [c for c in fixed_cols if c not in data.columns]
     if missing_fixed:
@@ -273,6 +351,11 @@ class FixedMatrix:
     with X cost O(n + patterns x p) instead of O(n p). With many patterns X is kept dense.
     """
 
+    # either X (dense) or Xu and pat (compressed) are set, never both
+    X: np.ndarray | None
+    Xu: np.ndarray | None
+    pat: np.ndarray | None
+
     def __init__(self, Xu: np.ndarray, pat: np.ndarray):
         self.n = pat.size
         self.p = Xu.shape[1]
@@ -286,36 +369,47 @@ class FixedMatrix:
     def shape(self) -> tuple[int, int]:
         return (self.n, self.p)
 
+    def _compressed(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Xu, pat)`` of a matrix not kept dense."""
+        assert self.Xu is not None and self.pat is not None
+        return self.Xu, self.pat
+
     @property
     def unique_rows(self) -> np.ndarray:
-        return self.X if self.X is not None else self.Xu
+        return self.X if self.X is not None else self._compressed()[0]
 
     def dense(self) -> np.ndarray:
-        return self.X if self.X is not None else self.Xu[self.pat]
+        if self.X is not None:
+            return self.X
+        Xu, pat = self._compressed()
+        return Xu[pat]
 
     def take_columns(self, keep: list[int]) -> None:
         if self.X is not None:
             self.X = np.ascontiguousarray(self.X[:, keep])
         else:
-            self.Xu = np.ascontiguousarray(self.Xu[:, keep])
+            self.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
         self.p = len(keep)
 
     def dot(self, beta: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X @ beta
-        return (self.Xu @ beta)[self.pat]
+        Xu, pat = self._compressed()
+        return (Xu @ beta)[pat]
 
     def tdot(self, v: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X.T @ v
-        return self.Xu.T @ np.bincount(self.pat, v, self.npat)
+        Xu, pat = self._compressed()
+        return Xu.T @ np.bincount(pat, v, self.npat)
 
     def gram(self, w: np.ndarray) -> np.ndarray:
         """X' diag(w) X."""
         if self.X is not None:
             return self.X.T @ (w[:, None] * self.X)
-        s = np.bincount(self.pat, w, self.npat)
-        return self.Xu.T @ (s[:, None] * self.Xu)
+        Xu, pat = self._compressed()
+        s = np.bincount(pat, w, self.npat)
+        return Xu.T @ (s[:, None] * Xu)
 
     def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray) -> np.ndarray:
         """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p)."""
@@ -324,5 +418,6 @@ class FixedMatrix:
 
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))
             return np.asarray(E @ self.dense())
-        tab = np.bincount(idx * self.npat + self.pat, w, ng * self.npat).reshape(ng, self.npat)
-        return tab @ self.Xu
+        Xu, pat = self._compressed()
+        tab = np.bincount(idx * self.npat + pat, w, ng * self.npat).reshape(ng, self.npat)
+        return tab @ Xu

@@ -18,6 +18,7 @@ Two solvers for the random-effects system ``H = A' W A + I``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -25,7 +26,11 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..formula import RandomTerm
-from ..links import LINKS, inverse_link, mu_eta
+from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
+                     mu_eta)
+
+if TYPE_CHECKING:
+    from .design import FixedMatrix
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -83,7 +88,7 @@ class NestedSolver:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
         sf = X.group_wsum(self.fi, self.J, w)
         if not self.two:
@@ -234,7 +239,7 @@ class DenseSolver:
     def zlt(self, r: np.ndarray) -> np.ndarray:
         return self.AT @ r
 
-    def zlt_wx(self, X, w: np.ndarray) -> np.ndarray:
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         return np.asarray(self.AT @ (w[:, None] * X.dense()))
 
     def factor(self, w: np.ndarray) -> float:
@@ -243,7 +248,8 @@ class DenseSolver:
             if not hasattr(self, "_flat"):
                 self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
             wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-            H = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
+            # weighted bincount returns floats (numpy's stubs say integers)
+            H: np.ndarray = np.bincount(self._flat.ravel(), wv.ravel(), self.q * self.q).reshape(self.q, self.q)
         else:
             H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
@@ -294,11 +300,11 @@ class BlockDiagSolver(DenseSolver):
         self.weights = w
         nl, nc = self.nl, self.nc
         wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
-        B = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
+        B: np.ndarray = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
         B += np.eye(nc)
         self.B = B
         self.Lb = np.linalg.cholesky(B)
-        self._Binv = None
+        self._Binv: np.ndarray | None = None
         return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -376,7 +382,7 @@ class SchurSolver(DenseSolver):
         # pairs were sorted by item then column, the order of the CSR data
         data = np.bincount(self._slot, (wv0[:, None] * Vr).ravel(), self._pairs.size)
         wr = (w[:, None] * Vr)[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), wr.ravel(), self.qr * self.qr).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         if self.dense:
             C = np.zeros(self.q1 * self.qr)
@@ -389,7 +395,7 @@ class SchurSolver(DenseSolver):
             self.G = sp.diags(1.0 / self.D) @ self.C
             S = Hrr - (self.C.T @ self.G).toarray()
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def _s_solve(self, r: np.ndarray) -> np.ndarray:
@@ -543,13 +549,14 @@ class BlockSchurSolver(DenseSolver):
         Va, Vr = self._rows()
         self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
         wa = w[:, None] * Va
-        Ab = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
-                        nl * b * b).reshape(nl, b, b)
+        Ab: np.ndarray = np.bincount(self._aflat.ravel(), (wa[:, :, None] * Va[:, None, :]).ravel(),
+                                     nl * b * b).reshape(nl, b, b)
         Ab += np.eye(b)
         C = np.bincount(self._cflat.ravel(), (wa[:, :, None] * Vr[:, None, :]).ravel(),
                         self.q1 * qr).reshape(self.q1, qr)
-        Hrr = np.bincount(self._rflat.ravel(), ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
-                          qr * qr).reshape(qr, qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(),
+                                      ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
+                                      qr * qr).reshape(qr, qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.La = np.linalg.cholesky(Ab)
         self.Ab, self.C = Ab, C
@@ -619,7 +626,8 @@ class NestedSchurSolver(DenseSolver):
     (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
     Schur complement of the size of the crossed terms."""
 
-    grad_theta = None  # no per-row blocks of H^-1 here: the optimiser differences the deviance
+    # no per-row blocks of H^-1 here: the optimiser differences the deviance (callers test for None)
+    grad_theta = None  # type: ignore[assignment]
 
     def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
         super().__init__(terms)
@@ -681,12 +689,12 @@ class NestedSchurSolver(DenseSolver):
         C = (np.bincount(self._ff, (inn.tf * wr).ravel(), size)
              + np.bincount(self._cf, (inn.tc * wr).ravel(), size)).reshape(self.q1, self.qr)
         ww = wr[:, :, None] * Vr[:, None, :]
-        Hrr = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
+        Hrr: np.ndarray = np.bincount(self._rflat.ravel(), ww.ravel(), self.qr**2).reshape(self.qr, self.qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.C = C
         self.G = inn.solve(C)
         self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
-        self._Sinv = None
+        self._Sinv: np.ndarray | None = None
         return float(ld1 + 2.0 * np.log(np.diag(self.cf[0])).sum())
 
     def solve(self, r: np.ndarray) -> np.ndarray:
@@ -725,6 +733,15 @@ class NestedSchurSolver(DenseSolver):
             return self.cond_var()[idx][:, :, None]
         r = li - self.q1
         return self._sinv()[r[:, :, None], r[:, None, :]]
+
+
+def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
+    """``2 sum(k log(k/m) + (m - k) log(1 - k/m))`` over rows of ``k`` successes in ``m`` trials:
+    the binomial residual deviance minus ``-2 log L`` (0 for 0/1 rows)."""
+    k, m = np.asarray(k, float), np.asarray(m, float)
+    ok = m > 0
+    k, m = k[ok], m[ok]
+    return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
 
 
 def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
@@ -774,11 +791,11 @@ class LaplaceDeviance:
         Added to the linear predictor.
     link : {"logit", "probit", "cloglog"}
         For the non-canonical links the weights are the Fisher (IRLS) weights
-        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant, and gradients over
-        beta are central differences of the deviance.
+        ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant; the exact gradient
+        over beta follows the modes with the observed information.
     """
 
-    def __init__(self, X: np.ndarray, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
+    def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
                  solver: NestedSolver | DenseSolver | None = None,
                  offset: np.ndarray | None = None, link: str = "logit"):
         if link not in LINKS:
@@ -791,7 +808,7 @@ class LaplaceDeviance:
         self.p = X.shape[1]
         self.evaluations = 0
         self.pirls_iterations = 0
-        self._theta = None
+        self._theta: np.ndarray | None = None
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -812,14 +829,8 @@ class LaplaceDeviance:
             inv = 1.0 / (1.0 + e)
             mu = np.where(eta >= 0, inv, e * inv)
             return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
-        if self.link == "probit":
-            lmu, l1mu = sp_special.log_ndtr(eta), sp_special.log_ndtr(-eta)
-            mu = sp_special.ndtr(eta)
-        else:  # cloglog: 1 - mu = exp(-e^eta)
-            ee = np.exp(np.minimum(eta, 700.0))
-            l1mu = -ee
-            lmu = np.log(-np.expm1(-ee))
-            mu = -np.expm1(-ee)
+        lmu, l1mu = log_probabilities(self.link, eta)
+        mu = inverse_link(self.link, eta)
         return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu)), mu
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -827,7 +838,7 @@ class LaplaceDeviance:
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
-        var = np.maximum(mu * (1.0 - mu), 1e-300)
+        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
         return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
@@ -844,6 +855,10 @@ class LaplaceDeviance:
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
         it, converged = 0, False
+        if self.link != "logit":
+            # Fisher scoring converges linearly; the log-determinant is not stationary at the
+            # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
+            tol, maxit = tol * 1e-6, max(maxit, 200)
         for it in range(1, maxit + 1):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
@@ -852,6 +867,8 @@ class LaplaceDeviance:
             dec = float(grad @ delta)
             if dec < tol * (1.0 + abs(pdev)):
                 converged = True
+                break
+            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
             zd = s.zl(delta)
             step = 1.0
@@ -863,11 +880,17 @@ class LaplaceDeviance:
                 if pn <= pdev + 1e-12 * abs(pdev):
                     break
                 step *= 0.5
+            else:
+                if self.link != "logit":  # no decrease left: at the mode to rounding
+                    converged = True
+                    break
             u, eta, pdev, mu = un, etan, pn, mun
         self.pirls_iterations += it
         if not converged:  # factor at the final u
             w = self.working(eta, mu)[1]
             logdet = s.factor(w)
+        if not (np.isfinite(logdet) and np.isfinite(pdev)):
+            logdet = np.inf  # no mode found: never a minimum for the optimiser
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
                         pdev, it)
         self._last = ev
@@ -902,7 +925,7 @@ class LaplaceDeviance:
     def grads(self, ev: Evaluation, theta: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
         """Gradients over theta (None when the solver has no closed form) and beta."""
         if self.link != "logit":
-            return None, self._fd_grad_beta(ev)
+            return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
         r = self.k - self.m * ev.mu
@@ -913,6 +936,32 @@ class LaplaceDeviance:
         if theta and getattr(s, "grad_theta", None) is not None:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
+
+    def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
+        """Exact gradient over beta for a non-canonical link.
+
+        As for the logit, ``d dev/d beta = X'(-2 s + g) + (d u~/d beta)' A' g`` with ``s`` the
+        score, ``g_i = h_i w'_i`` (leverages times the derivative of the Fisher weights); but the
+        mode moves with the observed information ``W_o = W - s c`` (``c = mu''/mu' -
+        mu'(1 - 2 mu) / (mu (1 - mu))``), which differs from the Fisher weights ``W`` in ``H``:
+        ``d u~/d beta = -(A'W_o A + I)^-1 A'W_o X``. The system with ``W_o`` is factored once
+        and the factor of ``H`` restored.
+        """
+        self._refresh(ev)
+        sv = self.solver
+        eta, mu = ev.eta, ev.mu
+        d = mu_eta(self.link, eta)
+        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
+        score = (self.k - self.m * mu) * d / var
+        c = dlog_mu_eta(self.link, eta) - d * (1.0 - 2.0 * mu) / var
+        w = ev.w
+        g = sv.leverage() * w * (dlog_mu_eta(self.link, eta) + c)
+        wo = np.maximum(w - score * c, 0.0)  # log-concave links: W_o >= 0
+        sv.factor(wo)
+        v = sv.solve(sv.zlt(g))
+        rho = g - 2.0 * score - wo * sv.zl(v)
+        sv.factor(w)  # the solver holds H at ev again
+        return self.X.tdot(rho)
 
     def _fd_grad_beta(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
         """Central differences of the Laplace deviance over beta (non-canonical links); a
@@ -942,6 +991,10 @@ class LaplaceDeviance:
         s = self.solver
         wp = ev.w * (1.0 - 2.0 * ev.mu)
         return wp * s.zl(s.solve(s.zlt(s.leverage() * wp)))
+
+    # lme4's residual deviance minus D(y, eta): the saturated model's term of the rows lme4 sees
+    # (0 for 0/1 rows); its PIRLS stopping rule is relative to the residual deviance
+    saturated: float = 0.0
 
     def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
                               tol: float = 1e-7, maxit: int = 100) -> int:
@@ -975,7 +1028,7 @@ class LaplaceDeviance:
             eta = xb + s.zl(u)
             kern, mu = self.kernel_mu(eta)
             pdev = kern + float(u @ u)
-            if abs((old - pdev) / pdev) < tol:
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
                 return pdev + logdet, i
             for _ in range(20):
                 if u_old is None or (np.isfinite(pdev) and pdev <= old):

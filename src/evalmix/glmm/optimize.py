@@ -17,12 +17,16 @@ two Newton steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
+from ..formula import RandomTerm
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -49,7 +53,7 @@ class OptimizerReport:
                 "gradient": [float(v) for v in self.gradient]}
 
 
-def _chol_or_pinv(M: np.ndarray):
+def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     try:
         cf = sla.cho_factor(M, lower=True, check_finite=False)
         return lambda g: sla.cho_solve(cf, g, check_finite=False)
@@ -58,7 +62,7 @@ def _chol_or_pinv(M: np.ndarray):
         return lambda g: P @ g
 
 
-def single_thread_blas():
+def single_thread_blas() -> AbstractContextManager[Any]:
     """Small dense products run faster single-threaded, and much faster on a busy machine."""
     try:
         from threadpoolctl import threadpool_limits
@@ -82,7 +86,7 @@ class ProfiledFit:
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
 
-    def _newton_solver(self, ev: Evaluation):
+    def _newton_solver(self, ev: Evaluation) -> Callable[[np.ndarray], np.ndarray]:
         M = 2.0 * self.ld.rx(ev)
         if self.free is None:
             return _chol_or_pinv(M)
@@ -152,7 +156,8 @@ class ProfiledFit:
 
 
 def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: np.ndarray,
-             maxiter: int = 500, probes=None) -> tuple[Evaluation, OptimizerReport]:
+             maxiter: int = 500, probes: Callable[[np.ndarray], list[np.ndarray]] | None = None
+             ) -> tuple[Evaluation, OptimizerReport]:
     """Minimise the Laplace deviance; returns the final evaluation and a report.
 
     ``probes(theta)`` may give extra starting points off a boundary (see :func:`boundary_probes`).
@@ -202,7 +207,7 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     return ev, rep
 
 
-def boundary_probes(terms, theta: np.ndarray) -> list[np.ndarray]:
+def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
     """Starting points off a zero diagonal of a vector term's Lambda with the same variances.
 
     For a column ``c`` of ``Lambda`` with ``L[c, c] = 0``, move the entries below the diagonal
@@ -234,28 +239,83 @@ def boundary_probes(terms, theta: np.ndarray) -> list[np.ndarray]:
 
 
 def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
-               beta0: np.ndarray) -> np.ndarray:
+               beta0: np.ndarray, u0: np.ndarray | None = None) -> np.ndarray:
     """The linear predictor lme4's second-stage deviance function restarts PIRLS from.
 
     lme4 first fits with ``nAGQ = 0`` (theta only; beta joins u in PIRLS, see
     :meth:`LaplaceDeviance.joint_mode`) and keeps the linear predictor of that fit as ``lp0``.
-    Only the number of PIRLS iterations lme4 takes from it matters (see :func:`hessian`), so the
-    first stage is solved to a modest tolerance.
+    Only the number of PIRLS iterations lme4 takes from it matters (see :func:`hessian`); starting
+    from the Laplace optimum (``theta0, beta0, u0``), which lies close, keeps this cheap.
     """
     beta0 = np.array(beta0, dtype=float)
 
     def f(theta: np.ndarray) -> float:
         # always from the same start: a warm start would make f noisy for the differences
-        return ld.joint_mode(np.maximum(theta, lower), beta0)[0]
+        return ld.joint_mode(np.maximum(theta, lower), beta0, u0)[0]
 
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 200, "ftol": 1e-13, "gtol": 1e-7})
-    return ld.joint_mode(np.maximum(res.x, lower), beta0)[3]
+                   options={"maxiter": 200, "ftol": 1e-10, "gtol": 1e-5})
+    return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
+
+
+def deriv12(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4, lower: np.ndarray | None = None) -> np.ndarray:
+    """lme4 1.1-31's ``deriv12`` Hessian: central second differences of ``f`` at ``x``, the
+    off-diagonal ones from the four points ``x +- h e_i +- h e_j``, steps shortened at ``lower``."""
+    n = x.size
+    lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, float)
+    ud = np.full(n, h)
+    ld_ = np.minimum(h, x - lo)  # the step below x, cut at the bound
+    xa, xs = x + ud, x - ld_
+    f0 = f(x)
+    H = np.empty((n, n))
+    for j in range(n):
+        pa, ps = x.copy(), x.copy()
+        pa[j], ps[j] = xa[j], xs[j]
+        H[j, j] = f(pa) / ud[j] ** 2 - 2 * f0 / (ud[j] * ld_[j]) + f(ps) / ld_[j] ** 2
+        for i in range(j):
+            pts = []
+            for vi, vj in ((xa[i], xa[j]), (xa[i], xs[j]), (xs[i], xa[j]), (xs[i], xs[j])):
+                y = x.copy()
+                y[i], y[j] = vi, vj
+                pts.append(f(y))
+            H[i, j] = H[j, i] = (pts[0] / (ud[i] + ud[j]) ** 2 - pts[1] / (ud[i] + ld_[j]) ** 2
+                                 - pts[2] / (ld_[i] + ud[j]) ** 2 + pts[3] / (ld_[i] + ld_[j]) ** 2)
+    return H
+
+
+def lme4_hessian(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray, h: float = 1e-4,
+                 lower: np.ndarray | None = None) -> np.ndarray:
+    """lme4's Hessian replayed: :func:`deriv12` of lme4's deviance function
+    (:meth:`LaplaceDeviance.lme4_pirls` from ``eta_start``) at ``ev``; ``(P + 1) P / 2 * 4``
+    PIRLS runs of two or three iterations each."""
+    nt = ev.theta.size
+    lo = None if lower is None else np.concatenate([lower, np.full(ev.beta.size, -np.inf)])
+    H = deriv12(lambda x: ld.lme4_pirls(x[:nt], x[nt:], eta_start)[0],
+                np.concatenate([ev.theta, ev.beta]), h, lo)
+    ld._refresh(ev)
+    return H
+
+
+def stencil_iterations(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray,
+                       h: float = 1e-4, lower: np.ndarray | None = None) -> list[int]:
+    """lme4's PIRLS iterations at ``ev`` and at ``ev +- h`` along each parameter."""
+    nt = ev.theta.size
+    x = np.concatenate([ev.theta, ev.beta])
+    lo = (np.full(x.size, -np.inf) if lower is None
+          else np.concatenate([lower, np.full(ev.beta.size, -np.inf)]))
+    out = [ld.lme4_pirls_iterations(ev.theta, ev.beta, eta_start)]
+    for j in range(x.size):
+        for s in (-h, h):
+            y = x.copy()
+            y[j] = max(y[j] + s, lo[j])
+            out.append(ld.lme4_pirls_iterations(y[:nt], y[nt:], eta_start))
+    return out
 
 
 def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
-            lme4_pirls: bool = True, eta_start: np.ndarray | None = None) -> np.ndarray:
+            lme4_pirls: bool = True, eta_start: np.ndarray | None = None,
+            lower: np.ndarray | None = None) -> np.ndarray:
     """Finite-difference Hessian of the deviance over (theta, beta) at ``ev``.
 
     Step ``h`` as lme4 1.1-31's ``deriv12``. Columns are forward differences of the exact gradient
@@ -271,14 +331,23 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     lme4 stops one step short only where its PIRLS from ``eta_start`` (:func:`lme4_start`) takes
     two iterations at ``ev``; where it takes three or more, ``log det`` is at most ``O(d^4)`` from
     the mode and lme4's Hessian is the exact one, so the early-stop term is left out
-    (:meth:`LaplaceDeviance.lme4_pirls_iterations`). Without ``eta_start`` two are assumed.
+    (:meth:`LaplaceDeviance.lme4_pirls_iterations`). Without ``eta_start`` two are assumed. Where
+    the count differs between points of lme4's stencil (checked along each axis), lme4's Hessian
+    mixes the two functions and is replayed instead (:func:`lme4_hessian`), as it is for the
+    non-canonical links, for which the early-stop term is not derived.
     """
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
     # d eta~ / d(theta, beta) by forward differences, for lme4's early-stop term only
     # (logit only: the correction is derived for the canonical link)
-    if lme4_pirls and eta_start is not None and ld.link == "logit":
-        lme4_pirls = ld.lme4_pirls_iterations(ev.theta, ev.beta, eta_start) <= 2
+    if lme4_pirls and eta_start is not None and ld.link != "logit":
+        # the early-stop term is derived for the canonical link; replay lme4 for the others
+        return lme4_hessian(ld, ev, eta_start, h, lower)
+    if lme4_pirls and eta_start is not None:
+        counts = set(stencil_iterations(ld, ev, eta_start, h, lower))
+        if len(counts) > 1:
+            return lme4_hessian(ld, ev, eta_start, h, lower)
+        lme4_pirls = counts.pop() <= 2
     J = np.zeros((ev.eta.size, nt + p)) if lme4_pirls and ld.link == "logit" else None
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None

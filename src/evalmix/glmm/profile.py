@@ -17,6 +17,7 @@ lower end 0 (lme4 reports 0 too). Correlations are not profiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,14 +76,15 @@ class _Profile:
         self.pf.beta, self.pf.u, self.pf.free = self.beta_hat.copy(), None, None
         self.theta_cur = self.theta_hat.copy()
 
-    def _minimise(self, x0, mask, to_theta, chain) -> float:
+    def _minimise(self, x0: np.ndarray, mask: np.ndarray, to_theta: Callable[[np.ndarray], np.ndarray],
+                  chain: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
         """Minimise the deviance over the free coordinates ``x`` (theta = to_theta(x))."""
         pf = self.pf
         if not mask.any():
             self.theta_cur = to_theta(x0)
             return pf.inner(self.theta_cur).dev
 
-        def f(xf):
+        def f(xf: np.ndarray) -> tuple[float, np.ndarray]:
             x = x0.copy()
             x[mask] = xf
             dev, g = pf.objective(to_theta(x))
@@ -96,7 +98,7 @@ class _Profile:
         self.theta_cur = to_theta(x)  # warm start of the next point of the profile
         return float(res.fun)
 
-    def _bounds_for(self, x0):
+    def _bounds_for(self, x0: np.ndarray) -> list[tuple[float | None, None]]:
         return [(lo if np.isfinite(lo) else None, None) for lo in self.lower]
 
     # ----------------------------------------------------------------------- fixed effect j
@@ -132,16 +134,16 @@ class _Profile:
             row[-1] = 1.0
         x0[slots] = row / np.linalg.norm(row)
 
-        def to_theta(x):
+        def to_theta(x: np.ndarray) -> np.ndarray:
             th = x.copy()
             r = x[slots]
-            th[slots] = value * r / max(np.linalg.norm(r), 1e-12)
+            th[slots] = value * r / max(float(np.linalg.norm(r)), 1e-12)
             return th
 
-        def chain(x, g):
+        def chain(x: np.ndarray, g: np.ndarray) -> np.ndarray:
             out = g.copy()
             r = x[slots]
-            n = max(np.linalg.norm(r), 1e-12)
+            n = max(float(np.linalg.norm(r)), 1e-12)
             u = r / n
             out[slots] = value / n * (g[slots] - u * (u @ g[slots]))
             return out
@@ -149,12 +151,12 @@ class _Profile:
         return self._minimise(x0, mask, to_theta, chain)
 
     # ------------------------------------------------------------------------- intervals
-    def interval(self, dev_at, estimate: float, scale: float, z: float,
+    def interval(self, dev_at: Callable[[float], float], estimate: float, scale: float, z: float,
                  lower_limit: float | None = None) -> tuple[float, float]:
         """Ends of ``{v : |zeta(v)| <= z}``: secant steps from the estimate, bracketing and
         Brent's method when they misbehave."""
 
-        def zeta(v):
+        def zeta(v: float) -> float:
             d = dev_at(v) - self.dev0
             return np.sign(v - estimate) * np.sqrt(max(d, 0.0))
 
@@ -170,7 +172,8 @@ class _Profile:
         return ends[0], ends[1]
 
     @staticmethod
-    def _secant(zeta, estimate, direction, z, step, lower_limit, tol=1e-6, maxit=10):
+    def _secant(zeta: Callable[[float], float], estimate: float, direction: float, z: float, step: float,
+                lower_limit: float | None, tol: float = 1e-6, maxit: int = 10) -> float | None:
         """``zeta`` is close to linear: secant steps from the estimate usually land in 3-5
         evaluations. None when they misbehave (the caller then brackets)."""
         target = direction * z
@@ -196,7 +199,8 @@ class _Profile:
         return None
 
     @staticmethod
-    def _bracket(zeta, estimate, direction, z, step, lower_limit):
+    def _bracket(zeta: Callable[[float], float], estimate: float, direction: float, z: float, step: float,
+                 lower_limit: float | None) -> float | None:
         """Step outward until ``|zeta| >= z``, then Brent's method in the bracket."""
         target = direction * z
         prev = estimate
@@ -267,6 +271,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
     extra = {"offset": off, "link": fit.link}
+    ld: LaplaceDeviance
     if fit.fixef_prior is not None:
         from .prior import NormalPrior
 

@@ -334,6 +334,12 @@ class FittedModel:
         off = getattr(design, "offset_rows", None)
         self.offset_rows = None if off is None else _frozen(off)
 
+    def _modes(self) -> np.ndarray:
+        """The spherical modes ``u``; a completely separated fit has none (and no blocks to read)."""
+        if self.u is None:
+            raise ValueError("a completely separated fit has no random-effect modes")
+        return self.u
+
     def _blocks(self) -> list[tuple[RandomTerm, int, np.ndarray]]:
         out, uoff = [], 0
         for t, L in zip(self.terms, self.lambdas):
@@ -346,7 +352,7 @@ class FittedModel:
         solver = ld.solver
         frames = []
         for t, uoff, L in self._blocks():
-            U = self.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
+            U = self._modes()[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T  # b_g = L u_g
             idx = uoff + np.arange(t.nl)[:, None] * t.nc + np.arange(t.nc)[None, :]
             blocks = solver.hinv_blocks(idx)  # nl x nc x nc blocks of H^-1
@@ -371,7 +377,7 @@ class FittedModel:
                 raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
                                    f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
                                    "pass allow_new_levels=True to predict them with zero effect")
-            U = self.u[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
+            U = self._modes()[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
             B = U @ L.T
             Z = t.model_rows(nd)
             contrib = np.einsum("nc,nc->n", Z, B[np.maximum(code, 0)])

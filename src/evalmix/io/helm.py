@@ -125,7 +125,9 @@ def read_helm(
                     if name.get("name") == metric:
                         stat = s
             scored = stat is not None and stat.get("count", 0) > 0
-            if scored and stat.get("count") != 1:
+            if stat is None or not scored:
+                stat = {}
+            elif stat.get("count") != 1:
                 raise DataError(f"{where}: statistic {metric!r} pools {stat.get('count')} values; "
                                 f"expected one per instance and trial")
             records.append({"model": who, "task": task, "item": iid, "run": trial + 1,

@@ -104,12 +104,13 @@ class _Folder:
         (``model_name_sanitized``) is read back, ``org__name`` as ``org/name``.
         """
         folder = samples.parent
-        names = set()
+        names: set[str] = set()
         for candidate in sorted(folder.glob("results_*.json")):
             if candidate not in self._cache:
                 self._cache[candidate] = _read_results(candidate)
-            if self._cache[candidate].model:
-                names.add(self._cache[candidate].model)
+            found = self._cache[candidate].model
+            if found:
+                names.add(found)
         if len(names) == 1:
             return names.pop()
         return folder.name.replace("__", "/")
@@ -266,7 +267,7 @@ def read_lm_eval(
             raise DataError(f"runs= gives {len(runs)} labels for {len(entries)} paths: give one per "
                             f"path (or a function of the file path)")
     folders = _Folder()
-    loaded = []
+    loaded: list[dict[str, Any]] = []
     for i, entry in enumerate(entries):
         for path in expand(entry, is_lm_eval_samples, "lm-evaluation-harness samples_*.jsonl"):
             label = runs(path) if callable(runs) else (runs[i] if runs is not None else None)

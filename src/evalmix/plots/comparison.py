@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .style import COLUMN_WIDTH, colour, styled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["critical_difference_plot"]
 
@@ -14,7 +17,7 @@ __all__ = ["critical_difference_plot"]
 def _cliques(ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
     """Maximal runs of consecutive (sorted) models whose rank range is below ``cd``."""
     k = ranks.size
-    spans = []
+    spans: list[tuple[int, int]] = []
     for i in range(k):
         j = i
         while j + 1 < k and ranks[j + 1] - ranks[i] < cd:
@@ -25,7 +28,7 @@ def _cliques(ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
 
 
 @styled
-def critical_difference_plot(result: Any, *, ax: Any = None, title: str | None = None):
+def critical_difference_plot(result: Any, *, ax: Any = None, title: str | None = None) -> Figure:
     """Demšar's critical-difference diagram of a :func:`evalmix.friedman` result.
 
     Models are placed on the mean-rank axis (rank 1 = best, on the left); a thick bar joins

@@ -11,18 +11,21 @@ accuracy heatmap (:func:`accuracy_heatmap`).  Every function returns a matplotli
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, styled
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = ["accuracy_heatmap", "accuracy_intervals", "delta_bic_bars", "marginal_means",
            "odds_ratio_forest"]
 
 
-def _plt():
+def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     import matplotlib.pyplot as plt
 
     return plt
@@ -45,7 +48,8 @@ def _levels(values: pd.Series) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw: Any):
+def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw: Any
+          ) -> tuple[Figure, Any]:
     ncol = min(n, max_cols)
     nrow = -(-n // ncol)
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, figsize=(panel_w * ncol, panel_h * nrow), **kw)
@@ -56,7 +60,7 @@ def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw:
 
 @styled
 def accuracy_intervals(table: pd.DataFrame | Any, *, y: str = "model", hue: str | None = None,
-                       col: str | None = None, figsize: tuple[float, float] | None = None):
+                       col: str | None = None, figsize: tuple[float, float] | None = None) -> Figure:
     """Accuracy with its confidence interval per group (the paper's Figure 1).
 
     One row per level of ``y`` (best on top), points dodged by ``hue``, one panel per level of
@@ -118,7 +122,7 @@ def accuracy_intervals(table: pd.DataFrame | Any, *, y: str = "model", hue: str 
 
 
 @styled
-def delta_bic_bars(comparison: Any, *, figsize: tuple[float, float] | None = None):
+def delta_bic_bars(comparison: Any, *, figsize: tuple[float, float] | None = None) -> Figure:
     """ΔBIC of each candidate model against the best one (the paper's Figure 2, Supp. Figure 1).
 
     Bars are labelled with ΔBIC and the BIC weight (Kass & Raftery read ΔBIC > 2 as positive, > 6 as
@@ -170,7 +174,7 @@ def _contrast_label(text: str) -> str:
 
 @styled
 def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0.05,
-                      max_cols: int = 4, figsize: tuple[float, float] | None = None):
+                      max_cols: int = 4, figsize: tuple[float, float] | None = None) -> Figure:
     """Forest plot of odds ratios with their intervals (the paper's Figure 3, Supp. Figure 2).
 
     Odds ratios on a log axis with a reference line at 1; contrasts whose (adjusted) p-value is
@@ -251,7 +255,7 @@ def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0
 
 @styled
 def marginal_means(emm: Any, *, sort: bool = True, percent: bool = True,
-                   figsize: tuple[float, float] | None = None):
+                   figsize: tuple[float, float] | None = None) -> Figure:
     """Estimated marginal means with their intervals as horizontal bars (the paper's Figure 4).
 
     Parameters
@@ -303,7 +307,7 @@ def marginal_means(emm: Any, *, sort: bool = True, percent: bool = True,
 
 @styled
 def accuracy_heatmap(table: pd.DataFrame | Any, *, row: str = "model", col: str = "domain",
-                     value: str = "estimate", figsize: tuple[float, float] | None = None):
+                     value: str = "estimate", figsize: tuple[float, float] | None = None) -> Figure:
     """Accuracy of each ``row`` level in each ``col`` level as an annotated heatmap (Figure 5).
 
     Rows are ordered by their mean (best on top), columns by theirs (easiest on the left); the

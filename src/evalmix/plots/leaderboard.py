@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["leaderboard_plot"]
 
 
-def _plt():
+def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     import matplotlib.pyplot as plt
 
     return plt
 
 
 def leaderboard_plot(result: Any, *, where: Mapping[str, Any] | None = None, figsize: tuple | None = None,
-                     title: str | None = None):
+                     title: str | None = None) -> Figure:
     """Draw a leaderboard: each model's estimate and interval, its rank set and its tie groups.
 
     The left panel shows the estimate (accuracy for GLMM and posterior sets) with its marginal
@@ -61,8 +64,8 @@ def leaderboard_plot(result: Any, *, where: Mapping[str, Any] | None = None, fig
             raise DataError(f"the result has one leaderboard per {by}; choose one with where={{...}} "
                             f"naming {by}")
         mask = np.ones(len(table), bool)
-        for k, v in where.items():
-            mask &= (table[k] == v).to_numpy()
+        for col, val in where.items():
+            mask &= (table[col] == val).to_numpy()
         table = table[mask]
         if table.empty:
             raise DataError(f"no leaderboard for {dict(where)}")

@@ -9,12 +9,15 @@ of single runs against the pooled leaderboard (:func:`rank_bump`) and the SE-aga
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, marker, styled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "rank_intervals", "se_curves"]
 
@@ -22,7 +25,7 @@ __all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "rank_intervals", "se_curv
 _BAND_COLOURS = ("#D55E00", "#E69F00", "#0072B2", "#009E73")
 
 
-def _plt():
+def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     import matplotlib.pyplot as plt
 
     return plt
@@ -36,7 +39,8 @@ def _panels(table: pd.DataFrame, col: str | None) -> list[tuple[Any, pd.DataFram
 
 @styled
 def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language",
-                   col: str | None = "prompt", value: str = "flip_rate", figsize: tuple | None = None):
+                   col: str | None = "prompt", value: str = "flip_rate", figsize: tuple | None = None
+                   ) -> Figure:
     """Grouped bars of the share of items that flip across runs (the paper's Figure 6).
 
     Parameters
@@ -90,7 +94,7 @@ def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language
 
 @styled
 def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence[float] | None = None,
-             show_ci: bool = True, figsize: tuple | None = None):
+             show_ci: bool = True, figsize: tuple | None = None) -> Figure:
     """ICC per slice as sorted dots coloured by quality band (the paper's Figure 7).
 
     Parameters
@@ -142,7 +146,7 @@ def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence
 
 
 @styled
-def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None):
+def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None) -> Figure:
     """Leaderboard ranks of single runs (or run subsets) next to the pooled ranks (the paper's Figure 8).
 
     One panel per slice; each model is a line through its rank in the pooled leaderboard ("all")
@@ -208,7 +212,7 @@ def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None):
 
 
 @styled
-def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | None = None):
+def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | None = None) -> Figure:
     """SE of slice accuracy against runs averaged (the paper's Figure 9).
 
     Per-curve predicted lines (solid, sd_all / sqrt(R)), empirical lines over run subsets (dashed)
@@ -273,7 +277,7 @@ def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | No
 
 
 @styled
-def rank_intervals(result: Any, *, figsize: tuple | None = None):
+def rank_intervals(result: Any, *, figsize: tuple | None = None) -> Figure:
     """Each model's rank with its interval, one panel per slice (rank uncertainty).
 
     Parameters

@@ -98,7 +98,8 @@ def paper_style() -> Iterator[None]:
     import matplotlib as mpl
     from cycler import cycler
 
-    with mpl.rc_context(RC | {"axes.prop_cycle": cycler(color=list(OKABE_ITO))}):
+    # matplotlib types rc keys as a Literal of rcParams names; RC's keys are plain str
+    with mpl.rc_context(RC | {"axes.prop_cycle": cycler(color=list(OKABE_ITO))}):  # type: ignore[arg-type]
         yield
 
 
