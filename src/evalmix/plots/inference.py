@@ -202,7 +202,7 @@ def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0
     >>> matplotlib.use("Agg")
     >>> import pandas as pd
     >>> tab = pd.DataFrame({"contrast": ["(b) - (a)", "(c) - (a)"], "odds_ratio": [0.5, 1.1],
-    ...                     "or_lower": [0.3, 0.7], "or_upper": [0.8, 1.7], "p": [0.004, 0.6]})
+    ...                     "or_conf_low": [0.3, 0.7], "or_conf_high": [0.8, 1.7], "p_adjusted": [0.004, 0.6]})
     >>> fig = odds_ratio_forest(tab)
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['b vs a', 'c vs a']
@@ -277,8 +277,8 @@ def marginal_means(emm: Any, *, sort: bool = True, percent: bool = True,
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import pandas as pd
-    >>> tab = pd.DataFrame({"domain": ["x", "y"], "estimate": [0.3, 0.8], "lower": [0.1, 0.6],
-    ...                     "upper": [0.6, 0.9]})
+    >>> tab = pd.DataFrame({"domain": ["x", "y"], "estimate": [0.3, 0.8], "conf_low": [0.1, 0.6],
+    ...                     "conf_high": [0.6, 0.9]})
     >>> fig = marginal_means(tab)
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['x', 'y']
