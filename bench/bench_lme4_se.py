@@ -12,6 +12,7 @@ Usage (from the repository root)::
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from pathlib import Path
@@ -21,7 +22,8 @@ import pandas as pd
 import evalmix
 
 ROOT = Path(__file__).resolve().parents[1]
-AI4MATH = Path("/work/shared/data/ai4math/ai4math_runs.csv")
+SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
+AI4MATH = SHARED / "data" / "ai4math" / "ai4math_runs.csv"
 FIVE = ["model * language * prompt", "model * language + prompt", "model + language * prompt",
         "model + language + prompt", "model + language"]
 
