@@ -28,6 +28,7 @@ import scipy.special as sp_special
 from ..formula import RandomTerm
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
+from .crossed import CrossedGridSolver
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
@@ -744,13 +745,15 @@ def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
     return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
 
 
-def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
+def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver | CrossedGridSolver:
     """The fastest exact solver for this random-effects structure."""
     if NestedSolver.applies(terms):
         return NestedSolver(terms)
     pair = NestedSchurSolver.find(terms)
     if pair is not None:
         return NestedSchurSolver(terms, pair)
+    if CrossedGridSolver.applies(terms):
+        return CrossedGridSolver(terms)
     if SchurSolver.applies(terms):
         return SchurSolver(terms)
     if BlockSchurSolver.applies(terms):
@@ -796,7 +799,7 @@ class LaplaceDeviance:
     """
 
     def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
-                 solver: NestedSolver | DenseSolver | None = None,
+                 solver: NestedSolver | DenseSolver | CrossedGridSolver | None = None,
                  offset: np.ndarray | None = None, link: str = "logit"):
         if link not in LINKS:
             raise ValueError(f"link must be one of {LINKS}, not {link!r}")
@@ -809,6 +812,16 @@ class LaplaceDeviance:
         self.evaluations = 0
         self.pirls_iterations = 0
         self._theta: np.ndarray | None = None
+        # compiled row passes for large logit designs (numba, when installed); imported here so
+        # that small fits never load numba
+        self._rows = None
+        if link == "logit" and k.size >= 200_000:
+            from . import _logit_rows
+
+            if _logit_rows.available(k.size):
+                self._rows = _logit_rows
+                self.k = np.ascontiguousarray(k, dtype=float)
+                self.m = np.ascontiguousarray(m, dtype=float)
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -823,6 +836,8 @@ class LaplaceDeviance:
 
         For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
         """
+        if self._rows is not None:
+            return self._rows.deviance_mu(np.ascontiguousarray(eta, dtype=float), self.k, self.m)
         if self.link == "logit":
             e = np.exp(-np.abs(eta))
             sp_ = np.maximum(eta, 0.0) + np.log1p(e)
@@ -835,6 +850,8 @@ class LaplaceDeviance:
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self._rows is not None:
+            return self._rows.score_weights(np.ascontiguousarray(mu, dtype=float), self.k, self.m)
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
