@@ -16,10 +16,11 @@ columns level-major within a term, one lower-triangular relative covariance fact
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -202,7 +203,8 @@ def _closing_paren(text: str, start: int) -> int:
 def as_r_factor(s: pd.Series) -> pd.Categorical:
     """Categorical with R's ``factor()`` level order (sorted; categoricals keep their order)."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        return s.cat.remove_unused_categories().values
+        # a categorical Series holds a Categorical (pandas-stubs types .values as any array)
+        return cast(pd.Categorical, s.cat.remove_unused_categories().values)
     vals = s.to_numpy()
     levels = sorted(pd.unique(vals).tolist(), key=lambda v: (str(type(v)), v))
     return pd.Categorical(vals, categories=levels)
@@ -281,10 +283,10 @@ def r_factor(s: pd.Series, spec: LevelSpec | None = None, where: str = "") -> pd
 # so new data (predictions, reference grids) are transformed with the fitted values.
 
 
-def _r_log(x: Any, base: float = np.e) -> np.ndarray:
+def _r_log(x: Any, base: float = math.e) -> np.ndarray:
     """R's ``log(x, base = exp(1))``."""
     x = np.asarray(x, dtype=float)
-    return np.log(x) if base == np.e else np.log(x) / np.log(base)
+    return np.log(x) if base == math.e else np.log(x) / np.log(base)
 
 
 R_FUNCTIONS: dict[str, Any] = {
@@ -761,7 +763,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
             cat = r_factor(s, specs.get(c), _level_where(fixed, c))
             d[c] = cat
             factors[c] = list(cat.categories)
-            ordered = categorical and bool(s.dtype.ordered)
+            ordered = isinstance(s.dtype, pd.CategoricalDtype) and bool(s.dtype.ordered)
             kind = contrasts.get(c, coded.get(c))
             if kind is None:
                 kind = "poly" if ordered else "treatment"
