@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from evalmix import glmer
 from evalmix.formula import RandomTerm
+from evalmix.glmm import GlmerControl
 from evalmix.glmm.crossed import CrossedGridSolver
 from evalmix.glmm.design import build_design
 from evalmix.glmm.deviance import DenseSolver, LaplaceDeviance, SchurSolver, make_solver
@@ -30,24 +31,22 @@ FITS = {f["id"]: f for f in json.loads((REF / "crossed_grid_reference.json").rea
 LAYOUT = {"grid_rasch": "sb", "grid_format": "sb", "grid_incomplete": "cells", "grid_counts": "bs"}
 
 
-@pytest.fixture
-def grid_always(monkeypatch):
-    """The reference designs are small; let the grid solver take them."""
-    monkeypatch.setattr(CrossedGridSolver, "MIN_CELLS", 0)
+GRID = GlmerControl(grid_min_cells=1)  # the reference designs are small: let the grid take them
+NO_GRID = GlmerControl(grid_min_cells=10**12)
 
 
-def _fit(case: dict):
+def _fit(case: dict, control: GlmerControl = GRID):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return glmer(case["formula"], pd.read_csv(REF / case["data"]))
+        return glmer(case["formula"], pd.read_csv(REF / case["data"]), control=control)
 
 
 @pytest.mark.parametrize("case_id", sorted(FITS))
-def test_grid_solver_matches_lme4(case_id, grid_always):
+def test_grid_solver_matches_lme4(case_id):
     ref = FITS[case_id]
     assert not ref["messages"]  # lme4 converged cleanly: the tight tolerances apply
     design = build_design(ref["formula"], pd.read_csv(REF / ref["data"]))
-    solver = make_solver(design.terms)
+    solver = make_solver(design.terms, GRID)
     assert isinstance(solver, CrossedGridSolver) and solver.layout == LAYOUT[case_id]
     fit = _fit(ref)
     assert fit.nobs == ref["nobs"]
@@ -64,15 +63,13 @@ def test_grid_solver_matches_lme4(case_id, grid_always):
 
 
 @pytest.mark.parametrize("case_id", sorted(FITS))
-def test_grid_solver_gives_the_sparse_schur_fit(case_id, monkeypatch):
+def test_grid_solver_gives_the_sparse_schur_fit(case_id):
     """The same optimum as the path these designs took before (sparse Schur solver), to 1e-6."""
     ref = FITS[case_id]
-    monkeypatch.setattr(CrossedGridSolver, "MIN_CELLS", 0)
     grid = _fit(ref)
-    monkeypatch.setattr(CrossedGridSolver, "MIN_CELLS", 10**12)
     design = build_design(ref["formula"], pd.read_csv(REF / ref["data"]))
-    assert isinstance(make_solver(design.terms), SchurSolver)
-    old = _fit(ref)
+    assert isinstance(make_solver(design.terms, NO_GRID), SchurSolver)
+    old = _fit(ref, NO_GRID)
     assert grid.loglik == pytest.approx(old.loglik, abs=1e-6)
     np.testing.assert_allclose(grid.theta.to_numpy(), old.theta.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(grid.fixef.to_numpy(), old.fixef.to_numpy(), atol=1e-6)
@@ -130,10 +127,10 @@ def test_grid_algebra_equals_the_dense_cholesky(na, nb, order, drop, seed):
                                rtol=1e-9, atol=1e-10)
 
 
-def test_grid_deviance_and_gradients_equal_the_dense_solver(grid_always):
+def test_grid_deviance_and_gradients_equal_the_dense_solver():
     ref = FITS["grid_incomplete"]
     design = build_design(ref["formula"], pd.read_csv(REF / ref["data"]))
-    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms, control=GRID)
     dense = LaplaceDeviance(design.X, design.k, design.m, design.terms, DenseSolver(design.terms))
     assert isinstance(fast.solver, CrossedGridSolver)
     theta, beta = np.array([1.3, 0.7]), np.array([0.2, -0.4])

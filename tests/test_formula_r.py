@@ -77,7 +77,7 @@ def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
     ("grp", {"contrasts": {"nope": "contr.sum"}}, "contrasts names 'nope'"),
     ("grp", {"contrasts": {"grp": np.ones((3, 1))}}, "contrasts matrix for 'grp' is 3 x 1"),
     ("factor(site) + I(site^2)", {}, "term 'I\\(site \\*\\* 2\\)' uses it as a number"),
-    ("factor(site, levels = c(3, 2, 1))", {}, "factor\\(site, levels"),
+    ("factor(site, labels = c('x', 'y', 'z'))", {}, "argument \"labels = c\\('x'"),
     ("site %in% grp", {}, "%in%"),
     ("I(foo(age))", {}, "cannot build the fixed part 'I\\(foo\\(age\\)\\)'"),
     ("I(agee^2)", {}, "\\['agee'\\] absent from the data"),
@@ -204,7 +204,11 @@ def test_random_terms_read_r_syntax_too():
     assert abs(a.loglik - b.loglik) < 1e-8
     np.testing.assert_allclose(a.predict(d.head()), b.predict(d.assign(a2=d.age**2).head()),
                                rtol=1e-8)
-    with pytest.raises(FormulaError, match=r"random term \(factor\(site\) \| item\)"):
-        evalmix.glmer("y ~ grp + (factor(site)|item)", d)
+    # factor() in a random term codes the integer column as a factor, also on new data
+    a = quiet_fit("y ~ grp + (1|item) + (0 + factor(site)|grp)", d)
+    b = quiet_fit("y ~ grp + (1|item) + (0 + s|grp)", d.assign(s=pd.Categorical(d.site)))
+    assert abs(a.loglik - b.loglik) < 1e-6
+    np.testing.assert_allclose(a.predict(d.head()), b.predict(d.assign(s=pd.Categorical(d.site)).head()),
+                               rtol=1e-5)
     with pytest.raises(FormulaError, match="'.' shorthand"):
         evalmix.glmer("y ~ . + (1|item)", d)

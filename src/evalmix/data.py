@@ -329,8 +329,8 @@ def _check_counts(df: pd.DataFrame, successes: str, trials: str, where: str = ""
     return k, n
 
 
-def _design_warnings(df: pd.DataFrame, schema: RunsSchema) -> None:
-    item, model, run = schema.item, schema.model, schema.run
+def _design_warnings(df: pd.DataFrame, schema: RunsSchema, *, item: str, model: str) -> None:
+    run = schema.run  # item and model come from read_runs, where both are required
     for col in [model, item] + list(schema.slices):
         if isinstance(df[col].dtype, pd.CategoricalDtype) and df[col].nunique() == 1:
             warnings.warn(f"factor {col!r} has a single level ({_plain(df[col].iloc[0])!r}); it cannot be "
@@ -464,7 +464,7 @@ def read_runs(
 
     df.attrs["evalmix"] = schema.to_dict()
     _remember(schema, df.columns)
-    _design_warnings(df, schema)
+    _design_warnings(df, schema, item=item, model=model)
     return df
 
 

@@ -16,10 +16,11 @@ columns level-major within a term, one lower-triangular relative covariance fact
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,23 @@ def _parse_response(lhs: str) -> tuple[str, str | None, str | None]:
     return k, second, None
 
 
+_GROUP_CALL = re.compile(r"(?:as\.factor|factor|as\.character)\s*\(\s*([A-Za-z_.][\w.]*)\s*\)")
+
+
+def _grouping_column(text: str, term: str) -> str:
+    """The column of a grouping factor: ``g``, or ``factor(g)`` / ``as.factor(g)`` (a grouping
+    factor is always a factor, so the call changes nothing: an integer-coded ``run`` is a factor
+    either way)."""
+    c = text.strip()
+    m = _GROUP_CALL.fullmatch(c)
+    if m:
+        return m.group(1)
+    if not _NAME.match(c):
+        raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name (or "
+                           "factor(column))")
+    return c
+
+
 def _parse_random(term: str) -> list[RandomSpec]:
     inner = term.strip()[1:-1]
     double = "||" in inner
@@ -127,10 +145,7 @@ def _parse_random(term: str) -> list[RandomSpec]:
     for i in range(len(nest)):
         cols: list[str] = []
         for p in nest[: i + 1]:
-            cols += [c.strip() for c in p.split(":")]
-        for c in cols:
-            if not _NAME.match(c):
-                raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name")
+            cols += [_grouping_column(c, term) for c in p.split(":")]
         # lme4 names the nested term inner-first: (1|item/run) -> (1|item) + (1|run:item)
         groups.append(tuple(cols) if i == 0 else tuple(reversed(cols)))
     exprs = [expr]
@@ -188,10 +203,75 @@ def _closing_paren(text: str, start: int) -> int:
 def as_r_factor(s: pd.Series) -> pd.Categorical:
     """Categorical with R's ``factor()`` level order (sorted; categoricals keep their order)."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        return s.cat.remove_unused_categories().values
+        # a categorical Series holds a Categorical (pandas-stubs types .values as any array)
+        return cast(pd.Categorical, s.cat.remove_unused_categories().values)
     vals = s.to_numpy()
     levels = sorted(pd.unique(vals).tolist(), key=lambda v: (str(type(v)), v))
     return pd.Categorical(vals, categories=levels)
+
+
+def _same_level(value: Any, level: Any) -> bool:
+    """Whether a data value is the level R's ``factor(levels = ...)`` names (R compares the
+    values as text; numbers are compared as numbers so that 3 and 3.0 agree)."""
+    num = (int, float, np.integer, np.floating)
+    if isinstance(value, num) and isinstance(level, num) and not isinstance(value, (bool, np.bool_)) \
+            and not isinstance(level, bool):
+        return float(value) == float(level)
+    if isinstance(value, (bool, np.bool_)) or isinstance(level, bool):
+        return bool(value) == level if isinstance(level, bool) and isinstance(value, (bool, np.bool_)) \
+            else str(value).upper() == str(level).upper()
+    return str(value) == str(level)
+
+
+def r_factor(s: pd.Series, spec: LevelSpec | None = None, where: str = "") -> pd.Categorical:
+    """:func:`as_r_factor` with the level order the formula states (see :class:`LevelSpec`).
+
+    Values not among the stated levels are refused (R would turn them into NA and drop their
+    rows); stated levels absent from the data are dropped with a DataWarning (R keeps them and
+    drops their all-zero columns).
+
+    Examples
+    --------
+    >>> s = pd.Series([1, 2, 3, 2])
+    >>> list(r_factor(s, LevelSpec((3, 1, 2))).categories), list(r_factor(s, LevelSpec(ref=2)).categories)
+    ([3, 1, 2], [2, 1, 3])
+    """
+    import warnings
+
+    from .errors import DataWarning
+
+    base = as_r_factor(s)
+    if spec is None or spec == LevelSpec():
+        return base
+    where = where or str(s.name)
+    cats = list(base.categories)
+    if spec.levels is not None:
+        order: list[Any] = []
+        absent = []
+        for lv in spec.levels:
+            hit = [v for v in cats if _same_level(v, lv) and v not in order]
+            if hit:
+                order.append(hit[0])
+            else:
+                absent.append(lv)
+        extra = [v for v in cats if v not in order]
+        if extra:
+            raise DataError(f"column {s.name!r} has value(s) {extra[:5]} that are not among the "
+                            f"levels {list(spec.levels)} of {where}; R would make them missing "
+                            "and drop their rows: filter the data first")
+        if absent:
+            warnings.warn(f"level(s) {absent} of {where} do not occur in the data and are "
+                          "dropped (lme4 drops their all-zero columns)", DataWarning, stacklevel=4)
+        cats = order
+    if spec.ref is not None:
+        hit = [v for v in cats if _same_level(v, spec.ref)]
+        if not hit:
+            raise FormulaError(f"{where}: the reference level {spec.ref!r} is not a level of "
+                               f"column {s.name!r} (levels: {cats})")
+        i = cats.index(hit[0])
+        cats = [cats[i]] + cats[:i] + cats[i + 1:]
+    vals = s.astype(object).to_numpy() if isinstance(s.dtype, pd.CategoricalDtype) else s.to_numpy()
+    return pd.Categorical(vals, categories=cats)
 
 
 # --------------------------------------------------------------------------------------- fixed part
@@ -203,10 +283,10 @@ def as_r_factor(s: pd.Series) -> pd.Categorical:
 # so new data (predictions, reference grids) are transformed with the fitted values.
 
 
-def _r_log(x: Any, base: float = np.e) -> np.ndarray:
+def _r_log(x: Any, base: float = math.e) -> np.ndarray:
     """R's ``log(x, base = exp(1))``."""
     x = np.asarray(x, dtype=float)
-    return np.log(x) if base == np.e else np.log(x) / np.log(base)
+    return np.log(x) if base == math.e else np.log(x) / np.log(base)
 
 
 R_FUNCTIONS: dict[str, Any] = {
@@ -217,8 +297,6 @@ R_FUNCTIONS: dict[str, Any] = {
 _FORMULAIC_NAMES = {"I", "C", "scale", "center", "poly", "np", "contr", "True", "False", "None"}
 CONTRASTS = ("treatment", "sum", "poly", "helmert")
 _CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
-_FACTOR_CALL = re.compile(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered)\s*\(\s*"
-                          r"([A-Za-z_.][\w.]*)\s*\)")
 _C_CALL = re.compile(r"(?<![\w.])C\s*\(\s*([A-Za-z_.][\w.]*)\s*(?:,\s*([^()]*?))?\s*\)")
 _C_WRAPPED = re.compile(r"C\(([A-Za-z_.][\w.]*), [^()]*\)")
 
@@ -237,23 +315,155 @@ def _contrast_kind(value: Any, where: str) -> Any:
     return M
 
 
-def translate_fixed(fixed: str) -> tuple[str, dict[str, Any]]:
-    """R fixed-effects formula -> formulaic formula, and the variables R codes as factors.
+def _split_args(text: str) -> list[str]:
+    """Split call arguments on commas outside brackets and quotes."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
 
-    Returns the translated formula (factor calls removed) and ``{variable: contrasts}`` for
-    variables wrapped in ``factor()``, ``as.factor()``, ``ordered()`` or ``C()`` (``None`` for
-    the default coding).
+
+def _r_scalar(text: str, where: str) -> Any:
+    """An R (or Python) literal: a quoted string, a number, TRUE/FALSE."""
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return t[1:-1]
+    if t in ("TRUE", "True", "T"):
+        return True
+    if t in ("FALSE", "False", "F"):
+        return False
+    try:
+        v = float(t.rstrip("L"))
+    except ValueError:
+        raise FormulaError(f"{where}: cannot read {t!r} as a level (write quoted strings, "
+                           "numbers or TRUE/FALSE)") from None
+    return int(v) if v.is_integer() else v
+
+
+def _r_values(text: str, where: str) -> list[Any]:
+    """An R vector literal: ``c("b", "a")``, ``c(3, 1)``, ``3:1``, ``"b"`` or a Python list."""
+    t = text.strip()
+    m = re.fullmatch(r"c\s*\((.*)\)", t, re.S)
+    if m:
+        return [_r_scalar(a, where) for a in _split_args(m.group(1))]
+    if t[:1] in "[(" and t[-1:] in "])":
+        return [_r_scalar(a, where) for a in _split_args(t[1:-1])]
+    m = re.fullmatch(r"(-?\d+)\s*:\s*(-?\d+)", t)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        return list(range(a, b + 1) if a <= b else range(a, b - 1, -1))
+    return [_r_scalar(t, where)]
+
+
+@dataclass(frozen=True)
+class LevelSpec:
+    """A factor's level order as the formula states it: ``factor(x, levels = ...)``, ``relevel``."""
+
+    levels: tuple[Any, ...] | None = None  # the order given (None: R's sorted order)
+    ref: Any = None  # the reference level moved first by relevel() (None: none)
+
+
+_FACTOR_FUNC = re.compile(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered|relevel)\s*\(")
+_FACTOR_KEYS = {"factor": ("levels", "ordered"), "as.factor": (), "ordered": ("levels",),
+                "as.ordered": (), "relevel": ("ref",)}
+
+
+def _factor_call(text: str, start: int, m: re.Match) -> tuple[str, LevelSpec, bool, int]:
+    """Read the factor call matched at ``m``: (column, level spec, ordered, end index)."""
+    fn = m.group(1)
+    close = _closing_paren(text, m.end() - 1)
+    call = text[m.start():close + 1]
+    args = _split_args(text[m.end():close])
+    if not args:
+        raise FormulaError(f"term {call!r}: {fn}() needs a column")
+    first = args[0]
+    inner = _FACTOR_FUNC.match(first)
+    if inner:
+        name, spec, ordered, end = _factor_call(first, 0, inner)
+        if first[end + 1:].strip():
+            raise FormulaError(f"term {call!r}: {fn}() takes a column or factor(column)")
+    elif _NAME.match(first):
+        name, spec, ordered = first, LevelSpec(), fn in ("ordered", "as.ordered")
+    else:
+        raise FormulaError(f"term {call!r}: {fn}() takes a column name, got {first!r}")
+    keys = _FACTOR_KEYS[fn]
+    given: dict[str, str] = {}
+    for i, a in enumerate(args[1:]):
+        km = re.match(r"([A-Za-z_.][\w.]*)\s*=(?!=)\s*(.*)$", a, re.S)
+        key, val = (km.group(1), km.group(2)) if km else (keys[i] if i < len(keys) else "", a)
+        if key not in keys:
+            raise FormulaError(f"term {call!r}: argument {a!r} of {fn}() is not understood "
+                               f"(understood: {', '.join(keys) or 'none'}); recode the column "
+                               "in the data instead")
+        given[key] = val
+    if "levels" in given:
+        lev = _r_values(given["levels"], call)
+        if len(set(map(repr, lev))) != len(lev):
+            raise FormulaError(f"term {call!r}: levels are repeated")
+        spec = LevelSpec(tuple(lev), None)
+    if "ordered" in given:
+        ordered = bool(_r_scalar(given["ordered"], call))
+    if fn in ("ordered", "as.ordered"):
+        ordered = True
+    if fn == "relevel":
+        if "ref" not in given:
+            raise FormulaError(f"term {call!r}: relevel() needs ref = the reference level")
+        if ordered:
+            raise FormulaError(f"term {call!r}: relevel() applies to unordered factors only, as "
+                               "in R")
+        spec = LevelSpec(spec.levels, _r_scalar(given["ref"], call))
+    return name, spec, ordered, close
+
+
+def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec]]:
+    """R terms -> formulaic terms, the variables coded as factors and their stated level orders.
+
+    Like :func:`translate_fixed`, and also returns ``{variable: LevelSpec}`` for the variables
+    whose levels the formula orders: ``factor(x, levels = c("b", "a"))`` (also ``levels = 3:1``,
+    a Python list, or the levels as the second argument), ``ordered(x, levels = ...)``,
+    ``relevel(x, ref = "b")``, ``relevel(factor(x), "b")``.
 
     Examples
     --------
-    >>> translate_fixed("I(age^2) + factor(n) + C(g, contr.sum)")
-    ('I(age**2) + n + g', {'n': None, 'g': 'sum'})
+    >>> text, coded, levels = translate_terms('factor(g, levels = c("b", "a")) + relevel(h, ref = 2)')
+    >>> text, coded, levels["g"].levels, levels["h"].ref
+    ('g + h', {'g': None, 'h': None}, ('b', 'a'), 2)
     """
     factors: dict[str, Any] = {}
-
-    def factor_call(m: re.Match) -> str:
-        factors.setdefault(m.group(2), "poly" if "ordered" in m.group(1) else None)
-        return m.group(2)
+    levels: dict[str, LevelSpec] = {}
+    pos = 0
+    text = expr
+    while True:
+        m = _FACTOR_FUNC.search(text, pos)
+        if not m:
+            break
+        name, spec, ordered, close = _factor_call(text, m.start(), m)
+        if levels.get(name, spec) != spec:
+            raise FormulaError(f"column {name!r} is coded as a factor with two different level "
+                               f"orders in {expr!r}; code it once (or copy the column)")
+        if spec != LevelSpec():
+            levels[name] = spec
+        elif name in levels:
+            raise FormulaError(f"column {name!r} is coded as a factor with two different level "
+                               f"orders in {expr!r}; code it once (or copy the column)")
+        factors.setdefault(name, "poly" if ordered else None)
+        text = text[:m.start()] + name + text[close + 1:]
+        pos = m.start() + len(name)
 
     def c_call(m: re.Match) -> str:
         name, arg = m.group(1), m.group(2)
@@ -263,18 +473,32 @@ def translate_fixed(fixed: str) -> tuple[str, dict[str, Any]]:
             factors.setdefault(name, None)
         return name
 
-    text = _FACTOR_CALL.sub(factor_call, fixed)
     text = _C_CALL.sub(c_call, text)
-    left = re.search(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered|C)\s*\([^)]*\)", text)
+    left = re.search(r"(?<![\w.])C\s*\([^)]*\)", text)
     if left:
-        raise FormulaError(f"term {left.group(0)!r}: only factor(column), as.factor(column), "
-                           "ordered(column) and C(column, contrasts) are understood; give levels "
-                           "or contrasts with a pandas categorical or contrasts=")
+        raise FormulaError(f"term {left.group(0)!r}: only C(column, contrasts) is understood; "
+                           "give the contrasts with contrasts= instead")
     if "%" in text:
-        raise FormulaError(f"fixed part {fixed!r}: R operators such as %in% are not supported")
+        raise FormulaError(f"{expr!r}: R operators such as %in% are not supported")
     text = text.replace("^", "**")
     text = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text)
     text = re.sub(r"(?<![\w.])FALSE(?![\w.])", "False", text)
+    return text, factors, levels
+
+
+def translate_fixed(fixed: str) -> tuple[str, dict[str, Any]]:
+    """R fixed-effects formula -> formulaic formula, and the variables R codes as factors.
+
+    Returns the translated formula (factor calls removed) and ``{variable: contrasts}`` for
+    variables wrapped in ``factor()``, ``as.factor()``, ``ordered()``, ``relevel()`` or ``C()``
+    (``None`` for the default coding); :func:`translate_terms` also returns the level orders.
+
+    Examples
+    --------
+    >>> translate_fixed("I(age^2) + factor(n) + C(g, contr.sum)")
+    ('I(age**2) + n + g', {'n': None, 'g': 'sum'})
+    """
+    text, factors, _ = translate_terms(fixed)
     return text, factors
 
 
@@ -463,6 +687,35 @@ class FixedDesign:
         return self._matrix(self.offset_spec, self._coerce(newdata)).sum(axis=1)
 
 
+def _level_where(expr: str, name: str) -> str:
+    """The call that states the levels of ``name`` in ``expr`` (for messages)."""
+    m = re.search(rf"(?:factor|ordered|relevel)\s*\(\s*(?:factor\s*\()?\s*{re.escape(name)}\b[^)]*\)+",
+                  expr)
+    return m.group(0) if m else f"factor({name})"
+
+
+def _apply_contrasts(text: str, coding: dict[str, Any], factors: dict[str, list[Any]],
+                     context: dict[str, Any]) -> str:
+    """Wrap each factor not treatment-coded in ``C(x, ...)`` (matrices go into ``context``)."""
+    for c, kind in coding.items():
+        if isinstance(kind, str) and kind == "treatment":
+            continue
+        nlev = len(factors[c])
+        if isinstance(kind, str) and kind == "helmert":
+            kind = _helmert(nlev)
+        if isinstance(kind, np.ndarray):
+            if kind.shape[0] != nlev or not 1 <= kind.shape[1] <= nlev:
+                raise FormulaError(f"contrasts matrix for {c!r} is {kind.shape[0]} x "
+                                   f"{kind.shape[1]}; {c!r} has {nlev} levels {factors[c]}")
+            key = f"_contrasts_{len(context)}"
+            context[key] = kind
+            repl = f"C({c}, {key})"
+        else:
+            repl = f"C({c}, contr.{kind})"
+        text = re.sub(rf"(?<![\w.]){re.escape(c)}(?![\w.(])", repl, text)
+    return text
+
+
 def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None = None,
                 offsets: tuple[str, ...] = ()) -> tuple[FixedDesign, np.ndarray]:
     """Build the fixed-effects matrix of an R formula's fixed part with R's codings.
@@ -477,7 +730,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     """
     from formulaic import model_matrix
 
-    text, coded = translate_fixed(fixed)
+    text, coded, specs = translate_terms(fixed)
     parts = _formula_factor_parts(text)
     variables = fixed_variables(fixed, offsets)
     missing = [c for c in variables if c not in data.columns]
@@ -507,32 +760,17 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
             if inside:
                 raise FormulaError(f"{c!r} is a factor but the term {inside[0]!r} uses it as a "
                                    "number; a factor can only appear on its own or in C()")
-            cat = as_r_factor(s)
+            cat = r_factor(s, specs.get(c), _level_where(fixed, c))
             d[c] = cat
             factors[c] = list(cat.categories)
-            ordered = categorical and bool(s.dtype.ordered)
+            ordered = isinstance(s.dtype, pd.CategoricalDtype) and bool(s.dtype.ordered)
             kind = contrasts.get(c, coded.get(c))
             if kind is None:
                 kind = "poly" if ordered else "treatment"
             coding[c] = kind
         else:
             covariates[c] = float(s.mean())
-    for c, kind in coding.items():
-        if isinstance(kind, str) and kind == "treatment":
-            continue
-        nlev = len(factors[c])
-        if isinstance(kind, str) and kind == "helmert":
-            kind = _helmert(nlev)
-        if isinstance(kind, np.ndarray):
-            if kind.shape[0] != nlev or not 1 <= kind.shape[1] <= nlev:
-                raise FormulaError(f"contrasts matrix for {c!r} is {kind.shape[0]} x "
-                                   f"{kind.shape[1]}; {c!r} has {nlev} levels {factors[c]}")
-            key = f"_contrasts_{len(context)}"
-            context[key] = kind
-            repl = f"C({c}, {key})"
-        else:
-            repl = f"C({c}, contr.{kind})"
-        text = re.sub(rf"(?<![\w.]){re.escape(c)}(?![\w.(])", repl, text)
+    text = _apply_contrasts(text, coding, factors, context)
     try:
         mm = model_matrix(text, d, na_action="raise", context=context)
     except Exception as exc:  # formulaic's errors name the failing factor
@@ -582,12 +820,22 @@ class RandomTerm:
     Z: np.ndarray
     columns: tuple[str, ...] = ()
     spec: Any = None  # formulaic spec of ``expr`` (None for an intercept)
+    factors: dict[str, list[Any]] = field(default_factory=dict)  # factor() columns -> levels
+    context: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def model_rows(self, newdata: pd.DataFrame) -> np.ndarray:
         """Random-effect covariates of new rows (ones for an intercept-only term)."""
         if self.spec is None:
             return np.ones((len(newdata), 1))
-        return np.asarray(self.spec.get_model_matrix(newdata, context=R_FUNCTIONS), dtype=float)
+        nd = newdata
+        if self.factors:
+            nd = newdata.copy()
+            for name, levels in self.factors.items():
+                vals = nd[name].astype(object) if isinstance(nd[name].dtype, pd.CategoricalDtype) \
+                    else nd[name]
+                nd[name] = pd.Categorical(vals, categories=levels)
+        return np.asarray(self.spec.get_model_matrix(nd, context=self.context or R_FUNCTIONS),
+                          dtype=float)
 
     @property
     def nc(self) -> int:
@@ -669,17 +917,17 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
                             f"{sp.group_label}) has only one level; it must have > 1 sampled level")
-        if len(levels) >= nobs:
+        if len(levels) > nobs:  # glmer allows one level per observation (checkNlevels, allow.n)
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
-                            f"{nobs} observations; it must have fewer levels than observations")
+                            f"{nobs} observations; it must have at most one level per observation")
         spec = None
         if sp.expr.strip() == "1":
             Z = np.ones((len(data), 1))
             cn = ["(Intercept)"]
         else:
+            text, frame, rfactors, context = _random_design(sp, data)
             try:
-                mm = model_matrix(random_expression(sp), data, na_action="raise",
-                                  context=R_FUNCTIONS)
+                mm = model_matrix(text, frame, na_action="raise", context=context)
             except Exception as exc:
                 raise FormulaError(f"cannot build random term ({sp.expr} | {sp.group_label}): "
                                    f"{exc}") from exc
@@ -688,7 +936,10 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
             cn = ["(Intercept)" if c == "Intercept" else c for c in mm.columns]
             if Z.shape[1] == 0:
                 raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) has no columns")
-        terms.append(RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec))
+        term = RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec)
+        if spec is not None:
+            term.factors, term.context = rfactors, context
+        terms.append(term)
     nl = [t.nl for t in terms]
     if any(b > a for a, b in zip(nl, nl[1:])):
         # lme4: ord <- rev(order(nl)) (stable ascending order, reversed)
@@ -698,13 +949,36 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
 
 
 def random_expression(sp: RandomSpec) -> str:
-    """The left side of a random term in formulaic syntax (``I(x^2)`` -> ``I(x**2)``)."""
-    text, coded = translate_fixed(sp.expr)
-    if coded:
-        raise FormulaError(f"random term ({sp.expr} | {sp.group_label}): factor() and C() are "
-                           "not supported inside a random term; make the column a pandas "
-                           "categorical instead")
-    return text
+    """The left side of a random term in formulaic syntax (``I(x^2)`` -> ``I(x**2)``, factor
+    calls replaced by their column, which :func:`build_random_terms` codes as a factor)."""
+    return translate_terms(sp.expr)[0]
+
+
+def _random_design(sp: RandomSpec, data: pd.DataFrame
+                   ) -> tuple[str, pd.DataFrame, dict[str, list[Any]], dict[str, Any]]:
+    """Formulaic text, data frame, factor levels and context of a random term's left side:
+    ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does."""
+    text, coded, specs = translate_terms(sp.expr)
+    context: dict[str, Any] = dict(R_FUNCTIONS)
+    if not coded:
+        return text, data, {}, context
+    where = f"({sp.expr} | {sp.group_label})"
+    parts = _formula_factor_parts(text)
+    frame = data.copy()
+    factors: dict[str, list[Any]] = {}
+    coding: dict[str, Any] = {}
+    for c, kind in coded.items():
+        if c not in data.columns:
+            raise FormulaError(f"random term {where} names column {c!r} absent from the data")
+        inside = [f for v, f in parts if v == c and f != c]
+        if inside:
+            raise FormulaError(f"{c!r} is a factor but the term {inside[0]!r} of {where} uses it "
+                               "as a number")
+        cat = r_factor(data[c], specs.get(c), _level_where(sp.expr, c))
+        frame[c] = cat
+        factors[c] = list(cat.categories)
+        coding[c] = "treatment" if kind is None else kind
+    return _apply_contrasts(text, coding, factors, context), frame, factors, context
 
 
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:

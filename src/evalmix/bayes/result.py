@@ -107,8 +107,8 @@ class BayesGlmerResult(Result):
     vcov: pd.DataFrame = field(repr=False)
     varcorr: pd.DataFrame = field(repr=False)
     nobs: int = 0
-    priors: pd.DataFrame = field(repr=False, default=None)
-    parameterization: pd.DataFrame = field(repr=False, default=None)
+    priors: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    parameterization: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     sampler: str = ""
     seconds: float = 0.0
     divergences: int = 0

@@ -4,8 +4,8 @@
 ``score_weights`` fills the score ``k - m mu`` and the weight ``m mu (1 - mu)``. NumPy needs about
 ten passes over the rows (and as many temporaries) for the first and five for the second; a numba
 loop needs one, spread over the available cores (``prange``). numba is optional: without it, or
-below :data:`MIN_ROWS` rows (where compiling or loading the cached kernel would cost more than it
-saves), :class:`evalmix.glmm.deviance.LaplaceDeviance` keeps its NumPy code.
+below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
+cost more than they save), :class:`evalmix.glmm.deviance.LaplaceDeviance` keeps its NumPy code.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-MIN_ROWS = 200_000
 
 try:
     from numba import njit, prange
@@ -46,9 +44,9 @@ if njit is not None:
     _score_weights = njit(cache=True, parallel=True, nogil=True)(_score_weights)
 
 
-def available(n: int) -> bool:
-    """Whether the compiled kernels serve a design of ``n`` rows."""
-    return njit is not None and n >= MIN_ROWS
+def available() -> bool:
+    """Whether numba is installed (the kernels are then compiled)."""
+    return njit is not None
 
 
 def deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[float, np.ndarray]:

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..formula import RandomTerm
+from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
@@ -40,12 +41,8 @@ class CrossedGridSolver:
     with the random effects in lme4's order (all levels of the first term, then the second).
     """
 
-    MIN_CELLS = 50_000  # below this the sparse Schur solver is as fast (measured)
-    FILL = 0.25  # share of observed cells from which the dense grid beats the sparse Schur path
-    MAX_CELLS = 200_000_000  # grid entries (1.6 GB per float64 grid)
-    MAX_SMALL = 12_000  # levels of the smaller factor (S is small x small, dense)
-
-    def __init__(self, terms: list[RandomTerm]):
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        self.control = control
         t0, t1 = terms
         self.terms = terms
         self.n = t0.index.size
@@ -70,24 +67,25 @@ class CrossedGridSolver:
         self.weights: np.ndarray | None = None
         self._parts_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    @classmethod
-    def applies(cls, terms: list[RandomTerm]) -> bool:
+    @staticmethod
+    def applies(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> bool:
+        """Two scalar intercepts, a grid within ``control``'s limits, enough cells observed."""
         if len(terms) != 2 or any(t.nc != 1 or t.expr.strip() != "1" for t in terms):
             return False
         ncell = terms[0].nl * terms[1].nl
-        if not cls.MIN_CELLS <= ncell <= cls.MAX_CELLS or min(terms[0].nl, terms[1].nl) > cls.MAX_SMALL:
+        if not control.grid_min_cells <= ncell <= control.grid_max_cells \
+                or min(terms[0].nl, terms[1].nl) > control.grid_max_small:
             return False
         if terms[0].group == terms[1].group:
             return False
         cells = terms[0].index.astype(np.int64) * terms[1].nl + terms[1].index
-        n = cells.size
-        if n < cls.FILL * ncell:
+        if cells.size < control.grid_fill * ncell:
             return False
         # nested factors (each level of one inside one level of the other) are the nested
         # solver's case; a grid needs the crossing to be nearly complete
         seen = np.zeros(ncell, dtype=bool)
         seen[cells] = True
-        return bool(seen.sum() >= cls.FILL * ncell)
+        return bool(seen.sum() >= control.grid_fill * ncell)
 
     # -- per-row <-> grid -------------------------------------------------------------------
     def _grid(self, r: np.ndarray) -> np.ndarray:
@@ -145,8 +143,9 @@ class CrossedGridSolver:
             x = X.unique_rows[0]
             return self._join(self.tb * np.outer(g.sum(axis=0), x),
                               self.ts * np.outer(g.sum(axis=1), x))
-        sb = self.tb * X.group_wsum(self.bidx, self.nb, w)
-        ss = self.ts * X.group_wsum(self.sidx, self.ns, w)
+        cap = self.control.group_table_max
+        sb = self.tb * X.group_wsum(self.bidx, self.nb, w, cap)
+        ss = self.ts * X.group_wsum(self.sidx, self.ns, w, cap)
         return self._join(sb, ss)
 
     def factor(self, w: np.ndarray) -> float:
