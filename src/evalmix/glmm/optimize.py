@@ -350,14 +350,14 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
     if ld.joint_grad_theta() is not None:
         # exact gradient (LaplaceDeviance.joint_grad_theta): each point warm-starts from the
         # last joint mode, which the tight mode makes as good as a fixed start
-        start = [beta0, u0]
+        warm_beta, warm_u = [beta0], [u0]
 
         def fg(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            dev, beta, u, _ = ld.joint_mode(np.maximum(theta, lower), start[0], start[1])
+            dev, beta, u, _ = ld.joint_mode(np.maximum(theta, lower), warm_beta[0], warm_u[0])
             grad = ld.joint_grad_theta()
             assert grad is not None
             if np.isfinite(dev):
-                start[:] = [beta, u]
+                warm_beta[0], warm_u[0] = beta, u
             return dev, grad
 
         res = minimize(fg, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
