@@ -917,9 +917,9 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
                             f"{sp.group_label}) has only one level; it must have > 1 sampled level")
-        if len(levels) >= nobs:
+        if len(levels) > nobs:  # glmer allows one level per observation (checkNlevels, allow.n)
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
-                            f"{nobs} observations; it must have fewer levels than observations")
+                            f"{nobs} observations; it must have at most one level per observation")
         spec = None
         if sp.expr.strip() == "1":
             Z = np.ones((len(data), 1))

@@ -411,9 +411,11 @@ class FixedMatrix:
         s = np.bincount(pat, w, self.npat)
         return Xu.T @ (s[:, None] * Xu)
 
-    def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray) -> np.ndarray:
-        """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p)."""
-        if self.X is not None or ng * self.npat > 5e7:
+    def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray,
+                   max_table: float = 5e7) -> np.ndarray:
+        """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p); a groups x patterns
+        table larger than ``max_table`` cells goes through a sparse product instead."""
+        if self.X is not None or ng * self.npat > max_table:
             import scipy.sparse as sp
 
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))

@@ -91,8 +91,10 @@ class _Profile:
             return dev, chain(x, g)[mask]
 
         bounds = [b for b, m in zip(self._bounds_for(x0), mask) if m]
+        ctl = self.ld.control
         res = minimize(f, x0[mask], jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-7, "maxcor": 20})
+                       options={"maxiter": ctl.maxiter, "ftol": ctl.profile_ftol, "gtol": ctl.gtol,
+                                "maxcor": ctl.maxcor})
         x = x0.copy()
         x[mask] = res.x
         self.theta_cur = to_theta(x)  # warm start of the next point of the profile
@@ -270,7 +272,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
         X, k, m, terms = design.X, design.k, design.m, design.terms
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
-    extra = {"offset": off, "link": fit.link}
+    extra = {"offset": off, "link": fit.link, "control": getattr(fit, "control", None)}
     ld: LaplaceDeviance
     if fit.fixef_prior is not None:
         from .prior import NormalPrior
