@@ -29,6 +29,7 @@ from ..formula import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from .control import DEFAULT_CONTROL, GlmerControl
+from .crossed import CrossedGridSolver
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
@@ -809,6 +810,8 @@ def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL
     pair = NestedSchurSolver.find(terms, control)
     if pair is not None:
         return NestedSchurSolver(terms, pair, control)
+    if CrossedGridSolver.applies(terms, control):
+        return CrossedGridSolver(terms, control)
     if SchurSolver.applies(terms, control):
         return SchurSolver(terms, control)
     if BlockSchurSolver.applies(terms, control):
@@ -869,6 +872,16 @@ class LaplaceDeviance:
         self.evaluations = 0
         self.pirls_iterations = 0
         self._theta: np.ndarray | None = None
+        # compiled row passes for large logit designs (numba, when installed); imported here so
+        # that small fits never load numba
+        self._rows = None
+        if link == "logit" and k.size >= self.control.compiled_rows_min:
+            from . import _logit_rows
+
+            if _logit_rows.available():
+                self._rows = _logit_rows
+                self.k = np.ascontiguousarray(k, dtype=float)
+                self.m = np.ascontiguousarray(m, dtype=float)
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -883,6 +896,8 @@ class LaplaceDeviance:
 
         For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
         """
+        if self._rows is not None:
+            return self._rows.deviance_mu(np.ascontiguousarray(eta, dtype=float), self.k, self.m)
         if self.link == "logit":
             e = np.exp(-np.abs(eta))
             sp_ = np.maximum(eta, 0.0) + np.log1p(e)
@@ -895,6 +910,8 @@ class LaplaceDeviance:
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self._rows is not None:
+            return self._rows.score_weights(np.ascontiguousarray(mu, dtype=float), self.k, self.m)
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
