@@ -125,6 +125,18 @@ class GlmerControl:
     nested_schur_max_rest: int = _num(1000, int)
     #: entries of ``NestedSchurSolver``'s dense blocks (q1 x qr and n x qr, 400 MB each)
     nested_schur_max_cells: float = _num(5e7)
+    #: ``CrossedGridSolver`` (two crossed intercepts as a dense grid of cells) from this many cells
+    #: (levels of one factor times levels of the other); below it the sparse Schur path is as fast
+    grid_min_cells: int = _num(50_000, int)
+    #: ... and up to this many (1.6 GB per float64 grid)
+    grid_max_cells: int = _num(200_000_000, int)
+    #: ... when at least this share of the cells is observed
+    grid_fill: float = _num(0.25, upper=1.0)
+    #: ... and the smaller factor has at most this many levels (its Schur complement is dense)
+    grid_max_small: int = _num(12_000, int)
+    #: rows from which the logit deviance, weights and scores are computed by compiled (numba)
+    #: loops, when numba is installed
+    compiled_rows_min: int = _num(200_000, int)
     #: cells of the (groups x fixed-effect patterns) table of a compressed X product; above it
     #: the product goes through a sparse indicator matrix (400 MB)
     group_table_max: float = _num(5e7)

@@ -25,10 +25,11 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.special as sp_special
 
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from .control import DEFAULT_CONTROL, GlmerControl
+from .crossed import CrossedGridSolver
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
@@ -232,15 +233,15 @@ def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, 
     same blocks as the leverages.
     """
     w, cols = solver.weights, solver.cols
-    kv = hav
     out: list[float] = []
     pos = 0
     for t, _ in solver.blocks:
-        for j in range(t.nc):
-            c = cols[:, pos + j]
-            base = rho * u[c] + r * v[c] + 2.0 * w * kv[:, pos + j]
-            for i in range(j, t.nc):
-                out.append(float(t.Z[:, i] @ base))
+        base = {}  # per column j of Lambda: the row sums every theta of that column shares
+        for i, j in t.theta_pairs:  # theta's own order (the term owns the layout)
+            if j not in base:
+                c = cols[:, pos + j]
+                base[j] = rho * u[c] + r * v[c] + 2.0 * w * hav[:, pos + j]
+            out.append(float(t.Z[:, i] @ base[j]))
         pos += t.nc
     return np.array(out)
 
@@ -258,7 +259,7 @@ class DenseSolver:
                 cols.append(off + t.index * t.nc + c)
             self.blocks.append((t, toff))
             off += t.nl * t.nc
-            toff += t.ntheta
+            toff += t.theta_size
         self.q = off
         self.k = len(cols)
         self.cols = np.stack(cols, axis=1)  # n x k
@@ -269,19 +270,11 @@ class DenseSolver:
 
     @staticmethod
     def lambdas_for(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
-        """Lower-triangular Lambda block of each term (theta column-major, as lme4)."""
-        out, pos = [], 0
-        for t in terms:
-            L = np.zeros((t.nc, t.nc))
-            for j in range(t.nc):
-                for i in range(j, t.nc):
-                    L[i, j] = theta[pos]
-                    pos += 1
-            out.append(L)
-        return out
+        """Lower-triangular Lambda block of each term (:func:`evalmix.formula.term_lambdas`)."""
+        return term_lambdas(terms, theta)
 
     def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
-        return self.lambdas_for([t for t, _ in self.blocks], theta)
+        return term_lambdas([t for t, _ in self.blocks], theta)
 
     def set_theta(self, theta: np.ndarray) -> None:
         vals = []
@@ -706,7 +699,7 @@ class NestedSchurSolver(DenseSolver):
             tpos.append(tp)
             upos.append(np.arange(up, up + t.nl * t.nc))
             kp += t.nc
-            tp += t.ntheta
+            tp += t.theta_size
             up += t.nl * t.nc
         rest = [i for i in range(len(terms)) if i not in pair]
         self.tpair = [tpos[f], tpos[c]]
@@ -817,6 +810,8 @@ def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL
     pair = NestedSchurSolver.find(terms, control)
     if pair is not None:
         return NestedSchurSolver(terms, pair, control)
+    if CrossedGridSolver.applies(terms, control):
+        return CrossedGridSolver(terms, control)
     if SchurSolver.applies(terms, control):
         return SchurSolver(terms, control)
     if BlockSchurSolver.applies(terms, control):
@@ -877,6 +872,16 @@ class LaplaceDeviance:
         self.evaluations = 0
         self.pirls_iterations = 0
         self._theta: np.ndarray | None = None
+        # compiled row passes for large logit designs (numba, when installed); imported here so
+        # that small fits never load numba
+        self._rows = None
+        if link == "logit" and k.size >= self.control.compiled_rows_min:
+            from . import _logit_rows
+
+            if _logit_rows.available():
+                self._rows = _logit_rows
+                self.k = np.ascontiguousarray(k, dtype=float)
+                self.m = np.ascontiguousarray(m, dtype=float)
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -891,6 +896,8 @@ class LaplaceDeviance:
 
         For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
         """
+        if self._rows is not None:
+            return self._rows.deviance_mu(np.ascontiguousarray(eta, dtype=float), self.k, self.m)
         if self.link == "logit":
             e = np.exp(-np.abs(eta))
             sp_ = np.maximum(eta, 0.0) + np.log1p(e)
@@ -903,6 +910,8 @@ class LaplaceDeviance:
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self._rows is not None:
+            return self._rows.score_weights(np.ascontiguousarray(mu, dtype=float), self.k, self.m)
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
