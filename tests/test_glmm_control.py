@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import evalmix
 from evalmix import GlmerControl, glmer
@@ -269,3 +271,72 @@ def test_every_chosen_solver_is_a_solver_and_agrees_with_the_dense_one(formula, 
     assert ea.dev == pytest.approx(eb.dev, rel=1e-11)
     np.testing.assert_allclose(s.cond_var(), b.solver.cond_var(), rtol=1e-8)
     np.testing.assert_allclose(s.leverage(), b.solver.leverage(), rtol=1e-8, atol=1e-14)
+
+
+# ------------------------------------------------------------------------------- theta layout
+def _term(nc: int):
+    from evalmix.formula import RandomTerm
+
+    return RandomTerm("g", "1 + x", [f"c{i}" for i in range(nc)], ["a", "b"],
+                      np.zeros(2, dtype=np.int64), np.ones((2, nc)))
+
+
+def test_terms_own_the_theta_layout_as_lme4_orders_it():
+    t = _term(3)
+    # lme4's Lind: the lower triangle column by column
+    assert t.theta_pairs == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]
+    assert t.cor_pairs == [(1, 0), (2, 0), (2, 1)]
+    np.testing.assert_array_equal(t.theta_lower, [0, -np.inf, -np.inf, 0, -np.inf, 0])
+    np.testing.assert_array_equal(t.theta_start, [1, 0, 0, 1, 0, 1])
+    assert t.theta_names == ["g.c0", "g.c1.c0", "g.c2.c0", "g.c1", "g.c2.c1", "g.c2"]
+    assert t.lambda_row_slots(1) == [1, 3] and t.lambda_row_slots(2) == [2, 4, 5]
+    np.testing.assert_array_equal(t.lambda_(np.arange(1, 7)),
+                                  [[1, 0, 0], [2, 4, 0], [3, 5, 6]])
+    with pytest.raises(ValueError, match="takes 6 theta"):
+        t.lambda_([1.0, 2.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_theta_from_cov_inverts_lambda(nc, seed):
+    t = _term(nc)
+    rng = np.random.default_rng(seed)
+    th = rng.normal(size=t.theta_size)
+    th[t.theta_lower == 0] = np.abs(th[t.theta_lower == 0]) + 0.1
+    L = t.lambda_(th)
+    np.testing.assert_allclose(t.theta_from_lambda(L), th)
+    np.testing.assert_allclose(t.theta_from_cov(L @ L.T), th, rtol=1e-8, atol=1e-10)
+    # a singular covariance (one direction of zero variance) still has a factor
+    L[:, -1] = 0.0
+    got = t.lambda_(t.theta_from_cov(L @ L.T))
+    np.testing.assert_allclose(got @ got.T, L @ L.T, atol=1e-10)
+    assert np.all(np.diag(got) >= 0)
+
+
+def test_the_design_and_the_fit_read_the_layout_from_the_terms():
+    from evalmix.formula import split_theta, term_lambdas
+
+    d = crossed(6, 40, runs=2)
+    fit = quiet("correct ~ x + (1 + x|item) + (1|model)", d)
+    design = build_design("correct ~ x + (1 + x|item) + (1|model)", d)
+    np.testing.assert_array_equal(design.theta_lower,
+                                  np.concatenate([t.theta_lower for t in design.terms]))
+    th = fit.theta.to_numpy()
+    parts = split_theta(design.terms, th)
+    assert [p.size for p in parts] == [3, 1]
+    L = term_lambdas(design.terms, th)[0]
+    S = L @ L.T
+    vc = fit.varcorr
+    item = vc[vc["group"] == "item"]
+    np.testing.assert_allclose(item["variance"].to_numpy(), [S[0, 0], S[1, 1], S[1, 0]],
+                               rtol=1e-12)
+
+
+def test_no_module_but_the_term_codes_the_lower_triangle():
+    import re
+
+    src = Path(evalmix.__file__).parent
+    pattern = re.compile(r"range\(j(?: \+ 1)?, |nc \* \(.*nc \+ 1\)|np\.tril_indices")
+    offenders = [str(p.relative_to(src)) for p in src.rglob("*.py")
+                 if p.name != "formula.py" and pattern.search(p.read_text())]
+    assert offenders == []

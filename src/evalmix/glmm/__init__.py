@@ -19,9 +19,9 @@ from scipy.special import xlogy
 from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from .control import DEFAULT_CONTROL, GlmerControl
-from .deviance import (LINKS, DenseSolver, Evaluation, LaplaceDeviance, Solver, make_solver,
+from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
                        saturated_deviance)
 from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
@@ -51,7 +51,7 @@ def drop_rank_deficient(design: GlmmDesign) -> list[str]:
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
     rows = []
     seen: dict[str, int] = {}
-    for t, L in zip(design.terms, DenseSolver.lambdas_for(design.terms, theta)):
+    for t, L in zip(design.terms, term_lambdas(design.terms, theta)):
         # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
         n = seen.get(t.group, 0)
         seen[t.group] = n + 1
@@ -60,10 +60,9 @@ def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
         sd = np.sqrt(np.diag(S))
         for i in range(t.nc):
             rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
-        for j in range(t.nc):
-            for i in range(j + 1, t.nc):
-                cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
-                rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
+        for i, j in t.cor_pairs:
+            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
 
 

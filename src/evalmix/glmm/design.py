@@ -48,16 +48,13 @@ class GlmmDesign:
 
     @property
     def theta_lower(self) -> np.ndarray:
-        lb = []
-        for t in self.terms:
-            for j in range(t.nc):
-                for i in range(j, t.nc):
-                    lb.append(0.0 if i == j else -np.inf)
-        return np.array(lb)
+        """Lower bounds of theta, term by term (:attr:`RandomTerm.theta_lower`)."""
+        return np.concatenate([t.theta_lower for t in self.terms])
 
     @property
     def theta_start(self) -> np.ndarray:
-        return np.where(self.theta_lower == 0.0, 1.0, 0.0)
+        """lme4's starting theta (each term's Lambda = I)."""
+        return np.concatenate([t.theta_start for t in self.terms])
 
     @property
     def theta_names(self) -> list[str]:

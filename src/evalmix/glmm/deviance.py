@@ -25,7 +25,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.special as sp_special
 
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from .control import DEFAULT_CONTROL, GlmerControl
@@ -233,15 +233,15 @@ def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, 
     same blocks as the leverages.
     """
     w, cols = solver.weights, solver.cols
-    kv = hav
     out: list[float] = []
     pos = 0
     for t, _ in solver.blocks:
-        for j in range(t.nc):
-            c = cols[:, pos + j]
-            base = rho * u[c] + r * v[c] + 2.0 * w * kv[:, pos + j]
-            for i in range(j, t.nc):
-                out.append(float(t.Z[:, i] @ base))
+        base = {}  # per column j of Lambda: the row sums every theta of that column shares
+        for i, j in t.theta_pairs:  # theta's own order (the term owns the layout)
+            if j not in base:
+                c = cols[:, pos + j]
+                base[j] = rho * u[c] + r * v[c] + 2.0 * w * hav[:, pos + j]
+            out.append(float(t.Z[:, i] @ base[j]))
         pos += t.nc
     return np.array(out)
 
@@ -259,7 +259,7 @@ class DenseSolver:
                 cols.append(off + t.index * t.nc + c)
             self.blocks.append((t, toff))
             off += t.nl * t.nc
-            toff += t.ntheta
+            toff += t.theta_size
         self.q = off
         self.k = len(cols)
         self.cols = np.stack(cols, axis=1)  # n x k
@@ -270,19 +270,11 @@ class DenseSolver:
 
     @staticmethod
     def lambdas_for(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
-        """Lower-triangular Lambda block of each term (theta column-major, as lme4)."""
-        out, pos = [], 0
-        for t in terms:
-            L = np.zeros((t.nc, t.nc))
-            for j in range(t.nc):
-                for i in range(j, t.nc):
-                    L[i, j] = theta[pos]
-                    pos += 1
-            out.append(L)
-        return out
+        """Lower-triangular Lambda block of each term (:func:`evalmix.formula.term_lambdas`)."""
+        return term_lambdas(terms, theta)
 
     def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
-        return self.lambdas_for([t for t, _ in self.blocks], theta)
+        return term_lambdas([t for t, _ in self.blocks], theta)
 
     def set_theta(self, theta: np.ndarray) -> None:
         vals = []
@@ -707,7 +699,7 @@ class NestedSchurSolver(DenseSolver):
             tpos.append(tp)
             upos.append(np.arange(up, up + t.nl * t.nc))
             kp += t.nc
-            tp += t.ntheta
+            tp += t.theta_size
             up += t.nl * t.nc
         rest = [i for i in range(len(terms)) if i not in pair]
         self.tpair = [tpos[f], tpos[c]]

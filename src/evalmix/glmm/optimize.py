@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -309,11 +309,8 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
     into the diagonal of their rows (keeping each row's norm, i.e. each variance) and give column
     ``c`` a small diagonal: the correlations restart from 0.
     """
-    from .deviance import DenseSolver
-
     out, pos = [], 0
-    lams = DenseSolver.lambdas_for(terms, theta)
-    for t, L in zip(terms, lams):
+    for t, L in zip(terms, term_lambdas(terms, theta)):
         if t.nc > 1:
             for c in range(t.nc):
                 if L[c, c] <= 1e-6:
@@ -323,13 +320,9 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
                         M[r, c] = 0.0
                     M[c, c] = 0.1
                     new = theta.copy()
-                    k = pos
-                    for j in range(t.nc):
-                        for i in range(j, t.nc):
-                            new[k] = M[i, j]
-                            k += 1
+                    new[pos:pos + t.theta_size] = t.theta_from_lambda(M)
                     out.append(new)
-        pos += t.ntheta
+        pos += t.theta_size
     return out
 
 

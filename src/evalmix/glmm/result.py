@@ -11,7 +11,7 @@ from scipy import stats
 
 from .._result import Result, Summary, frame_records
 from ..errors import FormulaError
-from ..formula import FixedDesign, RandomTerm
+from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
@@ -312,8 +312,6 @@ class FittedModel:
 
     def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
                  separation: Any = None):
-        from .deviance import DenseSolver
-
         self.terms: list[RandomTerm] = list(design.terms)
         self.data = data
         self.design = design  # arrays only (no solver): profiles and the bootstrap refit from it
@@ -327,7 +325,7 @@ class FittedModel:
             self._resid = _frozen(np.zeros(k.size))
             return
         self.u = _frozen(ev.u)
-        self.lambdas = [_frozen(L) for L in DenseSolver.lambdas_for(self.terms, ev.theta)]
+        self.lambdas = [_frozen(L) for L in term_lambdas(self.terms, ev.theta)]
         self._ranef = self._ranef_frame(ld, ev)
         if separation is None:
             mu = ev.mu[row_index]
