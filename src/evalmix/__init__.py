@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
-    "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
+    "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     "read_openai_evals": "io",
@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "calibration", "coverage_study": "calibration",
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
     "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
-    "reference_grid": "emmeans",
+    "reference_grid": "emmeans", "regrid": "emmeans", "ref_grid": "grid", "RefGrid": "grid",
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
     "bic_evidence": "selection", "compare_models": "selection",
     # leaderboards: simultaneous rank sets and tie groups; errored samples
@@ -114,8 +114,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
-    from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid
-    from .glmm import GlmerResult, glmer
+    from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
+    from .grid import RefGrid, ref_grid
+    from .glmm import GlmerControl, GlmerResult, glmer
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
     from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_openai_evals

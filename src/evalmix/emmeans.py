@@ -4,12 +4,16 @@ A fitted model (``evalmix.glmer``, a posterior fit, or anything that follows the
 exposes its fixed-effect estimates and covariance (``fixef``, ``vcov``) or posterior draws of them
 (``fixef_draws``), its link, and its fixed-effects design (``fixed_design``).  From those:
 
-- :func:`reference_grid` builds every combination of factor levels (numeric covariates at their
-  means, or at the values given in ``at``) and its rows of the design matrix;
+- :func:`ref_grid` builds every combination of factor levels (numeric covariates at their
+  means, or at the values given in ``at``) and its rows of the design matrix, as one
+  :class:`~evalmix.grid.RefGrid` (``reference_grid`` returns its frame and rows);
 - :func:`emmeans` averages those link-scale rows over the factors not named, with equal weights by
   default, giving each marginal mean as a linear function ``L beta``;
 - :func:`contrast` forms differences of marginal means within each ``by`` group, tests them with
-  z statistics (df = Inf, as emmeans does for GLMMs) and adjusts each group as one family.
+  z statistics (df = Inf, as emmeans does for GLMMs) and adjusts each group as one family; the
+  result holds its own grid, so contrasts of contrasts chain;
+- :func:`regrid` moves means to the response scale (delta method), where contrasts are
+  differences of probabilities.
 
 For a posterior fit, every linear function is evaluated on each draw: estimates are posterior means,
 ``se`` the posterior standard deviation, intervals highest-density intervals, and contrasts carry
@@ -18,10 +22,9 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,146 +33,14 @@ from scipy import stats
 
 from . import multiplicity
 from .draws import hdi
-from .fitted import Coefficients, coefficients, linear_functions, warn_divergent
-from .links import LINKS, inverse_link, mu_eta
+from .fitted import warn_divergent
+from .grid import WEIGHTS, RefGrid, ref_grid
+from .links import LINKS
 from ._result import Result, level_label
-from .errors import FormulaError
 
-__all__ = ["EMMeans", "Contrasts", "reference_grid", "emmeans", "contrast", "hdi"]
-
-_WEIGHTS = ("equal", "proportional", "outer", "cells", "flat")
+__all__ = ["EMMeans", "Contrasts", "RefGrid", "ref_grid", "reference_grid", "emmeans", "contrast",
+           "regrid", "hdi"]
 _METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl")
-
-
-# --- coefficients of a fit ------------------------------------------------------------------------
-
-def _link(fit: Any) -> str:
-    link = str(getattr(fit, "link", "identity"))
-    if link not in (*LINKS, "identity"):
-        raise ValueError(f"link {link!r} is not supported ({', '.join(LINKS)} or identity)")
-    return link
-
-
-# --- reference grid -------------------------------------------------------------------------------
-
-def _grid_variables(design: Any) -> list[str]:
-    """Factors and covariates in their order of appearance in the formula's terms."""
-    known = list(design.factors) + list(design.covariates)
-    order: list[str] = []
-    for term in design.terms:
-        for var in str(term).split(":"):
-            if var in known and var not in order:
-                order.append(var)
-    return order + [v for v in known if v not in order]
-
-
-def _expand(levels: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """All combinations, the first variable varying fastest (R's expand.grid)."""
-    names = list(levels)
-    if not names:
-        return pd.DataFrame(index=[0])
-    combos = itertools.product(*[levels[n] for n in reversed(names)])
-    rows = [tuple(reversed(c)) for c in combos]
-    return pd.DataFrame(rows, columns=names)
-
-
-def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
-    """The reference grid of a fit and its design matrix.
-
-    Parameters
-    ----------
-    fit : fitted model
-        Any object with a ``fixed_design`` (see :func:`emmeans`).
-    at : dict, optional
-        Values to use instead of the defaults: a factor name -> a subset of its levels, or a
-        covariate name -> one value or several (several values make the covariate a grid
-        dimension).
-
-    Returns
-    -------
-    grid : DataFrame
-        One row per combination of levels (first variable varying fastest, as in R).
-    X : ndarray
-        The fixed-effects design rows of the grid.
-
-    Examples
-    --------
-    >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
-    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
-    >>> grid, X = evalmix.reference_grid(fit)
-    >>> grid["model"].tolist(), X.shape
-    (['M1', 'M2', 'M3'], (3, 3))
-    """
-    design = fit.fixed_design
-    at = dict(at or {})
-    levels: dict[str, list[Any]] = {}
-    for var in _grid_variables(design):
-        if var in design.factors:
-            fitted = list(design.factors[var])
-            if var in at:
-                wanted = list(np.atleast_1d(at.pop(var)))
-                bad = [w for w in wanted if w not in fitted]
-                if bad:
-                    raise FormulaError(f"at[{var!r}]: levels {bad} are not levels of {var!r} "
-                                       f"(levels: {fitted})")
-                fitted = wanted
-            levels[var] = fitted
-        else:
-            value = at.pop(var, design.covariates[var])
-            levels[var] = [float(v) for v in np.atleast_1d(value)]
-    if at:
-        raise FormulaError(f"at names {sorted(at)}, which are not variables of the fixed effects "
-                           f"(variables: {list(levels)})")
-    grid = _expand(levels)
-    return grid, np.asarray(design.model_matrix(grid), dtype=float)
-
-
-# --- estimability ---------------------------------------------------------------------------------
-# When the fit dropped aliased columns (a missing cell under an interaction), a mean that involves
-# an unobserved combination is not estimable: emmeans reports it as NA.  A linear function l of the
-# full design's coefficients is estimable when l is orthogonal to the null space of the fitted
-# rows' design matrix.  The design signals dropped columns with ``keep`` and exposes its formulaic
-# ``spec`` for the full matrix.
-
-def _full_rows(design: Any, frame: pd.DataFrame) -> np.ndarray:
-    if hasattr(design, "full_model_matrix"):  # knows the formula's functions and contrasts
-        return np.asarray(design.full_model_matrix(frame), dtype=float)
-    nd = frame.copy()
-    for name, levels in design.factors.items():
-        nd[name] = pd.Categorical(nd[name], categories=levels)
-    return np.asarray(design.spec.get_model_matrix(nd, na_action="ignore"), dtype=float)
-
-
-def _null_basis(design: Any) -> np.ndarray | None:
-    """Null-space basis of the full design over the fitted level combinations, or None when the
-    fit kept every column (then every linear function is estimable)."""
-    if (getattr(design, "keep", None) is None or getattr(design, "spec", None) is None
-            or getattr(design, "weights_data", None) is None):
-        return None
-    combos = design.weights_data.drop_duplicates().reset_index(drop=True)
-    frames = []
-    # covariates at their means and at a few shifted values, alone and together, so that
-    # polynomial, log and product terms of covariates are spanned too
-    covs = list(design.covariates)
-    steps = [{}] + [{c: k} for c in covs for k in (1, 2, 3)] + \
-        [{c: k * (-1) ** j for j, c in enumerate(covs)} for k in (1, 2)]
-    for step in steps:
-        f = combos.copy()
-        for cov, mean in design.covariates.items():
-            f[cov] = mean + 0.1 * step.get(cov, 0) * max(abs(mean), 1.0)
-        frames.append(f)
-    X = _full_rows(design, pd.concat(frames, ignore_index=True))
-    _, sv, vt = np.linalg.svd(X, full_matrices=True)
-    rank = int((sv > 1e-9 * sv[0]).sum())
-    return vt[rank:].T
-
-
-def _estimable(L_full: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
-    if basis is None or basis.shape[1] == 0:
-        return np.ones(len(L_full), dtype=bool)
-    off = ((L_full @ basis) ** 2).sum(axis=1)
-    return off <= 1e-8 * (L_full**2).sum(axis=1)
 
 
 # --- marginal means -------------------------------------------------------------------------------
@@ -192,76 +63,74 @@ def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
     return spec_list, by_list
 
 
-def _cell_counts(design: Any, grid: pd.DataFrame, names: list[str]) -> np.ndarray:
-    """For each grid row, the number of fitted rows sharing its levels of ``names``."""
-    data = getattr(design, "weights_data", None)
-    if data is None:
-        raise ValueError("weights other than 'equal' need the fit's factor data "
-                         "(fixed_design.weights_data)")
-    if not names:
-        return np.full(len(grid), float(len(data)))
-    counts = data.groupby(names, observed=True).size()
-    keys = grid[names].itertuples(index=False, name=None)
-    return np.array([float(counts.get(k if len(names) > 1 else k[0], 0)) for k in keys])
-
-
-def _grid_weights(design: Any, grid: pd.DataFrame, keep: list[str], weights: str) -> np.ndarray:
-    """Weight of each grid row when averaging over the variables not in ``keep``."""
-    if weights == "equal":
-        return np.ones(len(grid))
-    factors = [v for v in grid.columns if v in design.factors]
-    averaged = [v for v in factors if v not in keep]
-    if weights == "proportional":
-        return _cell_counts(design, grid, averaged)
-    if weights == "outer":
-        w = np.ones(len(grid))
-        for v in averaged:
-            w *= _cell_counts(design, grid, [v])
-        return w
-    cells = _cell_counts(design, grid, factors)
-    return cells if weights == "cells" else (cells > 0).astype(float)
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class EMMeans(Result):
     """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
 
     ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
-    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``); ``L`` holds each mean as a linear function of the fixed effects, with
-    either ``beta`` and ``vcov`` (maximum likelihood) or ``draws`` (posterior draws of the fixed
-    effects, one row per draw) so that :func:`contrast` can work on it.
+    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
+    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
+    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
+    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
+    ``by`` and ``link`` read it.
     """
 
     table: pd.DataFrame
-    levels: pd.DataFrame
-    L: np.ndarray
-    coef_names: tuple[str, ...]
+    grid: RefGrid
     specs: tuple[str, ...]
-    by: tuple[str, ...]
-    link: str
-    type: str
     conf_level: float
     weights: str = "equal"
-    beta: np.ndarray | None = field(default=None, repr=False)
-    vcov: np.ndarray | None = field(default=None, repr=False)
-    draws: np.ndarray | None = field(default=None, repr=False)
-    # the means over the full (unreduced) design and its null space, for estimability checks when
-    # the fit dropped aliased columns
-    L_full: np.ndarray | None = field(default=None, repr=False)
-    null_basis: np.ndarray | None = field(default=None, repr=False)
-    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """The level columns of the means."""
+        return self.grid.frame
+
+    @property
+    def L(self) -> np.ndarray:
+        return self.grid.L
+
+    @property
+    def coef_names(self) -> tuple[str, ...]:
+        return self.grid.coef_names
+
+    @property
+    def by(self) -> tuple[str, ...]:
+        return self.grid.by
+
+    @property
+    def link(self) -> str:
+        return self.grid.link
+
+    @property
+    def type(self) -> str:
+        return self.grid.type
+
+    @property
+    def beta(self) -> np.ndarray | None:
+        return self.grid.beta
+
+    @property
+    def vcov(self) -> np.ndarray | None:
+        return self.grid.vcov
+
+    @property
+    def draws(self) -> np.ndarray | None:
+        return self.grid.draws
+
+    @property
+    def separation(self) -> Any:
+        return self.grid.separation
 
     @property
     def is_posterior(self) -> bool:
         """Whether the means come from posterior draws."""
-        return self.draws is not None
+        return self.grid.is_posterior
 
     @property
     def scale(self) -> str:
         """Scale of ``estimate``: ``"log-odds"`` (link) or ``"probability"`` (response)."""
-        if self.type == "response" and self.link == "logit":
-            return "probability"
-        return "log-odds" if self.link == "logit" else f"{self.link} link"
+        return self.grid.scale
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -272,7 +141,9 @@ class EMMeans(Result):
 
     def _header(self) -> list[str]:
         what = "highest-density intervals" if self.is_posterior else "Wald intervals"
-        return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
+        regridded = " (regridded: contrasts are differences on this scale)" \
+            if self.grid.tran is not None else ""
+        return [f"scale: {self.scale}{regridded}; {self.conf_level:.0%} {what}"]
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -283,46 +154,19 @@ class EMMeans(Result):
         return out
 
 
-def _summarise(L: np.ndarray, coefs: Coefficients, conf_level: float,
-               link: str | None = None, estimable: np.ndarray | None = None,
-               shift: np.ndarray | float = 0.0) -> pd.DataFrame:
-    """estimate, se, conf_low, conf_high of ``L beta + shift`` (delta method / Wald) or of its
-    draws, back-transformed by the inverse ``link`` when one is given; rows that are not
-    estimable are NaN. ``shift`` is the offset of each row."""
-    if estimable is not None and not estimable.all():
-        L = np.where(estimable[:, None], L, np.nan)
-    if coefs.draws is not None:
-        vals = coefs.draws @ L.T + shift
-        if link is not None:
-            vals = inverse_link(link, vals)
-        iv = hdi(np.nan_to_num(vals), conf_level)
-        iv[~np.isfinite(vals).all(axis=0)] = np.nan
-        return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
-                             "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
-    est, se, _ = linear_functions(L, *coefs.normal, coefs.separation)
-    est = est + shift
-    crit = stats.norm.isf((1 - conf_level) / 2)
-    lo, hi = est - crit * se, est + crit * se
-    if link is not None:
-        # back-transform estimate and interval ends; delta-method SE, as emmeans does
-        return pd.DataFrame({"estimate": inverse_link(link, est), "se": mu_eta(link, est) * se,
-                             "conf_low": inverse_link(link, lo),
-                             "conf_high": inverse_link(link, hi)})
-    return pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
-
-
-def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
+def emmeans(fit: Any | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
             conf_level: float = 0.95) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
 
     Parameters
     ----------
-    fit : fitted model
+    fit : fitted model or RefGrid
         A maximum-likelihood fit (``fixef``: Series, ``vcov``: DataFrame) or a posterior fit
         (``fixef_draws``: DataFrame with one row per draw and one column per fixed effect), with
         ``link`` (``"logit"`` or ``"identity"``) and ``fixed_design`` (factors, covariates,
-        terms, ``model_matrix(newdata)``, and ``weights_data`` for data-based weights).
+        terms, ``model_matrix(newdata)``, and ``weights_data`` for data-based weights); or a
+        reference grid from :func:`ref_grid` (R: ``emmeans(ref_grid(fit), ...)``).
     specs : str or list of str
         The factor(s) whose means are wanted: ``"model"``, ``["model", "language"]``, or a
         formula such as ``"~ model | language"``.
@@ -360,52 +204,22 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     """
     if type not in ("link", "response"):
         raise ValueError(f"type={type!r}: use 'link' or 'response'")
-    if weights not in _WEIGHTS:
-        raise ValueError(f"weights={weights!r} is not one of {', '.join(_WEIGHTS)}")
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights={weights!r} is not one of {', '.join(WEIGHTS)}")
     spec_list, by_list = _parse_specs(specs, by)
-    coefs = coefficients(fit)
-    link = _link(fit)
-    grid, X = reference_grid(fit, at)
-    keep = spec_list + by_list
-    unknown = [v for v in keep if v not in grid.columns]
-    if unknown:
-        raise FormulaError(f"{unknown} are not variables of the fixed effects "
-                           f"(variables: {list(grid.columns)})")
-    if len(set(keep)) != len(keep):
-        raise ValueError(f"a variable appears twice in specs/by: {keep}")
-    if X.shape[1] != len(coefs.names):
-        raise ValueError(f"the design has {X.shape[1]} columns but the fit has "
-                         f"{len(coefs.names)} fixed effects")
-    w = _grid_weights(fit.fixed_design, grid, keep, weights)
-    basis = _null_basis(fit.fixed_design)
-    X_full = _full_rows(fit.fixed_design, grid) if basis is not None else None
-    levels = _expand({v: list(pd.unique(grid[v])) for v in keep})
-    rows, rows_full = [], []
-    for combo in levels.itertuples(index=False, name=None):
-        mask = np.logical_and.reduce([grid[v].to_numpy() == c for v, c in zip(keep, combo)])
-        wk = w[mask]
-        total = wk.sum()
-        rows.append(wk @ X[mask] / total if total > 0 else np.full(X.shape[1], np.nan))
-        if X_full is not None:
-            rows_full.append(wk @ X_full[mask] / total if total > 0
-                             else np.full(X_full.shape[1], np.nan))
-    L = np.vstack(rows)
-    L_full = np.vstack(rows_full) if X_full is not None else None
-    ok = _estimable(L_full, basis) if L_full is not None else None
-    back = link if (type == "response" and link != "identity") else None
-    # the offsets enter each mean at their average over the fitted rows, as emmeans puts them in
-    # its reference grid
-    shift = float(getattr(fit.fixed_design, "offset_mean", 0.0) or 0.0)
-    summary = _summarise(L, coefs, conf_level, back, ok, shift)
-    warn_divergent(L, coefs.separation,
-                   [_label(r) for r in levels.itertuples(index=False, name=None)],
-                   "the marginal mean of", stacklevel=2)
-    table = pd.concat([levels.reset_index(drop=True), summary], axis=1)
-    return EMMeans(table=table, levels=levels, L=L, coef_names=coefs.names,
-                   specs=tuple(spec_list), by=tuple(by_list), link=link, type=type,
-                   conf_level=conf_level, weights=weights, beta=coefs.beta, vcov=coefs.vcov,
-                   draws=coefs.draws, L_full=L_full, null_basis=basis,
-                   separation=coefs.separation)
+    if isinstance(fit, RefGrid):
+        if at is not None:
+            raise ValueError("at= applies to a fit; this reference grid is already built "
+                             "(use ref_grid(fit, at=...))")
+        rg = fit
+    else:
+        rg = ref_grid(fit, at)
+    means = replace(rg.marginal(spec_list, by_list, weights), type=type)
+    labels = [_label(r) for r in means.frame.itertuples(index=False, name=None)]
+    warn_divergent(means.L, means.separation, labels, "the marginal mean of", stacklevel=2)
+    table = pd.concat([means.frame, means.estimates(conf_level)], axis=1)
+    return EMMeans(table=table, grid=means, specs=tuple(spec_list), conf_level=conf_level,
+                   weights=weights)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -491,24 +305,41 @@ class Contrasts(Result):
       ``or_conf_high`` their exponentials.
     - ``"odds ratio"`` (means on the response scale of a logit model, as emmeans reports them):
       labels ``A / B``; ``odds_ratio``, its delta-method ``se``, ``or_conf_low``, ``or_conf_high``.
+    - ``"probability"`` (means moved to the response scale by :func:`regrid`): labels ``A - B``;
+      differences of probabilities.
 
     Both carry ``statistic`` (Wald z of the log odds ratio), ``p_value`` (unadjusted) and
     ``p_adjusted`` (adjusted within each family).  For posterior fits the tests are replaced by
     ``prob_positive`` and the intervals are highest-density intervals.  ``notes`` say how
-    p-values and intervals were adjusted.
+    p-values and intervals were adjusted.  ``grid`` is the :class:`~evalmix.grid.RefGrid` of the
+    contrasts (variables ``contrast`` and the ``by`` variables), so contrasts of contrasts chain:
+    ``contrast(contrast(emm, "pairwise"), "pairwise", by=None)``.
     """
 
     table: pd.DataFrame
-    L: np.ndarray
-    coef_names: tuple[str, ...]
-    by: tuple[str, ...]
+    grid: RefGrid
     method: str
     adjust: str
     ci_adjust: str
     conf_level: float
-    link: str
     notes: tuple[str, ...] = ()
     scale: str = "log-odds"
+
+    @property
+    def L(self) -> np.ndarray:
+        return self.grid.L
+
+    @property
+    def coef_names(self) -> tuple[str, ...]:
+        return self.grid.coef_names
+
+    @property
+    def by(self) -> tuple[str, ...]:
+        return self.grid.by
+
+    @property
+    def link(self) -> str:
+        return self.grid.link
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -523,6 +354,9 @@ class Contrasts(Result):
         if self.scale == "log-odds":
             return ["scale: log-odds (contrast A - B: difference of log-odds; "
                     "odds_ratio = exp(estimate))"]
+        if self.scale == "probability":
+            return ["scale: probability (contrast A - B: difference of probabilities, "
+                    "delta method)"]
         return [f"scale: {self.scale}"]
 
     def _notes(self) -> list[str]:
@@ -544,15 +378,38 @@ def _family_note(method: str, k: int, n_means: int, kind: str) -> str | None:
     return f"{kind} adjustment: {method} method {size}"
 
 
-def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwise", *,
-             ref: Any = None, adjust: str = "holm", conf_level: float = 0.95) -> Contrasts:
+class _Inherit:
+    """The default ``by`` of :func:`contrast`: the grouping of what is contrasted."""
+
+    def __repr__(self) -> str:
+        return "<the by variables of the input>"
+
+
+_INHERIT: Any = _Inherit()
+
+
+def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
+    if isinstance(obj, (EMMeans, Contrasts)):
+        return obj.grid
+    if isinstance(obj, RefGrid):
+        return obj
+    raise TypeError(f"contrast() takes the result of emmeans(), contrast() or ref_grid(), "
+                    f"not {type(obj).__name__}")
+
+
+def contrast(emm: EMMeans | Contrasts | RefGrid,
+             method: str | Mapping[str, Sequence[float]] = "pairwise", *,
+             by: str | Sequence[str] | None = _INHERIT, ref: Any = None, adjust: str = "holm",
+             conf_level: float = 0.95) -> Contrasts:
     """Contrasts among marginal means, each ``by`` group adjusted as one family (R: ``contrast``).
 
     Parameters
     ----------
-    emm : EMMeans
+    emm : EMMeans, Contrasts or RefGrid
         Result of :func:`emmeans` (on either scale: contrasts are always formed on the link scale,
-        as emmeans does, and become odds ratios for a logit link).
+        as emmeans does, and become odds ratios for a logit link), of :func:`regrid` (contrasts
+        are then differences of probabilities), or of :func:`contrast` itself (contrasts of
+        contrasts: interaction contrasts, as R's ``contrast(contrast(emm, ...), ...)``).
     method : {"pairwise", "revpairwise", "trt.vs.ctrl"} or dict
         ``pairwise``: every ``A - B`` with A before B; ``revpairwise``: every later level minus
         each earlier one; ``trt.vs.ctrl``: each level minus ``ref``; a dict maps contrast names to
@@ -560,6 +417,10 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
         ``*`` are written in parentheses.  Means on the response scale of a logit model give
         odds ratios labelled ``A / B`` (``scale == "odds ratio"``), as emmeans reports them;
         means on the link scale give log-odds differences labelled ``A - B``.
+    by : str, list of str or None, optional
+        The variables within whose levels contrasts are formed and adjusted; default those of
+        ``emm``.  ``by=None`` contrasts all rows together (the levels of the other variables are
+        then combined, as emmeans labels them: ``A - B D1``).
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
@@ -586,60 +447,88 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
       contrast  estimate  odds_ratio
     0  M2 - M1      0.84        2.33
     1  M3 - M1      1.58        4.84
+    >>> twice = evalmix.contrast(res, "pairwise", adjust="none")  # a contrast of contrasts
+    >>> twice.to_frame()[["contrast", "estimate"]].round(2)
+                    contrast  estimate
+    0  (M2 - M1) - (M3 - M1)     -0.73
     """
     method_name = "custom" if isinstance(method, Mapping) else str(method)
     adjust = multiplicity.normalise_method(adjust)
-    coefs = Coefficients(emm.coef_names, emm.beta, emm.vcov, emm.draws, emm.separation)
-    by = list(emm.by)
-    spec = list(emm.specs)
-    groups = (emm.levels.groupby(by, sort=False, observed=True).indices if by
-              else {(): np.arange(len(emm.levels))})
-    blocks, notes = [], []
-    L_all = []
+    grid = _as_grid(emm)
+    if by is _INHERIT:
+        by = list(grid.by)
+    by = [] if by is None else ([by] if isinstance(by, str) else [str(b) for b in by])
+    grid = grid.with_by(by)
+    spec = [v for v in grid.variables if v not in by]
+    if not spec:
+        raise ValueError(f"nothing to contrast: every variable of the grid ({grid.variables}) is "
+                         "a by variable")
+    frame = grid.frame
+    groups = (frame.groupby(by, sort=False, observed=True).indices if by
+              else {(): np.arange(len(frame))})
     # the label names the scale shown: odds ratios "A / B" for means on the response scale (as
     # emmeans reports them), differences "A - B" otherwise
-    ratio = emm.type == "response" and emm.link == "logit"
-    scale = "odds ratio" if ratio else ("log-odds" if emm.link == "logit" else f"{emm.link} link")
+    ratio = grid.type == "response" and grid.link == "logit"
+    if grid.tran is not None:
+        scale = "probability" if grid.tran in LINKS else f"{grid.tran} response"
+    else:
+        scale = "odds ratio" if ratio else ("log-odds" if grid.link == "logit"
+                                            else f"{grid.link} link")
     sep = " / " if ratio else " - "
-    p_method = ci_method = adjust
+    # the new rows' label column; "contrast1" when "contrast" is already a by variable (as R)
+    label_col = "contrast1" if "contrast" in by else "contrast"
+    K_rows, frames, sizes = [], [], []
     for key, idx in groups.items():
         idx = np.sort(np.asarray(idx))
-        labels = [_label(r) for r in emm.levels.iloc[idx][spec].itertuples(index=False, name=None)]
+        labels = [_label(r) for r in frame.iloc[idx][spec].itertuples(index=False, name=None)]
         K, names = _contrast_matrix(method, labels, ref, sep)
-        Lc = K @ emm.L[idx]
-        ok = (_estimable(K @ emm.L_full[idx], emm.null_basis)
-              if emm.L_full is not None else np.ones(len(Lc), dtype=bool))
-        L_all.append(Lc)
-        block = pd.DataFrame({"contrast": names})
+        Kg = np.zeros((len(K), len(frame)))
+        Kg[:, idx] = K
+        K_rows.append(Kg)
+        block = pd.DataFrame({label_col: names})
         key = key if isinstance(key, tuple) else (key,)
         for v, val in zip(by, key):
             block[v] = val
-        summ = _summarise(Lc, coefs, conf_level, estimable=ok)
-        warn_divergent(Lc, coefs.separation, names, "the contrast", stacklevel=2)
+        frames.append(block)
+        sizes.append(len(labels))
+    con = grid.linear_map(np.vstack(K_rows), pd.concat(frames, ignore_index=True), by=by)
+    est_all = con.estimates(conf_level, type="link")
+    ok_all = con.estimable
+    coefs = con.coefficients
+    blocks, notes = [], []
+    p_method = ci_method = adjust
+    start = 0
+    for block, n_means in zip(frames, sizes):
+        rows = np.arange(start, start + len(block))
+        start += len(block)
+        names = block[label_col].tolist()
+        part = con.take(rows)
+        summ = est_all.iloc[rows].reset_index(drop=True)
+        warn_divergent(part.L, coefs.separation, names, "the contrast", stacklevel=2)
         if coefs.draws is not None:
-            vals = coefs.draws @ Lc.T
-            summ["prob_positive"] = np.where(ok, (vals > 0).mean(axis=0), np.nan)
+            vals = part.linear_predictor()
+            summ["prob_positive"] = np.where(ok_all[rows], (vals > 0).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
             with np.errstate(invalid="ignore"):
                 z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = linear_functions(Lc, *coefs.normal, coefs.separation)[2]
+            cov = part.covariance()
             d = np.sqrt(np.diag(cov))
             pairwise = method_name in ("pairwise", "revpairwise")
             with np.errstate(invalid="ignore", divide="ignore"):
                 corr = cov / np.outer(d, d)
             p, crit, p_method, ci_method = multiplicity.adjust_family(
-                z, adjust, conf_level=conf_level, n_means=len(labels), pairwise=pairwise,
+                z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise,
                 corr=corr)
             est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()
             summ = pd.DataFrame({"estimate": est, "se": se, "statistic": z,
                                  "p_value": 2 * stats.norm.sf(np.abs(z)), "p_adjusted": p,
                                  "conf_low": est - crit * se, "conf_high": est + crit * se})
             for kind, meth in (("P value", p_method), ("Conf-level", ci_method)):
-                note = _family_note(meth, len(names), len(labels), kind)
+                note = _family_note(meth, len(names), n_means, kind)
                 if note and note not in notes:
                     notes.append(note)
-        if emm.link == "logit":
+        if grid.link == "logit":
             summ["odds_ratio"] = np.exp(summ["estimate"])
             summ["or_conf_low"] = np.exp(summ["conf_low"])
             summ["or_conf_high"] = np.exp(summ["conf_high"])
@@ -650,13 +539,73 @@ def contrast(emm: EMMeans, method: str | Mapping[str, Sequence[float]] = "pairwi
             summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
             summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
                                                  if c not in ("odds_ratio", "se")]]
-        blocks.append(pd.concat([block, summ], axis=1))
+        blocks.append(pd.concat([block.reset_index(drop=True), summ], axis=1))
     if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "
                      "P(contrast > 0); no multiplicity adjustment applies.")
     table = pd.concat(blocks, ignore_index=True)
-    return Contrasts(table=table, L=np.vstack(L_all), coef_names=emm.coef_names, by=tuple(by),
-                     method=method_name, adjust=p_method, ci_adjust=ci_method,
-                     conf_level=conf_level, link=emm.link, notes=tuple(notes), scale=scale)
+    return Contrasts(table=table, grid=replace(con, adjust=p_method), method=method_name,
+                     adjust=p_method, ci_adjust=ci_method, conf_level=conf_level,
+                     notes=tuple(notes), scale=scale)
+
+
+def regrid(obj: EMMeans | RefGrid) -> Any:
+    """The means (or grid) on the response scale, so that contrasts are differences of
+    probabilities (R: ``emmeans::regrid``).
+
+    Each estimate becomes the inverse link of its linear predictor, with the delta-method
+    covariance (or the inverse link of each posterior draw); :func:`contrast` of the result
+    forms differences on that scale with their delta-method standard errors.  Means that are
+    not estimable stay NaN.
+
+    Parameters
+    ----------
+    obj : EMMeans or RefGrid
+
+    Returns
+    -------
+    EMMeans or RefGrid
+        The same kind of object, on the response scale.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> probs = evalmix.regrid(evalmix.emmeans(fit, "model"))
+    >>> evalmix.contrast(probs, "trt.vs.ctrl").to_frame()[["contrast", "estimate", "se"]].round(3)
+      contrast  estimate     se
+    0  M2 - M1     0.203  0.069
+    1  M3 - M1     0.375  0.067
+    """
+    if isinstance(obj, RefGrid):
+        return obj.regrid()
+    if isinstance(obj, Contrasts):
+        raise TypeError("regrid() applies to marginal means (a difference of log-odds has no "
+                        "probability scale): regrid the means, then contrast them")
+    if isinstance(obj, EMMeans):
+        new = obj.grid.regrid()
+        table = pd.concat([new.frame, new.estimates(obj.conf_level)], axis=1)
+        return EMMeans(table=table, grid=new, specs=obj.specs, conf_level=obj.conf_level,
+                       weights=obj.weights)
+    raise TypeError(f"regrid() takes the result of emmeans() or ref_grid(), "
+                    f"not {type(obj).__name__}")
+
+
+def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """The reference grid of a fit as a frame and its design rows: ``ref_grid(fit, at)``'s
+    ``frame`` and ``L`` (see :func:`evalmix.ref_grid`, which returns the grid object).
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> grid, X = evalmix.reference_grid(fit)
+    >>> grid["model"].tolist(), X.shape
+    (['M1', 'M2', 'M3'], (3, 3))
+    """
+    rg = ref_grid(fit, at)
+    return rg.frame, np.array(rg.L)

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -387,7 +387,8 @@ def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.n
     """Row positions of ``grid`` per combination of ``by`` (one group of all rows without ``by``)."""
     if not by:
         return [((), np.arange(len(grid)))]
-    return [(k if isinstance(k, tuple) else (k,), idx)
+    # pandas gives integer arrays here; pandas-stubs also allows an Index or a list
+    return [(k if isinstance(k, tuple) else (k,), cast(np.ndarray, idx))
             for k, idx in grid.groupby(list(by), sort=False).indices.items()]
 
 

@@ -541,8 +541,9 @@ def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boo
                     "moves models that are not ordered at all."}]
     if 2 in sizes:
         s = ri.to_frame().set_index("n_runs")
-        red_lb = 1 - s.loc[2, "rate"] / s.loc[1, "rate"] if s.loc[1, "rate"] > 0 else np.nan
-        red_pairs = s.loc[2, "inversions_removed"]
+        rate = s["rate"]
+        red_lb = 1 - rate.loc[2] / rate.loc[1] if rate.loc[1] > 0 else np.nan
+        red_pairs = s["inversions_removed"].loc[2]
         corr.append({
             "quantity": "share of single-run inversions removed by pooling two runs",
             "paper_method": "the single-run instability rate, read as a reduction",
@@ -595,12 +596,13 @@ def _repetitions_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int,
     except DataError as exc:
         plan_note = f" Study planner: {exc}."
     r1 = comp.set_index("n_runs")
+    paper_se_r, se_random, se_fixed = r1["paper_se"], r1["se_items_random"], r1["se_items_fixed"]
     corr = [{"quantity": f"SE of slice accuracy at R = {r}",
              "paper_method": "SD between slice accuracies / √(number of slices)",
-             "paper_value": f"{r1.loc[r, 'paper_se']:.4f}" if np.isfinite(r1.loc[r, "paper_se"]) else "",
+             "paper_value": f"{paper_se_r.loc[r]:.4f}" if np.isfinite(paper_se_r.loc[r]) else "",
              "corrected_method": "√(var_between / N + var_within / (N R)) per slice, averaged "
                                  "(items random / items fixed)",
-             "corrected_value": f"{r1.loc[r, 'se_items_random']:.4f} / {r1.loc[r, 'se_items_fixed']:.4f}",
+             "corrected_value": f"{se_random.loc[r]:.4f} / {se_fixed.loc[r]:.4f}",
              "why": "the paper's statistic measures how far slices differ from each other, not the "
                     "uncertainty of a slice; runs only shrink the within-item part."}
             for r in range(1, n_runs + 1) if r in r1.index]
@@ -621,9 +623,10 @@ def _sign_flip_rows(data: pd.DataFrame, formula: str, reference: str, model: str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the refits' convergence and boundary flags go to the log
         sf = repetitions.sign_flip_rate(data, formula, term=model, ref=reference)
-    for row in sf.fits.itertuples(index=False):
-        log.append(_fit_row(f"sign flips: {'all runs' if row.run == 'all' else f'run {row.run}'}",
-                            row.formula, row.nobs, row.converged, row.singular))
+    fits = sf.fits[["run", "formula", "nobs", "converged", "singular"]]
+    for run, fit_formula, nobs, converged, singular in fits.itertuples(index=False, name=None):
+        log.append(_fit_row(f"sign flips: {'all runs' if run == 'all' else f'run {run}'}",
+                            fit_formula, nobs, converged, singular))
     singles = sf.details[sf.details["run"] != "all"]
     flipped = singles.groupby("contrast")["flipped"].any()
     return [{"quantity": f"contrasts against {reference} whose significance changes in a single run",

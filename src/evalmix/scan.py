@@ -18,7 +18,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -69,7 +69,7 @@ class _Codes:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.levels: list = []
+        self.levels: list[Any] = []
         self.index = pd.Index([])
         self.parts: list[np.ndarray] = []
 
@@ -95,7 +95,7 @@ class _Codes:
         lookup[used] = pos
         self.parts.append(lookup[idx])
 
-    def finish(self) -> tuple[np.ndarray, list]:
+    def finish(self) -> tuple[np.ndarray, list[Any]]:
         """Codes of every row read (renumbered so that codes follow the sorted levels) and the levels."""
         levels = _sorted_levels(self.levels)
         dtype = _code_dtype(len(levels))
@@ -347,7 +347,8 @@ def aggregate_runs(
         numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
                       for v in lev)
         if col in roles or not numeric:
-            out[col] = pd.Categorical.from_codes(col_codes, categories=lev)
+            # pandas takes any list-like as categories; pandas-stubs declares an Index only
+            out[col] = pd.Categorical.from_codes(col_codes, categories=cast("pd.Index[Any]", lev))
         else:
             out[col] = np.asarray(lev)[col_codes]
     k_name = successes if counts_in else outcome

@@ -39,7 +39,7 @@ def is_scored(values: pd.Series) -> np.ndarray:
     return values.astype("string").str.strip().str.lower().eq(OK).fillna(False).to_numpy(bool)
 
 
-def scored_rows(data: pd.DataFrame, status: str | None = None) -> pd.DataFrame:
+def scored_rows(data: pd.DataFrame | str | Path, status: str | None = None) -> pd.DataFrame:
     """The scored rows of a runs table (status ``"ok"``); the table itself when it has no status.
 
     Parameters

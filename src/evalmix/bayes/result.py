@@ -107,8 +107,8 @@ class BayesGlmerResult(Result):
     vcov: pd.DataFrame = field(repr=False)
     varcorr: pd.DataFrame = field(repr=False)
     nobs: int = 0
-    priors: pd.DataFrame = field(repr=False, default=None)
-    parameterization: pd.DataFrame = field(repr=False, default=None)
+    priors: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    parameterization: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     sampler: str = ""
     seconds: float = 0.0
     divergences: int = 0
@@ -146,9 +146,8 @@ class BayesGlmerResult(Result):
                 out[f"sd({c}|{t.group})"] = sd[:, :, i]
             if t.nc > 1:
                 cor = np.asarray(post[f"cor({p.label})"])
-                for j in range(t.nc):
-                    for i in range(j + 1, t.nc):
-                        out[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"] = cor[:, :, i, j]
+                for i, j in t.cor_pairs:
+                    out[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"] = cor[:, :, i, j]
         self._cache["params"] = out
         return out
 

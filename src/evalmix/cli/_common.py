@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._result import Result
 from ..data import MISSING_POLICIES, load_table, read_runs
 from ..errors import DataError
 from ..io import detect_format, is_log_source, read_logs
@@ -173,16 +174,16 @@ def dump_json(doc: Any, out: Any = None) -> None:
     print(text, file=out or sys.stdout)
 
 
-def emit(args: argparse.Namespace, table: pd.DataFrame | Any, extra: dict[str, Any] | None = None) -> None:
+def emit(args: argparse.Namespace, table: pd.DataFrame | Result, extra: dict[str, Any] | None = None) -> None:
     """Print a result as text, or as JSON with ``--json``."""
-    frame = table.to_frame() if hasattr(table, "to_frame") else table
+    frame = table.to_frame() if isinstance(table, Result) else table
     if args.json:
         doc = {"command": args.command, "table": records(frame)}
         if extra:
             doc.update(extra)
         dump_json(doc)
     else:
-        if hasattr(table, "summary") and not isinstance(table, pd.DataFrame):
+        if isinstance(table, Result):
             for line in table.summary().header:  # the scale and interval the numbers are on
                 print(line)
         with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 500):

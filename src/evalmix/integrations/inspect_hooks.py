@@ -76,14 +76,14 @@ def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None,
         data = data.assign(task=task)
     out: dict[str, Any] = {"conf_level": conf_level, "n_boot": n_boot, "seed": seed, "tasks": {},
                            "skipped": {}}
-    for task, sub in data.groupby("task", sort=True):
+    for label, sub in data.groupby("task", sort=True):
         if sub["model"].nunique() < 2:
-            out["skipped"][str(task)] = "fewer than two models"
+            out["skipped"][str(label)] = "fewer than two models"
             continue
         try:
             rs = rank_sets(sub, n_boot=n_boot, conf_level=conf_level, seed=seed)
         except DataError as exc:
-            out["skipped"][str(task)] = str(exc)
+            out["skipped"][str(label)] = str(exc)
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
@@ -99,7 +99,7 @@ def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None,
         lo, hi = vs["conf_low"].copy(), vs["conf_high"].copy()
         vs["conf_low"], vs["conf_high"] = (-hi).where(flip, lo), (-lo).where(flip, hi)
         vs = vs[["model", "estimate", "se", "conf_low", "conf_high", "statistic", "p_adjusted", "separated"]]
-        out["tasks"][str(task)] = {
+        out["tasks"][str(label)] = {
             "baseline": base, "leaderboard": frame_records(table), "versus_baseline": frame_records(vs),
             "tie_groups": {g: list(m) for g, m in zip(rs.groups["group"], rs.groups["models"])}}
     return out

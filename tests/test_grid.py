@@ -1,0 +1,266 @@
+"""The reference grid (evalmix.grid.RefGrid): contrasts of contrasts and regrid against R's emmeans
+(tests/reference/grid_reference.R), estimability through chains, and posterior draws through the
+same object."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+import evalmix
+from evalmix.emmeans import contrast, emmeans, regrid
+from evalmix.grid import RefGrid, ref_grid
+from glm_standin import PosteriorStandIn, fit_from_reference, r_name
+
+from conftest import REFERENCE
+
+REF = json.loads((REFERENCE / "grid_reference.json").read_text())
+# the same beta and V as R: estimates, SEs and interval ends agree to rounding (1e-6 relative);
+# p-values of the single-step and step-wise adjustments used here are exact functions of z
+EST_RTOL, P_TOL = 1e-6, 1e-7
+
+
+def assert_matches(mine: pd.DataFrame, ref: list[dict], labels: list[str]) -> None:
+    """Compare a result table with R's rows: labels exactly, numbers to 1e-6 relative."""
+    theirs = pd.DataFrame(ref)
+    assert len(mine) == len(theirs)
+    for col in labels:
+        assert mine[col].astype(str).tolist() == theirs[col].astype(str).tolist(), col
+    est_col = "odds_ratio" if "odds_ratio" in mine and "estimate" not in mine else "estimate"
+    pairs = [(est_col, "estimate"), ("se", "se"), ("statistic", "z"), ("p_adjusted", "p")]
+    low, high = (("or_conf_low", "or_conf_high") if est_col == "odds_ratio"
+                 else ("conf_low", "conf_high"))
+    pairs += [(low, "lower"), (high, "upper")]
+    for mcol, rcol in pairs:
+        if rcol not in theirs:
+            continue
+        r = theirs[rcol].astype(float).to_numpy()
+        m = mine[mcol].to_numpy(dtype=float)
+        assert (np.isnan(m) == np.isnan(r)).all(), mcol
+        ok = ~np.isnan(r)
+        if rcol == "p":
+            np.testing.assert_allclose(m[ok], r[ok], atol=P_TOL, rtol=0, err_msg=mcol)
+        else:
+            np.testing.assert_allclose(m[ok], r[ok], rtol=EST_RTOL, atol=1e-12, err_msg=mcol)
+
+
+# --- simulated data: R's glm fit ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fit():
+    return fit_from_reference(REF["sim"]["fit"], pd.read_csv(REFERENCE / "inference_sim.csv"))
+
+
+@pytest.fixture(scope="module")
+def e_by(fit):
+    return emmeans(fit, "model", by="lang")
+
+
+def test_standin_is_rs_fit(fit):
+    np.testing.assert_allclose(fit.fixef.to_numpy(), REF["sim"]["fit"]["beta"], rtol=1e-12)
+
+
+SIM_CASES = {
+    # contrast(contrast(e_by, "pairwise"), "pairwise", by = NULL): all pairs of (pair, language)
+    "chain_by_none": (lambda e: contrast(contrast(e, "pairwise"), "pairwise", by=None,
+                                         adjust="bonferroni"), ["contrast"]),
+    # interaction contrasts: within each model pair, ES minus EN
+    "chain_by_contrast": (lambda e: contrast(contrast(e, "pairwise"), "revpairwise",
+                                             by="contrast", adjust="none"),
+                          ["contrast1", "contrast"]),
+    "chain_trt_by_contrast": (lambda e: contrast(contrast(e, "trt.vs.ctrl", ref="beta-2"),
+                                                 "pairwise", by="contrast", adjust="holm"),
+                              ["contrast1", "contrast"]),
+    "regrid_emm": (lambda e: regrid(e), ["model", "lang"]),
+    "regrid_pairwise_holm": (lambda e: contrast(regrid(e), "pairwise", adjust="holm"),
+                             ["contrast", "lang"]),
+    "regrid_trt_sidak": (lambda e: contrast(regrid(e), "trt.vs.ctrl", ref="delta",
+                                            adjust="sidak"), ["contrast", "lang"]),
+    "regrid_chain": (lambda e: contrast(contrast(regrid(e), "pairwise", adjust="none"),
+                                        "pairwise", by="contrast", adjust="none"),
+                     ["contrast1", "contrast"]),
+    "regrid_chain_by_none": (lambda e: contrast(contrast(regrid(e), "trt.vs.ctrl"), "pairwise",
+                                                by=None, adjust="holm"), ["contrast"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIM_CASES))
+def test_chains_and_regrid_match_r(e_by, case):
+    make, labels = SIM_CASES[case]
+    assert_matches(make(e_by).to_frame(), REF["sim"][case], labels)
+
+
+def test_chain_on_the_odds_ratio_scale_matches_r(fit):
+    """Ratios of odds ratios, labelled as emmeans labels them."""
+    e = emmeans(fit, "model", by="lang", type="response")
+    res = contrast(contrast(e, "pairwise"), "revpairwise", by="contrast", adjust="none")
+    assert res.scale == "odds ratio"
+    assert_matches(res.to_frame(), REF["sim"]["chain_ratio"], ["contrast1", "contrast"])
+
+
+def test_regrid_of_means_over_a_factor_matches_r(fit):
+    assert_matches(regrid(emmeans(fit, "model")).to_frame(), REF["sim"]["regrid_model"], ["model"])
+
+
+def test_regridded_contrasts_are_differences_of_probabilities(e_by):
+    """Closed form: the difference of the two inverse-logit means, and its delta-method SE
+    sqrt(g' V g) with g the derivatives p(1 - p) times the mean rows."""
+    res = contrast(regrid(e_by), "pairwise", adjust="none").to_frame()
+    L, beta, V = e_by.L[:2], e_by.beta, e_by.vcov
+    eta = L @ beta
+    p = expit(eta)
+    grad = (p * (1 - p)) @ (np.array([[1.0], [-1.0]]) * L)
+    assert res["estimate"].iloc[0] == pytest.approx(p[0] - p[1], rel=1e-12)
+    assert res["se"].iloc[0] == pytest.approx(np.sqrt(grad @ V @ grad), rel=1e-12)
+    assert res.columns.tolist()[:2] == ["contrast", "lang"]
+    assert "odds_ratio" not in res
+
+
+def test_grid_object_holds_what_emmeans_needs(fit, e_by):
+    rg = ref_grid(fit)
+    assert isinstance(rg, RefGrid) and rg.link == "logit" and rg.type == "link"
+    assert rg.L.shape == (len(rg.frame), len(fit.fixef))
+    assert rg.variables == ["model", "lang", "prompt", "x"]
+    # emmeans on the grid object is emmeans on the fit; the alias still returns (frame, X)
+    pd.testing.assert_frame_equal(emmeans(rg, "model", by="lang").to_frame(), e_by.to_frame())
+    frame, X = evalmix.reference_grid(fit)
+    pd.testing.assert_frame_equal(frame, rg.frame)
+    np.testing.assert_array_equal(X, rg.L)
+    # the means carry their grid: by, link, estimability, family
+    g = e_by.grid
+    assert g.by == ("lang",) and g.estimable.all() and g.adjust == "none"
+    c = contrast(e_by, "pairwise", adjust="tukey")
+    assert c.grid.by == ("lang",) and c.grid.adjust == "tukey"
+    assert c.grid.variables == ["contrast", "lang"]
+    np.testing.assert_allclose(c.grid.L, c.L)
+
+
+def test_contrast_rejects_what_it_cannot_contrast(e_by):
+    with pytest.raises(evalmix.errors.FormulaError, match="not variables of the grid"):
+        contrast(e_by, by="language")
+    with pytest.raises(ValueError, match="nothing to contrast"):
+        contrast(e_by, by=["model", "lang"])
+    with pytest.raises(TypeError, match="regrid the means"):
+        regrid(contrast(e_by))
+    with pytest.raises(TypeError, match="emmeans"):
+        contrast(pd.DataFrame())
+
+
+# --- a missing cell: estimability through chains and regrid ---------------------------------------
+
+@pytest.fixture(scope="module")
+def missing_fit():
+    """evalmix's design of the rank-deficient fit (the aliased column dropped) with R's
+    beta and V."""
+    from evalmix.glmm import glmer
+
+    info = REF["missing_cell"]["fit"]
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    data = data[~((data["model"] == "m3") & (data["lang"] == "ES"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = glmer("correct ~ model * lang + (1|item) + (1|item:run)", data)
+    names = list(own.fixef.index)
+    assert [r_name(n) for n in names] == info["coef_names"]
+    return SimpleNamespace(fixef=pd.Series(info["beta"], index=names),
+                           vcov=pd.DataFrame(np.array(info["vcov"]), index=names, columns=names),
+                           link="logit", fixed_design=own.fixed_design)
+
+
+MISSING_CASES = {
+    "chain_by_none": (lambda e: contrast(contrast(e, "pairwise", adjust="none"), "pairwise",
+                                         by=None, adjust="none"), ["contrast"]),
+    "chain_by_contrast": (lambda e: contrast(contrast(e, "pairwise"), "pairwise",
+                                             by="contrast", adjust="none"),
+                          ["contrast1", "contrast"]),
+    "regrid_emm": (lambda e: regrid(e), ["model", "lang"]),
+    "regrid_pairwise": (lambda e: contrast(regrid(e), "pairwise", adjust="none"),
+                        ["contrast", "lang"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISSING_CASES))
+def test_non_estimable_rows_stay_nan_through_chains(missing_fit, case):
+    """m3 never ran in ES: every mean or contrast that touches that cell is NaN, as emmeans'
+    nonEst, however many contrasts and regrids lie between."""
+    make, labels = MISSING_CASES[case]
+    res = make(emmeans(missing_fit, "model", by="lang"))
+    ref = REF["missing_cell"][case]
+    assert_matches(res.to_frame(), ref, labels)
+    assert pd.DataFrame(ref)["estimate"].isna().any()  # the case does exercise the empty cell
+    np.testing.assert_array_equal(res.grid.estimable,
+                                  pd.DataFrame(ref)["estimate"].notna().to_numpy())
+
+
+# --- posterior draws flow through the same object -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def posterior(fit):
+    rng = np.random.default_rng(11)
+    draws = rng.multivariate_normal(fit.fixef.to_numpy(), fit.vcov.to_numpy(), size=3000)
+    return PosteriorStandIn(pd.DataFrame(draws, columns=fit.fixef.index), fit.fixed_design,
+                            fit.formula)
+
+
+def test_posterior_chains_and_regrid_are_functions_of_each_draw(posterior):
+    e = emmeans(posterior, "model", by="lang")
+    D = posterior.fixef_draws.to_numpy()
+    eta = D @ e.L.T  # draws x 8 means (model fastest, then lang)
+    # interaction contrast (alpha - beta-2) ES - (alpha - beta-2) EN on each draw
+    res = contrast(contrast(e, "pairwise"), "revpairwise", by="contrast").to_frame()
+    vals = (eta[:, 4] - eta[:, 5]) - (eta[:, 0] - eta[:, 1])
+    assert res["estimate"].iloc[0] == pytest.approx(vals.mean(), rel=1e-12)
+    assert res["prob_positive"].iloc[0] == pytest.approx((vals > 0).mean())
+    # regrid: differences of the inverse logit of each draw
+    rd = contrast(regrid(e), "pairwise").to_frame()
+    p = expit(eta)
+    assert rd["estimate"].iloc[0] == pytest.approx((p[:, 0] - p[:, 1]).mean(), rel=1e-12)
+    assert rd["se"].iloc[0] == pytest.approx((p[:, 0] - p[:, 1]).std(ddof=1), rel=1e-12)
+    assert regrid(e).is_posterior and regrid(e).scale == "probability"
+
+
+# --- AI4Math: R's glmer fits ----------------------------------------------------------------------
+
+R_AI = json.loads((REFERENCE / "inference_reference_ai4math.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def ai_fits(ai4math_raw):
+    return {k: fit_from_reference(R_AI["fits"][k], ai4math_raw)
+            for k in ("domain_interaction", "model * language * prompt")}
+
+
+AI_CASES = {
+    "chain_domain_vs_algebra": (
+        "domain_interaction", lambda f: contrast(
+            contrast(emmeans(f, "model", by="domain"), "trt.vs.ctrl", ref="Grok-4",
+                     adjust="none"), "trt.vs.ctrl", by="contrast", adjust="holm"),
+        ["contrast1", "contrast"]),
+    "chain_language_gap": (
+        "model * language * prompt", lambda f: contrast(
+            contrast(emmeans(f, "language", by="model"), "revpairwise"), "pairwise", by=None,
+            adjust="holm"), ["contrast"]),
+    "regrid_domain": ("domain_interaction",
+                      lambda f: regrid(emmeans(f, "model", by="domain")), ["model", "domain"]),
+    "regrid_domain_pairwise": (
+        "domain_interaction", lambda f: contrast(regrid(emmeans(f, "model", by="domain")),
+                                                 "pairwise", adjust="holm"),
+        ["contrast", "domain"]),
+    "regrid_language_gap": (
+        "model * language * prompt", lambda f: contrast(
+            contrast(regrid(emmeans(f, "language", by="model")), "revpairwise"), "pairwise",
+            by=None, adjust="bonferroni"), ["contrast"]),
+}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("case", sorted(AI_CASES))
+def test_ai4math_chains_and_regrid_match_r(ai_fits, case):
+    key, make, labels = AI_CASES[case]
+    assert_matches(make(ai_fits[key]).to_frame(), REF["ai4math"][case], labels)
