@@ -260,7 +260,7 @@ def test_vector_term_leaves_a_degenerate_boundary():
 def test_crossed_schur_solver_dense_and_sparse_storage_agree(monkeypatch):
     # a fully crossed design (every model on every item) stores the item-by-model block dense;
     # the sparse storage must give the same fit
-    from evalmix.glmm import deviance
+    from evalmix.glmm import GlmerControl, deviance
 
     rng = np.random.default_rng(2)
     mi, ii = np.meshgrid(np.arange(30), np.arange(200), indexing="ij")
@@ -270,13 +270,23 @@ def test_crossed_schur_solver_dense_and_sparse_storage_agree(monkeypatch):
                        "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
     fits = {}
     for fill in (0.25, 2.0):  # 2.0: never dense
-        monkeypatch.setattr(deviance.SchurSolver, "DENSE_FILL", fill)
-        fits[fill] = glmer("correct ~ 1 + (1|model) + (1|item)", df)
+        ctl = GlmerControl(schur_dense_fill=fill)
+        ld = deviance.LaplaceDeviance(*_xkmt("correct ~ 1 + (1|model) + (1|item)", df), control=ctl)
+        assert isinstance(ld.solver, deviance.SchurSolver) and ld.solver.dense == (fill < 1)
+        fits[fill] = glmer("correct ~ 1 + (1|model) + (1|item)", df, control=ctl)
+        assert fits[fill].control.schur_dense_fill == fill
     dense, sparse = fits[0.25], fits[2.0]
     assert dense.loglik == pytest.approx(sparse.loglik, abs=1e-6)
     np.testing.assert_allclose(dense.theta.to_numpy(), sparse.theta.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(dense.fixef.to_numpy(), sparse.fixef.to_numpy(), atol=1e-7)
     np.testing.assert_allclose(dense.vcov.to_numpy(), sparse.vcov.to_numpy(), rtol=1e-5)
+
+
+def _xkmt(formula, data):
+    from evalmix.glmm import build_design
+
+    design = build_design(formula, data)
+    return design.X, design.k, design.m, design.terms
 
 
 def _slope_design(subjects=40, items=12, seed=5):
@@ -293,15 +303,19 @@ def _slope_design(subjects=40, items=12, seed=5):
 
 @pytest.mark.parametrize("formula", ["correct ~ x + (1|item) + (1 + x|subject)",
                                      "correct ~ x + (1|item) + (1 + x||subject)"])
-def test_block_schur_solver_matches_the_dense_solver(formula, monkeypatch):
+def test_block_schur_solver_matches_the_dense_solver(formula):
     # (1 + x|subject) crossed with (1|item): the subject blocks are eliminated first; the general
-    # dense solver must reach the same fit
-    from evalmix.glmm import deviance
+    # dense solver (forced by a remainder limit of 1 column in the control) must reach the same fit
+    from evalmix.glmm import GlmerControl, deviance
 
     df = _slope_design()
+    tiny = GlmerControl(block_schur_max_rest=1)
+    assert isinstance(deviance.LaplaceDeviance(*_xkmt(formula, df)).solver,
+                      deviance.BlockSchurSolver)
+    assert type(deviance.LaplaceDeviance(*_xkmt(formula, df), control=tiny).solver) \
+        is deviance.DenseSolver
     fast = glmer(formula, df)
-    monkeypatch.setattr(deviance.BlockSchurSolver, "applies", classmethod(lambda cls, t: False))
-    dense = glmer(formula, df)
+    dense = glmer(formula, df, control=tiny)
     assert fast.loglik == pytest.approx(dense.loglik, abs=1e-6)
     np.testing.assert_allclose(fast.fixef.to_numpy(), dense.fixef.to_numpy(), atol=1e-5)
     np.testing.assert_allclose(np.sqrt(np.diag(fast.vcov)), np.sqrt(np.diag(dense.vcov)), rtol=1e-3)

@@ -8,11 +8,13 @@ Landis & Koch (1977) for the kappas, Krippendorff's (2004) 0.667/0.8 thresholds 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._result import Result
@@ -115,7 +117,7 @@ def _is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
 
 
-def _categories(values: np.ndarray, categories: Any) -> list:
+def _categories(values: np.ndarray, categories: Iterable[Hashable] | None) -> list[Any]:
     if categories is not None:
         return list(categories)
     present = [v for v in values.ravel() if not _is_missing(v)]
@@ -143,8 +145,8 @@ def _wald(estimate: float, se: float, conf_level: float) -> tuple[float, float]:
     return (estimate - z * se, estimate + z * se) if np.isfinite(se) else (math.nan, math.nan)
 
 
-def cohen_kappa(a: Any, b: Any | None = None, *, weights: str | None = None,
-                categories: Any = None, conf_level: float = 0.95) -> AgreementResult:
+def cohen_kappa(a: ArrayLike | pd.DataFrame, b: ArrayLike | None = None, *, weights: str | None = None,
+                categories: Iterable[Hashable] | None = None, conf_level: float = 0.95) -> AgreementResult:
     """Cohen's kappa of two raters, optionally weighted, with its asymptotic standard error.
 
     Parameters
@@ -229,8 +231,8 @@ def cohen_kappa(a: Any, b: Any | None = None, *, weights: str | None = None,
                            band=landis_koch(kappa), n_items=n, n_raters=2)
 
 
-def fleiss_kappa(data: Any, *, counts: bool = False, method: str = "fleiss",
-                 categories: Any = None) -> AgreementResult:
+def fleiss_kappa(data: ArrayLike | pd.DataFrame, *, counts: bool = False, method: str = "fleiss",
+                 categories: Iterable[Hashable] | None = None) -> AgreementResult:
     """Fleiss' kappa for several raters (the same number of ratings per item).
 
     Parameters
@@ -311,7 +313,8 @@ def fleiss_kappa(data: Any, *, counts: bool = False, method: str = "fleiss",
 _LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def krippendorff_alpha(data: Any, *, level: str = "nominal", categories: Any = None) -> AgreementResult:
+def krippendorff_alpha(data: ArrayLike | pd.DataFrame, *, level: str = "nominal",
+                       categories: Iterable[Hashable] | None = None) -> AgreementResult:
     """Krippendorff's alpha for any number of raters, missing ratings and four measurement levels.
 
     Parameters

@@ -21,13 +21,14 @@ instance-level intervals contain the score of a plausible new run?
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._random import as_generator
@@ -124,8 +125,18 @@ METHODS: dict[str, MethodSpec] = {}
 SCENARIOS: dict[str, Callable[..., tuple[SimPair, SimPair]]] = {}
 
 
-def register_method(name: str, fn: Callable[..., MethodOutput] | None = None, *, honest: bool = True,
-                    description: str = "", scale: str = "accuracy") -> Any:
+MethodFn = Callable[..., MethodOutput]
+ScenarioFn = Callable[..., tuple[SimPair, SimPair]]
+
+
+@overload
+def register_method(name: str, fn: None = None, *, honest: bool = True, description: str = "",
+                    scale: str = "accuracy") -> Callable[[MethodFn], MethodFn]: ...
+@overload
+def register_method(name: str, fn: MethodFn, *, honest: bool = True, description: str = "",
+                    scale: str = "accuracy") -> MethodFn: ...
+def register_method(name: str, fn: MethodFn | None = None, *, honest: bool = True,
+                    description: str = "", scale: str = "accuracy") -> MethodFn | Callable[[MethodFn], MethodFn]:
     """Register a comparison method for :func:`calibrate` (usable as a decorator).
 
     Parameters
@@ -155,14 +166,18 @@ def register_method(name: str, fn: Callable[..., MethodOutput] | None = None, *,
     if scale not in ("accuracy", "logit"):
         raise ValueError(f"scale must be 'accuracy' or 'logit', got {scale!r}")
 
-    def deco(f: Callable[..., MethodOutput]) -> Callable[..., MethodOutput]:
+    def deco(f: MethodFn) -> MethodFn:
         METHODS[name] = MethodSpec(name=name, fn=f, honest=honest, description=description, scale=scale)
         return f
 
     return deco(fn) if fn is not None else deco
 
 
-def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | None = None) -> Any:
+@overload
+def register_scenario(name: str, fn: None = None) -> Callable[[ScenarioFn], ScenarioFn]: ...
+@overload
+def register_scenario(name: str, fn: ScenarioFn) -> ScenarioFn: ...
+def register_scenario(name: str, fn: ScenarioFn | None = None) -> ScenarioFn | Callable[[ScenarioFn], ScenarioFn]:
     """Register a simulation scenario: ``fn(rng, **design) -> (null_pair, alt_pair)``.
 
     Examples
@@ -178,7 +193,7 @@ def register_scenario(name: str, fn: Callable[..., tuple[SimPair, SimPair]] | No
     >>> from evalmix.calibration import SCENARIOS
     >>> _ = SCENARIOS.pop("coin")  # tidy up the example
     """
-    def deco(f: Callable[..., tuple[SimPair, SimPair]]) -> Callable[..., tuple[SimPair, SimPair]]:
+    def deco(f: ScenarioFn) -> ScenarioFn:
         SCENARIOS[name] = f
         return f
 
@@ -576,9 +591,9 @@ class CoverageResult(Result):
 _COVERAGE_METHODS = ("instance", "t", "percentile", "bca", "t_boot")
 
 
-def coverage_study(preds: Any, gold: Any, *, metric: str = "f1", runs: Any = None,
+def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", runs: Iterable[int] | None = None,
                    methods: tuple[str, ...] = _COVERAGE_METHODS, n_plausible: int = 25_000,
-                   n_boot: int = 5000, conf_level: float = 0.95, pos_label: Any = 1,
+                   n_boot: int = 5000, conf_level: float = 0.95, pos_label: str | int | float = 1,
                    seed: int | np.random.Generator | None = None,
                    progress: bool = False) -> CoverageResult:
     """Coverage of run-level and instance-level intervals for a single model's score.

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._random import as_generator
@@ -58,7 +59,7 @@ def _z(conf_level: float) -> float:
 
 # ----------------------------------------------------------------------------- McNemar
 
-def mcnemar(a: Any, b: Any, *, exact: bool = False, correction: bool = False,
+def mcnemar(a: ArrayLike, b: ArrayLike, *, exact: bool = False, correction: bool = False,
             conf_level: float = 0.95) -> ComparisonResult:
     """McNemar's test for two models scored 0/1 on the same items (one run each).
 
@@ -127,7 +128,7 @@ def mcnemar(a: Any, b: Any, *, exact: bool = False, correction: bool = False,
 
 # ----------------------------------------------------------------------------- paired t
 
-def cohens_d(a: Any, b: Any, *, paired: bool = True) -> float:
+def cohens_d(a: ArrayLike, b: ArrayLike, *, paired: bool = True) -> float:
     """Cohen's d for the difference ``b - a``.
 
     Parameters
@@ -154,7 +155,7 @@ def cohens_d(a: Any, b: Any, *, paired: bool = True) -> float:
     return float((mb.mean() - ma.mean()) / pooled) if pooled > 0 else math.nan
 
 
-def paired_t_runs(a: Any, b: Any, *, conf_level: float = 0.95) -> ComparisonResult:
+def paired_t_runs(a: ArrayLike, b: ArrayLike, *, conf_level: float = 0.95) -> ComparisonResult:
     """Paired t-test on per-item mean scores over runs.
 
     Each model's runs are averaged within item first (``a`` and ``b`` are ``(runs, items)``
@@ -215,7 +216,7 @@ def paired_t_runs(a: Any, b: Any, *, conf_level: float = 0.95) -> ComparisonResu
 
 # ----------------------------------------------------------------------------- permutation
 
-def permutation_test(a: Any, b: Any, *, n_resamples: int = 10_000, exact: bool | None = None,
+def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, exact: bool | None = None,
                      seed: int | np.random.Generator | None = None) -> ComparisonResult:
     """Paired permutation (sign-flip) test of the mean per-item difference.
 
@@ -299,7 +300,7 @@ def _signed_rank_exact_sf(n: int) -> np.ndarray:
     return counts
 
 
-def wilcoxon(a: Any, b: Any, *, correction: bool = False, method: str = "auto") -> ComparisonResult:
+def wilcoxon(a: ArrayLike, b: ArrayLike, *, correction: bool = False, method: str = "auto") -> ComparisonResult:
     """Wilcoxon signed-rank test on per-item differences ``b - a``.
 
     Zero differences are dropped (Wilcoxon's convention), tied absolute differences get mid-ranks.
@@ -448,7 +449,7 @@ class FriedmanResult(Result):
                        [("Mean ranks", self.to_frame()), ("Nemenyi pairwise", self.pairwise)])
 
 
-def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
+def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: str | None = None,
              outcome: str | None = None, alpha: float = 0.05, missing: str = "raise") -> FriedmanResult:
     """Friedman rank test of k models on the same items, with the Nemenyi post-hoc test.
 
@@ -489,13 +490,13 @@ def friedman(scores: Any, *, model: str | None = None, item: str | None = None,
     long = isinstance(scores, (str, Path)) or isinstance(scores, pd.DataFrame) and (
         schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
         or {"model", "item"} <= set(scores.columns))
-    if long:
-        scores, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome,
-                                                          missing=missing)
-        wide = (scores.groupby([item, model], observed=True)[outcome].mean().unstack(model))
+    if long and isinstance(scores, (str, Path, pd.DataFrame)):  # the isinstance only narrows the type
+        table, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome,
+                                                         missing=missing)
+        wide = (table.groupby([item, model], observed=True)[outcome].mean().unstack(model))
         if wide.isna().any().any():
-            missing = wide.index[wide.isna().any(axis=1)][:5].tolist()
-            raise DataError(f"items {missing} are not scored by every model")
+            incomplete = wide.index[wide.isna().any(axis=1)][:5].tolist()
+            raise DataError(f"items {incomplete} are not scored by every model")
     else:
         wide = pd.DataFrame(np.asarray(scores, dtype=float)) if not isinstance(scores, pd.DataFrame) \
             else scores.astype(float)

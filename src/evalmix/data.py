@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, DataWarning
-from .parquet import read_parquet
+from .parquet import Filters, read_parquet
 
 __all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
            "require_columns", "schema_of", "show_rows"]
@@ -144,7 +144,7 @@ def _read_text(path: Path, compressed: bool) -> bytes:
 
 def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
                sep: str | None = None, columns: Sequence[str] | None = None,
-               filters: Any = None) -> pd.DataFrame:
+               filters: Filters = None) -> pd.DataFrame:
     """Load a table from a file, or copy a DataFrame; no validation of its contents.
 
     Parameters
@@ -377,7 +377,7 @@ def read_runs(
     encoding: str | None = None,
     sep: str | None = None,
     columns: Sequence[str] | None = None,
-    filters: Any = None,
+    filters: Filters = None,
 ) -> pd.DataFrame:
     """Read and validate a long-format table of evaluation runs.
 
@@ -507,12 +507,12 @@ def _lost_roles(columns: pd.Index, resolved: dict[str, str | None], given: dict[
     return ""
 
 
-def _where(source: Any) -> str:
+def _where(source: RunsData | None) -> str:
     """``"runs.csv: "`` for a file, ``""`` for a DataFrame: the prefix of messages."""
     return f"{source}: " if isinstance(source, (str, Path)) else ""
 
 
-def require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: Any = None,
+def require_columns(df: pd.DataFrame, cols: Sequence[str | None], source: RunsData | None = None,
                     hint: str = "") -> None:
     """DataError listing the columns present when any of ``cols`` (None entries skipped) is absent."""
     missing = [c for c in dict.fromkeys(cols) if c is not None and c not in df.columns]

@@ -28,7 +28,7 @@ import pandas as pd
 from .errors import DataError, FormulaError
 
 __all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "build_fixed", "build_random_terms",
-           "fixed_variables", "parse_formula", "translate_fixed"]
+           "fixed_variables", "parse_formula", "split_theta", "term_lambdas", "translate_fixed"]
 
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
@@ -845,18 +845,119 @@ class RandomTerm:
     def nl(self) -> int:
         return len(self.levels)
 
+    # -- the theta layout (lme4's ``Lind``; MixedModels.jl's ``ReMat``): this term owns it ---------
+    # theta holds the lower triangle of the term's Cholesky factor Lambda (nc x nc) column by
+    # column, as lme4 does; every user (deviance, solvers, profiles, variance components, the
+    # boundary probes) reads the layout from here.
+
     @property
-    def ntheta(self) -> int:
+    def theta_pairs(self) -> list[tuple[int, int]]:
+        """``(row, column)`` of Lambda for each theta of this term, in theta's order.
+
+        Examples
+        --------
+        >>> t = RandomTerm("g", "1 + x", ["(Intercept)", "x"], ["a", "b"], np.zeros(2, int),
+        ...                np.ones((2, 2)))
+        >>> t.theta_pairs, t.theta_size
+        ([(0, 0), (1, 0), (1, 1)], 3)
+        """
+        return [(i, j) for j in range(self.nc) for i in range(j, self.nc)]
+
+    @property
+    def cor_pairs(self) -> list[tuple[int, int]]:
+        """``(i, j)``, ``i > j``, of each correlation of the term, in lme4's ``VarCorr`` order."""
+        return [(i, j) for j in range(self.nc) for i in range(j + 1, self.nc)]
+
+    @property
+    def theta_size(self) -> int:
+        """Number of theta of this term: ``nc (nc + 1) / 2``."""
         return self.nc * (self.nc + 1) // 2
 
     @property
+    def ntheta(self) -> int:
+        return self.theta_size
+
+    @property
+    def theta_lower(self) -> np.ndarray:
+        """lme4's lower bounds: 0 for a diagonal element of Lambda, ``-inf`` below it."""
+        return np.array([0.0 if i == j else -np.inf for i, j in self.theta_pairs])
+
+    @property
+    def theta_start(self) -> np.ndarray:
+        """lme4's starting theta: Lambda = I."""
+        return np.array([1.0 if i == j else 0.0 for i, j in self.theta_pairs])
+
+    def lambda_(self, theta: Any) -> np.ndarray:
+        """Lambda (nc x nc, lower triangular) from this term's ``theta_size`` values.
+
+        Examples
+        --------
+        >>> t = RandomTerm("g", "1 + x", ["(Intercept)", "x"], ["a", "b"], np.zeros(2, int),
+        ...                np.ones((2, 2)))
+        >>> t.lambda_([1.0, 0.5, 2.0]).tolist()
+        [[1.0, 0.0], [0.5, 2.0]]
+        >>> t.theta_from_cov(t.lambda_([1.0, 0.5, 2.0]) @ t.lambda_([1.0, 0.5, 2.0]).T).tolist()
+        [1.0, 0.5, 2.0]
+        """
+        th = np.asarray(theta, dtype=float).ravel()
+        if th.size != self.theta_size:
+            raise ValueError(f"term ({self.expr} | {self.group}) takes {self.theta_size} theta "
+                             f"values, got {th.size}")
+        L = np.zeros((self.nc, self.nc))
+        rows, cols = zip(*self.theta_pairs)
+        L[list(rows), list(cols)] = th
+        return L
+
+    def theta_from_lambda(self, L: np.ndarray) -> np.ndarray:
+        """This term's theta from a lower-triangular Lambda (the inverse of :meth:`lambda_`)."""
+        L = np.asarray(L, dtype=float)
+        return np.array([L[i, j] for i, j in self.theta_pairs])
+
+    def theta_from_cov(self, cov: Any) -> np.ndarray:
+        """Theta of a covariance matrix of the random effects (binomial: no residual scale):
+        its Cholesky factor, diagonal made non-negative; a singular matrix gives the factor of
+        the nearest positive semi-definite one along its zero directions."""
+        S = np.atleast_2d(np.asarray(cov, dtype=float))
+        if S.shape != (self.nc, self.nc):
+            raise ValueError(f"term ({self.expr} | {self.group}) has a {self.nc} x {self.nc} "
+                             f"covariance, got shape {S.shape}")
+        try:
+            L = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            w, V = np.linalg.eigh((S + S.T) / 2)
+            _, R = np.linalg.qr((V * np.sqrt(np.clip(w, 0, None))).T)
+            L = R.T
+            L = L * np.where(np.diag(L) < 0, -1.0, 1.0)  # flip columns to a non-negative diagonal
+        return self.theta_from_lambda(L)
+
+    def lambda_row_slots(self, row: int) -> list[int]:
+        """Positions (in this term's theta) of row ``row`` of Lambda: the row whose length is
+        the standard deviation of random effect ``row``."""
+        return [k for k, (i, _) in enumerate(self.theta_pairs) if i == row]
+
+    @property
     def theta_names(self) -> list[str]:
-        out = []
-        for j in range(self.nc):
-            for i in range(j, self.nc):
-                out.append(f"{self.group}.{self.cnames[i]}" if i == j
-                           else f"{self.group}.{self.cnames[i]}.{self.cnames[j]}")
-        return out
+        return [f"{self.group}.{self.cnames[i]}" if i == j
+                else f"{self.group}.{self.cnames[i]}.{self.cnames[j]}"
+                for i, j in self.theta_pairs]
+
+
+def split_theta(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+    """Each term's slice of the model's theta (terms in lme4's order)."""
+    th = np.asarray(theta, dtype=float).ravel()
+    want = sum(t.theta_size for t in terms)
+    if th.size != want:
+        raise ValueError(f"the random terms take {want} theta values, got {th.size}")
+    out, pos = [], 0
+    for t in terms:
+        out.append(th[pos:pos + t.theta_size])
+        pos += t.theta_size
+    return out
+
+
+def term_lambdas(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+    """Lambda of each term from the model's theta (:meth:`RandomTerm.lambda_`)."""
+    return [t.lambda_(th) for t, th in zip(terms, split_theta(terms, theta))]
 
 
 def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple[np.ndarray, list[str]]:

@@ -27,10 +27,11 @@ special care.  The direction set is seeded, so results are deterministic.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import overload
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import optimize, special, stats
 from scipy.stats import qmc
 
@@ -70,7 +71,12 @@ def normalise_method(adjust: str) -> str:
     raise ValueError(f"adjust={adjust!r} is not one of {', '.join(ADJUST_METHODS)}")
 
 
-def adjust_pvalues(p: Any, method: str = "holm", n: int | None = None) -> Any:
+@overload
+def adjust_pvalues(p: pd.Series, method: str = "holm", n: int | None = None) -> pd.Series: ...
+@overload
+def adjust_pvalues(p: ArrayLike, method: str = "holm", n: int | None = None) -> np.ndarray: ...
+def adjust_pvalues(p: ArrayLike | pd.Series, method: str = "holm", n: int | None = None
+                   ) -> np.ndarray | pd.Series:
     """Adjust p-values for multiple comparisons.
 
     Parameters

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ._result import Result
 from .errors import DataError
@@ -90,7 +91,7 @@ def _as_scores(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def item_means(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+def item_means(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Per-item mean scores of two models: 1-D inputs are taken as is, 2-D as (runs, items).
 
     Missing runs may be NaN; an item must have at least one run for both models.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,15 @@ from .errors import DataError
 
 __all__ = ["as_filter", "open_dataset", "read_parquet"]
 
-Filters = Any  # pyarrow.compute.Expression | list of tuples | list of lists of tuples | dict
+if TYPE_CHECKING:  # pyarrow is imported on first use (an optional dependency)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+# a pyarrow expression, (column, op, value) tuples ANDed (a list of such lists is ORed), or
+# {column: value or values}
+Filters: TypeAlias = ("pc.Expression | list[tuple[str, str, Any]] | list[list[tuple[str, str, Any]]]"
+                      " | Mapping[str, Any] | None")
 
 
 def _pyarrow() -> Any:
@@ -33,7 +41,7 @@ def _pyarrow() -> Any:
     return ds
 
 
-def open_dataset(source: str | Path | Sequence[str | Path]) -> Any:
+def open_dataset(source: str | Path | Sequence[str | Path]) -> pads.Dataset:
     """A ``pyarrow.dataset.Dataset`` over a Parquet file, a (hive-partitioned) folder or a list of files.
 
     Text columns are read dictionary-encoded.  Raises DataError naming the path when it does not
@@ -68,7 +76,7 @@ def open_dataset(source: str | Path | Sequence[str | Path]) -> Any:
     return data
 
 
-def as_filter(filters: Filters, schema: Any = None) -> Any:
+def as_filter(filters: Filters, schema: pa.Schema | None = None) -> pc.Expression | None:
     """A pyarrow expression from an expression, a DNF list of tuples or a ``{column: values}`` dict.
 
     Columns are checked against ``schema`` when given (DataError naming the column).
@@ -101,7 +109,9 @@ def as_filter(filters: Filters, schema: Any = None) -> Any:
                 e = pc.field(col) == val
             expr = e if expr is None else expr & e
     elif isinstance(filters, list):
-        groups = filters if filters and isinstance(filters[0], list) else [filters]
+        # a list of tuples is one AND group; mypy cannot narrow the list's element type by [0]
+        groups = cast(list[list[tuple[str, str, Any]]],
+                      filters if filters and isinstance(filters[0], list) else [filters])
         names = [t[0] for g in groups for t in g]
         try:
             expr = pq.filters_to_expression(filters)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 from .errors import DataError
@@ -281,7 +282,7 @@ def mde_clustered(n: float, *, omega2: float, sigma2_a: float, sigma2_b: float, 
     return float(z * math.sqrt(var / n))
 
 
-def clustered_variance_components(a: Any, b: Any) -> dict[str, float]:
+def clustered_variance_components(a: ArrayLike, b: ArrayLike) -> dict[str, float]:
     """Estimate ``omega^2``, ``sigma_A^2`` and ``sigma_B^2`` from pilot runs of two models.
 
     Parameters

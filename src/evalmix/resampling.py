@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
@@ -242,7 +243,7 @@ def _apply_stat(stat: Callable, samples: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- bootstrap_ci
 
-def bootstrap_ci(values: Any, stat: str | Callable = "mean", *, method: str = "percentile",
+def bootstrap_ci(values: ArrayLike, stat: str | Callable = "mean", *, method: str = "percentile",
                  n_boot: int = 10_000, conf_level: float = 0.95,
                  seed: int | np.random.Generator | None = None) -> BootstrapResult:
     """Bootstrap confidence interval of a statistic of one sample.
@@ -442,7 +443,7 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
 
 # ----------------------------------------------------------------------------- paired bootstrap
 
-def paired_bootstrap(a: Any, b: Any, *, method: str = "percentile", n_boot: int = 10_000,
+def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", n_boot: int = 10_000,
                      conf_level: float = 0.95,
                      seed: int | np.random.Generator | None = None) -> ComparisonResult:
     """Paired item bootstrap of the mean difference ``b - a``.
@@ -496,7 +497,7 @@ def paired_bootstrap(a: Any, b: Any, *, method: str = "percentile", n_boot: int 
 _CONFUSION_METRICS = ("accuracy", "f1", "precision", "recall", "macro_f1")
 
 
-def encode_labels(preds: np.ndarray, gold: np.ndarray, pos_label: Any) -> tuple[np.ndarray, int, int]:
+def encode_labels(preds: np.ndarray, gold: np.ndarray, pos_label: str | int | float) -> tuple[np.ndarray, int, int]:
     """Cell codes ``gold * K + pred`` of every prediction, K and the index of ``pos_label``."""
     classes = np.unique(np.concatenate([np.asarray(gold).ravel(), np.asarray(preds).ravel()]))
     k = classes.size
@@ -532,7 +533,7 @@ def metric_from_cells(cells: np.ndarray, k: int, metric: str, pos: int) -> np.nd
     raise ValueError(f"metric must be one of {_CONFUSION_METRICS} or a callable, got {metric!r}")
 
 
-def preds_gold(preds: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:
+def preds_gold(preds: ArrayLike, gold: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(preds)
     g = np.asarray(gold)
     if p.ndim == 1:
@@ -543,8 +544,8 @@ def preds_gold(preds: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     return p, g
 
 
-def instance_bootstrap(preds: Any, gold: Any, *, metric: str | Callable = "f1",
-                       n_boot: int = 5000, conf_level: float = 0.95, pos_label: Any = 1,
+def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Callable = "f1",
+                       n_boot: int = 5000, conf_level: float = 0.95, pos_label: str | int | float = 1,
                        resample_size: str = "instances",
                        seed: int | np.random.Generator | None = None) -> BootstrapResult:
     """Instance-level bootstrap over the pooled predictions of several runs.
@@ -625,8 +626,8 @@ def instance_bootstrap(preds: Any, gold: Any, *, metric: str | Callable = "f1",
                                                        "boot_mean": float(boot.mean())})
 
 
-def plausible_run_scores(preds: Any, gold: Any, *, metric: str = "f1", n_sims: int = 25_000,
-                         pos_label: Any = 1,
+def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", n_sims: int = 25_000,
+                         pos_label: str | int | float = 1,
                          seed: int | np.random.Generator | None = None) -> np.ndarray:
     """Scores of hypothetical runs built by picking, for every instance, one observed run's answer.
 
@@ -675,7 +676,7 @@ def plausible_run_scores(preds: Any, gold: Any, *, metric: str = "f1", n_sims: i
 
 # ----------------------------------------------------------------------------- run-level intervals
 
-def run_level_ci(scores: Any, *, method: str = "t", conf_level: float = 0.95, n_boot: int = 5000,
+def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.95, n_boot: int = 5000,
                  seed: int | np.random.Generator | None = None) -> BootstrapResult:
     """Interval for the mean of per-run aggregate scores (one number per run).
 

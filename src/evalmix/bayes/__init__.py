@@ -168,13 +168,12 @@ def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
             sd = flatten_chains(params[f"sd({c}|{t.group})"])
             lo, hi = hdi(sd[:, None], 0.95).T
             rows.append((t.group, c, "", float((sd ** 2).mean()), float(sd.mean()), lo[0], hi[0]))
-        for j in range(t.nc):
-            for i in range(j + 1, t.nc):
-                cor = flatten_chains(params[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"])
-                sdi = flatten_chains(params[f"sd({t.cnames[i]}|{t.group})"])
-                sdj = flatten_chains(params[f"sd({t.cnames[j]}|{t.group})"])
-                lo, hi = hdi(cor[:, None], 0.95).T
-                rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
-                             float(cor.mean()), lo[0], hi[0]))
+        for i, j in t.cor_pairs:
+            cor = flatten_chains(params[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"])
+            sdi = flatten_chains(params[f"sd({t.cnames[i]}|{t.group})"])
+            sdj = flatten_chains(params[f"sd({t.cnames[j]}|{t.group})"])
+            lo, hi = hdi(cor[:, None], 0.95).T
+            rows.append((t.group, t.cnames[j], t.cnames[i], float((cor * sdi * sdj).mean()),
+                         float(cor.mean()), lo[0], hi[0]))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd", "sd_conf_low",
                                  "sd_conf_high"])

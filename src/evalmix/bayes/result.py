@@ -147,9 +147,8 @@ class BayesGlmerResult(Result):
                 out[f"sd({c}|{t.group})"] = sd[:, :, i]
             if t.nc > 1:
                 cor = np.asarray(post[f"cor({p.label})"])
-                for j in range(t.nc):
-                    for i in range(j + 1, t.nc):
-                        out[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"] = cor[:, :, i, j]
+                for i, j in t.cor_pairs:
+                    out[f"cor({t.cnames[i]},{t.cnames[j]}|{t.group})"] = cor[:, :, i, j]
         self._cache["params"] = out
         return out
 

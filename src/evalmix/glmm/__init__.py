@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -19,19 +19,21 @@ from scipy.special import xlogy
 from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from ..formula import RandomTerm
-from .deviance import LINKS, DenseSolver, Evaluation, LaplaceDeviance, saturated_deviance
+from ..formula import RandomTerm, term_lambdas
+from .control import DEFAULT_CONTROL, GlmerControl
+from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
+                       saturated_deviance)
 from .design import GlmmDesign, build_design
+from .devfun import DevianceFunction, build_deviance
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
-__all__ = ["GlmerResult", "OptimizerReport", "glmer"]
+__all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
+           "OptimizerReport", "Solver", "build_design", "build_deviance", "glmer", "make_solver",
+           "optimize"]
 
-SINGULAR_TOL = 1e-4  # lme4's isSingular(tol = 1e-4)
-GRAD_TOL = 0.002  # lme4's check.conv.grad tolerance
-HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
@@ -49,7 +51,7 @@ def drop_rank_deficient(design: GlmmDesign) -> list[str]:
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
     rows = []
     seen: dict[str, int] = {}
-    for t, L in zip(design.terms, DenseSolver.lambdas_for(design.terms, theta)):
+    for t, L in zip(design.terms, term_lambdas(design.terms, theta)):
         # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
         n = seen.get(t.group, 0)
         seen[t.group] = n + 1
@@ -58,15 +60,16 @@ def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
         sd = np.sqrt(np.diag(S))
         for i in range(t.nc):
             rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
-        for j in range(t.nc):
-            for i in range(j + 1, t.nc):
-                cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
-                rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
+        for i, j in t.cor_pairs:
+            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
 
 
-def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray) -> list[str]:
+def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray,
+                       control: GlmerControl) -> list[str]:
     """lme4's checkConv: scaled gradient and Hessian eigenvalues over the free parameters."""
+    grad_tol, hess_tol = control.grad_tol, control.hess_tol
     msgs: list[str] = []
     if H is None:
         return msgs
@@ -77,27 +80,48 @@ def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray)
         scgrad = np.linalg.solve(R, g)
     except np.linalg.LinAlgError:
         ev = np.linalg.eigvalsh(Hf)
-        neg = int((ev < -HESS_TOL).sum())
+        neg = int((ev < -hess_tol).sum())
         msgs.append(f"Model failed to converge: degenerate Hessian with {neg} negative eigenvalues"
                     if neg else "unable to evaluate scaled gradient")
         return msgs
     mingrad = np.minimum(np.abs(scgrad), np.abs(g))
-    if mingrad.size and mingrad.max() > GRAD_TOL:
+    if mingrad.size and mingrad.max() > grad_tol:
         w = int(np.flatnonzero(free)[np.argmax(mingrad)]) + 1
         msgs.append(f"Model failed to converge with max|grad| = {mingrad.max():.6g} "
-                    f"(tol = {GRAD_TOL}, component {w})")
+                    f"(tol = {grad_tol}, component {w})")
     ev = np.linalg.eigvalsh(Hf)
-    if ev.size and ev.max() > 0 and ev.min() / ev.max() < HESS_TOL:
+    if ev.size and ev.max() > 0 and ev.min() / ev.max() < hess_tol:
         msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
     return msgs
+
+
+@overload
+def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
+          weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
+          contrasts: dict[str, Any] | None = ..., family: str = ...,
+          link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
+          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          missing: str = ..., control: GlmerControl | None = ...,
+          devfun_only: Literal[False] = ...) -> GlmerResult: ...
+
+
+@overload
+def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
+          weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
+          contrasts: dict[str, Any] | None = ..., family: str = ...,
+          link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
+          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          missing: str = ..., control: GlmerControl | None = ...,
+          devfun_only: Literal[True]) -> DevianceFunction: ...
 
 
 def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int = 500, fixef_prior: Any = None,
-          missing: str = "raise") -> GlmerResult:
+          start: dict | None = None, maxiter: int | None = None, fixef_prior: Any = None,
+          missing: str = "raise", control: GlmerControl | None = None,
+          devfun_only: bool = False) -> GlmerResult | DevianceFunction:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
 
     The objective is ``lme4::glmer``'s deviance (Laplace for ``nAGQ = 1``, its default), so the
@@ -155,8 +179,9 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         reported likelihood is the one of the rows as given).
     start : dict, optional
         ``{"theta": array, "beta": array}`` starting values (lme4's ``start``).
-    maxiter : int
-        Iteration limit of the outer optimiser.
+    maxiter : int, optional
+        Iteration limit of the outer optimiser (default ``control.maxiter``, 500); when given it
+        replaces the control's.
     fixef_prior : str, float, list or dict, optional
         A normal prior on the fixed effects, maximised with the likelihood as
         ``blme::bglmer(..., fixef.prior = normal(sd = ...), cov.prior = NULL)`` does:
@@ -168,10 +193,18 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
+    control : GlmerControl, optional
+        Tolerances, iteration limits and solver thresholds (lme4's ``glmerControl``); the
+        defaults when not given. The fit stores it as ``fit.control``.
+    devfun_only : bool
+        Return the deviance function instead of fitting (lme4's ``devFunOnly = TRUE``): a
+        :class:`~evalmix.glmm.devfun.DevianceFunction` of ``x = (theta, beta)`` giving
+        ``-2 logLik``, with its design, names, bounds and lme4's starting point.
 
     Returns
     -------
     GlmerResult
+        (a DevianceFunction with ``devfun_only=True``)
 
     Warns
     -----
@@ -203,13 +236,54 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     family, link = _family_link(family, link)
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, (int, np.integer)) or nAGQ < 1:
         raise ValueError(f"nAGQ must be an integer >= 1, got {nAGQ!r}")
+    control = _control(control, maxiter)
+    if devfun_only:
+        return _devfun(formula, data, trials, pool, fixef_prior, weights, offset, contrasts, link,
+                       int(nAGQ), missing, control)
     with single_thread_blas():
-        return _glmer(formula, data, trials, vcov_method, pool, start, maxiter, fixef_prior,
+        return _glmer(formula, data, trials, vcov_method, pool, start, control, fixef_prior,
                       weights, offset, contrasts, link, int(nAGQ), missing)
 
 
+def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
+            weights: str | ArrayLike | None, offset: str | ArrayLike | None,
+            contrasts: dict[str, Any] | None, link: str, nAGQ: int, missing: str,
+            control: GlmerControl) -> DevianceFunction:
+    """The objective ``glmer`` would minimise, over all rows (separation is not resolved: the
+    function is finite everywhere, its infimum at infinity then)."""
+    design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
+                          offset=offset, contrasts=contrasts, missing=missing)
+    _check_nagq(design, nAGQ)
+    dropped = drop_rank_deficient(design)
+    if dropped:
+        warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
+                      f"column(s): {dropped}", FitWarning, stacklevel=3)
+    prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
+    return DevianceFunction(design, build_deviance(design, link=link, control=control,
+                                                   prior=prior), nagq=nAGQ)
+
+
+def _check_nagq(design: GlmmDesign, nAGQ: int) -> None:
+    if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
+        raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
+                           f"(1|item); this formula has "
+                           f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
+                           "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
+
+
+def _control(control: GlmerControl | None, maxiter: int | None) -> GlmerControl:
+    if control is None:
+        control = DEFAULT_CONTROL
+    elif not isinstance(control, GlmerControl):
+        raise TypeError(f"control must be a GlmerControl, not {type(control).__name__} "
+                        "(build one with evalmix.GlmerControl(...))")
+    if maxiter is not None and maxiter != control.maxiter:
+        control = control.replace(maxiter=maxiter)
+    return control
+
+
 def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: OptimizerReport,
-             lower: np.ndarray, nagq: int, maxiter: int
+             lower: np.ndarray, nagq: int
              ) -> tuple[Evaluation, OptimizerReport, float, np.ndarray]:
     """Polish the Laplace optimum on the nAGQ-point deviance; Hessian by central differences."""
     import time
@@ -218,8 +292,8 @@ def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: Optimiz
 
     t0 = time.perf_counter()
     agq = AGQDeviance(ld, term, nagq)
-    x, dev, ev2, grad, res, f = optimize_agq(agq, ev.theta, ev.beta, lower, maxiter)
-    H = fd_hessian(f, x)
+    x, dev, ev2, grad, res, f = optimize_agq(agq, ev.theta, ev.beta, lower)
+    H = fd_hessian(f, x, ld.control.hessian_step)
     agq.evaluate(x[:ev.theta.size], x[ev.theta.size:])  # leave the modes at the optimum
     rep2 = OptimizerReport(
         method=f"{rep.method}, then L-BFGS-B over (theta, beta) on the nAGQ = {nagq} deviance",
@@ -227,7 +301,7 @@ def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: Optimiz
         outer_iterations=rep.outer_iterations + int(res.nit),
         deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations,
         gradient=grad, max_abs_gradient=float(np.max(np.abs(grad))),
-        seconds=rep.seconds + time.perf_counter() - t0)
+        seconds=rep.seconds + time.perf_counter() - t0, log=rep.log)
     return ev2, rep2, dev, H
 
 
@@ -246,17 +320,13 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
 
 
 def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
-           start: dict | None, maxiter: int, fixef_prior: Any = None,
+           start: dict | None, control: GlmerControl, fixef_prior: Any = None,
            weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
            contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
            missing: str = "raise") -> GlmerResult:
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
-    if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
-        raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
-                           f"(1|item); this formula has "
-                           f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
-                           "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
+    _check_nagq(design, nAGQ)
     dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
@@ -274,12 +344,13 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         Xf, kf, mf, termsf = limit_problem(design, sep)
         off = None if design.offset is None else design.offset[~sep.pooled_rows]
         if kf.size == 0:
-            return _completely_separated(formula, design, sep, link)
+            return _completely_separated(formula, design, sep, link, control)
     else:
         Xf, kf, mf, termsf = design.X, design.k, design.m, design.terms
         off = design.offset
-    ld = (LaplaceDeviance(Xf, kf, mf, termsf, offset=off, link=link) if prior is None
-          else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior, offset=off, link=link))
+    ld = (LaplaceDeviance(Xf, kf, mf, termsf, offset=off, link=link, control=control)
+          if prior is None else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior, offset=off,
+                                                  link=link, control=control))
     lower = design.theta_lower
     theta0 = design.theta_start
     beta0 = np.zeros(Xf.shape[1])
@@ -292,17 +363,18 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
             beta0 = np.asarray(start["beta"], dtype=float)
             if sep is not None:
                 beta0 = beta0[sep.keep]
-    ev, rep = optimize(ld, theta0, lower, beta0, maxiter=maxiter,
+    ev, rep = optimize(ld, theta0, lower, beta0,
                        probes=lambda th: boundary_probes(design.terms, th))
     dev_agq = None
     if nAGQ > 1:
-        ev, rep, dev_agq, H = _fit_agq(ld, termsf[0], ev, rep, lower, nAGQ, maxiter)
+        ev, rep, dev_agq, H = _fit_agq(ld, termsf[0], ev, rep, lower, nAGQ)
     nt, p = ev.theta.size, ev.beta.size
-    singular = bool(np.any(ev.theta[lower == 0] < SINGULAR_TOL))
+    singular = bool(np.any(ev.theta[lower == 0] < control.singular_tol))
     # the gradient check skips parameters held at their bound with the gradient pointing out
     at_bound = np.zeros(nt + p, dtype=bool)
-    at_bound[:nt] = (ev.theta <= lower + 1e-8) & (rep.gradient[:nt] >= 0)
-    rep.max_abs_gradient = float(np.max(np.abs(np.where(at_bound, 0.0, rep.gradient))))
+    at_bound[:nt] = (ev.theta <= lower + control.bound_tol) & (rep.gradient[:nt] >= 0)
+    rep = dataclasses.replace(rep, max_abs_gradient=float(
+        np.max(np.abs(np.where(at_bound, 0.0, rep.gradient)))))
     # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
     # lme4's deviance function (and blme's) restarts PIRLS from the first-stage linear predictor
     # and stops one step short of the mode (see ``hessian``); on separated data with a prior
@@ -319,8 +391,8 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
                       f"(theta = {dict(zip(design.theta_names, [round(float(v), 6) for v in ev.theta]))})",
                       SingularFitWarning, stacklevel=3)
-    conv = _check_convergence(rep.gradient, H, ~at_bound)
-    if not rep.converged and not conv and rep.max_abs_gradient > GRAD_TOL:
+    conv = _check_convergence(rep.gradient, H, ~at_bound, control)
+    if not rep.converged and not conv and rep.max_abs_gradient > control.grad_tol:
         conv.append(f"optimizer stopped: {rep.message}")
     for msg in conv:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
@@ -373,11 +445,11 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
         fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
-        fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ)
+        fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ, control=control)
 
 
-def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit"
-                          ) -> GlmerResult:
+def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit",
+                          control: GlmerControl = DEFAULT_CONTROL) -> GlmerResult:
     """Every row is fitted perfectly in the limit: no finite estimate, log-likelihood 0."""
     names = design.fixed.columns
     p, nt = len(names), design.theta_lower.size
@@ -398,4 +470,4 @@ def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, lin
         singular=False, messages=(sep.message,), optimizer=rep, vcov_method="none",
         fixed_design=design.fixed, hessian=None,
         _model=FittedModel(design, None, None, design.data, design.row_index, separation=sep),
-        separation=sep, link=link)
+        separation=sep, link=link, control=control)

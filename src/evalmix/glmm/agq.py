@@ -104,7 +104,7 @@ def fd_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, lower: np.ndarr
 
 
 def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower: np.ndarray,
-                 maxiter: int = 500
+                 maxiter: int | None = None
                  ) -> tuple[np.ndarray, float, Evaluation, np.ndarray, Any, Callable[[np.ndarray], float]]:
     """Minimise the AGQ deviance over (theta, beta) from the Laplace optimum.
 
@@ -122,8 +122,10 @@ def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower:
 
     x0 = np.concatenate([theta0, beta0])
     bounds = [(b if np.isfinite(b) else None, None) for b in lo]
+    ctl = agq.ld.control
     res = minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7, "maxcor": 20})
+                   options={"maxiter": ctl.maxiter if maxiter is None else maxiter,
+                            "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor})
     x = np.concatenate([np.maximum(res.x[:nt], lower), res.x[nt:]])
     dev, ev = agq.evaluate(x[:nt], x[nt:])
     return x, dev, ev, fd_gradient(f, x, lo), res, f

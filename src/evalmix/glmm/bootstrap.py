@@ -113,7 +113,7 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
     off = spec["offset"]
     if sep is not None and off is not None:
         off = off[~sep.pooled_rows]
-    extra = {"offset": off, "link": spec["link"]}
+    extra = {"offset": off, "link": spec["link"], "control": spec["ld"].control}
     ld = (LaplaceDeviance(X, kf, mf, terms, **extra) if prior is None
           else PenalizedDeviance(X, kf, mf, terms, prior=prior, **extra))
     with warnings.catch_warnings():

@@ -49,16 +49,13 @@ class GlmmDesign:
 
     @property
     def theta_lower(self) -> np.ndarray:
-        lb = []
-        for t in self.terms:
-            for j in range(t.nc):
-                for i in range(j, t.nc):
-                    lb.append(0.0 if i == j else -np.inf)
-        return np.array(lb)
+        """Lower bounds of theta, term by term (:attr:`RandomTerm.theta_lower`)."""
+        return np.concatenate([t.theta_lower for t in self.terms])
 
     @property
     def theta_start(self) -> np.ndarray:
-        return np.where(self.theta_lower == 0.0, 1.0, 0.0)
+        """lme4's starting theta (each term's Lambda = I)."""
+        return np.concatenate([t.theta_start for t in self.terms])
 
     @property
     def theta_names(self) -> list[str]:
@@ -412,9 +409,11 @@ class FixedMatrix:
         s = np.bincount(pat, w, self.npat)
         return Xu.T @ (s[:, None] * Xu)
 
-    def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray) -> np.ndarray:
-        """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p)."""
-        if self.X is not None or ng * self.npat > 5e7:
+    def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray,
+                   max_table: float = 5e7) -> np.ndarray:
+        """``sum_{i in g} w_i x_i`` for each group ``g`` of ``idx`` (ng x p); a groups x patterns
+        table larger than ``max_table`` cells goes through a sparse product instead."""
+        if self.X is not None or ng * self.npat > max_table:
             import scipy.sparse as sp
 
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))

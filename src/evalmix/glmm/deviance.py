@@ -18,19 +18,76 @@ Two solvers for the random-effects system ``H = A' W A + I``:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.special as sp_special
 
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
+from .control import DEFAULT_CONTROL, GlmerControl
+from .crossed import CrossedGridSolver
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
+
+
+@runtime_checkable
+class Solver(Protocol):
+    """The sparse algebra of ``H = A' W A + I`` (``A = Z Lambda(theta)``) the deviance delegates.
+
+    :func:`make_solver` picks the class for the structure of the random terms; every solver
+    class of this module satisfies this protocol (checked by the tests and by mypy through
+    ``make_solver``'s return type). A solver is stateful: ``set_theta`` fixes Lambda,
+    ``factor(w)`` factors H at weights ``w``, and the other methods use the last factor.
+
+    Attributes
+    ----------
+    q : int
+        Number of random effects (columns of Z), in lme4's order: term by term, level-major
+        inside a term.
+    control : GlmerControl
+        The limits the solver was chosen and sized with.
+    """
+
+    q: int
+    control: GlmerControl
+
+    def set_theta(self, theta: np.ndarray) -> None:
+        """Use ``Lambda(theta)`` (theta in lme4's layout, see ``RandomTerm.lambda_``)."""
+
+    def zl(self, u: np.ndarray) -> np.ndarray:
+        """``A u`` (one value per pooled row)."""
+
+    def zlt(self, r: np.ndarray) -> np.ndarray:
+        """``A' r`` (length q)."""
+
+    def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
+        """``A' W X`` (q x p)."""
+
+    def factor(self, w: np.ndarray) -> float:
+        """Factor ``H`` at row weights ``w``; returns ``log det H``."""
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        """``H^-1 r`` for a vector or a q x k matrix."""
+
+    def leverage(self) -> np.ndarray:
+        """``a_i' H^-1 a_i`` for every row (``a_i`` the row of A)."""
+
+    def cond_var(self) -> np.ndarray:
+        """Diagonal of ``H^-1`` (conditional variances of the spherical modes)."""
+
+    def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
+        """Blocks ``H^-1[idx_g, idx_g]`` for a (levels x nc) index array of one term."""
+
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> np.ndarray | None:
+        """Exact gradient of the Laplace deviance over theta at fixed beta (see
+        :func:`exact_theta_gradient`), or None where the solver has no closed form (the
+        optimiser then differences the deviance)."""
 
 
 def _indicator(idx: np.ndarray, nl: int) -> sp.csr_matrix:
@@ -46,7 +103,8 @@ class NestedSolver:
     ``Dc - C' Df^-1 C`` is diagonal.
     """
 
-    def __init__(self, terms: list[RandomTerm]):
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        self.control = control
         self.fi = terms[0].index
         self.J = terms[0].nl
         self.two = len(terms) == 2
@@ -90,7 +148,7 @@ class NestedSolver:
 
     def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
-        sf = X.group_wsum(self.fi, self.J, w)
+        sf = X.group_wsum(self.fi, self.J, w, self.control.group_table_max)
         if not self.two:
             return self.tf * sf
         return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
@@ -175,15 +233,15 @@ def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, 
     same blocks as the leverages.
     """
     w, cols = solver.weights, solver.cols
-    kv = hav
     out: list[float] = []
     pos = 0
     for t, _ in solver.blocks:
-        for j in range(t.nc):
-            c = cols[:, pos + j]
-            base = rho * u[c] + r * v[c] + 2.0 * w * kv[:, pos + j]
-            for i in range(j, t.nc):
-                out.append(float(t.Z[:, i] @ base))
+        base = {}  # per column j of Lambda: the row sums every theta of that column shares
+        for i, j in t.theta_pairs:  # theta's own order (the term owns the layout)
+            if j not in base:
+                c = cols[:, pos + j]
+                base[j] = rho * u[c] + r * v[c] + 2.0 * w * hav[:, pos + j]
+            out.append(float(t.Z[:, i] @ base[j]))
         pos += t.nc
     return np.array(out)
 
@@ -191,7 +249,8 @@ def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, 
 class DenseSolver:
     """General terms: ``A = Z Lambda`` as a sparse matrix with a fixed pattern, ``H`` dense."""
 
-    def __init__(self, terms: list[RandomTerm]):
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        self.control = control
         n = terms[0].index.size
         cols, self.blocks = [], []
         off, toff = 0, 0
@@ -200,7 +259,7 @@ class DenseSolver:
                 cols.append(off + t.index * t.nc + c)
             self.blocks.append((t, toff))
             off += t.nl * t.nc
-            toff += t.ntheta
+            toff += t.theta_size
         self.q = off
         self.k = len(cols)
         self.cols = np.stack(cols, axis=1)  # n x k
@@ -211,19 +270,11 @@ class DenseSolver:
 
     @staticmethod
     def lambdas_for(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
-        """Lower-triangular Lambda block of each term (theta column-major, as lme4)."""
-        out, pos = [], 0
-        for t in terms:
-            L = np.zeros((t.nc, t.nc))
-            for j in range(t.nc):
-                for i in range(j, t.nc):
-                    L[i, j] = theta[pos]
-                    pos += 1
-            out.append(L)
-        return out
+        """Lower-triangular Lambda block of each term (:func:`evalmix.formula.term_lambdas`)."""
+        return term_lambdas(terms, theta)
 
     def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
-        return self.lambdas_for([t for t, _ in self.blocks], theta)
+        return term_lambdas([t for t, _ in self.blocks], theta)
 
     def set_theta(self, theta: np.ndarray) -> None:
         vals = []
@@ -244,7 +295,7 @@ class DenseSolver:
 
     def factor(self, w: np.ndarray) -> float:
         self.weights = w  # the W of this factorisation (the exact theta gradient reads it)
-        if self.q <= 1500:  # scatter-add the k x k outer products of each row into dense H
+        if self.q <= self.control.dense_h_max:  # scatter-add the k x k outer products of each row into dense H
             if not hasattr(self, "_flat"):
                 self._flat = (self.cols[:, :, None] * self.q + self.cols[:, None, :]).reshape(self.n, -1)
             wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
@@ -270,10 +321,14 @@ class DenseSolver:
     def leverage(self) -> np.ndarray:
         return np.einsum("na,nab,nb->n", self.V, self.row_hinv(), self.V)
 
-    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> np.ndarray | None:
         """Exact gradient of the Laplace deviance over theta (see :func:`exact_theta_gradient`)."""
         hav = np.einsum("nab,na->nb", self.row_hinv(), self.V)
         return exact_theta_gradient(self, hav, rho, r, u, v)
+
+    def cond_var(self) -> np.ndarray:
+        return np.diag(self.hinv()).copy()
 
     def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
         return self.hinv()[idx[:, :, None], idx[:, None, :]]
@@ -283,8 +338,8 @@ class BlockDiagSolver(DenseSolver):
     """A single term with correlated effects, ``(1 + x|g)``: H is block diagonal (one nc x nc
     block per level), factorised level by level in one batched call."""
 
-    def __init__(self, terms: list[RandomTerm]):
-        super().__init__(terms)
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        super().__init__(terms, control)
         t = terms[0]
         self.nl, self.nc = t.nl, t.nc
         nc = self.nc
@@ -293,7 +348,7 @@ class BlockDiagSolver(DenseSolver):
                        + a[None, None, :]).reshape(self.n, nc * nc)
 
     @staticmethod
-    def applies(terms: list[RandomTerm]) -> bool:
+    def applies(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> bool:
         return len(terms) == 1 and terms[0].nc > 1
 
     def factor(self, w: np.ndarray) -> float:
@@ -338,13 +393,11 @@ class SchurSolver(DenseSolver):
     factorisation costs O(n k^2 + nnz(C) qr + qr^3) instead of O(q^3).
     """
 
-    MAX_REST = 4000  # levels of the dense remainder (its Schur complement is qr x qr)
-    DENSE_FILL = 0.25  # share of observed (item, rest level) pairs above which C is stored dense
-    MAX_DENSE = 60_000_000  # entries of a dense C (480 MB), about 3,000 x 20,000
-    CHUNK = 4_000_000  # entries of one dense block of G S^-1 (items x qr) when forming leverages
+    # limits (see GlmerControl): schur_max_rest, schur_dense_fill, schur_max_dense, schur_chunk
+    CHUNK: int | None = None  # a smaller leverage block than schur_chunk, to exercise the blocking
 
-    def __init__(self, terms: list[RandomTerm]):
-        super().__init__(terms)
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        super().__init__(terms, control)
         self.q1 = terms[0].nl
         self.qr = self.q - self.q1
         self.j1 = self.cols[:, 0]
@@ -360,19 +413,19 @@ class SchurSolver(DenseSolver):
         # A (nearly) fully crossed design, e.g. every model answering every item, makes C dense:
         # then a dense C and one matrix product for C' D^-1 C beat the sparse product by far.
         self._pairs = pairs
-        self.dense = pairs.size >= self.DENSE_FILL * self.q1 * self.qr and \
-            self.q1 * self.qr <= self.MAX_DENSE
+        self.dense = pairs.size >= control.schur_dense_fill * self.q1 * self.qr and \
+            self.q1 * self.qr <= control.schur_max_dense
         self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
         order = np.argsort(self.j1, kind="stable")
         self._rows_by_item = order
         self._item_start = np.searchsorted(self.j1[order], np.arange(self.q1 + 1))
 
     @staticmethod
-    def applies(terms: list[RandomTerm]) -> bool:
+    def applies(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> bool:
         if len(terms) < 2 or terms[0].nc != 1:
             return False
         qr = sum(t.nl * t.nc for t in terms[1:])
-        return qr <= SchurSolver.MAX_REST and terms[0].nl > qr
+        return qr <= control.schur_max_rest and terms[0].nl > qr
 
     def factor(self, w: np.ndarray) -> float:
         self.weights = w
@@ -421,7 +474,8 @@ class SchurSolver(DenseSolver):
             Sinv = np.tril(inv) + np.tril(inv, -1).T
             m = np.empty(self.q1)
             gs_rows = np.empty(self.rc.shape)
-            step = max(1, self.CHUNK // max(self.qr, 1))
+            chunk = self.control.schur_chunk if self.CHUNK is None else self.CHUNK
+            step = max(1, chunk // max(self.qr, 1))
             for j0 in range(0, self.q1, step):
                 j1 = min(j0 + step, self.q1)
                 Gb = self.G[j0:j1]
@@ -475,11 +529,10 @@ class BlockSchurSolver(DenseSolver):
     permuted level-major inside block A; every method takes and returns the usual order.
     """
 
-    MAX_REST = 4000  # columns of the remainder (S is qr x qr)
-    MAX_DENSE = 60_000_000  # entries of the dense q1 x qr block C
+    # limits (see GlmerControl): block_schur_max_rest, block_schur_max_dense
 
-    def __init__(self, terms: list[RandomTerm]):
-        super().__init__(terms)
+    def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
+        super().__init__(terms, control)
         first = [i for i, t in enumerate(terms) if self._same_factor(t, terms[0])]
         nl = terms[0].nl
         b = sum(terms[i].nc for i in first)
@@ -526,7 +579,7 @@ class BlockSchurSolver(DenseSolver):
         return t.group == t0.group and t.nl == t0.nl and np.array_equal(t.index, t0.index)
 
     @classmethod
-    def applies(cls, terms: list[RandomTerm]) -> bool:
+    def applies(cls, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> bool:
         if len(terms) < 2:
             return False
         first = [t for t in terms if cls._same_factor(t, terms[0])]
@@ -534,7 +587,8 @@ class BlockSchurSolver(DenseSolver):
             return False  # one factor only, or a scalar term (SchurSolver's case)
         q1 = terms[0].nl * sum(t.nc for t in first)
         qr = sum(t.nl * t.nc for t in terms) - q1
-        return qr <= cls.MAX_REST and q1 > qr and q1 * qr <= cls.MAX_DENSE
+        return (qr <= control.block_schur_max_rest and q1 > qr
+                and q1 * qr <= control.block_schur_max_dense)
 
     def set_theta(self, theta: np.ndarray) -> None:
         super().set_theta(theta)
@@ -626,14 +680,17 @@ class NestedSchurSolver(DenseSolver):
     (1|template)``: the nested block is eliminated in O(n) (:class:`NestedSolver`), leaving a dense
     Schur complement of the size of the crossed terms."""
 
-    # no per-row blocks of H^-1 here: the optimiser differences the deviance (callers test for None)
-    grad_theta = None  # type: ignore[assignment]
+    def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
+                   v: np.ndarray) -> np.ndarray | None:
+        """None: no per-row blocks of H^-1 here, so the optimiser differences the deviance."""
+        return None
 
-    def __init__(self, terms: list[RandomTerm], pair: tuple[int, int]):
-        super().__init__(terms)
+    def __init__(self, terms: list[RandomTerm], pair: tuple[int, int],
+                 control: GlmerControl = DEFAULT_CONTROL):
+        super().__init__(terms, control)
         f, c = pair
         self.pair = pair
-        self.inner = NestedSolver([terms[f], terms[c]])
+        self.inner = NestedSolver([terms[f], terms[c]], control)
         # positions of each term in the (n, k) arrays, theta offsets and u offsets
         pos, tpos, upos = [], [], []
         kp = tp = up = 0
@@ -642,7 +699,7 @@ class NestedSchurSolver(DenseSolver):
             tpos.append(tp)
             upos.append(np.arange(up, up + t.nl * t.nc))
             kp += t.nc
-            tp += t.ntheta
+            tp += t.theta_size
             up += t.nl * t.nc
         rest = [i for i in range(len(terms)) if i not in pair]
         self.tpair = [tpos[f], tpos[c]]
@@ -663,7 +720,8 @@ class NestedSchurSolver(DenseSolver):
         self._rflat = (self.rc[:, :, None] * self.qr + self.rc[:, None, :]).reshape(self.n, kr * kr)
 
     @staticmethod
-    def find(terms: list[RandomTerm]) -> tuple[int, int] | None:
+    def find(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL
+             ) -> tuple[int, int] | None:
         if len(terms) < 3 or terms[0].nc != 1 or terms[0].expr.strip() != "1":
             return None
         for j in range(1, len(terms)):
@@ -671,7 +729,8 @@ class NestedSchurSolver(DenseSolver):
                 q1 = terms[0].nl + terms[j].nl
                 qr = sum(t.nl * t.nc for i, t in enumerate(terms) if i not in (0, j))
                 n = terms[0].index.size
-                if qr <= 1000 and q1 * qr <= 5e7 and n * qr <= 5e7:
+                cells = control.nested_schur_max_cells
+                if qr <= control.nested_schur_max_rest and q1 * qr <= cells and n * qr <= cells:
                     return (0, j)
                 return None
         return None
@@ -744,20 +803,22 @@ def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
     return 2.0 * float(np.sum(sp_special.xlogy(k, k / m) + sp_special.xlogy(m - k, (m - k) / m)))
 
 
-def make_solver(terms: list[RandomTerm]) -> NestedSolver | DenseSolver:
-    """The fastest exact solver for this random-effects structure."""
+def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> Solver:
+    """The fastest exact solver for this random-effects structure (limits from ``control``)."""
     if NestedSolver.applies(terms):
-        return NestedSolver(terms)
-    pair = NestedSchurSolver.find(terms)
+        return NestedSolver(terms, control)
+    pair = NestedSchurSolver.find(terms, control)
     if pair is not None:
-        return NestedSchurSolver(terms, pair)
-    if SchurSolver.applies(terms):
-        return SchurSolver(terms)
-    if BlockSchurSolver.applies(terms):
-        return BlockSchurSolver(terms)
-    if BlockDiagSolver.applies(terms):
-        return BlockDiagSolver(terms)
-    return DenseSolver(terms)
+        return NestedSchurSolver(terms, pair, control)
+    if CrossedGridSolver.applies(terms, control):
+        return CrossedGridSolver(terms, control)
+    if SchurSolver.applies(terms, control):
+        return SchurSolver(terms, control)
+    if BlockSchurSolver.applies(terms, control):
+        return BlockSchurSolver(terms, control)
+    if BlockDiagSolver.applies(terms, control):
+        return BlockDiagSolver(terms, control)
+    return DenseSolver(terms, control)
 
 
 @dataclass
@@ -796,19 +857,31 @@ class LaplaceDeviance:
     """
 
     def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
-                 solver: NestedSolver | DenseSolver | None = None,
-                 offset: np.ndarray | None = None, link: str = "logit"):
+                 solver: Solver | None = None,
+                 offset: np.ndarray | None = None, link: str = "logit",
+                 control: GlmerControl | None = None):
         if link not in LINKS:
             raise ValueError(f"link must be one of {LINKS}, not {link!r}")
         self.X, self.k, self.m = X, k, m
         self.offset = offset
         self.link = link
-        self.solver = solver if solver is not None else make_solver(terms)
+        self.control = DEFAULT_CONTROL if control is None else control
+        self.solver = solver if solver is not None else make_solver(terms, self.control)
         self.q = self.solver.q
         self.p = X.shape[1]
         self.evaluations = 0
         self.pirls_iterations = 0
         self._theta: np.ndarray | None = None
+        # compiled row passes for large logit designs (numba, when installed); imported here so
+        # that small fits never load numba
+        self._rows = None
+        if link == "logit" and k.size >= self.control.compiled_rows_min:
+            from . import _logit_rows
+
+            if _logit_rows.available():
+                self._rows = _logit_rows
+                self.k = np.ascontiguousarray(k, dtype=float)
+                self.m = np.ascontiguousarray(m, dtype=float)
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
@@ -823,6 +896,8 @@ class LaplaceDeviance:
 
         For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
         """
+        if self._rows is not None:
+            return self._rows.deviance_mu(np.ascontiguousarray(eta, dtype=float), self.k, self.m)
         if self.link == "logit":
             e = np.exp(-np.abs(eta))
             sp_ = np.maximum(eta, 0.0) + np.log1p(e)
@@ -835,6 +910,8 @@ class LaplaceDeviance:
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Score ``d loglik / d eta`` and Fisher weight of each row."""
+        if self._rows is not None:
+            return self._rows.score_weights(np.ascontiguousarray(mu, dtype=float), self.k, self.m)
         if self.link == "logit":
             return self.k - self.m * mu, self.m * mu * (1.0 - mu)
         d = mu_eta(self.link, eta)
@@ -842,8 +919,11 @@ class LaplaceDeviance:
         return (self.k - self.m * mu) * d / var, self.m * d**2 / var
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
-              tol: float = 1e-15, maxit: int = 60) -> Evaluation:
-        """Conditional mode of ``u`` at ``(theta, beta)`` by Newton steps with step halving."""
+              tol: float | None = None, maxit: int | None = None) -> Evaluation:
+        """Conditional mode of ``u`` at ``(theta, beta)`` by Newton steps with step halving
+        (``tol`` and ``maxit`` default to the control's ``pirls_tol`` and ``pirls_maxit``)."""
+        tol = self.control.pirls_tol if tol is None else tol
+        maxit = self.control.pirls_maxit if maxit is None else maxit
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
@@ -933,7 +1013,7 @@ class LaplaceDeviance:
         v = s.solve(s.zlt(g))
         rho = g - 2.0 * r - ev.w * s.zl(v)
         gt = None
-        if theta and getattr(s, "grad_theta", None) is not None:
+        if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
         return gt, self.X.tdot(rho)
 
@@ -997,12 +1077,12 @@ class LaplaceDeviance:
     saturated: float = 0.0
 
     def lme4_pirls_iterations(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
-                              tol: float = 1e-7, maxit: int = 100) -> int:
+                              tol: float | None = None, maxit: int | None = None) -> int:
         """Iterations lme4 1.1-31's ``pwrssUpdate`` (u only) takes at ``(theta, beta)``."""
         return self.lme4_pirls(theta, beta, eta_start, tol, maxit)[1]
 
     def lme4_pirls(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
-                   tol: float = 1e-7, maxit: int = 100) -> tuple[float, int]:
+                   tol: float | None = None, maxit: int | None = None) -> tuple[float, int]:
         """lme4 1.1-31's second-stage deviance function at ``(theta, beta)`` and its PIRLS
         iterations (``pwrssUpdate`` over u only; the deviance without the constant).
 
@@ -1010,8 +1090,11 @@ class LaplaceDeviance:
         changes by less than ``tol`` relative between two iterations (never at the first); each
         iteration factors at the weights of the previous linear predictor, so after ``k``
         iterations ``log det`` is taken ``k - 1`` Newton steps from the start. Step halving as in
-        lme4 (towards the previous ``u`` while the penalised deviance rises).
+        lme4 (towards the previous ``u`` while the penalised deviance rises). ``tol`` and
+        ``maxit`` default to the control's ``tol_pwrss`` and ``pwrss_maxit``.
         """
+        tol = self.control.tol_pwrss if tol is None else tol
+        maxit = self.control.pwrss_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None  # the factor below replaces the one of the last PIRLS call
         s = self.solver

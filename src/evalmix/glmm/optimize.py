@@ -26,13 +26,36 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
-from ..formula import RandomTerm
+from ..formula import RandomTerm, term_lambdas
 from .deviance import Evaluation, LaplaceDeviance
 
 
-@dataclass
+@dataclass(frozen=True)
 class OptimizerReport:
-    """How the optimiser ran and where it stopped."""
+    """How the optimiser ran and where it stopped (lme4's ``optinfo``).
+
+    Attributes
+    ----------
+    method : str
+        The optimiser(s) that ran.
+    converged : bool
+        The optimiser's own verdict (the fit's ``converged`` adds lme4's gradient and Hessian
+        checks).
+    message : str
+        How it ended, as the optimiser says it.
+    outer_iterations, deviance_evaluations, pirls_iterations : int
+        Iterations of the outer optimiser, PIRLS runs (deviance evaluations), and PIRLS
+        iterations over all of them.
+    gradient : ndarray
+        Gradient of the deviance over ``(theta, beta)`` at the optimum (read-only).
+    max_abs_gradient : float
+        Its largest absolute value, leaving out parameters held at a bound with the gradient
+        pointing out of the feasible set.
+    seconds : float
+        Wall-clock time of the optimisation.
+    log : tuple of OptimizerStep
+        One entry per outer objective evaluation when the control's ``log`` is set, else empty.
+    """
 
     method: str
     converged: bool
@@ -43,6 +66,12 @@ class OptimizerReport:
     gradient: np.ndarray = field(repr=False)
     max_abs_gradient: float = 0.0
     seconds: float = 0.0
+    log: tuple[OptimizerStep, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        g = np.array(self.gradient, dtype=float)
+        g.flags.writeable = False
+        object.__setattr__(self, "gradient", g)
 
     def to_dict(self) -> dict:
         return {"method": self.method, "converged": self.converged, "message": self.message,
@@ -50,7 +79,29 @@ class OptimizerReport:
                 "deviance_evaluations": self.deviance_evaluations,
                 "pirls_iterations": self.pirls_iterations,
                 "max_abs_gradient": self.max_abs_gradient, "seconds": self.seconds,
-                "gradient": [float(v) for v in self.gradient]}
+                "gradient": [float(v) for v in self.gradient],
+                "log": [st.to_dict() for st in self.log]}
+
+    def describe(self) -> str:
+        """One line for ``summary()``: how it ended, evaluations and the final gradient."""
+        return (f"optimizer: {self.method}; {self.message.strip() or 'stopped'} after "
+                f"{self.outer_iterations} iterations, {self.deviance_evaluations} deviance "
+                f"evaluations; max|grad| = {self.max_abs_gradient:.3g}")
+
+
+@dataclass(frozen=True)
+class OptimizerStep:
+    """One outer evaluation of the objective: theta tried, deviance there (beta profiled),
+    and the largest absolute component of its gradient over theta."""
+
+    evaluation: int
+    theta: tuple[float, ...]
+    deviance: float
+    max_abs_gradient: float
+
+    def to_dict(self) -> dict:
+        return {"evaluation": self.evaluation, "theta": list(self.theta),
+                "deviance": self.deviance, "max_abs_gradient": self.max_abs_gradient}
 
 
 def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -82,9 +133,12 @@ class ProfiledFit:
         self.u: np.ndarray | None = None
         self.lower = lower
         self.ev: Evaluation | None = None
-        self.inner_tol = 1e-14
+        self.inner_tol = ld.control.inner_tol
+        self.inner_maxit = ld.control.inner_maxit
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
+        # outer evaluations, recorded when the control asks for a log
+        self.log: list[OptimizerStep] | None = [] if ld.control.log else None
 
     def _newton_solver(self, ev: Evaluation) -> Callable[[np.ndarray], np.ndarray]:
         M = 2.0 * self.ld.rx(ev)
@@ -99,9 +153,10 @@ class ProfiledFit:
             return out
         return restricted
 
-    def inner(self, theta: np.ndarray, maxit: int = 100) -> Evaluation:
+    def inner(self, theta: np.ndarray, maxit: int | None = None) -> Evaluation:
         """Minimise the deviance over beta at fixed theta (Newton with Gauss-Newton curvature)."""
         ld = self.ld
+        maxit = self.inner_maxit if maxit is None else maxit
         ev = ld.pirls(theta, self.beta, self.u)
         solve = self._newton_solver(ev)
         prev = np.inf
@@ -152,22 +207,62 @@ class ProfiledFit:
 
     def objective(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         ev = self.inner(np.asarray(theta, dtype=float))
-        return ev.dev, self.theta_grad(ev)
+        g = self.theta_grad(ev)
+        if self.log is not None:
+            self.log.append(OptimizerStep(len(self.log) + 1, tuple(float(v) for v in ev.theta),
+                                          float(ev.dev),
+                                          float(np.max(np.abs(g))) if g.size else 0.0))
+        return ev.dev, g
 
 
 def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: np.ndarray,
-             maxiter: int = 500, probes: Callable[[np.ndarray], list[np.ndarray]] | None = None
+             maxiter: int | None = None,
+             probes: Callable[[np.ndarray], list[np.ndarray]] | None = None
              ) -> tuple[Evaluation, OptimizerReport]:
-    """Minimise the Laplace deviance; returns the final evaluation and a report.
+    """Minimise the Laplace deviance over (theta, beta) (lme4's ``optimizeGlmer``).
 
-    ``probes(theta)`` may give extra starting points off a boundary (see :func:`boundary_probes`).
+    Theta is optimised by L-BFGS-B within its bounds ``lower``, beta profiled out by Newton steps
+    at every theta (see :class:`ProfiledFit`); the settings (tolerances, ``maxiter`` unless
+    given, boundary probes, the optional log) are the deviance's ``ld.control``
+    (:class:`~evalmix.glmm.control.GlmerControl`). ``probes(theta)`` may give extra starting
+    points off a boundary (see :func:`boundary_probes`).
+
+    Parameters
+    ----------
+    ld : LaplaceDeviance
+        The objective (see :func:`evalmix.glmm.build_deviance`).
+    theta0, lower : ndarray
+        Starting theta and its lower bounds (``design.theta_start``, ``design.theta_lower``).
+    beta0 : ndarray
+        Starting fixed effects.
+    maxiter : int, optional
+        Outer iterations (default ``ld.control.maxiter``).
+    probes : callable, optional
+
+    Returns
+    -------
+    (Evaluation, OptimizerReport)
+        The state at the optimum (``theta``, ``beta``, modes ``u``, ``dev``) and how the
+        optimiser ran.
+
+    Examples
+    --------
+    >>> from evalmix.glmm import build_design, build_deviance, optimize
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, seed=1))
+    >>> ld = build_deviance(design)
+    >>> ev, rep = optimize(ld, design.theta_start, design.theta_lower, np.zeros(2))
+    >>> rep.converged, round(ev.dev - 2 * design.log_binom, 4) > 0
+    (True, True)
     """
     import time
 
+    ctl = ld.control
+    maxiter = ctl.maxiter if maxiter is None else maxiter
     t0 = time.perf_counter()
     pf = ProfiledFit(ld, beta0, lower)
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
-    opts = {"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-7, "maxcor": 20}
+    opts = {"maxiter": maxiter, "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor}
     res = minimize(pf.objective, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
                    bounds=bounds, options=opts)
     nit = int(res.nit)
@@ -176,18 +271,18 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     # The deviance is even in a scalar theta, so its gradient vanishes on the boundary theta = 0
     # whether or not that is a minimum; with a zero diagonal in a vector term the boundary is a
     # whole family of equivalent points. Probe away from the boundary and restart if lower.
-    for _ in range(3):
+    for _ in range(ctl.boundary_restarts):
         restart = None
         trials = []
-        for i in np.flatnonzero((lower == 0) & (theta <= 1e-6)):
+        for i in np.flatnonzero((lower == 0) & (theta <= ctl.boundary_eps)):
             trial = theta.copy()
-            trial[i] = 0.1
+            trial[i] = ctl.boundary_probe
             trials.append(trial)
         if probes is not None and trials:
             trials += probes(theta)
         for trial in trials:
             et = pf.inner(trial)
-            if et.dev < ev.dev - 1e-6:
+            if et.dev < ev.dev - ctl.boundary_gain:
                 restart = trial
                 break
         if restart is None or nit >= maxiter:
@@ -203,7 +298,7 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
         message=str(res.message), outer_iterations=nit,
         deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations, gradient=g,
         max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
-        seconds=time.perf_counter() - t0)
+        seconds=time.perf_counter() - t0, log=tuple(pf.log or ()))
     return ev, rep
 
 
@@ -214,11 +309,8 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
     into the diagonal of their rows (keeping each row's norm, i.e. each variance) and give column
     ``c`` a small diagonal: the correlations restart from 0.
     """
-    from .deviance import DenseSolver
-
     out, pos = [], 0
-    lams = DenseSolver.lambdas_for(terms, theta)
-    for t, L in zip(terms, lams):
+    for t, L in zip(terms, term_lambdas(terms, theta)):
         if t.nc > 1:
             for c in range(t.nc):
                 if L[c, c] <= 1e-6:
@@ -228,13 +320,9 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
                         M[r, c] = 0.0
                     M[c, c] = 0.1
                     new = theta.copy()
-                    k = pos
-                    for j in range(t.nc):
-                        for i in range(j, t.nc):
-                            new[k] = M[i, j]
-                            k += 1
+                    new[pos:pos + t.theta_size] = t.theta_from_lambda(M)
                     out.append(new)
-        pos += t.ntheta
+        pos += t.theta_size
     return out
 
 
@@ -254,8 +342,10 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
         return ld.joint_mode(np.maximum(theta, lower), beta0, u0)[0]
 
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    ctl = ld.control
     res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 200, "ftol": 1e-10, "gtol": 1e-5})
+                   options={"maxiter": ctl.stage1_maxiter, "ftol": ctl.stage1_ftol,
+                            "gtol": ctl.stage1_gtol})
     return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
 
 
@@ -284,11 +374,12 @@ def deriv12(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4, lo
     return H
 
 
-def lme4_hessian(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray, h: float = 1e-4,
-                 lower: np.ndarray | None = None) -> np.ndarray:
+def lme4_hessian(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray,
+                 h: float | None = None, lower: np.ndarray | None = None) -> np.ndarray:
     """lme4's Hessian replayed: :func:`deriv12` of lme4's deviance function
     (:meth:`LaplaceDeviance.lme4_pirls` from ``eta_start``) at ``ev``; ``(P + 1) P / 2 * 4``
     PIRLS runs of two or three iterations each."""
+    h = ld.control.hessian_step if h is None else h
     nt = ev.theta.size
     lo = None if lower is None else np.concatenate([lower, np.full(ev.beta.size, -np.inf)])
     H = deriv12(lambda x: ld.lme4_pirls(x[:nt], x[nt:], eta_start)[0],
@@ -298,8 +389,9 @@ def lme4_hessian(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray, h: 
 
 
 def stencil_iterations(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray,
-                       h: float = 1e-4, lower: np.ndarray | None = None) -> list[int]:
+                       h: float | None = None, lower: np.ndarray | None = None) -> list[int]:
     """lme4's PIRLS iterations at ``ev`` and at ``ev +- h`` along each parameter."""
+    h = ld.control.hessian_step if h is None else h
     nt = ev.theta.size
     x = np.concatenate([ev.theta, ev.beta])
     lo = (np.full(x.size, -np.inf) if lower is None
@@ -313,12 +405,12 @@ def stencil_iterations(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarra
     return out
 
 
-def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
+def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             lme4_pirls: bool = True, eta_start: np.ndarray | None = None,
             lower: np.ndarray | None = None) -> np.ndarray:
     """Finite-difference Hessian of the deviance over (theta, beta) at ``ev``.
 
-    Step ``h`` as lme4 1.1-31's ``deriv12``. Columns are forward differences of the exact gradient
+    Step ``h`` as lme4 1.1-31's ``deriv12`` (default: the control's ``hessian_step``). Columns are forward differences of the exact gradient
     (theta and beta for the nested solver, beta only otherwise: the theta-theta block then comes
     from central second differences of the deviance).
 
@@ -336,6 +428,7 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float = 1e-4,
     mixes the two functions and is replayed instead (:func:`lme4_hessian`), as it is for the
     non-canonical links, for which the early-stop term is not derived.
     """
+    h = ld.control.hessian_step if h is None else h
     nt, p = ev.theta.size, ev.beta.size
     H = np.zeros((nt + p, nt + p))
     # d eta~ / d(theta, beta) by forward differences, for lme4's early-stop term only

@@ -171,7 +171,7 @@ class PenalizedDeviance(LaplaceDeviance):
         self.prior = prior
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
-              tol: float = 1e-15, maxit: int = 60) -> Evaluation:
+              tol: float | None = None, maxit: int | None = None) -> Evaluation:
         ev = super().pirls(theta, beta, u0, tol, maxit)
         ev.pdev += self.prior.penalty(ev.beta)
         return ev

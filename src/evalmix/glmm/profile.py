@@ -24,7 +24,8 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import brentq, minimize
 
-from .deviance import DenseSolver, LaplaceDeviance
+from ..formula import term_lambdas
+from .deviance import LaplaceDeviance
 from .optimize import ProfiledFit
 
 __all__ = ["profile_intervals", "sd_parameters"]
@@ -37,25 +38,14 @@ def sd_parameters(terms: list, theta: np.ndarray) -> list[tuple[str, int, int, i
     out = []
     pos = 0
     seen: dict[str, int] = {}
-    for ti, (t, L) in enumerate(zip(terms, DenseSolver.lambdas_for(terms, theta))):
+    for ti, (t, L) in enumerate(zip(terms, term_lambdas(terms, theta))):
         n = seen.get(t.group, 0)
         seen[t.group] = n + 1
         group = t.group if n == 0 else f"{t.group}.{n}"
         for c in range(t.nc):
             out.append((f"sd_{t.cnames[c]}|{group}", ti, c, pos, float(np.linalg.norm(L[c]))))
-        pos += t.ntheta
+        pos += t.theta_size
     return out
-
-
-def _row_slots(nc: int, c: int) -> list[int]:
-    """Positions (in the term's column-major lower-triangle theta) of row ``c`` of Lambda."""
-    slots, k = [], 0
-    for j in range(nc):
-        for i in range(j, nc):
-            if i == c:
-                slots.append(k)
-            k += 1
-    return slots
 
 
 class _Profile:
@@ -91,8 +81,10 @@ class _Profile:
             return dev, chain(x, g)[mask]
 
         bounds = [b for b, m in zip(self._bounds_for(x0), mask) if m]
+        ctl = self.ld.control
         res = minimize(f, x0[mask], jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-7, "maxcor": 20})
+                       options={"maxiter": ctl.maxiter, "ftol": ctl.profile_ftol, "gtol": ctl.gtol,
+                                "maxcor": ctl.maxcor})
         x = x0.copy()
         x[mask] = res.x
         self.theta_cur = to_theta(x)  # warm start of the next point of the profile
@@ -120,7 +112,7 @@ class _Profile:
     def sd_dev(self, ti: int, c: int, pos: int, value: float, theta0: np.ndarray) -> float:
         """Deviance with row ``c`` of term ``ti``'s Lambda held at length ``value``."""
         t = self.terms[ti]
-        slots = [pos + s for s in _row_slots(t.nc, c)]
+        slots = [pos + s for s in t.lambda_row_slots(c)]
         mask = np.ones(theta0.size, bool)
         x0 = theta0.copy()
         if len(slots) == 1:  # a scalar row: the entry itself
@@ -270,7 +262,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
         X, k, m, terms = design.X, design.k, design.m, design.terms
         keep = np.arange(len(fit.fixef))
         beta = fit.fixef.to_numpy()
-    extra = {"offset": off, "link": fit.link}
+    extra = {"offset": off, "link": fit.link, "control": getattr(fit, "control", None)}
     ld: LaplaceDeviance
     if fit.fixef_prior is not None:
         from .prior import NormalPrior

@@ -11,8 +11,9 @@ from scipy import stats
 
 from .._result import Result, Summary, frame_records
 from ..errors import FormulaError
-from ..formula import FixedDesign, RandomTerm
+from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
+from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
 
@@ -42,6 +43,10 @@ class GlmerResult(Result):
     messages : tuple of str
         The convergence and boundary messages (also raised as warnings by :func:`glmer`).
     optimizer : OptimizerReport
+        How the optimiser ran: evaluations, final gradient, how it ended (and a log of the outer
+        iterations when ``control.log``).
+    control : GlmerControl
+        The tolerances, limits and thresholds the fit ran with (lme4's ``glmerControl``).
     vcov_method : str
         ``"hessian"`` (lme4 1.1-31's default), ``"hessian_exact"`` or ``"rx"``.
     fixed_design : FixedDesign
@@ -91,6 +96,7 @@ class GlmerResult(Result):
     fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
     prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
     nagq: int = 1  # points of adaptive Gauss-Hermite quadrature (1: Laplace)
+    control: GlmerControl = field(repr=False, default=DEFAULT_CONTROL)
 
     # ------------------------------------------------------------------ tables
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
@@ -150,6 +156,7 @@ class GlmerResult(Result):
                     "varcorr": frame_records(self.varcorr), "converged": self.converged,
                     "singular": self.singular, "messages": list(self.messages),
                     "vcov_method": self.vcov_method, "optimizer": self.optimizer.to_dict(),
+                    "control": self.control.to_dict(),
                     "separation": None if self.separation is None else self.separation.to_dict(),
                     "prior_deviance": self.prior_deviance})
         return out
@@ -274,7 +281,11 @@ class GlmerResult(Result):
         if self.fixef_prior is not None:
             header += [f"Fixef prior: {self.fixef_prior.describe()}",
                        f"Prior dev  : {self.prior_deviance:.4f}"]
-        notes = [_VCOV_NOTES[self.vcov_method], *self.messages]
+        notes = [_VCOV_NOTES[self.vcov_method], self.optimizer.describe()]
+        changed = self.control.changed()
+        if changed:
+            notes.append("control: " + ", ".join(f"{k} = {v!r}" for k, v in changed.items()))
+        notes += self.messages
         approx = ("Laplace Approximation" if self.nagq == 1
                   else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
         return Summary("Generalized linear mixed model fit by maximum likelihood "
@@ -301,8 +312,6 @@ class FittedModel:
 
     def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
                  separation: Any = None):
-        from .deviance import DenseSolver
-
         self.terms: list[RandomTerm] = list(design.terms)
         self.data = data
         self.design = design  # arrays only (no solver): profiles and the bootstrap refit from it
@@ -316,7 +325,7 @@ class FittedModel:
             self._resid = _frozen(np.zeros(k.size))
             return
         self.u = _frozen(ev.u)
-        self.lambdas = [_frozen(L) for L in DenseSolver.lambdas_for(self.terms, ev.theta)]
+        self.lambdas = [_frozen(L) for L in term_lambdas(self.terms, ev.theta)]
         self._ranef = self._ranef_frame(ld, ev)
         if separation is None:
             mu = ev.mu[row_index]

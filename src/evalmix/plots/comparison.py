@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .style import COLUMN_WIDTH, colour, styled
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    from matplotlib.axes import Axes
+
+    from ..comparisons import FriedmanResult
+    from matplotlib.figure import Figure, SubFigure
 
 __all__ = ["critical_difference_plot"]
 
@@ -28,7 +31,8 @@ def _cliques(ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
 
 
 @styled
-def critical_difference_plot(result: Any, *, ax: Any = None, title: str | None = None) -> Figure:
+def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, title: str | None = None
+                             ) -> Figure | SubFigure:
     """Demšar's critical-difference diagram of a :func:`evalmix.friedman` result.
 
     Models are placed on the mean-rank axis (rank 1 = best, on the left); a thick bar joins
@@ -47,8 +51,8 @@ def critical_difference_plot(result: Any, *, ax: Any = None, title: str | None =
 
     Returns
     -------
-    matplotlib.figure.Figure
-        The figure drawn on (that of ``ax`` when given).
+    matplotlib.figure.Figure or SubFigure
+        The figure drawn on (that of ``ax`` when given: a SubFigure when ``ax`` lies in one).
 
     Examples
     --------

@@ -19,6 +19,9 @@ import pandas as pd
 from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, styled
 
 if TYPE_CHECKING:
+    from .._result import Result
+    from ..emmeans import Contrasts, EMMeans
+    from ..selection import ModelComparison
     from matplotlib.figure import Figure
 
 __all__ = ["accuracy_heatmap", "accuracy_intervals", "delta_bic_bars", "marginal_means",
@@ -31,8 +34,8 @@ def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
-def _frame(result: Any) -> pd.DataFrame:
-    return result.to_frame() if hasattr(result, "to_frame") else pd.DataFrame(result)
+def _frame(result: Result | pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(result) if isinstance(result, pd.DataFrame) else result.to_frame()
 
 
 def _interval(table: pd.DataFrame, prefix: str = "") -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +62,7 @@ def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw:
 
 
 @styled
-def accuracy_intervals(table: pd.DataFrame | Any, *, y: str = "model", hue: str | None = None,
+def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: str | None = None,
                        col: str | None = None, figsize: tuple[float, float] | None = None) -> Figure:
     """Accuracy with its confidence interval per group (the paper's Figure 1).
 
@@ -122,7 +125,7 @@ def accuracy_intervals(table: pd.DataFrame | Any, *, y: str = "model", hue: str 
 
 
 @styled
-def delta_bic_bars(comparison: Any, *, figsize: tuple[float, float] | None = None) -> Figure:
+def delta_bic_bars(comparison: ModelComparison | pd.DataFrame, *, figsize: tuple[float, float] | None = None) -> Figure:
     """ΔBIC of each candidate model against the best one (the paper's Figure 2, Supp. Figure 1).
 
     Bars are labelled with ΔBIC and the BIC weight (Kass & Raftery read ΔBIC > 2 as positive, > 6 as
@@ -173,7 +176,7 @@ def _contrast_label(text: str) -> str:
 
 
 @styled
-def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0.05,
+def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = None, alpha: float = 0.05,
                       max_cols: int = 4, figsize: tuple[float, float] | None = None) -> Figure:
     """Forest plot of odds ratios with their intervals (the paper's Figure 3, Supp. Figure 2).
 
@@ -254,7 +257,7 @@ def odds_ratio_forest(contrasts: Any, *, by: str | None = None, alpha: float = 0
 
 
 @styled
-def marginal_means(emm: Any, *, sort: bool = True, percent: bool = True,
+def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: bool = True,
                    figsize: tuple[float, float] | None = None) -> Figure:
     """Estimated marginal means with their intervals as horizontal bars (the paper's Figure 4).
 
@@ -306,7 +309,7 @@ def marginal_means(emm: Any, *, sort: bool = True, percent: bool = True,
 
 
 @styled
-def accuracy_heatmap(table: pd.DataFrame | Any, *, row: str = "model", col: str = "domain",
+def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: str = "domain",
                      value: str = "estimate", figsize: tuple[float, float] | None = None) -> Figure:
     """Accuracy of each ``row`` level in each ``col`` level as an annotated heatmap (Figure 5).
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from ..leaderboard import RankSets
     from matplotlib.figure import Figure
 
 __all__ = ["leaderboard_plot"]
@@ -19,7 +20,7 @@ def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
-def leaderboard_plot(result: Any, *, where: Mapping[str, Any] | None = None, figsize: tuple | None = None,
+def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None, figsize: tuple | None = None,
                      title: str | None = None) -> Figure:
     """Draw a leaderboard: each model's estimate and interval, its rank set and its tie groups.
 

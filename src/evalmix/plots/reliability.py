@@ -9,7 +9,7 @@ of single runs against the pooled leaderboard (:func:`rank_bump`) and the SE-aga
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,9 @@ import pandas as pd
 from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, marker, styled
 
 if TYPE_CHECKING:
+    from ..ranking import RankInstabilityResult, RankUncertaintyResult
+    from ..reliability import FlipRateResult, ICCResult
+    from ..repetitions import SEvsRunsResult
     from matplotlib.figure import Figure
 
 __all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "rank_intervals", "se_curves"]
@@ -38,7 +41,7 @@ def _panels(table: pd.DataFrame, col: str | None) -> list[tuple[Any, pd.DataFram
 
 
 @styled
-def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language",
+def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", hue: str | None = "language",
                    col: str | None = "prompt", value: str = "flip_rate", figsize: tuple | None = None
                    ) -> Figure:
     """Grouped bars of the share of items that flip across runs (the paper's Figure 6).
@@ -64,7 +67,7 @@ def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language
     >>> fig = flip_rate_bars(evalmix.flip_rate(df, ["model", "language"]), col=None)
     """
     plt = _plt()
-    table = result.table if hasattr(result, "table") else result
+    table = result if isinstance(result, pd.DataFrame) else result.table
     panels = _panels(table, col)
     xs = list(dict.fromkeys(table[x]))
     hues = list(dict.fromkeys(table[hue])) if hue else [None]
@@ -93,7 +96,7 @@ def flip_rate_bars(result: Any, *, x: str = "model", hue: str | None = "language
 
 
 @styled
-def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence[float] | None = None,
+def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Sequence[float] | None = None,
              show_ci: bool = True, figsize: tuple | None = None) -> Figure:
     """ICC per slice as sorted dots coloured by quality band (the paper's Figure 7).
 
@@ -146,7 +149,7 @@ def icc_dots(result: Any, *, label: Sequence[str] | None = None, bands: Sequence
 
 
 @styled
-def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None) -> Figure:
+def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple | None = None) -> Figure:
     """Leaderboard ranks of single runs (or run subsets) next to the pooled ranks (the paper's Figure 8).
 
     One panel per slice; each model is a line through its rank in the pooled leaderboard ("all")
@@ -191,7 +194,8 @@ def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None) -> 
         for j in range(wide.shape[1]):
             col = wide.iloc[:, j]
             for _, idx in col.groupby(col).groups.items():
-                rows = [wide.index.get_loc(i) for i in idx]
+                # the models are unique labels, so get_loc gives one position each
+                rows = [cast(int, wide.index.get_loc(i)) for i in idx]
                 if len(rows) > 1:
                     offset[rows, j] = np.linspace(-0.12, 0.12, len(rows))
         for i, m in enumerate(models):
@@ -212,7 +216,7 @@ def rank_bump(result: Any, *, n_runs: int = 1, figsize: tuple | None = None) -> 
 
 
 @styled
-def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | None = None) -> Figure:
+def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize: tuple | None = None) -> Figure:
     """SE of slice accuracy against runs averaged (the paper's Figure 9).
 
     Per-curve predicted lines (solid, sd_all / sqrt(R)), empirical lines over run subsets (dashed)
@@ -277,7 +281,7 @@ def se_curves(result: Any, *, show_projection: bool = False, figsize: tuple | No
 
 
 @styled
-def rank_intervals(result: Any, *, figsize: tuple | None = None) -> Figure:
+def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tuple | None = None) -> Figure:
     """Each model's rank with its interval, one panel per slice (rank uncertainty).
 
     Parameters
@@ -300,7 +304,7 @@ def rank_intervals(result: Any, *, figsize: tuple | None = None) -> Figure:
     'rank (1 = best; 95% interval)'
     """
     plt = _plt()
-    table = result.to_frame() if hasattr(result, "to_frame") else result
+    table = result if isinstance(result, pd.DataFrame) else result.to_frame()
     by = list(getattr(result, "by", ()) or [])
     model = "model" if "model" in table.columns else table.columns[0]
     panels = _panels(table, by[0] if len(by) == 1 else None) if len(by) <= 1 else \

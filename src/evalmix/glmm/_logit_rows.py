@@ -1,0 +1,62 @@
+"""Row-wise pieces of the binomial-logit deviance in one compiled pass each, for large designs.
+
+``deviance_mu`` returns ``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and fills ``mu``;
+``score_weights`` fills the score ``k - m mu`` and the weight ``m mu (1 - mu)``. NumPy needs about
+ten passes over the rows (and as many temporaries) for the first and five for the second; a numba
+loop needs one, spread over the available cores (``prange``). numba is optional: without it, or
+below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
+cost more than they save), :class:`evalmix.glmm.deviance.LaplaceDeviance` keeps its NumPy code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:
+    from numba import njit, prange
+except ImportError:  # pragma: no cover - numba is optional
+    njit = None
+
+
+def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
+    total = 0.0
+    for i in prange(eta.size):
+        x = eta[i]
+        e = math.exp(-abs(x))
+        inv = 1.0 / (1.0 + e)
+        mu[i] = inv if x >= 0 else e * inv
+        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
+    return 2.0 * total
+
+
+def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
+                   w: np.ndarray) -> None:
+    for i in prange(mu.size):
+        p = mu[i]
+        score[i] = k[i] - m[i] * p
+        w[i] = m[i] * p * (1.0 - p)
+
+
+if njit is not None:
+    _deviance_mu = njit(cache=True, parallel=True, nogil=True)(_deviance_mu)
+    _score_weights = njit(cache=True, parallel=True, nogil=True)(_score_weights)
+
+
+def available() -> bool:
+    """Whether numba is installed (the kernels are then compiled)."""
+    return njit is not None
+
+
+def deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[float, np.ndarray]:
+    """``D(y, eta)`` and ``mu`` for the logit link (float64 rows)."""
+    mu = np.empty_like(eta)
+    return float(_deviance_mu(eta, k, m, mu)), mu
+
+
+def score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Score ``k - m mu`` and Fisher weight ``m mu (1 - mu)`` of each row."""
+    score, w = np.empty_like(mu), np.empty_like(mu)
+    _score_weights(mu, k, m, score, w)
+    return score, w

@@ -1,0 +1,202 @@
+"""Settings of a GLMM fit: every tolerance, limit and threshold in one place (lme4's ``glmerControl``).
+
+:class:`GlmerControl` is frozen and validated on creation; :func:`evalmix.glmer` takes one as
+``control=`` and stores it on the result (``fit.control``) beside the optimiser's report
+(``fit.optimizer``), so a fit records the settings it ran with. The defaults are the values evalmix
+has always used; where a value is lme4's default it says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["GlmerControl", "DEFAULT_CONTROL"]
+
+
+def _num(default: float, kind: type = float, *, upper: float = math.inf, zero: bool = False) -> Any:
+    """A numeric field with the rule its value must meet (checked in ``__post_init__``)."""
+    return field(default=default, metadata={"kind": kind, "upper": upper, "zero": zero})
+
+
+@dataclass(frozen=True)
+class GlmerControl:
+    """Tolerances, iteration limits and solver thresholds of :func:`evalmix.glmer`.
+
+    Every field is a positive finite number (an integer where a count is meant;
+    ``boundary_restarts`` may be 0) and ``log`` a bool. An invalid value raises ``ValueError``
+    naming the field.
+    Changing a solver threshold changes how the fit is computed, never what it converges to;
+    changing a tolerance changes where the optimiser stops.
+
+    Examples
+    --------
+    >>> from evalmix.glmm import GlmerControl
+    >>> ctl = GlmerControl(grad_tol=1e-3, maxiter=1000)
+    >>> ctl.grad_tol, ctl.maxiter, ctl.singular_tol
+    (0.001, 1000, 0.0001)
+    >>> try:
+    ...     GlmerControl(pirls_maxit=0)
+    ... except ValueError as exc:
+    ...     print(exc)
+    GlmerControl.pirls_maxit must be a positive integer, got 0
+    """
+
+    # -- convergence checks, as lme4's checkConv ------------------------------------------------
+    #: a variance parameter below this (on a theta bounded at 0) makes the fit singular: lme4's
+    #: ``isSingular(tol = 1e-4)``, the default of ``check.conv.singular``
+    singular_tol: float = _num(1e-4)
+    #: largest scaled gradient accepted at the optimum: lme4's ``check.conv.grad`` tolerance (2e-3)
+    grad_tol: float = _num(0.002)
+    #: smallest eigenvalue ratio of the Hessian accepted: lme4's ``check.conv.hess`` tolerance (1e-6)
+    hess_tol: float = _num(1e-6)
+    #: a theta this close to its lower bound counts as on the bound when the gradient is checked
+    #: (the gradient there may point out of the feasible set)
+    bound_tol: float = _num(1e-8)
+
+    # -- the outer optimiser: L-BFGS-B over theta (beta profiled) -------------------------------
+    #: outer iterations (``glmer(maxiter=)``); the profiled problem has few parameters and
+    #: converges in tens of iterations, so 500 only stops a runaway fit
+    maxiter: int = _num(500, int)
+    #: L-BFGS-B relative reduction of the deviance to stop at: near machine precision, because the
+    #: deviance is smooth and an early stop shows in the 4th digit of the SEs
+    ftol: float = _num(1e-15)
+    #: L-BFGS-B projected-gradient tolerance; the exact theta gradient makes 1e-7 reachable
+    gtol: float = _num(1e-7)
+    #: L-BFGS-B memory (corrections kept); 20 covers every theta of a realistic model
+    maxcor: int = _num(20, int)
+    #: relative decrease (Newton decrement) below which the inner Newton steps over beta stop
+    inner_tol: float = _num(1e-14)
+    #: Newton steps over beta per theta; one or two are typical with warm starts
+    inner_maxit: int = _num(100, int)
+    #: restarts of the optimiser from probes off a boundary theta = 0 (the deviance is even in a
+    #: scalar theta, so its gradient vanishes there whether or not it is a minimum)
+    boundary_restarts: int = _num(3, int, zero=True)
+    #: a theta at most this far above 0 is on the boundary for the probes
+    boundary_eps: float = _num(1e-6)
+    #: value a boundary theta is moved to when probing off the boundary
+    boundary_probe: float = _num(0.1)
+    #: a probe must lower the deviance by this much to restart from it (less is rounding)
+    boundary_gain: float = _num(1e-6)
+
+    # -- PIRLS (conditional modes) ---------------------------------------------------------------
+    #: relative Newton decrement at which PIRLS stops: the mode to rounding, so that the Laplace
+    #: deviance is a smooth function for the optimiser and the finite differences
+    pirls_tol: float = _num(1e-15)
+    #: PIRLS iterations; Newton with warm starts needs 2-5, a cold start rarely 20
+    pirls_maxit: int = _num(60, int)
+    #: lme4's ``tolPwrss`` (1e-7): its second-stage deviance function stops PIRLS there, which
+    #: the default ``vcov_method="hessian"`` replays to reproduce lme4's standard errors
+    tol_pwrss: float = _num(1e-7)
+    #: PIRLS iterations of that replay (lme4's ``pwrssUpdate`` gives up after a bounded count too)
+    pwrss_maxit: int = _num(100, int)
+    #: lme4's first stage (theta with beta inside PIRLS, ``nAGQ = 0``) is refitted only to find
+    #: the linear predictor its second-stage PIRLS restarts from; these loose settings suffice,
+    #: as only lme4's PIRLS iteration count from that start matters
+    stage1_maxiter: int = _num(200, int)
+    stage1_ftol: float = _num(1e-10)
+    stage1_gtol: float = _num(1e-5)
+    #: L-BFGS-B ``ftol`` of each point of a likelihood profile (``confint(method="profile")``)
+    profile_ftol: float = _num(1e-14)
+    #: step of the finite-difference Hessian: lme4 1.1-31's ``deriv12(delta = 1e-4)``
+    hessian_step: float = _num(1e-4)
+
+    # -- solver choice and memory limits ---------------------------------------------------------
+    #: random effects (q) up to which ``DenseSolver`` scatters rows straight into a dense q x q
+    #: H; above it a sparse product is cheaper than the q^2 bincount table
+    dense_h_max: int = _num(1500, int)
+    #: columns of the dense remainder of ``SchurSolver`` (its Schur complement is qr x qr, 128 MB
+    #: at 4000, factorised at every PIRLS step)
+    schur_max_rest: int = _num(4000, int)
+    #: share of observed (item, rest level) pairs above which ``SchurSolver`` stores C dense
+    #: (a value above 1 never stores it dense)
+    schur_dense_fill: float = _num(0.25)
+    #: entries of a dense C (480 MB of float64), about 3,000 x 20,000
+    schur_max_dense: int = _num(60_000_000, int)
+    #: entries of one block of G S^-1 formed when ``SchurSolver`` computes leverages (32 MB)
+    schur_chunk: int = _num(4_000_000, int)
+    #: columns of the remainder of ``BlockSchurSolver`` (as ``schur_max_rest``)
+    block_schur_max_rest: int = _num(4000, int)
+    #: entries of ``BlockSchurSolver``'s dense q1 x qr block C (as ``schur_max_dense``)
+    block_schur_max_dense: int = _num(60_000_000, int)
+    #: columns of the crossed remainder of ``NestedSchurSolver``
+    nested_schur_max_rest: int = _num(1000, int)
+    #: entries of ``NestedSchurSolver``'s dense blocks (q1 x qr and n x qr, 400 MB each)
+    nested_schur_max_cells: float = _num(5e7)
+    #: ``CrossedGridSolver`` (two crossed intercepts as a dense grid of cells) from this many cells
+    #: (levels of one factor times levels of the other); below it the sparse Schur path is as fast
+    grid_min_cells: int = _num(50_000, int)
+    #: ... and up to this many (1.6 GB per float64 grid)
+    grid_max_cells: int = _num(200_000_000, int)
+    #: ... when at least this share of the cells is observed
+    grid_fill: float = _num(0.25, upper=1.0)
+    #: ... and the smaller factor has at most this many levels (its Schur complement is dense)
+    grid_max_small: int = _num(12_000, int)
+    #: rows from which the logit deviance, weights and scores are computed by compiled (numba)
+    #: loops, when numba is installed
+    compiled_rows_min: int = _num(200_000, int)
+    #: cells of the (groups x fixed-effect patterns) table of a compressed X product; above it
+    #: the product goes through a sparse indicator matrix (400 MB)
+    group_table_max: float = _num(5e7)
+
+    # -- records ---------------------------------------------------------------------------------
+    #: keep a log of the outer iterations (theta, deviance, gradient norm) in ``fit.optimizer.log``
+    log: bool = False
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if f.name == "log":
+                if not isinstance(self.log, bool):
+                    raise ValueError(f"GlmerControl.log must be True or False, got {self.log!r}")
+                continue
+            v = getattr(self, f.name)
+            kind, upper = f.metadata["kind"], f.metadata["upper"]
+            zero = f.metadata.get("zero", False)
+            if kind is int:
+                ok = (not isinstance(v, bool) and isinstance(v, int | float)
+                      and float(v).is_integer() and (v >= 0 if zero else v > 0))
+                if not ok:
+                    what = "a non-negative integer" if zero else "a positive integer"
+                    raise ValueError(f"GlmerControl.{f.name} must be {what}, got {v!r}")
+                object.__setattr__(self, f.name, int(v))
+            else:
+                ok = (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+                      and 0 < v <= upper)
+                if not ok:
+                    rng = f"in (0, {upper:g}]" if math.isfinite(upper) else "positive and finite"
+                    raise ValueError(f"GlmerControl.{f.name} must be {rng}, got {v!r}")
+                object.__setattr__(self, f.name, float(v))
+
+    def replace(self, **changes: Any) -> GlmerControl:
+        """A copy with some fields changed (validated as a new control).
+
+        Examples
+        --------
+        >>> GlmerControl().replace(maxiter=50).maxiter
+        50
+        """
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"GlmerControl has no field(s) {sorted(unknown)}; fields: "
+                             f"{[f.name for f in dataclasses.fields(self)]}")
+        return dataclasses.replace(self, **changes)
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from the defaults (what ``summary()`` prints).
+
+        Examples
+        --------
+        >>> GlmerControl(grad_tol=0.01).changed()
+        {'grad_tol': 0.01}
+        """
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(DEFAULT_CONTROL, f.name)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name."""
+        return dataclasses.asdict(self)
+
+
+DEFAULT_CONTROL = GlmerControl()
