@@ -353,3 +353,23 @@ def test_default_sampler_matches_pymc_sampler(sim):
     assert stored <= set(auto.idata.posterior.data_vars)
     assert stored <= set(ref.idata.posterior.data_vars)
     assert auto.idata.log_likelihood["y"].shape == (2, 500, len(sim))
+
+
+def test_ranks_leave_out_a_non_estimable_level():
+    """A rank-deficient fit (model C never ran in ES): C's mean averaged over languages involves
+    the empty cell, so it is not ranked (a warning names it) instead of getting a silent number;
+    the other means are the posterior means of the shared reference grid."""
+    from evalmix.errors import DataWarning, FitWarning
+
+    data = glmm_runs(3, 30, 2, seed=5)
+    data["lang"] = np.where(data["item"].astype(str).str[-1].isin(list("02468")), "ES", "EN")
+    data = data[~((data["model"] == "M3") & (data["lang"] == "ES"))]
+    with pytest.warns(FitWarning, match="rank deficient"):
+        fit = quiet_fit("correct ~ model * lang + (1|item)", data, seed=4)
+    with pytest.warns(DataWarning, match="model=M3"):
+        r = fit.ranks("model")
+    assert sorted(r.table["model"]) == ["M1", "M2"] and r.draws.shape[1] == 2
+    emm = evalmix.emmeans(fit, "model").to_frame().set_index("model")
+    assert np.isnan(emm.loc["M3", "estimate"])
+    got = r.table.set_index("model")["mean_logit"]
+    np.testing.assert_allclose(got, emm.loc[got.index, "estimate"], rtol=1e-10)

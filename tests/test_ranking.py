@@ -201,3 +201,67 @@ def test_counts_input_matches_binary():
     u = rank_uncertainty(runs, n_boot=300, seed=4).table
     v = rank_uncertainty(df, n_boot=300, seed=4).table
     np.testing.assert_allclose(u["mean_rank"], v["mean_rank"])
+
+
+# --- rank-deficient fits: a level mean that is not estimable is never a silent number -------------
+
+@pytest.fixture(scope="module")
+def missing_cell_fit():
+    """m3 never ran in ES: glmer drops the aliased m3:ES column, and emmeans calls every mean that
+    involves that cell not estimable."""
+    import warnings
+
+    from conftest import REFERENCE
+    from evalmix.glmm import glmer
+
+    data = pd.read_csv(REFERENCE / "inference_glmer_sim.csv")
+    data = data[~((data["model"] == "m3") & (data["lang"] == "ES"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return glmer("correct ~ model * lang + (1|item) + (1|item:run)", data)
+
+
+def test_rank_uncertainty_glmm_flags_a_non_estimable_level(missing_cell_fit):
+    from evalmix.errors import DataWarning
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    fit = missing_cell_fit
+    with pytest.warns(DataWarning, match=r"not estimable for lang=ES, model=m3"):
+        r = rank_uncertainty_glmm(fit, by="lang", n_draws=4000, seed=2)
+    tab = r.table.set_index(["lang", "model"])
+    assert tab.loc[("ES", "m3")].isna().all()
+    # the estimable means are emmeans' (checked against R in test_emmeans), ranked among
+    # themselves: 3 levels in EN, 2 in ES
+    emm = evalmix.emmeans(fit, "model", by="lang").to_frame().set_index(["lang", "model"])
+    ok = emm["estimate"].notna()
+    np.testing.assert_allclose(tab.loc[emm.index[ok], "estimate"], emm.loc[ok, "estimate"],
+                               rtol=1e-12)
+    np.testing.assert_allclose(tab.loc[emm.index[ok], "se"], emm.loc[ok, "se"], rtol=1e-12)
+    assert sorted(tab.loc["EN", "rank"].astype(int)) == [1, 2, 3]
+    assert sorted(tab.loc["ES", "rank"].dropna().astype(int)) == [1, 2]
+    np.testing.assert_allclose(tab.loc["ES", "mean_rank"].sum(), 3.0)  # 1 + 2
+    dist = r.distribution.set_index(["lang", "model"])
+    assert dist.loc[("ES", "m3")].isna().all()
+    # averaged over languages, m3's mean involves the empty cell too
+    with pytest.warns(DataWarning, match="model=m3"):
+        pooled = rank_uncertainty_glmm(fit, n_draws=500, seed=2).table.set_index("model")
+    assert np.isnan(pooled.loc["m3", "estimate"]) and pooled["rank"].notna().sum() == 2
+
+
+def test_rank_sets_and_components_leave_out_a_non_estimable_level(missing_cell_fit):
+    from evalmix.errors import DataWarning
+
+    fit = missing_cell_fit
+    with pytest.warns(DataWarning, match="lang=ES, model=m3"):
+        sets = evalmix.rank_sets_glmm(fit, by="lang").table
+    assert set(zip(sets["lang"], sets["model"])) == {("EN", "m-1"), ("EN", "m2"), ("EN", "m3"),
+                                                    ("ES", "m-1"), ("ES", "m2")}
+    emm = evalmix.emmeans(fit, "model", by="lang").to_frame().set_index(["lang", "model"])
+    got = sets.set_index(["lang", "model"])["estimate"]
+    np.testing.assert_allclose(got, emm.loc[got.index, "estimate"], rtol=1e-12)
+    with pytest.warns(DataWarning, match="lang=ES, model=m3"):
+        comp = evalmix.repetitions.components_from_fit(fit, by="lang", item_run="item:run")
+    comp = comp.set_index(["lang", "model"])
+    assert np.isnan(comp.loc[("ES", "m3"), "eta"])
+    np.testing.assert_allclose(comp.loc[("EN", "m3"), "eta"], emm.loc[("EN", "m3"), "estimate"],
+                               rtol=1e-12)

@@ -32,11 +32,11 @@ from scipy import stats
 
 from ._result import Result
 from .draws import hdi
-from .errors import FormulaError
+from .errors import DataError, DataWarning, FormulaError
 from .fitted import Coefficients, coefficients, linear_functions
 from .links import LINKS, inverse_link, mu_eta
 
-__all__ = ["RefGrid", "ref_grid", "WEIGHTS"]
+__all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS"]
 
 #: How :meth:`RefGrid.marginal` may weight the grid rows it averages (emmeans' ``weights``).
 WEIGHTS = ("equal", "proportional", "outer", "cells", "flat")
@@ -313,6 +313,21 @@ class RefGrid(Result):
                                  "conf_high": inverse_link(back, hi)})
         return pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
 
+    def check_estimable(self, what: str, stacklevel: int = 3) -> np.ndarray:
+        """Whether each row is estimable; warns (:class:`~evalmix.errors.DataWarning`) naming
+        the rows that are not, as ``what`` (e.g. "the marginal mean of model")."""
+        ok = self.estimable
+        if not ok.all():
+            import warnings
+
+            frame = self._raw("frame")
+            names = [", ".join(f"{k}={v}" for k, v in row.items())
+                     for row in frame.loc[~ok].to_dict(orient="records")]
+            warnings.warn(f"{what} is not estimable for {'; '.join(names)}: the fit dropped an "
+                          "aliased column (a combination of levels with no observations), so no "
+                          "value is reported there (NaN)", DataWarning, stacklevel=stacklevel)
+        return ok
+
     def covariance(self) -> np.ndarray:
         """Covariance of the rows' linear predictors (``L V L'``, or of the draws)."""
         L = self._masked_L()
@@ -507,3 +522,31 @@ def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
                    vcov=coefs.vcov, draws=coefs.draws, L_full=X_full, null_basis=basis,
                    offset=np.full(len(frame), shift) if shift else None,
                    separation=coefs.separation, design=design)
+
+
+def level_means(fit: Any, term: str, by: Sequence[str] = ()) -> RefGrid:
+    """The marginal mean of each level of the factor ``term`` within each combination of the
+    factors ``by``: ``emmeans(fit, term, by=by)``'s grid (equal weights over the other factors,
+    covariates at their means), rows ordered by the ``by`` levels (the first slowest), then by
+    the levels of ``term``; columns ``by`` then ``term``.
+
+    The one source of per-level means for rankings and study planning; rows that are not
+    estimable in a rank-deficient fit are flagged by ``estimable``.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
+    >>> level_means(fit, "model").frame["model"].tolist()
+    ['M1', 'M2', 'M3']
+    """
+    factors = dict(fit.fixed_design.factors)
+    by = list(by)
+    for name in [term, *by]:
+        if name not in factors:
+            raise DataError(f"{name!r} is not a factor of the fixed part; factors: {list(factors)}")
+    # expand.grid order with the last by variable slowest: reversed, the first by is slowest
+    means = ref_grid(fit).marginal([term], list(reversed(by)))
+    frame = means._raw("frame")[by + [term]]
+    return replace(means, frame=frame, by=tuple(by))

@@ -47,7 +47,8 @@ from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
 from .fitted import coefficients
-from .ranking import cell_sums, grid_groups, marginal_rows
+from .grid import level_means
+from .ranking import cell_sums, grid_groups
 from .status import scored_rows
 
 __all__ = ["RankSets", "rank_sets", "rank_sets_glmm", "rank_sets_normal", "rank_sets_posterior",
@@ -557,6 +558,8 @@ def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | N
     -------
     RankSets
         ``estimate``, ``conf_low``, ``conf_high`` on the logit scale, ``accuracy`` its inverse logit.
+        A level whose marginal mean is not estimable (an empty cell of a rank-deficient fit) is
+        left out, with a :class:`~evalmix.errors.DataWarning` naming it.
 
     Examples
     --------
@@ -568,11 +571,15 @@ def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | N
     """
     _check_level(conf_level)
     by_ = sl.as_list(by)
-    grid, L = marginal_rows(fit, term, by_)
+    means = level_means(fit, term, by_)
+    grid, L = means.frame, means.L
+    # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
+    ok = means.check_estimable(f"the marginal mean of {term}")
     coefs = coefficients(fit, posterior=False)  # the ML fit's normal approximation
-    est, cov = L @ coefs.beta, L @ coefs.vcov @ L.T
+    est, cov = L @ coefs.beta + means.offsets, L @ coefs.vcov @ L.T
     parts = []
     for key, idx in grid_groups(grid, by_):
+        idx = idx[ok[idx]]
         labels = grid[term].iloc[idx].tolist()
         parts.append(_normal_parts(labels, dict(zip(by_, key)), est[idx], cov[np.ix_(idx, idx)],
                                    conf_level, _with_accuracy))

@@ -24,9 +24,10 @@ from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
 from .fitted import coefficients, linear_functions
+from .grid import level_means
 from .parallel import parallel_map
 
-__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups", "marginal_rows",
+__all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
 
 
@@ -357,32 +358,6 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
 # rank uncertainty from a fitted GLMM
 
 
-def marginal_rows(fit: Any, term: str, by: Sequence[str] = ()) -> tuple[pd.DataFrame, np.ndarray]:
-    """Rows of L giving the link-scale marginal mean of each level of ``term`` (within ``by``).
-
-    The reference grid crosses every factor level of the fit's fixed part (numeric covariates at
-    their means); a marginal mean averages the grid rows over the factors not in ``term``/``by`` with
-    equal weights, as ``emmeans`` does by default.
-    """
-    design = fit.fixed_design
-    factors = dict(design.factors)
-    for name in [term, *by]:
-        if name not in factors:
-            raise DataError(f"{name!r} is not a factor of the fixed part; factors: {list(factors)}")
-    grid = pd.MultiIndex.from_product(list(factors.values()), names=list(factors)).to_frame(index=False)
-    for cov, mean in design.covariates.items():
-        grid[cov] = mean
-    X = design.model_matrix(grid)
-    keys = list(by) + [term]
-    labels, rows = [], []
-    for key, idx in grid.groupby(keys, sort=False).indices.items():
-        labels.append(key if isinstance(key, tuple) else (key,))
-        rows.append(X[idx].mean(axis=0))
-    frame = pd.DataFrame(labels, columns=keys)
-    order = frame.sort_values(keys, key=lambda s: s.map({v: i for i, v in enumerate(factors[s.name])}))
-    return order.reset_index(drop=True), np.asarray(rows)[order.index.to_numpy()]
-
-
 def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.ndarray]]:
     """Row positions of ``grid`` per combination of ``by`` (one group of all rows without ``by``)."""
     if not by:
@@ -423,7 +398,9 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
         mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
-        ``p_best``, ``se`` (of the logit marginal mean).
+        ``p_best``, ``se`` (of the logit marginal mean).  A level whose marginal mean is not
+        estimable (an empty cell of a rank-deficient fit) is NaN throughout and left out of the
+        ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.
 
     Examples
     --------
@@ -437,29 +414,46 @@ def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[s
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
-    grid, L = marginal_rows(fit, term, by_)
+    means = level_means(fit, term, by_)
+    grid, L, off = means.frame, means.L, means.offsets
+    # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
+    ok = means.check_estimable(f"the marginal mean of {term}")
     coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
     beta, V = coefs.normal
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
-    eta_draws = draws @ L.T
+    eta_draws = draws @ L.T + off
     est, se, _ = linear_functions(L, beta, V)
+    est = np.where(ok, est + off, np.nan)
+    se = np.where(ok, se, np.nan)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
-        ranks = np.apply_along_axis(_min_rank, 1, eta_draws[:, idx])
-        obs = _min_rank(est[idx])
+        ranked = idx[ok[idx]]
+        ranks = np.apply_along_axis(_min_rank, 1, eta_draws[:, ranked])
+        obs = _min_rank(est[ranked])
+        pos = {i: j for j, i in enumerate(ranked)}
         base = dict(zip(by_, key))
-        for j, i in enumerate(idx):
+        k = len(ranked)
+        for i in idx:
+            level = grid[term].iloc[i]
+            if i not in pos:
+                rows.append(base | {"model": level, "estimate": np.nan, "accuracy": np.nan,
+                                    "rank": np.nan, "mean_rank": np.nan, "conf_low": np.nan,
+                                    "conf_high": np.nan, "p_best": np.nan, "se": np.nan})
+                dist_rows.append(base | {"model": level} |
+                                 {f"rank_{r + 1}": np.nan for r in range(k)})
+                continue
+            j = pos[i]
             r = ranks[:, j]
-            rows.append(base | {"model": grid[term].iloc[i], "estimate": est[i],
+            rows.append(base | {"model": level, "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
                                 "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
                                 "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
-            counts = np.bincount(r, minlength=len(idx) + 1)[1:] / len(r)
-            dist_rows.append(base | {"model": grid[term].iloc[i]} |
-                             {f"rank_{k + 1}": counts[k] for k in range(len(idx))})
+            counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
+            dist_rows.append(base | {"model": level} |
+                             {f"rank_{c + 1}": counts[c] for c in range(k)})
     return RankUncertaintyResult(table=pd.DataFrame(rows), distribution=pd.DataFrame(dist_rows),
                                  by=tuple(by_), n_boot=n_draws, conf_level=conf_level, method="glmm")

@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, overload
 
 import numpy as np
 import pandas as pd
@@ -131,8 +131,13 @@ ICCType = Literal["consistency", "agreement"]
 ICCUnit = Literal["single", "average"]
 
 
+@overload
+def quality_band(value: float, bands: Sequence[float] = ..., labels: Sequence[str] = ...) -> str | None: ...
+@overload
+def quality_band(value: np.ndarray, bands: Sequence[float] = ..., labels: Sequence[str] = ...
+                 ) -> list[str | None] | str | None: ...  # a 0-d array gives one label
 def quality_band(value: float | np.ndarray, bands: Sequence[float] = KOO_LI_BANDS,
-                 labels: Sequence[str] = _LABELS) -> Any:
+                 labels: Sequence[str] = _LABELS) -> str | None | list[str | None]:
     """Qualitative label of an ICC (or array of ICCs).
 
     Intervals are closed on the right, as R's ``cut(x, c(-Inf, bands, Inf))``: with the Koo & Li
@@ -445,7 +450,15 @@ class LatentICCResult(Result):
                                     "n_runs": self.n_runs, "icc_runs_average": self.icc_runs_average}
 
 
-def _varcorr_frame(fit_or_varcorr: Any) -> pd.DataFrame:
+class VarCorrFit(Protocol):
+    """A fit that reports its variance components, as :func:`latent_icc` reads it
+    (:class:`evalmix.GlmerResult`, :class:`evalmix.bayes.BayesGlmerResult`)."""
+
+    @property
+    def varcorr(self) -> pd.DataFrame: ...
+
+
+def _varcorr_frame(fit_or_varcorr: VarCorrFit | pd.DataFrame) -> pd.DataFrame:
     vc = getattr(fit_or_varcorr, "varcorr", fit_or_varcorr)
     if callable(vc):
         vc = vc()
@@ -455,7 +468,7 @@ def _varcorr_frame(fit_or_varcorr: Any) -> pd.DataFrame:
     return vc
 
 
-def latent_icc(fit_or_varcorr: Any, *, item: str = "item", item_run: str | None = None,
+def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item", item_run: str | None = None,
                n_runs: int = 1) -> LatentICCResult:
     """Model-based run-to-run reliability from the variance components of a logistic GLMM.
 

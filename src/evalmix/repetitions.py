@@ -31,6 +31,7 @@ from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
 from .data import RunsData, ensure_runs
 from .errors import DataError
+from .grid import level_means
 from .parallel import parallel_map
 
 __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
@@ -378,7 +379,7 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
 # components implied by a logistic GLMM
 
 
-def accuracy_components(eta: float | Sequence[float], sd_item: float, sd_item_run: float = 0.0,
+def accuracy_components(eta: float | Sequence[float] | np.ndarray, sd_item: float, sd_item_run: float = 0.0,
                         n_nodes: int = 60) -> pd.DataFrame:
     """Accuracy-scale variance components implied by a logistic GLMM.
 
@@ -621,12 +622,15 @@ def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str
     >>> list(components_from_fit(fit).columns)
     ['model', 'eta', 'accuracy', 'var_between', 'var_within']
     """
-    from .ranking import grid_groups, marginal_rows
+    from .ranking import grid_groups
 
     by_ = sl.as_list(by)
     sd_item, sd_run = _item_groups(fit, item, item_run)
-    grid, L = marginal_rows(fit, term, by_)
-    eta = L @ fit.fixef.to_numpy(float)
+    means = level_means(fit, term, by_)
+    grid = means.frame
+    # a mean that is not estimable (an empty cell of a rank-deficient fit) is NaN, with a warning
+    ok = means.check_estimable(f"the marginal mean of {term}")
+    eta = np.where(ok, means.L @ fit.fixef.to_numpy(float) + means.offsets, np.nan)
     comp = accuracy_components(eta, sd_item, sd_run, n_nodes)
     if not paired:
         return pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)], axis=1)

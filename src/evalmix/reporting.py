@@ -662,7 +662,7 @@ def _bayes_section(data: pd.DataFrame, formula: str, model: str, seed: int) -> R
 
 
 def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
-           reference: Any = None, slice: str | None = None, candidates: Sequence[str] | None = None,
+           reference: str | None = None, slice: str | None = None, candidates: Sequence[str] | None = None,
            formula: str | None = None, bayes: bool = False, seed: int = 0, conf_level: float = 0.95,
            n_boot: int = 1000, plan_se: float = 0.03, cost_item: float = 10.0, cost_run: float = 1.0,
            title: str | None = None, item: str = "item") -> Report:
@@ -676,7 +676,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         column).
     out : path, optional
         Directory to write the page, tables and figures into (see :meth:`Report.save`).
-    reference : optional
+    reference : str, optional
         Model the odds ratios are taken against (default: the most accurate model overall).
     slice : str, optional
         Slice for the marginal means, the heatmap, the slice model comparison and Table S7

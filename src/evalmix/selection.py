@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
-from .fitted import coefficients, wald_test
+from .fitted import FittedModel, coefficients, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
@@ -44,7 +44,7 @@ class AnovaTable(Result):
         return ["statistic: Wald chi-square"]
 
 
-def anova(fit: Any, type: int | str = 3) -> AnovaTable:
+def anova(fit: FittedModel, type: int | str = 3) -> AnovaTable:
     """Type-III Wald chi-square tests of each fixed-effect term (R: ``car::Anova(fit, type = 3)``).
 
     For each term (the intercept included), ``L`` selects that term's coefficients and

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,12 @@ import pandas as pd
 __all__ = ["format_p", "format_table", "to_latex", "to_markdown"]
 
 _P_NAMES = {"p", "p_value", "p.value", "pvalue", "p_adj", "p_adjusted", "pr(>chisq)", "pr(>|z|)"}
+
+
+class SupportsFrame(Protocol):
+    """Anything rendered as a table: every evalmix result (its ``to_frame()``)."""
+
+    def to_frame(self) -> pd.DataFrame: ...
 
 
 def format_p(p: float, digits: int = 3) -> str:
@@ -65,7 +71,7 @@ def _format_cell(value: Any, digits: int) -> str:
     return str(value)
 
 
-def format_table(table: pd.DataFrame | Any, digits: int = 3) -> pd.DataFrame:
+def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.DataFrame:
     """Return a copy of ``table`` with every cell formatted as a string.
 
     ``table`` may be a DataFrame or any evalmix result with a ``to_frame()`` method.
@@ -86,7 +92,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
-def _as_frame(table: Any) -> pd.DataFrame:
+def _as_frame(table: pd.DataFrame | SupportsFrame) -> pd.DataFrame:
     if isinstance(table, pd.DataFrame):
         return table
     if hasattr(table, "to_frame"):
@@ -100,7 +106,7 @@ def _latex_escape(text: str) -> str:
     return "".join(repl.get(ch, ch) for ch in text)
 
 
-def to_latex(table: Any, caption: str | None = None, label: str | None = None, digits: int = 3,
+def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, label: str | None = None, digits: int = 3,
              columns: Iterable[str] | None = None) -> str:
     """Render a result table as a LaTeX ``table`` environment (booktabs rules).
 
@@ -150,7 +156,7 @@ def to_latex(table: Any, caption: str | None = None, label: str | None = None, d
     return "\n".join(lines)
 
 
-def to_markdown(table: Any, digits: int = 3, columns: Iterable[str] | None = None) -> str:
+def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = 3, columns: Iterable[str] | None = None) -> str:
     """Render a result table as a GitHub-flavoured Markdown table.
 
     Examples

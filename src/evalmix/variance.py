@@ -46,9 +46,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 
 from . import _slicing as sl
@@ -247,9 +248,19 @@ def _var(comp: Mapping[str, float], s: str) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def mean_se(components: Mapping[str, float], n_items: Any, n_prompts: Any = 1, n_runs: Any = 1,
-            n_judges: Any = 1, prompts: Literal["random", "fixed"] = "random") -> Any:
+@overload
+def mean_se(components: Mapping[str, float], n_items: float, n_prompts: float = 1, n_runs: float = 1,
+            n_judges: float = 1, prompts: Literal["random", "fixed"] = "random") -> float: ...
+@overload
+def mean_se(components: Mapping[str, float], n_items: ArrayLike, n_prompts: ArrayLike = 1,
+            n_runs: ArrayLike = 1, n_judges: ArrayLike = 1,
+            prompts: Literal["random", "fixed"] = "random") -> float | np.ndarray: ...
+def mean_se(components: Mapping[str, float], n_items: ArrayLike, n_prompts: ArrayLike = 1,
+            n_runs: ArrayLike = 1, n_judges: ArrayLike = 1,
+            prompts: Literal["random", "fixed"] = "random") -> float | np.ndarray:
     """SE of a benchmark mean for a design, from per-source variances (see the module notes).
+
+    Scalar design sizes give a float; arrays of them (broadcast together) an array.
 
     Examples
     --------

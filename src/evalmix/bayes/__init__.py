@@ -17,7 +17,7 @@ import pandas as pd
 from ..data import RunsData
 from ..errors import SamplingWarning
 from .model import BayesModel, build_model
-from .priors import DEFAULT_PRIORS, Prior, resolve_priors
+from .priors import DEFAULT_PRIORS, Prior, PriorSpec, resolve_priors
 from .result import BayesGlmerResult, PPCResult, RankResult, flatten_chains
 from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
 
@@ -25,7 +25,7 @@ __all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResu
            "available_samplers", "default_priors", "glmer"]
 
 
-def default_priors(formula: str, data: RunsData, priors: Mapping[str, Any] | None = None, *,
+def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec] | None = None, *,
                    missing: str = "raise") -> pd.DataFrame:
     """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
 
@@ -43,7 +43,7 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, Any] | Non
     return resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
 
 
-def glmer(formula: str, data: RunsData, *, priors: Mapping[str, Any] | None = None,
+def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
           seed: int | np.random.Generator | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,

@@ -16,13 +16,18 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import gammaln
 
 from .model import BayesModel
 from .priors import Prior
+
+if TYPE_CHECKING:
+    import arviz as az
+
+    from ._nutpie_model import KernelModel
 
 __all__ = ["FusedDensity", "fused_available", "fused_reason"]
 
@@ -210,16 +215,17 @@ class FusedDensity:
         return x
 
     # ------------------------------------------------------------------ sampling
-    def compiled(self) -> Any:
+    def compiled(self) -> KernelModel:
         """A nutpie model whose log density is the compiled kernel."""
         from . import _fused_cabi
         from ._nutpie_model import KernelModel
 
         return KernelModel.build(self, _fused_cabi.logp_cfunc, _fused_cabi.expand_cfunc)
 
-    def posterior(self, idata: Any) -> Any:
+    def posterior(self, idata: az.InferenceData) -> az.InferenceData:
         """Add the model's deterministics (``b``, ``Intercept``, ``sd(...)``, non-centred effects)."""
-        post = idata.posterior
+        groups: Any = idata  # arviz sets each group (posterior, ...) as an attribute at run time
+        post = groups.posterior
         bm, basis = self.bm, self.bm.fixed_basis
         new: dict[str, Any] = {}
         dims = ("chain", "draw")
@@ -244,5 +250,5 @@ class FusedDensity:
         post = post.assign(**new)
         coords = {dim: list(vals) for dim, vals in bm.model.coords.items()
                   if dim in post.dims and dim not in post.coords}
-        idata.posterior = post.assign_coords(**coords) if coords else post
+        groups.posterior = post.assign_coords(**coords) if coords else post
         return idata

@@ -26,10 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+    from ..glmm.design import GlmmDesign
 
 __all__ = ["Prior", "DEFAULT_PRIORS", "resolve_priors"]
 
@@ -111,7 +116,7 @@ class Prior:
             return Prior("laplace", (0.0, 1.0 / p[0]))
         raise ValueError(f"prior {self} has no symmetric extension")
 
-    def dist(self, name: str, **kwargs: Any) -> Any:  # a PyMC random variable
+    def dist(self, name: str, **kwargs: Any) -> TensorVariable:  # a PyMC random variable
         """The PyMC random variable ``name`` with this prior (inside a model context)."""
         import pymc as pm
 
@@ -123,14 +128,14 @@ class Prior:
         return f"{FAMILIES[self.family][0]}({args})"
 
     @classmethod
-    def coerce(cls, value: Any) -> Prior:
+    def coerce(cls, value: PriorSpec) -> Prior:
         """A :class:`Prior` from a Prior, a tuple ``(family, *params)`` or a dict."""
         if isinstance(value, Prior):
             return value
         if isinstance(value, Mapping):
             value = dict(value)
             fam = value.pop("family")
-            names = FAMILIES.get(fam, (None, ()))[1]
+            names = FAMILIES[fam][1] if fam in FAMILIES else ()
             missing = [n for n in names if n not in value]
             if fam in FAMILIES and missing:
                 raise ValueError(f"prior {fam!r} lacks parameter(s) {missing}")
@@ -142,6 +147,10 @@ class Prior:
         raise ValueError(f"cannot read {value!r} as a prior; give e.g. ('normal', 0, 2.5)")
 
 
+# how a prior is written: a Prior, ("normal", 0, 2.5), {"family": "normal", "mu": 0, "sigma": 2.5}, or
+# a number (the eta of an LKJ prior)
+PriorSpec: TypeAlias = "Prior | tuple[str, *tuple[float, ...]] | list[Any] | Mapping[str, Any] | float"
+
 DEFAULT_PRIORS: dict[str, Prior] = {
     "Intercept": Prior("normal", (0.0, 5.0)),
     "fixed": Prior("normal", (0.0, 2.5)),
@@ -150,7 +159,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def resolve_priors(design: Any, priors: Mapping[str, Any] | None) -> tuple[dict[str, Prior], pd.DataFrame]:
+def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -> tuple[dict[str, Prior], pd.DataFrame]:
     """The prior of every parameter of ``design`` (a GLMM design) after applying ``priors``.
 
     Returns a dict parameter -> Prior (keys: fixed-effect column names, ``"sd|<group>|<column>"``

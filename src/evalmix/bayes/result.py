@@ -13,6 +13,7 @@ from scipy.special import expit, log_expit
 from .._result import Result, Summary, frame_records
 from ..draws import hdi
 from ..errors import DataError
+from ..grid import level_means
 from .model import BayesModel, TermPlan, dense_x
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
@@ -382,14 +383,20 @@ class BayesGlmerResult(Result):
         """Posterior rank distribution of the levels of ``factor`` (P(best), expected rank).
 
         Each level's marginal mean on the logit scale (fixed effects averaged over the other
-        factors with equal weights, covariates at their means, as :func:`evalmix.emmeans`) is
-        computed for every draw and the levels are ranked within the draw.
+        factors with equal weights, covariates at their means: the grid of
+        :func:`evalmix.emmeans`) is computed for every draw and the levels are ranked within the
+        draw.  A level whose mean is not estimable (an empty cell of a rank-deficient fit) is
+        left out, with a :class:`~evalmix.errors.DataWarning` naming it.
 
         Examples
         --------
         >>> fit.ranks("model").to_frame()[["model", "p_best", "expected_rank"]]  # doctest: +SKIP
         """
-        draws, levels = _marginal_draws(self, factor)
+        means = level_means(self, factor)
+        # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
+        ok = means.check_estimable(f"the marginal mean of {factor}")
+        draws = means.linear_predictor()[:, ok]
+        levels = means.frame[factor][ok].tolist()
         order = -draws if higher_is_better else draws
         rk = order.argsort(axis=1).argsort(axis=1) + 1  # rank 1 = best
         K = len(levels)
@@ -456,17 +463,3 @@ class BayesGlmerResult(Result):
         tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean",
                                           "conf_low", "conf_high", "ppp"])
         return PPCResult(tab, prob)
-
-
-def _marginal_draws(fit: BayesGlmerResult, factor: str) -> tuple[np.ndarray, list]:
-    """Draws of each level's marginal mean (link scale) over an equally weighted reference grid."""
-    fd = fit.fixed_design
-    if factor not in fd.factors:
-        raise DataError(f"{factor!r} is not a factor of the fixed part; factors: {list(fd.factors)}")
-    grid = pd.MultiIndex.from_product(list(fd.factors.values()), names=list(fd.factors)).to_frame(index=False)
-    for c, mean in fd.covariates.items():
-        grid[c] = mean
-    Xg = fd.model_matrix(grid)
-    levels = list(fd.factors[factor])
-    L = np.stack([Xg[(grid[factor] == lv).to_numpy()].mean(0) for lv in levels])
-    return fit.fixef_draws.to_numpy() @ L.T, levels

@@ -51,7 +51,7 @@ def _fit_summary(fit: Any) -> dict[str, Any]:
                            else None)}
 
 
-def add_fit_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``evalmix fit``.
 
     Examples
@@ -174,7 +174,7 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
-def add_select_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_select_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``evalmix select``.
 
     Examples
