@@ -208,7 +208,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     if design.offset is not None:
         raise FormulaError(f"offset() in {formula!r}: the Bayesian fit has no offset term yet; "
                            "fit it with evalmix.glmer")
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
