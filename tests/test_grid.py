@@ -96,6 +96,45 @@ def test_chains_and_regrid_match_r(e_by, case):
     assert_matches(make(e_by).to_frame(), REF["sim"][case], labels)
 
 
+INTERACTION_CASES = {
+    "interaction_pairwise": (dict(specs=["model", "lang"]), dict(interaction="pairwise")),
+    "interaction_trt_holm": (dict(specs=["model", "lang"]),
+                             dict(interaction=["trt.vs.ctrl", "revpairwise"], adjust="holm")),
+    "interaction_by_prompt": (dict(specs=["model", "lang"], by="prompt"),
+                              dict(interaction="pairwise", adjust="bonferroni")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTERACTION_CASES))
+def test_interaction_contrasts_match_r(fit, case):
+    """contrast(emm, interaction = ...): one column per variable, unadjusted by default."""
+    emm_kw, con_kw = INTERACTION_CASES[case]
+    res = contrast(emmeans(fit, **emm_kw), **con_kw)
+    ref = REF["sim"][case]
+    labels = [c for c in ref[0] if c.endswith(("_pairwise", "_trt.vs.ctrl", "_revpairwise"))
+              or c == "prompt"]
+    assert_matches(res.to_frame(), ref, labels)
+    assert res.to_frame().columns.tolist()[:len(labels)] == labels
+
+
+def test_interaction_contrasts_equal_the_chain(fit):
+    """interaction= is the chain contrast(contrast(emm, m, by=lang), m, by=contrast), reordered."""
+    one = contrast(emmeans(fit, ["model", "lang"]), interaction="pairwise").to_frame()
+    two = contrast(contrast(emmeans(fit, "model", by="lang"), "pairwise"), "pairwise",
+                   by="contrast", adjust="none").to_frame()
+    np.testing.assert_allclose(one["estimate"], two["estimate"], rtol=1e-13)
+    np.testing.assert_allclose(one["p_adjusted"], two["p_adjusted"], rtol=1e-13)
+    assert one["model_pairwise"].tolist() == two["contrast"].tolist()
+    assert set(one["lang_pairwise"]) == set(two["contrast1"]) == {"EN - ES"}
+
+
+def test_interaction_contrasts_of_regridded_means_match_r(fit):
+    res = contrast(regrid(emmeans(fit, ["model", "lang"])), interaction="pairwise")
+    assert res.scale == "probability"
+    assert_matches(res.to_frame(), REF["sim"]["interaction_regrid"],
+                   ["model_pairwise", "lang_pairwise"])
+
+
 def test_chain_on_the_odds_ratio_scale_matches_r(fit):
     """Ratios of odds ratios, labelled as emmeans labels them."""
     e = emmeans(fit, "model", by="lang", type="response")
@@ -150,6 +189,8 @@ def test_contrast_rejects_what_it_cannot_contrast(e_by):
         regrid(contrast(e_by))
     with pytest.raises(TypeError, match="emmeans"):
         contrast(pd.DataFrame())
+    with pytest.raises(ValueError, match="one per variable"):
+        contrast(e_by, interaction=["pairwise", "pairwise"])  # one non-by variable
 
 
 # --- a missing cell: estimability through chains and regrid ---------------------------------------
@@ -252,6 +293,14 @@ AI_CASES = {
         "domain_interaction", lambda f: contrast(regrid(emmeans(f, "model", by="domain")),
                                                  "pairwise", adjust="holm"),
         ["contrast", "domain"]),
+    "interaction_domain": (
+        "domain_interaction", lambda f: contrast(emmeans(f, ["model", "domain"]),
+                                                 interaction="trt.vs.ctrl", adjust="holm"),
+        ["model_trt.vs.ctrl", "domain_trt.vs.ctrl"]),
+    "interaction_language_by_prompt": (
+        "model * language * prompt", lambda f: contrast(
+            emmeans(f, ["model", "language"], by="prompt"), interaction="pairwise",
+            adjust="bonferroni"), ["model_pairwise", "language_pairwise", "prompt"]),
     "regrid_language_gap": (
         "model * language * prompt", lambda f: contrast(
             contrast(regrid(emmeans(f, "language", by="model")), "revpairwise"), "pairwise",
@@ -264,3 +313,30 @@ AI_CASES = {
 def test_ai4math_chains_and_regrid_match_r(ai_fits, case):
     key, make, labels = AI_CASES[case]
     assert_matches(make(ai_fits[key]).to_frame(), REF["ai4math"][case], labels)
+
+
+# --- offsets ----------------------------------------------------------------------------------------
+
+def test_offsets_ride_on_the_grid_rows():
+    """A constant offset c moves only the intercept (by -c); the grid adds the mean offset back, so
+    means, regridded means, rank estimates and a contrast that keeps one mean are those of the fit
+    without the offset, while differences are unchanged (the offsets cancel), as in emmeans."""
+    from evalmix.glmm import glmer
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=3).assign(c=0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = glmer("correct ~ model + (1|item)", runs)
+        off = glmer("correct ~ model + offset(c) + (1|item)", runs)
+    tol = dict(atol=5e-5, rtol=0)  # the two fits agree to the optimiser's tolerance
+    e0, e1 = emmeans(base, "model"), emmeans(off, "model")
+    np.testing.assert_allclose(e1.to_frame()["estimate"], e0.to_frame()["estimate"], **tol)
+    np.testing.assert_allclose(regrid(e1).to_frame()["estimate"],
+                               regrid(e0).to_frame()["estimate"], **tol)
+    keep = contrast(e1, {"M1 alone": [1, 0, 0]}, adjust="none").to_frame()
+    assert keep["estimate"].iloc[0] == pytest.approx(e1.to_frame()["estimate"].iloc[0], rel=1e-12)
+    np.testing.assert_allclose(contrast(e1).to_frame()["estimate"],
+                               contrast(e0).to_frame()["estimate"], **tol)
+    ranks = rank_uncertainty_glmm(off, n_draws=200, seed=1).table
+    np.testing.assert_allclose(ranks["estimate"], e0.to_frame()["estimate"], **tol)

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,9 @@ from .glmm import glmer
 from .ranking import rank_instability, rank_uncertainty
 from .reliability import flip_rate, icc
 from .selection import anova, compare_models
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["Report", "ReportSection", "candidate_formulas", "report"]
 
@@ -56,7 +59,7 @@ class ReportSection:
     title: str
     note: str = ""
     tables: tuple[tuple[str, str, pd.DataFrame], ...] = ()
-    figures: tuple[tuple[str, str, Any], ...] = ()
+    figures: tuple[tuple[str, str, Figure], ...] = ()
     skipped: str | None = None
 
 
@@ -255,7 +258,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _close(fig: Any) -> Any:
+def _close(fig: Figure) -> Figure:
     import matplotlib.pyplot as plt
 
     plt.close(fig)  # the report owns the figure; keep pyplot's registry empty

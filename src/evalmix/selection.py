@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ._result import Result
-from .fitted import FittedModel, coefficients, wald_test
+from .fitted import FittedModel, PosteriorFit, coefficients, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
@@ -138,6 +138,26 @@ def _nested(small: Any, large: Any) -> bool | None:
     return fs <= fl and rs == rl
 
 
+class LikelihoodFit(Protocol):
+    """A maximum-likelihood fit as :func:`compare_models` reads it (:class:`evalmix.GlmerResult`);
+    ``formula`` and ``fixed_design.terms``, when present, name it and check nesting."""
+
+    @property
+    def loglik(self) -> float: ...
+
+    @property
+    def df(self) -> int: ...
+
+    @property
+    def nobs(self) -> int: ...
+
+    @property
+    def aic(self) -> float: ...
+
+    @property
+    def bic(self) -> float: ...
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class ModelComparison(Result):
     """Information criteria of several fits, sorted by BIC, with lme4-style likelihood-ratio tests.
@@ -198,8 +218,8 @@ def _weights(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return delta, w / w.sum()
 
 
-def compare_models(fits: Mapping[str, Any] | Sequence[Any], *, ic: str = "loo"
-                   ) -> ModelComparison:
+def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[LikelihoodFit | PosteriorFit],
+                   *, ic: str = "loo") -> ModelComparison:
     """Compare fits by AIC, BIC and likelihood-ratio tests (R: lme4's ``anova(fit1, fit2, ...)``).
 
     Parameters
@@ -255,13 +275,14 @@ def compare_models(fits: Mapping[str, Any] | Sequence[Any], *, ic: str = "loo"
         if post or not hasattr(f, "loglik"):
             raise TypeError(f"{name!r} is not a maximum-likelihood fit (it needs loglik, df, "
                             "nobs); compare posterior fits among themselves")
-    nobs = {int(f.nobs) for _, f in items}
+    ml = [(name, cast(LikelihoodFit, f)) for name, f in items]  # every fit passed the check above
+    nobs = {int(f.nobs) for _, f in ml}
     if len(nobs) > 1:
         raise ValueError(f"models were not all fitted to the same number of rows: {sorted(nobs)}")
-    ll = np.array([float(f.loglik) for _, f in items])
-    df = np.array([int(f.df) for _, f in items])
-    aic = np.array([float(f.aic) for _, f in items])
-    bic = np.array([float(f.bic) for _, f in items])
+    ll = np.array([float(f.loglik) for _, f in ml])
+    df = np.array([int(f.df) for _, f in ml])
+    aic = np.array([float(f.aic) for _, f in ml])
+    bic = np.array([float(f.bic) for _, f in ml])
     d_bic, w_bic = _weights(bic)
     d_aic, w_aic = _weights(aic)
     table = pd.DataFrame({"name": names, "df": df, "loglik": ll, "aic": aic, "bic": bic,

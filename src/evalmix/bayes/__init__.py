@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
 
 def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-          seed: int | np.random.Generator | None = None, progressbar: bool = True,
+          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
           max_treedepth: int = 10, cores: int | None = None, missing: str = "raise",
           weights: Any = None, offset: Any = None, link: str = "logit",
@@ -71,8 +72,11 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         Posterior draws per chain after ``tune`` adaptation steps.
     sampler : {"auto", "nutpie", "numpyro", "pymc"}
         ``"auto"`` takes the fastest installed (nutpie, then numpyro, then PyMC's NUTS).
-    seed : int or numpy.random.Generator, optional
+    seed : int, numpy.random.Generator or numpy.random.SeedSequence, optional
+        Chain ``i`` samples with the stream ``np.random.SeedSequence(seed).spawn(chains)[i]``, so
+        a seed gives the same draws whatever ``cores`` and wherever the chains run.
     progressbar : bool
+        A bar advanced as chains finish.
     parameterization : "auto", "centered", "noncentered" or dict group -> form
         How random terms are sampled; ``"auto"`` chooses per term from the information each level
         carries (see :mod:`evalmix.bayes.model`).
@@ -86,7 +90,10 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
         for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
-        Chains run in parallel on this many cores (default: all, up to ``chains``).
+        Chains run at once in this process's threads (default: all cores, up to ``chains``).
+        Inside ``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) each chain
+        is a task on that backend's workers instead (see :func:`evalmix.parallel.parallel_map`
+        and ``docs/scale.md``).
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
@@ -122,10 +129,12 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
 
     data = check_data(formula, data, missing=missing, weights=weights, offset=offset, trials=trials)
     sampler = choose_sampler(sampler)
-    bm = build_model(formula, data, priors=priors, parameterization=parameterization,
+    # the recipe travels to the workers that run chains elsewhere (processes, a cluster)
+    recipe = partial(build_model, formula, data, priors=priors, parameterization=parameterization,
                      likelihood=likelihood_for(sampler), weights=weights, offset=offset, link=link,
                      contrasts=contrasts, trials=trials)
-    idata, seconds, desc = run_sampler(bm.model, sampler=sampler, draws=int(draws), tune=int(tune),
+    bm = recipe()
+    idata, seconds, desc = run_sampler(recipe, sampler=sampler, draws=int(draws), tune=int(tune),
                                        chains=int(chains), seed=seed, progressbar=progressbar,
                                        target_accept=target_accept, cores=cores,
                                        max_treedepth=max_treedepth, built=bm)

@@ -231,7 +231,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] |
     if likelihood == "binomial" and not (np.array_equal(design.k, np.round(design.k))
                                          and np.array_equal(design.m, np.round(design.m))):
         likelihood = "softplus"  # fractional counts (prior weights) have no Binomial variable
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)

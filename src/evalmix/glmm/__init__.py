@@ -6,6 +6,7 @@ the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:c
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -37,15 +38,17 @@ __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "Lap
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
-def drop_rank_deficient(design: GlmmDesign) -> list[str]:
-    """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
+def drop_rank_deficient(design: GlmmDesign) -> tuple[GlmmDesign, list[str]]:
+    """The design without the columns of X that are linear combinations of earlier ones (lme4
+    drops them too), and their names; ``design`` itself is left as it was."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep = independent_columns(Xu)
     dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
-    if dropped:
-        design.X.take_columns(keep)
-        design.fixed.drop_columns(keep)
-    return dropped
+    if not dropped:
+        return design, dropped
+    fixed = copy.copy(design.fixed)
+    fixed.drop_columns(keep)  # rebinds the copy's column lists; the original keeps its own
+    return dataclasses.replace(design, X=design.X.with_columns(keep), fixed=fixed), dropped
 
 
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
@@ -254,7 +257,7 @@ def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
@@ -327,7 +330,7 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)

@@ -164,6 +164,8 @@ def bootmer(fit: Any, nsim: int = 200, *, seed: int | None = None, n_jobs: int |
                          "fixef_prior='normal(0, 2.5)' first")
     if not np.isfinite(fit.theta.to_numpy()).all():
         raise ValueError("the fit has no finite variance parameters to simulate from")
+    if fit._model.design is None:
+        fit._model.require_data("bootmer()")
     design = fit._model.design
     from .profile import deviance_of
 

@@ -8,6 +8,7 @@ reported log-likelihood is the one of the rows as given.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -382,12 +383,15 @@ class FixedMatrix:
         Xu, pat = self._compressed()
         return Xu[pat]
 
-    def take_columns(self, keep: list[int]) -> None:
+    def with_columns(self, keep: list[int]) -> FixedMatrix:
+        """A new matrix of the columns ``keep`` (this one is left as it is)."""
+        out = copy.copy(self)
         if self.X is not None:
-            self.X = np.ascontiguousarray(self.X[:, keep])
+            out.X = np.ascontiguousarray(self.X[:, keep])
         else:
-            self.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
-        self.p = len(keep)
+            out.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
+        out.p = len(keep)
+        return out
 
     def dot(self, beta: np.ndarray) -> np.ndarray:
         if self.X is not None:

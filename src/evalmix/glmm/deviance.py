@@ -1140,9 +1140,11 @@ class LaplaceDeviance:
         eta = self.X.dot(beta) + off + s.zl(u)
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
+        fresh = False  # whether the solver holds the factor at the current eta
         for _ in range(maxit):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
+            fresh = True
             gu = s.zlt(score) - u
             gb = self.X.tdot(score)
             B = s.zlt_wx(self.X, w)
@@ -1163,8 +1165,38 @@ class LaplaceDeviance:
                     break
                 step *= 0.5
             u, beta, eta, mu, pdev = un, bn, etan, mun, pn
-        logdet = s.factor(self.working(eta, mu)[1])
+            fresh = False
+        if not fresh:
+            logdet = s.factor(self.working(eta, mu)[1])
+        self._joint = (u, beta, eta, mu)
         return pdev + logdet, beta, u, eta
+
+    _joint: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def joint_grad_theta(self) -> np.ndarray | None:
+        """Exact gradient over theta of the ``nAGQ = 0`` deviance at the last :meth:`joint_mode`
+        (logit link; None where the solver has no closed-form theta gradient).
+
+        As :meth:`grads` with beta joining u: by the envelope theorem only the change of
+        ``log det H`` through the weights needs the path of the joint mode, which the adjoint
+        ``(a_u, a_beta)`` of the joint Newton system at ``g = h w'`` carries:
+        ``d/d theta_t = rho' E_t u + r' E_t a_u + 2 tr(H^-1 A'W E_t)`` with
+        ``rho = g - 2 r - W (A a_u + X a_beta)``.
+        """
+        s = self.solver
+        if self.link != "logit" or self._joint is None or getattr(s, "grad_theta", None) is None:
+            return None
+        u, _, _, mu = self._joint
+        w = self.m * mu * (1.0 - mu)
+        r = self.k - self.m * mu
+        g = s.leverage() * w * (1.0 - 2.0 * mu)
+        B = s.zlt_wx(self.X, w)
+        HiB = s.solve(B)
+        Hag = s.solve(s.zlt(g))
+        ab = np.linalg.lstsq(self.X.gram(w) - B.T @ HiB, self.X.tdot(g) - B.T @ Hag, rcond=None)[0]
+        au = Hag - HiB @ ab
+        rho = g - 2.0 * r - w * (s.zl(au) + self.X.dot(ab))
+        return s.grad_theta(rho, r, u, au)
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""

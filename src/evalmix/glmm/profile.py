@@ -250,6 +250,8 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
     if getattr(fit, "nagq", 1) != 1:
         raise ValueError(f"profiles and the bootstrap need the Laplace fit (nAGQ = 1); this fit "
                          f"has nAGQ = {fit.nagq}")
+    if fit._model.design is None:
+        fit._model.require_data("confint(method='profile' or 'boot')")
     design = fit._model.design
     sep = fit.separation
     off = getattr(design, "offset", None)

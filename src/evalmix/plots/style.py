@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -70,7 +70,7 @@ def marker(i: int) -> str:
     return _MARKERS[(i // len(OKABE_ITO)) % len(_MARKERS)]
 
 
-def colours(levels: Sequence[Any]) -> dict[Any, str]:
+def colours(levels: Sequence[Hashable]) -> dict[Hashable, str]:
     """Colour of each level, in the order given.
 
     Examples
