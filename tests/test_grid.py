@@ -313,3 +313,30 @@ AI_CASES = {
 def test_ai4math_chains_and_regrid_match_r(ai_fits, case):
     key, make, labels = AI_CASES[case]
     assert_matches(make(ai_fits[key]).to_frame(), REF["ai4math"][case], labels)
+
+
+# --- offsets ----------------------------------------------------------------------------------------
+
+def test_offsets_ride_on_the_grid_rows():
+    """A constant offset c moves only the intercept (by -c); the grid adds the mean offset back, so
+    means, regridded means, rank estimates and a contrast that keeps one mean are those of the fit
+    without the offset, while differences are unchanged (the offsets cancel), as in emmeans."""
+    from evalmix.glmm import glmer
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=3).assign(c=0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = glmer("correct ~ model + (1|item)", runs)
+        off = glmer("correct ~ model + offset(c) + (1|item)", runs)
+    tol = dict(atol=5e-5, rtol=0)  # the two fits agree to the optimiser's tolerance
+    e0, e1 = emmeans(base, "model"), emmeans(off, "model")
+    np.testing.assert_allclose(e1.to_frame()["estimate"], e0.to_frame()["estimate"], **tol)
+    np.testing.assert_allclose(regrid(e1).to_frame()["estimate"],
+                               regrid(e0).to_frame()["estimate"], **tol)
+    keep = contrast(e1, {"M1 alone": [1, 0, 0]}, adjust="none").to_frame()
+    assert keep["estimate"].iloc[0] == pytest.approx(e1.to_frame()["estimate"].iloc[0], rel=1e-12)
+    np.testing.assert_allclose(contrast(e1).to_frame()["estimate"],
+                               contrast(e0).to_frame()["estimate"], **tol)
+    ranks = rank_uncertainty_glmm(off, n_draws=200, seed=1).table
+    np.testing.assert_allclose(ranks["estimate"], e0.to_frame()["estimate"], **tol)
