@@ -1,7 +1,11 @@
 """Generalized linear mixed models for binary and k-of-n outcomes (``lme4::glmer`` in Python).
 
-Pipeline, split as in lme4: :mod:`.design` (formula -> pooled arrays), :mod:`.deviance` (PIRLS and
-the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:class:`GlmerResult`).
+Pipeline, split as in lme4 (``glFormula -> mkGlmerDevfun -> optimizeGlmer -> mkMerMod``), each
+step public: :func:`build_design` (formula and data -> pooled arrays), :func:`build_deviance`
+(PIRLS and the Laplace deviance on a :class:`Solver`), :func:`optimize` (maximum likelihood),
+and :func:`glmer`, which runs them and assembles the :class:`GlmerResult`;
+``glmer(..., devfun_only=True)`` returns the objective (:class:`DevianceFunction`). Every setting
+lives in :class:`GlmerControl`.
 """
 
 from __future__ import annotations
@@ -26,14 +30,14 @@ from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
                        saturated_deviance)
 from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
-from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
+from .optimize import OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
-           "OptimizerReport", "Solver", "build_design", "build_deviance", "glmer", "make_solver",
-           "optimize"]
+           "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
+           "drop_rank_deficient", "glmer", "make_solver", "optimize"]
 
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
