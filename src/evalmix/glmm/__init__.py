@@ -38,11 +38,12 @@ __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "Lap
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
-def drop_rank_deficient(design: GlmmDesign) -> tuple[GlmmDesign, list[str]]:
+def drop_rank_deficient(design: GlmmDesign, rank_tol: float = DEFAULT_CONTROL.rank_tol
+                        ) -> tuple[GlmmDesign, list[str]]:
     """The design without the columns of X that are linear combinations of earlier ones (lme4
     drops them too), and their names; ``design`` itself is left as it was."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
-    keep = independent_columns(Xu)
+    keep = independent_columns(Xu, rank_tol)
     dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
     if not dropped:
         return design, dropped
@@ -257,7 +258,7 @@ def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    design, dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
@@ -330,13 +331,13 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    design, dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
     prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
     # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
-    sep = find_separation(design)
+    sep = find_separation(design, tol=control.separation_tol, rank_tol=control.rank_tol)
     prior_note = None
     if prior is not None and sep is not None:
         prior_note = (f"{sep.kind} separation in the fixed effects ({'; '.join(sep.slices)}): the "

@@ -46,6 +46,7 @@ class GlmmDesign:
     offset: np.ndarray | None = None  # per pooled row (formula offsets plus ``offset=``)
     offset_rows: np.ndarray | None = None  # per given row
     weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
+    log_binom_rows: np.ndarray | None = None  # each given row's share of ``log_binom``
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -339,7 +340,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True,
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
-                      row_index, k_rows, m_rows, d, off, off_rows, w_all)
+                      row_index, k_rows, m_rows, d, off, off_rows, w_all, const)
 
 
 class FixedMatrix:

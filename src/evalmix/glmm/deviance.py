@@ -938,7 +938,8 @@ class LaplaceDeviance:
         if self.link != "logit":
             # Fisher scoring converges linearly; the log-determinant is not stationary at the
             # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
-            tol, maxit = tol * 1e-6, max(maxit, 200)
+            tol = min(tol, self.control.pirls_tol_nonlogit)
+            maxit = max(maxit, self.control.pirls_maxit_nonlogit)
         for it in range(1, maxit + 1):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
@@ -1124,13 +1125,16 @@ class LaplaceDeviance:
         return pdev + logdet, maxit
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
-                   tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
-                                                                np.ndarray]:
+                   tol: float | None = None, maxit: int | None = None
+                   ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
 
         Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
-        penalised deviance, and ``beta``, ``u`` and ``eta`` there.
+        penalised deviance, and ``beta``, ``u`` and ``eta`` there (``tol`` and ``maxit`` default
+        to the control's ``joint_tol`` and ``pirls_maxit``).
         """
+        tol = self.control.joint_tol if tol is None else tol
+        maxit = self.control.pirls_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None
         s = self.solver
