@@ -52,6 +52,8 @@ def test_control_defaults_are_the_documented_values():
         500, 1e-15, 1e-7, 20, 1e-15, 60)
     assert (c.dense_h_max, c.schur_max_rest, c.schur_dense_fill, c.schur_max_dense) == (
         1500, 4000, 0.25, 60_000_000)
+    assert (c.separation_tol, c.rank_tol, c.profile_xtol, c.theta_fd_step) == (
+        1e-4, 1e-7, 1e-7, 1e-5)
     assert c == DEFAULT_CONTROL and c.changed() == {}
     assert evalmix.GlmerControl is GlmerControl is evalmix.glmm.GlmerControl
     # every field documented by a comment in the class source

@@ -11,6 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import expit
 
 import evalmix
@@ -133,6 +135,27 @@ def test_interaction_contrasts_of_regridded_means_match_r(fit):
     assert res.scale == "probability"
     assert_matches(res.to_frame(), REF["sim"]["interaction_regrid"],
                    ["model_pairwise", "lang_pairwise"])
+
+
+weights = st.lists(st.floats(-2, 2, allow_nan=False), min_size=4, max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k1=st.lists(weights, min_size=1, max_size=3), k2=weights)
+def test_a_chain_is_the_product_of_its_weights(e_by, k1, k2):
+    """Invariant: contrasting contrasts with weights K2 (over the (contrast, lang) rows) equals one
+    contrast of the means with the product weights, estimate and SE."""
+    K1 = np.array(k1)
+    first = contrast(e_by, {f"c{i}": row for i, row in enumerate(K1)}, adjust="none")
+    rows = len(first.grid.frame)  # K1 within each of the 2 languages
+    w2 = (k2 * rows)[:rows]
+    chained = contrast(first, {"k": w2}, by=None, adjust="none").to_frame()
+    # the same function of the 8 means directly: block-diagonal K1 per language, then w2
+    K = np.zeros((rows, 8))
+    K[: len(K1), :4], K[len(K1):, 4:] = K1, K1
+    direct = contrast(e_by, {"k": np.asarray(w2) @ K}, by=None, adjust="none").to_frame()
+    np.testing.assert_allclose(chained["estimate"], direct["estimate"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(chained["se"], direct["se"], rtol=1e-9, atol=1e-12)
 
 
 def test_chain_on_the_odds_ratio_scale_matches_r(fit):

@@ -227,10 +227,22 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True,
                  contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
-    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
-    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
-    The data are validated first (:func:`check_data`; ``missing`` as there).
+    The first step of :func:`evalmix.glmer` (lme4's ``glFormula``). ``trials`` names a column of
+    trials for a response of success counts (``k ~ ...`` with ``trials="n"`` is
+    ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a column name or
+    one value per row of ``data``; ``contrasts`` maps factors to their coding. The data are
+    validated first (:func:`check_data`; ``missing`` as there). The random terms, in lme4's
+    order, own the theta layout (:class:`~evalmix.formula.RandomTerm`); ``theta_lower``,
+    ``theta_start`` and ``theta_names`` join theirs.
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(3, 50, 2, seed=1))
+    >>> design.X.shape, design.nobs, [t.group for t in design.terms]
+    ((300, 3), 300, ['item:run', 'item'])
+    >>> design.theta_names, design.theta_lower.tolist()
+    (['item:run.(Intercept)', 'item.(Intercept)'], [0.0, 0.0])
     """
     parsed = _parse(formula, trials)
     if not parsed.random:

@@ -277,9 +277,15 @@ class GlmerResult(Result):
 
         Examples
         --------
-        >>> small = fit.remove_data()  # doctest: +SKIP
-        >>> small.fixef.equals(fit.fixef), small.has_data  # doctest: +SKIP
-        (True, False)
+        >>> from evalmix import glmer
+        >>> from evalmix.simulate import glmm_runs
+        >>> runs = glmm_runs(2, 30, 2, seed=1)
+        >>> fit = glmer("correct ~ model + (1|item)", runs)
+        >>> small = fit.remove_data()
+        >>> small.fixef.equals(fit.fixef), small.has_data, fit.has_data
+        (True, False, True)
+        >>> bool((small.predict(runs.head(3)) == fit.predict(runs.head(3))).all())
+        True
         """
         if not self.has_data:
             return self
