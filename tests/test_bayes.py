@@ -243,8 +243,9 @@ _PYMC_FNS: dict = {}
 def _pymc_logp_dlogp(bm, density, x):
     point = density.point(x)
     if id(bm) not in _PYMC_FNS:  # compile PyMC's functions once per model
-        _PYMC_FNS[id(bm)] = (bm.model.compile_logp(), bm.model.compile_dlogp())
-    logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
+        # the model is kept with its functions: a freed model's id can be reused by another
+        _PYMC_FNS[id(bm)] = (bm, bm.model.compile_logp(), bm.model.compile_dlogp())
+    _, logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
     lp, g = float(logp_fn(point)), dlogp_fn(point)
     sizes = [point[v.name].size for v in bm.model.value_vars]
     parts = dict(zip([v.name for v in bm.model.value_vars], np.split(g, np.cumsum(sizes)[:-1])))
