@@ -566,10 +566,12 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
         else:
             with np.errstate(invalid="ignore"):
                 z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = part.covariance()
-            d = np.sqrt(np.diag(cov))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                corr = cov / np.outer(d, d)
+            corr = None
+            if adjust == "mvt":  # the only adjustment that needs the joint distribution
+                cov = part.covariance()
+                d = np.sqrt(np.diag(cov))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    corr = cov / np.outer(d, d)
             p, crit, p_method, ci_method = multiplicity.adjust_family(
                 z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise,
                 corr=corr)

@@ -8,6 +8,7 @@ reported log-likelihood is the one of the rows as given.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -45,6 +46,7 @@ class GlmmDesign:
     offset: np.ndarray | None = None  # per pooled row (formula offsets plus ``offset=``)
     offset_rows: np.ndarray | None = None  # per given row
     weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
+    log_binom_rows: np.ndarray | None = None  # each given row's share of ``log_binom``
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -225,10 +227,22 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True,
                  contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
-    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
-    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
-    The data are validated first (:func:`check_data`; ``missing`` as there).
+    The first step of :func:`evalmix.glmer` (lme4's ``glFormula``). ``trials`` names a column of
+    trials for a response of success counts (``k ~ ...`` with ``trials="n"`` is
+    ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a column name or
+    one value per row of ``data``; ``contrasts`` maps factors to their coding. The data are
+    validated first (:func:`check_data`; ``missing`` as there). The random terms, in lme4's
+    order, own the theta layout (:class:`~evalmix.formula.RandomTerm`); ``theta_lower``,
+    ``theta_start`` and ``theta_names`` join theirs.
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(3, 50, 2, seed=1))
+    >>> design.X.shape, design.nobs, [t.group for t in design.terms]
+    ((300, 3), 300, ['item:run', 'item'])
+    >>> design.theta_names, design.theta_lower.tolist()
+    (['item:run.(Intercept)', 'item.(Intercept)'], [0.0, 0.0])
     """
     parsed = _parse(formula, trials)
     if not parsed.random:
@@ -338,7 +352,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True,
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
-                      row_index, k_rows, m_rows, d, off, off_rows, w_all)
+                      row_index, k_rows, m_rows, d, off, off_rows, w_all, const)
 
 
 class FixedMatrix:
@@ -381,12 +395,15 @@ class FixedMatrix:
         Xu, pat = self._compressed()
         return Xu[pat]
 
-    def take_columns(self, keep: list[int]) -> None:
+    def with_columns(self, keep: list[int]) -> FixedMatrix:
+        """A new matrix of the columns ``keep`` (this one is left as it is)."""
+        out = copy.copy(self)
         if self.X is not None:
-            self.X = np.ascontiguousarray(self.X[:, keep])
+            out.X = np.ascontiguousarray(self.X[:, keep])
         else:
-            self.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
-        self.p = len(keep)
+            out.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
+        out.p = len(keep)
+        return out
 
     def dot(self, beta: np.ndarray) -> np.ndarray:
         if self.X is not None:

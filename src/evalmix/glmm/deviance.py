@@ -1,4 +1,4 @@
-"""The Laplace deviance of a binomial-logit GLMM, as lme4 defines it, and its pieces.
+"""The Laplace deviance of a binomial GLMM, as lme4 defines it, and its pieces.
 
 With ``eta = X beta + Z Lambda(theta) u`` and ``A = Z Lambda``, penalised iteratively reweighted
 least squares (PIRLS) finds the conditional mode ``u~`` of ``u`` for fixed ``(theta, beta)``; the
@@ -6,13 +6,14 @@ Laplace deviance is ``log det(A' W A + I) + ||u~||^2 + D(y, eta)``, ``D`` being 
 binomial log-likelihood without the binomial coefficients (lme4 adds them for k-of-n data; the fit
 object adds them back).
 
-Two solvers for the random-effects system ``H = A' W A + I``:
-
-- :class:`NestedSolver` for scalar random intercepts where each grouping factor is nested in the
-  next (``(1|item) + (1|item:run)``, ``(1|g)``). Eliminating the finest factor first leaves a
-  diagonal Schur complement, so every operation is O(n) with no fill-in.
-- :class:`DenseSolver` for the general case (crossed factors, random slopes), a dense Cholesky
-  factor of ``H`` (q x q).
+The random-effects system ``H = A' W A + I`` is handled by a solver satisfying the
+:class:`Solver` protocol, which :func:`make_solver` picks from the structure of the terms:
+:class:`NestedSolver` (scalar intercepts each nested in the next, O(n) with no fill-in),
+:class:`NestedSchurSolver`, :class:`SchurSolver`, :class:`BlockSchurSolver` (blocked Cholesky
+eliminating the largest factor first), :class:`BlockDiagSolver` (one vector-valued term),
+``CrossedGridSolver`` (:mod:`evalmix.glmm.crossed`) and :class:`DenseSolver` (the general case,
+a dense Cholesky factor of ``H``). Their size limits are fields of
+:class:`~evalmix.glmm.control.GlmerControl`.
 """
 
 from __future__ import annotations
@@ -804,7 +805,18 @@ def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
 
 
 def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> Solver:
-    """The fastest exact solver for this random-effects structure (limits from ``control``)."""
+    """The fastest exact solver for this random-effects structure (limits from ``control``).
+
+    Examples
+    --------
+    >>> from evalmix.glmm import GlmerControl, build_design
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
+    ...                       glmm_runs(3, 50, 2, seed=1))
+    >>> s = make_solver(design.terms)
+    >>> type(s).__name__, s.q, isinstance(s, Solver)
+    ('NestedSolver', 150, True)
+    """
     if NestedSolver.applies(terms):
         return NestedSolver(terms, control)
     pair = NestedSchurSolver.find(terms, control)
@@ -841,7 +853,12 @@ class Evaluation:
 
 
 class LaplaceDeviance:
-    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows.
+    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows (lme4's ``devfun``).
+
+    Usually made by :func:`evalmix.glmm.build_deviance` from a design. ``pirls(theta, beta)``
+    returns the :class:`Evaluation` at the conditional modes (``dev`` is the deviance);
+    ``grads`` the exact gradients, ``rx`` the Gauss-Newton curvature over beta. The settings
+    (PIRLS tolerances, solver limits) are ``control``'s.
 
     Parameters
     ----------
@@ -854,6 +871,19 @@ class LaplaceDeviance:
         For the non-canonical links the weights are the Fisher (IRLS) weights
         ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant; the exact gradient
         over beta follows the modes with the observed information.
+    control : GlmerControl, optional
+        Tolerances and solver limits (the defaults when not given).
+
+    Examples
+    --------
+    >>> from evalmix.glmm import build_design
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
+    ...                       glmm_runs(3, 50, 2, seed=1))
+    >>> ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    >>> ev = ld.pirls(np.array([0.5, 1.0]), np.zeros(3))
+    >>> round(ev.dev, 3), ev.u.size
+    (393.392, 150)
     """
 
     def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
@@ -938,7 +968,8 @@ class LaplaceDeviance:
         if self.link != "logit":
             # Fisher scoring converges linearly; the log-determinant is not stationary at the
             # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
-            tol, maxit = tol * 1e-6, max(maxit, 200)
+            tol = min(tol, self.control.pirls_tol_nonlogit)
+            maxit = max(maxit, self.control.pirls_maxit_nonlogit)
         for it in range(1, maxit + 1):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
@@ -1124,13 +1155,16 @@ class LaplaceDeviance:
         return pdev + logdet, maxit
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
-                   tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
-                                                                np.ndarray]:
+                   tol: float | None = None, maxit: int | None = None
+                   ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
 
         Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
-        penalised deviance, and ``beta``, ``u`` and ``eta`` there.
+        penalised deviance, and ``beta``, ``u`` and ``eta`` there (``tol`` and ``maxit`` default
+        to the control's ``joint_tol`` and ``pirls_maxit``).
         """
+        tol = self.control.joint_tol if tol is None else tol
+        maxit = self.control.pirls_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None
         s = self.solver

@@ -187,13 +187,14 @@ class ProfiledFit:
         self.beta, self.u, self.ev = ev.beta, ev.u, ev
         return ev
 
-    def theta_grad(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
+    def theta_grad(self, ev: Evaluation, h: float | None = None) -> np.ndarray:
         """Gradient of the deviance over theta at fixed beta: exact for the nested solver, else
         central differences (forward at a bound)."""
         ld = self.ld
         gt = ld.grads(ev)[0]
         if gt is not None:
             return gt
+        h = ld.control.theta_fd_step if h is None else h
         g = np.empty(ev.theta.size)
         for i in range(ev.theta.size):
             e = np.zeros_like(ev.theta)
