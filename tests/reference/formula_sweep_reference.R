@@ -162,6 +162,15 @@ for (cs in cases) {
     e <- as.data.frame(summary(emmeans(efit, as.formula(paste("~", cs$emmeans)))))
     rec$emmeans <- list(spec = cs$emmeans, level = as.character(e[[cs$emmeans]]),
                         estimate = e$emmean, se = e$SE)
+    # contrasts follow the level order: pairwise (earlier minus later level) and each level
+    # against the first (the reference), unadjusted
+    emm <- emmeans(efit, as.formula(paste("~", cs$emmeans)))
+    for (method in c("pairwise", "trt.vs.ctrl")) {
+      ct <- as.data.frame(summary(contrast(emm, method = method, adjust = "none")))
+      rec[[paste0("contrast_", sub(".vs.", "_", method, fixed = TRUE))]] <-
+        list(label = as.character(ct$contrast), estimate = ct$estimate, se = ct$SE,
+             p_value = ct$p.value)
+    }
   }
   if (isTRUE(cs$anova)) {
     a <- car::Anova(fit, type = 3)
