@@ -1039,7 +1039,10 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                             f"{nobs} observations; it must have at most one level per observation")
         spec = None
         if sp.expr.strip() == "1":
-            Z = np.ones((len(data), 1))
+            # a column of ones; on large designs a read-only view of one value (8 bytes, not 8
+            # per row: 320 MB at 40M rows)
+            Z = np.ones((len(data), 1)) if len(data) < 1_000_000 else \
+                np.broadcast_to(np.ones((1, 1)), (len(data), 1))
             cn = ["(Intercept)"]
         else:
             text, frame, rfactors, context = _random_design(sp, data)

@@ -113,6 +113,12 @@ _BUILT_LOCK = threading.Lock()
 _BUILT_KEEP = 4
 
 
+# PyMC's and numpyro's samplers compile and reseed state shared within a process; run from
+# several threads at once (a cluster's threaded workers) their draws stop being reproducible, so
+# one chain at a time per process.  Their local default is worker processes.
+_PYMC_LOCK = threading.Lock()
+
+
 class ChainJob:
     """What every chain of one fit needs: the model's recipe and the sampler settings.
 
@@ -182,9 +188,6 @@ class ChainJob:
     def sample_chain(self, seed: int) -> Any:
         """One chain (InferenceData with chain coordinate 0), warmup discarded."""
         bm = self.model
-        if self.sampler != "nutpie" and threading.current_thread() is not threading.main_thread():
-            # PyMC reseeds RNGs held in the model's graph: concurrent chains need their own model
-            bm = self._get(f"bm@{threading.get_ident()}", self.recipe)
         with record_warnings():  # the samplers' own chatter; convergence is checked on the result
             if self.sampler == "nutpie":
                 return self._nutpie_chain(bm, seed)
@@ -195,7 +198,7 @@ class ChainJob:
                 kwargs["nuts_sampler_kwargs"] = {"nuts_kwargs": {"max_tree_depth": self.max_treedepth}}
             else:
                 kwargs["max_treedepth"] = self.max_treedepth
-            with bm.model:
+            with _PYMC_LOCK, bm.model:
                 return pm.sample(draws=self.draws, tune=self.tune, chains=1, cores=1, random_seed=seed,
                                  progressbar=False, nuts_sampler=self.sampler,
                                  target_accept=self.target_accept, compute_convergence_checks=False,
