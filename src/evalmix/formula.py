@@ -174,8 +174,14 @@ def parse_formula(formula: str) -> ParsedFormula:
     for term in _split_top(rhs, "+"):
         if not term:
             continue
-        if term.startswith("(") and term.endswith(")") and "|" in term:
-            random.extend(_parse_random(term))
+        head = term[:_closing_paren(term, 0) + 1] if term.startswith("(") else ""
+        if "|" in head:
+            random.extend(_parse_random(head))
+            rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
+            if rest:
+                if not rest.startswith("-"):
+                    raise FormulaError(f"cannot read {term!r}: a random term is added with '+'")
+                tail.append(rest)
         elif re.match(r"offset\s*\(", term):
             end = _closing_paren(term, term.index("("))
             offsets.append(term[term.index("(") + 1:end].strip())
@@ -1033,7 +1039,10 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                             f"{nobs} observations; it must have at most one level per observation")
         spec = None
         if sp.expr.strip() == "1":
-            Z = np.ones((len(data), 1))
+            # a column of ones; on large designs a read-only view of one value (8 bytes, not 8
+            # per row: 320 MB at 40M rows)
+            Z = np.ones((len(data), 1)) if len(data) < 1_000_000 else \
+                np.broadcast_to(np.ones((1, 1)), (len(data), 1))
             cn = ["(Intercept)"]
         else:
             text, frame, rfactors, context = _random_design(sp, data)

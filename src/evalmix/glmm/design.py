@@ -409,12 +409,16 @@ class FixedMatrix:
         if self.X is not None:
             return self.X @ beta
         Xu, pat = self._compressed()
+        if self.npat == 1:  # one pattern (an intercept-only model): no gather over the rows
+            return np.full(self.n, float(Xu[0] @ beta))
         return (Xu @ beta)[pat]
 
     def tdot(self, v: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X.T @ v
         Xu, pat = self._compressed()
+        if self.npat == 1:
+            return Xu[0] * float(np.sum(v))
         return Xu.T @ np.bincount(pat, v, self.npat)
 
     def gram(self, w: np.ndarray) -> np.ndarray:
@@ -422,7 +426,7 @@ class FixedMatrix:
         if self.X is not None:
             return self.X.T @ (w[:, None] * self.X)
         Xu, pat = self._compressed()
-        s = np.bincount(pat, w, self.npat)
+        s = np.array([np.sum(w)]) if self.npat == 1 else np.bincount(pat, w, self.npat)
         return Xu.T @ (s[:, None] * Xu)
 
     def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray,
@@ -435,5 +439,7 @@ class FixedMatrix:
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))
             return np.asarray(E @ self.dense())
         Xu, pat = self._compressed()
+        if self.npat == 1:
+            return np.bincount(idx, w, ng)[:, None] * Xu[0][None, :]
         tab = np.bincount(idx * self.npat + pat, w, ng * self.npat).reshape(ng, self.npat)
         return tab @ Xu
