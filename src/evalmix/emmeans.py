@@ -23,9 +23,9 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from scipy import stats
 
 from . import multiplicity
 from .draws import hdi
-from .fitted import warn_divergent
+from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
 from .grid import WEIGHTS, RefGrid, ref_grid
 from .links import LINKS
 from ._result import Result, level_label
@@ -119,7 +119,7 @@ class EMMeans(Result):
         return self.grid.draws
 
     @property
-    def separation(self) -> Any:
+    def separation(self) -> SeparationLimit | None:
         return self.grid.separation
 
     @property
@@ -154,7 +154,7 @@ class EMMeans(Result):
         return out
 
 
-def emmeans(fit: Any | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
+def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
             conf_level: float = 0.95) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
@@ -275,7 +275,7 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
     return np.vstack(rows), names
 
 
-def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
+def _ref_indices(ref: Hashable | list[Hashable] | None, labels: list[str]) -> list[int]:
     if ref is None:
         return [0]
     # a list averages several controls; a tuple names one level of several spec factors
@@ -399,7 +399,8 @@ def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
 
 def contrast(emm: EMMeans | Contrasts | RefGrid,
              method: str | Mapping[str, Sequence[float]] = "pairwise", *,
-             by: str | Sequence[str] | None = _INHERIT, ref: Any = None, adjust: str = "holm",
+             by: str | Sequence[str] | None = _INHERIT, ref: Hashable | list[Hashable] | None = None,
+             adjust: str = "holm",
              conf_level: float = 0.95) -> Contrasts:
     """Contrasts among marginal means, each ``by`` group adjusted as one family (R: ``contrast``).
 
@@ -551,7 +552,11 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
                      notes=tuple(notes), scale=scale)
 
 
-def regrid(obj: EMMeans | RefGrid) -> Any:
+@overload
+def regrid(obj: EMMeans) -> EMMeans: ...
+@overload
+def regrid(obj: RefGrid) -> RefGrid: ...
+def regrid(obj: EMMeans | RefGrid) -> EMMeans | RefGrid:
     """The means (or grid) on the response scale, so that contrasts are differences of
     probabilities (R: ``emmeans::regrid``).
 
@@ -594,7 +599,7 @@ def regrid(obj: EMMeans | RefGrid) -> Any:
                     f"not {type(obj).__name__}")
 
 
-def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+def reference_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """The reference grid of a fit as a frame and its design rows: ``ref_grid(fit, at)``'s
     ``frame`` and ``L`` (see :func:`evalmix.ref_grid`, which returns the grid object).
 

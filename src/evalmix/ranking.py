@@ -23,7 +23,7 @@ from . import _slicing as sl
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
-from .fitted import coefficients, linear_functions
+from .fitted import FittedModel, coefficients, linear_functions
 from .grid import level_means
 from .parallel import parallel_map
 
@@ -367,7 +367,7 @@ def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.n
             for k, idx in grid.groupby(list(by), sort=False).indices.items()]
 
 
-def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[str] | None = None,
                           n_draws: int = 4000, conf_level: float = 0.95,
                           seed: int | np.random.Generator | None = None) -> RankUncertaintyResult:
     """Rank distribution of each level of ``term`` from a fitted GLMM's fixed effects.

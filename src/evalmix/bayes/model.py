@@ -28,7 +28,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,13 @@ from scipy.special import expit
 
 from ..errors import FitWarning, FormulaError
 from ..formula import RandomTerm
-from .priors import Prior, resolve_priors
+from .priors import Prior, PriorSpec, resolve_priors
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from ..glmm.design import GlmmDesign
+    from ..glmm.result import GlmerResult
 
 __all__ = ["TermPlan", "BayesModel", "build_model", "plan_terms"]
 
@@ -76,13 +82,13 @@ class TermPlan:
 class BayesModel:
     """A PyMC model with the pieces needed to read its draws back."""
 
-    model: Any  # pymc.Model
-    design: Any  # evalmix.glmm.design.GlmmDesign
+    model: pm.Model
+    design: GlmmDesign
     plans: list[TermPlan]
     priors: dict[str, Prior]
     prior_table: pd.DataFrame
     intercept_col: int | None  # column of X holding the intercept, if any
-    ml: Any = None  # the maximum-likelihood fit used to choose the parameterisation
+    ml: GlmerResult | None = None  # the maximum-likelihood fit used to choose the parameterisation
     # the fixed part as sampled: eta gets ``Xt @ theta``, ``b = T @ theta`` (QR basis or identity),
     # the intercept of the user's coding is ``Intercept_c - xbar @ b``
     basis: dict[str, np.ndarray] | None = None
@@ -118,7 +124,7 @@ class BayesModel:
         })
 
 
-def _ml_fit(formula: str, data: pd.DataFrame) -> Any:
+def _ml_fit(formula: str, data: pd.DataFrame) -> GlmerResult | None:
     """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure."""
     from ..glmm import glmer as ml_glmer
 
@@ -130,7 +136,7 @@ def _ml_fit(formula: str, data: pd.DataFrame) -> Any:
         return None
 
 
-def _ml_sds(ml: Any, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
+def _ml_sds(ml: GlmerResult | None, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
     out = []
     for t in plans_terms:
         sd = np.ones(t.nc)
@@ -144,7 +150,7 @@ def _ml_sds(ml: Any, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
     return out
 
 
-def _info_weights(design: Any, ml: Any) -> np.ndarray:
+def _info_weights(design: GlmmDesign, ml: GlmerResult | None) -> np.ndarray:
     """Fisher information weight ``m p (1 - p)`` of each pooled row at the ML fixed effects."""
     X, m = dense_x(design), design.m
     if ml is not None and len(ml.fixef) == X.shape[1]:
@@ -154,8 +160,8 @@ def _info_weights(design: Any, ml: Any) -> np.ndarray:
     return m * np.clip(p * (1 - p), 1e-4, None)
 
 
-def plan_terms(design: Any, parameterization: str | Mapping[str, str] = "auto",
-               ml: Any = None) -> list[TermPlan]:
+def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "auto",
+               ml: GlmerResult | None = None) -> list[TermPlan]:
     """Choose the centred or non-centred form of every random term (see the module notes)."""
     w = _info_weights(design, ml)
     user = {} if isinstance(parameterization, str) else dict(parameterization)
@@ -185,7 +191,7 @@ def plan_terms(design: Any, parameterization: str | Mapping[str, str] = "auto",
     return plans
 
 
-def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None = None,
+def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorSpec] | None = None,
                 parameterization: str | Mapping[str, str] = "auto",
                 likelihood: str = "fused", qr: bool = True) -> BayesModel:
     """Build the PyMC model of ``formula`` on ``data`` (identical rows pooled into counts).

@@ -14,9 +14,15 @@ import importlib.util
 import os
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import arviz as az
+    import pymc as pm
+
+    from .model import BayesModel
 
 __all__ = ["SAMPLERS", "available_samplers", "choose_sampler", "likelihood_for", "run_sampler"]
 
@@ -99,10 +105,10 @@ def _kernel_model(bm: Any) -> tuple[Any, Any] | None:
         return None
 
 
-def run_sampler(model: Any, *, sampler: str, draws: int, tune: int, chains: int,
+def run_sampler(model: pm.Model, *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | None, progressbar: bool,
                 target_accept: float = 0.65, cores: int | None = None,
-                max_treedepth: int = 10, built: Any = None) -> tuple[Any, float, str]:
+                max_treedepth: int = 10, built: BayesModel | None = None) -> tuple[az.InferenceData, float, str]:
     """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description).
 
     ``built`` is the :class:`~evalmix.bayes.model.BayesModel` behind ``model``, when there is

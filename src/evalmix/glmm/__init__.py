@@ -27,7 +27,7 @@ from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
 from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
-from .prior import PenalizedDeviance, parse_fixef_prior
+from .prior import FixefPriorSpec, PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
@@ -100,7 +100,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[False] = ...) -> GlmerResult: ...
 
@@ -110,7 +110,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[True]) -> DevianceFunction: ...
 
@@ -119,7 +119,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int | None = None, fixef_prior: Any = None,
+          start: dict | None = None, maxiter: int | None = None, fixef_prior: FixefPriorSpec | None = None,
           missing: str = "raise", control: GlmerControl | None = None,
           devfun_only: bool = False) -> GlmerResult | DevianceFunction:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
