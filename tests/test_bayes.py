@@ -16,7 +16,10 @@ from evalmix.bayes.model import build_model  # noqa: E402
 from evalmix.errors import SamplingWarning  # noqa: E402
 from evalmix.simulate import glmm_runs  # noqa: E402
 
-FAST = dict(draws=300, tune=300, chains=2, progressbar=False)
+# chains one after the other in this process with PyMC's sampler (no worker processes to start
+# per fit); nutpie runs them in threads of this process anyway
+FAST = dict(draws=300, tune=300, chains=2, progressbar=False,
+            cores=None if "nutpie" in bayes.available_samplers() else 1)
 
 
 def quiet_fit(formula, data, **kw):
@@ -240,8 +243,9 @@ _PYMC_FNS: dict = {}
 def _pymc_logp_dlogp(bm, density, x):
     point = density.point(x)
     if id(bm) not in _PYMC_FNS:  # compile PyMC's functions once per model
-        _PYMC_FNS[id(bm)] = (bm.model.compile_logp(), bm.model.compile_dlogp())
-    logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
+        # the model is kept with its functions: a freed model's id can be reused by another
+        _PYMC_FNS[id(bm)] = (bm, bm.model.compile_logp(), bm.model.compile_dlogp())
+    _, logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
     lp, g = float(logp_fn(point)), dlogp_fn(point)
     sizes = [point[v.name].size for v in bm.model.value_vars]
     parts = dict(zip([v.name for v in bm.model.value_vars], np.split(g, np.cumsum(sizes)[:-1])))
@@ -373,3 +377,52 @@ def test_ranks_leave_out_a_non_estimable_level():
     assert np.isnan(emm.loc["M3", "estimate"])
     got = r.table.set_index("model")["mean_logit"]
     np.testing.assert_allclose(got, emm.loc[got.index, "estimate"], rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# chains as tasks of evalmix.parallel.parallel_map: one seed stream per chain
+
+
+def _tiny_fit(**kw):
+    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, seed=21)
+    return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "seed": 8, **kw})
+
+
+def test_chains_give_the_same_draws_whatever_runs_them() -> None:
+    """A seed fixes every chain's draws: in this process, in threads, and where the model is
+    rebuilt from its recipe (a worker process or a cluster)."""
+    import pickle
+
+    import joblib
+
+    from evalmix.bayes.sampling import ChainJob, _run_chain
+
+    one = _tiny_fit(cores=1)
+    two = _tiny_fit(cores=2)
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        threads = _tiny_fit()
+    post = one.idata.posterior
+    assert post["chain"].values.tolist() == [0, 1] and post.sizes["draw"] == 60
+    assert one.idata.sample_stats["diverging"].shape == (2, 60)
+    for other in (two, threads):
+        np.testing.assert_array_equal(other.fixef_draws.values, one.fixef_draws.values)
+        np.testing.assert_array_equal(other.idata.sample_stats["diverging"], one.idata.sample_stats["diverging"])
+    assert not np.array_equal(post["Intercept"][0], post["Intercept"][1])  # chains are distinct
+    assert not np.array_equal(_tiny_fit(cores=1, seed=9, chains=1).fixef_draws.values,
+                              one.fixef_draws.values[:60])
+    # chain 1 is the sampler run with the second child of SeedSequence(8), on a model rebuilt
+    # from the pickled job
+    from functools import partial
+
+    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, seed=21)
+    from evalmix.bayes.sampling import choose_sampler, likelihood_for
+    from evalmix.glmm.design import check_data
+
+    name = choose_sampler("auto")
+    recipe = partial(build_model, "correct ~ model + (1|item)", check_data("correct ~ model + (1|item)", d),
+                     priors=None, parameterization="auto", likelihood=likelihood_for(name))
+    job = pickle.loads(pickle.dumps(ChainJob(recipe, sampler=name, draws=60, tune=60, target_accept=0.65,
+                                             max_treedepth=10)))
+    chain1 = _run_chain(job, np.random.SeedSequence(8).spawn(2)[1])
+    var = "Intercept_c"
+    np.testing.assert_array_equal(np.asarray(chain1.posterior[var])[0], np.asarray(post[var])[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 import time
 from pathlib import Path
 
@@ -72,3 +73,50 @@ def test_fit_many_on_the_cluster_equals_the_local_run(client) -> None:
         remote = evalmix.fit_many(formula, bench, by="benchmark", progress=True)
     pd.testing.assert_frame_equal(remote.table, local.table)
     assert remote.fits[("code",)].loglik == local.fits[("code",)].loglik
+
+
+def test_fit_many_warnings_on_the_cluster_land_in_the_group_rows(client) -> None:
+    bench = pd.read_csv(Path(__file__).parent / "reference" / "fit_many_benchmarks.csv")
+    d = bench[bench["benchmark"].isin(["chem", "code"])].copy()
+    d.loc[d.index[d["benchmark"] == "code"][:3], "correct"] = np.nan
+    kw = dict(by="benchmark", keep_fits=False, missing="drop")
+    local = evalmix.fit_many("correct ~ model + (1|item)", d, **kw)
+    with joblib.parallel_config(backend="dask"):
+        remote = evalmix.fit_many("correct ~ model + (1|item)", d, **kw)
+    pd.testing.assert_frame_equal(remote.groups, local.groups)
+    assert "dropped 3 of" in remote.groups.set_index("benchmark").loc["code", "warnings"]
+
+
+def _bayes_fit(data: pd.DataFrame, seq: np.random.SeedSequence) -> np.ndarray:
+    from evalmix import bayes
+
+    # the fits are the tasks: their chains run one after the other inside each
+    fit = bayes.glmer("correct ~ model + (1|item)", data, draws=40, tune=40, chains=2, seed=seq,
+                      progressbar=False, cores=1)
+    return fit.fixef_draws.to_numpy()
+
+
+def test_bayesian_chains_and_fits_on_the_cluster_equal_the_local_run(client) -> None:
+    """Each chain is a task on the workers; several fits through parallel_map nest their chains."""
+    pytest.importorskip("pymc")
+    import warnings
+
+    from evalmix import bayes
+    from evalmix.errors import SamplingWarning
+
+    d = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0.0, 0.8], sd_item=1.0, seed=6)
+    kw = dict(draws=40, tune=40, chains=2, seed=5, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        local = bayes.glmer("correct ~ model + (1|item)", d, cores=1, **kw)
+        with joblib.parallel_config(backend="dask"), distributed.get_task_stream(client) as ts:
+            remote = bayes.glmer("correct ~ model + (1|item)", d, **kw)
+        np.testing.assert_array_equal(remote.fixef_draws.to_numpy(), local.fixef_draws.to_numpy())
+        assert remote.idata.posterior["chain"].values.tolist() == [0, 1]
+        assert len({t["worker"] for t in ts.data}) == 2  # one chain on each worker
+        halves = [d[d["item"].isin(d["item"].unique()[i::2])] for i in range(2)]
+        here = parallel_map(partial(_bayes_fit), halves, seed=11)
+        with joblib.parallel_config(backend="dask"):
+            there = parallel_map(partial(_bayes_fit), halves, seed=11)
+    for a, b in zip(here, there):
+        np.testing.assert_array_equal(a, b)

@@ -133,3 +133,21 @@ def test_other_warnings_are_recorded_per_group(bench: pd.DataFrame) -> None:
     w = dict(zip(res.groups["benchmark"], res.groups["warnings"]))
     assert w["chem"] == "" and w["code"].startswith("DataWarning") and "3" in w["code"]
     assert res.groups.loc[res.groups["benchmark"] == "code", "nobs"].item() == 477
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_warnings_land_in_the_group_row_whatever_the_backend(bench: pd.DataFrame, backend: str) -> None:
+    """Each group's warnings (rows dropped, fit messages) are its own with threads and processes."""
+    import joblib
+
+    d = bench[bench["benchmark"].isin(["chem", "code"])].copy()
+    d.loc[d.index[d["benchmark"] == "code"][:3], "correct"] = np.nan
+    d.loc[d.index[d["benchmark"] == "chem"][:5], "correct"] = np.nan
+    kw = dict(by="benchmark", keep_fits=False, missing="drop")
+    local = fit_many(FORMULA, d, **kw)
+    with warnings.catch_warnings(), joblib.parallel_config(backend=backend, n_jobs=2):
+        warnings.simplefilter("error")  # nothing escapes to the caller from a worker either
+        par = fit_many(FORMULA, d, **kw)
+    pd.testing.assert_frame_equal(par.groups, local.groups)
+    w = dict(zip(par.groups["benchmark"], par.groups["warnings"]))
+    assert "dropped 5 of" in w["chem"] and "dropped 3 of" in w["code"], w

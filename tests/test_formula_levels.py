@@ -129,3 +129,20 @@ def test_factor_slopes_in_random_terms():
     vc = r.varcorr
     assert list(vc.loc[vc["var2"] == "", "var1"])[1:] == ["run[3]", "run[1]", "run[2]"]
     assert r.loglik == pytest.approx(a.loglik, abs=1e-4)
+
+
+def test_unknown_functions_and_operators_read_plainly():
+    d = data()
+    with pytest.raises(FormulaError, match=r"does not know the function ns\(\)") as exc:
+        quiet_fit("y ~ ns(site, 3) + (1|item)", d)
+    with pytest.raises(FormulaError, match="Unknown operator") as exc2:
+        quiet_fit("y ~ model + (site == 2) + (1|item)", d)
+    for e in (exc, exc2):
+        assert "\x1b[" not in str(e.value) and "\u29da" not in str(e.value)
+
+
+def test_minus_one_after_a_random_term():
+    p = parse_formula("y ~ model + (1|item) - 1")
+    assert p.fixed == "model - 1" and [r.group for r in p.random] == [("item",)]
+    with pytest.raises(FormulaError, match="added with '\\+'"):
+        parse_formula("y ~ model + (1|item) * x")

@@ -15,6 +15,7 @@ log-likelihood and the number of parameters only.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -53,13 +54,14 @@ def test_fit_matches_lme4(cid):
     assert fit.df == c["df"] and fit.nobs == c["nobs"]
     if c["compare"] != "full":
         return
-    assert len(fit.fixef) == len(c["beta"]), (list(fit.fixef.index), c["coef_names"])
-    np.testing.assert_allclose(fit.fixef.to_numpy(), c["beta"], rtol=2e-3, atol=2e-3)
+    beta = np.atleast_1d(c["beta"])  # jsonlite writes a one-element vector as a scalar
+    assert len(fit.fixef) == len(beta), (list(fit.fixef.index), c["coef_names"])
+    np.testing.assert_allclose(fit.fixef.to_numpy(), beta, rtol=2e-3, atol=2e-3)
     se = np.sqrt(np.diag(fit.vcov.to_numpy()))
-    np.testing.assert_allclose(se, c["se"], rtol=0.01)
+    np.testing.assert_allclose(se, np.atleast_1d(c["se"]), rtol=0.01)
     vc = fit.varcorr
     sd = vc.loc[vc["var2"] == "", "sd"].to_numpy()
-    np.testing.assert_allclose(sd, c["vc_sd"], atol=0.02)
+    np.testing.assert_allclose(sd, np.atleast_1d(c["vc_sd"]), atol=0.02)
 
 
 def test_factor_in_a_grouping_factor_is_what_lme4_cannot_evaluate():
@@ -91,3 +93,22 @@ def test_type3_matches_car(cid):
     assert len(a) == len(c["anova"]["term"])
     np.testing.assert_array_equal(a["df"], c["anova"]["df"])
     np.testing.assert_allclose(a["statistic"], c["anova"]["chisq"], rtol=0.01, atol=1e-6)
+
+
+CON = [(cid, m) for cid in EMM for m in ("pairwise", "trt.vs.ctrl")]
+
+
+@pytest.mark.parametrize("cid, method", CON)
+def test_contrasts_follow_the_level_order(cid, method):
+    """Pairwise (earlier minus later level) and each level against the first, unadjusted."""
+    c = CASES[cid]
+    spec = c["emmeans"]["spec"]
+    ref = c["contrast_" + method.replace(".vs.", "_")]
+    ct = evalmix.contrast(evalmix.emmeans(fit_case(cid), spec), method, adjust="none").to_frame()
+    # emmeans prefixes numeric-looking levels with the variable's name (site1 - site3)
+    # (jsonlite writes a one-contrast vector as a scalar)
+    labels = [re.sub(rf"(?<![\w.]){spec}(?=[\w.])", "", lab) for lab in np.atleast_1d(ref["label"])]
+    assert list(ct["contrast"]) == labels
+    np.testing.assert_allclose(ct["estimate"], ref["estimate"], rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(ct["se"], ref["se"], rtol=0.01)
+    np.testing.assert_allclose(ct["p_value"], ref["p_value"], rtol=0.02, atol=2e-3)

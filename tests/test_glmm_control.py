@@ -52,6 +52,8 @@ def test_control_defaults_are_the_documented_values():
         500, 1e-15, 1e-7, 20, 1e-15, 60)
     assert (c.dense_h_max, c.schur_max_rest, c.schur_dense_fill, c.schur_max_dense) == (
         1500, 4000, 0.25, 60_000_000)
+    assert (c.separation_tol, c.rank_tol, c.profile_xtol, c.theta_fd_step) == (
+        1e-4, 1e-7, 1e-7, 1e-5)
     assert c == DEFAULT_CONTROL and c.changed() == {}
     assert evalmix.GlmerControl is GlmerControl is evalmix.glmm.GlmerControl
     # every field documented by a comment in the class source
@@ -340,3 +342,72 @@ def test_no_module_but_the_term_codes_the_lower_triangle():
     offenders = [str(p.relative_to(src)) for p in src.rglob("*.py")
                  if p.name != "formula.py" and pattern.search(p.read_text())]
     assert offenders == []
+
+
+# ------------------------------------------------------------------------------- the snapshot
+def test_the_fit_holds_no_solver_and_read_only_arrays():
+    fit = quiet("correct ~ x + (1|item) + (1|model)", crossed())
+    model = fit._model
+    held = list(vars(model).values()) + list(vars(model.design).values())
+    assert not any(isinstance(v, (Solver, LaplaceDeviance)) for v in held)
+    design = model.design
+    for a in (design.k, design.m, design.row_index, design.X.unique_rows, model.u,
+              *[t.index for t in design.terms], *[t.Z for t in design.terms]):
+        assert not a.flags.writeable
+    with pytest.raises(ValueError):
+        design.k[0] = 5.0
+    assert not fit.optimizer.gradient.flags.writeable and not fit.hessian.flags.writeable
+
+
+def test_remove_data_keeps_what_does_not_need_the_rows():
+    import evalmix.errors as err
+
+    d = crossed(8, 400, runs=3)
+    formula = "correct ~ model + (1|item) + (1|item:run)"
+    fit = quiet(formula, d)
+    small = fit.remove_data()
+    assert fit.has_data and not small.has_data and small.remove_data() is small
+    # the per-row arrays are gone: the pickled fit shrinks by a factor of more than 3
+    assert len(pickle.dumps(small)) * 3 < len(pickle.dumps(fit))
+    assert small._model.design is None and small._model.data is None
+    assert all(t.index.size == 0 for t in small._model.terms)
+    pd.testing.assert_series_equal(small.fixef, fit.fixef)
+    pd.testing.assert_frame_equal(small.vcov, fit.vcov)
+    pd.testing.assert_frame_equal(small.varcorr, fit.varcorr)
+    pd.testing.assert_frame_equal(small.ranef(), fit.ranef())
+    assert str(small) == str(fit) and small.ngroups == fit.ngroups
+    for name, tab in fit.summary().tables.items():
+        pd.testing.assert_frame_equal(small.summary().tables[name], tab)
+    pd.testing.assert_frame_equal(evalmix.emmeans(small, "model").to_frame(),
+                                  evalmix.emmeans(fit, "model").to_frame())
+    pd.testing.assert_frame_equal(
+        evalmix.contrast(evalmix.emmeans(small, "model"), "pairwise").to_frame(),
+        evalmix.contrast(evalmix.emmeans(fit, "model"), "pairwise").to_frame())
+    np.testing.assert_array_equal(small.predict(d.head(20)), fit.predict(d.head(20)))
+    pd.testing.assert_frame_equal(small.confint().to_frame(), fit.confint().to_frame())
+    # what needs the rows says so
+    with pytest.raises(err.DataError, match="predict\\(\\) without newdata.*remove_data"):
+        small.predict()
+    with pytest.raises(err.DataError, match="profile.*remove_data"):
+        small.confint("profile")
+    with pytest.raises(err.DataError, match="bootmer.*remove_data"):
+        small.confint("boot", nsim=2, seed=1)
+    with pytest.raises(ValueError, match="weights"):
+        evalmix.emmeans(small, "model", weights="proportional")
+
+
+def test_dropping_rank_deficient_columns_leaves_the_built_design_alone():
+    from evalmix.glmm import drop_rank_deficient
+
+    d = crossed(4, 30, runs=2)
+    d["x2"] = 2 * d["x"]  # a copy of x: dropped as lme4 drops it
+    design = build_design("correct ~ x + x2 + (1|item)", d)
+    before = (list(design.fixed.columns), design.X.unique_rows.copy())
+    new, dropped = drop_rank_deficient(design)
+    assert dropped == ["x2"] and new.fixed.columns == ["Intercept", "x"]
+    assert new.X.shape == (design.X.shape[0], 2)
+    assert list(design.fixed.columns) == before[0]
+    np.testing.assert_array_equal(design.X.unique_rows, before[1])
+    with pytest.warns(evalmix.errors.FitWarning, match="rank deficient"):
+        fit = glmer("correct ~ x + x2 + (1|item)", d)
+    assert list(fit.fixef.index) == ["Intercept", "x"]

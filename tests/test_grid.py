@@ -11,6 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import expit
 
 import evalmix
@@ -96,6 +98,66 @@ def test_chains_and_regrid_match_r(e_by, case):
     assert_matches(make(e_by).to_frame(), REF["sim"][case], labels)
 
 
+INTERACTION_CASES = {
+    "interaction_pairwise": (dict(specs=["model", "lang"]), dict(interaction="pairwise")),
+    "interaction_trt_holm": (dict(specs=["model", "lang"]),
+                             dict(interaction=["trt.vs.ctrl", "revpairwise"], adjust="holm")),
+    "interaction_by_prompt": (dict(specs=["model", "lang"], by="prompt"),
+                              dict(interaction="pairwise", adjust="bonferroni")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTERACTION_CASES))
+def test_interaction_contrasts_match_r(fit, case):
+    """contrast(emm, interaction = ...): one column per variable, unadjusted by default."""
+    emm_kw, con_kw = INTERACTION_CASES[case]
+    res = contrast(emmeans(fit, **emm_kw), **con_kw)
+    ref = REF["sim"][case]
+    labels = [c for c in ref[0] if c.endswith(("_pairwise", "_trt.vs.ctrl", "_revpairwise"))
+              or c == "prompt"]
+    assert_matches(res.to_frame(), ref, labels)
+    assert res.to_frame().columns.tolist()[:len(labels)] == labels
+
+
+def test_interaction_contrasts_equal_the_chain(fit):
+    """interaction= is the chain contrast(contrast(emm, m, by=lang), m, by=contrast), reordered."""
+    one = contrast(emmeans(fit, ["model", "lang"]), interaction="pairwise").to_frame()
+    two = contrast(contrast(emmeans(fit, "model", by="lang"), "pairwise"), "pairwise",
+                   by="contrast", adjust="none").to_frame()
+    np.testing.assert_allclose(one["estimate"], two["estimate"], rtol=1e-13)
+    np.testing.assert_allclose(one["p_adjusted"], two["p_adjusted"], rtol=1e-13)
+    assert one["model_pairwise"].tolist() == two["contrast"].tolist()
+    assert set(one["lang_pairwise"]) == set(two["contrast1"]) == {"EN - ES"}
+
+
+def test_interaction_contrasts_of_regridded_means_match_r(fit):
+    res = contrast(regrid(emmeans(fit, ["model", "lang"])), interaction="pairwise")
+    assert res.scale == "probability"
+    assert_matches(res.to_frame(), REF["sim"]["interaction_regrid"],
+                   ["model_pairwise", "lang_pairwise"])
+
+
+weights = st.lists(st.floats(-2, 2, allow_nan=False), min_size=4, max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k1=st.lists(weights, min_size=1, max_size=3), k2=weights)
+def test_a_chain_is_the_product_of_its_weights(e_by, k1, k2):
+    """Invariant: contrasting contrasts with weights K2 (over the (contrast, lang) rows) equals one
+    contrast of the means with the product weights, estimate and SE."""
+    K1 = np.array(k1)
+    first = contrast(e_by, {f"c{i}": row for i, row in enumerate(K1)}, adjust="none")
+    rows = len(first.grid.frame)  # K1 within each of the 2 languages
+    w2 = (k2 * rows)[:rows]
+    chained = contrast(first, {"k": w2}, by=None, adjust="none").to_frame()
+    # the same function of the 8 means directly: block-diagonal K1 per language, then w2
+    K = np.zeros((rows, 8))
+    K[: len(K1), :4], K[len(K1):, 4:] = K1, K1
+    direct = contrast(e_by, {"k": np.asarray(w2) @ K}, by=None, adjust="none").to_frame()
+    np.testing.assert_allclose(chained["estimate"], direct["estimate"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(chained["se"], direct["se"], rtol=1e-9, atol=1e-12)
+
+
 def test_chain_on_the_odds_ratio_scale_matches_r(fit):
     """Ratios of odds ratios, labelled as emmeans labels them."""
     e = emmeans(fit, "model", by="lang", type="response")
@@ -150,6 +212,8 @@ def test_contrast_rejects_what_it_cannot_contrast(e_by):
         regrid(contrast(e_by))
     with pytest.raises(TypeError, match="emmeans"):
         contrast(pd.DataFrame())
+    with pytest.raises(ValueError, match="one per variable"):
+        contrast(e_by, interaction=["pairwise", "pairwise"])  # one non-by variable
 
 
 # --- a missing cell: estimability through chains and regrid ---------------------------------------
@@ -252,6 +316,14 @@ AI_CASES = {
         "domain_interaction", lambda f: contrast(regrid(emmeans(f, "model", by="domain")),
                                                  "pairwise", adjust="holm"),
         ["contrast", "domain"]),
+    "interaction_domain": (
+        "domain_interaction", lambda f: contrast(emmeans(f, ["model", "domain"]),
+                                                 interaction="trt.vs.ctrl", adjust="holm"),
+        ["model_trt.vs.ctrl", "domain_trt.vs.ctrl"]),
+    "interaction_language_by_prompt": (
+        "model * language * prompt", lambda f: contrast(
+            emmeans(f, ["model", "language"], by="prompt"), interaction="pairwise",
+            adjust="bonferroni"), ["model_pairwise", "language_pairwise", "prompt"]),
     "regrid_language_gap": (
         "model * language * prompt", lambda f: contrast(
             contrast(regrid(emmeans(f, "language", by="model")), "revpairwise"), "pairwise",
@@ -264,3 +336,30 @@ AI_CASES = {
 def test_ai4math_chains_and_regrid_match_r(ai_fits, case):
     key, make, labels = AI_CASES[case]
     assert_matches(make(ai_fits[key]).to_frame(), REF["ai4math"][case], labels)
+
+
+# --- offsets ----------------------------------------------------------------------------------------
+
+def test_offsets_ride_on_the_grid_rows():
+    """A constant offset c moves only the intercept (by -c); the grid adds the mean offset back, so
+    means, regridded means, rank estimates and a contrast that keeps one mean are those of the fit
+    without the offset, while differences are unchanged (the offsets cancel), as in emmeans."""
+    from evalmix.glmm import glmer
+    from evalmix.ranking import rank_uncertainty_glmm
+
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=3).assign(c=0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = glmer("correct ~ model + (1|item)", runs)
+        off = glmer("correct ~ model + offset(c) + (1|item)", runs)
+    tol = dict(atol=5e-5, rtol=0)  # the two fits agree to the optimiser's tolerance
+    e0, e1 = emmeans(base, "model"), emmeans(off, "model")
+    np.testing.assert_allclose(e1.to_frame()["estimate"], e0.to_frame()["estimate"], **tol)
+    np.testing.assert_allclose(regrid(e1).to_frame()["estimate"],
+                               regrid(e0).to_frame()["estimate"], **tol)
+    keep = contrast(e1, {"M1 alone": [1, 0, 0]}, adjust="none").to_frame()
+    assert keep["estimate"].iloc[0] == pytest.approx(e1.to_frame()["estimate"].iloc[0], rel=1e-12)
+    np.testing.assert_allclose(contrast(e1).to_frame()["estimate"],
+                               contrast(e0).to_frame()["estimate"], **tol)
+    ranks = rank_uncertainty_glmm(off, n_draws=200, seed=1).table
+    np.testing.assert_allclose(ranks["estimate"], e0.to_frame()["estimate"], **tol)

@@ -400,7 +400,7 @@ def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
 def contrast(emm: EMMeans | Contrasts | RefGrid,
              method: str | Mapping[str, Sequence[float]] = "pairwise", *,
              by: str | Sequence[str] | None = _INHERIT, ref: Hashable | list[Hashable] | None = None,
-             adjust: str = "holm",
+             interaction: str | Sequence[str] | None = None, adjust: str | None = None,
              conf_level: float = 0.95) -> Contrasts:
     """Contrasts among marginal means, each ``by`` group adjusted as one family (R: ``contrast``).
 
@@ -425,8 +425,15 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
     ref : str, int or list, optional
         Control level(s) for ``trt.vs.ctrl`` (a level label, a 0-based index, or a list whose
         average is the control); default the first level.
+    interaction : str or list of str, optional
+        Interaction contrasts (R: ``contrast(emm, interaction = ...)``): the method (one for all,
+        or one per variable, in order) applied to each non-``by`` variable in turn, the others
+        held as ``by``; the result has one column per variable, named ``<variable>_<method>``
+        (e.g. ``model_pairwise``, ``domain_pairwise``: every difference between two models of
+        their difference between two domains).  ``method`` is then not used.
     adjust : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "tukey", "dunnettx", "mvt", "none"}
-        Multiplicity adjustment within each family (see :mod:`evalmix.multiplicity`).  Intervals
+        Multiplicity adjustment within each family (see :mod:`evalmix.multiplicity`); default
+        ``"holm"``, and ``"none"`` for interaction contrasts (as emmeans).  Intervals
         are adjusted the emmeans way: the step-wise methods (Holm, Hochberg, BH, BY) cannot adjust
         intervals, so they get Bonferroni intervals (noted in ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.
         Ignored for posterior fits.
@@ -453,8 +460,6 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
                     contrast  estimate
     0  (M2 - M1) - (M3 - M1)     -0.73
     """
-    method_name = "custom" if isinstance(method, Mapping) else str(method)
-    adjust = multiplicity.normalise_method(adjust)
     grid = _as_grid(emm)
     if by is _INHERIT:
         by = list(grid.by)
@@ -464,21 +469,55 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
     if not spec:
         raise ValueError(f"nothing to contrast: every variable of the grid ({grid.variables}) is "
                          "a by variable")
-    frame = grid.frame
-    groups = (frame.groupby(by, sort=False, observed=True).indices if by
-              else {(): np.arange(len(frame))})
     # the label names the scale shown: odds ratios "A / B" for means on the response scale (as
     # emmeans reports them), differences "A - B" otherwise
     ratio = grid.type == "response" and grid.link == "logit"
-    if grid.tran is not None:
-        scale = "probability" if grid.tran in LINKS else f"{grid.tran} response"
-    else:
-        scale = "odds ratio" if ratio else ("log-odds" if grid.link == "logit"
-                                            else f"{grid.link} link")
     sep = " / " if ratio else " - "
-    # the new rows' label column; "contrast1" when "contrast" is already a by variable (as R)
-    label_col = "contrast1" if "contrast" in by else "contrast"
-    K_rows, frames, sizes = [], [], []
+    if interaction is None:
+        method_name = "custom" if isinstance(method, Mapping) else str(method)
+        # the new rows' label column; "contrast1" when "contrast" is already a by variable (as R)
+        label_col = "contrast1" if "contrast" in by else "contrast"
+        con, families = _contrast_rows(grid, method, spec, by, ref, sep, label_col)
+        pairwise = method_name in ("pairwise", "revpairwise")
+        adjust = "holm" if adjust is None else adjust
+    else:
+        methods = [interaction] * len(spec) if isinstance(interaction, str) else list(interaction)
+        if not methods or len(methods) > len(spec):
+            raise ValueError(f"interaction= names {len(methods)} methods for the variables "
+                             f"{spec}: give one method, or one per variable")
+        con = grid
+        for var, meth in zip(spec, methods):
+            others = [v for v in con.variables if v != var]
+            con, _ = _contrast_rows(con, meth, [var], others, ref, sep, f"{var}_{meth}")
+        # as emmeans orders them: the first variable's contrasts fastest, the by groups slowest
+        cols = [f"{v}_{m}" for v, m in zip(spec, methods)] + spec[len(methods):] + by
+        frame = con.frame[cols]
+        codes = [pd.factorize(frame[c])[0] for c in cols]
+        order = np.lexsort(codes)
+        con = con.take(order)
+        con = con.linear_map(np.eye(len(order)), con.frame[cols], by=by)
+        frame = con.frame
+        families = [(np.asarray(idx), 0) for idx in
+                    (frame.groupby(by, sort=False, observed=True).indices.values() if by
+                     else [np.arange(len(frame))])]
+        method_name = "interaction " + ", ".join(map(str, methods))
+        pairwise = False
+        adjust = "none" if adjust is None else adjust
+    return _test_contrasts(con, families, method_name, multiplicity.normalise_method(adjust),
+                           pairwise, conf_level, ratio)
+
+
+def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], spec: list[str],
+                   by: list[str], ref: Any, sep: str, label_col: str
+                   ) -> tuple[RefGrid, list[tuple[np.ndarray, int]]]:
+    """The grid of contrasts of ``grid``'s rows over the ``spec`` levels within each ``by`` group:
+    the new grid (variables ``label_col`` and ``by``) and, per group, its rows and the number of
+    means it compares."""
+    frame = grid.frame
+    groups = (frame.groupby(by, sort=False, observed=True).indices if by
+              else {(): np.arange(len(frame))})
+    K_rows, frames, families = [], [], []
+    start = 0
     for key, idx in groups.items():
         idx = np.sort(np.asarray(idx))
         labels = [_label(r) for r in frame.iloc[idx][spec].itertuples(index=False, name=None)]
@@ -491,21 +530,35 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         for v, val in zip(by, key):
             block[v] = val
         frames.append(block)
-        sizes.append(len(labels))
+        families.append((np.arange(start, start + len(names)), len(labels)))
+        start += len(names)
     con = grid.linear_map(np.vstack(K_rows), pd.concat(frames, ignore_index=True), by=by)
+    return con, families
+
+
+def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method_name: str,
+                    adjust: str, pairwise: bool, conf_level: float, ratio: bool) -> Contrasts:
+    """z tests and intervals of a grid of contrasts, each family adjusted as one (or posterior
+    summaries and P(contrast > 0))."""
+    if con.tran is not None:
+        scale = "probability" if con.tran in LINKS else f"{con.tran} response"
+    else:
+        scale = "odds ratio" if ratio else ("log-odds" if con.link == "logit"
+                                            else f"{con.link} link")
     est_all = con.estimates(conf_level, type="link")
     ok_all = con.estimable
     coefs = con.coefficients
+    frame = con.frame
+    label_col = frame.columns[0]
     blocks, notes = [], []
     p_method = ci_method = adjust
-    start = 0
-    for block, n_means in zip(frames, sizes):
-        rows = np.arange(start, start + len(block))
-        start += len(block)
-        names = block[label_col].tolist()
+    for rows, n_means in families:
+        block = frame.iloc[rows].reset_index(drop=True)
+        names = [_label(r) for r in block.itertuples(index=False, name=None)] \
+            if label_col != "contrast" and label_col != "contrast1" else block[label_col].tolist()
         part = con.take(rows)
         summ = est_all.iloc[rows].reset_index(drop=True)
-        warn_divergent(part.L, coefs.separation, names, "the contrast", stacklevel=2)
+        warn_divergent(part.L, coefs.separation, names, "the contrast", stacklevel=3)
         if coefs.draws is not None:
             vals = part.linear_predictor()
             summ["prob_positive"] = np.where(ok_all[rows], (vals > 0).mean(axis=0), np.nan)
@@ -513,11 +566,12 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         else:
             with np.errstate(invalid="ignore"):
                 z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
-            cov = part.covariance()
-            d = np.sqrt(np.diag(cov))
-            pairwise = method_name in ("pairwise", "revpairwise")
-            with np.errstate(invalid="ignore", divide="ignore"):
-                corr = cov / np.outer(d, d)
+            corr = None
+            if adjust == "mvt":  # the only adjustment that needs the joint distribution
+                cov = part.covariance()
+                d = np.sqrt(np.diag(cov))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    corr = cov / np.outer(d, d)
             p, crit, p_method, ci_method = multiplicity.adjust_family(
                 z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise,
                 corr=corr)
@@ -529,7 +583,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
                 note = _family_note(meth, len(names), n_means, kind)
                 if note and note not in notes:
                     notes.append(note)
-        if grid.link == "logit":
+        if con.link == "logit":
             summ["odds_ratio"] = np.exp(summ["estimate"])
             summ["or_conf_low"] = np.exp(summ["conf_low"])
             summ["or_conf_high"] = np.exp(summ["conf_high"])
@@ -540,7 +594,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
             summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
             summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
                                                  if c not in ("odds_ratio", "se")]]
-        blocks.append(pd.concat([block.reset_index(drop=True), summ], axis=1))
+        blocks.append(pd.concat([block, summ], axis=1))
     if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ from . import _slicing as sl
 from ._result import Result
 from .errors import DataError, FitWarning, FormulaError
 from .formula import factor_columns, parse_formula, random_columns
-from .parallel import parallel_map
+from .parallel import parallel_map, record_warnings
 
 __all__ = ["FitManyResult", "fit_many"]
 
@@ -38,8 +36,8 @@ class FitManyResult(Result):
         ``statistic`` (Wald z), ``p_value``, ``conf_low``, ``conf_high`` (log-odds), ``odds_ratio``,
         ``or_conf_low``, ``or_conf_high``, then ``nobs``, ``converged``, ``singular``, ``messages``
         (the fit's convergence and boundary messages, ``"; "``-joined), ``warnings`` (other
-        warnings raised while fitting, e.g. rows dropped for missing values; recorded when the
-        fits run in a process's main thread, i.e. locally or on process-based workers) and
+        warnings raised while fitting, e.g. rows dropped for missing values; recorded whichever
+        backend runs the fits: this process, threads, worker processes or a cluster) and
         ``error``.  A group whose fit failed has one row with
         ``term`` missing, NaN numbers and the exception in ``error`` (``""`` when it did not fail).
     groups : DataFrame
@@ -92,13 +90,7 @@ def _fit_group(task: tuple[tuple, pd.DataFrame], formula: str, conf_level: float
     key, sub = task
     out: dict[str, Any] = {"key": key, "nobs": len(sub), "converged": None, "singular": None,
                            "messages": "", "warnings": "", "error": "", "coef": None, "fit": None}
-    # catch_warnings swaps process-wide state: entered from several threads at once it can leave
-    # the caller's filters replaced, so warnings are captured only in a process's main thread
-    # (the sequential and process-based backends); elsewhere they take their usual course.
-    capture = threading.current_thread() is threading.main_thread()
-    with warnings.catch_warnings(record=True) if capture else contextlib.nullcontext([]) as caught:
-        if capture:
-            warnings.simplefilter("always")
+    with record_warnings() as caught:  # per thread, so any backend fills the group's row
         try:
             fit = glmer(formula, sub, **glmer_kwargs)
         except Exception as exc:  # recorded as the group's row; the other groups go on
@@ -107,9 +99,10 @@ def _fit_group(task: tuple[tuple, pd.DataFrame], formula: str, conf_level: float
             out.update(nobs=fit.nobs, converged=bool(fit.converged), singular=bool(fit.singular),
                        messages="; ".join(fit.messages), coef=fit.coef_table(conf_level),
                        fit=fit if keep_fit else None)
-    # convergence and boundary warnings are in ``messages`` already
+    # convergence, boundary and separation warnings are in ``messages`` already
+    said = set(out["messages"].split("; ")) if out["messages"] else set()
     other = [f"{w.category.__name__}: {w.message}" for w in caught
-             if not issubclass(w.category, FitWarning) or out["error"]]
+             if not (issubclass(w.category, FitWarning) and str(w.message) in said)]
     out["warnings"] = "; ".join(dict.fromkeys(other))
     return out
 

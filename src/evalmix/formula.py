@@ -178,8 +178,14 @@ def parse_formula(formula: str) -> ParsedFormula:
     for term in _split_top(rhs, "+"):
         if not term:
             continue
-        if term.startswith("(") and term.endswith(")") and "|" in term:
-            random.extend(_parse_random(term))
+        head = term[:_closing_paren(term, 0) + 1] if term.startswith("(") else ""
+        if "|" in head:
+            random.extend(_parse_random(head))
+            rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
+            if rest:
+                if not rest.startswith("-"):
+                    raise FormulaError(f"cannot read {term!r}: a random term is added with '+'")
+                tail.append(rest)
         elif re.match(r"offset\s*\(", term):
             end = _closing_paren(term, term.index("("))
             offsets.append(term[term.index("(") + 1:end].strip())
@@ -303,6 +309,16 @@ CONTRASTS = ("treatment", "sum", "poly", "helmert")
 _CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
 _C_CALL = re.compile(r"(?<![\w.])C\s*\(\s*([A-Za-z_.][\w.]*)\s*(?:,\s*([^()]*?))?\s*\)")
 _C_WRAPPED = re.compile(r"C\(([A-Za-z_.][\w.]*), [^()]*\)")
+
+
+def _plain(exc: Exception) -> str:
+    """formulaic's message without its terminal colour codes, with a hint for an unknown function."""
+    msg = re.sub(r"\x1b\[[0-9;]*m|[\u29da\u29db]", "", str(exc))
+    m = re.search(r"NameError: name '([\w.]+)' is not defined", msg)
+    if m:
+        msg += (f"; evalmix does not know the function {m.group(1)}() (it knows R's log, exp, "
+                "sqrt, scale, poly, bs and the others listed in docs/glmm.md; not ns())")
+    return msg
 
 
 def _contrast_kind(value: Any, where: str) -> Any:
@@ -545,7 +561,7 @@ def _formula_factor_parts(rhs: str) -> tuple[tuple[str, str], ...]:
     try:
         parsed = Formula(rhs)
     except Exception as exc:
-        raise FormulaError(f"cannot parse the fixed part {rhs!r}: {exc}") from exc
+        raise FormulaError(f"cannot parse the fixed part {rhs!r}: {_plain(exc)}") from exc
     out: list[tuple[str, str]] = []
     for term in parsed:
         for f in term.factors:
@@ -778,7 +794,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     try:
         mm = model_matrix(text, d, na_action="raise", context=context)
     except Exception as exc:  # formulaic's errors name the failing factor
-        raise FormulaError(f"cannot build the fixed part {fixed!r}: {exc}") from exc
+        raise FormulaError(f"cannot build the fixed part {fixed!r}: {_plain(exc)}") from exc
     spec = mm.model_spec
     column_terms: list[str] = []
     terms: list[str] = []
@@ -1027,7 +1043,10 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                             f"{nobs} observations; it must have at most one level per observation")
         spec = None
         if sp.expr.strip() == "1":
-            Z = np.ones((len(data), 1))
+            # a column of ones; on large designs a read-only view of one value (8 bytes, not 8
+            # per row: 320 MB at 40M rows)
+            Z = np.ones((len(data), 1)) if len(data) < 1_000_000 else \
+                np.broadcast_to(np.ones((1, 1)), (len(data), 1))
             cn = ["(Intercept)"]
         else:
             text, frame, rfactors, context = _random_design(sp, data)

@@ -275,6 +275,8 @@ class RefGrid(Result):
         coefs = self.coefficients
         if coefs.draws is not None:
             return coefs.draws @ L.T + self.offsets
+        if coefs.separation is None:
+            return L @ coefs.normal[0] + self.offsets
         return linear_functions(L, *coefs.normal, coefs.separation)[0] + self.offsets
 
     def _masked_L(self) -> np.ndarray:
@@ -305,7 +307,12 @@ class RefGrid(Result):
             iv[~np.isfinite(vals).all(axis=0)] = np.nan
             return pd.DataFrame({"estimate": vals.mean(axis=0), "se": vals.std(axis=0, ddof=1),
                                  "conf_low": iv[:, 0], "conf_high": iv[:, 1]})
-        est, se, _ = linear_functions(L, *coefs.normal, coefs.separation)
+        if coefs.separation is not None:
+            est, se, _ = linear_functions(L, *coefs.normal, coefs.separation)
+        else:  # the diagonal of L V L' only: a chain of contrasts can have many rows
+            beta, V = coefs.normal
+            est = L @ beta
+            se = np.sqrt(np.clip(np.einsum("ij,ij->i", L @ V, L), 0.0, None))
         est = est + shift
         crit = stats.norm.isf((1 - conf_level) / 2)
         lo, hi = est - crit * se, est + crit * se
@@ -343,8 +350,10 @@ class RefGrid(Result):
     def take(self, rows: Sequence[int] | np.ndarray) -> RefGrid:
         """The grid restricted to (or reordered by) the row positions ``rows``."""
         idx = np.asarray(rows, dtype=int)
-        K = np.eye(len(self._raw("L")))[idx]
-        return self.linear_map(K, self._raw("frame").iloc[idx].reset_index(drop=True))
+        L_full, off = self._raw("L_full"), self._raw("offset")
+        return replace(self, frame=self._raw("frame").iloc[idx].reset_index(drop=True),
+                       L=self._raw("L")[idx], L_full=None if L_full is None else L_full[idx],
+                       offset=None if off is None else off[idx])
 
     def linear_map(self, K: np.ndarray, frame: pd.DataFrame, *, by: Sequence[str] | None = None,
                    adjust: str | None = None) -> RefGrid:

@@ -20,14 +20,17 @@ same for local processes and for remote workers.  See ``docs/scale.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import numpy as np
 
 from ._slicing import rng_of
 
-__all__ = ["parallel_map", "task_seeds"]
+__all__ = ["parallel_map", "record_warnings", "task_seeds"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,7 +67,7 @@ class _Indexed:
 def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | None = None,
                  seed: int | np.random.Generator | np.random.SeedSequence | None = None,
                  desc: str | None = None, progress: bool = False,
-                 batch_size: int | str = "auto") -> list[R]:
+                 batch_size: int | str = "auto", prefer: str | None = None) -> list[R]:
     """Apply ``func`` to every task, in parallel, and return the results in task order.
 
     Parameters
@@ -91,6 +94,10 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
         ran).  With a backend that returns results only all together (Ray's), it fills at the end.
     batch_size : int or "auto"
         Tasks sent to a worker at once (joblib's ``batch_size``).
+    prefer : {"threads", "processes"}, optional
+        joblib's soft hint for the local backend when no ``parallel_config`` chooses one (threads
+        suit tasks that release the GIL, such as compiled samplers); a backend chosen by
+        ``joblib.parallel_config`` always wins.
 
     Returns
     -------
@@ -122,7 +129,7 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
     # all at once, and the bar jumps to the end.
     for mode in ("generator_unordered", "generator", "list"):
         try:
-            par = Parallel(n_jobs=n_jobs, return_as=mode, batch_size=batch_size)
+            par = Parallel(n_jobs=n_jobs, return_as=mode, batch_size=batch_size, prefer=prefer)
             break
         except ValueError:
             if mode == "list":
@@ -142,3 +149,65 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
         if bar is not None:
             bar.close()
     return out
+
+
+# ---------------------------------------------------------------- warnings of parallel tasks
+# ``warnings.catch_warnings`` swaps process-wide state, so entered from several threads at once
+# it can leave the filters of one thread in place for all.  ``record_warnings`` instead installs
+# one dispatcher while any task records, and each thread collects what it raises.
+_REC_LOCK = threading.Lock()
+_REC_DEPTH = 0
+_REC_SAVED: tuple[Any, Any] | None = None
+_REC_LOCAL = threading.local()
+
+
+def _dispatch(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+              line: str | None = None) -> None:
+    stack = getattr(_REC_LOCAL, "stack", None)
+    if stack:
+        stack[-1].append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+    elif _REC_SAVED is not None:  # a thread that records nothing: the warning's usual course
+        _REC_SAVED[1](message, category, filename, lineno, file, line)
+
+
+@contextlib.contextmanager
+def record_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """Record the warnings raised in this thread, safely from several threads at once.
+
+    The thread-safe counterpart of ``warnings.catch_warnings(record=True)`` for tasks run by
+    :func:`parallel_map` in threads (joblib's threading backend, Dask workers in threads) as well
+    as in processes: each thread gets the warnings it raised, every one of them (the action is
+    ``"always"`` while any thread records); other threads' warnings take their usual course.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from evalmix.parallel import record_warnings
+    >>> def task(i):
+    ...     with record_warnings() as caught:
+    ...         warnings.warn(f"task {i}")
+    ...     return [str(w.message) for w in caught]
+    >>> parallel_map(task, range(3), n_jobs=3, prefer="threads")
+    [['task 0'], ['task 1'], ['task 2']]
+    """
+    global _REC_DEPTH, _REC_SAVED
+    with _REC_LOCK:
+        if _REC_DEPTH == 0:
+            _REC_SAVED = (list(warnings.filters), warnings.showwarning)
+            warnings.simplefilter("always")
+            warnings.showwarning = _dispatch
+        _REC_DEPTH += 1
+    stack = _REC_LOCAL.__dict__.setdefault("stack", [])
+    caught: list[warnings.WarningMessage] = []
+    stack.append(caught)
+    try:
+        yield caught
+    finally:
+        stack.pop()
+        with _REC_LOCK:
+            _REC_DEPTH -= 1
+            if _REC_DEPTH == 0 and _REC_SAVED is not None:
+                warnings.filters[:] = _REC_SAVED[0]  # type: ignore[index]
+                warnings.showwarning = _REC_SAVED[1]
+                warnings._filters_mutated()  # type: ignore[attr-defined]  # as catch_warnings does
+                _REC_SAVED = None

@@ -103,6 +103,14 @@ cases <- list(
   list(id = "c_dose_slope", data = "counts", formula = "cbind(k, n - k) ~ cond + (1 + dose|item)"),
   list(id = "c_item_cond", data = "counts",
        formula = "cbind(k, n - k) ~ cond + dose + (1|item) + (1|item:cond)"),
+  list(id = "b_intercept_only", data = "binary", formula = "y ~ 1 + (1|item)"),
+  list(id = "b_double_bar_numeric", data = "binary", formula = "y ~ grp + (age||item)"),
+  list(id = "b_drop_main", data = "binary", formula = "y ~ grp*age - age + (1|item)"),
+  list(id = "b_minus1_after_random", data = "binary", formula = "y ~ grp + age + (1|item) - 1"),
+  list(id = "b_logical", data = "binary", formula = "y ~ grp + I(age > 4) + (1|item)"),
+  list(id = "r_crossed_rasch", data = "item_run", formula = "correct ~ 1 + (1|model) + (1|item)"),
+  list(id = "r_item_model", data = "item_run",
+       formula = "correct ~ model + (1|item) + (1|item:model)", emmeans = "model"),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
@@ -162,6 +170,15 @@ for (cs in cases) {
     e <- as.data.frame(summary(emmeans(efit, as.formula(paste("~", cs$emmeans)))))
     rec$emmeans <- list(spec = cs$emmeans, level = as.character(e[[cs$emmeans]]),
                         estimate = e$emmean, se = e$SE)
+    # contrasts follow the level order: pairwise (earlier minus later level) and each level
+    # against the first (the reference), unadjusted
+    emm <- emmeans(efit, as.formula(paste("~", cs$emmeans)))
+    for (method in c("pairwise", "trt.vs.ctrl")) {
+      ct <- as.data.frame(summary(contrast(emm, method = method, adjust = "none")))
+      rec[[paste0("contrast_", sub(".vs.", "_", method, fixed = TRUE))]] <-
+        list(label = as.character(ct$contrast), estimate = ct$estimate, se = ct$SE,
+             p_value = ct$p.value)
+    }
   }
   if (isTRUE(cs$anova)) {
     a <- car::Anova(fit, type = 3)

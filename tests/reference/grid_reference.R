@@ -74,7 +74,16 @@ sim <- list(
   regrid_chain = con_tab(contrast(contrast(r_by, "pairwise", adjust = "none"), "pairwise",
                                   by = "contrast", adjust = "none")),
   regrid_chain_by_none = con_tab(contrast(contrast(r_by, "trt.vs.ctrl"), "pairwise", by = NULL,
-                                          adjust = "holm")))
+                                          adjust = "holm")),
+  # interaction contrasts in one call
+  interaction_pairwise = con_tab(contrast(emmeans(fit, ~ model * lang), interaction = "pairwise")),
+  interaction_trt_holm = con_tab(contrast(emmeans(fit, ~ model * lang),
+                                          interaction = c("trt.vs.ctrl", "revpairwise"),
+                                          adjust = "holm")),
+  interaction_by_prompt = con_tab(contrast(emmeans(fit, ~ model * lang | prompt),
+                                           interaction = "pairwise", adjust = "bonferroni")),
+  interaction_regrid = con_tab(contrast(regrid(emmeans(fit, ~ model * lang)),
+                                        interaction = "pairwise")))
 
 # --- simulated: a GLMM with a missing cell (m3 never run in ES) ------------------------------------
 g <- read.csv(file.path(here, "inference_glmer_sim.csv"))
@@ -117,7 +126,12 @@ ai4math <- list(
   regrid_domain = emm_tab(regrid(e_dom)),
   regrid_domain_pairwise = con_tab(contrast(regrid(e_dom), "pairwise", adjust = "holm")),
   regrid_language_gap = con_tab(contrast(contrast(regrid(e_lang), "revpairwise"), "pairwise",
-                                         by = NULL, adjust = "bonferroni")))
+                                         by = NULL, adjust = "bonferroni")),
+  interaction_domain = con_tab(contrast(emmeans(dom, ~ model * domain),
+                                        interaction = "trt.vs.ctrl", adjust = "holm")),
+  interaction_language_by_prompt = con_tab(contrast(emmeans(full, ~ model * language | prompt),
+                                                    interaction = "pairwise",
+                                                    adjust = "bonferroni")))
 
 out <- list(
   r_version = R.version.string, emmeans_version = as.character(packageVersion("emmeans")),

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..data import RunsData
 from ..errors import SamplingWarning
@@ -45,15 +47,19 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
 
 def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-          seed: int | np.random.Generator | None = None, progressbar: bool = True,
+          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
-          max_treedepth: int = 10, cores: int | None = None, missing: str = "raise") -> BayesGlmerResult:
-    """Fit a hierarchical Bayesian binomial-logit GLMM by MCMC (NUTS).
+          max_treedepth: int = 10, cores: int | None = None, missing: str = "raise",
+          weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None, link: str = "logit",
+          contrasts: dict[str, Any] | None = None, trials: str | None = None) -> BayesGlmerResult:
+    """Fit a hierarchical Bayesian binomial GLMM by MCMC (NUTS).
 
-    Same formulas as :func:`evalmix.glmer` (lme4 syntax; fixed part by formulaic; random terms
-    ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``, ``(1 + x|g)`` with an LKJ prior on the correlation,
-    ``(1 + x||g)``; ``cbind(k, n - k)`` responses).  Identical rows are pooled into binomial counts
-    before sampling; log-likelihoods are reported for the rows as given.
+    Same formulas as :func:`evalmix.glmer` (lme4 syntax, R's fixed-part functions, factor level
+    orders and contrasts; random terms ``(1|g)``, ``(1|a:b)``, ``(1|a/b)``, ``(1 + x|g)`` with an
+    LKJ prior on the correlation, ``(1 + x||g)``; ``cbind(k, n - k)``, factor and proportion
+    responses; ``offset()`` terms), and the same ``weights``, ``offset``, ``link``, ``contrasts``
+    and ``trials`` arguments.  Identical rows are pooled into binomial counts before sampling;
+    log-likelihoods are reported for the rows as given.
 
     Parameters
     ----------
@@ -67,8 +73,11 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         Posterior draws per chain after ``tune`` adaptation steps.
     sampler : {"auto", "nutpie", "numpyro", "pymc"}
         ``"auto"`` takes the fastest installed (nutpie, then numpyro, then PyMC's NUTS).
-    seed : int or numpy.random.Generator, optional
+    seed : int, numpy.random.Generator or numpy.random.SeedSequence, optional
+        Chain ``i`` samples with the stream ``np.random.SeedSequence(seed).spawn(chains)[i]``, so
+        a seed gives the same draws whatever ``cores`` and wherever the chains run.
     progressbar : bool
+        A bar advanced as chains finish.
     parameterization : "auto", "centered", "noncentered" or dict group -> form
         How random terms are sampled; ``"auto"`` chooses per term from the information each level
         carries (see :mod:`evalmix.bayes.model`).
@@ -82,10 +91,19 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
         for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
-        Chains run in parallel on this many cores (default: all, up to ``chains``).
+        Chains run at once in this process's threads (default: all cores, up to ``chains``).
+        Inside ``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) each chain
+        is a task on that backend's workers instead (see :func:`evalmix.parallel.parallel_map`
+        and ``docs/scale.md``).
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
+    weights, offset, link, contrasts, trials
+        As in :func:`evalmix.glmer`: prior weights (a proportion response with ``weights`` = the
+        trials is the k-of-n model), a known term added to the linear predictor, the binomial
+        link (``"logit"``, ``"probit"``, ``"cloglog"``), factor codings, a column of trials.
+        Logit models without an offset run on the compiled kernel where nutpie is installed;
+        offsets and the other links run on PyMC's own graph.
 
     Returns
     -------
@@ -110,11 +128,14 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     from ..glmm.design import check_data
 
-    data = check_data(formula, data, missing=missing)
+    data = check_data(formula, data, missing=missing, weights=weights, offset=offset, trials=trials)
     sampler = choose_sampler(sampler)
-    bm = build_model(formula, data, priors=priors, parameterization=parameterization,
-                     likelihood=likelihood_for(sampler))
-    idata, seconds, desc = run_sampler(bm.model, sampler=sampler, draws=int(draws), tune=int(tune),
+    # the recipe travels to the workers that run chains elsewhere (processes, a cluster)
+    recipe = partial(build_model, formula, data, priors=priors, parameterization=parameterization,
+                     likelihood=likelihood_for(sampler), weights=weights, offset=offset, link=link,
+                     contrasts=contrasts, trials=trials)
+    bm = recipe()
+    idata, seconds, desc = run_sampler(recipe, sampler=sampler, draws=int(draws), tune=int(tune),
                                        chains=int(chains), seed=seed, progressbar=progressbar,
                                        target_accept=target_accept, cores=cores,
                                        max_treedepth=max_treedepth, built=bm)
@@ -138,7 +159,7 @@ def _result(formula: str, bm: BayesModel, idata: Any, seconds: float, desc: str)
         formula=formula, fixef=fd.mean().rename("estimate"), fixef_draws=fd,
         vcov=fd.cov(), varcorr=pd.DataFrame(), nobs=bm.design.nobs, priors=bm.prior_table,
         parameterization=bm.parameterization_table(), sampler=desc, seconds=seconds,
-        divergences=div, chains=chains, draws=draws, fixed_design=bm.design.fixed,
+        divergences=div, chains=chains, draws=draws, fixed_design=bm.design.fixed, link=bm.link,
         _posterior=idata, _bm=bm)
     object.__setattr__(fit, "varcorr", _varcorr(fit))
     for msg in fit.diagnostics():

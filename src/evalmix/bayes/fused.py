@@ -79,6 +79,10 @@ def fused_reason(bm: BayesModel) -> str | None:
     """Why ``bm`` cannot use the compiled kernel, or None when it can."""
     if bm.basis is None:
         return "the model records no fixed-effects basis"
+    if bm.link != "logit":
+        return f"the {bm.link} link (the kernel is binomial-logit)"
+    if bm.design.offset is not None:
+        return "an offset"
     for p in bm.plans:
         if p.term.nc != 1:
             return f"random term {p.label} has {p.term.nc} correlated columns"

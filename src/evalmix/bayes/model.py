@@ -32,19 +32,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
-from ..errors import FitWarning, FormulaError
+from ..errors import FitWarning
 from ..formula import RandomTerm
 from .priors import Prior, PriorSpec, resolve_priors
 
 if TYPE_CHECKING:
     import pymc as pm
+    from numpy.typing import ArrayLike
+    from pytensor.tensor.variable import TensorVariable
 
     from ..glmm.design import GlmmDesign
     from ..glmm.result import GlmerResult
 
-__all__ = ["TermPlan", "BayesModel", "build_model", "plan_terms"]
+__all__ = ["TermPlan", "BayesModel", "binomial_loglik", "build_model", "plan_terms"]
 
 PARAMETERIZATIONS = ("centered", "noncentered")
 
@@ -92,6 +93,7 @@ class BayesModel:
     # the fixed part as sampled: eta gets ``Xt @ theta``, ``b = T @ theta`` (QR basis or identity),
     # the intercept of the user's coding is ``Intercept_c - xbar @ b``
     basis: dict[str, np.ndarray] | None = None
+    link: str = "logit"  # binomial link (logit, probit or cloglog)
 
     @property
     def fixed_names(self) -> list[str]:
@@ -124,14 +126,16 @@ class BayesModel:
         })
 
 
-def _ml_fit(formula: str, data: pd.DataFrame) -> GlmerResult | None:
-    """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure."""
+def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> GlmerResult | None:
+    """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure.
+
+    ``model_args`` are the model's ``weights``, ``offset``, ``link``, ``contrasts`` and ``trials``."""
     from ..glmm import glmer as ml_glmer
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return ml_glmer(formula, data)
+            return ml_glmer(formula, data, **model_args)
     except Exception:  # the Bayesian fit must not depend on the ML fit succeeding
         return None
 
@@ -150,20 +154,26 @@ def _ml_sds(ml: GlmerResult | None, plans_terms: list[RandomTerm]) -> list[np.nd
     return out
 
 
-def _info_weights(design: GlmmDesign, ml: GlmerResult | None) -> np.ndarray:
-    """Fisher information weight ``m p (1 - p)`` of each pooled row at the ML fixed effects."""
+def _info_weights(design: GlmmDesign, ml: GlmerResult | None, link: str = "logit") -> np.ndarray:
+    """Fisher information weight of each pooled row at the ML fixed effects: ``m mu'(eta)^2 /
+    (mu (1 - mu))`` (``m p (1 - p)`` for the logit link)."""
+    from ..links import inverse_link, mu_eta
+
     X, m = dense_x(design), design.m
     if ml is not None and len(ml.fixef) == X.shape[1]:
-        p = expit(X @ ml.fixef.to_numpy())
+        eta = X @ ml.fixef.to_numpy() + (0.0 if design.offset is None else design.offset)
+        p = np.clip(inverse_link(link, eta), 1e-6, 1 - 1e-6)
+        d = mu_eta(link, eta)
     else:
         p = np.full(len(m), float(np.clip(design.k.sum() / m.sum(), 0.05, 0.95)))
-    return m * np.clip(p * (1 - p), 1e-4, None)
+        d = p * (1 - p) if link == "logit" else np.full(len(m), 0.25)
+    return m * np.clip(d ** 2 / (p * (1 - p)), 1e-4, None)
 
 
 def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "auto",
-               ml: GlmerResult | None = None) -> list[TermPlan]:
+               ml: GlmerResult | None = None, link: str = "logit") -> list[TermPlan]:
     """Choose the centred or non-centred form of every random term (see the module notes)."""
-    w = _info_weights(design, ml)
+    w = _info_weights(design, ml, link)
     user = {} if isinstance(parameterization, str) else dict(parameterization)
     if isinstance(parameterization, str) and parameterization not in ("auto",) + PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be 'auto', 'centered', 'noncentered' or a dict "
@@ -193,8 +203,14 @@ def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "
 
 def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorSpec] | None = None,
                 parameterization: str | Mapping[str, str] = "auto",
-                likelihood: str = "fused", qr: bool = True) -> BayesModel:
+                likelihood: str = "fused", qr: bool = True, weights: str | ArrayLike | None = None,
+                offset: str | ArrayLike | None = None, link: str = "logit", contrasts: dict[str, Any] | None = None,
+                trials: str | None = None) -> BayesModel:
     """Build the PyMC model of ``formula`` on ``data`` (identical rows pooled into counts).
+
+    ``weights``, ``offset``, ``link``, ``contrasts`` and ``trials`` are those of
+    :func:`evalmix.glmer` (prior weights, a known term of the linear predictor besides the
+    formula's ``offset()`` terms, the binomial link, factor codings, a column of trials).
 
     Examples
     --------
@@ -210,19 +226,28 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     from ..glmm import drop_rank_deficient
     from ..glmm.design import build_design
 
-    design = build_design(formula, data)
-    if design.offset is not None:
-        raise FormulaError(f"offset() in {formula!r}: the Bayesian fit has no offset term yet; "
-                           "fit it with evalmix.glmer")
-    dropped = drop_rank_deficient(design)
+    from ..links import LINKS
+
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}, not {link!r}")
+    model_args: dict[str, Any] = {k: v for k, v in (("weights", weights), ("offset", offset),
+                                                    ("contrasts", contrasts), ("trials", trials))
+                                  if v is not None}
+    design = build_design(formula, data, **model_args)
+    if link != "logit" and likelihood in ("fused", "fused32", "binomial"):
+        likelihood = "softplus"  # the link-specific form below; the fused forms are logit only
+    if likelihood == "binomial" and not (np.array_equal(design.k, np.round(design.k))
+                                         and np.array_equal(design.m, np.round(design.m))):
+        likelihood = "softplus"  # fractional counts (prior weights) have no Binomial variable
+    design, dropped = drop_rank_deficient(design)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
     prior_map, prior_table = resolve_priors(design, priors)
     needs_ml = parameterization == "auto" or (
         not isinstance(parameterization, str) and len(parameterization) < len(design.terms))
-    ml = _ml_fit(formula, data) if needs_ml else None
-    plans = plan_terms(design, parameterization, ml)
+    ml = _ml_fit(formula, data, link=link, **model_args) if needs_ml else None
+    plans = plan_terms(design, parameterization, ml, link)
 
     X = dense_x(design)
     names = list(design.fixed.columns)
@@ -233,7 +258,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
             max(cands, key=lambda p: p.ratio).absorbs_intercept = True
     coef = [j for j in range(X.shape[1]) if j != icol]
     qr = qr and len(coef) >= 2
-    w_info = _info_weights(design, ml)
+    w_info = _info_weights(design, ml, link)
     xbar = np.zeros(len(coef))
     coords: dict[str, list[str]] = {"coef": [names[j] for j in coef]}
     for p in plans:
@@ -242,7 +267,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
             coords[f"{p.label}__column"] = list(p.term.cnames)
 
     with pm.Model(coords=coords) as model:
-        eta = 0.0
+        eta: Any = 0.0
         intercept = None
         Xc = np.ascontiguousarray(X[:, coef])
         if icol is not None:
@@ -317,12 +342,16 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
             eta = eta + contrib
         if intercept is not None and not absorbed:
             eta = eta + intercept
-        if likelihood == "binomial":
+        if design.offset is not None:
+            eta = eta + design.offset
+        if link != "logit":
+            pm.Potential("loglik", binomial_loglik(eta, design.k, design.m, link))
+        elif likelihood == "binomial":
             pm.Binomial("y", n=design.m.astype("int64"), logit_p=eta,
                         observed=design.k.astype("int64"))
         else:
             pm.Potential("loglik", _binomial_logit_loglik(eta, design.k, design.m, likelihood))
-    return BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis)
+    return BayesModel(model, design, plans, prior_map, prior_table, icol, ml, basis, link)
 
 
 def _vector_prior(name: str, priors: list[Prior], dims: str) -> Any:
@@ -363,6 +392,26 @@ def _binomial_logit_loglik(eta: Any, k: np.ndarray, m: np.ndarray, form: str) ->
         return pt.cast(pt.sum(k * x - m * (pt.maximum(x, np.float32(0.0)) + pt.log1p(e))), "float64")
     e = pt.exp(-pt.abs(eta))
     return pt.sum(k * eta - m * (pt.maximum(eta, 0.0) + pt.log1p(e)))
+
+
+def binomial_loglik(eta: TensorVariable, k: np.ndarray, m: np.ndarray, link: str) -> TensorVariable:
+    """``sum k log mu + (m - k) log(1 - mu)`` with ``mu = g^-1(eta)`` for a probit or cloglog link,
+    in forms that stay finite in the tails (the logit forms are :func:`_binomial_logit_loglik`).
+
+    probit: ``log Phi(eta)`` by PyMC's ``normal_lcdf`` (``erfcx`` in the lower tail);
+    cloglog: ``log(1 - mu) = -e^eta`` and ``log mu = log(-expm1(-e^eta))``.
+    """
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import normal_lcdf
+
+    if link == "probit":
+        lp, lq = normal_lcdf(0.0, 1.0, eta), normal_lcdf(0.0, 1.0, -eta)
+    elif link == "cloglog":
+        e = pt.exp(pt.minimum(eta, 700.0))
+        lp, lq = pt.log(-pt.expm1(-e)), -e
+    else:
+        raise ValueError(f"binomial_loglik takes link 'probit' or 'cloglog', not {link!r}")
+    return pt.sum(k * lp + (m - k) * lq)
 
 
 def _vector_logp(priors: list[Prior], b: Any) -> Any:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, log_expit
 
 from .._result import Result, Summary, frame_records
 from ..draws import hdi
 from ..errors import DataError
 from ..grid import level_means
+from ..links import inverse_link, log_probabilities
 from .model import BayesModel, TermPlan, dense_x
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
+_SCALES = {"logit": "log-odds", "probit": "probit (normal quantile)", "cloglog": "complementary log-log"}
 RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the chains disagree
 ESS_MIN = 400  # bulk and tail ESS of at least 100 per chain for 4 chains
 
@@ -164,6 +165,8 @@ class BayesGlmerResult(Result):
             return self._cache["eta"]
         design = self._model.design
         eta = self.fixef_draws.to_numpy() @ dense_x(design).T
+        if design.offset is not None:
+            eta += design.offset
         for p in self._model.plans:
             t = p.term
             u = self._deviations(p)
@@ -231,10 +234,12 @@ class BayesGlmerResult(Result):
             return self._cache["loglik"]
         design = self._model.design
         eta = self._eta_cells()
-        lp, lq = log_expit(eta), log_expit(-eta)
+        lp, lq = log_probabilities(self.link, eta)
         ri, k, m = design.row_index, design.k_rows, design.m_rows
         ll = k * lp[:, ri] + (m - k) * lq[:, ri]
-        if design.counts:
+        if getattr(design, "log_binom_rows", None) is not None:  # R's constants (prior weights)
+            ll += design.log_binom_rows
+        elif design.counts:
             from scipy.special import gammaln
             ll += gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
         ll = ll.reshape(self.chains, self.draws, -1)
@@ -350,10 +355,10 @@ class BayesGlmerResult(Result):
         return f"BayesGlmerResult: {self.formula}"
 
     def _header(self, hdi_prob: float = 0.95) -> list[str]:
-        return [f"binomial (logit), {self.chains} chains x {self.draws} draws, sampler "
+        return [f"binomial ({self.link}), {self.chains} chains x {self.draws} draws, sampler "
                 f"{self.sampler}, {self.divergences} divergences, {self.seconds:.1f} s; "
                 f"{self.nobs} obs",
-                f"scale: log-odds; estimate = posterior mean, se = posterior SD, "
+                f"scale: {_SCALES.get(self.link, self.link)}; estimate = posterior mean, se = posterior SD, "
                 f"conf_low/conf_high = {hdi_prob:.0%} highest-density interval"]
 
     def _notes(self) -> list[str]:
@@ -408,7 +413,7 @@ class BayesGlmerResult(Result):
         K = len(levels)
         probs = np.stack([(rk == r).mean(axis=0) for r in range(1, K + 1)], axis=1)
         tab = pd.DataFrame({factor: levels, "mean_logit": draws.mean(0),
-                            "mean_prob": expit(draws).mean(0), "expected_rank": rk.mean(0),
+                            "mean_prob": inverse_link(self.link, draws).mean(0), "expected_rank": rk.mean(0),
                             "p_best": probs[:, 0]})
         for r in range(K):
             tab[f"rank_{r + 1}"] = probs[:, r]
@@ -446,7 +451,7 @@ class BayesGlmerResult(Result):
                 raise DataError(f"column {col!r} is not one the fit used; columns: {list(data.columns)}")
         eta = self._eta_cells()
         idx = rng.choice(len(eta), size=min(n_draws, len(eta)), replace=False)
-        p = expit(eta[idx])[:, design.row_index]
+        p = inverse_link(self.link, eta[idx])[:, design.row_index]
         yrep = rng.binomial(design.m_rows.astype(np.int64), p).astype(float)
         k, m = design.k_rows, design.m_rows
         rows = []

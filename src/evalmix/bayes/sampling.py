@@ -6,25 +6,38 @@ evaluates the log density with evalmix's compiled numba kernel when numba is ins
 model has only one-column random terms (:mod:`evalmix.bayes.fused`: no Python per step, chains in
 parallel, compiled once per installation); otherwise with a JAX-compiled gradient (compiles in
 about a second) or, without JAX, PyTensor's numba backend.
+
+Each chain is one task of :func:`evalmix.parallel.parallel_map` with its own seed stream, the child
+``i`` of ``np.random.SeedSequence(seed)``, and the chains are joined into one InferenceData as a
+multi-chain run would return it.  Locally the chains run in threads of this process (nutpie's
+Rust sampler and the numba kernel run without the GIL); inside
+``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) they run on that backend's
+workers, which rebuild the model from the fit's recipe.  The draws for a seed are the same
+whatever the backend, the number of workers or ``cores``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import time
-import warnings
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..parallel import parallel_map, record_warnings
+
 if TYPE_CHECKING:
     import arviz as az
-    import pymc as pm
 
     from .model import BayesModel
 
-__all__ = ["SAMPLERS", "available_samplers", "choose_sampler", "likelihood_for", "run_sampler"]
+__all__ = ["SAMPLERS", "ChainJob", "available_samplers", "choose_sampler", "combine_chains",
+           "likelihood_for", "run_sampler"]
 
 SAMPLERS = ("auto", "nutpie", "numpyro", "pymc")
 
@@ -84,74 +97,198 @@ def stored_variables(model: Any) -> list[str]:
     return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "chol("))]
 
 
-def _seed(seed: int | np.random.Generator | None) -> int:
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(2**31 - 1))
-    if seed is None:
-        return int(np.random.default_rng().integers(2**31 - 1))
-    return int(seed)
-
-
-def _kernel_model(bm: Any) -> tuple[Any, Any] | None:
-    """(FusedDensity, nutpie model) for the BayesModel ``bm`` when the compiled kernel covers it."""
+def _kernel_density(bm: Any) -> Any:
+    """The FusedDensity of the BayesModel ``bm`` when the compiled kernel covers it, else None."""
     from .fused import FusedDensity, fused_available, fused_reason
 
     if bm is None or not fused_available() or fused_reason(bm) is not None:
         return None
     density = FusedDensity.from_model(bm)
     try:
-        return density, density.compiled()
+        density.compiled()
     except Exception:  # nutpie's internal model interface changed: use its own compilers
         return None
+    return density
 
 
-def run_sampler(model: pm.Model, *, sampler: str, draws: int, tune: int, chains: int,
-                seed: int | np.random.Generator | None, progressbar: bool,
-                target_accept: float = 0.65, cores: int | None = None,
-                max_treedepth: int = 10, built: BayesModel | None = None) -> tuple[az.InferenceData, float, str]:
-    """Sample ``model`` (a PyMC model); returns (InferenceData, seconds, description).
+# Models rebuilt in this process from a job's recipe (a worker process or a cluster worker), so the
+# chains of one fit that land on the same worker build and compile it once.
+_BUILT: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_BUILT_LOCK = threading.Lock()
+_BUILT_KEEP = 4
 
-    ``built`` is the :class:`~evalmix.bayes.model.BayesModel` behind ``model``, when there is
-    one: with nutpie its design feeds the compiled kernel of :mod:`evalmix.bayes.fused`.
+
+# PyMC's and numpyro's samplers compile and reseed state shared within a process; run from
+# several threads at once (a cluster's threaded workers) their draws stop being reproducible, so
+# one chain at a time per process.  Their local default is worker processes.
+_PYMC_LOCK = threading.Lock()
+
+
+class ChainJob:
+    """What every chain of one fit needs: the model's recipe and the sampler settings.
+
+    Pickled to other processes or machines without its built model; there the model is rebuilt
+    from ``recipe`` (a picklable callable returning the :class:`~evalmix.bayes.model.BayesModel`,
+    e.g. a :func:`functools.partial` of :func:`~evalmix.bayes.model.build_model`) once per process
+    and shared by the chains that run there.
     """
-    import pymc as pm
 
-    name = choose_sampler(sampler)
-    seed = _seed(seed)
-    cores = int(cores or min(chains, os.cpu_count() or 1))
-    t0 = time.perf_counter()
-    if name == "nutpie":
+    def __init__(self, recipe: Callable[[], BayesModel], *, sampler: str, draws: int, tune: int,
+                 target_accept: float, max_treedepth: int, built: BayesModel | None = None) -> None:
+        self.recipe = recipe
+        self.sampler = sampler
+        self.draws = int(draws)
+        self.tune = int(tune)
+        self.target_accept = float(target_accept)
+        self.max_treedepth = int(max_treedepth)
+        self.token = uuid.uuid4().hex
+        self._local: dict[str, Any] = {"bm": built} if built is not None else {}
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_local"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        with _BUILT_LOCK:  # share one build among the copies of this job in a process
+            self._local = _BUILT.setdefault(self.token, {})
+            _BUILT.move_to_end(self.token)
+            while len(_BUILT) > _BUILT_KEEP:
+                _BUILT.popitem(last=False)
+
+    def _get(self, key: str, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key not in self._local:
+                self._local[key] = make()
+            return self._local[key]
+
+    @property
+    def model(self) -> BayesModel:
+        """The built BayesModel (rebuilt from the recipe on first use in a new process)."""
+        return self._get("bm", self.recipe)
+
+    def description(self) -> str:
+        """The sampler as reported in the result (``fit.sampler``)."""
+        if self.sampler == "nutpie":
+            import nutpie
+
+            if self._get("density", lambda: _kernel_density(self.model)) is not None:
+                return f"nutpie {nutpie.__version__} (compiled numba kernel)"
+            return f"nutpie {nutpie.__version__} ({self._nutpie_backend()} gradient)"
+        if self.sampler == "pymc":
+            import pymc as pm
+
+            return f"pymc (PyMC {pm.__version__})"
+        return self.sampler
+
+    @staticmethod
+    def _nutpie_backend() -> str:
+        # the JAX gradient compiles in ~1 s against ~5-15 s for PyTensor's numba backend
+        return "jax" if _installed("jax") else "numba"
+
+    def sample_chain(self, seed: int) -> az.InferenceData:
+        """One chain (InferenceData with chain coordinate 0), warmup discarded."""
+        bm = self.model
+        with record_warnings():  # the samplers' own chatter; convergence is checked on the result
+            if self.sampler == "nutpie":
+                return self._nutpie_chain(bm, seed)
+            import pymc as pm
+
+            kwargs: dict[str, Any] = {}
+            if self.sampler == "numpyro":
+                kwargs["nuts_sampler_kwargs"] = {"nuts_kwargs": {"max_tree_depth": self.max_treedepth}}
+            else:
+                kwargs["max_treedepth"] = self.max_treedepth
+            with _PYMC_LOCK, bm.model:
+                return pm.sample(draws=self.draws, tune=self.tune, chains=1, cores=1, random_seed=seed,
+                                 progressbar=False, nuts_sampler=self.sampler,
+                                 target_accept=self.target_accept, compute_convergence_checks=False,
+                                 **kwargs)
+
+    def _nutpie_chain(self, bm: Any, seed: int) -> Any:
         import nutpie
 
-        kernel = _kernel_model(built)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if kernel is not None:
-                density, compiled = kernel
-                desc = f"nutpie {nutpie.__version__} (compiled numba kernel)"
-            else:
-                # the JAX gradient compiles in ~1 s against ~5-15 s for PyTensor's numba backend
-                backend = "jax" if _installed("jax") else "numba"
-                compiled = nutpie.compile_pymc_model(model, backend=backend, gradient_backend=backend,
-                                                     var_names=stored_variables(model))
-                desc = f"nutpie {nutpie.__version__} ({backend} gradient)"
-            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
-                                  seed=seed, progress_bar=progressbar, target_accept=target_accept,
-                                  save_warmup=False, maxdepth=max_treedepth)
-        if kernel is not None:
-            idata = density.posterior(idata)
-    else:
-        kwargs: dict[str, Any] = {}
-        if name == "numpyro":
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized",
-                                             "nuts_kwargs": {"max_tree_depth": max_treedepth}}
+        density = self._get("density", lambda: _kernel_density(bm))
+        if density is not None:
+            compiled = density.compiled()  # cheap; a KernelModel serves one sampler run
         else:
-            kwargs["max_treedepth"] = max_treedepth
-        with model, warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                              progressbar=progressbar, nuts_sampler=name,
-                              target_accept=target_accept, compute_convergence_checks=False,
-                              **kwargs)
-        desc = f"{name} (PyMC {pm.__version__})" if name == "pymc" else name
-    return idata, time.perf_counter() - t0, desc
+            backend = self._nutpie_backend()
+            compiled = self._get("nutpie", lambda: nutpie.compile_pymc_model(
+                bm.model, backend=backend, gradient_backend=backend, var_names=stored_variables(bm.model)))
+        return nutpie.sample(compiled, draws=self.draws, tune=self.tune, chains=1, cores=1, seed=seed,
+                             progress_bar=False, target_accept=self.target_accept, save_warmup=False,
+                             maxdepth=self.max_treedepth)
+
+
+def _run_chain(job: ChainJob, seq: np.random.SeedSequence) -> Any:
+    """The task of one chain: its seed is the first word of its own seed stream."""
+    return job.sample_chain(int(seq.generate_state(1)[0]))
+
+
+def combine_chains(parts: list[az.InferenceData]) -> az.InferenceData:
+    """Join one-chain InferenceData objects into one, as a multi-chain run returns it.
+
+    Groups with a ``chain`` dimension are concatenated along it and renumbered 0..k-1; the
+    others (observed data) are taken from the first chain.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> one = [az.from_dict(posterior={"mu": np.full((1, 3), float(i))}) for i in range(2)]
+    >>> both = combine_chains(one)
+    >>> both.posterior["chain"].values.tolist(), both.posterior["mu"].values[:, 0].tolist()
+    ([0, 1], [0.0, 1.0])
+    """
+    import arviz as az
+    import xarray as xr
+
+    if len(parts) == 1:
+        return parts[0]
+    # group -> Dataset; Any because InferenceData's groups share its **kwargs with its flags
+    groups: dict[str, Any] = {}
+    for g in parts[0].groups():
+        first = parts[0][g]
+        if "chain" in first.dims:
+            ds = xr.concat([p[g] for p in parts], dim="chain", combine_attrs="override")
+            groups[g] = ds.assign_coords(chain=np.arange(len(parts)))
+        else:
+            groups[g] = first
+    return az.InferenceData(**groups)
+
+
+def run_sampler(recipe: Callable[[], BayesModel], *, sampler: str, draws: int, tune: int, chains: int,
+                seed: int | np.random.Generator | np.random.SeedSequence | None, progressbar: bool,
+                target_accept: float = 0.65, cores: int | None = None,
+                max_treedepth: int = 10, built: BayesModel | None = None
+                ) -> tuple[az.InferenceData, float, str]:
+    """Sample the model that ``recipe()`` builds; returns (InferenceData, seconds, description).
+
+    Chain ``i`` is one task of :func:`evalmix.parallel.parallel_map` seeded from
+    ``np.random.SeedSequence(seed).spawn(chains)[i]``.  ``built`` is the model ``recipe()``
+    returns, when the caller has it already (the chains that run in this process use it).
+    ``cores`` is the number of chains run at once locally; an enclosing
+    ``joblib.parallel_config`` choosing a backend (dask, ray, loky) takes the chains instead.
+    """
+    name = choose_sampler(sampler)
+    job = ChainJob(recipe, sampler=name, draws=draws, tune=tune, target_accept=target_accept,
+                   max_treedepth=max_treedepth, built=built)
+    n_jobs = int(cores or min(chains, os.cpu_count() or 1))
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(
+        int(seed.integers(2**63 - 1)) if isinstance(seed, np.random.Generator) else seed)
+    t0 = time.perf_counter()
+    # nutpie: threads locally, as nutpie's sampler and the compiled kernel release the GIL and the
+    # chains share the model built here (on AI4Math as fast as nutpie's own chain threads).  PyMC's
+    # and numpyro's samplers hold the GIL and share compiled state between threads: processes.
+    prefer = "threads" if name == "nutpie" else "processes"
+    parts = parallel_map(_run_chain, [job] * int(chains), n_jobs=n_jobs, seed=seq, prefer=prefer,
+                         progress=progressbar, desc="chains")
+    idata = combine_chains(parts)
+    if name == "nutpie":
+        density = job._get("density", lambda: _kernel_density(job.model))
+        if density is not None:
+            idata = density.posterior(idata)
+    return idata, time.perf_counter() - t0, job.description()

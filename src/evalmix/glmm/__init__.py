@@ -1,11 +1,16 @@
 """Generalized linear mixed models for binary and k-of-n outcomes (``lme4::glmer`` in Python).
 
-Pipeline, split as in lme4: :mod:`.design` (formula -> pooled arrays), :mod:`.deviance` (PIRLS and
-the Laplace deviance), :mod:`.optimize` (maximum likelihood), :mod:`.result` (:class:`GlmerResult`).
+Pipeline, split as in lme4 (``glFormula -> mkGlmerDevfun -> optimizeGlmer -> mkMerMod``), each
+step public: :func:`build_design` (formula and data -> pooled arrays), :func:`build_deviance`
+(PIRLS and the Laplace deviance on a :class:`Solver`), :func:`optimize` (maximum likelihood),
+and :func:`glmer`, which runs them and assembles the :class:`GlmerResult`;
+``glmer(..., devfun_only=True)`` returns the objective (:class:`DevianceFunction`). Every setting
+lives in :class:`GlmerControl`.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -25,27 +30,30 @@ from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
                        saturated_deviance)
 from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
-from .optimize import OptimizerReport, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
+from .optimize import OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
 from .prior import FixefPriorSpec, PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
-           "OptimizerReport", "Solver", "build_design", "build_deviance", "glmer", "make_solver",
-           "optimize"]
+           "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
+           "drop_rank_deficient", "glmer", "make_solver", "optimize"]
 
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
-def drop_rank_deficient(design: GlmmDesign) -> list[str]:
-    """Drop columns of X that are linear combinations of earlier ones (lme4 drops them too)."""
+def drop_rank_deficient(design: GlmmDesign, rank_tol: float = DEFAULT_CONTROL.rank_tol
+                        ) -> tuple[GlmmDesign, list[str]]:
+    """The design without the columns of X that are linear combinations of earlier ones (lme4
+    drops them too), and their names; ``design`` itself is left as it was."""
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
-    keep = independent_columns(Xu)
+    keep = independent_columns(Xu, rank_tol)
     dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
-    if dropped:
-        design.X.take_columns(keep)
-        design.fixed.drop_columns(keep)
-    return dropped
+    if not dropped:
+        return design, dropped
+    fixed = copy.copy(design.fixed)
+    fixed.drop_columns(keep)  # rebinds the copy's column lists; the original keeps its own
+    return dataclasses.replace(design, X=design.X.with_columns(keep), fixed=fixed), dropped
 
 
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
@@ -254,7 +262,7 @@ def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
@@ -327,13 +335,13 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
-    dropped = drop_rank_deficient(design)
+    design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {dropped}", FitWarning, stacklevel=3)
     prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
     # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
-    sep = find_separation(design)
+    sep = find_separation(design, tol=control.separation_tol, rank_tol=control.rank_tol)
     prior_note = None
     if prior is not None and sep is not None:
         prior_note = (f"{sep.kind} separation in the fixed effects ({'; '.join(sep.slices)}): the "

@@ -118,7 +118,7 @@ def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower:
         return agq(np.maximum(x[:nt], lower), x[nt:])
 
     def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
-        return f(x), fd_gradient(f, x, lo)
+        return f(x), fd_gradient(f, x, lo, ctl.agq_fd_step)
 
     x0 = np.concatenate([theta0, beta0])
     bounds = [(b if np.isfinite(b) else None, None) for b in lo]
@@ -128,4 +128,4 @@ def optimize_agq(agq: AGQDeviance, theta0: np.ndarray, beta0: np.ndarray, lower:
                             "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor})
     x = np.concatenate([np.maximum(res.x[:nt], lower), res.x[nt:]])
     dev, ev = agq.evaluate(x[:nt], x[nt:])
-    return x, dev, ev, fd_gradient(f, x, lo), res, f
+    return x, dev, ev, fd_gradient(f, x, lo, ctl.agq_fd_step), res, f

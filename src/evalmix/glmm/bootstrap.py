@@ -103,7 +103,9 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
                               row_index=np.arange(k.size), data=None)
     p = beta.size
     prior = spec["prior"]
-    sep = None if prior is not None else find_separation(sim, describe=False)
+    ctl = spec["ld"].control
+    sep = None if prior is not None else find_separation(sim, describe=False,
+                                                         tol=ctl.separation_tol, rank_tol=ctl.rank_tol)
     if sep is not None:
         X, kf, mf, terms = limit_problem(sim, sep)
         if kf.size == 0:
@@ -128,7 +130,7 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
 
 
 def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_jobs: int | None = None,
-            progress: bool = False, maxiter: int = 500) -> BootResult:
+            progress: bool = False, maxiter: int | None = None) -> BootResult:
     """Parametric bootstrap of a :func:`evalmix.glmer` fit (R: ``lme4::bootMer``).
 
     Parameters
@@ -142,8 +144,9 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
         Parallel workers (joblib; see :func:`evalmix.parallel.parallel_map`).
     progress : bool
         Show a progress bar as replicates finish.
-    maxiter : int
-        Iteration limit of each refit.
+    maxiter : int, optional
+        Iteration limit of each refit (default: the fit's ``control.maxiter``); the refits use
+        the fit's control throughout.
 
     Returns
     -------
@@ -167,6 +170,8 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
                          "fixef_prior='normal(0, 2.5)' first")
     if not np.isfinite(fit.theta.to_numpy()).all():
         raise ValueError("the fit has no finite variance parameters to simulate from")
+    if fit._model.design is None:
+        fit._model.require_data("bootmer()")
     design = fit._model.design
     from .profile import deviance_of
 
@@ -180,7 +185,8 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
     spec = {"design": design, "ld": ld, "theta": theta, "beta": beta,
             "eta_fixed": design.X.dot(beta) + (0.0 if design.offset is None else design.offset),
             "lower": design.theta_lower, "offset": design.offset, "link": fit.link,
-            "prior": fit.fixef_prior, "maxiter": maxiter,
+            "prior": fit.fixef_prior,
+            "maxiter": ld.control.maxiter if maxiter is None else maxiter,
             "sd_names": [s[0] for s in sd_info]}
     out = parallel_map(functools.partial(_replicate, spec), range(int(nsim)), n_jobs=n_jobs,
                        seed=seed, desc="bootstrap refits", progress=progress)

@@ -100,6 +100,28 @@ class GlmerControl:
     stage1_gtol: float = _num(1e-5)
     #: L-BFGS-B ``ftol`` of each point of a likelihood profile (``confint(method="profile")``)
     profile_ftol: float = _num(1e-14)
+    #: step of the central differences of the deviance over theta where the solver has no exact
+    #: theta gradient (NestedSchurSolver): balances truncation and the 1e-15 PIRLS noise
+    theta_fd_step: float = _num(1e-5)
+    #: step of the differences of the nAGQ > 1 deviance, which has no closed-form gradient
+    agq_fd_step: float = _num(1e-6)
+    #: PIRLS stopping tolerance for the probit and cloglog links: Fisher scoring converges only
+    #: linearly and the log-determinant is not stationary at the mode, so the mode must be tighter
+    #: than for the logit for the deviance to be smooth in (theta, beta)
+    pirls_tol_nonlogit: float = _num(1e-21)
+    #: ... and its iteration limit (linear convergence needs more steps)
+    pirls_maxit_nonlogit: int = _num(200, int)
+    #: relative Newton decrement at which the joint (u, beta) PIRLS of lme4's first stage
+    #: (``nAGQ = 0``) stops
+    joint_tol: float = _num(1e-12)
+    #: accuracy of an end of a profile-likelihood interval (Brent's method on the signed root)
+    profile_xtol: float = _num(1e-7)
+    #: relative tolerance below which a fixed-effect column counts as a linear combination of
+    #: earlier ones and is dropped: R's ``qr(tol = 1e-07)``, which lme4's rank check uses
+    rank_tol: float = _num(1e-7)
+    #: tolerance of the separation linear programs: ``detectseparation``'s
+    #: ``detect_separation_control(tolerance = 1e-4)``
+    separation_tol: float = _num(1e-4)
     #: step of the finite-difference Hessian: lme4 1.1-31's ``deriv12(delta = 1e-4)``
     hessian_step: float = _num(1e-4)
 

@@ -21,7 +21,9 @@ gather or scatter at all. Otherwise each row's cell is looked up once and cells 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -31,6 +33,18 @@ from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:
     from .design import FixedMatrix
+
+
+def _all_cores(flops: float) -> contextlib.AbstractContextManager[Any]:
+    """Let BLAS use every core for one large product (fits otherwise hold it to one thread,
+    which is faster for the many small products of a fit)."""
+    if flops < 2e9:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=os.cpu_count(), user_api="blas")
 
 
 class CrossedGridSolver:
@@ -157,7 +171,8 @@ class CrossedGridSolver:
         c = self.ts * self.tb
         # S = D_s - C D_b^-1 C' = D_s - c^2 (W D_b^-1/2)(W D_b^-1/2)'
         Xs = W * (c / np.sqrt(self.Db))[None, :]
-        S = -(Xs @ Xs.T)  # numpy calls syrk for a product with its own transpose
+        with _all_cores(self.ns**2 * self.nb):
+            S = -(Xs @ Xs.T)  # numpy calls syrk for a product with its own transpose
         del Xs
         S[np.diag_indices_from(S)] += Ds
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)
@@ -185,23 +200,22 @@ class CrossedGridSolver:
             if info != 0:
                 raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
             Sinv = np.tril(inv) + np.tril(inv, -1).T
-            Gt = self.W * ((self.ts * self.tb) / self.Db)[None, :]  # G' (ns x nb)
-            GSt = Sinv @ Gt
-            m = np.einsum("sb,sb->b", Gt, GSt)
+            scale = (self.ts * self.tb) / self.Db  # G' = W diag(scale)
+            with _all_cores(2 * self.ns**2 * self.nb):
+                GSt = Sinv @ self.W
+            GSt *= scale[None, :]
+            m = np.einsum("sb,sb->b", self.W, GSt) * scale
             self._parts_cache = (Sinv, GSt, m)
         return self._parts_cache
 
-    def _hav(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(H^-1 a_i)`` at each cell's big and small columns, as (ns x nb) grids."""
-        Sinv, GSt, m = self._parts()
-        hb = self.tb * (1.0 / self.Db + m)[None, :] - self.ts * GSt
-        hs = self.ts * np.diag(Sinv)[:, None] - self.tb * GSt
-        return hb, hs
-
     def leverage(self) -> np.ndarray:
-        """``h_i = a_i' H^-1 a_i`` for each row."""
-        hb, hs = self._hav()
-        return self._rows(self.tb * hb + self.ts * hs)
+        """``h_i = a_i' H^-1 a_i`` for each row: ``t_b^2 H^-1_bb + t_s^2 H^-1_ss + 2 t_b t_s
+        H^-1_bs`` with ``H^-1_bb = 1/D_b + m_b``, ``H^-1_ss = S^-1_ss``, ``H^-1_bs = -(G S^-1)_bs``."""
+        Sinv, GSt, m = self._parts()
+        h = GSt * (-2.0 * self.tb * self.ts)
+        h += (self.tb**2 * (1.0 / self.Db + m))[None, :]
+        h += (self.ts**2 * np.diag(Sinv))[:, None]
+        return self._rows(h)
 
     def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
                    v: np.ndarray) -> np.ndarray:
@@ -213,10 +227,15 @@ class CrossedGridSolver:
         P, R = self._grid(rho), self._grid(r)
         ub, us = self._split(u)
         vb, vs = self._split(v)
-        hb, hs = self._hav()
+        Sinv, GSt, m = self._parts()
         W = self.W
-        gb = P.sum(axis=0) @ ub + R.sum(axis=0) @ vb + 2.0 * np.einsum("sb,sb->", W, hb)
-        gs = P.sum(axis=1) @ us + R.sum(axis=1) @ vs + 2.0 * np.einsum("sb,sb->", W, hs)
+        # (H^-1 a_i) at the big column: t_b (1/D_b + m_b) - t_s (G S^-1)_bs; at the small one:
+        # t_s S^-1_ss - t_b (G S^-1)_bs; weighted by W and summed over the cells
+        wg = float(np.einsum("sb,sb->", W, GSt))
+        tr_b = self.tb * float(W.sum(axis=0) @ (1.0 / self.Db + m)) - self.ts * wg
+        tr_s = self.ts * float(W.sum(axis=1) @ np.diag(Sinv)) - self.tb * wg
+        gb = P.sum(axis=0) @ ub + R.sum(axis=0) @ vb + 2.0 * tr_b
+        gs = P.sum(axis=1) @ us + R.sum(axis=1) @ vs + 2.0 * tr_s
         return np.array([gb, gs]) if self.ib == 0 else np.array([gs, gb])
 
     def cond_var(self) -> np.ndarray:

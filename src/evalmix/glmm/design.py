@@ -8,6 +8,7 @@ reported log-likelihood is the one of the rows as given.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -46,6 +47,7 @@ class GlmmDesign:
     offset: np.ndarray | None = None  # per pooled row (formula offsets plus ``offset=``)
     offset_rows: np.ndarray | None = None  # per given row
     weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
+    log_binom_rows: np.ndarray | None = None  # each given row's share of ``log_binom``
 
     @property
     def theta_lower(self) -> np.ndarray:
@@ -226,10 +228,22 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
                  contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
-    ``trials`` names a column of trials for a response of success counts (``k ~ ...`` with
-    ``trials="n"`` is ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a
-    column name or one value per row of ``data``; ``contrasts`` maps factors to their coding.
-    The data are validated first (:func:`check_data`; ``missing`` as there).
+    The first step of :func:`evalmix.glmer` (lme4's ``glFormula``). ``trials`` names a column of
+    trials for a response of success counts (``k ~ ...`` with ``trials="n"`` is
+    ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a column name or
+    one value per row of ``data``; ``contrasts`` maps factors to their coding. The data are
+    validated first (:func:`check_data`; ``missing`` as there). The random terms, in lme4's
+    order, own the theta layout (:class:`~evalmix.formula.RandomTerm`); ``theta_lower``,
+    ``theta_start`` and ``theta_names`` join theirs.
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(3, 50, 2, seed=1))
+    >>> design.X.shape, design.nobs, [t.group for t in design.terms]
+    ((300, 3), 300, ['item:run', 'item'])
+    >>> design.theta_names, design.theta_lower.tolist()
+    (['item:run.(Intercept)', 'item.(Intercept)'], [0.0, 0.0])
     """
     parsed = _parse(formula, trials)
     if not parsed.random:
@@ -339,7 +353,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
     fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
-                      row_index, k_rows, m_rows, d, off, off_rows, w_all)
+                      row_index, k_rows, m_rows, d, off, off_rows, w_all, const)
 
 
 class FixedMatrix:
@@ -382,23 +396,30 @@ class FixedMatrix:
         Xu, pat = self._compressed()
         return Xu[pat]
 
-    def take_columns(self, keep: list[int]) -> None:
+    def with_columns(self, keep: list[int]) -> FixedMatrix:
+        """A new matrix of the columns ``keep`` (this one is left as it is)."""
+        out = copy.copy(self)
         if self.X is not None:
-            self.X = np.ascontiguousarray(self.X[:, keep])
+            out.X = np.ascontiguousarray(self.X[:, keep])
         else:
-            self.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
-        self.p = len(keep)
+            out.Xu = np.ascontiguousarray(self._compressed()[0][:, keep])
+        out.p = len(keep)
+        return out
 
     def dot(self, beta: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X @ beta
         Xu, pat = self._compressed()
+        if self.npat == 1:  # one pattern (an intercept-only model): no gather over the rows
+            return np.full(self.n, float(Xu[0] @ beta))
         return (Xu @ beta)[pat]
 
     def tdot(self, v: np.ndarray) -> np.ndarray:
         if self.X is not None:
             return self.X.T @ v
         Xu, pat = self._compressed()
+        if self.npat == 1:
+            return Xu[0] * float(np.sum(v))
         return Xu.T @ np.bincount(pat, v, self.npat)
 
     def gram(self, w: np.ndarray) -> np.ndarray:
@@ -406,7 +427,7 @@ class FixedMatrix:
         if self.X is not None:
             return self.X.T @ (w[:, None] * self.X)
         Xu, pat = self._compressed()
-        s = np.bincount(pat, w, self.npat)
+        s = np.array([np.sum(w)]) if self.npat == 1 else np.bincount(pat, w, self.npat)
         return Xu.T @ (s[:, None] * Xu)
 
     def group_wsum(self, idx: np.ndarray, ng: int, w: np.ndarray,
@@ -419,5 +440,7 @@ class FixedMatrix:
             E = sp.csr_matrix((w, (idx, np.arange(self.n))), shape=(ng, self.n))
             return np.asarray(E @ self.dense())
         Xu, pat = self._compressed()
+        if self.npat == 1:
+            return np.bincount(idx, w, ng)[:, None] * Xu[0][None, :]
         tab = np.bincount(idx * self.npat + pat, w, ng * self.npat).reshape(ng, self.npat)
         return tab @ Xu

@@ -1,4 +1,4 @@
-"""The Laplace deviance of a binomial-logit GLMM, as lme4 defines it, and its pieces.
+"""The Laplace deviance of a binomial GLMM, as lme4 defines it, and its pieces.
 
 With ``eta = X beta + Z Lambda(theta) u`` and ``A = Z Lambda``, penalised iteratively reweighted
 least squares (PIRLS) finds the conditional mode ``u~`` of ``u`` for fixed ``(theta, beta)``; the
@@ -6,13 +6,14 @@ Laplace deviance is ``log det(A' W A + I) + ||u~||^2 + D(y, eta)``, ``D`` being 
 binomial log-likelihood without the binomial coefficients (lme4 adds them for k-of-n data; the fit
 object adds them back).
 
-Two solvers for the random-effects system ``H = A' W A + I``:
-
-- :class:`NestedSolver` for scalar random intercepts where each grouping factor is nested in the
-  next (``(1|item) + (1|item:run)``, ``(1|g)``). Eliminating the finest factor first leaves a
-  diagonal Schur complement, so every operation is O(n) with no fill-in.
-- :class:`DenseSolver` for the general case (crossed factors, random slopes), a dense Cholesky
-  factor of ``H`` (q x q).
+The random-effects system ``H = A' W A + I`` is handled by a solver satisfying the
+:class:`Solver` protocol, which :func:`make_solver` picks from the structure of the terms:
+:class:`NestedSolver` (scalar intercepts each nested in the next, O(n) with no fill-in),
+:class:`NestedSchurSolver`, :class:`SchurSolver`, :class:`BlockSchurSolver` (blocked Cholesky
+eliminating the largest factor first), :class:`BlockDiagSolver` (one vector-valued term),
+``CrossedGridSolver`` (:mod:`evalmix.glmm.crossed`) and :class:`DenseSolver` (the general case,
+a dense Cholesky factor of ``H``). Their size limits are fields of
+:class:`~evalmix.glmm.control.GlmerControl`.
 """
 
 from __future__ import annotations
@@ -268,17 +269,9 @@ class DenseSolver:
                                 np.arange(0, n * self.k + 1, self.k)), shape=(n, self.q))
         self.AT = None
 
-    @staticmethod
-    def lambdas_for(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
-        """Lower-triangular Lambda block of each term (:func:`evalmix.formula.term_lambdas`)."""
-        return term_lambdas(terms, theta)
-
-    def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
-        return term_lambdas([t for t, _ in self.blocks], theta)
-
     def set_theta(self, theta: np.ndarray) -> None:
         vals = []
-        for (t, _), L in zip(self.blocks, self.lambdas(theta)):
+        for (t, _), L in zip(self.blocks, term_lambdas([t for t, _ in self.blocks], theta)):
             vals.append(t.Z @ L)  # row entries (z_i' Lambda_t)_c
         self.V = np.concatenate(vals, axis=1)
         self.A.data = self.V.ravel().copy()
@@ -804,7 +797,18 @@ def saturated_deviance(k: np.ndarray, m: np.ndarray) -> float:
 
 
 def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL) -> Solver:
-    """The fastest exact solver for this random-effects structure (limits from ``control``)."""
+    """The fastest exact solver for this random-effects structure (limits from ``control``).
+
+    Examples
+    --------
+    >>> from evalmix.glmm import GlmerControl, build_design
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
+    ...                       glmm_runs(3, 50, 2, seed=1))
+    >>> s = make_solver(design.terms)
+    >>> type(s).__name__, s.q, isinstance(s, Solver)
+    ('NestedSolver', 150, True)
+    """
     if NestedSolver.applies(terms):
         return NestedSolver(terms, control)
     pair = NestedSchurSolver.find(terms, control)
@@ -841,7 +845,12 @@ class Evaluation:
 
 
 class LaplaceDeviance:
-    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows.
+    """lme4's Laplace deviance of a binomial GLMM on pooled k-of-m rows (lme4's ``devfun``).
+
+    Usually made by :func:`evalmix.glmm.build_deviance` from a design. ``pirls(theta, beta)``
+    returns the :class:`Evaluation` at the conditional modes (``dev`` is the deviance);
+    ``grads`` the exact gradients, ``rx`` the Gauss-Newton curvature over beta. The settings
+    (PIRLS tolerances, solver limits) are ``control``'s.
 
     Parameters
     ----------
@@ -854,6 +863,19 @@ class LaplaceDeviance:
         For the non-canonical links the weights are the Fisher (IRLS) weights
         ``m mu'^2 / (mu (1 - mu))``, as in lme4's PIRLS and log-determinant; the exact gradient
         over beta follows the modes with the observed information.
+    control : GlmerControl, optional
+        Tolerances and solver limits (the defaults when not given).
+
+    Examples
+    --------
+    >>> from evalmix.glmm import build_design
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
+    ...                       glmm_runs(3, 50, 2, seed=1))
+    >>> ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    >>> ev = ld.pirls(np.array([0.5, 1.0]), np.zeros(3))
+    >>> round(ev.dev, 3), ev.u.size
+    (393.392, 150)
     """
 
     def __init__(self, X: FixedMatrix, k: np.ndarray, m: np.ndarray, terms: list[RandomTerm],
@@ -938,7 +960,8 @@ class LaplaceDeviance:
         if self.link != "logit":
             # Fisher scoring converges linearly; the log-determinant is not stationary at the
             # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
-            tol, maxit = tol * 1e-6, max(maxit, 200)
+            tol = min(tol, self.control.pirls_tol_nonlogit)
+            maxit = max(maxit, self.control.pirls_maxit_nonlogit)
         for it in range(1, maxit + 1):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
@@ -1124,13 +1147,16 @@ class LaplaceDeviance:
         return pdev + logdet, maxit
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
-                   tol: float = 1e-12, maxit: int = 60) -> tuple[float, np.ndarray, np.ndarray,
-                                                                np.ndarray]:
+                   tol: float | None = None, maxit: int | None = None
+                   ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
 
         Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
-        penalised deviance, and ``beta``, ``u`` and ``eta`` there.
+        penalised deviance, and ``beta``, ``u`` and ``eta`` there (``tol`` and ``maxit`` default
+        to the control's ``joint_tol`` and ``pirls_maxit``).
         """
+        tol = self.control.joint_tol if tol is None else tol
+        maxit = self.control.pirls_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None
         s = self.solver
@@ -1140,9 +1166,11 @@ class LaplaceDeviance:
         eta = self.X.dot(beta) + off + s.zl(u)
         kern, mu = self.kernel_mu(eta)
         pdev = kern + float(u @ u)
+        fresh = False  # whether the solver holds the factor at the current eta
         for _ in range(maxit):
             score, w = self.working(eta, mu)
             logdet = s.factor(w)
+            fresh = True
             gu = s.zlt(score) - u
             gb = self.X.tdot(score)
             B = s.zlt_wx(self.X, w)
@@ -1163,8 +1191,38 @@ class LaplaceDeviance:
                     break
                 step *= 0.5
             u, beta, eta, mu, pdev = un, bn, etan, mun, pn
-        logdet = s.factor(self.working(eta, mu)[1])
+            fresh = False
+        if not fresh:
+            logdet = s.factor(self.working(eta, mu)[1])
+        self._joint = (u, beta, eta, mu)
         return pdev + logdet, beta, u, eta
+
+    _joint: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def joint_grad_theta(self) -> np.ndarray | None:
+        """Exact gradient over theta of the ``nAGQ = 0`` deviance at the last :meth:`joint_mode`
+        (logit link; None where the solver has no closed-form theta gradient).
+
+        As :meth:`grads` with beta joining u: by the envelope theorem only the change of
+        ``log det H`` through the weights needs the path of the joint mode, which the adjoint
+        ``(a_u, a_beta)`` of the joint Newton system at ``g = h w'`` carries:
+        ``d/d theta_t = rho' E_t u + r' E_t a_u + 2 tr(H^-1 A'W E_t)`` with
+        ``rho = g - 2 r - W (A a_u + X a_beta)``.
+        """
+        s = self.solver
+        if self.link != "logit" or self._joint is None or getattr(s, "grad_theta", None) is None:
+            return None
+        u, _, _, mu = self._joint
+        w = self.m * mu * (1.0 - mu)
+        r = self.k - self.m * mu
+        g = s.leverage() * w * (1.0 - 2.0 * mu)
+        B = s.zlt_wx(self.X, w)
+        HiB = s.solve(B)
+        Hag = s.solve(s.zlt(g))
+        ab = np.linalg.lstsq(self.X.gram(w) - B.T @ HiB, self.X.tdot(g) - B.T @ Hag, rcond=None)[0]
+        au = Hag - HiB @ ab
+        rho = g - 2.0 * r - w * (s.zl(au) + self.X.dot(ab))
+        return s.grad_theta(rho, r, u, au)
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""

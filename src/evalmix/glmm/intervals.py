@@ -71,10 +71,10 @@ def confint(fit: GlmerResult, method: str = "wald", level: float = 0.95, parm: s
     names = [str(n) for n in fit.fixef.index]
     beta = fit.fixef.to_numpy()
     se = np.sqrt(np.diag(fit.vcov.to_numpy()))
-    design = fit._model.design
+    terms = fit._model.terms
     theta = fit.theta.to_numpy()
-    sd_rows = [(n, v) for n, *_, v in sd_parameters(design.terms, theta)] if np.isfinite(
-        theta).all() else [(n, np.nan) for n, *_ in sd_parameters(design.terms, np.zeros_like(theta))]
+    sd_rows = [(n, v) for n, *_, v in sd_parameters(terms, theta)] if np.isfinite(
+        theta).all() else [(n, np.nan) for n, *_ in sd_parameters(terms, np.zeros_like(theta))]
     rows: list[tuple[str, float, float, float]] = []
     boot = None
     if method == "wald":
@@ -89,7 +89,8 @@ def confint(fit: GlmerResult, method: str = "wald", level: float = 0.95, parm: s
                              "likelihood to profile")
         ld, terms, keep, bk = deviance_of(fit)
         kept_names = [names[i] for i in keep]
-        got = profile_intervals(ld, terms, design.theta_lower, theta, bk, kept_names, se[keep],
+        lower = np.concatenate([t.theta_lower for t in terms])
+        got = profile_intervals(ld, terms, lower, theta, bk, kept_names, se[keep],
                                 level, which)
         by_name = {r[0]: r for r in got}
         if which in ("all", "theta_"):

@@ -187,13 +187,14 @@ class ProfiledFit:
         self.beta, self.u, self.ev = ev.beta, ev.u, ev
         return ev
 
-    def theta_grad(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
+    def theta_grad(self, ev: Evaluation, h: float | None = None) -> np.ndarray:
         """Gradient of the deviance over theta at fixed beta: exact for the nested solver, else
         central differences (forward at a bound)."""
         ld = self.ld
         gt = ld.grads(ev)[0]
         if gt is not None:
             return gt
+        h = ld.control.theta_fd_step if h is None else h
         g = np.empty(ev.theta.size)
         for i in range(ev.theta.size):
             e = np.zeros_like(ev.theta)
@@ -336,16 +337,32 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
     from the Laplace optimum (``theta0, beta0, u0``), which lies close, keeps this cheap.
     """
     beta0 = np.array(beta0, dtype=float)
-
-    def f(theta: np.ndarray) -> float:
-        # always from the same start: a warm start would make f noisy for the differences
-        return ld.joint_mode(np.maximum(theta, lower), beta0, u0)[0]
-
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     ctl = ld.control
-    res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": ctl.stage1_maxiter, "ftol": ctl.stage1_ftol,
-                            "gtol": ctl.stage1_gtol})
+    opts = {"maxiter": ctl.stage1_maxiter, "ftol": ctl.stage1_ftol, "gtol": ctl.stage1_gtol}
+    ld.joint_mode(np.maximum(theta0, lower), beta0, u0)
+    if ld.joint_grad_theta() is not None:
+        # exact gradient (LaplaceDeviance.joint_grad_theta): each point warm-starts from the
+        # last joint mode, which the tight mode makes as good as a fixed start
+        warm_beta, warm_u = [beta0], [u0]
+
+        def fg(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            dev, beta, u, _ = ld.joint_mode(np.maximum(theta, lower), warm_beta[0], warm_u[0])
+            grad = ld.joint_grad_theta()
+            assert grad is not None
+            if np.isfinite(dev):
+                warm_beta[0], warm_u[0] = beta, u
+            return dev, grad
+
+        res = minimize(fg, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
+                       bounds=bounds, options=opts)
+    else:
+        def f(theta: np.ndarray) -> float:
+            # always from the same start: a warm start would make f noisy for the differences
+            return ld.joint_mode(np.maximum(theta, lower), beta0, u0)[0]
+
+        res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
+                       options=opts)
     return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
 
 

@@ -159,7 +159,7 @@ class _Profile:
             if found is None:
                 self.reset()
                 found = self._bracket(zeta, estimate, direction, z, max(scale, 1e-3),
-                                      lower_limit)
+                                      lower_limit, self.ld.control.profile_xtol)
             ends.append(np.nan if found is None else float(found))
         return ends[0], ends[1]
 
@@ -192,7 +192,7 @@ class _Profile:
 
     @staticmethod
     def _bracket(zeta: Callable[[float], float], estimate: float, direction: float, z: float, step: float,
-                 lower_limit: float | None) -> float | None:
+                 lower_limit: float | None, xtol: float = 1e-7) -> float | None:
         """Step outward until ``|zeta| >= z``, then Brent's method in the bracket."""
         target = direction * z
         prev = estimate
@@ -203,11 +203,11 @@ class _Profile:
                 zv = zeta(v) if v != estimate else 0.0
                 if direction * zv < z:
                     return lower_limit
-                return brentq(lambda s: zeta(s) - target, v, prev, xtol=1e-7)
+                return brentq(lambda s: zeta(s) - target, v, prev, xtol=xtol)
             zv = zeta(v)
             if direction * zv >= z:
                 a, b = (v, prev) if direction < 0 else (prev, v)
-                return brentq(lambda s: zeta(s) - target, a, b, xtol=1e-7)
+                return brentq(lambda s: zeta(s) - target, a, b, xtol=xtol)
             prev = v
             step *= 1.6
         return None
@@ -250,6 +250,8 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
     if getattr(fit, "nagq", 1) != 1:
         raise ValueError(f"profiles and the bootstrap need the Laplace fit (nAGQ = 1); this fit "
                          f"has nAGQ = {fit.nagq}")
+    if fit._model.design is None:
+        fit._model.require_data("confint(method='profile' or 'boot')")
     design = fit._model.design
     sep = fit.separation
     off = getattr(design, "offset", None)

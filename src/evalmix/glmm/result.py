@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .._result import Result, Summary, frame_records
-from ..errors import FormulaError
+from ..errors import DataError, FormulaError
 from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
@@ -212,7 +213,8 @@ class GlmerResult(Result):
         """
         if type not in ("link", "response"):
             raise ValueError("type must be 'link' or 'response'")
-        nd = self._model.data if newdata is None else newdata
+        nd = (self._model.require_data("predict() without newdata", "pass newdata=")
+              if newdata is None else newdata)
         Xn = self.fixed_design.model_matrix(nd)
         if self.separation is not None:  # rows on a divergent direction predict 0 or 1
             eta = self.separation.combine(Xn)[0]
@@ -262,6 +264,43 @@ class GlmerResult(Result):
         return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
                        progress=progress)
 
+    # ---------------------------------------------------------------- the snapshot
+    @property
+    def has_data(self) -> bool:
+        """Whether the fit still holds its per-row data (False after :meth:`remove_data`)."""
+        return self._model.design is not None
+
+    def remove_data(self) -> GlmerResult:
+        """A copy of the fit without its per-row data (lme4 keeps it in the ``merMod`` too).
+
+        The design arrays (fixed-effect matrix, response, random-effect indices), the fitted
+        rows and the residuals are dropped; the estimates, ``vcov``, ``varcorr``, ``ranef()``,
+        ``summary()`` (its residual quantiles are kept), printing, ``emmeans`` and ``contrast``
+        with equal weights, and ``predict(newdata)`` keep working. What needs the rows raises a
+        DataError saying so: ``predict()`` without ``newdata``, ``confint(method="profile" or
+        "boot")``, ``bootmer``, and marginal means weighted by the data (``weights=
+        "proportional"`` etc.). A rank-deficient fit keeps its factor table, which decides
+        which marginal means are estimable.
+
+        Examples
+        --------
+        >>> from evalmix import glmer
+        >>> from evalmix.simulate import glmm_runs
+        >>> runs = glmm_runs(2, 30, 2, seed=1)
+        >>> fit = glmer("correct ~ model + (1|item)", runs)
+        >>> small = fit.remove_data()
+        >>> small.fixef.equals(fit.fixef), small.has_data, fit.has_data
+        (True, False, True)
+        >>> bool((small.predict(runs.head(3)) == fit.predict(runs.head(3))).all())
+        True
+        """
+        if not self.has_data:
+            return self
+        fd = self.fixed_design
+        if fd.weights_data is not None and getattr(fd, "keep", None) is None:
+            fd = dataclasses.replace(fd, weights_data=None)
+        return dataclasses.replace(self, fixed_design=fd, _model=self._model.without_data())
+
     # ------------------------------------------------------------------- summary
     def summary(self, conf_level: float = 0.95) -> Summary:
         """The fit as lme4's ``summary(fit)`` reports it, in evalmix's vocabulary.
@@ -276,8 +315,8 @@ class GlmerResult(Result):
         >>> list(s.tables)  # doctest: +SKIP
         ['Fixed effects', 'Random effects', 'Scaled residuals']
         """
-        qs = np.quantile(self._model.pearson_residuals(), [0, 0.25, 0.5, 0.75, 1])
-        resid = pd.DataFrame([qs], columns=["min", "q1", "median", "q3", "max"])
+        resid = pd.DataFrame([self._model.residual_quantiles],
+                             columns=["min", "q1", "median", "q3", "max"])
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         header = [f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}",
                   f"AIC {self.aic:.1f}  BIC {self.bic:.1f}  logLik {self.loglik:.1f}  "
@@ -320,8 +359,11 @@ class FittedModel:
     def __init__(self, design: GlmmDesign, ld: LaplaceDeviance | None, ev: Evaluation | None, data: pd.DataFrame,
                  row_index: np.ndarray, separation: Separation | None = None):
         self.terms: list[RandomTerm] = list(design.terms)
-        self.data = data
-        self.design = design  # arrays only (no solver): profiles and the bootstrap refit from it
+        self.data: pd.DataFrame | None = data
+        # arrays only (no solver): profiles and the bootstrap refit from it; read-only from here
+        self.design: Any = _freeze_arrays(design)
+        self.offset_rows: np.ndarray | None = None
+        self._resid: np.ndarray | None = None
         k, m = design.k_rows, design.m_rows
         if ev is None:  # complete separation: nothing left to determine the random effects
             self.u, self.lambdas = None, []
@@ -330,6 +372,7 @@ class FittedModel:
                                                    "sd": np.nan})
                                      for t in self.terms for c in range(t.nc)], ignore_index=True)
             self._resid = _frozen(np.zeros(k.size))
+            self.residual_quantiles = _quantiles(self._resid)
             return
         self.u = _frozen(ev.u)
         self.lambdas = [_frozen(L) for L in term_lambdas(self.terms, ev.theta)]
@@ -348,8 +391,27 @@ class FittedModel:
             resid = np.zeros(k.size)
             resid[ok] = (k[ok] - m[ok] * mu[ok]) / np.sqrt(m[ok] * mu[ok] * (1 - mu[ok]))
             self._resid = _frozen(resid)
+        self.residual_quantiles = _quantiles(self._resid)
         off = getattr(design, "offset_rows", None)
         self.offset_rows = None if off is None else _frozen(off)
+
+    def require_data(self, what: str, hint: str = "use the fit before remove_data()"
+                     ) -> pd.DataFrame:
+        """The fitted rows, or a DataError saying ``what`` needs them after ``remove_data()``."""
+        if self.data is None:
+            raise DataError(f"{what}: the fitted rows are needed, and remove_data() dropped them "
+                            f"from this fit; {hint}")
+        return self.data
+
+    def without_data(self) -> FittedModel:
+        """A copy holding only per-level and per-parameter values (see ``remove_data``)."""
+        out = object.__new__(FittedModel)
+        out.__dict__.update(self.__dict__)
+        # terms keep their levels and covariate specs (to predict new rows), not the row arrays
+        out.terms = [dataclasses.replace(t, index=np.zeros(0, dtype=np.int64),
+                                         Z=np.zeros((0, t.nc))) for t in self.terms]
+        out.data, out.design, out._resid, out.offset_rows = None, None, None, None
+        return out
 
     def _modes(self) -> np.ndarray:
         """The spherical modes ``u``; a completely separated fit has none (and no blocks to read)."""
@@ -402,7 +464,30 @@ class FittedModel:
         return out
 
     def pearson_residuals(self) -> np.ndarray:
+        if self._resid is None:
+            self.require_data("the residuals")
+        assert self._resid is not None
         return self._resid
+
+
+def _quantiles(resid: np.ndarray) -> tuple[float, ...]:
+    """Min, quartiles and max of the Pearson residuals (``summary()``'s "Scaled residuals")."""
+    return tuple(float(v) for v in np.quantile(resid, [0, 0.25, 0.5, 0.75, 1]))
+
+
+def _freeze_arrays(design: Any) -> Any:
+    """Make the arrays of a fitted design read-only (the fit is a snapshot): the pooled X, the
+    response, the row maps, offsets, weights and each random term's index and covariates."""
+    X = design.X
+    arrays = [getattr(X, a, None) for a in ("X", "Xu", "pat")]
+    arrays += [getattr(design, a, None) for a in ("k", "m", "row_index", "k_rows", "m_rows",
+                                                  "offset", "offset_rows", "weights_rows")]
+    for t in design.terms:
+        arrays += [t.index, t.Z]
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    return design
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -251,11 +251,14 @@ def _null_basis(A: np.ndarray, p: int) -> np.ndarray:
     return vt[rank:].T
 
 
-def find_separation(design: GlmmDesign, describe: bool = True) -> Separation | None:
+def find_separation(design: GlmmDesign, describe: bool = True, tol: float = TOLERANCE,
+                    rank_tol: float = 1e-7) -> Separation | None:
     """Check a :class:`~evalmix.glmm.design.GlmmDesign` (full-rank X) for separation.
 
     Returns None when the maximum-likelihood estimates of the fixed effects are finite.
-    ``describe=False`` skips naming the rows (for simulated data without a data frame).
+    ``describe=False`` skips naming the rows (for simulated data without a data frame); ``tol``
+    is the linear programs' tolerance and ``rank_tol`` that of the kept columns
+    (``GlmerControl.separation_tol`` and ``rank_tol``).
     """
     X = design.X
     Xu_all = X.unique_rows
@@ -269,7 +272,7 @@ def find_separation(design: GlmmDesign, describe: bool = True) -> Separation | N
     given_pat = pat[design.row_index]
     succ = np.bincount(given_pat, (design.k_rows > 0).astype(float), npat)
     fail = np.bincount(given_pat, (design.k_rows < design.m_rows).astype(float), npat)
-    lp = _separation_lps(Xu, succ, fail)
+    lp = _separation_lps(Xu, succ, fail, tol)
     if not lp.separated.any():
         return None
     p = Xu.shape[1]
@@ -282,7 +285,7 @@ def find_separation(design: GlmmDesign, describe: bool = True) -> Separation | N
         cls = np.where(free, np.where(lp.direction != 0, np.sign(lp.direction), np.nan), 0.0)
     verdicts = pd.Series(_infinity(cls), index=names)
     # columns kept in the limit fit: a maximal independent set on the remaining rows
-    keep = independent_columns(Xu[remain]) if remain.any() else []
+    keep = independent_columns(Xu[remain], rank_tol) if remain.any() else []
     pooled = lp.separated[pat]
     given = pooled[design.row_index]
     yk, ym = design.k_rows, design.m_rows
