@@ -146,3 +146,12 @@ def test_minus_one_after_a_random_term():
     assert p.fixed == "model - 1" and [r.group for r in p.random] == [("item",)]
     with pytest.raises(FormulaError, match="added with '\\+'"):
         parse_formula("y ~ model + (1|item) * x")
+
+
+def test_ratio_response_and_relevel_of_an_ordered_column_are_named():
+    d = data()
+    with pytest.raises(FormulaError, match=r"write cbind\(k, n - k\)"):
+        parse_formula("k/n ~ model + (1|item)")
+    d["lv"] = pd.Categorical(d["model"], categories=["c", "b", "a"], ordered=True)
+    with pytest.raises(FormulaError, match="unordered factors only"):
+        build_fixed("relevel(lv, ref = 'a')", d)
