@@ -162,6 +162,11 @@ def test_posterior_matches_ml_and_truth_on_a_large_data_set(formula, kw, link):
     for name, truth in (("Intercept", -0.3), ("grp[T.b]", 0.6), ("sd((Intercept)|item)", 0.8)):
         assert tab.loc[name, "conf_low"] < truth < tab.loc[name, "conf_high"], name
     assert abs(fit.varcorr["sd"].iloc[0] - ml.varcorr["sd"].iloc[0]) < 0.1
+    # marginal means on the response scale (offset at its mean, the link inverted) agree too
+    e_ml = evalmix.emmeans(ml, "grp", type="response").to_frame()
+    e_b = evalmix.emmeans(fit, "grp", type="response").to_frame()
+    np.testing.assert_array_less(np.abs(e_b["estimate"] - e_ml["estimate"]), 0.35 * e_b["se"])
+    np.testing.assert_allclose(e_b["se"], e_ml["se"], rtol=0.2)
     ll = fit.log_likelihood()
     assert ll.shape == (2, 400, len(data)) and np.isfinite(ll).all()
     ppc = fit.posterior_predictive(seed=1).to_frame()

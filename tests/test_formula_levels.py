@@ -139,3 +139,10 @@ def test_unknown_functions_and_operators_read_plainly():
         quiet_fit("y ~ model + (site == 2) + (1|item)", d)
     for e in (exc, exc2):
         assert "\x1b[" not in str(e.value) and "\u29da" not in str(e.value)
+
+
+def test_minus_one_after_a_random_term():
+    p = parse_formula("y ~ model + (1|item) - 1")
+    assert p.fixed == "model - 1" and [r.group for r in p.random] == [("item",)]
+    with pytest.raises(FormulaError, match="added with '\\+'"):
+        parse_formula("y ~ model + (1|item) * x")

@@ -174,8 +174,14 @@ def parse_formula(formula: str) -> ParsedFormula:
     for term in _split_top(rhs, "+"):
         if not term:
             continue
-        if term.startswith("(") and term.endswith(")") and "|" in term:
-            random.extend(_parse_random(term))
+        head = term[:_closing_paren(term, 0) + 1] if term.startswith("(") else ""
+        if "|" in head:
+            random.extend(_parse_random(head))
+            rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
+            if rest:
+                if not rest.startswith("-"):
+                    raise FormulaError(f"cannot read {term!r}: a random term is added with '+'")
+                tail.append(rest)
         elif re.match(r"offset\s*\(", term):
             end = _closing_paren(term, term.index("("))
             offsets.append(term[term.index("(") + 1:end].strip())

@@ -103,6 +103,14 @@ cases <- list(
   list(id = "c_dose_slope", data = "counts", formula = "cbind(k, n - k) ~ cond + (1 + dose|item)"),
   list(id = "c_item_cond", data = "counts",
        formula = "cbind(k, n - k) ~ cond + dose + (1|item) + (1|item:cond)"),
+  list(id = "b_intercept_only", data = "binary", formula = "y ~ 1 + (1|item)"),
+  list(id = "b_double_bar_numeric", data = "binary", formula = "y ~ grp + (age||item)"),
+  list(id = "b_drop_main", data = "binary", formula = "y ~ grp*age - age + (1|item)"),
+  list(id = "b_minus1_after_random", data = "binary", formula = "y ~ grp + age + (1|item) - 1"),
+  list(id = "b_logical", data = "binary", formula = "y ~ grp + I(age > 4) + (1|item)"),
+  list(id = "r_crossed_rasch", data = "item_run", formula = "correct ~ 1 + (1|model) + (1|item)"),
+  list(id = "r_item_model", data = "item_run",
+       formula = "correct ~ model + (1|item) + (1|item:model)", emmeans = "model"),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
