@@ -101,6 +101,12 @@ def _parse_response(lhs: str) -> tuple[str, str | None, str | None]:
     lhs = lhs.strip()
     m = re.fullmatch(r"cbind\s*\((.*)\)", lhs)
     if not m:
+        ratio = re.fullmatch(r"([A-Za-z_.][\w.]*)\s*/\s*([A-Za-z_.][\w.]*)", lhs)
+        if ratio:
+            k, n = ratio.groups()
+            raise FormulaError(f"response {lhs!r}: write cbind({k}, {n} - {k}), the model R fits "
+                               f"for {lhs} with weights = {n} (or give a column of proportions "
+                               "with weights=)")
         if not _NAME.match(lhs):
             raise FormulaError(f"response {lhs!r} must be a column name or cbind(k, n - k)")
         return lhs, None, None
@@ -253,6 +259,9 @@ def r_factor(s: pd.Series, spec: LevelSpec | None = None, where: str = "") -> pd
     base = as_r_factor(s)
     if spec is None or spec == LevelSpec():
         return base
+    if spec.ref is not None and isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered:
+        raise FormulaError(f"{where or s.name}: relevel() applies to unordered factors only, as in "
+                           f"R; column {s.name!r} is an ordered categorical")
     where = where or str(s.name)
     cats = list(base.categories)
     if spec.levels is not None:

@@ -1,4 +1,4 @@
-"""Hierarchical Bayesian binomial-logit GLMMs from lme4 formulas (PyMC + ArviZ).
+"""Hierarchical Bayesian binomial GLMMs (logit, probit, cloglog) from lme4 formulas (PyMC + ArviZ).
 
 :func:`glmer` takes the formula :func:`evalmix.glmer` takes and returns posterior draws instead of
 maximum-likelihood estimates: honest uncertainty with few items, variance components away from the

@@ -1,4 +1,4 @@
-"""The PyMC model of a binomial-logit GLMM, built from the shared formula design.
+"""The PyMC model of a binomial GLMM (logit, probit or cloglog link), built from the shared formula design.
 
 The design (response pooled into binomial counts, fixed-effects matrix, random-effects terms) comes
 from :func:`evalmix.glmm.design.build_design`, the same code that builds :func:`evalmix.glmer`'s

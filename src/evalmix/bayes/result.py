@@ -79,7 +79,7 @@ class PPCResult(Result):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class BayesGlmerResult(Result):
-    """A hierarchical Bayesian binomial-logit GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
+    """A hierarchical Bayesian binomial GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
 
     Attributes
     ----------

@@ -466,7 +466,8 @@ def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, lin
     theta = np.full(nt, np.nan)
     dev = -2.0 * design.log_binom
     rep = OptimizerReport(method="none (complete separation)", converged=False,
-                          message=sep.message, outer_iterations=0, deviance_evaluations=0,
+                          message="not run: every row is fitted perfectly in the limit",
+                          outer_iterations=0, deviance_evaluations=0,
                           pirls_iterations=0, gradient=np.zeros(0))
     df = nt + p
     return GlmerResult(

@@ -84,6 +84,8 @@ class OptimizerReport:
 
     def describe(self) -> str:
         """One line for ``summary()``: how it ended, evaluations and the final gradient."""
+        if self.deviance_evaluations == 0:
+            return f"optimizer: {self.method}; not run"
         return (f"optimizer: {self.method}; {self.message.strip() or 'stopped'} after "
                 f"{self.outer_iterations} iterations, {self.deviance_evaluations} deviance "
                 f"evaluations; max|grad| = {self.max_abs_gradient:.3g}")
