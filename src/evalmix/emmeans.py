@@ -63,28 +63,10 @@ def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
     return spec_list, by_list
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class EMMeans(Result):
-    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+class _GridView:
+    """What :class:`EMMeans` and :class:`Contrasts` read from the grid they hold (``self.grid``)."""
 
-    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
-    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
-    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
-    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
-    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
-    ``by`` and ``link`` read it.
-    """
-
-    table: pd.DataFrame
     grid: RefGrid
-    specs: tuple[str, ...]
-    conf_level: float
-    weights: str = "equal"
-
-    @property
-    def levels(self) -> pd.DataFrame:
-        """The level columns of the means."""
-        return self.grid.frame
 
     @property
     def L(self) -> np.ndarray:
@@ -124,8 +106,32 @@ class EMMeans(Result):
 
     @property
     def is_posterior(self) -> bool:
-        """Whether the means come from posterior draws."""
+        """Whether the estimates come from posterior draws."""
         return self.grid.is_posterior
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EMMeans(_GridView, Result):
+    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+
+    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
+    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
+    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
+    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
+    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
+    ``by`` and ``link`` read it.
+    """
+
+    table: pd.DataFrame
+    grid: RefGrid
+    specs: tuple[str, ...]
+    conf_level: float
+    weights: str = "equal"
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """The level columns of the means."""
+        return self.grid.frame
 
     @property
     def scale(self) -> str:
@@ -295,7 +301,7 @@ def _ref_indices(ref: Hashable | list[Hashable] | None, labels: list[str]) -> li
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Contrasts(Result):
+class Contrasts(_GridView, Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
     ``scale`` says what the table shows, and the contrast labels follow it:
@@ -324,22 +330,6 @@ class Contrasts(Result):
     conf_level: float
     notes: tuple[str, ...] = ()
     scale: str = "log-odds"
-
-    @property
-    def L(self) -> np.ndarray:
-        return self.grid.L
-
-    @property
-    def coef_names(self) -> tuple[str, ...]:
-        return self.grid.coef_names
-
-    @property
-    def by(self) -> tuple[str, ...]:
-        return self.grid.by
-
-    @property
-    def link(self) -> str:
-        return self.grid.link
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
