@@ -4,7 +4,8 @@ Every public function of every public module of ``evalmix`` (the names in ``__al
 public names a module defines), and every public method, property and constructor of its public
 classes, is read with :func:`inspect.signature`.  A parameter or return annotation that is ``Any``
 (alone or as a member of a union: ``Any | None``, ``Optional[Any]``, or a module-level alias of
-``Any``) fails the test unless it is listed in ``ALLOWED`` with the reason no narrower type fits.
+``Any``), or an unparameterised generic such as ``dict`` or ``tuple`` (``Any`` inside), fails the
+test unless it is listed in ``ALLOWED`` with the reason no narrower type fits.
 ``Any`` inside a container (``dict[str, Any]`` for heterogeneous records) is not a bare ``Any``.
 mypy (``pyproject.toml``) checks that the annotations are right; this test checks that they say
 something.
@@ -84,12 +85,17 @@ def _callables() -> dict[str, Callable[..., object]]:
     return out
 
 
+# a generic without parameters is a container of Any (``dict`` is ``dict[Any, Any]``)
+GENERICS = {"dict", "list", "tuple", "set", "frozenset", "Callable", "Sequence", "Mapping", "Iterable",
+            "Iterator", "Dict", "List", "Tuple", "Set"}
+
+
 def _is_any(node: ast.expr, namespace: dict[str, object]) -> bool:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a quoted annotation
         return any(_is_any(m, namespace) for m in _members(ast.parse(node.value, mode="eval").body))
     if isinstance(node, ast.Name):
-        return node.id == "Any" or namespace.get(node.id, None) is typing.Any
-    return isinstance(node, ast.Attribute) and node.attr == "Any"
+        return node.id == "Any" or node.id in GENERICS or namespace.get(node.id, None) is typing.Any
+    return isinstance(node, ast.Attribute) and (node.attr == "Any" or node.attr in GENERICS)
 
 
 def _members(node: ast.expr) -> list[ast.expr]:
@@ -107,7 +113,8 @@ def _members(node: ast.expr) -> list[ast.expr]:
 
 
 def bare_any(annotation: object, namespace: dict[str, object]) -> bool:
-    """Whether an annotation (a string under ``from __future__ import annotations``) is Any."""
+    """Whether an annotation (a string under ``from __future__ import annotations``) is Any or
+    an unparameterised generic (``dict``, ``tuple``, ``Callable``...: Any inside)."""
     if annotation is inspect.Parameter.empty:
         return False
     if not isinstance(annotation, str):
@@ -157,7 +164,9 @@ def test_the_walk_covers_the_api():
     ("Any", True), ("Any | None", True), ("None | Any", True), ("Optional[Any]", True),
     ("typing.Any", True), ("Union[int, Any]", True), ("'Any | None'", True), ("Alias", True),
     ("dict[str, Any]", False), ("Mapping[str, Any] | None", False), ("pd.DataFrame", False),
-    ("ArrayLike", False), ("Callable[..., Any]", False), ("Anything", False),
+    ("ArrayLike", False), ("Callable[..., Any]", False), ("Anything", False), ("dict", True),
+    ("tuple | None", True), ("str | Callable", True), ("tuple[float, float] | None", False),
+    ("Sequence[str]", False), ("list[RandomTerm]", False),
 ])
 def test_bare_any_reads_annotations(annotation, expected):
     assert bare_any(annotation, {"Alias": typing.Any}) is expected

@@ -103,8 +103,8 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
-               models: list) -> tuple[np.ndarray, np.ndarray]:
+def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[Any],
+               models: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
     w = sub[cols.trials].to_numpy(float) if cols.trials else np.ones(len(sub))

@@ -108,7 +108,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
+          start: dict[str, ArrayLike] | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[False] = ...) -> GlmerResult: ...
 
@@ -118,7 +118,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
+          start: dict[str, ArrayLike] | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[True]) -> DevianceFunction: ...
 
@@ -127,7 +127,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int | None = None, fixef_prior: FixefPriorSpec | None = None,
+          start: dict[str, ArrayLike] | None = None, maxiter: int | None = None, fixef_prior: FixefPriorSpec | None = None,
           missing: str = "raise", control: GlmerControl | None = None,
           devfun_only: bool = False) -> GlmerResult | DevianceFunction:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
@@ -338,7 +338,7 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
 
 
 def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
-           start: dict | None, control: GlmerControl, fixef_prior: Any = None,
+           start: dict[str, ArrayLike] | None, control: GlmerControl, fixef_prior: Any = None,
            weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
            contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
            missing: str = "raise") -> GlmerResult:
