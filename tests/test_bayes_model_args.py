@@ -171,3 +171,16 @@ def test_posterior_matches_ml_and_truth_on_a_large_data_set(formula, kw, link):
     assert ll.shape == (2, 400, len(data)) and np.isfinite(ll).all()
     ppc = fit.posterior_predictive(seed=1).to_frame()
     assert 0.05 < ppc["ppp"].iloc[0] < 0.95
+
+
+def test_r_formula_features_reach_the_bayesian_model():
+    """Level orders, factor() grouping and slope terms, contrasts: the design is the ML fit's."""
+    d = simulate("logit").assign(site=lambda x: x["item"] % 3 + 1)
+    bm = build_model("y ~ relevel(grp, ref = 'b') + (1|factor(item)) + (0 + factor(site)|grp)", d,
+                     contrasts=None, likelihood="softplus")
+    assert bm.fixed_names == ["Intercept", "grp[T.a]"]
+    assert [p.label for p in bm.plans] == ["1|item", "0 + site[1] + site[2] + site[3]|grp"]
+    s = build_model("y ~ C(grp, contr.sum) + (1|item)", d, likelihood="softplus")
+    assert s.fixed_names == ["Intercept", "grp[S.a]"]
+    assert build_model("y ~ grp + (1|item)", d, contrasts={"grp": "contr.sum"},
+                       likelihood="softplus").fixed_names == ["Intercept", "grp[S.a]"]

@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import evalmix
 from evalmix.errors import DataError, DataWarning, FitWarning, FormulaError
@@ -146,3 +148,36 @@ def test_minus_one_after_a_random_term():
     assert p.fixed == "model - 1" and [r.group for r in p.random] == [("item",)]
     with pytest.raises(FormulaError, match="added with '\\+'"):
         parse_formula("y ~ model + (1|item) * x")
+
+
+def test_ratio_response_and_relevel_of_an_ordered_column_are_named():
+    d = data()
+    with pytest.raises(FormulaError, match=r"write cbind\(k, n - k\)"):
+        parse_formula("k/n ~ model + (1|item)")
+    d["lv"] = pd.Categorical(d["model"], categories=["c", "b", "a"], ordered=True)
+    with pytest.raises(FormulaError, match="unordered factors only"):
+        build_fixed("relevel(lv, ref = 'a')", d)
+
+
+_FIT0: dict = {}
+
+
+@settings(max_examples=6, deadline=None)
+@given(order=st.permutations(["a", "b", "c"]), ref=st.sampled_from(["a", "b", "c", None]))
+def test_any_level_order_fits_the_same_model(order, ref):
+    """Invariant: a stated level order changes the coding, not the likelihood or the means."""
+    d = data()
+    if "base" not in _FIT0:
+        _FIT0["base"] = quiet_fit("y ~ model + (1|item)", d)
+    base = _FIT0["base"]
+    lv = "c(" + ", ".join(f"'{v}'" for v in order) + ")"
+    term = f"factor(model, levels = {lv})"
+    if ref is not None:
+        term = f"relevel({term}, ref = '{ref}')"
+    fit = quiet_fit(f"y ~ {term} + (1|item)", d)
+    first = ref if ref is not None else order[0]
+    assert fit.fixef.index[1:].tolist() == [f"model[T.{v}]" for v in order if v != first]
+    assert fit.loglik == pytest.approx(base.loglik, abs=1e-6)
+    e = evalmix.emmeans(fit, "model").to_frame().set_index("model")
+    e0 = evalmix.emmeans(base, "model").to_frame().set_index("model")
+    np.testing.assert_allclose(e.loc[["a", "b", "c"], "estimate"], e0["estimate"], atol=2e-4)
