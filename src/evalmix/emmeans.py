@@ -23,9 +23,9 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from scipy import stats
 
 from . import multiplicity
 from .draws import hdi
-from .fitted import warn_divergent
+from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
 from .grid import WEIGHTS, RefGrid, ref_grid
 from .links import LINKS
 from ._result import Result, level_label
@@ -63,28 +63,10 @@ def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
     return spec_list, by_list
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class EMMeans(Result):
-    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+class _GridView:
+    """What :class:`EMMeans` and :class:`Contrasts` read from the grid they hold (``self.grid``)."""
 
-    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
-    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
-    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
-    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
-    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
-    ``by`` and ``link`` read it.
-    """
-
-    table: pd.DataFrame
     grid: RefGrid
-    specs: tuple[str, ...]
-    conf_level: float
-    weights: str = "equal"
-
-    @property
-    def levels(self) -> pd.DataFrame:
-        """The level columns of the means."""
-        return self.grid.frame
 
     @property
     def L(self) -> np.ndarray:
@@ -119,13 +101,37 @@ class EMMeans(Result):
         return self.grid.draws
 
     @property
-    def separation(self) -> Any:
+    def separation(self) -> SeparationLimit | None:
         return self.grid.separation
 
     @property
     def is_posterior(self) -> bool:
-        """Whether the means come from posterior draws."""
+        """Whether the estimates come from posterior draws."""
         return self.grid.is_posterior
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EMMeans(_GridView, Result):
+    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+
+    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
+    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
+    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
+    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
+    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
+    ``by`` and ``link`` read it.
+    """
+
+    table: pd.DataFrame
+    grid: RefGrid
+    specs: tuple[str, ...]
+    conf_level: float
+    weights: str = "equal"
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """The level columns of the means."""
+        return self.grid.frame
 
     @property
     def scale(self) -> str:
@@ -154,7 +160,7 @@ class EMMeans(Result):
         return out
 
 
-def emmeans(fit: Any | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
+def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
             conf_level: float = 0.95) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
@@ -275,7 +281,7 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
     return np.vstack(rows), names
 
 
-def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
+def _ref_indices(ref: Hashable | list[Hashable] | None, labels: list[str]) -> list[int]:
     if ref is None:
         return [0]
     # a list averages several controls; a tuple names one level of several spec factors
@@ -295,7 +301,7 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Contrasts(Result):
+class Contrasts(_GridView, Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
     ``scale`` says what the table shows, and the contrast labels follow it:
@@ -324,22 +330,6 @@ class Contrasts(Result):
     conf_level: float
     notes: tuple[str, ...] = ()
     scale: str = "log-odds"
-
-    @property
-    def L(self) -> np.ndarray:
-        return self.grid.L
-
-    @property
-    def coef_names(self) -> tuple[str, ...]:
-        return self.grid.coef_names
-
-    @property
-    def by(self) -> tuple[str, ...]:
-        return self.grid.by
-
-    @property
-    def link(self) -> str:
-        return self.grid.link
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -399,7 +389,7 @@ def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
 
 def contrast(emm: EMMeans | Contrasts | RefGrid,
              method: str | Mapping[str, Sequence[float]] = "pairwise", *,
-             by: str | Sequence[str] | None = _INHERIT, ref: Any = None,
+             by: str | Sequence[str] | None = _INHERIT, ref: Hashable | list[Hashable] | None = None,
              interaction: str | Sequence[str] | None = None, adjust: str | None = None,
              conf_level: float = 0.95) -> Contrasts:
     """Contrasts among marginal means, each ``by`` group adjusted as one family (R: ``contrast``).
@@ -606,7 +596,11 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
                      notes=tuple(notes), scale=scale)
 
 
-def regrid(obj: EMMeans | RefGrid) -> Any:
+@overload
+def regrid(obj: EMMeans) -> EMMeans: ...
+@overload
+def regrid(obj: RefGrid) -> RefGrid: ...
+def regrid(obj: EMMeans | RefGrid) -> EMMeans | RefGrid:
     """The means (or grid) on the response scale, so that contrasts are differences of
     probabilities (R: ``emmeans::regrid``).
 
@@ -649,7 +643,7 @@ def regrid(obj: EMMeans | RefGrid) -> Any:
                     f"not {type(obj).__name__}")
 
 
-def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+def reference_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """The reference grid of a fit as a frame and its design rows: ``ref_grid(fit, at)``'s
     ``frame`` and ``L`` (see :func:`evalmix.ref_grid`, which returns the grid object).
 

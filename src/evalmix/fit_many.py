@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,9 @@ from ._result import Result
 from .errors import DataError, FitWarning, FormulaError
 from .formula import factor_columns, parse_formula, random_columns
 from .parallel import parallel_map, record_warnings
+
+if TYPE_CHECKING:
+    from .glmm.result import GlmerResult
 
 __all__ = ["FitManyResult", "fit_many"]
 
@@ -52,7 +55,7 @@ class FitManyResult(Result):
 
     table: pd.DataFrame
     groups: pd.DataFrame
-    fits: dict = field(repr=False)
+    fits: dict[tuple[Any, ...], GlmerResult | None] = field(repr=False)
     formula: str = ""
     by: tuple[str, ...] = ()
 

@@ -20,12 +20,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .errors import DataError, FormulaError
+
+if TYPE_CHECKING:
+    from formulaic import ModelSpec
+    from numpy.typing import ArrayLike
 
 __all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "build_fixed", "build_random_terms",
            "fixed_variables", "parse_formula", "split_theta", "term_lambdas", "translate_fixed"]
@@ -716,13 +720,13 @@ class FixedDesign:
     covariates: dict[str, float]
     column_terms: list[str]
     columns: list[str]
-    spec: Any = field(repr=False)
+    spec: ModelSpec = field(repr=False)
     weights_data: pd.DataFrame | None = field(default=None, repr=False)
     keep: list[int] | None = field(default=None, repr=False)  # columns kept (rank deficiency)
     contrasts: dict[str, Any] = field(default_factory=dict)
     offsets: list[str] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict, repr=False)
-    offset_spec: Any = field(default=None, repr=False)
+    offset_spec: ModelSpec | None = field(default=None, repr=False)
     offset_mean: float = 0.0  # mean of the offset (formula and argument) over the fitted rows
 
     def drop_columns(self, keep: list[int]) -> None:
@@ -749,7 +753,7 @@ class FixedDesign:
             nd[name] = pd.Categorical(vals, categories=levels)
         return nd
 
-    def _matrix(self, spec: Any, nd: pd.DataFrame) -> np.ndarray:
+    def _matrix(self, spec: ModelSpec, nd: pd.DataFrame) -> np.ndarray:
         try:
             return np.asarray(spec.get_model_matrix(nd, na_action="ignore", context=self.context),
                               dtype=float)
@@ -914,7 +918,7 @@ class RandomTerm:
     index: np.ndarray
     Z: np.ndarray
     columns: tuple[str, ...] = ()
-    spec: Any = None  # formulaic spec of ``expr`` (None for an intercept)
+    spec: ModelSpec | None = None  # formulaic spec of ``expr`` (None for an intercept)
     factors: dict[str, list[Any]] = field(default_factory=dict)  # factor() columns -> levels
     context: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -982,7 +986,7 @@ class RandomTerm:
         """lme4's starting theta: Lambda = I."""
         return np.array([1.0 if i == j else 0.0 for i, j in self.theta_pairs])
 
-    def lambda_(self, theta: Any) -> np.ndarray:
+    def lambda_(self, theta: ArrayLike) -> np.ndarray:
         """Lambda (nc x nc, lower triangular) from this term's ``theta_size`` values.
 
         Examples
@@ -1008,7 +1012,7 @@ class RandomTerm:
         L = np.asarray(L, dtype=float)
         return np.array([L[i, j] for i, j in self.theta_pairs])
 
-    def theta_from_cov(self, cov: Any) -> np.ndarray:
+    def theta_from_cov(self, cov: ArrayLike) -> np.ndarray:
         """Theta of a covariance matrix of the random effects (binomial: no residual scale):
         its Cholesky factor, diagonal made non-negative; a singular matrix gives the factor of
         the nearest positive semi-definite one along its zero directions."""
@@ -1037,7 +1041,7 @@ class RandomTerm:
                 for i, j in self.theta_pairs]
 
 
-def split_theta(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+def split_theta(terms: list[RandomTerm], theta: ArrayLike) -> list[np.ndarray]:
     """Each term's slice of the model's theta (terms in lme4's order)."""
     th = np.asarray(theta, dtype=float).ravel()
     want = sum(t.theta_size for t in terms)
@@ -1050,7 +1054,7 @@ def split_theta(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
     return out
 
 
-def term_lambdas(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+def term_lambdas(terms: list[RandomTerm], theta: ArrayLike) -> list[np.ndarray]:
     """Lambda of each term from the model's theta (:meth:`RandomTerm.lambda_`)."""
     return [t.lambda_(th) for t, th in zip(terms, split_theta(terms, theta))]
 

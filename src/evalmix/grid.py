@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,8 +33,11 @@ from scipy import stats
 from ._result import Result
 from .draws import hdi
 from .errors import DataError, DataWarning, FormulaError
-from .fitted import Coefficients, coefficients, linear_functions
+from .fitted import Coefficients, FittedModel, PosteriorFit, SeparationLimit, coefficients, linear_functions
 from .links import LINKS, inverse_link, mu_eta
+
+if TYPE_CHECKING:
+    from .formula import FixedDesign
 
 __all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS"]
 
@@ -42,7 +45,7 @@ __all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS"]
 WEIGHTS = ("equal", "proportional", "outer", "cells", "flat")
 
 
-def fit_link(fit: Any) -> str:
+def fit_link(fit: FittedModel | PosteriorFit) -> str:
     """The link of a fit (``"identity"`` when it names none), checked against the known links."""
     link = str(getattr(fit, "link", "identity"))
     if link not in (*LINKS, "identity"):
@@ -216,8 +219,8 @@ class RefGrid(Result):
     type: str = "link"
     tran: str | None = None
     adjust: str = "none"
-    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
-    design: Any = field(default=None, repr=False)  # the fit's fixed design (data for weights)
+    separation: SeparationLimit | None = field(default=None, repr=False)  # of a separated fit (fit.separation)
+    design: FixedDesign | None = field(default=None, repr=False)  # the fit's fixed design (data for weights)
 
     # ---- what it holds
     @property
@@ -486,7 +489,7 @@ class RefGrid(Result):
         return [f"scale: {self.scale}; 95% {what}"]
 
 
-def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
+def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None) -> RefGrid:
     """The reference grid of a fit (R: ``emmeans::ref_grid``).
 
     Every combination of the factor levels of the fixed part (the first variable varying
@@ -533,7 +536,7 @@ def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
                    separation=coefs.separation, design=design)
 
 
-def level_means(fit: Any, term: str, by: Sequence[str] = ()) -> RefGrid:
+def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:
     """The marginal mean of each level of the factor ``term`` within each combination of the
     factors ``by``: ``emmeans(fit, term, by=by)``'s grid (equal weights over the other factors,
     covariates at their means), rows ordered by the ``by`` levels (the first slowest), then by

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..data import RunsData
 from ..errors import SamplingWarning
@@ -49,7 +50,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
           seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
           max_treedepth: int = 10, cores: int | None = None, missing: str = "raise",
-          weights: Any = None, offset: Any = None, link: str = "logit",
+          weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None, link: str = "logit",
           contrasts: dict[str, Any] | None = None, trials: str | None = None) -> BayesGlmerResult:
     """Fit a hierarchical Bayesian binomial GLMM by MCMC (NUTS).
 

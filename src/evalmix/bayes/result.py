@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,11 @@ from ..errors import DataError
 from ..grid import level_means
 from ..links import inverse_link, log_probabilities
 from .model import BayesModel, TermPlan, dense_x
+
+if TYPE_CHECKING:
+    import arviz as az
+
+    from ..formula import FixedDesign
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
@@ -116,7 +121,8 @@ class BayesGlmerResult(Result):
     divergences: int = 0
     chains: int = 0
     draws: int = 0
-    fixed_design: Any = field(repr=False, default=None)
+    # required (keyword-only): inference reads the fit through it (evalmix.fitted.PosteriorFit)
+    fixed_design: FixedDesign = field(repr=False, kw_only=True)
     _posterior: Any = field(repr=False, default=None, compare=False)  # raw InferenceData
     _bm: BayesModel | None = field(repr=False, default=None, compare=False)
     _cache: dict = field(repr=False, default_factory=dict, compare=False)
@@ -241,7 +247,7 @@ class BayesGlmerResult(Result):
         return ll
 
     @property
-    def idata(self) -> Any:  # arviz.InferenceData
+    def idata(self) -> az.InferenceData:
         """ArviZ InferenceData: posterior, sample_stats, log_likelihood (per row) and observed data."""
         if "idata" in self._cache:
             return self._cache["idata"]
@@ -261,7 +267,7 @@ class BayesGlmerResult(Result):
         _ = az  # arviz is the reader of this object
         return idata
 
-    def loo(self, pointwise: bool = False) -> Any:  # arviz.ELPDData
+    def loo(self, pointwise: bool = False) -> az.ELPDData:
         """PSIS-LOO (``arviz.loo``) on the rows as given."""
         import arviz as az
 
@@ -269,7 +275,7 @@ class BayesGlmerResult(Result):
             warnings.simplefilter("ignore", UserWarning)
             return az.loo(self.idata, pointwise=pointwise)
 
-    def waic(self, pointwise: bool = False) -> Any:  # arviz.ELPDData
+    def waic(self, pointwise: bool = False) -> az.ELPDData:
         """WAIC (``arviz.waic``) on the rows as given."""
         import arviz as az
 

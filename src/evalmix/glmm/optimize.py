@@ -73,7 +73,7 @@ class OptimizerReport:
         g.flags.writeable = False
         object.__setattr__(self, "gradient", g)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "converged": self.converged, "message": self.message,
                 "outer_iterations": self.outer_iterations,
                 "deviance_evaluations": self.deviance_evaluations,
@@ -101,7 +101,7 @@ class OptimizerStep:
     deviance: float
     max_abs_gradient: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"evaluation": self.evaluation, "theta": list(self.theta),
                 "deviance": self.deviance, "max_abs_gradient": self.max_abs_gradient}
 
