@@ -2,7 +2,8 @@
 (tests/reference/formula_sweep_reference.R): level orders stated in the formula (``factor(x, levels
 = ...)``, ``relevel``, ``ordered``), ``factor()`` in random terms, and a sweep of common fixed and
 random parts (``0 +``, ``- 1``, ``x*y``, ``x:y``, ``a/b``, ``(x|g)``, ``(0 + x|g)``, ``||`` with a
-factor, nested and crossed grouping factors, ``bs()``, an observation-level random effect).
+factor, nested and crossed grouping factors, ``ns()`` and ``bs()`` with R's bases, an
+observation-level random effect).
 
 Tolerances as in tests/test_formula_parity.py: log-likelihood at or above lme4's (to 1e-3), fixed
 effects within 2e-3, SEs within 1%, emmeans within 2e-3 and 1%, type-III chi-squares within 1%.
@@ -112,3 +113,14 @@ def test_contrasts_follow_the_level_order(cid, method):
     np.testing.assert_allclose(ct["estimate"], ref["estimate"], rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(ct["se"], ref["se"], rtol=0.01)
     np.testing.assert_allclose(ct["p_value"], ref["p_value"], rtol=0.02, atol=2e-3)
+
+
+@pytest.mark.parametrize("ref", REF["ns_bases"], ids=lambda r: r["call"])
+def test_ns_basis_is_r_s(ref):
+    """splines::ns fitted on the age column, evaluated inside and beyond the boundary knots."""
+    from evalmix.formula import build_fixed
+
+    fd, _ = build_fixed(f"0 + {ref['call']}", pd.read_csv(REF_DIR / FILES["binary"]))
+    got = fd.model_matrix(pd.DataFrame({"age": np.asarray(ref["at"], dtype=float)}))
+    want = np.asarray(ref["basis"], dtype=float).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)

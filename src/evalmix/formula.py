@@ -308,11 +308,80 @@ def _r_log(x: Any, base: float = math.e) -> np.ndarray:
     return np.log(x) if base == math.e else np.log(x) / np.log(base)
 
 
+def _spline_rows(t: np.ndarray, x: np.ndarray, deriv: int = 0) -> np.ndarray:
+    """R's ``splineDesign(t, x, 4, derivs)``: cubic B-spline basis (or a derivative) at ``x``."""
+    from scipy.interpolate import BSpline
+
+    nb = len(t) - 4
+    if deriv == 0:
+        return BSpline.design_matrix(x, t, 3).toarray()
+    out = np.empty((len(x), nb))
+    for j in range(nb):
+        out[:, j] = BSpline(t, np.eye(nb)[j], 3).derivative(deriv)(x)
+    return out
+
+
+def _r_ns(x: Any, df: int | None = None, knots: Any = None, intercept: bool = False,
+          _state: dict = {}) -> Any:  # noqa: B006 (formulaic replaces the state dict)
+    """R's ``splines::ns``: the natural cubic spline basis (knots at quantiles for ``df``;
+    boundary knots at the range of the fitted rows; linear beyond them), with R's coefficients."""
+    from formulaic.materializers.types import FactorValues
+
+    x = np.asarray(x, dtype=float)
+    if "knots" not in _state:
+        fin = x[np.isfinite(x)]
+        lo, hi = float(fin.min()), float(fin.max())
+        if knots is None:
+            nik = (1 if df is None else int(df)) - 1 - int(bool(intercept))
+            if nik < 0:
+                raise FormulaError(f"ns(df = {df}): df must be at least {1 + int(bool(intercept))}")
+            # R's quantile(type = 7), numpy's default
+            inner = np.quantile(fin, np.linspace(0.0, 1.0, nik + 2)[1:-1]) if nik else np.zeros(0)
+        else:
+            inner = np.sort(np.atleast_1d(np.asarray(knots, dtype=float)))
+        _state.update(knots=inner.tolist(), bounds=[lo, hi])
+    lo, hi = _state["bounds"]
+    t = np.sort(np.concatenate([[lo] * 4, _state["knots"], [hi] * 4]))
+    nb = len(t) - 4
+    B = np.full((len(x), nb), np.nan)
+    inside = np.isfinite(x) & (x >= lo) & (x <= hi)
+    if inside.any():
+        B[inside] = _spline_rows(t, x[inside])
+    for side, k in ((x < lo, lo), (x > hi, hi)):  # linear beyond the boundary, as R
+        if side.any():
+            at = np.array([k])
+            B[side] = _spline_rows(t, at) + np.outer(x[side] - k, _spline_rows(t, at, 1)[0])
+    const = _spline_rows(t, np.array([lo, hi]), 2)
+    if not intercept:
+        B, const = B[:, 1:], const[:, 1:]
+    Q = np.linalg.qr(const.T, mode="complete")[0]  # the Householder Q of R's qr(t(const))
+    out = (B @ Q)[:, 2:]
+    return FactorValues(out, column_names=tuple(str(i) for i in range(1, out.shape[1] + 1)))
+
+
+@lru_cache(maxsize=1)
+def _ns_transform() -> Any:
+    from formulaic.transforms import stateful_transform
+
+    return stateful_transform(_r_ns)
+
+
+def r_context() -> dict[str, Any]:
+    """The functions an R formula may call (:data:`R_FUNCTIONS` and ``ns``), for formulaic."""
+    return {**R_FUNCTIONS, "ns": _ns_transform(), "_r_c": _r_c}
+
+
 R_FUNCTIONS: dict[str, Any] = {
     "log": _r_log, "exp": np.exp, "sqrt": np.sqrt, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "expm1": np.expm1, "abs": np.abs, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "pi": np.pi,
 }
+
+
+def _r_c(*values: Any) -> np.ndarray:
+    """R's ``c()`` of numbers, as in ``ns(x, knots = c(3, 5))`` (written ``_r_c`` in formulaic text,
+    so that a column named ``c`` stays a column)."""
+    return np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)) for v in values])
 _FORMULAIC_NAMES = {"I", "C", "scale", "center", "poly", "np", "contr", "True", "False", "None"}
 CONTRASTS = ("treatment", "sum", "poly", "helmert")
 _CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
@@ -326,7 +395,7 @@ def _plain(exc: Exception) -> str:
     m = re.search(r"NameError: name '([\w.]+)' is not defined", msg)
     if m:
         msg += (f"; evalmix does not know the function {m.group(1)}() (it knows R's log, exp, "
-                "sqrt, scale, poly, bs and the others listed in docs/glmm.md; not ns())")
+                "sqrt, scale, poly, bs, ns and the others listed in docs/glmm.md)")
     return msg
 
 
@@ -510,6 +579,7 @@ def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec
     if "%" in text:
         raise FormulaError(f"{expr!r}: R operators such as %in% are not supported")
     text = text.replace("^", "**")
+    text = re.sub(r"(?<![\w.])c\s*\(", "_r_c(", text)
     text = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text)
     text = re.sub(r"(?<![\w.])FALSE(?![\w.])", "False", text)
     return text, factors, levels
@@ -775,7 +845,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     factors: dict[str, list[Any]] = {}
     covariates: dict[str, float] = {}
     coding: dict[str, Any] = {}
-    context: dict[str, Any] = dict(R_FUNCTIONS)
+    context: dict[str, Any] = r_context()
     for c in variables:
         s = d[c]
         categorical = isinstance(s.dtype, pd.CategoricalDtype)
@@ -863,7 +933,7 @@ class RandomTerm:
                 vals = nd[name].astype(object) if isinstance(nd[name].dtype, pd.CategoricalDtype) \
                     else nd[name]
                 nd[name] = pd.Categorical(vals, categories=levels)
-        return np.asarray(self.spec.get_model_matrix(nd, context=self.context or R_FUNCTIONS),
+        return np.asarray(self.spec.get_model_matrix(nd, context=self.context or r_context()),
                           dtype=float)
 
     @property
@@ -1092,7 +1162,7 @@ def _random_design(sp: RandomSpec, data: pd.DataFrame
     """Formulaic text, data frame, factor levels and context of a random term's left side:
     ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does."""
     text, coded, specs = translate_terms(sp.expr)
-    context: dict[str, Any] = dict(R_FUNCTIONS)
+    context: dict[str, Any] = r_context()
     if not coded:
         return text, data, {}, context
     where = f"({sp.expr} | {sp.group_label})"

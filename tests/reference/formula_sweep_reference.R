@@ -111,6 +111,11 @@ cases <- list(
   list(id = "r_crossed_rasch", data = "item_run", formula = "correct ~ 1 + (1|model) + (1|item)"),
   list(id = "r_item_model", data = "item_run",
        formula = "correct ~ model + (1|item) + (1|item:model)", emmeans = "model"),
+  list(id = "b_ns", data = "binary", formula = "y ~ grp + ns(age, 3) + (1|item)", emmeans = "grp"),
+  list(id = "b_bs5", data = "binary", formula = "y ~ grp + bs(age, df = 5) + (1|item)"),
+  list(id = "c_ns_knots", data = "counts",
+       formula = "cbind(k, n - k) ~ cond + ns(dose, knots = c(1.5, 2.5)) + (1|item)", emmeans = "cond"),
+  list(id = "c_bs5", data = "counts", formula = "cbind(k, n - k) ~ cond + bs(dose, df = 5) + (1|item)"),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
@@ -187,9 +192,19 @@ for (cs in cases) {
   out[[cs$id]] <- rec
   message(cs$id, ": logLik ", format(as.numeric(ll), digits = 10))
 }
+# splines::ns bases on new values (inside, beyond both boundary knots) for the fitted age column
+age <- load_data("binary")$age
+at <- c(1, 2.5, 4.5, 6.9, 8)
+bases <- list(
+  list(call = "ns(age, 3)", basis = predict(ns(age, 3), at)),
+  list(call = "ns(age, df = 4)", basis = predict(ns(age, df = 4), at)),
+  list(call = "ns(age, knots = c(3, 5))", basis = predict(ns(age, knots = c(3, 5)), at)),
+  list(call = "ns(age, 1)", basis = predict(ns(age, 1), at)),
+  list(call = "ns(age, df = 3, intercept = TRUE)", basis = predict(ns(age, df = 3, intercept = TRUE), at)))
+ns_bases <- lapply(bases, function(b) list(call = b$call, at = at, basis = unclass(b$basis)[, ]))
 info <- list(lme4 = as.character(packageVersion("lme4")),
              emmeans = as.character(packageVersion("emmeans")),
              car = as.character(packageVersion("car")), R = R.version.string)
-writeLines(toJSON(list(versions = info, cases = out), digits = NA, auto_unbox = TRUE,
+writeLines(toJSON(list(versions = info, cases = out, ns_bases = ns_bases), digits = NA, auto_unbox = TRUE,
                   null = "null", na = "null"),
            file.path(here, "formula_sweep_reference.json"))

@@ -142,7 +142,7 @@ def _row_values(value: str | ArrayLike | None, data: pd.DataFrame, what: str) ->
     return arr
 
 
-_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center)\s*\(")
+_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
 
 
 def _parse(formula: str, trials: str | None) -> ParsedFormula:
@@ -291,7 +291,8 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
     counts = parsed.trials is not None or parsed.failures is not None or w_all is not None
     log_binom = float(np.sum(const))
 
-    # stateful transforms (scale, poly) take their centre and coefficients from every fitted row
+    # stateful transforms (scale, poly, ns, bs) take their centre, coefficients and knots from every
+    # fitted row (the distinct patterns would move quantile knots)
     if _STATEFUL.search(parsed.fixed) or any(_STATEFUL.search(o) for o in parsed.offsets):
         fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts, parsed.offsets)
     else:
