@@ -153,9 +153,9 @@ class ChainJob:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.RLock()
-        with _BUILT_LOCK:  # share one build among the copies of this job in a process
-            self._local = _BUILT.setdefault(self.token, {})
+        with _BUILT_LOCK:  # share one build (and its lock) among the copies of this job in a process
+            self._local = _BUILT.setdefault(self.token, {"lock": threading.RLock()})
+            self._lock = self._local["lock"]
             _BUILT.move_to_end(self.token)
             while len(_BUILT) > _BUILT_KEEP:
                 _BUILT.popitem(last=False)
