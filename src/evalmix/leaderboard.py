@@ -32,7 +32,7 @@ told apart at the stated level.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -477,7 +477,7 @@ def _normal_parts(labels: list, base: dict, est: np.ndarray, cov: np.ndarray, co
 
 
 def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: ArrayLike | None = None, *,
-                     se: ArrayLike | None = None, labels: Sequence[Any] | None = None, conf_level: float = 0.95) -> RankSets:
+                     se: ArrayLike | None = None, labels: Sequence[Hashable] | None = None, conf_level: float = 0.95) -> RankSets:
     """Rank sets from estimates with a joint normal distribution (e.g. a published leaderboard).
 
     The critical value is the equicoordinate quantile of the K (K - 1) / 2 pairwise differences'
@@ -594,7 +594,7 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
 # posterior draws
 
 
-def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term: str = "model", *, labels: Sequence[Any] | None = None,
+def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term: str = "model", *, labels: Sequence[Hashable] | None = None,
                         conf_level: float = 0.95, logit: bool | None = None) -> RankSets:
     """Rank sets from posterior draws: a simultaneous credible band of all pairwise differences.
 
