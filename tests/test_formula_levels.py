@@ -181,3 +181,8 @@ def test_any_level_order_fits_the_same_model(order, ref):
     e = evalmix.emmeans(fit, "model").to_frame().set_index("model")
     e0 = evalmix.emmeans(base, "model").to_frame().set_index("model")
     np.testing.assert_allclose(e.loc[["a", "b", "c"], "estimate"], e0["estimate"], atol=2e-4)
+
+
+def test_type_conversions_are_named():
+    with pytest.raises(FormulaError, match=r"as.numeric\(\) is not understood"):
+        translate_terms("model + as.numeric(level == 'high')")

@@ -578,6 +578,11 @@ def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec
                            "give the contrasts with contrasts= instead")
     if "%" in text:
         raise FormulaError(f"{expr!r}: R operators such as %in% are not supported")
+    conv = re.search(r"(?<![\w.])as\.(numeric|integer|double|character|logical)\s*\(", text)
+    if conv:
+        raise FormulaError(f"{expr!r}: as.{conv.group(1)}() is not understood in a formula; "
+                           "convert the column in the data (factor(), ordered() and relevel() "
+                           "are understood)")
     text = text.replace("^", "**")
     text = re.sub(r"(?<![\w.])c\s*\(", "_r_c(", text)
     text = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text)

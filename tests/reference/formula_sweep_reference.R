@@ -116,6 +116,14 @@ cases <- list(
   list(id = "c_ns_knots", data = "counts",
        formula = "cbind(k, n - k) ~ cond + ns(dose, knots = c(1.5, 2.5)) + (1|item)", emmeans = "cond"),
   list(id = "c_bs5", data = "counts", formula = "cbind(k, n - k) ~ cond + bs(dose, df = 5) + (1|item)"),
+  list(id = "b_scale_noscale", data = "binary",
+       formula = "y ~ grp + scale(age, scale = FALSE) + (1|item)", emmeans = "grp"),
+  list(id = "b_scale_nocenter", data = "binary",
+       formula = "y ~ grp + scale(age, center = FALSE) + (1|item)", emmeans = "grp"),
+  list(id = "b_bs_knots", data = "binary", formula = "y ~ grp + bs(age, knots = c(3, 5)) + (1|item)"),
+  list(id = "b_bs_degree", data = "binary", formula = "y ~ grp + bs(age, degree = 2, df = 4) + (1|item)"),
+  list(id = "b_poly_degree", data = "binary", formula = "y ~ grp + poly(age, degree = 2) + (1|item)"),
+  list(id = "b_log_plus", data = "binary", formula = "y ~ grp + log(age + 1) + (1|item)"),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
