@@ -186,3 +186,14 @@ def test_any_level_order_fits_the_same_model(order, ref):
 def test_type_conversions_are_named():
     with pytest.raises(FormulaError, match=r"as.numeric\(\) is not understood"):
         translate_terms("model + as.numeric(level == 'high')")
+
+
+def test_a_factor_compared_with_a_level_is_a_zero_one_column():
+    d = data()
+    fd, X = build_fixed("I(model == 'b') + I(2 != factor(site))", d)
+    np.testing.assert_array_equal(X[:, 1], (d["model"] == "b").to_numpy())
+    np.testing.assert_array_equal(X[:, 2], (d["site"] != 2).to_numpy())
+    assert fd.model_matrix(pd.DataFrame({"model": ["a", "b"], "site": [2, 3]})).tolist() == \
+        [[1, 0, 0], [1, 1, 1]]
+    with pytest.raises(FormulaError, match="compared with a level"):
+        build_fixed("I(model > 'a')", d)

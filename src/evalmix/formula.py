@@ -798,6 +798,14 @@ def _level_where(expr: str, name: str) -> str:
     return m.group(0) if m else f"factor({name})"
 
 
+def _level_test(term: str, name: str) -> bool:
+    """Whether ``term`` is ``I(name == level)`` or ``I(name != level)``: a 0/1 column, as R codes
+    the logical (its ``TRUE`` column)."""
+    lit = r"""(?:'[^']*'|"[^"]*"|-?\d+(?:\.\d*)?)"""
+    v = re.escape(name)
+    return re.fullmatch(rf"I\(\s*(?:{v}\s*[!=]=\s*{lit}|{lit}\s*[!=]=\s*{v})\s*\)", term) is not None
+
+
 def _apply_contrasts(text: str, coding: dict[str, Any], factors: dict[str, list[Any]],
                      context: dict[str, Any]) -> str:
     """Wrap each factor not treatment-coded in ``C(x, ...)`` (matrices go into ``context``)."""
@@ -860,10 +868,11 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
             if c not in coded and numeric:
                 raise FormulaError(f"contrasts given for numeric column {c!r}; write factor({c}) "
                                    "in the formula to code it as a factor")
-            inside = [f for v, f in parts if v == c and f != c]
+            inside = [f for v, f in parts if v == c and f != c and not _level_test(f, c)]
             if inside:
                 raise FormulaError(f"{c!r} is a factor but the term {inside[0]!r} uses it as a "
-                                   "number; a factor can only appear on its own or in C()")
+                                   "number; a factor can only appear on its own, in C() or "
+                                   f"compared with a level (I({c} == 'b'))")
             cat = r_factor(s, specs.get(c), _level_where(fixed, c))
             d[c] = cat
             factors[c] = list(cat.categories)

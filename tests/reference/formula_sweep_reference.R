@@ -124,6 +124,12 @@ cases <- list(
   list(id = "b_bs_degree", data = "binary", formula = "y ~ grp + bs(age, degree = 2, df = 4) + (1|item)"),
   list(id = "b_poly_degree", data = "binary", formula = "y ~ grp + poly(age, degree = 2) + (1|item)"),
   list(id = "b_log_plus", data = "binary", formula = "y ~ grp + log(age + 1) + (1|item)"),
+  # a factor compared with a level: the fit only (emmeans does not build a reference grid over
+  # the factor inside such a term: it reports "(nothing)" for cond)
+  list(id = "b_level_test", data = "binary",
+       formula = 'y ~ grp + I(level == "high") + (1|item)'),
+  list(id = "c_level_test", data = "counts",
+       formula = 'cbind(k, n - k) ~ I(cond != "a") + dose + (1|item)'),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
