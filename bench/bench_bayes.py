@@ -15,6 +15,12 @@ Run (bambi 0.17.2 needs arviz-plots, which needs matplotlib < 3.11: give an inte
 
     python bench/bench_bayes.py [--data ../shared/data/ai4math/ai4math_runs.csv] [--rounds 2]
         [--fits 2] [--bambi-python /tmp/bambi-venv/bin/python] [--bambi-pymc] [--cold-cache]
+
+``--baseline-src DIR`` times another evalmix source tree (e.g. an earlier commit exported with
+``git archive COMMIT src | tar -x -C /tmp/before``, then ``--baseline-src /tmp/before/src``) in
+bambi's place, in alternation with this one::
+
+    python bench/bench_bayes.py --baseline-src /tmp/before/src --rounds 2 --fits 2 [--sampler pymc]
 """
 
 from __future__ import annotations
@@ -37,13 +43,13 @@ def convergence(summary) -> dict:
             "ess_tail": float(summary["ess_tail"].min())}
 
 
-def fit_evalmix(d, seed: int) -> dict:
+def fit_evalmix(d, seed: int, sampler: str = "auto") -> dict:
     from evalmix import bayes
 
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False)
+        fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False, sampler=sampler)
     el = time.perf_counter() - t
     return {"seconds": el, "sampling": fit.seconds, "sampler": fit.sampler,
             "divergences": fit.divergences, **convergence(fit.posterior_table())}
@@ -74,20 +80,24 @@ def child(args: argparse.Namespace) -> None:
     import numpy as np
     import pandas as pd
 
-    sys.path.insert(0, SRC)
+    sys.path.insert(0, args.src)
     np.seterr(all="ignore")
     d = pd.read_csv(args.data)
     import pymc  # noqa: F401  (imported before timing, as each library needs it)
 
     for i in range(args.fits):
         seed = args.seed + i
-        out = fit_evalmix(d, seed) if args.child == "evalmix" else fit_bambi(d, seed, args.child)
+        out = (fit_evalmix(d, seed, args.sampler) if args.child == "evalmix"
+               else fit_bambi(d, seed, args.child))
+        if args.src != SRC:
+            out["sampler"] += " [baseline]"
         print("RESULT " + json.dumps({"lib": args.child, "fit": i + 1, **out}), flush=True)
 
 
-def run_child(python: str, lib: str, args: argparse.Namespace, env: dict | None = None) -> list[dict]:
+def run_child(python: str, lib: str, args: argparse.Namespace, env: dict | None = None,
+              src: str = SRC) -> list[dict]:
     cmd = [python, os.path.abspath(__file__), "--child", lib, "--data", args.data,
-           "--fits", str(args.fits), "--seed", str(args.seed)]
+           "--fits", str(args.fits), "--seed", str(args.seed), "--src", src, "--sampler", args.sampler]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     rows = [json.loads(line[7:]) for line in res.stdout.splitlines() if line.startswith("RESULT ")]
     if not rows:
@@ -111,6 +121,9 @@ def main() -> None:
     ap.add_argument("--bambi-pymc", action="store_true", help="also time bambi with PyMC's sampler")
     ap.add_argument("--cold-cache", action="store_true",
                     help="evalmix processes start with an empty numba cache")
+    ap.add_argument("--baseline-src", help="time this evalmix source tree instead of bambi")
+    ap.add_argument("--sampler", default="auto", help="evalmix's sampler (auto, nutpie, pymc...)")
+    ap.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -124,15 +137,19 @@ def main() -> None:
             env = {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="numba-cold-")}
         print(f"round {rnd + 1}")
         ev += run_child(sys.executable, "evalmix", args, env)
-        nut += run_child(args.bambi_python, "nutpie", args)
+        if args.baseline_src:
+            nut += run_child(sys.executable, "evalmix", args, env, src=os.path.abspath(args.baseline_src))
+        else:
+            nut += run_child(args.bambi_python, "nutpie", args)
+    other = "baseline" if args.baseline_src else "bambi+nutpie"
     print("\nwall time (s), mean over rounds:")
     for fit in range(1, args.fits + 1):
         e = [r["seconds"] for r in ev if r["fit"] == fit]
         b = [r["seconds"] for r in nut if r["fit"] == fit]
         label = "first fit of a process" if fit == 1 else f"fit {fit} of a process"
         print(f"  {label:<24} evalmix {sum(e) / len(e):5.1f} (range {min(e):.1f}-{max(e):.1f}), "
-              f"bambi+nutpie {sum(b) / len(b):5.1f} (range {min(b):.1f}-{max(b):.1f}), "
-              f"ratio {sum(e) / sum(b):.2f} (goal <= 0.33)")
+              f"{other} {sum(b) / len(b):5.1f} (range {min(b):.1f}-{max(b):.1f}), "
+              f"ratio {sum(e) / sum(b):.2f}" + ("" if args.baseline_src else " (goal <= 0.33)"))
     if args.bambi_pymc:
         pm_rows = run_child(args.bambi_python, "pymc", argparse.Namespace(**{**vars(args), "fits": 1}))
         print(f"ratio evalmix first fit / bambi+pymc: "

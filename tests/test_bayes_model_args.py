@@ -162,7 +162,25 @@ def test_posterior_matches_ml_and_truth_on_a_large_data_set(formula, kw, link):
     for name, truth in (("Intercept", -0.3), ("grp[T.b]", 0.6), ("sd((Intercept)|item)", 0.8)):
         assert tab.loc[name, "conf_low"] < truth < tab.loc[name, "conf_high"], name
     assert abs(fit.varcorr["sd"].iloc[0] - ml.varcorr["sd"].iloc[0]) < 0.1
+    # marginal means on the response scale (offset at its mean, the link inverted) agree too
+    e_ml = evalmix.emmeans(ml, "grp", type="response").to_frame()
+    e_b = evalmix.emmeans(fit, "grp", type="response").to_frame()
+    np.testing.assert_array_less(np.abs(e_b["estimate"] - e_ml["estimate"]), 0.35 * e_b["se"])
+    np.testing.assert_allclose(e_b["se"], e_ml["se"], rtol=0.2)
     ll = fit.log_likelihood()
     assert ll.shape == (2, 400, len(data)) and np.isfinite(ll).all()
     ppc = fit.posterior_predictive(seed=1).to_frame()
     assert 0.05 < ppc["ppp"].iloc[0] < 0.95
+
+
+def test_r_formula_features_reach_the_bayesian_model():
+    """Level orders, factor() grouping and slope terms, contrasts: the design is the ML fit's."""
+    d = simulate("logit").assign(site=lambda x: x["item"] % 3 + 1)
+    bm = build_model("y ~ relevel(grp, ref = 'b') + (1|factor(item)) + (0 + factor(site)|grp)", d,
+                     contrasts=None, likelihood="softplus")
+    assert bm.fixed_names == ["Intercept", "grp[T.a]"]
+    assert [p.label for p in bm.plans] == ["1|item", "0 + site[1] + site[2] + site[3]|grp"]
+    s = build_model("y ~ C(grp, contr.sum) + (1|item)", d, likelihood="softplus")
+    assert s.fixed_names == ["Intercept", "grp[S.a]"]
+    assert build_model("y ~ grp + (1|item)", d, contrasts={"grp": "contr.sum"},
+                       likelihood="softplus").fixed_names == ["Intercept", "grp[S.a]"]

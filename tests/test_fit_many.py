@@ -151,3 +151,21 @@ def test_warnings_land_in_the_group_row_whatever_the_backend(bench: pd.DataFrame
     pd.testing.assert_frame_equal(par.groups, local.groups)
     w = dict(zip(par.groups["benchmark"], par.groups["warnings"]))
     assert "dropped 5 of" in w["chem"] and "dropped 3 of" in w["code"], w
+
+
+@pytest.mark.parametrize("backend", ["sequential", "threading"])
+def test_singular_and_separated_groups_are_flagged_in_their_rows(backend: str) -> None:
+    import joblib
+
+    flat = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0, 0.5], sd_item=0.0, seed=0)
+    sep = evalmix.simulate.glmm_runs(2, 30, 2, model_effects=[0, 0.5], sd_item=1.0, seed=4)
+    sep.loc[sep["model"] == "M2", "correct"] = 1
+    d = pd.concat([flat.assign(benchmark="flat"), sep.assign(benchmark="sep")], ignore_index=True)
+    with warnings.catch_warnings(), joblib.parallel_config(backend=backend, n_jobs=2):
+        warnings.simplefilter("error")
+        res = fit_many("correct ~ model + (1|item)", d, by="benchmark", keep_fits=False)
+    g = res.groups.set_index("benchmark")
+    assert bool(g.loc["flat", "singular"]) and "boundary (singular) fit" in g.loc["flat", "messages"]
+    assert "quasi-complete separation" in g.loc["sep", "messages"]
+    assert not bool(g.loc["sep", "singular"])
+    assert (g["warnings"] == "").all()  # said once, in messages, not repeated as a warning

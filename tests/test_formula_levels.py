@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import evalmix
 from evalmix.errors import DataError, DataWarning, FitWarning, FormulaError
@@ -133,9 +135,65 @@ def test_factor_slopes_in_random_terms():
 
 def test_unknown_functions_and_operators_read_plainly():
     d = data()
-    with pytest.raises(FormulaError, match=r"does not know the function ns\(\)") as exc:
-        quiet_fit("y ~ ns(site, 3) + (1|item)", d)
+    with pytest.raises(FormulaError, match=r"does not know the function lowess\(\)") as exc:
+        quiet_fit("y ~ lowess(site) + (1|item)", d)
     with pytest.raises(FormulaError, match="Unknown operator") as exc2:
         quiet_fit("y ~ model + (site == 2) + (1|item)", d)
     for e in (exc, exc2):
         assert "\x1b[" not in str(e.value) and "\u29da" not in str(e.value)
+
+
+def test_minus_one_after_a_random_term():
+    p = parse_formula("y ~ model + (1|item) - 1")
+    assert p.fixed == "model - 1" and [r.group for r in p.random] == [("item",)]
+    with pytest.raises(FormulaError, match="added with '\\+'"):
+        parse_formula("y ~ model + (1|item) * x")
+
+
+def test_ratio_response_and_relevel_of_an_ordered_column_are_named():
+    d = data()
+    with pytest.raises(FormulaError, match=r"write cbind\(k, n - k\)"):
+        parse_formula("k/n ~ model + (1|item)")
+    d["lv"] = pd.Categorical(d["model"], categories=["c", "b", "a"], ordered=True)
+    with pytest.raises(FormulaError, match="unordered factors only"):
+        build_fixed("relevel(lv, ref = 'a')", d)
+
+
+_FIT0: dict = {}
+
+
+@settings(max_examples=6, deadline=None)
+@given(order=st.permutations(["a", "b", "c"]), ref=st.sampled_from(["a", "b", "c", None]))
+def test_any_level_order_fits_the_same_model(order, ref):
+    """Invariant: a stated level order changes the coding, not the likelihood or the means."""
+    d = data()
+    if "base" not in _FIT0:
+        _FIT0["base"] = quiet_fit("y ~ model + (1|item)", d)
+    base = _FIT0["base"]
+    lv = "c(" + ", ".join(f"'{v}'" for v in order) + ")"
+    term = f"factor(model, levels = {lv})"
+    if ref is not None:
+        term = f"relevel({term}, ref = '{ref}')"
+    fit = quiet_fit(f"y ~ {term} + (1|item)", d)
+    first = ref if ref is not None else order[0]
+    assert fit.fixef.index[1:].tolist() == [f"model[T.{v}]" for v in order if v != first]
+    assert fit.loglik == pytest.approx(base.loglik, abs=1e-6)
+    e = evalmix.emmeans(fit, "model").to_frame().set_index("model")
+    e0 = evalmix.emmeans(base, "model").to_frame().set_index("model")
+    np.testing.assert_allclose(e.loc[["a", "b", "c"], "estimate"], e0["estimate"], atol=2e-4)
+
+
+def test_type_conversions_are_named():
+    with pytest.raises(FormulaError, match=r"as.numeric\(\) is not understood"):
+        translate_terms("model + as.numeric(level == 'high')")
+
+
+def test_a_factor_compared_with_a_level_is_a_zero_one_column():
+    d = data()
+    fd, X = build_fixed("I(model == 'b') + I(2 != factor(site))", d)
+    np.testing.assert_array_equal(X[:, 1], (d["model"] == "b").to_numpy())
+    np.testing.assert_array_equal(X[:, 2], (d["site"] != 2).to_numpy())
+    assert fd.model_matrix(pd.DataFrame({"model": ["a", "b"], "site": [2, 3]})).tolist() == \
+        [[1, 0, 0], [1, 1, 1]]
+    with pytest.raises(FormulaError, match="compared with a level"):
+        build_fixed("I(model > 'a')", d)

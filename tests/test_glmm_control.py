@@ -411,3 +411,15 @@ def test_dropping_rank_deficient_columns_leaves_the_built_design_alone():
     with pytest.warns(evalmix.errors.FitWarning, match="rank deficient"):
         fit = glmer("correct ~ x + x2 + (1|item)", d)
     assert list(fit.fixef.index) == ["Intercept", "x"]
+
+
+def test_remove_data_on_a_completely_separated_fit():
+    d = pd.DataFrame({"item": np.repeat(np.arange(10), 4), "model": np.tile(["a", "b"], 20)})
+    d["correct"] = (d["model"] == "b").astype(int)
+    fit = quiet("correct ~ model + (1|item)", d)
+    small = fit.remove_data()
+    assert fit.separation is not None and not small.has_data
+    assert str(small) == str(fit)
+    notes = small.summary().notes
+    assert "optimizer: none (complete separation); not run" in notes
+    assert small.fixef["model[T.b]"] == np.inf

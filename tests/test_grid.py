@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,8 +29,10 @@ REF = json.loads((REFERENCE / "grid_reference.json").read_text())
 EST_RTOL, P_TOL = 1e-6, 1e-7
 
 
-def assert_matches(mine: pd.DataFrame, ref: list[dict], labels: list[str]) -> None:
-    """Compare a result table with R's rows: labels exactly, numbers to 1e-6 relative."""
+def assert_matches(mine: pd.DataFrame, ref: list[dict], labels: list[str],
+                   ci_rtol: float = EST_RTOL, p_tol: float = P_TOL) -> None:
+    """Compare a result table with R's rows: labels exactly, numbers to 1e-6 relative (interval
+    ends to ``ci_rtol`` and p-values to ``p_tol`` where R's critical values are approximate)."""
     theirs = pd.DataFrame(ref)
     assert len(mine) == len(theirs)
     for col in labels:
@@ -47,9 +50,10 @@ def assert_matches(mine: pd.DataFrame, ref: list[dict], labels: list[str]) -> No
         assert (np.isnan(m) == np.isnan(r)).all(), mcol
         ok = ~np.isnan(r)
         if rcol == "p":
-            np.testing.assert_allclose(m[ok], r[ok], atol=P_TOL, rtol=0, err_msg=mcol)
+            np.testing.assert_allclose(m[ok], r[ok], atol=p_tol, rtol=0, err_msg=mcol)
         else:
-            np.testing.assert_allclose(m[ok], r[ok], rtol=EST_RTOL, atol=1e-12, err_msg=mcol)
+            rtol = ci_rtol if rcol in ("lower", "upper") else EST_RTOL
+            np.testing.assert_allclose(m[ok], r[ok], rtol=rtol, atol=1e-12, err_msg=mcol)
 
 
 # --- simulated data: R's glm fit ------------------------------------------------------------------
@@ -96,6 +100,110 @@ SIM_CASES = {
 def test_chains_and_regrid_match_r(e_by, case):
     make, labels = SIM_CASES[case]
     assert_matches(make(e_by).to_frame(), REF["sim"][case], labels)
+
+
+REGRID_CONTRAST_CASES = {
+    # regrid(contrast(...)): odds ratios, delta-method SEs, Wald intervals on that scale adjusted
+    # as the contrasts were, tests of odds ratio = 1; labels A/B
+    "regrid_contrast_holm": (lambda e, f: regrid(contrast(e, "pairwise", adjust="holm")),
+                             ["contrast", "lang"]),
+    "regrid_contrast_tukey": (
+        lambda e, f: regrid(contrast(emmeans(f, "model", by="lang", type="response"),
+                                     "pairwise", adjust="tukey")), ["contrast", "lang"]),
+    "regrid_contrast_dunnettx": (
+        lambda e, f: regrid(contrast(e, "trt.vs.ctrl", ref="beta-2", adjust="dunnettx")),
+        ["contrast", "lang"]),
+    "regrid_contrast_mvt": (
+        lambda e, f: regrid(contrast(e, "trt.vs.ctrl", ref="beta-2", adjust="mvt")),
+        ["contrast", "lang"]),
+    # ratios of odds ratios; a by variable keeps its labels, as in emmeans
+    "regrid_contrast_chain_by_none": (
+        lambda e, f: regrid(contrast(contrast(e, "pairwise"), "pairwise", by=None,
+                                     adjust="none")), ["contrast"]),
+    "regrid_contrast_chain_by_contrast": (
+        lambda e, f: regrid(contrast(contrast(e, "pairwise"), "revpairwise", by="contrast",
+                                     adjust="none")), ["contrast1", "contrast"]),
+    "regrid_contrast_interaction": (
+        lambda e, f: regrid(contrast(emmeans(f, ["model", "lang"]), interaction="pairwise")),
+        ["model_pairwise", "lang_pairwise"]),
+    # differences of odds ratios
+    "regrid_contrast_then_contrast": (
+        lambda e, f: contrast(regrid(contrast(e, "pairwise")), "revpairwise", by="contrast",
+                              adjust="none"), ["contrast1", "contrast"]),
+}
+
+
+# R's Tukey and Dunnett quantiles come from root finders (tolerances 1e-4 and 5e-4), mvt from
+# mvtnorm's randomised integration (abseps 1e-3): (interval ends relative, p-values absolute)
+REGRID_TOL = {"regrid_contrast_tukey": (1e-4, P_TOL), "regrid_contrast_dunnettx": (1e-3, P_TOL),
+              "regrid_contrast_mvt": (2e-3, 2e-3)}
+
+
+@pytest.mark.parametrize("case", sorted(REGRID_CONTRAST_CASES))
+def test_regrid_of_contrasts_matches_r(fit, e_by, case):
+    make, labels = REGRID_CONTRAST_CASES[case]
+    res = make(e_by, fit)
+    assert_matches(res.to_frame(), REF["sim"][case], labels,
+                   *REGRID_TOL.get(case, (EST_RTOL, P_TOL)))
+    if case == "regrid_contrast_then_contrast":
+        assert res.scale == "odds ratio difference"
+        assert "difference of odds ratios" in str(res)
+    else:
+        assert res.scale == "odds ratio" and res.grid.tran == "log odds ratio"
+        assert "odds_ratio" in res.to_frame() and "estimate" not in res.to_frame()
+        assert "tests of odds ratio = 1" in str(res)
+
+
+def test_regridded_contrasts_are_exp_with_delta_method_se(e_by):
+    """Closed form: odds ratio exp(l'b), SE exp(l'b) sqrt(l'Vl), interval OR -/+ z SE, z = (OR-1)/SE."""
+    con = contrast(e_by, "pairwise", adjust="none")
+    res = regrid(con).to_frame()
+    L, beta, V = con.L, con.beta, con.vcov
+    orr = np.exp(L @ beta)
+    se = orr * np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+    np.testing.assert_allclose(res["odds_ratio"], orr, rtol=1e-12)
+    np.testing.assert_allclose(res["se"], se, rtol=1e-12)
+    np.testing.assert_allclose(res["statistic"], (orr - 1) / se, rtol=1e-12)
+    np.testing.assert_allclose(res["or_conf_low"], orr - 1.959963984540054 * se, rtol=1e-12)
+    # regridding twice changes nothing; the chain continues on the odds-ratio scale
+    once = regrid(con)
+    assert regrid(once) is once
+    assert once.grid.link == "identity" and once.grid.contrasts
+    # the posterior twin: exp of each draw, P(odds ratio > 1) = P(log odds ratio > 0)
+
+
+def test_regridded_contrasts_of_posterior_draws(posterior):
+    e = emmeans(posterior, "model", by="lang")
+    eta = posterior.fixef_draws.to_numpy() @ e.L.T
+    res = regrid(contrast(e, "pairwise")).to_frame()
+    vals = np.exp(eta[:, 0] - eta[:, 1])
+    assert res["odds_ratio"].iloc[0] == pytest.approx(vals.mean(), rel=1e-12)
+    assert res["se"].iloc[0] == pytest.approx(vals.std(ddof=1), rel=1e-12)
+    assert res["prob_positive"].iloc[0] == pytest.approx((vals > 1).mean())
+    assert res["contrast"].iloc[0] == "alpha/(beta-2)"
+
+
+def test_grid_summary_uses_its_conf_level(fit):
+    """The printed grid, its frame, Markdown and LaTeX show the intervals at the grid's level."""
+    rg = ref_grid(fit, conf_level=0.9)
+    assert rg.conf_level == 0.9
+    est = rg.estimates()
+    np.testing.assert_allclose(est["conf_high"] - est["estimate"],
+                               1.6448536269514722 * est["se"], rtol=1e-12)
+    pd.testing.assert_frame_equal(rg.to_frame()[["conf_low", "conf_high"]],
+                                  est[["conf_low", "conf_high"]])
+    for text in (str(rg), rg._repr_html_(), rg.summary().to_markdown()):
+        assert "90% Wald intervals" in text and "95%" not in text
+    # the table forms carry the 90% interval ends
+    assert f"{est['conf_low'].iloc[0]:.3f}" in rg.to_markdown()
+    assert f"{est['conf_high'].iloc[0]:.3f}" in rg.to_latex()
+    # emmeans and contrast pass their level to the grids they hold
+    e = emmeans(fit, "model", conf_level=0.8)
+    assert e.grid.conf_level == 0.8 and "80% Wald" in str(e.grid)
+    pd.testing.assert_frame_equal(e.grid.to_frame(), e.to_frame())
+    assert contrast(e, conf_level=0.8).grid.conf_level == 0.8
+    with pytest.raises(ValueError, match="conf_level"):
+        ref_grid(fit, conf_level=95)
 
 
 INTERACTION_CASES = {
@@ -208,8 +316,12 @@ def test_contrast_rejects_what_it_cannot_contrast(e_by):
         contrast(e_by, by="language")
     with pytest.raises(ValueError, match="nothing to contrast"):
         contrast(e_by, by=["model", "lang"])
-    with pytest.raises(TypeError, match="regrid the means"):
-        regrid(contrast(e_by))
+    # differences of probits have no response scale (only log odds ratios do)
+    probit = replace(contrast(e_by).grid, link="probit")
+    with pytest.raises(ValueError, match="regrid the means"):
+        probit.regrid()
+    with pytest.raises(TypeError, match="emmeans"):
+        regrid(pd.DataFrame())
     with pytest.raises(TypeError, match="emmeans"):
         contrast(pd.DataFrame())
     with pytest.raises(ValueError, match="one per variable"):
@@ -246,6 +358,8 @@ MISSING_CASES = {
     "regrid_emm": (lambda e: regrid(e), ["model", "lang"]),
     "regrid_pairwise": (lambda e: contrast(regrid(e), "pairwise", adjust="none"),
                         ["contrast", "lang"]),
+    "regrid_contrast": (lambda e: regrid(contrast(e, "pairwise", adjust="none")),
+                        ["contrast", "lang"]),
 }
 
 
@@ -257,7 +371,9 @@ def test_non_estimable_rows_stay_nan_through_chains(missing_fit, case):
     res = make(emmeans(missing_fit, "model", by="lang"))
     ref = REF["missing_cell"][case]
     assert_matches(res.to_frame(), ref, labels)
-    assert pd.DataFrame(ref)["estimate"].isna().any()  # the case does exercise the empty cell
+    est = res.to_frame()["odds_ratio" if case == "regrid_contrast" else "estimate"]
+    assert est.isna().any()  # the case does exercise the empty cell
+    assert pd.DataFrame(ref)["estimate"].isna().any()
     np.testing.assert_array_equal(res.grid.estimable,
                                   pd.DataFrame(ref)["estimate"].notna().to_numpy())
 

@@ -103,3 +103,56 @@ def test_backends_that_cannot_stream_still_give_every_result(capsys: pytest.Capt
         got = parallel_map(_draw, range(7), seed=5, progress=True, desc="nostream")
     assert got == parallel_map(_draw, range(7), seed=5)
     assert "7/7" in capsys.readouterr().err
+
+
+def _warn_and_record(task: int) -> list[str]:
+    import time
+    import warnings
+
+    from evalmix.parallel import record_warnings
+
+    with record_warnings() as caught:
+        for k in range(3):
+            warnings.warn(f"task {task} step {k}", UserWarning)
+            time.sleep(0.01)  # interleave with the other threads
+    return [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_record_warnings_gives_each_task_its_own(backend: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a recorded warning never reaches the caller
+        before = list(warnings.filters)
+        with joblib.parallel_config(backend=backend, n_jobs=3):
+            got = parallel_map(_warn_and_record, range(6))
+        assert warnings.filters == before  # the caller's filters are back
+    assert got == [[f"task {t} step {k}" for k in range(3)] for t in range(6)]
+
+
+def test_record_warnings_leaves_other_threads_alone() -> None:
+    import warnings
+
+    from evalmix.parallel import record_warnings
+
+    inside, done = threading.Event(), threading.Event()
+    theirs: list[str] = []
+
+    def recorder() -> None:
+        with record_warnings() as caught:
+            inside.set()
+            done.wait(5)
+            warnings.warn("recorded", UserWarning)
+        theirs.extend(str(w.message) for w in caught)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        t = threading.Thread(target=recorder)
+        t.start()
+        inside.wait(5)
+        warnings.warn("not recorded", UserWarning)  # this thread records nothing
+        done.set()
+        t.join()
+    assert [str(w.message) for w in seen] == ["not recorded"]
+    assert theirs == ["recorded"]

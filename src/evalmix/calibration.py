@@ -410,7 +410,7 @@ class CalibrationResult(Result):
     table: pd.DataFrame
     sims: pd.DataFrame = field(repr=False)
     scenario: str = "mixture"
-    design: dict = field(default_factory=dict)
+    design: dict[str, Any] = field(default_factory=dict)
     alpha: float = 0.05
 
     def _title(self) -> str:
@@ -422,7 +422,7 @@ class CalibrationResult(Result):
 
 def _one_simulation(i: int, seed_seq: np.random.SeedSequence, scenario_fn: Callable,
                     specs: list[MethodSpec], design: dict, conf_level: float,
-                    method_options: dict, on_error: str = "raise") -> list[dict]:
+                    method_options: dict[str, dict[str, Any]], on_error: str = "raise") -> list[dict[str, Any]]:
     data_seq, method_seq = seed_seq.spawn(2)
     null, alt = scenario_fn(np.random.default_rng(data_seq), **design)
     rng = np.random.default_rng(method_seq)
@@ -455,7 +455,8 @@ def _one_simulation_task(i: int, seq: np.random.SeedSequence, args: tuple) -> li
 
 def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sims: int = 500,
               seed: int | np.random.Generator | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
-              n_jobs: int | None = None, progress: bool = False, method_options: dict | None = None,
+              n_jobs: int | None = None, progress: bool = False,
+              method_options: dict[str, dict[str, Any]] | None = None,
               on_error: str = "raise", **design: Any) -> CalibrationResult:
     """False-positive rate, power, interval width and coverage of comparison methods, by simulation.
 

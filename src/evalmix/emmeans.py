@@ -23,9 +23,9 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -33,8 +33,8 @@ from scipy import stats
 
 from . import multiplicity
 from .draws import hdi
-from .fitted import warn_divergent
-from .grid import WEIGHTS, RefGrid, ref_grid
+from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
+from .grid import LOG_ODDS_RATIO, WEIGHTS, RefGrid, ref_grid
 from .links import LINKS
 from ._result import Result, level_label
 
@@ -63,28 +63,10 @@ def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
     return spec_list, by_list
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class EMMeans(Result):
-    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+class _GridView:
+    """What :class:`EMMeans` and :class:`Contrasts` read from the grid they hold (``self.grid``)."""
 
-    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
-    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
-    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
-    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
-    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
-    ``by`` and ``link`` read it.
-    """
-
-    table: pd.DataFrame
     grid: RefGrid
-    specs: tuple[str, ...]
-    conf_level: float
-    weights: str = "equal"
-
-    @property
-    def levels(self) -> pd.DataFrame:
-        """The level columns of the means."""
-        return self.grid.frame
 
     @property
     def L(self) -> np.ndarray:
@@ -119,13 +101,37 @@ class EMMeans(Result):
         return self.grid.draws
 
     @property
-    def separation(self) -> Any:
+    def separation(self) -> SeparationLimit | None:
         return self.grid.separation
 
     @property
     def is_posterior(self) -> bool:
-        """Whether the means come from posterior draws."""
+        """Whether the estimates come from posterior draws."""
         return self.grid.is_posterior
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EMMeans(_GridView, Result):
+    """Estimated marginal means: one row per combination of the ``specs`` and ``by`` levels.
+
+    ``table`` holds the level columns and ``estimate``, ``se``, ``conf_low``, ``conf_high`` on the
+    scale requested (``type``; ``scale`` names it: ``"log-odds"`` or ``"probability"``).  ``grid``
+    is the :class:`~evalmix.grid.RefGrid` of the means (each a linear function ``L beta`` of the
+    fixed effects, with ``beta`` and ``vcov`` or posterior ``draws``), so that :func:`contrast`
+    and :func:`regrid` can work on it; ``L``, ``beta``, ``vcov``, ``draws``, ``coef_names``,
+    ``by`` and ``link`` read it.
+    """
+
+    table: pd.DataFrame
+    grid: RefGrid
+    specs: tuple[str, ...]
+    conf_level: float
+    weights: str = "equal"
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """The level columns of the means."""
+        return self.grid.frame
 
     @property
     def scale(self) -> str:
@@ -154,7 +160,7 @@ class EMMeans(Result):
         return out
 
 
-def emmeans(fit: Any | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
+def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
             conf_level: float = 0.95) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
@@ -214,10 +220,10 @@ def emmeans(fit: Any | RefGrid, specs: str | Sequence[str], by: str | Sequence[s
         rg = fit
     else:
         rg = ref_grid(fit, at)
-    means = replace(rg.marginal(spec_list, by_list, weights), type=type)
+    means = replace(rg.marginal(spec_list, by_list, weights), type=type, conf_level=conf_level)
     labels = [_label(r) for r in means.frame.itertuples(index=False, name=None)]
     warn_divergent(means.L, means.separation, labels, "the marginal mean of", stacklevel=2)
-    table = pd.concat([means.frame, means.estimates(conf_level)], axis=1)
+    table = pd.concat([means.frame, means.estimates()], axis=1)
     return EMMeans(table=table, grid=means, specs=tuple(spec_list), conf_level=conf_level,
                    weights=weights)
 
@@ -275,7 +281,7 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[s
     return np.vstack(rows), names
 
 
-def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
+def _ref_indices(ref: Hashable | list[Hashable] | None, labels: list[str]) -> list[int]:
     if ref is None:
         return [0]
     # a list averages several controls; a tuple names one level of several spec factors
@@ -295,7 +301,7 @@ def _ref_indices(ref: Any, labels: list[str]) -> list[int]:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Contrasts(Result):
+class Contrasts(_GridView, Result):
     """Contrasts of marginal means with multiplicity-adjusted p-values and intervals.
 
     ``scale`` says what the table shows, and the contrast labels follow it:
@@ -324,22 +330,8 @@ class Contrasts(Result):
     conf_level: float
     notes: tuple[str, ...] = ()
     scale: str = "log-odds"
-
-    @property
-    def L(self) -> np.ndarray:
-        return self.grid.L
-
-    @property
-    def coef_names(self) -> tuple[str, ...]:
-        return self.grid.coef_names
-
-    @property
-    def by(self) -> tuple[str, ...]:
-        return self.grid.by
-
-    @property
-    def link(self) -> str:
-        return self.grid.link
+    #: the number of means each family compares (the Tukey family size), one per ``by`` group
+    family_means: tuple[int, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -349,8 +341,13 @@ class Contrasts(Result):
         return f"Contrasts ({self.method}){by}"
 
     def _header(self) -> list[str]:
+        if self.scale == "odds ratio" and self.grid.tran == LOG_ODDS_RATIO:
+            return ["scale: odds ratio (regridded; contrast A/B: odds of A over odds of B; "
+                    "delta-method SEs, Wald intervals and tests of odds ratio = 1 on this scale)"]
         if self.scale == "odds ratio":
             return ["scale: odds ratio (contrast A / B: odds of A over odds of B)"]
+        if self.scale == "odds ratio difference":
+            return ["scale: odds ratio (contrast A - B: difference of odds ratios, delta method)"]
         if self.scale == "log-odds":
             return ["scale: log-odds (contrast A - B: difference of log-odds; "
                     "odds_ratio = exp(estimate))"]
@@ -399,7 +396,7 @@ def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
 
 def contrast(emm: EMMeans | Contrasts | RefGrid,
              method: str | Mapping[str, Sequence[float]] = "pairwise", *,
-             by: str | Sequence[str] | None = _INHERIT, ref: Any = None,
+             by: str | Sequence[str] | None = _INHERIT, ref: Hashable | list[Hashable] | None = None,
              interaction: str | Sequence[str] | None = None, adjust: str | None = None,
              conf_level: float = 0.95) -> Contrasts:
     """Contrasts among marginal means, each ``by`` group adjusted as one family (R: ``contrast``).
@@ -533,14 +530,21 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
         families.append((np.arange(start, start + len(names)), len(labels)))
         start += len(names)
     con = grid.linear_map(np.vstack(K_rows), pd.concat(frames, ignore_index=True), by=by)
-    return con, families
+    return replace(con, contrasts=True), families
 
 
 def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method_name: str,
-                    adjust: str, pairwise: bool, conf_level: float, ratio: bool) -> Contrasts:
+                    adjust: str, pairwise: bool, conf_level: float, ratio: bool,
+                    odds_ratios: bool = False) -> Contrasts:
     """z tests and intervals of a grid of contrasts, each family adjusted as one (or posterior
-    summaries and P(contrast > 0))."""
-    if con.tran is not None:
+    summaries and P(contrast > 0)).  ``odds_ratios``: the rows are regridded odds ratios, tested
+    against 1 on their own scale."""
+    null = 1.0 if odds_ratios else 0.0
+    if odds_ratios:
+        scale = "odds ratio"
+    elif con.tran == LOG_ODDS_RATIO:
+        scale = "odds ratio difference"
+    elif con.tran is not None:
         scale = "probability" if con.tran in LINKS else f"{con.tran} response"
     else:
         scale = "odds ratio" if ratio else ("log-odds" if con.link == "logit"
@@ -561,11 +565,11 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
         warn_divergent(part.L, coefs.separation, names, "the contrast", stacklevel=3)
         if coefs.draws is not None:
             vals = part.linear_predictor()
-            summ["prob_positive"] = np.where(ok_all[rows], (vals > 0).mean(axis=0), np.nan)
+            summ["prob_positive"] = np.where(ok_all[rows], (vals > null).mean(axis=0), np.nan)
             p_method = ci_method = "none"
         else:
-            with np.errstate(invalid="ignore"):
-                z = summ["estimate"].to_numpy() / summ["se"].to_numpy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                z = (summ["estimate"].to_numpy() - null) / summ["se"].to_numpy()
             corr = None
             if adjust == "mvt":  # the only adjustment that needs the joint distribution
                 cov = part.covariance()
@@ -594,34 +598,56 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
             summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
             summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
                                                  if c not in ("odds_ratio", "se")]]
+        if odds_ratios:  # the estimates are odds ratios: name them so
+            summ = summ.rename(columns={"estimate": "odds_ratio", "conf_low": "or_conf_low",
+                                        "conf_high": "or_conf_high"})
         blocks.append(pd.concat([block, summ], axis=1))
     if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
+        above = "P(odds ratio > 1)" if odds_ratios else "P(contrast > 0)"
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "
-                     "P(contrast > 0); no multiplicity adjustment applies.")
+                     f"{above}; no multiplicity adjustment applies.")
     table = pd.concat(blocks, ignore_index=True)
-    return Contrasts(table=table, grid=replace(con, adjust=p_method), method=method_name,
-                     adjust=p_method, ci_adjust=ci_method, conf_level=conf_level,
-                     notes=tuple(notes), scale=scale)
+    return Contrasts(table=table, grid=replace(con, adjust=p_method, conf_level=conf_level),
+                     method=method_name, adjust=p_method, ci_adjust=ci_method,
+                     conf_level=conf_level, notes=tuple(notes), scale=scale,
+                     family_means=tuple(int(n) for _, n in families))
 
 
-def regrid(obj: EMMeans | RefGrid) -> Any:
-    """The means (or grid) on the response scale, so that contrasts are differences of
-    probabilities (R: ``emmeans::regrid``).
+@overload
+def regrid(obj: EMMeans) -> EMMeans: ...
+@overload
+def regrid(obj: Contrasts) -> Contrasts: ...
+@overload
+def regrid(obj: RefGrid) -> RefGrid: ...
+def regrid(obj: EMMeans | Contrasts | RefGrid) -> EMMeans | Contrasts | RefGrid:
+    """The means, contrasts or grid on the response scale (R: ``emmeans::regrid``).
 
-    Each estimate becomes the inverse link of its linear predictor, with the delta-method
-    covariance (or the inverse link of each posterior draw); :func:`contrast` of the result
-    forms differences on that scale with their delta-method standard errors.  Means that are
-    not estimable stay NaN.
+    Means: each estimate becomes the inverse link of its linear predictor, with the
+    delta-method covariance (or the inverse link of each posterior draw); :func:`contrast` of
+    the result forms differences of probabilities with their delta-method standard errors.
+
+    Contrasts of a logit model (log odds ratios, or ratios of odds ratios for contrasts of
+    contrasts): each becomes an odds ratio ``exp(estimate)`` with the delta-method SE
+    ``odds_ratio * se``; intervals are Wald intervals on the odds-ratio scale (symmetric, as
+    emmeans gives them after ``regrid``), adjusted within each family as the contrasts were;
+    ``statistic`` and the p-values test odds ratio = 1 on that scale (emmeans'
+    ``summary(regrid(con), null = 1)``; its default null of 0 is no hypothesis about an odds
+    ratio).  Labels become ``A/B``, as emmeans writes them; :func:`contrast` of the result forms
+    differences of odds ratios.  Contrasts of other links have no response scale and raise
+    ``ValueError``.
+
+    Rows that are not estimable stay NaN.  What is already on its response scale is returned
+    unchanged.
 
     Parameters
     ----------
-    obj : EMMeans or RefGrid
+    obj : EMMeans, Contrasts or RefGrid
 
     Returns
     -------
-    EMMeans or RefGrid
+    EMMeans, Contrasts or RefGrid
         The same kind of object, on the response scale.
 
     Examples
@@ -634,22 +660,52 @@ def regrid(obj: EMMeans | RefGrid) -> Any:
       contrast  estimate     se
     0  M2 - M1     0.203  0.069
     1  M3 - M1     0.375  0.067
+    >>> ors = evalmix.regrid(evalmix.contrast(evalmix.emmeans(fit, "model"), "trt.vs.ctrl"))
+    >>> ors.to_frame()[["contrast", "odds_ratio", "se"]].round(2)
+      contrast  odds_ratio    se
+    0    M2/M1        2.33  0.69
+    1    M3/M1        4.84  1.50
     """
     if isinstance(obj, RefGrid):
         return obj.regrid()
     if isinstance(obj, Contrasts):
-        raise TypeError("regrid() applies to marginal means (a difference of log-odds has no "
-                        "probability scale): regrid the means, then contrast them")
+        return _regrid_contrasts(obj)
     if isinstance(obj, EMMeans):
         new = obj.grid.regrid()
         table = pd.concat([new.frame, new.estimates(obj.conf_level)], axis=1)
         return EMMeans(table=table, grid=new, specs=obj.specs, conf_level=obj.conf_level,
                        weights=obj.weights)
-    raise TypeError(f"regrid() takes the result of emmeans() or ref_grid(), "
+    raise TypeError(f"regrid() takes the result of emmeans(), contrast() or ref_grid(), "
                     f"not {type(obj).__name__}")
 
 
-def reference_grid(fit: Any, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+def _ratio_label(value: Any) -> Any:
+    # emmeans' regrid writes "A - B" (and "A / B") as "A/B" once the contrast is a ratio
+    return value.replace(" - ", "/").replace(" / ", "/") if isinstance(value, str) else value
+
+
+def _regrid_contrasts(con: Contrasts) -> Contrasts:
+    grid = con.grid
+    if grid.link == "identity":
+        return con
+    new = grid.regrid()
+    frame = new.frame
+    by = list(new.by)
+    # the contrast labels (the columns that are not by variables; a by variable keeps its
+    # labels, as in emmeans)
+    for c in [c for c in frame.columns if c not in by]:
+        frame[c] = frame[c].map(_ratio_label)
+    new = replace(new, frame=frame)
+    groups = (frame.groupby(by, sort=False, observed=True).indices.values() if by
+              else [np.arange(len(frame))])
+    sizes = con.family_means or (0,) * len(groups)
+    families = [(np.sort(np.asarray(idx)), n) for idx, n in zip(groups, sizes)]
+    pairwise = con.method in ("pairwise", "revpairwise")
+    return _test_contrasts(new, families, con.method, con.adjust, pairwise, con.conf_level,
+                           ratio=False, odds_ratios=True)
+
+
+def reference_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """The reference grid of a fit as a frame and its design rows: ``ref_grid(fit, at)``'s
     ``frame`` and ``L`` (see :func:`evalmix.ref_grid`, which returns the grid object).
 

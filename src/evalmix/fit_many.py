@@ -7,16 +7,19 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from . import _slicing as sl
 from ._result import Result
-from .errors import DataError, FitWarning, FormulaError
+from .errors import DataError, FitWarning, FormulaError, SingularFitWarning
 from .formula import factor_columns, parse_formula, random_columns
 from .parallel import parallel_map, record_warnings
+
+if TYPE_CHECKING:
+    from .glmm.result import GlmerResult
 
 __all__ = ["FitManyResult", "fit_many"]
 
@@ -36,9 +39,9 @@ class FitManyResult(Result):
         ``statistic`` (Wald z), ``p_value``, ``conf_low``, ``conf_high`` (log-odds), ``odds_ratio``,
         ``or_conf_low``, ``or_conf_high``, then ``nobs``, ``converged``, ``singular``, ``messages``
         (the fit's convergence and boundary messages, ``"; "``-joined), ``warnings`` (other
-        warnings raised while fitting, e.g. rows dropped for missing values; recorded whichever
-        backend runs the fits: this process, threads, worker processes or a cluster) and
-        ``error``.  A group whose fit failed has one row with
+        warnings raised while fitting, e.g. rows dropped for missing values, rank-deficient
+        columns dropped, a Hessian that is not positive definite; recorded whichever backend
+        runs the fits: this process, threads, worker processes or a cluster) and ``error``.  A group whose fit failed has one row with
         ``term`` missing, NaN numbers and the exception in ``error`` (``""`` when it did not fail).
     groups : DataFrame
         One row per group: the group columns, ``nobs``, ``converged``, ``singular``, ``messages``,
@@ -52,7 +55,7 @@ class FitManyResult(Result):
 
     table: pd.DataFrame
     groups: pd.DataFrame
-    fits: dict = field(repr=False)
+    fits: dict[tuple[Any, ...], GlmerResult | None] = field(repr=False)
     formula: str = ""
     by: tuple[str, ...] = ()
 
@@ -90,6 +93,7 @@ def _fit_group(task: tuple[tuple, pd.DataFrame], formula: str, conf_level: float
     key, sub = task
     out: dict[str, Any] = {"key": key, "nobs": len(sub), "converged": None, "singular": None,
                            "messages": "", "warnings": "", "error": "", "coef": None, "fit": None}
+    said: set[str] = set()  # the fit's own messages (convergence, boundary, separation)
     with record_warnings() as caught:  # per thread, so any backend fills the group's row
         try:
             fit = glmer(formula, sub, **glmer_kwargs)
@@ -99,10 +103,11 @@ def _fit_group(task: tuple[tuple, pd.DataFrame], formula: str, conf_level: float
             out.update(nobs=fit.nobs, converged=bool(fit.converged), singular=bool(fit.singular),
                        messages="; ".join(fit.messages), coef=fit.coef_table(conf_level),
                        fit=fit if keep_fit else None)
-    # convergence, boundary and separation warnings are in ``messages`` already
-    said = set(out["messages"].split("; ")) if out["messages"] else set()
+            said = set(fit.messages)
+    # the fit's convergence and separation messages and its singular flag are in the row already
     other = [f"{w.category.__name__}: {w.message}" for w in caught
-             if not (issubclass(w.category, FitWarning) and str(w.message) in said)]
+             if not (issubclass(w.category, FitWarning) and str(w.message) in said)
+             and not (issubclass(w.category, SingularFitWarning) and out["singular"])]
     out["warnings"] = "; ".join(dict.fromkeys(other))
     return out
 

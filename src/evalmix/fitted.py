@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Coefficients", "FittedModel", "PosteriorFit", "coefficients", "linear_functions",
-           "wald_test", "warn_divergent"]
+if TYPE_CHECKING:
+    from .formula import FixedDesign
+
+__all__ = ["Coefficients", "FittedModel", "MixedFit", "PosteriorFit", "SeparationLimit", "VarCorrFit",
+           "coefficients", "linear_functions", "wald_test", "warn_divergent"]
 
 
 @runtime_checkable
@@ -48,7 +51,7 @@ class FittedModel(Protocol):
     def link(self) -> str: ...
 
     @property
-    def fixed_design(self) -> Any: ...
+    def fixed_design(self) -> FixedDesign: ...
 
 
 @runtime_checkable
@@ -62,7 +65,37 @@ class PosteriorFit(Protocol):
     def link(self) -> str: ...
 
     @property
-    def fixed_design(self) -> Any: ...
+    def fixed_design(self) -> FixedDesign: ...
+
+
+@runtime_checkable
+class VarCorrFit(Protocol):
+    """A fit that reports its variance components (``group``, ``var1``, ``var2``, ``variance``,
+    ``sd``): :class:`evalmix.GlmerResult`, :class:`evalmix.bayes.BayesGlmerResult`."""
+
+    @property
+    def varcorr(self) -> pd.DataFrame: ...
+
+
+@runtime_checkable
+class MixedFit(FittedModel, VarCorrFit, Protocol):
+    """A mixed model as the study functions read it: fixed effects and variance components."""
+
+
+class SeparationLimit(Protocol):
+    """The limit of a separated fit, as inference reads it (:class:`evalmix.glmm.separation.Separation`):
+    the finite parametrisation of the limit and which linear functions diverge."""
+
+    @property
+    def beta_limit(self) -> np.ndarray | None: ...
+
+    @property
+    def vcov_limit(self) -> np.ndarray | None: ...
+
+    def classify(self, L: np.ndarray, tol: float = ...) -> np.ndarray: ...
+
+    def combine(self, L: np.ndarray, beta: np.ndarray | None = ..., V: np.ndarray | None = ...
+                ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 @dataclass(frozen=True, repr=False)
@@ -75,7 +108,7 @@ class Coefficients:
     draws: np.ndarray | None
     # a separated fit (its ``separation``): beta and vcov are then the finite parametrisation of
     # its limit, and ``separation.combine`` maps a linear function to +-inf where it diverges
-    separation: Any = None
+    separation: SeparationLimit | None = None
 
     @property
     def is_posterior(self) -> bool:
@@ -90,7 +123,7 @@ class Coefficients:
         return self.beta, self.vcov
 
 
-def coefficients(fit: Any, posterior: bool = True) -> Coefficients:
+def coefficients(fit: FittedModel | PosteriorFit, posterior: bool = True) -> Coefficients:
     """The coefficients of any fit that satisfies :class:`FittedModel` or :class:`PosteriorFit`.
 
     ``posterior=False`` reads ``fixef`` and ``vcov`` even from a fit that has draws (its normal
@@ -122,7 +155,7 @@ def coefficients(fit: Any, posterior: bool = True) -> Coefficients:
     return Coefficients(names, fixef.to_numpy(dtype=float), v, None)
 
 
-def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray, separation: Any = None
+def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray, separation: SeparationLimit | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimates ``L beta``, their standard errors and covariance ``L V L'``.
 
@@ -149,7 +182,7 @@ def linear_functions(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray, separati
     return est, se, cov
 
 
-def warn_divergent(L: np.ndarray, separation: Any, labels: Sequence[str], what: str,
+def warn_divergent(L: np.ndarray, separation: SeparationLimit | None, labels: Sequence[str], what: str,
                    stacklevel: int = 3) -> list[str]:
     """Warn (:class:`~evalmix.errors.SeparationWarning`) naming the rows of ``L`` that diverge in
     a separated fit; returns their labels."""
@@ -171,7 +204,7 @@ def warn_divergent(L: np.ndarray, separation: Any, labels: Sequence[str], what: 
 
 
 def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
-              rhs: Sequence[float] | np.ndarray | None = None, separation: Any = None
+              rhs: Sequence[float] | np.ndarray | None = None, separation: SeparationLimit | None = None
               ) -> tuple[float, int, float]:
     """Joint Wald test of ``L beta = rhs``: chi-square, degrees of freedom and p-value.
 

@@ -20,12 +20,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .errors import DataError, FormulaError
+
+if TYPE_CHECKING:
+    from formulaic import ModelSpec
+    from numpy.typing import ArrayLike
 
 __all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "build_fixed", "build_random_terms",
            "fixed_variables", "parse_formula", "split_theta", "term_lambdas", "translate_fixed"]
@@ -97,6 +101,12 @@ def _parse_response(lhs: str) -> tuple[str, str | None, str | None]:
     lhs = lhs.strip()
     m = re.fullmatch(r"cbind\s*\((.*)\)", lhs)
     if not m:
+        ratio = re.fullmatch(r"([A-Za-z_.][\w.]*)\s*/\s*([A-Za-z_.][\w.]*)", lhs)
+        if ratio:
+            k, n = ratio.groups()
+            raise FormulaError(f"response {lhs!r}: write cbind({k}, {n} - {k}), the model R fits "
+                               f"for {lhs} with weights = {n} (or give a column of proportions "
+                               "with weights=)")
         if not _NAME.match(lhs):
             raise FormulaError(f"response {lhs!r} must be a column name or cbind(k, n - k)")
         return lhs, None, None
@@ -174,8 +184,14 @@ def parse_formula(formula: str) -> ParsedFormula:
     for term in _split_top(rhs, "+"):
         if not term:
             continue
-        if term.startswith("(") and term.endswith(")") and "|" in term:
-            random.extend(_parse_random(term))
+        head = term[:_closing_paren(term, 0) + 1] if term.startswith("(") else ""
+        if "|" in head:
+            random.extend(_parse_random(head))
+            rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
+            if rest:
+                if not rest.startswith("-"):
+                    raise FormulaError(f"cannot read {term!r}: a random term is added with '+'")
+                tail.append(rest)
         elif re.match(r"offset\s*\(", term):
             end = _closing_paren(term, term.index("("))
             offsets.append(term[term.index("(") + 1:end].strip())
@@ -243,6 +259,9 @@ def r_factor(s: pd.Series, spec: LevelSpec | None = None, where: str = "") -> pd
     base = as_r_factor(s)
     if spec is None or spec == LevelSpec():
         return base
+    if spec.ref is not None and isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered:
+        raise FormulaError(f"{where or s.name}: relevel() applies to unordered factors only, as in "
+                           f"R; column {s.name!r} is an ordered categorical")
     where = where or str(s.name)
     cats = list(base.categories)
     if spec.levels is not None:
@@ -289,11 +308,80 @@ def _r_log(x: Any, base: float = math.e) -> np.ndarray:
     return np.log(x) if base == math.e else np.log(x) / np.log(base)
 
 
+def _spline_rows(t: np.ndarray, x: np.ndarray, deriv: int = 0) -> np.ndarray:
+    """R's ``splineDesign(t, x, 4, derivs)``: cubic B-spline basis (or a derivative) at ``x``."""
+    from scipy.interpolate import BSpline
+
+    nb = len(t) - 4
+    if deriv == 0:
+        return BSpline.design_matrix(x, t, 3).toarray()
+    out = np.empty((len(x), nb))
+    for j in range(nb):
+        out[:, j] = BSpline(t, np.eye(nb)[j], 3).derivative(deriv)(x)
+    return out
+
+
+def _r_ns(x: Any, df: int | None = None, knots: Any = None, intercept: bool = False,
+          _state: dict = {}) -> Any:  # noqa: B006 (formulaic replaces the state dict)
+    """R's ``splines::ns``: the natural cubic spline basis (knots at quantiles for ``df``;
+    boundary knots at the range of the fitted rows; linear beyond them), with R's coefficients."""
+    from formulaic.materializers.types import FactorValues
+
+    x = np.asarray(x, dtype=float)
+    if "knots" not in _state:
+        fin = x[np.isfinite(x)]
+        lo, hi = float(fin.min()), float(fin.max())
+        if knots is None:
+            nik = (1 if df is None else int(df)) - 1 - int(bool(intercept))
+            if nik < 0:
+                raise FormulaError(f"ns(df = {df}): df must be at least {1 + int(bool(intercept))}")
+            # R's quantile(type = 7), numpy's default
+            inner = np.quantile(fin, np.linspace(0.0, 1.0, nik + 2)[1:-1]) if nik else np.zeros(0)
+        else:
+            inner = np.sort(np.atleast_1d(np.asarray(knots, dtype=float)))
+        _state.update(knots=inner.tolist(), bounds=[lo, hi])
+    lo, hi = _state["bounds"]
+    t = np.sort(np.concatenate([[lo] * 4, _state["knots"], [hi] * 4]))
+    nb = len(t) - 4
+    B = np.full((len(x), nb), np.nan)
+    inside = np.isfinite(x) & (x >= lo) & (x <= hi)
+    if inside.any():
+        B[inside] = _spline_rows(t, x[inside])
+    for side, k in ((x < lo, lo), (x > hi, hi)):  # linear beyond the boundary, as R
+        if side.any():
+            at = np.array([k])
+            B[side] = _spline_rows(t, at) + np.outer(x[side] - k, _spline_rows(t, at, 1)[0])
+    const = _spline_rows(t, np.array([lo, hi]), 2)
+    if not intercept:
+        B, const = B[:, 1:], const[:, 1:]
+    Q = np.linalg.qr(const.T, mode="complete")[0]  # the Householder Q of R's qr(t(const))
+    out = (B @ Q)[:, 2:]
+    return FactorValues(out, column_names=tuple(str(i) for i in range(1, out.shape[1] + 1)))
+
+
+@lru_cache(maxsize=1)
+def _ns_transform() -> Any:
+    from formulaic.transforms import stateful_transform
+
+    return stateful_transform(_r_ns)
+
+
+def r_context() -> dict[str, Any]:
+    """The functions an R formula may call (:data:`R_FUNCTIONS` and ``ns``), for formulaic."""
+    return {**R_FUNCTIONS, "ns": _ns_transform(), "_r_c": _r_c}
+
+
 R_FUNCTIONS: dict[str, Any] = {
     "log": _r_log, "exp": np.exp, "sqrt": np.sqrt, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "expm1": np.expm1, "abs": np.abs, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "pi": np.pi,
 }
+
+
+def _r_c(*values: Any) -> np.ndarray:
+    """R's ``c()`` of numbers, as in ``ns(x, knots = c(3, 5))`` (written ``_r_c`` in formulaic text,
+    so that a column named ``c`` stays a column)."""
+    return np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)) for v in values])
 _FORMULAIC_NAMES = {"I", "C", "scale", "center", "poly", "np", "contr", "True", "False", "None"}
 CONTRASTS = ("treatment", "sum", "poly", "helmert")
 _CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
@@ -307,7 +395,7 @@ def _plain(exc: Exception) -> str:
     m = re.search(r"NameError: name '([\w.]+)' is not defined", msg)
     if m:
         msg += (f"; evalmix does not know the function {m.group(1)}() (it knows R's log, exp, "
-                "sqrt, scale, poly, bs and the others listed in docs/glmm.md; not ns())")
+                "sqrt, scale, poly, bs, ns and the others listed in docs/glmm.md)")
     return msg
 
 
@@ -490,7 +578,13 @@ def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec
                            "give the contrasts with contrasts= instead")
     if "%" in text:
         raise FormulaError(f"{expr!r}: R operators such as %in% are not supported")
+    conv = re.search(r"(?<![\w.])as\.(numeric|integer|double|character|logical)\s*\(", text)
+    if conv:
+        raise FormulaError(f"{expr!r}: as.{conv.group(1)}() is not understood in a formula; "
+                           "convert the column in the data (factor(), ordered() and relevel() "
+                           "are understood)")
     text = text.replace("^", "**")
+    text = re.sub(r"(?<![\w.])c\s*\(", "_r_c(", text)
     text = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text)
     text = re.sub(r"(?<![\w.])FALSE(?![\w.])", "False", text)
     return text, factors, levels
@@ -631,13 +725,13 @@ class FixedDesign:
     covariates: dict[str, float]
     column_terms: list[str]
     columns: list[str]
-    spec: Any = field(repr=False)
+    spec: ModelSpec = field(repr=False)
     weights_data: pd.DataFrame | None = field(default=None, repr=False)
     keep: list[int] | None = field(default=None, repr=False)  # columns kept (rank deficiency)
     contrasts: dict[str, Any] = field(default_factory=dict)
     offsets: list[str] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict, repr=False)
-    offset_spec: Any = field(default=None, repr=False)
+    offset_spec: ModelSpec | None = field(default=None, repr=False)
     offset_mean: float = 0.0  # mean of the offset (formula and argument) over the fitted rows
 
     def drop_columns(self, keep: list[int]) -> None:
@@ -664,7 +758,7 @@ class FixedDesign:
             nd[name] = pd.Categorical(vals, categories=levels)
         return nd
 
-    def _matrix(self, spec: Any, nd: pd.DataFrame) -> np.ndarray:
+    def _matrix(self, spec: ModelSpec, nd: pd.DataFrame) -> np.ndarray:
         try:
             return np.asarray(spec.get_model_matrix(nd, na_action="ignore", context=self.context),
                               dtype=float)
@@ -702,6 +796,14 @@ def _level_where(expr: str, name: str) -> str:
     m = re.search(rf"(?:factor|ordered|relevel)\s*\(\s*(?:factor\s*\()?\s*{re.escape(name)}\b[^)]*\)+",
                   expr)
     return m.group(0) if m else f"factor({name})"
+
+
+def _level_test(term: str, name: str) -> bool:
+    """Whether ``term`` is ``I(name == level)`` or ``I(name != level)``: a 0/1 column, as R codes
+    the logical (its ``TRUE`` column)."""
+    lit = r"""(?:'[^']*'|"[^"]*"|-?\d+(?:\.\d*)?)"""
+    v = re.escape(name)
+    return re.fullmatch(rf"I\(\s*(?:{v}\s*[!=]=\s*{lit}|{lit}\s*[!=]=\s*{v})\s*\)", term) is not None
 
 
 def _apply_contrasts(text: str, coding: dict[str, Any], factors: dict[str, list[Any]],
@@ -756,7 +858,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     factors: dict[str, list[Any]] = {}
     covariates: dict[str, float] = {}
     coding: dict[str, Any] = {}
-    context: dict[str, Any] = dict(R_FUNCTIONS)
+    context: dict[str, Any] = r_context()
     for c in variables:
         s = d[c]
         categorical = isinstance(s.dtype, pd.CategoricalDtype)
@@ -766,10 +868,11 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
             if c not in coded and numeric:
                 raise FormulaError(f"contrasts given for numeric column {c!r}; write factor({c}) "
                                    "in the formula to code it as a factor")
-            inside = [f for v, f in parts if v == c and f != c]
+            inside = [f for v, f in parts if v == c and f != c and not _level_test(f, c)]
             if inside:
                 raise FormulaError(f"{c!r} is a factor but the term {inside[0]!r} uses it as a "
-                                   "number; a factor can only appear on its own or in C()")
+                                   "number; a factor can only appear on its own, in C() or "
+                                   f"compared with a level (I({c} == 'b'))")
             cat = r_factor(s, specs.get(c), _level_where(fixed, c))
             d[c] = cat
             factors[c] = list(cat.categories)
@@ -829,7 +932,7 @@ class RandomTerm:
     index: np.ndarray
     Z: np.ndarray
     columns: tuple[str, ...] = ()
-    spec: Any = None  # formulaic spec of ``expr`` (None for an intercept)
+    spec: ModelSpec | None = None  # formulaic spec of ``expr`` (None for an intercept)
     factors: dict[str, list[Any]] = field(default_factory=dict)  # factor() columns -> levels
     context: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -844,7 +947,7 @@ class RandomTerm:
                 vals = nd[name].astype(object) if isinstance(nd[name].dtype, pd.CategoricalDtype) \
                     else nd[name]
                 nd[name] = pd.Categorical(vals, categories=levels)
-        return np.asarray(self.spec.get_model_matrix(nd, context=self.context or R_FUNCTIONS),
+        return np.asarray(self.spec.get_model_matrix(nd, context=self.context or r_context()),
                           dtype=float)
 
     @property
@@ -897,7 +1000,7 @@ class RandomTerm:
         """lme4's starting theta: Lambda = I."""
         return np.array([1.0 if i == j else 0.0 for i, j in self.theta_pairs])
 
-    def lambda_(self, theta: Any) -> np.ndarray:
+    def lambda_(self, theta: ArrayLike) -> np.ndarray:
         """Lambda (nc x nc, lower triangular) from this term's ``theta_size`` values.
 
         Examples
@@ -923,7 +1026,7 @@ class RandomTerm:
         L = np.asarray(L, dtype=float)
         return np.array([L[i, j] for i, j in self.theta_pairs])
 
-    def theta_from_cov(self, cov: Any) -> np.ndarray:
+    def theta_from_cov(self, cov: ArrayLike) -> np.ndarray:
         """Theta of a covariance matrix of the random effects (binomial: no residual scale):
         its Cholesky factor, diagonal made non-negative; a singular matrix gives the factor of
         the nearest positive semi-definite one along its zero directions."""
@@ -952,7 +1055,7 @@ class RandomTerm:
                 for i, j in self.theta_pairs]
 
 
-def split_theta(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+def split_theta(terms: list[RandomTerm], theta: ArrayLike) -> list[np.ndarray]:
     """Each term's slice of the model's theta (terms in lme4's order)."""
     th = np.asarray(theta, dtype=float).ravel()
     want = sum(t.theta_size for t in terms)
@@ -965,7 +1068,7 @@ def split_theta(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
     return out
 
 
-def term_lambdas(terms: list[RandomTerm], theta: Any) -> list[np.ndarray]:
+def term_lambdas(terms: list[RandomTerm], theta: ArrayLike) -> list[np.ndarray]:
     """Lambda of each term from the model's theta (:meth:`RandomTerm.lambda_`)."""
     return [t.lambda_(th) for t, th in zip(terms, split_theta(terms, theta))]
 
@@ -1073,7 +1176,7 @@ def _random_design(sp: RandomSpec, data: pd.DataFrame
     """Formulaic text, data frame, factor levels and context of a random term's left side:
     ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does."""
     text, coded, specs = translate_terms(sp.expr)
-    context: dict[str, Any] = dict(R_FUNCTIONS)
+    context: dict[str, Any] = r_context()
     if not coded:
         return text, data, {}, context
     where = f"({sp.expr} | {sp.group_label})"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,16 +33,23 @@ from scipy import stats
 from ._result import Result
 from .draws import hdi
 from .errors import DataError, DataWarning, FormulaError
-from .fitted import Coefficients, coefficients, linear_functions
+from .fitted import Coefficients, FittedModel, PosteriorFit, SeparationLimit, coefficients, linear_functions
 from .links import LINKS, inverse_link, mu_eta
 
-__all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS"]
+if TYPE_CHECKING:
+    from .formula import FixedDesign
+
+__all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS", "LOG_ODDS_RATIO"]
+
+#: ``RefGrid.tran`` of regridded contrasts of a logit model: their log odds ratios were
+#: exponentiated (emmeans' ``log.o.r.`` transformation).
+LOG_ODDS_RATIO = "log odds ratio"
 
 #: How :meth:`RefGrid.marginal` may weight the grid rows it averages (emmeans' ``weights``).
 WEIGHTS = ("equal", "proportional", "outer", "cells", "flat")
 
 
-def fit_link(fit: Any) -> str:
+def fit_link(fit: FittedModel | PosteriorFit) -> str:
     """The link of a fit (``"identity"`` when it names none), checked against the known links."""
     link = str(getattr(fit, "link", "identity"))
     if link not in (*LINKS, "identity"):
@@ -170,8 +177,8 @@ def _cell_counts(data: pd.DataFrame | None, grid: pd.DataFrame, names: list[str]
 class RefGrid(Result):
     """Linear functions of a fit's fixed effects over a grid of levels (emmeans' ``emmGrid``).
 
-    Printing shows each row's estimate on the grid's ``type`` scale with 95% intervals (Wald or,
-    for posterior draws, highest-density).  Build one with :func:`ref_grid`; ``emmeans``,
+    Printing shows each row's estimate on the grid's ``type`` scale with ``conf_level`` intervals
+    (Wald or, for posterior draws, highest-density).  Build one with :func:`ref_grid`; ``emmeans``,
     ``contrast`` and ``regrid`` results hold one in their ``grid`` attribute.
 
     Attributes
@@ -200,6 +207,11 @@ class RefGrid(Result):
         The link undone by :meth:`regrid` (the estimates are then on its response scale).
     adjust : str
         The multiplicity adjustment the rows were tested with (``"none"`` for means).
+    contrasts : bool
+        Whether the rows are contrasts (differences of link-scale values): :meth:`regrid` then
+        exponentiates log-odds differences into odds ratios instead of applying the inverse link.
+    conf_level : float
+        Level of the intervals a printed summary (and ``to_frame``) shows.
     """
 
     frame: pd.DataFrame
@@ -216,8 +228,10 @@ class RefGrid(Result):
     type: str = "link"
     tran: str | None = None
     adjust: str = "none"
-    separation: Any = field(default=None, repr=False)  # of a separated fit (fit.separation)
-    design: Any = field(default=None, repr=False)  # the fit's fixed design (data for weights)
+    separation: SeparationLimit | None = field(default=None, repr=False)  # of a separated fit (fit.separation)
+    design: FixedDesign | None = field(default=None, repr=False)  # the fit's fixed design (data for weights)
+    contrasts: bool = False
+    conf_level: float = 0.95
 
     # ---- what it holds
     @property
@@ -254,6 +268,8 @@ class RefGrid(Result):
     @property
     def scale(self) -> str:
         """Scale of the estimates a summary shows, in words."""
+        if self.tran == LOG_ODDS_RATIO:
+            return "odds ratio"
         if self.tran is not None:
             return "probability" if self.tran in LINKS else f"{self.tran} response"
         if self.type == "response" and self.link == "logit":
@@ -283,15 +299,16 @@ class RefGrid(Result):
             L[~ok] = np.nan
         return L
 
-    def estimates(self, conf_level: float = 0.95, type: str | None = None) -> pd.DataFrame:
+    def estimates(self, conf_level: float | None = None, type: str | None = None) -> pd.DataFrame:
         """``estimate``, ``se``, ``conf_low``, ``conf_high`` of each row, rows that are not
-        estimable NaN.
+        estimable NaN; intervals at ``conf_level`` (default the grid's).
 
         On the link scale the intervals are Wald (z, df = Inf); ``type="response"`` back-transforms
         estimate and interval ends by the inverse link with the delta-method SE, as emmeans does.
         Posterior grids give posterior means and SDs with highest-density intervals.
         """
         type = self.type if type is None else type
+        conf_level = self.conf_level if conf_level is None else conf_level
         back = self.link if (type == "response" and self.link != "identity") else None
         L = self._masked_L()
         coefs = self.coefficients
@@ -445,11 +462,28 @@ class RefGrid(Result):
         Each row becomes a new coefficient: its inverse-link estimate, with the delta-method
         covariance ``D L V L' D`` (``D`` the derivative of the inverse link), or the inverse link
         of each posterior draw.  Contrasts of the result are differences of probabilities.
-        Rows that are not estimable stay flagged.  A grid already on its response scale is
-        returned unchanged.
+        Rows that are contrasts of a logit model (log odds ratios) become odds ratios, ``exp``
+        taking the place of the inverse link; contrasts of the result are differences of odds
+        ratios.  Rows that are not estimable stay flagged.  A grid already on its response scale
+        is returned unchanged.
         """
         if self.link == "identity":
             return self
+        tran: str = self.link
+        if self.contrasts:
+            if self.link != "logit":
+                raise ValueError(
+                    f"regrid(): these rows are differences of {self.link} values, which have no "
+                    "response scale (only log odds ratios do: they become odds ratios); regrid "
+                    "the means, then contrast them")
+            tran = LOG_ODDS_RATIO
+
+        def f(eta: np.ndarray) -> np.ndarray:
+            return np.exp(eta) if tran == LOG_ODDS_RATIO else inverse_link(self.link, eta)
+
+        def df(eta: np.ndarray) -> np.ndarray:
+            return np.exp(eta) if tran == LOG_ODDS_RATIO else mu_eta(self.link, eta)
+
         ok = self.estimable
         n = len(ok)
         names = tuple(f"row{i}" for i in range(n))
@@ -458,15 +492,16 @@ class RefGrid(Result):
         basis = np.eye(n)[:, ~ok] if not ok.all() else None
         common: dict[str, Any] = dict(
             frame=frame, L=np.eye(n), coef_names=names, link="identity", L_full=np.eye(n),
-            null_basis=basis, offset=None, type="response", tran=self.link, separation=None)
+            null_basis=basis, offset=None, type="response", tran=tran, separation=None)
         if coefs.draws is not None:
-            vals = inverse_link(self.link, self.linear_predictor())
+            with np.errstate(over="ignore"):
+                vals = f(self.linear_predictor())
             vals[:, ~ok] = 0.0  # never read: those rows are flagged as not estimable
             return replace(self, draws=vals, beta=None, vcov=None, **common)
         est = self.linear_predictor()
         cov = self.covariance()
-        d = mu_eta(self.link, est)
-        mu = inverse_link(self.link, est)
+        d = df(est)
+        mu = f(est)
         V = cov * np.outer(d, d)
         mu[~ok] = 0.0
         V[~ok, :] = 0.0
@@ -475,7 +510,8 @@ class RefGrid(Result):
 
     # ---- Result
     def to_frame(self) -> pd.DataFrame:
-        return pd.concat([self._raw("frame").reset_index(drop=True), self.estimates()], axis=1)
+        return pd.concat([self._raw("frame").reset_index(drop=True),
+                          self.estimates(self.conf_level)], axis=1)
 
     def _title(self) -> str:
         by = f" | {', '.join(self.by)}" if self.by else ""
@@ -483,10 +519,11 @@ class RefGrid(Result):
 
     def _header(self) -> list[str]:
         what = "highest-density intervals" if self.is_posterior else "Wald intervals"
-        return [f"scale: {self.scale}; 95% {what}"]
+        return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
 
 
-def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
+def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None, *,
+             conf_level: float = 0.95) -> RefGrid:
     """The reference grid of a fit (R: ``emmeans::ref_grid``).
 
     Every combination of the factor levels of the fixed part (the first variable varying
@@ -501,6 +538,8 @@ def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
     at : dict, optional
         A factor name -> a subset of its levels, or a covariate name -> one value or several
         (several values make the covariate a grid dimension).
+    conf_level : float
+        Level of the intervals its summary shows (emmeans' ``level``).
 
     Returns
     -------
@@ -530,10 +569,17 @@ def ref_grid(fit: Any, at: Mapping[str, Any] | None = None) -> RefGrid:
     return RefGrid(frame=frame, L=X, coef_names=coefs.names, link=fit_link(fit), beta=coefs.beta,
                    vcov=coefs.vcov, draws=coefs.draws, L_full=X_full, null_basis=basis,
                    offset=np.full(len(frame), shift) if shift else None,
-                   separation=coefs.separation, design=design)
+                   separation=coefs.separation, design=design,
+                   conf_level=_check_level(conf_level))
 
 
-def level_means(fit: Any, term: str, by: Sequence[str] = ()) -> RefGrid:
+def _check_level(conf_level: float) -> float:
+    if not 0.0 < float(conf_level) < 1.0:
+        raise ValueError(f"conf_level={conf_level!r} must lie strictly between 0 and 1")
+    return float(conf_level)
+
+
+def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:
     """The marginal mean of each level of the factor ``term`` within each combination of the
     factors ``by``: ``emmeans(fit, term, by=by)``'s grid (equal weights over the other factors,
     covariates at their means), rows ordered by the ``by`` levels (the first slowest), then by

@@ -32,12 +32,13 @@ told apart at the stated level.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from . import _slicing as sl
@@ -46,10 +47,13 @@ from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
-from .fitted import coefficients
+from .fitted import FittedModel, coefficients
 from .grid import level_means
 from .ranking import cell_sums, grid_groups
 from .status import scored_rows
+
+if TYPE_CHECKING:
+    from .bayes.result import BayesGlmerResult
 
 __all__ = ["RankSets", "rank_sets", "rank_sets_glmm", "rank_sets_normal", "rank_sets_posterior",
            "tie_groups"]
@@ -472,8 +476,8 @@ def _normal_parts(labels: list, base: dict, est: np.ndarray, cov: np.ndarray, co
     return _assemble(labels, base, est, se, est - q * se, est + q * se, d_se, crit, crit_marg, p_adj, extra)
 
 
-def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: Any = None, *, se: Any = None,
-                     labels: Sequence[Any] | None = None, conf_level: float = 0.95) -> RankSets:
+def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: ArrayLike | None = None, *,
+                     se: ArrayLike | None = None, labels: Sequence[Hashable] | None = None, conf_level: float = 0.95) -> RankSets:
     """Rank sets from estimates with a joint normal distribution (e.g. a published leaderboard).
 
     The critical value is the equicoordinate quantile of the K (K - 1) / 2 pairwise differences'
@@ -533,7 +537,7 @@ def _with_accuracy(est: np.ndarray) -> dict[str, np.ndarray]:
     return {"accuracy": special.expit(est)}
 
 
-def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[str] | None = None,
                    conf_level: float = 0.95) -> RankSets:
     """Rank sets of the levels of ``term`` from a fitted GLMM's marginal means.
 
@@ -590,7 +594,7 @@ def rank_sets_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | N
 # posterior draws
 
 
-def rank_sets_posterior(draws: Any, term: str = "model", *, labels: Sequence[Any] | None = None,
+def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term: str = "model", *, labels: Sequence[Hashable] | None = None,
                         conf_level: float = 0.95, logit: bool | None = None) -> RankSets:
     """Rank sets from posterior draws: a simultaneous credible band of all pairwise differences.
 
@@ -621,8 +625,8 @@ def rank_sets_posterior(draws: Any, term: str = "model", *, labels: Sequence[Any
     [['C', 1, 1], ['B', 2, 3], ['A', 2, 3]]
     """
     _check_level(conf_level)
-    if hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
-        res = draws.ranks(term)
+    if not isinstance(draws, pd.DataFrame) and hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
+        res = cast("BayesGlmerResult", draws).ranks(term)  # a Bayesian fit, recognised by duck typing
         mat, labels = np.asarray(res.draws, float), res.table[term].tolist()
         logit = True if logit is None else logit
     elif isinstance(draws, pd.DataFrame):

@@ -56,7 +56,7 @@ class ComparisonResult(Result):
     p_value: float
     conf_level: float
     n: int
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def _title(self) -> str:
         return f"Paired comparison ({self.method})"

@@ -167,7 +167,13 @@ def _dispatch(message: Any, category: Any, filename: str, lineno: int, file: Any
     if stack:
         stack[-1].append(warnings.WarningMessage(message, category, filename, lineno, file, line))
     elif _REC_SAVED is not None:  # a thread that records nothing: the warning's usual course
-        _REC_SAVED[1](message, category, filename, lineno, file, line)
+        show = _REC_SAVED[1]
+        if show is getattr(warnings, "_showwarning_orig", None):
+            # as warnings._showwarnmsg does, so catch_warnings(record=True) elsewhere still records
+            warnings._showwarnmsg_impl(  # type: ignore[attr-defined]
+                warnings.WarningMessage(message, category, filename, lineno, file, line))
+        else:
+            show(message, category, filename, lineno, file, line)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from . import _slicing as sl
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
-from .fitted import coefficients, linear_functions
+from .fitted import FittedModel, coefficients, linear_functions
 from .grid import level_means
 from .parallel import parallel_map
 
@@ -103,8 +103,8 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list,
-               models: list) -> tuple[np.ndarray, np.ndarray]:
+def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[Any],
+               models: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
     y = sl.scores(sub, cols)
     w = sub[cols.trials].to_numpy(float) if cols.trials else np.ones(len(sub))
@@ -367,7 +367,7 @@ def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.n
             for k, idx in grid.groupby(list(by), sort=False).indices.items()]
 
 
-def rank_uncertainty_glmm(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[str] | None = None,
                           n_draws: int = 4000, conf_level: float = 0.95,
                           seed: int | np.random.Generator | None = None) -> RankUncertaintyResult:
     """Rank distribution of each level of ``term`` from a fitted GLMM's fixed effects.

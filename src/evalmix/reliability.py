@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,7 @@ from . import _slicing as sl
 from ._result import Result
 from .data import RunsData
 from .errors import DataError, DataWarning
+from .fitted import VarCorrFit
 
 __all__ = ["FlipRateResult", "ICCResult", "LatentICCResult", "KOO_LI_BANDS", "flip_rate", "icc",
            "icc_matrix", "latent_icc", "quality_band"]
@@ -448,14 +449,6 @@ class LatentICCResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"icc_runs": self.icc_runs, "run_share": self.run_share,
                                     "n_runs": self.n_runs, "icc_runs_average": self.icc_runs_average}
-
-
-class VarCorrFit(Protocol):
-    """A fit that reports its variance components, as :func:`latent_icc` reads it
-    (:class:`evalmix.GlmerResult`, :class:`evalmix.bayes.BayesGlmerResult`)."""
-
-    @property
-    def varcorr(self) -> pd.DataFrame: ...
 
 
 def _varcorr_frame(fit_or_varcorr: VarCorrFit | pd.DataFrame) -> pd.DataFrame:

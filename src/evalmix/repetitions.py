@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -31,6 +31,7 @@ from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
 from .data import RunsData, ensure_runs
 from .errors import DataError
+from .fitted import MixedFit
 from .grid import level_means
 from .parallel import parallel_map
 
@@ -580,14 +581,14 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
 # components from a fitted GLMM
 
 
-def _item_groups(fit: Any, item: str, item_run: str | None) -> tuple[float, float]:
+def _item_groups(fit: MixedFit, item: str, item_run: str | None) -> tuple[float, float]:
     from .reliability import latent_icc
 
     tab = latent_icc(fit, item=item, item_run=item_run).table
     return float(np.sqrt(tab["variance"].iloc[0])), float(np.sqrt(tab["variance"].iloc[1]))
 
 
-def components_from_fit(fit: Any, term: str = "model", *, by: str | Sequence[str] | None = None,
+def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequence[str] | None = None,
                         item: str = "item", item_run: str | None = None, paired: bool = False,
                         n_nodes: int = 60) -> pd.DataFrame:
     """Accuracy-scale variance components implied by a fitted logistic GLMM.
@@ -670,7 +671,7 @@ class SignFlipResult(Result):
     rate: float
     run_rate: float
     term: str
-    ref: Any
+    ref: Hashable
 
     def _title(self) -> str:
         return f"Significance flips of {self.term} contrasts between single runs and all runs"
@@ -697,7 +698,7 @@ def _without_run_terms(formula: str, run: str) -> str:
     return f"{lhs} ~ {' + '.join([parsed.fixed] + keep)}"
 
 
-def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_level: float) -> tuple:
+def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Hashable, conf_level: float) -> tuple:
     from .glmm import glmer
 
     fit = glmer(formula, data)
@@ -712,12 +713,12 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Any, conf_l
     return tab, info
 
 
-def _fit_job(job: tuple, term: str, ref: Any, conf_level: float) -> tuple:
+def _fit_job(job: tuple, term: str, ref: Hashable, conf_level: float) -> tuple:
     _, formula, data = job
     return _fit_contrasts(data, formula, term, ref, conf_level)
 
 
-def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Any = None,
+def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Hashable | None = None,
                    run: str | None = None, conf_level: float = 0.95, drop_run_terms: bool = True,
                    n_jobs: int | None = None, progress: bool = False,
                    missing: str = "raise") -> SignFlipResult:
@@ -779,7 +780,9 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: An
     if ref not in levels:
         raise DataError(f"reference level {ref!r} is not a level of {term!r}: {levels}")
     d = data.copy()
-    d[term] = pd.Categorical(d[term].astype(object), categories=[ref] + [v for v in levels if v != ref])
+    # levels are any hashable labels (pandas-stubs declares string categories only)
+    categories: list[Any] = [ref] + [v for v in levels if v != ref]
+    d[term] = pd.Categorical(d[term].astype(object), categories=categories)
     assert run_col is not None  # need_run=True
     single = _without_run_terms(formula, run_col) if drop_run_terms else formula
     runs = sl.levels(d[run_col])

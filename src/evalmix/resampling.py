@@ -76,7 +76,7 @@ class BootstrapResult(Result):
     conf_level: float
     n_boot: int
     distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def _title(self) -> str:
         return f"Bootstrap interval ({self.method}, {self.conf_level:.0%})"
@@ -243,7 +243,7 @@ def _apply_stat(stat: Callable, samples: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- bootstrap_ci
 
-def bootstrap_ci(values: ArrayLike, stat: str | Callable = "mean", *, method: str = "percentile",
+def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *, method: str = "percentile",
                  n_boot: int = 10_000, conf_level: float = 0.95,
                  seed: int | np.random.Generator | None = None) -> BootstrapResult:
     """Bootstrap confidence interval of a statistic of one sample.
@@ -544,7 +544,7 @@ def preds_gold(preds: ArrayLike, gold: ArrayLike) -> tuple[np.ndarray, np.ndarra
     return p, g
 
 
-def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Callable = "f1",
+def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Callable[[np.ndarray, np.ndarray], float] = "f1",
                        n_boot: int = 5000, conf_level: float = 0.95, pos_label: str | int | float = 1,
                        resample_size: str = "instances",
                        seed: int | np.random.Generator | None = None) -> BootstrapResult:

@@ -293,7 +293,7 @@ class SourcesPlan(Result):
     cost: float
     se: float
     table: pd.DataFrame
-    continuous: dict
+    continuous: dict[str, float]
 
     def _title(self) -> str:
         return "Cheapest design by source"

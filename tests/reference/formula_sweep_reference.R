@@ -103,6 +103,33 @@ cases <- list(
   list(id = "c_dose_slope", data = "counts", formula = "cbind(k, n - k) ~ cond + (1 + dose|item)"),
   list(id = "c_item_cond", data = "counts",
        formula = "cbind(k, n - k) ~ cond + dose + (1|item) + (1|item:cond)"),
+  list(id = "b_intercept_only", data = "binary", formula = "y ~ 1 + (1|item)"),
+  list(id = "b_double_bar_numeric", data = "binary", formula = "y ~ grp + (age||item)"),
+  list(id = "b_drop_main", data = "binary", formula = "y ~ grp*age - age + (1|item)"),
+  list(id = "b_minus1_after_random", data = "binary", formula = "y ~ grp + age + (1|item) - 1"),
+  list(id = "b_logical", data = "binary", formula = "y ~ grp + I(age > 4) + (1|item)"),
+  list(id = "r_crossed_rasch", data = "item_run", formula = "correct ~ 1 + (1|model) + (1|item)"),
+  list(id = "r_item_model", data = "item_run",
+       formula = "correct ~ model + (1|item) + (1|item:model)", emmeans = "model"),
+  list(id = "b_ns", data = "binary", formula = "y ~ grp + ns(age, 3) + (1|item)", emmeans = "grp"),
+  list(id = "b_bs5", data = "binary", formula = "y ~ grp + bs(age, df = 5) + (1|item)"),
+  list(id = "c_ns_knots", data = "counts",
+       formula = "cbind(k, n - k) ~ cond + ns(dose, knots = c(1.5, 2.5)) + (1|item)", emmeans = "cond"),
+  list(id = "c_bs5", data = "counts", formula = "cbind(k, n - k) ~ cond + bs(dose, df = 5) + (1|item)"),
+  list(id = "b_scale_noscale", data = "binary",
+       formula = "y ~ grp + scale(age, scale = FALSE) + (1|item)", emmeans = "grp"),
+  list(id = "b_scale_nocenter", data = "binary",
+       formula = "y ~ grp + scale(age, center = FALSE) + (1|item)", emmeans = "grp"),
+  list(id = "b_bs_knots", data = "binary", formula = "y ~ grp + bs(age, knots = c(3, 5)) + (1|item)"),
+  list(id = "b_bs_degree", data = "binary", formula = "y ~ grp + bs(age, degree = 2, df = 4) + (1|item)"),
+  list(id = "b_poly_degree", data = "binary", formula = "y ~ grp + poly(age, degree = 2) + (1|item)"),
+  list(id = "b_log_plus", data = "binary", formula = "y ~ grp + log(age + 1) + (1|item)"),
+  # a factor compared with a level: the fit only (emmeans does not build a reference grid over
+  # the factor inside such a term: it reports "(nothing)" for cond)
+  list(id = "b_level_test", data = "binary",
+       formula = 'y ~ grp + I(level == "high") + (1|item)'),
+  list(id = "c_level_test", data = "counts",
+       formula = 'cbind(k, n - k) ~ I(cond != "a") + dose + (1|item)'),
   list(id = "u_star", data = "unbalanced",
        formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
 )
@@ -179,9 +206,19 @@ for (cs in cases) {
   out[[cs$id]] <- rec
   message(cs$id, ": logLik ", format(as.numeric(ll), digits = 10))
 }
+# splines::ns bases on new values (inside, beyond both boundary knots) for the fitted age column
+age <- load_data("binary")$age
+at <- c(1, 2.5, 4.5, 6.9, 8)
+bases <- list(
+  list(call = "ns(age, 3)", basis = predict(ns(age, 3), at)),
+  list(call = "ns(age, df = 4)", basis = predict(ns(age, df = 4), at)),
+  list(call = "ns(age, knots = c(3, 5))", basis = predict(ns(age, knots = c(3, 5)), at)),
+  list(call = "ns(age, 1)", basis = predict(ns(age, 1), at)),
+  list(call = "ns(age, df = 3, intercept = TRUE)", basis = predict(ns(age, df = 3, intercept = TRUE), at)))
+ns_bases <- lapply(bases, function(b) list(call = b$call, at = at, basis = unclass(b$basis)[, ]))
 info <- list(lme4 = as.character(packageVersion("lme4")),
              emmeans = as.character(packageVersion("emmeans")),
              car = as.character(packageVersion("car")), R = R.version.string)
-writeLines(toJSON(list(versions = info, cases = out), digits = NA, auto_unbox = TRUE,
+writeLines(toJSON(list(versions = info, cases = out, ns_bases = ns_bases), digits = NA, auto_unbox = TRUE,
                   null = "null", na = "null"),
            file.path(here, "formula_sweep_reference.json"))

@@ -34,6 +34,8 @@ rename_cols <- function(s) {
 }
 emm_tab <- function(e) rename_cols(summary(e, infer = c(TRUE, FALSE)))
 con_tab <- function(cn) rename_cols(summary(cn, infer = c(TRUE, TRUE)))
+# regridded contrasts are odds ratios: tested against 1 (emmeans' default null is 0)
+or_tab <- function(cn) rename_cols(summary(regrid(cn), infer = c(TRUE, TRUE), null = 1))
 fit_info <- function(fit, data) {
   facs <- names(Filter(is.factor, data))
   b <- if (inherits(fit, "merMod")) fixef(fit) else coef(fit)
@@ -83,7 +85,20 @@ sim <- list(
   interaction_by_prompt = con_tab(contrast(emmeans(fit, ~ model * lang | prompt),
                                            interaction = "pairwise", adjust = "bonferroni")),
   interaction_regrid = con_tab(contrast(regrid(emmeans(fit, ~ model * lang)),
-                                        interaction = "pairwise")))
+                                        interaction = "pairwise")),
+  # regrid of contrasts: odds ratios (delta-method SEs, Wald intervals on that scale), labels A/B
+  regrid_contrast_holm = or_tab(c_by),
+  regrid_contrast_tukey = or_tab(contrast(e_resp, "pairwise")),
+  regrid_contrast_dunnettx = or_tab(contrast(e_by, "trt.vs.ctrl", ref = 2)),
+  regrid_contrast_mvt = or_tab(contrast(e_by, "trt.vs.ctrl", ref = 2, adjust = "mvt")),
+  regrid_contrast_chain_by_none = or_tab(contrast(c_by, "pairwise", by = NULL, adjust = "none")),
+  regrid_contrast_chain_by_contrast = or_tab(contrast(c_by, "revpairwise", by = "contrast",
+                                                      adjust = "none")),
+  regrid_contrast_interaction = or_tab(contrast(emmeans(fit, ~ model * lang),
+                                                interaction = "pairwise")),
+  # ... and differences of those odds ratios
+  regrid_contrast_then_contrast = con_tab(contrast(regrid(c_by), "revpairwise", by = "contrast",
+                                                   adjust = "none")))
 
 # --- simulated: a GLMM with a missing cell (m3 never run in ES) ------------------------------------
 g <- read.csv(file.path(here, "inference_glmer_sim.csv"))
@@ -98,7 +113,8 @@ missing <- list(
   chain_by_contrast = con_tab(contrast(contrast(e4, "pairwise"), "pairwise",
                                        by = "contrast", adjust = "none")),
   regrid_emm = emm_tab(regrid(e4)),
-  regrid_pairwise = con_tab(contrast(regrid(e4), "pairwise", adjust = "none")))
+  regrid_pairwise = con_tab(contrast(regrid(e4), "pairwise", adjust = "none")),
+  regrid_contrast = or_tab(contrast(e4, "pairwise", adjust = "none")))
 
 # --- AI4Math: R's glmer fits as emmeans grids ------------------------------------------------------
 ai <- fromJSON(file.path(here, "inference_reference_ai4math.json"), simplifyVector = TRUE)

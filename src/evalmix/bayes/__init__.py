@@ -1,4 +1,4 @@
-"""Hierarchical Bayesian binomial-logit GLMMs from lme4 formulas (PyMC + ArviZ).
+"""Hierarchical Bayesian binomial GLMMs (logit, probit, cloglog) from lme4 formulas (PyMC + ArviZ).
 
 :func:`glmer` takes the formula :func:`evalmix.glmer` takes and returns posterior draws instead of
 maximum-likelihood estimates: honest uncertainty with few items, variance components away from the
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..data import RunsData
 from ..errors import SamplingWarning
@@ -49,7 +50,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
           seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
           max_treedepth: int = 10, cores: int | None = None, missing: str = "raise",
-          weights: Any = None, offset: Any = None, link: str = "logit",
+          weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None, link: str = "logit",
           contrasts: dict[str, Any] | None = None, trials: str | None = None) -> BayesGlmerResult:
     """Fit a hierarchical Bayesian binomial GLMM by MCMC (NUTS).
 
@@ -90,7 +91,8 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
         for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
-        Chains run at once in this process's threads (default: all cores, up to ``chains``).
+        Chains run at once (default: all cores, up to ``chains``): nutpie's in threads of this
+        process, PyMC's and numpyro's in worker processes (``cores=1``: one after the other here).
         Inside ``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) each chain
         is a task on that backend's workers instead (see :func:`evalmix.parallel.parallel_map`
         and ``docs/scale.md``).

@@ -1,4 +1,4 @@
-"""The PyMC model of a binomial-logit GLMM, built from the shared formula design.
+"""The PyMC model of a binomial GLMM (logit, probit or cloglog link), built from the shared formula design.
 
 The design (response pooled into binomial counts, fixed-effects matrix, random-effects terms) comes
 from :func:`evalmix.glmm.design.build_design`, the same code that builds :func:`evalmix.glmer`'s
@@ -28,14 +28,22 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import FitWarning
 from ..formula import RandomTerm
-from .priors import Prior, resolve_priors
+from .priors import Prior, PriorSpec, resolve_priors
+
+if TYPE_CHECKING:
+    import pymc as pm
+    from numpy.typing import ArrayLike
+    from pytensor.tensor.variable import TensorVariable
+
+    from ..glmm.design import GlmmDesign
+    from ..glmm.result import GlmerResult
 
 __all__ = ["TermPlan", "BayesModel", "binomial_loglik", "build_model", "plan_terms"]
 
@@ -75,13 +83,13 @@ class TermPlan:
 class BayesModel:
     """A PyMC model with the pieces needed to read its draws back."""
 
-    model: Any  # pymc.Model
-    design: Any  # evalmix.glmm.design.GlmmDesign
+    model: pm.Model
+    design: GlmmDesign
     plans: list[TermPlan]
     priors: dict[str, Prior]
     prior_table: pd.DataFrame
     intercept_col: int | None  # column of X holding the intercept, if any
-    ml: Any = None  # the maximum-likelihood fit used to choose the parameterisation
+    ml: GlmerResult | None = None  # the maximum-likelihood fit used to choose the parameterisation
     # the fixed part as sampled: eta gets ``Xt @ theta``, ``b = T @ theta`` (QR basis or identity),
     # the intercept of the user's coding is ``Intercept_c - xbar @ b``
     basis: dict[str, np.ndarray] | None = None
@@ -118,7 +126,7 @@ class BayesModel:
         })
 
 
-def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> Any:
+def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> GlmerResult | None:
     """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure.
 
     ``model_args`` are the model's ``weights``, ``offset``, ``link``, ``contrasts`` and ``trials``."""
@@ -132,7 +140,7 @@ def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> Any:
         return None
 
 
-def _ml_sds(ml: Any, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
+def _ml_sds(ml: GlmerResult | None, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
     out = []
     for t in plans_terms:
         sd = np.ones(t.nc)
@@ -146,7 +154,7 @@ def _ml_sds(ml: Any, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
     return out
 
 
-def _info_weights(design: Any, ml: Any, link: str = "logit") -> np.ndarray:
+def _info_weights(design: GlmmDesign, ml: GlmerResult | None, link: str = "logit") -> np.ndarray:
     """Fisher information weight of each pooled row at the ML fixed effects: ``m mu'(eta)^2 /
     (mu (1 - mu))`` (``m p (1 - p)`` for the logit link)."""
     from ..links import inverse_link, mu_eta
@@ -162,8 +170,8 @@ def _info_weights(design: Any, ml: Any, link: str = "logit") -> np.ndarray:
     return m * np.clip(d ** 2 / (p * (1 - p)), 1e-4, None)
 
 
-def plan_terms(design: Any, parameterization: str | Mapping[str, str] = "auto",
-               ml: Any = None, link: str = "logit") -> list[TermPlan]:
+def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "auto",
+               ml: GlmerResult | None = None, link: str = "logit") -> list[TermPlan]:
     """Choose the centred or non-centred form of every random term (see the module notes)."""
     w = _info_weights(design, ml, link)
     user = {} if isinstance(parameterization, str) else dict(parameterization)
@@ -193,10 +201,10 @@ def plan_terms(design: Any, parameterization: str | Mapping[str, str] = "auto",
     return plans
 
 
-def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, Any] | None = None,
+def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorSpec] | None = None,
                 parameterization: str | Mapping[str, str] = "auto",
-                likelihood: str = "fused", qr: bool = True, weights: Any = None,
-                offset: Any = None, link: str = "logit", contrasts: dict[str, Any] | None = None,
+                likelihood: str = "fused", qr: bool = True, weights: str | ArrayLike | None = None,
+                offset: str | ArrayLike | None = None, link: str = "logit", contrasts: dict[str, Any] | None = None,
                 trials: str | None = None) -> BayesModel:
     """Build the PyMC model of ``formula`` on ``data`` (identical rows pooled into counts).
 
@@ -386,7 +394,7 @@ def _binomial_logit_loglik(eta: Any, k: np.ndarray, m: np.ndarray, form: str) ->
     return pt.sum(k * eta - m * (pt.maximum(eta, 0.0) + pt.log1p(e)))
 
 
-def binomial_loglik(eta: Any, k: np.ndarray, m: np.ndarray, link: str) -> Any:
+def binomial_loglik(eta: TensorVariable, k: np.ndarray, m: np.ndarray, link: str) -> TensorVariable:
     """``sum k log mu + (m - k) log(1 - mu)`` with ``mu = g^-1(eta)`` for a probit or cloglog link,
     in forms that stay finite in the tails (the logit forms are :func:`_binomial_logit_loglik`).
 

@@ -25,11 +25,16 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..parallel import parallel_map, record_warnings
+
+if TYPE_CHECKING:
+    import arviz as az
+
+    from .model import BayesModel
 
 __all__ = ["SAMPLERS", "ChainJob", "available_samplers", "choose_sampler", "combine_chains",
            "likelihood_for", "run_sampler"]
@@ -128,8 +133,8 @@ class ChainJob:
     and shared by the chains that run there.
     """
 
-    def __init__(self, recipe: Callable[[], Any], *, sampler: str, draws: int, tune: int,
-                 target_accept: float, max_treedepth: int, built: Any = None) -> None:
+    def __init__(self, recipe: Callable[[], BayesModel], *, sampler: str, draws: int, tune: int,
+                 target_accept: float, max_treedepth: int, built: BayesModel | None = None) -> None:
         self.recipe = recipe
         self.sampler = sampler
         self.draws = int(draws)
@@ -148,9 +153,9 @@ class ChainJob:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.RLock()
-        with _BUILT_LOCK:  # share one build among the copies of this job in a process
-            self._local = _BUILT.setdefault(self.token, {})
+        with _BUILT_LOCK:  # share one build (and its lock) among the copies of this job in a process
+            self._local = _BUILT.setdefault(self.token, {"lock": threading.RLock()})
+            self._lock = self._local["lock"]
             _BUILT.move_to_end(self.token)
             while len(_BUILT) > _BUILT_KEEP:
                 _BUILT.popitem(last=False)
@@ -162,7 +167,7 @@ class ChainJob:
             return self._local[key]
 
     @property
-    def model(self) -> Any:
+    def model(self) -> BayesModel:
         """The built BayesModel (rebuilt from the recipe on first use in a new process)."""
         return self._get("bm", self.recipe)
 
@@ -185,7 +190,7 @@ class ChainJob:
         # the JAX gradient compiles in ~1 s against ~5-15 s for PyTensor's numba backend
         return "jax" if _installed("jax") else "numba"
 
-    def sample_chain(self, seed: int) -> Any:
+    def sample_chain(self, seed: int) -> az.InferenceData:
         """One chain (InferenceData with chain coordinate 0), warmup discarded."""
         bm = self.model
         with record_warnings():  # the samplers' own chatter; convergence is checked on the result
@@ -224,7 +229,7 @@ def _run_chain(job: ChainJob, seq: np.random.SeedSequence) -> Any:
     return job.sample_chain(int(seq.generate_state(1)[0]))
 
 
-def combine_chains(parts: list[Any]) -> Any:
+def combine_chains(parts: list[az.InferenceData]) -> az.InferenceData:
     """Join one-chain InferenceData objects into one, as a multi-chain run returns it.
 
     Groups with a ``chain`` dimension are concatenated along it and renumbered 0..k-1; the
@@ -243,7 +248,8 @@ def combine_chains(parts: list[Any]) -> Any:
 
     if len(parts) == 1:
         return parts[0]
-    groups = {}
+    # group -> Dataset; Any because InferenceData's groups share its **kwargs with its flags
+    groups: dict[str, Any] = {}
     for g in parts[0].groups():
         first = parts[0][g]
         if "chain" in first.dims:
@@ -254,10 +260,11 @@ def combine_chains(parts: list[Any]) -> Any:
     return az.InferenceData(**groups)
 
 
-def run_sampler(recipe: Callable[[], Any], *, sampler: str, draws: int, tune: int, chains: int,
+def run_sampler(recipe: Callable[[], BayesModel], *, sampler: str, draws: int, tune: int, chains: int,
                 seed: int | np.random.Generator | np.random.SeedSequence | None, progressbar: bool,
                 target_accept: float = 0.65, cores: int | None = None,
-                max_treedepth: int = 10, built: Any = None) -> tuple[Any, float, str]:
+                max_treedepth: int = 10, built: BayesModel | None = None
+                ) -> tuple[az.InferenceData, float, str]:
     """Sample the model that ``recipe()`` builds; returns (InferenceData, seconds, description).
 
     Chain ``i`` is one task of :func:`evalmix.parallel.parallel_map` seeded from

@@ -32,7 +32,7 @@ from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
 from .optimize import OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize, single_thread_blas
 from .result import FittedModel, GlmerResult
-from .prior import PenalizedDeviance, parse_fixef_prior
+from .prior import FixefPriorSpec, NormalPrior, PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
@@ -108,7 +108,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          start: dict[str, ArrayLike] | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[False] = ...) -> GlmerResult: ...
 
@@ -118,7 +118,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = ...,
           weights: str | ArrayLike | None = ..., offset: str | ArrayLike | None = ...,
           contrasts: dict[str, Any] | None = ..., family: str = ...,
           link: str = ..., nAGQ: int = ..., vcov_method: str = ..., pool: bool = ...,
-          start: dict | None = ..., maxiter: int | None = ..., fixef_prior: Any = ...,
+          start: dict[str, ArrayLike] | None = ..., maxiter: int | None = ..., fixef_prior: FixefPriorSpec | None = ...,
           missing: str = ..., control: GlmerControl | None = ...,
           devfun_only: Literal[True]) -> DevianceFunction: ...
 
@@ -127,7 +127,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
           contrasts: dict[str, Any] | None = None, family: str = "binomial",
           link: str = "logit", nAGQ: int = 1, vcov_method: str = "hessian", pool: bool = True,
-          start: dict | None = None, maxiter: int | None = None, fixef_prior: Any = None,
+          start: dict[str, ArrayLike] | None = None, maxiter: int | None = None, fixef_prior: FixefPriorSpec | None = None,
           missing: str = "raise", control: GlmerControl | None = None,
           devfun_only: bool = False) -> GlmerResult | DevianceFunction:
     """Fit a binomial GLMM by maximum likelihood (Laplace or adaptive Gauss-Hermite).
@@ -253,20 +253,30 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
                       weights, offset, contrasts, link, int(nAGQ), missing)
 
 
-def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
-            weights: str | ArrayLike | None, offset: str | ArrayLike | None,
-            contrasts: dict[str, Any] | None, link: str, nAGQ: int, missing: str,
-            control: GlmerControl) -> DevianceFunction:
-    """The objective ``glmer`` would minimise, over all rows (separation is not resolved: the
-    function is finite everywhere, its infimum at infinity then)."""
+def _prepare(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
+             weights: str | ArrayLike | None, offset: str | ArrayLike | None,
+             contrasts: dict[str, Any] | None, nAGQ: int, missing: str,
+             control: GlmerControl) -> tuple[GlmmDesign, NormalPrior | None]:
+    """The design with rank-deficient columns dropped (lme4's warning) and the parsed prior."""
     design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
                           offset=offset, contrasts=contrasts, missing=missing)
     _check_nagq(design, nAGQ)
     design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
-                      f"column(s): {dropped}", FitWarning, stacklevel=3)
+                      f"column(s): {dropped}", FitWarning, stacklevel=4)
     prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
+    return design, prior
+
+
+def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
+            weights: str | ArrayLike | None, offset: str | ArrayLike | None,
+            contrasts: dict[str, Any] | None, link: str, nAGQ: int, missing: str,
+            control: GlmerControl) -> DevianceFunction:
+    """The objective ``glmer`` would minimise, over all rows (separation is not resolved: the
+    function is finite everywhere, its infimum at infinity then)."""
+    design, prior = _prepare(formula, data, trials, pool, fixef_prior, weights, offset, contrasts,
+                             nAGQ, missing, control)
     return DevianceFunction(design, build_deviance(design, link=link, control=control,
                                                    prior=prior), nagq=nAGQ)
 
@@ -328,18 +338,12 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
 
 
 def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
-           start: dict | None, control: GlmerControl, fixef_prior: Any = None,
+           start: dict[str, ArrayLike] | None, control: GlmerControl, fixef_prior: Any = None,
            weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
            contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
            missing: str = "raise") -> GlmerResult:
-    design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
-                          offset=offset, contrasts=contrasts, missing=missing)
-    _check_nagq(design, nAGQ)
-    design, dropped = drop_rank_deficient(design, control.rank_tol)
-    if dropped:
-        warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
-                      f"column(s): {dropped}", FitWarning, stacklevel=3)
-    prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
+    design, prior = _prepare(formula, data, trials, pool, fixef_prior, weights, offset, contrasts,
+                             nAGQ, missing, control)
     # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
     sep = find_separation(design, tol=control.separation_tol, rank_tol=control.rank_tol)
     prior_note = None
@@ -466,7 +470,8 @@ def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, lin
     theta = np.full(nt, np.nan)
     dev = -2.0 * design.log_binom
     rep = OptimizerReport(method="none (complete separation)", converged=False,
-                          message=sep.message, outer_iterations=0, deviance_evaluations=0,
+                          message="not run: every row is fitted perfectly in the limit",
+                          outer_iterations=0, deviance_evaluations=0,
                           pirls_iterations=0, gradient=np.zeros(0))
     df = nt + p
     return GlmerResult(

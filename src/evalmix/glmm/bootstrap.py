@@ -16,13 +16,16 @@ import dataclasses
 import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .._result import Result
 from ..errors import FitWarning
+
+if TYPE_CHECKING:
+    from .result import GlmerResult
 
 __all__ = ["BootResult", "bootmer", "percentile_interval"]
 
@@ -47,7 +50,7 @@ class BootResult(Result):
     replicates: pd.DataFrame
     estimate: pd.Series
     nsim: int
-    seed: Any
+    seed: int | None
     n_separated: int = 0
     method: str = field(default="parametric")
 
@@ -126,7 +129,7 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
     return np.concatenate([b, sds]), sep is not None
 
 
-def bootmer(fit: Any, nsim: int = 200, *, seed: int | None = None, n_jobs: int | None = None,
+def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_jobs: int | None = None,
             progress: bool = False, maxiter: int | None = None) -> BootResult:
     """Parametric bootstrap of a :func:`evalmix.glmer` fit (R: ``lme4::bootMer``).
 

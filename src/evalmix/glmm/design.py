@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
 from ..data import RunsData, ensure_runs, load_table
@@ -125,7 +126,7 @@ def _response(parsed: ParsedFormula, data: pd.DataFrame,
     return k, m, const
 
 
-def _row_values(value: Any, data: pd.DataFrame, what: str) -> np.ndarray | None:
+def _row_values(value: str | ArrayLike | None, data: pd.DataFrame, what: str) -> np.ndarray | None:
     """A per-row numeric argument given as a column name or an array (None when not given)."""
     if value is None:
         return None
@@ -141,7 +142,7 @@ def _row_values(value: Any, data: pd.DataFrame, what: str) -> np.ndarray | None:
     return arr
 
 
-_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center)\s*\(")
+_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
 
 
 def _parse(formula: str, trials: str | None) -> ParsedFormula:
@@ -154,7 +155,7 @@ def _parse(formula: str, trials: str | None) -> ParsedFormula:
 
 
 def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
-               weights: Any = None, offset: Any = None) -> pd.DataFrame:
+               weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None) -> pd.DataFrame:
     """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
 
     The response is the formula's: 0/1 (proportions in [0, 1] with ``weights``), k-of-n counts, or
@@ -222,8 +223,8 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     return df
 
 
-def build_design(formula: str, data: RunsData, *, pool: bool = True,
-                 trials: str | None = None, weights: Any = None, offset: Any = None,
+def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str | None = None,
+                 weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
                  contrasts: dict[str, Any] | None = None, missing: str = "raise") -> GlmmDesign:
     """Parse ``formula`` and build the pooled design on ``data`` (rows with missing values dropped).
 
@@ -290,7 +291,8 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True,
     counts = parsed.trials is not None or parsed.failures is not None or w_all is not None
     log_binom = float(np.sum(const))
 
-    # stateful transforms (scale, poly) take their centre and coefficients from every fitted row
+    # stateful transforms (scale, poly, ns, bs) take their centre, coefficients and knots from every
+    # fitted row (the distinct patterns would move quantile knots)
     if _STATEFUL.search(parsed.fixed) or any(_STATEFUL.search(o) for o in parsed.offsets):
         fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts, parsed.offsets)
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
 from .control import DEFAULT_CONTROL, GlmerControl
@@ -127,14 +128,14 @@ class DevianceFunction:
             self._const = 2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
         self._profile: ProfiledFit | None = None
 
-    def _split(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _split(self, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(x, dtype=float).ravel()
         if x.size != self.nt + self.p:
             raise ValueError(f"the deviance function takes {self.nt + self.p} values "
                              f"(theta {self.theta_names}, then beta {self.beta_names}), got {x.size}")
         return x[: self.nt], x[self.nt:]
 
-    def __call__(self, x: Any) -> float:
+    def __call__(self, x: ArrayLike) -> float:
         """Deviance at ``x = (theta, beta)``: ``-2 log L`` (plus the prior's penalty)."""
         theta, beta = self._split(x)
         if self._agq is not None:
@@ -142,14 +143,14 @@ class DevianceFunction:
         ev = self.evaluate(theta, beta)
         return float(ev.dev + self._const)
 
-    def evaluate(self, theta: Any, beta: Any) -> Evaluation:
+    def evaluate(self, theta: ArrayLike, beta: ArrayLike) -> Evaluation:
         """The PIRLS state at ``(theta, beta)``: modes ``u``, linear predictor, weights and
         lme4's ``dev`` (without the binomial coefficients), warm-started from the last call."""
         ev = self.deviance.pirls(np.asarray(theta, float), np.asarray(beta, float), self._u)
         self._u = ev.u if np.isfinite(ev.dev) else None
         return ev
 
-    def profiled(self, theta: Any) -> float:
+    def profiled(self, theta: ArrayLike) -> float:
         """Deviance at ``theta`` with beta minimised out (Laplace only), the objective of
         :func:`~evalmix.glmm.optimize.optimize`; the minimising beta is in ``last_beta``."""
         if self.nagq > 1:
@@ -163,7 +164,7 @@ class DevianceFunction:
         self.last_beta = ev.beta.copy()
         return float(ev.dev + self._const)
 
-    def joint(self, theta: Any) -> float:
+    def joint(self, theta: ArrayLike) -> float:
         """lme4's first-stage deviance (``nAGQ = 0``): PIRLS over the modes and beta together
         at ``theta`` (:meth:`~evalmix.glmm.deviance.LaplaceDeviance.joint_mode`)."""
         theta = np.asarray(theta, dtype=float)

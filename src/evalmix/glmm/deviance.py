@@ -269,17 +269,9 @@ class DenseSolver:
                                 np.arange(0, n * self.k + 1, self.k)), shape=(n, self.q))
         self.AT = None
 
-    @staticmethod
-    def lambdas_for(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
-        """Lower-triangular Lambda block of each term (:func:`evalmix.formula.term_lambdas`)."""
-        return term_lambdas(terms, theta)
-
-    def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
-        return term_lambdas([t for t, _ in self.blocks], theta)
-
     def set_theta(self, theta: np.ndarray) -> None:
         vals = []
-        for (t, _), L in zip(self.blocks, self.lambdas(theta)):
+        for (t, _), L in zip(self.blocks, term_lambdas([t for t, _ in self.blocks], theta)):
             vals.append(t.Z @ L)  # row entries (z_i' Lambda_t)_c
         self.V = np.concatenate(vals, axis=1)
         self.A.data = self.V.ravel().copy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,10 @@ from scipy import stats
 
 from .._result import Result
 from ..errors import FitWarning
+
+if TYPE_CHECKING:
+    from .bootstrap import BootResult
+    from .result import GlmerResult
 
 __all__ = ["ConfidenceIntervals", "confint"]
 
@@ -31,7 +35,7 @@ class ConfidenceIntervals(Result):
     table: pd.DataFrame
     level: float
     method: str
-    boot: Any = None
+    boot: BootResult | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -52,7 +56,7 @@ def _which(parm: str) -> str:
     return parm
 
 
-def confint(fit: Any, method: str = "wald", level: float = 0.95, parm: str = "all", *,
+def confint(fit: GlmerResult, method: str = "wald", level: float = 0.95, parm: str = "all", *,
             nsim: int = 200, seed: int | None = None, n_jobs: int | None = None,
             progress: bool = False) -> ConfidenceIntervals:
     """Confidence intervals of a :func:`evalmix.glmer` fit (see :meth:`GlmerResult.confint`)."""

@@ -73,7 +73,7 @@ class OptimizerReport:
         g.flags.writeable = False
         object.__setattr__(self, "gradient", g)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "converged": self.converged, "message": self.message,
                 "outer_iterations": self.outer_iterations,
                 "deviance_evaluations": self.deviance_evaluations,
@@ -84,6 +84,8 @@ class OptimizerReport:
 
     def describe(self) -> str:
         """One line for ``summary()``: how it ended, evaluations and the final gradient."""
+        if self.deviance_evaluations == 0:
+            return f"optimizer: {self.method}; not run"
         return (f"optimizer: {self.method}; {self.message.strip() or 'stopped'} after "
                 f"{self.outer_iterations} iterations, {self.deviance_evaluations} deviance "
                 f"evaluations; max|grad| = {self.max_abs_gradient:.3g}")
@@ -99,7 +101,7 @@ class OptimizerStep:
     deviance: float
     max_abs_gradient: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"evaluation": self.evaluation, "theta": list(self.theta),
                 "deviance": self.deviance, "max_abs_gradient": self.max_abs_gradient}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeAlias
 
 import numpy as np
 
@@ -64,7 +64,11 @@ def _numbers(text: str) -> list[float]:
     return [float(v) for v in re.findall(_NUM, text)]
 
 
-def parse_fixef_prior(spec: Any, names: Sequence[str]) -> NormalPrior:
+# how fixef_prior= is written: "normal(0, 2.5)", an sd, sds in column order, or {coefficient: sd}
+FixefPriorSpec: TypeAlias = "str | float | Sequence[float] | np.ndarray | Mapping[str, float]"
+
+
+def parse_fixef_prior(spec: FixefPriorSpec, names: Sequence[str]) -> NormalPrior:
     """Build a :class:`NormalPrior` for the fixed effects ``names`` from a user specification.
 
     Accepted forms (blme's rules for expanding ``sd`` to the ``p`` coefficients):

@@ -24,14 +24,14 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import brentq, minimize
 
-from ..formula import term_lambdas
+from ..formula import RandomTerm, term_lambdas
 from .deviance import LaplaceDeviance
 from .optimize import ProfiledFit
 
 __all__ = ["profile_intervals", "sd_parameters"]
 
 
-def sd_parameters(terms: list, theta: np.ndarray) -> list[tuple[str, int, int, int, float]]:
+def sd_parameters(terms: list[RandomTerm], theta: np.ndarray) -> list[tuple[str, int, int, int, float]]:
     """One entry per random-effect standard deviation: lme4's name (``sd_(Intercept)|item``),
     term index, row ``c`` of the term's Cholesky factor, offset of the term in theta, and the
     value."""
@@ -213,7 +213,7 @@ class _Profile:
         return None
 
 
-def profile_intervals(ld: LaplaceDeviance, terms: list, lower: np.ndarray, theta: np.ndarray,
+def profile_intervals(ld: LaplaceDeviance, terms: list[RandomTerm], lower: np.ndarray, theta: np.ndarray,
                       beta: np.ndarray, beta_names: list[str], beta_se: np.ndarray,
                       level: float = 0.95, which: str = "all"
                       ) -> list[tuple[str, float, float, float]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,13 @@ from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
+
+if TYPE_CHECKING:
+    from .deviance import Evaluation, LaplaceDeviance
+    from .design import GlmmDesign
+    from .intervals import ConfidenceIntervals
+    from .prior import NormalPrior
+    from .separation import Separation
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
@@ -93,8 +100,8 @@ class GlmerResult(Result):
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "binomial"
     link: str = "logit"
-    separation: Any = field(repr=False, default=None)  # Separation when estimates diverge
-    fixef_prior: Any = field(repr=False, default=None)  # NormalPrior of a penalised fit
+    separation: Separation | None = field(repr=False, default=None)  # when estimates diverge
+    fixef_prior: NormalPrior | None = field(repr=False, default=None)  # of a penalised fit
     prior_deviance: float | None = None  # blme's "Prior dev" (penalty + normalising constant)
     nagq: int = 1  # points of adaptive Gauss-Hermite quadrature (1: Laplace)
     control: GlmerControl = field(repr=False, default=DEFAULT_CONTROL)
@@ -226,7 +233,7 @@ class GlmerResult(Result):
     # --------------------------------------------------------------------- intervals
     def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,
                 nsim: int = 200, seed: int | None = None, n_jobs: int | None = None,
-                progress: bool = False) -> Any:
+                progress: bool = False) -> ConfidenceIntervals:
         """Confidence intervals of the fixed effects and random-effect SDs (lme4's ``confint``).
 
         Parameters
@@ -349,8 +356,8 @@ class FittedModel:
     so nothing a result method does refactors shared state.
     """
 
-    def __init__(self, design: Any, ld: Any, ev: Any, data: pd.DataFrame, row_index: np.ndarray,
-                 separation: Any = None):
+    def __init__(self, design: GlmmDesign, ld: LaplaceDeviance | None, ev: Evaluation | None, data: pd.DataFrame,
+                 row_index: np.ndarray, separation: Separation | None = None):
         self.terms: list[RandomTerm] = list(design.terms)
         self.data: pd.DataFrame | None = data
         # arrays only (no solver): profiles and the bootstrap refit from it; read-only from here
@@ -369,6 +376,7 @@ class FittedModel:
             return
         self.u = _frozen(ev.u)
         self.lambdas = [_frozen(L) for L in term_lambdas(self.terms, ev.theta)]
+        assert ld is not None  # the deviance comes with its final evaluation
         self._ranef = self._ranef_frame(ld, ev)
         if separation is None:
             mu = ev.mu[row_index]
@@ -418,7 +426,7 @@ class FittedModel:
             uoff += t.nl * t.nc
         return out
 
-    def _ranef_frame(self, ld: Any, ev: Any) -> pd.DataFrame:
+    def _ranef_frame(self, ld: LaplaceDeviance, ev: Evaluation) -> pd.DataFrame:
         ld._refresh(ev)
         solver = ld.solver
         frames = []

@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import linprog
 
 from .._result import Result
+
+if TYPE_CHECKING:
+    from .design import GlmmDesign
 
 __all__ = ["Separation", "detect_separation", "find_separation"]
 
@@ -248,7 +251,7 @@ def _null_basis(A: np.ndarray, p: int) -> np.ndarray:
     return vt[rank:].T
 
 
-def find_separation(design: Any, describe: bool = True, tol: float = TOLERANCE,
+def find_separation(design: GlmmDesign, describe: bool = True, tol: float = TOLERANCE,
                     rank_tol: float = 1e-7) -> Separation | None:
     """Check a :class:`~evalmix.glmm.design.GlmmDesign` (full-rank X) for separation.
 
@@ -335,7 +338,7 @@ def independent_columns(A: np.ndarray, rtol: float = 1e-7) -> list[int]:
     return keep
 
 
-def limit_problem(design: Any, sep: Separation) -> tuple[Any, np.ndarray, np.ndarray, list]:
+def limit_problem(design: GlmmDesign, sep: Separation) -> tuple[Any, np.ndarray, np.ndarray, list]:
     """X (kept columns), k, m and random terms of the rows that remain in the limit."""
     from .design import FixedMatrix
 

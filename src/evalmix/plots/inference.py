@@ -35,7 +35,9 @@ def _plt() -> Any:  # matplotlib.pyplot, imported on first use
 
 
 def _frame(result: Result | pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame(result) if isinstance(result, pd.DataFrame) else result.to_frame()
+    if isinstance(result, pd.DataFrame) or not hasattr(result, "to_frame"):
+        return pd.DataFrame(result)  # a frame, or records a frame can be built from
+    return result.to_frame()
 
 
 def _interval(table: pd.DataFrame, prefix: str = "") -> tuple[np.ndarray, np.ndarray]:

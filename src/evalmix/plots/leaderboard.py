@@ -20,7 +20,7 @@ def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
-def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None, figsize: tuple | None = None,
+def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None, figsize: tuple[float, float] | None = None,
                      title: str | None = None) -> Figure:
     """Draw a leaderboard: each model's estimate and interval, its rank set and its tie groups.
 

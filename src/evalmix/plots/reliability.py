@@ -42,7 +42,7 @@ def _panels(table: pd.DataFrame, col: str | None) -> list[tuple[Any, pd.DataFram
 
 @styled
 def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", hue: str | None = "language",
-                   col: str | None = "prompt", value: str = "flip_rate", figsize: tuple | None = None
+                   col: str | None = "prompt", value: str = "flip_rate", figsize: tuple[float, float] | None = None
                    ) -> Figure:
     """Grouped bars of the share of items that flip across runs (the paper's Figure 6).
 
@@ -97,7 +97,7 @@ def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", h
 
 @styled
 def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Sequence[float] | None = None,
-             show_ci: bool = True, figsize: tuple | None = None) -> Figure:
+             show_ci: bool = True, figsize: tuple[float, float] | None = None) -> Figure:
     """ICC per slice as sorted dots coloured by quality band (the paper's Figure 7).
 
     Parameters
@@ -149,7 +149,7 @@ def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Se
 
 
 @styled
-def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple | None = None) -> Figure:
+def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[float, float] | None = None) -> Figure:
     """Leaderboard ranks of single runs (or run subsets) next to the pooled ranks (the paper's Figure 8).
 
     One panel per slice; each model is a line through its rank in the pooled leaderboard ("all")
@@ -216,7 +216,7 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple 
 
 
 @styled
-def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize: tuple | None = None) -> Figure:
+def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize: tuple[float, float] | None = None) -> Figure:
     """SE of slice accuracy against runs averaged (the paper's Figure 9).
 
     Per-curve predicted lines (solid, sd_all / sqrt(R)), empirical lines over run subsets (dashed)
@@ -281,7 +281,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
 
 
 @styled
-def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tuple | None = None) -> Figure:
+def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tuple[float, float] | None = None) -> Figure:
     """Each model's rank with its interval, one panel per slice (rank uncertainty).
 
     Parameters
