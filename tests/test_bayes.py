@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("pymc")
@@ -131,7 +132,7 @@ def test_prior_override_and_table(sim):
 def test_sampling_warning_on_short_chains(sim):
     with pytest.warns(SamplingWarning, match="effective sample size"):
         bayes.glmer("correct ~ model + (1|item)", sim, draws=30, tune=30, chains=2, seed=1,
-                    progressbar=False)
+                    progressbar=False, cores=FAST["cores"])
 
 
 def test_counts_give_the_same_posterior_as_rows(sim):
@@ -171,6 +172,71 @@ def test_loo_comparison_prefers_the_true_model():
     # the ELPD is a sum over the rows as given (pooled cells are split back)
     assert a.loo().n_data_points == len(d)
     assert "higher expected log predictive density" in cmp.verdict()
+
+
+def _deep_nbytes(obj, seen=None) -> int:
+    """Bytes of the arrays and frames an evalmix object holds (through its fields, lists and
+    dicts; PyMC and ArviZ objects are not entered)."""
+    import dataclasses
+
+    import pandas as pd
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (pd.DataFrame, pd.Series)):
+        return int(np.sum(obj.memory_usage(deep=True)))
+    if isinstance(obj, dict):
+        return sum(_deep_nbytes(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_deep_nbytes(v, seen) for v in obj)
+    if type(obj).__module__.startswith("evalmix") and hasattr(obj, "__dict__"):
+        names = ([f.name for f in dataclasses.fields(obj)] if dataclasses.is_dataclass(obj)
+                 else list(vars(obj)))
+        return sum(_deep_nbytes(object.__getattribute__(obj, n), seen) for n in names
+                   if hasattr(obj, n))
+    return 0
+
+
+def test_remove_data_keeps_what_does_not_need_the_rows(fit):
+    """A posterior fit without its rows: draws, summaries, emmeans/contrast and ranks unchanged;
+    what needs the rows raises a DataError saying so; the per-row arrays are gone."""
+    from evalmix.errors import DataError
+
+    fit.loo()  # caches the per-row linear predictors and log-likelihoods
+    small = fit.remove_data()
+    assert fit.has_data and not small.has_data and small.remove_data() is small
+    assert small._bm is None and not {"eta", "loglik", "idata"} & set(small._cache)
+    assert all(p.term.index.size == 0 for p in small._plans)
+    # the fit with its rows holds more than twice the bytes (rows x draws dominate)
+    assert 2 * _deep_nbytes(small) < _deep_nbytes(fit)
+    pd.testing.assert_frame_equal(small.fixef_draws, fit.fixef_draws)
+    pd.testing.assert_frame_equal(small.posterior_table(), fit.posterior_table())
+    pd.testing.assert_frame_equal(small.posterior_table(random_effects=True),
+                                  fit.posterior_table(random_effects=True))
+    pd.testing.assert_frame_equal(small.varcorr, fit.varcorr)
+    pd.testing.assert_frame_equal(small.ranef(), fit.ranef())
+    pd.testing.assert_frame_equal(small.ranef_draws("item"), fit.ranef_draws("item"))
+    assert str(small) == str(fit) and small.diagnostics() == fit.diagnostics()
+    for name, tab in fit.summary().tables.items():
+        pd.testing.assert_frame_equal(small.summary().tables[name], tab)
+    emm, emm_small = evalmix.emmeans(fit, "model"), evalmix.emmeans(small, "model")
+    pd.testing.assert_frame_equal(emm_small.to_frame(), emm.to_frame())
+    pd.testing.assert_frame_equal(evalmix.contrast(emm_small, "pairwise").to_frame(),
+                                  evalmix.contrast(emm, "pairwise").to_frame())
+    pd.testing.assert_frame_equal(small.ranks("model").to_frame(), fit.ranks("model").to_frame())
+    for call, says in ((lambda f: f.log_likelihood(), "log_likelihood"),
+                       (lambda f: f.loo(), "log_likelihood"), (lambda f: f.waic(), "waic"),
+                       (lambda f: f.idata, "log_likelihood"),
+                       (lambda f: f.posterior_predictive(by="model", seed=1),
+                        "posterior_predictive")):
+        with pytest.raises(DataError, match=f"{says}.*remove_data"):
+            call(small)
+    with pytest.raises(ValueError, match="weights"):
+        evalmix.emmeans(small, "model", weights="proportional")
 
 
 def test_emmeans_and_contrasts_from_draws(fit):

@@ -167,3 +167,38 @@ def test_fit_r_arguments_reach_glmer():
     assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts",
                      "model=contr.foo"]) == 2
     assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--nagq", "0"]) == 2
+
+
+def test_fit_control_settings_reach_glmer(capsys):
+    """``--control KEY=VALUE`` (repeatable) builds a GlmerControl: values parsed to each field's
+    type, the fit the API's with the same control; an unknown key or a bad value is a one-line
+    error with exit code 2."""
+    import warnings
+
+    from evalmix import GlmerControl, cli, glmer
+
+    formula = "correct ~ model + (1|item)"
+    code = cli.main(["fit", DATA, "--formula", formula, "--control", "grad_tol=0.01",
+                     "--control", "maxiter=1e3", "--control", "dense_h_max=10",
+                     "--control", "log=yes", "--json"])
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    control = GlmerControl(grad_tol=0.01, maxiter=1000, dense_h_max=10, log=True)
+    assert res["fit"]["control"] == {"grad_tol": 0.01, "maxiter": 1000, "dense_h_max": 10,
+                                     "log": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer(formula, pd.read_csv(DATA), control=control)
+    assert fit.control == control
+    assert abs(res["fit"]["loglik"] - fit.loglik) < 1e-9
+    got = pd.DataFrame(res["fit"]["coefficients"])
+    np.testing.assert_allclose(got["se"], fit.coef_table()["se"], rtol=1e-10)
+    for bad, says in (("no_such=1", "no field 'no_such'"), ("maxiter=abc", "maxiter must be a number"),
+                      ("maxiter=0", "maxiter must be a positive integer"),
+                      ("maxiter=2.5", "maxiter must be a positive integer"),
+                      ("log=maybe", "log must be true or false"), ("maxiter", "KEY=VALUE"),
+                      ("ftol=-1", "ftol must be positive")):
+        assert cli.main(["fit", DATA, "--formula", formula, "--control", bad]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err, (bad, err)
+        assert len(err.strip().splitlines()) == 1, err

@@ -91,7 +91,8 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         trade effective sample size for time: on AI4Math a depth of 3 still gives bulk ESS above 600
         for every parameter from 4 x 1000 draws in about half the time.
     cores : int, optional
-        Chains run at once in this process's threads (default: all cores, up to ``chains``).
+        Chains run at once (default: all cores, up to ``chains``): nutpie's in threads of this
+        process, PyMC's and numpyro's in worker processes (``cores=1``: one after the other here).
         Inside ``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) each chain
         is a task on that backend's workers instead (see :func:`evalmix.parallel.parallel_map`
         and ``docs/scale.md``).

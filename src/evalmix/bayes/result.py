@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -128,12 +129,63 @@ class BayesGlmerResult(Result):
     _cache: dict = field(repr=False, default_factory=dict, compare=False)
     family: str = "binomial"
     link: str = "logit"
+    # the random terms' sampling plans without their row arrays, once remove_data() dropped _bm
+    _plans: list[TermPlan] | None = field(repr=False, default=None, compare=False)
 
     @property
     def _model(self) -> BayesModel:
+        return self._rows("this")
+
+    def _rows(self, what: str) -> BayesModel:
+        """The model with the fit's rows; ``what`` names the caller in the error when the rows
+        were dropped."""
         if self._bm is None:
+            if self._plans is not None:
+                raise DataError(f"{what} needs the rows the fit was made from, which "
+                                "remove_data() dropped; keep the fit with its data (or refit)")
             raise ValueError("this result holds no model: only evalmix.bayes.glmer() results do")
         return self._bm
+
+    @property
+    def _term_plans(self) -> list[TermPlan]:
+        """How each random term was sampled (kept by :meth:`remove_data`)."""
+        return self._plans if self._bm is None and self._plans is not None else self._model.plans
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the fit still holds its per-row data (False after :meth:`remove_data`)."""
+        return self._bm is not None
+
+    def remove_data(self) -> BayesGlmerResult:
+        """A copy of the fit without its per-row data, like :meth:`GlmerResult.remove_data`.
+
+        The PyMC model, the design (fixed-effect rows, outcomes, random-effect indices), the
+        maximum-likelihood pilot fit and the per-row linear predictors and log-likelihoods are
+        dropped; the posterior draws (fixed effects, SDs, correlations, random effects), the
+        summaries (``posterior_table``, ``summary()``, ``varcorr``, ``ranef()``, diagnostics),
+        printing, ``emmeans`` and ``contrast`` with equal weights and ``ranks()`` keep working.
+        What needs the rows raises a DataError saying so: ``log_likelihood()``, ``idata``,
+        ``loo()``, ``waic()``, ``posterior_predictive()``, and marginal means weighted by the
+        data (``weights="proportional"`` etc.).  A rank-deficient fit keeps its factor table,
+        which decides which marginal means are estimable.
+
+        Examples
+        --------
+        >>> small = fit.remove_data()  # doctest: +SKIP
+        >>> small.has_data, small.fixef.equals(fit.fixef)  # doctest: +SKIP
+        (False, True)
+        """
+        if self._bm is None:
+            return self
+        plans = [dataclasses.replace(p, term=dataclasses.replace(
+                     p.term, index=np.zeros(0, dtype=np.int64), Z=np.zeros((0, p.term.nc))))
+                 for p in self._bm.plans]
+        fd = self.fixed_design
+        if fd.weights_data is not None and getattr(fd, "keep", None) is None:
+            fd = dataclasses.replace(fd, weights_data=None)
+        # summaries of the draws stay cached; what was computed per row goes
+        cache = {k: v for k, v in self._cache.items() if k not in ("eta", "loglik", "idata")}
+        return dataclasses.replace(self, fixed_design=fd, _bm=None, _plans=plans, _cache=cache)
 
     # ------------------------------------------------------------------ draws
     def _param_draws(self) -> dict[str, np.ndarray]:
@@ -146,7 +198,7 @@ class BayesGlmerResult(Result):
         fd = self.fixef_draws.to_numpy().reshape(self.chains, self.draws, -1)
         for j, n in enumerate(names):
             out[n] = fd[:, :, j]
-        for p in self._model.plans:
+        for p in self._term_plans:
             t = p.term
             sd = np.asarray(post[f"sd({p.label})"])
             sd = sd[..., None] if sd.ndim == 2 else sd
@@ -163,11 +215,12 @@ class BayesGlmerResult(Result):
         """Linear predictor of each pooled row for each draw: (n_draws, n_cells)."""
         if "eta" in self._cache:
             return self._cache["eta"]
-        design = self._model.design
+        model = self._rows("the linear predictor of each row")
+        design = model.design
         eta = self.fixef_draws.to_numpy() @ dense_x(design).T
         if design.offset is not None:
             eta += design.offset
-        for p in self._model.plans:
+        for p in model.plans:
             t = p.term
             u = self._deviations(p)
             if t.nc == 1:
@@ -195,7 +248,7 @@ class BayesGlmerResult(Result):
 
     def ranef_draws(self, group: str) -> pd.DataFrame:
         """Posterior draws of the random effects of ``group`` (columns ``level`` or ``level:column``)."""
-        for p in self._model.plans:
+        for p in self._term_plans:
             if p.term.group == group:
                 u = self._deviations(p)
                 t = p.term
@@ -204,13 +257,13 @@ class BayesGlmerResult(Result):
                 cols = [f"{lv}:{c}" for lv in t.levels for c in t.cnames]
                 return pd.DataFrame(u.reshape(len(u), -1), columns=cols)
         raise KeyError(f"no random term with grouping factor {group!r}; "
-                       f"groups: {[p.term.group for p in self._model.plans]}")
+                       f"groups: {[p.term.group for p in self._term_plans]}")
 
     def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
         """Every random effect (``group``, ``level``, ``term``): posterior mean ``estimate``,
         posterior SD ``se`` and HDI ``conf_low``, ``conf_high``."""
         rows = []
-        for p in self._model.plans:
+        for p in self._term_plans:
             t = p.term
             u = self._deviations(p)
             u = u[..., None] if u.ndim == 2 else u
@@ -232,7 +285,7 @@ class BayesGlmerResult(Result):
         """
         if "loglik" in self._cache:
             return self._cache["loglik"]
-        design = self._model.design
+        design = self._rows("log_likelihood() (and so loo(), waic() and idata)").design
         eta = self._eta_cells()
         lp, lq = log_probabilities(self.link, eta)
         ri, k, m = design.row_index, design.k_rows, design.m_rows
@@ -261,7 +314,7 @@ class BayesGlmerResult(Result):
                                 "row": np.arange(ll.shape[-1])})
         idata.add_groups(log_likelihood=ds) if "log_likelihood" not in idata.groups() else None
         if "observed_data" not in idata.groups():
-            d = self._model.design
+            d = self._rows("idata").design
             idata.add_groups(observed_data=xr.Dataset({"y": (("row",), d.k_rows)}))
         self._cache["idata"] = idata
         _ = az  # arviz is the reader of this object
@@ -303,7 +356,7 @@ class BayesGlmerResult(Result):
 
         params = dict(self._param_draws())
         if random_effects:
-            for p in self._model.plans:
+            for p in self._term_plans:
                 t = p.term
                 u = self._deviations(p).reshape((self.chains, self.draws) + (t.nl, t.nc))
                 for li, lv in enumerate(t.levels):
@@ -444,7 +497,7 @@ class BayesGlmerResult(Result):
         >>> fit.posterior_predictive(by="model").to_frame()  # doctest: +SKIP
         """
         rng = np.random.default_rng(seed)
-        design = self._model.design
+        design = self._rows("posterior_predictive()").design
         data = design.data
         for col in (by, spread):
             if col is not None and col not in data.columns:

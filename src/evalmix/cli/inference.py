@@ -1,7 +1,7 @@
 """Command-line subcommands ``evalmix fit`` and ``evalmix select``.
 
 ``evalmix fit DATA --formula F [--emmeans model --by language --contrast pairwise --adjust holm]
-[--anova] [--json]`` fits one GLMM and prints its coefficients, and optionally marginal means,
+[--anova] [--control KEY=VALUE ...] [--json]`` fits one GLMM and prints its coefficients, and optionally marginal means,
 their contrasts and type-III Wald tests.  ``evalmix select DATA --formula F1 --formula F2 ...
 [--json]`` fits several formulas to the same rows and compares them by BIC, AIC and
 likelihood-ratio tests.
@@ -46,6 +46,9 @@ def _fit_summary(fit: Any) -> dict[str, Any]:
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
             "coefficients": records(fit.coef_table()),
+            # the settings that differ from GlmerControl's defaults (--control)
+            "control": (fit.control.changed() if getattr(fit, "control", None) is not None
+                        else None),
             # divergent estimates are null in the tables; which way they diverge is here
             "separation": (fit.separation.to_dict() if getattr(fit, "separation", None) is not None
                            else None)}
@@ -99,8 +102,24 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p.add_argument("--fixef-prior", metavar="PRIOR", default=None,
                    help="normal prior on the fixed effects, e.g. 'normal(0, 2.5)' (blme::bglmer's "
                         "remedy for separation)")
+    p.add_argument("--control", metavar="KEY=VALUE", action="append", default=None,
+                   help="a setting of the fit (evalmix.GlmerControl, R: glmerControl), e.g. "
+                        "maxiter=1000 or grad_tol=1e-3; repeat for several")
     p.set_defaults(handler=run_fit)
     return p
+
+
+def _control(items: list[str]) -> Any:
+    """``--control KEY=VALUE ...`` as a GlmerControl (a ValueError naming the field otherwise)."""
+    from ..glmm import GlmerControl
+
+    settings: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"--control takes KEY=VALUE (e.g. maxiter=1000), got {item!r}")
+        settings[key.strip()] = value.strip()
+    return GlmerControl.from_text(settings)
 
 
 def _positive_int(text: str) -> int:
@@ -132,6 +151,8 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
                                    f"got {item!r}")
             pairs[factor.strip()] = coding.strip()
         opts["contrasts"] = pairs
+    if getattr(args, "control", None):
+        opts["control"] = _control(args.control)
     return opts
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,6 +205,42 @@ class GlmerControl:
             raise ValueError(f"GlmerControl has no field(s) {sorted(unknown)}; fields: "
                              f"{[f.name for f in dataclasses.fields(self)]}")
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_text(cls, settings: Mapping[str, str]) -> GlmerControl:
+        """A control from field names and values written as text (the command line's
+        ``--control key=value``): each value parsed to its field's type (``log``: true/false,
+        yes/no, 1/0; counts: integers, ``1e3`` accepted; the rest: floats), then validated.
+        An unknown name or a value that does not parse raises ``ValueError`` naming the field.
+
+        Examples
+        --------
+        >>> GlmerControl.from_text({"maxiter": "1000", "grad_tol": "1e-3", "log": "true"}).changed()
+        {'grad_tol': 0.001, 'maxiter': 1000, 'log': True}
+        """
+        kinds = {f.name: (bool if f.name == "log" else f.metadata["kind"])
+                 for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for name, text in settings.items():
+            if name not in kinds:
+                raise ValueError(f"GlmerControl has no field {name!r}; fields: {', '.join(kinds)}")
+            raw = str(text).strip()
+            if kinds[name] is bool:
+                truth = {"true": True, "yes": True, "1": True,
+                         "false": False, "no": False, "0": False}.get(raw.lower())
+                if truth is None:
+                    raise ValueError(f"GlmerControl.{name} must be true or false, got {raw!r}")
+                values[name] = truth
+                continue
+            try:
+                number = float(raw)
+            except ValueError:
+                raise ValueError(f"GlmerControl.{name} must be a number, got {raw!r}") from None
+            if kinds[name] is int and number.is_integer():
+                values[name] = int(number)
+            else:
+                values[name] = number  # validation names the field if a count is not whole
+        return cls(**values)
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from the defaults (what ``summary()`` prints).
