@@ -132,7 +132,7 @@ def test_prior_override_and_table(sim):
 def test_sampling_warning_on_short_chains(sim):
     with pytest.warns(SamplingWarning, match="effective sample size"):
         bayes.glmer("correct ~ model + (1|item)", sim, draws=30, tune=30, chains=2, seed=1,
-                    progressbar=False)
+                    progressbar=False, cores=FAST["cores"])
 
 
 def test_counts_give_the_same_posterior_as_rows(sim):
