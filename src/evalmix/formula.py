@@ -4,8 +4,9 @@ A formula such as ``cbind(k, n - k) ~ model * language + (1|item) + (1 + x||g)``
 
 - the response: a 0/1 column, or k-of-n counts written ``cbind(k, n - k)`` (or ``cbind(k, f)`` with a
   column of failures);
-- the fixed part, built by formulaic with treatment coding and factor levels sorted like R's
-  ``factor()`` (a pandas categorical keeps its own level order);
+- the fixed part, built by formulaic with R's codings and factor levels sorted like R's
+  ``factor()`` (a pandas categorical keeps its own level order; ``factor(x, levels = ...)`` and
+  ``relevel(x, ref = ...)`` state another), R's functions (``I()``, ``poly``, ``ns``, ...);
 - random terms ``(expr | g)``: ``g`` may be a column, an interaction ``a:b`` or a nesting ``a/b``
   (``= (expr|a) + (expr|a:b)``); ``(expr || g)`` gives uncorrelated terms as lme4's
   ``expandDoubleVerts`` does.
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
     from formulaic import ModelSpec
     from numpy.typing import ArrayLike
 
-__all__ = ["FixedDesign", "ParsedFormula", "RandomTerm", "build_fixed", "build_random_terms",
-           "fixed_variables", "parse_formula", "split_theta", "term_lambdas", "translate_fixed"]
+__all__ = ["FixedDesign", "LevelSpec", "ParsedFormula", "RandomTerm", "build_fixed",
+           "build_random_terms", "fixed_variables", "parse_formula", "r_context", "r_factor",
+           "split_theta", "term_lambdas", "translate_fixed", "translate_terms"]
 
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
