@@ -365,7 +365,17 @@ def _r_ns(x: Any, df: int | None = None, knots: Any = None, intercept: bool = Fa
 def _ns_transform() -> Any:
     from formulaic.transforms import stateful_transform
 
-    return stateful_transform(_r_ns)
+    wrapped = stateful_transform(_r_ns)
+    # pickle finds functions by module and name: the wrapper gets a name of its own (served by
+    # the module's __getattr__), so that designs and fits holding it pickle
+    wrapped.__name__ = wrapped.__qualname__ = "_ns_stateful"
+    return wrapped
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_ns_stateful":
+        return _ns_transform()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def r_context() -> dict[str, Any]:
