@@ -54,6 +54,7 @@ def test_control_defaults_are_the_documented_values():
         1500, 4000, 0.25, 60_000_000)
     assert (c.separation_tol, c.rank_tol, c.profile_xtol, c.theta_fd_step) == (
         1e-4, 1e-7, 1e-7, 1e-5)
+    assert (c.hessian_chunk_rows, c.step_slack) == (65536, 1e-12)
     assert c == DEFAULT_CONTROL and c.changed() == {}
     assert evalmix.GlmerControl is GlmerControl is evalmix.glmm.GlmerControl
     # every field documented by a comment in the class source
@@ -157,6 +158,28 @@ def test_pirls_iteration_limit_is_read_from_the_control():
     assert ev.iterations == 1
     full = build_deviance(design).pirls(np.array([1.5]), np.zeros(2))
     assert full.iterations > 1 and full.dev < ev.dev
+
+
+def test_hessian_row_chunks_change_the_blocks_not_the_standard_errors():
+    """lme4's early-stop term J' W J summed in blocks of 7 rows or of 65,536: the same Hessian."""
+    d = crossed()
+    f = "correct ~ x + (1|item)"
+    a, b = quiet(f, d), quiet(f, d, control=GlmerControl(hessian_chunk_rows=7))
+    assert len(d) > 7 and b.control.hessian_chunk_rows == 7
+    np.testing.assert_allclose(b.vcov.to_numpy(), a.vcov.to_numpy(), rtol=1e-9)
+    assert b.loglik == a.loglik
+
+
+def test_step_slack_is_read_from_the_control():
+    """Without slack PIRLS reaches the same mode (the slack only keeps rounding from halving
+    the last steps away); a huge slack accepts a first full Newton step that overshoots."""
+    design = build_design("correct ~ x + (1|item)", crossed())
+    th, beta = np.array([1.5]), np.zeros(2)
+    full = build_deviance(design).pirls(th, beta)
+    strict = build_deviance(design, control=GlmerControl(step_slack=1e-300)).pirls(th, beta)
+    assert strict.dev == pytest.approx(full.dev, rel=1e-12)
+    one = build_deviance(design, control=GlmerControl(step_slack=1e6, pirls_maxit=1))
+    assert one.pirls(th, beta).dev >= full.dev
 
 
 def test_singular_tolerance_is_read_from_the_control():

@@ -125,6 +125,15 @@ class GlmerControl:
     separation_tol: float = _num(1e-4)
     #: step of the finite-difference Hessian: lme4 1.1-31's ``deriv12(delta = 1e-4)``
     hessian_step: float = _num(1e-4)
+    #: rows per block of the Gauss-Newton term ``J' W J`` of the Hessian (lme4's early-stop
+    #: correction): blocks of 65,536 rows bound the temporary to 64k x (theta + beta) doubles
+    #: instead of a second n x (theta + beta) copy
+    hessian_chunk_rows: int = _num(65536, int)
+    #: slack of the step-halving line searches (PIRLS, the joint PIRLS of ``nAGQ = 0``, the
+    #: Newton steps over beta): a step is accepted when it raises the objective by at most this
+    #: share of it; the objective is summed to about 1e-15 relative, so rounding must not reject
+    #: (and halve to nothing) a step taken at the mode
+    step_slack: float = _num(1e-12)
 
     # -- solver choice and memory limits ---------------------------------------------------------
     #: random effects (q) up to which ``DenseSolver`` scatters rows straight into a dense q x q

@@ -980,7 +980,7 @@ class LaplaceDeviance:
                 etan = eta + step * zd
                 kern, mun = self.kernel_mu(etan)
                 pn = kern + float(un @ un)
-                if pn <= pdev + 1e-12 * abs(pdev):
+                if pn <= pdev + self.control.step_slack * abs(pdev):
                     break
                 step *= 0.5
             else:
@@ -1187,7 +1187,7 @@ class LaplaceDeviance:
                 etan = self.X.dot(bn) + off + s.zl(un)
                 kn, mun = self.kernel_mu(etan)
                 pn = kn + float(un @ un)
-                if pn <= pdev + 1e-12 * abs(pdev):
+                if pn <= pdev + self.control.step_slack * abs(pdev):
                     break
                 step *= 0.5
             u, beta, eta, mu, pdev = un, bn, etan, mun, pn

@@ -137,6 +137,7 @@ class ProfiledFit:
         self.ev: Evaluation | None = None
         self.inner_tol = ld.control.inner_tol
         self.inner_maxit = ld.control.inner_maxit
+        self.step_slack = ld.control.step_slack
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
         # outer evaluations, recorded when the control asks for a log
@@ -177,7 +178,7 @@ class ProfiledFit:
             t = 1.0
             for _ in range(40):
                 evn = ld.pirls(theta, ev.beta - t * step, ev.u + t * du)
-                if evn.dev <= ev.dev + 1e-12 * abs(ev.dev):
+                if evn.dev <= ev.dev + self.step_slack * abs(ev.dev):
                     break
                 t *= 0.5
             else:
@@ -488,9 +489,10 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         _theta_block(ld, ev, H, h)
     if J is not None:
         c = ld.one_step_weights(ev)
-        for s in range(0, c.size, 65536):  # row chunks: no second n x P temporary
-            Js = J[s:s + 65536]
-            H += Js.T @ (c[s:s + 65536, None] * Js)
+        rows = ld.control.hessian_chunk_rows  # row chunks: no second n x P temporary
+        for s in range(0, c.size, rows):
+            Js = J[s:s + rows]
+            H += Js.T @ (c[s:s + rows, None] * Js)
     ld._refresh(ev)
     return H
 
