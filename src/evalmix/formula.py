@@ -365,7 +365,17 @@ def _r_ns(x: Any, df: int | None = None, knots: Any = None, intercept: bool = Fa
 def _ns_transform() -> Any:
     from formulaic.transforms import stateful_transform
 
-    return stateful_transform(_r_ns)
+    wrapped = stateful_transform(_r_ns)
+    # pickle finds functions by module and name: the wrapper gets a name of its own (served by
+    # the module's __getattr__), so that designs and fits holding it pickle
+    wrapped.__name__ = wrapped.__qualname__ = "_ns_stateful"
+    return wrapped
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_ns_stateful":
+        return _ns_transform()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def r_context() -> dict[str, Any]:
@@ -438,7 +448,10 @@ def _split_args(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def _r_scalar(text: str, where: str) -> Any:
+Level = str | int | float | bool  # a factor level written in a formula
+
+
+def _r_scalar(text: str, where: str) -> Level:
     """An R (or Python) literal: a quoted string, a number, TRUE/FALSE."""
     t = text.strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
@@ -455,7 +468,7 @@ def _r_scalar(text: str, where: str) -> Any:
     return int(v) if v.is_integer() else v
 
 
-def _r_values(text: str, where: str) -> list[Any]:
+def _r_values(text: str, where: str) -> list[Level]:
     """An R vector literal: ``c("b", "a")``, ``c(3, 1)``, ``3:1``, ``"b"`` or a Python list."""
     t = text.strip()
     m = re.fullmatch(r"c\s*\((.*)\)", t, re.S)
@@ -474,8 +487,8 @@ def _r_values(text: str, where: str) -> list[Any]:
 class LevelSpec:
     """A factor's level order as the formula states it: ``factor(x, levels = ...)``, ``relevel``."""
 
-    levels: tuple[Any, ...] | None = None  # the order given (None: R's sorted order)
-    ref: Any = None  # the reference level moved first by relevel() (None: none)
+    levels: tuple[Level, ...] | None = None  # the order given (None: R's sorted order)
+    ref: Level | None = None  # the reference level moved first by relevel() (None: none)
 
 
 _FACTOR_FUNC = re.compile(r"(?<![\w.])(as\.factor|factor|as\.ordered|ordered|relevel)\s*\(")
