@@ -946,6 +946,8 @@ class LaplaceDeviance:
         (``tol`` and ``maxit`` default to the control's ``pirls_tol`` and ``pirls_maxit``)."""
         tol = self.control.pirls_tol if tol is None else tol
         maxit = self.control.pirls_maxit if maxit is None else maxit
+        if self._rows is not None:
+            return self._pirls_rows(theta, beta, u0, tol, maxit)
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
@@ -992,6 +994,61 @@ class LaplaceDeviance:
         if not converged:  # factor at the final u
             w = self.working(eta, mu)[1]
             logdet = s.factor(w)
+        if not (np.isfinite(logdet) and np.isfinite(pdev)):
+            logdet = np.inf  # no mode found: never a minimum for the optimiser
+        ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
+                        pdev, it)
+        self._last = ev
+        return ev
+
+    def _pirls_rows(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None,
+                    tol: float, maxit: int) -> Evaluation:
+        """:meth:`pirls` with the compiled row passes (logit link) writing into buffers made
+        once per call: ``eta``, ``mu`` and ``w`` are updated in place (they become the
+        :class:`Evaluation`'s), the score has one buffer, and a step-halving trial only sums its
+        deviance. The arithmetic is the NumPy path's, row for row."""
+        rows = self._rows
+        assert rows is not None
+        self._set_theta(theta)
+        s = self.solver
+        self.evaluations += 1
+        eta = self.X.dot(beta)
+        if self.offset is not None:
+            eta = eta + self.offset
+        u = np.zeros(self.q) if u0 is None else u0
+        eta = np.ascontiguousarray(eta + s.zl(u), dtype=float)
+        mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+        pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
+        it, converged = 0, False
+        for it in range(1, maxit + 1):
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+            grad = s.zlt(score) - u
+            delta = s.solve(grad)
+            dec = float(grad @ delta)
+            if dec < tol * (1.0 + abs(pdev)):
+                converged = True
+                break
+            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
+                break
+            zd = np.ascontiguousarray(s.zl(delta), dtype=float)
+            step = 1.0
+            for _ in range(30):
+                un = u + step * delta
+                pn = rows.trial_deviance(eta, zd, step, self.k, self.m) + float(un @ un)
+                if pn <= pdev + self.control.step_slack * abs(pdev):
+                    break
+                step *= 0.5
+            else:
+                step *= 2.0  # the last step tried is taken, as in the NumPy path
+            pn = rows.advance(eta, zd, step, self.k, self.m, mu) + float(un @ un)
+            del zd
+            u, pdev = un, pn
+        self.pirls_iterations += it
+        if not converged:  # factor at the final u
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+        del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
             logdet = np.inf  # no mode found: never a minimum for the optimiser
         ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
