@@ -29,7 +29,7 @@ from typing import Any, overload
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
 
 from . import multiplicity
 from .draws import hdi
@@ -492,7 +492,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         codes = [pd.factorize(frame[c])[0] for c in cols]
         order = np.lexsort(codes)
         con = con.take(order)
-        con = con.linear_map(np.eye(len(order)), con.frame[cols], by=by)
+        con = replace(con, frame=con.frame[cols].reset_index(drop=True), by=tuple(by))
         frame = con.frame
         families = [(np.asarray(idx), 0) for idx in
                     (frame.groupby(by, sort=False, observed=True).indices.values() if by
@@ -513,15 +513,19 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
     frame = grid.frame
     groups = (frame.groupby(by, sort=False, observed=True).indices if by
               else {(): np.arange(len(frame))})
-    K_rows, frames, families = [], [], []
+    # K is sparse: each contrast touches only its group's rows, and a chain on a large grid has
+    # as many groups as rows to contrast
+    k_rows, k_cols, k_vals = [], [], []
+    frames, families = [], []
     start = 0
     for key, idx in groups.items():
         idx = np.sort(np.asarray(idx))
         labels = [_label(r) for r in frame.iloc[idx][spec].itertuples(index=False, name=None)]
         K, names = _contrast_matrix(method, labels, ref, sep)
-        Kg = np.zeros((len(K), len(frame)))
-        Kg[:, idx] = K
-        K_rows.append(Kg)
+        r, c = np.nonzero(K)
+        k_rows.append(start + r)
+        k_cols.append(idx[c])
+        k_vals.append(K[r, c])
         block = pd.DataFrame({label_col: names})
         key = key if isinstance(key, tuple) else (key,)
         for v, val in zip(by, key):
@@ -529,7 +533,10 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
         frames.append(block)
         families.append((np.arange(start, start + len(names)), len(labels)))
         start += len(names)
-    con = grid.linear_map(np.vstack(K_rows), pd.concat(frames, ignore_index=True), by=by)
+    Ks = sparse.csr_matrix((np.concatenate(k_vals), (np.concatenate(k_rows),
+                                                    np.concatenate(k_cols))),
+                           shape=(start, len(frame)))
+    con = grid.linear_map(Ks, pd.concat(frames, ignore_index=True), by=by)
     return replace(con, contrasts=True), families
 
 
