@@ -150,3 +150,28 @@ def test_grid_solver_is_chosen_only_for_dense_crossings():
     assert not CrossedGridSolver.applies(_terms(a[keep], b[keep], na, nb))
     a, b = (x.ravel() for x in np.meshgrid(np.arange(20), np.arange(10), indexing="ij"))
     assert not CrossedGridSolver.applies(_terms(a, b, 20, 10))  # small: the sparse path is as fast
+
+
+def test_compiled_row_passes_give_the_numpy_fit():
+    """The compiled (numba) deviance, score and weight passes of large logit fits, forced on a
+    small design, give the NumPy fit (to rounding); with numba absent both runs are NumPy."""
+    from evalmix.glmm import _logit_rows
+
+    ref = FITS["grid_counts"]
+    rows = GlmerControl(grid_min_cells=1, compiled_rows_min=1)
+    design = build_design(ref["formula"], pd.read_csv(REF / ref["data"]))
+    ld = LaplaceDeviance(design.X, design.k, design.m, design.terms, control=rows)
+    assert (ld._rows is not None) == _logit_rows.available()
+    eta = np.linspace(-40.0, 40.0, design.k.size)
+    dev, mu = ld.kernel_mu(eta)
+    plain = LaplaceDeviance(design.X, design.k, design.m, design.terms, control=GRID)
+    assert plain._rows is None
+    dev0, mu0 = plain.kernel_mu(eta)
+    assert dev == pytest.approx(dev0, rel=1e-13)
+    np.testing.assert_allclose(mu, mu0, rtol=1e-14, atol=0)
+    for a, b in zip(ld.working(eta, mu), plain.working(eta, mu0)):  # fused multiply-adds
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    fast, slow = _fit(ref, rows), _fit(ref)
+    assert fast.loglik == pytest.approx(slow.loglik, abs=1e-8)
+    np.testing.assert_allclose(fast.fixef.to_numpy(), slow.fixef.to_numpy(), atol=1e-8)
+    np.testing.assert_allclose(fast.vcov.to_numpy(), slow.vcov.to_numpy(), rtol=1e-6)
