@@ -29,7 +29,7 @@ from typing import Any, overload
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
 
 from . import multiplicity
 from .draws import hdi
@@ -492,7 +492,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         codes = [pd.factorize(frame[c])[0] for c in cols]
         order = np.lexsort(codes)
         con = con.take(order)
-        con = con.linear_map(np.eye(len(order)), con.frame[cols], by=by)
+        con = replace(con, frame=con.frame[cols].reset_index(drop=True), by=tuple(by))
         frame = con.frame
         families = [(np.asarray(idx), 0) for idx in
                     (frame.groupby(by, sort=False, observed=True).indices.values() if by
@@ -513,23 +513,34 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
     frame = grid.frame
     groups = (frame.groupby(by, sort=False, observed=True).indices if by
               else {(): np.arange(len(frame))})
-    K_rows, frames, families = [], [], []
+    # K is sparse: each contrast touches only its group's rows, and a chain on a large grid has
+    # as many groups as rows to contrast
+    k_rows, k_cols, k_vals = [], [], []
+    names_all: list[str] = []
+    first_rows: list[np.ndarray] = []  # per new row, a row of its group (for the by values)
+    families = []
+    row_labels = [_label(r) for r in frame[spec].itertuples(index=False, name=None)]
     start = 0
-    for key, idx in groups.items():
+    for idx in groups.values():
         idx = np.sort(np.asarray(idx))
-        labels = [_label(r) for r in frame.iloc[idx][spec].itertuples(index=False, name=None)]
+        labels = [row_labels[i] for i in idx]
         K, names = _contrast_matrix(method, labels, ref, sep)
-        Kg = np.zeros((len(K), len(frame)))
-        Kg[:, idx] = K
-        K_rows.append(Kg)
-        block = pd.DataFrame({label_col: names})
-        key = key if isinstance(key, tuple) else (key,)
-        for v, val in zip(by, key):
-            block[v] = val
-        frames.append(block)
+        r, c = np.nonzero(K)
+        k_rows.append(start + r)
+        k_cols.append(idx[c])
+        k_vals.append(K[r, c])
+        names_all.extend(names)
+        first_rows.append(np.full(len(names), idx[0]))
         families.append((np.arange(start, start + len(names)), len(labels)))
         start += len(names)
-    con = grid.linear_map(np.vstack(K_rows), pd.concat(frames, ignore_index=True), by=by)
+    new_frame = pd.DataFrame({label_col: names_all})
+    at = np.concatenate(first_rows)
+    for v in by:
+        new_frame[v] = list(frame[v].to_numpy()[at])
+    Ks = sparse.csr_matrix((np.concatenate(k_vals), (np.concatenate(k_rows),
+                                                    np.concatenate(k_cols))),
+                           shape=(start, len(frame)))
+    con = grid.linear_map(Ks, new_frame, by=by)
     return replace(con, contrasts=True), families
 
 
@@ -554,61 +565,68 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
     coefs = con.coefficients
     frame = con.frame
     label_col = frame.columns[0]
-    blocks, notes = [], []
+    notes: list[str] = []
     p_method = ci_method = adjust
+    est, se = est_all["estimate"].to_numpy(), est_all["se"].to_numpy()
+    n = len(frame)
+    # the family loop only adjusts: everything else is computed for all rows at once
+    stat, p_raw, p_adj, lo, hi, prob = (np.full(n, np.nan) for _ in range(6))
+    vals_all = con.linear_predictor() if coefs.draws is not None else None
     for rows, n_means in families:
-        block = frame.iloc[rows].reset_index(drop=True)
-        names = [_label(r) for r in block.itertuples(index=False, name=None)] \
-            if label_col != "contrast" and label_col != "contrast1" else block[label_col].tolist()
-        part = con.take(rows)
-        summ = est_all.iloc[rows].reset_index(drop=True)
-        warn_divergent(part.L, coefs.separation, names, "the contrast", stacklevel=3)
-        if coefs.draws is not None:
-            vals = part.linear_predictor()
-            summ["prob_positive"] = np.where(ok_all[rows], (vals > null).mean(axis=0), np.nan)
+        if coefs.separation is not None:
+            block = frame.iloc[rows]
+            names = [_label(r) for r in block.itertuples(index=False, name=None)] \
+                if label_col not in ("contrast", "contrast1") else block[label_col].tolist()
+            warn_divergent(con.take(rows).L, coefs.separation, names, "the contrast",
+                           stacklevel=3)
+        if vals_all is not None:
+            prob[rows] = np.where(ok_all[rows], (vals_all[:, rows] > null).mean(axis=0), np.nan)
             p_method = ci_method = "none"
-        else:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = (est[rows] - null) / se[rows]
+        corr = None
+        if adjust == "mvt":  # the only adjustment that needs the joint distribution
+            cov = con.take(rows).covariance()
+            d = np.sqrt(np.diag(cov))
             with np.errstate(invalid="ignore", divide="ignore"):
-                z = (summ["estimate"].to_numpy() - null) / summ["se"].to_numpy()
-            corr = None
-            if adjust == "mvt":  # the only adjustment that needs the joint distribution
-                cov = part.covariance()
-                d = np.sqrt(np.diag(cov))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    corr = cov / np.outer(d, d)
-            p, crit, p_method, ci_method = multiplicity.adjust_family(
-                z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise,
-                corr=corr)
-            est, se = summ["estimate"].to_numpy(), summ["se"].to_numpy()
-            summ = pd.DataFrame({"estimate": est, "se": se, "statistic": z,
-                                 "p_value": 2 * stats.norm.sf(np.abs(z)), "p_adjusted": p,
-                                 "conf_low": est - crit * se, "conf_high": est + crit * se})
-            for kind, meth in (("P value", p_method), ("Conf-level", ci_method)):
-                note = _family_note(meth, len(names), n_means, kind)
-                if note and note not in notes:
-                    notes.append(note)
-        if con.link == "logit":
-            summ["odds_ratio"] = np.exp(summ["estimate"])
-            summ["or_conf_low"] = np.exp(summ["conf_low"])
-            summ["or_conf_high"] = np.exp(summ["conf_high"])
-        if ratio:
-            # the odds-ratio scale, as emmeans reports it: the ratio, its delta-method SE and the
-            # back-transformed interval; no log-odds columns beside an "A / B" label
-            summ["se"] = summ["odds_ratio"] * summ["se"]
-            summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
-            summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
-                                                 if c not in ("odds_ratio", "se")]]
-        if odds_ratios:  # the estimates are odds ratios: name them so
-            summ = summ.rename(columns={"estimate": "odds_ratio", "conf_low": "or_conf_low",
-                                        "conf_high": "or_conf_high"})
-        blocks.append(pd.concat([block, summ], axis=1))
+                corr = cov / np.outer(d, d)
+        p, crit, p_method, ci_method = multiplicity.adjust_family(
+            z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise, corr=corr)
+        stat[rows], p_raw[rows], p_adj[rows] = z, 2 * stats.norm.sf(np.abs(z)), p
+        lo[rows], hi[rows] = est[rows] - crit * se[rows], est[rows] + crit * se[rows]
+        for kind, meth in (("P value", p_method), ("Conf-level", ci_method)):
+            note = _family_note(meth, len(rows), n_means, kind)
+            if note and note not in notes:
+                notes.append(note)
+    if vals_all is not None:
+        summ = est_all.assign(prob_positive=prob)
+    else:
+        summ = pd.DataFrame({"estimate": est, "se": se, "statistic": stat, "p_value": p_raw,
+                             "p_adjusted": p_adj, "conf_low": lo, "conf_high": hi})
+    if con.link == "logit":
+        summ["odds_ratio"] = np.exp(summ["estimate"])
+        summ["or_conf_low"] = np.exp(summ["conf_low"])
+        summ["or_conf_high"] = np.exp(summ["conf_high"])
+    if ratio:
+        # the odds-ratio scale, as emmeans reports it: the ratio, its delta-method SE and the
+        # back-transformed interval; no log-odds columns beside an "A / B" label
+        summ["se"] = summ["odds_ratio"] * summ["se"]
+        summ = summ.drop(columns=["estimate", "conf_low", "conf_high"])
+        summ = summ[["odds_ratio", "se"] + [c for c in summ.columns
+                                             if c not in ("odds_ratio", "se")]]
+    if odds_ratios:  # the estimates are odds ratios: name them so
+        summ = summ.rename(columns={"estimate": "odds_ratio", "conf_low": "or_conf_low",
+                                    "conf_high": "or_conf_high"})
+    order = np.concatenate([rows for rows, _ in families]) if families else np.arange(0)
+    table = pd.concat([frame.iloc[order].reset_index(drop=True),
+                       summ.iloc[order].reset_index(drop=True)], axis=1)
     if coefs.draws is None and p_method in ("holm", "hochberg", "BH", "BY"):
         notes.append(f"Intervals use Bonferroni critical values: {adjust} adjusts p-values only.")
     if coefs.draws is not None:
         above = "P(odds ratio > 1)" if odds_ratios else "P(contrast > 0)"
         notes.append(f"Posterior means, {conf_level:.0%} highest-density intervals and "
                      f"{above}; no multiplicity adjustment applies.")
-    table = pd.concat(blocks, ignore_index=True)
     return Contrasts(table=table, grid=replace(con, adjust=p_method, conf_level=conf_level),
                      method=method_name, adjust=p_method, ci_adjust=ci_method,
                      conf_level=conf_level, notes=tuple(notes), scale=scale,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
 
 from ._result import Result
 from .draws import hdi
@@ -369,19 +369,23 @@ class RefGrid(Result):
                        L=self._raw("L")[idx], L_full=None if L_full is None else L_full[idx],
                        offset=None if off is None else off[idx])
 
-    def linear_map(self, K: np.ndarray, frame: pd.DataFrame, *, by: Sequence[str] | None = None,
+    def linear_map(self, K: np.ndarray | sparse.spmatrix | sparse.sparray, frame: pd.DataFrame, *, by: Sequence[str] | None = None,
                    adjust: str | None = None) -> RefGrid:
         """A grid whose rows are ``K`` times this grid's rows (contrasts, averages, subsets).
 
         ``frame`` names the new rows; ``by`` and ``adjust`` default to this grid's.
         """
-        K = np.atleast_2d(np.asarray(K, dtype=float))
+        # a sparse K (contrasts within groups of a large grid) stays sparse: K L is dense and
+        # small, K itself would be rows x grid rows
+        K = (sparse.csr_matrix(K) if sparse.issparse(K)
+             else np.atleast_2d(np.asarray(K, dtype=float)))
         if K.shape[1] != len(self._raw("L")):
             raise ValueError(f"K has {K.shape[1]} columns for a grid of {len(self._raw('L'))} rows")
         L_full = self._raw("L_full")
-        return replace(self, frame=frame.reset_index(drop=True), L=K @ self._raw("L"),
-                       L_full=None if L_full is None else K @ L_full,
-                       offset=K @ self.offsets,
+        return replace(self, frame=frame.reset_index(drop=True),
+                       L=np.asarray(K @ self._raw("L")),
+                       L_full=None if L_full is None else np.asarray(K @ L_full),
+                       offset=np.asarray(K @ self.offsets).ravel(),
                        by=self.by if by is None else tuple(by),
                        adjust=self.adjust if adjust is None else adjust)
 
