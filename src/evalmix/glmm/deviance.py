@@ -61,7 +61,7 @@ class Solver(Protocol):
         """Use ``Lambda(theta)`` (theta in lme4's layout, see ``RandomTerm.lambda_``)."""
 
     def zl(self, u: np.ndarray) -> np.ndarray:
-        """``A u`` (one value per pooled row)."""
+        """``A u`` (one value per pooled row; a new array the caller may overwrite)."""
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
         """``A' r`` (length q)."""
@@ -76,7 +76,8 @@ class Solver(Protocol):
         """``H^-1 r`` for a vector or a q x k matrix."""
 
     def leverage(self) -> np.ndarray:
-        """``a_i' H^-1 a_i`` for every row (``a_i`` the row of A)."""
+        """``a_i' H^-1 a_i`` for every row (``a_i`` the row of A; a new array the caller may
+        overwrite)."""
 
     def cond_var(self) -> np.ndarray:
         """Diagonal of ``H^-1`` (conditional variances of the spherical modes)."""
@@ -1088,10 +1089,23 @@ class LaplaceDeviance:
             return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
-        r = self.k - self.m * ev.mu
-        g = s.leverage() * ev.w * (1.0 - 2.0 * ev.mu)
+        # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
+        # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
+        r = np.multiply(self.m, ev.mu)
+        np.subtract(self.k, r, out=r)
+        g = np.asarray(s.leverage(), dtype=float)  # new arrays (see Solver)
+        g *= ev.w
+        tmp = np.multiply(ev.mu, 2.0)
+        np.subtract(1.0, tmp, out=tmp)
+        g *= tmp
         v = s.solve(s.zlt(g))
-        rho = g - 2.0 * r - ev.w * s.zl(v)
+        rho = g  # g is not needed past A'g
+        np.multiply(r, 2.0, out=tmp)
+        rho -= tmp
+        zv = np.asarray(s.zl(v), dtype=float)
+        zv *= ev.w
+        rho -= zv
+        del tmp, zv
         gt = None
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
