@@ -1013,11 +1013,11 @@ class LaplaceDeviance:
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
-        eta = self.X.dot(beta)
+        eta = np.ascontiguousarray(self.X.dot(beta), dtype=float)  # a new array
         if self.offset is not None:
-            eta = eta + self.offset
+            eta += self.offset
         u = np.zeros(self.q) if u0 is None else u0
-        eta = np.ascontiguousarray(eta + s.zl(u), dtype=float)
+        eta += s.zl(u)
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
         pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
         it, converged = 0, False
