@@ -1288,7 +1288,9 @@ class LaplaceDeviance:
             step = 1.0
             for _ in range(30):
                 un, bn = u + step * du, beta + step * db
-                etan = self.X.dot(bn) + off + s.zl(un)
+                etan = np.asarray(self.X.dot(bn), dtype=float)  # in place: X.dot(bn) is new
+                etan += off
+                etan += s.zl(un)
                 kn, mun = self.kernel_mu(etan)
                 pn = kn + float(un @ un)
                 if pn <= pdev + self.control.step_slack * abs(pdev):

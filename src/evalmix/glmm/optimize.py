@@ -493,7 +493,9 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             u0 = ev.u + ld.du_dbeta(ev, e)
         evj = ld.pirls(th, be, u0)
         if J is not None:
-            J[:, j] = (evj.eta - ev.eta) / h
+            jc = J[:, j]  # in place: no n-row temporaries
+            np.subtract(evj.eta, ev.eta, out=jc)
+            jc /= h
         gt, gb = ld.grads(evj, theta=exact_theta)
         col = ((np.concatenate([gt, gb]) if exact_theta else gb) - g0) / h
         if exact_theta:
