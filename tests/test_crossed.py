@@ -190,8 +190,8 @@ def _rasch_grid(models: int, items: int, seed: int) -> pd.DataFrame:
 
 @pytest.mark.parametrize("order", ["sb", "bs", "cells"])
 def test_buffered_pirls_gives_the_numpy_path(order):
-    """PIRLS with the compiled passes into per-call buffers (in-place eta/mu/w, trial deviances
-    without a trial eta) and the blocked syrk give the NumPy path's modes, deviance and fit on
+    """PIRLS (and lme4's second-stage PIRLS) with the compiled passes into per-call buffers
+    (in-place eta/mu/w, trial deviances without a trial eta) and the blocked syrk give the NumPy path's modes, deviance and fit on
     a 60 x 1,500 grid (90,000 rows; rows in either grid order or shuffled): each evaluation to
     1e-12 relative; the fitted log-likelihood to 1e-12 relative, beta to 1e-8."""
     from evalmix.glmm import _logit_rows
@@ -217,6 +217,9 @@ def test_buffered_pirls_gives_the_numpy_path(order):
         assert a.dev == pytest.approx(b.dev, rel=1e-12)
         for x, y in [(a.u, b.u), (a.eta, b.eta), (a.mu, b.mu), (a.w, b.w)]:
             np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+        start = b.eta * 0.9 + 0.1  # lme4's second-stage deviance from a nearby start
+        la, lb = fast.lme4_pirls(theta, beta, start), slow.lme4_pirls(theta, beta, start)
+        assert la[1] == lb[1] and la[0] == pytest.approx(lb[0], rel=1e-12)
         ga, gb = fast.grads(a), slow.grads(b)
         np.testing.assert_allclose(ga[0], gb[0], rtol=1e-8)
         np.testing.assert_allclose(ga[1], gb[1], rtol=1e-8, atol=1e-9)

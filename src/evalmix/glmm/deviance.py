@@ -1196,6 +1196,8 @@ class LaplaceDeviance:
         if self.offset is not None:
             xb = xb + self.offset
         eta = np.asarray(eta_start, dtype=float)
+        if self._rows is not None:
+            return self._lme4_pirls_rows(xb, eta, tol, maxit)
         mu = self.kernel_mu(eta)[1]
         u_old, old = None, np.inf
         for i in range(1, maxit + 1):
@@ -1214,6 +1216,37 @@ class LaplaceDeviance:
                 eta = xb + s.zl(u)
                 kern, mu = self.kernel_mu(eta)
                 pdev = kern + float(u @ u)
+            u_old, old = u, pdev
+        return pdev + logdet, maxit
+
+    def _lme4_pirls_rows(self, xb: np.ndarray, eta_start: np.ndarray, tol: float,
+                         maxit: int) -> tuple[float, int]:
+        """:meth:`lme4_pirls` with the compiled row passes writing into buffers made once per
+        call (same arithmetic, row for row)."""
+        rows = self._rows
+        assert rows is not None
+        s = self.solver
+        eta = np.array(eta_start, dtype=float)  # the caller's start is not overwritten
+        mu, score, w, t = (np.empty_like(eta) for _ in range(4))
+        rows.deviance_mu_into(eta, self.k, self.m, mu)
+        u_old, old = None, np.inf
+        for i in range(1, maxit + 1):
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+            np.subtract(eta, xb, out=t)  # the working response, as w * (eta - xb) + score
+            t *= w
+            t += score
+            u = s.solve(s.zlt(t))
+            np.add(xb, s.zl(u), out=eta)
+            pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
+                return pdev + logdet, i
+            for _ in range(20):
+                if u_old is None or (np.isfinite(pdev) and pdev <= old):
+                    break
+                u = (u_old + u) / 2.0
+                np.add(xb, s.zl(u), out=eta)
+                pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
             u_old, old = u, pdev
         return pdev + logdet, maxit
 
