@@ -131,7 +131,11 @@ cases <- list(
   list(id = "c_level_test", data = "counts",
        formula = 'cbind(k, n - k) ~ I(cond != "a") + dose + (1|item)'),
   list(id = "u_star", data = "unbalanced",
-       formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model")
+       formula = "correct ~ model * language + (1|item) + (1|item:run)", emmeans = "model"),
+  # a singular vector-valued term (nc = 3): lme4's optimum is a rank-one Lambda whose first row
+  # is nonzero, reached from the boundary L[1, 1] = 0 only with the column's signs flipped
+  list(id = "u_run_by_model", data = "unbalanced",
+       formula = "correct ~ model + (1|item) + (0 + factor(run)|model)")
 )
 
 out <- list()

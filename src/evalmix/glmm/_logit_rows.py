@@ -6,6 +6,9 @@ ten passes over the rows (and as many temporaries) for the first and five for th
 loop needs one, spread over the available cores (``prange``). numba is optional: without it, or
 below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
 cost more than they save), :class:`evalmix.glmm.deviance.LaplaceDeviance` keeps its NumPy code.
+
+The ``*_into``, ``trial_deviance`` and ``advance`` forms write into buffers that PIRLS allocates
+once per call: at 40M rows every fresh float64 temporary is 320 MB that the kernel must zero.
 """
 
 from __future__ import annotations
@@ -39,9 +42,36 @@ def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarr
         w[i] = m[i] * p * (1.0 - p)
 
 
+def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
+                    m: np.ndarray) -> float:
+    # the deviance at eta + step zd, rounded as NumPy's ``eta + step * zd`` (no fused multiply-add
+    # without fastmath), without storing that linear predictor
+    total = 0.0
+    for i in prange(eta.size):
+        x = eta[i] + step * zd[i]
+        e = math.exp(-abs(x))
+        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
+    return 2.0 * total
+
+
+def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
+             mu: np.ndarray) -> float:
+    total = 0.0
+    for i in prange(eta.size):
+        x = eta[i] + step * zd[i]
+        eta[i] = x
+        e = math.exp(-abs(x))
+        inv = 1.0 / (1.0 + e)
+        mu[i] = inv if x >= 0 else e * inv
+        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
+    return 2.0 * total
+
+
 if njit is not None:
     _deviance_mu = njit(cache=True, parallel=True, nogil=True)(_deviance_mu)
     _score_weights = njit(cache=True, parallel=True, nogil=True)(_score_weights)
+    _trial_deviance = njit(cache=True, parallel=True, nogil=True)(_trial_deviance)
+    _advance = njit(cache=True, parallel=True, nogil=True)(_advance)
 
 
 def available() -> bool:
@@ -60,3 +90,26 @@ def score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[np.ndar
     score, w = np.empty_like(mu), np.empty_like(mu)
     _score_weights(mu, k, m, score, w)
     return score, w
+
+
+def deviance_mu_into(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
+    """``D(y, eta)``, writing ``mu`` into the given buffer."""
+    return float(_deviance_mu(eta, k, m, mu))
+
+
+def score_weights_into(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
+                       w: np.ndarray) -> None:
+    """:func:`score_weights` into the given buffers."""
+    _score_weights(mu, k, m, score, w)
+
+
+def trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
+                   m: np.ndarray) -> float:
+    """``D(y, eta + step zd)`` without forming the trial linear predictor (step halving)."""
+    return float(_trial_deviance(eta, zd, float(step), k, m))
+
+
+def advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
+            mu: np.ndarray) -> float:
+    """``eta += step zd`` in place, ``mu`` written into its buffer; returns ``D(y, eta)``."""
+    return float(_advance(eta, zd, float(step), k, m, mu))

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from .design import FixedMatrix
 
 
+_SYRK_BLOCK = 1 << 21  # cells of the grid scaled at a time (16 MB: glibc reuses such blocks)
+_dsyrk = sla.blas.dsyrk
+
+
 def _all_cores(flops: float) -> contextlib.AbstractContextManager[Any]:
     """Let BLAS use every core for one large product (fits otherwise hold it to one thread,
     which is faster for the many small products of a fit)."""
@@ -169,10 +173,17 @@ class CrossedGridSolver:
         self.Db = 1.0 + self.tb**2 * W.sum(axis=0)
         Ds = 1.0 + self.ts**2 * W.sum(axis=1)
         c = self.ts * self.tb
-        # S = D_s - C D_b^-1 C' = D_s - c^2 (W D_b^-1/2)(W D_b^-1/2)'
-        Xs = W * (c / np.sqrt(self.Db))[None, :]
+        # S = D_s - C D_b^-1 C' = D_s - c^2 (W D_b^-1/2)(W D_b^-1/2)', one syrk per block of
+        # columns: a block of the scaled grid (at most _SYRK_BLOCK cells) rather than a copy of
+        # the whole grid, which at 40M cells is 320 MB for the kernel to zero at each factor
+        scale = c / np.sqrt(self.Db)
+        S = np.zeros((self.ns, self.ns), order="F")
+        cols = max(1, _SYRK_BLOCK // self.ns)
         with _all_cores(self.ns**2 * self.nb):
-            S = -(Xs @ Xs.T)  # numpy calls syrk for a product with its own transpose
+            for j in range(0, self.nb, cols):
+                Xs = W[:, j:j + cols] * scale[None, j:j + cols]
+                # Xs' is Fortran-ordered: syrk on it (trans=1) forms Xs Xs' without a copy
+                S = _dsyrk(alpha=-1.0, a=Xs.T, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
         del Xs
         S[np.diag_indices_from(S)] += Ds
         self.cf = sla.cho_factor(S, lower=True, check_finite=False)

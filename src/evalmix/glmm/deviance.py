@@ -61,7 +61,7 @@ class Solver(Protocol):
         """Use ``Lambda(theta)`` (theta in lme4's layout, see ``RandomTerm.lambda_``)."""
 
     def zl(self, u: np.ndarray) -> np.ndarray:
-        """``A u`` (one value per pooled row)."""
+        """``A u`` (one value per pooled row; a new array the caller may overwrite)."""
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
         """``A' r`` (length q)."""
@@ -76,7 +76,8 @@ class Solver(Protocol):
         """``H^-1 r`` for a vector or a q x k matrix."""
 
     def leverage(self) -> np.ndarray:
-        """``a_i' H^-1 a_i`` for every row (``a_i`` the row of A)."""
+        """``a_i' H^-1 a_i`` for every row (``a_i`` the row of A; a new array the caller may
+        overwrite)."""
 
     def cond_var(self) -> np.ndarray:
         """Diagonal of ``H^-1`` (conditional variances of the spherical modes)."""
@@ -946,6 +947,8 @@ class LaplaceDeviance:
         (``tol`` and ``maxit`` default to the control's ``pirls_tol`` and ``pirls_maxit``)."""
         tol = self.control.pirls_tol if tol is None else tol
         maxit = self.control.pirls_maxit if maxit is None else maxit
+        if self._rows is not None:
+            return self._pirls_rows(theta, beta, u0, tol, maxit)
         self._set_theta(theta)
         s = self.solver
         self.evaluations += 1
@@ -999,6 +1002,61 @@ class LaplaceDeviance:
         self._last = ev
         return ev
 
+    def _pirls_rows(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None,
+                    tol: float, maxit: int) -> Evaluation:
+        """:meth:`pirls` with the compiled row passes (logit link) writing into buffers made
+        once per call: ``eta``, ``mu`` and ``w`` are updated in place (they become the
+        :class:`Evaluation`'s), the score has one buffer, and a step-halving trial only sums its
+        deviance. The arithmetic is the NumPy path's, row for row."""
+        rows = self._rows
+        assert rows is not None
+        self._set_theta(theta)
+        s = self.solver
+        self.evaluations += 1
+        eta = np.ascontiguousarray(self.X.dot(beta), dtype=float)  # a new array
+        if self.offset is not None:
+            eta += self.offset
+        u = np.zeros(self.q) if u0 is None else u0
+        eta += s.zl(u)
+        mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+        pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
+        it, converged = 0, False
+        for it in range(1, maxit + 1):
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+            grad = s.zlt(score) - u
+            delta = s.solve(grad)
+            dec = float(grad @ delta)
+            if dec < tol * (1.0 + abs(pdev)):
+                converged = True
+                break
+            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
+                break
+            zd = np.ascontiguousarray(s.zl(delta), dtype=float)
+            step = 1.0
+            for _ in range(30):
+                un = u + step * delta
+                pn = rows.trial_deviance(eta, zd, step, self.k, self.m) + float(un @ un)
+                if pn <= pdev + self.control.step_slack * abs(pdev):
+                    break
+                step *= 0.5
+            else:
+                step *= 2.0  # the last step tried is taken, as in the NumPy path
+            pn = rows.advance(eta, zd, step, self.k, self.m, mu) + float(un @ un)
+            del zd
+            u, pdev = un, pn
+        self.pirls_iterations += it
+        if not converged:  # factor at the final u
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+        del score
+        if not (np.isfinite(logdet) and np.isfinite(pdev)):
+            logdet = np.inf  # no mode found: never a minimum for the optimiser
+        ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
+                        pdev, it)
+        self._last = ev
+        return ev
+
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
 
@@ -1031,10 +1089,23 @@ class LaplaceDeviance:
             return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
-        r = self.k - self.m * ev.mu
-        g = s.leverage() * ev.w * (1.0 - 2.0 * ev.mu)
+        # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
+        # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
+        r = np.multiply(self.m, ev.mu)
+        np.subtract(self.k, r, out=r)
+        g = np.asarray(s.leverage(), dtype=float)  # new arrays (see Solver)
+        g *= ev.w
+        tmp = np.multiply(ev.mu, 2.0)
+        np.subtract(1.0, tmp, out=tmp)
+        g *= tmp
         v = s.solve(s.zlt(g))
-        rho = g - 2.0 * r - ev.w * s.zl(v)
+        rho = g  # g is not needed past A'g
+        np.multiply(r, 2.0, out=tmp)
+        rho -= tmp
+        zv = np.asarray(s.zl(v), dtype=float)
+        zv *= ev.w
+        rho -= zv
+        del tmp, zv
         gt = None
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
@@ -1125,6 +1196,8 @@ class LaplaceDeviance:
         if self.offset is not None:
             xb = xb + self.offset
         eta = np.asarray(eta_start, dtype=float)
+        if self._rows is not None:
+            return self._lme4_pirls_rows(xb, eta, tol, maxit)
         mu = self.kernel_mu(eta)[1]
         u_old, old = None, np.inf
         for i in range(1, maxit + 1):
@@ -1143,6 +1216,37 @@ class LaplaceDeviance:
                 eta = xb + s.zl(u)
                 kern, mu = self.kernel_mu(eta)
                 pdev = kern + float(u @ u)
+            u_old, old = u, pdev
+        return pdev + logdet, maxit
+
+    def _lme4_pirls_rows(self, xb: np.ndarray, eta_start: np.ndarray, tol: float,
+                         maxit: int) -> tuple[float, int]:
+        """:meth:`lme4_pirls` with the compiled row passes writing into buffers made once per
+        call (same arithmetic, row for row)."""
+        rows = self._rows
+        assert rows is not None
+        s = self.solver
+        eta = np.array(eta_start, dtype=float)  # the caller's start is not overwritten
+        mu, score, w, t = (np.empty_like(eta) for _ in range(4))
+        rows.deviance_mu_into(eta, self.k, self.m, mu)
+        u_old, old = None, np.inf
+        for i in range(1, maxit + 1):
+            rows.score_weights_into(mu, self.k, self.m, score, w)
+            logdet = s.factor(w)
+            np.subtract(eta, xb, out=t)  # the working response, as w * (eta - xb) + score
+            t *= w
+            t += score
+            u = s.solve(s.zlt(t))
+            np.add(xb, s.zl(u), out=eta)
+            pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
+            if abs((old - pdev) / (pdev + self.saturated)) < tol:
+                return pdev + logdet, i
+            for _ in range(20):
+                if u_old is None or (np.isfinite(pdev) and pdev <= old):
+                    break
+                u = (u_old + u) / 2.0
+                np.add(xb, s.zl(u), out=eta)
+                pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
             u_old, old = u, pdev
         return pdev + logdet, maxit
 

@@ -312,8 +312,16 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
     For a column ``c`` of ``Lambda`` with ``L[c, c] = 0``, move the entries below the diagonal
     into the diagonal of their rows (keeping each row's norm, i.e. each variance) and give column
     ``c`` a small diagonal: the correlations restart from 0.
+
+    Then, for such a column with entries below the diagonal, the same column with those entries
+    negated and a small diagonal. ``Lambda Lambda'`` is unchanged by negating a whole column, so
+    on the boundary ``L[c, c] = 0`` the column and its mirror image are the same fit, but the
+    derivative over ``L[c, c]`` changes sign between them: where it points out of the feasible
+    set at one (a stop on the face ``L[c, c] = 0`` with the correlations of the wrong sign), it
+    points into it at the other. A rank-one Lambda whose first row should be nonzero is reached
+    only through this mirror image (bound-constrained optimisers cannot cross ``L[c, c] = 0``).
     """
-    out, pos = [], 0
+    out, mirrored, pos = [], [], 0
     for t, L in zip(terms, term_lambdas(terms, theta)):
         if t.nc > 1:
             for c in range(t.nc):
@@ -326,8 +334,17 @@ def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarr
                     new = theta.copy()
                     new[pos:pos + t.theta_size] = t.theta_from_lambda(M)
                     out.append(new)
+                    if np.any(np.abs(L[c + 1:, c]) > 1e-6):
+                        for step in (0.1, 0.01):  # the descent along the mirror may be short
+                            M = L.copy()
+                            M[c + 1:, c] *= -1.0
+                            M[c, c] = step
+                            new = theta.copy()
+                            new[pos:pos + t.theta_size] = t.theta_from_lambda(M)
+                            mirrored.append(new)
         pos += t.theta_size
-    return out
+    # the mirrored starts come last, so that a fit the other probes already restarted is unchanged
+    return out + mirrored
 
 
 def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
