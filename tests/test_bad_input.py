@@ -580,3 +580,20 @@ def test_power_pilot_scores_outside_unit_interval():
     b[1, 2] = 2
     with pytest.raises(DataError, match=r"`b` holds scores outside \[0, 1\] \(run 1, item 2: 2.0\)"):
         clustered_variance_components(a, b)
+
+
+def test_glmer_ignores_incomplete_columns_it_does_not_read():
+    """A half-empty column the formula never uses neither stops the fit nor thins its rows (R's
+    model.frame reads only the model's variables); a predictor with gaps is named."""
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"model": np.repeat(["a", "b"], 200), "item": np.tile(np.arange(100), 4),
+                      "run": np.tile(np.repeat([1, 2], 100), 2)})
+    d["correct"] = (rng.random(400) < 0.6).astype(int)
+    d["notes"] = np.where(rng.random(400) < 0.3, None, "x")
+    d["score"] = np.where(rng.random(400) < 0.3, np.nan, 1.0)
+    fit = evalmix.glmer("correct ~ model + (1|item)", d)
+    clean = evalmix.glmer("correct ~ model + (1|item)", d.drop(columns=["notes", "score"]))
+    np.testing.assert_allclose(fit.fixef.to_numpy(), clean.fixef.to_numpy(), rtol=0, atol=1e-10)
+    assert fit.loglik == pytest.approx(clean.loglik, abs=1e-10)
+    with pytest.raises(DataError, match=r"^column 'score' has 1\d\d missing value"):
+        evalmix.glmer("correct ~ model + score + (1|item)", d)

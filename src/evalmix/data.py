@@ -547,14 +547,15 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
                 raise DataError(f"{where}no rows left after dropping rows with missing values")
         else:
             col = next(c for c in checked if na[c].any())
-            role = "outcome" if col in outcome_cols else "key"
+            role = "outcome" if col in outcome_cols else \
+                "key" if col in (schema.item, schema.model, schema.run) else ""
             if role == "outcome" and "status" in df.columns:  # harness samples, unscored ones kept
                 raise DataError(
                     f"{where}outcome column {col!r} is missing in {int(na[col].sum())} row(s) and the "
                     "table has a 'status' column: unscored samples (errors, cancellations) cannot be "
                     "analysed here; pass evalmix.status.scored_rows(data) to use the scored ones, and "
                     "see evalmix.accuracy_bounds() for what the others could change")
-            raise DataError(f"{where}{role} column {col!r} has {int(na[col].sum())} missing value(s) "
+            raise DataError(f"{where}{role + ' ' if role else ''}column {col!r} has {int(na[col].sum())} missing value(s) "
                             f"(NaN/None) in rows: " + show_rows(df, na[col], key_cols[:3] + [col])
                             + " (pass missing='drop' to drop such rows with a warning)")
     if schema.counts:

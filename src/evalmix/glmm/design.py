@@ -21,7 +21,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from ..data import RunsData, ensure_runs, load_table
+from ..data import RunsData, ensure_runs, load_table, schema_of
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
                        fixed_variables, parse_formula, random_columns)
@@ -154,6 +154,25 @@ def _parse(formula: str, trials: str | None) -> ParsedFormula:
     return parsed
 
 
+def _drop_unused_incomplete(data: pd.DataFrame, parsed: ParsedFormula, weights: Any,
+                            offset: Any) -> pd.DataFrame:
+    """Leave out columns the model never reads that hold missing values.
+
+    The runs-table rules treat every other column as a slice, where a missing value is an error
+    (and ``missing="drop"`` drops the row); a model, like R's ``model.frame``, only reads its own
+    variables, so a half-empty notes column must neither stop the fit nor thin its rows.  The
+    item, model and run roles stay: they key the table.
+    """
+    used = set(parsed.columns) | set(fixed_variables(parsed.fixed, parsed.offsets))
+    used |= set(random_columns(parsed.random, data))
+    used |= {v for v in (weights, offset) if isinstance(v, str)}
+    recorded = schema_of(data)
+    keys = {"item", "model", "run"} if recorded is None else \
+        {c for c in (recorded.item, recorded.model, recorded.run) if c is not None}
+    drop = [c for c in data.columns if c not in used and c not in keys and data[c].isna().any()]
+    return data.drop(columns=drop) if drop else data
+
+
 def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
                weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None) -> pd.DataFrame:
     """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
@@ -191,6 +210,7 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     if missing == "drop" and arrays:
         raise ValueError(f"missing='drop' cannot drop rows of {' and '.join(arrays)} given as arrays: "
                          "give them as column names")
+    data = _drop_unused_incomplete(data, parsed, weights, offset)
     y = data[parsed.successes]
     if parsed.failures is not None:
         roles: dict = {"check_outcome": False}  # cbind(k, f): build_design checks the counts
