@@ -55,6 +55,7 @@ def test_control_defaults_are_the_documented_values():
     assert (c.separation_tol, c.rank_tol, c.profile_xtol, c.theta_fd_step) == (
         1e-4, 1e-7, 1e-7, 1e-5)
     assert (c.hessian_chunk_rows, c.step_slack) == (65536, 1e-12)
+    assert (c.pirls_halvings, c.inner_halvings, c.inner_gain_tol) == (30, 40, 1e-14)
     assert c == DEFAULT_CONTROL and c.changed() == {}
     assert evalmix.GlmerControl is GlmerControl is evalmix.glmm.GlmerControl
     # every field documented by a comment in the class source
@@ -180,6 +181,9 @@ def test_step_slack_is_read_from_the_control():
     assert strict.dev == pytest.approx(full.dev, rel=1e-12)
     one = build_deviance(design, control=GlmerControl(step_slack=1e6, pirls_maxit=1))
     assert one.pirls(th, beta).dev >= full.dev
+    # one halving allowed: the same mode (full Newton steps suffice from this start)
+    few = build_deviance(design, control=GlmerControl(pirls_halvings=1)).pirls(th, beta)
+    assert few.dev == pytest.approx(full.dev, rel=1e-12)
 
 
 def test_singular_tolerance_is_read_from_the_control():

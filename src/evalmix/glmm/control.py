@@ -134,6 +134,15 @@ class GlmerControl:
     #: share of it; the objective is summed to about 1e-15 relative, so rounding must not reject
     #: (and halve to nothing) a step taken at the mode
     step_slack: float = _num(1e-12)
+    #: halvings of a PIRLS step before giving up on it: 2^-30 (1e-9) of a Newton step that still
+    #: does not decrease the objective means the mode is reached to rounding
+    pirls_halvings: int = _num(30, int)
+    #: halvings of a Newton step over beta (the inner loop of the profiled optimiser): 2^-40,
+    #: as the step is combined with the PIRLS modes and may need a finer cut
+    inner_halvings: int = _num(40, int)
+    #: the inner Newton loop over beta stops when a step gains less than this share of the
+    #: deviance (below the 1e-15 summation noise a step only follows rounding)
+    inner_gain_tol: float = _num(1e-14)
 
     # -- solver choice and memory limits ---------------------------------------------------------
     #: random effects (q) up to which ``DenseSolver`` scatters rows straight into a dense q x q

@@ -978,7 +978,7 @@ class LaplaceDeviance:
                 break
             zd = s.zl(delta)
             step = 1.0
-            for _ in range(30):
+            for _ in range(self.control.pirls_halvings):
                 un = u + step * delta
                 etan = eta + step * zd
                 kern, mun = self.kernel_mu(etan)
@@ -1034,7 +1034,7 @@ class LaplaceDeviance:
                 break
             zd = np.ascontiguousarray(s.zl(delta), dtype=float)
             step = 1.0
-            for _ in range(30):
+            for _ in range(self.control.pirls_halvings):
                 un = u + step * delta
                 pn = rows.trial_deviance(eta, zd, step, self.k, self.m) + float(un @ un)
                 if pn <= pdev + self.control.step_slack * abs(pdev):
@@ -1286,7 +1286,7 @@ class LaplaceDeviance:
             if dec < tol * (1.0 + abs(pdev)):
                 break
             step = 1.0
-            for _ in range(30):
+            for _ in range(self.control.pirls_halvings):
                 un, bn = u + step * du, beta + step * db
                 etan = np.asarray(self.X.dot(bn), dtype=float)  # in place: X.dot(bn) is new
                 etan += off

@@ -138,6 +138,8 @@ class ProfiledFit:
         self.inner_tol = ld.control.inner_tol
         self.inner_maxit = ld.control.inner_maxit
         self.step_slack = ld.control.step_slack
+        self.inner_halvings = ld.control.inner_halvings
+        self.inner_gain_tol = ld.control.inner_gain_tol
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
         # outer evaluations, recorded when the control asks for a log
@@ -176,7 +178,7 @@ class ProfiledFit:
             prev = dec
             du = ld.du_dbeta(ev, -step)
             t = 1.0
-            for _ in range(40):
+            for _ in range(self.inner_halvings):
                 evn = ld.pirls(theta, ev.beta - t * step, ev.u + t * du)
                 if evn.dev <= ev.dev + self.step_slack * abs(ev.dev):
                     break
@@ -185,7 +187,7 @@ class ProfiledFit:
                 break
             improved = ev.dev - evn.dev
             ev = evn
-            if improved < 1e-14 * abs(ev.dev):
+            if improved < self.inner_gain_tol * abs(ev.dev):
                 break
         self.beta, self.u, self.ev = ev.beta, ev.u, ev
         return ev
