@@ -189,15 +189,18 @@ def _rasch_grid(models: int, items: int, seed: int) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("order", ["sb", "bs", "cells"])
-def test_buffered_pirls_gives_the_numpy_path(order):
+def test_buffered_pirls_gives_the_numpy_path(order, monkeypatch):
     """PIRLS (and lme4's second-stage PIRLS) with the compiled passes into per-call buffers
     (in-place eta/mu/w, trial deviances without a trial eta) and the blocked syrk give the NumPy path's modes, deviance and fit on
     a 60 x 1,500 grid (90,000 rows; rows in either grid order or shuffled): each evaluation to
-    1e-12 relative; the fitted log-likelihood to 1e-12 relative, beta to 1e-8."""
+    1e-12 relative; the fitted log-likelihood to 1e-10 relative, beta to 1e-8."""
     from evalmix.glmm import _logit_rows
 
     if not _logit_rows.available():
         pytest.skip("numba is not installed: there is no compiled path to compare")
+    from evalmix.glmm import crossed
+
+    monkeypatch.setattr(crossed, "_SYRK_BLOCK", 60 * 400)  # the Schur complement in 4 blocks
     df = _rasch_grid(60, 1500, seed=3)
     if order == "bs":
         df = df.sort_values(["item", "model"], kind="stable").reset_index(drop=True)
@@ -225,10 +228,11 @@ def test_buffered_pirls_gives_the_numpy_path(order):
         np.testing.assert_allclose(ga[1], gb[1], rtol=1e-8, atol=1e-9)
     f1 = glmer("correct ~ 1 + (1|model) + (1|item)", df, control=fast_c)
     f0 = glmer("correct ~ 1 + (1|model) + (1|item)", df, control=slow_c)
-    # the optimiser stops where the two summation orders of the deviance (parallel reduction
-    # against NumPy's pairwise sum) differ: on this flat optimum theta moves by up to 7e-6
-    # relative (the compiled path before the buffers stopped at the same theta, to the bit)
-    assert f1.loglik == pytest.approx(f0.loglik, rel=1e-12)  # 5e-8 at this size
+    # the optimiser stops where rounding moves it on a flat optimum: the two summation orders of
+    # the deviance (parallel reduction against NumPy's pairwise sum) and the blocked syrk move
+    # theta by up to 7e-6 relative and the log-likelihood by 4e-6 (one syrk block: the compiled
+    # path before the buffers stopped at the same theta, to the bit)
+    assert f1.loglik == pytest.approx(f0.loglik, rel=1e-10)  # 5e-6 at this size
     np.testing.assert_allclose(f1.theta.to_numpy(), f0.theta.to_numpy(), rtol=2e-5)
     np.testing.assert_allclose(f1.fixef.to_numpy(), f0.fixef.to_numpy(), atol=1e-8)
     np.testing.assert_allclose(f1.vcov.to_numpy(), f0.vcov.to_numpy(), rtol=5e-5)
