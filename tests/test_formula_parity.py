@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import evalmix
+from r_checks import check_emmeans, check_type3
 from evalmix.errors import FitWarning
 
 REF_DIR = Path(__file__).parent / "reference"
@@ -75,10 +76,7 @@ EMM = [cid for cid, c in CASES.items() if c.get("emmeans")]
 @pytest.mark.parametrize("cid", EMM)
 def test_emmeans_match(cid):
     c = CASES[cid]
-    e = evalmix.emmeans(fit_case(cid), c["emmeans"]["spec"]).to_frame()
-    assert [str(v) for v in e[c["emmeans"]["spec"]]] == c["emmeans"]["level"]
-    np.testing.assert_allclose(e["estimate"], c["emmeans"]["estimate"], rtol=2e-3, atol=2e-3)
-    np.testing.assert_allclose(e["se"], c["emmeans"]["se"], rtol=0.01)
+    check_emmeans(fit_case(cid), c["emmeans"])
     r = evalmix.emmeans(fit_case(cid), c["emmeans"]["spec"], type="response").to_frame()
     np.testing.assert_allclose(r["estimate"], c["emmeans"]["response"], rtol=2e-3, atol=5e-4)
     np.testing.assert_allclose(r["se"], c["emmeans"]["response_se"], rtol=0.01)
@@ -89,8 +87,4 @@ ANOVA = [cid for cid, c in CASES.items() if c.get("anova")]
 
 @pytest.mark.parametrize("cid", ANOVA)
 def test_type3_matches_car(cid):
-    c = CASES[cid]
-    a = evalmix.anova(fit_case(cid)).to_frame()
-    assert len(a) == len(c["anova"]["term"])
-    np.testing.assert_array_equal(a["df"], c["anova"]["df"])
-    np.testing.assert_allclose(a["statistic"], c["anova"]["chisq"], rtol=0.01, atol=1e-6)
+    check_type3(fit_case(cid), CASES[cid]["anova"])
