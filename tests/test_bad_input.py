@@ -597,3 +597,15 @@ def test_glmer_ignores_incomplete_columns_it_does_not_read():
     assert fit.loglik == pytest.approx(clean.loglik, abs=1e-10)
     with pytest.raises(DataError, match=r"^column 'score' has 1\d\d missing value"):
         evalmix.glmer("correct ~ model + score + (1|item)", d)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: evalmix.ref_grid(d),
+    lambda d: evalmix.emmeans(d, "model"),
+    lambda d: evalmix.anova(d),
+    lambda d: evalmix.rank_uncertainty_glmm(d, "model"),
+], ids=["ref_grid", "emmeans", "anova", "rank_uncertainty_glmm"])
+def test_inference_on_a_table_instead_of_a_fit_names_it(call):
+    d = pd.DataFrame({"model": ["a", "b"], "item": [1, 1], "correct": [1, 0]})
+    with pytest.raises(TypeError, match="DataFrame is not a fitted model"):
+        call(d)

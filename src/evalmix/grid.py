@@ -558,10 +558,10 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
     >>> rg.frame["model"].tolist(), rg.L.shape
     (['M1', 'M2', 'M3'], (3, 3))
     """
+    coefs = coefficients(fit)  # first: it names what is not a fitted model
     design = fit.fixed_design
     frame = _grid_frame(design, at)
     X = np.asarray(design.model_matrix(frame), dtype=float)
-    coefs = coefficients(fit)
     if X.shape[1] != len(coefs.names):
         raise ValueError(f"the design has {X.shape[1]} columns but the fit has "
                          f"{len(coefs.names)} fixed effects")
@@ -600,12 +600,13 @@ def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = 
     >>> level_means(fit, "model").frame["model"].tolist()
     ['M1', 'M2', 'M3']
     """
+    grid = ref_grid(fit)  # first: it names what is not a fitted model
     factors = dict(fit.fixed_design.factors)
     by = list(by)
     for name in [term, *by]:
         if name not in factors:
             raise DataError(f"{name!r} is not a factor of the fixed part; factors: {list(factors)}")
     # expand.grid order with the last by variable slowest: reversed, the first by is slowest
-    means = ref_grid(fit).marginal([term], list(reversed(by)))
+    means = grid.marginal([term], list(reversed(by)))
     frame = means._raw("frame")[by + [term]]
     return replace(means, frame=frame, by=tuple(by))
