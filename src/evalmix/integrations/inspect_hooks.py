@@ -28,8 +28,10 @@ The numbers are those of :func:`leaderboard_report` on the same logs, which runs
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,7 +46,7 @@ from ..leaderboard import rank_sets
 __all__ = ["leaderboard_report"]
 
 
-def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None, baseline: str | None = None,
+def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str | None = None, baseline: str | None = None,
                        conf_level: float = 0.95, n_boot: int = 2000, seed: int = 1,
                        task: str = "all") -> dict[str, Any]:
     """Rank sets, tie groups, comparisons against a baseline and coverage per task of Inspect logs.
@@ -56,7 +58,9 @@ def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None,
     scorer : str, optional
         Scorer to rank on when samples carry several.
     baseline : str, optional
-        Model compared with every other one (default: the first model of each task).
+        Model compared with every other one (default: the first model of each task).  A name
+        that is none of the logs' models is an error; a task the baseline did not run is listed
+        under ``"skipped"``.
     conf_level, n_boot, seed
         As in :func:`evalmix.rank_sets`.
     task : str
@@ -68,17 +72,44 @@ def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None,
         ``{"tasks": {task: {"leaderboard": [...], "versus_baseline": [...], "tie_groups": {...},
         "baseline": ...}}, "conf_level": ..., "n_boot": ..., "seed": ...}``; a task with fewer than
         two models is listed under ``"skipped"`` with the reason.
+
+    Raises
+    ------
+    DataError
+        A baseline that is none of the models (the message lists them and the closest name), or
+        any error of :func:`evalmix.read_inspect`.
+
+    Warns
+    -----
+    DataWarning
+        A task left out because the baseline did not run on it; a log file found in a folder that
+        cannot be read (it is left out).
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)
-        data = read_inspect(list(logs), scorer=scorer, errors="keep")
+    paths = [logs] if isinstance(logs, (str, os.PathLike)) else list(logs)  # one path is not its letters
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        data = read_inspect(paths, scorer=scorer, errors="keep")
+    for w in caught:
+        # the notes on samples (status, retries) are the report's coverage; a log file left out
+        # is not, and is passed on so that no model disappears from the leaderboard unsaid
+        if issubclass(w.category, DataWarning) and "cannot be read as" in str(w.message):
+            warnings.warn(str(w.message), DataWarning, stacklevel=2)
     if "task" not in data.columns:
         data = data.assign(task=task)
+    if baseline is not None:
+        _check_baseline(baseline, sorted(map(str, data["model"].unique())))
     out: dict[str, Any] = {"conf_level": conf_level, "n_boot": n_boot, "seed": seed, "tasks": {},
                            "skipped": {}}
     for label, sub in data.groupby("task", sort=True):
         if sub["model"].nunique() < 2:
             out["skipped"][str(label)] = "fewer than two models"
+            continue
+        if baseline is not None and baseline not in set(sub["model"]):
+            models = sorted(map(str, sub["model"].unique()))
+            out["skipped"][str(label)] = (f"the baseline {baseline!r} was not run on this task; "
+                                          f"its models: {models}")
+            warnings.warn(f"task {label!r} left out of the leaderboard report: "
+                          f"{out['skipped'][str(label)]}", DataWarning, stacklevel=2)
             continue
         try:
             rs = rank_sets(sub, n_boot=n_boot, conf_level=conf_level, seed=seed)
@@ -105,6 +136,16 @@ def leaderboard_report(logs: Iterable[str | Path], *, scorer: str | None = None,
     return out
 
 
+def _check_baseline(baseline: str, models: list[str]) -> None:
+    """A baseline that is none of the models is an error, never an empty comparison."""
+    if baseline in models:
+        return
+    close = difflib.get_close_matches(baseline, models, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise DataError(f"baseline model {baseline!r} is not among the models of the logs {models}"
+                    f"{hint}")
+
+
 try:  # the hook exists only where Inspect is installed; the report above works without it
     from inspect_ai.hooks import Hooks, RunEnd, hooks
 except ImportError:  # pragma: no cover - depends on the environment
@@ -125,13 +166,18 @@ if Hooks is not None:  # pragma: no cover - exercised inside a real Inspect run 
             if not locations:
                 return
             names = {log.eval.task for log in data.logs}
-            report = leaderboard_report(
-                locations, scorer=os.environ.get("EVALMIX_SCORER") or None,
-                baseline=os.environ.get("EVALMIX_BASELINE") or None,
-                conf_level=float(os.environ.get("EVALMIX_CONF_LEVEL", "0.95")),
-                n_boot=int(os.environ.get("EVALMIX_N_BOOT", "2000")),
-                seed=int(os.environ.get("EVALMIX_SEED", "1")),
-                task=names.pop() if len(names) == 1 else "all")
+            try:
+                report = leaderboard_report(
+                    locations, scorer=os.environ.get("EVALMIX_SCORER") or None,
+                    baseline=os.environ.get("EVALMIX_BASELINE") or None,
+                    conf_level=float(os.environ.get("EVALMIX_CONF_LEVEL", "0.95")),
+                    n_boot=int(os.environ.get("EVALMIX_N_BOOT", "2000")),
+                    seed=int(os.environ.get("EVALMIX_SEED", "1")),
+                    task=names.pop() if len(names) == 1 else "all")
+            except ValueError as exc:  # DataError, or a setting that is not a number
+                # one line in the run's output, as the command line does, not a traceback
+                print(f"evalmix leaderboard: error: {exc}", file=sys.stderr)
+                return
             report["logs"] = [Path(p).name for p in locations]
             target = Path(os.environ.get("EVALMIX_OUT") or Path(locations[0]).parent / "evalmix-leaderboard.json")
             target.write_text(json.dumps(report, indent=2) + "\n")

@@ -11,13 +11,16 @@ import gzip
 import json
 import math
 import os
+import reprlib
 import warnings
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -27,17 +30,27 @@ from ..errors import DataError, DataWarning
 __all__ = [
     "COLUMNS",
     "ERRORS",
+    "NUMBER",
     "STATUSES",
+    "At",
     "PathLike",
+    "Source",
     "as_list",
     "check_errors",
     "expand",
+    "find_sources",
+    "json_kind",
     "load_json",
     "outcome",
+    "parse_json",
+    "read_each",
     "read_jsonl",
     "read_zip_member",
+    "reading",
     "runs_table",
 ]
+
+T = TypeVar("T")
 
 PathLike = str | os.PathLike[str]
 COLUMNS = ["model", "task", "item", "run", "correct"]
@@ -62,23 +75,158 @@ def as_list(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
     return out
 
 
-def expand(entry: PathLike, wanted: Callable[[Path], bool], what: str) -> list[Path]:
+@dataclass(frozen=True)
+class Source:
+    """A log file to read, and whether it was found in a folder or by a pattern rather than named.
+
+    A damaged file that was found is left out with a warning (the others are still read); one the
+    caller named is an error.
+    """
+
+    path: Path
+    found: bool
+
+
+def expand(entry: PathLike, wanted: Callable[[Path], bool], what: str) -> list[Source]:
     """Files named by one path entry: the file itself, the wanted files under a folder, or a glob."""
     path = Path(entry)
     if path.is_dir():
         found = sorted(p for p in path.rglob("*") if p.is_file() and wanted(p))
         if not found:
             raise DataError(f"no {what} files under {path}")
-        return found
+        return [Source(p, True) for p in found]
     if path.is_file():
-        return [path]
+        return [Source(path, False)]
     if any(ch in str(entry) for ch in "*?["):
         anchor = Path(path.anchor) if path.is_absolute() else Path()
         found = sorted(p for p in anchor.glob(str(path.relative_to(anchor))) if p.is_file())
         if not found:
             raise DataError(f"no files match {str(entry)!r}")
-        return found
+        return [Source(p, True) for p in found]
     raise DataError(f"no such file or folder: {path}")
+
+
+def find_sources(paths: PathLike | Iterable[PathLike], wanted: Callable[[Path], bool],
+                 what: str) -> list[Source]:
+    """Every file of one path, folder or pattern or of a list of them (see :func:`expand`)."""
+    return [src for entry in as_list(paths) for src in expand(entry, wanted, what)]
+
+
+# Python types of the JSON kinds a log schema names; a boolean never counts as an integer.
+NUMBER = (int, float)
+_KIND_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a string",
+                                bool: "a boolean", int: "an integer", float: "a number",
+                                type(None): "null"}
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 40, 40, 4, 3, 2
+_REQUIRED: Any = object()
+
+
+def json_kind(value: Any) -> str:
+    """The JSON kind of a parsed value in words: "an object", "an array", "null"..."""
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
+def _expected(kinds: tuple[type, ...]) -> str:
+    if set(NUMBER) <= set(kinds):
+        kinds = tuple(k for k in kinds if k is not int)
+    return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+
+
+@dataclass(frozen=True)
+class At:
+    """A place in a log file: the file and the path of a value in it (``samples[3].scores``).
+
+    The typed accessors :meth:`get` and :meth:`check` return a value of the kind the harness's
+    schema gives it, or raise a :class:`~evalmix.DataError` naming the file and the path.
+    """
+
+    file: str
+    path: str = ""
+
+    def key(self, name: str) -> At:
+        return At(self.file, f"{self.path}.{name}" if self.path else str(name))
+
+    def index(self, i: int) -> At:
+        return At(self.file, f"{self.path}[{i}]")
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}" if self.path else self.file
+
+    def error(self, message: str) -> DataError:
+        return DataError(f"{self.file}: {self.path} {message}" if self.path else f"{self.file} {message}")
+
+    def check(self, value: Any, kinds: type | tuple[type, ...]) -> Any:
+        """``value`` if it has one of the JSON kinds ``kinds``, else a DataError naming this place."""
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise self.error(f"is {json_kind(value)} ({_SHORT.repr(value)}), expected "
+                             f"{_expected(kinds)}")
+        return value
+
+    def get(self, obj: dict[str, Any], name: str, kinds: type | tuple[type, ...],
+            default: Any = _REQUIRED) -> Any:
+        """``obj[name]`` (``obj`` being the object at this place), checked against ``kinds``.
+
+        An absent field gives ``default``, or a DataError when the field is required; a field
+        that is present is checked even when it is null (list ``type(None)`` in ``kinds`` where
+        the schema allows null).
+        """
+        if name not in obj:
+            if default is _REQUIRED:
+                raise self.key(name).error("is missing")
+            return default
+        return self.key(name).check(obj[name], kinds)
+
+
+@contextmanager
+def reading(file: Path | str, what: str) -> Iterator[None]:
+    """The one guard around the reading of a log file: any failure is a DataError naming the file.
+
+    The loaders check fields with :class:`At`, so a schema error names its path; this turns what
+    the libraries raise on damaged input (a truncated archive, a damaged deflate stream, bytes that
+    are not UTF-8) into a DataError, and stands behind the field checks for whatever they miss.
+    """
+    try:
+        yield
+    except DataError:
+        raise
+    except OSError as exc:
+        raise DataError(f"cannot read {file}: {exc.strerror or exc}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise DataError(f"{file} is a damaged or truncated archive ({exc}); expected {what}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{file} is not UTF-8 text ({exc}); expected {what}") from None
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, RuntimeError) as exc:
+        raise DataError(f"{file} does not follow the layout of {what} "
+                        f"({type(exc).__name__}: {exc})") from None
+
+
+def read_each(sources: Iterable[Source], read: Callable[[Path], T], what: str) -> list[tuple[Source, T]]:
+    """``read`` every file inside :func:`reading`.
+
+    A file named by the caller that fails raises its DataError.  Files found in a folder (or by a
+    pattern) that fail are left out with one DataWarning naming each and why, so that a damaged log
+    never removes a model silently; when none of them can be read, that is an error.
+    """
+    done: list[tuple[Source, T]] = []
+    left: list[str] = []
+    for src in sources:
+        try:
+            with reading(src.path, what):
+                done.append((src, read(src.path)))
+        except DataError as exc:
+            if not src.found:
+                raise
+            message = str(exc)
+            left.append(message if str(src.path) in message else f"{src.path}: {message}")
+    if left and not done:
+        raise DataError(f"none of the {len(left)} file(s) found can be read as {what}: "
+                        + "; ".join(left))
+    if left:
+        warnings.warn(f"left out {len(left)} of {len(left) + len(done)} file(s) that cannot be read "
+                      f"as {what}: " + "; ".join(left), DataWarning, stacklevel=3)
+    return done
 
 
 def check_errors(errors: str) -> None:
@@ -86,8 +234,21 @@ def check_errors(errors: str) -> None:
         raise DataError(f"errors must be one of {', '.join(map(repr, ERRORS))}, not {errors!r}")
 
 
-def outcome(value: Any, allow_partial: bool, where: str) -> int | float:
-    """One logged score as 0/1 (or a fraction in [0, 1] where partial credit is allowed)."""
+def outcome(value: Any, allow_partial: bool, where: str, at: At | None = None) -> int | float:
+    """One logged score as 0/1 (or a fraction in [0, 1] where partial credit is allowed).
+
+    ``where`` says which sample it is; ``at``, the place of the value in its log, is named at the
+    end of the message.
+    """
+    try:
+        return _outcome(value, allow_partial, where)
+    except DataError as exc:
+        if at is None:
+            raise
+        raise DataError(f"{exc} (at {at})") from None
+
+
+def _outcome(value: Any, allow_partial: bool, where: str) -> int | float:
     if isinstance(value, str):
         text = value.strip()
         word = _SCORE_WORDS.get(text, _SCORE_WORDS.get(text.lower()))
@@ -117,32 +278,55 @@ def outcome(value: Any, allow_partial: bool, where: str) -> int | float:
     return float(value)
 
 
-def load_json(path: Path, what: str) -> Any:
-    """A JSON file, or a DataError naming it."""
+def parse_json(data: bytes | str, at: At) -> Any:
+    """JSON text (a byte-order mark is read as UTF-8), or a DataError naming the place."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid JSON ({exc}); expected {what}") from None
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise at.error(f"is not UTF-8 text ({exc})") from None
+    if not text.strip():
+        raise at.error("is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise at.error(f"is not valid JSON ({exc}; truncated?)") from None
+    except RecursionError:
+        raise at.error("is nested too deeply to be a log") from None
+
+
+def load_json(path: Path, what: str) -> Any:
+    """A JSON file (UTF-8, with or without a byte-order mark), or a DataError naming it."""
+    try:
+        data = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return parse_json(data, At(str(path)))
+    except DataError as exc:
+        raise DataError(f"{exc}; expected {what}") from None
 
 
 def read_jsonl(path: Path, what: str) -> list[tuple[int, Any]]:
-    """(line number, record) of every non-blank line of a (gzipped) JSON-lines file."""
+    """(line number, record) of every non-blank line of a (gzipped) JSON-lines file.
+
+    A byte-order mark before the first line is read as UTF-8.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
     records = []
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             for line_no, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
                 try:
                     records.append((line_no, json.loads(line)))
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}, line {line_no}: not valid JSON ({exc}); expected "
+                    raise DataError(f"{path}, line {line_no}: not valid JSON ({exc}; truncated?); "
+                                    f"expected {what}") from None
+                except RecursionError:
+                    raise DataError(f"{path}, line {line_no}: nested too deeply; expected "
                                     f"{what}") from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise DataError(f"cannot read {path} as {what}: {exc}") from None
     return records
 
@@ -176,8 +360,12 @@ def _zstd_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> byte
 
 def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
     """The bytes of one archive member, whatever its compression (stored, deflate, Zstandard)."""
+    if info.flag_bits & 0x1:
+        raise DataError(f"{path}: member {info.filename!r} is encrypted")
     try:
         return zf.read(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise DataError(f"{path}: member {info.filename!r} is damaged ({exc})") from None
     except NotImplementedError:
         if info.compress_type != _ZIP_ZSTD:
             raise DataError(f"{path}: member {info.filename!r} uses zip compression method "

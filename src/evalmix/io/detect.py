@@ -13,7 +13,7 @@ from ..errors import DataError
 from ._common import PathLike
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
-from .lm_eval import is_lm_eval_samples, read_lm_eval
+from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .openai_evals import is_openai_evals_record, read_openai_evals
 
 __all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
@@ -30,10 +30,11 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
 def _is_lm_eval(path: Path) -> bool:
     if not is_lm_eval_samples(path):
         return False
-    if path.suffix == ".gz":
+    if path.suffix == ".gz" or SAMPLES_FILE.match(path.name):
+        # the harness's own name (task and time stamp): a damaged file is reported when read
         return True
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             first = json.loads(fh.readline() or "{}")
     except (OSError, ValueError):
         return False
@@ -45,8 +46,8 @@ def _format_of(path: Path) -> str | None:
         return "helm"
     if path.name.startswith("samples_") and ".jsonl" in path.name:
         return "lm-eval" if _is_lm_eval(path) else None
-    if path.suffix in (".eval", ".json") and is_inspect_log(path):
-        return "inspect"
+    if path.suffix == ".eval" or (path.suffix == ".json" and is_inspect_log(path)):
+        return "inspect"  # every .eval file, so that a damaged archive is reported, not passed over
     if is_openai_evals_record(path):
         return "openai-evals"
     return None

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError
-from ._common import PathLike, as_list, expand, load_json, outcome, runs_table
+from ._common import NUMBER, At, json_kind, PathLike, find_sources, load_json, outcome, read_each, runs_table
 
 __all__ = ["is_helm_stats", "read_helm"]
 
@@ -33,6 +33,46 @@ def _task(run_name: str) -> str:
     scenario, _, args = run_name.partition(":")
     kept = [a for a in args.split(",") if a and not re.match(r"^model(_deployment)?=", a)]
     return scenario + (":" + ",".join(kept) if kept else "")
+
+
+def _read_run(path: Path) -> tuple[str, str, list[tuple[At, dict[str, Any]]]]:
+    """(model, task, unperturbed entries) of one run folder, every field read checked."""
+    spec_path = path.parent / "run_spec.json"
+    if not spec_path.is_file():
+        raise DataError(f"{path}: no run_spec.json beside it (HELM writes both into each run "
+                        f"folder); it names the model and the scenario")
+    spec = load_json(spec_path, "a HELM run_spec.json")
+    adapter = spec.get("adapter_spec") if isinstance(spec, dict) else None
+    if not isinstance(adapter, dict):
+        raise DataError(f"{spec_path} is not a HELM run spec: no 'adapter_spec'")
+    at = At(str(spec_path))
+    who = (at.key("adapter_spec").get(adapter, "model", (str, type(None)), default=None)
+           or at.key("adapter_spec").get(adapter, "model_deployment", (str, type(None)), default=None)
+           or path.parent.name)
+    task = _task(at.get(spec, "name", (str, type(None)), default=None) or path.parent.name)
+    entries = load_json(path, "HELM per-instance statistics")
+    if not isinstance(entries, list):
+        raise DataError(f"{path} is not a list of HELM per-instance statistics (instance_id, "
+                        f"train_trial_index, stats): the file is {json_kind(entries)}")
+    kept = []
+    for i, entry in enumerate(entries):
+        where = At(str(path)).index(i)
+        where.check(entry, dict)
+        if where.get(entry, "perturbation", (dict, type(None)), default=None):
+            continue
+        where.get(entry, "instance_id", (str, int))
+        entry = {**entry, "train_trial_index": where.get(entry, "train_trial_index", int, default=0)}
+        for j, stat in enumerate(where.get(entry, "stats", list)):
+            place = where.key("stats").index(j)
+            place.check(stat, dict)
+            name = place.get(stat, "name", dict)
+            place.key("name").get(name, "name", str)
+            place.key("name").get(name, "split", (str, type(None)), default=None)
+            place.get(stat, "count", NUMBER, default=0)
+            for key in ("mean", "sum"):
+                place.get(stat, key, (*NUMBER, type(None)), default=None)
+        kept.append((where, entry))
+    return str(who), task, kept
 
 
 def read_helm(
@@ -92,53 +132,40 @@ def read_helm(
     >>> read_helm(run)[["model", "item", "run", "correct"]].values.tolist()
     [['org/m', 'id0', 1, 0], ['org/m', 'id1', 1, 1], ['org/m', 'id2', 1, 0]]
     """
-    files = [p for entry in as_list(paths)
-             for p in expand(entry, is_helm_stats, "HELM per_instance_stats.json")]
+    sources = find_sources(paths, is_helm_stats, "HELM per_instance_stats.json")
+    read = read_each(sources, _read_run, "HELM run folders (per_instance_stats.json and run_spec.json)")
     records: list[dict[str, Any]] = []
-    for path in files:
-        spec_path = path.parent / "run_spec.json"
-        if not spec_path.is_file():
-            raise DataError(f"{path}: no run_spec.json beside it (HELM writes both into each run "
-                            f"folder); it names the model and the scenario")
-        spec = load_json(spec_path, "a HELM run_spec.json")
-        adapter = spec.get("adapter_spec") if isinstance(spec, dict) else None
-        if not isinstance(adapter, dict):
-            raise DataError(f"{spec_path} is not a HELM run spec: no 'adapter_spec'")
-        who = model or str(adapter.get("model") or adapter.get("model_deployment") or path.parent.name)
-        task = _task(str(spec.get("name") or path.parent.name))
-        entries = load_json(path, "HELM per-instance statistics")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) and "stats" in e
-                                                    for e in entries):
-            raise DataError(f"{path} is not a list of HELM per-instance statistics "
-                            f"(instance_id, train_trial_index, stats)")
+    for src, (spec_model, task, entries) in read:
+        path = src.path
+        who = model or spec_model
         logged: set[str] = set()
-        for entry in entries:
-            if entry.get("perturbation"):
-                continue
-            iid, trial = entry.get("instance_id"), int(entry.get("train_trial_index", 0))
+        for at, entry in entries:
+            iid, trial = entry["instance_id"], entry["train_trial_index"]
             where = f"{path}: instance {iid!r}, trial {trial}"
-            stat = None
-            for s in entry["stats"]:
-                name = s.get("name") or {}
+            stat, stat_at = None, at
+            for j, s in enumerate(entry["stats"]):
+                name = s["name"]
                 if name.get("split") == split and not name.get("perturbation"):
-                    logged.add(str(name.get("name")))
-                    if name.get("name") == metric:
-                        stat = s
+                    logged.add(name["name"])
+                    if name["name"] == metric:
+                        stat, stat_at = s, at.key("stats").index(j)
             scored = stat is not None and stat.get("count", 0) > 0
             if stat is None or not scored:
                 stat = {}
             elif stat.get("count") != 1:
                 raise DataError(f"{where}: statistic {metric!r} pools {stat.get('count')} values; "
-                                f"expected one per instance and trial")
+                                f"expected one per instance and trial ({stat_at.path}.count)")
+            value_key = "mean" if "mean" in stat else "sum"
             records.append({"model": who, "task": task, "item": iid, "run": trial + 1,
-                            "correct": (outcome(stat.get("mean", stat.get("sum")), allow_partial,
-                                                f"{where}, metric {metric!r}") if scored else None),
+                            "correct": (outcome(stat.get(value_key), allow_partial,
+                                                f"{where}, metric {metric!r}", stat_at.key(value_key))
+                                        if scored else None),
                             "status": "ok" if scored else "unscored", "source": str(path)})
         if metric not in logged:
             raise DataError(f"{path}: no per-instance statistic {metric!r} on split {split!r}; "
                             f"logged: {sorted(logged)}")
     df = runs_table(records, errors=errors, allow_partial=allow_partial,
-                    what=", ".join(map(str, files)),
+                    what=", ".join(str(src.path) for src, _ in read),
                     hint="two run folders hold the same model, scenario and trial")
     df.attrs["evalmix_source"] = {"format": "helm", "metric": metric, "split": split}
     return df

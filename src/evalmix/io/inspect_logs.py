@@ -13,7 +13,6 @@ the ``zstandard`` package (see :func:`evalmix.io._common.read_zip_member`).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import warnings
@@ -26,13 +25,16 @@ import pandas as pd
 
 from ..errors import DataError, DataWarning
 from ._common import (
+    At,
     PathLike,
-    as_list,
     check_errors,
-    expand,
+    find_sources,
     load_json,
     outcome,
+    parse_json,
+    read_each,
     read_zip_member,
+    reading,
     runs_table,
 )
 
@@ -40,6 +42,9 @@ __all__ = ["is_inspect_log", "read_inspect"]
 
 # A .json log starts with its version, then its status (inspect_ai's EvalLog field order).
 _JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+_BOM = b"\xef\xbb\xbf"
+# The JSON kinds of a score's value (inspect_ai.scorer.Value: a scalar, a list or a dict of them).
+_VALUES = (str, int, float, bool, list, dict, type(None))
 
 
 def is_inspect_log(path: Path) -> bool:
@@ -50,55 +55,96 @@ def is_inspect_log(path: Path) -> bool:
                 names = set(zf.namelist())
             return "header.json" in names or "_journal/start.json" in names
         with open(path, "rb") as fh:
-            return bool(_JSON_LOG_START.match(fh.read(4096)))
-    except OSError:
+            return bool(_JSON_LOG_START.match(fh.read(4096).removeprefix(_BOM)))
+    except (OSError, zipfile.BadZipFile, ValueError):
         return False
 
 
-def _read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, samples) of one Inspect log, from a .eval archive or a .json log."""
-    if zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                # a re-logged sample repeats its member name: the last member counts, as in Inspect
-                members = {info.filename: info for info in zf.infolist()}
-
-                def member(name: str) -> Any:
-                    return json.loads(read_zip_member(zf, members[name], path))
-
-                if "header.json" in members:
-                    header = member("header.json")
-                elif "_journal/start.json" in members:
-                    # running, or its process died: the header is written when the eval ends
-                    header = {"status": "started", **member("_journal/start.json")}
-                else:
-                    raise DataError(f"{path} is a zip archive without header.json or "
-                                    f"_journal/start.json: not an Inspect .eval log")
-                samples = [member(n) for n in members
-                           if n.startswith("samples/") and n.endswith(".json")]
-        except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, EOFError) as exc:
-            raise DataError(f"{path} is a damaged Inspect .eval archive ({exc})") from None
-        except OSError as exc:
-            raise DataError(f"cannot read {path}: {exc}") from None
-    else:
-        header = load_json(path, "an Inspect log (.eval archive or .json log)")
-        if not isinstance(header, dict):
-            header = {}
-        samples = header.get("samples") or []
-    if not isinstance(header.get("eval"), dict) or "model" not in header["eval"]:
-        raise DataError(f"{path} is not an Inspect log: no 'eval' header with a 'model' field")
-    return header, samples
+def _is_log_file(path: Path) -> bool:
+    """Whether a file found in a folder is read as an Inspect log: every ``.eval`` file (a damaged
+    one is then reported, not passed over), and any file whose content is an Inspect log."""
+    return path.suffix == ".eval" or is_inspect_log(path)
 
 
-def _sample_scores(sample: dict[str, Any], header: dict[str, Any]) -> dict[str, Any]:
-    if sample.get("scores"):
-        return sample["scores"]
-    if sample.get("score") is not None:
+def _is_archive(path: Path) -> bool:
+    if path.suffix == ".eval":
+        return True
+    with open(path, "rb") as fh:
+        return fh.read(4) == b"PK\x03\x04" or zipfile.is_zipfile(path)
+
+
+def _check_header(header: Any, at: At) -> dict[str, Any]:
+    """The log header with the fields evalmix reads checked against Inspect's EvalLog."""
+    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict) \
+            or "model" not in header["eval"]:
+        raise at.error("is not an Inspect log: no 'eval' header with a 'model' field")
+    spec = header["eval"]
+    where = at.key("eval")
+    where.get(spec, "model", str)
+    for name in ("task", "task_id", "eval_id", "created"):
+        where.get(spec, name, (str, type(None)), default=None)
+    at.get(header, "status", str, default="success")
+    results = at.get(header, "results", (dict, type(None)), default=None) or {}
+    scores = at.key("results").get(results, "scores", (list, type(None)), default=None) or []
+    if scores:
+        first = at.key("results").key("scores").index(0)
+        first.get(first.check(scores[0], dict), "name", (str, type(None)), default=None)
+    return header
+
+
+def _sample(raw: Any, at: At, header: dict[str, Any]) -> dict[str, Any]:
+    """One logged sample (Inspect's EvalSample), checked field by field, as
+    ``{"id", "epoch", "values": {scorer: value}, "error", "at"}``."""
+    sample = at.check(raw, dict)
+    sid = at.get(sample, "id", (int, str))
+    epoch = at.get(sample, "epoch", int, default=1)
+    scores = at.get(sample, "scores", (dict, type(None)), default=None) or {}
+    places = {name: at.key("scores").key(name) for name in scores}
+    old = None if scores else at.get(sample, "score", (dict, type(None)), default=None)
+    if old is not None:
         # logs before the scores dict had a single unnamed 'score': name it after the log's scorer
-        scores = (header.get("results") or {}).get("scores") or []
-        name = scores[0].get("name") if scores else None
-        return {name or "score": sample["score"]}
-    return {}
+        listed = (header.get("results") or {}).get("scores") or []
+        name = (listed[0].get("name") if listed else None) or "score"
+        scores, places = {name: old}, {name: at.key("score")}
+    values: dict[str, Any] = {}
+    for name, score in scores.items():
+        values[name] = places[name].get(places[name].check(score, dict), "value", _VALUES)
+    error = at.get(sample, "error", (dict, str, type(None)), default=None)
+    if isinstance(error, dict):
+        error = at.key("error").get(error, "message", (str, type(None)), default=None) or str(error)
+    return {"id": sid, "epoch": epoch, "values": values, "error": error or None,
+            "value_at": {name: place.key("value") for name, place in places.items()}}
+
+
+def _read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, checked samples) of one Inspect log, from a .eval archive or a .json log."""
+    if path.stat().st_size == 0:
+        raise DataError(f"{path} is empty: not an Inspect log")
+    if _is_archive(path):
+        with zipfile.ZipFile(path) as zf:
+            # a re-logged sample repeats its member name: the last member counts, as in Inspect
+            members = {info.filename: info for info in zf.infolist()}
+
+            def member(name: str) -> Any:
+                return parse_json(read_zip_member(zf, members[name], path), At(f"{path}, member {name}"))
+
+            if "header.json" in members:
+                header = _check_header(member("header.json"), At(f"{path}, member header.json"))
+            elif "_journal/start.json" in members:
+                # running, or its process died: the header is written when the eval ends
+                start = member("_journal/start.json")
+                header = _check_header({"status": "started", **start} if isinstance(start, dict)
+                                       else start, At(f"{path}, member _journal/start.json"))
+            else:
+                raise DataError(f"{path} is a zip archive without header.json or "
+                                f"_journal/start.json: not an Inspect .eval log")
+            samples = [_sample(member(n), At(f"{path}, member {n}"), header) for n in members
+                       if n.startswith("samples/") and n.endswith(".json")]
+        return header, samples
+    at = At(str(path))
+    header = _check_header(load_json(path, "an Inspect log (.eval archive or .json log)"), at)
+    listed = at.get(header, "samples", (list, type(None)), default=None) or []
+    return header, [_sample(s, at.key("samples").index(i), header) for i, s in enumerate(listed)]
 
 
 def _missing(value: Any) -> bool:
@@ -124,7 +170,10 @@ def _from_samples_df(frame: pd.DataFrame, base: Path | None) -> list[tuple[str, 
                 if base is not None and not path.is_absolute():
                     path = base / path
                 if path.is_file():
-                    header = headers.setdefault(str(path), _read_log(path)[0])
+                    if str(path) not in headers:
+                        with reading(path, "an Inspect log"):
+                            headers[str(path)] = _read_log(path)[0]
+                    header = headers[str(path)]
             spec = dict(header.get("eval") or {})
             if not _missing(row.get("model")):
                 spec["model"] = row["model"]
@@ -139,33 +188,31 @@ def _from_samples_df(frame: pd.DataFrame, base: Path | None) -> list[tuple[str, 
             spec.setdefault("task_id", key)
             logs[key] = (str(log) if not _missing(log) else f"samples_df eval {key}",
                          {**header, "eval": spec}, [])
-        scores = {}
+        at = At("the samples_df frame", f"row {row_no}")
+        values = {}
         for col in score_cols:
             value = row[col]
             if _missing(value):
                 continue
             if isinstance(value, str) and value.strip().startswith("{"):
-                value = json.loads(value)
-            scores[str(col)[len("score_"):]] = {"value": value}
-        error = row.get("error")
-        sample = {"id": row["id"], "epoch": int(row["epoch"]), "scores": scores}
-        if not _missing(error):
-            sample["error"] = {"message": str(error)}
-        logs[key][2].append(sample)
+                value = parse_json(value, at.key(str(col)))
+            values[str(col)[len("score_"):]] = value
+        sid, epoch, error = row["id"], row["epoch"], row.get("error")
+        if _missing(sid) or isinstance(sid, (list, dict)):
+            raise at.key("id").error(f"is {sid!r}: every sample needs an id")
+        if isinstance(epoch, float) and epoch.is_integer():
+            epoch = int(epoch)
+        at.key("epoch").check(epoch, int)
+        logs[key][2].append({"id": sid, "epoch": epoch, "values": values,
+                             "value_at": {name: at.key(f"score_{name}") for name in values},
+                             "error": None if _missing(error) else str(error)})
     return list(logs.values())
-
-
-def _error_text(sample: dict[str, Any]) -> str | None:
-    err = sample.get("error")
-    if not err:
-        return None
-    return str(err.get("message", err) if isinstance(err, dict) else err)
 
 
 def _status(sample: dict[str, Any], scored: bool) -> str:
     if scored:
         return "ok"
-    message = _error_text(sample)
+    message = sample["error"]
     if message is not None:
         # a sample stopped because the eval was cancelled around it, not by its own failure
         return "cancelled" if message.startswith("CancelledError") else "error"
@@ -258,10 +305,10 @@ def read_inspect(
         logs = _from_samples_df(paths, None)
         what = "the samples_df frame"
     else:
-        files = [p for entry in as_list(paths)
-                 for p in expand(entry, is_inspect_log, "Inspect .eval/.json log")]
-        logs = [(str(path), *_read_log(path)) for path in files]
-        what = ", ".join(str(p) for p in files)
+        sources = find_sources(paths, _is_log_file, "Inspect .eval/.json log")
+        read = read_each(sources, _read_log, "Inspect logs (.eval archives or .json logs)")
+        logs = [(str(src.path), header, samples) for src, (header, samples) in read]
+        what = ", ".join(str(src.path) for src, _ in read)
 
     # a log and its eval-retry share eval.task_id: they are one evaluation
     groups: dict[tuple[str, str, str], list[tuple[str, dict, list[dict]]]] = {}
@@ -271,7 +318,7 @@ def read_inspect(
                str(spec.get("task_id") or spec.get("eval_id") or source))
         groups.setdefault(key, []).append((source, header, samples))
 
-    names = sorted({name for _, h, ss in logs for s in ss for name in _sample_scores(s, h)})
+    names = sorted({name for _, _, ss in logs for s in ss for name in s["values"]})
     if scorer is None:
         if len(names) > 1:
             raise DataError(f"the samples carry several scores {names}: choose one with scorer=")
@@ -298,10 +345,10 @@ def read_inspect(
         in_several = 0
         for source, header, samples in members:
             for sample in samples:
-                sid, epoch = sample.get("id"), int(sample.get("epoch", 1))
+                sid, epoch = sample["id"], sample["epoch"]
                 where = f"{source}: sample {sid!r}, epoch {epoch}"
-                score = _sample_scores(sample, header).get(scorer) if scorer is not None else None
-                value = score.get("value") if isinstance(score, dict) else score
+                value = sample["values"].get(scorer) if scorer is not None else None
+                at = sample["value_at"].get(scorer)
                 if isinstance(value, dict):
                     if score_key is None:
                         raise DataError(f"{where}: score {scorer!r} holds several values "
@@ -309,13 +356,13 @@ def read_inspect(
                     if score_key not in value:
                         raise DataError(f"{where}: score {scorer!r} has no key {score_key!r}; its "
                                         f"keys: {sorted(value)}")
-                    value = value[score_key]
-                scored = score is not None and not _missing(value)
+                    value, at = value[score_key], at.key(score_key)
+                scored = not _missing(value)
                 record = {"model": who, "task": task, "item": sid, "run": epoch,
-                          "correct": (outcome(value, allow_partial, f"{where}, scorer {scorer!r}")
+                          "correct": (outcome(value, allow_partial, f"{where}, scorer {scorer!r}", at)
                                       if scored else None),
                           "status": _status(sample, scored), "source": source,
-                          "detail": _error_text(sample)}
+                          "detail": sample["error"]}
                 previous = chosen.get((sid, epoch))
                 if previous is not None:
                     in_several += 1

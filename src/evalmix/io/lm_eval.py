@@ -19,9 +19,20 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError, DataWarning
-from ._common import PathLike, as_list, expand, load_json, outcome, read_jsonl, runs_table
+from ._common import (
+    At,
+    PathLike,
+    Source,
+    as_list,
+    expand,
+    load_json,
+    outcome,
+    read_each,
+    read_jsonl,
+    runs_table,
+)
 
-__all__ = ["is_lm_eval_samples", "read_lm_eval"]
+__all__ = ["SAMPLES_FILE", "is_lm_eval_samples", "read_lm_eval"]
 
 # Fields lm-evaluation-harness writes beside the metrics of each logged document.
 _FIELDS = frozenset({
@@ -29,7 +40,7 @@ _FIELDS = frozenset({
     "doc_hash", "prompt_hash", "target_hash",
 })
 # samples_<task>_<datetime.now().isoformat() with ":" replaced by "-">.jsonl
-_SAMPLES = re.compile(
+SAMPLES_FILE = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl(?:\.gz)?$")
 # The keys of model_args the harness names a model by, in its order (an adapter before its base).
 _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
@@ -70,14 +81,24 @@ def _name_in_args(args: Any) -> str | None:
 
 
 def _read_results(path: Path) -> _Run:
+    """The fields of a results file evalmix reads, checked against the harness's layout."""
     results = load_json(path, "an lm-evaluation-harness results file")
     if not isinstance(results, dict):
         raise DataError(f"{path} is not an lm-evaluation-harness results file (not a JSON object)")
-    from_args = _name_in_args((results.get("config") or {}).get("model_args"))
-    name = results.get("model_name") or from_args
+    at = At(str(path))
+    config = at.get(results, "config", (dict, type(None)), default=None) or {}
+    args = at.key("config").get(config, "model_args", (dict, str, type(None)), default=None)
+    from_args = _name_in_args(args)
+    name = at.get(results, "model_name", (str, type(None)), default=None) or from_args
+    configs = at.get(results, "configs", (dict, type(None)), default=None) or {}
+    for task, task_config in configs.items():
+        where = at.key("configs").key(task)
+        where.check(task_config, dict)
+        for key in ("metric_list", "filter_list"):
+            where.get(task_config, key, (list, type(None)), default=None)
+    scores = at.get(results, "results", (dict, type(None)), default=None) or {}
     invented = bool(name) and from_args is None and bool(_RANDOM_NAME.match(str(name)))
-    return _Run(path, str(name) if name else None, invented, results.get("configs") or {},
-                results.get("results") or {})
+    return _Run(path, str(name) if name else None, invented, configs, scores)
 
 
 class _Folder:
@@ -133,13 +154,18 @@ def _defaults(run: _Run, task: str) -> tuple[str | None, str | None]:
             str(first) if first else ("none" if config else None))
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
+def _records(path: Path) -> list[tuple[At, dict[str, Any]]]:
+    """(place, record) of every logged document, its ``doc_id``, ``filter`` and ``metrics`` checked."""
     records = []
     for line_no, record in read_jsonl(path, "an lm-evaluation-harness samples file"):
+        at = At(f"{path}, line {line_no}")
         if not isinstance(record, dict) or "doc_id" not in record:
-            raise DataError(f"{path}, line {line_no}: no 'doc_id' field; expected an "
-                            f"lm-evaluation-harness --log_samples file (samples_<task>_*.jsonl)")
-        records.append(record)
+            raise DataError(f"{at}: no 'doc_id' field; expected an lm-evaluation-harness "
+                            f"--log_samples file (samples_<task>_*.jsonl)")
+        at.get(record, "doc_id", (int, str))
+        at.get(record, "filter", str, default=None)
+        at.get(record, "metrics", list, default=None)
+        records.append((at, record))
     if not records:
         raise DataError(f"{path} holds no logged samples")
     return records
@@ -151,8 +177,8 @@ def _metric_names(record: dict[str, Any]) -> list[str]:
     return sorted(k for k in record if k not in _FIELDS)
 
 
-def _choose(path: Path, task: str, records: list[dict[str, Any]], metric: str | None,
-            filter_name: str | None, run: _Run) -> tuple[str, str | None, list[dict[str, Any]]]:
+def _choose(path: Path, task: str, records: list[tuple[At, dict[str, Any]]], metric: str | None,
+            filter_name: str | None, run: _Run) -> tuple[str, str | None, list[tuple[At, dict[str, Any]]]]:
     """(metric, filter, records of that filter) for one samples file."""
     if metric is not None and "," in metric:
         metric, from_metric = metric.split(",", 1)
@@ -161,11 +187,11 @@ def _choose(path: Path, task: str, records: list[dict[str, Any]], metric: str | 
                             f"{filter_name!r}")
         filter_name = from_metric
     default_metric, default_filter = _defaults(run, task)
-    filters = sorted({str(r["filter"]) for r in records if "filter" in r})
+    filters = sorted({str(r["filter"]) for _, r in records if "filter" in r})
     if metric is None:
         metric = default_metric
         if metric is None:
-            names = _metric_names(records[0])
+            names = _metric_names(records[0][1])
             if len(names) != 1:
                 raise DataError(f"{path}: task {task!r} logs the metrics {names} and no results file "
                                 f"says which is its own; choose with metric= (a name, or a dict "
@@ -181,7 +207,7 @@ def _choose(path: Path, task: str, records: list[dict[str, Any]], metric: str | 
             filter_name = filters[0] if filters else None
     if not filters:
         return metric, filter_name, records  # harness versions without a 'filter' field
-    chosen = [r for r in records if str(r.get("filter")) == filter_name]
+    chosen = [(at, r) for at, r in records if str(r.get("filter")) == filter_name]
     if not chosen:
         raise DataError(f"{path} has no samples for filter {filter_name!r}; its filters: {filters}")
     return metric, filter_name, chosen
@@ -267,17 +293,23 @@ def read_lm_eval(
             raise DataError(f"runs= gives {len(runs)} labels for {len(entries)} paths: give one per "
                             f"path (or a function of the file path)")
     folders = _Folder()
-    loaded: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    labels: dict[Path, Hashable] = {}
     for i, entry in enumerate(entries):
-        for path in expand(entry, is_lm_eval_samples, "lm-evaluation-harness samples_*.jsonl"):
-            label = runs(path) if callable(runs) else (runs[i] if runs is not None else None)
-            m = _SAMPLES.match(path.name)
-            task, stamp = (m["task"], m["stamp"]) if m else (path.name.split(".")[0]
-                                                             .removeprefix("samples_"), "")
-            run = folders.run(path, stamp)
-            who = run.model or folders.model_without_results(path)
-            loaded.append({"path": path, "task": task, "stamp": stamp, "run": run, "model": who,
-                           "label": label})
+        for src in expand(entry, is_lm_eval_samples, "lm-evaluation-harness samples_*.jsonl"):
+            sources.append(src)
+            labels[src.path] = runs(src.path) if callable(runs) else (runs[i] if runs is not None else None)
+
+    def load(path: Path) -> dict[str, Any]:
+        m = SAMPLES_FILE.match(path.name)
+        task, stamp = (m["task"], m["stamp"]) if m else (path.name.split(".")[0]
+                                                         .removeprefix("samples_"), "")
+        run = folders.run(path, stamp)
+        who = run.model or folders.model_without_results(path)
+        return {"path": path, "task": task, "stamp": stamp, "run": run, "model": who,
+                "label": labels[path], "records": _records(path)}
+
+    loaded = [f for _, f in read_each(sources, load, "lm-evaluation-harness samples files")]
 
     invented = sorted({f["model"] for f in loaded if f["run"].invented})
     if isinstance(model, str):
@@ -306,11 +338,11 @@ def read_lm_eval(
     used: dict[str, set[str]] = {}
     for f in loaded:
         path, task = f["path"], f["task"]
-        name, filt, records = _choose(path, task, _records(path), _per_task(metric, task),
+        name, filt, records = _choose(path, task, f["records"], _per_task(metric, task),
                                       _per_task(filter_name, task), f["run"])
         used.setdefault(task, set()).add(f"{name},{filt}" if filt else name)
         seen: set[Any] = set()
-        for record in records:
+        for at, record in records:
             doc_id = record["doc_id"]
             if doc_id in seen:
                 raise DataError(f"{path}: doc_id {doc_id!r} is logged twice; one line per document "
@@ -321,7 +353,8 @@ def read_lm_eval(
                                 f"{_metric_names(record)}")
             where = f"{path}: doc_id {doc_id!r}, metric {name!r}"
             rows.append({"model": f["model"], "task": task, "item": doc_id, "run": f["label"],
-                         "correct": outcome(record[name], allow_partial, where), "status": "ok",
+                         "correct": outcome(record[name], allow_partial, where, at.key(name)),
+                         "status": "ok",
                          "source": str(path)})
     for task, keys in used.items():
         if len(keys) > 1:

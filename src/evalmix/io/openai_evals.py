@@ -10,6 +10,7 @@ model-graded evals log ``"metrics"`` events with ``data.score``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,23 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError
-from ._common import PathLike, as_list, check_errors, expand, outcome, read_jsonl, runs_table
+from ._common import (
+    At,
+    PathLike,
+    check_errors,
+    find_sources,
+    outcome,
+    read_each,
+    read_jsonl,
+    runs_table,
+)
 
 __all__ = ["is_openai_evals_record", "read_openai_evals"]
 
 # event type -> the field of its data that holds the outcome
 _OUTCOME_FIELDS = {"match": "correct", "metrics": "score"}
+# The start of the spec line oaieval writes first (json.dumps of {"spec": {"completion_fns": ...}}).
+_SPEC_START = re.compile(r'^\s*\{\s*"spec"\s*:\s*\{\s*"completion_fns"\s*:')
 
 
 def is_openai_evals_record(path: Path) -> bool:
@@ -30,10 +42,16 @@ def is_openai_evals_record(path: Path) -> bool:
     if not path.name.endswith((".jsonl", ".log")):
         return False
     try:
-        with open(path, encoding="utf-8") as fh:
-            first = json.loads(fh.readline() or "{}")
+        with open(path, encoding="utf-8-sig") as fh:
+            line = fh.readline()
     except (OSError, ValueError):
         return False
+    try:
+        first = json.loads(line or "{}")
+    except ValueError:
+        # a first line cut short still shows the spec oaieval writes first: a damaged record file,
+        # reported when read rather than passed over
+        return _SPEC_START.match(line) is not None
     spec = first.get("spec") if isinstance(first, dict) else None
     return isinstance(spec, dict) and "eval_name" in spec and "completion_fns" in spec
 
@@ -97,17 +115,38 @@ def read_openai_evals(
     [['gpt-4o', '0', 1, 1], ['gpt-4o', '1', 1, 0]]
     """
     check_errors(errors)
-    files = [p for entry in as_list(paths)
-             for p in expand(entry, is_openai_evals_record, "OpenAI evals record (.jsonl)")]
-    runs = []
-    for path in files:
+    # the event types whose events must name their sample (the outcome is read from them)
+    outcome_types = {event} if event is not None else set(_OUTCOME_FIELDS)
+
+    def read_record(path: Path) -> tuple[Path, dict[str, Any], list[tuple[int, dict[str, Any]]]]:
         lines = read_jsonl(path, "an OpenAI evals record file")
         spec = lines[0][1].get("spec") if lines and isinstance(lines[0][1], dict) else None
         if not isinstance(spec, dict) or "eval_name" not in spec:
             raise DataError(f"{path} is not an OpenAI evals record file: its first line has no "
                             f"'spec' with an 'eval_name'")
-        events = [(n, e) for n, e in lines[1:] if isinstance(e, dict) and "type" in e]
-        runs.append((path, spec, events))
+        at = At(f"{path}, line {lines[0][0]}").key("spec")
+        at.get(spec, "eval_name", str)
+        for fn_no, fn in enumerate(at.get(spec, "completion_fns", (list, type(None)), default=None) or []):
+            at.key("completion_fns").index(fn_no).check(fn, str)
+        for name in ("base_eval", "created_at"):
+            at.get(spec, name, (str, type(None)), default=None)
+        events = []
+        for line_no, e in lines[1:]:
+            where = At(f"{path}, line {line_no}")
+            where.check(e, dict)
+            if "type" not in e:
+                continue  # the final report and other lines that are not events
+            if where.get(e, "type", str) in outcome_types:
+                # without its sample an outcome cannot be placed: never an item called 'None'
+                where.get(e, "sample_id", str)
+                where.get(e, "data", (dict, type(None)), default=None)
+            events.append((line_no, e))
+        return path, spec, events
+
+    read = read_each(find_sources(paths, is_openai_evals_record, "OpenAI evals record (.jsonl)"),
+                     read_record, "OpenAI evals record files")
+    runs = [r for _, r in read]
+    files = [src.path for src, _ in read]
 
     types = sorted({e["type"] for _, _, events in runs for _, e in events})
     if event is None:
@@ -132,18 +171,20 @@ def read_openai_evals(
         for line_no, e in events:
             if e["type"] != event:
                 continue
-            sid = str(e.get("sample_id"))
+            sid = At(f"{path}, line {line_no}").get(e, "sample_id", str)
             item = sid.removeprefix(eval_name.rsplit(".", 1)[0] + ".")
             where = f"{path}, line {line_no}: sample {sid!r}"
             if sid in seen:
                 raise DataError(f"{where} has a second {event!r} event; one per sample expected")
             seen.add(sid)
-            data = e.get("data") or {}
-            value = data.get(field) if isinstance(data, dict) else None
+            data = At(f"{path}, line {line_no}").get(e, "data", (dict, type(None)), default=None) or {}
+            value = data.get(field)
             scored = value is not None
+            at = At(f"{path}, line {line_no}").key("data").key(field)
             records.append({"model": who, "task": task, "item": item, "run": counter[who, task],
-                            "correct": outcome(value, allow_partial, f"{where}, {field!r}") if scored
-                            else None, "status": "ok" if scored else "unscored", "source": str(path)})
+                            "correct": outcome(value, allow_partial, f"{where}, {field!r}", at)
+                            if scored else None, "status": "ok" if scored else "unscored",
+                            "source": str(path)})
     df = runs_table(records, errors=errors, allow_partial=allow_partial,
                     what=", ".join(map(str, files)), hint="one sample appears in two record files "
                     "of one run")
