@@ -346,6 +346,35 @@ def test_empty_json_log(tmp_path):
     assert_names(error_of(read_inspect, empty), str(empty), "is empty")
 
 
+# --- inspect_ai.analysis.samples_df frames --------------------------------------------------
+
+
+def samples_df_arith() -> pd.DataFrame:
+    frame = pd.read_csv(INSPECT_ZSTD / "samples_df_model.csv")
+    return frame[frame["task_name"] == "arith"].reset_index(drop=True)
+
+
+def test_samples_df_missing_id_is_not_an_item_nan():
+    frame = samples_df_arith()
+    frame.loc[4, "id"] = float("nan")
+    assert_names(error_of(read_inspect, frame, scorer="match"), "samples_df frame, row 4: id is nan")
+
+
+def test_samples_df_epoch_missing():
+    frame = samples_df_arith()
+    frame.loc[2, "epoch"] = float("nan")
+    assert_names(error_of(read_inspect, frame, scorer="match"), "samples_df frame, row 2: epoch is a number",
+                 "expected an integer")
+
+
+def test_samples_df_score_json_cut_short():
+    frame = samples_df_arith()
+    frame["score_rubric"] = frame["score_rubric"].astype(object)
+    frame.loc[1, "score_rubric"] = '{"correct": 1, "conc'
+    assert_names(error_of(read_inspect, frame, scorer="rubric", score_key="correct"),
+                 "samples_df frame, row 1: score_rubric is not valid JSON")
+
+
 # --- Inspect: folders mixing good and damaged logs -------------------------------------------
 
 
@@ -698,6 +727,34 @@ def test_cli_openai_type_number(tmp_path, capsys):
 def test_cli_inspect_samples_object(tmp_path, capsys):
     bad = edit_json(INSPECT_JSON, tmp_path / "o.json", lambda d: {**d, "samples": {"0": d["samples"][0]}})
     assert_names(cli_error(["describe", str(bad)], capsys), str(bad), "samples is an object")
+
+
+def test_cli_damaged_deflate_member(tmp_path, capsys):
+    src = arith_logs(INSPECT_DEFLATE)[1]
+    name = first_sample_member(src)
+    bad = damage_member(src, tmp_path / "m.eval", name)
+    assert_names(cli_error(["describe", str(bad), "--score", "match"], capsys), str(bad), f"member {name!r}")
+
+
+def test_cli_epoch_null(tmp_path, capsys):
+    bad, name = edit_sample(arith_logs(INSPECT_DEFLATE)[0], tmp_path / "e.eval",
+                            lambda s: s.update(epoch=None))
+    assert_names(cli_error(["describe", str(bad), "--score", "match"], capsys), str(bad),
+                 f"member {name}: epoch is null")
+
+
+def test_cli_openai_without_sample_id(tmp_path, capsys):
+    bad = edit_lines(OPENAI_A, tmp_path / "s.jsonl",
+                     lambda i, r: {k: v for k, v in r.items() if k != "sample_id"} if i == 7 else r)
+    assert_names(cli_error(["describe", str(bad)], capsys), str(bad), "line 7: sample_id is missing")
+
+
+def test_cli_lm_eval_doc_id_list(tmp_path, capsys):
+    out = lm_copy(tmp_path)
+    path = samples_file(out)
+    edit_lines(path, path, lambda i, r: {**r, "doc_id": [0]} if i == 5 else r)
+    assert_names(cli_error(["leaderboard", str(path), "--logs", "lm-eval", "--metric", "acc"], capsys),
+                 str(path), "line 5: doc_id is an array")
 
 
 def test_cli_folder_warns_and_reads_the_rest(tmp_path, capsys):

@@ -6,6 +6,11 @@ slice; items are then labelled ``"<task>:<id>"``, because ids restart in every t
 ``(1 | item)`` term needs items nested in their task).  :func:`read_logs` recognises the format.
 Samples without a score (errors, cancellations) are left out with a warning by default;
 ``errors="keep"`` returns them with a ``status`` column (``ok``/``error``/``cancelled``/``unscored``).
+
+Every log file is read inside one guard (:func:`evalmix.io._common.reading`) and the fields the
+loaders use are checked for their JSON kind: a file that cannot be read or breaks its harness's
+layout is a :class:`~evalmix.DataError` naming the file and the field's path; found in a folder,
+it is left out with a :class:`~evalmix.DataWarning` naming it, and the other files are read.
 """
 
 from __future__ import annotations

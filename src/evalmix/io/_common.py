@@ -12,6 +12,7 @@ import json
 import math
 import os
 import reprlib
+import struct
 import warnings
 import zipfile
 import zlib
@@ -193,7 +194,7 @@ def reading(file: Path | str, what: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise DataError(f"cannot read {file}: {exc.strerror or exc}") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, struct.error) as exc:
         raise DataError(f"{file} is a damaged or truncated archive ({exc}); expected {what}") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{file} is not UTF-8 text ({exc}); expected {what}") from None

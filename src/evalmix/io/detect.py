@@ -117,6 +117,12 @@ def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
     DataError
         No log found, logs of several harnesses in one folder, or any error of the loader.
 
+    Warns
+    -----
+    DataWarning
+        The loader's warnings, among them every log file of the folder that cannot be read and is
+        left out (named, with the reason).
+
     Examples
     --------
     >>> import json, tempfile, pathlib

@@ -117,7 +117,15 @@ def read_helm(
     DataError
         A folder without ``run_spec.json``, a file that is not a list of per-instance statistics,
         a metric that is not logged, a value outside [0, 1] or fractional without
-        ``allow_partial``.  Messages name the file, the instance and the trial.
+        ``allow_partial``.  Messages name the file, the instance and the trial.  A file named in
+        ``paths`` that cannot be read or has a field of the wrong kind is an error naming the
+        file and the field's path (``[3].train_trial_index``, ``[1].stats[0]``).
+
+    Warns
+    -----
+    DataWarning
+        Instances without the statistic left out (``errors="drop"``); run folders found in a
+        folder that cannot be read (each is named with the reason and left out).
 
     Examples
     --------

@@ -94,7 +94,7 @@ def _check_header(header: Any, at: At) -> dict[str, Any]:
 
 def _sample(raw: Any, at: At, header: dict[str, Any]) -> dict[str, Any]:
     """One logged sample (Inspect's EvalSample), checked field by field, as
-    ``{"id", "epoch", "values": {scorer: value}, "error", "at"}``."""
+    ``{"id", "epoch", "values": {scorer: value}, "error", "value_at": {scorer: place}}``."""
     sample = at.check(raw, dict)
     sid = at.get(sample, "id", (int, str))
     epoch = at.get(sample, "epoch", int, default=1)
@@ -188,7 +188,7 @@ def _from_samples_df(frame: pd.DataFrame, base: Path | None) -> list[tuple[str, 
             spec.setdefault("task_id", key)
             logs[key] = (str(log) if not _missing(log) else f"samples_df eval {key}",
                          {**header, "eval": spec}, [])
-        at = At("the samples_df frame", f"row {row_no}")
+        at = At(f"the samples_df frame, row {row_no}")
         values = {}
         for col in score_cols:
             value = row[col]
@@ -272,13 +272,18 @@ def read_inspect(
         A file that is not an Inspect log or cannot be read, several scorers without ``scorer=``,
         an unknown scorer, a dict score without ``score_key=``, a partial or unrecognised score,
         no scored sample at all, the same (model, task, sample, epoch) in two evaluations that are
-        not a log and its retry.  Messages name the file, the sample and the epoch.
+        not a log and its retry.  Messages name the file, the sample and the epoch.  A log named
+        in ``paths`` that cannot be read (a truncated or damaged archive, not JSON) or whose
+        fields have the wrong kind is an error naming the file and the field's path in it
+        (``samples[3].epoch``, ``member samples/7_epoch_1.json: scores.match``).
 
     Warns
     -----
     DataWarning
         An unfinished or failed log (only its logged samples are read), samples left out for
-        want of a score, a log and its retry merged (saying how many samples were in both).
+        want of a score, a log and its retry merged (saying how many samples were in both), logs
+        found in a folder that cannot be read (each is named with the reason and left out; the
+        others are read).
 
     Examples
     --------
@@ -314,7 +319,7 @@ def read_inspect(
     groups: dict[tuple[str, str, str], list[tuple[str, dict, list[dict]]]] = {}
     for source, header, samples in logs:
         spec = header["eval"]
-        key = (str(spec["model"]), str(spec.get("task", Path(source).stem)),
+        key = (str(spec["model"]), str(spec.get("task") or Path(source).stem),
                str(spec.get("task_id") or spec.get("eval_id") or source))
         groups.setdefault(key, []).append((source, header, samples))
 

@@ -265,13 +265,16 @@ def read_lm_eval(
     DataError
         A file that is not a samples file, a missing metric (the metrics present are listed), a
         fractional or non-numeric value, several filters and no way to choose, two files with the
-        same (model, task, run).  Messages name the file and the ``doc_id``.
+        same (model, task, run).  Messages name the file and the ``doc_id``.  A samples or results
+        file named in ``paths`` that cannot be read or has a field of the wrong kind (a list as
+        ``doc_id`` or as ``config``) is an error naming the file, the line and the field.
 
     Warns
     -----
     DataWarning
         Model names the harness invented at random (each seed of one model would otherwise load
-        as a different model), with the fix.
+        as a different model), with the fix; samples files found in a folder that cannot be read
+        (each is named with the reason and left out; the others are read).
 
     Examples
     --------

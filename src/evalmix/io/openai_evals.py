@@ -99,7 +99,14 @@ def read_openai_evals(
     ------
     DataError
         A file without a spec line, no event of the chosen type, a missing or non-0/1 value, the
-        same sample twice in one file.  Messages name the file, the line and the sample.
+        same sample twice in one file, an outcome event without its ``sample_id``, a field of the
+        wrong kind (a number as ``type``).  Messages name the file, the line and the field.
+
+    Warns
+    -----
+    DataWarning
+        Events without the outcome field left out (``errors="drop"``); record files found in a
+        folder that cannot be read (each is named with the reason and left out).
 
     Examples
     --------
