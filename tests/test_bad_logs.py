@@ -778,3 +778,117 @@ def test_cli_folder_warns_and_reads_the_rest(tmp_path, capsys):
 def test_good_fixture_folders_leave_nothing_out(folder, options):
     df = no_files_left_out(read_logs, folder, **options)
     assert len(df) > 0 and df["correct"].isin([0, 1]).all()
+
+
+# --- every field read, set to each wrong kind: an evalmix error naming the file, or a table ---
+
+WRONG_KINDS = [None, [1, 2], {"a": 1}, "x", 2.5, True]
+
+
+def field_paths(obj: Any, depth: int, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if depth and isinstance(obj, dict):
+        for key, value in obj.items():
+            out += field_paths(value, depth - 1, prefix + (key,))
+    elif depth and isinstance(obj, list) and obj:
+        out += field_paths(obj[0], depth - 1, prefix + (0,))
+    return out
+
+
+def set_path(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+
+
+def check_every_kind(write: Callable[[Any], Path], original: Any, paths: list[tuple[Any, ...]],
+                     read: Callable[[Path], Any]) -> set[tuple[tuple[Any, ...], str]]:
+    """Set each path to each wrong kind in turn: every read either returns a table or raises a
+    DataError naming the file.  Returns the (path, repr of the value) that were read."""
+    accepted = set()
+    for path in paths:
+        for value in WRONG_KINDS:
+            data = json.loads(json.dumps(original))
+            set_path(data, path, value)
+            target = write(data)
+            try:
+                quiet(read, target)
+            except DataError as exc:
+                assert type(exc) is DataError
+                assert str(target) in str(exc), (path, value, str(exc))
+            else:
+                accepted.add((path, repr(value)))
+    return accepted
+
+
+def test_inspect_sample_fields_of_every_kind(tmp_path):
+    log = json.loads(INSPECT_JSON.read_text())
+    s0 = ("samples", 0)
+    paths = [s0 + ("id",), s0 + ("epoch",), s0 + ("scores",), s0 + ("scores", "match"),
+             s0 + ("scores", "match", "value"), ("eval", "model"), ("eval", "task"), ("samples",),
+             ("status",)]
+    target = tmp_path / "log.json"
+
+    def write(data: Any) -> Path:
+        target.write_text(json.dumps(data))
+        return target
+    accepted = check_every_kind(write, log, paths, lambda p: read_inspect(p, scorer="match"))
+    # what the schema allows: a string id or task, a sample without scores or without a value
+    # (unscored, left out with a warning), True as a score, any status word
+    assert accepted == {(s0 + ("id",), "'x'"), (s0 + ("scores",), "None"),
+                        (s0 + ("scores", "match", "value"), "None"),
+                        (s0 + ("scores", "match", "value"), "True"), (("eval", "task"), "None"),
+                        (("eval", "task"), "'x'"), (("status",), "'x'"), (("eval", "model"), "'x'")}
+
+
+def test_helm_fields_of_every_kind(tmp_path):
+    out = helm_copy(tmp_path)
+    path = helm_stats(out)
+    entries = json.loads(path.read_text())
+    paths = [(0,) + p for p in field_paths(entries[0], 4)]
+    target_read = out / HELM_A
+
+    def write(data: Any) -> Path:
+        path.write_text(json.dumps(data))
+        return path
+    accepted = check_every_kind(write, entries, paths, lambda p: read_helm(target_read))
+    # the fields read refuse every wrong kind (instance_id takes a string; an unread statistic
+    # such as num_references may hold anything)
+    read_fields = {(0, "instance_id"), (0, "train_trial_index"), (0, "stats")}
+    assert {(p, v) for p, v in accepted if p in read_fields} == {((0, "instance_id"), "'x'")}
+
+
+def test_openai_evals_fields_of_every_kind(tmp_path):
+    lines = [json.loads(line) for line in OPENAI_A.read_text().splitlines()]
+    paths = [(0,) + p for p in field_paths(lines[0], 2)] + [(2,) + p for p in field_paths(lines[2], 3)]
+    target = tmp_path / "r.jsonl"
+
+    def write(data: Any) -> Path:
+        target.write_text("".join(json.dumps(line) + "\n" for line in data))
+        return target
+    accepted = check_every_kind(write, lines, paths, read_openai_evals)
+    read_fields = {(0, "spec"), (0, "spec", "eval_name"), (0, "spec", "completion_fns"), (2, "type"),
+                   (2, "sample_id"), (2, "data"), (2, "data", "correct")}
+    # another string as the event type or sample id is a valid record; a missing outcome is an
+    # unscored sample (left out with a warning), True is a score; without completion functions
+    # the model is named after the file
+    assert {(p, v) for p, v in accepted if p in read_fields} == {
+        ((0, "spec", "eval_name"), "'x'"), ((0, "spec", "completion_fns"), "None"),
+        ((2, "type"), "'x'"), ((2, "sample_id"), "'x'"), ((2, "data"), "None"),
+        ((2, "data"), "{'a': 1}"), ((2, "data", "correct"), "None"), ((2, "data", "correct"), "True")}
+
+
+def test_lm_eval_fields_of_every_kind(tmp_path):
+    out = lm_copy(tmp_path)
+    path = samples_file(out)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    paths = [(0, key) for key in ("doc_id", "filter", "metrics", "acc", "acc_norm")]
+
+    def write(data: Any) -> Path:
+        path.write_text("".join(json.dumps(line) + "\n" for line in data))
+        return path
+    accepted = check_every_kind(write, lines, paths, read_lm_eval)
+    # a string doc_id or filter, a list of metric names and True as a score are valid; acc_norm
+    # is not the metric read
+    assert {(p, v) for p, v in accepted if p[1] != "acc_norm"} == {
+        ((0, "doc_id"), "'x'"), ((0, "filter"), "'x'"), ((0, "metrics"), "[1, 2]"), ((0, "acc"), "True")}

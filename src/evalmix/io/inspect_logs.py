@@ -326,7 +326,8 @@ def read_inspect(
     names = sorted({name for _, _, ss in logs for s in ss for name in s["values"]})
     if scorer is None:
         if len(names) > 1:
-            raise DataError(f"the samples carry several scores {names}: choose one with scorer=")
+            raise DataError(f"the samples carry several scores {names}: choose one with scorer= "
+                            f"(reading {what})")
         scorer = names[0] if names else None
         if scorer is None and errors != "keep":
             n = sum(len(ss) for _, _, ss in logs)
@@ -337,7 +338,7 @@ def read_inspect(
                             f"in errors, or the eval ran with --no-score: score it with "
                             f"'inspect score <log>')")
     elif scorer not in names:
-        raise DataError(f"no sample has a score {scorer!r}; scores present: {names}")
+        raise DataError(f"no sample has a score {scorer!r}; scores present: {names} (reading {what})")
 
     records: list[dict[str, Any]] = []
     offsets: dict[tuple[str, str], int] = {}
