@@ -297,6 +297,13 @@ def test_json_log_with_bom_reads_as_utf8(tmp_path):
     assert len(no_files_left_out(read_logs, tmp_path, scorer="match")) == len(want) == 12
 
 
+def test_json_log_named_eval_reads_as_json(tmp_path):
+    renamed = tmp_path / "renamed.eval"
+    renamed.write_bytes(BOM + INSPECT_JSON.read_bytes())
+    pd.testing.assert_frame_equal(quiet(read_inspect, renamed, scorer="match"),
+                                  quiet(read_inspect, INSPECT_JSON, scorer="match"))
+
+
 def test_json_log_samples_as_an_object(tmp_path):
     bad = edit_json(INSPECT_JSON, tmp_path / "o.json",
                     lambda d: {**d, "samples": {str(i): s for i, s in enumerate(d["samples"])}})

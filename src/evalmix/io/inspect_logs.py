@@ -67,10 +67,15 @@ def _is_log_file(path: Path) -> bool:
 
 
 def _is_archive(path: Path) -> bool:
-    if path.suffix == ".eval":
-        return True
+    """Whether to read a log as a zip archive: it starts like one, or it is an ``.eval`` file that
+    is not a JSON log (a truncated or damaged archive is then reported as such)."""
     with open(path, "rb") as fh:
-        return fh.read(4) == b"PK\x03\x04" or zipfile.is_zipfile(path)
+        start = fh.read(64)
+    if start.startswith(b"PK\x03\x04"):
+        return True
+    if start.removeprefix(_BOM).lstrip().startswith(b"{"):
+        return False
+    return path.suffix == ".eval" or zipfile.is_zipfile(path)
 
 
 def _check_header(header: Any, at: At) -> dict[str, Any]:
