@@ -842,17 +842,9 @@ details summary{cursor:pointer;color:#0b5394}code{font-size:.9em}
 
 
 def _html_table(caption: str, tab: pd.DataFrame, name: str) -> str:
-    shown = tables.format_table(tab, digits=3)
-    numeric = [pd.api.types.is_numeric_dtype(tab[c]) for c in tab.columns]
-    head = "".join(f'<th class="{"" if n else "l"}">{html.escape(str(c))}</th>'
-                   for c, n in zip(tab.columns, numeric))
-    body = "".join("<tr>" + "".join(f'<td class="{"" if n else "l"}">{html.escape(str(v))}</td>'
-                                    for v, n in zip(row, numeric)) + "</tr>"
-                   for row in shown.itertuples(index=False))
-    table = (f'<table id="tab-{html.escape(name)}"><caption>{html.escape(caption)}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    table = tables.to_html(tab, caption=caption, attrs=f'id="tab-{html.escape(name)}"')
     if len(tab) > 40:
-        return (f"<details><summary>{html.escape(caption)} ({len(tab)} rows)</summary>{table}"
+        return (f"<details><summary>{tables.html_text(caption)} ({len(tab)} rows)</summary>{table}"
                 "</details>")
     return table
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .style import figure_text
+
 if TYPE_CHECKING:
     from ..leaderboard import RankSets
     from matplotlib.figure import Figure
@@ -81,7 +83,7 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
         lo, hi = 1 / (1 + np.exp(-lo)), 1 / (1 + np.exp(-hi))
     left.hlines(y, lo, hi, color="0.3", lw=1.5)
     left.plot(est, y, "o", color="C0")
-    left.set_yticks(y, [str(m) for m in table["model"]])
+    left.set_yticks(y, [figure_text(m) for m in table["model"]])
     left.set_xlabel(f"{value} ({100 * result.conf_level:g}% interval)")
     left.invert_yaxis()
     left.grid(axis="x", alpha=0.3)
