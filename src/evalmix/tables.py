@@ -276,7 +276,7 @@ _LATEX_UNICODE = {
     "↔": r"\ensuremath{\leftrightarrow}", "⇒": r"\ensuremath{\Rightarrow}", "∞": r"\ensuremath{\infty}", "·": r"\ensuremath{\cdot}",
     "−": r"\ensuremath{-}", "∑": r"\ensuremath{\sum}", "∈": r"\ensuremath{\in}", "∝": r"\ensuremath{\propto}", "÷": r"\ensuremath{\div}", "°": r"\ensuremath{^{\circ}}",
     "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "…": r"\ldots{}",
-    "\u00a0": "~", "ß": r"\ss{}", "ø": r"\o{}", "Ø": r"\O{}", "æ": r"\ae{}", "Æ": r"\AE{}",
+    "\u00a0": r"\nobreakspace{}", "ß": r"\ss{}", "ø": r"\o{}", "Ø": r"\O{}", "æ": r"\ae{}", "Æ": r"\AE{}",
     "œ": r"\oe{}", "Œ": r"\OE{}", "ł": r"\l{}", "Ł": r"\L{}", "å": r"\aa{}", "Å": r"\AA{}",
     "¡": r"\textexclamdown{}", "¿": r"\textquestiondown{}", "§": r"\S{}", "¶": r"\P{}",
     "€": "EUR", "£": r"\pounds{}", "©": r"\copyright{}", "•": r"\ensuremath{\bullet}", "†": r"\dag{}",
