@@ -56,7 +56,7 @@ def compile_tables(snippets: dict[str, str], folder: Path) -> None:
         tex = folder / "doc.tex"
         tex.write_text(PREAMBLE + body + "\n\\end{document}\n", encoding="utf-8")
         return subprocess.run([exe, "-halt-on-error", "-interaction=nonstopmode", tex.name], cwd=folder,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, errors="replace", timeout=300)
 
     if run(list(snippets)).returncode == 0:
         return

@@ -97,10 +97,10 @@ class Report(Result):
         return pd.DataFrame(rows, columns=["section", "kind", "name", "caption"])
 
     def __repr__(self) -> str:
-        return f"Report {self.title!r}\n{self.to_frame().to_string(index=False)}"
+        return f"Report {self.title!r}\n{tables.to_text(self.to_frame(), width=None)}"
 
     def _repr_html_(self) -> str:
-        return self.to_frame().to_html(index=False)
+        return f"<p><b>{tables.html_text(self.title)}</b></p>\n{tables.to_html(self.to_frame())}"
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
