@@ -153,8 +153,17 @@ def _is_number(v: object) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
+def _missing(v: object) -> bool:
+    """None, NaN, pandas' NA and NaT (a missing cell of any dtype)."""
+    try:
+        return bool(pd.isna(v))  # type: ignore[call-overload]
+    except (TypeError, ValueError):  # containers: not a missing scalar
+        return False
+
+
 def _format_column(name: object, values: list[object], digits: int) -> list[str]:
-    numbers = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    values = [None if _missing(v) else v for v in values]
+    numbers = [v for v in values if v is not None]
     if numbers and all(_is_number(v) for v in numbers) or not numbers:
         floats = [float(v) if _is_number(v) else math.nan for v in values]  # type: ignore[arg-type]
         if is_p_column(name):
@@ -162,7 +171,7 @@ def _format_column(name: object, values: list[object], digits: int) -> list[str]
         return _format_numbers(floats, digits)
     out = []
     for v in values:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if v is None:
             out.append("")
         elif isinstance(v, (bool, np.bool_)):
             out.append(str(bool(v)))
@@ -295,7 +304,8 @@ def _latex_char(ch: str) -> str:
         return _LATEX_UNICODE[ch]
     if ch < "\x80":
         return ch if ch.isprintable() else " "
-    base, *marks = unicodedata.normalize("NFD", ch)
+    decomposed = unicodedata.normalize("NFD", ch)
+    base, marks = decomposed[0], decomposed[1:]
     if marks and base < "\x80" and base.isalpha() and all(m in _ACCENTS for m in marks):
         out = base if base not in "ij" else "\\" + base  # dotless i and j under an accent
         for m in marks:
@@ -355,6 +365,40 @@ def _latex_number(cell: str) -> str:
     return latex_text(cell)
 
 
+# width of a character and of a column's padding, in \linewidth of an article, by font size
+_LATEX_SIZES = (("normalsize", 0.0145), ("small", 0.0133), ("footnotesize", 0.0118), ("scriptsize", 0.0098))
+
+
+def _latex_layout(raw: pd.DataFrame, shown: pd.DataFrame, numeric: list[bool]) -> tuple[str, str]:
+    """Font size and column types: the widest text columns become ``p{}`` paragraph columns
+    sharing what the other columns leave of the line, so that most tables fit the page."""
+    n = len(numeric)
+    chars = [max([len(_plain_header(c))] + [len(v) for v in shown.iloc[:, i]]) for i, c in enumerate(raw.columns)]
+    size, char_w = _LATEX_SIZES[min(3, 0 if n <= 5 else 1 if n <= 7 else 2 if n <= 10 else 3)]
+    pad = (0.035 if n <= 6 else 0.023) * n  # 2 \tabcolsep per column (6pt, or 4pt when wide)
+    natural = [c * char_w for c in chars]
+    if any(not num and c > 24 for num, c in zip(numeric, chars)) and size == "normalsize":
+        size, char_w = _LATEX_SIZES[1]  # sentences read better a size down
+        natural = [c * char_w for c in chars]
+    text = sorted((w, i) for i, (w, num) in enumerate(zip(natural, numeric)) if not num)
+    room = 0.98 - pad - sum(w for w, num in zip(natural, numeric) if num)
+    widths: dict[int, float] = {}
+    if sum(w for w, _ in text) > room:  # water-filling: narrow text columns keep their width
+        left = list(text)
+        while left and (left[0][0] <= room / len(left) or left[0][0] <= 0.15):  # labels never wrap
+            room -= left.pop(0)[0]
+        for _, i in left:
+            widths[i] = max(0.12, room / len(left))
+    align = "".join("r" if num else f"p{{{widths[i]:.2f}\\linewidth}}" if i in widths else "l"
+                    for i, num in enumerate(numeric))
+    return size, align
+
+
+def _plain_header(name: object) -> str:
+    """Roughly the printed width of a header (math markup does not print)."""
+    return re.sub(r"\\[A-Za-z]+|[${}_^]", "", latex_header(name))
+
+
 def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, label: str | None = None, digits: int = 3,
              columns: Iterable[str] | None = None) -> str:
     """Render a result table as a LaTeX ``table`` float with booktabs rules.
@@ -402,15 +446,12 @@ def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, la
     cells = [[_latex_number(v) if num else latex_text(v) for v, num in zip(row, numeric)]
              for row in shown.itertuples(index=False, name=None)]
     # long text (sentences of the corrections table) wraps in paragraph columns
-    longest = [max([len(str(c))] + [len(v) for v in shown.iloc[:, i]]) for i, c in enumerate(raw.columns)]
-    prose = [not num and n > 24 for num, n in zip(numeric, longest)]
-    share = 0.85 / max(1, sum(prose)) if any(prose) else 0.0
-    width = f"{min(share, 0.4):.2f}"
-    align = "".join(("r" if num else f"p{{{width}\\linewidth}}" if wide else "l")
-                    for num, wide in zip(numeric, prose))
+    size, align = _latex_layout(raw, shown, numeric)
     lines = [r"\begin{table}[ht]", r"\centering"]
-    if any(prose) or len(raw.columns) > 7:
-        lines.append(r"\small")
+    if size != "normalsize":
+        lines.append(f"\\{size}")
+    if len(raw.columns) > 6:
+        lines.append(r"\setlength{\tabcolsep}{4pt}")
     if caption:
         lines.append(rf"\caption{{{latex_text(caption)}}}")
     if label:

@@ -20,6 +20,7 @@ import sys
 import textwrap
 from typing import Any, Callable, TextIO
 
+import numpy as np
 import pandas as pd
 
 from ..multiplicity import ADJUST_METHODS
@@ -265,7 +266,7 @@ def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if not isinstance(row.lrt_vs, str):
             continue
         a, b = short[row.name], short[row.lrt_vs]
-        if row.nested is None or pd.isna(row.nested):
+        if not isinstance(row.nested, (bool, np.bool_)):
             _wrapped(f"{a} against {b}: nesting cannot be checked for these fits; the test applies only "
                      "if one model is a special case of the other.", out)
         elif row.nested:

@@ -113,8 +113,8 @@ def figure_text(value: object) -> str:
 
     Examples
     --------
-    >>> figure_text("$x$ model")
-    '\\$x\\$ model'
+    >>> print(figure_text("$x$ model"))
+    \\$x\\$ model
     """
     return str(value).replace("$", r"\$")
 
