@@ -85,3 +85,9 @@ def test_repr_uses_the_policy():
     text = repr(Toy())
     assert text.splitlines()[1:] == ["term  statistic  df1  p_value", "x           701  104   <0.001"]
     assert "e-150" not in text and "104.0" not in text
+
+
+def test_repeated_column_names_are_kept_by_position():
+    df = pd.DataFrame([[1, 2.5, "a"]], columns=["x", "x", "y"])
+    assert format_table(df).values.tolist() == [["1", "2.5", "a"]]
+    assert to_markdown(df).splitlines()[2] == "| 1 | 2.5 | a |"

@@ -205,9 +205,9 @@ def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.Dat
     ['104', '3080', '0.512', '<0.001', '4e-04']
     """
     df = _as_frame(table)
-    out = pd.DataFrame(index=df.index)
-    for i, col in enumerate(df.columns):
-        out[col] = _format_column(col, df.iloc[:, i].tolist(), digits)
+    # by position: a table may repeat a column name
+    out = pd.DataFrame({i: _format_column(col, df.iloc[:, i].tolist(), digits) for i, col in enumerate(df.columns)},
+                       index=df.index, columns=range(df.shape[1]), dtype=object)
     out.columns = df.columns
     return out
 

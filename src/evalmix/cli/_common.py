@@ -8,7 +8,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -190,7 +190,8 @@ def dump_json(doc: Any, out: Any = None) -> None:
     print(text, file=out or sys.stdout)
 
 
-def print_table(args: argparse.Namespace, table: pd.DataFrame, out: Any = None, title: str | None = None) -> None:
+def print_table(args: argparse.Namespace, table: pd.DataFrame, out: TextIO | None = None,
+                title: str | None = None) -> None:
     """Print a table as text: the package's number formats, at most :data:`WIDTH` characters wide,
     long tables cut after :data:`MAX_ROWS` rows unless ``--all``."""
     max_rows = None if getattr(args, "all_rows", False) else MAX_ROWS

@@ -98,7 +98,7 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
     for yi, letters in zip(y, table["tie_group"]):
         right.annotate(letters, (1.01, yi), xycoords=("axes fraction", "data"), va="center", fontsize=9)
     right.legend(fontsize="x-small", loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, frameon=False)
-    fig.suptitle(title or ("Leaderboard" + (": " + ", ".join(f"{a}={b}" for a, b in where.items())
-                                            if where else "")))
+    fig.suptitle(title or figure_text("Leaderboard" + (": " + ", ".join(f"{a}={b}" for a, b in where.items())
+                                                        if where else "")))
     fig.tight_layout()
     return fig
