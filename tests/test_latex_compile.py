@@ -26,9 +26,8 @@ EXAMPLE = ROOT / "data" / "example_runs.csv"
 
 pytestmark = pytest.mark.slow
 
+# the preamble to_latex documents: nothing but booktabs (pdflatex reads UTF-8 by default)
 PREAMBLE = r"""\documentclass{article}
-\usepackage[utf8]{inputenc}
-\usepackage[T1]{fontenc}
 \usepackage{booktabs}
 \begin{document}
 """
@@ -112,8 +111,10 @@ def _readme_results() -> dict[str, evalmix._result.Result]:
 
 
 def test_readme_results_to_latex_compile(tmp_path):
+    """Each result of the tour, and each table of its summary()."""
     _pdflatex()
     results = _readme_results()
     assert len(results) >= 3, sorted(results)
-    compile_tables({name: res.to_latex(caption=f"README: {name}") for name, res in results.items()},
-                   tmp_path / "tex")
+    snippets = {name: res.to_latex(caption=f"README: {name}") for name, res in results.items()}
+    snippets |= {f"{name}.summary": res.summary().to_latex() for name, res in results.items()}
+    compile_tables(snippets, tmp_path / "tex")
