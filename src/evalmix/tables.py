@@ -404,9 +404,10 @@ def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, la
     """Render a result table as a LaTeX ``table`` float with booktabs rules.
 
     Headers are human (:func:`latex_header`), numbers right-aligned and formatted by
-    :func:`format_table`, text columns with long cells set as ``p{}`` paragraph columns, and every
-    cell escaped by :func:`latex_text`, so the output compiles with pdflatex whatever the names
-    contain.  The preamble needs ``\\usepackage{booktabs}``.
+    :func:`format_table`, text columns with long cells set as ``p{}`` paragraph columns sharing the
+    line, and every cell escaped by :func:`latex_text`, so the output compiles with pdflatex whatever
+    the names contain.  The preamble needs ``\\usepackage{booktabs}``.  A table with many numeric
+    columns can still be wider than the text: choose the ones to print with ``columns``.
 
     Parameters
     ----------
@@ -534,12 +535,11 @@ def to_html(table: pd.DataFrame | SupportsFrame, digits: int = 3, caption: str |
     <table><thead><tr><th class="l">model</th><th>n</th></tr></thead><tbody><tr><td class="l">&lt;b&gt;</td><td>3</td></tr></tbody></table>
     """
     raw = _select(_as_frame(table), columns)
-    shown = format_table(raw, digits)
-    numeric = _numeric_columns(raw)
     more = 0
-    if max_rows is not None and len(shown) > max_rows:
-        more = len(shown) - max_rows
-        shown = shown.iloc[:max_rows]
+    if max_rows is not None and len(raw) > max_rows:
+        more = len(raw) - max_rows
+    shown = format_table(raw.iloc[:max_rows] if more else raw, digits)
+    numeric = _numeric_columns(raw)
     left = ' class="l"'
     head = "".join(f"<th{'' if n else left}>{html_text(c)}</th>" for c, n in zip(raw.columns, numeric))
     body = "".join("<tr>" + "".join(f"<td{'' if n else left}>{html_text(v)}</td>"
@@ -602,9 +602,8 @@ def to_text(table: pd.DataFrame | SupportsFrame, digits: int = 3, width: int | N
     n_more = 0
     if max_rows is not None and len(raw) > max_rows:
         n_more = len(raw) - max_rows
-    shown = format_table(raw, digits)
-    if n_more:
-        shown = shown.iloc[:max_rows]
+    # only the rows printed are formatted (as R formats what it prints)
+    shown = format_table(raw.iloc[:max_rows] if n_more else raw, digits)
     numeric = _numeric_columns(raw)
     heads = [_terminal_text(str(c)) for c in raw.columns]
     cols = [[_terminal_text(v) for v in shown.iloc[:, i]] for i in range(shown.shape[1])]
