@@ -134,3 +134,33 @@ def test_posterior_fits_are_compared_by_elpd():
     assert tab["name"].tolist() == list(ref.index) == ["good", "worse"]
     np.testing.assert_allclose(tab["elpd_loo"], ref["elpd_loo"])
     assert res.criterion == "loo" and res.verdict().startswith("good has the higher expected")
+
+
+def _fake_fit(formula: str, terms: list[str], df: int, loglik: float):
+    """What compare_models reads of a fit: criteria, the formula and the fixed terms."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(formula=formula, fixed_design=SimpleNamespace(terms=terms), df=df, nobs=100,
+                           loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + df * np.log(100))
+
+
+@pytest.mark.parametrize("small,large,nested", [
+    # a random term added is still nested (the old check wanted the same random part)
+    (("correct ~ model + (1|item)", ["model"]),
+     ("correct ~ model + language + (1|item) + (1|item:run)", ["model", "language"]), True),
+    # interaction grouping factors in either order are one term
+    (("correct ~ model + (1 | run:item)", ["model"]), ("correct ~ model + lang + (1|item:run)", ["model", "lang"]),
+     True),
+    # a fixed term of the smaller model missing from the larger one
+    (("correct ~ prompt + (1|item)", ["prompt"]), ("correct ~ model + lang + (1|item)", ["model", "lang"]), False),
+    # a random term of the smaller model missing from the larger one
+    (("correct ~ model + (1|run)", ["model"]), ("correct ~ model + lang + (1|item)", ["model", "lang"]), False),
+    # another response is never nested
+    (("y ~ model + (1|item)", ["model"]), ("correct ~ model + lang + (1|item)", ["model", "lang"]), False),
+])
+def test_nested_reads_fixed_and_random_terms(small, large, nested):
+    fits = {"small": _fake_fit(*small, df=3, loglik=-60.0), "large": _fake_fit(*large, df=5, loglik=-50.0)}
+    lrt = compare_models(fits).lrt.set_index("name")
+    assert lrt.loc["large", "lrt_vs"] == "small"
+    assert lrt.loc["large", "nested"] is nested
+    assert lrt.loc["large", "statistic"] == pytest.approx(20.0, abs=1e-12)

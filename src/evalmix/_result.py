@@ -71,12 +71,13 @@ def _protect(value: Any) -> Any:
 
 
 def _table_text(df: pd.DataFrame, max_rows: int | None = None) -> str:
+    """A table as ``repr`` prints it: the package's number formats, long tables elided."""
     if df.empty:
         return "(no rows)"
     if max_rows is None or len(df) <= max_rows:
-        return df.to_string(index=False)
+        return tables.to_text(df, width=None)
     shown = pd.concat([df.head(max_rows // 2), df.tail(max_rows // 2)])
-    lines = shown.to_string(index=False).split("\n")
+    lines = tables.to_text(shown, width=None).split("\n")
     lines.insert(1 + max_rows // 2, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
     return "\n".join(lines)
 
@@ -102,8 +103,8 @@ class Summary:
     Accuracy
     scale: probability
     <BLANKLINE>
-     estimate
-          0.5
+    estimate
+         0.5
     >>> s.to_frame().columns.tolist()
     ['estimate']
     """
@@ -172,13 +173,14 @@ class Summary:
 
     def to_markdown(self, digits: int = 3) -> str:
         """Title, header lines, each table in Markdown, and the notes."""
-        parts = [f"**{self._title}**", ""] + [f"{h}  " for h in self._header]
+        esc = tables.markdown_text
+        parts = [f"**{esc(self._title)}**", ""] + [f"{esc(h)}  " for h in self._header]
         for n, t in self._tables:
             if n:
-                parts += ["", f"*{n}*"]
+                parts += ["", f"*{esc(n)}*"]
             parts += ["", tables.to_markdown(t, digits=digits)]
         if self._notes:
-            parts += [""] + [f"{n}  " for n in self._notes]
+            parts += [""] + [f"{esc(n)}  " for n in self._notes]
         return "\n".join(parts)
 
     def __str__(self) -> str:
@@ -195,13 +197,14 @@ class Summary:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        parts = [f"<p><b>{self._title}</b>" + "".join(f"<br>{h}" for h in self._header) + "</p>"]
+        esc = tables.html_text
+        parts = [f"<p><b>{esc(self._title)}</b>" + "".join(f"<br>{esc(h)}" for h in self._header) + "</p>"]
         for n, t in self._tables:
             if n:
-                parts.append(f"<p><i>{n}</i></p>")
-            parts.append(t.to_html(index=False))
+                parts.append(f"<p><i>{esc(n)}</i></p>")
+            parts.append(tables.to_html(t))
         if self._notes:
-            parts.append("<p>" + "<br>".join(self._notes) + "</p>")
+            parts.append("<p>" + "<br>".join(esc(n) for n in self._notes) + "</p>")
         return "\n".join(parts)
 
 
@@ -271,12 +274,13 @@ class Result:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = [self._title(), *self._header()]
+        esc = tables.html_text
+        head = [esc(h) for h in (self._title(), *self._header())]
         html = "<p>" + "<br>".join(f"<b>{h}</b>" if i == 0 else h for i, h in enumerate(head))
-        html += "</p>\n" + self.to_frame().to_html(index=False, max_rows=2 * REPR_MAX_ROWS)
+        html += "</p>\n" + tables.to_html(self.to_frame(), max_rows=2 * REPR_MAX_ROWS)
         notes = self._notes()
         if notes:
-            html += "\n<p>" + "<br>".join(notes) + "</p>"
+            html += "\n<p>" + "<br>".join(esc(n) for n in notes) + "</p>"
         return html
 
 

@@ -134,7 +134,7 @@ class RankSets(Result):
     def to_latex(self, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
         """The leaderboard as a LaTeX table (rank sets as ``lo-hi``, tie groups as letters)."""
         if caption is None:
-            caption = (f"Leaderboard with simultaneous {100 * self.conf_level:g}\\% rank sets "
+            caption = (f"Leaderboard with simultaneous {100 * self.conf_level:g}% rank sets "
                        f"({self.method}); models sharing a letter are not separable.")
         return tables.to_latex(self.display_frame(digits), caption=caption, label=label, digits=digits)
 

@@ -97,10 +97,10 @@ class Report(Result):
         return pd.DataFrame(rows, columns=["section", "kind", "name", "caption"])
 
     def __repr__(self) -> str:
-        return f"Report {self.title!r}\n{self.to_frame().to_string(index=False)}"
+        return f"Report {self.title!r}\n{tables.to_text(self.to_frame(), width=None)}"
 
     def _repr_html_(self) -> str:
-        return self.to_frame().to_html(index=False)
+        return f"<p><b>{tables.html_text(self.title)}</b></p>\n{tables.to_html(self.to_frame())}"
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -842,17 +842,9 @@ details summary{cursor:pointer;color:#0b5394}code{font-size:.9em}
 
 
 def _html_table(caption: str, tab: pd.DataFrame, name: str) -> str:
-    shown = tables.format_table(tab, digits=3)
-    numeric = [pd.api.types.is_numeric_dtype(tab[c]) for c in tab.columns]
-    head = "".join(f'<th class="{"" if n else "l"}">{html.escape(str(c))}</th>'
-                   for c, n in zip(tab.columns, numeric))
-    body = "".join("<tr>" + "".join(f'<td class="{"" if n else "l"}">{html.escape(str(v))}</td>'
-                                    for v, n in zip(row, numeric)) + "</tr>"
-                   for row in shown.itertuples(index=False))
-    table = (f'<table id="tab-{html.escape(name)}"><caption>{html.escape(caption)}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    table = tables.to_html(tab, caption=caption, attrs=f'id="tab-{html.escape(name)}"')
     if len(tab) > 40:
-        return (f"<details><summary>{html.escape(caption)} ({len(tab)} rows)</summary>{table}"
+        return (f"<details><summary>{tables.html_text(caption)} ({len(tab)} rows)</summary>{table}"
                 "</details>")
     return table
 

@@ -125,17 +125,33 @@ def bic_evidence(delta_bic: float) -> str:
 
 
 def _random_terms(formula: str) -> frozenset[str]:
-    return frozenset(re.sub(r"\s+", "", t) for t in re.findall(r"\([^()]*\|[^()]*\)", formula))
+    """The random terms of an lme4 formula, spaces removed and ``a:b`` grouping factors sorted, so
+    that ``(1 | item:run)`` and ``(1|run:item)`` are one term."""
+    out = set()
+    for term in re.findall(r"\([^()]*\|[^()]*\)", formula):
+        term = re.sub(r"\s+", "", term)[1:-1]
+        bars = "||" if "||" in term else "|"
+        lhs, _, group = term.partition(bars)
+        out.add(f"({lhs}{bars}{':'.join(sorted(group.split(':')))})")
+    return frozenset(out)
+
+
+def _response(formula: str) -> str:
+    return re.sub(r"\s+", "", formula.partition("~")[0])
 
 
 def _nested(small: Any, large: Any) -> bool | None:
-    """Whether ``small``'s fixed terms are a subset of ``large``'s, with the same random part."""
+    """Whether ``small`` is a special case of ``large``: the same response, and its fixed terms and
+    its random terms each a subset of ``large``'s (both are fitted to the same rows, which
+    :func:`compare_models` checks).  None when the fits do not say their terms."""
     try:
         fs, fl = set(small.fixed_design.terms), set(large.fixed_design.terms)
-        rs, rl = _random_terms(str(small.formula)), _random_terms(str(large.formula))
+        f_small, f_large = str(small.formula), str(large.formula)
     except AttributeError:
         return None
-    return fs <= fl and rs == rl
+    if _response(f_small) != _response(f_large):
+        return False
+    return fs <= fl and _random_terms(f_small) <= _random_terms(f_large)
 
 
 class LikelihoodFit(Protocol):
@@ -242,8 +258,9 @@ def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[L
         lme4, models are ordered by their number of parameters and each is tested against the
         one before it: ``statistic = 2 * max(0, loglik - loglik_prev)``, ``df_diff`` the difference
         in parameters, ``p`` from the chi-square distribution (none when ``df_diff`` is 0).
-        lme4 does not check that the pair is nested; ``nested`` says whether it is (fixed terms
-        a subset, same random terms); the test is only meaningful when it is.
+        lme4 does not check that the pair is nested; ``nested`` says whether it is (same response,
+        the smaller model's fixed terms and random terms each a subset of the larger's); the test is
+        only meaningful when it is.
 
     Examples
     --------

@@ -7,17 +7,25 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 import pandas as pd
 
+from .. import tables
 from .._result import Result
 from ..data import MISSING_POLICIES, load_table, read_runs
 from ..errors import DataError
 from ..io import detect_format, is_log_source, read_logs
 
-__all__ = ["add_data_arguments", "conf_level", "dump_json", "emit", "load_data", "positive_int",
-           "records", "result_doc", "split_list", "strict_json"]
+__all__ = ["MAX_ROWS", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level", "dump_json",
+           "emit", "load_data", "positive_int", "print_table", "records", "result_doc", "split_list",
+           "strict_json"]
+
+#: Widest line of a printed table (wider tables are split into blocks of columns).
+WIDTH = 100
+#: Rows printed before a table is cut with a count of the rest (``--all`` prints every row).
+MAX_ROWS = 20
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
 RECORDED_WARNINGS: list[Any] = []
@@ -69,7 +77,15 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--score", default=None,
                         help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
                              "OpenAI evals event field to use")
+    add_output_arguments(parser)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--all``, the options of how a command prints its tables."""
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--all", dest="all_rows", action="store_true",
+                        help=f"print every row of long tables (default: the first {MAX_ROWS} and a count "
+                             "of the rest)")
 
 
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
@@ -174,19 +190,48 @@ def dump_json(doc: Any, out: Any = None) -> None:
     print(text, file=out or sys.stdout)
 
 
+def print_table(args: argparse.Namespace, table: pd.DataFrame, out: TextIO | None = None,
+                title: str | None = None) -> None:
+    """Print a table as text: the package's number formats, at most :data:`WIDTH` characters wide,
+    long tables cut after :data:`MAX_ROWS` rows unless ``--all``."""
+    max_rows = None if getattr(args, "all_rows", False) else MAX_ROWS
+    if title:
+        print(f"\n{title}", file=out or sys.stdout)
+    print(tables.to_text(table, width=WIDTH, max_rows=max_rows, more=" (--all prints every row)"),
+          file=out or sys.stdout)
+
+
+def _extra_line(key: str, value: Any) -> str:
+    if isinstance(value, float):  # one value formatted as its column would be
+        value = tables.format_table(pd.DataFrame({key: [value]})).iloc[0, 0]
+    return f"{key}: {value}"
+
+
 def emit(args: argparse.Namespace, table: pd.DataFrame | Result, extra: dict[str, Any] | None = None) -> None:
-    """Print a result as text, or as JSON with ``--json``."""
+    """Print a result as text, or as JSON with ``--json``.
+
+    In text, each ``extra`` value prints as a line ``key: value``, or, when it is a mapping
+    (e.g. tie groups, group -> models), as a two-column table under ``key``.
+    """
     frame = table.to_frame() if isinstance(table, Result) else table
     if args.json:
         doc = {"command": args.command, "table": records(frame)}
         if extra:
             doc.update(extra)
         dump_json(doc)
-    else:
-        if isinstance(table, Result):
-            for line in table.summary().header:  # the scale and interval the numbers are on
-                print(line)
-        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 500):
-            print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-        for key, value in (extra or {}).items():
-            print(f"{key}: {value}")
+        return
+    if isinstance(table, Result):
+        for line in table.summary().header:  # the scale and interval the numbers are on
+            print(line)
+    print_table(args, frame)
+    for key, value in (extra or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            name = key.replace("_", " ")
+            rows = pd.DataFrame({name.split()[-1].rstrip("s") or key: [str(k) for k in value],
+                                 "members": [", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                                             for v in value.values()]})
+            print_table(args, rows, title=f"{name[:1].upper()}{name[1:]}:")
+        else:
+            print(_extra_line(key, value))

@@ -7,7 +7,8 @@ import argparse
 
 from ..calibration import calibrate
 from ..comparisons import compare_pair
-from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
+from ._common import (add_data_arguments, add_output_arguments, conf_level, emit, load_data, positive_int,
+                      split_list)
 
 PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
 
@@ -60,7 +61,7 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-sims", type=positive_int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_output_arguments(p)
     p.set_defaults(handler=run_calibrate)
 
 

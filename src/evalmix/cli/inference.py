@@ -14,9 +14,13 @@ sets ``handler`` to the function that runs it and returns the exit code.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import sys
+import textwrap
 from typing import Any, Callable, TextIO
 
+import numpy as np
 import pandas as pd
 
 from ..multiplicity import ADJUST_METHODS
@@ -24,7 +28,7 @@ from ..emmeans import contrast, emmeans
 from ..errors import FormulaError
 from ..glmm import VCOV_METHODS
 from ..selection import anova, compare_models
-from ._common import add_data_arguments, conf_level, dump_json, load_data, records, result_doc
+from ._common import WIDTH, add_data_arguments, conf_level, dump_json, load_data, print_table, records, result_doc
 
 __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
@@ -36,9 +40,12 @@ def _fitter() -> Callable[..., Any]:
     return glmer
 
 
-def _print_table(title: str, table: pd.DataFrame, out: TextIO) -> None:
-    print(f"\n{title}", file=out)
-    print(table.to_string(index=False), file=out)
+def _print_table(args: argparse.Namespace, title: str, table: pd.DataFrame, out: TextIO) -> None:
+    print_table(args, table, out, title=title)
+
+
+def _wrapped(text: str, out: TextIO, indent: str = "") -> None:
+    print(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  "), file=out)
 
 
 def _fit_summary(fit: Any) -> dict[str, Any]:
@@ -113,12 +120,19 @@ def _control(items: list[str]) -> Any:
     """``--control KEY=VALUE ...`` as a GlmerControl (a ValueError naming the field otherwise)."""
     from ..glmm import GlmerControl
 
+    names = [f.name for f in dataclasses.fields(GlmerControl)]
     settings: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise ValueError(f"--control takes KEY=VALUE (e.g. maxiter=1000), got {item!r}")
-        settings[key.strip()] = value.strip()
+        key = key.strip()
+        if key not in names:  # one suggestion, not the list of every setting
+            close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+            hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                    f"help(evalmix.GlmerControl) lists its {len(names)} settings")
+            raise ValueError(f"--control {key}=...: GlmerControl has no field {key!r}; {hint}")
+        settings[key] = value.strip()
     return GlmerControl.from_text(settings)
 
 
@@ -173,8 +187,9 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
         con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
                        conf_level=args.conf_level)
         result["contrasts"] = result_doc(con)
-    if args.anova:
-        result["anova"] = result_doc(anova(fit))
+    aov = anova(fit) if args.anova else None
+    if aov is not None:
+        result["anova"] = result_doc(aov)
     if args.json:
         dump_json(result, out)
         return 0
@@ -182,16 +197,15 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
           f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
           file=out)
-    _print_table("Fixed effects", pd.DataFrame(info["coefficients"]), out)
+    _print_table(args, "Fixed effects", fit.coef_table(), out)
     if emm is not None:
-        _print_table(f"Marginal means ({args.type} scale)", emm.to_frame(), out)
+        _print_table(args, f"Marginal means ({args.type} scale)", emm.to_frame(), out)
     if args.contrast:
-        _print_table(f"Contrasts (scale: {con.scale})", con.to_frame(), out)
+        _print_table(args, f"Contrasts (scale: {con.scale})", con.to_frame(), out)
         for note in con.notes:
             print(note, file=out)
-    if args.anova:
-        _print_table("Type-III Wald chi-square tests", pd.DataFrame(result["anova"]["table"]),
-                     out)
+    if aov is not None:
+        _print_table(args, "Type-III Wald chi-square tests", aov.to_frame(), out)
     return 0
 
 
@@ -225,13 +239,46 @@ def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
         raise SystemExit("evalmix select: give at least two --formula")
     data = load_data(args)
     fit = _fitter()
-    comparison = compare_models({f: fit(f, data) for f in args.formula})
+    fits = {f: fit(f, data) for f in args.formula}
+    comparison = compare_models(fits)
     if args.json:
         dump_json(result_doc(comparison), out)
         return 0
-    _print_table("Models by BIC", comparison.to_frame(), out)
-    _print_table("Likelihood-ratio tests (lme4 order)", comparison.lrt, out)
-    print(f"\n{comparison.verdict()}", file=out)
+    # formulas are long: the tables name the models m1, m2 ... in the order given
+    short = {f: f"m{i + 1}" for i, f in enumerate(args.formula)}
+    nobs = int(next(iter(fits.values())).nobs)
+    print(f"Models compared (each fitted to the same {nobs} rows):", file=out)
+    for f, label in short.items():
+        _wrapped(f"{label}  {f}", out, "  ")
+    table = comparison.to_frame().drop(columns=["lrt_vs", "nested", "statistic", "df_diff", "p_value"],
+                                       errors="ignore")
+    table["name"] = table["name"].map(short)
+    _print_table(args, "Models by BIC", table.rename(columns={"name": "model"}), out)
+    lrt = comparison.lrt.copy()
+    lrt["name"] = lrt["name"].map(short)
+    lrt["lrt_vs"] = lrt["lrt_vs"].map(lambda v: short.get(v, "") if isinstance(v, str) else "")
+    lrt["nested"] = lrt["nested"].map(lambda v: "" if v is None or pd.isna(v) else "yes" if v else "no")
+    lrt = lrt.rename(columns={"name": "model", "lrt_vs": "against"})
+    lrt = lrt[["model", "npar", "loglik", "deviance", "against", "nested", "statistic", "df_diff", "p_value"]]
+    _print_table(args, "Likelihood-ratio tests (lme4 order: each model against the one before it)", lrt, out)
+    print("", file=out)
+    for row in comparison.lrt.itertuples(index=False):
+        if not isinstance(row.lrt_vs, str):
+            continue
+        a, b = short[row.name], short[row.lrt_vs]
+        if not isinstance(row.nested, (bool, np.bool_)):
+            _wrapped(f"{a} against {b}: nesting cannot be checked for these fits; the test applies only "
+                     "if one model is a special case of the other.", out)
+        elif row.nested:
+            _wrapped(f"{a} against {b}: nested (the fixed and random terms of {b} are among those of "
+                     f"{a}, on the same rows), so the likelihood-ratio test applies.", out)
+        else:
+            _wrapped(f"{a} against {b}: not nested (neither model's terms are a subset of the other's), "
+                     "so the likelihood-ratio test does not apply; compare them by BIC.", out)
+    verdict = comparison.verdict()
+    for f, label in sorted(short.items(), key=lambda kv: -len(kv[0])):
+        verdict = verdict.replace(f, label)
+    _wrapped(verdict[:1].upper() + verdict[1:] + ".", out)
     return 0
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .style import COLUMN_WIDTH, colour, styled
+from .style import COLUMN_WIDTH, colour, figure_text, styled
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -100,7 +100,7 @@ def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, 
         else:
             y, x_text, ha = top - step * (k - i - 0.5), hi + 0.15, "left"
         ax.plot([r, r, x_text], [0, y, y], color="black", lw=0.7)
-        ax.text(x_text, y, f"{name} ({r:.2f})", ha=ha, va="center", fontsize=7)
+        ax.text(x_text, y, f"{figure_text(name)} ({r:.2f})", ha=ha, va="center", fontsize=7)
     ax.set_ylim(top - step * (max(n_left, k - n_left) + 0.2), 1.25)
     ax.set_axis_off()
     if title:

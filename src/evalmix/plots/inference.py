@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, styled
+from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, styled
 
 if TYPE_CHECKING:
     from .._result import Result
@@ -113,15 +113,15 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
             ax.hlines(pos, sub["_lo"].to_numpy(float) * 100, sub["_hi"].to_numpy(float) * 100,
                       color=c, lw=1)
             ax.plot(sub["estimate"].to_numpy(float) * 100, pos, "o", ms=3.5, color=c,
-                    label=None if h is None else f"{h}")
-        ax.set_yticks(np.arange(len(ys)), [str(v) for v in ys])
+                    label=None if h is None else figure_text(h))
+        ax.set_yticks(np.arange(len(ys)), [figure_text(v) for v in ys])
         ax.set_xlabel("accuracy (%, 95% CI)")
         ax.set_xlim(0, 100)
         ax.grid(axis="x", lw=0.4, alpha=0.4)
         if key is not None:
-            ax.set_title(f"{col} = {key}")
+            ax.set_title(figure_text(f"{col} = {key}"))
     if hue:
-        fig.legend(*axes[0, 0].get_legend_handles_labels(), title=hue, loc="outside lower center",
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), title=figure_text(hue), loc="outside lower center",
                    ncol=min(len(hues), 6))
     return fig
 
@@ -165,7 +165,7 @@ def delta_bic_bars(comparison: ModelComparison | pd.DataFrame, *, figsize: tuple
     for p, v, w in zip(pos, d, tab["bic_weight"].to_numpy(float)):
         ax.text(v + top * 0.01, p, f"{v:.1f} (w = {w:.2f})", va="center", fontsize=7)
     ax.set_xlim(0, top * 1.3)
-    ax.set_yticks(pos, [str(v) for v in tab["name"]])
+    ax.set_yticks(pos, [figure_text(v) for v in tab["name"]])
     ax.set_xlabel("ΔBIC against the best model (BIC units; lower is better)")
     return fig
 
@@ -237,8 +237,8 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
         ax.axvline(1, color="black", lw=0.7, ls="--")
         ax.set_xscale("log")
         if key is not None:
-            ax.set_title(str(key))
-    axes[0, 0].set_yticks(pos, [_contrast_label(v) for v in labels])
+            ax.set_title(figure_text(key))
+    axes[0, 0].set_yticks(pos, [figure_text(_contrast_label(v)) for v in labels])
     ticker = plt.matplotlib.ticker
     for ax in axes.ravel():  # plain numbers (0.1, 1), not powers of ten
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
@@ -303,10 +303,10 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
     ax.barh(pos, est, color="#9ECAE1", edgecolor=colour(0), lw=0.6, height=0.6)
     ax.errorbar(est, pos, xerr=[est - tab["_lo"].to_numpy(float) * k, tab["_hi"].to_numpy(float) * k - est],
                 fmt="none", ecolor="black", lw=0.9, capsize=2)
-    ax.set_yticks(pos, [str(v) for v in tab[name]])
+    ax.set_yticks(pos, [figure_text(v) for v in tab[name]])
     ax.set_xlim(0, k)
     ax.set_xlabel(f"marginal mean {'(%' if percent else '(probability'}, 95% CI)")
-    ax.set_ylabel(str(name))
+    ax.set_ylabel(figure_text(name))
     return fig
 
 
@@ -358,9 +358,9 @@ def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: s
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=6.5,
                         color="black" if v > 55 else "white")
-    ax.set_xticks(np.arange(nc), [str(c) for c in wide.columns], rotation=35, ha="right")
-    ax.set_yticks(np.arange(nr), [str(r) for r in wide.index])
-    ax.set_xlabel(str(col))
+    ax.set_xticks(np.arange(nc), [figure_text(c) for c in wide.columns], rotation=35, ha="right")
+    ax.set_yticks(np.arange(nr), [figure_text(r) for r in wide.index])
+    ax.set_xlabel(figure_text(col))
     ax.spines[:].set_visible(False)
     bar = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
     bar.set_label("accuracy (%)")

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .style import figure_text
+
 if TYPE_CHECKING:
     from ..leaderboard import RankSets
     from matplotlib.figure import Figure
@@ -81,7 +83,7 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
         lo, hi = 1 / (1 + np.exp(-lo)), 1 / (1 + np.exp(-hi))
     left.hlines(y, lo, hi, color="0.3", lw=1.5)
     left.plot(est, y, "o", color="C0")
-    left.set_yticks(y, [str(m) for m in table["model"]])
+    left.set_yticks(y, [figure_text(m) for m in table["model"]])
     left.set_xlabel(f"{value} ({100 * result.conf_level:g}% interval)")
     left.invert_yaxis()
     left.grid(axis="x", alpha=0.3)
@@ -96,7 +98,7 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
     for yi, letters in zip(y, table["tie_group"]):
         right.annotate(letters, (1.01, yi), xycoords=("axes fraction", "data"), va="center", fontsize=9)
     right.legend(fontsize="x-small", loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, frameon=False)
-    fig.suptitle(title or ("Leaderboard" + (": " + ", ".join(f"{a}={b}" for a, b in where.items())
-                                            if where else "")))
+    fig.suptitle(title or figure_text("Leaderboard" + (": " + ", ".join(f"{a}={b}" for a, b in where.items())
+                                                        if where else "")))
     fig.tight_layout()
     return fig

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, marker, styled
+from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, marker, styled
 
 if TYPE_CHECKING:
     from ..ranking import RankInstabilityResult, RankUncertaintyResult
@@ -80,10 +80,10 @@ def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", h
             sub = g if h is None else g[g[hue] == h]
             vals = sub.set_index(x)[value].reindex(xs)
             ax.bar(np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width, vals.to_numpy(float),
-                   width, color=pal[h], label=None if h is None else str(h))
-        ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=40, ha="right")
+                   width, color=pal[h], label=None if h is None else figure_text(h))
+        ax.set_xticks(np.arange(len(xs)), [figure_text(v) for v in xs], rotation=40, ha="right")
         if key is not None:
-            ax.set_title(f"{col} = {key}")
+            ax.set_title(figure_text(f"{col} = {key}"))
         if value == "flip_rate":
             ax.yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
         ax.grid(axis="y", lw=0.4, alpha=0.4)
@@ -141,7 +141,7 @@ def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Se
         ax.scatter(table["icc"].to_numpy()[m], y[m], color=band_colour[q], s=14, label=str(q), zorder=3)
     for c in cuts:
         ax.axvline(c, ls="--", lw=0.7, color="grey", alpha=0.7)
-    ax.set_yticks(y, names, fontsize=6 if len(table) > 24 else None)
+    ax.set_yticks(y, [figure_text(v) for v in names], fontsize=6 if len(table) > 24 else None)
     ax.set_xlabel(f"{table['form'].iloc[0]} (intraclass correlation, 95% CI)" if len(table) else "ICC")
     fig.legend(*ax.get_legend_handles_labels(), title="reliability", loc="outside lower center",
                ncol=max(1, len(order)))
@@ -201,10 +201,10 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[
         for i, m in enumerate(models):
             xs = np.arange(len(boards)) + offset[i]
             ax.plot(xs, wide.iloc[i].to_numpy(float), "-", marker=marker(i), ms=4, color=colour(i),
-                    mec="white", mew=0.5, alpha=0.9, label=str(m))
+                    mec="white", mew=0.5, alpha=0.9, label=figure_text(m))
         ax.set_xticks(np.arange(len(boards)), ["all runs"] + [f"run {b}" for b in boards[1:]])
         ax.set_xlim(-0.4, len(boards) - 0.6)
-        ax.set_title(", ".join(f"{b} = {k}" for b, k in zip(by, key)) if by else "")
+        ax.set_title(figure_text(", ".join(f"{b} = {k}" for b, k in zip(by, key))) if by else "")
     for ax in axes.ravel()[len(panels):]:
         ax.set_visible(False)
     axes[0, 0].invert_yaxis()  # shared: flips every panel
@@ -254,7 +254,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
             g = paper[(paper["curve"] == c) & (paper["kind"] == kind)]
             ax.plot(g["n_runs"], g["se"], ls=ls, marker=marker(i), ms=3, lw=1, color=colour(i),
                     mfc="none" if kind == "empirical" else None,
-                    label=str(c) if kind == "predicted" else None)
+                    label=figure_text(c) if kind == "predicted" else None)
     for kind, ls in (("predicted", "-"), ("empirical", "--")):
         g = paper[(paper["curve"] == "average") & (paper["kind"] == kind)]
         ax.plot(g["n_runs"], g["se"], ls=ls, color="black", lw=2.2, label=f"average ({kind})")
@@ -325,10 +325,10 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
         ax.plot(g["mean_rank"].to_numpy(float), y, "o", color=colour(0), ms=3.5)
         if key is not None:
             keys = key if isinstance(key, tuple) else (key,)
-            ax.set_title(", ".join(f"{b} = {k}" for b, k in zip(by, keys)))
+            ax.set_title(figure_text(", ".join(f"{b} = {k}" for b, k in zip(by, keys))))
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
-    axes[0, 0].set_yticks(list(pos.values()), [str(m) for m in pos])
+    axes[0, 0].set_yticks(list(pos.values()), [figure_text(m) for m in pos])
     axes[0, 0].set_xticks(np.arange(1, len(models) + 1))
     for ax in axes[-1]:
         ax.set_xlabel("rank (1 = best; 95% interval)")

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-__all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "colour", "colours", "first_column",
-           "marker", "paper_style", "styled"]
+__all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "colour", "colours", "figure_text",
+           "first_column", "marker", "paper_style", "styled"]
 
 #: Okabe & Ito (2008) colour-blind-safe palette without black (reserved for references); yellow
 #: last, as it is the weakest on white.
@@ -101,6 +101,22 @@ def paper_style() -> Iterator[None]:
     # matplotlib types rc keys as a Literal of rcParams names; RC's keys are plain str
     with mpl.rc_context(RC | {"axes.prop_cycle": cycler(color=list(OKABE_ITO))}):  # type: ignore[arg-type]
         yield
+
+
+def figure_text(value: object) -> str:
+    """A data label (model name, level, slice value) as matplotlib draws it literally.
+
+    matplotlib reads text between two ``$`` as mathtext, so a model called ``$x$`` would be typeset
+    as math and one called ``$\\bad$`` would make saving the figure fail; every ``$`` is escaped
+    (matplotlib shows ``\\$`` as a plain dollar sign).  Labels evalmix writes itself stay as they
+    are.
+
+    Examples
+    --------
+    >>> print(figure_text("$x$ model"))
+    \\$x\\$ model
+    """
+    return str(value).replace("$", r"\$")
 
 
 def styled(func: F) -> F:

@@ -1,0 +1,120 @@
+"""Every LaTeX table evalmix writes compiles with pdflatex (slow: the second test step).
+
+The report's ``tables/*.tex`` on the bundled example and on a copy whose model and slice names are
+hostile (``$x$``, ``<script>``, blank lines, every LaTeX special character, Greek, accents, emoji),
+and every ``to_latex()`` of README's Python tour, are each wrapped in a minimal article with booktabs
+and compiled with ``pdflatex -halt-on-error``.  Without pdflatex the tests are skipped, except in CI
+(``CI=true``), where a missing pdflatex fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import evalmix
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "data" / "example_runs.csv"
+
+pytestmark = pytest.mark.slow
+
+# the preamble to_latex documents: nothing but booktabs (pdflatex reads UTF-8 by default)
+PREAMBLE = r"""\documentclass{article}
+\usepackage{booktabs}
+\begin{document}
+"""
+
+HOSTILE = {"model-A": "$x$", "model-B": "<script>alert(1)</script>", "model-C": "a\nb|c",
+           "model-D": "a\n\nb %#_&~^\\{}", "model-E": "χ² Δ ≤ × café 😀"}
+
+
+def _pdflatex() -> str:
+    exe = shutil.which("pdflatex")
+    if exe is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("pdflatex is missing: CI installs texlive-latex-recommended and texlive-latex-extra")
+        pytest.skip("pdflatex is not installed (apt-get install texlive-latex-recommended texlive-latex-extra)")
+    return exe
+
+
+def compile_tables(snippets: dict[str, str], folder: Path) -> None:
+    """Compile all snippets as one document (one pdflatex run); on failure, find the culprit."""
+    exe = _pdflatex()
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def run(names: list[str]) -> subprocess.CompletedProcess[str]:
+        body = "\n\\clearpage\n".join(snippets[n] for n in names)
+        tex = folder / "doc.tex"
+        tex.write_text(PREAMBLE + body + "\n\\end{document}\n", encoding="utf-8")
+        return subprocess.run([exe, "-halt-on-error", "-interaction=nonstopmode", tex.name], cwd=folder,
+                              capture_output=True, text=True, errors="replace", timeout=300)
+
+    if run(list(snippets)).returncode == 0:
+        return
+    for name in snippets:  # name the table that fails
+        proc = run([name])
+        if proc.returncode != 0:
+            error = next((ln for ln in proc.stdout.splitlines() if ln.startswith("!")), proc.stdout[-2000:])
+            pytest.fail(f"{name}.tex does not compile: {error}")
+    pytest.fail("the tables compile one by one but not together")
+
+
+def _report_tables(runs: pd.DataFrame, out: Path) -> dict[str, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        evalmix.report(evalmix.read_runs(runs), out, n_boot=50)
+    found = {p.stem: p.read_text(encoding="utf-8") for p in sorted((out / "tables").glob("*.tex"))}
+    assert len(found) >= 20, sorted(found)
+    return found
+
+
+def test_report_tables_compile(tmp_path):
+    _pdflatex()
+    compile_tables(_report_tables(pd.read_csv(EXAMPLE), tmp_path / "report"), tmp_path / "tex")
+
+
+def test_report_tables_with_hostile_names_compile(tmp_path):
+    _pdflatex()
+    runs = pd.read_csv(EXAMPLE)
+    runs["model"] = runs["model"].map(HOSTILE).fillna(runs["model"])
+    runs["language"] = runs["language"].map({"EN": "<img src=x onerror=alert(1)>"}).fillna(runs["language"])
+    found = _report_tables(runs, tmp_path / "report")
+    # the names are in the tables, escaped
+    assert r"\$x\$" in found["accuracy_overall"] and r"\textless{}script\textgreater{}" in found["accuracy_overall"]
+    compile_tables(found, tmp_path / "tex")
+
+
+def _readme_results() -> dict[str, evalmix._result.Result]:
+    """Run README's Python tour and collect every result it makes."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks, "README.md has no Python code"
+    namespace: dict[str, object] = {}
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for block in blocks:
+                exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the tour's own code
+    finally:
+        os.chdir(cwd)
+    return {k: v for k, v in namespace.items() if isinstance(v, evalmix._result.Result)}
+
+
+def test_readme_results_to_latex_compile(tmp_path):
+    """Each result of the tour, and each table of its summary()."""
+    _pdflatex()
+    results = _readme_results()
+    assert len(results) >= 3, sorted(results)
+    snippets = {name: res.to_latex(caption=f"README: {name}") for name, res in results.items()}
+    snippets |= {f"{name}.summary": res.summary().to_latex() for name, res in results.items()}
+    compile_tables(snippets, tmp_path / "tex")
