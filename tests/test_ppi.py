@@ -74,6 +74,15 @@ def test_clipped_lambda_of_an_anticorrelated_judge_is_the_classical_interval():
     assert res["ess_gain"].tolist() == pytest.approx([1.0, 1.0], abs=1e-12)
 
 
+def test_truescore_readme_uncorrected_intervals_are_row_level_wilson():
+    # truescore's README (0.7.4): 4000 items judged, 600 labelled; judge-only 0.8383 [0.8265, 0.8493]
+    # and gold-only 0.7183 [0.6810, 0.7528], printed to 4 decimals.  Its data are not distributed, so
+    # only these two (functions of the counts 3353/4000 and 431/600) can be recomputed.
+    for k, n, published in ((3353, 4000, (0.8265, 0.8493)), (431, 600, (0.6810, 0.7528))):
+        lo, hi = evalmix.binom_ci(k, n, "wilson", 0.95)
+        assert (round(float(lo), 4), round(float(hi), 4)) == published
+
+
 # ------------------------------------------------------------------------------ clustering
 
 def _clustered(seed: int = 3, n_items: int = 80, n_lab: int = 25, runs: int = 4, item_sd: float = 1.0) -> pd.DataFrame:
