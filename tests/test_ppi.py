@@ -215,6 +215,11 @@ def test_errors_name_the_column_and_rows():
         ppi_mean(judged, lab_nan)
     with pytest.raises(DataError, match="no row has a human score"):
         ppi_mean(df.assign(human_score=np.nan))
+    text = df.astype({"human_score": object})
+    text.loc[0, "human_score"] = "pass"
+    with pytest.raises(DataError, match=r"labelled rows: human score column 'human_score' must hold numbers.*"
+                                        r"row 0: human_score='pass'"):
+        ppi_mean(text)
     with pytest.raises(DataError, match="pass the human scores one way"):
         ppi_mean(df, lab)
     dup = pd.concat([df, df.iloc[[0]]])
@@ -233,8 +238,19 @@ def test_too_few_items_and_unknown_levels():
     assert len(ppi_mean(every, method="classical").to_frame()) == 2  # human-only needs no unlabelled item
     with pytest.raises(DataError, match="'m-C' is not a level of column 'model'"):
         ppi_difference(df, a="m-A", b="m-C")
+    with pytest.raises(TypeError, match="a= is one level of column 'model'"):
+        ppi_difference(df, a=["m-A"], b="m-B")
     with pytest.raises(ValueError, match="same model"):
         ppi_difference(df, a="m-A", b="m-A")
+
+
+def test_levels_of_mixed_types():
+    df = _clustered()
+    mixed = df.assign(model=df["model"].map({"m-A": 1, "m-B": "m-B"}))
+    res = ppi_mean(mixed, method="ppi").to_frame()
+    assert res["model"].tolist() == [1, "m-B"]
+    want = ppi_mean(df, method="ppi").to_frame()
+    np.testing.assert_allclose(res["estimate"], want["estimate"], rtol=0, atol=1e-15)
 
 
 def test_argument_errors():

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -161,6 +161,19 @@ def _numeric_scores(df: pd.DataFrame, col: str, what: str, where: str) -> np.nda
     return num.to_numpy(float)
 
 
+def _check_numeric(df: pd.DataFrame, col: str, what: str, where: str) -> None:
+    """Text in a score column is a DataError naming it (missing values are ensure_runs' to report)."""
+    if col not in df.columns:
+        return
+    values = df[col]
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return
+    bad = (pd.to_numeric(values, errors="coerce").isna() & values.notna()).to_numpy()
+    if bad.any():
+        raise DataError(f"{where}{what} column {col!r} must hold numbers (0/1 verdicts, ratings); "
+                        "non-numeric values in rows: " + show_rows(df, bad, [col]))
+
+
 @dataclass(frozen=True)
 class _Tables:
     """Validated rows: ``judged`` (group, item, judge score) and ``labelled`` (group, item, judge
@@ -195,6 +208,9 @@ def _read_tables(judged: RunsData, labelled: RunsData | None, *, by: list[str], 
             raise DataError(f"the judged table has a human score column {human!r} and labelled= is given "
                             "too: pass the human scores one way (leave out labelled=, or drop the column)")
         judged_df, labelled_df = table, labelled
+    _check_numeric(judged_df, judge, "judge score", "")
+    if isinstance(labelled_df, pd.DataFrame):
+        _check_numeric(labelled_df, human, "human score", "labelled rows: ")
     j, js = ensure_runs(judged_df, item=item, run=run, outcome=judge, need_item=True, by=by,
                         allow_fractional="any", missing=missing)
     try:
@@ -223,9 +239,12 @@ def _group_keys(t: _Tables) -> list[tuple]:
         return [()]
     keys: dict[tuple, None] = {}
     for frame in (t.judged, t.labelled):
-        for k in frame[t.by].drop_duplicates().sort_values(t.by).itertuples(index=False, name=None):
+        for k in frame[t.by].drop_duplicates().itertuples(index=False, name=None):
             keys[tuple(k)] = None
-    return list(keys)
+    try:
+        return sorted(keys)
+    except TypeError:  # levels of mixed types (1 and "b"): sorted as text
+        return sorted(keys, key=lambda k: tuple(map(str, k)))
 
 
 def _select(frame: pd.DataFrame, by: list[str], key: tuple) -> pd.DataFrame:
@@ -278,8 +297,8 @@ class PPIEstimates(Result):
         notes = ["lambda: weight of the judge (1 = PPI, 0 = human labels only); n_effective: labelled "
                  "items a human-only interval would need for the same width"]
         if "judge_only" in set(self.table["method"]):
-            notes.append("judge_only ignores the human labels: it is biased by the judge's errors "
-                         "and its interval does not cover them")
+            notes.append("judge_only ignores the human labels: it carries the judge's bias, which its "
+                         "interval does not account for")
         return notes
 
     def to_frame(self) -> pd.DataFrame:
@@ -440,9 +459,11 @@ def ppi_difference(judged: RunsData, labelled: RunsData | None = None, *, a: obj
     t = _read_tables(judged, labelled, by=[by], judge=judge, human=human, item=item, run=run, missing=missing)
     levels = set(t.judged[by].tolist()) | set(t.labelled[by].tolist())
     for name, level in (("a", a), ("b", b)):
+        if not isinstance(level, Hashable) or isinstance(level, tuple):
+            raise TypeError(f"{name}= is one level of column {by!r}, got {level!r}")
         if level not in levels:
             raise DataError(f"{name}={level!r} is not a level of column {by!r}; levels: "
-                            f"{', '.join(map(repr, sl.levels(pd.Series(sorted(levels, key=str)))))}")
+                            f"{', '.join(sorted(map(repr, levels)))}")
     if a == b:
         raise ValueError(f"a and b are the same model {a!r}")
     j_means = _item_means(t.judged, [by, t.item], ["_f"])["_f"]
