@@ -244,6 +244,23 @@ def test_too_few_items_and_unknown_levels():
         ppi_difference(df, a="m-A", b="m-A")
 
 
+def test_paths_categoricals_and_bools_give_the_same_numbers(tmp_path):
+    df = simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+    want = ppi_mean(df, method=list(METHODS)).to_frame()
+    path = tmp_path / "judged.csv"
+    df.to_csv(path, index=False)
+    cat = df.assign(model=df["model"].astype("category"), item=df["item"].astype(str).astype("category"),
+                    judge_score=df["judge_score"].astype(bool))
+    for data in (path, cat):
+        got = ppi_mean(data, method=list(METHODS)).to_frame()
+        assert got["model"].astype(str).tolist() == want["model"].tolist()
+        np.testing.assert_allclose(got[["estimate", "se", "lambda"]].to_numpy(float),
+                                   want[["estimate", "se", "lambda"]].to_numpy(float), rtol=0, atol=1e-14)
+    lab = df[df["human_score"].notna()]
+    two = ppi_mean(df.drop(columns="human_score"), lab, method=list(METHODS)).to_frame()
+    pd.testing.assert_frame_equal(two, want, rtol=0, atol=1e-15)
+
+
 def test_levels_of_mixed_types():
     df = _clustered()
     mixed = df.assign(model=df["model"].map({"m-A": 1, "m-B": "m-B"}))
