@@ -73,7 +73,13 @@ DOMAIN = {
     "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
     # variance by source; the report's contents
     "source", "includes", "mean_square", "variance_raw", "section", "caption",
+    # prediction-powered inference: the judge's weight, labels saved, simulated intervals
+    "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
 }
+
+
+def _judged() -> pd.DataFrame:
+    return evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
 
 
 def _runs() -> pd.DataFrame:
@@ -158,6 +164,10 @@ CALLS = {
         prompt="prompt"), se=0.03),
     "report": lambda c: evalmix.report(c["three"], n_boot=100),
     "wilcoxon": lambda c: evalmix.wilcoxon(c["a"], c["b"]),
+    "ppi_mean": lambda c: evalmix.ppi_mean(_judged(), method=["ppi++", "judge_only"]),
+    "ppi_difference": lambda c: evalmix.ppi_difference(_judged(), a="a", b="b", method=["ppi", "judge_only"]),
+    "ppi_coverage_study": lambda c: evalmix.ppi_coverage_study(n_items=60, n_labelled=15, n_runs=2,
+                                                               n_sims=5, seed=1),
     # evalmix.repetitions
     "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
         c["runs"], ["model", "language", "prompt"], max_runs=3),
@@ -192,7 +202,7 @@ NOT_RESULTS = {
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
-    "bayes.available_samplers",
+    "bayes.available_samplers", "simulate_judged",
 }
 
 

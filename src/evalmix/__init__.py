@@ -67,6 +67,9 @@ _EXPORTS: dict[str, str] = {
     "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
     # sources of noise: items, templates, runs, judge passes
     "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
+    # LLM-as-judge scores corrected by a few human labels (prediction-powered inference)
+    "PPICoverage": "ppi", "PPIEstimates": "ppi", "ppi_coverage_study": "ppi", "ppi_difference": "ppi",
+    "ppi_mean": "ppi", "simulate_judged": "ppi",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
@@ -125,6 +128,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .multiplicity import adjust_pvalues
     from .passk import PassKResult, pass_k, pass_k_model
+    from .ppi import (
+        PPICoverage, PPIEstimates, ppi_coverage_study, ppi_difference, ppi_mean, simulate_judged,
+    )
     from .power import (
         power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
         sample_size_paired_proportions, sample_size_two_proportions,
