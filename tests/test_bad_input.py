@@ -251,7 +251,7 @@ def test_missing_drop_warns_with_the_count_and_drops():
         out = accuracy(bad, "model", missing="drop")
     assert out["n"].tolist() == [16, 18]
     assert out["k"].sum() == TWO.drop(index=[5, 6])["correct"].sum()
-    with pytest.raises(ValueError, match="missing must be 'raise' or 'drop'"):
+    with pytest.raises(ValueError, match="missing must be one of 'raise', 'drop'"):
         accuracy(bad, "model", missing="ignore")
 
 

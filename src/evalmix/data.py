@@ -21,12 +21,15 @@ from typing import Any, Union
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
+from .arguments import check_choice
 from .errors import DataError, DataWarning
 from .parquet import Filters, read_parquet
 
-__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
-           "require_columns", "schema_of", "show_rows"]
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "check_hashable", "check_weights",
+           "drop_written_index", "ensure_runs", "load_table", "read_runs", "require_columns", "schema_of",
+           "show_rows"]
 
 _MAX_SHOWN = 5
 
@@ -95,8 +98,14 @@ def _file_error(path: Path, what: str) -> DataError:
     return DataError(f"{path}: {what}")
 
 
+#: Byte-order marks that name their encoding (UTF-32 first: its little-endian mark starts with UTF-16's).
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
 def _decode(path: Path, raw: bytes, encoding: str | None) -> str:
-    """The text of a file: UTF-8 (with or without BOM) unless ``encoding`` says otherwise."""
+    """The text of a file: UTF-8 (with or without BOM), UTF-16/32 with a BOM, unless ``encoding``
+    says otherwise."""
     if encoding is not None:
         try:
             return raw.decode(encoding)
@@ -105,17 +114,35 @@ def _decode(path: Path, raw: bytes, encoding: str | None) -> str:
         except UnicodeDecodeError as exc:
             raise _file_error(path, f"cannot be decoded as {encoding!r} (byte {exc.start}); pass the "
                                     f"file's encoding=") from exc
+    for bom, name in _BOMS:  # Excel's "Unicode text" and PowerShell write UTF-16 with a BOM
+        if raw.startswith(bom):
+            try:
+                return raw.decode(name)  # the codec reads the BOM for the byte order and drops it
+            except UnicodeDecodeError as exc:
+                raise _file_error(path, f"starts with a {name.upper()} byte-order mark but cannot be "
+                                        f"decoded as {name} (byte {exc.start})") from exc
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
-        try:
-            raw.decode("cp1252")
-            guess = "encoding='latin-1' (or 'cp1252', as Excel on Windows writes)"
-        except UnicodeDecodeError:
-            guess = "the file's encoding= (e.g. 'latin-1')"
         raise _file_error(path, f"is not UTF-8 text (byte {raw[exc.start]:#04x} on line {line}); "
-                                f"pass {guess}") from exc
+                                f"pass {_encoding_advice(raw)}") from exc
+
+
+def _encoding_advice(raw: bytes) -> str:
+    """The ``encoding=`` most likely to read bytes that are not UTF-8."""
+    head = raw[:4096]
+    if head.count(0) > len(head) // 4:  # text in UTF-16 has a zero byte beside every ASCII letter
+        order = "le" if head[1::2].count(0) > head[::2].count(0) else "be"
+        return f"encoding='utf-16-{order}' (the file looks like UTF-16 without a byte-order mark)"
+    try:
+        raw.decode("cp1252")
+    except UnicodeDecodeError:
+        # bytes cp1252 leaves undefined: latin-1 reads every byte, but check the accented letters
+        return "the file's encoding= (e.g. 'latin-1', which reads any byte; check accented letters)"
+    if any(0x80 <= b <= 0x9F for b in raw):  # curly quotes, euro sign: cp1252, not latin-1
+        return "encoding='cp1252' (Windows/Excel; its quotes and euro sign are not latin-1)"
+    return "encoding='latin-1' (or 'cp1252', as Excel on Windows writes)"
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -237,6 +264,139 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         raise _file_error(path, f"cannot be parsed as CSV: {str(exc).strip()}") from exc
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
+
+
+#: Names under which pandas reads back an index written with a table: ``df.to_csv(path)`` leaves
+#: the index column's header empty, read as "Unnamed: 0"; pyarrow keeps an unnamed one as
+#: "__index_level_0__" when it cannot store it as metadata.
+_INDEX_NAMES = ("Unnamed: 0", "__index_level_0__", "")
+
+
+def drop_written_index(df: pd.DataFrame, source: RunsData | None = None) -> pd.DataFrame:
+    """``df`` without a leading column that is a pandas index written with the table.
+
+    ``df.to_csv(path)`` (without ``index=False``) writes the row index as a first column with an
+    empty header, which pandas reads back as ``"Unnamed: 0"``.  Left in, it is one more slice
+    column whose value differs on every row, so every key is unique and a duplicated row goes
+    unnoticed.  Such a column (unnamed, first, whole numbers all different) is dropped with a
+    DataWarning naming it; any other column is kept.
+
+    Examples
+    --------
+    >>> import io, warnings
+    >>> runs = pd.DataFrame({"model": ["a", "b"], "item": [1, 1], "correct": [1, 0]})
+    >>> back = pd.read_csv(io.StringIO(runs.to_csv()))
+    >>> back.columns.tolist()
+    ['Unnamed: 0', 'model', 'item', 'correct']
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     drop_written_index(back).columns.tolist()
+    ['model', 'item', 'correct']
+    """
+    if df.shape[1] < 2:
+        return df
+    first = df.columns[0]
+    if not (first is None or (isinstance(first, str) and first.strip() in _INDEX_NAMES)):
+        return df
+    values = df.iloc[:, 0]
+    if not pd.api.types.is_integer_dtype(values) or pd.api.types.is_bool_dtype(values) or not values.is_unique:
+        return df
+    rows = "the row numbers 0..{}".format(len(df) - 1) if np.array_equal(
+        values.to_numpy(), np.arange(len(df))) else "a different whole number on every row"
+    warnings.warn(f"{_where(source)}dropped column {first!r}: it holds {rows}, a pandas index written "
+                  "with the table (df.to_csv(path) without index=False), not a slice of the runs",
+                  DataWarning, stacklevel=3)
+    return df.iloc[:, 1:]
+
+
+def check_hashable(df: pd.DataFrame, columns: Sequence[str], source: RunsData | None = None) -> None:
+    """DataError naming the first of ``columns`` that holds lists, dicts or other unhashable cells.
+
+    Factor and slice columns are grouped and compared, which needs one label per cell; a column of
+    JSON objects (a harness's metadata, say) must be dropped or turned into text first.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"model": ["a"], "meta": [{"seed": 1}]})
+    >>> try:
+    ...     check_hashable(df, ["model", "meta"])
+    ... except DataError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    column 'meta' holds dict values (row 0: {'seed': 1}), not labels: ...
+    """
+    for col in columns:
+        values = df[col]
+        if values.dtype != object:
+            continue
+        try:
+            pd.unique(values)  # a C hash table: cheap for labels, TypeError for dicts and lists
+        except TypeError:
+            for pos, v in enumerate(values):
+                try:
+                    hash(v)
+                except TypeError:
+                    raise DataError(
+                        f"{_where(source)}column {str(col)!r} holds {type(v).__name__} values (row "
+                        f"{_plain(df.index[pos])!r}: {_short(v)}), not labels: every column other than "
+                        "the outcome is grouped on as a slice; drop it or turn it into text "
+                        f"(df[{str(col)!r}].astype(str))") from None
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def check_weights(data: pd.DataFrame, weights: str | ArrayLike | None, *, name: str = "weights",
+                  missing: str = "raise") -> None:
+    """Check prior weights given as a column of ``data`` (or one value per row) before a fit.
+
+    Each problem is named by the weight column itself: text that is not a number (a decimal comma
+    ``"1,5"`` is named as such), an infinite or negative weight, a missing weight (unless
+    ``missing="drop"``, which drops the row), or weights that are all zero.  A column absent from
+    ``data``, or a path given as ``data``, is left to the caller, which names it.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"correct": [1, 0], "w": ["1,5", "2"]})
+    >>> try:
+    ...     check_weights(d, "w")
+    ... except DataError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    weights column 'w' holds text that is not a number in rows: row 0: w='1,5' (a decimal comma? ...
+    """
+    if weights is None or not isinstance(data, pd.DataFrame):
+        return
+    if isinstance(weights, str):
+        if weights not in data.columns:
+            return
+        label, frame, col = f"{name} column {weights!r}", data, weights
+        raw = data[weights]
+    else:
+        arr = np.asarray(weights)
+        if arr.ndim != 1 or len(arr) != len(data):
+            return  # the fit names a length mismatch
+        label, col = name, name
+        raw = pd.Series(arr, index=data.index)
+        frame = pd.DataFrame({col: raw})
+    numeric = raw if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw) \
+        else pd.to_numeric(raw, errors="coerce")
+    text = numeric.isna() & raw.notna()
+    if text.any():
+        comma = raw[text].astype(str).str.fullmatch(r"\s*-?\d+,\d+\s*").any()
+        raise DataError(f"{label} holds text that is not a number in rows: {show_rows(frame, text, [col])}"
+                        + (" (a decimal comma? write 1.5, or read the file with sep=';' and convert "
+                           "the column with .str.replace(',', '.'))" if comma else ""))
+    x = numeric.to_numpy(dtype=float)
+    checks = [(np.isinf(x), "infinite"), (x < 0, "negative")]
+    if missing != "drop":
+        checks.append((np.isnan(x), "missing (NaN/None; pass missing='drop' to drop such rows)"))
+    for bad, what in checks:
+        if bad.any():
+            raise DataError(f"{label} has {what} weights in rows: {show_rows(frame, bad, [col])}")
+    finite = x[np.isfinite(x)]
+    if finite.size and not finite.any():
+        raise DataError(f"{label} is 0 in every row: no row carries weight, so there is nothing to fit")
 
 
 def show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
@@ -437,7 +597,8 @@ def read_runs(
     >>> runs.attrs["evalmix"]["item"], runs["correct"].tolist()
     ('item', [1, 0, 1, 1])
     """
-    df = load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters)
+    df = drop_written_index(load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters),
+                            source)
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     counts = successes is not None
@@ -452,6 +613,7 @@ def read_runs(
     slices = tuple(str(c) for c in df.columns if c not in roles)
     schema = RunsSchema(item=item, model=model, run=run, outcome=None if counts else outcome,
                         successes=successes, trials=trials, slices=slices)
+    check_hashable(df, [c for c in (model, item, run) if c is not None] + list(slices), source)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
                    check_keys=True, copied=True)
 
@@ -525,8 +687,7 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
               missing: str, check_keys: bool, copied: bool) -> pd.DataFrame:
     """The rules of :func:`read_runs`: non-empty, no missing values in keys or outcome, a 0/1 outcome
     (or valid k-of-n counts), unique keys.  Returns ``df`` or a copy with a numeric outcome."""
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be 'raise' or 'drop', not {missing!r}")
+    check_choice(missing, "missing", MISSING_POLICIES)
     where = _where(source)
     if len(df) == 0:
         raise DataError(f"{where}the runs table is empty (no rows)")
@@ -674,8 +835,13 @@ def ensure_runs(
 
     Notes
     -----
-    Keys are checked for duplicates when the table has a run column; without one, rows that
-    repeat a (model, item) are taken as repeated trials (as in a binomial GLMM's data).
+    Keys are checked for duplicates whenever the table has a run column or both a model and an
+    item column: a (model, item, run, slices) key, or (model, item, slices) without a run column,
+    must appear once, so a duplicated row is an error rather than counted twice.  Repeated trials
+    of a model on an item go in a run column or in k-of-n counts (``successes=``/``trials=``).
+    Only a table without those roles (a GLMM's plain data frame, ``cbind`` counts) may repeat
+    rows, which are then independent observations.  A pandas index written with the table
+    (``Unnamed: 0``) is dropped first (see :func:`drop_written_index`).
 
     Examples
     --------
@@ -697,6 +863,7 @@ def ensure_runs(
         df, source = load_table(data, encoding=encoding), data
     else:
         raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
+    df = drop_written_index(df, source)
     cols = df.columns
     recorded = schema_of(df)
     outcome_arg, successes_arg = outcome, successes
@@ -748,8 +915,11 @@ def ensure_runs(
     schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
                         outcome=None if counts else outcome, successes=successes, trials=trials,
                         slices=slices)
+    # a key repeats legitimately only as repeated trials of a table without item or model roles
+    # (a GLMM's plain data frame); a runs table keys each row by model, item, run and slices
+    keyed = schema.run is not None or (schema.model is not None and schema.item is not None)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
-                   check_keys=schema.run is not None, copied=False)
+                   check_keys=keyed, copied=False)
     for f in factors:
         values = df[f]
         n_levels = values.nunique()
