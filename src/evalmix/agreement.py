@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from .arguments import check_arguments
 from ._result import Result
 from .errors import DataError
 
@@ -180,6 +181,7 @@ def cohen_kappa(a: ArrayLike | pd.DataFrame, b: ArrayLike | None = None, *, weig
     >>> round(r.estimate, 3), r.band
     (0.467, 'moderate')
     """
+    check_arguments(conf_level=conf_level)
     if b is None:
         tab = _table(a, "a")
         if tab.shape[1] != 2:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["check_choice", "check_count", "check_counts", "check_level", "check_n_jobs",
+__all__ = ["MISSING_POLICIES", "check_arguments", "check_choice", "check_count", "check_counts", "check_level", "check_n_jobs",
            "check_number", "check_probability", "check_seed"]
 
 _C = TypeVar("_C")
+
+#: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
+MISSING_POLICIES = ("raise", "drop")
 _MAX_SHOWN = 60
 
 
@@ -132,7 +135,7 @@ def check_level(value: float, name: str = "conf_level") -> float:
     what = "a number strictly between 0 and 1 (e.g. 0.95)"
     x = _real(value, name, what)
     if not 0 < x < 1:
-        hint = f" (for {x:g}% write {x / 100:g})" if 1 < x < 100 else ""
+        hint = f" (for {x:g}% write {x / 100:g})" if 50 <= x < 100 else ""
         raise ArgumentError(f"{name} must be {what}, got {_shown(value)}{hint}")
     return x
 
@@ -140,31 +143,41 @@ def check_level(value: float, name: str = "conf_level") -> float:
 def check_count(value: int, name: str, *, minimum: int = 1) -> int:
     """A whole number ``>= minimum``: ``n_boot``, ``n_sims``, ``k``, a number of items or runs.
 
-    A float is accepted when it is whole (``1e4``) and returned as an int; ``2.5`` is refused
-    rather than truncated.
+    Python and numpy integers are accepted; a float is refused, also a whole one (``1e4``), so
+    that ``2.5`` is never truncated and what the function receives is what it counts with.
 
     Raises
     ------
     ArgumentTypeError
-        A string (``"1000"``), a bool, None or another non-number.
+        Not an integer: a float (``2.5``, ``1e4``, NaN), a string (``"1000"``), a bool, None.
     ArgumentError
-        A fraction, NaN, infinity, or a value below ``minimum``.
+        An integer below ``minimum``.
 
     Examples
     --------
-    >>> check_count(1e4, "n_boot")
+    >>> check_count(10_000, "n_boot")
     10000
     >>> try:
     ...     check_count(2.5, "k")
     ... except ArgumentError as exc:
     ...     print(exc)
-    k must be a whole number >= 1, got 2.5
+    k must be a whole number >= 1, got 2.5 (a float)
+    >>> try:
+    ...     check_count(1e4, "n_boot")
+    ... except ArgumentError as exc:
+    ...     print(exc)
+    n_boot must be a whole number >= 1, got 10000.0 (a float; write 10000)
     """
     what = f"a whole number >= {minimum}"
-    x = _real(value, name, what)
-    if not math.isfinite(x) or x != math.floor(x) or x < minimum:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        shown = _shown(value)
+        if isinstance(value, (float, np.floating)):
+            whole = math.isfinite(value) and value == math.floor(value)
+            shown += f" (a float; write {int(value)})" if whole else " (a float)"
+        raise ArgumentTypeError(f"{name} must be {what}, got {shown}")
+    if value < minimum:
         raise ArgumentError(f"{name} must be {what}, got {_shown(value)}")
-    return int(value) if isinstance(value, (int, np.integer)) else int(x)
+    return int(value)
 
 
 def check_counts(values: int | Iterable[int], name: str, *, minimum: int = 1) -> list[int]:
@@ -172,7 +185,7 @@ def check_counts(values: int | Iterable[int], name: str, *, minimum: int = 1) ->
 
     Examples
     --------
-    >>> check_counts([1, 5.0], "k")
+    >>> check_counts([1, 5], "k")
     [1, 5]
     >>> try:
     ...     check_counts([1, "5"], "k")
@@ -261,3 +274,46 @@ def check_choice(value: _C, name: str, choices: Sequence[_C]) -> _C:
     cls = ArgumentError if isinstance(value, str) or value is None else ArgumentTypeError
     raise cls(f"{name} must be one of {listed}, got {_shown(value) if not isinstance(value, str) else repr(value)}"
               f"{hint}")
+
+
+#: Arguments with one meaning across the package, and their check (see :func:`check_arguments`).
+_BY_NAME: dict[str, Callable[[Any, str], Any]] = {
+    "conf_level": check_level,
+    "alpha": check_probability, "power": check_probability,
+    "seed": check_seed, "n_jobs": check_n_jobs, "cores": check_n_jobs,
+    "missing": lambda v, name: check_choice(v, name, MISSING_POLICIES),
+    **{name: check_count for name in ("n_boot", "n_sims", "n_draws", "n_resamples", "n_plausible",
+                                      "chunk_size", "max_runs", "draws", "chains")},
+    "tune": lambda v, name: check_count(v, name, minimum=0),
+}
+
+
+def check_arguments(**arguments: object) -> None:
+    """Check arguments by their name, the one-line guard at the top of a public function.
+
+    Each argument is checked as it is everywhere in evalmix: ``conf_level`` strictly between 0
+    and 1; ``alpha`` and ``power`` probabilities in (0, 1); ``n_boot``, ``n_sims``, ``n_draws``,
+    ``n_resamples``, ``n_plausible``, ``chunk_size``, ``max_runs``, ``draws`` and ``chains`` whole
+    numbers >= 1 (``tune`` >= 0); ``seed`` None, an integer >= 0, a Generator or a SeedSequence;
+    ``n_jobs`` (``cores``) None or a nonzero integer; ``missing`` "raise" or "drop".
+
+    Raises
+    ------
+    ArgumentError
+        The first bad argument, named with its value (an :class:`ArgumentTypeError` for a wrong
+        type).
+
+    Examples
+    --------
+    >>> check_arguments(n_boot=2000, conf_level=0.95, seed=None)
+    >>> try:
+    ...     check_arguments(n_boot="1000")
+    ... except ArgumentError as exc:
+    ...     print(exc)
+    n_boot must be a whole number >= 1, got '1000' (a str)
+    """
+    for name, value in arguments.items():
+        check = _BY_NAME.get(name)
+        if check is None:
+            raise TypeError(f"check_arguments has no rule for an argument named {name!r}")
+        check(value, name)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .arguments import check_choice
+from .arguments import MISSING_POLICIES, check_choice
 from .errors import DataError, DataWarning
 from .parquet import Filters, read_parquet
 
@@ -347,7 +347,7 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def check_weights(data: pd.DataFrame, weights: str | ArrayLike | None, *, name: str = "weights",
+def check_weights(data: RunsData, weights: str | ArrayLike | None, *, name: str = "weights",
                   missing: str = "raise") -> None:
     """Check prior weights given as a column of ``data`` (or one value per row) before a fit.
 
@@ -388,12 +388,11 @@ def check_weights(data: pd.DataFrame, weights: str | ArrayLike | None, *, name: 
                         + (" (a decimal comma? write 1.5, or read the file with sep=';' and convert "
                            "the column with .str.replace(',', '.'))" if comma else ""))
     x = numeric.to_numpy(dtype=float)
-    checks = [(np.isinf(x), "infinite"), (x < 0, "negative")]
-    if missing != "drop":
-        checks.append((np.isnan(x), "missing (NaN/None; pass missing='drop' to drop such rows)"))
-    for bad, what in checks:
+    for bad, what in ((np.isinf(x), "infinite weights"), (x < 0, "negative weights"),
+                      (np.isnan(x) & (missing != "drop"), "missing weights (NaN/None)")):
         if bad.any():
-            raise DataError(f"{label} has {what} weights in rows: {show_rows(frame, bad, [col])}")
+            raise DataError(f"{label} has {what} in rows: {show_rows(frame, bad, [col])}"
+                            + ("; pass missing='drop' to drop such rows" if what.startswith("missing") else ""))
     finite = x[np.isfinite(x)]
     if finite.size and not finite.any():
         raise DataError(f"{label} is 0 in every row: no row carries weight, so there is nothing to fit")
@@ -633,7 +632,6 @@ def read_runs(
 # ------------------------------------------------------------------------ validation shared by all
 
 _DEFAULT_ROLES = {"item": "item", "model": "model", "run": "run", "outcome": "correct"}
-MISSING_POLICIES = ("raise", "drop")
 _ROLE_NAMES = ("item", "model", "run", "outcome", "successes", "trials")
 # Tables read_runs returned with roles other than the defaults, by their column set.  pandas drops
 # df.attrs on merge (and on concat of tables with different attrs); a later table holding all those
@@ -751,6 +749,28 @@ def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> Non
             + show_rows(df, dup, key_cols))
 
 
+def _check_repeated_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
+    """Without a run column, repeated (model, item, slices) keys are attempts (pass@k data) when
+    most keys repeat; when most keys appear once, the few that repeat are duplicated rows."""
+    keys = df[key_cols]
+    try:
+        dup = keys.duplicated(keep=False)
+    except TypeError:  # unhashable cells (lists from JSON): compare their text
+        keys = keys.astype(str)
+        dup = keys.duplicated(keep=False)
+    if not dup.any():
+        return
+    single = int((~dup).sum())
+    repeated = len(keys.loc[dup.to_numpy()].drop_duplicates())
+    if single > repeated:
+        raise DataError(
+            f"{where}{repeated} key(s) {tuple(key_cols)} appear more than once while {single} appear once: "
+            "duplicated rows? A table without a run column holds one row per key, or repeated "
+            "attempts of every key; name the run column (run=), aggregate the attempts into "
+            "successes=/trials= counts, or drop the duplicates. First repeats: "
+            + show_rows(df, dup, key_cols))
+
+
 def _role(name: str, given: str | None, recorded: RunsSchema | None, columns: pd.Index) -> str | None:
     """Explicit argument > role recorded by read_runs (if its column is still there) > default name
     (if such a column exists) > None."""
@@ -835,13 +855,13 @@ def ensure_runs(
 
     Notes
     -----
-    Keys are checked for duplicates whenever the table has a run column or both a model and an
-    item column: a (model, item, run, slices) key, or (model, item, slices) without a run column,
-    must appear once, so a duplicated row is an error rather than counted twice.  Repeated trials
-    of a model on an item go in a run column or in k-of-n counts (``successes=``/``trials=``).
-    Only a table without those roles (a GLMM's plain data frame, ``cbind`` counts) may repeat
-    rows, which are then independent observations.  A pandas index written with the table
-    (``Unnamed: 0``) is dropped first (see :func:`drop_written_index`).
+    Duplicated keys: with a run column, each (model, item, run, slices) key must appear once.
+    Without one, rows that repeat a (model, item, slices) key are repeated attempts (pass@k data,
+    a binomial GLMM's rows) when most keys repeat; when most keys appear once, the few repeated
+    ones are duplicated rows and a DataError names them rather than count them twice (name the
+    run column, or give k-of-n counts).  A table without model or item roles is not checked.  A
+    pandas index written with the table (``Unnamed: 0``, which would make every key unique) is
+    dropped first, with a DataWarning (see :func:`drop_written_index`).
 
     Examples
     --------
@@ -915,11 +935,10 @@ def ensure_runs(
     schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
                         outcome=None if counts else outcome, successes=successes, trials=trials,
                         slices=slices)
-    # a key repeats legitimately only as repeated trials of a table without item or model roles
-    # (a GLMM's plain data frame); a runs table keys each row by model, item, run and slices
-    keyed = schema.run is not None or (schema.model is not None and schema.item is not None)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
-                   check_keys=keyed, copied=False)
+                   check_keys=schema.run is not None, copied=False)
+    if schema.run is None and schema.model is not None and schema.item is not None:
+        _check_repeated_keys(df, schema.keys, _where(source))
     for f in factors:
         values = df[f]
         n_levels = values.nunique()

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from .arguments import check_arguments
 from . import multiplicity
 from .draws import hdi
 from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
@@ -208,6 +209,7 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     1    M2      0.53  0.07      0.40       0.65
     2    M3      0.70  0.06      0.58       0.80
     """
+    check_arguments(conf_level=conf_level)
     if type not in ("link", "response"):
         raise ValueError(f"type={type!r}: use 'link' or 'response'")
     if weights not in WEIGHTS:
@@ -457,6 +459,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
                     contrast  estimate
     0  (M2 - M1) - (M3 - M1)     -0.73
     """
+    check_arguments(conf_level=conf_level)
     grid = _as_grid(emm)
     if by is _INHERIT:
         by = list(grid.by)

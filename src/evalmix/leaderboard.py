@@ -41,6 +41,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from . import tables
 from .multiplicity import mvn_box_probability, mvn_box_quantile
@@ -369,6 +370,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, chunk_size=chunk_size, missing=missing)
     _check_level(conf_level)
     if n_boot < 10:
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")

@@ -99,7 +99,8 @@ def check_pilot_variance(variances: pd.DataFrame | Mapping[str, ArrayLike | None
     the pilot shows no variance to plan from: var_between + var_within = 0 ...
     """
     frame = isinstance(variances, pd.DataFrame)
-    keys = list(names) if names is not None else (["var_between", "var_within"] if frame else list(variances))
+    keys = [str(k) for k in (names if names is not None else
+                             ["var_between", "var_within"] if frame else list(variances))]
     present = [k for k in keys if k in variances and variances[k] is not None]
     if not present:
         return
@@ -127,7 +128,7 @@ def check_pilot_variance(variances: pd.DataFrame | Mapping[str, ArrayLike | None
                       for vals in rows[label_cols].itertuples(index=False)]
     warnings.warn(f"{int(zero.sum())} slice(s) of the pilot show no variance ({what} = 0: "
                   f"{'; '.join(labels[:5])}); any design meets the target there, so the plan rests on "
-                  "the other slices", DataWarning, stacklevel=2)
+                  "the other slices", DataWarning, stacklevel=3)
 
 
 def _normal_power(effect: float, crit: float, alternative: str) -> float:

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
+from .arguments import check_arguments
 from ._random import as_generator
 from ._result import Result
 from .data import RunsData, ensure_runs
@@ -287,6 +288,7 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
     >>> r.estimate, r.conf_low < 0.7 < r.conf_high
     (0.7, True)
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     x = np.asarray(values, dtype=float)
     if x.ndim != 1:
         raise DataError(f"`values` must be 1-D, got shape {x.shape}")
@@ -389,6 +391,7 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
     >>> list(tab.table["group"])
     ['base', 'clone', 'finetune']
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     data, schema = ensure_runs(data, item=item, outcome=outcome, need_item=True, by=by_cols,
                                allow_fractional=True, missing=missing)
@@ -476,6 +479,7 @@ def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", 
     >>> r.conf_low > 0
     True
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     ma, mb = item_means(a, b)
     d = mb - ma
     res = bootstrap_ci(d, "mean", method=method, n_boot=n_boot, conf_level=conf_level, seed=seed)
@@ -596,6 +600,7 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
     >>> r.conf_low < r.estimate < r.conf_high
     True
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     if resample_size not in ("instances", "pooled"):
@@ -658,6 +663,7 @@ def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1
     >>> plausible_run_scores(preds, gold, metric="accuracy", n_sims=10, seed=1).shape
     (10,)
     """
+    check_arguments(n_sims=n_sims, seed=seed)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
@@ -706,6 +712,7 @@ def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.
     >>> round(r.estimate, 3), round(r.conf_low, 3), round(r.conf_high, 3)
     (0.615, 0.594, 0.636)
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     x = np.asarray(scores, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise DataError(f"run_level_ci needs at least 2 run scores, got shape {x.shape}")

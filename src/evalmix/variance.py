@@ -52,10 +52,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 import pandas as pd
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .data import RunsData, schema_of
 from .errors import DataError
+from .power import check_pilot_variance
 from .status import scored_rows
 
 __all__ = ["SOURCES", "SourcesPlan", "VarianceSources", "mean_se", "plan_sources", "variance_sources"]
@@ -187,6 +189,7 @@ def variance_sources(data: RunsData, by: str | Sequence[str] | None = None, *, i
     >>> vs.table[["source", "variance"]].round(2).values.tolist()
     [['item', 1.02], ['run', 0.24], ['judge', 0.09]]
     """
+    check_arguments(missing=missing)
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
     schema = schema_of(data)
@@ -356,6 +359,7 @@ def plan_sources(components: Mapping[str, float] | VarianceSources | pd.Series, 
     unknown = set(comp) - set(SOURCES)
     if unknown:
         raise DataError(f"unknown source(s) {sorted(unknown)}; sources are {list(SOURCES)}")
+    check_pilot_variance(comp)  # all zero: every design would meet the target with SE 0
     if se <= 0:
         raise ValueError(f"se must be positive, got {se}")
     if cost_run <= 0 or min(cost_item, cost_prompt, cost_judge) < 0:
