@@ -63,6 +63,9 @@ CALLS = {
     "calibrate.seed": (lambda v: evalmix.calibrate(n_sims=1, seed=v), "seed"),
     "rank_sets.seed": (lambda v: evalmix.rank_sets(RUNS, seed=v), "seed"),
     "glmm_runs.seed": (lambda v: glmm_runs(2, 5, 2, seed=v), "seed"),
+    "rank_uncertainty.n_jobs": (lambda v: evalmix.rank_uncertainty(RUNS, n_jobs=v), "n_jobs"),
+    "bayes.glmer.draws": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, draws=v), "draws"),
+    "bayes.glmer.seed": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, seed=v), "seed"),
 }
 BAD = {
     "n_boot": ["1000", -5, 0, 2.5, 1e3, math.nan, True],
@@ -74,6 +77,8 @@ BAD = {
     "power": [80, 0, math.nan],
     "alpha": [0, 1, 5],
     "seed": ["abc", -1, 1.5, True],
+    "n_jobs": [0, "2", 1.5],
+    "draws": [0, "100", 100.5],
 }
 CASES = [pytest.param(call, name, bad, id=f"{label}={bad!r}")
          for label, (call, name) in CALLS.items() for bad in BAD[name]]
@@ -90,7 +95,8 @@ def test_bad_argument_is_named_with_its_value(call, name, bad):
     with pytest.raises(ArgumentError) as info:
         call(bad)
     _message_names(info.value, name, bad)
-    if isinstance(bad, (str, bool)) or (isinstance(bad, float) and name in ("n_boot", "n_resamples", "n_sims", "k")):
+    if isinstance(bad, (str, bool)) or (isinstance(bad, float) and name in ("n_boot", "n_resamples", "n_sims", "k",
+                                                                            "n_jobs", "draws", "seed")):
         assert isinstance(info.value, TypeError)  # the wrong type: also a TypeError
 
 

@@ -283,8 +283,7 @@ _BY_NAME: dict[str, Callable[[Any, str], Any]] = {
     "seed": check_seed, "n_jobs": check_n_jobs, "cores": check_n_jobs,
     "missing": lambda v, name: check_choice(v, name, MISSING_POLICIES),
     **{name: check_count for name in ("n_boot", "n_sims", "n_draws", "n_resamples", "n_plausible",
-                                      "chunk_size", "max_runs", "draws", "chains")},
-    "tune": lambda v, name: check_count(v, name, minimum=0),
+                                      "chunk_size", "max_runs", "draws", "tune", "chains")},
 }
 
 
@@ -293,8 +292,8 @@ def check_arguments(**arguments: object) -> None:
 
     Each argument is checked as it is everywhere in evalmix: ``conf_level`` strictly between 0
     and 1; ``alpha`` and ``power`` probabilities in (0, 1); ``n_boot``, ``n_sims``, ``n_draws``,
-    ``n_resamples``, ``n_plausible``, ``chunk_size``, ``max_runs``, ``draws`` and ``chains`` whole
-    numbers >= 1 (``tune`` >= 0); ``seed`` None, an integer >= 0, a Generator or a SeedSequence;
+    ``n_resamples``, ``n_plausible``, ``chunk_size``, ``max_runs``, ``draws``, ``tune`` and
+    ``chains`` whole numbers >= 1; ``seed`` None, an integer >= 0, a Generator or a SeedSequence;
     ``n_jobs`` (``cores``) None or a nonzero integer; ``missing`` "raise" or "drop".
 
     Raises

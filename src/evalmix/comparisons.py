@@ -28,7 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .arguments import check_arguments
+from .arguments import check_arguments, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
 from .data import RunsData, ensure_runs, schema_of
@@ -53,9 +53,7 @@ def _binary(x: Any, name: str) -> np.ndarray:
 
 
 def _z(conf_level: float) -> float:
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-    return float(stats.norm.ppf(0.5 + conf_level / 2))
+    return float(stats.norm.ppf(0.5 + check_level(conf_level) / 2))
 
 
 # ----------------------------------------------------------------------------- McNemar

@@ -55,8 +55,6 @@ def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: flo
     (0.548216, 0.655647)
     """
     check_arguments(conf_level=conf_level)
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     k, n = np.broadcast_arrays(k, n)

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
-from .arguments import check_arguments
+from .arguments import check_arguments, check_level
 from ._random import as_generator
 from ._result import Result
 from .data import RunsData, ensure_runs
@@ -177,9 +177,7 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
 
 
 def _alpha(conf_level: float) -> float:
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-    return (1 - conf_level) / 2
+    return (1 - check_level(conf_level)) / 2
 
 
 def _bca_levels(boot: np.ndarray, theta: float, jack: np.ndarray, alpha: float) -> tuple[float, float, float]:
