@@ -313,10 +313,10 @@ def test_column_of_dicts_is_named():
 
 @pytest.mark.parametrize(("weights", "pattern"), [
     ([0.0] * 180, r"weights column 'w' is 0 in every row"),
-    ([1.0] * 179 + [math.inf], r"weights column 'w' has infinite weights in rows: row 179: w=inf"),
+    ([1.0] * 179 + [math.inf], r"weights column 'w' must be finite; infinite weights in rows: row 179: w=inf"),
     (["1"] * 179 + ["1,5"], r"weights column 'w' holds text that is not a number in rows: row 179: w='1,5' "
                             r"\(a decimal comma\?"),
-    ([1.0] * 179 + [-2.0], r"weights column 'w' has negative weights in rows: row 179: w=-2.0"),
+    ([1.0] * 179 + [-2.0], r"weights column 'w' must be >= 0; negative weights in rows: row 179: w=-2.0"),
     ([1.0] * 179 + [math.nan], r"weights column 'w' has missing weights \(NaN/None\) in rows: row 179: w=nan; "
                                r"pass missing='drop'"),
 ])

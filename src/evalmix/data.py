@@ -388,11 +388,12 @@ def check_weights(data: RunsData, weights: str | ArrayLike | None, *, name: str 
                         + (" (a decimal comma? write 1.5, or read the file with sep=';' and convert "
                            "the column with .str.replace(',', '.'))" if comma else ""))
     x = numeric.to_numpy(dtype=float)
-    for bad, what in ((np.isinf(x), "infinite weights"), (x < 0, "negative weights"),
-                      (np.isnan(x) & (missing != "drop"), "missing weights (NaN/None)")):
+    for bad, what in ((np.isinf(x), "must be finite; infinite weights"),
+                      (x < 0, "must be >= 0; negative weights"),
+                      (np.isnan(x) & (missing != "drop"), "has missing weights (NaN/None)")):
         if bad.any():
-            raise DataError(f"{label} has {what} in rows: {show_rows(frame, bad, [col])}"
-                            + ("; pass missing='drop' to drop such rows" if what.startswith("missing") else ""))
+            raise DataError(f"{label} {what} in rows: {show_rows(frame, bad, [col])}"
+                            + ("; pass missing='drop' to drop such rows" if "missing" in what else ""))
     finite = x[np.isfinite(x)]
     if finite.size and not finite.any():
         raise DataError(f"{label} is 0 in every row: no row carries weight, so there is nothing to fit")
