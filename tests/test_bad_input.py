@@ -501,7 +501,7 @@ def test_cli_bad_option_values(capsys):
     code, _, err = cli(capsys, "describe", EXAMPLE, "--conf-level", "95")
     assert_user_error(code, err, "--conf-level: must be a number strictly between 0 and 1")
     code, _, err = cli(capsys, "se-runs", EXAMPLE, "--max-runs", "0")
-    assert_user_error(code, err, "--max-runs: must be >= 1")
+    assert_user_error(code, err, "--max-runs: must be a whole number >= 1, got 0")
     code, _, err = cli(capsys, "reliability", EXAMPLE, "--bands", "low,high")
     assert_user_error(code, err, "--bands expects increasing numbers")
     code, _, err = cli(capsys, "describe", EXAMPLE, "--ci", "exact")

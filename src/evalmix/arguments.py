@@ -18,8 +18,8 @@ import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["MISSING_POLICIES", "check_arguments", "check_choice", "check_count", "check_counts", "check_level", "check_n_jobs",
-           "check_number", "check_probability", "check_seed"]
+__all__ = ["MISSING_POLICIES", "check_arguments", "check_choice", "check_count", "check_counts", "check_level",
+           "check_n_jobs", "check_number", "check_probability", "check_seed"]
 
 _C = TypeVar("_C")
 

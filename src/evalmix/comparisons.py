@@ -28,7 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .arguments import check_arguments, check_level
+from .arguments import check_arguments, check_count, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
 from .data import RunsData, ensure_runs, schema_of
@@ -393,6 +393,8 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     >>> round(nemenyi_critical_difference(4, 100), 4)  # q_0.05 = 2.569 for k = 4
     0.469
     """
+    check_arguments(alpha=alpha)
+    k, n = check_count(k, "k", minimum=2), check_count(n, "n")
     q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2)
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 

@@ -180,9 +180,10 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         A ``.csv`` (``.tsv``), ``.parquet``, ``.jsonl`` (``.ndjson``) or ``.json`` file, text
         formats optionally gzipped (``.csv.gz``); or a DataFrame, which is copied.
     encoding : str, optional
-        Text encoding of a CSV/JSON file.  By default UTF-8 (a byte-order mark is skipped); a file
-        in another encoding is refused with a message naming the likely one (e.g. ``"latin-1"``)
-        rather than read with a guess.
+        Text encoding of a CSV/JSON file.  By default UTF-8 (a byte-order mark is skipped), or
+        UTF-16/UTF-32 when the file starts with their byte-order mark (Excel's "Unicode text"); a
+        file in another encoding is refused with a message naming the likely one (``"cp1252"``,
+        ``"latin-1"``, ``"utf-16-le"``) rather than read with a guess.
     sep : str, optional
         CSV delimiter.  By default ``","``, or ``";"``, tab or ``"|"`` when the header line holds
         no comma but splits on one of those (``csv.Sniffer``).

@@ -511,6 +511,7 @@ def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: ArrayLike | Non
     >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['A', 1, 2, 'a'], ['B', 1, 3, 'ab'], ['C', 2, 3, 'b'], ['D', 4, 4, 'c']]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     if isinstance(estimate, pd.Series) and labels is None:
         labels = list(estimate.index)
@@ -575,6 +576,7 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     >>> rank_sets_glmm(fit).table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M3', 1, 1, 'a'], ['M2', 2, 2, 'b'], ['M1', 3, 3, 'c']]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
@@ -626,6 +628,7 @@ def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term
     >>> rank_sets_posterior(d).table[["model", "rank_low", "rank_high"]].values.tolist()
     [['C', 1, 1], ['B', 2, 3], ['A', 2, 3]]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     if not isinstance(draws, pd.DataFrame) and hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
         res = cast("BayesGlmerResult", draws).ranks(term)  # a Bayesian fit, recognised by duck typing

@@ -151,6 +151,7 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
     >>> sums.shape, bool((sums[:, 1] == 4).all())
     ((5, 2), True)
     """
+    check_arguments(n_boot=n_boot)
     u = np.asarray(units, dtype=float)
     if u.ndim == 1:
         u = u[:, None]
