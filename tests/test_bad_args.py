@@ -261,6 +261,12 @@ def test_an_unnamed_column_that_is_not_an_index_is_kept():
         warnings.simplefilter("error", DataWarning)
         out, schema = evalmix.ensure_runs(df)
     assert "Unnamed: 0" in schema.slices
+    # a written index the caller names as a role is that role, not an index to drop
+    numbered = pd.DataFrame({"Unnamed: 0": range(4), "model": ["a", "a", "b", "b"], "correct": [1, 0, 1, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        _, schema = evalmix.ensure_runs(numbered, item="Unnamed: 0")
+    assert schema.item == "Unnamed: 0"
 
 
 def test_duplicated_row_without_a_run_column_is_refused():

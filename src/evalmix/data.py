@@ -273,14 +273,16 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
 _INDEX_NAMES = ("Unnamed: 0", "__index_level_0__", "")
 
 
-def drop_written_index(df: pd.DataFrame, source: RunsData | None = None) -> pd.DataFrame:
+def drop_written_index(df: pd.DataFrame, source: RunsData | None = None,
+                       keep: Sequence[str | None] = ()) -> pd.DataFrame:
     """``df`` without a leading column that is a pandas index written with the table.
 
     ``df.to_csv(path)`` (without ``index=False``) writes the row index as a first column with an
     empty header, which pandas reads back as ``"Unnamed: 0"``.  Left in, it is one more slice
     column whose value differs on every row, so every key is unique and a duplicated row goes
     unnoticed.  Such a column (unnamed, first, whole numbers all different) is dropped with a
-    DataWarning naming it; any other column is kept.
+    DataWarning naming it; any other column, and a column named in ``keep`` (a role the caller
+    was given), is kept.
 
     Examples
     --------
@@ -297,7 +299,7 @@ def drop_written_index(df: pd.DataFrame, source: RunsData | None = None) -> pd.D
     if df.shape[1] < 2:
         return df
     first = df.columns[0]
-    if not (first is None or (isinstance(first, str) and first.strip() in _INDEX_NAMES)):
+    if first in keep or not (first is None or (isinstance(first, str) and first.strip() in _INDEX_NAMES)):
         return df
     values = df.iloc[:, 0]
     if not pd.api.types.is_integer_dtype(values) or pd.api.types.is_bool_dtype(values) or not values.is_unique:
@@ -599,7 +601,7 @@ def read_runs(
     ('item', [1, 0, 1, 1])
     """
     df = drop_written_index(load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters),
-                            source)
+                            source, keep=(item, model, run, outcome, successes, trials))
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     counts = successes is not None
@@ -885,7 +887,7 @@ def ensure_runs(
         df, source = load_table(data, encoding=encoding), data
     else:
         raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
-    df = drop_written_index(df, source)
+    df = drop_written_index(df, source, keep=(item, model, run, outcome, successes, trials, *by, *factors))
     cols = df.columns
     recorded = schema_of(df)
     outcome_arg, successes_arg = outcome, successes
