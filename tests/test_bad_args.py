@@ -113,6 +113,16 @@ def test_emmeans_and_contrast_refuse_a_level_outside_zero_one(fit, level):
         evalmix.contrast(emm, conf_level=level)
 
 
+@pytest.mark.parametrize("level", [95, 1.5, math.nan])
+def test_fit_tables_refuse_a_level_outside_zero_one(fit, level):
+    # these printed NaN intervals beside finite p-values
+    with pytest.raises(ArgumentError, match=rf"conf_level must be .*got {level}"):
+        fit.coef_table(conf_level=level)
+    with pytest.raises(ArgumentError, match=rf"conf_level must be .*got {level}"):
+        fit.summary(conf_level=level)
+    assert fit.coef_table(conf_level=0.9)["conf_low"].notna().all()
+
+
 def test_level_95_hints_at_the_proportion():
     with pytest.raises(ArgumentError, match=r"got 95 \(for 95% write 0.95\)"):
         check_level(95)
@@ -136,6 +146,21 @@ def test_choice_suggests_the_closest_name():
         evalmix.pass_k(RUNS, 2, ci="bootstap")
     with pytest.raises(ArgumentError, match="alternative must be one of"):
         evalmix.power_two_proportions(0.7, 0.75, 100, alternative="greater")
+
+
+@pytest.mark.parametrize(("call", "pattern"), [
+    (lambda fit: evalmix.emmeans(fit, "model", type="respons"), r"type must be one of 'link', 'response', got "
+                                                                 r"'respons' \(did you mean 'response'\?\)"),
+    (lambda fit: evalmix.emmeans(fit, "model", weights="equl"), r"weights must be one of .*'equl' \(did you mean "
+                                                                 r"'equal'\?\)"),
+    (lambda fit: evalmix.krippendorff_alpha([[1, 2], [2, 1]], level="ordnal"), r"level must be one of 'nominal', "
+                                                                               r"'ordinal', .*did you mean 'ordinal'"),
+    (lambda fit: evalmix.compare_pair(RUNS, "M1", "M2", method="paired-t"), r"did you mean 'paired_t'"),
+    (lambda fit: evalmix.bootstrap_ci(VALUES, method="bcx"), r"method must be one of 'percentile', 'basic', 'bca', 't'"),
+])
+def test_choices_name_the_argument_and_suggest(fit, call, pattern):
+    with pytest.raises(ArgumentError, match=pattern):
+        call(fit)
 
 
 def test_n_jobs_zero_and_float_refused():

@@ -17,7 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .arguments import check_arguments
+from .arguments import check_arguments, check_choice
 from ._result import Result
 from .errors import DataError
 
@@ -350,8 +350,7 @@ def krippendorff_alpha(data: ArrayLike | pd.DataFrame, *, level: str = "nominal"
     >>> round(r.estimate, 3), r.band
     (0.856, 'reliable')
     """
-    if level not in _LEVELS:
-        raise ValueError(f"level must be one of {_LEVELS}, got {level!r}")
+    check_choice(level, "level", _LEVELS)
     tab = _table(data)
     if level in ("interval", "ratio"):
         try:

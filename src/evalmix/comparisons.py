@@ -28,7 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .arguments import check_arguments, check_count, check_level
+from .arguments import check_arguments, check_choice, check_count, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
 from .data import RunsData, ensure_runs, schema_of
@@ -663,8 +663,7 @@ def _compare_pair(data: RunsData, a: str, b: str, *, method: str, model: str | N
                   item: str | None, run: str | None, outcome: str | None,
                   where: dict[str, Any] | None, conf_level: float, missing: str,
                   **options: Any) -> ComparisonResult:
-    if method not in _PAIR_METHODS:
-        raise ValueError(f"method must be one of {_PAIR_METHODS}, got {method!r}")
+    check_choice(method, "method", _PAIR_METHODS)
     data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome, missing=missing)
     if method == "mcnemar":
         runs_value = options.pop("mcnemar_run", None)

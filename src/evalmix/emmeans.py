@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .arguments import check_arguments
+from .arguments import check_arguments, check_choice
 from . import multiplicity
 from .draws import hdi
 from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
@@ -210,10 +210,8 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     2    M3      0.70  0.06      0.58       0.80
     """
     check_arguments(conf_level=conf_level)
-    if type not in ("link", "response"):
-        raise ValueError(f"type={type!r}: use 'link' or 'response'")
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights={weights!r} is not one of {', '.join(WEIGHTS)}")
+    check_choice(type, "type", ("link", "response"))
+    check_choice(weights, "weights", WEIGHTS)
     spec_list, by_list = _parse_specs(specs, by)
     if isinstance(fit, RefGrid):
         if at is not None:

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
-from .arguments import check_arguments, check_level
+from .arguments import check_arguments, check_choice, check_level
 from ._random import as_generator
 from ._result import Result
 from .data import RunsData, ensure_runs
@@ -295,8 +295,7 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
         raise DataError("bootstrap needs at least 2 observations")
     if np.isnan(x).any():
         raise DataError("`values` contains NaN")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_choice(method, "method", _METHODS)
     rng = as_generator(seed)
     n = x.size
     jack = t_boot = se_hat = None
@@ -602,8 +601,7 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
     check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
-    if resample_size not in ("instances", "pooled"):
-        raise ValueError(f"resample_size must be 'instances' or 'pooled', got {resample_size!r}")
+    check_choice(resample_size, "resample_size", ("instances", "pooled"))
     size = l_ if resample_size == "instances" else l_ * m
     rng = as_generator(seed)
     gold_pooled = np.tile(g, m)
