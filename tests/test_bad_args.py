@@ -340,6 +340,10 @@ def test_column_of_dicts_is_named():
         evalmix.read_runs(df)
     with pytest.raises(DataError, match=r"column 'tags' holds list values"):
         evalmix.read_runs(pd.DataFrame(RUNS).assign(tags=[["x"]] * len(RUNS)))
+    # grouping on it is refused by name; an unused JSON column is left alone
+    with pytest.raises(DataError, match=r"column 'meta' holds dict values"):
+        evalmix.accuracy(df, "meta")
+    pd.testing.assert_frame_equal(_numbers(df, ["model"]), _numbers(pd.DataFrame(RUNS), ["model"]))
 
 
 @pytest.mark.parametrize(("weights", "pattern"), [

@@ -939,6 +939,9 @@ def ensure_runs(
     schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
                         outcome=None if counts else outcome, successes=successes, trials=trials,
                         slices=slices)
+    # columns the caller groups on need labels; other slices may hold JSON (a harness's metadata)
+    check_hashable(df, [c for c in (names["item"], names["model"], names["run"]) if c is not None]
+                   + [str(b) for b in by] + [str(f) for f in factors], source)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
                    check_keys=schema.run is not None, copied=False)
     if schema.run is None and schema.model is not None and schema.item is not None:
