@@ -279,6 +279,19 @@ def test_index_no_longer_hides_a_duplicated_row(tmp_path):
         evalmix.read_runs(path)
 
 
+def test_a_row_id_that_hides_duplicates_is_named():
+    original = pd.read_csv(EXAMPLE)
+    doubled = pd.concat([original, original.iloc[[10]]], ignore_index=True)
+    doubled["sample_id"] = [f"s{i}" for i in range(len(doubled))]  # a harness's id: unique per row
+    with pytest.warns(DataWarning, match=r"column\(s\) 'sample_id' take a different value on every row, and only "
+                                         r"they tell apart 2 rows that share a key \('model', 'item', 'run', "
+                                         r"'language', 'prompt'\)"):
+        evalmix.accuracy(doubled, "model")
+    with warnings.catch_warnings():  # without duplicates an id column is harmless
+        warnings.simplefilter("error", DataWarning)
+        evalmix.accuracy(original.assign(sample_id=range(len(original))), "model")
+
+
 def test_an_unnamed_column_that_is_not_an_index_is_kept():
     df = pd.DataFrame({"Unnamed: 0": ["x", "y", "x", "y"], "model": ["a", "a", "b", "b"], "item": [1, 2, 1, 2],
                        "run": 1, "correct": [1, 0, 1, 1]})

@@ -737,7 +737,46 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
             df[out] = y
     if check_keys:
         _check_unique_keys(df, key_cols, where)
+        _warn_row_ids(df, schema, where)
     return df
+
+
+#: Rows looked at first for a repeated value: a real slice repeats within them, so the full
+#: uniqueness test runs only for columns that may be row ids.
+_ID_PROBE = 1000
+
+
+def _warn_row_ids(df: pd.DataFrame, schema: RunsSchema, where: str) -> None:
+    """Warn when a slice that differs on every row (a row id) is all that keeps keys unique.
+
+    Such a column (a sample id, a timestamp, a written index under another name) makes every key
+    unique whatever the other slices, so a duplicated row would pass the key check unnoticed."""
+    if len(df) < 2 or not schema.slices:
+        return
+    ids = []
+    for col in schema.slices:
+        values = df[col]
+        try:
+            if values.iloc[:_ID_PROBE].is_unique and values.is_unique:
+                ids.append(col)
+        except TypeError:  # unhashable cells are named elsewhere
+            continue
+    if not ids:
+        return
+    rest = [c for c in schema.keys if c not in ids]
+    if not rest:
+        return
+    try:
+        dup = df[rest].duplicated(keep=False)
+    except TypeError:
+        dup = df[rest].astype(str).duplicated(keep=False)
+    if dup.any():
+        warnings.warn(
+            f"{where}column(s) {', '.join(map(repr, ids))} take a different value on every row, and only "
+            f"they tell apart {int(dup.sum())} rows that share a key {tuple(rest)} (first: "
+            f"{show_rows(df, dup, rest)}); if they identify rows rather than slice them, these are "
+            "duplicated rows counted twice: drop the column(s) or the duplicates",
+            DataWarning, stacklevel=5)
 
 
 def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
@@ -946,6 +985,7 @@ def ensure_runs(
                    check_keys=schema.run is not None, copied=False)
     if schema.run is None and schema.model is not None and schema.item is not None:
         _check_repeated_keys(df, schema.keys, _where(source))
+        _warn_row_ids(df, schema, _where(source))
     for f in factors:
         values = df[f]
         n_levels = values.nunique()
