@@ -63,6 +63,7 @@ CALLS = {
     "calibrate.seed": (lambda v: evalmix.calibrate(n_sims=1, seed=v), "seed"),
     "rank_sets.seed": (lambda v: evalmix.rank_sets(RUNS, seed=v), "seed"),
     "glmm_runs.seed": (lambda v: glmm_runs(2, 5, 2, seed=v), "seed"),
+    "plan_sources.se": (lambda v: evalmix.plan_sources({"item": 0.03, "run": 0.1}, se=v), "se"),
     "rank_uncertainty.n_jobs": (lambda v: evalmix.rank_uncertainty(RUNS, n_jobs=v), "n_jobs"),
     "bayes.glmer.draws": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, draws=v), "draws"),
     "bayes.glmer.seed": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, seed=v), "seed"),
@@ -79,6 +80,7 @@ BAD = {
     "seed": ["abc", -1, 1.5, True],
     "n_jobs": [0, "2", 1.5],
     "draws": [0, "100", 100.5],
+    "se": [0, -0.01, "0.02", math.inf],
 }
 CASES = [pytest.param(call, name, bad, id=f"{label}={bad!r}")
          for label, (call, name) in CALLS.items() for bad in BAD[name]]

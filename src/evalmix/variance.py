@@ -56,6 +56,7 @@ from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .data import RunsData, schema_of
+from .arguments import check_number
 from .errors import DataError
 from .power import check_pilot_variance
 from .status import scored_rows
@@ -360,8 +361,7 @@ def plan_sources(components: Mapping[str, float] | VarianceSources | pd.Series, 
     if unknown:
         raise DataError(f"unknown source(s) {sorted(unknown)}; sources are {list(SOURCES)}")
     check_pilot_variance(comp)  # all zero: every design would meet the target with SE 0
-    if se <= 0:
-        raise ValueError(f"se must be positive, got {se}")
+    check_number(se, "se", minimum=0, strict=True)
     if cost_run <= 0 or min(cost_item, cost_prompt, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and the other costs >= 0")
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
