@@ -2,7 +2,7 @@
 
 Layers, lowest first; a module may import its own layer and the layers below it, never above:
 
-0. foundation: the runs table, formulas, errors, results and their rendering, draws, multiplicity,
+0. foundation: the runs table, argument checks, formulas, errors, results and their rendering, draws, multiplicity,
    seeds, parallel execution, simulators
 1. engines: GLMM (``glmm``), Bayesian GLMM (``bayes``), classical comparisons and resampling,
    descriptive statistics, agreement
@@ -30,7 +30,7 @@ LAYERS: dict[str, int] = {
     "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
     "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
     "evalmix.parquet": 0, "evalmix.scan": 0,
-    "evalmix.status": 0, "evalmix.links": 0, "evalmix.grid": 0,
+    "evalmix.status": 0, "evalmix.links": 0, "evalmix.grid": 0, "evalmix.arguments": 0,
     # 1 engines
     "evalmix.glmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,

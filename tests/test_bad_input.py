@@ -251,7 +251,7 @@ def test_missing_drop_warns_with_the_count_and_drops():
         out = accuracy(bad, "model", missing="drop")
     assert out["n"].tolist() == [16, 18]
     assert out["k"].sum() == TWO.drop(index=[5, 6])["correct"].sum()
-    with pytest.raises(ValueError, match="missing must be 'raise' or 'drop'"):
+    with pytest.raises(ValueError, match="missing must be one of 'raise', 'drop'"):
         accuracy(bad, "model", missing="ignore")
 
 
@@ -499,9 +499,9 @@ def test_cli_formula_error_names_the_term(capsys):
 
 def test_cli_bad_option_values(capsys):
     code, _, err = cli(capsys, "describe", EXAMPLE, "--conf-level", "95")
-    assert_user_error(code, err, "--conf-level: must lie strictly between 0 and 1")
+    assert_user_error(code, err, "--conf-level: must be a number strictly between 0 and 1")
     code, _, err = cli(capsys, "se-runs", EXAMPLE, "--max-runs", "0")
-    assert_user_error(code, err, "--max-runs: must be >= 1")
+    assert_user_error(code, err, "--max-runs: must be a whole number >= 1, got 0")
     code, _, err = cli(capsys, "reliability", EXAMPLE, "--bands", "low,high")
     assert_user_error(code, err, "--bands expects increasing numbers")
     code, _, err = cli(capsys, "describe", EXAMPLE, "--ci", "exact")

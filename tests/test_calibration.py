@@ -119,7 +119,7 @@ def test_custom_method_and_errors():
         METHODS.pop("flaky")
     with pytest.raises(ValueError, match="unknown method"):
         calibrate("mixture", ["nope"], n_sims=1)
-    with pytest.raises(ValueError, match="unknown scenario"):
+    with pytest.raises(ValueError, match="scenario must be one of"):
         calibrate("nope", n_sims=1)
 
 

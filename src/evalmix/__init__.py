@@ -12,6 +12,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
     ConvergenceWarning,
     DataError,
     DataWarning,
@@ -76,7 +78,7 @@ _SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel"
                "repetitions", "simulate", "status", "tables", "variance"}
 
 __all__ = sorted(
-    ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
+    ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
      "SingularFitWarning", *_EXPORTS, "bayes", "power", "repetitions", "simulate"])
 
 

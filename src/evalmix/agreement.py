@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from .arguments import check_arguments, check_choice
 from ._result import Result
 from .errors import DataError
 
@@ -180,6 +181,7 @@ def cohen_kappa(a: ArrayLike | pd.DataFrame, b: ArrayLike | None = None, *, weig
     >>> round(r.estimate, 3), r.band
     (0.467, 'moderate')
     """
+    check_arguments(conf_level=conf_level)
     if b is None:
         tab = _table(a, "a")
         if tab.shape[1] != 2:
@@ -348,8 +350,7 @@ def krippendorff_alpha(data: ArrayLike | pd.DataFrame, *, level: str = "nominal"
     >>> round(r.estimate, 3), r.band
     (0.856, 'reliable')
     """
-    if level not in _LEVELS:
-        raise ValueError(f"level must be one of {_LEVELS}, got {level!r}")
+    check_choice(level, "level", _LEVELS)
     tab = _table(data)
     if level in ("interval", "ratio"):
         try:

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from ._random import as_generator
+from .arguments import check_choice, check_count, check_counts, check_level, check_n_jobs, check_seed
 from ._result import Result
 from .parallel import parallel_map
 from .resampling import (encode_labels, instance_bootstrap, metric_from_cells, preds_gold,
@@ -507,18 +508,18 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     ['paired_t_runs', 'run_bootstrap_sqrt_b']
     """
     _register_glmm_contrast()
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; registered: {sorted(SCENARIOS)}")
+    check_choice(scenario, "scenario", sorted(SCENARIOS))
+    n_sims, conf_level = check_count(n_sims, "n_sims"), check_level(conf_level)
+    seed, n_jobs = check_seed(seed), check_n_jobs(n_jobs)
+    check_choice(on_error, "on_error", ("raise", "record"))
     if methods is None:
         # the oracle needs the true per-item probabilities, which only the mixture scenario keeps
         names = [m for m in DEFAULT_METHODS if scenario == "mixture" or m != "independent_runs"]
     else:
-        names = list(methods)
+        names = [methods] if isinstance(methods, str) else list(methods)  # not its letters
     unknown = [m for m in names if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; registered: {sorted(METHODS)}")
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     specs = [METHODS[m] for m in names]
     method_options = dict(method_options or {})
     if isinstance(seed, np.random.Generator):
@@ -528,8 +529,6 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     design = dict(design)
     if scenario == "glmm" and design.get("true_diff") is None:
         design["true_diff"] = _glmm_true_diff(design, int(truth_seq.generate_state(1)[0]))
-    if on_error not in ("raise", "record"):
-        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
     args = (SCENARIOS[scenario], specs, design, conf_level, method_options, on_error)
     parts = parallel_map(partial(_one_simulation_task, args=args), range(n_sims), n_jobs=n_jobs,
                          seed=sims_seq, progress=progress, desc=f"calibrate[{scenario}]")
@@ -639,9 +638,11 @@ def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", run
     >>> bool(res.wide().loc[6, "instance"] > res.wide().loc[6, "t"])
     True
     """
+    n_plausible, n_boot = check_count(n_plausible, "n_plausible"), check_count(n_boot, "n_boot")
+    conf_level, seed = check_level(conf_level), check_seed(seed)
     p, g = preds_gold(preds, gold)
     n_runs = p.shape[0]
-    runs = list(range(1, n_runs + 1)) if runs is None else [int(m) for m in runs]
+    runs = list(range(1, n_runs + 1)) if runs is None else check_counts(runs, "runs")
     if any(m < 1 or m > n_runs for m in runs):
         raise ValueError(f"runs must lie in 1..{n_runs}")
     rng = as_generator(seed)

@@ -28,6 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from .arguments import check_arguments, check_choice, check_count, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
 from .data import RunsData, ensure_runs, schema_of
@@ -52,9 +53,7 @@ def _binary(x: Any, name: str) -> np.ndarray:
 
 
 def _z(conf_level: float) -> float:
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-    return float(stats.norm.ppf(0.5 + conf_level / 2))
+    return float(stats.norm.ppf(0.5 + check_level(conf_level) / 2))
 
 
 # ----------------------------------------------------------------------------- McNemar
@@ -98,6 +97,7 @@ def mcnemar(a: ArrayLike, b: ArrayLike, *, exact: bool = False, correction: bool
     >>> r.details["n01"], r.details["n10"], round(r.estimate, 3)
     (2, 1, 0.125)
     """
+    check_arguments(conf_level=conf_level)
     xa, xb = _binary(a, "a"), _binary(b, "b")
     if xa.shape != xb.shape:
         raise DataError(f"`a` and `b` must have the same length: {xa.size} vs {xb.size}")
@@ -191,6 +191,7 @@ def paired_t_runs(a: ArrayLike, b: ArrayLike, *, conf_level: float = 0.95) -> Co
     >>> round(r.estimate, 2), r.df
     (0.3, 4.0)
     """
+    check_arguments(conf_level=conf_level)
     ma, mb = item_means(a, b)
     d = mb - ma
     n = d.size
@@ -255,6 +256,7 @@ def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, e
     >>> r.p_value  # all four differences positive: 2 of 16 patterns are as extreme
     0.125
     """
+    check_arguments(n_resamples=n_resamples, seed=seed)
     ma, mb = item_means(a, b)
     d = mb - ma
     n = d.size
@@ -391,6 +393,8 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     >>> round(nemenyi_critical_difference(4, 100), 4)  # q_0.05 = 2.569 for k = 4
     0.469
     """
+    check_arguments(alpha=alpha)
+    k, n = check_count(k, "k", minimum=2), check_count(n, "n")
     q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2)
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
@@ -487,6 +491,7 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
     >>> list(r.mean_ranks.index), round(r.statistic, 3)
     (['c', 'b', 'a'], 8.0)
     """
+    check_arguments(alpha=alpha, missing=missing)
     long = isinstance(scores, (str, Path)) or isinstance(scores, pd.DataFrame) and (
         schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
         or {"model", "item"} <= set(scores.columns))
@@ -646,6 +651,7 @@ def compare_pair(data: RunsData, a: str, b: str, *, method: str = "paired_t",
     >>> r.to_frame()["contrast"].item()  # estimate = finetune - base, in accuracy points
     'finetune - base'
     """
+    check_arguments(conf_level=conf_level, missing=missing)
     res = _compare_pair(data, a, b, method=method, model=model, item=item, run=run,
                         outcome=outcome, where=where, conf_level=conf_level, missing=missing, **options)
     # the label says what estimate is: model b minus model a, in accuracy points
@@ -657,8 +663,7 @@ def _compare_pair(data: RunsData, a: str, b: str, *, method: str, model: str | N
                   item: str | None, run: str | None, outcome: str | None,
                   where: dict[str, Any] | None, conf_level: float, missing: str,
                   **options: Any) -> ComparisonResult:
-    if method not in _PAIR_METHODS:
-        raise ValueError(f"method must be one of {_PAIR_METHODS}, got {method!r}")
+    check_choice(method, "method", _PAIR_METHODS)
     data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome, missing=missing)
     if method == "mcnemar":
         runs_value = options.pop("mcnemar_run", None)

@@ -21,12 +21,15 @@ from typing import Any, Union
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
+from .arguments import MISSING_POLICIES, check_choice
 from .errors import DataError, DataWarning
 from .parquet import Filters, read_parquet
 
-__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "ensure_runs", "load_table", "read_runs",
-           "require_columns", "schema_of", "show_rows"]
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "check_hashable", "check_weights",
+           "drop_written_index", "ensure_runs", "load_table", "read_runs", "require_columns", "schema_of",
+           "show_rows"]
 
 _MAX_SHOWN = 5
 
@@ -95,8 +98,14 @@ def _file_error(path: Path, what: str) -> DataError:
     return DataError(f"{path}: {what}")
 
 
+#: Byte-order marks that name their encoding (UTF-32 first: its little-endian mark starts with UTF-16's).
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
 def _decode(path: Path, raw: bytes, encoding: str | None) -> str:
-    """The text of a file: UTF-8 (with or without BOM) unless ``encoding`` says otherwise."""
+    """The text of a file: UTF-8 (with or without BOM), UTF-16/32 with a BOM, unless ``encoding``
+    says otherwise."""
     if encoding is not None:
         try:
             return raw.decode(encoding)
@@ -105,17 +114,35 @@ def _decode(path: Path, raw: bytes, encoding: str | None) -> str:
         except UnicodeDecodeError as exc:
             raise _file_error(path, f"cannot be decoded as {encoding!r} (byte {exc.start}); pass the "
                                     f"file's encoding=") from exc
+    for bom, name in _BOMS:  # Excel's "Unicode text" and PowerShell write UTF-16 with a BOM
+        if raw.startswith(bom):
+            try:
+                return raw.decode(name)  # the codec reads the BOM for the byte order and drops it
+            except UnicodeDecodeError as exc:
+                raise _file_error(path, f"starts with a {name.upper()} byte-order mark but cannot be "
+                                        f"decoded as {name} (byte {exc.start})") from exc
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
-        try:
-            raw.decode("cp1252")
-            guess = "encoding='latin-1' (or 'cp1252', as Excel on Windows writes)"
-        except UnicodeDecodeError:
-            guess = "the file's encoding= (e.g. 'latin-1')"
         raise _file_error(path, f"is not UTF-8 text (byte {raw[exc.start]:#04x} on line {line}); "
-                                f"pass {guess}") from exc
+                                f"pass {_encoding_advice(raw)}") from exc
+
+
+def _encoding_advice(raw: bytes) -> str:
+    """The ``encoding=`` most likely to read bytes that are not UTF-8."""
+    head = raw[:4096]
+    if head.count(0) > len(head) // 4:  # text in UTF-16 has a zero byte beside every ASCII letter
+        order = "le" if head[1::2].count(0) > head[::2].count(0) else "be"
+        return f"encoding='utf-16-{order}' (the file looks like UTF-16 without a byte-order mark)"
+    try:
+        raw.decode("cp1252")
+    except UnicodeDecodeError:
+        # bytes cp1252 leaves undefined: latin-1 reads every byte, but check the accented letters
+        return "the file's encoding= (e.g. 'latin-1', which reads any byte; check accented letters)"
+    if any(0x80 <= b <= 0x9F for b in raw):  # curly quotes, euro sign: cp1252, not latin-1
+        return "encoding='cp1252' (Windows/Excel; its quotes and euro sign are not latin-1)"
+    return "encoding='latin-1' (or 'cp1252', as Excel on Windows writes)"
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -153,9 +180,10 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         A ``.csv`` (``.tsv``), ``.parquet``, ``.jsonl`` (``.ndjson``) or ``.json`` file, text
         formats optionally gzipped (``.csv.gz``); or a DataFrame, which is copied.
     encoding : str, optional
-        Text encoding of a CSV/JSON file.  By default UTF-8 (a byte-order mark is skipped); a file
-        in another encoding is refused with a message naming the likely one (e.g. ``"latin-1"``)
-        rather than read with a guess.
+        Text encoding of a CSV/JSON file.  By default UTF-8 (a byte-order mark is skipped), or
+        UTF-16/UTF-32 when the file starts with their byte-order mark (Excel's "Unicode text"); a
+        file in another encoding is refused with a message naming the likely one (``"cp1252"``,
+        ``"latin-1"``, ``"utf-16-le"``) rather than read with a guess.
     sep : str, optional
         CSV delimiter.  By default ``","``, or ``";"``, tab or ``"|"`` when the header line holds
         no comma but splits on one of those (``csv.Sniffer``).
@@ -237,6 +265,141 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         raise _file_error(path, f"cannot be parsed as CSV: {str(exc).strip()}") from exc
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
+
+
+#: Names under which pandas reads back an index written with a table: ``df.to_csv(path)`` leaves
+#: the index column's header empty, read as "Unnamed: 0"; pyarrow keeps an unnamed one as
+#: "__index_level_0__" when it cannot store it as metadata.
+_INDEX_NAMES = ("Unnamed: 0", "__index_level_0__", "")
+
+
+def drop_written_index(df: pd.DataFrame, source: RunsData | None = None,
+                       keep: Sequence[str | None] = ()) -> pd.DataFrame:
+    """``df`` without a leading column that is a pandas index written with the table.
+
+    ``df.to_csv(path)`` (without ``index=False``) writes the row index as a first column with an
+    empty header, which pandas reads back as ``"Unnamed: 0"``.  Left in, it is one more slice
+    column whose value differs on every row, so every key is unique and a duplicated row goes
+    unnoticed.  Such a column (unnamed, first, whole numbers all different) is dropped with a
+    DataWarning naming it; any other column, and a column named in ``keep`` (a role the caller
+    was given), is kept.
+
+    Examples
+    --------
+    >>> import io, warnings
+    >>> runs = pd.DataFrame({"model": ["a", "b"], "item": [1, 1], "correct": [1, 0]})
+    >>> back = pd.read_csv(io.StringIO(runs.to_csv()))
+    >>> back.columns.tolist()
+    ['Unnamed: 0', 'model', 'item', 'correct']
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     drop_written_index(back).columns.tolist()
+    ['model', 'item', 'correct']
+    """
+    if df.shape[1] < 2:
+        return df
+    first = df.columns[0]
+    if first in keep or not (first is None or (isinstance(first, str) and first.strip() in _INDEX_NAMES)):
+        return df
+    values = df.iloc[:, 0]
+    if not pd.api.types.is_integer_dtype(values) or pd.api.types.is_bool_dtype(values) or not values.is_unique:
+        return df
+    rows = "the row numbers 0..{}".format(len(df) - 1) if np.array_equal(
+        values.to_numpy(), np.arange(len(df))) else "a different whole number on every row"
+    warnings.warn(f"{_where(source)}dropped column {first!r}: it holds {rows}, a pandas index written "
+                  "with the table (df.to_csv(path) without index=False), not a slice of the runs",
+                  DataWarning, stacklevel=3)
+    return df.iloc[:, 1:]
+
+
+def check_hashable(df: pd.DataFrame, columns: Sequence[str], source: RunsData | None = None) -> None:
+    """DataError naming the first of ``columns`` that holds lists, dicts or other unhashable cells.
+
+    Factor and slice columns are grouped and compared, which needs one label per cell; a column of
+    JSON objects (a harness's metadata, say) must be dropped or turned into text first.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"model": ["a"], "meta": [{"seed": 1}]})
+    >>> try:
+    ...     check_hashable(df, ["model", "meta"])
+    ... except DataError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    column 'meta' holds dict values (row 0: {'seed': 1}), not labels: ...
+    """
+    for col in columns:
+        values = df[col]
+        if values.dtype != object:
+            continue
+        try:
+            pd.unique(values)  # a C hash table: cheap for labels, TypeError for dicts and lists
+        except TypeError:
+            for pos, v in enumerate(values):
+                try:
+                    hash(v)
+                except TypeError:
+                    raise DataError(
+                        f"{_where(source)}column {str(col)!r} holds {type(v).__name__} values (row "
+                        f"{_plain(df.index[pos])!r}: {_short(v)}), not labels: every column other than "
+                        "the outcome is grouped on as a slice; drop it or turn it into text "
+                        f"(df[{str(col)!r}].astype(str))") from None
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def check_weights(data: RunsData, weights: str | ArrayLike | None, *, name: str = "weights",
+                  missing: str = "raise") -> None:
+    """Check prior weights given as a column of ``data`` (or one value per row) before a fit.
+
+    Each problem is named by the weight column itself: text that is not a number (a decimal comma
+    ``"1,5"`` is named as such), an infinite or negative weight, a missing weight (unless
+    ``missing="drop"``, which drops the row), or weights that are all zero.  A column absent from
+    ``data``, or a path given as ``data``, is left to the caller, which names it.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"correct": [1, 0], "w": ["1,5", "2"]})
+    >>> try:
+    ...     check_weights(d, "w")
+    ... except DataError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    weights column 'w' holds text that is not a number in rows: row 0: w='1,5' (a decimal comma? ...
+    """
+    if weights is None or not isinstance(data, pd.DataFrame):
+        return
+    if isinstance(weights, str):
+        if weights not in data.columns:
+            return
+        label, frame, col = f"{name} column {weights!r}", data, weights
+        raw = data[weights]
+    else:
+        arr = np.asarray(weights)
+        if arr.ndim != 1 or len(arr) != len(data):
+            return  # the fit names a length mismatch
+        label, col = name, name
+        raw = pd.Series(arr, index=data.index)
+        frame = pd.DataFrame({col: raw})
+    numeric = raw if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw) \
+        else pd.to_numeric(raw, errors="coerce")
+    text = numeric.isna() & raw.notna()
+    if text.any():
+        comma = raw[text].astype(str).str.fullmatch(r"\s*-?\d+,\d+\s*").any()
+        raise DataError(f"{label} holds text that is not a number in rows: {show_rows(frame, text, [col])}"
+                        + (" (a decimal comma? write 1.5, or read the file with sep=';' and convert "
+                           "the column with .str.replace(',', '.'))" if comma else ""))
+    x = numeric.to_numpy(dtype=float)
+    for bad, what in ((np.isinf(x), "must be finite; infinite weights"),
+                      (x < 0, "must be >= 0; negative weights"),
+                      (np.isnan(x) & (missing != "drop"), "has missing weights (NaN/None)")):
+        if bad.any():
+            raise DataError(f"{label} {what} in rows: {show_rows(frame, bad, [col])}"
+                            + ("; pass missing='drop' to drop such rows" if "missing" in what else ""))
+    finite = x[np.isfinite(x)]
+    if finite.size and not finite.any():
+        raise DataError(f"{label} is 0 in every row: no row carries weight, so there is nothing to fit")
 
 
 def show_rows(df: pd.DataFrame, mask: np.ndarray | pd.Series, cols: Sequence[str]) -> str:
@@ -437,7 +600,8 @@ def read_runs(
     >>> runs.attrs["evalmix"]["item"], runs["correct"].tolist()
     ('item', [1, 0, 1, 1])
     """
-    df = load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters)
+    df = drop_written_index(load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters),
+                            source, keep=(item, model, run, outcome, successes, trials))
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
     counts = successes is not None
@@ -452,6 +616,7 @@ def read_runs(
     slices = tuple(str(c) for c in df.columns if c not in roles)
     schema = RunsSchema(item=item, model=model, run=run, outcome=None if counts else outcome,
                         successes=successes, trials=trials, slices=slices)
+    check_hashable(df, [c for c in (model, item, run) if c is not None] + list(slices), source)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
                    check_keys=True, copied=True)
 
@@ -471,7 +636,6 @@ def read_runs(
 # ------------------------------------------------------------------------ validation shared by all
 
 _DEFAULT_ROLES = {"item": "item", "model": "model", "run": "run", "outcome": "correct"}
-MISSING_POLICIES = ("raise", "drop")
 _ROLE_NAMES = ("item", "model", "run", "outcome", "successes", "trials")
 # Tables read_runs returned with roles other than the defaults, by their column set.  pandas drops
 # df.attrs on merge (and on concat of tables with different attrs); a later table holding all those
@@ -525,8 +689,7 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
               missing: str, check_keys: bool, copied: bool) -> pd.DataFrame:
     """The rules of :func:`read_runs`: non-empty, no missing values in keys or outcome, a 0/1 outcome
     (or valid k-of-n counts), unique keys.  Returns ``df`` or a copy with a numeric outcome."""
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be 'raise' or 'drop', not {missing!r}")
+    check_choice(missing, "missing", MISSING_POLICIES)
     where = _where(source)
     if len(df) == 0:
         raise DataError(f"{where}the runs table is empty (no rows)")
@@ -574,7 +737,46 @@ def _validate(df: pd.DataFrame, schema: RunsSchema, *, source: Any, allow_fracti
             df[out] = y
     if check_keys:
         _check_unique_keys(df, key_cols, where)
+        _warn_row_ids(df, schema, where)
     return df
+
+
+#: Rows looked at first for a repeated value: a real slice repeats within them, so the full
+#: uniqueness test runs only for columns that may be row ids.
+_ID_PROBE = 1000
+
+
+def _warn_row_ids(df: pd.DataFrame, schema: RunsSchema, where: str) -> None:
+    """Warn when a slice that differs on every row (a row id) is all that keeps keys unique.
+
+    Such a column (a sample id, a timestamp, a written index under another name) makes every key
+    unique whatever the other slices, so a duplicated row would pass the key check unnoticed."""
+    if len(df) < 2 or not schema.slices:
+        return
+    ids = []
+    for col in schema.slices:
+        values = df[col]
+        try:
+            if values.iloc[:_ID_PROBE].is_unique and values.is_unique:
+                ids.append(col)
+        except TypeError:  # unhashable cells are named elsewhere
+            continue
+    if not ids:
+        return
+    rest = [c for c in schema.keys if c not in ids]
+    if not rest:
+        return
+    try:
+        dup = df[rest].duplicated(keep=False)
+    except TypeError:
+        dup = df[rest].astype(str).duplicated(keep=False)
+    if dup.any():
+        warnings.warn(
+            f"{where}column(s) {', '.join(map(repr, ids))} take a different value on every row, and only "
+            f"they tell apart {int(dup.sum())} rows that share a key {tuple(rest)} (first: "
+            f"{show_rows(df, dup, rest)}); if they identify rows rather than slice them, these are "
+            "duplicated rows counted twice: drop the column(s) or the duplicates",
+            DataWarning, stacklevel=5)
 
 
 def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
@@ -587,6 +789,28 @@ def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> Non
         raise DataError(
             f"{where}{int(dup.sum())} rows share a key {tuple(key_cols)} (the model, item, run and "
             f"slice columns); each key must appear once. First duplicates: "
+            + show_rows(df, dup, key_cols))
+
+
+def _check_repeated_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
+    """Without a run column, repeated (model, item, slices) keys are attempts (pass@k data) when
+    most keys repeat; when most keys appear once, the few that repeat are duplicated rows."""
+    keys = df[key_cols]
+    try:
+        dup = keys.duplicated(keep=False)
+    except TypeError:  # unhashable cells (lists from JSON): compare their text
+        keys = keys.astype(str)
+        dup = keys.duplicated(keep=False)
+    if not dup.any():
+        return
+    single = int((~dup).sum())
+    repeated = len(keys.loc[dup.to_numpy()].drop_duplicates())
+    if single > repeated:
+        raise DataError(
+            f"{where}{repeated} key(s) {tuple(key_cols)} appear more than once while {single} appear once: "
+            "duplicated rows? A table without a run column holds one row per key, or repeated "
+            "attempts of every key; name the run column (run=), aggregate the attempts into "
+            "successes=/trials= counts, or drop the duplicates. First repeats: "
             + show_rows(df, dup, key_cols))
 
 
@@ -674,8 +898,13 @@ def ensure_runs(
 
     Notes
     -----
-    Keys are checked for duplicates when the table has a run column; without one, rows that
-    repeat a (model, item) are taken as repeated trials (as in a binomial GLMM's data).
+    Duplicated keys: with a run column, each (model, item, run, slices) key must appear once.
+    Without one, rows that repeat a (model, item, slices) key are repeated attempts (pass@k data,
+    a binomial GLMM's rows) when most keys repeat; when most keys appear once, the few repeated
+    ones are duplicated rows and a DataError names them rather than count them twice (name the
+    run column, or give k-of-n counts).  A table without model or item roles is not checked.  A
+    pandas index written with the table (``Unnamed: 0``, which would make every key unique) is
+    dropped first, with a DataWarning (see :func:`drop_written_index`).
 
     Examples
     --------
@@ -697,6 +926,7 @@ def ensure_runs(
         df, source = load_table(data, encoding=encoding), data
     else:
         raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
+    df = drop_written_index(df, source, keep=(item, model, run, outcome, successes, trials, *by, *factors))
     cols = df.columns
     recorded = schema_of(df)
     outcome_arg, successes_arg = outcome, successes
@@ -748,8 +978,14 @@ def ensure_runs(
     schema = RunsSchema(item=names["item"], model=names["model"], run=names["run"],
                         outcome=None if counts else outcome, successes=successes, trials=trials,
                         slices=slices)
+    # columns the caller groups on need labels; other slices may hold JSON (a harness's metadata)
+    check_hashable(df, [c for c in (names["item"], names["model"], names["run"]) if c is not None]
+                   + [str(b) for b in by] + [str(f) for f in factors], source)
     df = _validate(df, schema, source=source, allow_fractional=allow_fractional, missing=missing,
                    check_keys=schema.run is not None, copied=False)
+    if schema.run is None and schema.model is not None and schema.item is not None:
+        _check_repeated_keys(df, schema.keys, _where(source))
+        _warn_row_ids(df, schema, _where(source))
     for f in factors:
         values = df[f]
         n_levels = values.nunique()

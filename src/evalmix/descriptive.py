@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from .arguments import check_arguments
 from ._result import Result
 from .data import RunsData, ensure_runs, load_table, require_columns, schema_of, show_rows
 from .errors import DataError, DataWarning
@@ -53,8 +54,7 @@ def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: flo
     >>> round(float(lo), 6), round(float(hi), 6)
     (0.548216, 0.655647)
     """
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
+    check_arguments(conf_level=conf_level)
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     k, n = np.broadcast_arrays(k, n)
@@ -164,6 +164,7 @@ def accuracy(
     0     a  4  3      0.75
     1     b  4  1      0.25
     """
+    check_arguments(conf_level=conf_level, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     if isinstance(data, (str, Path)):
         data = load_table(data)
@@ -351,6 +352,7 @@ def accuracy_bounds(data: pd.DataFrame, by: str | Sequence[str] | None = None, *
     >>> t[["coverage", "estimate", "worst_case", "best_case"]].round(4).values.tolist()
     [[0.75, 0.6667, 0.5, 0.75]]
     """
+    check_arguments(conf_level=conf_level)
     by_ = [by] if isinstance(by, str) else list(by or [])
     missing = [c for c in by_ if c not in data.columns]
     if missing:

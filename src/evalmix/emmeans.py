@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from .arguments import check_arguments, check_choice
 from . import multiplicity
 from .draws import hdi
 from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
@@ -208,10 +209,9 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     1    M2      0.53  0.07      0.40       0.65
     2    M3      0.70  0.06      0.58       0.80
     """
-    if type not in ("link", "response"):
-        raise ValueError(f"type={type!r}: use 'link' or 'response'")
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights={weights!r} is not one of {', '.join(WEIGHTS)}")
+    check_arguments(conf_level=conf_level)
+    check_choice(type, "type", ("link", "response"))
+    check_choice(weights, "weights", WEIGHTS)
     spec_list, by_list = _parse_specs(specs, by)
     if isinstance(fit, RefGrid):
         if at is not None:
@@ -457,6 +457,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
                     contrast  estimate
     0  (M2 - M1) - (M3 - M1)     -0.73
     """
+    check_arguments(conf_level=conf_level)
     grid = _as_grid(emm)
     if by is _INHERIT:
         by = list(grid.by)

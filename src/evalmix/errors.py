@@ -11,6 +11,15 @@ class DataError(ValueError):
     """The input table cannot be analysed as given (missing column, bad value, duplicate key...)."""
 
 
+class ArgumentError(ValueError):
+    """An argument of a public function has a value it cannot take (``conf_level=95``, ``k=2.5``,
+    ``seed=-1``...); the message names the argument and the value."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument has the wrong type (``n_boot="1000"``); also an :class:`ArgumentError`."""
+
+
 class DataWarning(UserWarning):
     """The input is valid but unusual in a way that affects the analysis (unbalanced design...)."""
 

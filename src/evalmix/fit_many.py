@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .errors import DataError, FitWarning, FormulaError, SingularFitWarning
@@ -180,6 +181,7 @@ def fit_many(formula: str, data: pd.DataFrame, by: str | Sequence[str] = "benchm
     >>> res.table[["benchmark", "term"]].values.tolist()
     [['code', 'Intercept'], ['code', 'model[T.M2]'], ['math', 'Intercept'], ['math', 'model[T.M2]']]
     """
+    check_arguments(conf_level=conf_level, n_jobs=n_jobs)
     by_ = sl.as_list(by)
     if not by_:
         raise DataError("fit_many needs at least one by= column")

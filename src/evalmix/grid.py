@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from .arguments import check_level
 from ._result import Result
 from .draws import hdi
 from .errors import DataError, DataWarning, FormulaError
@@ -578,9 +579,7 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
 
 
 def _check_level(conf_level: float) -> float:
-    if not 0.0 < float(conf_level) < 1.0:
-        raise ValueError(f"conf_level={conf_level!r} must lie strictly between 0 and 1")
-    return float(conf_level)
+    return check_level(conf_level)
 
 
 def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:

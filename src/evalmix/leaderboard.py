@@ -41,6 +41,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from . import tables
 from .multiplicity import mvn_box_probability, mvn_box_quantile
@@ -369,6 +370,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, chunk_size=chunk_size, missing=missing)
     _check_level(conf_level)
     if n_boot < 10:
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
@@ -509,6 +511,7 @@ def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: ArrayLike | Non
     >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['A', 1, 2, 'a'], ['B', 1, 3, 'ab'], ['C', 2, 3, 'b'], ['D', 4, 4, 'c']]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     if isinstance(estimate, pd.Series) and labels is None:
         labels = list(estimate.index)
@@ -573,6 +576,7 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     >>> rank_sets_glmm(fit).table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M3', 1, 1, 'a'], ['M2', 2, 2, 'b'], ['M1', 3, 3, 'c']]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
@@ -624,6 +628,7 @@ def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term
     >>> rank_sets_posterior(d).table[["model", "rank_low", "rank_high"]].values.tolist()
     [['C', 1, 1], ['B', 2, 3], ['A', 2, 3]]
     """
+    check_arguments(conf_level=conf_level)
     _check_level(conf_level)
     if not isinstance(draws, pd.DataFrame) and hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
         res = cast("BayesGlmerResult", draws).ranks(term)  # a Bayesian fit, recognised by duck typing

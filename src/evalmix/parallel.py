@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .arguments import check_arguments
 from ._slicing import rng_of
 
 __all__ = ["parallel_map", "record_warnings", "task_seeds"]
@@ -115,6 +116,7 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
     >>> a == b
     True
     """
+    check_arguments(n_jobs=n_jobs, seed=seed)
     from joblib import Parallel, delayed
 
     items = list(tasks)

@@ -36,6 +36,7 @@ from scipy import optimize, special, stats
 
 from . import _slicing as sl
 from ._random import as_generator
+from .arguments import check_choice, check_count, check_counts, check_level, check_seed
 from ._result import Result
 from .data import RunsData, schema_of
 from .descriptive import binom_ci
@@ -64,6 +65,7 @@ def pass_at_k_item(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndarr
     >>> float(pass_at_k_item(5, 2, 2))  # 1 - C(3, 2) / C(5, 2) = 1 - 3/10
     0.7
     """
+    k = check_count(k, "k")
     n, c = np.asarray(n, float), np.asarray(c, float)
     return 1.0 - _comb_ratio(n - c, n, k)
 
@@ -76,6 +78,7 @@ def pass_hat_k_item(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndar
     >>> float(pass_hat_k_item(5, 2, 2))  # C(2, 2) / C(5, 2) = 1/10
     0.1
     """
+    k = check_count(k, "k")
     n, c = np.asarray(n, float), np.asarray(c, float)
     return _comb_ratio(c, n, k)
 
@@ -143,17 +146,12 @@ class PassKResult(Result):
 
 def _metrics(metric: Metric | Sequence[Metric] | None) -> list[str]:
     ms: list[str] = list(_METRICS) if metric is None else ([metric] if isinstance(metric, str) else list(metric))
-    bad = [m for m in ms if m not in _METRICS]
-    if bad:
-        raise ValueError(f"metric must be 'pass@k' or 'pass^k', got {bad[0]!r}")
-    return ms
+    return [check_choice(m, "metric", _METRICS) for m in ms]
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
-    ks = [int(v) for v in np.atleast_1d(k)]
-    if any(v < 1 for v in ks):
-        raise ValueError(f"k must be >= 1, got {k}")
-    return ks
+    # k=2.5 must not become pass@2: every k is a whole number >= 1 or the call stops
+    return check_counts(k.tolist() if isinstance(k, np.ndarray) else k, "k")
 
 
 def _logit_interval(est: float, se: float, z: float, n_items: int) -> tuple[float, float]:
@@ -217,10 +215,9 @@ def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | Non
     >>> r.table["estimate"].round(6).tolist()  # pass@2 (0.7 + 1) / 2, pass^2 (0.1 + 0.6) / 2
     [0.85, 0.35]
     """
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-    if ci not in ("cluster", "bootstrap"):
-        raise ValueError(f"ci must be 'cluster' or 'bootstrap', got {ci!r}")
+    conf_level = check_level(conf_level)
+    check_choice(ci, "ci", ("cluster", "bootstrap"))
+    n_boot, seed = check_count(n_boot, "n_boot"), check_seed(seed)
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
     counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
@@ -353,8 +350,7 @@ def pass_k_model(data: RunsData, k: int | Sequence[int], by: str | Sequence[str]
     >>> round(float(t["estimate"].iloc[0]), 2)  # truth B(10, 1) / B(2, 1) = 0.2
     0.21
     """
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
+    conf_level = check_level(conf_level)
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
     counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)

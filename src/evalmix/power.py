@@ -10,36 +10,125 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
-from .errors import DataError
+from .arguments import check_choice, check_number, check_probability
 from .comparisons import item_means
+from .errors import DataError, DataWarning
 
-__all__ = ["cohens_h", "clustered_variance_components", "mde_clustered", "mde_paired_proportions",
+__all__ = ["check_pilot_variance", "cohens_h", "clustered_variance_components", "mde_clustered", "mde_paired_proportions",
            "mde_two_proportions", "power_clustered", "power_paired_proportions",
            "power_two_proportions", "sample_size_clustered", "sample_size_paired_proportions",
            "sample_size_two_proportions", "simulated_power"]
 
 
+#: Below this a pilot's variance is a rounding residue of zero (0/1 outcomes have variances <= 0.25).
+_ZERO_VARIANCE = 1e-12
+_ALTERNATIVES = ("two-sided", "larger", "smaller")
+
+
 def _check_p(**ps: float) -> None:
     for name, p in ps.items():
-        if not 0 <= p <= 1:
-            raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
+        check_probability(p, name, closed=True)
+
+
+def _check_design(n: float | None = None, alpha: float | None = None, power: float | None = None,
+                  ratio: float | None = None) -> None:
+    """The shared arguments of the closed forms: items > 0, alpha and power in (0, 1), ratio > 0."""
+    if n is not None:
+        check_number(n, "n", minimum=0, strict=True)
+    if alpha is not None:
+        check_probability(alpha, "alpha")
+    if power is not None:
+        check_probability(power, "power")
+    if ratio is not None:
+        check_number(ratio, "ratio", minimum=0, strict=True)
 
 
 def _crit(alpha: float, alternative: str) -> float:
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    check_probability(alpha, "alpha")
+    check_choice(alternative, "alternative", _ALTERNATIVES)
     if alternative == "two-sided":
         return float(stats.norm.isf(alpha / 2))
-    if alternative in ("larger", "smaller"):
-        return float(stats.norm.isf(alpha))
-    raise ValueError(f"alternative must be 'two-sided', 'larger' or 'smaller', got {alternative!r}")
+    return float(stats.norm.isf(alpha))
+
+
+def check_pilot_variance(variances: pd.DataFrame | Mapping[str, ArrayLike | None],
+                         names: Sequence[str] | None = None) -> None:
+    """Refuse to plan a study from a pilot that shows no variance at all.
+
+    A pilot in which every item got the same outcome in every run (all correct, say) has variance
+    components of 0, so every design reaches any standard-error target and a planner would
+    recommend its smallest design with an SE of 0: a number that looks computed but is not.
+
+    Parameters
+    ----------
+    variances : DataFrame or mapping
+        Variance components: a table with one row per slice (``var_between``, ``var_within``
+        columns, as :func:`evalmix.repetitions.variance_components` returns) or a mapping of
+        component name to value(s).  None values and absent names are skipped (the planner
+        reports those itself).
+    names : sequence of str, optional
+        The components to add up (default: ``var_between`` and ``var_within`` of a table, every
+        entry of a mapping).
+
+    Raises
+    ------
+    DataError
+        Every slice has a total variance of 0 (up to 1e-12); the message names the components.
+
+    Warns
+    -----
+    DataWarning
+        Some slices (named) have no variance: any design meets the target there.
+
+    Examples
+    --------
+    >>> check_pilot_variance({"var_between": 0.02, "var_within": 0.05})
+    >>> try:
+    ...     check_pilot_variance({"var_between": 0.0, "var_within": 0.0})
+    ... except DataError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    the pilot shows no variance to plan from: var_between + var_within = 0 ...
+    """
+    frame = isinstance(variances, pd.DataFrame)
+    keys = [str(k) for k in (names if names is not None else
+                             ["var_between", "var_within"] if frame else list(variances))]
+    present = [k for k in keys if k in variances and variances[k] is not None]
+    if not present:
+        return
+    try:
+        parts = [np.atleast_1d(np.asarray(variances[k], dtype=float)) for k in present]
+        total = np.sum(np.broadcast_arrays(*parts), axis=0)
+    except (TypeError, ValueError):  # not numbers: the planner's own checks name them
+        return
+    known = ~np.isnan(total)
+    zero = known & (np.abs(total) <= _ZERO_VARIANCE)
+    if not zero.any():
+        return
+    what = " + ".join(present)
+    if zero.sum() == known.sum():
+        raise DataError(
+            f"the pilot shows no variance to plan from: {what} = 0 (every item got the same outcome "
+            "in every run, e.g. all correct), so any design would report a standard error of 0; "
+            "pilot on items the models sometimes fail, or give the variances of a comparable study")
+    labels: list[str] = [str(i) for i in np.flatnonzero(zero)]
+    if isinstance(variances, pd.DataFrame):
+        label_cols = [c for c in variances.columns if not pd.api.types.is_numeric_dtype(variances[c])]
+        rows = variances.loc[zero]
+        if label_cols:
+            labels = [", ".join(f"{c}={v!r}" for c, v in zip(label_cols, vals))
+                      for vals in rows[label_cols].itertuples(index=False)]
+    warnings.warn(f"{int(zero.sum())} slice(s) of the pilot show no variance ({what} = 0: "
+                  f"{'; '.join(labels[:5])}); any design meets the target there, so the plan rests on "
+                  "the other slices", DataWarning, stacklevel=3)
 
 
 def _normal_power(effect: float, crit: float, alternative: str) -> float:
@@ -102,6 +191,7 @@ def power_two_proportions(p1: float, p2: float, n: float, *, alpha: float = 0.05
     >>> round(power_two_proportions(0.70, 0.75, 1250), 3)
     0.8
     """
+    _check_design(n=n, ratio=ratio)
     h = cohens_h(p2, p1)
     effect = h * math.sqrt(n / (1 + 1 / ratio))
     return _normal_power(effect, _crit(alpha, alternative), alternative)
@@ -121,6 +211,8 @@ def sample_size_two_proportions(p1: float, p2: float, alpha: float = 0.05, power
     >>> round(sample_size_two_proportions(0.70, 0.75), 1)
     1249.6
     """
+    _check_p(p1=p1, p2=p2)
+    _check_design(alpha=alpha, power=power, ratio=ratio)
     if p1 == p2:
         raise ValueError("p1 and p2 are equal: no sample size detects a zero difference")
     return _solve(lambda n: power_two_proportions(p1, p2, n, alpha=alpha, ratio=ratio,
@@ -138,6 +230,7 @@ def mde_two_proportions(p1: float, n: float, *, alpha: float = 0.05, power: floa
     0.05
     """
     _check_p(p1=p1)
+    _check_design(n=n, alpha=alpha, power=power, ratio=ratio)
     return _solve_effect(lambda d: power_two_proportions(p1, p1 + d, n, alpha=alpha, ratio=ratio)
                          - power, 1 - p1)
 
@@ -167,6 +260,8 @@ def power_paired_proportions(p01: float, p10: float, n: float, *, alpha: float =
     0.389
     """
     _check_p(p01=p01, p10=p10)
+    _check_design(n=n, alpha=alpha)
+    check_choice(method, "method", ("normal", "connor"))
     pi_d, delta = p01 + p10, abs(p01 - p10)
     if pi_d <= 0:
         return 0.0
@@ -190,6 +285,9 @@ def sample_size_paired_proportions(p01: float, p10: float, *, alpha: float = 0.0
     >>> round(sample_size_paired_proportions(0.076, 0.066, power=0.8))
     11145
     """
+    _check_p(p01=p01, p10=p10)
+    _check_design(alpha=alpha, power=power)
+    check_choice(method, "method", ("normal", "connor"))
     if p01 == p10:
         raise ValueError("p01 == p10: no sample size detects a zero difference")
     return _solve(lambda n: power_paired_proportions(p01, p10, n, alpha=alpha, method=method) - power,
@@ -207,15 +305,24 @@ def mde_paired_proportions(discordance: float, n: float, *, alpha: float = 0.05,
     0.0167
     """
     _check_p(discordance=discordance)
+    _check_design(n=n, alpha=alpha, power=power)
+    check_choice(method, "method", ("normal", "connor"))
     return _solve_effect(lambda d: power_paired_proportions((discordance + d) / 2, (discordance - d) / 2,
                                                             n, alpha=alpha, method=method) - power,
                          discordance)
 
 
 def _clustered_var(omega2: float, sigma2_a: float, sigma2_b: float, k_a: float, k_b: float) -> float:
-    if min(omega2, sigma2_a, sigma2_b) < 0 or min(k_a, k_b) < 1:
-        raise ValueError("variances must be >= 0 and runs per item >= 1")
-    return omega2 + sigma2_a / k_a + sigma2_b / k_b
+    for name, v in (("omega2", omega2), ("sigma2_a", sigma2_a), ("sigma2_b", sigma2_b)):
+        check_number(v, name, minimum=0)
+    for name, k in (("k_a", k_a), ("k_b", k_b)):
+        check_number(k, name, minimum=1)
+    var = omega2 + sigma2_a / k_a + sigma2_b / k_b
+    if var <= _ZERO_VARIANCE:
+        raise DataError("omega2, sigma2_a and sigma2_b are all 0: with no variance between or within "
+                        "items any number of items gives a standard error of 0, so no design can be "
+                        "planned; estimate them from a pilot that has some errors")
+    return var
 
 
 def sample_size_clustered(delta: float, *, omega2: float, sigma2_a: float, sigma2_b: float,
@@ -245,6 +352,10 @@ def sample_size_clustered(delta: float, *, omega2: float, sigma2_a: float, sigma
     >>> round(sample_size_clustered(0.01, omega2=0.0099, sigma2_a=0.066, sigma2_b=0.066, k_a=8))
     2072
     """
+    check_number(delta, "delta")
+    if delta == 0:
+        raise ValueError("delta is 0: no sample size detects a zero difference")
+    _check_design(alpha=alpha, power=power)
     var = _clustered_var(omega2, sigma2_a, sigma2_b, k_a, k_a if k_b is None else k_b)
     z = stats.norm.isf(alpha / 2) + stats.norm.ppf(power)
     return float(z ** 2 * var / delta ** 2)
@@ -263,6 +374,8 @@ def power_clustered(delta: float, n: float, *, omega2: float, sigma2_a: float, s
     >>> round(power_clustered(0.01, 4000, omega2=0.0099, sigma2_a=0.066, sigma2_b=0.066, k_a=8), 3)
     0.973
     """
+    check_number(delta, "delta")
+    _check_design(n=n, alpha=alpha)
     var = _clustered_var(omega2, sigma2_a, sigma2_b, k_a, k_a if k_b is None else k_b)
     return _normal_power(abs(delta) / math.sqrt(var / n), _crit(alpha, "two-sided"), "two-sided")
 
@@ -277,6 +390,7 @@ def mde_clustered(n: float, *, omega2: float, sigma2_a: float, sigma2_b: float, 
     >>> round(mde_clustered(4000, omega2=0.0099, sigma2_a=0.066, sigma2_b=0.066, k_a=8), 4)
     0.0072
     """
+    _check_design(n=n, alpha=alpha, power=power)
     var = _clustered_var(omega2, sigma2_a, sigma2_b, k_a, k_a if k_b is None else k_b)
     z = stats.norm.isf(alpha / 2) + stats.norm.ppf(power)
     return float(z * math.sqrt(var / n))
@@ -351,7 +465,7 @@ def simulated_power(method: str, *, scenario: str = "mixture", n_sims: int = 200
     >>> p > 0.8
     True
     """
-    from .calibration import calibrate
+    from .calibration import calibrate  # which checks n_sims, seed and n_jobs
     res = calibrate(scenario, methods=[method], n_sims=n_sims, seed=seed, n_jobs=n_jobs,
                     progress=progress, **design)
     return float(res.table.loc[res.table["method"] == method, "power"].iloc[0])

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, frame_records
 from .data import RunsData
@@ -309,6 +310,7 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
     >>> r.table[["model", "rank"]].to_dict("list")
     {'model': ['M1', 'M2', 'M3'], 'rank': [3, 2, 1]}
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, n_jobs=n_jobs, chunk_size=chunk_size, missing=missing)
     if method != "bootstrap":
         raise ValueError(f"method must be 'bootstrap', got {method!r}")
     if n_boot < 1:
@@ -411,6 +413,7 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     >>> rank_uncertainty_glmm(fit, seed=1).table["rank"].tolist()
     [3, 2, 1]
     """
+    check_arguments(n_draws=n_draws, conf_level=conf_level, seed=seed)
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)

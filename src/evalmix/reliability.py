@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .data import RunsData
@@ -385,6 +386,7 @@ def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | No
     >>> list(r.table.columns[:4])
     ['model', 'form', 'n_items', 'n_runs']
     """
+    check_arguments(conf_level=conf_level, missing=missing)
     by_ = sl.as_list(by)
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     rows = []

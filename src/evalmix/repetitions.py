@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
 from .data import RunsData, ensure_runs
@@ -34,6 +35,7 @@ from .errors import DataError
 from .fitted import MixedFit
 from .grid import level_means
 from .parallel import parallel_map
+from .power import check_pilot_variance
 
 __all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
            "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
@@ -529,6 +531,7 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
     >>> p.n_items, p.n_runs
     (195, 2)
     """
+    check_pilot_variance({"var_between": var_between, "var_within": var_within} if components is None else components)
     chosen = [(k, v) for k, v in (("se", se), ("mdd", mdd), ("inversions", inversions)) if v is not None]
     if len(chosen) != 1:
         raise ValueError("give exactly one target: se=, mdd= or inversions=")
@@ -771,6 +774,7 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Ha
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']
     """
+    check_arguments(conf_level=conf_level, n_jobs=n_jobs, missing=missing)
     from .glmm.design import check_data
 
     data = check_data(formula, data, missing=missing)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .arguments import check_arguments
 from . import repetitions, tables
 from ._result import Result
 from .data import read_runs, schema_of
@@ -720,6 +721,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     >>> rep.section("slice_means").skipped.startswith("Left out")
     True
     """
+    check_arguments(seed=seed, conf_level=conf_level, n_boot=n_boot)
     if not isinstance(runs, pd.DataFrame) or schema_of(runs) is None:
         runs = read_runs(runs, item=item)
     data = runs

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
+from .arguments import check_arguments, check_choice, check_level
 from ._random import as_generator
 from ._result import Result
 from .data import RunsData, ensure_runs
@@ -150,6 +151,7 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
     >>> sums.shape, bool((sums[:, 1] == 4).all())
     ((5, 2), True)
     """
+    check_arguments(n_boot=n_boot)
     u = np.asarray(units, dtype=float)
     if u.ndim == 1:
         u = u[:, None]
@@ -176,9 +178,7 @@ def resample_sums(units: np.ndarray, n_boot: int, rng: np.random.Generator,
 
 
 def _alpha(conf_level: float) -> float:
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-    return (1 - conf_level) / 2
+    return (1 - check_level(conf_level)) / 2
 
 
 def _bca_levels(boot: np.ndarray, theta: float, jack: np.ndarray, alpha: float) -> tuple[float, float, float]:
@@ -287,6 +287,7 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
     >>> r.estimate, r.conf_low < 0.7 < r.conf_high
     (0.7, True)
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     x = np.asarray(values, dtype=float)
     if x.ndim != 1:
         raise DataError(f"`values` must be 1-D, got shape {x.shape}")
@@ -294,8 +295,7 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
         raise DataError("bootstrap needs at least 2 observations")
     if np.isnan(x).any():
         raise DataError("`values` contains NaN")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_choice(method, "method", _METHODS)
     rng = as_generator(seed)
     n = x.size
     jack = t_boot = se_hat = None
@@ -389,6 +389,7 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
     >>> list(tab.table["group"])
     ['base', 'clone', 'finetune']
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     data, schema = ensure_runs(data, item=item, outcome=outcome, need_item=True, by=by_cols,
                                allow_fractional=True, missing=missing)
@@ -476,6 +477,7 @@ def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", 
     >>> r.conf_low > 0
     True
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     ma, mb = item_means(a, b)
     d = mb - ma
     res = bootstrap_ci(d, "mean", method=method, n_boot=n_boot, conf_level=conf_level, seed=seed)
@@ -596,10 +598,10 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
     >>> r.conf_low < r.estimate < r.conf_high
     True
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
-    if resample_size not in ("instances", "pooled"):
-        raise ValueError(f"resample_size must be 'instances' or 'pooled', got {resample_size!r}")
+    check_choice(resample_size, "resample_size", ("instances", "pooled"))
     size = l_ if resample_size == "instances" else l_ * m
     rng = as_generator(seed)
     gold_pooled = np.tile(g, m)
@@ -658,6 +660,7 @@ def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1
     >>> plausible_run_scores(preds, gold, metric="accuracy", n_sims=10, seed=1).shape
     (10,)
     """
+    check_arguments(n_sims=n_sims, seed=seed)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
@@ -706,6 +709,7 @@ def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.
     >>> round(r.estimate, 3), round(r.conf_low, 3), round(r.conf_high, 3)
     (0.615, 0.594, 0.636)
     """
+    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
     x = np.asarray(scores, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise DataError(f"run_level_ci needs at least 2 run scores, got shape {x.shape}")

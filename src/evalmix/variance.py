@@ -52,10 +52,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 import pandas as pd
 
+from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .data import RunsData, schema_of
+from .arguments import check_number
 from .errors import DataError
+from .power import check_pilot_variance
 from .status import scored_rows
 
 __all__ = ["SOURCES", "SourcesPlan", "VarianceSources", "mean_se", "plan_sources", "variance_sources"]
@@ -187,6 +190,7 @@ def variance_sources(data: RunsData, by: str | Sequence[str] | None = None, *, i
     >>> vs.table[["source", "variance"]].round(2).values.tolist()
     [['item', 1.02], ['run', 0.24], ['judge', 0.09]]
     """
+    check_arguments(missing=missing)
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
     schema = schema_of(data)
@@ -356,8 +360,8 @@ def plan_sources(components: Mapping[str, float] | VarianceSources | pd.Series, 
     unknown = set(comp) - set(SOURCES)
     if unknown:
         raise DataError(f"unknown source(s) {sorted(unknown)}; sources are {list(SOURCES)}")
-    if se <= 0:
-        raise ValueError(f"se must be positive, got {se}")
+    check_pilot_variance(comp)  # all zero: every design would meet the target with SE 0
+    check_number(se, "se", minimum=0, strict=True)
     if cost_run <= 0 or min(cost_item, cost_prompt, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and the other costs >= 0")
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ..arguments import check_arguments
 from ..data import RunsData
 from ..errors import SamplingWarning
 from .model import BayesModel, build_model
@@ -124,9 +125,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
     ...             progressbar=False)  # doctest: +SKIP
     >>> fit.to_frame()[["parameter", "estimate", "conf_low", "conf_high", "r_hat"]]  # doctest: +SKIP
     """
-    for name, v in (("draws", draws), ("tune", tune), ("chains", chains)):
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, missing=missing)
     from ..glmm.design import check_data
 
     data = check_data(formula, data, missing=missing, weights=weights, offset=offset, trials=trials)

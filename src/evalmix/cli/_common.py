@@ -7,20 +7,21 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 import pandas as pd
 
 from .. import tables
 from .._result import Result
+from ..arguments import check_count, check_level, check_n_jobs, check_seed
 from ..data import MISSING_POLICIES, load_table, read_runs
-from ..errors import DataError
+from ..errors import ArgumentError, DataError
 from ..io import detect_format, is_log_source, read_logs
 
-__all__ = ["MAX_ROWS", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level", "dump_json",
-           "emit", "load_data", "positive_int", "print_table", "records", "result_doc", "split_list",
-           "strict_json"]
+__all__ = ["MAX_ROWS", "WHERE_HELP", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level",
+           "dump_json", "emit", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
+           "result_doc", "seed", "split_list", "strict_json"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
 WIDTH = 100
@@ -36,26 +37,83 @@ def warning_lines() -> list[str]:
     return [" ".join(f"{w.category.__name__}: {w.message}".split()) for w in RECORDED_WARNINGS]
 
 
+def _parsed(text: str, convert: Callable[[str], Any], check: Callable[[Any, str], Any], what: str,
+            own: bool = False) -> Any:
+    """``text`` converted, then checked by the :mod:`evalmix.arguments` validator of the same
+    argument in the library, so that the command line and the functions accept the same values."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    try:
+        return check(value, "value")
+    except ArgumentError as exc:  # argparse names the option: "argument --seed: must be ..."
+        message = f"must be {what}, got {text}" if own else str(exc).removeprefix("value ")
+        raise argparse.ArgumentTypeError(message) from None
+
+
 def conf_level(text: str) -> float:
     """argparse type of ``--conf-level``: a number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {text}")
-    return value
+    return float(_parsed(text, float, check_level, "a number strictly between 0 and 1 (e.g. 0.95)"))
 
 
 def positive_int(text: str) -> int:
     """argparse type of counts (runs, simulations): a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return int(_parsed(text, int, check_count, "a whole number >= 1"))
+
+
+def seed(text: str) -> int:
+    """argparse type of ``--seed``: a whole number >= 0."""
+    return int(_parsed(text, int, check_seed, "a whole number >= 0", own=True))
+
+
+def n_jobs(text: str) -> int:
+    """argparse type of ``--jobs``: a nonzero whole number (-1: every core)."""
+    return int(_parsed(text, int, check_n_jobs, "a nonzero whole number (-1: every core)", own=True))
+
+
+WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (rows must match each "
+              "column) or on one column with several values (rows matching any of them)")
+
+
+def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[str, list[Any]] | None:
+    """``--where`` options as the ``where=`` filter of the library: column -> values to keep.
+
+    Options on different columns all apply (AND); repeated on one column they are alternatives
+    (OR: ``--where language=EN --where language=ES`` keeps both languages).  A value is matched by
+    its text against the column's values (so ``--where prompt_id=3`` finds the number 3); a
+    column or value absent from DATA is an error naming it, never an empty selection.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"language": ["EN", "ES", "FR"], "prompt": [1, 2, 1]})
+    >>> parse_where(["language=EN", "language=ES", "prompt=1"], d, "compare")
+    {'language': ['EN', 'ES'], 'prompt': [1]}
+    """
+    wanted: dict[str, list[str]] = {}
+    for text in items:
+        col, sep, value = text.partition("=")
+        col, value = col.strip(), value.strip()
+        if not sep or not col:
+            raise SystemExit(f"evalmix {command}: --where expects COLUMN=VALUE, got {text!r}")
+        wanted.setdefault(col, [])
+        if value not in wanted[col]:
+            wanted[col].append(value)
+    out: dict[str, list[Any]] = {}
+    for col, values in wanted.items():
+        if col not in data.columns:
+            raise SystemExit(f"evalmix {command}: --where column {col!r} is not in DATA (columns: "
+                             f"{', '.join(map(str, data.columns))})")
+        levels = pd.unique(data[col].dropna())
+        plain = [v.item() if hasattr(v, "item") else v for v in levels]  # 3, not np.int64(3)
+        by_text = {str(v): v for v in plain}
+        absent = [v for v in values if v not in by_text]
+        if absent:
+            shown = ", ".join(repr(t) for t in sorted(by_text)[:20])
+            raise SystemExit(f"evalmix {command}: --where {col}={absent[0]}: no row has that value "
+                             f"(values of {col!r}: {shown})")
+        out[col] = [by_text[v] for v in values]
+    return out or None
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,26 +7,16 @@ import argparse
 
 from ..calibration import calibrate
 from ..comparisons import compare_pair
-from ._common import (add_data_arguments, add_output_arguments, conf_level, emit, load_data, positive_int,
-                      split_list)
+from ._common import (WHERE_HELP, add_data_arguments, add_output_arguments, conf_level, emit, load_data,
+                      n_jobs, parse_where, positive_int, seed, split_list)
 
 PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
-
-
-def _where(items: list[str]) -> dict[str, str] | None:
-    out = {}
-    for text in items:
-        col, sep, value = text.partition("=")
-        if not sep:
-            raise SystemExit(f"evalmix compare: --where expects COLUMN=VALUE, got {text!r}")
-        out[col.strip()] = value.strip()
-    return out or None
 
 
 def run_compare(args: argparse.Namespace) -> int:
     data = load_data(args)
     options = {"seed": args.seed} if args.method in ("bootstrap", "permutation") else {}
-    result = compare_pair(data, args.a, args.b, method=args.method, where=_where(args.where),
+    result = compare_pair(data, args.a, args.b, method=args.method, where=parse_where(args.where, data, "compare"),
                           conf_level=args.conf_level, **options)
     emit(args, result)
     return 0
@@ -47,9 +37,9 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("a", metavar="A", help="first model")
     p.add_argument("b", metavar="B", help="second model (estimate = B - A)")
     p.add_argument("--method", default="paired_t", choices=PAIR_METHODS)
-    p.add_argument("--where", action="append", default=[], help="row filter COLUMN=VALUE (repeatable)")
+    p.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE", help=WHERE_HELP)
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--seed", type=int, default=0, help="seed of resampling methods (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of resampling methods (default 0)")
     p.set_defaults(handler=run_compare)
 
 
@@ -59,8 +49,8 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scenario", default="mixture", choices=["mixture", "glmm"])
     p.add_argument("--methods", default=None, help="comma-separated method names (default: the built-in set)")
     p.add_argument("--n-sims", type=positive_int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--jobs", type=n_jobs, default=1, help="parallel workers (-1: all cores)")
     add_output_arguments(p)
     p.set_defaults(handler=run_calibrate)
 

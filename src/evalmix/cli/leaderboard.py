@@ -13,7 +13,7 @@ from ..errors import DataError, DataWarning
 from ..io import read_inspect, read_lm_eval
 from ..leaderboard import rank_sets, rank_sets_glmm
 from ..status import scored_rows, status_column
-from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
+from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, seed, split_list
 
 
 def _load(args: argparse.Namespace) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="item bootstrap (default) or the marginal means of a GLMM with (1|item)")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="joint coverage (default 0.95)")
     p.add_argument("--n-boot", type=positive_int, default=2000, help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--seed", type=seed, default=1, help="bootstrap seed (default 1)")
     p.add_argument("--latex", action="store_true", help="print the leaderboard as a LaTeX table")
     p.add_argument("--plot", default=None, metavar="FILE", help="save the leaderboard figure to FILE")
     p.set_defaults(handler=run_leaderboard)

@@ -13,7 +13,7 @@ import pandas as pd
 from ..errors import DataError
 from ..io import read_inspect, read_lm_eval
 from ..reporting import report
-from ._common import add_data_arguments, conf_level, dump_json, load_data, positive_int, records
+from ._common import add_data_arguments, conf_level, dump_json, load_data, positive_int, records, seed
 
 __all__ = ["add_parser", "run"]
 
@@ -92,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "condition)")
     p.add_argument("--bayes", action="store_true",
                    help="add posterior rank probabilities (needs the bayes extra; slow)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and sampler (default: 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap and sampler (default: 0)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap replicates for rank intervals")
     p.add_argument("--plan-se", type=float, default=0.03, help="target SE per slice for the planner")

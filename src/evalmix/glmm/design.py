@@ -21,7 +21,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from ..data import RunsData, ensure_runs, load_table, schema_of
+from ..data import RunsData, check_weights, ensure_runs, load_table, schema_of
 from ..errors import DataError, DataWarning, FormulaError
 from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
                        fixed_variables, parse_formula, random_columns)
@@ -196,6 +196,7 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     ...     print(exc)  # doctest: +ELLIPSIS
     fixed-effect term 'lang' is a factor with a single level ('EN'): it has no contrast to estimate...
     """
+    check_weights(data, weights, missing=missing)  # named by its own column, not the model's
     parsed = _parse(formula, trials)
     if isinstance(data, (str, Path)):
         data = load_table(data)

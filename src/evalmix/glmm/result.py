@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .._result import Result, Summary, frame_records
+from ..arguments import check_arguments
 from ..errors import DataError, FormulaError
 from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
@@ -118,6 +119,7 @@ class GlmerResult(Result):
         >>> fit.coef_table().columns.tolist()  # doctest: +SKIP
         ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high', 'odds_ratio', 'or_conf_low', 'or_conf_high']
         """
+        check_arguments(conf_level=conf_level)
         est = self.fixef.to_numpy()
         se = np.sqrt(np.diag(self.vcov.to_numpy()))
         z = est / se
@@ -315,6 +317,7 @@ class GlmerResult(Result):
         >>> list(s.tables)  # doctest: +SKIP
         ['Fixed effects', 'Random effects', 'Scaled residuals']
         """
+        check_arguments(conf_level=conf_level)
         resid = pd.DataFrame([self._model.residual_quantiles],
                              columns=["min", "q1", "median", "q3", "max"])
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_arguments
+
 __all__ = ["glmm_runs"]
 
 
@@ -84,6 +86,7 @@ def glmm_runs(
     for name, sd in (("sd_item", sd_item), ("sd_item_run", sd_item_run), ("sd_slope", sd_slope)):
         if sd < 0:
             raise ValueError(f"{name} must be >= 0, got {sd}")
+    check_arguments(seed=seed)
     rng = np.random.default_rng(seed)
     if model_effects is None:
         effects = dict(zip([f"M{j + 1}" for j in range(n_models)],

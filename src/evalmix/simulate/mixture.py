@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._random import as_generator
+from ..arguments import check_arguments
 
 __all__ = ["mixture_arrays", "mixture_benchmark", "mixture_predictions", "sample_difficulty",
            "promote_hard"]
@@ -88,6 +89,7 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
     >>> round(df.attrs["truth"]["accuracy"]["finetune"] - df.attrs["truth"]["accuracy"]["base"], 3)
     0.01
     """
+    check_arguments(seed=seed)
     rng = as_generator(seed)
     scores, p = mixture_arrays(n_questions, n_runs, easy=easy, hard=hard, uplift=uplift, rng=rng)
     frames = []
