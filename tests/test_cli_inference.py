@@ -166,7 +166,7 @@ def test_fit_r_arguments_reach_glmer():
         run(p, ["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts", "model"])
     assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--contrasts",
                      "model=contr.foo"]) == 2
-    assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--nagq", "0"]) == 2
+    assert cli.main(["fit", DATA, "--formula", "correct ~ model + (1|item)", "--nagq", "-1"]) == 2
 
 
 def test_fit_control_settings_reach_glmer(capsys):

@@ -135,7 +135,7 @@ def test_factor_slopes_in_random_terms():
 
 def test_unknown_functions_and_operators_read_plainly():
     d = data()
-    with pytest.raises(FormulaError, match=r"does not know the function lowess\(\)") as exc:
+    with pytest.raises(FormulaError, match=r"the function lowess\(\) is not allowed in a formula") as exc:
         quiet_fit("y ~ lowess(site) + (1|item)", d)
     with pytest.raises(FormulaError, match="Unknown operator") as exc2:
         quiet_fit("y ~ model + (site == 2) + (1|item)", d)

@@ -45,7 +45,7 @@ def test_translation_of_r_syntax():
     assert translate_fixed("poly(x, 2, raw = TRUE)")[0] == "poly(x, 2, raw = True)"
     p = parse_formula("y ~ x + offset(log(n)) - 1 + (1|g)")
     assert p.offsets == ("log(n)",) and p.fixed == "x - 1"
-    assert fixed_variables("I(a^2) + np.log(b) + sqrt(c) + C(d, contr.sum)") == ["a", "b", "c", "d"]
+    assert fixed_variables("I(a^2) + log(b) + sqrt(c) + C(d, contr.sum)") == ["a", "b", "c", "d"]
 
 
 def test_integer_column_is_numeric_unless_factor():
@@ -79,7 +79,7 @@ def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
     ("factor(site) + I(site^2)", {}, "term 'I\\(site \\*\\* 2\\)' uses it as a number"),
     ("factor(site, labels = c('x', 'y', 'z'))", {}, "argument \"labels = c\\('x'"),
     ("site %in% grp", {}, "%in%"),
-    ("I(foo(age))", {}, "cannot build the fixed part 'I\\(foo\\(age\\)\\)'"),
+    ("I(foo(age))", {}, "the function foo\\(\\) is not allowed in a formula"),
     ("I(agee^2)", {}, "\\['agee'\\] absent from the data"),
 ])
 def test_unsupported_or_wrong_terms_are_named(fixed, kw, match):
@@ -184,7 +184,7 @@ def test_nagq_needs_one_scalar_term():
     with pytest.raises(FormulaError, match=r"\(1 \+ age \| item\)"):
         evalmix.glmer("y ~ grp + (1 + age|item)", d, nAGQ=3)
     with pytest.raises(ValueError, match="nAGQ must be an integer"):
-        evalmix.glmer("y ~ grp + (1|item)", d, nAGQ=0)
+        evalmix.glmer("y ~ grp + (1|item)", d, nAGQ=-1)
 
 
 def test_agq_converges_to_the_integral():

@@ -238,7 +238,7 @@ def test_result_is_immutable_and_hashable(fit):
     with pytest.raises(dataclasses.FrozenInstanceError):
         fit.loglik = 0.0
     assert fit == fit and hash(fit) == hash(fit)
-    assert "estimate" in repr(fit)
+    assert "Fixed Effects:" in repr(fit) and "Random effects:" in repr(fit)
 
 
 def test_vector_term_leaves_a_degenerate_boundary():

@@ -154,6 +154,72 @@ class GlmerResult(Result):
     def _notes(self) -> list[str]:
         return list(self.messages)
 
+    @property
+    def approximation(self) -> str:
+        """How the likelihood is computed, as lme4 names it in its title."""
+        if self.nagq == 0:
+            return "Laplace Approximation, nAGQ = 0: beta estimated inside PIRLS"
+        if self.nagq == 1:
+            return "Laplace Approximation"
+        return f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}"
+
+    def lme4_text(self, width: int = 80) -> str:
+        """The fit as lme4's ``print(fit)`` shows a ``merMod``: title, family and link, formula,
+        the AIC/BIC/logLik/deviance/df.resid line, the random effects (Groups, Name, Variance,
+        Std.Dev., Corr), the numbers of observations and groups, the fixed effects, and the
+        optimizer's convergence line with lme4's messages (singular fit, failed checks) when
+        there are any. ``repr(fit)`` and ``evalmix fit`` print it.
+
+        Examples
+        --------
+        >>> import evalmix
+        >>> runs = evalmix.simulate.glmm_runs(2, 40, 2, seed=1)
+        >>> print(evalmix.glmer("correct ~ model + (1|item)", runs).lme4_text())
+        Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) ['glmerMod']
+         Family: binomial  ( logit )
+        Formula: correct ~ model + (1|item)
+               AIC       BIC    logLik  deviance  df.resid
+          185.8741  195.0997  -89.9371  179.8741       157
+        Random effects:
+         Groups Name        Variance Std.Dev.
+         item   (Intercept) 1.892    1.376
+        Number of obs: 160, groups:  item, 40
+        Fixed Effects:
+        Intercept  model[T.M2]
+          -1.1857       2.5891
+        """
+        lines = [f"Generalized linear mixed model fit by maximum likelihood ({self.approximation}) "
+                 "['glmerMod']", f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}"]
+        if self.fixef_prior is not None:
+            lines += [f"Fixef prior: {self.fixef_prior.describe()}"]
+        head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
+        vals = [f"{v:.4f}" for v in (self.aic, self.bic, self.loglik, self.deviance)]
+        vals.append(str(self.nobs - self.df))
+        w = [max(len(h), len(v), 9) for h, v in zip(head, vals)]
+        lines += ["".join(" " + h.rjust(k) for h, k in zip(head, w)),
+                  "".join(" " + v.rjust(k) for v, k in zip(vals, w))]
+        lines += ["Random effects:", *_random_block(self.varcorr)]
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        lines += [f"Number of obs: {self.nobs}, groups:  {groups}", "Fixed Effects:"]
+        lines += _named_values(list(self.fixef.index), self.fixef.to_numpy(), width)
+        msgs = list(self.messages)
+        if msgs or not self.converged:
+            code = 0 if self.optimizer.converged else 1
+            lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
+                      f"({'OK' if code == 0 else 'see the optimizer report: fit.optimizer'}) ; "
+                      f"0 optimizer warnings; {len(msgs)} lme4 warnings", *msgs]
+        return "\n".join(line.rstrip() for line in lines)
+
+    def __repr__(self) -> str:
+        return self.lme4_text()
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.lme4_text())}</pre>"
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update({"formula": self.formula, "scale": self.scale, "loglik": self.loglik,
@@ -338,6 +404,61 @@ class GlmerResult(Result):
                        f"({approx}) ['glmerMod']", header,
                        [("Fixed effects", self.coef_table(conf_level)),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
+
+
+def _fmt(v: float) -> str:
+    """A variance or SD with 4 significant digits, as lme4's ``formatVC`` shows them."""
+    if not np.isfinite(v):
+        return "NaN"
+    return f"{v:.4g}" if v == 0 or 1e-4 <= abs(v) < 1e5 else f"{v:.3e}"
+
+
+def _random_block(varcorr: pd.DataFrame) -> list[str]:
+    """lme4's random-effects table: Groups, Name, Variance, Std.Dev. and the correlations of
+    each term's effects (lower triangle, one column per earlier effect)."""
+    rows: list[list[str]] = []
+    ncorr = 0
+    for group, vc in varcorr.groupby("group", sort=False):
+        var = vc[vc["var2"] == ""]
+        cor = vc[vc["var2"] != ""]
+        names = list(var["var1"])
+        for i, (name, v, sd) in enumerate(zip(names, var["variance"], var["sd"])):
+            cors = []
+            for j in range(i):
+                hit = cor[(cor["var1"] == names[j]) & (cor["var2"] == name)]
+                cors.append(f"{float(hit['sd'].iloc[0]):.2f}" if len(hit) else "")
+            ncorr = max(ncorr, len(cors))
+            rows.append([str(group) if i == 0 else "", str(name), _fmt(float(v)),
+                         _fmt(float(sd)), *cors])
+    head = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if ncorr else [])
+    rows = [r + [""] * (4 + ncorr - len(r)) for r in rows]
+    ncol = 4 + ncorr
+    widths = [max([len(head[c]) if c < len(head) else 0] + [len(r[c]) for r in rows])
+              for c in range(ncol)]
+    if ncorr:  # "Corr" heads the first correlation column
+        widths[4] = max(widths[4], 4)
+    out = [" " + " ".join(h.ljust(widths[c]) for c, h in enumerate(head))]
+    for r in rows:
+        out.append(" " + " ".join(r[c].ljust(widths[c]) for c in range(ncol)))
+    return out
+
+
+def _named_values(names: list[str], values: np.ndarray, width: int) -> list[str]:
+    """A named vector as R prints it: names over values, right-aligned, wrapped at ``width``."""
+    cells = [f"{v:.4f}" if np.isfinite(v) else ("Inf" if v > 0 else "-Inf") if np.isinf(v) else "NA"
+             for v in values]
+    cols = [max(len(n), len(c)) for n, c in zip(names, cells)]
+    out: list[str] = []
+    start = 0
+    while start < len(names):
+        stop, used = start, 0
+        while stop < len(names) and (stop == start or used + cols[stop] + 2 <= width):
+            used += cols[stop] + 2
+            stop += 1
+        out.append("  ".join(names[k].rjust(cols[k]) for k in range(start, stop)))
+        out.append("  ".join(cells[k].rjust(cols[k]) for k in range(start, stop)))
+        start = stop
+    return out
 
 
 _VCOV_NOTES = {
