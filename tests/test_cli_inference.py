@@ -158,7 +158,7 @@ def test_fit_r_arguments_reach_glmer():
     assert abs(res["fit"]["loglik"] - fit.loglik) < 1e-9
     got = pd.DataFrame(res["fit"]["coefficients"])
     assert got["term"].tolist() == list(fit.fixef.index)
-    assert any("[S." in t for t in got["term"])
+    assert "model1" in got["term"].tolist()  # contr.sum columns are numbered, as R names them
     from evalmix import cli
     from evalmix.errors import FormulaError
 

@@ -153,7 +153,7 @@ def test_cli_fit_takes_nagq0(capsys):
     out = capsys.readouterr().out
     assert "fit by maximum likelihood (Laplace Approximation, nAGQ = 0" in out
     assert "-587.0050" in out  # logLik (lme4: -587.0067)
-    assert "Fixed effects (Wald z)" in out
+    assert "Fixed effects (Wald z; log-odds):" in out
 
 
 # --- R's lookup order: columns named like functions -----------------------------------------------
@@ -181,3 +181,59 @@ def test_offset_reads_the_column_i_not_the_function():
     new = d.head(5)
     np.testing.assert_allclose(a.predict(new, re=False),
                                b.predict(new, re=False) + np.log(new["I"] / new["N"]), atol=1e-6)
+
+
+# --- printing as lme4 prints a merMod ------------------------------------------------------------
+
+SINGULAR_TEXT = """\
+Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) ['glmerMod']
+ Family: binomial  ( logit )
+Formula: cbind(k, n - k) ~ x + (1|item)
+       AIC       BIC    logLik  deviance  df.resid
+  303.1335  308.2002 -148.5668  297.1335        37
+Random effects:
+ Groups Name        Variance Std.Dev.
+ item   (Intercept) 0        0
+Number of obs: 40, groups:  item, 40
+Fixed Effects:
+(Intercept)       x
+    -0.3115  0.3975
+optimizer (profiled L-BFGS-B (theta) + Newton (beta)) convergence code: 0 (OK) ; 0 optimizer warnings; 1 lme4 warnings
+boundary (singular) fit: see help('isSingular')"""
+
+
+def test_print_is_lme4s_merMod_layout_with_the_singular_line():
+    r = REF["singular"]
+    d = read(REF_DIR / "engine_shallow.csv")
+    d["k"] = r["k"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = evalmix.glmer(r["formula"], d)
+    assert fit.lme4_text() == SINGULAR_TEXT
+    assert repr(fit) == str(fit) == SINGULAR_TEXT + "\n\n" + fit.wald_text()
+    assert fit.wald_text().splitlines()[0] == "Fixed effects (Wald z; log-odds):"
+    # the numbers printed are lme4's (R: logLik -148.5668, beta -0.3115 0.3975)
+    assert f"{r['loglik']:.4f}" in SINGULAR_TEXT
+    assert [f"{b:.4f}" for b in r["beta"]] == ["-0.3115", "0.3975"]
+    html = fit._repr_html_()
+    assert html.startswith("<pre>") and "&#x27;glmerMod&#x27;" in html
+
+
+def test_print_shows_correlations_and_no_convergence_line_when_clean():
+    lme4 = json.loads((REF_DIR / "lme4_reference.json").read_text())
+    ref = next(f for f in lme4["fits"] if f["formula"] == "correct ~ x + (1 + x|g)")
+    fit = evalmix.glmer(ref["formula"], pd.read_csv(REF_DIR / "glmm_slope.csv"))
+    lines = repr(fit).splitlines()
+    start = lines.index("Random effects:")
+    assert lines[start + 1].split() == ["Groups", "Name", "Variance", "Std.Dev.", "Corr"]
+    first, second = lines[start + 2].split(), lines[start + 3].split()
+    assert first[:2] == ["g", "(Intercept)"] and second[0] == "x" and len(second) == 4
+    assert lines[start + 4] == "Number of obs: 1000, groups:  g, 40"
+    assert lines[start + 5] == "Fixed Effects:" and lines[start + 6].split() == ["(Intercept)", "x"]
+    # the column layout: each value starts under its header
+    head = lines[start + 1]
+    assert lines[start + 3].index(second[3]) == head.index("Corr")
+    assert lines[start + 3].index(second[1]) == head.index("Variance")
+    assert lines[3].split() == ["AIC", "BIC", "logLik", "deviance", "df.resid"]
+    assert lines[4].split()[-1] == "995"
+    assert not any(line.startswith("optimizer (") for line in lines)

@@ -51,9 +51,9 @@ def test_translation_of_r_syntax():
 def test_integer_column_is_numeric_unless_factor():
     d = data()
     fd, X = build_fixed("site", d)
-    assert fd.columns == ["Intercept", "site"] and "site" in fd.covariates
+    assert fd.columns == ["(Intercept)", "site"] and "site" in fd.covariates
     fd, X = build_fixed("factor(site)", d)
-    assert fd.columns == ["Intercept", "site[T.2]", "site[T.3]"] and fd.factors["site"] == [1, 2, 3]
+    assert fd.columns == ["(Intercept)", "factor(site)2", "factor(site)3"] and fd.factors["site"] == [1, 2, 3]
 
 
 def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
@@ -61,11 +61,11 @@ def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
     d["lv"] = pd.Categorical(np.where(d.age < 3.5, "lo", np.where(d.age < 5.5, "mid", "hi")),
                              categories=["lo", "mid", "hi"], ordered=True)
     fd, X = build_fixed("lv", d)
-    assert fd.columns == ["Intercept", "lv[.L]", "lv[.Q]"] and fd.contrasts == {"lv": "poly"}
+    assert fd.columns == ["(Intercept)", "lv.L", "lv.Q"] and fd.contrasts == {"lv": "poly"}
     row = fd.model_matrix(pd.DataFrame({"lv": ["lo"]}))[0]
     np.testing.assert_allclose(row, [1, -np.sqrt(0.5), np.sqrt(1 / 6)], rtol=1e-12)
     fd, _ = build_fixed("lv", d, contrasts={"lv": "contr.treatment"})
-    assert fd.columns == ["Intercept", "lv[T.mid]", "lv[T.hi]"]
+    assert fd.columns == ["(Intercept)", "lvmid", "lvhi"]
     fd, _ = build_fixed("lv", d, contrasts={"lv": "contr.helmert"})
     np.testing.assert_array_equal(fd.model_matrix(pd.DataFrame({"lv": ["lo", "mid", "hi"]}))[:, 1:],
                                   [[-1, -1], [1, -1], [0, 2]])  # R's contr.helmert(3)

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from formulaic import ModelSpec
     from numpy.typing import ArrayLike
 
-__all__ = ["FixedDesign", "LevelSpec", "ParsedFormula", "RandomTerm", "build_fixed",
+__all__ = ["FixedDesign", "LevelSpec", "ParsedFormula", "RandomTerm", "alias_calls", "build_fixed",
            "build_random_terms", "check_expression", "fixed_variables", "formula_functions",
-           "parse_formula", "r_context", "r_factor", "alias_calls", "split_theta",
+           "parse_formula", "r_context", "r_deparse", "r_factor", "r_names", "split_theta",
            "term_lambdas", "translate_fixed", "translate_terms"]
 
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
@@ -1082,6 +1082,8 @@ class FixedDesign:
     #: each term's label as R prints it (``I(age^2)``, ``factor(site, levels = c(3, 1, 2))``),
     #: by the term's name in ``terms`` / ``column_terms``
     term_labels: dict[str, str] = field(default_factory=dict)
+    #: formulaic's names of the columns (``model[T.b]``, ``I(age ** 2)``), parallel to ``columns``
+    formulaic_columns: list[str] = field(default_factory=list)
 
     def term_label(self, term: str) -> str:
         """The label R prints for ``term`` (an entry of ``terms`` or ``column_terms``)."""
@@ -1091,6 +1093,8 @@ class FixedDesign:
         """Keep only the columns ``keep`` of X (used when X is rank deficient)."""
         self.columns = [self.columns[j] for j in keep]
         self.column_terms = [self.column_terms[j] for j in keep]
+        if self.formulaic_columns:
+            self.formulaic_columns = [self.formulaic_columns[j] for j in keep]
         base = self.keep if self.keep is not None else list(range(len(self.spec.column_names)))
         self.keep = [base[j] for j in keep]
 
@@ -1253,12 +1257,12 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
             terms.append(label)
         column_terms += [lab] * len(st.columns)
     X = np.ascontiguousarray(np.asarray(mm, dtype=float))
-    term_labels = r_names(spec, factors, labels, aliases)[1]
-    columns = [_C_WRAPPED.sub(r"\1", _unalias(str(c), aliases)) for c in spec.column_names]
+    columns, term_labels = r_names(spec, factors, labels, aliases)
+    formulaic_columns = [_C_WRAPPED.sub(r"\1", _unalias(str(c), aliases)) for c in spec.column_names]
     wd = d[list(factors)].reset_index(drop=True) if factors else None
     fd = FixedDesign(fixed, terms, factors, covariates, column_terms, columns, spec, wd,
                      contrasts=coding, offsets=list(offsets), context=context,
-                     term_labels=term_labels)
+                     term_labels=term_labels, formulaic_columns=formulaic_columns)
     if offsets:
         otext = " + ".join(f"I({translate_fixed(o)[0]})" for o in offsets)
         otext = alias_calls(otext, context)[0]
@@ -1500,8 +1504,16 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                 np.broadcast_to(np.ones((1, 1)), (len(data), 1))
             cn = ["(Intercept)"]
         else:
-            text, frame, rfactors, context = _random_design(sp, data)
-            _formula_factor_parts(text)  # refuses what a formula may not evaluate
+            labels: dict[str, str] = {}
+            text, frame, rfactors, context = _random_design(sp, data, labels)
+            # the factors R names by level: those coded in the term and the other non-numeric
+            # columns it reads (formulaic codes them with R's sorted levels)
+            named = dict(rfactors)
+            for v in _formula_factors(text):  # also refuses what a formula may not evaluate
+                if v in frame.columns and v not in named and (
+                        not pd.api.types.is_numeric_dtype(frame[v])
+                        or pd.api.types.is_bool_dtype(frame[v])):
+                    named[v] = list(as_r_factor(frame[v]).categories)
             text, aliases = alias_calls(text, context)
             try:
                 mm = model_matrix(text, frame, na_action="raise", context=context)
@@ -1510,8 +1522,7 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                                    f"{exc}") from exc
             Z = np.asarray(mm, dtype=float)
             spec = mm.model_spec
-            cn = ["(Intercept)" if c == "Intercept" else _unalias(str(c), aliases)
-                  for c in mm.columns]
+            cn = r_names(spec, named, labels, aliases)[0]
             if Z.shape[1] == 0:
                 raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) has no columns")
         term = RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec)
@@ -1532,11 +1543,12 @@ def random_expression(sp: RandomSpec) -> str:
     return translate_terms(sp.expr)[0]
 
 
-def _random_design(sp: RandomSpec, data: pd.DataFrame
+def _random_design(sp: RandomSpec, data: pd.DataFrame, labels: dict[str, str] | None = None
                    ) -> tuple[str, pd.DataFrame, dict[str, list[Any]], dict[str, Any]]:
     """Formulaic text, data frame, factor levels and context of a random term's left side:
-    ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does."""
-    text, coded, specs = translate_terms(sp.expr)
+    ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does
+    (``labels`` receives the R call coding each variable, see :func:`translate_terms`)."""
+    text, coded, specs = translate_terms(sp.expr, labels)
     context: dict[str, Any] = r_context()
     if not coded:
         return text, data, {}, context

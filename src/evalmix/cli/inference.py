@@ -186,12 +186,12 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     info = result["fit"]
     if hasattr(fit, "lme4_text"):  # the fit as lme4 prints a merMod, then the Wald table
         print(fit.lme4_text(), file=out)
+        print(f"\n{fit.wald_text(max_rows=None)}", file=out)
     else:
         print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
               f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
               file=out)
-    _print_table("Fixed effects (Wald z)" if hasattr(fit, "lme4_text") else "Fixed effects",
-                 pd.DataFrame(info["coefficients"]), out)
+        _print_table("Fixed effects", pd.DataFrame(info["coefficients"]), out)
     if emm is not None:
         _print_table(f"Marginal means ({args.type} scale)", emm.to_frame(), out)
     if args.contrast:

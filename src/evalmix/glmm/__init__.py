@@ -242,7 +242,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     ...                   "correct": (rng.random(240) < 1 / (1 + np.exp(-eta))).astype(int)})
     >>> fit = glmer("correct ~ model + (1|item)", d)
     >>> fit.fixef.index.tolist()
-    ['Intercept', 'model[T.b]']
+    ['(Intercept)', 'modelb']
     """
     if vcov_method not in VCOV_METHODS:
         raise ValueError(f"vcov_method must be one of {VCOV_METHODS}, not {vcov_method!r}")

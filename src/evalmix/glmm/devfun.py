@@ -97,7 +97,7 @@ class DevianceFunction:
     >>> runs = glmm_runs(2, 40, 2, seed=1)
     >>> f = glmer("correct ~ model + (1|item)", runs, devfun_only=True)
     >>> f.theta_names + f.beta_names
-    ['item.(Intercept)', 'Intercept', 'model[T.M2]']
+    ['item.(Intercept)', '(Intercept)', 'modelM2']
     >>> res = minimize(f, f.start, method="Nelder-Mead",
     ...                options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 5000})
     >>> fit = glmer("correct ~ model + (1|item)", runs)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._result import Result, Summary, frame_records
+from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..errors import DataError, FormulaError
 from ..formula import FixedDesign, RandomTerm, term_lambdas
 from ..links import inverse_link
@@ -33,7 +33,7 @@ class GlmerResult(Result):
     ----------
     formula : str
     fixef : Series
-        Fixed effects by column name (formulaic names, ``Intercept``, ``model[T.b]``...).
+        Fixed effects by column name, as R names them (``(Intercept)``, ``modelb``, ``I(age^2)``).
     vcov : DataFrame
         Covariance of the fixed effects (``vcov_method`` says how it was computed).
     theta : Series
@@ -76,7 +76,7 @@ class GlmerResult(Result):
     >>> fit.df, fit.nobs, list(fit.varcorr["group"])
     (5, 540, ['item:run', 'item'])
     >>> fit.coef_table()["term"].tolist()
-    ['Intercept', 'model[T.M2]', 'model[T.M3]']
+    ['(Intercept)', 'modelM2', 'modelM3']
     """
 
     formula: str
@@ -168,7 +168,8 @@ class GlmerResult(Result):
         the AIC/BIC/logLik/deviance/df.resid line, the random effects (Groups, Name, Variance,
         Std.Dev., Corr), the numbers of observations and groups, the fixed effects, and the
         optimizer's convergence line with lme4's messages (singular fit, failed checks) when
-        there are any. ``repr(fit)`` and ``evalmix fit`` print it.
+        there are any. ``repr(fit)`` and ``evalmix fit`` print it, then the Wald table
+        (:meth:`wald_text`).
 
         Examples
         --------
@@ -185,8 +186,8 @@ class GlmerResult(Result):
          item   (Intercept) 1.892    1.376
         Number of obs: 160, groups:  item, 40
         Fixed Effects:
-        Intercept  model[T.M2]
-          -1.1857       2.5891
+        (Intercept)  modelM2
+            -1.1857   2.5891
         """
         lines = [f"Generalized linear mixed model fit by maximum likelihood ({self.approximation}) "
                  "['glmerMod']", f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}"]
@@ -210,15 +211,30 @@ class GlmerResult(Result):
                       f"0 optimizer warnings; {len(msgs)} lme4 warnings", *msgs]
         return "\n".join(line.rstrip() for line in lines)
 
+    def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
+        """The Wald table (:meth:`coef_table`) under its heading, as ``print(fit)`` and
+        ``evalmix fit`` show it after the lme4 block (long tables cut to ``max_rows``)."""
+        tab = self.coef_table()
+        if max_rows is not None and len(tab) > max_rows:
+            half = max_rows // 2
+            lines = pd.concat([tab.head(half), tab.tail(half)]).to_string(index=False).split("\n")
+            lines.insert(1 + half, f"... ({len(tab) - 2 * half} more rows; coef_table() has them all)")
+            text = "\n".join(lines)
+        else:
+            text = tab.to_string(index=False)
+        return f"Fixed effects (Wald z; {self.scale}):\n{text}"
+
     def __repr__(self) -> str:
-        return self.lme4_text()
+        return f"{self.lme4_text()}\n\n{self.wald_text()}"
 
     __str__ = __repr__
 
     def _repr_html_(self) -> str:
         import html
 
-        return f"<pre>{html.escape(self.lme4_text())}</pre>"
+        return (f"<pre>{html.escape(self.lme4_text())}</pre>\n"
+                f"<p><i>Fixed effects (Wald z; {html.escape(self.scale)})</i></p>\n"
+                + self.coef_table().to_html(index=False))
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
