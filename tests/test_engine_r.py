@@ -39,6 +39,8 @@ def read(path: Path) -> pd.DataFrame:
 
 
 def check(fit: evalmix.GlmerResult, ref: dict, beta_tol: float = 2e-3) -> None:
+    # R's names, verbatim (I(log^2), exp(exp), Cv, period2, modelmodel-B)
+    assert list(fit.fixef.index) == [str(n) for n in np.atleast_1d(ref["coef_names"])]
     assert fit.loglik >= ref["loglik"] - 1e-3
     assert fit.loglik <= ref["loglik"] + 0.02
     assert fit.df == ref["df"] and fit.nobs == ref["nobs"]

@@ -100,6 +100,16 @@ def test_calls_are_aliased_whatever_the_columns():
     assert text == "_fn_I(_fn_log(I / N)) + _fn_poly(x, 2)"
     assert aliases == {"_fn_I": "I", "_fn_log": "log", "_fn_poly": "poly"}
     assert ctx["_fn_log"] is ctx["log"]
+    # quoted levels are left as written
+    assert alias_calls('I(g == "log(x)")', r_context())[0] == '_fn_I(g == "log(x)")'
+
+
+def test_a_level_that_reads_like_a_call_is_compared_as_written():
+    d = pd.DataFrame({"g": ["log(x)", "b", "log(x)", "c"], "y": [1.0, 2.0, 3.0, 4.0]})
+    fd, X = build_fixed('I(g == "log(x)") + log(y)', d)
+    assert fd.columns == ["(Intercept)", 'I(g == "log(x)")TRUE', "log(y)"]
+    np.testing.assert_array_equal(X[:, 1], [1, 0, 1, 0])
+    np.testing.assert_allclose(X[:, 2], np.log(d["y"]))
 
 
 def test_columns_named_like_functions_are_read_as_columns(data):

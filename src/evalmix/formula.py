@@ -748,14 +748,20 @@ def alias_calls(text: str, context: dict[str, Any]) -> tuple[str, dict[str, str]
     from formulaic.transforms import TRANSFORMS
 
     aliases: dict[str, str] = {}
+    # quoted text (a level compared with, I(g == "log(x)")) is left as written
+    pieces = re.split(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""", text)
     for name in sorted(set(formula_functions()) | {"C"}):
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(\s*\()")
-        if pattern.search(text):
-            alias = f"_fn_{name}"
+        alias = f"_fn_{name}"
+        hit = False
+        for k in range(0, len(pieces), 2):  # the even pieces are outside quotes
+            if pattern.search(pieces[k]):
+                pieces[k] = pattern.sub(alias + r"\1", pieces[k])
+                hit = True
+        if hit:
             context[alias] = context[name] if name in context else TRANSFORMS[name]
-            text = pattern.sub(alias + r"\1", text)
             aliases[alias] = name
-    return text, aliases
+    return "".join(pieces), aliases
 
 
 def _unalias(label: str, aliases: dict[str, str]) -> str:
