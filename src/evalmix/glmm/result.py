@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,12 +14,14 @@ from scipy import stats
 
 from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..errors import DataError, FormulaError
-from ..formula import FixedDesign, RandomTerm, term_lambdas
+from ..formula import FixedDesign, RandomTerm, r_deparse, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from .deviance import Evaluation, LaplaceDeviance
     from .design import GlmmDesign
     from .intervals import ConfidenceIntervals
@@ -145,7 +149,8 @@ class GlmerResult(Result):
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         state = "singular; " if self.singular else ""
         state += "converged" if self.converged else "NOT converged"
-        approx = "Laplace" if self.nagq == 1 else f"adaptive Gauss-Hermite (nAGQ = {self.nagq})"
+        approx = {0: "nAGQ = 0 (beta inside PIRLS)", 1: "Laplace"}.get(
+            self.nagq, f"adaptive Gauss-Hermite (nAGQ = {self.nagq})")
         return [f"binomial ({self.link}), {approx} ML; {self.nobs} obs, groups: {groups}; "
                 f"AIC {self.aic:.1f}, BIC {self.bic:.1f}, logLik {self.loglik:.1f} ({state})",
                 ("scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"
@@ -156,9 +161,8 @@ class GlmerResult(Result):
 
     @property
     def approximation(self) -> str:
-        """How the likelihood is computed, as lme4 names it in its title."""
-        if self.nagq == 0:
-            return "Laplace Approximation, nAGQ = 0: beta estimated inside PIRLS"
+        """How the likelihood is computed, as lme4 names it in its title (lme4 calls its
+        ``nAGQ = 0`` fit "Adaptive Gauss-Hermite Quadrature, nAGQ = 0" too)."""
         if self.nagq == 1:
             return "Laplace Approximation"
         return f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}"
@@ -176,40 +180,47 @@ class GlmerResult(Result):
         >>> import evalmix
         >>> runs = evalmix.simulate.glmm_runs(2, 40, 2, seed=1)
         >>> print(evalmix.glmer("correct ~ model + (1|item)", runs).lme4_text())
-        Generalized linear mixed model fit by maximum likelihood (Laplace Approximation) ['glmerMod']
+        Generalized linear mixed model fit by maximum likelihood (Laplace
+          Approximation) [glmerMod]
          Family: binomial  ( logit )
-        Formula: correct ~ model + (1|item)
-               AIC       BIC    logLik  deviance  df.resid
-          185.8741  195.0997  -89.9371  179.8741       157
+        Formula: correct ~ model + (1 | item)
+             AIC      BIC   logLik deviance df.resid
+        185.8741 195.0997 -89.9371 179.8741      157
         Random effects:
          Groups Name        Variance Std.Dev.
          item   (Intercept) 1.892    1.376
         Number of obs: 160, groups:  item, 40
         Fixed Effects:
-        (Intercept)  modelM2
-            -1.1857   2.5891
+        (Intercept)      modelM2
+             -1.186        2.589
         """
-        lines = [f"Generalized linear mixed model fit by maximum likelihood ({self.approximation}) "
-                 "['glmerMod']", f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}"]
+        title = f"Generalized linear mixed model fit by maximum likelihood ({self.approximation})"
+        if len(title) + 5 + len("glmerMod") > width:  # wrapped as lme4 wraps it
+            lines = textwrap.wrap(title, width=width - 2, subsequent_indent="  ",
+                                  break_on_hyphens=False)
+            lines[-1] += " [glmerMod]"
+        else:
+            lines = [f"{title} [glmerMod]"]
+        lines += [f" Family: binomial  ( {self.link} )", f"Formula: {_r_formula(self.formula)}"]
         if self.fixef_prior is not None:
             lines += [f"Fixef prior: {self.fixef_prior.describe()}"]
         head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
-        vals = [f"{v:.4f}" for v in (self.aic, self.bic, self.loglik, self.deviance)]
+        vals = [f"{round(v, 4):.4f}" for v in (self.aic, self.bic, self.loglik, self.deviance)]
         vals.append(str(self.nobs - self.df))
-        w = [max(len(h), len(v), 9) for h, v in zip(head, vals)]
-        lines += ["".join(" " + h.rjust(k) for h, k in zip(head, w)),
-                  "".join(" " + v.rjust(k) for v, k in zip(vals, w))]
+        w = max(len(t) for t in head + vals)
+        lines += ["".join(h.rjust(w) + " " for h in head), "".join(v.rjust(w) + " " for v in vals)]
         lines += ["Random effects:", *_random_block(self.varcorr)]
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         lines += [f"Number of obs: {self.nobs}, groups:  {groups}", "Fixed Effects:"]
-        lines += _named_values(list(self.fixef.index), self.fixef.to_numpy(), width)
+        lines += _named_values(list(map(str, self.fixef.index)), r_format(self.fixef.to_numpy()),
+                               width)
         msgs = list(self.messages)
         if msgs or not self.converged:
             code = 0 if self.optimizer.converged else 1
             lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
-                      f"({'OK' if code == 0 else 'see the optimizer report: fit.optimizer'}) ; "
-                      f"0 optimizer warnings; {len(msgs)} lme4 warnings", *msgs]
-        return "\n".join(line.rstrip() for line in lines)
+                      f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
+                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *msgs]
+        return "\n".join(lines)
 
     def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
         """The Wald table (:meth:`coef_table`) under its heading, as ``print(fit)`` and
@@ -414,67 +425,88 @@ class GlmerResult(Result):
         if changed:
             notes.append("control: " + ", ".join(f"{k} = {v!r}" for k, v in changed.items()))
         notes += self.messages
-        approx = ("Laplace Approximation" if self.nagq == 1
-                  else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
         return Summary("Generalized linear mixed model fit by maximum likelihood "
-                       f"({approx}) ['glmerMod']", header,
+                       f"({self.approximation}) ['glmerMod']", header,
                        [("Fixed effects", self.coef_table(conf_level)),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
 
 
-def _fmt(v: float) -> str:
-    """A variance or SD with 4 significant digits, as lme4's ``formatVC`` shows them."""
-    if not np.isfinite(v):
-        return "NaN"
-    return f"{v:.4g}" if v == 0 or 1e-4 <= abs(v) < 1e5 else f"{v:.3e}"
+def r_format(values: ArrayLike, digits: int = 4) -> list[str]:
+    """Numbers as R's ``format(x, digits = digits)`` writes a vector: each rounded to ``digits``
+    significant digits, all with the decimals the most demanding one needs (trailing zeros of
+    each left out first), ``Inf``/``-Inf``/``NaN`` as R writes them.
+
+    Examples
+    --------
+    >>> r_format([1.629536, 0.169866]), r_format([1.62875, 0.16998]), r_format([0.0, 1.5])
+    (['1.6295', '0.1699'], ['1.629', '0.170'], ['0.0', '1.5'])
+    """
+    x = np.atleast_1d(np.asarray(values, dtype=float))
+    dec = 0
+    for v in x[np.isfinite(x) & (x != 0)]:
+        e = int(np.floor(np.log10(abs(v))))
+        d = max(0, digits - 1 - e)
+        text = f"{round(float(v), d):.{d}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        dec = max(dec, len(text.split(".")[1]) if "." in text else 0)
+    dec = min(dec, 15)
+    return [("NaN" if np.isnan(v) else "Inf" if v > 0 else "-Inf") if not np.isfinite(v)
+            else f"{v:.{dec}f}" for v in x]
 
 
 def _random_block(varcorr: pd.DataFrame) -> list[str]:
     """lme4's random-effects table: Groups, Name, Variance, Std.Dev. and the correlations of
-    each term's effects (lower triangle, one column per earlier effect)."""
+    each term's effects (lower triangle, one column per earlier effect), columns left-aligned and
+    padded as lme4 pads them."""
+    var_rows = varcorr[varcorr["var2"] == ""]
+    variances = r_format(var_rows["variance"].to_numpy(dtype=float))
+    sds = r_format(var_rows["sd"].to_numpy(dtype=float))
     rows: list[list[str]] = []
-    ncorr = 0
+    ncorr, k = 0, 0
     for group, vc in varcorr.groupby("group", sort=False):
         var = vc[vc["var2"] == ""]
         cor = vc[vc["var2"] != ""]
         names = list(var["var1"])
-        for i, (name, v, sd) in enumerate(zip(names, var["variance"], var["sd"])):
+        for i, name in enumerate(names):
             cors = []
             for j in range(i):
                 hit = cor[(cor["var1"] == names[j]) & (cor["var2"] == name)]
                 cors.append(f"{float(hit['sd'].iloc[0]):.2f}" if len(hit) else "")
             ncorr = max(ncorr, len(cors))
-            rows.append([str(group) if i == 0 else "", str(name), _fmt(float(v)),
-                         _fmt(float(sd)), *cors])
+            rows.append([str(group) if i == 0 else "", str(name), variances[k], sds[k], *cors])
+            k += 1
     head = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if ncorr else [])
-    rows = [r + [""] * (4 + ncorr - len(r)) for r in rows]
     ncol = 4 + ncorr
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
     widths = [max([len(head[c]) if c < len(head) else 0] + [len(r[c]) for r in rows])
               for c in range(ncol)]
-    if ncorr:  # "Corr" heads the first correlation column
-        widths[4] = max(widths[4], 4)
     out = [" " + " ".join(h.ljust(widths[c]) for c, h in enumerate(head))]
-    for r in rows:
-        out.append(" " + " ".join(r[c].ljust(widths[c]) for c in range(ncol)))
+    out += [" " + " ".join(r[c].ljust(widths[c]) for c in range(ncol)) for r in rows]
     return out
 
 
-def _named_values(names: list[str], values: np.ndarray, width: int) -> list[str]:
-    """A named vector as R prints it: names over values, right-aligned, wrapped at ``width``."""
-    cells = [f"{v:.4f}" if np.isfinite(v) else ("Inf" if v > 0 else "-Inf") if np.isinf(v) else "NA"
-             for v in values]
-    cols = [max(len(n), len(c)) for n, c in zip(names, cells)]
+def _named_values(names: list[str], cells: list[str], width: int, gap: int = 2) -> list[str]:
+    """A named vector as R prints it: one common column width, names over values, right-aligned,
+    ``gap`` spaces after each column, as many columns per line as fit in ``width``."""
+    if not names:
+        return ["numeric(0)"]
+    w = max(max(map(len, names)), max(map(len, cells)))
+    per = max(1, width // (w + gap))
     out: list[str] = []
-    start = 0
-    while start < len(names):
-        stop, used = start, 0
-        while stop < len(names) and (stop == start or used + cols[stop] + 2 <= width):
-            used += cols[stop] + 2
-            stop += 1
-        out.append("  ".join(names[k].rjust(cols[k]) for k in range(start, stop)))
-        out.append("  ".join(cells[k].rjust(cols[k]) for k in range(start, stop)))
-        start = stop
+    for start in range(0, len(names), per):
+        part = range(start, min(start + per, len(names)))
+        out.append("".join(names[k].rjust(w) + " " * gap for k in part))
+        out.append("".join(cells[k].rjust(w) + " " * gap for k in part))
     return out
+
+
+def _r_formula(formula: str) -> str:
+    """The formula as R's deparse shows it: ``(1 | item)``, ``cbind(k, n - k)``."""
+    lhs, _, rhs = formula.partition("~")
+    rhs = re.sub(r"\s*\|\|\s*", " || ", rhs.strip())
+    rhs = re.sub(r"(?<!\|)\s*\|(?!\|)\s*", " | ", rhs)
+    return f"{r_deparse(lhs.strip())} ~ {' '.join(rhs.split())}"
 
 
 _VCOV_NOTES = {
