@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REF = json.loads((REF_DIR / "engine_reference.json").read_text())
 DATA = {"engine_cbpp.csv": REF_DIR / "engine_cbpp.csv",
         "example_runs.csv": ROOT / "data" / "example_runs.csv",
-        "glmm_item_run.csv": REF_DIR / "glmm_item_run.csv"}
+        "glmm_item_run.csv": REF_DIR / "glmm_item_run.csv",
+        "glmm_crossed.csv": REF_DIR / "glmm_crossed.csv", "glmm_slope.csv": REF_DIR / "glmm_slope.csv"}
 
 
 def read(path: Path) -> pd.DataFrame:

@@ -10,8 +10,8 @@
 #    as columns where a value is read (offset(log(I/N))) and as functions where one is called;
 #    formula_binary.csv with such columns added, written to engine_lookup.csv.
 # 3. "nagq0": glmer(..., nAGQ = 0), lme4's first stage (beta inside PIRLS, theta optimised on
-#    that deviance), on lme4's cbpp (written to engine_cbpp.csv), data/example_runs.csv and
-#    glmm_item_run.csv.
+#    that deviance), on lme4's cbpp (written to engine_cbpp.csv), data/example_runs.csv,
+#    glmm_item_run.csv, glmm_crossed.csv (crossed terms) and glmm_slope.csv (a vector term).
 # For each fit: theta, fixed effects with R's names, SEs, logLik, deviance (-2 logLik), singular.
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})
 
@@ -85,8 +85,12 @@ nagq0 <- list(
   cbpp = list(data = "engine_cbpp.csv", formula = "cbind(incidence, size - incidence) ~ period + (1|herd)"),
   example_runs = list(data = "example_runs.csv",
                       formula = "correct ~ model + language + (1|item) + (1|item:run)"),
-  item_run = list(data = "glmm_item_run.csv", formula = "correct ~ model + (1|item) + (1|item:run)"))
-frames <- list(engine_cbpp.csv = cbpp, example_runs.csv = runs, glmm_item_run.csv = item_run)
+  item_run = list(data = "glmm_item_run.csv", formula = "correct ~ model + (1|item) + (1|item:run)"),
+  crossed = list(data = "glmm_crossed.csv", formula = "correct ~ model + (1|item) + (1|template)"),
+  slope = list(data = "glmm_slope.csv", formula = "correct ~ x + (1 + x|g)"))
+frames <- list(engine_cbpp.csv = cbpp, example_runs.csv = runs, glmm_item_run.csv = item_run,
+               glmm_crossed.csv = read.csv(file.path(here, "glmm_crossed.csv"), stringsAsFactors = TRUE),
+               glmm_slope.csv = read.csv(file.path(here, "glmm_slope.csv"), stringsAsFactors = TRUE))
 out$nagq0 <- lapply(nagq0, function(cs) {
   fit <- glmer(as.formula(cs$formula), frames[[cs$data]], family = binomial, nAGQ = 0)
   record(fit, cs)
