@@ -125,3 +125,9 @@ def test_columns_named_like_functions_are_read_as_columns(data):
     np.testing.assert_allclose(fd.model_matrix(d.head(3)), X[:3])
     # the labels are the formula's, not the aliases
     assert not any("_fn_" in c for c in fd.columns + fd.column_terms + fd.terms)
+
+
+def test_a_dotted_column_inside_a_function_is_named_with_a_way_out(data):
+    d = data.assign(**{"dose.mg": data["expo"]})
+    with pytest.raises(FormulaError, match=r"attribute access 'dose.mg' \(if 'dose.mg' is a column.*'dose_mg'"):
+        build_fixed("grp + log(dose.mg)", d)

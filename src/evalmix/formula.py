@@ -711,6 +711,11 @@ def check_expression(expr: str) -> ast.Expression:
             text = ast.unparse(node) if isinstance(node, ast.expr) else kind
             what = {"Attribute": "the attribute access", "Subscript": "the subscript",
                     "Lambda": "the lambda", "Starred": "the unpacking"}.get(kind, "the expression")
+            if kind == "Attribute" and re.fullmatch(r"[A-Za-z][\w.]*", text) and "__" not in text:
+                # an R column name with a dot, read by Python as an attribute
+                raise refuse(f"the attribute access {text!r} (if {text!r} is a column: inside a "
+                             "function or I() a column name may not contain a dot; rename it, "
+                             f"e.g. to {text.replace('.', '_')!r})")
             raise refuse(f"{what} {text!r}")
         if isinstance(node, ast.Name) and node.id.startswith("__"):
             raise refuse(f"the name {node.id}")
