@@ -38,8 +38,8 @@ nb.code("""
 N_SIM = 30
 EFFECTS = [-1.0, -0.3, 0.3, 1.0]
 FORMULA = "correct ~ model + (1|item) + (1|item:run)"
-truth = {"Intercept": EFFECTS[0], "model[T.M2]": EFFECTS[1] - EFFECTS[0],
-         "model[T.M3]": EFFECTS[2] - EFFECTS[0], "model[T.M4]": EFFECTS[3] - EFFECTS[0],
+truth = {"(Intercept)": EFFECTS[0], "modelM2": EFFECTS[1] - EFFECTS[0],
+         "modelM3": EFFECTS[2] - EFFECTS[0], "modelM4": EFFECTS[3] - EFFECTS[0],
          "sd((Intercept)|item)": 1.5, "sd((Intercept)|item:run)": 0.3}
 
 rows, best = [], []

@@ -30,7 +30,7 @@ def result(bench: pd.DataFrame) -> evalmix.FitManyResult:
 
 
 def _lme4_term(term: str) -> str:
-    return "(Intercept)" if term == "Intercept" else "model" + term[len("model[T."):-1]
+    return term  # evalmix names the coefficients as lme4 does
 
 
 def test_matches_lme4_fitted_per_benchmark(bench: pd.DataFrame, result: evalmix.FitManyResult) -> None:

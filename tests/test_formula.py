@@ -59,7 +59,7 @@ def test_categorical_keeps_its_level_order():
     d["model"] = pd.Categorical(d["model"], categories=["c", "b", "a"])
     fd, _ = build_fixed("model", d)
     assert fd.factors["model"] == ["c", "b", "a"]
-    assert fd.columns == ["Intercept", "model[T.b]", "model[T.a]"]
+    assert fd.columns == ["(Intercept)", "modelb", "modela"]
 
 
 def test_random_terms_sorted_like_lme4():

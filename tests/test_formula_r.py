@@ -45,15 +45,15 @@ def test_translation_of_r_syntax():
     assert translate_fixed("poly(x, 2, raw = TRUE)")[0] == "poly(x, 2, raw = True)"
     p = parse_formula("y ~ x + offset(log(n)) - 1 + (1|g)")
     assert p.offsets == ("log(n)",) and p.fixed == "x - 1"
-    assert fixed_variables("I(a^2) + np.log(b) + sqrt(c) + C(d, contr.sum)") == ["a", "b", "c", "d"]
+    assert fixed_variables("I(a^2) + log(b) + sqrt(c) + C(d, contr.sum)") == ["a", "b", "c", "d"]
 
 
 def test_integer_column_is_numeric_unless_factor():
     d = data()
     fd, X = build_fixed("site", d)
-    assert fd.columns == ["Intercept", "site"] and "site" in fd.covariates
+    assert fd.columns == ["(Intercept)", "site"] and "site" in fd.covariates
     fd, X = build_fixed("factor(site)", d)
-    assert fd.columns == ["Intercept", "site[T.2]", "site[T.3]"] and fd.factors["site"] == [1, 2, 3]
+    assert fd.columns == ["(Intercept)", "factor(site)2", "factor(site)3"] and fd.factors["site"] == [1, 2, 3]
 
 
 def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
@@ -61,11 +61,11 @@ def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
     d["lv"] = pd.Categorical(np.where(d.age < 3.5, "lo", np.where(d.age < 5.5, "mid", "hi")),
                              categories=["lo", "mid", "hi"], ordered=True)
     fd, X = build_fixed("lv", d)
-    assert fd.columns == ["Intercept", "lv[.L]", "lv[.Q]"] and fd.contrasts == {"lv": "poly"}
+    assert fd.columns == ["(Intercept)", "lv.L", "lv.Q"] and fd.contrasts == {"lv": "poly"}
     row = fd.model_matrix(pd.DataFrame({"lv": ["lo"]}))[0]
     np.testing.assert_allclose(row, [1, -np.sqrt(0.5), np.sqrt(1 / 6)], rtol=1e-12)
     fd, _ = build_fixed("lv", d, contrasts={"lv": "contr.treatment"})
-    assert fd.columns == ["Intercept", "lv[T.mid]", "lv[T.hi]"]
+    assert fd.columns == ["(Intercept)", "lvmid", "lvhi"]
     fd, _ = build_fixed("lv", d, contrasts={"lv": "contr.helmert"})
     np.testing.assert_array_equal(fd.model_matrix(pd.DataFrame({"lv": ["lo", "mid", "hi"]}))[:, 1:],
                                   [[-1, -1], [1, -1], [0, 2]])  # R's contr.helmert(3)
@@ -79,7 +79,7 @@ def test_ordered_categorical_gets_contr_poly_and_contrasts_override():
     ("factor(site) + I(site^2)", {}, "term 'I\\(site \\*\\* 2\\)' uses it as a number"),
     ("factor(site, labels = c('x', 'y', 'z'))", {}, "argument \"labels = c\\('x'"),
     ("site %in% grp", {}, "%in%"),
-    ("I(foo(age))", {}, "cannot build the fixed part 'I\\(foo\\(age\\)\\)'"),
+    ("I(foo(age))", {}, "the function foo\\(\\) is not allowed in a formula"),
     ("I(agee^2)", {}, "\\['agee'\\] absent from the data"),
 ])
 def test_unsupported_or_wrong_terms_are_named(fixed, kw, match):
@@ -184,7 +184,7 @@ def test_nagq_needs_one_scalar_term():
     with pytest.raises(FormulaError, match=r"\(1 \+ age \| item\)"):
         evalmix.glmer("y ~ grp + (1 + age|item)", d, nAGQ=3)
     with pytest.raises(ValueError, match="nAGQ must be an integer"):
-        evalmix.glmer("y ~ grp + (1|item)", d, nAGQ=0)
+        evalmix.glmer("y ~ grp + (1|item)", d, nAGQ=-1)
 
 
 def test_agq_converges_to_the_integral():

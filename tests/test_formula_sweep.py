@@ -118,3 +118,32 @@ def test_ns_basis_is_r_s(ref):
     got = fd.model_matrix(pd.DataFrame({"age": np.asarray(ref["at"], dtype=float)}))
     want = np.asarray(ref["basis"], dtype=float).reshape(got.shape)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+FULL = [cid for cid, c in CASES.items() if c["compare"] == "full"]
+
+
+@pytest.mark.parametrize("cid", FULL)
+def test_names_are_lme4s_verbatim(cid):
+    """Coefficient names as ``names(fixef(fit))``, random-effect names as ``VarCorr``, term names
+    as ``car::Anova(fit, type = 3)`` prints them (``I(age^2)``, ``poly(age, degree = 2)1``,
+    ``factor(site, levels = c(3, 1, 2))1``, ``I(age > 4)TRUE``), in the fit, its tables and
+    the printed forms. (Cases R parameterises differently, ``x:y`` without main effects, are
+    left out: their columns are not the same columns.)"""
+    c = CASES[cid]
+    fit = fit_case(cid)
+    names = [str(n) for n in np.atleast_1d(c["coef_names"])]
+    assert list(fit.fixef.index) == names
+    assert list(fit.vcov.index) == names and list(fit.vcov.columns) == names
+    assert list(fit.coef_table()["term"]) == names
+    assert list(fit.summary().tables["Fixed effects"]["term"]) == names
+    text = repr(fit)
+    assert all(n in text for n in names)
+    vc = fit.varcorr
+    vc = vc[vc["var2"] == ""]
+    assert list(vc["group"]) == [str(g) for g in np.atleast_1d(c["vc_group"])]
+    assert list(vc["var1"]) == [str(v) for v in np.atleast_1d(c["vc_var"])]
+    terms = [str(t) for t in np.atleast_1d(c["anova_terms"])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert list(evalmix.anova(fit).to_frame()["term"]) == terms

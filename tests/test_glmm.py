@@ -64,9 +64,9 @@ def test_failed_convergence_warns():
 def test_perfect_separation_names_the_column():
     d = small()
     d.loc[d["model"] == "c", "correct"] = 0
-    with pytest.warns(FitWarning, match=r"separation.*model = 'c'.*model\[T\.c\]' \(-inf\)"):
+    with pytest.warns(FitWarning, match=r"separation.*model = 'c'.*'modelc' \(-inf\)"):
         f = glmer("correct ~ model + (1|item)", d)
-    assert f.fixef["model[T.c]"] == -np.inf
+    assert f.fixef["modelc"] == -np.inf
 
 
 def test_grouping_factor_with_one_level():
@@ -113,7 +113,7 @@ def test_rank_deficient_columns_dropped():
     d["m3"] = d["model"]
     with pytest.warns(FitWarning, match="rank deficient"):
         f = glmer("correct ~ model + m3 + (1|item)", d)
-    assert list(f.fixef.index) == ["Intercept", "model[T.b]", "model[T.c]"]
+    assert list(f.fixef.index) == ["(Intercept)", "modelb", "modelc"]
     assert f.fixed_design.model_matrix(d.head(2)).shape == (2, 3)
 
 
@@ -238,7 +238,7 @@ def test_result_is_immutable_and_hashable(fit):
     with pytest.raises(dataclasses.FrozenInstanceError):
         fit.loglik = 0.0
     assert fit == fit and hash(fit) == hash(fit)
-    assert "estimate" in repr(fit)
+    assert "Fixed Effects:" in repr(fit) and "Random effects:" in repr(fit)
 
 
 def test_vector_term_leaves_a_degenerate_boundary():

@@ -165,7 +165,7 @@ def test_rank_uncertainty_glmm_matches_normal_theory():
         warnings.simplefilter("ignore")
         fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
     r = rank_uncertainty_glmm(fit, n_draws=20000, seed=1)
-    b, se = fit.fixef["model[T.M2]"], np.sqrt(fit.vcov.loc["model[T.M2]", "model[T.M2]"])
+    b, se = fit.fixef["modelM2"], np.sqrt(fit.vcov.loc["modelM2", "modelM2"])
     p = stats.norm.cdf(b / se)
     mc_se = np.sqrt(p * (1 - p) / 20000)
     assert r.table.set_index("model").loc["M2", "p_best"] == pytest.approx(p, abs=4 * mc_se)

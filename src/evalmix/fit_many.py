@@ -179,7 +179,7 @@ def fit_many(formula: str, data: pd.DataFrame, by: str | Sequence[str] = "benchm
     ...                for b, e, s in [("math", 1.0, 1), ("code", 0.0, 2)]])
     >>> res = fit_many("correct ~ model + (1|item)", d, by="benchmark")
     >>> res.table[["benchmark", "term"]].values.tolist()
-    [['code', 'Intercept'], ['code', 'model[T.M2]'], ['math', 'Intercept'], ['math', 'model[T.M2]']]
+    [['code', '(Intercept)'], ['code', 'modelM2'], ['math', '(Intercept)'], ['math', 'modelM2']]
     """
     check_arguments(conf_level=conf_level, n_jobs=n_jobs)
     by_ = sl.as_list(by)

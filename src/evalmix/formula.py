@@ -17,6 +17,7 @@ columns level-major within a term, one lower-triangular relative covariance fact
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from dataclasses import dataclass, field
@@ -32,9 +33,10 @@ if TYPE_CHECKING:
     from formulaic import ModelSpec
     from numpy.typing import ArrayLike
 
-__all__ = ["FixedDesign", "LevelSpec", "ParsedFormula", "RandomTerm", "build_fixed",
-           "build_random_terms", "fixed_variables", "parse_formula", "r_context", "r_factor",
-           "split_theta", "term_lambdas", "translate_fixed", "translate_terms"]
+__all__ = ["FixedDesign", "LevelSpec", "ParsedFormula", "RandomTerm", "alias_calls", "build_fixed",
+           "build_random_terms", "check_expression", "fixed_variables", "formula_functions",
+           "parse_formula", "r_context", "r_deparse", "r_factor", "r_names", "split_theta",
+           "term_lambdas", "translate_fixed", "translate_terms"]
 
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
@@ -394,7 +396,6 @@ def _r_c(*values: Any) -> np.ndarray:
     """R's ``c()`` of numbers, as in ``ns(x, knots = c(3, 5))`` (written ``_r_c`` in formulaic text,
     so that a column named ``c`` stays a column)."""
     return np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)) for v in values])
-_FORMULAIC_NAMES = {"I", "C", "scale", "center", "poly", "np", "contr", "True", "False", "None"}
 CONTRASTS = ("treatment", "sum", "poly", "helmert")
 _CONTRAST_NAMES = {**{c: c for c in CONTRASTS}, **{f"contr.{c}": c for c in CONTRASTS}}
 _C_CALL = re.compile(r"(?<![\w.])C\s*\(\s*([A-Za-z_.][\w.]*)\s*(?:,\s*([^()]*?))?\s*\)")
@@ -543,13 +544,16 @@ def _factor_call(text: str, start: int, m: re.Match) -> tuple[str, LevelSpec, bo
     return name, spec, ordered, close
 
 
-def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec]]:
+def translate_terms(expr: str, labels: dict[str, str] | None = None
+                    ) -> tuple[str, dict[str, Any], dict[str, LevelSpec]]:
     """R terms -> formulaic terms, the variables coded as factors and their stated level orders.
 
     Like :func:`translate_fixed`, and also returns ``{variable: LevelSpec}`` for the variables
     whose levels the formula orders: ``factor(x, levels = c("b", "a"))`` (also ``levels = 3:1``,
     a Python list, or the levels as the second argument), ``ordered(x, levels = ...)``,
-    ``relevel(x, ref = "b")``, ``relevel(factor(x), "b")``.
+    ``relevel(x, ref = "b")``, ``relevel(factor(x), "b")``. ``labels``, when given, receives
+    ``{variable: the R call that codes it}`` (``factor(g, levels = c("b", "a"))``): R names the
+    variable's columns by that call.
 
     Examples
     --------
@@ -575,11 +579,16 @@ def translate_terms(expr: str) -> tuple[str, dict[str, Any], dict[str, LevelSpec
             raise FormulaError(f"column {name!r} is coded as a factor with two different level "
                                f"orders in {expr!r}; code it once (or copy the column)")
         factors.setdefault(name, "poly" if ordered else None)
+        if labels is not None:
+            labels[name] = r_deparse(text[m.start():close + 1])
         text = text[:m.start()] + name + text[close + 1:]
         pos = m.start() + len(name)
 
     def c_call(m: re.Match) -> str:
         name, arg = m.group(1), m.group(2)
+        if labels is not None:
+            inner = labels.get(name, name)
+            labels[name] = r_deparse(f"C({inner}, {arg})" if arg else f"C({inner})")
         if arg:
             factors[name] = _contrast_kind(arg, f"C({name}, {arg})")
         else:
@@ -622,25 +631,148 @@ def translate_fixed(fixed: str) -> tuple[str, dict[str, Any]]:
 
 
 def _expression_names(expr: str) -> list[str]:
-    """Variables an R/Python expression reads (not functions, not attribute owners)."""
-    import ast
+    """Variables an R expression reads: every name used as a value (R looks a value up in the
+    data first, so a column named ``I``, ``log`` or ``C`` is the column), not the functions
+    called, nor the constant ``pi``. The expression is checked first (:func:`check_expression`)."""
+
+    tree = check_expression(expr)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in called and node.id not in names \
+                and node.id not in _CONSTANTS:
+            names.append(node.id)
+    return names
+
+
+# What a formula may evaluate: the data's columns, numbers, strings and logicals, arithmetic and
+# comparisons, and the documented R functions. formulaic evaluates a term as Python (``eval``),
+# so everything else (attributes, subscripts, lambdas, comprehensions, dunder names, calls of
+# anything else) is refused before formulaic sees the text.
+_CONSTANTS = frozenset({"pi"})
+_ALLOWED_NODES = ("Expression", "Load", "BinOp", "UnaryOp", "Compare", "Constant", "Name", "Call",
+                  "keyword", "Add", "Sub", "Mult", "Div", "Pow", "UAdd", "USub", "Eq", "NotEq",
+                  "Lt", "LtE", "Gt", "GtE")
+_OPERATOR_WORDS = {"BitAnd": "'&'", "BitOr": "'|'", "BitXor": "'^' as bitwise", "Not": "'!'",
+                   "And": "'&&'", "Or": "'||'", "Mod": "'%%'", "FloorDiv": "'%/%'",
+                   "MatMult": "'@'", "Invert": "'~'", "LShift": "'<<'", "RShift": "'>>'",
+                   "In": "'in'", "NotIn": "'not in'", "Is": "'is'", "IsNot": "'is not'"}
+
+
+def formula_functions() -> list[str]:
+    """The functions a formula term may call (besides ``factor()``, ``C()``, ``relevel()``,
+    ``ordered()`` and ``offset()``, which the parser reads itself).
+
+    Examples
+    --------
+    >>> "log" in formula_functions(), "eval" in formula_functions()
+    (True, False)
+    """
+    return sorted((set(R_FUNCTIONS) - _CONSTANTS) | {"I", "scale", "poly", "bs", "ns"})
+
+
+def check_expression(expr: str) -> ast.Expression:
+    """Parse one term (translated to formulaic's syntax) and refuse anything but the data's
+    columns, numeric and string literals, arithmetic and comparison operators and calls of the
+    documented R functions (:func:`formula_functions`); returns the parsed tree.
+
+    Raises
+    ------
+    FormulaError
+        Naming the construct refused (an attribute, a subscript, a lambda, an unknown
+        function, a dunder name, ...).
+
+    Examples
+    --------
+    >>> check_expression("log(age + 1)").body.func.id
+    'log'
+    >>> check_expression("__import__('os')")
+    Traceback (most recent call last):
+    ...
+    evalmix.errors.FormulaError: term "__import__('os')": the function __import__() is not allowed in a formula ...
+    """
 
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
         raise FormulaError(f"cannot read the term {expr!r}: {exc.msg}") from exc
-    skip: set[int] = set()
+    allowed_calls = set(formula_functions()) | {"_r_c"}
+    hint = (f"a formula may use the data's columns, numbers, arithmetic and comparisons, and the "
+            f"functions {', '.join(formula_functions())}, factor, C, relevel, ordered, offset")
+
+    def refuse(what: str) -> FormulaError:
+        return FormulaError(f"term {expr!r}: {what} is not allowed in a formula ({hint})")
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            skip.add(id(node.func))
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            skip.add(id(node.value))
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in skip and node.id not in names \
-                and node.id not in R_FUNCTIONS and node.id not in _FORMULAIC_NAMES:
-            names.append(node.id)
-    return names
+        kind = type(node).__name__
+        if kind not in _ALLOWED_NODES:
+            if kind in _OPERATOR_WORDS:
+                raise refuse(f"the operator {_OPERATOR_WORDS[kind]}")
+            text = ast.unparse(node) if isinstance(node, ast.expr) else kind
+            what = {"Attribute": "the attribute access", "Subscript": "the subscript",
+                    "Lambda": "the lambda", "Starred": "the unpacking"}.get(kind, "the expression")
+            if kind == "Attribute" and re.fullmatch(r"[A-Za-z][\w.]*", text) and "__" not in text:
+                # an R column name with a dot, read by Python as an attribute
+                raise refuse(f"the attribute access {text!r} (if {text!r} is a column: inside a "
+                             "function or I() a column name may not contain a dot; rename it, "
+                             f"e.g. to {text.replace('.', '_')!r})")
+            raise refuse(f"{what} {text!r}")
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise refuse(f"the name {node.id}")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, bool)) \
+                and node.value is not None:
+            raise refuse(f"the literal {node.value!r}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, complex):
+            raise refuse(f"the literal {node.value!r}")
+        if isinstance(node, ast.keyword) and node.arg is None:
+            raise refuse(f"the argument unpacking **{ast.unparse(node.value)}")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                raise refuse(f"the call of {ast.unparse(node.func)!r}")
+            if node.func.id not in allowed_calls:
+                raise refuse(f"the function {node.func.id}()")
+    return tree
+
+
+def alias_calls(text: str, context: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """R's lookup order for formulaic: a call ``f(...)`` calls the function ``f`` even where the
+    data has a column ``f`` (R looks a called name up among functions only), while a value ``f``
+    is the column. formulaic looks every name up in the data first, so each call of a formula
+    function is renamed to an alias bound (in ``context``) to the same function: whatever the
+    columns of the data the formula is evaluated on (the fitted rows, new data, a grid), a call
+    reaches the function and a value the column.
+
+    Returns the text to evaluate and ``{alias: name}`` to turn formulaic's labels back into the
+    formula's.
+
+    Examples
+    --------
+    >>> alias_calls("I(log(I / N))", r_context())[0]
+    '_fn_I(_fn_log(I / N))'
+    """
+    from formulaic.transforms import TRANSFORMS
+
+    aliases: dict[str, str] = {}
+    # quoted text (a level compared with, I(g == "log(x)")) is left as written
+    pieces = re.split(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""", text)
+    for name in sorted(set(formula_functions()) | {"C"}):
+        pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(\s*\()")
+        alias = f"_fn_{name}"
+        hit = False
+        for k in range(0, len(pieces), 2):  # the even pieces are outside quotes
+            if pattern.search(pieces[k]):
+                pieces[k] = pattern.sub(alias + r"\1", pieces[k])
+                hit = True
+        if hit:
+            context[alias] = context[name] if name in context else TRANSFORMS[name]
+            aliases[alias] = name
+    return "".join(pieces), aliases
+
+
+def _unalias(label: str, aliases: dict[str, str]) -> str:
+    for alias, name in aliases.items():
+        label = label.replace(alias + "(", name + "(")
+    return label
 
 
 @lru_cache(maxsize=256)
@@ -667,6 +799,8 @@ def _formula_factor_parts(rhs: str) -> tuple[tuple[str, str], ...]:
             s = str(f)
             if s in ("1", "0"):
                 continue
+            if f.eval_method.name == "LOOKUP" and s.startswith("__"):
+                raise FormulaError(f"term {s!r}: the name {s} is not allowed in a formula")
             names = [s] if f.eval_method.name == "LOOKUP" else _expression_names(s)
             for v in names:
                 if (v, s) not in out:
@@ -696,6 +830,214 @@ def factor_columns(fixed: str, data: pd.DataFrame) -> list[str]:
     return fixed_variables(fixed)
 
 
+# ------------------------------------------------------------------------------- R's names
+# R names a coefficient by the term's text as deparse() writes it (``I(age^2)``, ``log(age + 1)``,
+# ``factor(site, levels = c(3, 1, 2))``) followed by the column's label within the term (a level
+# ``trt``, a contrast column ``1`` or ``.L``, a basis column ``2``, ``TRUE`` for a logical).
+# formulaic's names (``grp[T.trt]``, ``I(age ** 2)``, ``poly(age, 2)[1]``) are translated.
+
+_R_PRECEDENCE = {"Pow": 14, "USub": 13, "UAdd": 13, "Mult": 11, "Div": 11, "Add": 10, "Sub": 10,
+                 "Compare": 8}
+_R_OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "^", "Eq": "==", "NotEq": "!=",
+          "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=", "USub": "-", "UAdd": "+"}
+
+
+def _r_number(v: float | int) -> str:
+    """A number as R's deparse writes it (15 significant digits, no trailing ``.0``)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if float(v).is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.15g}"
+
+
+def _deparse_node(node: Any, aliases: dict[str, str] | None = None) -> str:
+
+    def prec(n: Any) -> int:
+        if isinstance(n, ast.BinOp):
+            return _R_PRECEDENCE[type(n.op).__name__]
+        if isinstance(n, ast.UnaryOp):
+            return _R_PRECEDENCE[type(n.op).__name__]
+        if isinstance(n, ast.Compare):
+            return _R_PRECEDENCE["Compare"]
+        return 100
+
+    def wrap(n: Any, need: bool) -> str:
+        t = go(n)
+        return f"({t})" if need else t
+
+    def go(n: Any) -> str:
+        if isinstance(n, ast.Constant):
+            if isinstance(n.value, str):
+                return '"' + n.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            if isinstance(n.value, (int, float)):
+                return _r_number(n.value)
+            return "NULL" if n.value is None else repr(n.value)
+        if isinstance(n, ast.Name):
+            name = (aliases or {}).get(n.id, n.id)
+            return {"_r_c": "c", "True": "TRUE", "False": "FALSE"}.get(name, name)
+        if isinstance(n, ast.Attribute):  # contr.sum
+            return f"{go(n.value)}.{n.attr}"
+        if isinstance(n, ast.BinOp):
+            op = type(n.op).__name__
+            p = prec(n)
+            if op == "Pow":  # right-associative, written without spaces
+                right = wrap(n.right, prec(n.right) < p and not isinstance(n.right, ast.UnaryOp))
+                return f"{wrap(n.left, prec(n.left) <= p)}^{right}"
+            sep = "" if op == "Div" else " "  # R's deparse: a * b, a/b
+            return (f"{wrap(n.left, prec(n.left) < p)}{sep}{_R_OPS[op]}{sep}"
+                    f"{wrap(n.right, prec(n.right) <= p)}")
+        if isinstance(n, ast.UnaryOp):
+            return f"{_R_OPS[type(n.op).__name__]}{wrap(n.operand, prec(n.operand) < prec(n))}"
+        if isinstance(n, ast.Compare):
+            parts = [wrap(n.left, prec(n.left) <= prec(n))]
+            for cmp, rhs in zip(n.ops, n.comparators):
+                parts += [_R_OPS[type(cmp).__name__], wrap(rhs, prec(rhs) <= prec(n))]
+            return " ".join(parts)
+        if isinstance(n, ast.Call):
+            args = [go(a) for a in n.args]
+            args += [f"{k.arg} = {go(k.value)}" for k in n.keywords]
+            return f"{go(n.func)}({', '.join(args)})"
+        if isinstance(n, (ast.List, ast.Tuple)):
+            return f"c({', '.join(go(e) for e in n.elts)})"
+        return ast.unparse(n)
+
+    return go(node)
+
+
+def r_deparse(text: str, aliases: dict[str, str] | None = None) -> str:
+    """An R (or formulaic) expression as R's ``deparse()`` writes it: spaces around ``+ - *``
+    and comparisons, none around ``/`` and ``^``, ``name = value`` arguments, double-quoted strings,
+    ``TRUE``/``FALSE``; text that is not an expression is returned with its spaces collapsed.
+
+    Examples
+    --------
+    >>> r_deparse("I(age ** 2)"), r_deparse("bs(age, df=3)"), r_deparse("I(level == 'high')")
+    ('I(age^2)', 'bs(age, df = 3)', 'I(level == "high")')
+    >>> r_deparse("log(I / N)"), r_deparse("I(2 * (age + 1) ** -1)")
+    ('log(I/N)', 'I(2 * (age + 1)^-1)')
+    >>> r_deparse('factor(site, levels=c(3,1,2))'), r_deparse("scale(age, scale=False)")
+    ('factor(site, levels = c(3, 1, 2))', 'scale(age, scale = FALSE)')
+    """
+
+    py = re.sub(r"(?<![\w.])TRUE(?![\w.])", "True", text.replace("^", "**"))
+    py = re.sub(r"(?<![\w.])FALSE(?![\w.])", "False", py)
+    try:
+        tree = ast.parse(py.strip(), mode="eval")
+    except SyntaxError:
+        return " ".join(text.split())
+    return _deparse_node(tree.body, aliases)
+
+
+def _is_logical(expr: str) -> bool:
+    """Whether a term is a comparison (``I(age > 4)``): R codes the logical as a factor whose
+    column is ``TRUE``."""
+
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("I", "_fn_I") and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Compare)
+
+
+def _split_top_colon(name: str) -> list[str]:
+    """Split a formulaic column name on ``:`` outside brackets, parentheses and quotes."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for ch in name:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == ":" and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _r_level(text: str) -> str:
+    """A level as R prints it in a name (``TRUE``, ``2`` for a float 2.0)."""
+    if text in ("True", "False"):
+        return text.upper()
+    if re.fullmatch(r"-?\d+\.0", text):
+        return text[:-2]
+    return text
+
+
+def r_names(spec: ModelSpec, factors: dict[str, list[Any]], labels: dict[str, str],
+            aliases: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """R's names of the columns of a formulaic model matrix, and R's label of each term.
+
+    ``factors`` are the factor variables (levels in coding order), ``labels`` the R call coding
+    each (:func:`translate_terms`), ``aliases`` the call aliases (:func:`alias_calls`). Returns
+    the column names (``(Intercept)``, ``grptrt``, ``I(age^2)``, ``poly(age, 2)1``,
+    ``factor(site)2:age``, ``I(age > 4)TRUE``) and ``{formulaic term: R term label}``.
+    """
+    columns: list[str] = []
+    term_labels: dict[str, str] = {}
+    for st in spec.structure:
+        fs = list(st.term.factors)
+        raw_term = str(st.term)
+        if raw_term == "1":
+            columns += ["(Intercept)"] * len(st.columns)
+            continue
+        r_factor_labels = []
+        kinds = []  # (variable or None, R label, logical)
+        for f in fs:
+            ux = _unalias(str(f), aliases)
+            m = _C_WRAPPED.fullmatch(ux) or re.fullmatch(r"C\(([A-Za-z_.][\w.]*)\)", ux)
+            var = m.group(1) if m else (ux if ux in factors else None)
+            lab = labels.get(var, var) if var is not None else r_deparse(ux)
+            r_factor_labels.append(lab)
+            kinds.append((var, lab, var is None and _is_logical(ux)))
+        term_labels[_C_WRAPPED.sub(r"\1", _unalias(raw_term, aliases))] = ":".join(r_factor_labels)
+        # formulaic numbers the columns of poly(raw = TRUE) from 0, R from 1
+        zero_based = {str(f) for f in fs if any(
+            p.startswith(str(f) + "[0]") for col in st.columns for p in _split_top_colon(str(col)))}
+        for col in st.columns:
+            out = []
+            for part in _split_top_colon(str(col)):
+                # the factor the part names (a column of a term may span a subset of its
+                # factors: formulaic's scoped terms under a missing main effect)
+                hits = [k for k, f in enumerate(fs) if part.startswith(str(f))]
+                if not hits:  # not expected: keep formulaic's name, readable
+                    out.append(_unalias(part, aliases))
+                    continue
+                k = max(hits, key=lambda h: len(str(fs[h])))
+                f, (var, lab, logical) = fs[k], kinds[k]
+                rest = part[len(str(f)):]
+                inner = rest[1:-1] if rest.startswith("[") and rest.endswith("]") else ""
+                if var is None:
+                    if str(f) in zero_based and inner.isdigit():
+                        inner = str(int(inner) + 1)
+                    out.append(lab + inner + ("TRUE" if logical and not inner else ""))
+                    continue
+                if inner.startswith("T."):
+                    suffix = _r_level(inner[2:])
+                elif inner.startswith("S."):  # contr.sum columns are numbered
+                    lv = [_r_level(str(v)) for v in factors[var]]
+                    key = _r_level(inner[2:])
+                    suffix = str(lv.index(key) + 1) if key in lv else key
+                else:
+                    suffix = _r_level(inner)
+                out.append(lab + suffix)
+            columns.append(":".join(out))
+    return columns, term_labels
+
+
 def _helmert(n: int) -> np.ndarray:
     """R's ``contr.helmert(n)``."""
     M = np.zeros((n, n - 1))
@@ -723,8 +1065,8 @@ class FixedDesign:
     column_terms : list of str
         For each column of X, the term it belongs to (``"(Intercept)"`` for the intercept).
     columns : list of str
-        Column names of X (formulaic names, e.g. ``model[T.GPT-4o]``, ``g[S.a]``, ``o[.L]``,
-        ``poly(age, 2)[1]``).
+        Column names of X as R names the coefficients (``(Intercept)``, ``modelGPT-4o``,
+        ``C(g, contr.sum)1``, ``o.L``, ``poly(age, 2)1``, ``I(age^2)``, ``factor(site)2:age``).
     contrasts : dict
         Factor name -> its coding (``"treatment"``, ``"sum"``, ``"poly"``, ``"helmert"`` or
         the matrix given).
@@ -748,11 +1090,22 @@ class FixedDesign:
     context: dict[str, Any] = field(default_factory=dict, repr=False)
     offset_spec: ModelSpec | None = field(default=None, repr=False)
     offset_mean: float = 0.0  # mean of the offset (formula and argument) over the fitted rows
+    #: each term's label as R prints it (``I(age^2)``, ``factor(site, levels = c(3, 1, 2))``),
+    #: by the term's name in ``terms`` / ``column_terms``
+    term_labels: dict[str, str] = field(default_factory=dict)
+    #: formulaic's names of the columns (``model[T.b]``, ``I(age ** 2)``), parallel to ``columns``
+    formulaic_columns: list[str] = field(default_factory=list)
+
+    def term_label(self, term: str) -> str:
+        """The label R prints for ``term`` (an entry of ``terms`` or ``column_terms``)."""
+        return self.term_labels.get(term, term)
 
     def drop_columns(self, keep: list[int]) -> None:
         """Keep only the columns ``keep`` of X (used when X is rank deficient)."""
         self.columns = [self.columns[j] for j in keep]
         self.column_terms = [self.column_terms[j] for j in keep]
+        if self.formulaic_columns:
+            self.formulaic_columns = [self.formulaic_columns[j] for j in keep]
         base = self.keep if self.keep is not None else list(range(len(self.spec.column_names)))
         self.keep = [base[j] for j in keep]
 
@@ -857,7 +1210,8 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     """
     from formulaic import model_matrix
 
-    text, coded, specs = translate_terms(fixed)
+    labels: dict[str, str] = {}
+    text, coded, specs = translate_terms(fixed, labels)
     parts = _formula_factor_parts(text)
     variables = fixed_variables(fixed, offsets)
     missing = [c for c in variables if c not in data.columns]
@@ -899,6 +1253,7 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
         else:
             covariates[c] = float(s.mean())
     text = _apply_contrasts(text, coding, factors, context)
+    text, aliases = alias_calls(text, context)
     try:
         mm = model_matrix(text, d, na_action="raise", context=context)
     except Exception as exc:  # formulaic's errors name the failing factor
@@ -907,18 +1262,21 @@ def build_fixed(fixed: str, data: pd.DataFrame, contrasts: dict[str, Any] | None
     column_terms: list[str] = []
     terms: list[str] = []
     for st in spec.structure:
-        label = _C_WRAPPED.sub(r"\1", str(st.term))
+        label = _C_WRAPPED.sub(r"\1", _unalias(str(st.term), aliases))
         lab = "(Intercept)" if label == "1" else label
         if label != "1":
             terms.append(label)
         column_terms += [lab] * len(st.columns)
     X = np.ascontiguousarray(np.asarray(mm, dtype=float))
-    columns = [_C_WRAPPED.sub(r"\1", str(c)) for c in spec.column_names]
+    columns, term_labels = r_names(spec, factors, labels, aliases)
+    formulaic_columns = [_C_WRAPPED.sub(r"\1", _unalias(str(c), aliases)) for c in spec.column_names]
     wd = d[list(factors)].reset_index(drop=True) if factors else None
     fd = FixedDesign(fixed, terms, factors, covariates, column_terms, columns, spec, wd,
-                     contrasts=coding, offsets=list(offsets), context=context)
+                     contrasts=coding, offsets=list(offsets), context=context,
+                     term_labels=term_labels, formulaic_columns=formulaic_columns)
     if offsets:
         otext = " + ".join(f"I({translate_fixed(o)[0]})" for o in offsets)
+        otext = alias_calls(otext, context)[0]
         try:
             om = model_matrix(f"0 + {otext}", d, na_action="raise", context=context)
         except Exception as exc:
@@ -1157,7 +1515,17 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                 np.broadcast_to(np.ones((1, 1)), (len(data), 1))
             cn = ["(Intercept)"]
         else:
-            text, frame, rfactors, context = _random_design(sp, data)
+            labels: dict[str, str] = {}
+            text, frame, rfactors, context = _random_design(sp, data, labels)
+            # the factors R names by level: those coded in the term and the other non-numeric
+            # columns it reads (formulaic codes them with R's sorted levels)
+            named = dict(rfactors)
+            for v in _formula_factors(text):  # also refuses what a formula may not evaluate
+                if v in frame.columns and v not in named and (
+                        not pd.api.types.is_numeric_dtype(frame[v])
+                        or pd.api.types.is_bool_dtype(frame[v])):
+                    named[v] = list(as_r_factor(frame[v]).categories)
+            text, aliases = alias_calls(text, context)
             try:
                 mm = model_matrix(text, frame, na_action="raise", context=context)
             except Exception as exc:
@@ -1165,7 +1533,7 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
                                    f"{exc}") from exc
             Z = np.asarray(mm, dtype=float)
             spec = mm.model_spec
-            cn = ["(Intercept)" if c == "Intercept" else c for c in mm.columns]
+            cn = r_names(spec, named, labels, aliases)[0]
             if Z.shape[1] == 0:
                 raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) has no columns")
         term = RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec)
@@ -1186,11 +1554,12 @@ def random_expression(sp: RandomSpec) -> str:
     return translate_terms(sp.expr)[0]
 
 
-def _random_design(sp: RandomSpec, data: pd.DataFrame
+def _random_design(sp: RandomSpec, data: pd.DataFrame, labels: dict[str, str] | None = None
                    ) -> tuple[str, pd.DataFrame, dict[str, list[Any]], dict[str, Any]]:
     """Formulaic text, data frame, factor levels and context of a random term's left side:
-    ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does."""
-    text, coded, specs = translate_terms(sp.expr)
+    ``factor(x)``, ``relevel()``, ``ordered()`` and ``C(x, ...)`` code ``x`` as R does
+    (``labels`` receives the R call coding each variable, see :func:`translate_terms`)."""
+    text, coded, specs = translate_terms(sp.expr, labels)
     context: dict[str, Any] = r_context()
     if not coded:
         return text, data, {}, context

@@ -709,8 +709,8 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Hashable, c
     design = fit.fixed_design
     mask = [t == term for t in design.column_terms]
     tab = tab[mask].copy()
-    prefix = f"{term}[T."
-    tab["contrast"] = [contrast_label(c[len(prefix):-1] if c.startswith(prefix) else c, ref)
+    # R names a treatment contrast by the term and the level: modelGPT-4o
+    tab["contrast"] = [contrast_label(c[len(term):] if c.startswith(term) else c, ref)
                        for c in tab["term"]]
     info = {"formula": formula, "nobs": fit.nobs, "converged": fit.converged, "singular": fit.singular}
     return tab, info

@@ -88,7 +88,9 @@ def anova(fit: FittedModel, type: int | str = 3) -> AnovaTable:
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
         L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
-        rows.append((term, *wald_test(L, beta, vcov, separation=coefs.separation)))
+        # the term as R prints it (I(age^2), factor(site)) where the design knows it
+        label = getattr(fit.fixed_design, "term_label", lambda t: t)(term)
+        rows.append((label, *wald_test(L, beta, vcov, separation=coefs.separation)))
     divergent = [r[0] for r in rows if np.isnan(r[1])]
     if coefs.separation is not None and divergent:
         import warnings

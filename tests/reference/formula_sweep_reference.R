@@ -6,7 +6,8 @@
 #
 # Reads formula_binary.csv, formula_counts.csv (make_formula_data.py), glmm_item_run.csv and
 # glmm_unbalanced.csv (make_glmm_data.py) and writes formula_sweep_reference.json: for each case
-# the lme4 fit (fixed effects with R's names, SEs, logLik, random-effect SDs), and where relevant
+# the lme4 fit (fixed effects with R's names, SEs, logLik, random-effect SDs), car's type-III term
+# names, and where relevant
 # emmeans (link scale) and car::Anova(type = 3); a case lme4 refuses records its error.
 suppressPackageStartupMessages({
   library(lme4); library(emmeans); library(car); library(jsonlite); library(splines)
@@ -203,6 +204,9 @@ for (cs in cases) {
              p_value = ct$p.value)
     }
   }
+  # term names as lme4 and car print them (verbatim: I(age^2), poly(age, 2)1, factor(site)2)
+  rec$anova_terms <- tryCatch(rownames(car::Anova(fit, type = 3)),
+                              error = function(e) paste("error:", conditionMessage(e)))
   if (isTRUE(cs$anova)) {
     a <- car::Anova(fit, type = 3)
     rec$anova <- list(term = rownames(a), chisq = a[["Chisq"]], df = a[["Df"]])

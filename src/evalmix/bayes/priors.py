@@ -15,7 +15,7 @@ correlation of random terms   LKJ(eta=2): mild preference for small correlations
 ============================  =====================================================================
 
 Keys of ``priors=``: ``"Intercept"``, ``"fixed"`` (every non-intercept fixed effect), a fixed-effect
-column name (``"model[T.GPT-4o]"``) or term label (``"model"``), ``"sd"`` (every random-effect SD), a
+column name as R names it (``"modelGPT-4o"``; formulaic's ``"model[T.GPT-4o]"`` also) or term label (``"model"``), ``"sd"`` (every random-effect SD), a
 grouping factor (``"item"``, ``"item:run"``) for that term's SDs, and ``"cor"`` (LKJ ``eta``).
 Values are :class:`Prior` objects or tuples such as ``("normal", 0, 1)``, ``("half_normal", 1)``,
 ``("student_t", 3, 0, 2.5)``, ``("half_student_t", 3, 1)``, ``("exponential", 1)``; ``"cor"`` takes
@@ -168,6 +168,9 @@ def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -
     user = {str(k): Prior.coerce(v) for k, v in (priors or {}).items()}
     fixed = design.fixed
     groups = {t.group for t in design.terms}
+    # a column is named as R names it (modelGPT-4o) or as formulaic does (model[T.GPT-4o])
+    alias = dict(zip(getattr(fixed, "formulaic_columns", None) or [], fixed.columns))
+    user = {alias.get(k, k): v for k, v in user.items()}
     known = {"Intercept", "fixed", "sd", "cor"} | set(fixed.columns) | set(fixed.terms) | groups
     unknown = sorted(set(user) - known)
     if unknown:

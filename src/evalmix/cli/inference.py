@@ -98,9 +98,9 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
                         "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",
                    help="binomial link (R: family = binomial(link = ...); default logit)")
-    p.add_argument("--nagq", type=_positive_int, default=1, metavar="N",
-                   help="adaptive Gauss-Hermite points (lme4's nAGQ; > 1 needs one scalar "
-                        "random-effect term)")
+    p.add_argument("--nagq", type=_nagq, default=1, metavar="N",
+                   help="adaptive Gauss-Hermite points (lme4's nAGQ; 0 is lme4's fast first "
+                        "stage; > 1 needs one scalar random-effect term)")
     p.add_argument("--weights", metavar="COLUMN", help="column of prior weights (R: weights =)")
     p.add_argument("--offset", metavar="COLUMN", help="column added to the linear predictor")
     p.add_argument("--contrasts", metavar="FACTOR=CODING", nargs="+",
@@ -144,6 +144,11 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
     return value
+
+
+def _nagq(text: str) -> int:
+    """lme4's ``nAGQ``: 0 (first stage), 1 (Laplace) or more points."""
+    return 0 if text.strip() == "0" else _positive_int(text)
 
 
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -194,10 +199,14 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
         dump_json(result, out)
         return 0
     info = result["fit"]
-    print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
-          f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
-          file=out)
-    _print_table(args, "Fixed effects", fit.coef_table(), out)
+    if hasattr(fit, "lme4_text"):  # the fit as lme4 prints a merMod, then the Wald table
+        print(fit.lme4_text(), file=out)
+        print(f"\n{fit.wald_text(max_rows=None)}", file=out)
+    else:
+        print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
+              f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
+              file=out)
+        _print_table(args, "Fixed effects", fit.coef_table(), out)
     if emm is not None:
         _print_table(args, f"Marginal means ({args.type} scale)", emm.to_frame(), out)
     if args.contrast:

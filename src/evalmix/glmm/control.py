@@ -77,8 +77,19 @@ class GlmerControl:
     boundary_restarts: int = _num(3, int, zero=True)
     #: a theta at most this far above 0 is on the boundary for the probes
     boundary_eps: float = _num(1e-6)
-    #: value a boundary theta is moved to when probing off the boundary
+    #: largest value a boundary theta is moved to when probing off the boundary
     boundary_probe: float = _num(0.1)
+    #: the probes off a boundary theta form a ladder ``boundary_probe / boundary_probe_ratio^k``,
+    #: k = 0 .. ``boundary_probe_steps - 1`` (0.1 down to 4.6e-5): the deviance is even in a
+    #: scalar theta, so a shallow interior minimum close to 0 (theta = 0.01 with the deviance
+    #: 4e-3 below theta = 0) lies far below a single probe at 0.1, where the deviance may be
+    #: higher than at 0; the ladder reaches down to half lme4's ``isSingular`` tolerance
+    boundary_probe_steps: int = _num(8, int)
+    #: ratio of consecutive probes of that ladder
+    boundary_probe_ratio: float = _num(3.0)
+    #: relative accuracy (of the bracket) of the one-dimensional search between the probes
+    #: that bracket such a minimum
+    boundary_xtol: float = _num(1e-6)
     #: a probe must lower the deviance by this much to restart from it (less is rounding)
     boundary_gain: float = _num(1e-6)
 

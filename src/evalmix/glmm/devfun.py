@@ -84,7 +84,9 @@ class DevianceFunction:
     start : ndarray
         lme4's starting point: theta 1 on the diagonal and 0 elsewhere, beta 0.
     nagq : int
-        1 for the Laplace approximation, more for adaptive Gauss-Hermite quadrature.
+        1 for the Laplace approximation, more for adaptive Gauss-Hermite quadrature, 0 for
+        lme4's first stage: then ``f(theta)`` is :meth:`joint` and the bounds and start cover
+        theta only.
 
     Examples
     --------
@@ -95,7 +97,7 @@ class DevianceFunction:
     >>> runs = glmm_runs(2, 40, 2, seed=1)
     >>> f = glmer("correct ~ model + (1|item)", runs, devfun_only=True)
     >>> f.theta_names + f.beta_names
-    ['item.(Intercept)', 'Intercept', 'model[T.M2]']
+    ['item.(Intercept)', '(Intercept)', 'modelM2']
     >>> res = minimize(f, f.start, method="Nelder-Mead",
     ...                options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 5000})
     >>> fit = glmer("correct ~ model + (1|item)", runs)
@@ -114,6 +116,9 @@ class DevianceFunction:
         self.lower = np.concatenate([tl, np.full(self.p, -np.inf)])
         self.upper = np.full(self.nt + self.p, np.inf)
         self.start = np.concatenate([design.theta_start, np.zeros(self.p)])
+        if self.nagq == 0:  # a function of theta alone
+            self.lower, self.upper = self.lower[:self.nt], self.upper[:self.nt]
+            self.start = self.start[:self.nt]
         for a in (self.lower, self.upper, self.start):
             a.flags.writeable = False
         self._const = -2.0 * design.log_binom
@@ -136,7 +141,11 @@ class DevianceFunction:
         return x[: self.nt], x[self.nt:]
 
     def __call__(self, x: ArrayLike) -> float:
-        """Deviance at ``x = (theta, beta)``: ``-2 log L`` (plus the prior's penalty)."""
+        """Deviance at ``x = (theta, beta)``: ``-2 log L`` (plus the prior's penalty); with
+        ``nagq = 0``, at ``x = theta``: the first-stage deviance (:meth:`joint`), as lme4's
+        ``devFunOnly`` function of ``nAGQ = 0`` is a function of theta."""
+        if self.nagq == 0:
+            return self.joint(x)
         theta, beta = self._split(x)
         if self._agq is not None:
             return float(self._agq(theta, beta) - self._const)
@@ -153,7 +162,7 @@ class DevianceFunction:
     def profiled(self, theta: ArrayLike) -> float:
         """Deviance at ``theta`` with beta minimised out (Laplace only), the objective of
         :func:`~evalmix.glmm.optimize.optimize`; the minimising beta is in ``last_beta``."""
-        if self.nagq > 1:
+        if self.nagq != 1:
             raise ValueError("the profiled deviance is the Laplace one; this function has "
                              f"nAGQ = {self.nagq}")
         theta = np.asarray(theta, dtype=float)
@@ -167,12 +176,12 @@ class DevianceFunction:
     def joint(self, theta: ArrayLike) -> float:
         """lme4's first-stage deviance (``nAGQ = 0``): PIRLS over the modes and beta together
         at ``theta`` (:meth:`~evalmix.glmm.deviance.LaplaceDeviance.joint_mode`)."""
-        theta = np.asarray(theta, dtype=float)
+        theta = np.atleast_1d(np.asarray(theta, dtype=float)).ravel()
         self._split(np.concatenate([theta, np.zeros(self.p)]))
         dev = self.deviance.joint_mode(theta, np.zeros(self.p))[0]
         return float(dev + (-2.0 * self.design.log_binom))
 
     def __repr__(self) -> str:
         approx = "Laplace" if self.nagq == 1 else f"nAGQ = {self.nagq}"
-        return (f"DevianceFunction({self.design.parsed.formula!r}, {approx}: "
-                f"theta {self.theta_names}, beta {self.beta_names})")
+        of = f"theta {self.theta_names}" + ("" if self.nagq == 0 else f", beta {self.beta_names}")
+        return f"DevianceFunction({self.design.parsed.formula!r}, {approx}: {of})"

@@ -275,22 +275,26 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     theta = np.maximum(res.x, lower)
     ev = pf.inner(theta)
     # The deviance is even in a scalar theta, so its gradient vanishes on the boundary theta = 0
-    # whether or not that is a minimum; with a zero diagonal in a vector term the boundary is a
-    # whole family of equivalent points. Probe away from the boundary and restart if lower.
+    # whether or not that is a minimum (and L-BFGS-B, whose first steps are long, can step over a
+    # shallow minimum close to 0 onto the bound and stop there); with a zero diagonal in a vector
+    # term the boundary is a whole family of equivalent points. Probe away from the boundary
+    # along a ladder of values (see :func:`boundary_line_search`) and restart from the best point.
     for _ in range(ctl.boundary_restarts):
         restart = None
-        trials = []
-        for i in np.flatnonzero((lower == 0) & (theta <= ctl.boundary_eps)):
-            trial = theta.copy()
-            trial[i] = ctl.boundary_probe
-            trials.append(trial)
-        if probes is not None and trials:
-            trials += probes(theta)
-        for trial in trials:
-            et = pf.inner(trial)
-            if et.dev < ev.dev - ctl.boundary_gain:
-                restart = trial
-                break
+        best = ev
+        on_bound = np.flatnonzero((lower == 0) & (theta <= ctl.boundary_eps))
+        for i in on_bound:
+            found = boundary_line_search(pf, theta, int(i), ev.dev)
+            if found is not None and found.dev < best.dev:
+                best = found
+        if best is not ev:
+            restart = best.theta.copy()
+        elif probes is not None and on_bound.size:
+            for trial in probes(theta):
+                et = pf.inner(trial)
+                if et.dev < ev.dev - ctl.boundary_gain:
+                    restart, best = trial, et
+                    break
         if restart is None or nit >= maxiter:
             break
         res = minimize(pf.objective, restart, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -298,6 +302,10 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
         nit += int(res.nit)
         theta = np.maximum(res.x, lower)
         ev = pf.inner(theta)
+        if ev.dev > best.dev:
+            # the restart fell back onto the bound past the minimum the search found: keep that
+            theta = best.theta.copy()
+            ev = pf.inner(theta)
     g = np.concatenate([pf.theta_grad(ev), ld.grad_beta(ev)])
     rep = OptimizerReport(
         method="profiled L-BFGS-B (theta) + Newton (beta)", converged=bool(res.success),
@@ -306,6 +314,40 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
         max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
         seconds=time.perf_counter() - t0, log=tuple(pf.log or ()))
     return ev, rep
+
+
+def boundary_line_search(pf: ProfiledFit, theta: np.ndarray, i: int, dev0: float
+                         ) -> Evaluation | None:
+    """The lowest profiled deviance along ``theta[i]`` off its bound 0, or None if no probe is
+    lower than ``dev0`` (the deviance at the bound) by the control's ``boundary_gain``.
+
+    The probes form a ladder from ``boundary_probe`` down by ``boundary_probe_ratio``; when the
+    lowest is not the largest probe, the minimum lies between its neighbours on the ladder (0
+    below the smallest) and a bounded Brent search finds it to ``boundary_xtol`` relative.
+    """
+    from scipy.optimize import minimize_scalar
+
+    ctl = pf.ld.control
+    ladder = ctl.boundary_probe / ctl.boundary_probe_ratio ** np.arange(ctl.boundary_probe_steps)
+
+    def at(t: float) -> Evaluation:
+        trial = theta.copy()
+        trial[i] = t
+        return pf.inner(trial)
+
+    evs = [at(float(t)) for t in ladder]
+    j = int(np.argmin([e.dev for e in evs]))
+    best = evs[j]
+    if best.dev >= dev0 - ctl.boundary_gain:
+        return None
+    if j == 0:  # the minimum may lie above the largest probe: the optimiser goes on from there
+        return best
+    lo = float(ladder[j + 1]) if j + 1 < ladder.size else 0.0
+    hi = float(ladder[j - 1])
+    res = minimize_scalar(lambda t: at(float(t)).dev, bounds=(lo, hi), method="bounded",
+                          options={"xatol": ctl.boundary_xtol * hi})
+    ev = at(float(res.x))
+    return ev if ev.dev < best.dev else at(float(ladder[j]))
 
 
 def boundary_probes(terms: list[RandomTerm], theta: np.ndarray) -> list[np.ndarray]:
@@ -386,6 +428,109 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
         res = minimize(f, np.asarray(theta0, float), method="L-BFGS-B", bounds=bounds,
                        options=opts)
     return ld.joint_mode(np.maximum(res.x, lower), beta0, u0)[3]
+
+
+def optimize_joint(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: np.ndarray,
+                   maxiter: int | None = None) -> tuple[Evaluation, OptimizerReport]:
+    """Minimise lme4's ``nAGQ = 0`` deviance over theta (lme4's first stage, ``optimizeGlmer``
+    with ``stage = 1``): beta joins the modes in PIRLS at every theta
+    (:meth:`LaplaceDeviance.joint_mode`), so the result is lme4's ``glmer(..., nAGQ = 0)``.
+
+    L-BFGS-B over theta within ``lower``, with the exact gradient where the solver has one
+    (:meth:`LaplaceDeviance.joint_grad_theta`), else central differences from a fixed start; a
+    theta ending on its bound 0 is probed off it along the ladder of the control's
+    ``boundary_probe`` settings, as in :func:`optimize`.
+
+    Returns the PIRLS state at the optimum (``beta`` and ``u`` the joint mode) and the report.
+
+    Examples
+    --------
+    >>> from evalmix.glmm import build_design, build_deviance
+    >>> from evalmix.simulate import glmm_runs
+    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, seed=1))
+    >>> ev, rep = optimize_joint(build_deviance(design), design.theta_start, design.theta_lower,
+    ...                          np.zeros(2))
+    >>> rep.converged
+    True
+    """
+    import time
+
+    ctl = ld.control
+    maxiter = ctl.maxiter if maxiter is None else maxiter
+    t0 = time.perf_counter()
+    beta0 = np.array(beta0, dtype=float)
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    opts = {"maxiter": maxiter, "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor}
+    ld.joint_mode(np.maximum(theta0, lower), beta0)
+    exact = ld.joint_grad_theta() is not None
+    warm: list[Any] = [beta0, None]
+    calls = [0]
+
+    def dev(theta: np.ndarray) -> float:
+        calls[0] += 1
+        # always from the same start where the gradient is differenced: a warm start would make
+        # the function noisy at the scale of the differences
+        d, beta, u, _ = ld.joint_mode(np.maximum(theta, lower), *(warm if exact else (beta0, None)))
+        if exact and np.isfinite(d):
+            warm[0], warm[1] = beta, u
+        return float(d)
+
+    def fg(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        d = dev(theta)
+        grad = ld.joint_grad_theta()
+        assert grad is not None
+        return d, grad
+
+    def run(start: np.ndarray, iters: int) -> Any:
+        o = {**opts, "maxiter": max(1, iters)}
+        if exact:
+            return minimize(fg, start, jac=True, method="L-BFGS-B", bounds=bounds, options=o)
+        return minimize(dev, start, method="L-BFGS-B", bounds=bounds, options=o)
+
+    res = run(np.asarray(theta0, float), maxiter)
+    nit = int(res.nit)
+    theta, best = np.maximum(res.x, lower), float(res.fun)
+    for _ in range(ctl.boundary_restarts):
+        on_bound = np.flatnonzero((lower == 0) & (theta <= ctl.boundary_eps))
+        ladder = ctl.boundary_probe / ctl.boundary_probe_ratio ** np.arange(ctl.boundary_probe_steps)
+        trials = []
+        for i in on_bound:
+            for t in ladder:
+                trial = theta.copy()
+                trial[i] = t
+                trials.append((dev(trial), trial))
+        if not trials or nit >= maxiter:
+            break
+        d0, start = min(trials, key=lambda dt: dt[0])
+        if d0 >= best - ctl.boundary_gain:
+            break
+        res = run(start, maxiter - nit)
+        nit += int(res.nit)
+        if float(res.fun) < d0:
+            theta, best = np.maximum(res.x, lower), float(res.fun)
+        else:  # the restart fell back past the probe's minimum: keep the probe
+            theta, best = start, d0
+    if exact:
+        g = fg(theta)[1]
+    else:
+        g = np.empty(theta.size)
+        h = ctl.theta_fd_step
+        for j in range(theta.size):
+            e = np.zeros(theta.size)
+            e[j] = h
+            fp = dev(theta + e)
+            g[j] = (fp - dev(theta)) / h if theta[j] - h < lower[j] else \
+                (fp - dev(theta - e)) / (2 * h)
+    _, beta, u, _ = ld.joint_mode(theta, warm[0] if exact else beta0, warm[1] if exact else None)
+    ev = ld.pirls(theta, beta, u)  # the modes given the joint beta are the joint modes
+    free = ~((theta <= lower + ctl.bound_tol) & (g >= 0))
+    rep = OptimizerReport(
+        method="L-BFGS-B (theta), beta inside PIRLS (nAGQ = 0)", converged=bool(res.success),
+        message=str(res.message), outer_iterations=nit, deviance_evaluations=calls[0],
+        pirls_iterations=ld.pirls_iterations, gradient=g,
+        max_abs_gradient=float(np.max(np.abs(g[free]))) if free.any() else 0.0,
+        seconds=time.perf_counter() - t0)
+    return ev, rep
 
 
 def deriv12(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-4, lower: np.ndarray | None = None) -> np.ndarray:

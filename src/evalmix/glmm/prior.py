@@ -78,8 +78,9 @@ def parse_fixef_prior(spec: FixefPriorSpec, names: Sequence[str]) -> NormalPrior
     - ``"normal(sd = c(10, 2.5))"`` / ``"normal(sd = [10, 2.5])"``, a number, or a list of sds:
       one value for all; two values (and ``p > 2``): the first for the first coefficient (the
       intercept), the second for the rest; otherwise recycled to ``p`` values in column order;
-    - a mapping ``{"Intercept": 10, "model[T.b]": 1}``: named coefficients, the entry ``""`` (or
-      ``"default"``) for the others (``normal(sd = c(2.5, "(Intercept)" = 10))``).
+    - a mapping ``{"(Intercept)": 10, "modelb": 1}``: coefficients by R's names (``"Intercept"``
+      also names the intercept), the entry ``""`` (or ``"default"``) for the others
+      (``normal(sd = c(2.5, "(Intercept)" = 10))``).
 
     Examples
     --------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -10,15 +12,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._result import Result, Summary, frame_records
+from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..arguments import check_arguments
 from ..errors import DataError, FormulaError
-from ..formula import FixedDesign, RandomTerm, term_lambdas
+from ..formula import FixedDesign, RandomTerm, r_deparse, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from .deviance import Evaluation, LaplaceDeviance
     from .design import GlmmDesign
     from .intervals import ConfidenceIntervals
@@ -34,7 +38,7 @@ class GlmerResult(Result):
     ----------
     formula : str
     fixef : Series
-        Fixed effects by column name (formulaic names, ``Intercept``, ``model[T.b]``...).
+        Fixed effects by column name, as R names them (``(Intercept)``, ``modelb``, ``I(age^2)``).
     vcov : DataFrame
         Covariance of the fixed effects (``vcov_method`` says how it was computed).
     theta : Series
@@ -77,7 +81,7 @@ class GlmerResult(Result):
     >>> fit.df, fit.nobs, list(fit.varcorr["group"])
     (5, 540, ['item:run', 'item'])
     >>> fit.coef_table()["term"].tolist()
-    ['Intercept', 'model[T.M2]', 'model[T.M3]']
+    ['(Intercept)', 'modelM2', 'modelM3']
     """
 
     formula: str
@@ -147,7 +151,8 @@ class GlmerResult(Result):
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         state = "singular; " if self.singular else ""
         state += "converged" if self.converged else "NOT converged"
-        approx = "Laplace" if self.nagq == 1 else f"adaptive Gauss-Hermite (nAGQ = {self.nagq})"
+        approx = {0: "nAGQ = 0 (beta inside PIRLS)", 1: "Laplace"}.get(
+            self.nagq, f"adaptive Gauss-Hermite (nAGQ = {self.nagq})")
         return [f"binomial ({self.link}), {approx} ML; {self.nobs} obs, groups: {groups}; "
                 f"AIC {self.aic:.1f}, BIC {self.bic:.1f}, logLik {self.loglik:.1f} ({state})",
                 ("scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"
@@ -155,6 +160,94 @@ class GlmerResult(Result):
 
     def _notes(self) -> list[str]:
         return list(self.messages)
+
+    @property
+    def approximation(self) -> str:
+        """How the likelihood is computed, as lme4 names it in its title (lme4 calls its
+        ``nAGQ = 0`` fit "Adaptive Gauss-Hermite Quadrature, nAGQ = 0" too)."""
+        if self.nagq == 1:
+            return "Laplace Approximation"
+        return f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}"
+
+    def lme4_text(self, width: int = 80) -> str:
+        """The fit as lme4's ``print(fit)`` shows a ``merMod``: title, family and link, formula,
+        the AIC/BIC/logLik/deviance/df.resid line, the random effects (Groups, Name, Variance,
+        Std.Dev., Corr), the numbers of observations and groups, the fixed effects, and the
+        optimizer's convergence line with lme4's messages (singular fit, failed checks) when
+        there are any. ``repr(fit)`` and ``evalmix fit`` print it, then the Wald table
+        (:meth:`wald_text`).
+
+        Examples
+        --------
+        >>> import evalmix
+        >>> runs = evalmix.simulate.glmm_runs(2, 40, 2, seed=1)
+        >>> print(evalmix.glmer("correct ~ model + (1|item)", runs).lme4_text())
+        Generalized linear mixed model fit by maximum likelihood (Laplace
+          Approximation) [glmerMod]
+         Family: binomial  ( logit )
+        Formula: correct ~ model + (1 | item)
+             AIC      BIC   logLik deviance df.resid
+        185.8741 195.0997 -89.9371 179.8741      157
+        Random effects:
+         Groups Name        Variance Std.Dev.
+         item   (Intercept) 1.892    1.376
+        Number of obs: 160, groups:  item, 40
+        Fixed Effects:
+        (Intercept)      modelM2
+             -1.186        2.589
+        """
+        title = f"Generalized linear mixed model fit by maximum likelihood ({self.approximation})"
+        if len(title) + 5 + len("glmerMod") > width:  # wrapped as lme4 wraps it
+            lines = textwrap.wrap(title, width=width - 2, subsequent_indent="  ",
+                                  break_on_hyphens=False)
+            lines[-1] += " [glmerMod]"
+        else:
+            lines = [f"{title} [glmerMod]"]
+        lines += [f" Family: binomial  ( {self.link} )", f"Formula: {_r_formula(self.formula)}"]
+        if self.fixef_prior is not None:
+            lines += [f"Fixef prior: {self.fixef_prior.describe()}"]
+        head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
+        vals = [f"{round(v, 4):.4f}" for v in (self.aic, self.bic, self.loglik, self.deviance)]
+        vals.append(str(self.nobs - self.df))
+        w = max(len(t) for t in head + vals)
+        lines += ["".join(h.rjust(w) + " " for h in head), "".join(v.rjust(w) + " " for v in vals)]
+        lines += ["Random effects:", *_random_block(self.varcorr)]
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        lines += [f"Number of obs: {self.nobs}, groups:  {groups}", "Fixed Effects:"]
+        lines += _named_values(list(map(str, self.fixef.index)), r_format(self.fixef.to_numpy()),
+                               width)
+        msgs = list(self.messages)
+        if msgs or not self.converged:
+            code = 0 if self.optimizer.converged else 1
+            lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
+                      f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
+                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *msgs]
+        return "\n".join(lines)
+
+    def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
+        """The Wald table (:meth:`coef_table`) under its heading, as ``print(fit)`` and
+        ``evalmix fit`` show it after the lme4 block (long tables cut to ``max_rows``)."""
+        tab = self.coef_table()
+        if max_rows is not None and len(tab) > max_rows:
+            half = max_rows // 2
+            lines = pd.concat([tab.head(half), tab.tail(half)]).to_string(index=False).split("\n")
+            lines.insert(1 + half, f"... ({len(tab) - 2 * half} more rows; coef_table() has them all)")
+            text = "\n".join(lines)
+        else:
+            text = tab.to_string(index=False)
+        return f"Fixed effects (Wald z; {self.scale}):\n{text}"
+
+    def __repr__(self) -> str:
+        return f"{self.lme4_text()}\n\n{self.wald_text()}"
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<pre>{html.escape(self.lme4_text())}</pre>\n"
+                f"<p><i>Fixed effects (Wald z; {html.escape(self.scale)})</i></p>\n"
+                + self.coef_table().to_html(index=False))
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -335,12 +428,88 @@ class GlmerResult(Result):
         if changed:
             notes.append("control: " + ", ".join(f"{k} = {v!r}" for k, v in changed.items()))
         notes += self.messages
-        approx = ("Laplace Approximation" if self.nagq == 1
-                  else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
         return Summary("Generalized linear mixed model fit by maximum likelihood "
-                       f"({approx}) ['glmerMod']", header,
+                       f"({self.approximation}) ['glmerMod']", header,
                        [("Fixed effects", self.coef_table(conf_level)),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
+
+
+def r_format(values: ArrayLike, digits: int = 4) -> list[str]:
+    """Numbers as R's ``format(x, digits = digits)`` writes a vector: each rounded to ``digits``
+    significant digits, all with the decimals the most demanding one needs (trailing zeros of
+    each left out first), ``Inf``/``-Inf``/``NaN`` as R writes them.
+
+    Examples
+    --------
+    >>> r_format([1.629536, 0.169866]), r_format([1.62875, 0.16998]), r_format([0.0, 1.5])
+    (['1.6295', '0.1699'], ['1.629', '0.170'], ['0.0', '1.5'])
+    """
+    x = np.atleast_1d(np.asarray(values, dtype=float))
+    dec = 0
+    for v in x[np.isfinite(x) & (x != 0)]:
+        e = int(np.floor(np.log10(abs(v))))
+        d = max(0, digits - 1 - e)
+        text = f"{round(float(v), d):.{d}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        dec = max(dec, len(text.split(".")[1]) if "." in text else 0)
+    dec = min(dec, 15)
+    return [("NaN" if np.isnan(v) else "Inf" if v > 0 else "-Inf") if not np.isfinite(v)
+            else f"{v:.{dec}f}" for v in x]
+
+
+def _random_block(varcorr: pd.DataFrame) -> list[str]:
+    """lme4's random-effects table: Groups, Name, Variance, Std.Dev. and the correlations of
+    each term's effects (lower triangle, one column per earlier effect), columns left-aligned and
+    padded as lme4 pads them."""
+    var_rows = varcorr[varcorr["var2"] == ""]
+    variances = r_format(var_rows["variance"].to_numpy(dtype=float))
+    sds = r_format(var_rows["sd"].to_numpy(dtype=float))
+    rows: list[list[str]] = []
+    ncorr, k = 0, 0
+    for group, vc in varcorr.groupby("group", sort=False):
+        var = vc[vc["var2"] == ""]
+        cor = vc[vc["var2"] != ""]
+        names = list(var["var1"])
+        for i, name in enumerate(names):
+            cors = []
+            for j in range(i):
+                hit = cor[(cor["var1"] == names[j]) & (cor["var2"] == name)]
+                cors.append(f"{float(hit['sd'].iloc[0]):.2f}" if len(hit) else "")
+            ncorr = max(ncorr, len(cors))
+            rows.append([str(group) if i == 0 else "", str(name), variances[k], sds[k], *cors])
+            k += 1
+    head = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if ncorr else [])
+    ncol = 4 + ncorr
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
+    widths = [max([len(head[c]) if c < len(head) else 0] + [len(r[c]) for r in rows])
+              for c in range(ncol)]
+    out = [" " + " ".join(h.ljust(widths[c]) for c, h in enumerate(head))]
+    out += [" " + " ".join(r[c].ljust(widths[c]) for c in range(ncol)) for r in rows]
+    return out
+
+
+def _named_values(names: list[str], cells: list[str], width: int, gap: int = 2) -> list[str]:
+    """A named vector as R prints it: one common column width, names over values, right-aligned,
+    ``gap`` spaces after each column, as many columns per line as fit in ``width``."""
+    if not names:
+        return ["numeric(0)"]
+    w = max(max(map(len, names)), max(map(len, cells)))
+    per = max(1, width // (w + gap))
+    out: list[str] = []
+    for start in range(0, len(names), per):
+        part = range(start, min(start + per, len(names)))
+        out.append("".join(names[k].rjust(w) + " " * gap for k in part))
+        out.append("".join(cells[k].rjust(w) + " " * gap for k in part))
+    return out
+
+
+def _r_formula(formula: str) -> str:
+    """The formula as R's deparse shows it: ``(1 | item)``, ``cbind(k, n - k)``."""
+    lhs, _, rhs = formula.partition("~")
+    rhs = re.sub(r"\s*\|\|\s*", " || ", rhs.strip())
+    rhs = re.sub(r"(?<!\|)\s*\|(?!\|)\s*", " | ", rhs)
+    return f"{r_deparse(lhs.strip())} ~ {' '.join(rhs.split())}"
 
 
 _VCOV_NOTES = {
