@@ -73,6 +73,8 @@ DOMAIN = {
     "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
     # variance by source; the report's contents
     "source", "includes", "mean_square", "variance_raw", "section", "caption",
+    # arena battles
+    "n_battles", "wins", "losses", "ties",
 }
 
 
@@ -158,6 +160,7 @@ CALLS = {
         prompt="prompt"), se=0.03),
     "report": lambda c: evalmix.report(c["three"], n_boot=100),
     "wilcoxon": lambda c: evalmix.wilcoxon(c["a"], c["b"]),
+    "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
     # evalmix.repetitions
     "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
         c["runs"], ["model", "language", "prompt"], max_runs=3),
@@ -187,7 +190,7 @@ CALLS = {
 
 # public functions that return no table: readers, formatters, scalars, arrays
 NOT_RESULTS = {
-    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
+    "load_table", "read_battles", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
     "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",

@@ -109,8 +109,8 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import bayes, power, repetitions, simulate
-    from .agreement import cohen_kappa
-    from .arena import BradleyTerryResult, bradley_terry, read_battles, fleiss_kappa, krippendorff_alpha
+    from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+    from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,

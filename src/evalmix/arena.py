@@ -224,11 +224,11 @@ class _Model:
         ll, g_d, g_t, i_dd, i_dt, i_tt, scores = _pair_terms(d, tau, pairs.counts, self.ties)
         k = self.k
         grad_theta = np.bincount(pairs.a, g_d, k) - np.bincount(pairs.b, g_d, k)
-        parts = [grad_theta[self.free]]
+        parts: list[np.ndarray] = [grad_theta[self.free]]
         if self.position:
-            parts.append([g_d.sum()])
+            parts.append(np.array([g_d.sum()]))
         if self.davidson:
-            parts.append([g_t.sum()])
+            parts.append(np.array([g_t.sum()]))
         grad = np.concatenate(parts)
         if not info:
             return ll, grad, np.empty((0, 0)), scores
@@ -591,7 +591,7 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     vcov = vcov[np.ix_(order, order)]
     sets = None
     if rank_sets:
-        sets = rank_sets_normal(table["estimate"].to_numpy(), vcov, labels=table["model"].tolist(),
+        sets = rank_sets_normal(table["estimate"], vcov, labels=table["model"].tolist(),
                                 conf_level=conf_level)
         cols = ["model", "rank_low", "rank_high", "marginal_rank_low", "marginal_rank_high", "tie_group"]
         table = table.merge(sets.table[cols], on="model", how="left")
@@ -619,11 +619,11 @@ def _check_connected(labels: np.ndarray, ia: np.ndarray, ib: np.ndarray, outcome
     beat = sparse.coo_matrix((np.ones(len(src)), (dst, src)), shape=(k, k))
     n_strong, comp = connected_components(beat, directed=True, connection="strong")
     if n_strong > 1:
-        # a strongly connected component with no edge out of it never loses to the rest
+        # a strongly connected component with no loser -> winner edge out of it never loses to the rest
         cond = sparse.coo_matrix((np.ones(len(src)), (comp[dst], comp[src])), shape=(n_strong, n_strong)).tocsr()
         cond.setdiag(0)
         cond.eliminate_zeros()
-        top = int(np.flatnonzero(np.asarray(cond.sum(axis=0)).ravel() == 0)[0])
+        top = int(np.flatnonzero(np.asarray(cond.sum(axis=1)).ravel() == 0)[0])
         members = labels[comp == top].tolist()
         what = "wins or ties" if ties != "drop" else "wins"
         raise DataError(f"model(s) {members[:5]} never lose a battle to the other models ({what} only), so "
