@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 from scipy.sparse.csgraph import connected_components
+from threadpoolctl import threadpool_limits
 
 from . import tables
 from ._result import Result, Summary, frame_records
@@ -65,6 +66,8 @@ _NEWTON_MAXIT = 100
 # a ratings difference beyond this many logits (odds of e^30) means a model never loses (or never
 # wins): the maximum-likelihood rating is infinite
 _DIVERGED = 30.0
+# up to this many ordered pairs (about 4,000 models) battles are pooled by a dense bincount
+_DENSE_PAIRS_MAX = 2**24
 
 
 # ----------------------------------------------------------------------------------------------
@@ -111,36 +114,76 @@ def read_battles(source: str | Path | pd.DataFrame, *, model_a: str = "model_a",
     """
     table = load_table(source)
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
-    roles = {"model_a": model_a, "model_b": model_b, "winner": winner}
-    roles |= {name: col for name, col in (("prompt", prompt), ("judge", judge), ("turn", turn)) if col is not None}
+    coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": prompt, "judge": judge, "turn": turn})
+    out = pd.DataFrame({"model_a": coded.labels[coded.a], "model_b": coded.labels[coded.b],
+                        "winner": np.asarray(_OUTCOME_NAMES, dtype=object)[coded.outcome]})
+    for role, col in (("prompt", prompt), ("judge", judge), ("turn", turn)):
+        if col is not None:
+            out[role] = table[col].to_numpy()
+    return out
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """Battles as integer codes: model labels (sorted), first and second model, outcome, clusters."""
+
+    labels: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    cluster: np.ndarray | None
+
+
+def _factor(table: pd.DataFrame, col: str, where: str, strip: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and distinct values of a column (hashing once per row; checks run on the distinct
+    values); a missing or blank value is an error naming the row."""
+    codes, uniq = pd.factorize(table[col], use_na_sentinel=True)
+    bad = codes < 0
+    if strip and len(uniq):
+        text = pd.Index(uniq).astype(str).str.strip()
+        blank = np.flatnonzero(np.asarray(text == ""))
+        if len(blank):
+            bad |= np.isin(codes, blank)
+        recode, uniq = pd.factorize(text)  # "x" and " x" are one model
+        codes = np.where(codes < 0, -1, recode[np.maximum(codes, 0)])
+    if bad.any():
+        raise DataError(f"{where}column {col!r} has a missing value in row {_row(table, bad)}"
+                        f" ({int(bad.sum())} such rows)")
+    return codes.astype(np.int64), np.asarray(uniq, dtype=object)
+
+
+def _code_battles(table: pd.DataFrame, where: str, model_a: str, model_b: str, winner: str,
+                  extra: dict[str, str | None]) -> _Coded:
+    roles = {"model_a": model_a, "model_b": model_b, "winner": winner} | {r: c for r, c in extra.items() if c}
     for role, col in roles.items():
         if col not in table.columns:
             raise DataError(f"{where}no column {col!r} (the {role} column); columns: {list(table.columns)[:20]}")
-    out = pd.DataFrame(index=table.index)
-    for role, col in roles.items():
-        values = table[col]
-        missing = values.isna().to_numpy().copy()
-        if role != "turn":
-            missing |= values.astype(str).str.strip().eq("").to_numpy()
-        if missing.any():
-            raise DataError(f"{where}column {col!r} has a missing value in row {_row(table, missing)}"
-                            f" ({int(missing.sum())} such rows)")
-        out[role] = values.astype(str).str.strip() if role in ("model_a", "model_b", "winner") else values
-    code = out["winner"].str.lower().map(_WINNERS)
-    unknown = code.isna().to_numpy()
-    if unknown.any():
-        row = _row(table, unknown)
-        bad = out["winner"].to_numpy()[np.flatnonzero(unknown)[0]]
-        raise DataError(f"{where}column {winner!r} has the unknown winner value {bad!r} in row {row}; expected "
-                        "'model_a', 'model_b', 'tie' or 'tie (bothbad)' (or 'a', 'b', 'tie')")
-    out["winner"] = np.asarray(_OUTCOME_NAMES, dtype=object)[code.to_numpy(int)]
-    same = (out["model_a"] == out["model_b"]).to_numpy()
+    ca, ua = _factor(table, model_a, where)
+    cb, ub = _factor(table, model_b, where)
+    cw, uw = _factor(table, winner, where)
+    wcode = np.array([_WINNERS.get(str(v).lower(), -1) for v in uw], dtype=np.int64)
+    if (wcode < 0).any():
+        unknown = wcode[cw] < 0
+        bad = uw[cw[np.flatnonzero(unknown)[0]]]
+        raise DataError(f"{where}column {winner!r} has the unknown winner value {bad!r} in row "
+                        f"{_row(table, unknown)}; expected 'model_a', 'model_b', 'tie' or 'tie (bothbad)' "
+                        "(or 'a', 'b', 'tie')")
+    labels = np.asarray(sorted(set(ua.tolist()) | set(ub.tolist())), dtype=object)
+    ia = np.searchsorted(labels, ua)[ca] if len(ca) else ca
+    ib = np.searchsorted(labels, ub)[cb] if len(cb) else cb
+    same = ia == ib
     if same.any():
-        raise DataError(f"{where}row {_row(table, same)} has model {out['model_a'].to_numpy()[same][0]!r} "
-                        f"battling itself (columns {model_a!r} and {model_b!r})")
-    if pd.unique(np.concatenate([out["model_a"].to_numpy(), out["model_b"].to_numpy()])).size < 2:
+        raise DataError(f"{where}row {_row(table, same)} has model {labels[ia[same][0]]!r} battling itself "
+                        f"(columns {model_a!r} and {model_b!r})")
+    if len(labels) < 2:
         raise DataError(f"{where}a leaderboard needs battles between at least two models")
-    return out.reset_index(drop=True)
+    cluster = None
+    for role, col in extra.items():
+        if col is not None:
+            codes, _ = _factor(table, col, where, strip=role != "turn")
+            if role == "prompt":
+                cluster = codes
+    return _Coded(labels=labels, a=ia.astype(np.int64), b=ib.astype(np.int64), outcome=wcode[cw], cluster=cluster)
 
 
 def _row(table: pd.DataFrame, mask: np.ndarray) -> object:
@@ -491,95 +534,105 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     if ci == "bootstrap" and (isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 100):
         raise ValueError(f"n_boot must be a whole number >= 100 for bootstrap intervals, got {n_boot!r}")
     table = load_table(battles)
+    where = f"{battles}: " if isinstance(battles, (str, Path)) else ""
     if cluster is not None and cluster not in table.columns:
-        where = f"{battles}: " if isinstance(battles, (str, Path)) else ""
         raise DataError(f"{where}no cluster column {cluster!r}; columns: {list(table.columns)[:20]}")
-    try:
-        data = read_battles(table, model_a=model_a, model_b=model_b, winner=winner, prompt=cluster)
-    except DataError as exc:
-        if isinstance(battles, (str, Path)):
-            raise DataError(f"{battles}: {exc}") from None
-        raise
-    if ties == "drop":
-        data = data[data["winner"] != "tie"].reset_index(drop=True)
-    labels, codes = np.unique(np.concatenate([data["model_a"].to_numpy(str), data["model_b"].to_numpy(str)]),
-                              return_inverse=True)
-    k, n = len(labels), len(data)
-    ia, ib = codes[:n].astype(np.int64), codes[n:].astype(np.int64)
-    outcome = data["winner"].map({name: i for i, name in enumerate(_OUTCOME_NAMES)}).to_numpy(np.int64)
+    coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": cluster})
+    del table
+    keep = coded.outcome != 2 if ties == "drop" else None
+    ia, ib, outcome = coded.a, coded.b, coded.outcome
+    clusters = coded.cluster
+    if keep is not None:
+        ia, ib, outcome = ia[keep], ib[keep], outcome[keep]
+        clusters = None if clusters is None else np.unique(clusters[keep], return_inverse=True)[1]
+    used = np.union1d(np.unique(ia), np.unique(ib))
+    if len(used) < len(coded.labels):  # a model whose battles were all dropped ties
+        remap = np.full(len(coded.labels), -1)
+        remap[used] = np.arange(len(used))
+        ia, ib = remap[ia], remap[ib]
+    labels = coded.labels[used]
+    k, n = len(labels), len(ia)
     if k < 2:
-        raise DataError("a leaderboard needs battles between at least two models")
+        raise DataError("a leaderboard needs decisive battles between at least two models")
     if ties == "davidson" and not (outcome == 2).any():
         raise DataError(f"column {winner!r} has no ties, so Davidson's tie parameter cannot be estimated; "
                         "use ties='drop'")
     if reference is not None and reference not in set(labels):
         raise DataError(f"reference model {reference!r} does not battle in column {model_a!r} or {model_b!r}")
-    _check_connected(labels, ia, ib, outcome, ties)
 
-    # pool battles into counts per (ordered pair, outcome): one pass over the rows
-    pair_code = ia * k + ib
-    uniq, pair_of = np.unique(pair_code, return_inverse=True)
-    counts = np.bincount(pair_of * 3 + outcome, minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
-    pairs = _Pairs(a=uniq // k, b=uniq % k, counts=counts, k=k)
-    if position:
-        _check_position(pairs, k)
-    fixed = int(np.searchsorted(labels, reference)) if reference is not None else 0
-    model = _Model(k, fixed, position, ties)
-    x0 = np.zeros(model.n_par)
-    if model.davidson:
-        x0[-1] = math.log(max(counts[:, 2].sum(), 0.5) / n)
-    x, ll, info, iterations, converged = _newton(model, pairs, x0)
-    theta, h, tau = model.unpack(x)
-    if not converged or np.ptp(theta) > _DIVERGED:
-        raise DataError("the ratings did not converge to finite values: some models win (or lose) nearly every "
-                        "battle against the others; more battles are needed")
+    # many small solves and products: a multi-threaded BLAS only adds contention (as in the GLMM fit)
+    with threadpool_limits(limits=1, user_api="blas"):
+        # pool battles into counts per (ordered pair, outcome): one pass over the rows
+        pair_code = ia * k + ib
+        if k * k <= _DENSE_PAIRS_MAX:
+            present = np.bincount(pair_code, minlength=k * k) > 0
+            uniq = np.flatnonzero(present)
+            lookup = np.cumsum(present) - 1
+            pair_of = lookup[pair_code]
+        else:
+            uniq, pair_of = np.unique(pair_code, return_inverse=True)
+        counts = np.bincount(pair_of * 3 + outcome, minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
+        pairs = _Pairs(a=uniq // k, b=uniq % k, counts=counts, k=k)
+        _check_connected(labels, pairs, ties)
+        if position:
+            _check_position(pairs, k)
+        fixed = int(np.searchsorted(labels, reference)) if reference is not None else 0
+        model = _Model(k, fixed, position, ties)
+        x0 = np.zeros(model.n_par)
+        if model.davidson:
+            x0[-1] = math.log(max(counts[:, 2].sum(), 0.5) / n)
+        x, ll, info, iterations, converged = _newton(model, pairs, x0)
+        theta, h, tau = model.unpack(x)
+        if not converged or np.ptp(theta) > _DIVERGED:
+            raise DataError("the ratings did not converge to finite values: some models win (or lose) nearly every "
+                            "battle against the others; more battles are needed")
 
-    # the anchored ratings as a linear map of the free parameters: ratings = A x (+ anchor)
-    unit = ELO_PER_LOGIT if scale == "elo" else 1.0
-    anchor_ = float(anchor) if anchor is not None else (1000.0 if scale == "elo" else 0.0)
-    embed = np.zeros((k, model.n_par))
-    embed[model.free, np.arange(k - 1)] = 1.0
-    centre = np.eye(k) if reference is not None else np.eye(k) - 1.0 / k
-    amap = unit * centre @ embed
-    ratings = anchor_ + amap @ x
+        # the anchored ratings as a linear map of the free parameters: ratings = A x (+ anchor)
+        unit = ELO_PER_LOGIT if scale == "elo" else 1.0
+        anchor_ = float(anchor) if anchor is not None else (1000.0 if scale == "elo" else 0.0)
+        embed = np.zeros((k, model.n_par))
+        embed[model.free, np.arange(k - 1)] = 1.0
+        centre = np.eye(k) if reference is not None else np.eye(k) - 1.0 / k
+        amap = unit * centre @ embed
+        ratings = anchor_ + amap @ x
 
-    inv = np.linalg.inv(info)
-    groups: np.ndarray | None = None
-    n_clusters = n
-    if cluster is not None:
-        _, groups = np.unique(data["prompt"].to_numpy(), return_inverse=True)
-        n_clusters = int(groups.max()) + 1
-        if n_clusters < 2:
-            raise DataError(f"column {cluster!r} has a single cluster; the sandwich needs at least two")
-    if ci == "hessian":
-        cov_x = inv
-    else:
-        _, _, _, scores = model.evaluate(x, pairs, info=False)
-        meat = _meat(model, pairs, scores, pair_of, outcome, groups)
-        cov_x = inv @ meat @ inv * (n_clusters / (n_clusters - 1))
-    vcov = amap @ cov_x @ amap.T
-    z = stats.norm.isf((1 - conf_level) / 2)
-    boot = None
-    if ci == "bootstrap":
-        reps = _bootstrap(model, pairs, x, pair_of, outcome, groups, int(n_boot), seed, n_jobs)
-        ok = np.all(np.isfinite(reps), axis=1)
-        if not ok.all():
-            warnings.warn(f"{int((~ok).sum())} of {n_boot} bootstrap replicates had infinite ratings (a model "
-                          "winning or losing all its resampled battles) and were left out", SamplingWarning,
-                          stacklevel=2)
-        reps = reps[ok]
-        if len(reps) < 100:
-            raise DataError(f"only {len(reps)} bootstrap replicates have finite ratings; more battles are needed")
-        boot = anchor_ + reps @ amap.T
-        vcov = np.cov(boot, rowvar=False)
-        alpha = 1 - conf_level
-        lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
-        se = boot.std(axis=0, ddof=1)
-        extra_reps = reps[:, k - 1:]
-    else:
-        se = np.sqrt(np.clip(np.diag(vcov), 0, None))
-        lo, hi = ratings - z * se, ratings + z * se
-        extra_reps = None
+        inv = np.linalg.inv(info)
+        groups: np.ndarray | None = None
+        n_clusters = n
+        if clusters is not None:
+            groups = clusters
+            n_clusters = int(groups.max()) + 1
+            if n_clusters < 2:
+                raise DataError(f"column {cluster!r} has a single cluster; the sandwich needs at least two")
+        if ci == "hessian":
+            cov_x = inv
+        else:
+            _, _, _, scores = model.evaluate(x, pairs, info=False)
+            meat = _meat(model, pairs, scores, pair_of, outcome, groups)
+            cov_x = inv @ meat @ inv * (n_clusters / (n_clusters - 1))
+        vcov = amap @ cov_x @ amap.T
+        z = stats.norm.isf((1 - conf_level) / 2)
+        boot = None
+        if ci == "bootstrap":
+            reps = _bootstrap(model, pairs, x, pair_of, outcome, groups, int(n_boot), seed, n_jobs)
+            ok = np.all(np.isfinite(reps), axis=1)
+            if not ok.all():
+                warnings.warn(f"{int((~ok).sum())} of {n_boot} bootstrap replicates had infinite ratings (a model "
+                              "winning or losing all its resampled battles) and were left out", SamplingWarning,
+                              stacklevel=2)
+            reps = reps[ok]
+            if len(reps) < 100:
+                raise DataError(f"only {len(reps)} bootstrap replicates have finite ratings; more battles are needed")
+            boot = anchor_ + reps @ amap.T
+            vcov = np.cov(boot, rowvar=False)
+            alpha = 1 - conf_level
+            lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
+            se = boot.std(axis=0, ddof=1)
+            extra_reps = reps[:, k - 1:]
+        else:
+            se = np.sqrt(np.clip(np.diag(vcov), 0, None))
+            lo, hi = ratings - z * se, ratings + z * se
+            extra_reps = None
 
     per_model = _model_counts(pairs, k)
     order = np.lexsort((labels, -ratings))
@@ -603,19 +656,19 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         boot=None if boot is None else boot[:, order])
 
 
-def _check_connected(labels: np.ndarray, ia: np.ndarray, ib: np.ndarray, outcome: np.ndarray, ties: str) -> None:
+def _check_connected(labels: np.ndarray, pairs: _Pairs, ties: str) -> None:
     """Finite ratings need every model reachable from every other along 'beat or tied' edges (Ford, 1957)."""
     k = len(labels)
-    ones = np.ones(len(ia))
-    undirected = sparse.coo_matrix((ones, (ia, ib)), shape=(k, k))
+    undirected = sparse.coo_matrix((np.ones(len(pairs.a)), (pairs.a, pairs.b)), shape=(k, k))
     n_weak, comp = connected_components(undirected, directed=False)
     if n_weak > 1:
         other = labels[comp != comp[0]][0]
         raise DataError(f"the battles fall into {n_weak} groups of models that never meet (e.g. {labels[0]!r} "
                         f"and {other!r}); ratings across groups are not comparable")
-    win_a, win_b, tie = outcome == 0, outcome == 1, outcome == 2
-    src = np.concatenate([ia[win_a], ib[win_b], ia[tie], ib[tie]])  # loser -> winner edges, ties both ways
-    dst = np.concatenate([ib[win_a], ia[win_b], ib[tie], ia[tie]])
+    win_a, win_b, tie = (pairs.counts > 0).T
+    ia, ib = pairs.a, pairs.b
+    src = np.concatenate([ia[win_a], ib[win_b], ia[tie], ib[tie]])  # winner; ties count both ways
+    dst = np.concatenate([ib[win_a], ia[win_b], ib[tie], ia[tie]])  # loser
     beat = sparse.coo_matrix((np.ones(len(src)), (dst, src)), shape=(k, k))
     n_strong, comp = connected_components(beat, directed=True, connection="strong")
     if n_strong > 1:
@@ -665,20 +718,36 @@ def _meat(model: _Model, pairs: _Pairs, scores: np.ndarray, pair_of: np.ndarray,
         pa, pb = pairs.a[pair_of], pairs.b[pair_of]
         r = groups
         n_rows = int(groups.max()) + 1
-    cols = [pa, pb]
-    data = [sd, -sd]
-    rr = [r, r]
-    if model.position:
-        cols.append(np.full(len(sd), k))
-        data.append(sd)
-        rr.append(r)
-    if model.davidson:
-        cols.append(np.full(len(sd), k + 1))
-        data.append(st)
-        rr.append(r)
-    s = sparse.csr_matrix((np.concatenate(data), (np.concatenate(rr), np.concatenate(cols))), shape=(n_rows, k + 2))
-    s = s[:, model.layout()]
-    return np.asarray((s.T @ s).toarray())
+    return _outer_sums(r, n_rows, pa, pb, sd, st, k)[np.ix_(model.layout(), model.layout())]
+
+
+# score sums of this many (cluster, parameter) cells are formed at once (16 MB)
+_MEAT_BLOCK = 2**21
+
+
+def _outer_sums(rows: np.ndarray, n_rows: int, pa: np.ndarray, pb: np.ndarray, sd: np.ndarray, st: np.ndarray,
+                k: int) -> np.ndarray:
+    """``sum_r s_r s_r'`` over rows r (clusters) of the score sums ``s_r`` in the full layout
+    (theta_1..theta_K, h, log nu): each battle adds ``sd`` to its first model and to ``h``,
+    ``-sd`` to its second model and ``st`` to ``log nu``.  Dense blocks of clusters, filled by
+    ``np.bincount`` and multiplied by BLAS, keep the memory bounded."""
+    width = k + 2
+    block = max(1, _MEAT_BLOCK // width)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    meat = np.zeros((width, width))
+    for start in range(0, n_rows, block):
+        m = min(block, n_rows - start)
+        lo, hi = np.searchsorted(sorted_rows, [start, start + m])
+        idx = order[lo:hi]
+        r = sorted_rows[lo:hi] - start
+        s_d, s_t = sd[idx], st[idx]
+        dense = (np.bincount(r * width + pa[idx], s_d, m * width)
+                 - np.bincount(r * width + pb[idx], s_d, m * width)).reshape(m, width)
+        dense[:, k] = np.bincount(r, s_d, m)
+        dense[:, k + 1] = np.bincount(r, s_t, m)
+        meat += dense.T @ dense
+    return meat
 
 
 def _model_counts(pairs: _Pairs, k: int) -> dict[str, np.ndarray]:
@@ -741,7 +810,12 @@ def _bootstrap(model: _Model, pairs: _Pairs, x: np.ndarray, pair_of: np.ndarray,
 
 def _boot_chunk(size: int, seq: np.random.SeedSequence, *, model: _Model, pairs: _Pairs, x: np.ndarray,
                 incidence: sparse.csr_matrix | None) -> np.ndarray:
-    rng = np.random.default_rng(seq)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _boot_fits(size, np.random.default_rng(seq), model, pairs, x, incidence)
+
+
+def _boot_fits(size: int, rng: np.random.Generator, model: _Model, pairs: _Pairs, x: np.ndarray,
+               incidence: sparse.csr_matrix | None) -> np.ndarray:
     flat = pairs.counts.ravel()
     total = int(flat.sum())
     out = np.full((size, len(x)), np.nan)

@@ -1,0 +1,88 @@
+"""Bradley-Terry ratings of 1M arena battles among 200 models: evalmix against FastChat's algorithm.
+
+    PYTHONPATH=src python bench/bench_arena.py [--battles 1000000] [--models 200] [--n-boot 1000]
+
+Times, on the same simulated battles (Davidson ties, a first-shown advantage, 50,000 prompts):
+
+- ``bradley_terry`` with analytic intervals: Davidson ties + position effect with the sandwich
+  clustered by prompt; and FastChat's convention (ties as half wins, no position effect) with
+  the per-battle sandwich; rank sets left out (they are timed separately for fewer models);
+- ``bradley_terry(ci="bootstrap")``: ``--n-boot`` replicates of battles (FastChat's convention),
+  on ``--jobs`` workers;
+- FastChat's ``compute_mle_elo`` as reimplemented in ``tests/reference/arena_fastchat.py``
+  (duplicated battles, one logistic regression on a dense 2N x K design; statsmodels IRLS instead
+  of scikit-learn), once, and the time its bootstrap of ``--n-boot`` rounds would take (one round
+  timed, times ``--n-boot``), and the largest rating difference between the two fits.
+
+Prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+
+from arena_fastchat import compute_mle_elo  # noqa: E402
+
+from evalmix.arena import bradley_terry  # noqa: E402
+
+
+def simulate(n: int, k: int, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, k)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    d = theta[a] - theta[b] + 0.1
+    pa, pb, nu = np.exp(d / 2), np.exp(-d / 2), 0.5
+    u = rng.random(n) * (pa + pb + nu)
+    won = np.where(u < pa, "model_a", np.where(u < pa + pb, "model_b", "tie"))
+    names = np.array([f"model-{i:03d}" for i in range(k)])
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": won,
+                         "prompt": rng.integers(0, 50_000, n)})
+
+
+def timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--battles", type=int, default=1_000_000)
+    ap.add_argument("--models", type=int, default=200)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--skip-fastchat", action="store_true")
+    args = ap.parse_args()
+    battles = simulate(args.battles, args.models)
+    out: dict[str, object] = {"battles": args.battles, "models": args.models, "n_boot": args.n_boot,
+                              "cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    _, out["davidson_position_sandwich_by_prompt_s"] = timed(
+        bradley_terry, battles, cluster="prompt", rank_sets=False)
+    half, out["half_ties_sandwich_s"] = timed(bradley_terry, battles, ties="half", position=False, rank_sets=False)
+    boot, out["half_ties_bootstrap_s"] = timed(
+        bradley_terry, battles, ties="half", position=False, ci="bootstrap", n_boot=args.n_boot, seed=1,
+        rank_sets=False, n_jobs=args.jobs)
+    out["bootstrap_se_over_sandwich_se_median"] = float(np.median(boot.table["se"] / half.table["se"]))
+    if not args.skip_fastchat:
+        elo, t_fc = timed(compute_mle_elo, battles[["model_a", "model_b", "winner"]])
+        out["fastchat_mle_s"] = t_fc
+        out["fastchat_bootstrap_estimated_s"] = t_fc * args.n_boot
+        ours = half.table.set_index("model")["estimate"]
+        out["max_abs_rating_difference_vs_fastchat"] = float(np.max(np.abs(ours.loc[elo.index] - elo.to_numpy())))
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
