@@ -96,6 +96,7 @@ def test_davidson_ties_equal_the_log_linear_fit_in_r():
 def test_half_ties_equal_fastchat_compute_mle_elo():
     fit = bradley_terry(BATTLES, ties="half", position=False, rank_sets=False)
     np.testing.assert_allclose(_by_model(fit, "estimate", FASTCHAT["model"]), FASTCHAT["rating"], atol=1e-6)
+    np.testing.assert_allclose(_by_model(fit, "estimate", FASTCHAT["model"]), FASTCHAT["rating_with_tie"], atol=1e-6)
     assert fit.table["model"].tolist() == FASTCHAT["model"]
 
 

@@ -178,9 +178,9 @@ def _code_battles(table: pd.DataFrame, where: str, model_a: str, model_b: str, w
     if len(labels) < 2:
         raise DataError(f"{where}a leaderboard needs battles between at least two models")
     cluster = None
-    for role, col in extra.items():
-        if col is not None:
-            codes, _ = _factor(table, col, where, strip=role != "turn")
+    for role, name in extra.items():
+        if name is not None:
+            codes, _ = _factor(table, name, where, strip=role != "turn")
             if role == "prompt":
                 cluster = codes
     return _Coded(labels=labels, a=ia.astype(np.int64), b=ib.astype(np.int64), outcome=wcode[cw], cluster=cluster)
@@ -205,10 +205,10 @@ class _Pairs:
     k: int
 
 
-def _pair_terms(d: np.ndarray, tau: float, counts: np.ndarray, ties: str
-                ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair: log-likelihood (summed), the score and information in ``d`` and ``tau``, and the
-    per-outcome scores (n_pairs, 3) in ``d`` and in ``tau`` (for the sandwich)."""
+def _pair_terms(d: np.ndarray, tau: float, counts: np.ndarray, ties: str, want_scores: bool = False
+                ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per pair: log-likelihood (summed), the score and information in ``d`` and ``tau``, and (with
+    ``want_scores``) the per-outcome scores, shape (2, n_pairs, 3): in ``d`` and in ``tau``."""
     w, lo, t = counts[:, 0], counts[:, 1], counts[:, 2]
     if ties == "davidson":
         s = np.stack([d / 2, -d / 2, np.full_like(d, tau)], axis=1)  # log-linear: three outcomes
@@ -216,31 +216,33 @@ def _pair_terms(d: np.ndarray, tau: float, counts: np.ndarray, ties: str
         p = np.exp(s - lse[:, None])
         n = w + lo + t
         ll = float(np.sum(w * s[:, 0] + lo * s[:, 1] + t * tau - n * lse))
-        x_d = np.array([0.5, -0.5, 0.0])  # sufficient statistic of each outcome for d and tau
-        x_t = np.array([0.0, 0.0, 1.0])
-        mean_d = (p[:, 0] - p[:, 1]) / 2
-        score_d = x_d[None, :] - mean_d[:, None]
-        score_t = x_t[None, :] - p[:, 2:3]
-        g_d = (counts * score_d).sum(1)
-        g_t = (counts * score_t).sum(1)
+        mean_d = (p[:, 0] - p[:, 1]) / 2  # E of the sufficient statistic (1/2, -1/2, 0) for d
+        g_d = (w - lo) / 2 - n * mean_d
+        g_t = t - n * p[:, 2]
         i_dd = n * ((p[:, 0] + p[:, 1]) / 4 - mean_d**2)
         i_dt = -n * p[:, 2] * mean_d
         i_tt = n * p[:, 2] * (1 - p[:, 2])
-        return ll, g_d, g_t, i_dd, i_dt, i_tt, np.stack([score_d, score_t])
+        scores = None
+        if want_scores:
+            score_d = np.array([0.5, -0.5, 0.0])[None, :] - mean_d[:, None]
+            score_t = np.array([0.0, 0.0, 1.0])[None, :] - p[:, 2:3]
+            scores = np.stack([score_d, score_t])
+        return ll, g_d, g_t, i_dd, i_dt, i_tt, scores
     # binomial: a tie is half a win for each side ("half") or no battle at all ("drop")
     half = 0.5 if ties == "half" else 0.0
     succ = w + half * t
     trials = w + lo + (t if ties == "half" else 0.0)
-    log_p, log_q = -np.logaddexp(0.0, -d), -np.logaddexp(0.0, d)
+    log_p = -np.logaddexp(0.0, -d)
     prob = np.exp(log_p)
-    ll = float(np.sum(succ * log_p + (trials - succ) * log_q))
-    y = np.array([1.0, 0.0, half])
-    score_d = y[None, :] - prob[:, None]
-    if ties == "drop":
-        score_d[:, 2] = 0.0
+    ll = float(np.sum(succ * log_p + (trials - succ) * (log_p - d)))
     zero = np.zeros_like(d)
-    return (ll, succ - trials * prob, zero, trials * prob * (1 - prob), zero, zero,
-            np.stack([score_d, np.zeros_like(score_d)]))
+    scores = None
+    if want_scores:
+        score_d = np.array([1.0, 0.0, half])[None, :] - prob[:, None]
+        if ties == "drop":
+            score_d[:, 2] = 0.0
+        scores = np.stack([score_d, np.zeros_like(score_d)])
+    return ll, succ - trials * prob, zero, trials * prob * (1 - prob), zero, zero, scores
 
 
 class _Model:
@@ -260,11 +262,12 @@ class _Model:
         return theta, h, tau
 
     def evaluate(self, x: np.ndarray, pairs: _Pairs, info: bool = True
-                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        """Log-likelihood, gradient, information (negative Hessian) and the per-outcome scores."""
+                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Log-likelihood, gradient, information (negative Hessian); without ``info``, the
+        per-outcome scores instead."""
         theta, h, tau = self.unpack(x)
         d = theta[pairs.a] - theta[pairs.b] + h
-        ll, g_d, g_t, i_dd, i_dt, i_tt, scores = _pair_terms(d, tau, pairs.counts, self.ties)
+        ll, g_d, g_t, i_dd, i_dt, i_tt, scores = _pair_terms(d, tau, pairs.counts, self.ties, want_scores=not info)
         k = self.k
         grad_theta = np.bincount(pairs.a, g_d, k) - np.bincount(pairs.b, g_d, k)
         parts: list[np.ndarray] = [grad_theta[self.free]]
@@ -294,8 +297,12 @@ class _Model:
         return np.concatenate([self.free, np.asarray(extra, int)])
 
 
-def _newton(model: _Model, pairs: _Pairs, x0: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, int, bool]:
-    """Maximise the (concave) log-likelihood by Newton's method with step halving."""
+def _newton(model: _Model, pairs: _Pairs, x0: np.ndarray, tol: float = _NEWTON_TOL, final: bool = True
+            ) -> tuple[np.ndarray, float, np.ndarray, int, bool]:
+    """Maximise the (concave) log-likelihood by Newton's method with step halving.
+
+    Stops when no parameter moves more than ``tol``; with ``final=False`` (bootstrap replicates)
+    a step that small is taken without evaluating the likelihood at its end once more."""
     x = x0.copy()
     ll, grad, info, _ = model.evaluate(x, pairs)
     for it in range(1, _NEWTON_MAXIT + 1):
@@ -303,6 +310,8 @@ def _newton(model: _Model, pairs: _Pairs, x0: np.ndarray) -> tuple[np.ndarray, f
             step = np.linalg.solve(info, grad)
         except np.linalg.LinAlgError:
             return x, ll, info, it, False
+        if not final and np.max(np.abs(step)) < tol:
+            return x + step, ll, info, it, bool(np.all(np.isfinite(step)))
         t = 1.0
         while True:
             x_new = x + t * step
@@ -311,7 +320,7 @@ def _newton(model: _Model, pairs: _Pairs, x0: np.ndarray) -> tuple[np.ndarray, f
                 break
             t /= 2
         x, ll, grad, info = x_new, ll_new, grad_new, info_new
-        if np.max(np.abs(t * step)) < _NEWTON_TOL:
+        if np.max(np.abs(t * step)) < tol:
             return x, ll, info, it, True
     return x, ll, info, _NEWTON_MAXIT, False
 
@@ -699,10 +708,11 @@ def _check_position(pairs: _Pairs, k: int) -> None:
                         "pairs are shown in one order only); use position=False")
 
 
-def _meat(model: _Model, pairs: _Pairs, scores: np.ndarray, pair_of: np.ndarray, outcome: np.ndarray,
+def _meat(model: _Model, pairs: _Pairs, scores: np.ndarray | None, pair_of: np.ndarray, outcome: np.ndarray,
           groups: np.ndarray | None) -> np.ndarray:
     """Sum over clusters of the outer products of their score sums (the sandwich's B)."""
     k = model.k
+    assert scores is not None  # evaluate(info=False) returns them
     score_d, score_t = scores  # (n_pairs, 3) each
     if groups is None:  # every battle its own cluster: battles of one (pair, outcome) share a score
         n_g = pairs.counts.ravel()
@@ -789,6 +799,8 @@ def _params(model: _Model, x: np.ndarray, cov_x: np.ndarray, reps: np.ndarray | 
 # the bootstrap: resampled counts, each replicate refitted from the estimate
 
 _BOOT_CHUNK = 50
+# replicates are refitted to 1e-7 logits (2e-5 Elo points), far below their spread
+_BOOT_TOL = 1e-7
 
 
 def _bootstrap(model: _Model, pairs: _Pairs, x: np.ndarray, pair_of: np.ndarray, outcome: np.ndarray,
@@ -826,7 +838,7 @@ def _boot_fits(size: int, rng: np.random.Generator, model: _Model, pairs: _Pairs
             m = incidence.shape[0]
             counts = incidence.T @ rng.multinomial(m, np.full(m, 1.0 / m)).astype(float)
         rep = _Pairs(a=pairs.a, b=pairs.b, counts=np.asarray(counts, float).reshape(-1, 3), k=pairs.k)
-        xr, _, _, _, converged = _newton(model, rep, x)
+        xr, _, _, _, converged = _newton(model, rep, x, tol=_BOOT_TOL, final=False)
         theta, _, _ = model.unpack(xr)
         if converged and np.ptp(theta) <= _DIVERGED and np.all(np.isfinite(xr)):
             out[r] = xr
