@@ -106,7 +106,11 @@ def test_elo_scale_and_reference_anchor():
     assert logit.table["estimate"].mean() == pytest.approx(0.0, abs=1e-12)
     np.testing.assert_allclose(elo.table["estimate"], 1000 + ELO_PER_LOGIT * logit.table["estimate"], atol=1e-9)
     np.testing.assert_allclose(elo.table["se"], ELO_PER_LOGIT * logit.table["se"], rtol=1e-10)
-    ref = bradley_terry(BATTLES, reference="m03", anchor=1114.0, rank_sets=False)
+    ref = bradley_terry(BATTLES, reference="m03", anchor=1114.0)
+    # the rank sets read differences only: the same with either anchor
+    mean_anchored = bradley_terry(BATTLES)
+    for col in ("rank_low", "rank_high", "tie_group"):
+        assert ref.table[col].tolist() == mean_anchored.table[col].tolist()
     assert _by_model(ref, "estimate", ["m03"])[0] == pytest.approx(1114.0, abs=1e-9)
     shift = _by_model(ref, "estimate", OTHERS) - _by_model(elo, "estimate", OTHERS)
     np.testing.assert_allclose(shift, shift[0], atol=1e-8)  # only the anchor moves
@@ -209,6 +213,10 @@ def test_ratings_that_do_not_exist_are_refused():
                           "winner": ["model_a", "model_b", "tie", "model_b"]})
     with pytest.raises(DataError, match="first-shown advantage cannot be told apart"):
         bradley_terry(chain)
+    only_ties = pd.concat([_simulate(200, 3, np.random.default_rng(3)),
+                           pd.DataFrame({"model_a": ["m9"], "model_b": ["m0"], "winner": ["tie"]})])
+    with pytest.raises(DataError, match=r"\['m9'\] have only ties"):
+        bradley_terry(only_ties, ties="drop")
     with pytest.raises(DataError, match="reference model 'nobody'"):
         bradley_terry(BATTLES, reference="nobody")
     with pytest.raises(DataError, match="no cluster column 'judge'"):

@@ -554,12 +554,13 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     if keep is not None:
         ia, ib, outcome = ia[keep], ib[keep], outcome[keep]
         clusters = None if clusters is None else np.unique(clusters[keep], return_inverse=True)[1]
-    used = np.union1d(np.unique(ia), np.unique(ib))
-    if len(used) < len(coded.labels):  # a model whose battles were all dropped ties
-        remap = np.full(len(coded.labels), -1)
-        remap[used] = np.arange(len(used))
-        ia, ib = remap[ia], remap[ib]
-    labels = coded.labels[used]
+    seen = np.zeros(len(coded.labels), bool)
+    seen[ia] = seen[ib] = True
+    if not seen.all():
+        only_ties = coded.labels[~seen].tolist()
+        raise DataError(f"model(s) {only_ties[:5]} have only ties, so with ties='drop' they cannot be rated; "
+                        "use ties='davidson' or 'half', or leave them out")
+    labels = coded.labels
     k, n = len(labels), len(ia)
     if k < 2:
         raise DataError("a leaderboard needs decisive battles between at least two models")
