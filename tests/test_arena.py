@@ -322,6 +322,11 @@ def test_model_names_are_escaped_in_html_and_latex():
     fit = bradley_terry(df, rank_sets=False)
     assert "<b>m0</b>" not in fit._repr_html_() and "&lt;b&gt;m0&lt;/b&gt;" in fit._repr_html_()
     assert "m\\_1 \\& 50\\%" in fit.to_latex()
+    named = bradley_terry(df.rename(columns={"prompt": "<i>p</i>"}), cluster="<i>p</i>", reference="<b>m0</b>",
+                          rank_sets=False)
+    page = named._repr_html_()
+    assert "<i>p</i>" not in page and "&lt;i&gt;p&lt;/i&gt;" in page and "<b>m0</b>" not in page
+    assert "clustered by <i>p</i>" in repr(named)
 
 
 def test_cli_table_and_json_equal_the_library(capsys):

@@ -29,6 +29,7 @@ the cost grows with the number of rows only through that one pass.
 
 from __future__ import annotations
 
+import html
 import math
 import warnings
 from dataclasses import dataclass
@@ -388,7 +389,7 @@ class BradleyTerryResult(Result):
 
     def _header(self) -> list[str]:
         unit = "Elo points (400 per factor 10 in odds)" if self.scale == "elo" else "logits"
-        where = "reference model" if self.reference is not None else "mean rating"
+        where = f"reference model {self.reference!r}" if self.reference is not None else "mean rating"
         ci = {"sandwich": "sandwich" + (f" clustered by {self.cluster}" if self.cluster else " (per battle)"),
               "hessian": "inverse information", "bootstrap": f"percentile bootstrap ({self.n_boot} replicates"
               + (f" of {self.cluster} clusters)" if self.cluster else " of battles)")}[self.ci]
@@ -403,6 +404,13 @@ class BradleyTerryResult(Result):
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
+
+    def _repr_html_(self) -> str:
+        # the header names user columns and models: escaped like the table cells
+        head = [html.escape(line) for line in (self._title(), *self._header())]
+        out = "<p><b>" + head[0] + "</b>" + "".join(f"<br>{h}" for h in head[1:]) + "</p>\n"
+        out += self.to_frame().to_html(index=False, max_rows=40)
+        return out + "\n<p>" + "<br>".join(html.escape(n) for n in self._notes()) + "</p>"
 
     def to_dict(self) -> dict[str, Any]:
         doc = super().to_dict() | {
