@@ -75,6 +75,8 @@ DOMAIN = {
     "source", "includes", "mean_square", "variance_raw", "section", "caption",
     # prediction-powered inference: the judge's weight, labels saved, simulated intervals
     "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
+    # arena battles
+    "n_battles", "wins", "losses", "ties",
 }
 
 
@@ -168,6 +170,7 @@ CALLS = {
     "ppi_difference": lambda c: evalmix.ppi_difference(_judged(), a="a", b="b", method=["ppi", "judge_only"]),
     "ppi_coverage_study": lambda c: evalmix.ppi_coverage_study(n_items=60, n_labelled=15, n_runs=2,
                                                                n_sims=5, seed=1),
+    "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
     # evalmix.repetitions
     "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
         c["runs"], ["model", "language", "prompt"], max_runs=3),
@@ -197,7 +200,7 @@ CALLS = {
 
 # public functions that return no table: readers, formatters, scalars, arrays
 NOT_RESULTS = {
-    "load_table", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
+    "load_table", "read_battles", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals",
     "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",

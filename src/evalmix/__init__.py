@@ -62,6 +62,8 @@ _EXPORTS: dict[str, str] = {
     # leaderboards: simultaneous rank sets and tie groups; errored samples
     "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_glmm": "leaderboard",
     "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
+    # pairwise-preference (arena) leaderboards: Bradley-Terry ratings
+    "BradleyTerryResult": "arena", "bradley_terry": "arena", "read_battles": "arena",
     "ErroredAccuracy": "descriptive", "accuracy_bounds": "descriptive",
     # the whole study in one call: tables, figures and the HTML page
     "Report": "reporting", "report": "reporting",
@@ -113,6 +115,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import bayes, power, repetitions, simulate
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+    from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import DataError, FormulaError
-from . import _common, comparisons, describe, inference, leaderboard, reliability, report
+from . import _common, arena, comparisons, describe, inference, leaderboard, reliability, report
 from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
@@ -29,6 +29,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], object]] = [
     *reliability.PARSERS,
     *comparisons.PARSERS,
     leaderboard.add_parser,
+    arena.add_parser,
     report.add_parser,
 ]
 

@@ -1,0 +1,65 @@
+"""``evalmix arena``: Bradley-Terry ratings (Elo scale) of pairwise battles, with intervals, the tie
+and first-position parameters, rank sets and tie groups."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..arena import bradley_terry
+from ._common import conf_level, dump_json, emit, positive_int, records
+
+
+def run_arena(args: argparse.Namespace) -> int:
+    if args.ci != "bootstrap" and args.n_boot is not None:
+        raise SystemExit("--n-boot is used with --ci bootstrap only")
+    fit = bradley_terry(args.data, model_a=args.model_a, model_b=args.model_b, winner=args.winner,
+                        ties=args.ties, position=not args.no_position, cluster=args.cluster, ci=args.ci,
+                        n_boot=args.n_boot or 1000, seed=args.seed, conf_level=args.conf_level,
+                        reference=args.reference, scale=args.scale, rank_sets=not args.no_rank_sets)
+    if args.latex:
+        print(fit.to_latex())
+        return 0
+    if args.json:
+        doc = {"command": args.command} | fit.to_dict()
+        doc["table"] = records(fit.to_frame())
+        doc["params"] = records(fit.params)
+        dump_json(doc)
+        return 0
+    emit(args, fit)
+    for line in fit.summary().notes:
+        print(line)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "arena", help="Bradley-Terry (Elo) ratings of pairwise battles, with rank sets",
+        description="Rate models from pairwise battles (model A vs model B: a winner or a tie) by "
+                    "Bradley-Terry maximum likelihood, with Davidson ties and a first-shown advantage; "
+                    "ratings on the Elo scale (400 points = odds of 10 to 1, mean 1000), sandwich "
+                    "intervals clustered by --cluster (or the bootstrap), simultaneous rank sets and tie "
+                    "groups.  DATA is a battle table (.csv, .tsv, .parquet, .jsonl or .json) with columns "
+                    "model_a, model_b and winner ('model_a', 'model_b', 'tie', 'tie (bothbad)', or 'a', "
+                    "'b', 'tie').")
+    p.add_argument("data", metavar="DATA", help="battle table")
+    p.add_argument("--model-a", default="model_a", help="column of the model shown first (default: model_a)")
+    p.add_argument("--model-b", default="model_b", help="column of the model shown second (default: model_b)")
+    p.add_argument("--winner", default="winner", help="outcome column (default: winner)")
+    p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
+                   help="Davidson's tie model (default), half a win each (FastChat), or left out")
+    p.add_argument("--no-position", action="store_true", help="do not fit the first-shown advantage")
+    p.add_argument("--cluster", default=None, metavar="COLUMN",
+                   help="cluster column (e.g. prompt) of the sandwich or the bootstrap")
+    p.add_argument("--ci", choices=["sandwich", "hessian", "bootstrap"], default="sandwich",
+                   help="interval: sandwich (default), inverse information, or percentile bootstrap")
+    p.add_argument("--n-boot", type=positive_int, default=None, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--reference", default=None, metavar="MODEL",
+                   help="model whose rating is fixed at 1000 (default: the mean rating is 1000)")
+    p.add_argument("--scale", choices=["elo", "logit"], default="elo", help="rating scale (default: elo)")
+    p.add_argument("--no-rank-sets", action="store_true",
+                   help="skip the rank sets and tie groups (slow for hundreds of models)")
+    p.add_argument("--latex", action="store_true", help="print the leaderboard as a LaTeX table")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=run_arena)
