@@ -336,20 +336,21 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     grids = [_grid(e, sd_item, sd_response, sd_judge, n_nodes) for e in models]
     w = grids[0][1]
     signs = [1.0] if eta_b is None else [1.0, -1.0]
-    m_ab = sum(s * (w @ p.transpose(0, 2, 1)) for s, (p, _) in zip(signs, grids))  # E_c: items x judges
-    m_ab = np.asarray(m_ab)
+    ww = np.outer(w, w)
+    # E over the response effect: items x judges
+    m_ab = np.asarray(sum(s * np.einsum("icj,c->ij", p, w) for s, (p, _) in zip(signs, grids)))
     acc = float(w @ m_ab @ w)
     judge = _var(w @ m_ab, w)
     item = _var(m_ab @ w, w)
-    item_judge = max(0.0, float(((m_ab - acc) ** 2 * np.outer(w, w)).sum()) - item - judge)
+    item_judge = max(0.0, float(((m_ab - acc) ** 2 * ww).sum()) - item - judge)
     response = within = bern = 0.0
     for p, _ in grids:
-        over_b = p @ w  # item x response
-        response += float(((over_b - (over_b @ w)[:, None]) ** 2 * np.outer(w, w)).sum())
-        cond = w @ p.transpose(0, 2, 1)  # E_c, items x judges
-        second = w @ (p ** 2).transpose(0, 2, 1)
-        within += float(((second - cond ** 2) * np.outer(w, w)).sum())
-        bern += float((w @ (p * (1 - p)).transpose(0, 2, 1) * np.outer(w, w)).sum())
+        over_b = np.einsum("icj,j->ic", p, w)  # E over judges: items x responses
+        response += float(((over_b - (over_b @ w)[:, None]) ** 2 * ww).sum())
+        cond = np.einsum("icj,c->ij", p, w)
+        second = np.einsum("icj,c->ij", p ** 2, w)
+        within += float(((second - cond ** 2) * ww).sum())
+        bern += float((np.einsum("icj,c->ij", p * (1 - p), w) * ww).sum())
     total = float(((m_ab - acc) ** 2 * np.outer(w, w)).sum()) + within + bern
     residual = total - judge - item - item_judge - response
     return {"accuracy": acc, "judge": judge, "item": item, "item:judge": item_judge,
