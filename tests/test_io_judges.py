@@ -170,7 +170,7 @@ def test_cli_judges_json_is_strict_and_complete(verdicts, capsys):
 def test_cli_judges_text_and_mt_bench_agreement(verdicts, capsys):
     assert main(["judges", str(verdicts)]) == 0
     out = capsys.readouterr().out
-    assert "model:judge LRT" in out and "Variance components" in out
+    assert "model:judge LRT" in out and "Random effects" in out
     assert main(["judges", str(MT), "--agreement", "--level", "ordinal"]) == 0
     assert "krippendorff_alpha" in capsys.readouterr().out
     assert main(["judges", str(MT), "--threshold", "7", "--json"]) == 0

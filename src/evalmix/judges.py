@@ -603,7 +603,7 @@ class JudgeStudy(Result):
                         ("Judge means (probability)", self.means),
                         ("Accuracy by model and judge", self.by_judge),
                         ("Agreement", self.agreement.table),
-                        ("Variance components (judge as a random effect)", self.variance),
+                        ("Random effects", self.variance),
                         ("Accuracy-scale parts for planning", self.components)],
                        [f"judge share of the latent variance: {self.judge_share:.3f}"])
 
