@@ -20,14 +20,15 @@ JUDGE_BIAS = {"gpt": 0.0, "claude": 0.5, "llama": -0.6}
 
 
 def simulate(seed: int = 3, n_items: int = 50, n_runs: int = 2, sd_item: float = 1.2,
-             sd_response: float = 0.6) -> pd.DataFrame:
+             sd_response: float = 0.6, sd_model_item: float = 0.8) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     a = rng.normal(0, sd_item, n_items)
     rows = []
     for m, mb in (("m1", 0.0), ("m2", 0.6), ("m3", 1.1)):
+        d = rng.normal(0, sd_model_item, n_items)
         for i in range(n_items):
             for r in range(n_runs):
-                c = rng.normal(0, sd_response)
+                c = d[i] + rng.normal(0, sd_response)
                 for j, jb in JUDGE_BIAS.items():
                     p = expit(mb + jb + a[i] + c)
                     rows.append((m, f"q{i}", r + 1, j, int(rng.random() < p)))
@@ -86,11 +87,13 @@ def test_interaction_lrt_equals_twice_the_loglik_difference(runs, study):
 
 def test_variance_components_equal_the_random_judge_fit(runs, study):
     df = _direct(runs)
-    fit = evalmix.glmer("y ~ model + (1|judge) + (1|item) + (1|response)", df)
+    df["model_item"] = df["model"] + "|" + df["item"]
+    fit = evalmix.glmer("y ~ model + (1|judge) + (1|item) + (1|model_item) + (1|response)", df)
     vc = fit.varcorr.set_index("group")["variance"]
     var = study.variance.set_index("group")
-    for g in ("judge", "item", "response"):
-        assert var.loc[g, "variance"] == pytest.approx(vc[g], rel=1e-6)
+    for g in ("judge", "item", "response", "model_item"):
+        assert var.loc[g.replace("_", ":"), "variance"] == pytest.approx(vc[g], rel=1e-6)
+    assert var.loc["model:item", "variance"] > 0.1  # simulated with SD 0.8
     latent = vc.sum() + math.pi**2 / 3
     assert study.judge_share == pytest.approx(vc["judge"] / latent, rel=1e-6)
     assert var["share"].sum() == pytest.approx(1.0, abs=1e-12)
@@ -183,14 +186,14 @@ def test_components_add_up_to_the_bernoulli_variance():
     assert same["judge"] == pytest.approx(0, abs=1e-14) and same["item"] == pytest.approx(0, abs=1e-14)
 
 
-def _simulated_means(rng, n_sims, n_i, n_r, n_j, eta, sd, eta_b=None):
+def _simulated_means(rng, n_sims, n_i, n_r, n_j, eta, sd, eta_b=None, sd_mi=0.0):
     a = rng.normal(0, sd[0], (n_sims, n_i, 1, 1))
     b = rng.normal(0, sd[2], (n_sims, 1, 1, n_j))
-    c = rng.normal(0, sd[1], (n_sims, n_i, n_r, 1))
+    c = rng.normal(0, sd[1], (n_sims, n_i, n_r, 1)) + rng.normal(0, sd_mi, (n_sims, n_i, 1, 1))
     y = rng.random((n_sims, n_i, n_r, n_j)) < expit(eta + a + b + c)
     out = y.mean(axis=(1, 2, 3))
     if eta_b is not None:
-        c2 = rng.normal(0, sd[1], (n_sims, n_i, n_r, 1))
+        c2 = rng.normal(0, sd[1], (n_sims, n_i, n_r, 1)) + rng.normal(0, sd_mi, (n_sims, n_i, 1, 1))
         y2 = rng.random((n_sims, n_i, n_r, n_j)) < expit(eta_b + a + b + c2)
         out = out - y2.mean(axis=(1, 2, 3))
     return out
@@ -223,16 +226,28 @@ def test_se_formula_against_seeded_simulation(judges):
     assert observed == pytest.approx(expected, rel=0.045)
 
 
-def test_difference_se_against_seeded_simulation():
+@pytest.mark.parametrize("sd_mi", [0.0, 0.9])
+def test_difference_se_against_seeded_simulation(sd_mi):
     rng = np.random.default_rng(7)
     sd = (1.2, 0.5, 0.7)
-    comp = judge_components(0.2, eta_b=-0.4, sd_item=sd[0], sd_response=sd[1], sd_judge=sd[2])
-    diffs = _simulated_means(rng, 4000, 25, 2, 2, 0.2, sd, eta_b=-0.4)
+    comp = judge_components(0.2, eta_b=-0.4, sd_item=sd[0], sd_response=sd[1], sd_judge=sd[2], sd_model_item=sd_mi)
+    diffs = _simulated_means(rng, 4000, 25, 2, 2, 0.2, sd, eta_b=-0.4, sd_mi=sd_mi)
     assert diffs.std(ddof=1) == pytest.approx(judge_se(comp, 25, 2, 2), rel=0.045)
     assert diffs.mean() == pytest.approx(comp["accuracy"], abs=4 * diffs.std(ddof=1) / math.sqrt(4000))
     # the same judges grade both models: most of the judge variance cancels in the difference
     single = judge_components(0.2, sd_item=sd[0], sd_response=sd[1], sd_judge=sd[2])
     assert comp["judge"] < 0.1 * single["judge"]
+
+
+def test_model_by_item_variance_adds_to_the_item_part_of_one_model():
+    """For one model a model-by-item effect is part of its item effect: SDs add in quadrature."""
+    with_mi = judge_components(0.3, sd_item=0.8, sd_model_item=0.6, sd_response=0.4, sd_judge=0.5)
+    pooled = judge_components(0.3, sd_item=1.0, sd_response=0.4, sd_judge=0.5)
+    for k in ("accuracy", *COMPONENTS):
+        assert with_mi[k] == pytest.approx(pooled[k], abs=2e-6)
+    rng = np.random.default_rng(11)
+    means = _simulated_means(rng, 4000, 30, 2, 3, 0.3, (0.8, 0.4, 0.5), sd_mi=0.6)
+    assert means.std(ddof=1) == pytest.approx(judge_se(with_mi, 30, 2, 3), rel=0.045)
 
 
 def test_plan_is_the_cheapest_design_meeting_the_target():

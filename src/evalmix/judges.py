@@ -282,37 +282,37 @@ def judge_agreement(data: RunsData, *, judge: str = "judge", outcome: str | None
 # accuracy-scale parts of a verdict, the SE of a design and the planner
 
 
-def _grid(eta: float, sd_item: float, sd_response: float, sd_judge: float, n_nodes: int
-          ) -> tuple[np.ndarray, np.ndarray]:
+def _nodes(sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes (scaled by ``sd``) and weights of a normal effect; one node when sd = 0."""
+    if sd == 0:
+        return np.zeros(1), np.ones(1)
     x, w = special.roots_hermitenorm(n_nodes)
-    w = w / w.sum()
-    p = special.expit(eta + sd_item * x[:, None, None] + sd_response * x[None, :, None]
-                      + sd_judge * x[None, None, :])  # axes: item, response, judge
-    return p, w
-
-
-def _var(values: np.ndarray, w: np.ndarray) -> float:
-    m = float(values @ w)
-    return float((values - m) ** 2 @ w)
+    return sd * x, w / w.sum()
 
 
 def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd_judge: float = 0.0,
-                     eta_b: float | None = None, n_nodes: int = 40) -> dict[str, float]:
+                     sd_model_item: float = 0.0, eta_b: float | None = None, n_nodes: int = 32
+                     ) -> dict[str, float]:
     """Accuracy-scale variance parts of a verdict implied by the logistic judge model.
 
-    For ``logit P(y = 1) = eta + b_j + a_i + c_ir`` with normal judge, item and response
-    intercepts of the given SDs (log-odds scale), returns the variance of each part of the
-    verdict (see the module notes): ``judge``, ``item``, ``item:judge``, ``response`` and
+    For ``logit P(y = 1) = eta + b_j + a_i + d_mi + c_mir`` with normal judge, item, model-by-item
+    and response intercepts of the given SDs (log-odds scale), returns the variance of each part
+    of the verdict (see the module notes): ``judge``, ``item``, ``item:judge``, ``response`` and
     ``residual`` (Bernoulli noise included), plus ``accuracy`` (the mean).  With ``eta_b`` the
     parts are those of the difference ``y_a - y_b`` of two models graded by the same judges on the
-    same items (independent responses); ``accuracy`` is then the difference of accuracies.
+    same items: the item effect ``a_i`` and the judges are shared, the model-by-item effects and
+    the responses are each model's own; ``accuracy`` is then the difference of accuracies.
 
     Parameters
     ----------
     eta : float
         Linear predictor of the model (log-odds at the average judge).
     sd_item, sd_response, sd_judge : float
-        Standard deviations of the item, response (item:run of one model) and judge intercepts.
+        Standard deviations of the item, response (one model's answer in one run) and judge
+        intercepts.
+    sd_model_item : float
+        Standard deviation of the model-by-item intercepts (an item is harder for one model than
+        for another); it is what keeps the item variance of a difference from cancelling.
     eta_b : float, optional
         Linear predictor of a second model: parts of the difference.
     n_nodes : int
@@ -329,32 +329,57 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     >>> round(c["accuracy"], 6), round(sum(c[k] for k in COMPONENTS), 6)
     (0.5, 0.25)
     """
-    for name, v in (("sd_item", sd_item), ("sd_response", sd_response), ("sd_judge", sd_judge)):
-        if not (math.isfinite(v) and v >= 0):
+    for name, v in (("sd_item", sd_item), ("sd_response", sd_response), ("sd_judge", sd_judge),
+                    ("sd_model_item", sd_model_item)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    models = [eta] if eta_b is None else [eta, eta_b]
-    grids = [_grid(e, sd_item, sd_response, sd_judge, n_nodes) for e in models]
-    w = grids[0][1]
-    signs = [1.0] if eta_b is None else [1.0, -1.0]
-    ww = np.outer(w, w)
-    # E over the response effect: items x judges
-    m_ab = np.asarray(sum(s * np.einsum("icj,c->ij", p, w) for s, (p, _) in zip(signs, grids)))
-    acc = float(w @ m_ab @ w)
-    judge = _var(w @ m_ab, w)
-    item = _var(m_ab @ w, w)
-    item_judge = max(0.0, float(((m_ab - acc) ** 2 * ww).sum()) - item - judge)
-    response = within = bern = 0.0
-    for p, _ in grids:
-        over_b = np.einsum("icj,j->ic", p, w)  # E over judges: items x responses
-        response += float(((over_b - (over_b @ w)[:, None]) ** 2 * ww).sum())
-        cond = np.einsum("icj,c->ij", p, w)
-        second = np.einsum("icj,c->ij", p ** 2, w)
-        within += float(((second - cond ** 2) * ww).sum())
-        bern += float((np.einsum("icj,c->ij", p * (1 - p), w) * ww).sum())
-    total = float(((m_ab - acc) ** 2 * np.outer(w, w)).sum()) + within + bern
-    residual = total - judge - item - item_judge - response
-    return {"accuracy": acc, "judge": judge, "item": item, "item:judge": item_judge,
-            "response": response, "residual": residual}
+    xa, wa = _nodes(sd_item, n_nodes)
+    xd, wd = _nodes(sd_model_item, n_nodes)
+    xc, wc = _nodes(sd_response, n_nodes)
+    xb, wb = _nodes(sd_judge, n_nodes)
+    models = [(eta, 1.0)] if eta_b is None else [(eta, 1.0), (eta_b, -1.0)]
+    # per model: m[a, d, b] = E_c P, its conditional variance over c, and the Bernoulli variance
+    mean_c, var_c, bern, resp = [], 0.0, 0.0, 0.0
+    wadb = wa[:, None, None] * wd[None, :, None] * wb[None, None, :]
+    for e, sign in models:
+        p = special.expit(e + xa[:, None, None, None] + xd[None, :, None, None] + xc[None, None, :, None]
+                          + xb[None, None, None, :])  # axes: item, model:item, response, judge
+        m = np.einsum("adcb,c->adb", p, wc)
+        second = np.einsum("adcb,c->adb", p * p, wc)
+        var_c += float(((second - m * m) * wadb).sum())
+        bern += float((np.einsum("adcb,c->adb", p * (1 - p), wc) * wadb).sum())
+        # response: variance over c of the judge-averaged verdict, within item (a, d)
+        over_b = np.einsum("adcb,b->adc", p, wb)
+        g_ad = over_b @ wc
+        resp += float((((over_b - g_ad[..., None]) ** 2) @ wc * wa[:, None] * wd[None, :]).sum())
+        mean_c.append((sign, m))
+    # E over d of each model's m (d is each model's own), and E over d of its square
+    e1 = [(s, np.einsum("adb,d->ab", m, wd)) for s, m in mean_c]
+    e2 = [np.einsum("adb,d->ab", m * m, wd) for _, m in mean_c]
+    mab = sum(s * x for s, x in e1)  # E[diff | a, b]
+    acc = float(wa @ mab @ wb)
+    # E[diff^2 | a, b] over the independent model:item effects
+    sq = sum(e2) + (2 * e1[0][0] * e1[1][0] * e1[0][1] * e1[1][1] if len(e1) == 2 else 0.0)
+    var_ab = float((sq * np.outer(wa, wb)).sum()) - acc**2  # Var over (a, d's, b) of E_c diff
+    judge = _var(wa @ mab, wb)
+    # item: Var over (a, d's) of E_b diff
+    g1 = [(s, x @ wb) for s, x in e1]  # E_b, per a (after E over d)
+    g2 = [np.einsum("adb,b->ad", m, wb) for _, m in mean_c]
+    g2sq = [(g * g) @ wd for g in g2]
+    sq_item = sum(g2sq) + (2 * g1[0][0] * g1[1][0] * g1[0][1] * g1[1][1] if len(g1) == 2 else 0.0)
+    item = float(sq_item @ wa) - acc**2
+    item_judge = max(0.0, var_ab - item - judge)
+    total = var_ab + var_c + bern
+    residual = total - judge - item - item_judge - resp
+    parts = {"judge": judge, "item": item, "item:judge": item_judge, "response": resp, "residual": residual}
+    # quadrature round-off of an absent source (an SD of 0) is no variance: report an exact 0
+    scale = max(total, 1e-300)
+    return {"accuracy": acc, **{k: (0.0 if abs(v) < 1e-12 * scale else v) for k, v in parts.items()}}
+
+
+def _var(values: np.ndarray, w: np.ndarray) -> float:
+    m = float(values @ w)
+    return float((values - m) ** 2 @ w)
 
 
 def _part(comp: Mapping[str, float], name: str) -> float:
@@ -625,7 +650,8 @@ class JudgeStudy(Result):
         eta = comp["eta"].astype(float)
         return judge_components(float(eta[str(a)]), eta_b=float(eta[str(b)]),
                                 sd_item=float(sd.get("item", 0.0)), sd_response=float(sd.get("response", 0.0)),
-                                sd_judge=float(sd.get("judge", 0.0)), n_nodes=n_nodes)
+                                sd_judge=float(sd.get("judge", 0.0)),
+                                sd_model_item=float(sd.get("model:item", 0.0)), n_nodes=n_nodes)
 
     def to_dict(self) -> dict[str, Any]:
         it = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.interaction.items()}
@@ -738,6 +764,12 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     formulas = {"additive": f"y ~ {fixed} + {rand}",
                 "interaction": f"y ~ model * judge + {rand}" if n_models > 1 else "",
                 "random_judge": ("y ~ model + " if n_models > 1 else "y ~ 1 + ") + f"(1|judge) + {rand}"}
+    # an item harder for one model than for another: separable from the responses only with
+    # repeated runs, and what the planner needs for differences between models
+    pairs = df.groupby(["model", "item"], sort=False)["run"].nunique()
+    if n_models > 1 and (pairs > 1).any():
+        df = df.assign(model_item=df["model"] + "\x1f" + df["item"])
+        formulas["random_judge"] = "y ~ model + (1|judge) + (1|item) + (1|model_item) + (1|response)"
     fits: dict[str, Any] = {"additive": glmer(formulas["additive"], df)}
     if n_models > 1:
         fits["interaction"] = glmer(formulas["interaction"], df)
@@ -759,7 +791,7 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     means = regrid(emm).to_frame()
     means["eta"] = emm.to_frame()["estimate"].to_numpy()
     vc = fits["random_judge"].varcorr
-    variance = pd.DataFrame({"group": vc["group"].to_numpy(), "variance": vc["variance"].to_numpy(float),
+    variance = pd.DataFrame({"group": vc["group"].replace({"model_item": "model:item"}).to_numpy(), "variance": vc["variance"].to_numpy(float),
                              "sd": vc["sd"].to_numpy(float)})
     latent = float(variance["variance"].sum()) + math.pi**2 / 3
     variance = pd.concat([variance, pd.DataFrame({"group": ["residual (logistic)"], "variance": [math.pi**2 / 3],
@@ -773,7 +805,8 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     comp_rows = []
     for lev, eta in etas:
         c = judge_components(float(eta), sd_item=float(sd.get("item", 0.0)), sd_response=float(sd.get("response", 0.0)),
-                             sd_judge=float(sd.get("judge", 0.0)), n_nodes=n_nodes)
+                             sd_judge=float(sd.get("judge", 0.0)), sd_model_item=float(sd.get("model:item", 0.0)),
+                             n_nodes=n_nodes)
         comp_rows.append({"model": str(lev), "eta": float(eta), **c})
     agreement = _agreement(long, "nominal", conf_level)
     return JudgeStudy(bias=bias, means=means, by_judge=by, interaction=interaction, agreement=agreement,
