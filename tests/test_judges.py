@@ -15,6 +15,7 @@ from scipy.special import expit
 import evalmix
 from evalmix import DataError
 from evalmix.judges import COMPONENTS, judge_components, judge_se, plan_judges
+from evalmix.reliability import icc_matrix
 
 JUDGE_BIAS = {"gpt": 0.0, "claude": 0.5, "llama": -0.6}
 
@@ -132,6 +133,19 @@ def test_ordinal_agreement_with_missing_ratings_matches_krippendorff():
                                      abs=1e-10)
 
 
+def test_single_model_and_judge_names_with_dashes(runs):
+    one = runs[runs["model"] == "m1"].replace({"judge": {"gpt": "gpt-4"}})
+    s = evalmix.judge_study(one)
+    assert math.isnan(s.interaction["p_value"]) and "not tested" in repr(s)
+    assert "(gpt-4) - mean" in s.bias["contrast"].tolist()
+    assert json.loads(json.dumps(s.to_dict(), allow_nan=False))["interaction"]["p_value"] is None
+    tab = _direct(one).pivot(index="response", columns="judge", values="y")
+    ic = icc_matrix(tab.to_numpy(float), model="twoway", type="agreement", unit="single")
+    row = s.agreement.table.set_index("coefficient").loc["icc_a1"]
+    assert row["estimate"] == pytest.approx(ic["icc"], abs=1e-12)
+    assert (row["conf_low"], row["conf_high"]) == pytest.approx((ic["conf_low"], ic["conf_high"]), abs=1e-12)
+
+
 def test_reference_judge_contrasts(runs):
     s = evalmix.judge_study(runs[runs["model"] != "m3"], ref="gpt")
     assert s.bias["contrast"].tolist() == ["claude - gpt", "llama - gpt"]
@@ -161,6 +175,9 @@ def test_ratings_are_refused_by_the_model_with_a_pointer_to_agreement(runs):
     (lambda d: d.assign(correct=d["correct"].astype(object).where(d.index != 5, "yes")), "must hold numbers"),
     (lambda d: d.drop(columns="judge"), "judge"),
     (lambda d: d.assign(item=d["item"].where(d.index != 7, None)), "missing values"),
+    (lambda d: d.assign(correct=1), "every verdict in 'correct' is 1"),
+    (lambda d: d[(d["run"] + d["judge"].map({"gpt": 0, "claude": 1, "llama": 2})) % 3 == 0],
+     "no response .* two or more judges"),
 ])
 def test_bad_tables_are_data_errors(runs, edit, match):
     with pytest.raises(DataError, match=match):

@@ -54,7 +54,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import special
 
-from ._result import Result, Summary, frame_records
+from ._result import Result, Summary, contrast_label, frame_records
 from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
 from .data import RunsData, load_table, require_columns, show_rows
 from .emmeans import contrast, emmeans, regrid
@@ -199,7 +199,10 @@ def _agreement(long: _Long, level: Level, conf_level: float) -> JudgeAgreement:
         raise ValueError(f"level must be 'nominal', 'ordinal' or 'interval', got {level!r}")
     rows = []
     if len(values) < 2:
-        raise DataError(f"every verdict in {long.cols['outcome']!r} is {values[0]!r}: agreement is undefined")
+        raise DataError(f"every verdict in {long.cols['outcome']!r} is {values[0]:g}: agreement is undefined")
+    if not (tab.notna().sum(axis=1) >= 2).any():
+        raise DataError(f"no response (model, item, run) was graded by two or more judges of "
+                        f"{long.cols['judge']!r}: agreement needs judges grading the same responses")
     # alpha takes the incomplete rows; the kappas and the ICC need every judge on a response
     rows.append(_agreement_row(krippendorff_alpha(tab.to_numpy(), level=level), "krippendorff_alpha"))
     complete = tab.dropna()
@@ -470,7 +473,11 @@ def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy)
         missing = [c for c in COMPONENTS if c not in components.columns]
         if missing:
             raise DataError(f"components lack column(s) {missing}; the parts are {list(COMPONENTS)}")
-        return [{c: float(r[c]) for c in COMPONENTS} for _, r in components.iterrows()]
+        rows = [{c: float(r[c]) for c in COMPONENTS} for _, r in components.iterrows()]
+        if any(not math.isfinite(v) for r in rows for v in r.values()):
+            raise DataError("the components hold missing values (a fit that could not estimate a variance, "
+                            "e.g. a separated one): refit, or pass the parts as a mapping")
+        return rows
     comp = dict(components)
     unknown = set(comp) - set(COMPONENTS) - {"accuracy"}
     if unknown:
@@ -683,11 +690,11 @@ def _deviation_weights(levels: list[str], ref: str | None) -> dict[str, list[flo
         if ref is None:
             w = [-1.0 / k] * k
             w[i] += 1.0
-            out[f"{lev} - mean"] = w
+            out[contrast_label(lev, "mean")] = w
         elif lev != ref:
             w = [0.0] * k
             w[i], w[levels.index(ref)] = 1.0, -1.0
-            out[f"{lev} - {ref}"] = w
+            out[contrast_label(lev, ref)] = w
     return out
 
 
@@ -753,6 +760,9 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
 
     long = _long(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
     _check_binary(long)
+    if long.frame["y"].nunique() < 2:
+        raise DataError(f"every verdict in {long.cols['outcome']!r} is {long.frame['y'].iloc[0]:g}: there is no "
+                        "variation for a logistic model (nor agreement) to describe")
     df = long.frame
     levels = sorted(df["judge"].unique().tolist())
     ref_s = None if ref is None else str(ref)
@@ -801,9 +811,14 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     if n_models > 1:
         etas = emmeans(fits["random_judge"], "model").to_frame()[["model", "estimate"]].to_numpy()
     else:
-        etas = np.array([["all", float(fits["random_judge"].fixef[0])]], dtype=object)
+        etas = np.array([["all", float(np.asarray(fits["random_judge"].fixef, dtype=float)[0])]], dtype=object)
     comp_rows = []
     for lev, eta in etas:
+        if not all(math.isfinite(float(v)) for v in (eta, *sd.values())):
+            # a failed or separated fit: no parts rather than parts computed from NaN
+            comp_rows.append({"model": str(lev), "eta": float(eta), "accuracy": math.nan,
+                              **{k: math.nan for k in COMPONENTS}})
+            continue
         c = judge_components(float(eta), sd_item=float(sd.get("item", 0.0)), sd_response=float(sd.get("response", 0.0)),
                              sd_judge=float(sd.get("judge", 0.0)), sd_model_item=float(sd.get("model:item", 0.0)),
                              n_nodes=n_nodes)
