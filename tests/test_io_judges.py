@@ -175,6 +175,10 @@ def test_cli_judges_text_and_mt_bench_agreement(verdicts, capsys):
     assert "krippendorff_alpha" in capsys.readouterr().out
     assert main(["judges", str(MT), "--threshold", "7", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bias"]
+    assert main(["judges", str(INSPECT), "--judge", "grader", "--agreement", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ref = evalmix.judge_agreement(evalmix.read_inspect(INSPECT, judges=True), judge="grader").table
+    assert doc["table"][0]["estimate"] == pytest.approx(ref["estimate"].iloc[0], abs=1e-12)
 
 
 @pytest.mark.parametrize("argv, match", [

@@ -11,6 +11,8 @@ import pandas as pd
 
 from ..data import MISSING_POLICIES, load_table
 from ..errors import DataError
+from ..io.detect import detect_format, is_log_source
+from ..io.inspect_logs import read_inspect
 from ..io.mt_bench import is_mt_bench_judgment, read_mt_bench
 from ..judges import judge_agreement, judge_study, plan_judges
 from ..ppi import METHODS, ppi_difference, ppi_mean
@@ -30,6 +32,9 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
         if args.outcome is None:
             args.outcome = "correct" if args.threshold is not None else "score"
         return df
+    if is_log_source(args.data) and detect_format(args.data) == "inspect":
+        # every scorer of the samples is a judge (model-graded scorers with their grader models)
+        return read_inspect(args.data, judges=True)
     df = load_table(args.data, encoding=args.encoding, sep=args.sep)
     if args.threshold is not None:
         col = args.outcome or "score"
@@ -119,8 +124,9 @@ def add_judges(sub: argparse._SubParsersAction) -> None:
                                    "judges and the judges' variance share from a long table of verdicts "
                                    "(one row per model, item, run and judge) or FastChat MT-bench "
                                    "single-answer judgment files; --se plans items x runs x judges.")
-    p.add_argument("data", metavar="DATA", help="long table of verdicts (.csv, .parquet, .jsonl) or MT-bench "
-                   "judgment files (*_single.jsonl or a folder of them)")
+    p.add_argument("data", metavar="DATA", help="long table of verdicts (.csv, .parquet, .jsonl), MT-bench "
+                   "judgment files (*_single.jsonl or a folder of them) or Inspect logs with several scorers "
+                   "(each scorer a judge; --judge grader for the grader models)")
     p.add_argument("--judge", default="judge", help="judge column (default: judge)")
     p.add_argument("--outcome", default=None, help="verdict column (default: correct, else score)")
     p.add_argument("--model", default=None, help="model column (default: model)")
