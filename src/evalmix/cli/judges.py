@@ -16,7 +16,7 @@ from ..io.inspect_logs import read_inspect
 from ..io.mt_bench import is_mt_bench_judgment, read_mt_bench
 from ..judges import judge_agreement, judge_study, plan_judges
 from ..ppi import METHODS, ppi_difference, ppi_mean
-from ._common import add_output_arguments, conf_level, dump_json, emit, print_table, records, split_list
+from ._common import add_output_arguments, conf_level, dump_json, emit, positive_int, print_table, records, split_list
 
 
 def _is_mt_bench(path: str) -> bool:
@@ -144,8 +144,8 @@ def add_judges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-item", type=float, default=0.0, help="plan: cost of one item (default 0)")
     p.add_argument("--cost-run", type=float, default=1.0, help="plan: cost of one generation (default 1)")
     p.add_argument("--cost-judge", type=float, default=0.0, help="plan: cost of one judge call (default 0)")
-    p.add_argument("--max-runs", type=int, default=20)
-    p.add_argument("--max-judges", type=int, default=10)
+    p.add_argument("--max-runs", type=positive_int, default=20)
+    p.add_argument("--max-judges", type=positive_int, default=10)
     p.add_argument("--judges", default="random", choices=["random", "fixed"],
                    help="plan: judges drawn from a population (default) or these judges only")
     p.add_argument("--encoding", default=None, help="text encoding of a CSV/JSON file (default: UTF-8)")
