@@ -147,7 +147,8 @@ def test_single_model_and_judge_names_with_dashes(runs):
 
 
 def test_reference_judge_contrasts(runs):
-    s = evalmix.judge_study(runs[runs["model"] != "m3"], ref="gpt")
+    s = evalmix.judge_study(runs[runs["model"] != "m3"], ref="gpt", model_item=False)
+    assert "model:item" not in s.variance["group"].tolist()
     assert s.bias["contrast"].tolist() == ["claude - gpt", "llama - gpt"]
     assert s.reference == "gpt"
 
@@ -182,6 +183,11 @@ def test_ratings_are_refused_by_the_model_with_a_pointer_to_agreement(runs):
 def test_bad_tables_are_data_errors(runs, edit, match):
     with pytest.raises(DataError, match=match):
         evalmix.judge_study(edit(runs.copy()))
+
+
+def test_model_item_needs_repeated_runs(runs):
+    with pytest.raises(DataError, match="model_item=True needs several models and repeated runs"):
+        evalmix.judge_study(runs[runs["run"] == 1], model_item=True)
 
 
 def test_unknown_reference_judge(runs):

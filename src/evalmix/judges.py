@@ -646,7 +646,7 @@ class JudgeStudy(Result):
         row = v.loc[v["group"] == "judge", "share"]
         return float(row.iloc[0]) if len(row) else math.nan
 
-    def pair_components(self, a: Hashable, b: Hashable, n_nodes: int = 40) -> dict[str, float]:
+    def pair_components(self, a: Hashable, b: Hashable, n_nodes: int = 32) -> dict[str, float]:
         """Accuracy-scale parts of the difference between models ``a`` and ``b`` (for the planner)."""
         comp = self.components.set_index("model")
         for lev in (a, b):
@@ -700,7 +700,7 @@ def _deviation_weights(levels: list[str], ref: str | None) -> dict[str, list[flo
 
 def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = None, model: str | None = None,
                 item: str | None = None, run: str | None = None, ref: Hashable | None = None,
-                conf_level: float = 0.95, n_nodes: int = 40) -> JudgeStudy:
+                conf_level: float = 0.95, model_item: bool | None = None, n_nodes: int = 32) -> JudgeStudy:
     """Judges as a crossed factor beside model, item and run: bias, interaction, agreement, variance.
 
     Three logistic mixed models are fitted with :func:`evalmix.glmer` to a long table of binary
@@ -731,6 +731,11 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
         Reference judge for the bias contrasts (default: the mean of all judges).
     conf_level : float
         Level of the intervals.
+    model_item : bool, optional
+        Whether the random-judge fit has model-by-item intercepts ``(1|model:item)`` (needed to
+        plan differences between models; separable from the responses only with repeated runs).
+        Default: when there are several models and repeated runs.  The term makes that fit slower
+        (about 20 s for 1,800 verdicts, against about 1 s without).
     n_nodes : int
         Quadrature nodes for the planning parts.
 
@@ -776,8 +781,12 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
                 "random_judge": ("y ~ model + " if n_models > 1 else "y ~ 1 + ") + f"(1|judge) + {rand}"}
     # an item harder for one model than for another: separable from the responses only with
     # repeated runs, and what the planner needs for differences between models
-    pairs = df.groupby(["model", "item"], sort=False)["run"].nunique()
-    if n_models > 1 and (pairs > 1).any():
+    repeated = bool((df.groupby(["model", "item"], sort=False)["run"].nunique() > 1).any())
+    if model_item and not (n_models > 1 and repeated):
+        raise DataError("model_item=True needs several models and repeated runs of a model on an item "
+                        f"(column {long.cols.get('run', 'run')!r}): otherwise the model-by-item effect is the "
+                        "response effect")
+    if (n_models > 1 and repeated) if model_item is None else model_item:
         df = df.assign(model_item=df["model"] + "\x1f" + df["item"])
         formulas["random_judge"] = "y ~ model + (1|judge) + (1|item) + (1|model_item) + (1|response)"
     fits: dict[str, Any] = {"additive": glmer(formulas["additive"], df)}
