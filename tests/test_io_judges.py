@@ -91,6 +91,15 @@ def test_damaged_files_are_data_errors_naming_file_line_and_field(tmp_path, name
     assert str(path) in str(err.value) or "share model" in str(err.value)
 
 
+def test_repeated_pairwise_judgments_and_read_logs_options(tmp_path):
+    line = (MT / "gpt-4_pair.jsonl").read_text().splitlines()[1]
+    path = _damaged(tmp_path, "x_pair.jsonl", line + "\n" + line + "\n")
+    with pytest.raises(DataError, match="repeat a model pair"):
+        evalmix.read_mt_bench(path)
+    df = evalmix.read_logs(INSPECT, judges=True)
+    assert df.attrs["evalmix_source"]["format"] == "inspect" and df["judge"].nunique() == 2
+
+
 def test_found_damaged_file_is_left_out_with_a_warning(tmp_path):
     shutil.copy(MT / "gpt-4_single.jsonl", tmp_path)
     _damaged(tmp_path, "broken_single.jsonl", "{not json\n")

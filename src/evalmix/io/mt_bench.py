@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -191,6 +192,13 @@ def read_mt_bench(paths: PathLike | list[PathLike], *, threshold: float | None =
         raise DataError(f"asked for kind={kind!r} but the file(s) hold {found} judgments")
     rows = [r for _, (_, rs) in done for r in rs]
     if found == "pair":
+        keys = [(r["model_a"], r["model_b"], r["item"], r["judge"], r["judge_prompt"]) for r in rows]
+        if len(set(keys)) < len(keys):
+            counts = Counter(keys)
+            rep = next(k for k in keys if counts[k] > 1)
+            raise DataError(f"{len(keys) - len(set(keys))} pairwise judgments repeat a model pair, question, turn "
+                            f"and judge (e.g. {rep[0]!r} vs {rep[1]!r} on {rep[2]!r} by {rep[3]!r}): the same "
+                            "file read twice, or a judgment file appended to twice")
         return _battles(rows, games)
     df = pd.DataFrame(rows)
     unscored = (df["score"] < 0).to_numpy()
