@@ -77,11 +77,22 @@ DOMAIN = {
     "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
     # arena battles
     "n_battles", "wins", "losses", "ties",
+    # several judges: the judge factor, pairs of judges, probability-scale contrasts, the planner's
+    # accuracy-scale parts of a verdict
+    "judge", "judge_a", "judge_b", "difference", "item:judge", "response", "residual",
 }
 
 
 def _judged() -> pd.DataFrame:
     return evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+
+
+def _verdicts() -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    rows = [(m, f"i{i}", r, j) for m in ("A", "B") for i in range(20) for r in (1, 2) for j in ("x", "y", "z")]
+    df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    p = 0.3 + 0.3 * (df["model"] == "B") + 0.2 * (df["judge"] == "y")
+    return df.assign(correct=(rng.random(len(df)) < p).astype(int))
 
 
 def _runs() -> pd.DataFrame:
@@ -171,6 +182,10 @@ CALLS = {
     "ppi_coverage_study": lambda c: evalmix.ppi_coverage_study(n_items=60, n_labelled=15, n_runs=2,
                                                                n_sims=5, seed=1),
     "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
+    "judge_study": lambda c: evalmix.judge_study(_verdicts()),
+    "judge_agreement": lambda c: evalmix.judge_agreement(_verdicts()),
+    "plan_judges": lambda c: evalmix.plan_judges(
+        evalmix.judge_components(0.3, sd_item=1.0, sd_response=0.5, sd_judge=0.3), se=0.04),
     # evalmix.repetitions
     "repetitions.se_vs_runs": lambda c: repetitions.se_vs_runs(
         c["runs"], ["model", "language", "prompt"], max_runs=3),
@@ -205,7 +220,7 @@ NOT_RESULTS = {
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
-    "bayes.available_samplers", "simulate_judged",
+    "bayes.available_samplers", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
 }
 
 

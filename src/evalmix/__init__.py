@@ -74,6 +74,10 @@ _EXPORTS: dict[str, str] = {
     # LLM-as-judge scores corrected by a few human labels (prediction-powered inference)
     "PPICoverage": "ppi", "PPIEstimates": "ppi", "ppi_coverage_study": "ppi", "ppi_difference": "ppi",
     "ppi_mean": "ppi", "simulate_judged": "ppi",
+    # several judges in one model: bias, interaction, agreement, variance share and the planner
+    "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
+    "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
+    "read_mt_bench": "io",
 }
 # public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
 _SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
@@ -127,7 +131,11 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .glmm import GlmerControl, GlmerResult, glmer
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
-    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_openai_evals
+    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals
+    from .judges import (
+        JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,
+        plan_judges,
+    )
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
     )

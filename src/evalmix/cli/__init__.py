@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import DataError, FormulaError
-from . import _common, arena, comparisons, describe, inference, leaderboard, reliability, report
+from . import _common, arena, comparisons, describe, inference, judges, leaderboard, reliability, report
 from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
@@ -31,6 +31,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], object]] = [
     leaderboard.add_parser,
     arena.add_parser,
     report.add_parser,
+    *judges.PARSERS,
 ]
 
 #: Errors that user input causes: reported in one line with exit code 2.

@@ -14,6 +14,7 @@ from ._common import PathLike
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
 from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
+from .mt_bench import is_mt_bench_judgment, read_mt_bench
 from .openai_evals import is_openai_evals_record, read_openai_evals
 
 __all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
@@ -24,6 +25,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "lm-eval": (read_lm_eval, "lm-evaluation-harness samples_<task>_<stamp>.jsonl"),
     "helm": (read_helm, "HELM per_instance_stats.json"),
     "openai-evals": (read_openai_evals, "OpenAI evals record files (oaieval --record_path)"),
+    "mt-bench": (read_mt_bench, "FastChat MT-bench judgments *_single.jsonl / *_pair.jsonl"),
 }
 
 
@@ -48,6 +50,8 @@ def _format_of(path: Path) -> str | None:
         return "lm-eval" if _is_lm_eval(path) else None
     if path.suffix == ".eval" or (path.suffix == ".json" and is_inspect_log(path)):
         return "inspect"  # every .eval file, so that a damaged archive is reported, not passed over
+    if is_mt_bench_judgment(path):
+        return "mt-bench"  # before OpenAI evals: both are JSON lines, this one by FastChat's file names
     if is_openai_evals_record(path):
         return "openai-evals"
     return None

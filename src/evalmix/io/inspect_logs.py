@@ -17,7 +17,7 @@ import math
 import re
 import warnings
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +233,7 @@ def read_inspect(
     runs: str = "epoch",
     errors: str = "drop",
     drop_unscored: bool | None = None,
+    judges: bool | Sequence[str] = False,
 ) -> pd.DataFrame:
     """Read Inspect AI evaluation logs into a runs table.
 
@@ -260,6 +261,14 @@ def read_inspect(
         (default), keep them with a ``status`` column and a missing outcome, or raise.
     drop_unscored : bool, optional
         Deprecated spelling of ``errors="drop"`` (True) / ``errors="raise"`` (False).
+    judges : bool or list of str
+        Read every scorer (``True``) or the named scorers as judges of the same samples, e.g.
+        two ``model_graded_qa`` scorers with different grader models: one row per sample, epoch
+        and scorer, with a ``judge`` column (the scorer's name, ``model_graded_qa``,
+        ``model_graded_qa1``...) and a ``grader`` column (the grader model from the log header's
+        scorer options, missing where the header does not name one).  The result is a plain long
+        table for :func:`evalmix.judge_study` (``judge="judge"``, or ``judge="grader"``) rather
+        than a runs table; ``scorer=`` is then not used.
 
     Returns
     -------
@@ -320,6 +329,68 @@ def read_inspect(
         logs = [(str(src.path), header, samples) for src, (header, samples) in read]
         what = ", ".join(str(src.path) for src, _ in read)
 
+    if judges:
+        return _judged(logs, what, judges, score_key=score_key, allow_partial=allow_partial, runs=runs,
+                       errors=errors)
+    return _runs(logs, what, scorer, score_key=score_key, allow_partial=allow_partial, runs=runs, errors=errors)
+
+
+def _model_of(options: Any) -> str | None:
+    model = options.get("model") if isinstance(options, dict) else None
+    if isinstance(model, dict):
+        model = model.get("model")
+    return model if isinstance(model, str) else None
+
+
+def _grader(header: dict[str, Any], scorer: str) -> str | None:
+    """The grader model a model-graded scorer was given, from the log header, if it names one.
+
+    ``results.scores`` carries each scorer's unique name (a second ``model_graded_qa`` becomes
+    ``model_graded_qa1``) with its ``params``; ``eval.scorers`` repeats the undeduplicated name.
+    """
+    results = header.get("results")
+    for entry in (results.get("scores") if isinstance(results, dict) else None) or []:
+        if isinstance(entry, dict) and entry.get("name") == scorer:
+            found = _model_of(entry.get("params"))
+            if found is not None:
+                return found
+    listed = [e for e in (header["eval"].get("scorers") or []) if isinstance(e, dict) and e.get("name") == scorer]
+    return _model_of(listed[0].get("options")) if len(listed) == 1 else None
+
+
+def _judged(logs: list[tuple[str, dict, list[dict]]], what: str, judges: bool | Sequence[str], *,
+            score_key: str | None, allow_partial: bool, runs: str, errors: str) -> pd.DataFrame:
+    names = sorted({name for _, _, ss in logs for s in ss for name in s["values"]})
+    if isinstance(judges, str) or not isinstance(judges, (bool, Sequence)):
+        raise DataError(f"judges= must be True or a list of scorer names, got {judges!r}")
+    chosen = names if isinstance(judges, bool) else list(judges)
+    unknown = [j for j in chosen if j not in names]
+    if unknown:
+        raise DataError(f"no sample has a score {unknown[0]!r}; scores present: {names} (reading {what})")
+    if len(chosen) < 2:
+        raise DataError(f"judges= needs two or more scorers, the samples carry {names} (reading {what}); "
+                        "with one scorer read the log without judges=")
+    graders: dict[str, set[str]] = {}
+    for _, header, _ in logs:
+        for name in chosen:
+            g = _grader(header, name)
+            if g is not None:
+                graders.setdefault(name, set()).add(g)
+    frames = []
+    for name in chosen:
+        one = _runs(logs, what, name, score_key=score_key, allow_partial=allow_partial, runs=runs, errors=errors)
+        one = pd.DataFrame(one)  # a long table now: the runs table's key is (model, item, run) per judge
+        one["judge"] = name
+        found = graders.get(name, set())
+        one["grader"] = next(iter(found)) if len(found) == 1 else (", ".join(sorted(found)) or None)
+        frames.append(one)
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs = {}
+    return out
+
+
+def _runs(logs: list[tuple[str, dict, list[dict]]], what: str, scorer: str | None, *, score_key: str | None,
+          allow_partial: bool, runs: str, errors: str) -> pd.DataFrame:
     # a log and its eval-retry share eval.task_id: they are one evaluation
     groups: dict[tuple[str, str, str], list[tuple[str, dict, list[dict]]]] = {}
     for source, header, samples in logs:
