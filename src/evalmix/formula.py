@@ -426,8 +426,8 @@ def _contrast_kind(value: Any, where: str) -> Any:
     return M
 
 
-def _split_args(text: str) -> list[str]:
-    """Split call arguments on commas outside brackets and quotes."""
+def _split_outside(text: str, sep: str) -> list[str]:
+    """Split ``text`` on ``sep`` where it stands outside brackets, parentheses and quotes."""
     parts: list[str] = []
     cur: list[str] = []
     depth, quote = 0, ""
@@ -440,13 +440,18 @@ def _split_args(text: str) -> list[str]:
             depth += 1
         elif ch in ")]":
             depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
+        elif ch == sep and depth == 0:
+            parts.append("".join(cur))
             cur = []
             continue
         cur.append(ch)
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
+    parts.append("".join(cur))
+    return parts
+
+
+def _split_args(text: str) -> list[str]:
+    """Split call arguments on commas outside brackets and quotes."""
+    return [p for p in (part.strip() for part in _split_outside(text, ",")) if p]
 
 
 Level = str | int | float | bool  # a factor level written in a formula
@@ -947,25 +952,7 @@ def _is_logical(expr: str) -> bool:
 
 def _split_top_colon(name: str) -> list[str]:
     """Split a formulaic column name on ``:`` outside brackets, parentheses and quotes."""
-    parts: list[str] = []
-    cur: list[str] = []
-    depth, quote = 0, ""
-    for ch in name:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == ":" and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    parts.append("".join(cur))
-    return parts
+    return _split_outside(name, ":")
 
 
 def _r_level(text: str) -> str:
