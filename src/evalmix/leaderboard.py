@@ -32,6 +32,7 @@ told apart at the stated level.
 from __future__ import annotations
 
 import string
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -46,7 +47,7 @@ from . import tables
 from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
 from .data import RunsData
-from .errors import DataError
+from .errors import DataError, DataWarning
 from .fitted import FittedModel, coefficients
 from .grid import level_means
 from .ranking import cell_sums, grid_groups
@@ -161,24 +162,37 @@ def _members(bits: int) -> list[int]:
     return found
 
 
-def _maximal_cliques(adj: np.ndarray) -> list[frozenset[int]]:
+def _maximal_cliques(adj: np.ndarray, limit: int | None = None) -> list[frozenset[int]] | None:
     """Maximal cliques of an undirected graph (Bron-Kerbosch with Tomita's pivot).
 
     Vertex sets are Python integers used as bit sets: intersecting two sets of a thousand models
     is a loop over machine words in C rather than a walk over a hash set, which keeps a leaderboard
     of a thousand models (thousands of cliques) at seconds.  The recursion runs on an explicit
     stack, so a clique of thousands of models (a leaderboard nobody can separate) is no deeper
-    than Python's recursion limit allows.
+    than Python's recursion limit allows.  With ``limit``, None once more than ``limit`` cliques
+    are found (their number can grow exponentially with the vertices).
     """
     k = len(adj)
-    nbrs = [0] * k
-    for i in range(k):
-        nbrs[i] = sum(1 << int(v) for v in np.flatnonzero(adj[i]) if v != i)
+    # row i as an integer whose bit v says whether i and v are adjacent (a loop is not a neighbour)
+    packed = np.packbits(np.asarray(adj, bool), axis=1, bitorder="little")
+    nbrs = [int.from_bytes(packed[i].tobytes(), "little") & ~(1 << i) for i in range(k)]
     out: list[int] = []
 
     def frame(r: int, p: int, x: int) -> list:
-        pivot = max(_members(p | x), key=lambda u: (nbrs[u] & p).bit_count())
-        return [r, p, x, _members(p & ~nbrs[pivot]), 0]
+        # Tomita's pivot: the vertex with the most neighbours in P (the first such one); a vertex
+        # adjacent to all the rest of P cannot be beaten, so the search stops there
+        best, most, full = -1, -1, p.bit_count() - 1
+        rest = p | x
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            u = low.bit_length() - 1
+            n = (nbrs[u] & p).bit_count()
+            if n > most:
+                best, most = u, n
+                if n >= full:
+                    break
+        return [r, p, x, _members(p & ~nbrs[best]), 0]
 
     if k == 0:
         return [frozenset()]
@@ -196,6 +210,8 @@ def _maximal_cliques(adj: np.ndarray) -> list[frozenset[int]]:
         if not p2:
             if not x2:
                 out.append(r2)
+                if limit is not None and len(out) > limit:
+                    return None
             continue
         stack.append(frame(r2, p2, x2))
     return [frozenset(_members(c)) for c in out]
@@ -206,7 +222,8 @@ def _letter(i: int) -> str:
     return alphabet[i] if i < len(alphabet) else f"g{i + 1}"
 
 
-def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, ...]], list[str]]:
+def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray, *,
+               max_groups: int | None = None) -> tuple[list[tuple[int, ...]], list[str]]:
     """Tie groups from a matrix of pairwise separations.
 
     Parameters
@@ -215,11 +232,22 @@ def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tupl
         ``separated[j, k]`` is True when models j and k are told apart (in either direction).
     order : sequence of int
         The models from best to worst (positions in the leaderboard).
+    max_groups : int, optional
+        Refuse (a DataError) when there are more tie groups than this.  Tie groups are the maximal
+        cliques of the "not separated" graph; on a leaderboard they are about as many as the
+        models, but when many models are weakly separated (many models, few items) their number
+        can grow exponentially.
 
     Returns
     -------
-    groups : list of tuples of model indices (best first), ordered by their best member
+    groups : list of tuples of model indices (best first), ordered by their best member, then their
+        worst, then the other members
     letters : list of str, per model the letters of the groups it belongs to
+
+    Raises
+    ------
+    DataError
+        More than ``max_groups`` tie groups.
 
     Examples
     --------
@@ -231,7 +259,11 @@ def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tupl
     together = ~(sep | sep.T)
     pos = np.empty(len(order), int)
     pos[np.asarray(order, int)] = np.arange(len(order))
-    cliques = [tuple(sorted(c, key=lambda i: pos[i])) for c in _maximal_cliques(together)]
+    found = _maximal_cliques(together, max_groups)
+    if found is None:
+        raise DataError(f"more than max_groups={max_groups} tie groups: the models' separations do "
+                        f"not form a readable letter display")
+    cliques = [tuple(sorted(c, key=lambda i: pos[i])) for c in found]
     # by best member, then worst member, then every member: an order that does not depend on how
     # the cliques were found
     cliques.sort(key=lambda c: (pos[c[0]], pos[c[-1]], [pos[i] for i in c]))
@@ -244,6 +276,12 @@ def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray) -> tupl
 
 # ----------------------------------------------------------------------------------------------
 # the common core: estimates, pairwise SEs and critical values -> table rows
+
+
+def _max_tie_groups(k: int) -> int:
+    """Most tie groups shown for k models: a leaderboard whose separations follow its order has at
+    most k; beyond 10 k (at least 100) a letter display is unreadable and slow to find."""
+    return max(100, 10 * k)
 
 
 def _pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -283,7 +321,16 @@ def _assemble(labels: list, base: dict, est: np.ndarray, se: np.ndarray, conf_lo
     above_m = zm > np.minimum(crit_marg[:, None], crit_marg[None, :])
     n_above, n_below = above.sum(0), above.sum(1)
     order = np.argsort(-est, kind="stable")
-    groups, letters = tie_groups(above | above.T, order)
+    try:
+        groups, letters = tie_groups(above | above.T, order, max_groups=_max_tie_groups(k))
+    except DataError:
+        where = ", ".join(f"{b}={v!r}" for b, v in base.items())
+        warnings.warn(f"{where + ': ' if where else ''}the {k} models form more than "
+                      f"{_max_tie_groups(k)} tie groups (many models are separated from some of "
+                      f"their neighbours and not from others); tie groups are left out (tie_group "
+                      f"is empty), the rank sets and the pairs table are complete", DataWarning,
+                      stacklevel=3)
+        groups, letters = [], [""] * k
     obs = _min_rank(est)
     m_low, m_high = 1 + above_m.sum(0), k - above_m.sum(1)
     rows = []
@@ -312,7 +359,8 @@ def _finish(parts: list[tuple[list, pd.DataFrame, list]], by: list[str], conf_le
     rows = [r for p in parts for r in p[0]]
     pairs = pd.concat([p[1] for p in parts], ignore_index=True)
     groups = [r for p in parts for r in p[2]]
-    return RankSets(table=pd.DataFrame(rows), pairs=pairs, groups=pd.DataFrame(groups),
+    group_frame = pd.DataFrame(groups) if groups else pd.DataFrame(columns=[*by, "group", "models", "size"])
+    return RankSets(table=pd.DataFrame(rows), pairs=pairs, groups=group_frame,
                     by=tuple(by), conf_level=conf_level, method=method)
 
 
