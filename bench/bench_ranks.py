@@ -4,9 +4,10 @@
     nice python bench/bench_ranks.py compare         # only the side-by-side comparison
     nice python bench/bench_ranks.py target          # only 1,000 models x 500 items x 5 runs
 
-``compare`` loads the implementation of ``main`` (``git show main:src/evalmix/leaderboard.py`` and
-``ranking.py``, into a temporary package beside this one) and times it against the working tree on
-the same tables, checking that both give the same numbers.  ``target`` times the working tree on
+``compare`` loads the previous implementation (``git show d472864:src/evalmix/leaderboard.py`` and
+``ranking.py``: ``main`` before the rewrite, whose cost grew with models x rows; another commit with
+``EVALMIX_BENCH_BASE=<commit>``) into temporary modules beside the package and times it against the
+working tree on the same tables, checking that both give the same numbers.  ``target`` times the working tree on
 1,000 models x 500 items x 5 runs (2.5M rows) with 1,000 bootstrap replicates, the size a public
 leaderboard reaches.  Timings are wall-clock seconds; the machine's load is printed first (a shared
 machine gives noisy numbers).
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+BASE = os.environ.get("EVALMIX_BENCH_BASE", "d472864")  # main before leaderboards became linear in rows
 
 
 def runs_table(n_models: int, n_items: int, n_runs: int, seed: int = 0) -> pd.DataFrame:
@@ -44,11 +46,11 @@ def runs_table(n_models: int, n_items: int, n_runs: int, seed: int = 0) -> pd.Da
 
 
 def old_modules() -> types.SimpleNamespace:
-    """``main``'s leaderboard and ranking modules, importable beside the working tree's package."""
+    """The previous leaderboard and ranking modules (commit ``BASE``), importable beside the package."""
     tmp = Path(tempfile.mkdtemp(prefix="evalmix_old_"))
     mods = {}
     for name in ("ranking", "leaderboard"):
-        text = subprocess.run(["git", "show", f"main:src/evalmix/{name}.py"], cwd=ROOT, check=True,
+        text = subprocess.run(["git", "show", f"{BASE}:src/evalmix/{name}.py"], cwd=ROOT, check=True,
                               capture_output=True, text=True).stdout
         # relative imports point at the installed package, except between the two old modules
         text = text.replace("from .ranking import", "from old_ranking import")
@@ -75,7 +77,7 @@ def compare() -> None:
     from evalmix import leaderboard, ranking
 
     old = old_modules()
-    print("size (models x items x runs, replicates) | function | main s | this tree s | same numbers")
+    print(f"size (models x items x runs, replicates) | function | {BASE} s | this tree s | same numbers")
     for n_models, n_items, n_runs, n_boot in ((50, 100, 3, 200), (200, 250, 10, 50)):
         df = runs_table(n_models, n_items, n_runs)
         size = f"{n_models} x {n_items} x {n_runs}, {n_boot}"

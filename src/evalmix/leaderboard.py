@@ -152,69 +152,52 @@ def _span(lo: int, hi: int) -> str:
 # tie groups
 
 
-def _members(bits: int) -> list[int]:
-    """The elements of a set held as the bits of an integer, ascending."""
-    found = []
-    while bits:
-        low = bits & -bits
-        found.append(low.bit_length() - 1)
-        bits ^= low
-    return found
-
-
 def _maximal_cliques(adj: np.ndarray, limit: int | None = None) -> list[frozenset[int]] | None:
-    """Maximal cliques of an undirected graph (Bron-Kerbosch with Tomita's pivot).
+    """Maximal cliques of an undirected graph (Bron-Kerbosch with pivoting).
 
-    Vertex sets are Python integers used as bit sets: intersecting two sets of a thousand models
-    is a loop over machine words in C rather than a walk over a hash set, which keeps a leaderboard
-    of a thousand models (thousands of cliques) at seconds.  The recursion runs on an explicit
-    stack, so a clique of thousands of models (a leaderboard nobody can separate) is no deeper
-    than Python's recursion limit allows.  With ``limit``, None once more than ``limit`` cliques
-    are found (their number can grow exponentially with the vertices).
+    The cliques come out in the order of the recursive algorithm on Python sets (the order tie
+    groups with the same best and worst member keep), but the pivot's score, the size of a
+    vertex's neighbourhood within P, is counted on integers used as bit sets (one C loop over
+    machine words instead of a set intersection per vertex), and the recursion runs on an explicit
+    stack, so a clique of thousands of models (a leaderboard nobody can separate) is no deeper than
+    Python's recursion limit allows.  With ``limit``, None once more than ``limit`` cliques are
+    found (their number can grow exponentially with the vertices).
     """
     k = len(adj)
-    # row i as an integer whose bit v says whether i and v are adjacent (a loop is not a neighbour)
+    nbrs = [{int(v) for v in np.flatnonzero(adj[i])} - {i} for i in range(k)]
     packed = np.packbits(np.asarray(adj, bool), axis=1, bitorder="little")
-    nbrs = [int.from_bytes(packed[i].tobytes(), "little") & ~(1 << i) for i in range(k)]
-    out: list[int] = []
+    bits = [int.from_bytes(packed[i].tobytes(), "little") & ~(1 << i) for i in range(k)]
+    out: list[frozenset[int]] = []
 
-    def frame(r: int, p: int, x: int) -> list:
-        # Tomita's pivot: the vertex with the most neighbours in P (the first such one); a vertex
-        # adjacent to all the rest of P cannot be beaten, so the search stops there
-        best, most, full = -1, -1, p.bit_count() - 1
-        rest = p | x
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            u = low.bit_length() - 1
-            n = (nbrs[u] & p).bit_count()
+    def frame(r: set[int], p: set[int], pbits: int, x: set[int]) -> list:
+        # max(p | x, key=|nbrs[u] & p|): the first vertex with the largest score, in set order
+        pivot, most = -1, -1
+        for u in p | x:
+            n = (bits[u] & pbits).bit_count()
             if n > most:
-                best, most = u, n
-                if n >= full:
-                    break
-        return [r, p, x, _members(p & ~nbrs[best]), 0]
+                pivot, most = u, n
+        return [r, p, pbits, x, list(p - nbrs[pivot]), 0]
 
-    if k == 0:
+    stack = [frame(set(), set(range(k)), (1 << k) - 1, set())] if k else []
+    if not k:
         return [frozenset()]
-    stack = [frame(0, (1 << k) - 1, 0)]
     while stack:
         f = stack[-1]
-        r, p, x, cand, at = f
+        r, p, pbits, x, cand, at = f
         if at == len(cand):
             stack.pop()
             continue
         v = cand[at]
-        bit = 1 << v
-        f[1], f[2], f[4] = p & ~bit, x | bit, at + 1
-        r2, p2, x2 = r | bit, p & nbrs[v], x & nbrs[v]
-        if not p2:
-            if not x2:
-                out.append(r2)
-                if limit is not None and len(out) > limit:
-                    return None
-            continue
-        stack.append(frame(r2, p2, x2))
-    return [frozenset(_members(c)) for c in out]
+        r2, p2, x2 = r | {v}, p & nbrs[v], x & nbrs[v]
+        f[1], f[2], f[3], f[5] = p - {v}, pbits & ~(1 << v), x | {v}, at + 1
+        if not p2 and not x2:
+            out.append(frozenset(r2))
+            if limit is not None and len(out) > limit:
+                return None
+        elif p2:
+            stack.append(frame(r2, p2, pbits & bits[v], x2))
+        # p2 empty and x2 not: r2 extends to a clique found before, nothing to do
+    return out
 
 
 def _letter(i: int) -> str:
@@ -241,7 +224,7 @@ def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray, *,
     Returns
     -------
     groups : list of tuples of model indices (best first), ordered by their best member, then their
-        worst, then the other members
+        worst
     letters : list of str, per model the letters of the groups it belongs to
 
     Raises
@@ -264,9 +247,7 @@ def tie_groups(separated: np.ndarray, order: Sequence[int] | np.ndarray, *,
         raise DataError(f"more than max_groups={max_groups} tie groups: the models' separations do "
                         f"not form a readable letter display")
     cliques = [tuple(sorted(c, key=lambda i: pos[i])) for c in found]
-    # by best member, then worst member, then every member: an order that does not depend on how
-    # the cliques were found
-    cliques.sort(key=lambda c: (pos[c[0]], pos[c[-1]], [pos[i] for i in c]))
+    cliques.sort(key=lambda c: (pos[c[0]], pos[c[-1]]))
     letters = [""] * len(sep)
     for g, members in enumerate(cliques):
         for i in members:
@@ -386,9 +367,10 @@ def _pair_maxima(draws: np.ndarray, centre: np.ndarray | None, d_se: np.ndarray 
     (``c`` = ``centre``, or 0).  The pairs are visited one model row at a time, ``i`` against all
     ``m > i`` (the order of :func:`numpy.triu_indices`), so memory is draws x K rather than
     draws x K^2 / 2; every element is computed with the same operations as on the full pair
-    matrix, so the maxima are the same numbers.  ``d_se`` (the pair SEs in that order) is taken as
-    given, or estimated as the SD of the draws' differences; a pair with no spread (its SE at most
-    ``_SE_RESIDUE`` times the draws' magnitude) carries no deviation.
+    matrix (numpy may sum a narrower matrix's columns in another order, so an estimated SE can
+    differ in its last bits).  ``d_se`` (the pair SEs in that order) is taken as given, or estimated
+    as the SD of the draws' differences; a pair with no spread (its SE at most ``_SE_RESIDUE`` times
+    the draws' magnitude) carries no deviation.
 
     Returns the pair SEs, the overall maxima (n_draws,) and the per-model maxima (n_draws, K).
     """
@@ -820,5 +802,5 @@ def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term
     alpha = 1 - conf_level
     lo, hi = np.quantile(mat, [alpha / 2, 1 - alpha / 2], axis=0)
     extra = _with_accuracy(est) if logit else None
-    part = _assemble(list(labels), {}, est, mat.std(0, ddof=1), lo, hi, d_se, crit, crit_marg, p_adj, extra)
+    part = _assemble(list(labels), {}, est, _spread(mat), lo, hi, d_se, crit, crit_marg, p_adj, extra)
     return _finish([part], [], conf_level, "posterior")

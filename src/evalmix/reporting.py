@@ -580,7 +580,9 @@ def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boo
             "why": "a reduction compares one run with two runs; the paper's figure is the one-run "
                    "rate alone."})
     note = ("Within each condition cell, the leaderboard of every single run (and every pair of runs) "
-            "is compared with the leaderboard of all runs pooled. Rank intervals come from an "
+            "is compared with the leaderboard of all runs pooled; it counts as unstable when a model "
+            "pair is strictly inverted (a tie is not an inversion), with the paper's count (any "
+            "model at another position, ties broken by level order) beside it. Rank intervals come from an "
             f"item-level cluster bootstrap ({n_boot} replicates, seed {seed}): models are compared on "
             "the same resampled items.")
     return ReportSection(
