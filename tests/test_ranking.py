@@ -21,10 +21,23 @@ def _ai4math_instability(raw, sizes=1):
 
 
 def test_ai4math_ten_of_twelve(ai4math_raw):
-    r = _ai4math_instability(ai4math_raw)
+    # the paper's count, one argument away
+    r = rank_instability(ai4math_raw, ["language", "prompt"], item="problem_id", ties="paper")
     assert (r.n_unstable, r.n_leaderboards) == (10, 12)
     assert r.rate == pytest.approx(10 / 12)
     assert len(r.table) == 12 and set(r.table["n_runs"]) == {1}
+
+
+def test_ai4math_strict_is_the_default(ai4math_raw):
+    # ties are not inversions: 5 of the 12 single-run leaderboards strictly invert a model pair
+    r = _ai4math_instability(ai4math_raw)
+    assert (r.ties, r.n_unstable, r.n_leaderboards, r.n_unstable_paper) == ("strict", 5, 12, 10)
+    assert r.rate == pytest.approx(5 / 12)
+    assert r.table["unstable"].tolist() == (r.table["n_discordant"] > 0).tolist()
+    assert int(r.table["n_discordant"].sum()) == 9
+    s = r.by_n_runs.iloc[0]
+    assert (s["n_unstable"], s["n_unstable_paper"], s["rate_paper"]) == (5, 10, pytest.approx(10 / 12))
+    assert "5 of 12" in str(r) and "10 of 12" in str(r)
 
 
 def test_ai4math_position_count_matches_paper_code(ai4math_raw):
@@ -69,7 +82,11 @@ def test_discordant_pairs_and_tau_by_hand():
     # run 2: a 0, b .5, c 0 -> b leads (position change), a ties c (reference a > c: not discordant)
     assert t.loc["2", "n_moved"] == 2 and t.loc["2", "n_discordant"] == 0
     assert t.loc["2", "kendall_tau"] == pytest.approx(stats.kendalltau([0, .5, 0], [.5, .5, 0]).statistic)
-    assert (r.n_unstable, r.n_leaderboards) == (1, 2)
+    # strict (the default): no leaderboard inverts a pair; the paper's count: run 2 is "unstable"
+    assert (r.n_unstable, r.n_leaderboards, r.ties, r.n_unstable_paper) == (0, 2, "strict", 1)
+    paper = rank_instability(df, ties="paper")
+    assert (paper.n_unstable, paper.rate) == (1, 0.5)
+    assert paper.table["unstable"].tolist() == [False, True]
 
 
 @settings(max_examples=25, deadline=None)
@@ -79,7 +96,7 @@ def test_instability_invariants(seed):
     r = rank_instability(df, runs_per_leaderboard=[1, 2, 3])
     t = r.table
     assert (t["n_discordant"] <= t["n_pairs"]).all()
-    assert ((t["n_discordant"] > 0) <= t["unstable"]).all()  # an inversion always moves a model
+    assert ((t["n_discordant"] > 0) <= (t["n_moved"] > 0)).all()  # an inversion always moves a model
     assert (t.loc[t["n_runs"] == 3, "n_moved"] == 0).all()
 
 

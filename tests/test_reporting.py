@@ -22,6 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import evalmix  # noqa: E402
 from evalmix.cli import main  # noqa: E402
+from evalmix.reliability import KOO_LI_BANDS, quality_band  # noqa: E402
 from evalmix.reporting import candidate_formulas  # noqa: E402
 
 from conftest import REFERENCE, ROOT  # noqa: E402
@@ -174,7 +175,7 @@ def test_ai4math_domain_sections(ai4math_out, published):
 
 
 @pytest.mark.shared
-def test_ai4math_reliability(ai4math_out, published):
+def test_ai4math_reliability(ai4math_out, published, ai4math_dir):
     fl = _tab(ai4math_out, "flip_rates")
     pub = published("flip_summary_entropy")
     merged = fl.merge(pub, on=["model", "language", "prompt"])
@@ -185,9 +186,15 @@ def test_ai4math_reliability(ai4math_out, published):
     merged = ic.merge(pub, on=["model", "language", "prompt"])
     assert len(merged) == 32
     np.testing.assert_allclose(merged["icc"], merged["ICC"], atol=1e-10)
-    assert (merged["quality"] == merged["Quality"].str.lower()).all()
-    # the paper: 10 good, 14 moderate, 8 poor
-    assert ic["quality"].value_counts().to_dict() == {"moderate": 14, "good": 10, "poor": 8}
+    # the paper's bands (0.60 / 0.75 / 0.90) in quality_paper: 10 good, 14 moderate, 8 poor
+    assert (merged["quality_paper"] == merged["Quality"].str.lower()).all()
+    assert ic["quality_paper"].value_counts().to_dict() == {"moderate": 14, "good": 10, "poor": 8}
+    # quality: Koo & Li (2016), the one banding of evalmix.icc and the CLI
+    runs = evalmix.read_runs(ai4math_dir / "ai4math_runs.csv", item="problem_id")
+    direct = evalmix.icc(runs, ["model", "language", "prompt"])
+    both = ic.merge(direct.to_frame(), on=["model", "language", "prompt"], suffixes=("", "_icc"))
+    assert (both["quality"] == both["quality_icc"]).all()
+    assert (ic["quality"] == quality_band(ic["icc"].to_numpy(), KOO_LI_BANDS)).all()
 
 
 @pytest.mark.shared
@@ -197,7 +204,15 @@ def test_ai4math_corrections(ai4math_out):
     rank = corr.loc["single-run leaderboards with a rank inversion"]
     assert rank["paper_value"] == "10 of 12 (83%)" and rank["corrected_value"] == "5 of 12 (42%)"
     two = corr.loc["share of single-run inversions removed by pooling two runs"]
-    assert two["paper_value"] == "83%" and two["corrected_value"] == "50% / 78%"
+    # leaderboards with an inverted pair: 5 of 12 single runs, 2 of 12 pairs of runs (60% fewer);
+    # inverted pairs: 9 -> 2 per 12 leaderboards (78% fewer)
+    assert two["paper_value"] == "83%" and two["corrected_value"] == "60% / 78%"
+    # the domain test: the paper's printed p beside the p its chi-square gives
+    dom = corr.loc["domain effect (type-III Wald χ², additive model)"]
+    assert dom["paper_value"] == "χ² = 13.5 on 6 df, p = 0.005"
+    assert dom["corrected_value"] == "χ² = 13.5 on 6 df, p = 0.036"
+    bands = corr.loc["ICC quality bands"]
+    assert bands["paper_value"] == "8 poor, 14 moderate, 10 good"
     # SE: the paper's 0.0288, 0.0285, 0.0273
     for r, value in ((1, "0.0288"), (2, "0.0285"), (3, "0.0273")):
         assert corr.loc[f"SE of slice accuracy at R = {r}", "paper_value"] == value
@@ -214,7 +229,8 @@ def test_ai4math_corrections(ai4math_out):
 @pytest.mark.shared
 def test_ai4math_rank_and_se_tables(ai4math_out):
     ri = _tab(ai4math_out, "rank_instability").set_index("n_runs")
-    assert ri.loc[1, "n_unstable"] == 10 and ri.loc[1, "n_leaderboards"] == 12
+    assert ri.loc[1, "n_unstable"] == 5 and ri.loc[1, "n_leaderboards"] == 12
+    assert ri.loc[1, "n_unstable_paper"] == 10
     se = _tab(ai4math_out, "se_vs_runs").set_index("n_runs")
     np.testing.assert_allclose(se.loc[[1, 2, 3], "paper_se"], [0.0288, 0.0285, 0.0273], atol=5e-5)
     # runs shrink only the within-item part: the items-random SE stays above the items-fixed one

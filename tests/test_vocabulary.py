@@ -61,9 +61,9 @@ DOMAIN = {
     "rank", "mean_rank", "expected_rank", "p_best", "mean_logit", "mean_prob", "rate",
     "mean_discordant", "inversions_removed", "position", "rank_set", "rank_low", "rank_high",
     "tie_group", "better_than", "worse_than", "n_better", "n_worse", "mean_rank_1", "mean_rank_2",
-    "marginal_rank_low", "marginal_rank_high",
+    "marginal_rank_low", "marginal_rank_high", "n_unstable_paper", "rate_paper", "quality_paper",
     # variance components and fits
-    "var1", "var2", "variance", "sd", "sd_conf_low", "sd_conf_high", "var_between", "var_within",
+    "var1", "var2", "variance", "sd", "sd_conf_low", "sd_conf_high", "var_between", "var_within", "se_runs",
     "var_between_raw", "eta", "r_hat", "ess_bulk", "ess_tail", "divergences", "loglik", "aic", "bic",
     "deviance", "delta_bic", "bic_weight", "delta_aic", "aic_weight", "lrt_vs", "nested",
     "converged", "singular", "messages", "warnings", "error", "formula", "min", "q1", "median", "q3",

@@ -47,17 +47,24 @@ class RankInstabilityResult(Result):
         ``"1+3"``), ``n_models``, ``n_moved`` (models at a different position than in the reference
         order, the paper's count), ``unstable`` (``n_moved > 0``), ``n_discordant`` (model pairs
         strictly ordered one way here and the other way in the reference), ``n_pairs`` and
-        ``kendall_tau`` (tau-b between the two accuracy vectors).
+        ``kendall_tau`` (tau-b between the two accuracy vectors).  ``unstable`` follows ``ties``:
+        ``n_discordant > 0`` (strict) or ``n_moved > 0`` (the paper's).
     by_n_runs : DataFrame
         One row per number of pooled runs (also ``to_frame()``): ``n_leaderboards``, ``n_unstable``, ``rate``,
-        ``n_discordant`` (total), ``mean_discordant`` and ``inversions_removed`` (share of the
+        ``n_unstable_paper`` and ``rate_paper`` (the paper's count), ``n_discordant`` (total), ``mean_discordant`` and ``inversions_removed`` (share of the
         single-run discordant pairs that disappear, when single runs are included).
     ranks : DataFrame
         Long table for bump charts: slice columns, ``leaderboard`` ("all" or the runs), ``n_runs``,
         ``model``, ``accuracy``, ``rank`` (1 = best, ties share the best rank) and ``position``
         (place in the tie-broken order).
     n_unstable, n_leaderboards, rate
-        The paper's summary for the smallest number of pooled runs analysed (single runs by default).
+        Unstable leaderboards (under ``ties``) for the smallest number of pooled runs analysed
+        (single runs by default).
+    ties : str
+        ``"strict"`` (a leaderboard is unstable when a model pair is strictly inverted; ties are not
+        inversions) or ``"paper"`` (any model at another position, ties broken by level order).
+    n_unstable_paper : int
+        The paper's count for the same leaderboards, whichever ``ties`` is.
     """
 
     table: pd.DataFrame
@@ -67,14 +74,22 @@ class RankInstabilityResult(Result):
     n_unstable: int
     n_leaderboards: int
     rate: float
+    ties: str = "strict"
+    n_unstable_paper: int = 0
 
     def _title(self) -> str:
         return "Leaderboard instability across runs" + (
             f" by {', '.join(self.by)}" if self.by else "")
 
     def _header(self) -> list[str]:
-        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards differ from the "
-                f"all-runs order (rate {self.rate:.3f})"]
+        if self.ties == "paper":
+            return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards have a model at another "
+                    f"position than in the all-runs order, ties broken by level order (the paper's "
+                    f"count; rate {self.rate:.3f})"]
+        return [f"{self.n_unstable} of {self.n_leaderboards} leaderboards invert at least one model "
+                f"pair against the all-runs order (ties are not inversions; rate {self.rate:.3f})",
+                f"the paper's count (any model at another position, ties broken by level order): "
+                f"{self.n_unstable_paper} of {self.n_leaderboards}; ties=\"paper\" uses it"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.by_n_runs.copy()
@@ -82,7 +97,8 @@ class RankInstabilityResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"leaderboards": frame_records(self.table),
                                     "n_unstable": self.n_unstable,
-                                    "n_leaderboards": self.n_leaderboards, "rate": self.rate}
+                                    "n_leaderboards": self.n_leaderboards, "rate": self.rate,
+                                    "ties": self.ties, "n_unstable_paper": self.n_unstable_paper}
 
 
 def _order(acc: np.ndarray) -> np.ndarray:
@@ -106,31 +122,51 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
 
 def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[Any],
                models: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Success sums and trial counts of one slice as arrays ``rows`` levels x models."""
+    """Success sums and trial counts of one slice as arrays ``rows`` levels x models.
+
+    Every value of ``sub[rows]`` and ``sub[model]`` must be among ``row_levels`` and ``models``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item": [1, 1, 2], "model": ["a", "b", "a"], "correct": [1, 0, 1]})
+    >>> cols = sl.Columns("item", "run", "correct", "model")
+    >>> succ, tri = cell_sums(df, cols, "item", [1, 2], ["a", "b"])
+    >>> succ.tolist(), tri.tolist()
+    ([[1.0, 0.0], [1.0, 0.0]], [[1.0, 1.0], [1.0, 0.0]])
+    """
     y = sl.scores(sub, cols)
     w = sub[cols.trials].to_numpy(float) if cols.trials else np.ones(len(sub))
-    r = pd.Categorical(sub[rows], categories=row_levels).codes
-    m = pd.Categorical(sub[cols.model], categories=models).codes
-    succ = np.zeros((len(row_levels), len(models)))
-    tri = np.zeros_like(succ)
-    np.add.at(succ, (r, m), y * w)
-    np.add.at(tri, (r, m), w)
+    r = pd.Categorical(sub[rows], categories=row_levels).codes.astype(np.int64)
+    m = pd.Categorical(sub[cols.model], categories=models).codes.astype(np.int64)
+    # one flat integer code per cell and two bincounts: linear in the rows (the sums are taken in
+    # row order, as np.add.at takes them)
+    shape = (len(row_levels), len(models))
+    cell = r * len(models) + m
+    size = shape[0] * shape[1]
+    succ = np.bincount(cell, weights=y * w, minlength=size).reshape(shape)
+    tri = np.bincount(cell, weights=w, minlength=size).reshape(shape)
     return succ, tri
+
+
+Ties = Literal["strict", "paper"]
 
 
 def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None,
-                     runs_per_leaderboard: int | Sequence[int] = 1, missing: str = "raise") -> RankInstabilityResult:
+                     runs_per_leaderboard: int | Sequence[int] = 1, ties: Ties = "strict",
+                     missing: str = "raise") -> RankInstabilityResult:
     """Compare leaderboards built from single runs (or run subsets) with the all-runs leaderboard.
 
     Within each slice (e.g. language x prompt) models are ordered by accuracy over all runs (the
     reference, which the AI4Math paper calls the "three-run majority") and by accuracy over each
-    subset of ``R`` runs.  The paper counts a leaderboard as unstable when any model sits at a
-    different position, with ties broken by keeping the models' level order (its R code sorts with
-    ``arrange(desc(acc))``, which is stable); on AI4Math this flags 10 of 12 single-run leaderboards.
-    Positions are fragile (one swap moves two models, a tie can move one); the number of discordant
-    pairs and Kendall's tau measure how far the orders are apart.
+    subset of ``R`` runs.  By default (``ties="strict"``) a leaderboard is unstable when at least one
+    model pair is strictly ordered one way in it and the other way in the reference: a tie is not an
+    inversion.  The paper (``ties="paper"``) counts a leaderboard as unstable when any model sits at
+    a different position, with ties broken by keeping the models' level order (its R code sorts with
+    ``arrange(desc(acc))``, which is stable), so two models that tie in one run and not in the
+    reference "move".  On AI4Math the strict count is 5 of 12 single-run leaderboards, the paper's
+    10 of 12.  Both are in the table (``n_discordant`` and ``n_moved``) whichever is chosen.
 
     Parameters
     ----------
@@ -144,6 +180,11 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
     runs_per_leaderboard : int or sequence of int
         Numbers of runs pooled per leaderboard; every subset of that size is used (with R of the
         available runs the leaderboard equals the reference).
+    ties : {"strict", "paper"}
+        What makes a leaderboard unstable (``unstable``, ``n_unstable``, ``rate``): a strictly
+        inverted model pair (default), or the paper's any model at another position after breaking
+        ties by level order.  ``by_n_runs`` has the paper's count as ``n_unstable_paper`` and
+        ``rate_paper`` either way.
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
@@ -157,22 +198,27 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
     >>> import evalmix
     >>> df = evalmix.simulate.glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"]}, seed=2)
     >>> r = rank_instability(df, "language")
-    >>> r.n_leaderboards
-    6
+    >>> r.n_leaderboards, r.ties
+    (6, 'strict')
     """
+    if ties not in ("strict", "paper"):
+        raise ValueError(f"ties must be 'strict' (a tie is not an inversion) or 'paper' (ties broken "
+                         f"by level order), got {ties!r}")
     by_ = sl.as_list(slice_by)
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
                             need_item=False, by=by_, missing=missing)
     sizes = sorted({int(s) for s in np.atleast_1d(runs_per_leaderboard)})
     models = sl.levels(data[cols.model])
-    rows, rank_rows = [], []
+    rows, rank_parts = [], []
     for key, sub in sl.groups(data, by_):
         runs = sl.levels(sub[cols.run])
-        slice_models = [m for m in models if m in set(sub[cols.model])]
+        present = set(pd.unique(sub[cols.model]))  # once per slice, not once per model
+        slice_models = [m for m in models if m in present]
         succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
         if (tri == 0).any():
-            raise DataError(f"{sl.slice_label(by_, key)}some model has no rows in some run; rank "
-                            f"instability needs every model in every run")
+            r_, m_ = np.argwhere(tri == 0)[0]
+            raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m_]!r} has no rows in run "
+                            f"{runs[r_]!r}; rank instability needs every model in every run")
         ref = succ.sum(0) / tri.sum(0)
         ref_order = _order(ref)
         base = dict(zip(by_, key))
@@ -189,32 +235,39 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
                 moved = int((order != ref_order).sum())
                 tau = stats.kendalltau(acc, ref).statistic if len(acc) > 1 else np.nan
                 rows.append(base | {"n_runs": size, "runs": label, "n_models": len(acc),
-                                    "n_moved": moved, "unstable": moved > 0,
+                                    "n_moved": moved,
+                                    "unstable": (n_disc > 0) if ties == "strict" else (moved > 0),
                                     "n_discordant": n_disc, "n_pairs": n_pairs,
                                     "kendall_tau": float(tau)})
                 boards.append((label, size, acc))
+        k = len(slice_models)
         for label, size, acc in boards:
-            pos = np.empty(len(acc), int)
-            pos[_order(acc)] = np.arange(1, len(acc) + 1)
-            rk = _min_rank(acc)
-            for j, m in enumerate(slice_models):
-                rank_rows.append(base | {"leaderboard": label, "n_runs": size, "model": m,
-                                         "accuracy": acc[j], "rank": int(rk[j]), "position": int(pos[j])})
+            pos = np.empty(k, int)
+            pos[_order(acc)] = np.arange(1, k + 1)
+            part = pd.DataFrame({"leaderboard": [label] * k, "n_runs": size,
+                                 "model": pd.Series(slice_models, dtype=object).to_numpy(),
+                                 "accuracy": acc, "rank": _min_rank(acc), "position": pos})
+            for name, value in reversed(base.items()):
+                part.insert(0, name, [value] * k)
+            rank_parts.append(part)
     table = pd.DataFrame(rows)
-    summ = table.groupby("n_runs").agg(n_leaderboards=("unstable", "size"),
-                                       n_unstable=("unstable", "sum"),
-                                       n_discordant=("n_discordant", "sum"),
-                                       mean_discordant=("n_discordant", "mean")).reset_index()
+    summ = table.assign(moved=table["n_moved"] > 0).groupby("n_runs").agg(
+        n_leaderboards=("unstable", "size"), n_unstable=("unstable", "sum"),
+        n_unstable_paper=("moved", "sum"), n_discordant=("n_discordant", "sum"),
+        mean_discordant=("n_discordant", "mean")).reset_index()
     summ["rate"] = summ["n_unstable"] / summ["n_leaderboards"]
+    summ["rate_paper"] = summ["n_unstable_paper"] / summ["n_leaderboards"]
     if 1 in sizes:
         single = float(summ.loc[summ["n_runs"] == 1, "mean_discordant"].iloc[0])
         summ["inversions_removed"] = 1 - summ["mean_discordant"] / single if single > 0 else np.nan
-    summ = summ[["n_runs", "n_leaderboards", "n_unstable", "rate", "n_discordant", "mean_discordant"]
-                + (["inversions_removed"] if 1 in sizes else [])]
+    summ = summ[["n_runs", "n_leaderboards", "n_unstable", "rate", "n_unstable_paper", "rate_paper",
+                 "n_discordant", "mean_discordant"] + (["inversions_removed"] if 1 in sizes else [])]
     first = summ.iloc[0]
-    return RankInstabilityResult(table=table, by_n_runs=summ, ranks=pd.DataFrame(rank_rows), by=tuple(by_),
+    ranks = pd.concat(rank_parts, ignore_index=True)
+    return RankInstabilityResult(table=table, by_n_runs=summ, ranks=ranks, by=tuple(by_),
                                  n_unstable=int(first["n_unstable"]),
-                                 n_leaderboards=int(first["n_leaderboards"]), rate=float(first["rate"]))
+                                 n_leaderboards=int(first["n_leaderboards"]), rate=float(first["rate"]),
+                                 ties=ties, n_unstable_paper=int(first["n_unstable_paper"]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -256,7 +309,7 @@ def _boot_chunk(n_boot: int, seed: np.random.SeedSequence, succ: np.ndarray,
     n_items = succ.shape[0]
     w = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot).astype(float)
     acc = (w @ succ) / (w @ tri)
-    ranks = np.apply_along_axis(_min_rank, 1, acc)
+    ranks = stats.rankdata(-acc, method="min", axis=1).astype(int)
     return acc, ranks
 
 
@@ -329,8 +382,14 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
     seeds = root.spawn(len(slices))
     rows, dist_rows = [], []
     for (key, sub), sseed in zip(slices, seeds):
-        slice_models = [m for m in models if m in set(sub[cols.model])]
-        succ, tri = cell_sums(sub, cols, cols.item, sl.levels(sub[cols.item]), slice_models)
+        present = set(pd.unique(sub[cols.model]))  # once per slice, not once per model
+        slice_models = [m for m in models if m in present]
+        items = sl.levels(sub[cols.item])
+        if len(items) < 2:
+            raise DataError(f"{sl.slice_label(by_, key)}column {cols.item!r} has {len(items)} item; "
+                            f"the item bootstrap needs at least two items to say how ranks vary "
+                            f"with them")
+        succ, tri = cell_sums(sub, cols, cols.item, items, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
@@ -433,7 +492,7 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
         ranked = idx[ok[idx]]
-        ranks = np.apply_along_axis(_min_rank, 1, eta_draws[:, ranked])
+        ranks = stats.rankdata(-eta_draws[:, ranked], method="min", axis=1).astype(int)
         obs = _min_rank(est[ranked])
         pos = {i: j for j, i in enumerate(ranked)}
         base = dict(zip(by_, key))

@@ -164,19 +164,35 @@ def quality_band(value: float | np.ndarray, bands: Sequence[float] = KOO_LI_BAND
     return out[0] if np.ndim(value) == 0 else out
 
 
-def _mean_squares(mat: np.ndarray) -> tuple[float, float, float, float]:
-    """MSr (items), MSc (runs), MSe (residual) and MSw (within items) of a complete matrix."""
+#: A sum of squares at most ``n * (_RESIDUE_ULPS * eps * max|x|)^2`` is the rounding residue of an
+#: exact zero (each residual carries a few ulps of the data's magnitude): it is set to 0.
+_RESIDUE_ULPS = 64
+
+
+def _mean_squares(mat: np.ndarray) -> tuple[np.float64, np.float64, np.float64, np.float64]:
+    """MSr (items), MSc (runs), MSe (residual) and MSw (within items) of a complete matrix.
+
+    The residual and within-item sums of squares are summed from the residuals themselves rather
+    than by subtracting sums of squares, so they are never negative; a sum that is only the
+    rounding residue of an exact zero (perfect run-to-run agreement, equal item or run means) is
+    exactly 0, so a degenerate matrix gives an exact ICC, F and p instead of +-1e16.
+    """
     ns, nr = mat.shape
     grand = mat.mean()
     row_m, col_m = mat.mean(axis=1), mat.mean(axis=0)
-    ss_r = nr * ((row_m - grand) ** 2).sum()
-    ss_c = ns * ((col_m - grand) ** 2).sum()
-    ss_t = ((mat - grand) ** 2).sum()
-    ss_e = ss_t - ss_r - ss_c
+    residue = mat.size * (_RESIDUE_ULPS * np.finfo(float).eps * float(np.abs(mat).max())) ** 2
+
+    def exact(ss: float) -> np.float64:  # numpy floats: x / 0 is inf (or NaN), not an exception
+        return np.float64(0.0 if ss <= residue else ss)
+
+    ss_r = exact(nr * ((row_m - grand) ** 2).sum())
+    ss_c = exact(ns * ((col_m - grand) ** 2).sum())
+    ss_e = exact(((mat - row_m[:, None] - col_m[None, :] + grand) ** 2).sum())
+    ss_w = exact(((mat - row_m[:, None]) ** 2).sum())
     ms_r = ss_r / (ns - 1)
     ms_c = ss_c / (nr - 1)
     ms_e = ss_e / ((ns - 1) * (nr - 1))
-    ms_w = (ss_t - ss_r) / (ns * (nr - 1))
+    ms_w = ss_w / (ns * (nr - 1))
     return ms_r, ms_c, ms_e, ms_w
 
 
@@ -218,6 +234,11 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
       Spearman-Brown transform of the ICC(A,1) interval (Shrout & Fleiss, ``psych::ICC``).
 
     The ICC(A,1) interval and all other forms are identical under both.
+
+    Degenerate matrices give exact answers: with no variation within items (every item has the
+    same outcome in every run) and items that differ, the ICC is exactly 1, F is ``inf``, p is 0
+    and the interval is [1, 1] (mean squares that are rounding residues of 0 are set to 0); with
+    no variation at all the ICC is undefined and every statistic is NaN (:func:`icc` warns).
 
     Returns
     -------
@@ -297,10 +318,12 @@ def icc_matrix(ratings: np.ndarray, *, model: ICCModel = "twoway", type: ICCType
                 upper = ns * (fu * ms_r - ms_e) / (ms_c - ms_e + ns * fu * ms_r)
         if model == "oneway" or type == "consistency":
             if single:
-                lower, upper = (fl - 1) / (fl + nr - 1), (fu - 1) / (fu + nr - 1)
+                # an infinite F bound (no error variance) is the limit 1, not inf / inf
+                lower = 1.0 if np.isposinf(fl) else (fl - 1) / (fl + nr - 1)
+                upper = 1.0 if np.isposinf(fu) else (fu - 1) / (fu + nr - 1)
             else:
                 lower, upper = 1 - 1 / fl, 1 - 1 / fu
-        p = stats.f.sf(f, df1, df2)
+        p = stats.f.sf(f, df1, df2)  # 0 exactly for F = inf
     return {"form": _form_name(model, type, unit, nr), "icc": float(coef),
             "conf_low": float(lower), "conf_high": float(upper), "statistic": float(f),
             "df1": float(df1), "df2": float(df2), "p_value": float(p),

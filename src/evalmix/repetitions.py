@@ -249,6 +249,9 @@ class SEvsRunsResult(Result):
     pairs, pair_projection : DataFrame or None
         The same for paired differences between the levels of ``paired`` (columns ``<paired>_a``,
         ``<paired>_b``, ``difference``...), when requested.
+    curves : str
+        What ``to_frame()`` returns and the result prints: ``"corrected"`` (``projection``, the
+        default) or ``"paper"`` (``paper``).  Both tables are always here.
     """
 
     paper: pd.DataFrame
@@ -257,17 +260,27 @@ class SEvsRunsResult(Result):
     by: tuple[str, ...]
     pairs: pd.DataFrame | None = None
     pair_projection: pd.DataFrame | None = None
+    curves: str = "corrected"
 
     def _title(self) -> str:
         return "Standard error vs number of runs" + (
             f" by {', '.join(self.by)}" if self.by else "")
 
+    def _header(self) -> list[str]:
+        if self.curves == "paper":
+            return ["the AI4Math paper's curves (SD of the run accuracies / sqrt(R)): run noise on "
+                    "these items only; the decomposition is in .projection (curves=\"corrected\")"]
+        return ["se: sqrt(var_between / N + var_within / (N R)) per slice, items random (a new "
+                "benchmark of N items); se_runs: run noise only, the quantity the paper's curves "
+                "estimate; the paper's curves are in .paper (curves=\"paper\")"]
+
     def to_frame(self) -> pd.DataFrame:
-        return self.paper.copy()
+        return (self.paper if self.curves == "paper" else self.projection).copy()
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict() | {"components": frame_records(self.components),
-                                   "projection": frame_records(self.projection)}
+                                   "projection": frame_records(self.projection),
+                                   "paper": frame_records(self.paper), "curves": self.curves}
         if self.pairs is not None:
             out["pairs"] = frame_records(self.pairs)
         return out
@@ -316,15 +329,19 @@ def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols
 
 def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = None,
                run: str | None = None, outcome: str | None = None, max_runs: int = 10,
-               curve_by: str | None = "model", paired: str | None = None, missing: str = "raise") -> SEvsRunsResult:
+               curve_by: str | None = "model", paired: str | None = None,
+               curves: Literal["corrected", "paper"] = "corrected", missing: str = "raise") -> SEvsRunsResult:
     """Standard error of slice accuracies against the number of runs averaged.
 
-    Computes (1) the AI4Math paper's three curves (predicted sd_all / sqrt(R), empirical over run
-    subsets, and their model average), and (2) the decomposition that answers the question properly:
-    per slice, ``var_between`` and ``var_within`` (:func:`variance_components`) and the projected SE
-    for R = 1..max_runs, both for the accuracy on the population of items (``se``) and for the
-    accuracy on these very items (``se_runs``).  The paper's curves estimate ``se_runs``: they ignore
-    that a new benchmark of N items would give a different accuracy, which no number of runs fixes.
+    Computes (1) the decomposition that answers the question properly: per slice, ``var_between``
+    and ``var_within`` (:func:`variance_components`) and the projected SE for R = 1..max_runs, both
+    for the accuracy on the population of items (``se``, items random) and for the accuracy on these
+    very items (``se_runs``); and (2) the AI4Math paper's three curves (predicted sd_all / sqrt(R),
+    empirical over run subsets, and their model average).  The paper's curves estimate ``se_runs``:
+    they ignore that a new benchmark of N items would give a different accuracy, which no number of
+    runs fixes.  The result prints and ``to_frame()`` returns the decomposition (``projection``) by
+    default; ``curves="paper"`` makes them the paper's curves (``paper``).  Both are attributes
+    either way.
 
     Parameters
     ----------
@@ -341,6 +358,9 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     paired : str, optional
         Column of ``by`` whose levels are compared pairwise on shared items (``"model"``) within each
         combination of the other slice columns; adds ``pairs`` and ``pair_projection``.
+    curves : {"corrected", "paper"}
+        Which table the result prints and ``to_frame()`` returns: the items-random projection
+        (default) or the paper's curves.
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
@@ -356,7 +376,12 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     >>> r = se_vs_runs(df, "model", max_runs=5)
     >>> sorted(r.paper["kind"].unique()), int(r.projection["n_runs"].max())
     (['empirical', 'predicted'], 5)
+    >>> list(r.to_frame().columns), list(se_vs_runs(df, "model", curves="paper").to_frame().columns)
+    (['model', 'n_runs', 'se', 'se_runs'], ['curve', 'kind', 'n_runs', 'se'])
     """
+    if curves not in ("corrected", "paper"):
+        raise ValueError(f"curves must be 'corrected' (the items-random projection) or 'paper', "
+                         f"got {curves!r}")
     by_ = sl.as_list(by)
     if not by_:
         raise DataError("se_vs_runs needs slice columns (by=)")
@@ -375,7 +400,7 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
         pair_proj = _project(pairs, keys, runs)
     return SEvsRunsResult(paper=_paper_curves(data, by_, curve_by, cols), components=comp,
                           projection=_project(comp, by_, runs), by=tuple(by_), pairs=pairs,
-                          pair_projection=pair_proj)
+                          pair_projection=pair_proj, curves=curves)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from .emmeans import contrast, emmeans
 from .errors import DataError
 from .glmm import glmer
 from .ranking import rank_instability, rank_uncertainty
-from .reliability import flip_rate, icc
+from .reliability import KOO_LI_BANDS, flip_rate, icc, quality_band
 from .selection import anova, compare_models
 
 if TYPE_CHECKING:
@@ -44,8 +44,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Report", "ReportSection", "candidate_formulas", "report"]
 
-#: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent).
+#: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent),
+#: shown beside the Koo & Li (2016) bands the report (and :func:`evalmix.icc`) uses.
 PAPER_ICC_BANDS = (0.6, 0.75, 0.9)
+
+#: The domain test as the AI4Math paper printed it: chi-square 13.5 on 6 df with p = 0.005.  A
+#: chi-square of 13.5 on 6 df has p = 0.036, so the printed p is shown beside the computed one
+#: when the report's slice test is that statistic (same chi-square to one decimal, same df).
+PAPER_SLICE_TEST = {"statistic": 13.5, "df": 6, "p_value": 0.005}
 
 
 @dataclass(frozen=True)
@@ -498,30 +504,47 @@ def _robustness_section(acc: pd.DataFrame, roles: dict[str, Any], slice_: str) -
         tables=(("robustness", f"Table S7: model accuracy across {slice_}.", tab),))
 
 
-def _reliability_section(data: pd.DataFrame, roles: dict[str, Any]) -> ReportSection:
+def _reliability_section(data: pd.DataFrame, roles: dict[str, Any]
+                         ) -> tuple[ReportSection, list[dict[str, Any]]]:
     from .plots import flip_rate_bars, icc_dots
 
     schema = roles["schema"]
     cond = roles["conditions"]
     by = [schema.model] + cond
     fl = flip_rate(data, by).to_frame()
-    ic = icc(data, by, bands=PAPER_ICC_BANDS)
-    counts = ic.to_frame()["quality"].value_counts()
-    summary = ", ".join(f"{int(counts.get(q, 0))} {q}" for q in ("poor", "moderate", "good", "excellent")
-                        if counts.get(q, 0))
+    ic = icc(data, by)  # Koo & Li bands, as evalmix.icc and the CLI label them
+    tab = ic.to_frame()
+    tab["quality_paper"] = quality_band(tab["icc"].to_numpy(), PAPER_ICC_BANDS) if len(tab) else []
+    names = ("poor", "moderate", "good", "excellent")
+
+    def counts(col: str) -> str:
+        c = tab[col].value_counts()
+        return ", ".join(f"{int(c.get(q, 0))} {q}" for q in names if c.get(q, 0)) or "none"
+
+    cuts = " / ".join(f"{b:.2f}" for b in KOO_LI_BANDS)
+    paper_cuts = " / ".join(f"{b:.2f}" for b in PAPER_ICC_BANDS)
     note = ("Flip rate: share of items whose outcome is not the same in every run; entropy: mean "
             "outcome entropy in bits. ICC(C,1): two-way consistency single-measure intraclass "
-            "correlation of the items × runs matrix, as irr::icc, with F-test intervals; bands at "
-            f"0.60 / 0.75 / 0.90 as in the paper ({summary} of {len(ic.to_frame())} slices).")
-    figs = [("fig7_icc", "Figure 7: run-to-run ICC per slice, by quality band.", _close(icc_dots(ic)))]
+            "correlation of the items × runs matrix, as irr::icc, with F-test intervals. Quality "
+            f"bands of Koo & Li (2016) at {cuts} ({counts('quality')} of {len(tab)} slices); "
+            f"quality_paper uses the paper's {paper_cuts} ({counts('quality_paper')}).")
+    corr = [{"quantity": "ICC quality bands",
+             "paper_method": f"cut points {paper_cuts}",
+             "paper_value": counts("quality_paper"),
+             "corrected_method": f"Koo & Li (2016): {cuts}, as evalmix.icc and the CLI",
+             "corrected_value": counts("quality"),
+             "why": "one banding everywhere, the published guideline; the paper's 0.60 calls an ICC "
+                    "of 0.55 poor where the guideline calls it moderate."}]
+    figs = [("fig7_icc", "Figure 7: run-to-run ICC per slice, by quality band (Koo & Li).",
+             _close(icc_dots(ic)))]
     figs.insert(0, ("fig6_flip_rate", "Figure 6: share of items whose outcome changes across runs.",
                     _close(flip_rate_bars(fl, x=schema.model, hue=cond[0] if cond else None,
                                           col=cond[1] if len(cond) > 1 else None))))
     return ReportSection("reliability", "Run-to-run reliability", note,
                          tables=(("flip_rates", "Flip rate and entropy per slice.", fl),
-                                 ("icc", "ICC(C,1) per slice with 95% intervals and quality band.",
-                                  ic.to_frame())),
-                         figures=tuple(figs))
+                                 ("icc", "ICC(C,1) per slice with 95% intervals, quality band (Koo & "
+                                  "Li) and the paper's band.", tab)),
+                         figures=tuple(figs)), corr
 
 
 def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boot: int, seed: int
@@ -534,7 +557,7 @@ def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boo
     ru = rank_uncertainty(data, cond or None, n_boot=n_boot, seed=seed)
     singles = ri.table[ri.table["n_runs"] == 1]
     n_lb = len(singles)
-    n_paper = int(singles["unstable"].sum())
+    n_paper = int((singles["n_moved"] > 0).sum())
     n_real = int((singles["n_discordant"] > 0).sum())
     corr = [{"quantity": "single-run leaderboards with a rank inversion",
              "paper_method": "any model at another position, ties broken by level order",
@@ -545,26 +568,30 @@ def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boo
                     "moves models that are not ordered at all."}]
     if 2 in sizes:
         s = ri.to_frame().set_index("n_runs")
-        rate = s["rate"]
+        rate = s["rate"]  # strict: leaderboards with an inverted pair
         red_lb = 1 - rate.loc[2] / rate.loc[1] if rate.loc[1] > 0 else np.nan
         red_pairs = s["inversions_removed"].loc[2]
         corr.append({
             "quantity": "share of single-run inversions removed by pooling two runs",
             "paper_method": "the single-run instability rate, read as a reduction",
             "paper_value": _pct(n_paper / n_lb),
-            "corrected_method": "reduction of unstable leaderboards / of inverted model pairs",
+            "corrected_method": "reduction of leaderboards with an inverted pair / of inverted model "
+                                "pairs",
             "corrected_value": f"{_pct(red_lb)} / {_pct(red_pairs)}",
             "why": "a reduction compares one run with two runs; the paper's figure is the one-run "
                    "rate alone."})
     note = ("Within each condition cell, the leaderboard of every single run (and every pair of runs) "
-            "is compared with the leaderboard of all runs pooled. Rank intervals come from an "
+            "is compared with the leaderboard of all runs pooled; it counts as unstable when a model "
+            "pair is strictly inverted (a tie is not an inversion), with the paper's count (any "
+            "model at another position, ties broken by level order) beside it. Rank intervals come from an "
             f"item-level cluster bootstrap ({n_boot} replicates, seed {seed}): models are compared on "
             "the same resampled items.")
     return ReportSection(
         "ranks", "Rank instability and rank intervals", note,
         tables=(("corrections_ranks", "The paper's counts beside the corrected ones.", pd.DataFrame(corr)),
-                ("rank_instability", "Leaderboards of run subsets against all runs: unstable "
-                 "leaderboards (the paper's count), inverted pairs and Kendall's τ.", ri.to_frame()),
+                ("rank_instability", "Leaderboards of run subsets against all runs: leaderboards "
+                 "with an inverted pair (n_unstable; the paper's count, ties broken by level order, "
+                 "in n_unstable_paper), inverted pairs and Kendall's τ.", ri.to_frame()),
                 ("leaderboards", "Every run-subset leaderboard.", ri.table),
                 ("rank_intervals", "Rank of each model with its 95% bootstrap interval.", ru.to_frame())),
         figures=(("fig8_rank_bump", "Figure 8: ranks in single runs against all runs (ties side by "
@@ -620,6 +647,28 @@ def _repetitions_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int,
                          tables=tuple(tables_),
                          figures=(("fig9_se_curves", "Figure 9: SE of slice accuracy against runs "
                                    "averaged.", _close(se_curves(res, show_projection=True))),)), corr
+
+
+def _slice_test_rows(means_sec: ReportSection, slice_: str) -> list[dict[str, Any]]:
+    """The paper's printed p of the slice test beside the p its chi-square gives, when it is that test."""
+    type3 = next((t for name, _, t in means_sec.tables if name == "type3_slice"), None)
+    if type3 is None:
+        return []
+    row = type3[type3["term"] == slice_]
+    stat = "statistic" if "statistic" in row.columns else "chisq"
+    if len(row) != 1:
+        return []
+    chi, df, p = float(row[stat].iloc[0]), int(row["df"].iloc[0]), float(row[_pcol(row)].iloc[0])
+    if round(chi, 1) != PAPER_SLICE_TEST["statistic"] or df != PAPER_SLICE_TEST["df"]:
+        return []  # not the paper's test: there is no printed number to set beside it
+    return [{"quantity": f"{slice_} effect (type-III Wald χ², additive model)",
+             "paper_method": "as printed in the paper",
+             "paper_value": f"χ² = {PAPER_SLICE_TEST['statistic']:.1f} on {PAPER_SLICE_TEST['df']} df, "
+                            f"p = {PAPER_SLICE_TEST['p_value']:.3f}",
+             "corrected_method": "upper tail of χ² on the test's df (car::Anova)",
+             "corrected_value": f"χ² = {chi:.1f} on {df} df, p = {p:.3f}",
+             "why": f"a χ² of {chi:.1f} on {df} df has p = {p:.3f}; the printed p is not the tail "
+                    "probability of the printed statistic."}]
 
 
 def _sign_flip_rows(data: pd.DataFrame, formula: str, reference: str, model: str,
@@ -774,8 +823,12 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      ReportSection("slice_models", "Slice fit comparison and conditional "
                                    "contrasts", skipped=line)]
     corrections: list[dict[str, Any]] = list(flips)
+    if slice_ is not None:
+        corrections += _slice_test_rows(means_sec, slice_)
     if n_runs >= 2 and not schema.counts:
-        sections.append(_reliability_section(data, roles))
+        rel_sec, corr = _reliability_section(data, roles)
+        sections.append(rel_sec)
+        corrections += corr
         rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, seed)
         sections.append(rank_sec)
         corrections += corr

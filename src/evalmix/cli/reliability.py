@@ -45,8 +45,10 @@ def run_reliability(args: argparse.Namespace) -> int:
 def run_ranks(args: argparse.Namespace) -> int:
     data = load_data(args)
     slices = split_list(args.slice_by) or None
-    result = rank_instability(data, slices, runs_per_leaderboard=[int(r) for r in split_list(args.runs)] or 1)
-    extra = {"n_unstable": result.n_unstable, "n_leaderboards": result.n_leaderboards, "rate": result.rate}
+    result = rank_instability(data, slices, runs_per_leaderboard=[int(r) for r in split_list(args.runs)] or 1,
+                              ties=args.ties)
+    extra = {"n_unstable": result.n_unstable, "n_leaderboards": result.n_leaderboards, "rate": result.rate,
+             "ties": result.ties, "n_unstable_paper": result.n_unstable_paper}
     if args.leaderboards:
         emit(args, result.table, extra)
     else:
@@ -57,7 +59,7 @@ def run_ranks(args: argparse.Namespace) -> int:
 def run_se_runs(args: argparse.Namespace) -> int:
     data = load_data(args)
     by = _default_by(data, args.by)
-    result = repetitions.se_vs_runs(data, by, max_runs=args.max_runs)
+    result = repetitions.se_vs_runs(data, by, max_runs=args.max_runs, curves=args.curves)
     emit(args, result)
     return 0
 
@@ -99,21 +101,31 @@ def add_reliability(sub: argparse._SubParsersAction) -> None:
 
 def add_ranks(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ranks", help="how often leaderboards from single runs differ from the all-runs one",
-                       description="Rank instability of leaderboards built from run subsets, per slice.")
+                       description="Rank instability of leaderboards built from run subsets, per slice: "
+                                   "leaderboards that strictly invert a model pair against the "
+                                   "all-runs order (--ties paper: the AI4Math paper's count).")
     add_data_arguments(p)
     p.add_argument("--slice-by", default=None, help="comma-separated columns defining the leaderboards")
     p.add_argument("--runs", default="1", help="runs pooled per leaderboard, e.g. 1,2 (default: 1)")
     p.add_argument("--leaderboards", action="store_true", help="print one row per leaderboard")
+    p.add_argument("--ties", choices=["strict", "paper"], default="strict",
+                   help="unstable = a model pair strictly inverted, ties are not inversions (strict, "
+                        "the default), or any model at another position with ties broken by level "
+                        "order (the AI4Math paper's count)")
     p.set_defaults(handler=run_ranks)
 
 
 def add_se_runs(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("se-runs", help="standard error of slice accuracies against the number of runs",
                        description="Between-item and within-item (run) variance per slice and the SE "
-                                   "projected to 1..max-runs runs.")
+                                   "projected to 1..max-runs runs (--curves paper: the AI4Math "
+                                   "paper's curves).")
     add_data_arguments(p)
     _add_by(p)
     p.add_argument("--max-runs", type=positive_int, default=10)
+    p.add_argument("--curves", choices=["corrected", "paper"], default="corrected",
+                   help="print the items-random projection per slice (corrected, the default) or the "
+                        "AI4Math paper's curves")
     p.set_defaults(handler=run_se_runs)
 
 
