@@ -575,11 +575,7 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
                    vcov=coefs.vcov, draws=coefs.draws, L_full=X_full, null_basis=basis,
                    offset=np.full(len(frame), shift) if shift else None,
                    separation=coefs.separation, design=design,
-                   conf_level=_check_level(conf_level))
-
-
-def _check_level(conf_level: float) -> float:
-    return check_level(conf_level)
+                   conf_level=check_level(conf_level))
 
 
 def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:

@@ -346,11 +346,6 @@ def _finish(parts: list[tuple[list, pd.DataFrame, list]], by: list[str], conf_le
                     by=tuple(by), conf_level=conf_level, method=method)
 
 
-def _check_level(conf_level: float) -> None:
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
-
-
 # ----------------------------------------------------------------------------------------------
 # max-type critical values from draws (bootstrap replicates or posterior draws)
 
@@ -512,7 +507,6 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
     """
     check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, chunk_size=chunk_size, missing=missing)
-    _check_level(conf_level)
     if n_boot < 10:
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)
@@ -666,7 +660,6 @@ def rank_sets_normal(estimate: Sequence[float] | pd.Series, cov: ArrayLike | Non
     [['A', 1, 2, 'a'], ['B', 1, 3, 'ab'], ['C', 2, 3, 'b'], ['D', 4, 4, 'c']]
     """
     check_arguments(conf_level=conf_level)
-    _check_level(conf_level)
     if isinstance(estimate, pd.Series) and labels is None:
         labels = list(estimate.index)
     est = np.asarray(estimate, dtype=float)
@@ -731,7 +724,6 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     [['M3', 1, 1, 'a'], ['M2', 2, 2, 'b'], ['M1', 3, 3, 'c']]
     """
     check_arguments(conf_level=conf_level)
-    _check_level(conf_level)
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
     grid, L = means.frame, means.L
@@ -783,7 +775,6 @@ def rank_sets_posterior(draws: BayesGlmerResult | pd.DataFrame | ArrayLike, term
     [['C', 1, 1], ['B', 2, 3], ['A', 2, 3]]
     """
     check_arguments(conf_level=conf_level)
-    _check_level(conf_level)
     if not isinstance(draws, pd.DataFrame) and hasattr(draws, "ranks") and hasattr(draws, "fixef_draws"):
         res = cast("BayesGlmerResult", draws).ranks(term)  # a Bayesian fit, recognised by duck typing
         mat, labels = np.asarray(res.draws, float), res.table[term].tolist()

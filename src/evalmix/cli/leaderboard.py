@@ -44,7 +44,8 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         formula = f"correct ~ {rhs} + (1|item)" + (" + (1|item:run)" if runs else "")
         result = rank_sets_glmm(glmer(formula, scored), "model", by=by or None, conf_level=args.conf_level)
     else:
-        result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed)
+        result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed,
+                           progress=not args.json)
     if args.plot:
         from ..plots.leaderboard import leaderboard_plot
 
