@@ -255,19 +255,25 @@ def test_refit_ml_matches_ml_fit(fits):
     np.testing.assert_allclose(ml.loglik, R["sleepstudy_ml"]["loglik"], atol=1e-3)
 
 
-def test_sparse_and_dense_paths_agree():
+def test_nested_sparse_and_dense_paths_agree(monkeypatch):
+    """(1|item) + (1|item:run) takes the O(q) nested path; the general dense and sparse
+    factorisations give the same fit."""
     import evalmix.lmm.deviance as dv
 
     d = _data("lmer_judges.csv")
-    dense = evalmix.lmer("rating ~ model + (1|item) + (1|item:run)", d)
-    old = dv.DENSE_Q_MAX
-    dv.DENSE_Q_MAX = 1
-    try:
-        sparse_fit = evalmix.lmer("rating ~ model + (1|item) + (1|item:run)", d)
-    finally:
-        dv.DENSE_Q_MAX = old
-    assert abs(sparse_fit.loglik - dense.loglik) < 1e-6
-    np.testing.assert_allclose(sparse_fit.fixef, dense.fixef, rtol=1e-6)
+    formula = "rating ~ model + (1|item) + (1|item:run)"
+    nested = evalmix.lmer(formula, d)
+    assert nested._model.dev.nested is not None
+    monkeypatch.setattr(dv, "_nested_intercepts", lambda design: None)
+    dense = evalmix.lmer(formula, d)
+    assert dense._model.dev.nested is None and dense._model.dev.dense
+    monkeypatch.setattr(dv, "DENSE_Q_MAX", 1)
+    sparse_fit = evalmix.lmer(formula, d)
+    assert not sparse_fit._model.dev.dense
+    for other in (dense, sparse_fit):
+        assert abs(other.loglik - nested.loglik) < 1e-6
+        np.testing.assert_allclose(other.fixef, nested.fixef, rtol=1e-6)
+        np.testing.assert_allclose(other.coef_table()["df"], nested.coef_table()["df"], rtol=1e-4)
 
 
 def test_bad_input_names_the_fault():

@@ -57,6 +57,24 @@ class PlsState:
     XtVX: np.ndarray  # RX' RX: vcov(beta) = sigma^2 XtVX^-1
 
 
+def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For ``(1|outer:inner) + (1|outer)`` (intercepts only, every inner level inside one outer
+    level): the rows per inner level, per outer level and the outer level of each inner level."""
+    terms = design.terms
+    if len(terms) != 2 or any(t.nc != 1 or t.spec is not None for t in terms):
+        return None
+    inner, outer = terms
+    n1, n2 = inner.nl, outer.nl
+    pair = np.unique(inner.index * n2 + outer.index)
+    if pair.size != n1:  # an inner level meets several outer levels: crossed, not nested
+        return None
+    m = np.empty(n1, dtype=np.int64)
+    m[pair // n2] = pair % n2
+    d1 = np.bincount(inner.index, minlength=n1).astype(float)
+    d2 = np.bincount(outer.index, minlength=n2).astype(float)
+    return d1, d2, m
+
+
 class ProfiledDeviance:
     """The deviance of a linear mixed model as a function of theta, beta and sigma profiled out.
 
@@ -66,7 +84,10 @@ class ProfiledDeviance:
     >>> from evalmix.lmm.design import build_lmm_design
     >>> d = pd.DataFrame({"y": [1.0, 2.0, 3.0, 2.5, 4.0, 3.5], "g": list("aabbcc")})
     >>> dev = ProfiledDeviance(build_lmm_design("y ~ 1 + (1|g)", d))
-    >>> round(dev([1.0], reml=True), 4) == round(dev.deviance(dev.solve([1.0]), reml=True), 4)
+    >>> st = dev.solve([1.0])  # theta = 1: the item SD equals the residual SD
+    >>> round(dev.sigma(st, reml=True), 4), st.beta.round(4).tolist()
+    (0.6992, [2.6667])
+    >>> dev([1.0], reml=True) == dev.deviance(st, reml=True)
     True
     """
 
@@ -91,6 +112,15 @@ class ProfiledDeviance:
         self._lam_indices, self._lam_indptr = template.indices, template.indptr
         self._lam_theta = template.data.astype(np.int64) - 1
         self._eye = sparse.identity(self.q, format="csc")
+        self.nested = _nested_intercepts(design)
+        if self.nested is not None:
+            q1 = design.terms[0].nl
+            self._zty = (self.Zty[:q1], self.Zty[q1:])
+            self._ztx = (self.ZtX[:q1], self.ZtX[q1:])
+            m = self.nested[2]
+            # sums over the inner levels of each outer level, as one sparse product
+            self._outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
+                                            shape=(design.terms[1].nl, q1))
         self.evaluations = 0
 
     def lambda_(self, theta: np.ndarray) -> sparse.csc_matrix:
@@ -108,6 +138,8 @@ class ProfiledDeviance:
     def _pieces(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b`` and ``A^-1 B``."""
         d = self.design
+        if self.nested is not None:
+            return self._nested_pieces(theta)
         if self.dense:
             # small q: dense Lambda and LAPACK directly (scipy.sparse costs more than the algebra)
             Ld = np.zeros((self.q, self.q))
@@ -131,6 +163,30 @@ class ProfiledDeviance:
         sol = lu.solve(np.column_stack([b, B]))
         return b, B, logdet, sol[:, 0], sol[:, 1:]
 
+    def _nested_pieces(self, theta: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
+        """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
+        the inner factor (each inner level sits in one outer level): O(q) per evaluation."""
+        assert self.nested is not None
+        d1, d2, m = self.nested
+        t1, t2 = float(theta[0]), float(theta[1])
+        b = np.concatenate([t1 * self._zty[0], t2 * self._zty[1]])
+        B = np.vstack([t1 * self._ztx[0], t2 * self._ztx[1]])
+        R = np.column_stack([b, B])
+        q1 = d1.size
+        a11 = t1 * t1 * d1 + 1.0
+        c = t1 * t2 * d1  # A12: inner level i meets outer level m[i] in d1[i] rows
+        S = t2 * t2 * d2 + 1.0 - np.bincount(m, c * c / a11, d2.size)
+        if np.any(S <= 0) or np.any(a11 <= 0):
+            raise np.linalg.LinAlgError("A is not positive definite")
+        y1 = R[:q1] / a11[:, None]
+        r2 = R[q1:] - self._outer @ (c[:, None] * y1)
+        x2 = r2 / S[:, None]
+        x1 = (R[:q1] - c[:, None] * x2[m]) / a11[:, None]
+        sol = np.vstack([x1, x2])
+        logdet = float(np.sum(np.log(a11)) + np.sum(np.log(S)))
+        return b, B, logdet, sol[:, 0], sol[:, 1:]
+
     def solve(self, theta: np.ndarray) -> PlsState:
         """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
         self.evaluations += 1
@@ -151,12 +207,12 @@ class ProfiledDeviance:
         n, p = self.n, self.p
         if reml:
             nmp = n - p
-            return st.ldL2 + st.ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * st.pwrss / nmp))
-        return st.ldL2 + n * (1.0 + np.log(2.0 * np.pi * st.pwrss / n))
+            return float(st.ldL2 + st.ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * st.pwrss / nmp)))
+        return float(st.ldL2 + n * (1.0 + np.log(2.0 * np.pi * st.pwrss / n)))
 
     def __call__(self, theta: np.ndarray, reml: bool = True) -> float:
         try:
-            return self.deviance(self.solve(theta), reml)
+            return float(self.deviance(self.solve(theta), reml))
         except (np.linalg.LinAlgError, linalg.LinAlgError, RuntimeError, ValueError):
             return np.inf
 
