@@ -8,6 +8,7 @@ sparse ``Z`` and the index map of ``Lambda``.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,52 @@ def _independent_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
     return keep
 
 
+# transforms whose coefficients depend on all the rows (centre, scale, knots): X is then built on
+# the rows themselves, not on their distinct patterns
+_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
+
+
+def _fixed_matrix(parsed: ParsedFormula, rows: pd.DataFrame, fixed_cols: list[str],
+                  contrasts: dict[str, Any] | None) -> tuple[FixedDesign, np.ndarray]:
+    """The fixed design and X.  X is a function of the fixed-part columns, so it is built once
+    per distinct combination of them (evaluation designs have a handful: models x languages)
+    and spread to the rows; the covariate means and the factor data of the design are those
+    of the rows, as :func:`~evalmix.formula.build_fixed` on the rows would give."""
+    if not fixed_cols or _STATEFUL.search(parsed.fixed) \
+            or any(_STATEFUL.search(o) for o in parsed.offsets):
+        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
+    if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
+        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    first = np.zeros(int(pat.max()) + 1, dtype=np.int64)
+    first[pat[::-1]] = np.arange(len(pat))[::-1]
+    fixed, Xu = build_fixed(parsed.fixed, rows.iloc[first].reset_index(drop=True), contrasts,
+                            parsed.offsets)
+    for c in fixed.covariates:
+        fixed.covariates[c] = float(rows[c].mean())
+    fixed.weights_data = rows[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
+    return fixed, np.ascontiguousarray(Xu[pat])
+
+
+def _text_as_factors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as categoricals with R's sorted levels, coded once: the fixed and random
+    parts then read the codes instead of sorting the strings again (a column such as ``item``
+    serves several terms).  Only all-string columns change; numbers, booleans and categoricals
+    keep their types and meaning."""
+    out = {}
+    for c in frame.columns:
+        s = frame[c]
+        if isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(s) \
+                or pd.api.types.is_bool_dtype(s):
+            continue
+        if not pd.api.types.is_string_dtype(s) or (
+                s.dtype == object and pd.api.types.infer_dtype(s, skipna=False) != "string"):
+            continue
+        codes, levels = pd.factorize(s, sort=True)  # code-point order, as sorted() gives
+        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index([str(v) for v in levels]))
+    return frame.assign(**out) if out else frame
+
+
 def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] | None = None
                      ) -> LmmDesign:
     """Parse an lme4 formula and build the design of a linear mixed model on ``data``.
@@ -160,8 +207,8 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
         d = d.loc[~na]
     if len(d) == 0:
         raise DataError("no rows left to fit")
-    rows = d.reset_index(drop=True)
-    fixed, X = build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    rows = _text_as_factors(d.reset_index(drop=True))
+    fixed, X = _fixed_matrix(parsed, rows, fixed_cols, contrasts)
     dropped: tuple[str, ...] = ()
     keep = _independent_columns(X)
     if len(keep) < X.shape[1]:

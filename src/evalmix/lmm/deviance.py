@@ -32,16 +32,21 @@ __all__ = ["PlsState", "ProfiledDeviance", "single_thread_blas"]
 DENSE_Q_MAX = 600
 
 
+_CONTROLLER: list[Any] = []  # threadpoolctl's scan of the loaded libraries, done once
+
+
 def single_thread_blas() -> AbstractContextManager[Any]:
     """BLAS limited to one thread: the many small factorisations of a fit run far faster so,
     and a threaded BLAS on a busy machine spins for hundreds of times the work."""
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         import contextlib
 
         return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,8 @@ class ProfiledDeviance:
         self.nested = _nested_intercepts(design)
         if self.nested is not None:
             q1 = design.terms[0].nl
-            self._zty = (self.Zty[:q1], self.Zty[q1:])
-            self._ztx = (self.ZtX[:q1], self.ZtX[q1:])
+            self._rhs = (np.column_stack([self.Zty[:q1], self.ZtX[:q1]]),
+                         np.column_stack([self.Zty[q1:], self.ZtX[q1:]]))
             m = self.nested[2]
             # sums over the inner levels of each outer level, as one sparse product
             self._outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
@@ -170,19 +175,17 @@ class ProfiledDeviance:
         assert self.nested is not None
         d1, d2, m = self.nested
         t1, t2 = float(theta[0]), float(theta[1])
-        b = np.concatenate([t1 * self._zty[0], t2 * self._zty[1]])
-        B = np.vstack([t1 * self._ztx[0], t2 * self._ztx[1]])
-        R = np.column_stack([b, B])
-        q1 = d1.size
+        R1, R2 = t1 * self._rhs[0], t2 * self._rhs[1]
         a11 = t1 * t1 * d1 + 1.0
         c = t1 * t2 * d1  # A12: inner level i meets outer level m[i] in d1[i] rows
         S = t2 * t2 * d2 + 1.0 - np.bincount(m, c * c / a11, d2.size)
         if np.any(S <= 0) or np.any(a11 <= 0):
             raise np.linalg.LinAlgError("A is not positive definite")
-        y1 = R[:q1] / a11[:, None]
-        r2 = R[q1:] - self._outer @ (c[:, None] * y1)
-        x2 = r2 / S[:, None]
-        x1 = (R[:q1] - c[:, None] * x2[m]) / a11[:, None]
+        y1 = R1 / a11[:, None]
+        x2 = (R2 - self._outer @ (c[:, None] * y1)) / S[:, None]
+        x1 = y1 - (c / a11)[:, None] * x2[m]
+        R = np.vstack([R1, R2])
+        b, B = R[:, 0], R[:, 1:]
         sol = np.vstack([x1, x2])
         logdet = float(np.sum(np.log(a11)) + np.sum(np.log(S)))
         return b, B, logdet, sol[:, 0], sol[:, 1:]
