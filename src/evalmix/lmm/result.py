@@ -283,9 +283,9 @@ class LmerResult(Result):
         lines.append(f"Number of obs: {self.nobs}, groups:  {groups}")
         lines.append("Fixed Effects:")
         fe = self.fixef
-        width = max(10, *(len(str(k)) for k in fe.index))
-        lines.append("  ".join(f"{str(k):>{width}}" for k in fe.index))
-        lines.append("  ".join(f"{v:>{width}.5g}" for v in fe.to_numpy()))
+        width = max(4, *(len(str(k)) for k in fe.index))
+        lines.append(f"{'term':<{width}}  {'estimate':>10}")
+        lines += [f"{str(k):<{width}}  {v:>10.5g}" for k, v in fe.items()]
         lines += self.messages
         return "\n".join(lines)
 
