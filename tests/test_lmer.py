@@ -284,6 +284,10 @@ def test_bad_input_names_the_fault():
         evalmix.lmer("rating ~ model", d)
     with pytest.raises(DataError, match="'rating' must be numeric"):
         evalmix.lmer("rating ~ model + (1|item)", d.assign(rating=d["rating"].astype(str) + "x"))
+    with pytest.raises(DataError, match="'rating' is constant"):
+        evalmix.lmer("rating ~ model + (1|item)", d.assign(rating=5.0))
+    with pytest.raises(DataError, match="it holds booleans"):
+        evalmix.lmer("rating ~ model + (1|item)", d.assign(rating=d["rating"] > 5))
     with pytest.raises(DataError, match="fewer levels than rows"):
         evalmix.lmer("rating ~ 1 + (1|row)", d.assign(row=np.arange(len(d))))
     with pytest.raises(FormulaError, match="cbind"):

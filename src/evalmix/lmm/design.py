@@ -188,11 +188,14 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     used = list(dict.fromkeys([yname, *fixed_cols, *rand_cols]))
     d = data[used]
     ycol = d[yname]
-    if pd.api.types.is_bool_dtype(ycol) or not pd.api.types.is_numeric_dtype(ycol):
+    if pd.api.types.is_bool_dtype(ycol):
+        raise DataError(f"response column {yname!r} must be numeric, it holds booleans: give "
+                        "0/1 numbers, or fit a binary response with evalmix.glmer")
+    if not pd.api.types.is_numeric_dtype(ycol):
         num = pd.to_numeric(ycol, errors="coerce")
         bad = num.isna() & ycol.notna()
-        if bad.any() or pd.api.types.is_bool_dtype(ycol):
-            i = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
             raise DataError(f"response column {yname!r} must be numeric (row {d.index[i]!r} has "
                             f"{ycol.iloc[i]!r})")
         d = d.assign(**{yname: num})
@@ -218,6 +221,9 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
         fixed.drop_columns(keep)
         X = np.ascontiguousarray(X[:, keep])
     y = rows[yname].to_numpy(dtype=float)
+    if np.ptp(y) == 0:
+        raise DataError(f"response column {yname!r} is constant ({y[0]!r} in every row): there "
+                        "is no variance to model")
     offset = fixed.offset(rows) if parsed.offsets else None
     if offset is not None:
         if not np.all(np.isfinite(offset)):
