@@ -63,9 +63,9 @@ class _LmerModel:
 
 
 @dataclass(frozen=True)
-class DfMethod:
-    """A fit's denominator degrees of freedom for Wald tests of linear functions of its fixed
-    effects (see :func:`evalmix.fitted.df_method`): the covariance the tests use (``vcov``,
+class LmerDf:
+    """An lmer fit's denominator degrees of freedom for Wald tests of linear functions of its fixed
+    effects (it satisfies :class:`evalmix.fitted.DfMethod`): the covariance the tests use (``vcov``,
     adjusted for Kenward-Roger), the df of single linear functions (``df``) and F tests
     (``f_test``)."""
 
@@ -153,12 +153,12 @@ class LmerResult(Result):
     link: str = "identity"
 
     # ------------------------------------------------------------------ inference
-    def df_method(self, ddf: str | None = None) -> DfMethod:
+    def df_method(self, ddf: str | None = None) -> LmerDf:
         """The fit's denominator df: ``"Satterthwaite"`` (default, lmerTest) or
         ``"Kenward-Roger"`` (pbkrtest; REML fits), with the covariance its tests use."""
         name = normalise_ddf(ddf)
         impl = self._model.ddf(name)
-        return DfMethod(name, np.array(impl.vcov), impl)
+        return LmerDf(name, np.array(impl.vcov), impl)
 
     def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
                    ) -> pd.DataFrame:
