@@ -576,6 +576,9 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
     (['M1', 'M2', 'M3'], (3, 3))
     """
     coefs = coefficients(fit)  # first: it names what is not a fitted model
+    if coefs.is_posterior and ddf is not None:
+        raise ValueError(f"ddf={ddf!r} applies to linear mixed models fitted by REML or ML; a "
+                         "posterior fit is summarised by its draws")
     dfm = None if coefs.is_posterior else df_method(fit, ddf)
     if dfm is not None:
         coefs = replace(coefs, vcov=np.asarray(dfm.vcov, dtype=float))
