@@ -123,6 +123,20 @@ def test_kenward_roger_matches_pbkrtest(fits, key):
     _close_p(a["p_value"], ra["p_value"])
 
 
+def test_anova_warns_where_lmertest_tests_other_hypotheses():
+    d = _data("lmer_judges.csv").assign(half=lambda x: np.where(x["item"] < "q21", "a", "b"))
+    fit = evalmix.lmer("rating ~ model * half + (1|item)", d)
+    with pytest.warns(evalmix.errors.DataWarning, match="not lmerTest's type III"):
+        evalmix.anova(fit)
+    summed = evalmix.lmer("rating ~ model * half + (1|item)", d,
+                          contrasts={"model": "sum", "half": "sum"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = evalmix.anova(summed).to_frame()
+    assert table["term"].tolist() == ["model", "half", "model:half"]
+    assert table["df1"].tolist() == [3, 1, 3]
+
+
 def test_kenward_roger_refused_for_ml(fits):
     with pytest.raises(ValueError, match="only available for REML"):
         fits["sleepstudy_ml"].coef_table(ddf="Kenward-Roger")

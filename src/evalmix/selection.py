@@ -96,6 +96,21 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
                          f"{len(names)} fixed effects")
     dfm = df_method(fit, ddf)
     if dfm is not None:  # lmerTest: F tests with finite denominator df, no intercept row
+        coding = dict(getattr(fit.fixed_design, "contrasts", {}) or {})
+        treated = [f for f, kind in coding.items() if isinstance(kind, str) and kind == "treatment"]
+        inter = [t for t in dict.fromkeys(column_terms) if ":" in t
+                 and any(f in t.split(":") for f in treated)]
+        if inter:
+            import warnings
+
+            from .errors import DataWarning
+
+            warnings.warn(f"the fit has interaction term(s) {inter} of treatment-coded factors "
+                          f"{treated}: each F test sets that term's coefficients to zero (main "
+                          "effects at the reference levels, as car::Anova), which is not "
+                          "lmerTest's type III hypothesis; refit with contrasts="
+                          f"{ {f: 'sum' for f in treated} } for lmerTest's tests",
+                          DataWarning, stacklevel=2)
         f_rows = []
         for term in dict.fromkeys(column_terms):
             if term == "(Intercept)":
