@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "evalmix.parquet": 0, "evalmix.scan": 0,
     "evalmix.status": 0, "evalmix.links": 0, "evalmix.grid": 0, "evalmix.arguments": 0,
     # 1 engines
-    "evalmix.glmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
+    "evalmix.glmm": 1, "evalmix.lmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,
     # 2 inference on fits
     "evalmix.emmeans": 2, "evalmix.selection": 2,

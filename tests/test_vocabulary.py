@@ -111,9 +111,11 @@ def ctx():
         warnings.simplefilter("ignore")
         fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", three)
         small = evalmix.glmer("correct ~ model + (1|item)", three)
+        lin = evalmix.lmer("correct ~ model + (1|item)", three)
         post = bayes.glmer("correct ~ model + (1|item)", three, draws=50, tune=50, chains=2,
                            seed=1, progressbar=False)
     return {"runs": runs, "one": one, "three": three, "fit": fit, "small": small, "post": post,
+            "lin": lin,
             "a": a, "b": b, "ya": (a > 0.5).astype(int), "yb": (b > 0.5).astype(int)}
 
 
@@ -148,6 +150,12 @@ CALLS = {
     "flip_rate": lambda c: evalmix.flip_rate(c["runs"], ["model", "language", "prompt"]),
     "friedman": lambda c: evalmix.friedman(c["one"]),
     "glmer": lambda c: c["fit"],
+    "lmer": lambda c: c["lin"],
+    "LmerResult.summary": lambda c: c["lin"].summary(ddf="Kenward-Roger"),
+    "anova (lmer)": lambda c: evalmix.anova(c["lin"]),
+    "emmeans (lmer)": lambda c: evalmix.emmeans(c["lin"], "model"),
+    "contrast (lmer)": lambda c: evalmix.contrast(evalmix.emmeans(c["lin"], "model"), "pairwise",
+                                                  adjust="tukey"),
     "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
     "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
                                                                seed=1),

@@ -147,7 +147,9 @@ class EMMeans(_GridView, Result):
         return f"Estimated marginal means of {', '.join(self.specs)}{by}"
 
     def _header(self) -> list[str]:
-        what = "highest-density intervals" if self.is_posterior else "Wald intervals"
+        dfm = self.grid.dfm
+        what = ("highest-density intervals" if self.is_posterior else
+                f"t intervals ({dfm.name} df)" if dfm is not None else "Wald intervals")
         regridded = " (regridded: contrasts are differences on this scale)" \
             if self.grid.tran is not None else ""
         return [f"scale: {self.scale}{regridded}; {self.conf_level:.0%} {what}"]
@@ -163,7 +165,7 @@ class EMMeans(_GridView, Result):
 
 def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
-            conf_level: float = 0.95) -> EMMeans:
+            conf_level: float = 0.95, ddf: str | None = None) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
 
     Parameters
@@ -190,7 +192,12 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
         product of their marginal frequencies ("outer"), each cell's own frequency ("cells"), or
         equal weights over the non-empty cells ("flat").
     conf_level : float
-        Level of the z intervals (df = Inf) or of the highest-density intervals.
+        Level of the z intervals (df = Inf), of the t intervals of a linear mixed model, or of
+        the highest-density intervals.
+    ddf : {"Satterthwaite", "Kenward-Roger"}, optional
+        Degrees of freedom of a linear mixed model (:func:`evalmix.lmer`; emmeans' ``lmer.df``):
+        Satterthwaite by default; Kenward-Roger also uses pbkrtest's adjusted covariance.  The
+        table then has a ``df`` column and t intervals, and :func:`contrast` gives t tests.
 
     Returns
     -------
@@ -214,12 +221,12 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     check_choice(weights, "weights", WEIGHTS)
     spec_list, by_list = _parse_specs(specs, by)
     if isinstance(fit, RefGrid):
-        if at is not None:
-            raise ValueError("at= applies to a fit; this reference grid is already built "
-                             "(use ref_grid(fit, at=...))")
+        if at is not None or ddf is not None:
+            raise ValueError("at= and ddf= apply to a fit; this reference grid is already built "
+                             "(use ref_grid(fit, at=..., ddf=...))")
         rg = fit
     else:
-        rg = ref_grid(fit, at)
+        rg = ref_grid(fit, at, ddf=ddf)
     means = replace(rg.marginal(spec_list, by_list, weights), type=type, conf_level=conf_level)
     labels = [_label(r) for r in means.frame.itertuples(index=False, name=None)]
     warn_divergent(means.L, means.separation, labels, "the marginal mean of", stacklevel=2)
@@ -569,6 +576,7 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
     notes: list[str] = []
     p_method = ci_method = adjust
     est, se = est_all["estimate"].to_numpy(), est_all["se"].to_numpy()
+    dfs = est_all["df"].to_numpy() if "df" in est_all.columns and coefs.draws is None else None
     n = len(frame)
     # the family loop only adjusts: everything else is computed for all rows at once
     stat, p_raw, p_adj, lo, hi, prob = (np.full(n, np.nan) for _ in range(6))
@@ -592,9 +600,16 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
             d = np.sqrt(np.diag(cov))
             with np.errstate(invalid="ignore", divide="ignore"):
                 corr = cov / np.outer(d, d)
-        p, crit, p_method, ci_method = multiplicity.adjust_family(
-            z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise, corr=corr)
-        stat[rows], p_raw[rows], p_adj[rows] = z, 2 * stats.norm.sf(np.abs(z)), p
+        crit: float | np.ndarray
+        if dfs is not None:  # t statistics with each contrast's df (lmer fits)
+            p, crit, p_method, ci_method = _adjust_family_t(
+                z, dfs[rows], adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise,
+                corr=corr)
+            stat[rows], p_raw[rows], p_adj[rows] = z, 2 * stats.t.sf(np.abs(z), dfs[rows]), p
+        else:
+            p, crit, p_method, ci_method = multiplicity.adjust_family(
+                z, adjust, conf_level=conf_level, n_means=n_means, pairwise=pairwise, corr=corr)
+            stat[rows], p_raw[rows], p_adj[rows] = z, 2 * stats.norm.sf(np.abs(z)), p
         lo[rows], hi[rows] = est[rows] - crit * se[rows], est[rows] + crit * se[rows]
         for kind, meth in (("P value", p_method), ("Conf-level", ci_method)):
             note = _family_note(meth, len(rows), n_means, kind)
@@ -605,6 +620,8 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
     else:
         summ = pd.DataFrame({"estimate": est, "se": se, "statistic": stat, "p_value": p_raw,
                              "p_adjusted": p_adj, "conf_low": lo, "conf_high": hi})
+        if dfs is not None:
+            summ.insert(2, "df", dfs)
     if con.link == "logit":
         summ["odds_ratio"] = np.exp(summ["estimate"])
         summ["or_conf_low"] = np.exp(summ["conf_low"])
@@ -632,6 +649,96 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
                      method=method_name, adjust=p_method, ci_adjust=ci_method,
                      conf_level=conf_level, notes=tuple(notes), scale=scale,
                      family_means=tuple(int(n) for _, n in families))
+
+
+# --- t families (linear mixed models: each contrast has its own df) --------------------------------
+
+def _t_box_probability(x: np.ndarray, df: float, corr: np.ndarray) -> np.ndarray:
+    """``P(max_i |T_i| <= x)`` for a multivariate t with ``df`` (integer, as mvtnorm takes it):
+    the normal box probability averaged over ``sqrt(chi2_df / df)`` by generalised Gauss-Laguerre
+    quadrature."""
+    from scipy.special import gammaln, roots_genlaguerre
+
+    w, lam = roots_genlaguerre(60, df / 2 - 1)
+    weights = np.exp(np.log(lam) - gammaln(df / 2))
+    s = np.sqrt(2 * w / df)
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    probs = multiplicity.mvn_box_probability(np.outer(x, s).ravel(), corr).reshape(len(x), len(s))
+    return probs @ weights
+
+
+def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: float,
+                     n_means: int | None, pairwise: bool, corr: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, str, str]:
+    """Adjusted p-values and per-row interval critical values of one family of t statistics,
+    as emmeans' ``.adj.p.value`` and its confidence intervals with each row's df."""
+    from scipy import optimize as _opt
+
+    method = multiplicity.normalise_method(method)
+    t_all = np.asarray(t, dtype=float)
+    df_all = np.where(np.isfinite(np.asarray(df, dtype=float)), df, np.inf)
+    k = len(t_all)
+    if k == 1:
+        method = "none"
+    if method == "tukey" and not pairwise:
+        method = "sidak"
+    finite = np.isfinite(t_all)
+    abst = np.abs(t_all)
+    p_raw = 2 * stats.t.sf(abst, df_all)
+    alpha = 1 - conf_level
+    p = np.full(k, np.nan)
+    if method in multiplicity.P_ADJUST_METHODS:
+        if finite.any():
+            p[finite] = multiplicity.adjust_pvalues(p_raw[finite], method, n=k)
+        if method == "none":
+            crit = stats.t.isf(alpha / 2, df_all)
+        elif method == "sidak":
+            crit = stats.t.isf((1 - conf_level ** (1 / k)) / 2, df_all)
+        else:  # Bonferroni intervals for Bonferroni and the step-wise methods
+            crit = stats.t.isf(alpha / k / 2, df_all)
+    elif method == "tukey":
+        if n_means is None:
+            raise ValueError("the Tukey adjustment needs the number of means compared")
+        p[finite] = stats.studentized_range.sf(np.sqrt(2) * abst[finite], n_means, df_all[finite])
+        crit = stats.studentized_range.ppf(conf_level, n_means, df_all) / np.sqrt(2)
+    elif method == "dunnettx":
+        nm = (1 + np.sqrt(1 + 8 * k)) / 2
+        twt = (k - 1) / k
+
+        def pdunnx(x: float, d: float) -> float:
+            return float(twt * (1 - stats.studentized_range.sf(np.sqrt(2) * x, nm, d))
+                         + (1 - twt) * stats.f.cdf(x ** 2, 1, d) ** k)
+
+        p[finite] = [1 - pdunnx(x, d) for x, d in zip(abst[finite], df_all[finite])]
+        crit = np.empty(k)
+        for i, d in enumerate(df_all):
+            lo_, hi_ = sorted((stats.studentized_range.ppf(conf_level, nm, d) / np.sqrt(2),
+                               float(np.sqrt(stats.f.ppf(conf_level ** (1 / k), 1, d)))))
+            crit[i] = lo_ if hi_ - lo_ < 5e-4 else _opt.brentq(
+                lambda x: pdunnx(x, d) - conf_level, lo_, hi_, xtol=1e-8)
+    else:  # mvt: mvtnorm's multivariate t, df as an integer (emmeans' .my.pmvt)
+        if corr is None:
+            raise ValueError("the mvt adjustment needs the contrasts' correlation matrix")
+        c = np.asarray(corr, dtype=float)[np.ix_(finite, finite)]
+        dint = np.floor(df_all)
+        crit = np.empty(k)
+        for d in np.unique(dint):
+            rows = dint == d
+            if not np.isfinite(d):
+                box_p = 1 - multiplicity.mvn_box_probability(abst[rows & finite], c)
+                q = multiplicity.mvn_box_quantile(conf_level, c)
+            else:
+                box_p = 1 - _t_box_probability(abst[rows & finite], d, c)
+                hi_ = 4.0
+                while _t_box_probability(np.array([hi_]), d, c)[0] < conf_level:
+                    hi_ *= 2
+                q = _opt.brentq(lambda x: _t_box_probability(np.array([x]), d, c)[0] - conf_level, 1e-8,
+                                hi_, xtol=1e-8)
+            p[rows & finite] = box_p
+            crit[rows] = q
+    p = np.clip(p, 0.0, 1.0)
+    ci_method = "bonferroni" if method in ("holm", "hochberg", "BH", "BY") else method
+    return p, np.broadcast_to(np.asarray(crit, dtype=float), (k,)).copy(), method, ci_method
 
 
 @overload

@@ -19,8 +19,9 @@ import pandas as pd
 if TYPE_CHECKING:
     from .formula import FixedDesign
 
-__all__ = ["Coefficients", "FittedModel", "MixedFit", "PosteriorFit", "SeparationLimit", "VarCorrFit",
-           "coefficients", "linear_functions", "wald_test", "warn_divergent"]
+__all__ = ["Coefficients", "DfMethod", "FittedModel", "MixedFit", "PosteriorFit", "SeparationLimit",
+           "VarCorrFit", "coefficients", "df_method", "linear_functions", "wald_test",
+           "warn_divergent"]
 
 
 @runtime_checkable
@@ -96,6 +97,49 @@ class SeparationLimit(Protocol):
 
     def combine(self, L: np.ndarray, beta: np.ndarray | None = ..., V: np.ndarray | None = ...
                 ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class DfMethod(Protocol):
+    """Finite denominator degrees of freedom of a fit's Wald tests (linear mixed models:
+    Satterthwaite, Kenward-Roger), as inference reads them.
+
+    ``vcov`` is the covariance the tests use (Kenward-Roger adjusts it); ``df(L)`` gives the df
+    of each row of ``L`` (a t test of ``L beta``); ``f_test(L, beta)`` the F statistic, numerator
+    and denominator df and p-value of ``L beta = 0``.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def vcov(self) -> np.ndarray: ...
+
+    def df(self, L: np.ndarray) -> np.ndarray: ...
+
+    def f_test(self, L: np.ndarray, beta: np.ndarray) -> tuple[float, int, float, float]: ...
+
+
+def df_method(fit: object, ddf: str | None = None) -> DfMethod | None:
+    """The denominator-df method of a fit (its ``df_method(ddf)``), or None for a fit whose tests
+    are asymptotic (z and chi-square, df = Inf: binomial GLMMs).
+
+    ``ddf`` names the method (``"Satterthwaite"``, the default, or ``"Kenward-Roger"``); giving it
+    for a fit without finite df is a ValueError.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> df_method(SimpleNamespace(fixef=None)) is None
+    True
+    """
+    getter = getattr(fit, "df_method", None)
+    if getter is None:
+        if ddf is not None:
+            raise ValueError(f"ddf={ddf!r} applies to linear mixed models (evalmix.lmer); this "
+                             f"{type(fit).__name__} is tested with asymptotic z statistics "
+                             "(df = Inf)")
+        return None
+    return getter(ddf)
 
 
 @dataclass(frozen=True, repr=False)

@@ -34,7 +34,8 @@ from .arguments import check_level
 from ._result import Result
 from .draws import hdi
 from .errors import DataError, DataWarning, FormulaError
-from .fitted import Coefficients, FittedModel, PosteriorFit, SeparationLimit, coefficients, linear_functions
+from .fitted import (Coefficients, DfMethod, FittedModel, PosteriorFit, SeparationLimit, coefficients,
+                     df_method, linear_functions)
 from .links import LINKS, inverse_link, mu_eta
 
 if TYPE_CHECKING:
@@ -213,6 +214,9 @@ class RefGrid(Result):
         exponentiates log-odds differences into odds ratios instead of applying the inverse link.
     conf_level : float
         Level of the intervals a printed summary (and ``to_frame``) shows.
+    dfm : DfMethod or None
+        The fit's finite denominator df (linear mixed models): estimates then carry a ``df``
+        column and t intervals; None for asymptotic (z, df = Inf) inference.
     """
 
     frame: pd.DataFrame
@@ -233,6 +237,7 @@ class RefGrid(Result):
     design: FixedDesign | None = field(default=None, repr=False)  # the fit's fixed design (data for weights)
     contrasts: bool = False
     conf_level: float = 0.95
+    dfm: DfMethod | None = field(default=None, repr=False)  # finite df (lmer fits)
 
     # ---- what it holds
     @property
@@ -329,6 +334,12 @@ class RefGrid(Result):
             est = L @ beta
             se = np.sqrt(np.clip(np.einsum("ij,ij->i", L @ V, L), 0.0, None))
         est = est + shift
+        dfm = self._raw("dfm")
+        if dfm is not None:  # t intervals with each row's df, as emmeans does for lmer fits
+            dfs = dfm.df(L)
+            crit = stats.t.isf((1 - conf_level) / 2, dfs)
+            return pd.DataFrame({"estimate": est, "se": se, "df": dfs, "conf_low": est - crit * se,
+                                 "conf_high": est + crit * se})
         crit = stats.norm.isf((1 - conf_level) / 2)
         lo, hi = est - crit * se, est + crit * se
         if back is not None:
@@ -523,12 +534,14 @@ class RefGrid(Result):
         return f"Reference grid of {', '.join(self.variables) or '(intercept)'}{by}"
 
     def _header(self) -> list[str]:
-        what = "highest-density intervals" if self.is_posterior else "Wald intervals"
+        dfm = self._raw("dfm")
+        what = ("highest-density intervals" if self.is_posterior else
+                f"t intervals ({dfm.name} df)" if dfm is not None else "Wald intervals")
         return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
 
 
 def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None, *,
-             conf_level: float = 0.95) -> RefGrid:
+             conf_level: float = 0.95, ddf: str | None = None) -> RefGrid:
     """The reference grid of a fit (R: ``emmeans::ref_grid``).
 
     Every combination of the factor levels of the fixed part (the first variable varying
@@ -545,6 +558,10 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
         (several values make the covariate a grid dimension).
     conf_level : float
         Level of the intervals its summary shows (emmeans' ``level``).
+    ddf : {"Satterthwaite", "Kenward-Roger"}, optional
+        Denominator df of a linear mixed model's tests (emmeans' ``lmer.df``; default
+        Satterthwaite); Kenward-Roger also uses its adjusted covariance.  Fits tested
+        asymptotically (binomial GLMMs) take none.
 
     Returns
     -------
@@ -560,6 +577,12 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
     (['M1', 'M2', 'M3'], (3, 3))
     """
     coefs = coefficients(fit)  # first: it names what is not a fitted model
+    if coefs.is_posterior and ddf is not None:
+        raise ValueError(f"ddf={ddf!r} applies to linear mixed models fitted by REML or ML; a "
+                         "posterior fit is summarised by its draws")
+    dfm = None if coefs.is_posterior else df_method(fit, ddf)
+    if dfm is not None:
+        coefs = replace(coefs, vcov=np.asarray(dfm.vcov, dtype=float))
     design = fit.fixed_design
     frame = _grid_frame(design, at)
     X = np.asarray(design.model_matrix(frame), dtype=float)
@@ -575,7 +598,7 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
                    vcov=coefs.vcov, draws=coefs.draws, L_full=X_full, null_basis=basis,
                    offset=np.full(len(frame), shift) if shift else None,
                    separation=coefs.separation, design=design,
-                   conf_level=check_level(conf_level))
+                   conf_level=check_level(conf_level), dfm=dfm)
 
 
 def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
-from .fitted import FittedModel, PosteriorFit, coefficients, wald_test
+from .fitted import FittedModel, PosteriorFit, coefficients, df_method, wald_test
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
@@ -28,23 +28,27 @@ __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evid
 
 @dataclass(frozen=True, eq=False, repr=False)
 class AnovaTable(Result):
-    """Wald chi-square tests, one row per term: ``term``, ``statistic`` (the Wald chi-square),
-    ``df``, ``p_value``."""
+    """Wald tests, one row per term: ``term``, ``statistic`` (the Wald chi-square), ``df``,
+    ``p_value``; for a linear mixed model F tests (``statistic`` the F value, ``df1`` and
+    ``df2`` its numerator and denominator df, ``ddf`` naming the method)."""
 
     table: pd.DataFrame
     type: int = 3
+    ddf: str | None = None  # F tests with this denominator df (lmer fits); None: chi-square
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def _title(self) -> str:
+        if self.ddf is not None:
+            return f"Type III F tests with {self.ddf}'s denominator df (lmerTest::anova)"
         return "Type-III Wald chi-square tests (car::Anova)"
 
     def _header(self) -> list[str]:
-        return ["statistic: Wald chi-square"]
+        return ["statistic: F" if self.ddf is not None else "statistic: Wald chi-square"]
 
 
-def anova(fit: FittedModel, type: int | str = 3) -> AnovaTable:
+def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> AnovaTable:
     """Type-III Wald chi-square tests of each fixed-effect term (R: ``car::Anova(fit, type = 3)``).
 
     For each term (the intercept included), ``L`` selects that term's coefficients and
@@ -58,6 +62,11 @@ def anova(fit: FittedModel, type: int | str = 3) -> AnovaTable:
         Needs ``fixef``, ``vcov`` and ``fixed_design.column_terms`` (the term of each column).
     type : 3 or "III"
         Only type-III tests are provided.
+    ddf : {"Satterthwaite", "Kenward-Roger"}, optional
+        For a linear mixed model (:func:`evalmix.lmer`): F tests of each term except the
+        intercept with these denominator df, as ``lmerTest::anova(fit, ddf=)`` (Satterthwaite by
+        default).  Each term's hypothesis sets its coefficients to zero, which is lmerTest's type
+        III hypothesis for models without interactions or with sum-to-zero contrasts.
 
     Returns
     -------
@@ -85,6 +94,32 @@ def anova(fit: FittedModel, type: int | str = 3) -> AnovaTable:
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
+    dfm = df_method(fit, ddf)
+    if dfm is not None:  # lmerTest: F tests with finite denominator df, no intercept row
+        coding = dict(getattr(fit.fixed_design, "contrasts", {}) or {})
+        treated = [f for f, kind in coding.items() if isinstance(kind, str) and kind == "treatment"]
+        inter = [t for t in dict.fromkeys(column_terms) if ":" in t
+                 and any(f in t.split(":") for f in treated)]
+        if inter:
+            import warnings
+
+            from .errors import DataWarning
+
+            warnings.warn(f"the fit has interaction term(s) {inter} of treatment-coded factors "
+                          f"{treated}: each F test sets that term's coefficients to zero (main "
+                          "effects at the reference levels, as car::Anova), which is not "
+                          "lmerTest's type III hypothesis; refit with contrasts="
+                          f"{ {f: 'sum' for f in treated} } for lmerTest's tests",
+                          DataWarning, stacklevel=2)
+        f_rows = []
+        for term in dict.fromkeys(column_terms):
+            if term == "(Intercept)":
+                continue
+            L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
+            F, ndf, ddf_, p = dfm.f_test(L, beta)
+            f_rows.append((term, F, ndf, ddf_, p))
+        return AnovaTable(pd.DataFrame(f_rows, columns=["term", "statistic", "df1", "df2",
+                                                        "p_value"]), ddf=dfm.name)
     rows = []
     for term in dict.fromkeys(column_terms):  # unique, in column order
         L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
@@ -244,7 +279,9 @@ def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[L
     ----------
     fits : dict name -> fit, or list of fits
         Maximum-likelihood fits of the same rows (``loglik``, ``df``, ``nobs``, ``aic``,
-        ``bic``; ``formula`` and ``fixed_design.terms`` to name them and check nesting).  A list
+        ``bic``; ``formula`` and ``fixed_design.terms`` to name them and check nesting).  REML
+        fits of :func:`evalmix.lmer` are refitted by maximum likelihood first, as lme4's
+        ``anova()`` does; fits of different families (lmer and glmer) are refused.  A list
         is named by each fit's formula.  Posterior fits (``fixef_draws`` and ``idata`` with a
         log-likelihood group) are compared by expected log predictive density instead
         (``arviz.compare``): the table then has ArviZ's columns (``elpd_loo``, ``p_loo``,
@@ -294,6 +331,14 @@ def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[L
         if post or not hasattr(f, "loglik"):
             raise TypeError(f"{name!r} is not a maximum-likelihood fit (it needs loglik, df, "
                             "nobs); compare posterior fits among themselves")
+    families = {str(fam) for _, f in items if (fam := getattr(f, "family", None)) is not None}
+    if len(families) > 1:
+        raise ValueError(f"the fits have different likelihoods ({', '.join(sorted(families))}): a "
+                         "linear mixed model (lmer) and a binomial GLMM (glmer) cannot be compared "
+                         "by likelihood; compare fits of one family")
+    # lme4's anova(): REML fits are refitted by maximum likelihood before the comparison
+    items = [(name, getattr(f, "refit_ml")() if getattr(f, "reml", False) else f)
+             for name, f in items]
     ml = [(name, cast(LikelihoodFit, f)) for name, f in items]  # every fit passed the check above
     nobs = {int(f.nobs) for _, f in ml}
     if len(nobs) > 1:

@@ -1,0 +1,119 @@
+"""Benchmark of evalmix.lmer on an AI4Math-sized nested design, side by side with its peers.
+
+10,000 rows: 5 models x 500 items x 4 runs, a continuous score (a judge's 1-10 rating), fitted
+as ``score ~ model + (1|item) + (1|item:run)`` by REML with
+
+- evalmix.lmer (fit, then fit + Satterthwaite df of the coefficient table);
+- statsmodels MixedLM on the same rows (``groups=item``, ``vc_formula`` for run within item,
+  REML), in this process;
+- lme4 1.1-31's ``lmer`` through Rscript on the same rows (the fit timed inside R with
+  ``system.time``, so R's start-up and the CSV read are not counted), when Rscript exists.
+
+Each timing is the median of ``--reps`` fits (default 3).  Usage (from the repository root)::
+
+    python bench/bench_lmer.py
+    python bench/bench_lmer.py --reps 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from evalmix import lmer  # noqa: E402
+
+FORMULA = "score ~ model + (1|item) + (1|item:run)"
+
+
+def design(n_models: int = 5, n_items: int = 500, n_runs: int = 4, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g = pd.MultiIndex.from_product([[f"M{m + 1}" for m in range(n_models)],
+                                    [f"q{i:04d}" for i in range(n_items)], range(1, n_runs + 1)],
+                                   names=["model", "item", "run"]).to_frame(index=False)
+    item = rng.normal(0, 1.2, n_items)[g["item"].str[1:].astype(int)]
+    ir = rng.normal(0, 0.5, n_items * n_runs)[g["item"].str[1:].astype(int) * n_runs + g["run"] - 1]
+    shift = np.linspace(0, 0.8, n_models)[g["model"].str[1:].astype(int) - 1]
+    g["score"] = np.clip(np.round(6 + shift + item + ir + rng.normal(0, 1.0, len(g))), 1, 10)
+    return g
+
+
+def median_time(f, reps: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def statsmodels_fit(d: pd.DataFrame) -> object:
+    import statsmodels.formula.api as smf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = smf.mixedlm("score ~ model", d, groups="item", re_formula="1",
+                         vc_formula={"run": "0 + C(run)"})
+        return md.fit(reml=True)
+
+
+R_SCRIPT = """
+suppressPackageStartupMessages(library(lme4))
+d <- read.csv(commandArgs(TRUE)[1], stringsAsFactors = FALSE)
+reps <- as.integer(commandArgs(TRUE)[2])
+fit <- lmer(score ~ model + (1|item) + (1|item:run), d)  # warm-up
+t <- sapply(seq_len(reps), function(i)
+  system.time(fit <- lmer(score ~ model + (1|item) + (1|item:run), d))[["elapsed"]])
+cat(sprintf("%.6f %.6f\\n", median(t), as.numeric(logLik(fit))))
+"""
+
+
+def lme4_time(d: pd.DataFrame, reps: int) -> tuple[float, float] | None:
+    if shutil.which("Rscript") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = Path(tmp) / "rows.csv"
+        script = Path(tmp) / "fit.R"
+        d.to_csv(csv, index=False)
+        script.write_text(R_SCRIPT)
+        out = subprocess.run(["Rscript", str(script), str(csv), str(reps)], capture_output=True,
+                             text=True, check=True)
+    t, ll = out.stdout.split()
+    return float(t), float(ll)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    d = design()
+    print(f"{len(d)} rows: {d['model'].nunique()} models x {d['item'].nunique()} items x "
+          f"{d['run'].nunique()} runs; {FORMULA} (REML)")
+    lmer(FORMULA, d[d["item"] < "q0050"])  # warm imports
+    t_e, fit = median_time(lambda: lmer(FORMULA, d), args.reps)
+    t_s, _ = median_time(lambda: lmer(FORMULA, d).coef_table(), args.reps)
+    t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
+    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s   REML logLik {fit.loglik:.4f}")
+    print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
+    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s   REML logLik {sm.llf:.4f}")
+    r = lme4_time(d, args.reps)
+    if r is None:
+        print("lme4: Rscript not found")
+    else:
+        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s   REML logLik {r[1]:.4f}")
+        print(f"evalmix / lme4 time: {t_e / r[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

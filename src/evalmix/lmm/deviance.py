@@ -1,0 +1,241 @@
+"""lme4's profiled deviance of a linear mixed model (Bates et al. 2015, JSS 67(1), section 3).
+
+For relative covariance factors theta, with ``Lambda`` from the random terms, the penalised least
+squares problem is solved through ``A = Lambda' Z' Z Lambda + I`` (``L L'`` in the paper):
+
+- ``b = Lambda' Z' y``, ``B = Lambda' Z' X``; ``cu' cu = b' A^-1 b``, ``RZX' RZX = B' A^-1 B``;
+- ``RX' RX = X' X - B' A^-1 B``; ``beta = (RX' RX)^-1 (X' y - B' A^-1 b)``;
+- the penalised residual sum of squares ``r2 = y' y - cu' cu - (X' y - B' A^-1 b)' beta``;
+- ML: ``log|A| + n (1 + log(2 pi r2 / n))``; REML: ``log|A| + log|RX' RX| + (n - p)(1 + log(2 pi r2 / (n - p)))``.
+
+Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored densely (Cholesky) when
+``q`` is moderate and otherwise by SuperLU with a minimum-degree ordering (nested ``item:run``
+designs then cost O(q)).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import linalg, sparse
+from scipy.linalg import lapack
+from scipy.sparse import linalg as splinalg
+
+from .design import LmmDesign
+
+__all__ = ["PlsState", "ProfiledDeviance", "single_thread_blas"]
+
+#: Largest q factored densely: beyond it a sparse LU is faster (measured on nested designs).
+DENSE_Q_MAX = 600
+
+
+_CONTROLLER: list[Any] = []  # threadpoolctl's scan of the loaded libraries, done once
+
+
+def single_thread_blas() -> AbstractContextManager[Any]:
+    """BLAS limited to one thread: the many small factorisations of a fit run far faster so,
+    and a threaded BLAS on a busy machine spins for hundreds of times the work."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+@dataclass(frozen=True)
+class PlsState:
+    """The solution of the penalised least squares problem at one theta."""
+
+    theta: np.ndarray
+    ldL2: float  # log |Lambda' Z' Z Lambda + I|
+    ldRX2: float  # log |RX' RX|
+    pwrss: float  # penalised residual sum of squares
+    beta: np.ndarray
+    u: np.ndarray  # spherical random effects
+    XtVX: np.ndarray  # RX' RX: vcov(beta) = sigma^2 XtVX^-1
+
+
+def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For ``(1|outer:inner) + (1|outer)`` (intercepts only, every inner level inside one outer
+    level): the rows per inner level, per outer level and the outer level of each inner level."""
+    terms = design.terms
+    if len(terms) != 2 or any(t.nc != 1 or t.spec is not None for t in terms):
+        return None
+    inner, outer = terms
+    n1, n2 = inner.nl, outer.nl
+    pair = np.unique(inner.index * n2 + outer.index)
+    if pair.size != n1:  # an inner level meets several outer levels: crossed, not nested
+        return None
+    m = np.empty(n1, dtype=np.int64)
+    m[pair // n2] = pair % n2
+    d1 = np.bincount(inner.index, minlength=n1).astype(float)
+    d2 = np.bincount(outer.index, minlength=n2).astype(float)
+    return d1, d2, m
+
+
+class ProfiledDeviance:
+    """The deviance of a linear mixed model as a function of theta, beta and sigma profiled out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from evalmix.lmm.design import build_lmm_design
+    >>> d = pd.DataFrame({"y": [1.0, 2.0, 3.0, 2.5, 4.0, 3.5], "g": list("aabbcc")})
+    >>> dev = ProfiledDeviance(build_lmm_design("y ~ 1 + (1|g)", d))
+    >>> st = dev.solve([1.0])  # theta = 1: the item SD equals the residual SD
+    >>> round(dev.sigma(st, reml=True), 4), st.beta.round(4).tolist()
+    (0.6992, [2.6667])
+    >>> dev([1.0], reml=True) == dev.deviance(st, reml=True)
+    True
+    """
+
+    def __init__(self, design: LmmDesign):
+        self.design = design
+        X, y, Z = design.X, design.y, design.Z
+        self.n, self.p = X.shape
+        self.q = design.q
+        self.ZtZ = sparse.csc_matrix(Z.T @ Z)
+        self.ZtX = np.asarray(Z.T @ X)
+        self.Zty = np.asarray(Z.T @ y).ravel()
+        self.XtX = X.T @ X
+        self.Xty = X.T @ y
+        self.yty = float(y @ y)
+        self.dense = self.q <= DENSE_Q_MAX
+        self.ZtZ_dense = self.ZtZ.toarray() if self.dense else np.zeros((0, 0))
+        # Lambda's sparsity never changes: keep its structure and which theta fills each entry
+        template = sparse.csc_matrix((design.lambda_index + 1.0,
+                                      (design.lambda_rows, design.lambda_cols)),
+                                     shape=(self.q, self.q))
+        template.sort_indices()
+        self._lam_indices, self._lam_indptr = template.indices, template.indptr
+        self._lam_theta = template.data.astype(np.int64) - 1
+        self._eye = sparse.identity(self.q, format="csc")
+        self.nested = _nested_intercepts(design)
+        if self.nested is not None:
+            q1 = design.terms[0].nl
+            self._rhs = (np.column_stack([self.Zty[:q1], self.ZtX[:q1]]),
+                         np.column_stack([self.Zty[q1:], self.ZtX[q1:]]))
+            m = self.nested[2]
+            # sums over the inner levels of each outer level, as one sparse product
+            self._outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
+                                            shape=(design.terms[1].nl, q1))
+        self.evaluations = 0
+
+    def lambda_(self, theta: np.ndarray) -> sparse.csc_matrix:
+        """``Lambda`` at ``theta`` (the design's layout, built from the stored structure)."""
+        return sparse.csc_matrix((np.asarray(theta, dtype=float)[self._lam_theta],
+                                  self._lam_indices, self._lam_indptr), shape=(self.q, self.q))
+
+    # -- the factorisation of A = Lambda' Z'Z Lambda + I
+    def _chol(self, M: np.ndarray) -> np.ndarray:
+        c, info = lapack.dpotrf(M, lower=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError("matrix is not positive definite")
+        return c
+
+    def _pieces(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
+        """``b``, ``B``, ``log|A|``, ``A^-1 b`` and ``A^-1 B``."""
+        d = self.design
+        if self.nested is not None:
+            return self._nested_pieces(theta)
+        if self.dense:
+            # small q: dense Lambda and LAPACK directly (scipy.sparse costs more than the algebra)
+            Ld = np.zeros((self.q, self.q))
+            Ld[d.lambda_rows, d.lambda_cols] = theta[d.lambda_index]
+            b = Ld.T @ self.Zty
+            B = Ld.T @ self.ZtX
+            A = Ld.T @ self.ZtZ_dense @ Ld
+            A[np.diag_indices_from(A)] += 1.0
+            c = self._chol(A)
+            sol, _ = lapack.dpotrs(c, np.column_stack([b, B]), lower=1)
+            logdet = 2.0 * float(np.sum(np.log(np.diag(c))))
+            return b, B, logdet, sol[:, 0], sol[:, 1:]
+        Lam = self.lambda_(theta)
+        b = np.asarray(Lam.T @ self.Zty).ravel()
+        B = np.asarray(Lam.T @ self.ZtX)
+        A = sparse.csc_matrix(Lam.T @ self.ZtZ @ Lam + self._eye)
+        lu = splinalg.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                           options={"SymmetricMode": True})
+        # A is symmetric positive definite: without pivoting U's diagonal is positive
+        logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))))
+        sol = lu.solve(np.column_stack([b, B]))
+        return b, B, logdet, sol[:, 0], sol[:, 1:]
+
+    def _nested_pieces(self, theta: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
+        """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
+        the inner factor (each inner level sits in one outer level): O(q) per evaluation."""
+        assert self.nested is not None
+        d1, d2, m = self.nested
+        t1, t2 = float(theta[0]), float(theta[1])
+        R1, R2 = t1 * self._rhs[0], t2 * self._rhs[1]
+        a11 = t1 * t1 * d1 + 1.0
+        c = t1 * t2 * d1  # A12: inner level i meets outer level m[i] in d1[i] rows
+        S = t2 * t2 * d2 + 1.0 - np.bincount(m, c * c / a11, d2.size)
+        if np.any(S <= 0) or np.any(a11 <= 0):
+            raise np.linalg.LinAlgError("A is not positive definite")
+        y1 = R1 / a11[:, None]
+        x2 = (R2 - self._outer @ (c[:, None] * y1)) / S[:, None]
+        x1 = y1 - (c / a11)[:, None] * x2[m]
+        R = np.vstack([R1, R2])
+        b, B = R[:, 0], R[:, 1:]
+        sol = np.vstack([x1, x2])
+        logdet = float(np.sum(np.log(a11)) + np.sum(np.log(S)))
+        return b, B, logdet, sol[:, 0], sol[:, 1:]
+
+    def solve(self, theta: np.ndarray) -> PlsState:
+        """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
+        self.evaluations += 1
+        theta = np.asarray(theta, dtype=float)
+        b, B, ldL2, Ab, AB = self._pieces(theta)
+        XtVX = self.XtX - B.T @ AB
+        XtVX = (XtVX + XtVX.T) / 2
+        rhs = self.Xty - B.T @ Ab
+        cx = self._chol(XtVX)
+        beta = lapack.dpotrs(cx, rhs, lower=1)[0]
+        ldRX2 = 2.0 * float(np.sum(np.log(np.diag(cx))))
+        pwrss = self.yty - float(b @ Ab) - float(rhs @ beta)
+        u = Ab - AB @ beta
+        return PlsState(theta, ldL2, ldRX2, max(pwrss, 0.0), beta, u, XtVX)
+
+    def deviance(self, st: PlsState, reml: bool) -> float:
+        """The profiled criterion at a solved state: -2 log-likelihood (ML) or REMLcrit."""
+        n, p = self.n, self.p
+        if reml:
+            nmp = n - p
+            return float(st.ldL2 + st.ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * st.pwrss / nmp)))
+        return float(st.ldL2 + n * (1.0 + np.log(2.0 * np.pi * st.pwrss / n)))
+
+    def __call__(self, theta: np.ndarray, reml: bool = True) -> float:
+        try:
+            return float(self.deviance(self.solve(theta), reml))
+        except (np.linalg.LinAlgError, linalg.LinAlgError, RuntimeError, ValueError):
+            return np.inf
+
+    def sigma(self, st: PlsState, reml: bool) -> float:
+        """The residual standard deviation at a solved state."""
+        return float(np.sqrt(st.pwrss / (self.n - self.p if reml else self.n)))
+
+    # -- lmerTest's functions of the variance parameters (theta, sigma), nothing profiled
+    def devfun_vp(self, varpar: np.ndarray, reml: bool) -> float:
+        """lmerTest's ``devfun_vp``: the deviance at ``varpar = (theta, sigma)``."""
+        varpar = np.asarray(varpar, dtype=float)
+        st = self.solve(varpar[:-1])
+        s2 = float(varpar[-1]) ** 2
+        dev = st.ldL2 + st.pwrss / s2 + self.n * np.log(2 * np.pi * s2)
+        if reml:
+            dev += st.ldRX2 - self.p * np.log(2 * np.pi * s2)
+        return float(dev)
+
+    def vcov_beta(self, varpar: np.ndarray) -> np.ndarray:
+        """lmerTest's ``get_covbeta``: ``sigma^2 (RX' RX)^-1`` at ``varpar = (theta, sigma)``."""
+        varpar = np.asarray(varpar, dtype=float)
+        st = self.solve(varpar[:-1])
+        return float(varpar[-1]) ** 2 * np.linalg.inv(st.XtVX)

@@ -1,0 +1,490 @@
+"""The fitted linear mixed model: :func:`lmer` and :class:`LmerResult`."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from .._result import Result, Summary, frame_records
+from ..data import RunsData
+from ..errors import ConvergenceWarning, SingularFitWarning
+from ..formula import FixedDesign, term_lambdas
+from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
+from .design import LmmDesign, build_lmm_design
+from .deviance import PlsState, ProfiledDeviance, single_thread_blas
+
+__all__ = ["LmerResult", "lmer"]
+
+#: lme4's ``lmerControl(boundary.tol = 1e-5)`` and its singularity check ``check.conv.singular``
+#: (``1e-4`` on the relative scale of theta).
+_BOUNDARY_TOL = 1e-5
+_SINGULAR_TOL = 1e-4
+#: Largest decrease of the criterion a further quasi-Newton step may promise at the end of the
+#: forward-difference stage (1e-5 in the deviance, far inside the 1e-3 parity with lme4); above
+#: it the central-difference stage runs.
+_DECREASE_TOL = 1e-5
+
+
+class _LmerModel:
+    """What a fit keeps besides its reported numbers: the design, the deviance, the final state
+    and the df methods, computed on first use."""
+
+    def __init__(self, design: LmmDesign, dev: ProfiledDeviance, state: PlsState, reml: bool,
+                 sigma: float, vcov: np.ndarray, contrasts: dict[str, Any] | None = None):
+        self.design, self.dev, self.state, self.reml = design, dev, state, reml
+        self.contrasts = contrasts
+        self.sigma, self.vcov = sigma, vcov
+        self._ddf: dict[str, Satterthwaite | KenwardRoger] = {}
+
+    def ddf(self, method: str) -> Satterthwaite | KenwardRoger:
+        if method not in self._ddf:
+            with single_thread_blas():
+                self._compute(method)
+        return self._ddf[method]
+
+    def _compute(self, method: str) -> None:
+        if method == "Kenward-Roger":
+            if not self.reml:
+                raise ValueError("Kenward-Roger's method is only available for REML fits (refit "
+                                 "with REML=True), as in lmerTest and pbkrtest")
+            self._ddf[method] = KenwardRoger(self.dev, self.state.theta, self.sigma, self.vcov)
+            return
+        with warnings.catch_warnings():
+            # probes of the Hessian may step where the criterion is undefined (inf)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self._ddf[method] = Satterthwaite(self.dev, self.state.theta, self.sigma, self.reml,
+                                              self.vcov)
+
+
+@dataclass(frozen=True)
+class LmerDf:
+    """An lmer fit's denominator degrees of freedom for Wald tests of linear functions of its fixed
+    effects (it satisfies :class:`evalmix.fitted.DfMethod`): the covariance the tests use (``vcov``,
+    adjusted for Kenward-Roger), the df of single linear functions (``df``) and F tests
+    (``f_test``)."""
+
+    name: str
+    vcov: np.ndarray
+    _impl: Satterthwaite | KenwardRoger = field(repr=False)
+
+    def df(self, L: np.ndarray) -> np.ndarray:
+        return self._impl.df(L)
+
+    def f_test(self, L: np.ndarray, beta: np.ndarray) -> tuple[float, int, float, float]:
+        return self._impl.f_test(L, beta)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LmerResult(Result):
+    """A linear mixed model fitted by REML or ML, as ``lme4::lmer`` (with lmerTest's tests).
+
+    Attributes
+    ----------
+    formula : str
+    reml : bool
+        Whether the fit maximised the REML criterion.
+    fixef : Series
+        Fixed effects by column name.
+    vcov : DataFrame
+        Their covariance, ``sigma^2 (RX' RX)^-1`` (lme4's ``vcov``).
+    theta : Series
+        Relative covariance factors (lme4's ``getME(fit, "theta")``).
+    sigma : float
+        Residual standard deviation.
+    loglik : float
+        The REML log-likelihood (``-REMLcrit / 2``) of a REML fit, the log-likelihood of an ML fit.
+    remlcrit : float or None
+        lme4's ``REMLcrit`` (REML fits).
+    deviance : float
+        ``-2 loglik`` (lme4's ``deviance`` of an ML fit; for a REML fit the REML criterion).
+    aic, bic : float
+    df : int
+        Number of parameters: fixed effects, theta and sigma.
+    nobs : int
+    varcorr : DataFrame
+        ``group``, ``var1``, ``var2``, ``variance``, ``sd`` as ``as.data.frame(VarCorr(fit))``,
+        the residual last.
+    converged, singular : bool
+    messages : tuple of str
+    fixed_design : FixedDesign
+    link : str
+        ``"identity"``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import evalmix
+    >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+    ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+    >>> fit = evalmix.lmer("rating ~ model + (1|item)", d)
+    >>> fit.varcorr[["group", "sd"]].round(3)
+          group     sd
+    0      item  1.155
+    1  Residual  0.677
+    """
+
+    formula: str
+    reml: bool
+    fixef: pd.Series
+    vcov: pd.DataFrame
+    theta: pd.Series
+    sigma: float
+    loglik: float
+    remlcrit: float | None
+    deviance: float
+    aic: float
+    bic: float
+    df: int
+    nobs: int
+    varcorr: pd.DataFrame
+    converged: bool
+    singular: bool
+    messages: tuple[str, ...]
+    fixed_design: FixedDesign = field(repr=False)
+    optimizer: dict[str, Any] = field(repr=False, default_factory=dict)
+    _model: Any = field(repr=False, default=None, compare=False)
+    family: str = "gaussian"
+    link: str = "identity"
+
+    # ------------------------------------------------------------------ inference
+    def df_method(self, ddf: str | None = None) -> LmerDf:
+        """The fit's denominator df: ``"Satterthwaite"`` (default, lmerTest) or
+        ``"Kenward-Roger"`` (pbkrtest; REML fits), with the covariance its tests use."""
+        name = normalise_ddf(ddf)
+        impl = self._model.ddf(name)
+        return LmerDf(name, np.array(impl.vcov), impl)
+
+    def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
+                   ) -> pd.DataFrame:
+        """Fixed effects with SE, df, t, p and t intervals (lmerTest's ``summary(fit, ddf=)``).
+
+        ``ddf="Kenward-Roger"`` uses the adjusted covariance for the SEs, as lmerTest does.
+        """
+        m = self.df_method(ddf)
+        est = self.fixef.to_numpy()
+        se = np.sqrt(np.diag(m.vcov))
+        dfs = m.df(np.eye(len(est)))
+        t = est / se
+        crit = stats.t.isf((1 - conf_level) / 2, dfs)
+        return pd.DataFrame({"term": self.fixef.index, "estimate": est, "se": se, "df": dfs,
+                             "statistic": t, "p_value": 2 * stats.t.sf(np.abs(t), dfs),
+                             "conf_low": est - crit * se, "conf_high": est + crit * se})
+
+    def contest(self, L: np.ndarray, ddf: str | None = "Satterthwaite") -> pd.DataFrame:
+        """F test of ``L beta = 0`` (lmerTest's ``contest``): ``statistic`` (F), ``df1`` and
+        ``df2`` (numerator and denominator df), ``p_value``."""
+        m = self.df_method(ddf)
+        L = np.atleast_2d(np.asarray(L, dtype=float))
+        if L.shape[1] != len(self.fixef):
+            raise ValueError(f"L has {L.shape[1]} columns for {len(self.fixef)} fixed effects "
+                             f"{list(self.fixef.index)}")
+        F, ndf, ddf_, p = m.f_test(L, self.fixef.to_numpy())
+        return pd.DataFrame({"statistic": [F], "df1": [ndf], "df2": [ddf_], "p_value": [p]})
+
+    def refit_ml(self) -> LmerResult:
+        """The same model fitted by maximum likelihood (this fit when it is one), as lme4's
+        ``anova()`` refits REML fits before comparing likelihoods."""
+        if not self.reml:
+            return self
+        m = self._model
+        return lmer(self.formula, m.design.data, REML=False, contrasts=m.contrasts)
+
+    # ------------------------------------------------------------------ tables
+    def to_frame(self) -> pd.DataFrame:
+        return self.coef_table()
+
+    @property
+    def ngroups(self) -> dict[str, int]:
+        """Number of levels of each grouping factor (lme4's ``ngrps``)."""
+        out: dict[str, int] = {}
+        for t in self._model.design.terms:
+            out.setdefault(t.group, t.nl)
+        return out
+
+    def ranef(self) -> pd.DataFrame:
+        """Conditional modes of the random effects (``as.data.frame(ranef(fit))``): ``group``,
+        ``term``, ``level``, ``mode``."""
+        design = self._model.design
+        b = design.lambda_(self._model.state.theta) @ self._model.state.u
+        rows = []
+        for t, off in zip(design.terms, design.term_offsets()):
+            block = b[off:off + t.nl * t.nc].reshape(t.nl, t.nc)
+            for c, name in enumerate(t.cnames):
+                rows.append(pd.DataFrame({"group": t.group, "term": name, "level": t.levels,
+                                          "mode": block[:, c]}))
+        return pd.concat(rows, ignore_index=True)
+
+    def fitted(self) -> np.ndarray:
+        """Fitted values ``X beta + Z b`` (plus any offset) of the rows fitted."""
+        design = self._model.design
+        st = self._model.state
+        out = design.X @ st.beta + design.Z @ (design.lambda_(st.theta) @ st.u)
+        return out if design.offset is None else out + design.offset
+
+    def residuals(self) -> np.ndarray:
+        """Response minus fitted values (lme4's ``residuals``, type "response")."""
+        design = self._model.design
+        y = design.y if design.offset is None else design.y + design.offset
+        return y - self.fitted()
+
+    @property
+    def scale(self) -> str:
+        return "response (identity link)"
+
+    def _title(self) -> str:
+        return f"LmerResult: {self.formula}"
+
+    def _header(self) -> list[str]:
+        crit = (f"REML criterion {self.remlcrit:.1f}" if self.reml
+                else f"AIC {self.aic:.1f}, BIC {self.bic:.1f}, logLik {self.loglik:.1f}")
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        state = ("singular; " if self.singular else "") + \
+            ("converged" if self.converged else "NOT converged")
+        return [f"linear mixed model fit by {'REML' if self.reml else 'maximum likelihood'}; "
+                f"{self.nobs} obs, groups: {groups}; {crit}; sigma {self.sigma:.4g} ({state})",
+                "statistic: t with Satterthwaite df (lmerTest)"]
+
+    def _notes(self) -> list[str]:
+        return list(self.messages)
+
+    def summary(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95) -> Summary:
+        """Fixed effects with ``ddf`` degrees of freedom (lmerTest's ``summary``) and the random
+        effects (``VarCorr``)."""
+        head = self._header()
+        head[-1] = f"statistic: t with {normalise_ddf(ddf)} df (lmerTest)"
+        return Summary(self._title(), head, [("fixed effects", self.coef_table(ddf, conf_level)),
+                                             ("Random effects", self.varcorr)], self._notes())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.update({"formula": self.formula, "reml": self.reml, "loglik": self.loglik,
+                    "remlcrit": self.remlcrit, "aic": self.aic, "bic": self.bic, "df": self.df,
+                    "nobs": self.nobs, "sigma": self.sigma,
+                    "theta": {k: float(v) for k, v in self.theta.items()},
+                    "varcorr": frame_records(self.varcorr), "converged": self.converged,
+                    "singular": self.singular, "messages": list(self.messages)})
+        return out
+
+    def __repr__(self) -> str:
+        """As lme4 prints an ``lmerMod``."""
+        how = "REML" if self.reml else "maximum likelihood"
+        lines = [f"Linear mixed model fit by {how}", f"Formula: {self.formula}"]
+        if self.reml:
+            lines.append(f"REML criterion at convergence: {self.remlcrit:.4f}")
+        else:
+            lines.append("      AIC       BIC    logLik  deviance  df.resid")
+            lines.append(f"{self.aic:9.4f} {self.bic:9.4f} {self.loglik:9.4f} "
+                         f"{self.deviance:9.4f} {self.nobs - self.df:9d}")
+        lines.append("Random effects:")
+        lines += ["  " + ln for ln in _varcorr_text(self.varcorr).split("\n")]
+        groups = ", ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        lines.append(f"Number of obs: {self.nobs}, groups:  {groups}")
+        lines.append("Fixed Effects:")
+        fe = self.fixef
+        width = max(4, *(len(str(k)) for k in fe.index))
+        lines.append(f"{'term':<{width}}  {'estimate':>10}")
+        lines += [f"{str(k):<{width}}  {v:>10.5g}" for k, v in fe.items()]
+        lines += self.messages
+        return "\n".join(lines)
+
+
+def _varcorr_text(vc: pd.DataFrame) -> str:
+    """lme4's print of ``VarCorr``: groups, names, standard deviations, correlations."""
+    rows = []
+    for _, r in vc.iterrows():
+        if r["var2"]:
+            continue
+        rows.append((r["group"], r["var1"], r["sd"]))
+    lines = [f"{'Groups':<10} {'Name':<14} {'Std.Dev.':>10}"]
+    last = None
+    for g, name, sd in rows:
+        lines.append(f"{(g if g != last else ''):<10} {name:<14} {sd:>10.4f}")
+        last = g
+    cors = vc[vc["var2"] != ""]
+    for _, r in cors.iterrows():
+        lines.append(f"{'':<10} corr({r['var1']}, {r['var2']}) = {r['sd']:.3f} ({r['group']})")
+    return "\n".join(lines)
+
+
+def _varcorr(design: LmmDesign, theta: np.ndarray, sigma: float) -> pd.DataFrame:
+    rows = []
+    for t, Lam in zip(design.terms, term_lambdas(design.terms, theta)):
+        S = sigma ** 2 * Lam @ Lam.T
+        sd = np.sqrt(np.clip(np.diag(S), 0, None))
+        for i in range(t.nc):
+            rows.append((t.group, t.cnames[i], "", float(S[i, i]), float(sd[i])))
+        for i, j in t.cor_pairs:
+            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append((t.group, t.cnames[j], t.cnames[i], float(S[i, j]), float(cor)))
+    rows.append(("Residual", "", "", sigma ** 2, sigma))
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
+
+
+def _gradient(f: Any, x: np.ndarray, f0: float, lower: np.ndarray, central: bool) -> np.ndarray:
+    """Finite differences of the criterion: forward (one evaluation per theta) or central
+    (two; one-sided at a lower bound)."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        h = (1e-6 if central else 1e-7) * max(1.0, abs(x[i]))
+        e = np.zeros_like(x)
+        e[i] = h
+        if central and x[i] - h >= lower[i]:
+            g[i] = (f(x + e) - f(x - e)) / (2 * h)
+        else:
+            g[i] = (f(x + e) - f0) / h
+    return g
+
+
+def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
+              ) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """Minimise the profiled criterion over theta within lme4's bounds (0 for a diagonal
+    element of Lambda): L-BFGS-B from lme4's start with forward, then (unless the central
+    gradient is already flat) central differences; a probe of each near-zero diagonal at its
+    bound; Nelder-Mead from there when L-BFGS-B reports no convergence."""
+    lower = design.theta_lower
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    t0 = time.perf_counter()
+
+    def f(th: np.ndarray) -> float:
+        return dev(th, reml)
+
+    def fg(th: np.ndarray, central: bool) -> tuple[float, np.ndarray]:
+        v = f(th)
+        return v, _gradient(f, th, v, lower, central)
+
+    # forward differences take the optimiser near the optimum at half the cost; central ones
+    # then finish (forward-difference gradients can stop a line search short of it).  ftol 1e-10
+    # relative is ~1e-6 in the criterion, far inside the 1e-3 parity with lme4's optimum
+    opts = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 1000}
+    res = optimize.minimize(fg, design.theta_start, args=(False,), jac=True, method="L-BFGS-B",
+                            bounds=bounds, options=opts)
+    x, fx = np.maximum(res.x, lower), float(res.fun)
+    f1, g1 = fg(x, True)
+    # the decrease a quasi-Newton step would still give (L-BFGS's inverse Hessian times the
+    # central gradient; a component pushing against its bound does not count)
+    g1 = np.where((x <= lower) & (g1 > 0), 0.0, g1)
+    left = 0.5 * float(g1 @ (res.hess_inv @ g1)) if res.success else np.inf
+    if 0.0 <= left < _DECREASE_TOL:
+        fx = f1
+    else:
+        res = optimize.minimize(fg, x, args=(True,), jac=True, method="L-BFGS-B", bounds=bounds,
+                                options=opts)
+        x, fx = np.maximum(res.x, lower), float(res.fun)
+    # a probe at the boundary: lme4's bobyqa lands on theta = 0 exactly when the optimum is there
+    diag = np.isfinite(lower)
+    for i in np.flatnonzero(diag & (x < 1e-3)):
+        y = x.copy()
+        y[i] = 0.0
+        fy = f(y)
+        if fy <= fx:
+            x, fx = y, fy
+    method = "L-BFGS-B"
+    converged = bool(res.success)
+    if not converged:  # a derivative-free restart from where L-BFGS-B stopped
+        polish = optimize.minimize(f, x, method="Nelder-Mead", bounds=bounds,
+                                   options={"xatol": 1e-8, "fatol": 1e-10, "maxfev": 400 * x.size})
+        method += " + Nelder-Mead"
+        converged = bool(polish.success)
+        if polish.fun < fx:
+            x, fx = np.maximum(polish.x, lower), float(polish.fun)
+    report = {"method": method, "message": str(res.message), "converged": converged,
+              "evaluations": dev.evaluations, "seconds": time.perf_counter() - t0}
+    return x, fx, report
+
+
+def lmer(formula: str, data: RunsData, REML: bool = True, *,
+         contrasts: dict[str, Any] | None = None) -> LmerResult:
+    """Fit a linear mixed model by REML or ML (R: ``lme4::lmer``, tests as ``lmerTest``).
+
+    The profiled deviance of lme4 (Bates et al. 2015) is minimised over the relative covariance
+    factors theta; fixed effects, sigma and the conditional modes follow from the penalised least
+    squares solution at the optimum.  Fixed-effect tests (``coef_table``, ``summary``,
+    :func:`evalmix.anova`, :func:`evalmix.emmeans`, :func:`evalmix.contrast`) use t and F
+    reference distributions with Satterthwaite degrees of freedom by default, Kenward-Roger with
+    ``ddf="Kenward-Roger"``.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 syntax: ``"rating ~ model + (1|item) + (1|item:run)"``, ``"y ~ x + (x|g)"``,
+        ``(x||g)`` for uncorrelated effects.
+    data : DataFrame or path
+        One row per observation; the response column must be numeric.
+    REML : bool
+        REML (default, as lme4) or maximum likelihood.
+    contrasts : dict, optional
+        Coding of factors of the fixed part (``{"model": "sum"}``), as ``lmer(contrasts=)``.
+
+    Returns
+    -------
+    LmerResult
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(1)
+    >>> d = pd.DataFrame({"item": np.repeat(np.arange(30), 4), "model": np.tile(list("ABAB"), 30),
+    ...                   "run": np.tile([0, 0, 1, 1], 30)})
+    >>> d["rating"] = (6 + 0.5 * (d["model"] == "B") + rng.normal(0, 1, 30)[d["item"]]
+    ...                + rng.normal(0, 0.8, len(d))).round()
+    >>> fit = evalmix.lmer("rating ~ model + (1|item)", d)
+    >>> fit.fixef.round(3).to_dict()
+    {'Intercept': 5.933, 'model[T.B]': 0.35}
+    >>> fit.coef_table()[["term", "df"]].round(1)
+             term    df
+    0   Intercept  41.5
+    1  model[T.B]  89.0
+    >>> evalmix.emmeans(fit, "model").to_frame().round(3)
+      model  estimate    se      df  conf_low  conf_high
+    0     A     5.933  0.18  41.507      5.57      6.296
+    1     B     6.283  0.18  41.507      5.92      6.646
+    """
+    design = build_lmm_design(formula, data, contrasts=contrasts)
+    n, p = design.X.shape
+    if REML and n <= p:
+        from ..errors import DataError
+
+        raise DataError(f"{n} rows for {p} fixed effects: REML needs more rows than fixed effects")
+    dev = ProfiledDeviance(design)
+    with single_thread_blas():
+        theta, crit, report = _optimize(dev, design, bool(REML))
+        state = dev.solve(theta)
+    reml = bool(REML)
+    sigma = dev.sigma(state, reml)
+    names = list(design.fixed.columns)
+    V = sigma ** 2 * np.linalg.inv(state.XtVX)
+    V = (V + V.T) / 2
+    ntheta = theta.size
+    npar = p + ntheta + 1
+    loglik = -crit / 2
+    aic = crit + 2 * npar
+    bic = crit + np.log(n) * npar
+    # singular: a diagonal element of Lambda at (or within 1e-4 of) its bound, as lme4's isSingular
+    lower = design.theta_lower
+    singular = bool(np.any(np.isfinite(lower) & (theta < _SINGULAR_TOL)))
+    messages: list[str] = []
+    if singular:
+        messages.append("boundary (singular) fit: see help('isSingular')")
+        warnings.warn("boundary (singular) fit: a random-effect variance is estimated as 0",
+                      SingularFitWarning, stacklevel=2)
+    if not report["converged"]:
+        messages.append(f"the optimiser did not report convergence: {report['message']}")
+        warnings.warn(messages[-1], ConvergenceWarning, stacklevel=2)
+    model = _LmerModel(design, dev, state, reml, sigma, V, contrasts)
+    return LmerResult(
+        formula=formula, reml=reml,
+        fixef=pd.Series(state.beta, index=names, name="estimate"),
+        vcov=pd.DataFrame(V, index=names, columns=names),
+        theta=pd.Series(theta, index=design.theta_names, name="theta"),
+        sigma=sigma, loglik=float(loglik), remlcrit=float(crit) if reml else None,
+        deviance=float(crit), aic=float(aic), bic=float(bic), df=int(npar), nobs=int(n),
+        varcorr=_varcorr(design, theta, sigma), converged=bool(report["converged"]),
+        singular=singular, messages=tuple(messages), fixed_design=design.fixed,
+        optimizer=report, _model=model)
