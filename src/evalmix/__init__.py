@@ -68,13 +68,20 @@ _EXPORTS: dict[str, str] = {
     # sources of noise: items, templates, runs, judge passes
     "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
 }
-# public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
-               "repetitions", "simulate", "status", "tables", "variance"}
+# public subpackages and modules reached as attributes, imported on first use like the names above
+# (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
+# of those names, and ``evalmix.tests`` is a deprecated alias left out
+_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "plots", "simulate"}
+_SUBMODULES = _SUBPACKAGES | {
+    "agreement", "calibration", "comparisons", "data", "descriptive", "draws", "errors", "fitted",
+    "formula", "grid", "leaderboard", "links", "multiplicity", "paired", "parallel", "parquet", "passk",
+    "power", "ranking", "reliability", "repetitions", "reporting", "resampling", "scan", "selection",
+    "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
-     "SingularFitWarning", *_EXPORTS, "bayes", "power", "repetitions", "simulate"])
+     "SingularFitWarning", *_EXPORTS, "bayes", "glmm", "io", "plots", "power", "reporting", "repetitions",
+     "simulate"])
 
 
 def __getattr__(name: str) -> Any:
@@ -106,7 +113,12 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
-    from . import bayes, power, repetitions, simulate
+    from . import (
+        agreement, bayes, calibration, cli, comparisons, data, descriptive, draws, errors, fitted, formula,
+        glmm, grid, integrations, io, leaderboard, links, multiplicity, paired, parallel, parquet, passk,
+        plots, power, ranking, reliability, repetitions, reporting, resampling, scan, selection, simulate,
+        status, tables, variance,
+    )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .calibration import calibrate, coverage_study
     from .comparisons import (
