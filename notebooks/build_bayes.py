@@ -21,16 +21,23 @@ Design of each simulated benchmark: 4 models with logits -1, -0.3, 0.3, 1 at the
 """)
 
 nb.code("""
+import os
 import warnings
+
+os.environ["TQDM_DISABLE"] = "1"  # no progress bars in a notebook meant to be read
+# warnings as one line, without the path of the file that raised them
+warnings.formatwarning = lambda message, category, *args, **kwargs: f"{category.__name__}: {message}\\n"
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notebook widgets are not used
+
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
-from tqdm import tqdm
 
 import evalmix
 from evalmix import bayes
 from evalmix.simulate import glmm_runs
 
+pd.set_option("display.precision", 3)
 print("samplers installed, fastest first:", bayes.available_samplers())
 """)
 
@@ -43,7 +50,7 @@ truth = {"Intercept": EFFECTS[0], "model[T.M2]": EFFECTS[1] - EFFECTS[0],
          "sd((Intercept)|item)": 1.5, "sd((Intercept)|item:run)": 0.3}
 
 rows, best = [], []
-for rep in tqdm(range(N_SIM)):
+for rep in range(N_SIM):
     d = glmm_runs(4, 30, 3, model_effects=EFFECTS, sd_item=1.5, sd_item_run=0.3, seed=1000 + rep)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -77,7 +84,7 @@ def cover_table(res):
     for name, g in res.groupby("parameter", sort=False):
         n = len(g)
         c50, c90 = int(g["cover50"].sum()), int(g["cover90"].sum())
-        lo, hi = evalmix.binom_ci(c90, n, method="wilson")
+        lo, hi = (float(v) for v in evalmix.binom_ci(c90, n, method="wilson"))
         out.append({"parameter": name, "truth": g["truth"].iloc[0],
                     "mean_of_posterior_means": g["mean"].mean(), "bias": g["mean"].mean() - g["truth"].iloc[0],
                     "coverage_50": c50 / n, "coverage_90": c90 / n, "coverage_90_low": lo,

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, styled
+from .style import (
+    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, first_column, hide_unused, panel_columns,
+    panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
+)
 
 if TYPE_CHECKING:
     from .._result import Result
@@ -53,9 +56,8 @@ def _levels(values: pd.Series) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw: Any
+def _grid(plt: Any, n: int, ncol: int, panel_w: float, panel_h: float, **kw: Any
           ) -> tuple[Figure, Any]:
-    ncol = min(n, max_cols)
     nrow = -(-n // ncol)
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, figsize=(panel_w * ncol, panel_h * nrow), **kw)
     for ax in axes.ravel()[n:]:
@@ -220,11 +222,12 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
     labels = list(dict.fromkeys(tab["contrast"]))
     panels = [(None, tab)] if by is None else [(k, tab[tab[by] == k]) for k in _levels(tab[by])]
     n = len(panels)
-    h = 0.22 * len(labels) + 0.7
-    fig, axes = _grid(plt, n, max_cols, (COLUMN_WIDTH if n == 1 else PAGE_WIDTH / min(n, max_cols)),
-                      h, sharex=True, sharey=True) if figsize is None else \
-        _grid(plt, n, max_cols, figsize[0] / min(n, max_cols), figsize[1] / -(-n // min(n, max_cols)),
-              sharex=True, sharey=True)
+    shown = [_contrast_label(v) for v in labels]
+    ncol, label_w = panel_columns(n, shown, max_cols=max_cols)
+    nrow = -(-n // ncol)
+    width = figsize[0] if figsize else panel_figure_width(ncol, label_w)
+    h = figsize[1] / nrow if figsize else 0.18 * len(labels) + 0.7
+    fig, axes = _grid(plt, n, ncol, width / ncol, h, sharex=True, sharey=True)
     pos = np.arange(len(labels))[::-1]
     where = dict(zip(labels, pos))
     for ax, (key, g) in zip(axes.ravel(), panels):
@@ -237,16 +240,14 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
         ax.axvline(1, color="black", lw=0.7, ls="--")
         ax.set_xscale("log")
         if key is not None:
-            ax.set_title(str(key))
-    axes[0, 0].set_yticks(pos, [_contrast_label(v) for v in labels])
+            ax.set_title(wrap(str(key), panel_title_width(ncol, label_w) if not figsize else width / ncol - 0.3))
+    axes[0, 0].set_yticks(pos, shown)
     ticker = plt.matplotlib.ticker
     for ax in axes.ravel():  # plain numbers (0.1, 1), not powers of ten
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    for j in range(axes.shape[1]):  # the lowest panel of each column carries the axis
-        lowest = [ax for ax in axes[:, j] if ax.get_visible()][-1]
-        lowest.xaxis.set_tick_params(labelbottom=True)
-        lowest.set_xlabel("odds ratio (log scale, 95% CI)" if n == 1 else "odds ratio (log, 95% CI)")
+    hide_unused(axes, n)
+    shared_xlabel(fig, axes, n, "odds ratio (log scale, 95% CI)")
     handles, names = [], []
     for ax in axes.ravel():
         for hd, nm in zip(*ax.get_legend_handles_labels()):
@@ -349,7 +350,13 @@ def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: s
     wide = wide.loc[wide.mean(axis=1).sort_values(ascending=False).index,
                     wide.mean(axis=0).sort_values(ascending=False).index]
     nr, nc = wide.shape
-    fig, ax = plt.subplots(figsize=figsize or (min(PAGE_WIDTH, 0.55 * nc + 2.2), 0.28 * nr + 1.3))
+    row_w = text_width([str(r) for r in wide.index])
+    col_w = text_width([str(c) for c in wide.columns])
+    # column names at 35 degrees while they are short; upright beyond (slanted long names would
+    # run into each other's boxes), the figure growing by their length
+    slant = col_w <= 0.9
+    fig, ax = plt.subplots(figsize=figsize or (min(PAGE_WIDTH, 0.55 * nc + 1.6 + row_w),
+                                               0.2 * nr + 1.0 + (0.6 * col_w if slant else col_w)))
     vals = wide.to_numpy(float) * 100
     im = ax.imshow(vals, cmap="cividis", vmin=0, vmax=100, aspect="auto")
     for i in range(nr):
@@ -358,7 +365,8 @@ def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: s
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=6.5,
                         color="black" if v > 55 else "white")
-    ax.set_xticks(np.arange(nc), [str(c) for c in wide.columns], rotation=35, ha="right")
+    ax.set_xticks(np.arange(nc), [str(c) for c in wide.columns], rotation=35 if slant else 90,
+                  ha="right" if slant else "center", rotation_mode="anchor" if slant else "default")
     ax.set_yticks(np.arange(nr), [str(r) for r in wide.index])
     ax.set_xlabel(str(col))
     ax.spines[:].set_visible(False)
