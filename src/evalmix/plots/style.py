@@ -118,7 +118,7 @@ class _SaveInStyle:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import matplotlib as mpl
 
-        with mpl.rc_context(SAVE_RC):
+        with mpl.rc_context(SAVE_RC):  # type: ignore[arg-type]  # rc keys typed as Literal
             return self.save(*args, **kwargs)
 
 
@@ -152,7 +152,7 @@ def text_width(labels: Sequence[object], size: float | None = None) -> float:
     from matplotlib.textpath import TextPath
 
     fs = float(size if size is not None else RC["ytick.labelsize"])
-    with mpl.rc_context(RC):  # the style's font family, whatever the caller's
+    with mpl.rc_context(RC):  # type: ignore[arg-type]  # the style's font, whatever the caller's
         prop = FontProperties(size=fs)
         widths = [float(TextPath((0, 0), str(t), prop=prop).get_extents().width) for t in labels if str(t)]
     return max(widths, default=0.0) / 72.0
