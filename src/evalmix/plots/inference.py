@@ -103,9 +103,9 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
     hues = _levels(tab[hue]) if hue else [None]
     panels = [(None, tab)] if col is None else [(k, tab[tab[col] == k]) for k in _levels(tab[col])]
     pal = colours(hues)
+    width = figsize[0] if figsize else COLUMN_WIDTH if len(panels) == 1 and text_width(ys) < 1.0 else PAGE_WIDTH
     fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
-                             figsize=figsize or (COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH,
-                                                 0.25 * len(ys) * max(1, len(hues)) ** 0.5 + 1.1))
+                             figsize=figsize or (width, 0.25 * len(ys) * max(1, len(hues)) ** 0.5 + 1.1))
     step = 0.7 / max(1, len(hues))
     for ax, (key, g) in zip(axes[0], panels):
         for j, h in enumerate(hues):
@@ -121,7 +121,7 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
         ax.set_xlim(0, 100)
         ax.grid(axis="x", lw=0.4, alpha=0.4)
         if key is not None:
-            ax.set_title(f"{col} = {key}")
+            ax.set_title(wrap(f"{col} = {key}", (width - text_width(ys)) / len(panels) - 0.3))
     if hue:
         fig.legend(*axes[0, 0].get_legend_handles_labels(), title=hue, loc="outside lower center",
                    ncol=min(len(hues), 6))
@@ -158,7 +158,9 @@ def delta_bic_bars(comparison: ModelComparison | pd.DataFrame, *, figsize: tuple
     plt = _plt()
     tab = _frame(comparison).sort_values("delta_bic", kind="stable").reset_index(drop=True)
     n = len(tab)
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 0.3 * n + 1.0))
+    # the bars keep about 3 inches whatever the length of the formulas beside them
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, text_width(tab["name"].astype(str)) + 3.2))
+    fig, ax = plt.subplots(figsize=figsize or (width, 0.3 * n + 1.0))
     pos = np.arange(n)[::-1]
     d = tab["delta_bic"].to_numpy(float)
     ax.barh(pos, d, color=[colour(0) if v == 0 else "#9ECAE1" for v in d], height=0.6,
@@ -299,7 +301,8 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
         tab = tab.sort_values("estimate", kind="stable")
     k = 100.0 if percent else 1.0
     est = tab["estimate"].to_numpy(float) * k
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH, 0.25 * len(tab) + 0.9))
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH, text_width(tab[name].astype(str)) + 2.6))
+    fig, ax = plt.subplots(figsize=figsize or (width, 0.25 * len(tab) + 0.9))
     pos = np.arange(len(tab))
     ax.barh(pos, est, color="#9ECAE1", edgecolor=colour(0), lw=0.6, height=0.6)
     ax.errorbar(est, pos, xerr=[est - tab["_lo"].to_numpy(float) * k, tab["_hi"].to_numpy(float) * k - est],
