@@ -159,7 +159,7 @@ def delta_bic_bars(comparison: ModelComparison | pd.DataFrame, *, figsize: tuple
     tab = _frame(comparison).sort_values("delta_bic", kind="stable").reset_index(drop=True)
     n = len(tab)
     # the bars keep about 3 inches whatever the length of the formulas beside them
-    width = min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, text_width(tab["name"].astype(str)) + 3.2))
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, text_width(tab["name"].astype(str).tolist()) + 3.2))
     fig, ax = plt.subplots(figsize=figsize or (width, 0.3 * n + 1.0))
     pos = np.arange(n)[::-1]
     d = tab["delta_bic"].to_numpy(float)
@@ -301,7 +301,7 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
         tab = tab.sort_values("estimate", kind="stable")
     k = 100.0 if percent else 1.0
     est = tab["estimate"].to_numpy(float) * k
-    width = min(PAGE_WIDTH, max(COLUMN_WIDTH, text_width(tab[name].astype(str)) + 2.6))
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH, text_width(tab[name].astype(str).tolist()) + 2.6))
     fig, ax = plt.subplots(figsize=figsize or (width, 0.25 * len(tab) + 0.9))
     pos = np.arange(len(tab))
     ax.barh(pos, est, color="#9ECAE1", edgecolor=colour(0), lw=0.6, height=0.6)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours", "first_column",
@@ -49,6 +50,9 @@ RC: dict[str, Any] = {
 #: What a figure is saved with wherever it is saved: 300 dpi and TrueType fonts in PDF and PS (a
 #: journal's checks refuse the Type 3 fonts of matplotlib's default).
 SAVE_RC: dict[str, Any] = {k: RC[k] for k in ("savefig.dpi", "pdf.fonttype", "ps.fonttype", "svg.fonttype")}
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -232,12 +236,13 @@ def panel_title_width(ncol: int, label_w: float) -> float:
     return (panel_figure_width(ncol, label_w) - label_w - 0.2) / ncol - 0.1
 
 
-def hide_unused(axes: Any, n: int) -> None:
+def hide_unused(axes: np.ndarray, n: int) -> None:
+    """Hide the panels of a grid beyond the first ``n`` (the grid is filled row by row)."""
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
 
 
-def shared_xlabel(fig: Any, axes: Any, n: int, label: str) -> None:
+def shared_xlabel(fig: Figure, axes: np.ndarray, n: int, label: str) -> None:
     """One axis label under all panels (a label per panel would run into its neighbour's); the
     lowest panel of each column shows its tick labels."""
     for j in range(axes.shape[1]):
