@@ -74,6 +74,7 @@ def test_table_and_bootstrap():
     assert np.allclose(b1.table["conf_high"], c["conf_high"], atol=0.4 * c["se"].max())
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_cluster_interval_coverage_simulation():
     a, b, k, n_items, n_att = 2.0, 1.5, 3, 100, 6
     truth = _truth(a, b, k)
