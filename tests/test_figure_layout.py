@@ -17,6 +17,7 @@ import io
 import pkgutil
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -91,8 +92,8 @@ LONG = {"language": ["EN", "ES"], "prompt": ["zero-shot-direct-answer", "chain-o
 def runs(n_models: int, long: bool) -> pd.DataFrame:
     df = evalmix.simulate.glmm_runs(n_models, 24, 3, slices=LONG if long else SHORT,
                                     model_effects=list(np.linspace(-1.5, 1.5, n_models)), seed=7)
-    df = df.drop(columns=[])  # a copy without the simulation's attributes
-    df.attrs = {}
+    df = df.copy()
+    df.attrs = {}  # without the simulation's record of the truth
     if long:
         names = {m: LONG_MODEL.format(i) for i, m in enumerate(dict.fromkeys(df["model"]))}
         df["model"] = df["model"].map(names)
@@ -226,8 +227,6 @@ def example_report():
 
 
 def _example() -> pd.DataFrame:
-    from pathlib import Path
-
     return pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "example_runs.csv")
 
 

@@ -54,3 +54,6 @@ def test_committed_outputs_are_clean(path: Path):
             bad = [n for n in NOISE if n in text]
             assert not bad, f"{bad} in the output of {cell.source[:60]!r}"
             assert not re.search(r"\d\.\d{7,}", text), f"unrounded numbers in {cell.source[:60]!r}"
+            if out.get("name") == "stderr":  # warnings only, one line each (no logs, no tracebacks)
+                lines = [ln for ln in text.splitlines() if ln.strip()]
+                assert all(re.match(r"\w+(Warning|Error): ", ln) for ln in lines), text[:300]

@@ -90,6 +90,7 @@ def test_cluster_interval_coverage_simulation():
         assert abs(h / n_sims - level) <= 2 * mcse, (m, h / n_sims)
 
 
+@pytest.mark.slow  # sampling or a simulation: the second test step
 def test_model_based_extrapolates_with_coverage():
     """k = 12 from 4 attempts per item: the beta-binomial interval covers the known truth."""
     a, b, k, n_items, n_att = 3.0, 1.2, 12, 200, 4
