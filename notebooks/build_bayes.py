@@ -17,20 +17,34 @@ means are from it, and how often the leaderboard's P(best) picks the truly best 
 
 Design of each simulated benchmark: 4 models with logits -1, -0.3, 0.3, 1 at the reference level,
 30 items (SD 1.5 on the logit scale), 3 runs (item:run SD 0.3): 360 rows. 30 replications,
-2 chains x 500 draws each; about 2-5 minutes on 2 cores with nutpie installed.
+2 chains x 500 draws each; about 2-5 minutes on 2 cores with nutpie installed. The chains run one
+after the other in this process (`cores=1`), so the output shows no sampler logs of worker
+processes; leave `cores` out to sample the chains in parallel.
 """)
 
 nb.code("""
+import os
 import warnings
+
+os.environ["TQDM_DISABLE"] = "1"  # no progress bars in a notebook meant to be read
+# warnings as one line, without the path of the file that raised them
+warnings.formatwarning = lambda message, category, *args, **kwargs: f"{category.__name__}: {message}\\n"
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notebook widgets are not used
+import logging
+
+import pymc  # imported first: on import it sets its own logger to INFO
+
+logging.getLogger("pymc").setLevel(logging.ERROR)  # the sampler's start and end lines, once per chain
+
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
-from tqdm import tqdm
 
 import evalmix
 from evalmix import bayes
 from evalmix.simulate import glmm_runs
 
+pd.set_option("display.precision", 3)
 print("samplers installed, fastest first:", bayes.available_samplers())
 """)
 
@@ -43,11 +57,12 @@ truth = {"(Intercept)": EFFECTS[0], "modelM2": EFFECTS[1] - EFFECTS[0],
          "sd((Intercept)|item)": 1.5, "sd((Intercept)|item:run)": 0.3}
 
 rows, best = [], []
-for rep in tqdm(range(N_SIM)):
+for rep in range(N_SIM):
     d = glmm_runs(4, 30, 3, model_effects=EFFECTS, sd_item=1.5, sd_item_run=0.3, seed=1000 + rep)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULA, d, draws=500, tune=500, chains=2, seed=rep, progressbar=False)
+        fit = bayes.glmer(FORMULA, d, draws=500, tune=500, chains=2, seed=rep, progressbar=False,
+                          cores=1)
     s50 = fit.posterior_table(hdi_prob=0.5).set_index("parameter")
     s90 = fit.posterior_table(hdi_prob=0.9).set_index("parameter")
     for name, value in truth.items():
@@ -77,7 +92,7 @@ def cover_table(res):
     for name, g in res.groupby("parameter", sort=False):
         n = len(g)
         c50, c90 = int(g["cover50"].sum()), int(g["cover90"].sum())
-        lo, hi = evalmix.binom_ci(c90, n, method="wilson")
+        lo, hi = (float(v) for v in evalmix.binom_ci(c90, n, method="wilson"))
         out.append({"parameter": name, "truth": g["truth"].iloc[0],
                     "mean_of_posterior_means": g["mean"].mean(), "bias": g["mean"].mean() - g["truth"].iloc[0],
                     "coverage_50": c50 / n, "coverage_90": c90 / n, "coverage_90_low": lo,
@@ -137,7 +152,7 @@ if path.exists():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ml = evalmix.glmer(f, runs)
-    fit = bayes.glmer(f, runs, seed=1, progressbar=False)
+    fit = bayes.glmer(f, runs, seed=1, progressbar=False, cores=1)
     cmp = pd.DataFrame({"ml": ml.fixef, "posterior_mean": fit.fixef})
     cmp["difference"] = cmp["posterior_mean"] - cmp["ml"]
     display(cmp.round(3))

@@ -29,6 +29,11 @@ scenario with 600 GLMM fits ~30-60 s, the coverage study a few seconds).
 nb.code("""
 import os
 import time
+import warnings
+
+os.environ["TQDM_DISABLE"] = "1"  # no progress bars in a notebook meant to be read
+# warnings as one line, without the path of the file that raised them
+warnings.formatwarning = lambda message, category, *args, **kwargs: f"{category.__name__}: {message}\\n"
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -46,6 +51,7 @@ N_QUESTIONS, N_RUNS, UPLIFT = 4000, 8, 0.01
 N_SIMS = 500
 N_JOBS = min(2, os.cpu_count() or 1)
 pd.set_option("display.width", 160)
+pd.set_option("display.precision", 4)
 t_start = time.time()
 """)
 
@@ -173,14 +179,14 @@ nb.md("""
 ## 3. The harness: `evalmix.calibrate`
 
 The same experiment through the public harness: independent random streams per simulation
-(`SeedSequence.spawn`, so results do not depend on `n_jobs`), joblib workers and a progress bar,
+(`SeedSequence.spawn`, so results do not depend on `n_jobs`), joblib workers (`progress=True` shows a bar),
 plus the paired item bootstrap and interval coverage.  Different streams give different draws
 than the document's loop, so agreement is within Monte-Carlo error (the `*_mc_se` columns).
 """)
 
 nb.code("""
 t0 = time.time()
-cal = calibrate("mixture", n_sims=N_SIMS, seed=SEED, n_jobs=N_JOBS, progress=True,
+cal = calibrate("mixture", n_sims=N_SIMS, seed=SEED, n_jobs=N_JOBS, progress=False,
                 n_questions=N_QUESTIONS, n_runs=N_RUNS, uplift=UPLIFT)
 print(f"calibrate: {time.time() - t0:.1f}s on {N_JOBS} worker(s)")
 table = cal.table.set_index("method")
@@ -239,7 +245,7 @@ nb.code("""
 t0 = time.time()
 cal_glmm = calibrate("glmm", ["mcnemar_single_run", "paired_t_runs", "paired_bootstrap", "glmm_contrast",
                               "question_bootstrap", "run_bootstrap", "run_bootstrap_sqrt_b"],
-                     n_sims=300, seed=SEED, n_jobs=N_JOBS, progress=True,
+                     n_sims=300, seed=SEED, n_jobs=N_JOBS, progress=False,
                      n_items=200, n_runs=3, effect=0.3)
 print(f"calibrate('glmm'): {time.time() - t0:.1f}s; true accuracy difference "
       f"{cal_glmm.design['true_diff']:.4f}")

@@ -47,3 +47,15 @@ def reference():
         return json.loads((REFERENCE / f"{name}.json").read_text())
 
     return load
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Every core by default (README's test command): one pytest-xdist worker per logical CPU,
+    each test file on one worker (its module fixtures are built once).  Set here rather than in
+    addopts so that ``-p no:xdist`` (no ``-n`` option at all) still works; ``-n0`` runs serially."""
+    if (config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None) is None
+            and not hasattr(config, "workerinput") and not config.getoption("collectonly")):
+        config.option.numprocesses = "logical"
+        if config.getoption("dist", "no") == "no":
+            config.option.dist = "loadfile"

@@ -135,6 +135,7 @@ def test_sampling_warning_on_short_chains(sim):
                     progressbar=False, cores=FAST["cores"])
 
 
+@pytest.mark.slow  # sampling or a simulation: the second test step
 def test_counts_give_the_same_posterior_as_rows(sim):
     rows = quiet_fit("correct ~ model + (1|item)", sim, seed=5)
     agg = sim.groupby(["model", "item"], observed=True)["correct"].agg(["sum", "count"]).reset_index()
@@ -454,6 +455,7 @@ def _tiny_fit(**kw):
     return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "seed": 8, **kw})
 
 
+@pytest.mark.slow  # sampling or a simulation: the second test step
 def test_chains_give_the_same_draws_whatever_runs_them() -> None:
     """A seed fixes every chain's draws: in this process, in threads, and where the model is
     rebuilt from its recipe (a worker process or a cluster)."""

@@ -140,6 +140,7 @@ def test_bad_link_is_refused():
         bayes.glmer("y ~ grp + (1|item)", simulate("logit"), link="log")
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 @pytest.mark.parametrize("formula, kw, link", [
     ("y ~ grp + offset(0.5 * log(expo)) + (1|item)", {}, "probit"),
     ("p ~ grp + (1|item)", {"weights": "n", "offset": "half_log_expo"}, "cloglog"),

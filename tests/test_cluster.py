@@ -96,6 +96,7 @@ def _bayes_fit(data: pd.DataFrame, seq: np.random.SeedSequence) -> np.ndarray:
     return fit.fixef_draws.to_numpy()
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_bayesian_chains_and_fits_on_the_cluster_equal_the_local_run(client) -> None:
     """Each chain is a task on the workers; several fits through parallel_map nest their chains."""
     pytest.importorskip("pymc")

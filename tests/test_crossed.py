@@ -188,6 +188,7 @@ def _rasch_grid(models: int, items: int, seed: int) -> pd.DataFrame:
                          "correct": y})
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 @pytest.mark.parametrize("order", ["sb", "bs", "cells"])
 def test_buffered_pirls_gives_the_numpy_path(order, monkeypatch):
     """PIRLS (and lme4's second-stage PIRLS) with the compiled passes into per-call buffers

@@ -243,6 +243,7 @@ def _simulate(rng, theta, n_items, n_runs, spread=0.15):
                          "item": i.ravel(), "run": r.ravel(), "correct": y.ravel().astype(int)})
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_bootstrap_joint_coverage_simulation():
     theta = np.array([0.50, 0.53, 0.56, 0.62, 0.70])
     labels = [f"m{j}" for j in range(len(theta))]

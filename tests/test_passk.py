@@ -74,6 +74,7 @@ def test_table_and_bootstrap():
     assert np.allclose(b1.table["conf_high"], c["conf_high"], atol=0.4 * c["se"].max())
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_cluster_interval_coverage_simulation():
     a, b, k, n_items, n_att = 2.0, 1.5, 3, 100, 6
     truth = _truth(a, b, k)
@@ -89,6 +90,7 @@ def test_cluster_interval_coverage_simulation():
         assert abs(h / n_sims - level) <= 2 * mcse, (m, h / n_sims)
 
 
+@pytest.mark.slow  # sampling or a simulation: the second test step
 def test_model_based_extrapolates_with_coverage():
     """k = 12 from 4 attempts per item: the beta-binomial interval covers the known truth."""
     a, b, k, n_items, n_att = 3.0, 1.2, 12, 200, 4

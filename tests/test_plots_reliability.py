@@ -33,7 +33,7 @@ def test_flip_rate_bars(sim):
     fig = flip_rate_bars(flip_rate(sim, ["model", "language", "prompt"]))
     axes = [a for a in fig.axes if a.get_visible()]
     assert len(axes) == 2  # one panel per prompt
-    heights = sorted(p.get_height() for p in axes[0].patches)
+    heights = sorted(p.get_width() for p in axes[0].patches)  # horizontal bars: the length
     assert len(heights) == 8  # 4 models x 2 languages
     assert 0 <= heights[0] <= heights[-1] <= 1
 

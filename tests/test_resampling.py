@@ -14,7 +14,7 @@ from scipy import stats
 
 from evalmix import (bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap,
                      paired_t_runs, run_level_ci)
-from evalmix.errors import DataError, DataWarning
+from evalmix.errors import DataError
 from evalmix.resampling import plausible_run_scores, resample_sums
 from evalmix.simulate import mixture_benchmark
 from evalmix.simulate.mixture import mixture_predictions
@@ -226,8 +226,7 @@ def test_cluster_bootstrap_reads_counts_schema():
     df = mixture_benchmark(400, 3, seed=9)
     base = df[df["model"] == "base"]
     counts = base.groupby("item")["correct"].agg(k="sum", n="count").reset_index().assign(model="base")
-    with pytest.warns(DataWarning, match="single level"):
-        kn = read_runs(counts, run=None, successes="k", trials="n")
+    kn = read_runs(counts, run=None, successes="k", trials="n")
     a = cluster_bootstrap(base, n_boot=3000, seed=1)
     b = cluster_bootstrap(kn, n_boot=3000, seed=1)
     assert b.estimate == pytest.approx(a.estimate)

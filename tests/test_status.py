@@ -107,6 +107,7 @@ def test_bounds_bracket_every_completion(rows):
         assert t["worst_case"] - 1e-12 <= t["estimate_mar_item"] <= t["best_case"] + 1e-12
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_mar_item_is_unbiased_when_errors_depend_on_item_only():
     """Errors concentrated on hard items bias the scored-only accuracy; MAR within item does not."""
     rng = np.random.default_rng(11)

@@ -30,6 +30,7 @@ def _simulate(rng, N, T, G, J, comp=TRUE, mu=1.0):
                          "score": y.ravel()})
 
 
+@pytest.mark.slow  # a simulation or a large fit: the second test step
 def test_unbiased_by_simulation():
     rng = np.random.default_rng(20261123)
     n_sims = 300

@@ -80,13 +80,20 @@ _EXPORTS: dict[str, str] = {
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
 }
-# public submodules reached as attributes (``evalmix.bayes.glmer``, ``evalmix.power.power_clustered``)
-_SUBMODULES = {"bayes", "comparisons", "leaderboard", "multiplicity", "parallel", "passk", "plots", "power",
-               "repetitions", "simulate", "status", "tables", "variance"}
+# public subpackages and modules reached as attributes, imported on first use like the names above
+# (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
+# of those names, and ``evalmix.tests`` is a deprecated alias left out
+_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "plots", "simulate"}
+_SUBMODULES = _SUBPACKAGES | {
+    "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
+    "fitted", "formula", "grid", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
+    "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
+    "scan", "selection", "status", "tables", "variance"}
 
 __all__ = sorted(
-    ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning", "FormulaError", "SamplingWarning",
-     "SingularFitWarning", *_EXPORTS, "bayes", "power", "repetitions", "simulate"])
+    ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning",
+     "FormulaError", "SamplingWarning", "SingularFitWarning", *_EXPORTS, "bayes", "glmm", "io", "plots", "power",
+     "reporting", "repetitions", "simulate"])
 
 
 def __getattr__(name: str) -> Any:
@@ -118,7 +125,12 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
-    from . import bayes, power, repetitions, simulate
+    from . import (
+        agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
+        fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, paired,
+        parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
+        scan, selection, simulate, status, tables, variance,
+    )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study

@@ -148,6 +148,8 @@ class Report(Result):
             p = out / "tables" / f"{name}.csv"
             tab.to_csv(p, index=False)
             paths[f"{name}.csv"] = p
+        from .plots.style import paper_style
+
         images = {}
         for name, fig in self.figures.items():
             images[name] = _png(fig)
@@ -158,8 +160,9 @@ class Report(Result):
             # the PNG's drawing already placed everything: reuse that layout for the PDF
             engine = fig.get_layout_engine()
             fig.set_layout_engine("none")
-            try:
-                fig.savefig(p, format="pdf")
+            try:  # TrueType fonts (no Type 3), whatever the caller's matplotlib settings
+                with paper_style():
+                    fig.savefig(p, format="pdf")
             finally:
                 fig.set_layout_engine(engine)
             paths[f"{name}.pdf"] = p
@@ -169,7 +172,7 @@ class Report(Result):
         return paths
 
 
-_DPI = 150  # PNG resolution; the page shows figures at 100 CSS pixels per inch
+_DPI = 300  # PNG resolution journals ask for; the page shows figures at 100 CSS pixels per inch
 
 
 def _png(fig: Any, dpi: int = _DPI) -> bytes:

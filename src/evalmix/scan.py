@@ -416,10 +416,7 @@ def _no_duplicates(count: np.ndarray, codes: list[np.ndarray], cols: list[str], 
 def _design_warnings(codes: list[np.ndarray], cols: list[str], levels: dict, n_rows: np.ndarray,
                      model: str, item: str, counts_in: bool) -> None:
     """read_runs's design warnings, computed on the cells' codes (model and item lead ``cols``)."""
-    for col in cols:
-        if len(levels[col]) == 1 and col in (model, item):
-            warnings.warn(f"factor {col!r} has a single level ({levels[col][0]!r}); it cannot be used as a "
-                          f"predictor", DataWarning, stacklevel=3)
+    # no single-level warning: as in read_runs, a fit refuses such a factor where it is a predictor
     n_models, n_items = len(levels[model]), len(levels[item])
     if n_models > 1:
         m, i = codes[0], codes[1]

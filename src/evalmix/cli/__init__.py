@@ -4,6 +4,10 @@ Each command reads a runs table with :func:`evalmix.read_runs`, runs one job and
 (``--json`` prints a strict JSON document instead, for scripts).  A command lives in its own module
 with an ``add_parser(subparsers)`` function that sets ``handler``; :data:`COMMANDS` lists them.
 
+The parser is built without importing the commands: ``evalmix --help`` and a mistyped command
+answer before pandas, NumPy or SciPy load.  Only the command named on the line is imported, to
+add its arguments and run it (a new command is added to ``_COMMANDS`` with its one-line help).
+
 Exit codes: 0 success; 2 a user error (bad file, column, value, option or formula), reported as
 one line on stderr, never a traceback.  Warnings are printed one per line on stderr (and listed
 under ``"warnings"`` in ``--json`` output).
@@ -12,30 +16,55 @@ under ``"warnings"`` in ``--json`` output).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import DataError, FormulaError
-from . import _common, arena, comparisons, describe, inference, judges, leaderboard, reliability, report
-from ._common import add_data_arguments, emit, load_data
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
 
-COMMANDS: list[Callable[[argparse._SubParsersAction], object]] = [
-    describe.add_parser,
-    *inference.PARSERS,
-    *reliability.PARSERS,
-    *comparisons.PARSERS,
-    leaderboard.add_parser,
-    arena.add_parser,
-    report.add_parser,
-    *judges.PARSERS,
-]
+# command -> (module of evalmix.cli, its parser function, the one-line help `evalmix --help` lists);
+# the help repeats the module's own so that listing the commands imports none of them (a test
+# checks the two agree)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "describe": ("describe", "add_parser", "accuracy with confidence intervals per model and slice"),
+    "fit": ("inference", "add_fit_parser", "fit a GLMM; optionally marginal means, contrasts and type-III tests"),
+    "select": ("inference", "add_select_parser", "compare GLMM formulas by BIC, AIC and likelihood-ratio tests"),
+    "reliability": ("reliability", "add_reliability", "flip rate, outcome entropy and run-to-run ICC per slice"),
+    "ranks": ("reliability", "add_ranks", "how often leaderboards from single runs differ from the all-runs one"),
+    "se-runs": ("reliability", "add_se_runs", "standard error of slice accuracies against the number of runs"),
+    "plan": ("reliability", "add_plan", "cheapest number of items and runs for a precision target"),
+    "compare": ("comparisons", "add_compare", "compare two models on the same items (paired tests)"),
+    "calibrate": ("comparisons", "add_calibrate", "false-positive rate, power and coverage of comparison methods"),
+    "leaderboard": ("leaderboard", "add_parser", "leaderboard with simultaneous rank sets and tie groups"),
+    "arena": ("arena", "add_parser", "Bradley-Terry (Elo) ratings of pairwise battles, with rank sets"),
+    "report": ("report", "add_parser", "every table and figure of the study: an HTML page, LaTeX/Markdown "
+                                       "tables, PNG/PDF figures"),
+    "judges": ("judges", "add_judges", "several LLM judges in one model: bias, interaction, agreement, variance"),
+    "ppi": ("judges", "add_ppi", "prediction-powered means of judge scores corrected by a few human labels"),
+}
 
 #: Errors that user input causes: reported in one line with exit code 2.
 USER_ERRORS = (DataError, FormulaError, ValueError, OSError)
+
+
+def _parser_function(command: str) -> Callable[[argparse._SubParsersAction], object]:
+    module, function, _ = _COMMANDS[command]
+    func: Callable[[argparse._SubParsersAction], object] = getattr(
+        importlib.import_module(f".{module}", __name__), function)
+    return func
+
+
+def __getattr__(name: str) -> Any:
+    # the full command list and the shared helpers import every command: only on request
+    if name == "COMMANDS":
+        return [_parser_function(c) for c in _COMMANDS]
+    if name in {"add_data_arguments", "emit", "load_data"}:
+        return getattr(importlib.import_module("._common", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _one_line(text: object) -> str:
@@ -49,15 +78,34 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``evalmix`` argument parser with every registered subcommand."""
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the line: the first word that is not an option (the top level has
+    only ``--help`` and ``--version``, which take no value)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in _COMMANDS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``evalmix`` argument parser: every command listed, ``command``'s arguments added.
+
+    Only ``command``'s module is imported; the others are listed with their one-line help, enough
+    for ``evalmix --help`` and for naming a mistyped command.
+
+    Examples
+    --------
+    >>> build_parser("describe").parse_args(["describe", "runs.csv", "--by", "model"]).by
+    'model'
+    """
     from .. import __version__
 
     parser = _Parser(prog="evalmix", description="Statistics for repeated LLM evaluation runs.")
     parser.add_argument("--version", action="version", version=f"evalmix {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in COMMANDS:
-        add(sub)
+    for name, (_, _, help_) in _COMMANDS.items():
+        if name == command:
+            _parser_function(name)(sub)
+        else:
+            sub.add_parser(name, help=help_)
     return parser
 
 
@@ -70,11 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     evalmix ...
     0
     """
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from . import _common
+
     prefix = f"evalmix {args.command}"
     try:
         with warnings.catch_warnings(record=True) as caught:

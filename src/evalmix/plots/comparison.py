@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .style import COLUMN_WIDTH, colour, figure_text, styled
+import math
+
+from .style import COLUMN_WIDTH, colour, figure_text, styled, text_width
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -75,15 +77,24 @@ def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, 
     cd = float(result.critical_difference)
     n_left = (k + 1) // 2
     cliques = _cliques(ranks, cd)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(COLUMN_WIDTH * 1.6, 0.75 + 0.17 * max(n_left, k - n_left)))
+    labels = [f"{name} ({r:.2f})" for name, r in zip(names, ranks)]
+    label_w = text_width(labels, 7)
+    if ax is None:  # the rank axis keeps its length whatever the names: they get their own margins
+        axis_len = max(COLUMN_WIDTH * 1.6 - 2.4, 0.12 * k)
+        _, ax = plt.subplots(figsize=(axis_len + 2 * (label_w + 0.3), 0.75 + 0.17 * max(n_left, k - n_left)))
     fig = ax.figure
+    fig.canvas.draw()  # the axes' final width, which sets the x-range below
+    ax_w = ax.get_window_extent().width / fig.dpi
+    margin = label_w + 0.25  # inches beside the axis: the label, its leader line and a gap
+    span = (k - 1) / max(ax_w - 2 * margin, 0.2 * ax_w)  # ranks per inch along the axis
     lo, hi = 1, k
     step = 0.3  # vertical spacing of labels and clique bars, in data units
+    every = max(1, math.ceil(0.22 * span))  # a rank number every 0.22 in at least
     ax.hlines(0, lo, hi, color="black", lw=1)
     for r in range(lo, hi + 1):
-        ax.vlines(r, 0, 0.1, color="black", lw=1)
-        ax.text(r, 0.15, str(r), ha="center", va="bottom", fontsize=7)
+        ax.vlines(r, 0, 0.1 if (r - 1) % every == 0 else 0.05, color="black", lw=1)
+        if (r - 1) % every == 0:
+            ax.text(r, 0.15, str(r), ha="center", va="bottom", fontsize=7)
     # CD scale bar
     ax.hlines(0.75, lo, lo + cd, color="black", lw=1.2)
     ax.vlines([lo, lo + cd], 0.68, 0.82, color="black", lw=1.2)
@@ -94,22 +105,17 @@ def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, 
         ax.hlines(y, ranks[a] - 0.03, ranks[b] + 0.03, color=colour(3), lw=3)
     top = -0.2 - step * 0.6 * max(len(cliques), 1)
     # model labels: best half to the left, the rest to the right, below the clique bars
-    for i, (name, r) in enumerate(zip(names, ranks)):
+    for i, (label, r) in enumerate(zip(labels, ranks)):
         if i < n_left:
             y, x_text, ha = top - step * (i + 0.5), lo - 0.15, "right"
         else:
             y, x_text, ha = top - step * (k - i - 0.5), hi + 0.15, "left"
         ax.plot([r, r, x_text], [0, y, y], color="black", lw=0.7)
-        ax.text(x_text, y, f"{figure_text(name)} ({r:.2f})", ha=ha, va="center", fontsize=7)
+        ax.text(x_text, y, figure_text(label), ha=ha, va="center", fontsize=7)
     ax.set_ylim(top - step * (max(n_left, k - n_left) + 0.2), 1.25)
     ax.set_axis_off()
     if title:
         ax.set_title(title)
-    # widen the x-range to the labels so the saved figure is cropped to the drawing
-    fig.canvas.draw()
-    inv = ax.transData.inverted()
-    xs = [inv.transform(t.get_window_extent())[:, 0] for t in ax.texts]
-    x_lo = min(min(v) for v in xs) - 0.05
-    x_hi = max(max(v) for v in xs) + 0.05
-    ax.set_xlim(x_lo, x_hi)
+    # the x-range holds the labels beside the axis ends, so the saved figure is cropped to them
+    ax.set_xlim(lo - 0.15 - (label_w + 0.05) * span, hi + 0.15 + (label_w + 0.05) * span)
     return fig

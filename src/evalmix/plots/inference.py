@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, styled
+from .style import (
+    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, hide_unused, panel_columns,
+    panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
+)
 
 if TYPE_CHECKING:
     from .._result import Result
@@ -53,9 +56,8 @@ def _levels(values: pd.Series) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def _grid(plt: Any, n: int, max_cols: int, panel_w: float, panel_h: float, **kw: Any
+def _grid(plt: Any, n: int, ncol: int, panel_w: float, panel_h: float, **kw: Any
           ) -> tuple[Figure, Any]:
-    ncol = min(n, max_cols)
     nrow = -(-n // ncol)
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, figsize=(panel_w * ncol, panel_h * nrow), **kw)
     for ax in axes.ravel()[n:]:
@@ -101,9 +103,9 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
     hues = _levels(tab[hue]) if hue else [None]
     panels = [(None, tab)] if col is None else [(k, tab[tab[col] == k]) for k in _levels(tab[col])]
     pal = colours(hues)
+    width = figsize[0] if figsize else COLUMN_WIDTH if len(panels) == 1 and text_width(ys) < 1.0 else PAGE_WIDTH
     fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
-                             figsize=figsize or (COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH,
-                                                 0.25 * len(ys) * max(1, len(hues)) ** 0.5 + 1.1))
+                             figsize=figsize or (width, 0.25 * len(ys) * max(1, len(hues)) ** 0.5 + 1.1))
     step = 0.7 / max(1, len(hues))
     for ax, (key, g) in zip(axes[0], panels):
         for j, h in enumerate(hues):
@@ -119,7 +121,7 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
         ax.set_xlim(0, 100)
         ax.grid(axis="x", lw=0.4, alpha=0.4)
         if key is not None:
-            ax.set_title(figure_text(f"{col} = {key}"))
+            ax.set_title(figure_text(wrap(f"{col} = {key}", (width - text_width(ys)) / len(panels) - 0.3)))
     if hue:
         fig.legend(*axes[0, 0].get_legend_handles_labels(), title=figure_text(hue), loc="outside lower center",
                    ncol=min(len(hues), 6))
@@ -156,7 +158,9 @@ def delta_bic_bars(comparison: ModelComparison | pd.DataFrame, *, figsize: tuple
     plt = _plt()
     tab = _frame(comparison).sort_values("delta_bic", kind="stable").reset_index(drop=True)
     n = len(tab)
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 0.3 * n + 1.0))
+    # the bars keep about 3 inches whatever the length of the formulas beside them
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, text_width(tab["name"].astype(str).tolist()) + 3.2))
+    fig, ax = plt.subplots(figsize=figsize or (width, 0.3 * n + 1.0))
     pos = np.arange(n)[::-1]
     d = tab["delta_bic"].to_numpy(float)
     ax.barh(pos, d, color=[colour(0) if v == 0 else "#9ECAE1" for v in d], height=0.6,
@@ -220,11 +224,12 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
     labels = list(dict.fromkeys(tab["contrast"]))
     panels = [(None, tab)] if by is None else [(k, tab[tab[by] == k]) for k in _levels(tab[by])]
     n = len(panels)
-    h = 0.22 * len(labels) + 0.7
-    fig, axes = _grid(plt, n, max_cols, (COLUMN_WIDTH if n == 1 else PAGE_WIDTH / min(n, max_cols)),
-                      h, sharex=True, sharey=True) if figsize is None else \
-        _grid(plt, n, max_cols, figsize[0] / min(n, max_cols), figsize[1] / -(-n // min(n, max_cols)),
-              sharex=True, sharey=True)
+    shown = [_contrast_label(v) for v in labels]
+    ncol, label_w = panel_columns(n, shown, max_cols=max_cols)
+    nrow = -(-n // ncol)
+    width = figsize[0] if figsize else panel_figure_width(ncol, label_w)
+    h = figsize[1] / nrow if figsize else 0.18 * len(labels) + 0.7
+    fig, axes = _grid(plt, n, ncol, width / ncol, h, sharex=True, sharey=True)
     pos = np.arange(len(labels))[::-1]
     where = dict(zip(labels, pos))
     for ax, (key, g) in zip(axes.ravel(), panels):
@@ -237,16 +242,14 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
         ax.axvline(1, color="black", lw=0.7, ls="--")
         ax.set_xscale("log")
         if key is not None:
-            ax.set_title(figure_text(key))
-    axes[0, 0].set_yticks(pos, [figure_text(_contrast_label(v)) for v in labels])
+            ax.set_title(figure_text(wrap(str(key), panel_title_width(ncol, label_w) if not figsize else width / ncol - 0.3)))
+    axes[0, 0].set_yticks(pos, [figure_text(v) for v in shown])
     ticker = plt.matplotlib.ticker
     for ax in axes.ravel():  # plain numbers (0.1, 1), not powers of ten
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    for j in range(axes.shape[1]):  # the lowest panel of each column carries the axis
-        lowest = [ax for ax in axes[:, j] if ax.get_visible()][-1]
-        lowest.xaxis.set_tick_params(labelbottom=True)
-        lowest.set_xlabel("odds ratio (log scale, 95% CI)" if n == 1 else "odds ratio (log, 95% CI)")
+    hide_unused(axes, n)
+    shared_xlabel(fig, axes, n, "odds ratio (log scale, 95% CI)")
     handles, names = [], []
     for ax in axes.ravel():
         for hd, nm in zip(*ax.get_legend_handles_labels()):
@@ -298,7 +301,8 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
         tab = tab.sort_values("estimate", kind="stable")
     k = 100.0 if percent else 1.0
     est = tab["estimate"].to_numpy(float) * k
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH, 0.25 * len(tab) + 0.9))
+    width = min(PAGE_WIDTH, max(COLUMN_WIDTH, text_width(tab[name].astype(str).tolist()) + 2.6))
+    fig, ax = plt.subplots(figsize=figsize or (width, 0.25 * len(tab) + 0.9))
     pos = np.arange(len(tab))
     ax.barh(pos, est, color="#9ECAE1", edgecolor=colour(0), lw=0.6, height=0.6)
     ax.errorbar(est, pos, xerr=[est - tab["_lo"].to_numpy(float) * k, tab["_hi"].to_numpy(float) * k - est],
@@ -349,7 +353,13 @@ def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: s
     wide = wide.loc[wide.mean(axis=1).sort_values(ascending=False).index,
                     wide.mean(axis=0).sort_values(ascending=False).index]
     nr, nc = wide.shape
-    fig, ax = plt.subplots(figsize=figsize or (min(PAGE_WIDTH, 0.55 * nc + 2.2), 0.28 * nr + 1.3))
+    row_w = text_width([str(r) for r in wide.index])
+    col_w = text_width([str(c) for c in wide.columns])
+    # column names at 35 degrees while they are short; upright beyond (slanted long names would
+    # run into each other's boxes), the figure growing by their length
+    slant = col_w <= 0.9
+    fig, ax = plt.subplots(figsize=figsize or (min(PAGE_WIDTH, 0.55 * nc + 1.6 + row_w),
+                                               0.2 * nr + 1.0 + (0.6 * col_w if slant else col_w)))
     vals = wide.to_numpy(float) * 100
     im = ax.imshow(vals, cmap="cividis", vmin=0, vmax=100, aspect="auto")
     for i in range(nr):
@@ -358,7 +368,8 @@ def accuracy_heatmap(table: pd.DataFrame | Result, *, row: str = "model", col: s
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=6.5,
                         color="black" if v > 55 else "white")
-    ax.set_xticks(np.arange(nc), [figure_text(c) for c in wide.columns], rotation=35, ha="right")
+    ax.set_xticks(np.arange(nc), [figure_text(c) for c in wide.columns], rotation=35 if slant else 90,
+                  ha="right" if slant else "center", rotation_mode="anchor" if slant else "default")
     ax.set_yticks(np.arange(nr), [figure_text(r) for r in wide.index])
     ax.set_xlabel(figure_text(col))
     ax.spines[:].set_visible(False)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .style import figure_text
+from .style import figure_text, styled
 
 if TYPE_CHECKING:
     from ..leaderboard import RankSets
@@ -22,6 +22,7 @@ def _plt() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
+@styled
 def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None, figsize: tuple[float, float] | None = None,
                      title: str | None = None) -> Figure:
     """Draw a leaderboard: each model's estimate and interval, its rank set and its tie groups.
@@ -75,7 +76,7 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
     k = len(table)
     value = "accuracy" if "accuracy" in table.columns else "estimate"
     y = np.arange(k)
-    fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=figsize or (9, 0.45 * k + 1.6),
+    fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=figsize or (9, (0.45 if k <= 12 else 0.25) * k + 1.6),
                                       gridspec_kw={"width_ratios": [3, 2]})
     est = table[value].to_numpy(float)
     lo, hi = table["conf_low"].to_numpy(float), table["conf_high"].to_numpy(float)
@@ -93,12 +94,12 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
                  label="marginal rank interval")
     right.plot(table["rank"], y, "o", color="black", ms=4, label="observed rank")
     right.set_xlim(0.4, k + 0.6)
-    right.set_xticks(np.arange(1, k + 1))
+    # whole ranks, as many as the panel's width holds (every rank of 40 models would collide)
+    right.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True, min_n_ticks=1))
     right.set_xlabel("rank (1 = best)")
     for yi, letters in zip(y, table["tie_group"]):
         right.annotate(letters, (1.01, yi), xycoords=("axes fraction", "data"), va="center", fontsize=9)
     right.legend(fontsize="x-small", loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, frameon=False)
     fig.suptitle(title or figure_text("Leaderboard" + (": " + ", ".join(f"{a}={b}" for a, b in where.items())
-                                                        if where else "")))
-    fig.tight_layout()
-    return fig
+                                            if where else "")))
+    return fig  # laid out by the style's constrained layout, tie letters and legend included

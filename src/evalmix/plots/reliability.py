@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from .style import COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, marker, styled
+from .style import (
+    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, hide_unused, legend_columns, marker,
+    panel_columns, panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
+)
 
 if TYPE_CHECKING:
     from ..ranking import RankInstabilityResult, RankUncertaintyResult
@@ -72,26 +75,35 @@ def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", h
     xs = list(dict.fromkeys(table[x]))
     hues = list(dict.fromkeys(table[hue])) if hue else [None]
     pal = colours(hues)
-    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
-                             figsize=figsize or (COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH, 2.8))
-    width = 0.8 / len(hues)
-    for ax, (key, g) in zip(axes[0], panels):
+    # horizontal bars: model names of any length and any number of models read level, one per row
+    n = len(panels)
+    ncol, label_w = panel_columns(n, xs)
+    nrow = -(-n // ncol)
+    per_row = 0.1 + 0.07 * len(hues)
+    fig, axes = plt.subplots(nrow, ncol, sharex=True, sharey=True, squeeze=False,
+                             figsize=figsize or (panel_figure_width(ncol, label_w), nrow * (len(xs) * per_row + 0.5) + 0.9))
+    height = 0.8 / len(hues)
+    pos = np.arange(len(xs))[::-1]  # the first level on top
+    for ax, (key, g) in zip(axes.ravel(), panels):
         for j, h in enumerate(hues):
             sub = g if h is None else g[g[hue] == h]
             vals = sub.set_index(x)[value].reindex(xs)
-            ax.bar(np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width, vals.to_numpy(float),
-                   width, color=pal[h], label=None if h is None else figure_text(h))
-        ax.set_xticks(np.arange(len(xs)), [figure_text(v) for v in xs], rotation=40, ha="right")
+            ax.barh(pos - (j - (len(hues) - 1) / 2) * height, vals.to_numpy(float),
+                    height, color=pal[h], label=None if h is None else figure_text(h))
+        ax.set_yticks(pos, [figure_text(v) for v in xs])
         if key is not None:
-            ax.set_title(figure_text(f"{col} = {key}"))
+            ax.set_title(figure_text(wrap(f"{col} = {key}", panel_title_width(ncol, label_w))))
         if value == "flip_rate":
-            ax.yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-        ax.grid(axis="y", lw=0.4, alpha=0.4)
-    axes[0, 0].set_ylabel("items whose outcome changes across runs (%)" if value == "flip_rate"
-                          else "mean outcome entropy (bits)" if value == "entropy" else value)
+            ax.xaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+        ax.grid(axis="x", lw=0.4, alpha=0.4)
+    hide_unused(axes, n)
+    xlabel = ("items whose outcome changes across runs (%)" if value == "flip_rate"
+              else "mean outcome entropy (bits)" if value == "entropy" else value)
+    shared_xlabel(fig, axes, n, xlabel)
     if hue:
-        fig.legend(*axes[0, 0].get_legend_handles_labels(), title=hue, loc="outside lower center",
-                   ncol=min(len(hues), 6))
+        # above the panels: constrained layout stacks an outside legend below on the shared label
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), title=figure_text(hue), loc="outside upper center",
+                   ncol=legend_columns([str(h) for h in hues], PAGE_WIDTH))
     return fig
 
 
@@ -131,7 +143,9 @@ def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Se
     # labels are user-defined: order them from low to high as they occur along the sorted ICCs
     order = list(dict.fromkeys(table["quality"].dropna()))
     band_colour = {q: _BAND_COLOURS[i % len(_BAND_COLOURS)] for i, q in enumerate(order)}
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 0.16 * len(table) + 1.2))
+    label_w = text_width(names, 6 if len(table) > 24 else None)
+    fig, ax = plt.subplots(figsize=figsize or (min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, label_w + 3.2)),
+                                               0.16 * len(table) + 1.2))
     y = np.arange(len(table))
     lo_col, hi_col = first_column(table, "conf_low", "lower"), first_column(table, "conf_high", "upper")
     if show_ci:
@@ -144,7 +158,7 @@ def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Se
     ax.set_yticks(y, [figure_text(v) for v in names], fontsize=6 if len(table) > 24 else None)
     ax.set_xlabel(f"{table['form'].iloc[0]} (intraclass correlation, 95% CI)" if len(table) else "ICC")
     fig.legend(*ax.get_legend_handles_labels(), title="reliability", loc="outside lower center",
-               ncol=max(1, len(order)))
+               ncol=legend_columns([str(q) for q in order], fig.get_figwidth()))
     return fig
 
 
@@ -179,12 +193,12 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[
     by = list(result.by)
     panels = [((), ranks)] if not by else [(k if isinstance(k, tuple) else (k,), g)
                                            for k, g in ranks.groupby(by, observed=True, sort=True)]
+    models = list(dict.fromkeys(ranks["model"]))
     ncol = min(len(panels), 2)
     nrow = -(-len(panels) // ncol)
-    models = list(dict.fromkeys(ranks["model"]))
+    width = figsize[0] if figsize else COLUMN_WIDTH if ncol == 1 else PAGE_WIDTH * 0.8
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, sharey=True,
-                             figsize=figsize or (COLUMN_WIDTH if ncol == 1 else PAGE_WIDTH * 0.8,
-                                                 0.22 * len(models) * nrow + 1.2))
+                             figsize=figsize or (width, 0.22 * len(models) * nrow + 1.2))
     for ax, (key, g) in zip(axes.ravel(), panels):
         boards = ["all"] + [b for b in dict.fromkeys(g["leaderboard"]) if b != "all"]
         wide = g.pivot_table(index="model", columns="leaderboard", values="rank", observed=True)
@@ -204,14 +218,17 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[
                     mec="white", mew=0.5, alpha=0.9, label=figure_text(m))
         ax.set_xticks(np.arange(len(boards)), ["all runs"] + [f"run {b}" for b in boards[1:]])
         ax.set_xlim(-0.4, len(boards) - 0.6)
-        ax.set_title(figure_text(", ".join(f"{b} = {k}" for b, k in zip(by, key))) if by else "")
-    for ax in axes.ravel()[len(panels):]:
-        ax.set_visible(False)
+        ax.set_title(figure_text(wrap(", ".join(f"{b} = {k}" for b, k in zip(by, key)), width / ncol - 0.45)) if by else "")
+    hide_unused(axes, len(panels))
     axes[0, 0].invert_yaxis()  # shared: flips every panel
-    axes[0, 0].set_yticks(np.arange(1, len(models) + 1))
+    axes[0, 0].set_ylim(len(models) + 0.5, 0.5)
+    axes[0, 0].yaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True, min_n_ticks=1))
     for row in axes:
         row[0].set_ylabel("rank (1 = best; ties side by side)")
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", title="model")
+    # below the panels, in as many columns as the names allow: a legend beside them would squeeze
+    # the panels to nothing with long names
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", title="model",
+               ncol=legend_columns([str(m) for m in models], width, max_cols=4))
     return fig
 
 
@@ -247,8 +264,12 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
     from matplotlib.lines import Line2D
 
     paper = result.paper
-    fig, ax = plt.subplots(figsize=figsize or (COLUMN_WIDTH * 1.3, 3.2))
     curves = [c for c in dict.fromkeys(paper["curve"]) if c != "average"]
+    # a legend entry per curve under the axes, in the columns the names allow; the figure grows
+    # by its rows so the axes keep their height
+    width = figsize[0] if figsize else min(PAGE_WIDTH, max(COLUMN_WIDTH * 1.3, 2 * text_width(curves) + 1.2))
+    ncol = legend_columns([str(c) for c in curves], width, max_cols=4)
+    fig, ax = plt.subplots(figsize=figsize or (width, 3.2 + 0.17 * (-(-len(curves) // ncol) - 1)))
     for i, c in enumerate(curves):
         for kind, ls in (("predicted", "-"), ("empirical", "--")):
             g = paper[(paper["curve"] == c) & (paper["kind"] == kind)]
@@ -274,8 +295,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
     ax.set_ylabel("standard error of slice accuracy (proportion)")
     ax.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True))
     handles = [h for h in ax.get_lines() if h.get_label() in {str(c) for c in curves}]
-    fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center",
-               ncol=min(4, max(1, len(handles))))
+    fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncol=ncol)
     fig.legend(handles=styles, loc="outside upper center", ncol=2 if len(styles) > 3 else 3)
     return fig
 
@@ -312,11 +332,10 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
     lo_col, hi_col = first_column(table, "conf_low", "lower"), first_column(table, "conf_high", "upper")
     models = list(table.groupby(model, observed=True)["mean_rank"].mean().sort_values().index)
     n = len(panels)
-    ncol = min(n, 4)
+    ncol, label_w = panel_columns(n, models)
     nrow = -(-n // ncol)
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True,
-                             figsize=figsize or (COLUMN_WIDTH if n == 1 else PAGE_WIDTH,
-                                                 (0.2 * len(models) + 0.7) * nrow))
+                             figsize=figsize or (panel_figure_width(ncol, label_w), (0.16 * len(models) + 0.6) * nrow + 0.5))
     pos = {m: i for i, m in enumerate(models[::-1])}
     for ax, (key, g) in zip(axes.ravel(), panels):
         y = g[model].map(pos).to_numpy(float)
@@ -325,11 +344,11 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
         ax.plot(g["mean_rank"].to_numpy(float), y, "o", color=colour(0), ms=3.5)
         if key is not None:
             keys = key if isinstance(key, tuple) else (key,)
-            ax.set_title(figure_text(", ".join(f"{b} = {k}" for b, k in zip(by, keys))))
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
+            ax.set_title(figure_text(wrap(", ".join(f"{b} = {k}" for b, k in zip(by, keys)), panel_title_width(ncol, label_w))))
+    hide_unused(axes, n)
     axes[0, 0].set_yticks(list(pos.values()), [figure_text(m) for m in pos])
-    axes[0, 0].set_xticks(np.arange(1, len(models) + 1))
-    for ax in axes[-1]:
-        ax.set_xlabel("rank (1 = best; 95% interval)")
+    axes[0, 0].set_xlim(0.5, len(models) + 0.5)
+    # whole ranks, as many as the panel's width holds
+    axes[0, 0].xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True, min_n_ticks=1))
+    shared_xlabel(fig, axes, n, "rank (1 = best; 95% interval)")
     return fig

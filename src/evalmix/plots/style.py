@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "colour", "colours", "figure_text",
-           "first_column", "marker", "paper_style", "styled"]
+__all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours", "figure_text", "first_column",
+           "hide_unused", "legend_columns", "marker", "panel_columns", "panel_figure_width",
+           "panel_title_width", "paper_style", "shared_xlabel", "styled", "text_width", "wrap"]
 
 #: Okabe & Ito (2008) colour-blind-safe palette without black (reserved for references); yellow
 #: last, as it is the weakest on white.
@@ -41,9 +43,16 @@ RC: dict[str, Any] = {
     "ytick.labelsize": 7, "legend.fontsize": 7, "legend.title_fontsize": 7, "legend.frameon": False,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": False,
     "axes.titlelocation": "left", "lines.linewidth": 1.2, "lines.markersize": 4,
-    "figure.dpi": 100, "figure.constrained_layout.use": True, "savefig.dpi": 200,
+    "figure.dpi": 100, "figure.constrained_layout.use": True, "savefig.dpi": 300,
     "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "image.cmap": "cividis",
 }
+
+#: What a figure is saved with wherever it is saved: 300 dpi and TrueType fonts in PDF and PS (a
+#: journal's checks refuse the Type 3 fonts of matplotlib's default).
+SAVE_RC: dict[str, Any] = {k: RC[k] for k in ("savefig.dpi", "pdf.fonttype", "ps.fonttype", "svg.fonttype")}
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,15 +128,86 @@ def figure_text(value: object) -> str:
     return str(value).replace("$", r"\$")
 
 
+class _SaveInStyle:
+    """A figure's ``savefig`` that applies :data:`SAVE_RC`: the figure is saved long after the
+    plotting function left :func:`paper_style`, under the caller's settings."""
+
+    def __init__(self, save: Callable[..., Any]) -> None:
+        self.save = save
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import matplotlib as mpl
+
+        with mpl.rc_context(SAVE_RC):  # type: ignore[arg-type]  # rc keys typed as Literal
+            return self.save(*args, **kwargs)
+
+
 def styled(func: F) -> F:
-    """Decorator: run a plotting function inside :func:`paper_style`."""
+    """Decorator: run a plotting function inside :func:`paper_style`; the figure it returns saves
+    at 300 dpi with TrueType fonts (:data:`SAVE_RC`) wherever it is saved."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with paper_style():
-            return func(*args, **kwargs)
+            fig = func(*args, **kwargs)
+        save = getattr(fig, "savefig", None)
+        if save is not None and not isinstance(save, _SaveInStyle):
+            fig.savefig = _SaveInStyle(save)
+        return fig
 
     return wrapper  # type: ignore[return-value]
+
+
+def text_width(labels: Sequence[object], size: float | None = None) -> float:
+    """Width in inches of the widest of ``labels`` set in the style's font at ``size`` points
+    (default: the tick label size), measured on the glyph outlines.
+
+    Examples
+    --------
+    >>> text_width(["a much longer label"]) > text_width(["short"]) > 0
+    True
+    """
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    fs = float(size if size is not None else RC["ytick.labelsize"])
+    with mpl.rc_context(RC):  # type: ignore[arg-type]  # the style's font, whatever the caller's
+        prop = FontProperties(size=fs)
+        widths = [float(TextPath((0, 0), str(t), prop=prop).get_extents().width) for t in labels if str(t)]
+    return max(widths, default=0.0) / 72.0
+
+
+def wrap(text: str, width: float, size: float | None = None) -> str:
+    r"""``text`` broken into lines of at most ``width`` inches at ``size`` points, at the commas
+    and spaces of a slice label ("language = EN, prompt = chain-of-thought-long").
+
+    Examples
+    --------
+    >>> wrap("language = EN, prompt = chain-of-thought-long", 2.0)
+    'language = EN,\nprompt = chain-of-thought-long'
+    """
+    fs = float(size if size is not None else RC["axes.titlesize"])
+    lines: list[str] = []
+
+    def fill(words: list[str]) -> None:  # greedy, onto the last line while it fits
+        for w in words:
+            if lines and text_width([f"{lines[-1]} {w}"], fs) <= width:
+                lines[-1] = f"{lines[-1]} {w}"
+            else:
+                lines.append(w)
+
+    for group in [g + "," for g in text.split(", ")[:-1]] + [text.split(", ")[-1]]:
+        if lines and text_width([f"{lines[-1]} {group}"], fs) <= width:
+            lines[-1] = f"{lines[-1]} {group}"
+        elif text_width([group], fs) <= width:
+            lines.append(group)
+        else:
+            lines.append("")
+            fill(group.split(" "))
+            if not lines[-1]:
+                lines.pop()
+    return "\n".join(line.strip() for line in lines)
 
 
 def first_column(table: pd.DataFrame, *names: str) -> str:
@@ -143,3 +223,61 @@ def first_column(table: pd.DataFrame, *names: str) -> str:
         if name in table.columns:
             return name
     raise KeyError(f"none of the columns {names} in the table (it has {list(table.columns)})")
+
+
+def panel_columns(n_panels: int, labels: Sequence[object], max_cols: int = 4, min_panel: float = 1.5
+             ) -> tuple[int, float]:
+    """Panels per row on a page for ``labels`` down the left (the widest sets the margin), and that
+    margin in inches; the rows are filled evenly.
+
+    Examples
+    --------
+    >>> panel_columns(4, ["a"])[0], panel_columns(4, ["a label of some forty characters or so, yes"])[0]
+    (4, 2)
+    """
+    label_w = text_width(labels) + 0.15
+    fit = max(1, int((PAGE_WIDTH - label_w - 0.2) // min_panel))
+    ncol = max(1, min(n_panels, max_cols, fit))
+    nrow = -(-n_panels // ncol)
+    return -(-n_panels // nrow), label_w  # rows filled evenly: 2 x 2 rather than 3 + 1
+
+
+def panel_figure_width(ncol: int, label_w: float) -> float:
+    """A column wide for one panel with short labels, a page otherwise."""
+    return COLUMN_WIDTH if ncol == 1 and label_w < 1.0 else PAGE_WIDTH
+
+
+def panel_title_width(ncol: int, label_w: float) -> float:
+    """Width left to a panel's title, inches (the labels take the first panel's left margin)."""
+    return (panel_figure_width(ncol, label_w) - label_w - 0.2) / ncol - 0.1
+
+
+def hide_unused(axes: np.ndarray, n: int) -> None:
+    """Hide the panels of a grid beyond the first ``n`` (the grid is filled row by row)."""
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+
+
+def shared_xlabel(fig: Figure, axes: np.ndarray, n: int, label: str) -> None:
+    """One axis label under all panels (a label per panel would run into its neighbour's); the
+    lowest panel of each column shows its tick labels."""
+    for j in range(axes.shape[1]):
+        shown = [ax for ax in axes[:, j] if ax.get_visible()]
+        if shown:
+            shown[-1].xaxis.set_tick_params(labelbottom=True)
+    if n == 1:
+        axes[0, 0].set_xlabel(label)
+    else:
+        fig.supxlabel(label, fontsize=RC["axes.labelsize"])
+
+
+def legend_columns(labels: Sequence[str], width: float, max_cols: int = 6) -> int:
+    """Legend entries per row that fit ``width`` inches (marker, gap and the widest label).
+
+    Examples
+    --------
+    >>> legend_columns(["EN", "ES"], 3.5)
+    2
+    """
+    per = text_width(labels, RC["legend.fontsize"]) + 0.45
+    return max(1, min(len(labels), max_cols, int(width // per)))
