@@ -174,7 +174,9 @@ def text_width(labels: Sequence[object], size: float | None = None) -> float:
     fs = float(size if size is not None else RC["ytick.labelsize"])
     with mpl.rc_context(RC):  # type: ignore[arg-type]  # the style's font, whatever the caller's
         prop = FontProperties(size=fs)
-        widths = [float(TextPath((0, 0), str(t), prop=prop).get_extents().width) for t in labels if str(t)]
+        # measured as drawn: a data label's '$' is escaped (figure_text), never read as mathtext
+        widths = [float(TextPath((0, 0), figure_text(t), prop=prop).get_extents().width)
+                  for t in labels if str(t)]
     return max(widths, default=0.0) / 72.0
 
 
