@@ -148,6 +148,8 @@ CALLS = {
     "flip_rate": lambda c: evalmix.flip_rate(c["runs"], ["model", "language", "prompt"]),
     "friedman": lambda c: evalmix.friedman(c["one"]),
     "glmer": lambda c: c["fit"],
+    "clmm": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
+                                   ROOT / "tests" / "reference" / "clmm_wine.csv"),
     "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
     "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
                                                                seed=1),
@@ -205,6 +207,8 @@ CALLS = {
                                                            c["three"]),
     # results of methods
     "GlmerResult.summary": lambda c: c["fit"].summary(),
+    "ClmmResult.summary": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
+                                                 ROOT / "tests" / "reference" / "clmm_wine.csv").summary(),
     "BayesGlmerResult.ranks": lambda c: c["post"].ranks("model"),
     "BayesGlmerResult.posterior_predictive": lambda c: c["post"].posterior_predictive(
         by="model", seed=1),

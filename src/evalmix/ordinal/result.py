@@ -189,7 +189,9 @@ class ClmmResult(Result):
         return "\n".join(lines).rstrip()
 
     def __repr__(self) -> str:
-        return self.ordinal_text()
+        # ordinal's summary, then the table in evalmix's vocabulary (what to_frame returns)
+        return (f"{self.ordinal_text()}\n\nCoefficients (Wald z; latent {self.link} scale):\n"
+                f"{self.coef_table().to_string(index=False)}")
 
     __str__ = __repr__
 
