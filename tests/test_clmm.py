@@ -152,3 +152,37 @@ def test_bad_formulas_and_arguments():
         evalmix.clmm("rating ~ temp + (1|judge)", d, link="cauchit")
     with pytest.raises(ArgumentError, match="threshold"):
         evalmix.clmm("rating ~ temp + (1|judge)", d, threshold="symmetric")
+
+
+EMM_CASES = {
+    "wine_latent": ("wine_logit", "temp", "latent"), "wine_mean": ("wine_logit", "temp", "mean.class"),
+    "wine_prob": ("wine_logit", "temp", "prob"), "judge_latent": ("judge_nested", "model", "latent"),
+    "judge_mean": ("judge_nested", "model", "mean.class"), "judge_prob": ("judge_nested", "model", "prob"),
+}
+
+
+@pytest.mark.parametrize("name", list(EMM_CASES))
+def test_emmeans_match_r(fits, name):
+    fit_name, spec, mode = EMM_CASES[name]
+    ref = REF["emmeans"][name]
+    em = evalmix.clmm_emmeans(fits[fit_name], spec, mode=mode)
+    tab = em.to_frame()
+    if mode == "prob":  # R lists categories within each level; so does the table
+        assert tab["category"].tolist() == ref["category"]
+    assert tab[spec].astype(str).tolist() == ref["level"]
+    # estimates within the parity tolerance of the coefficients (2e-3), SEs 1 %
+    np.testing.assert_allclose(tab["estimate"].to_numpy(), ref["estimate"], atol=2e-3)
+    np.testing.assert_allclose(tab["se"].to_numpy(), ref["se"], rtol=0.01, atol=1e-5)
+    q = 1.959964
+    np.testing.assert_allclose(tab["conf_high"] - tab["estimate"], q * tab["se"], rtol=1e-5)
+    if mode == "prob":
+        assert tab.groupby(spec)["estimate"].sum().to_numpy() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_emmeans_bad_arguments(fits):
+    with pytest.raises(ArgumentError, match="'judge'"):
+        evalmix.clmm_emmeans(fits["wine_logit"], "judge")
+    with pytest.raises(ArgumentError, match="mode"):
+        evalmix.clmm_emmeans(fits["wine_logit"], "temp", mode="cum.prob")
+    em = evalmix.clmm_emmeans(fits["wine_equidistant"], "temp", mode="mean.class")
+    assert em.averaged_over == ("contact",) and "averaged over contact" in repr(em)

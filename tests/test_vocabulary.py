@@ -48,6 +48,7 @@ DOMAIN = {
     "n_scored", "n_items_unscored", "n_slices", "n_leaderboards", "n_unstable", "n_discordant",
     "n_sims", "n_failed", "n_flip", "n_raters", "n00", "n01", "n10", "n11", "nobs", "df1", "df2",
     "df_diff", "npar", "conf_level", "scale", "form", "quality", "band", "coefficient", "kind",
+    "category",  # a response category of an ordinal model (clmm_emmeans, mode="prob")
     "curve", "name", "parameter", "prior", "source", "check", "observed", "pred_mean", "ppp",
     "verdict", "flipped", "significant", "run", "runs", "component", "share", "width",
     # accuracies and reliability
@@ -207,6 +208,9 @@ CALLS = {
                                                            c["three"]),
     # results of methods
     "GlmerResult.summary": lambda c: c["fit"].summary(),
+    "clmm_emmeans": lambda c: evalmix.clmm_emmeans(evalmix.clmm(
+        "rating ~ model + (1|item)", ROOT / "tests" / "reference" / "clmm_judge.csv"),
+        "model", mode="prob"),
     "ClmmResult.summary": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
                                                  ROOT / "tests" / "reference" / "clmm_wine.csv").summary(),
     "BayesGlmerResult.ranks": lambda c: c["post"].ranks("model"),

@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
     "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm",
-    "ClmmResult": "ordinal", "clmm": "ordinal", "FitManyResult": "fit_many", "fit_many": "fit_many",
+    "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     "read_openai_evals": "io",
@@ -130,7 +130,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
     from .grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
-    from .ordinal import ClmmResult, clmm
+    from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
     from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals

@@ -9,8 +9,11 @@
 # 2. a simulated judge-rating design (set.seed(20261126), written to clmm_judge.csv): ratings 1-5
 #    of 6 models x 60 items x 3 runs, rating ~ model + (1|item) + (1|item:run) (nested).
 # For each fit: coefficient names and estimates (thresholds first, as R orders them), their SEs,
-# the random-effect SDs and the SE of log SD (vcov(clmm) is over log SDs), logLik, nobs, cond.H.
-suppressPackageStartupMessages({library(ordinal); library(jsonlite)})
+# the random-effect SDs and the SEs of ordinal's random-effect parameters (vcov(clmm): log SD for
+# one term, SD for several), logLik, nobs, AIC, BIC.
+# 3. emmeans (version in the JSON) of the wine logit fit and the judge design: ~temp and ~model,
+#    mode = "latent", "mean.class" and "prob" (~rating | temp, ~rating | model).
+suppressPackageStartupMessages({library(ordinal); library(jsonlite); library(emmeans)})
 
 file_arg <- grep("^--file=", commandArgs(FALSE), value = TRUE)
 here <- dirname(normalizePath(sub("^--file=", "", file_arg)))
@@ -61,5 +64,21 @@ jd$rating <- factor(jd$rating, ordered = TRUE)
 jd$model <- factor(jd$model); jd$item <- factor(jd$item); jd$run <- factor(jd$run)
 out$judge_nested <- record(clmm(rating ~ model + (1|item) + (1|item:run), data = jd))
 out$judge_probit <- record(clmm(rating ~ model + (1|item) + (1|item:run), data = jd, link = "probit"))
+
+emm <- function(fit, spec, mode) {
+  s <- as.data.frame(summary(emmeans(fit, spec, mode = mode)))
+  est <- intersect(c("emmean", "mean.class", "prob"), names(s))
+  list(level = as.character(s[[all.vars(spec)[length(all.vars(spec))]]]),
+       category = if (mode == "prob") as.character(s[[all.vars(spec)[1]]]) else NULL,
+       estimate = s[[est]], se = s$SE)
+}
+wl <- clmm(rating ~ temp + contact + (1|judge), data = wine)
+jn <- clmm(rating ~ model + (1|item) + (1|item:run), data = jd)
+out$emmeans_version <- as.character(packageVersion("emmeans"))
+out$emmeans <- list(
+  wine_latent = emm(wl, ~temp, "latent"), wine_mean = emm(wl, ~temp, "mean.class"),
+  wine_prob = emm(wl, ~rating | temp, "prob"),
+  judge_latent = emm(jn, ~model, "latent"), judge_mean = emm(jn, ~model, "mean.class"),
+  judge_prob = emm(jn, ~rating | model, "prob"))
 
 writeLines(toJSON(out, digits = NA, auto_unbox = TRUE, pretty = TRUE), file.path(here, "clmm_reference.json"))

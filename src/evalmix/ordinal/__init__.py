@@ -15,10 +15,11 @@ from ..arguments import check_choice
 from ..data import load_table
 from ..errors import DataError, FormulaError
 from ..formula import build_fixed, build_random_terms, fixed_variables, parse_formula, random_columns
+from .emmeans import ClmmEMMeans, clmm_emmeans
 from .model import OrdinalModel, response_codes
 from .result import ClmmResult
 
-__all__ = ["ClmmResult", "clmm"]
+__all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans"]
 
 
 def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
@@ -144,4 +145,5 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
         loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
         nobs=len(y), cond_h=float(eig.max() / eig.min()), max_grad=float(np.max(np.abs(grad))),
-        niter=niter, converged=converged, levels=tuple(levels), ranef=ranef)
+        niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
+        fixed_design=fixed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,9 @@ from scipy import stats
 
 from .._result import Result, Summary
 from ..arguments import check_arguments
+
+if TYPE_CHECKING:
+    from ..formula import FixedDesign
 
 
 def _signif(x: float, digits: int = 4) -> str:
@@ -70,6 +74,8 @@ class ClmmResult(Result):
         The response categories, lowest first.
     ranef : DataFrame
         ``group``, ``level``, ``estimate``: conditional modes of the random effects (``ranef``).
+    fixed_design : FixedDesign
+        The fixed part's coding (the reference grid of :func:`evalmix.ordinal.clmm_emmeans`).
 
     Examples
     --------
@@ -107,6 +113,7 @@ class ClmmResult(Result):
     converged: bool
     levels: tuple[str, ...]
     ranef: pd.DataFrame = field(repr=False)
+    fixed_design: FixedDesign = field(repr=False)
 
     @property
     def thresholds(self) -> pd.Series:
