@@ -8,12 +8,14 @@ the Laplace approximation; see :mod:`evalmix.ordinal.model` for the algorithm an
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from ..arguments import check_choice
 from ..data import load_table
-from ..errors import DataError, FormulaError
+from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
 from ..formula import build_fixed, build_random_terms, fixed_variables, parse_formula, random_columns
 from .emmeans import ClmmEMMeans, clmm_emmeans
 from .model import OrdinalModel, response_codes
@@ -122,8 +124,15 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     if nsd > 1:  # ordinal's random-effect parameters: log SD for one term, SD for several
         jac = np.concatenate([np.ones(nt + p), sd])[interior]
         H = H / np.outer(jac, jac)
-    vcov = np.linalg.inv(H)
     eig = np.linalg.eigvalsh(H)
+    if not np.all(np.isfinite(H)) or eig.min() <= 0:
+        # as ordinal: no standard errors from a Hessian that is not positive definite
+        warnings.warn(f"clmm({formula!r}): the Hessian is not positive definite (the model may be "
+                      "over-parametrised or an SD is on the boundary); the SEs are NaN",
+                      FitWarning, stacklevel=2)
+        vcov = np.full_like(H, np.nan)
+    else:
+        vcov = np.linalg.inv(H)
     grad = model.gradient(model.nla, par)[interior]
     model.nla(par)
     tnames = [f"{levels[j]}|{levels[j + 1]}" for j in range(len(levels) - 1)] \
@@ -131,6 +140,9 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     cnames = tnames + [names[k] for k in keep]
     st_names = [f"ST{k + 1}" for k in range(nsd)]
     all_names = np.array(cnames + st_names)[interior]
+    if not converged:
+        warnings.warn(f"clmm({formula!r}) did not converge: the largest gradient of minus the "
+                      f"log-likelihood is {np.max(np.abs(grad)):.2g}", ConvergenceWarning, stacklevel=2)
     ranef = pd.concat([pd.DataFrame({"group": t.group, "level": list(map(str, t.levels)),
                                      "estimate": sd[k] * model.u[model.offsets[k]:model.offsets[k + 1]]})
                        for k, t in enumerate(terms)], ignore_index=True)
