@@ -186,3 +186,16 @@ def test_emmeans_bad_arguments(fits):
         evalmix.clmm_emmeans(fits["wine_logit"], "temp", mode="cum.prob")
     em = evalmix.clmm_emmeans(fits["wine_equidistant"], "temp", mode="mean.class")
     assert em.averaged_over == ("contact",) and "averaged over contact" in repr(em)
+
+
+def test_sparse_factorisation_gives_the_dense_answer(fits, monkeypatch):
+    # beyond DENSE_MAX random effects the Hessian of the conditional modes is factored by sparse
+    # LU: forcing it on the crossed wine fit must change the algorithm, not the answer
+    from evalmix.ordinal import model
+
+    monkeypatch.setattr(model, "DENSE_MAX", 1)
+    fit = evalmix.clmm(CASES["wine_crossed"][0], WINE)
+    dense = fits["wine_crossed"]
+    assert fit.loglik == pytest.approx(dense.loglik, abs=1e-6)
+    np.testing.assert_allclose(fit.coef.to_numpy(), dense.coef.to_numpy(), atol=1e-4)
+    np.testing.assert_allclose(fit.coef_table()["se"], dense.coef_table()["se"], rtol=1e-3)
