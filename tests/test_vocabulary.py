@@ -48,6 +48,7 @@ DOMAIN = {
     "n_scored", "n_items_unscored", "n_slices", "n_leaderboards", "n_unstable", "n_discordant",
     "n_sims", "n_failed", "n_flip", "n_raters", "n00", "n01", "n10", "n11", "nobs", "df1", "df2",
     "df_diff", "npar", "conf_level", "scale", "form", "quality", "band", "coefficient", "kind",
+    "category",  # a response category of an ordinal model (clmm_emmeans, mode="prob")
     "curve", "name", "parameter", "prior", "source", "check", "observed", "pred_mean", "ppp",
     "verdict", "flipped", "significant", "run", "runs", "component", "share", "width",
     # accuracies and reliability
@@ -156,6 +157,8 @@ CALLS = {
     "emmeans (lmer)": lambda c: evalmix.emmeans(c["lin"], "model"),
     "contrast (lmer)": lambda c: evalmix.contrast(evalmix.emmeans(c["lin"], "model"), "pairwise",
                                                   adjust="tukey"),
+    "clmm": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
+                                   ROOT / "tests" / "reference" / "clmm_wine.csv"),
     "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
     "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
                                                                seed=1),
@@ -213,6 +216,11 @@ CALLS = {
                                                            c["three"]),
     # results of methods
     "GlmerResult.summary": lambda c: c["fit"].summary(),
+    "clmm_emmeans": lambda c: evalmix.clmm_emmeans(evalmix.clmm(
+        "rating ~ model + (1|item)", ROOT / "tests" / "reference" / "clmm_judge.csv"),
+        "model", mode="prob"),
+    "ClmmResult.summary": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
+                                                 ROOT / "tests" / "reference" / "clmm_wine.csv").summary(),
     "BayesGlmerResult.ranks": lambda c: c["post"].ranks("model"),
     "BayesGlmerResult.posterior_predictive": lambda c: c["post"].posterior_predictive(
         by="model", seed=1),

@@ -35,8 +35,9 @@ _EXPORTS: dict[str, str] = {
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
-    "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm", "FitManyResult": "fit_many", "fit_many": "fit_many",
+    "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm",
     "LmerResult": "lmm", "lmer": "lmm",
+    "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "fit_many", "fit_many": "fit_many",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     "read_openai_evals": "io",
@@ -83,7 +84,7 @@ _EXPORTS: dict[str, str] = {
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
 # of those names, and ``evalmix.tests`` is a deprecated alias left out
-_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "plots", "simulate"}
+_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "ordinal", "plots", "simulate"}
 _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
     "fitted", "formula", "grid", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
@@ -127,7 +128,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import (
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
-        fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, paired,
+        fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, ordinal, paired,
         parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
         scan, selection, simulate, status, tables, variance,
     )
@@ -143,6 +144,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
     from .lmm import LmerResult, lmer
+    from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
     from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals

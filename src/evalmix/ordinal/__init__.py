@@ -1,0 +1,161 @@
+"""Cumulative-link mixed models for ordinal ratings (R's ``ordinal::clmm``).
+
+``clmm("rating ~ model + (1|item)", data)`` fits ``P(Y <= j) = F(theta_j - x beta - u)`` with
+scalar random intercepts (one term, several crossed, or nested as ``(1|item) + (1|item:run)``) by
+the Laplace approximation; see :mod:`evalmix.ordinal.model` for the algorithm and
+:class:`~evalmix.ordinal.result.ClmmResult` for the fit.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..arguments import check_choice
+from ..data import load_table
+from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
+from ..formula import build_fixed, build_random_terms, fixed_variables, parse_formula, random_columns
+from .emmeans import ClmmEMMeans, clmm_emmeans
+from .model import OrdinalModel, response_codes
+from .result import ClmmResult
+
+__all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans"]
+
+
+def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
+         threshold: str = "flexible") -> ClmmResult:
+    """Fit a cumulative-link mixed model by the Laplace approximation (``ordinal::clmm``).
+
+    Parameters
+    ----------
+    formula : str
+        lme4 syntax with scalar random intercepts: ``"rating ~ model + (1|item)"``,
+        ``"rating ~ model + (1|item) + (1|item:run)"``, ``"rating ~ model + (1|judge) + (1|item)"``.
+        The response is an ordered categorical or integer scores (sorted numerically, no gaps),
+        with at least three categories.
+    data : DataFrame or path
+        One row per rating; a path is read with :func:`evalmix.data.load_table`.
+    link : {"logit", "probit"}
+    threshold : {"flexible", "equidistant"}
+        ``"flexible"``: one free threshold per adjacent pair of categories (``1|2``, ``2|3``...);
+        ``"equidistant"``: ``threshold.1`` and a common ``spacing``.
+
+    Returns
+    -------
+    ClmmResult
+        Thresholds and location effects (with R's names), their covariance (``vcov(clmm)``),
+        random-effect variances, log-likelihood, AIC, BIC, the Hessian's condition number.
+
+    Raises
+    ------
+    DataError
+        A missing value (naming column and row), a response that is not ordinal scores, fewer
+        than three categories, a gap in integer scores, aliased fixed-effect columns.
+    FormulaError
+        No random term, a random term other than an intercept, a ``cbind`` response.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(3)
+    >>> item = np.repeat(np.arange(30), 4)
+    >>> model = np.tile(["a", "b"], 60)
+    >>> latent = (model == "b") * 1.0 + rng.normal(0, 1, 30)[item] + rng.logistic(size=120)
+    >>> runs = pd.DataFrame({"item": item, "model": model,
+    ...                      "rating": np.digitize(latent, [-1.5, 0, 1.5]) + 1})
+    >>> fit = evalmix.clmm("rating ~ model + (1|item)", runs)
+    >>> fit.coef.index.tolist()
+    ['1|2', '2|3', '3|4', 'modelb']
+    >>> fit.varcorr["group"].tolist(), fit.nobs
+    (['item'], 120)
+    """
+    check_choice(link, "link", ("logit", "probit"))
+    check_choice(threshold, "threshold", ("flexible", "equidistant"))
+    if not isinstance(data, pd.DataFrame):
+        data = load_table(data)
+    parsed = parse_formula(formula)
+    if parsed.failures is not None or parsed.trials is not None:
+        raise FormulaError(f"the response of a cumulative-link model is one column of ratings, "
+                           f"not {parsed.successes!r} with failures or trials")
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term; clmm needs at least one "
+                           "(1|group)")
+    for sp in parsed.random:
+        if sp.expr.strip() != "1":
+            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) is not supported: "
+                               "clmm fits scalar random intercepts (1|group)")
+    response = parsed.successes
+    if response not in data.columns:
+        raise DataError(f"response column {response!r} is not in the data")
+    used = [response] + [c for c in fixed_variables(parsed.fixed) + random_columns(parsed.random, data)
+                         if c != response]
+    for c in used:
+        if c not in data.columns:
+            raise DataError(f"column {c!r} of formula {formula!r} is not in the data")
+        miss = data[c].isna().to_numpy()
+        if miss.any():
+            raise DataError(f"column {c!r} has a missing value in row {data.index[miss][0]}")
+    d = data[list(dict.fromkeys(used))].reset_index(drop=True)
+    y, levels = response_codes(data[response], response)
+    fixed, X = build_fixed(parsed.fixed, d)
+    names = list(fixed.columns)
+    keep = [k for k, n in enumerate(names) if n != "(Intercept)"]
+    X = np.asarray(X, dtype=float)
+    # the thresholds take the intercept's place; a fixed part must not be aliased with them
+    full = np.column_stack([np.ones(len(d)), X[:, keep]]) if keep else np.ones((len(d), 1))
+    if np.linalg.matrix_rank(full) < full.shape[1]:
+        raise DataError(f"fixed-effect columns of {formula!r} are aliased (linearly dependent, with "
+                        f"the thresholds too): {', '.join(names[k] for k in keep)}")
+    terms = build_random_terms(parsed.random, d)
+    model = OrdinalModel(y=np.asarray(y, dtype=np.int64), X=X[:, keep],
+                         groups=[np.asarray(t.index, dtype=np.int64) for t in terms],
+                         nlevels=[t.nl for t in terms], n_cat=len(levels), link=link,
+                         threshold=threshold)
+    par, value, niter, converged = model.fit()
+    nt, p, nsd = model.n_theta, model.p, len(terms)
+    interior = model.interior(par)
+    if nsd == 1:
+        interior[:] = True  # ordinal keeps the log SD of a single term, also near zero
+    H = model.hessian(par, interior)
+    sd = np.exp(par[nt + p:])
+    if nsd > 1:  # ordinal's random-effect parameters: log SD for one term, SD for several
+        jac = np.concatenate([np.ones(nt + p), sd])[interior]
+        H = H / np.outer(jac, jac)
+    eig = np.linalg.eigvalsh(H)
+    if not np.all(np.isfinite(H)) or eig.min() <= 0:
+        # as ordinal: no standard errors from a Hessian that is not positive definite
+        warnings.warn(f"clmm({formula!r}): the Hessian is not positive definite (the model may be "
+                      "over-parametrised or an SD is on the boundary); the SEs are NaN",
+                      FitWarning, stacklevel=2)
+        vcov = np.full_like(H, np.nan)
+    else:
+        vcov = np.linalg.inv(H)
+    grad = model.gradient(model.nla, par)[interior]
+    model.nla(par)
+    tnames = [f"{levels[j]}|{levels[j + 1]}" for j in range(len(levels) - 1)] \
+        if threshold == "flexible" else ["threshold.1", "spacing"]
+    cnames = tnames + [names[k] for k in keep]
+    st_names = [f"ST{k + 1}" for k in range(nsd)]
+    all_names = np.array(cnames + st_names)[interior]
+    if not converged:
+        warnings.warn(f"clmm({formula!r}) did not converge: the largest gradient of minus the "
+                      f"log-likelihood is {np.max(np.abs(grad)):.2g}", ConvergenceWarning, stacklevel=2)
+    ranef = pd.concat([pd.DataFrame({"group": t.group, "level": list(map(str, t.levels)),
+                                     "estimate": sd[k] * model.u[model.offsets[k]:model.offsets[k + 1]]})
+                       for k, t in enumerate(terms)], ignore_index=True)
+    df = len(par)
+    loglik = -value
+    return ClmmResult(
+        formula=formula, link=link, threshold=threshold,
+        coef=pd.Series(par[: nt + p], index=cnames, dtype=float),
+        vcov=pd.DataFrame(vcov, index=all_names, columns=all_names),
+        n_thresholds=nt,
+        varcorr=pd.DataFrame({"group": [t.group for t in terms], "variance": sd**2, "sd": sd}),
+        ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
+        loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
+        nobs=len(y), cond_h=float(eig.max() / eig.min()), max_grad=float(np.max(np.abs(grad))),
+        niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
+        fixed_design=fixed)

@@ -1,0 +1,323 @@
+"""The cumulative-link mixed model's likelihood: response coding, the Laplace objective and its fit.
+
+The model is ordinal's: ``P(Y <= j) = F(theta_j - x beta - sum_k sigma_k u_k)`` with spherical
+random effects ``u ~ N(0, I)`` and one SD ``sigma_k`` per scalar random-intercept term.  The
+Laplace log-likelihood at the conditional modes ``u_hat`` is
+
+    sum_i log p_i(u_hat) - ||u_hat||^2 / 2 - log det(D) / 2,   D = Lambda Z' W Z Lambda + I,
+
+``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
+``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` is diagonal
+for one grouping factor, a sparse or dense matrix otherwise); the outer problem runs L-BFGS-B over
+``(thresholds, beta, log sigma)`` with central-difference gradients and ends with Newton steps on
+the numerical Hessian, which is also the one ordinal's ``vcov`` inverts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, optimize, sparse, special
+from scipy.sparse import linalg as splinalg
+
+from ..errors import DataError
+from ..links import dlog_mu_eta, inverse_link, mu_eta
+
+#: the largest number of random effects whose Hessian is factored as a dense matrix
+DENSE_MAX = 2000
+#: inner Newton: stop when the largest gradient component of the conditional modes is below this
+#: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
+INNER_TOL = 1e-10
+INNER_MAXIT = 100
+#: ordinal drops a random-effect SD below this from the Hessian (``paratBoundary2``'s tol)
+BOUNDARY_SD = 1e-3
+#: central-difference step of the gradient and of the Hessian (ordinal's ``deriv12`` uses 1e-4)
+GRAD_STEP = 1e-6
+HESS_STEP = 1e-4
+#: log SD is kept in [LOG_SD_MIN, LOG_SD_MAX] by the optimiser: exp(-15) is 3e-7, a zero SD for
+#: any rating scale, and keeps the objective finite on the boundary
+LOG_SD_MIN, LOG_SD_MAX = -15.0, 8.0
+
+
+def response_codes(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
+    """Code an ordinal response as 0..J-1 and return the category labels in order.
+
+    An ordered categorical keeps its order; integers (or integer-valued floats) are sorted
+    numerically and must have no gap.  Fewer than three categories is a DataError (a binary
+    response is a GLMM's).
+
+    Examples
+    --------
+    >>> codes, levels = response_codes(pd.Series([3, 1, 2, 3]), "rating")
+    >>> codes.tolist(), levels
+    ([2, 0, 1, 2], ['1', '2', '3'])
+    """
+    if values.isna().any():
+        row = values.index[values.isna().to_numpy()][0]
+        raise DataError(f"response {column!r} has a missing value in row {row}")
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        if not values.cat.ordered:
+            raise DataError(f"response {column!r} is an unordered categorical: make it ordered "
+                            "(pd.Categorical(..., ordered=True)) or give integer scores")
+        cats = list(values.cat.categories)
+        used = set(values.cat.codes.tolist())
+        unused = [str(c) for k, c in enumerate(cats) if k not in used]
+        if unused:
+            raise DataError(f"response {column!r} has categories with no observation: "
+                            f"{', '.join(unused)}; remove them (cat.remove_unused_categories())")
+        codes = values.cat.codes.to_numpy().astype(np.int64)
+        levels = [str(c) for c in cats]
+    else:
+        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            raise DataError(f"response {column!r} must be integer scores or an ordered "
+                            f"categorical, not {values.dtype}")
+        x = values.to_numpy(dtype=float)
+        bad = ~np.isfinite(x) | (x != np.round(x))
+        if bad.any():
+            row = values.index[np.flatnonzero(bad)[0]]
+            raise DataError(f"response {column!r} has a non-integer score {float(values.loc[row]):g} "
+                            f"in row {row}")
+        uniq = np.unique(x).astype(np.int64)
+        missing = sorted(set(range(int(uniq[0]), int(uniq[-1]) + 1)) - set(uniq.tolist()))
+        if missing:
+            raise DataError(f"response {column!r} has a gap: no rating "
+                            f"{', '.join(map(str, missing))} between {uniq[0]} and {uniq[-1]}; "
+                            "give an ordered categorical with the observed categories instead")
+        codes = np.searchsorted(uniq, x.astype(np.int64))
+        levels = [str(v) for v in uniq]
+    if len(levels) < 3:
+        raise DataError(f"response {column!r} has {len(levels)} categories; a cumulative-link "
+                        "model needs at least 3 (fit a binary response with evalmix.glmer)")
+    return codes, levels
+
+
+@dataclass
+class OrdinalModel:
+    """The data of one fit and its Laplace objective (not public; :func:`evalmix.clmm` builds it)."""
+
+    y: np.ndarray  # 0..J-1
+    X: np.ndarray  # n x p, no intercept
+    groups: list[np.ndarray]  # per random term, each row's level
+    nlevels: list[int]
+    n_cat: int
+    link: str
+    threshold: str  # "flexible" or "equidistant"
+
+    def __post_init__(self) -> None:
+        self.p = self.X.shape[1]
+        self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
+        self.q = int(self.offsets[-1])
+        n = len(self.y)
+        cols = np.concatenate([g + o for g, o in zip(self.groups, self.offsets[:-1])])
+        rows = np.tile(np.arange(n), len(self.groups))
+        self.Z = sparse.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(n, self.q))
+        self.u = np.zeros(self.q)
+        # flat indices (row level, column level) of Z'WZ's blocks on and below the diagonal, per row
+        cols_by_term = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
+        self._pair_rows = [(k, m) for k in range(len(self.groups)) for m in range(k + 1)]
+        self._pairs = np.concatenate([cols_by_term[k] * self.q + cols_by_term[m]
+                                      for k, m in self._pair_rows]) \
+            if len(self.groups) > 1 and self.q <= DENSE_MAX else np.zeros(0, dtype=np.int64)
+        self.n_theta = self.n_cat - 1 if self.threshold == "flexible" else 2
+        self.n_par = self.n_theta + self.p + len(self.groups)
+
+    # -- parameters: ordinal's (thresholds or threshold.1/spacing, beta, log SD) -----------------
+    def cutpoints(self, tpar: np.ndarray) -> np.ndarray:
+        if self.threshold == "flexible":
+            return tpar
+        return tpar[0] + tpar[1] * np.arange(self.n_cat - 1)
+
+    def to_free(self, par: np.ndarray) -> np.ndarray:
+        """ordinal's parameters -> unconstrained ones (increments of the thresholds on log scale)."""
+        t = par[: self.n_theta]
+        free_t = np.concatenate([[t[0]], np.log(np.diff(t))]) if self.threshold == "flexible" \
+            else np.array([t[0], np.log(t[1])])
+        return np.concatenate([free_t, par[self.n_theta:]])
+
+    def from_free(self, free: np.ndarray) -> np.ndarray:
+        f = free[: self.n_theta]
+        t = np.concatenate([[f[0]], f[0] + np.cumsum(np.exp(f[1:]))]) \
+            if self.threshold == "flexible" else np.array([f[0], np.exp(f[1])])
+        return np.concatenate([t, free[self.n_theta:]])
+
+    # -- per-row log probabilities and their derivatives over the linear predictor ---------------
+    def _rows(self, cuts: np.ndarray, lp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        full = np.concatenate([[-np.inf], cuts, [np.inf]])
+        a = full[self.y + 1] - lp
+        b = full[self.y] - lp
+        # P = F(a) - F(b); when both are above the median subtract survivals instead (no cancellation)
+        upper = b > 0
+        p = np.where(upper, inverse_link(self.link, -b) - inverse_link(self.link, -a),
+                     inverse_link(self.link, a) - inverse_link(self.link, b))
+        fa, fb = mu_eta(self.link, a), mu_eta(self.link, b)
+        with np.errstate(invalid="ignore"):
+            dfa = np.where(np.isfinite(a), fa * dlog_mu_eta(self.link, np.where(np.isfinite(a), a, 0.0)), 0.0)
+            dfb = np.where(np.isfinite(b), fb * dlog_mu_eta(self.link, np.where(np.isfinite(b), b, 0.0)), 0.0)
+        with np.errstate(divide="ignore"):
+            logp = np.log(p)
+        g = (fa - fb) / p  # d log p / d(theta - lp)
+        d1 = -g
+        d2 = (dfa - dfb) / p - g * g
+        return logp, d1, d2
+
+    def _z_times(self, b: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(self.y))
+        for g, o in zip(self.groups, self.offsets[:-1]):
+            out += b[o + g]
+        return out
+
+    def _zt_times(self, r: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
+                               for g, nl in zip(self.groups, self.nlevels)])
+
+    def _hessian_factor(self, sd_cols: np.ndarray, w: np.ndarray
+                        ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+        """Factor D = Lambda Z' W Z Lambda + I; returns a solve function and log det D."""
+        if len(self.groups) == 1:
+            d = 1.0 + sd_cols**2 * np.bincount(self.groups[0], weights=w, minlength=self.q)
+            return (lambda r: r / d), float(np.sum(np.log(d)))
+        if self.q <= DENSE_MAX:
+            # Z'WZ from the cross-tabulations of the terms' levels: one bincount per pair of terms
+            flat = np.bincount(self._pairs, weights=np.tile(w, len(self._pair_rows)),
+                               minlength=self.q * self.q)
+            low = flat.reshape(self.q, self.q)
+            # only the blocks on and below the diagonal were filled
+            D = (low + low.T - np.diag(np.diag(low))) * np.outer(sd_cols, sd_cols) + np.eye(self.q)
+            c = linalg.cho_factor(D, lower=True, check_finite=False)
+            return (lambda r: linalg.cho_solve(c, r, check_finite=False)), \
+                float(2.0 * np.sum(np.log(np.diag(c[0]))))
+        zl = self.Z @ sparse.diags(sd_cols)
+        Ds = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
+        lu = splinalg.splu(Ds)
+        return lu.solve, float(np.sum(np.log(np.abs(lu.U.diagonal()))))
+
+    def nla(self, par: np.ndarray) -> float:
+        """Minus the Laplace log-likelihood at ordinal's parameters (conditional modes updated)."""
+        cuts = self.cutpoints(par[: self.n_theta])
+        if np.any(np.diff(cuts) <= 0):
+            return np.inf
+        beta = par[self.n_theta: self.n_theta + self.p]
+        sd = np.exp(np.clip(par[self.n_theta + self.p:], -700, 700))
+        sd_cols = np.repeat(sd, self.nlevels)
+        fixed = self.X @ beta
+        u = self.u.copy()
+
+        def objective(u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+            lp = fixed + self._z_times(sd_cols * u)
+            logp, d1, d2 = self._rows(cuts, lp)
+            return float(np.sum(logp) - 0.5 * u @ u), d1, d2
+
+        h, d1, d2 = objective(u)
+        if not np.isfinite(h):
+            u = np.zeros(self.q)
+            h, d1, d2 = objective(u)
+        for _ in range(INNER_MAXIT):
+            grad = sd_cols * self._zt_times(d1) - u
+            solve, logdet = self._hessian_factor(sd_cols, -d2)
+            if np.max(np.abs(grad)) < INNER_TOL:
+                break
+            step = solve(grad)
+            for _half in range(30):
+                h_new, d1_n, d2_n = objective(u + step)
+                if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
+                    break
+                step = step / 2
+            else:
+                break
+            u, h, d1, d2 = u + step, h_new, d1_n, d2_n
+            logdet = np.nan
+        if not np.isfinite(logdet):
+            _, logdet = self._hessian_factor(sd_cols, -d2)
+        if not np.isfinite(h):
+            return np.inf
+        self.u = u
+        return -(h - 0.5 * logdet)
+
+    # -- the outer problem -----------------------------------------------------------------------
+    def start(self) -> np.ndarray:
+        """ordinal-like start: thresholds at the marginal cumulative proportions, beta 0, SD 1."""
+        cum = np.cumsum(np.bincount(self.y, minlength=self.n_cat))[:-1] / len(self.y)
+        cuts = special.logit(cum) if self.link == "logit" else special.ndtri(cum)
+        t = cuts if self.threshold == "flexible" else \
+            np.array([cuts[0], max((cuts[-1] - cuts[0]) / (self.n_cat - 2), 0.1)])
+        return np.concatenate([t, np.zeros(self.p), np.zeros(len(self.groups))])
+
+    def _free_objective(self, free: np.ndarray) -> float:
+        return self.nla(self.from_free(free))
+
+    def gradient(self, f: Callable[[np.ndarray], float], x: np.ndarray,
+                 step: float = GRAD_STEP) -> np.ndarray:
+        g = np.empty_like(x)
+        for k in range(len(x)):
+            e = np.zeros_like(x)
+            e[k] = step * max(1.0, abs(x[k]))
+            g[k] = (f(x + e) - f(x - e)) / (2 * e[k])
+        return g
+
+    def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
+        """Central-difference Hessian of ``nla`` over the parameters ``which`` (ordinal's deriv12)."""
+        idx = np.flatnonzero(which)
+        k = len(idx)
+        H = np.empty((k, k))
+        f0 = self.nla(par)
+        u0 = self.u.copy()
+
+        def f(shift: dict[int, float]) -> float:
+            x = par.copy()
+            for i, s in shift.items():
+                x[idx[i]] += s
+            self.u = u0.copy()
+            return self.nla(x)
+
+        for i in range(k):
+            H[i, i] = (f({i: step}) - 2 * f0 + f({i: -step})) / step**2
+            for j in range(i):
+                H[i, j] = H[j, i] = (f({i: step, j: step}) - f({i: step, j: -step})
+                                     - f({i: -step, j: step}) + f({i: -step, j: -step})) / (4 * step**2)
+        self.u = u0
+        return H
+
+    def fit(self, maxiter: int = 1000) -> tuple[np.ndarray, float, int, bool]:
+        """Minimise ``nla``; returns ordinal's parameters, minus log-lik, iterations, converged."""
+        free0 = self.to_free(self.start())
+        nsd = len(self.groups)
+        bounds = [(None, None)] * (len(free0) - nsd) + [(LOG_SD_MIN, LOG_SD_MAX)] * nsd
+        res = optimize.minimize(self._free_objective, free0, method="L-BFGS-B",
+                                jac=lambda x: self.gradient(self._free_objective, x),
+                                bounds=bounds,
+                                options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-7})
+        par = self.from_free(res.x)
+        value = self.nla(par)
+        iterations = int(res.nit)
+        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat ridges)
+        interior = self.interior(par)
+        for _ in range(5):
+            g = self.gradient(self.nla, par)[interior]
+            if np.max(np.abs(g)) < 1e-6:
+                break
+            H = self.hessian(par, interior)
+            try:
+                step = np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                break
+            trial = par.copy()
+            trial[interior] -= step
+            v = self.nla(trial)
+            if not v < value:
+                self.nla(par)
+                break
+            par, value = trial, v
+            iterations += 1
+        grad = self.gradient(self.nla, par)[interior]
+        converged = bool(np.all(np.isfinite(grad)) and np.max(np.abs(grad)) < 1e-3)
+        self.nla(par)  # leave the conditional modes at the estimates
+        return par, value, iterations, converged
+
+    def interior(self, par: np.ndarray) -> np.ndarray:
+        """Parameters off the boundary (ordinal leaves an SD below 1e-3 out of the Hessian)."""
+        keep = np.ones(self.n_par, dtype=bool)
+        keep[self.n_theta + self.p:] = np.exp(par[self.n_theta + self.p:]) >= BOUNDARY_SD
+        return keep

@@ -1,0 +1,219 @@
+"""The fitted cumulative-link mixed model (``ordinal::clmm``'s ``clmm`` object)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._result import Result, Summary
+from ..arguments import check_arguments
+
+if TYPE_CHECKING:
+    from ..formula import FixedDesign
+
+
+def _signif(x: float, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits, as R's ``format`` writes a scalar."""
+    if not np.isfinite(x):
+        return {True: "Inf", False: "-Inf"}[x > 0] if np.isinf(x) else "NaN"
+    return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
+
+
+def _columns(rows: list[list[str]], head: list[str], left: int = 1) -> list[str]:
+    """Aligned columns; the first ``left`` are left-justified (labels), the rest right-justified."""
+    width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+    out = []
+    for r in [head, *rows]:
+        out.append(" ".join(r[k].ljust(width[k]) if k < left else r[k].rjust(width[k])
+                            for k in range(len(head))).rstrip())
+    return out
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ClmmResult(Result):
+    """A cumulative-link mixed model fitted by the Laplace approximation, as ``ordinal::clmm``.
+
+    The model is ``P(Y <= j) = F(theta_j - x beta - u)``: thresholds ``theta_j``, location
+    effects ``beta`` (a positive effect moves ratings up) and normal random intercepts.
+
+    Attributes
+    ----------
+    formula : str
+    link : str
+        ``"logit"`` or ``"probit"``.
+    threshold : str
+        ``"flexible"`` (``1|2``, ``2|3``... as R names them) or ``"equidistant"``
+        (``threshold.1`` and ``spacing``).
+    coef : Series
+        Thresholds then location effects, by R's names (``coef(fit)``).
+    vcov : DataFrame
+        ``vcov(fit)``: the inverse numerical Hessian of minus the Laplace log-likelihood over the
+        coefficients and the random-effect parameters ``ST1``, ``ST2``... As ordinal parametrises
+        them, these are log SDs for one random term and SDs for several; an SD below 1e-3 of a
+        model with several terms is on the boundary and left out, as ordinal leaves it out.
+    n_thresholds : int
+    varcorr : DataFrame
+        ``group``, ``variance``, ``sd`` per random term (lme4 order: most levels first).
+    ngrps : Series
+        Levels per grouping factor.
+    loglik, aic, bic : float
+    df : int
+        Coefficients plus random-effect SDs.
+    nobs : int
+    cond_h : float
+        Condition number of the Hessian (ordinal's ``cond.H``).
+    max_grad : float
+        Largest absolute gradient of minus the log-likelihood at the estimates.
+    niter : int
+    converged : bool
+    levels : tuple of str
+        The response categories, lowest first.
+    ranef : DataFrame
+        ``group``, ``level``, ``estimate``: conditional modes of the random effects (``ranef``).
+    fixed_design : FixedDesign
+        The fixed part's coding (the reference grid of :func:`evalmix.ordinal.clmm_emmeans`).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(3)
+    >>> item = np.repeat(np.arange(30), 4)
+    >>> model = np.tile(["a", "b"], 60)
+    >>> latent = (model == "b") * 1.0 + rng.normal(0, 1, 30)[item] + rng.logistic(size=120)
+    >>> runs = pd.DataFrame({"item": item, "model": model,
+    ...                      "rating": np.digitize(latent, [-1.5, 0, 1.5]) + 1})
+    >>> fit = evalmix.clmm("rating ~ model + (1|item)", runs)
+    >>> fit.levels, fit.n_thresholds, fit.df
+    (('1', '2', '3', '4'), 3, 5)
+    >>> fit.coef_table()["kind"].tolist()
+    ['threshold', 'threshold', 'threshold', 'location']
+    """
+
+    formula: str
+    link: str
+    threshold: str
+    coef: pd.Series
+    vcov: pd.DataFrame
+    n_thresholds: int
+    varcorr: pd.DataFrame
+    ngrps: pd.Series
+    loglik: float
+    aic: float
+    bic: float
+    df: int
+    nobs: int
+    cond_h: float
+    max_grad: float
+    niter: int
+    converged: bool
+    levels: tuple[str, ...]
+    ranef: pd.DataFrame = field(repr=False)
+    fixed_design: FixedDesign = field(repr=False)
+
+    @property
+    def thresholds(self) -> pd.Series:
+        """The threshold parameters (``fit$alpha``; ``threshold.1`` and ``spacing`` when equidistant)."""
+        return self.coef.iloc[: self.n_thresholds]
+
+    @property
+    def beta(self) -> pd.Series:
+        """The location effects (``fit$beta``)."""
+        return self.coef.iloc[self.n_thresholds:]
+
+    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+        """Coefficients with Wald SE, z, p and CI (``summary(fit)$coefficients``).
+
+        ``kind`` is ``"threshold"`` or ``"location"``; thresholds come first, as R lists them.
+
+        Examples
+        --------
+        >>> fit.coef_table().columns.tolist()  # doctest: +SKIP
+        ['term', 'kind', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high']
+        """
+        check_arguments(conf_level=conf_level)
+        est = self.coef.to_numpy()
+        se = np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)]
+        z = est / se
+        q = stats.norm.ppf(0.5 + conf_level / 2)
+        kind = ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds)
+        return pd.DataFrame({"term": list(self.coef.index), "kind": kind, "estimate": est, "se": se,
+                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
+                             "conf_low": est - q * se, "conf_high": est + q * se})
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.coef_table()
+
+    def _title(self) -> str:
+        return f"ClmmResult: {self.formula}"
+
+    def _header(self) -> list[str]:
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngrps.items())
+        return [f"cumulative link ({self.link}, {self.threshold} thresholds), Laplace ML; "
+                f"{self.nobs} obs, groups: {groups}; AIC {self.aic:.2f}, logLik {self.loglik:.2f}"
+                f" ({'converged' if self.converged else 'NOT converged'})",
+                f"scale: latent ({self.link}); statistic: Wald z"]
+
+    def ordinal_text(self) -> str:
+        """The fit as ``summary(clmm)`` prints it: the fit line, random effects, the location
+        coefficients and the threshold coefficients.
+
+        Examples
+        --------
+        >>> print(fit.ordinal_text())  # doctest: +SKIP
+        Cumulative Link Mixed Model fitted with the Laplace approximation
+        ...
+        """
+        lines = ["Cumulative Link Mixed Model fitted with the Laplace approximation", "",
+                 f"formula: {self.formula}", ""]
+        head = ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"]
+        vals = [self.link, self.threshold, str(self.nobs), f"{self.loglik:.2f}", f"{self.aic:.2f}",
+                str(self.niter), f"{self.max_grad:.2e}", f"{self.cond_h:.1e}"]
+        w = [max(len(h), len(v)) for h, v in zip(head, vals)]
+        lines += [" " + " ".join(h.ljust(k) for h, k in zip(head, w)),
+                  " " + " ".join(v.ljust(k) for v, k in zip(vals, w)), "", "Random effects:"]
+        rows = [[str(g), "(Intercept)", _signif(v), _signif(s)]
+                for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
+        lines += [" " + r for r in _columns(rows, ["Groups", "Name", "Variance", "Std.Dev."], left=4)]
+        lines += ["Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngrps.items()), ""]
+        tab = self.coef_table()
+        for title, part, with_p in (("Coefficients:", tab[tab["kind"] == "location"], True),
+                                    ("Threshold coefficients:", tab[tab["kind"] == "threshold"], False)):
+            if part.empty:
+                lines += ["No Coefficients", ""] if with_p else []
+                continue
+            head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)"] if with_p else [])
+            rows = [[str(r.term), f"{r.estimate:.4f}", f"{r.se:.4f}", f"{r.statistic:.3f}"]
+                    + ([f"{r.p_value:.3g}"] if with_p else []) for r in part.itertuples()]
+            lines += [title, *_columns(rows, head), ""]
+        if not self.converged:
+            lines.append("The optimiser did not converge: the largest gradient is "
+                         f"{self.max_grad:.2e}.")
+        return "\n".join(lines).rstrip()
+
+    def __repr__(self) -> str:
+        # ordinal's summary, then the table in evalmix's vocabulary (what to_frame returns)
+        return (f"{self.ordinal_text()}\n\nCoefficients (Wald z; latent {self.link} scale):\n"
+                f"{self.coef_table().to_string(index=False)}")
+
+    __str__ = __repr__
+
+    def summary(self, conf_level: float = 0.95) -> Summary:
+        """Tables ``Coefficients`` (:meth:`coef_table`) and ``Random effects`` (``varcorr``)
+        under the fit line, as ``summary(clmm)``.
+
+        Examples
+        --------
+        >>> list(fit.summary().tables)  # doctest: +SKIP
+        ['Coefficients', 'Random effects']
+        """
+        check_arguments(conf_level=conf_level)
+        return Summary("Cumulative Link Mixed Model fitted with the Laplace approximation",
+                       self._header(), [("Coefficients", self.coef_table(conf_level)),
+                                        ("Random effects", self.varcorr)],
+                       [f"cond.H {self.cond_h:.1e}; max.grad {self.max_grad:.2e}; "
+                        f"iterations {self.niter}"])
