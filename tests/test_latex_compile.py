@@ -13,11 +13,14 @@ import os
 import re
 import shutil
 import subprocess
+import unicodedata
 import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import evalmix
 
@@ -118,3 +121,53 @@ def test_readme_results_to_latex_compile(tmp_path):
     snippets = {name: res.to_latex(caption=f"README: {name}") for name, res in results.items()}
     snippets |= {f"{name}.summary": res.summary().to_latex() for name, res in results.items()}
     compile_tables(snippets, tmp_path / "tex")
+
+
+def _pdftotext() -> str:
+    exe = shutil.which("pdftotext")
+    if exe is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("pdftotext is missing: CI installs poppler-utils")
+        pytest.skip("pdftotext is not installed (apt-get install poppler-utils)")
+    return exe
+
+
+def _alnum(text: str) -> str:
+    """The ASCII letters and digits of ``text``, accents taken off (pdflatex sets an accented
+    letter as the letter plus an accent, which pdftotext may read back either way)."""
+    return re.sub(r"[^A-Za-z0-9]", "", unicodedata.normalize("NFD", text))
+
+
+def _runs(text: str) -> list[str]:
+    """The runs of ASCII letters and digits of a name (symbols between them are set as math or as
+    their code point, so only the runs are compared)."""
+    return re.findall(r"[A-Za-z0-9]+", unicodedata.normalize("NFD", text))
+
+
+# names a user may give models and slices: letters and digits mixed with every LaTeX special,
+# markup, line breaks and symbols pdflatex has no glyph for
+NAME = st.text(alphabet=st.sampled_from(list("abcXYZ019 #$%&~_^\\{}<>|\n\t'\"`-éüχ²Δ×≤😀")), min_size=1,
+               max_size=12)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(NAME, min_size=1, max_size=5, unique=True), header=NAME)
+def test_any_names_compile_and_read_back(tmp_path_factory, names, header):
+    """A table of arbitrary names compiles with a real pdflatex, and the PDF's text holds every
+    name's letters and digits in order (nothing dropped or swallowed by an unescaped special)."""
+    exe, totext = _pdflatex(), _pdftotext()
+    folder = tmp_path_factory.mktemp("tex")
+    table = pd.DataFrame({header: names, "estimate": [0.5 + i for i in range(len(names))]})
+    tex = folder / "doc.tex"
+    tex.write_text(PREAMBLE + evalmix.to_latex(table) + "\n\\end{document}\n", encoding="utf-8")
+    proc = subprocess.run([exe, "-halt-on-error", "-interaction=nonstopmode", tex.name], cwd=folder,
+                          capture_output=True, text=True, errors="replace", timeout=120)
+    error = next((ln for ln in proc.stdout.splitlines() if ln.startswith("!")), "")
+    assert proc.returncode == 0, f"{names!r} / {header!r}: {error}"
+    text = subprocess.run([totext, "-layout", "doc.pdf", "-"], cwd=folder, capture_output=True, text=True,
+                          errors="replace", check=True).stdout
+    lines = [_alnum(ln) for ln in text.splitlines()]
+    for name in names:
+        # each name's row: its letters and digits, in order, on one line of the PDF
+        assert any(all(r in ln for r in _runs(name)) for ln in lines), (name, text)
+    assert all(r in _alnum(text) for r in _runs(header)), (header, text)

@@ -207,7 +207,7 @@ def test_latex_escapes_exactly():
     assert tables.latex_text("√ χ² Δ × ≤ ≥ ± α β") == (
         r"\ensuremath{\surd} \ensuremath{\chi}\ensuremath{^{2}} \ensuremath{\Delta} \ensuremath{\times} "
         r"\ensuremath{\leq} \ensuremath{\geq} \ensuremath{\pm} \ensuremath{\alpha} \ensuremath{\beta}")
-    assert tables.latex_text("Müller ñ 😀 中") == r'M\"{u}ller \~{n} [U+1F600] [U+4E2D]'
+    assert tables.latex_text("Müller ñ 😀 中") == r'M\"{u}ller \~{n} {[}U+1F600{]} {[}U+4E2D{]}'
 
 
 def test_latex_headers_are_human():

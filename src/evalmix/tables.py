@@ -271,7 +271,9 @@ def html_text(text: object) -> str:
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': r"\textquotedbl{}"}
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': r'\texttt{"}',
+                  # a cell that starts with '[' right after '\\' would be read as the row's spacing argument
+                  "[": "{[}", "]": "{]}"}
 
 # symbols that appear in statistics text, as math (pdflatex with the default fonts has them all)
 _LATEX_UNICODE = {
@@ -312,7 +314,7 @@ def _latex_char(ch: str) -> str:
             out = f"\\{_ACCENTS[m]}{{{out}}}"
         return out
     # anything else (CJK, emoji, other scripts) has no glyph in pdflatex's fonts: its code point
-    return f"[U+{ord(ch):04X}]"
+    return f"{{[}}U+{ord(ch):04X}{{]}}"
 
 
 def latex_text(text: object) -> str:
@@ -321,7 +323,8 @@ def latex_text(text: object) -> str:
     ``# $ % & ~ _ ^ \\ { }`` (and ``< > | "``, which the OT1 font lacks) are escaped; line breaks and
     blank lines become one space (a blank line would end the paragraph inside a table); statistics
     symbols (√ χ² Δ × ≤ ≥ ± Greek letters ...) become math, accented Latin letters accent commands,
-    and any other non-ASCII character its code point (``[U+1F600]``).
+    and any other non-ASCII character its code point (``[U+1F600]``, the brackets braced so that a
+    cell may start with one).
 
     Examples
     --------
