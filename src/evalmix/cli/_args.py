@@ -30,9 +30,9 @@ class OwnedChoices(Collection[str]):
 
     Examples
     --------
-    >>> methods = OwnedChoices("evalmix.errors", "__all__")
-    >>> "DataError" in methods
-    True
+    >>> policies = OwnedChoices("evalmix.arguments", "MISSING_POLICIES")
+    >>> "drop" in policies, str(policies)
+    (True, 'raise, drop')
     """
 
     def __init__(self, module: str, name: str) -> None:
@@ -71,9 +71,9 @@ def add_choice_argument(parser: argparse.ArgumentParser, *flags: str, choices: O
     Examples
     --------
     >>> p = argparse.ArgumentParser()
-    >>> _ = add_choice_argument(p, "--kind", choices=OwnedChoices("evalmix.errors", "__all__"))
-    >>> p.parse_args(["--kind", "DataError"]).kind
-    'DataError'
+    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.arguments", "MISSING_POLICIES"))
+    >>> p.parse_args(["--missing", "drop"]).missing
+    'drop'
     """
     action = parser.add_argument(*flags, choices=choices, metavar="VALUE", **kwargs)
     action.metavar = None
