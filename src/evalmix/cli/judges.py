@@ -186,7 +186,7 @@ def add_ppi(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--b", default=None, help="... minus this one")
     method = p.add_argument("--method", default="ppi++",
                             help="comma-separated methods among %(methods)s (default: ppi++)")
-    method.methods = PPI_METHODS  # type: ignore[attr-defined]  # argparse fills %(methods)s from the action, at --help
+    method.methods = PPI_METHODS  # argparse fills %(methods)s from the action, at --help
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     add_choice_argument(p, "--missing", default="raise", choices=MISSING_CHOICES)
     p.add_argument("--encoding", default=None, help="text encoding of a CSV/JSON file (default: UTF-8)")
