@@ -1,7 +1,8 @@
 """The everyday loop: a quick ``evalmix --help``, a lazy namespace and quiet reading.
 
-- ``evalmix --help`` and a mistyped command answer before pandas, NumPy or SciPy load (the time
-  bound here is loose, for busy machines; docs/performance.md records the measured time);
+- ``evalmix --help``, a mistyped command and an unknown option of any command answer before
+  pandas, NumPy or SciPy load (the time bound here is loose, for busy machines;
+  docs/performance.md records the measured time);
 - every public subpackage is an attribute of ``evalmix`` without an import of its own;
 - reading a one-model log does not warn about a single-level factor: nothing is fitted.
 """
@@ -60,6 +61,60 @@ def test_building_the_parser_loads_no_heavy_module():
     out, _ = _run("-c", code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"build_parser() imports {out.stdout.strip()}"
+
+
+def _commands() -> list[str]:
+    from evalmix.cli import _COMMANDS  # the table build_parser lists; a new command is tested too
+
+    return list(_COMMANDS)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_building_a_commands_parser_loads_no_heavy_module(command):
+    code = (f"import sys; from evalmix.cli import build_parser; build_parser({command!r}); "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out, _ = _run("-c", code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"build_parser({command!r}) imports {out.stdout.strip()}"
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_an_unknown_option_of_a_command_is_one_quick_line(command):
+    out, seconds = _best_of(2, "-m", "evalmix", command, "x.csv", "--nope")
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    # "evalmix: error: unrecognized arguments: --nope" (argparse reports extras from the top
+    # parser) or, where a required argument is missing first, "evalmix fit: error: ..."
+    assert len(lines) == 1 and lines[0].startswith("evalmix") and "error: " in lines[0], out.stderr
+    assert "--nope" in lines[0] or "required" in lines[0], lines[0]
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    assert seconds < 1.0, f"evalmix {command} x.csv --nope took {seconds:.2f} s"
+
+
+def test_a_choice_owned_elsewhere_is_checked_against_its_owner():
+    """``--ci`` lists CI_METHODS of evalmix.descriptive without the parser importing it: the list
+    is read when a value is checked or the help is printed, so both match the owner's."""
+    from evalmix.cli import build_parser
+    from evalmix.descriptive import CI_METHODS
+
+    parser = build_parser("describe")
+    assert parser.parse_args(["describe", "x.csv", "--ci", "jeffreys"]).ci == "jeffreys"
+    ci = next(a for a in _subparsers(parser).choices["describe"]._actions if a.dest == "ci")
+    assert list(ci.choices) == list(CI_METHODS) and ci.metavar is None
+    out, _ = _run("-m", "evalmix", "describe", "x.csv", "--ci", "nope")
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("evalmix describe: error: argument --ci: invalid choice: 'nope' (choose from "
+                                  + ", ".join(map(repr, CI_METHODS)) + ") (see evalmix describe --help)")
+    help_out, _ = _run("-m", "evalmix", "describe", "--help")
+    assert "--ci {" + ",".join(CI_METHODS) + "}" in help_out.stdout
+
+
+def test_ppi_method_help_names_the_methods_of_evalmix_ppi():
+    from evalmix.ppi import METHODS
+
+    out, _ = _run("-m", "evalmix", "ppi", "--help")
+    assert out.returncode == 0, out.stderr
+    assert " ".join(f"comma-separated methods among {', '.join(METHODS)}".split()) in " ".join(out.stdout.split())
 
 
 def test_listed_help_is_each_commands_own():

@@ -6,7 +6,9 @@ with an ``add_parser(subparsers)`` function that sets ``handler``; :data:`COMMAN
 
 The parser is built without importing the commands: ``evalmix --help`` and a mistyped command
 answer before pandas, NumPy or SciPy load.  Only the command named on the line is imported, to
-add its arguments and run it (a new command is added to ``_COMMANDS`` with its one-line help).
+add its arguments and run it (a new command is added to ``_COMMANDS`` with its one-line help); a
+command module builds its parser from ``_args`` and imports its engines in its handler, so that an
+argument error is reported before they load too.
 
 Exit codes: 0 success; 2 a user error (bad file, column, value, option or formula), reported as
 one line on stderr, never a traceback.  Warnings are printed one per line on stderr (and listed
@@ -62,7 +64,9 @@ def __getattr__(name: str) -> Any:
     # the full command list and the shared helpers import every command: only on request
     if name == "COMMANDS":
         return [_parser_function(c) for c in _COMMANDS]
-    if name in {"add_data_arguments", "emit", "load_data"}:
+    if name == "add_data_arguments":
+        return getattr(importlib.import_module("._args", __name__), name)
+    if name in {"emit", "load_data"}:
         return getattr(importlib.import_module("._common", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -1,5 +1,7 @@
-"""What every subcommand shares: the DATA argument, column roles, argument types, and printing
-(text, or strict JSON with ``--json``)."""
+"""What every subcommand shares: loading DATA and printing (text, or strict JSON with ``--json``).
+
+The argument types and the shared options are in :mod:`evalmix.cli._args` (which loads no heavy
+module, so that a command's parser builds quickly) and are importable from here too."""
 
 from __future__ import annotations
 
@@ -7,26 +9,22 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import pandas as pd
 
 from .. import tables
 from .._result import Result
-from ..arguments import check_count, check_level, check_n_jobs, check_seed
-from ..data import MISSING_POLICIES, load_table, read_runs
-from ..errors import ArgumentError, DataError
+from ..data import load_table, read_runs
+from ..errors import DataError
 from ..io import detect_format, is_log_source, read_logs
+from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_arguments, conf_level, n_jobs,
+                    positive_int, seed, split_list)
 
 __all__ = ["MAX_ROWS", "WHERE_HELP", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level",
            "dump_json", "emit", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
            "result_doc", "seed", "split_list", "strict_json"]
-
-#: Widest line of a printed table (wider tables are split into blocks of columns).
-WIDTH = 100
-#: Rows printed before a table is cut with a count of the rest (``--all`` prints every row).
-MAX_ROWS = 20
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
 RECORDED_WARNINGS: list[Any] = []
@@ -35,45 +33,6 @@ RECORDED_WARNINGS: list[Any] = []
 def warning_lines() -> list[str]:
     """The recorded warnings as one-line texts ``"SingularFitWarning: boundary (singular) fit"``."""
     return [" ".join(f"{w.category.__name__}: {w.message}".split()) for w in RECORDED_WARNINGS]
-
-
-def _parsed(text: str, convert: Callable[[str], Any], check: Callable[[Any, str], Any], what: str,
-            own: bool = False) -> Any:
-    """``text`` converted, then checked by the :mod:`evalmix.arguments` validator of the same
-    argument in the library, so that the command line and the functions accept the same values."""
-    try:
-        value = convert(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-    try:
-        return check(value, "value")
-    except ArgumentError as exc:  # argparse names the option: "argument --seed: must be ..."
-        message = f"must be {what}, got {text}" if own else str(exc).removeprefix("value ")
-        raise argparse.ArgumentTypeError(message) from None
-
-
-def conf_level(text: str) -> float:
-    """argparse type of ``--conf-level``: a number strictly between 0 and 1."""
-    return float(_parsed(text, float, check_level, "a number strictly between 0 and 1 (e.g. 0.95)"))
-
-
-def positive_int(text: str) -> int:
-    """argparse type of counts (runs, simulations): a whole number >= 1."""
-    return int(_parsed(text, int, check_count, "a whole number >= 1"))
-
-
-def seed(text: str) -> int:
-    """argparse type of ``--seed``: a whole number >= 0."""
-    return int(_parsed(text, int, check_seed, "a whole number >= 0", own=True))
-
-
-def n_jobs(text: str) -> int:
-    """argparse type of ``--jobs``: a nonzero whole number (-1: every core)."""
-    return int(_parsed(text, int, check_n_jobs, "a nonzero whole number (-1: every core)", own=True))
-
-
-WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (rows must match each "
-              "column) or on one column with several values (rows matching any of them)")
 
 
 def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[str, list[Any]] | None:
@@ -116,36 +75,6 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
     return out or None
 
 
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """The DATA argument and the column-role options every command shares."""
-    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
-                        "logs (a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
-    parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
-    parser.add_argument("--model", default="model", help="model column (default: model)")
-    parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
-    parser.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
-    parser.add_argument("--successes", default=None, help="k-of-n successes column (with --trials)")
-    parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
-    parser.add_argument("--missing", default="raise", choices=MISSING_POLICIES,
-                        help="rows with missing values: raise an error (default) or drop them with a warning")
-    parser.add_argument("--encoding", default=None,
-                        help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
-    parser.add_argument("--sep", default=None,
-                        help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
-    parser.add_argument("--score", default=None,
-                        help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
-                             "OpenAI evals event field to use")
-    add_output_arguments(parser)
-
-
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--json`` and ``--all``, the options of how a command prints its tables."""
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--all", dest="all_rows", action="store_true",
-                        help=f"print every row of long tables (default: the first {MAX_ROWS} and a count "
-                             "of the rest)")
-
-
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file."""
@@ -166,11 +95,6 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
                          missing=getattr(args, "missing", "raise"))
     except DataError as exc:
         raise DataError(f"{args.data}: {exc}") from exc
-
-
-def split_list(value: str | None) -> list[str]:
-    """``"a,b"`` -> ``["a", "b"]``; None -> ``[]``."""
-    return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
 def _non_finite(value: float) -> str:

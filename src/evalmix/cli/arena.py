@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..arena import bradley_terry
-from ._common import conf_level, dump_json, emit, positive_int, records
+from ._args import conf_level, positive_int
 
 
 def run_arena(args: argparse.Namespace) -> int:
+    from ..arena import bradley_terry
+    from ._common import dump_json, emit, records
+
     if args.ci != "bootstrap" and args.n_boot is not None:
         raise SystemExit("--n-boot is used with --ci bootstrap only")
     fit = bradley_terry(args.data, model_a=args.model_a, model_b=args.model_b, winner=args.winner,

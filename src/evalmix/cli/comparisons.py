@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..calibration import calibrate
-from ..comparisons import compare_pair
-from ._common import (WHERE_HELP, add_data_arguments, add_output_arguments, conf_level, emit, load_data,
-                      n_jobs, parse_where, positive_int, seed, split_list)
+from ._args import WHERE_HELP, add_data_arguments, add_output_arguments, conf_level, n_jobs, positive_int, seed, split_list
 
 PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from ..comparisons import compare_pair
+    from ._common import emit, load_data, parse_where
+
     data = load_data(args)
     options = {"seed": args.seed} if args.method in ("bootstrap", "permutation") else {}
     result = compare_pair(data, args.a, args.b, method=args.method, where=parse_where(args.where, data, "compare"),
@@ -23,6 +23,9 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from ..calibration import calibrate
+    from ._common import emit
+
     methods = split_list(args.methods) or None
     result = calibrate(args.scenario, methods, n_sims=args.n_sims, seed=args.seed, n_jobs=args.jobs,
                        progress=not args.json)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..descriptive import CI_METHODS, accuracy
-from ._common import add_data_arguments, conf_level, emit, load_data, split_list
+from ._args import OwnedChoices, add_choice_argument, add_data_arguments, conf_level, split_list
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..descriptive import accuracy
+    from ._common import emit, load_data
+
     data = load_data(args)
     by = split_list(args.by)
     if not by:
@@ -25,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("--by", default=None,
                    help="comma-separated grouping columns (default: model and every slice column)")
-    p.add_argument("--ci", default="wilson", choices=CI_METHODS, help="interval method (default: wilson)")
+    add_choice_argument(p, "--ci", default="wilson", choices=OwnedChoices("evalmix.descriptive", "CI_METHODS"),
+                        help="interval method (default: wilson)")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval coverage (default: 0.95)")
     p.set_defaults(handler=run)

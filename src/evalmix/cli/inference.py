@@ -18,17 +18,13 @@ import dataclasses
 import difflib
 import sys
 import textwrap
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-import numpy as np
-import pandas as pd
-
-from ..multiplicity import ADJUST_METHODS
-from ..emmeans import contrast, emmeans
 from ..errors import FormulaError
-from ..glmm import VCOV_METHODS
-from ..selection import anova, compare_models
-from ._common import WIDTH, add_data_arguments, conf_level, dump_json, load_data, print_table, records, result_doc
+from ._args import WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
 
@@ -41,6 +37,8 @@ def _fitter() -> Callable[..., Any]:
 
 
 def _print_table(args: argparse.Namespace, title: str, table: pd.DataFrame, out: TextIO) -> None:
+    from ._common import print_table
+
     print_table(args, table, out, title=title)
 
 
@@ -49,6 +47,8 @@ def _wrapped(text: str, out: TextIO, indent: str = "") -> None:
 
 
 def _fit_summary(fit: Any) -> dict[str, Any]:
+    from ._common import records
+
     return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
             "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
@@ -89,13 +89,13 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p.add_argument("--contrast", choices=["pairwise", "revpairwise", "trt.vs.ctrl"],
                    help="contrasts among the marginal means")
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
-    p.add_argument("--adjust", choices=list(ADJUST_METHODS), default="holm",
-                   help="multiplicity adjustment within each --by group (default: holm)")
+    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.multiplicity", "ADJUST_METHODS"), default="holm",
+                        help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
-    p.add_argument("--vcov", choices=list(VCOV_METHODS), default="hessian",
-                   help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
-                        "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
+    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.glmm", "VCOV_METHODS"), default="hessian",
+                        help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
+                             "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",
                    help="binomial link (R: family = binomial(link = ...); default logit)")
     p.add_argument("--nagq", type=_nagq, default=1, metavar="N",
@@ -177,6 +177,10 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
+    from ..emmeans import contrast, emmeans
+    from ..selection import anova
+    from ._common import dump_json, load_data, result_doc
+
     out = out or sys.stdout
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
@@ -243,6 +247,12 @@ def add_select_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix select`` from parsed arguments; returns the exit code."""
+    import numpy as np
+    import pandas as pd
+
+    from ..selection import compare_models
+    from ._common import dump_json, load_data, result_doc
+
     out = out or sys.stdout
     if len(args.formula) < 2:
         raise SystemExit("evalmix select: give at least two --formula")

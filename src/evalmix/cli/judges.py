@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from ..data import MISSING_POLICIES, load_table
 from ..errors import DataError
-from ..io.detect import detect_format, is_log_source
-from ..io.inspect_logs import read_inspect
-from ..io.mt_bench import is_mt_bench_judgment, read_mt_bench
-from ..judges import judge_agreement, judge_study, plan_judges
-from ..ppi import METHODS, ppi_difference, ppi_mean
-from ._common import add_output_arguments, conf_level, dump_json, emit, positive_int, print_table, records, split_list
+from ._args import MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, conf_level, positive_int, split_list
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The methods of evalmix.ppi, read from it when ``--help`` or a run needs them.
+PPI_METHODS = OwnedChoices("evalmix.ppi", "METHODS")
 
 
 def _is_mt_bench(path: str) -> bool:
+    from ..io.mt_bench import is_mt_bench_judgment
+
     p = Path(path)
     if p.is_dir():
         return any(is_mt_bench_judgment(f) for f in p.rglob("*.jsonl"))
@@ -27,6 +27,13 @@ def _is_mt_bench(path: str) -> bool:
 
 
 def _load(args: argparse.Namespace) -> pd.DataFrame:
+    import pandas as pd
+
+    from ..data import load_table
+    from ..io.detect import detect_format, is_log_source
+    from ..io.inspect_logs import read_inspect
+    from ..io.mt_bench import read_mt_bench
+
     if _is_mt_bench(args.data):
         df = read_mt_bench(args.data, kind="single", threshold=args.threshold)
         if args.outcome is None:
@@ -50,6 +57,9 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
 
 
 def run_judges(args: argparse.Namespace) -> int:
+    from ..judges import judge_agreement, judge_study, plan_judges
+    from ._common import dump_json, emit, print_table, records
+
     data = _load(args)
     run = None if args.run and args.run.lower() == "none" else args.run
     cols = {"judge": args.judge, "outcome": args.outcome, "model": args.model, "item": args.item, "run": run}
@@ -98,9 +108,13 @@ def run_judges(args: argparse.Namespace) -> int:
 
 def run_ppi(args: argparse.Namespace) -> int:
     methods = split_list(args.method) or ["ppi++"]
-    bad = [m for m in methods if m not in METHODS]
+    bad = [m for m in methods if m not in PPI_METHODS]
     if bad:
-        raise SystemExit(f"--method: unknown method(s) {bad}; choose from {', '.join(METHODS)}")
+        raise SystemExit(f"--method: unknown method(s) {bad}; choose from {', '.join(PPI_METHODS)}")
+    from ..data import load_table
+    from ..ppi import ppi_difference, ppi_mean
+    from ._common import emit
+
     by = split_list(args.by)
     common: dict[str, Any] = {"judge": args.judge, "human": args.human, "item": args.item, "run": args.run,
                               "method": methods, "conf_level": args.conf_level, "missing": args.missing}
@@ -170,10 +184,11 @@ def add_ppi(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", default=None, help="run column (default: run if present)")
     p.add_argument("--a", default=None, help="difference: this level of --by ...")
     p.add_argument("--b", default=None, help="... minus this one")
-    p.add_argument("--method", default="ppi++",
-                   help=f"comma-separated methods among {', '.join(METHODS)} (default: ppi++)")
+    method = p.add_argument("--method", default="ppi++",
+                            help="comma-separated methods among %(methods)s (default: ppi++)")
+    method.methods = PPI_METHODS  # argparse fills %(methods)s from the action, at --help
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--missing", default="raise", choices=MISSING_POLICIES)
+    add_choice_argument(p, "--missing", default="raise", choices=MISSING_CHOICES)
     p.add_argument("--encoding", default=None, help="text encoding of a CSV/JSON file (default: UTF-8)")
     p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
     add_output_arguments(p)

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ..descriptive import accuracy
 from ..errors import DataError, DataWarning
-from ..io import read_inspect, read_lm_eval
-from ..leaderboard import rank_sets, rank_sets_glmm
-from ..status import scored_rows, status_column
-from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, seed, split_list
+from ._args import add_data_arguments, conf_level, positive_int, seed, split_list
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _load(args: argparse.Namespace) -> pd.DataFrame:
+    from ..io import read_inspect, read_lm_eval
+    from ._common import load_data
+
     if args.logs == "inspect":
         return read_inspect(args.data, scorer=args.scorer, errors="keep")
     if args.logs == "lm-eval":
@@ -27,6 +28,11 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
+    from ..descriptive import accuracy
+    from ..leaderboard import rank_sets, rank_sets_glmm
+    from ..status import scored_rows, status_column
+    from ._common import emit
+
     data = _load(args)
     by = split_list(args.by)
     if status_column(data) is None:

@@ -6,10 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .. import repetitions
-from ..ranking import rank_instability
-from ..reliability import KOO_LI_BANDS, flip_rate, icc
-from ._common import add_data_arguments, conf_level, emit, load_data, positive_int, split_list
+from ._args import add_data_arguments, conf_level, positive_int, split_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,6 +21,8 @@ def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
 
 
 def _bands(text: str | None) -> tuple[float, ...]:
+    from ..reliability import KOO_LI_BANDS
+
     try:
         return tuple(float(v) for v in split_list(text)) if text else KOO_LI_BANDS
     except ValueError:
@@ -31,6 +30,9 @@ def _bands(text: str | None) -> tuple[float, ...]:
 
 
 def run_reliability(args: argparse.Namespace) -> int:
+    from ..reliability import flip_rate, icc
+    from ._common import emit, load_data
+
     data = load_data(args)
     by = _default_by(data, args.by)
     flips = flip_rate(data, by).to_frame()
@@ -43,6 +45,9 @@ def run_reliability(args: argparse.Namespace) -> int:
 
 
 def run_ranks(args: argparse.Namespace) -> int:
+    from ..ranking import rank_instability
+    from ._common import emit, load_data
+
     data = load_data(args)
     slices = split_list(args.slice_by) or None
     result = rank_instability(data, slices, runs_per_leaderboard=[int(r) for r in split_list(args.runs)] or 1,
@@ -57,6 +62,9 @@ def run_ranks(args: argparse.Namespace) -> int:
 
 
 def run_se_runs(args: argparse.Namespace) -> int:
+    from .. import repetitions
+    from ._common import emit, load_data
+
     data = load_data(args)
     by = _default_by(data, args.by)
     result = repetitions.se_vs_runs(data, by, max_runs=args.max_runs, curves=args.curves)
@@ -65,6 +73,9 @@ def run_se_runs(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    from .. import repetitions
+    from ._common import emit, load_data
+
     data = load_data(args)
     by = _default_by(data, args.by)
     comps = repetitions.variance_components(data, by)

@@ -6,19 +6,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DataError
-from ..io import read_inspect, read_lm_eval
-from ..reporting import report
-from ._common import add_data_arguments, conf_level, dump_json, load_data, positive_int, records, seed
+from ._args import add_data_arguments, conf_level, positive_int, seed
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["add_parser", "run"]
 
 
 def _read(args: argparse.Namespace) -> pd.DataFrame:
+    from ..io import read_inspect, read_lm_eval
+    from ._common import load_data
+
     path = Path(args.data)
     logs = args.logs
     if logs == "auto":
@@ -44,6 +46,9 @@ def _plain(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import matplotlib
+
+    from ..reporting import report
+    from ._common import dump_json, records
 
     matplotlib.use("Agg")  # files only: never open a window
     data = _read(args)

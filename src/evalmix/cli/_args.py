@@ -1,0 +1,167 @@
+"""The light half of what the subcommands share: argument types, the DATA and output options, and
+choice lists read from the modules that own them only when they are needed.
+
+Nothing here imports pandas, NumPy or SciPy at import time, so that building a command's parser
+(and so ``evalmix CMD --help`` or an unknown option) answers before they load; the printing and
+loading helpers are in :mod:`evalmix.cli._common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+from ..errors import ArgumentError
+
+__all__ = ["MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
+           "add_output_arguments", "conf_level", "n_jobs", "positive_int", "seed", "split_list"]
+
+#: Widest line of a printed table (wider tables are split into blocks of columns).
+WIDTH = 100
+#: Rows printed before a table is cut with a count of the rest (``--all`` prints every row).
+MAX_ROWS = 20
+
+
+class OwnedChoices(Collection[str]):
+    """The allowed values of an option, read from the constant ``name`` of ``module`` (the module
+    that owns the list) the first time argparse checks a value or prints the help.
+
+    Examples
+    --------
+    >>> policies = OwnedChoices("evalmix.arguments", "MISSING_POLICIES")
+    >>> "drop" in policies, str(policies)
+    (True, 'raise, drop')
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self._values: tuple[str, ...] | None = None
+
+    def _load(self) -> tuple[str, ...]:
+        if self._values is None:
+            self._values = tuple(getattr(importlib.import_module(self.module), self.name))
+        return self._values
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __repr__(self) -> str:
+        return f"OwnedChoices({self.module}.{self.name})"
+
+    def __str__(self) -> str:  # as a help text names them: "a, b, c"
+        return ", ".join(self._load())
+
+
+def add_choice_argument(parser: argparse.ArgumentParser, *flags: str, choices: OwnedChoices,
+                        **kwargs: Any) -> argparse.Action:
+    """``parser.add_argument(*flags, choices=choices, **kwargs)`` without reading ``choices`` now.
+
+    argparse formats an option's usage when it is added (to check its metavar), which would read
+    the list and import its heavy module; a placeholder metavar passes that check and is then
+    cleared, so ``--help`` and the usage still show ``{a,b,c}`` from the owner.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.arguments", "MISSING_POLICIES"))
+    >>> p.parse_args(["--missing", "drop"]).missing
+    'drop'
+    """
+    action = parser.add_argument(*flags, choices=choices, metavar="VALUE", **kwargs)
+    action.metavar = None
+    return action
+
+
+def _parsed(text: str, convert: Callable[[str], Any], check: Callable[[Any, str], Any], what: str,
+            own: bool = False) -> Any:
+    """``text`` converted, then checked by the :mod:`evalmix.arguments` validator of the same
+    argument in the library, so that the command line and the functions accept the same values."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    try:
+        return check(value, "value")
+    except ArgumentError as exc:  # argparse names the option: "argument --seed: must be ..."
+        message = f"must be {what}, got {text}" if own else str(exc).removeprefix("value ")
+        raise argparse.ArgumentTypeError(message) from None
+
+
+# the validators live in evalmix.arguments, which imports NumPy: loaded when a value is parsed,
+# not when the parser is built
+def conf_level(text: str) -> float:
+    """argparse type of ``--conf-level``: a number strictly between 0 and 1."""
+    from ..arguments import check_level
+
+    return float(_parsed(text, float, check_level, "a number strictly between 0 and 1 (e.g. 0.95)"))
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts (runs, simulations): a whole number >= 1."""
+    from ..arguments import check_count
+
+    return int(_parsed(text, int, check_count, "a whole number >= 1"))
+
+
+def seed(text: str) -> int:
+    """argparse type of ``--seed``: a whole number >= 0."""
+    from ..arguments import check_seed
+
+    return int(_parsed(text, int, check_seed, "a whole number >= 0", own=True))
+
+
+def n_jobs(text: str) -> int:
+    """argparse type of ``--jobs``: a nonzero whole number (-1: every core)."""
+    from ..arguments import check_n_jobs
+
+    return int(_parsed(text, int, check_n_jobs, "a nonzero whole number (-1: every core)", own=True))
+
+
+WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (rows must match each "
+              "column) or on one column with several values (rows matching any of them)")
+
+#: ``--missing``'s values, owned by evalmix.arguments.
+MISSING_CHOICES = OwnedChoices("evalmix.arguments", "MISSING_POLICIES")
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The DATA argument and the column-role options every command shares."""
+    parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
+                        "logs (a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
+    parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
+    parser.add_argument("--model", default="model", help="model column (default: model)")
+    parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
+    parser.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
+    parser.add_argument("--successes", default=None, help="k-of-n successes column (with --trials)")
+    parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
+    add_choice_argument(parser, "--missing", default="raise", choices=MISSING_CHOICES,
+                        help="rows with missing values: raise an error (default) or drop them with a warning")
+    parser.add_argument("--encoding", default=None,
+                        help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
+    parser.add_argument("--sep", default=None,
+                        help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
+    parser.add_argument("--score", default=None,
+                        help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
+                             "OpenAI evals event field to use")
+    add_output_arguments(parser)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--all``, the options of how a command prints its tables."""
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--all", dest="all_rows", action="store_true",
+                        help=f"print every row of long tables (default: the first {MAX_ROWS} and a count "
+                             "of the rest)")
+
+
+def split_list(value: str | None) -> list[str]:
+    """``"a,b"`` -> ``["a", "b"]``; None -> ``[]``."""
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
