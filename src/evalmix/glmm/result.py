@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import tables
 from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..arguments import check_arguments
 from ..errors import DataError, FormulaError
@@ -227,14 +228,7 @@ class GlmerResult(Result):
     def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
         """The Wald table (:meth:`coef_table`) under its heading, as ``print(fit)`` and
         ``evalmix fit`` show it after the lme4 block (long tables cut to ``max_rows``)."""
-        tab = self.coef_table()
-        if max_rows is not None and len(tab) > max_rows:
-            half = max_rows // 2
-            lines = pd.concat([tab.head(half), tab.tail(half)]).to_string(index=False).split("\n")
-            lines.insert(1 + half, f"... ({len(tab) - 2 * half} more rows; coef_table() has them all)")
-            text = "\n".join(lines)
-        else:
-            text = tab.to_string(index=False)
+        text = tables.to_text(self.coef_table(), max_rows=max_rows, more="; coef_table() has them all")
         return f"Fixed effects (Wald z; {self.scale}):\n{text}"
 
     def __repr__(self) -> str:

@@ -436,11 +436,11 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
     ...                + rng.normal(0, 0.8, len(d))).round()
     >>> fit = evalmix.lmer("rating ~ model + (1|item)", d)
     >>> fit.fixef.round(3).to_dict()
-    {'Intercept': 5.933, 'model[T.B]': 0.35}
+    {'(Intercept)': 5.933, 'modelB': 0.35}
     >>> fit.coef_table()[["term", "df"]].round(1)
              term    df
-    0   Intercept  41.5
-    1  model[T.B]  89.0
+    0  (Intercept)  41.5
+    1       modelB  89.0
     >>> evalmix.emmeans(fit, "model").to_frame().round(3)
       model  estimate    se      df  conf_low  conf_high
     0     A     5.933  0.18  41.507      5.57      6.296

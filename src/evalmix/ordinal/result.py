@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import tables
 from .._result import Result, Summary
 from ..arguments import check_arguments
 
@@ -198,7 +199,7 @@ class ClmmResult(Result):
     def __repr__(self) -> str:
         # ordinal's summary, then the table in evalmix's vocabulary (what to_frame returns)
         return (f"{self.ordinal_text()}\n\nCoefficients (Wald z; latent {self.link} scale):\n"
-                f"{self.coef_table().to_string(index=False)}")
+                f"{tables.to_text(self.coef_table())}")
 
     __str__ = __repr__
 
