@@ -39,13 +39,18 @@ HOSTILE = {"model-A": "$x$", "model-B": "<script>alert(1)</script>", "model-C": 
            "model-D": "a\n\nb %#_&~^\\{}", "model-E": "χ² Δ ≤ × café 😀"}
 
 
-def _pdflatex() -> str:
-    exe = shutil.which("pdflatex")
+def _tool(name: str, packages: str) -> str:
+    """The path of a command-line tool; skipped without it, except in CI, where it must be there."""
+    exe = shutil.which(name)
     if exe is None:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("pdflatex is missing: CI installs texlive-latex-recommended and texlive-latex-extra")
-        pytest.skip("pdflatex is not installed (apt-get install texlive-latex-recommended texlive-latex-extra)")
+            pytest.fail(f"{name} is missing: CI installs {packages}")
+        pytest.skip(f"{name} is not installed (apt-get install {packages})")
     return exe
+
+
+def _pdflatex() -> str:
+    return _tool("pdflatex", "texlive-latex-recommended texlive-latex-extra")
 
 
 def compile_tables(snippets: dict[str, str], folder: Path) -> None:
@@ -124,12 +129,7 @@ def test_readme_results_to_latex_compile(tmp_path):
 
 
 def _pdftotext() -> str:
-    exe = shutil.which("pdftotext")
-    if exe is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("pdftotext is missing: CI installs poppler-utils")
-        pytest.skip("pdftotext is not installed (apt-get install poppler-utils)")
-    return exe
+    return _tool("pdftotext", "poppler-utils")
 
 
 def _alnum(text: str) -> str:
