@@ -24,6 +24,7 @@ import contextlib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -31,7 +32,27 @@ import numpy as np
 from .arguments import check_arguments
 from ._slicing import rng_of
 
-__all__ = ["parallel_map", "record_warnings", "task_seeds"]
+__all__ = ["parallel_map", "record_warnings", "single_thread_blas", "task_seeds"]
+
+_CONTROLLER: list[Any] = []  # threadpoolctl's scan of the loaded libraries, done once
+
+
+def single_thread_blas() -> AbstractContextManager[Any]:
+    """BLAS limited to one thread, for the many small dense factorisations of a model fit: they run
+    far faster so, and a threaded BLAS on a busy machine spins for hundreds of times the work.
+
+    Examples
+    --------
+    >>> with single_thread_blas():
+    ...     pass
+    """
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 T = TypeVar("T")
 R = TypeVar("R")

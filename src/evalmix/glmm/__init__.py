@@ -25,13 +25,14 @@ from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..formula import RandomTerm, term_lambdas
+from ..parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
                        saturated_deviance)
 from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
 from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize,
-                       optimize_joint, single_thread_blas)
+                       optimize_joint)
 from .result import FittedModel, GlmerResult
 from .prior import FixefPriorSpec, NormalPrior, PenalizedDeviance, parse_fixef_prior
 from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem

@@ -79,7 +79,7 @@ def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
 
 def _replicate(spec: dict, task: int, seq: np.random.SeedSequence) -> tuple[np.ndarray, bool]:
     """One parametric-bootstrap replicate: simulate, refit, return (beta, sds), separated."""
-    from .optimize import single_thread_blas
+    from ..parallel import single_thread_blas
 
     with single_thread_blas():
         return _simulate_and_refit(spec, np.random.default_rng(seq))

@@ -18,7 +18,6 @@ two Newton steps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,17 +112,6 @@ def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     except np.linalg.LinAlgError:
         P = np.linalg.pinv(M)
         return lambda g: P @ g
-
-
-def single_thread_blas() -> AbstractContextManager[Any]:
-    """Small dense products run faster single-threaded, and much faster on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 class ProfiledFit:

@@ -15,9 +15,7 @@ designs then cost O(q)).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import linalg, sparse
@@ -26,27 +24,10 @@ from scipy.sparse import linalg as splinalg
 
 from .design import LmmDesign
 
-__all__ = ["PlsState", "ProfiledDeviance", "single_thread_blas"]
+__all__ = ["PlsState", "ProfiledDeviance"]
 
 #: Largest q factored densely: beyond it a sparse LU is faster (measured on nested designs).
 DENSE_Q_MAX = 600
-
-
-_CONTROLLER: list[Any] = []  # threadpoolctl's scan of the loaded libraries, done once
-
-
-def single_thread_blas() -> AbstractContextManager[Any]:
-    """BLAS limited to one thread: the many small factorisations of a fit run far faster so,
-    and a threaded BLAS on a busy machine spins for hundreds of times the work."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-        import contextlib
-
-        return contextlib.nullcontext()
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)

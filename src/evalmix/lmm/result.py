@@ -17,7 +17,8 @@ from ..errors import ConvergenceWarning, SingularFitWarning
 from ..formula import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
-from .deviance import PlsState, ProfiledDeviance, single_thread_blas
+from ..parallel import single_thread_blas
+from .deviance import PlsState, ProfiledDeviance
 
 __all__ = ["LmerResult", "lmer"]
 
