@@ -198,7 +198,7 @@ def test_cli_judges_text_and_mt_bench_agreement(verdicts, capsys):
     (["judges", "{data}", "--se", "0.001", "--max-judges", "2"], "judge variance alone"),
     (["ppi", "{data}"], "human_score"),
     (["ppi", "{data}", "--a", "m1"], "both --a and --b"),
-    (["ppi", "{data}", "--method", "magic"], "unknown method"),
+    (["ppi", "{data}", "--method", "magic"], "unknown value"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(verdicts, capsys, argv, match):
     argv = [a.format(data=verdicts, mt=MT) for a in argv]

@@ -187,3 +187,31 @@ def test_one_model_table_reads_without_a_warning_and_a_fit_still_refuses_the_fac
     assert table["model"].nunique() == 1
     with pytest.raises(evalmix.FormulaError, match="single level"):
         evalmix.glmer("correct ~ language + (1|item)", table)
+
+
+BAD_CHOICES = [
+    ["describe", "x.csv", "--ci", "wilsn"],
+    ["fit", "x.csv", "--adjust", "holmes"],
+    ["fit", "x.csv", "--vcov", "sandwich"],
+    ["ppi", "x.csv", "--method", "ppi,magic"],
+    ["describe", "x.csv", "--missing", "skip"],
+]
+
+
+def test_a_wrong_choice_is_answered_before_the_numeric_code_loads():
+    """The lists of methods live in :mod:`evalmix.methods`, which imports nothing, so every wrong
+    ``--ci``/``--adjust``/``--vcov``/``--method`` ends with exit 2 while pandas is still unloaded."""
+    code = ("import contextlib, io, sys; from evalmix.cli import main\n"
+            f"for argv in {BAD_CHOICES!r}:\n"
+            "    err = io.StringIO()\n"
+            "    with contextlib.redirect_stderr(err):\n"
+            "        rc = main(argv)\n"
+            "    print(rc, err.getvalue().strip().splitlines()[-1])\n"
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out, _ = _run("-c", code)
+    assert out.returncode == 0, out.stderr
+    *lines, heavy = out.stdout.strip().splitlines() + ([""] if out.stdout.endswith("\n\n") else [])
+    assert heavy == "", f"a wrong choice loaded {heavy}"
+    for argv, line in zip(BAD_CHOICES, lines, strict=True):
+        assert line.startswith(f"2 evalmix {argv[0]}: error: argument {argv[2]}"), line
+        assert repr(argv[3].split(",")[-1]) in line, line

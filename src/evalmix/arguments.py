@@ -17,14 +17,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError
+from .methods import MISSING_POLICIES
 
 __all__ = ["MISSING_POLICIES", "check_arguments", "check_choice", "check_count", "check_counts", "check_level",
            "check_n_jobs", "check_number", "check_probability", "check_seed"]
 
 _C = TypeVar("_C")
 
-#: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
-MISSING_POLICIES = ("raise", "drop")
 _MAX_SHOWN = 60
 
 

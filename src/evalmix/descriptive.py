@@ -20,11 +20,11 @@ from .arguments import check_arguments
 from ._result import Result
 from .data import RunsData, ensure_runs, load_table, require_columns, schema_of, show_rows
 from .errors import DataError, DataWarning
+from .methods import CI_METHODS
 from .status import OK, is_scored, scored_rows, status_column
 
 __all__ = ["CI_METHODS", "ErroredAccuracy", "accuracy", "accuracy_bounds", "binom_ci"]
 
-CI_METHODS = ("wilson", "wilson_cc", "clopper_pearson", "jeffreys", "agresti_coull", "wald", "cluster")
 
 
 def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -35,15 +35,13 @@ from numpy.typing import ArrayLike
 from scipy import optimize, special, stats
 from scipy.stats import qmc
 
+from .methods import ADJUST_METHODS, P_ADJUST_METHODS
+
 __all__ = [
     "ADJUST_METHODS", "P_ADJUST_METHODS", "adjust_family", "adjust_pvalues", "mvn_box_probability",
     "mvn_box_quantile", "normalise_method", "pdunnx", "ptukey_upper", "qdunnx", "qtukey",
 ]
 
-#: Adjustments of a plain vector of p-values (R's ``p.adjust`` methods, plus Sidak).
-P_ADJUST_METHODS = ("holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none")
-#: Every adjustment of a family of contrasts (:func:`adjust_family`, :func:`evalmix.contrast`).
-ADJUST_METHODS = P_ADJUST_METHODS + ("tukey", "dunnettx", "mvt")
 
 _ALIASES = {
     "fdr": "BH", "fdr_bh": "BH", "benjamini-hochberg": "BH", "fdr_by": "BY",

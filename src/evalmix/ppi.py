@@ -37,7 +37,7 @@ import math
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -48,13 +48,14 @@ from ._random import as_generator
 from ._result import Result, contrast_label
 from .data import RunsData, ensure_runs, load_table, require_columns, show_rows
 from .errors import DataError, DataWarning
+from .methods import PPI_METHODS, PpiMethod
 
 __all__ = ["METHODS", "PPICoverage", "PPIEstimates", "ppi_coverage_study", "ppi_difference", "ppi_mean",
            "simulate_judged"]
 
-Method = Literal["ppi++", "ppi", "classical", "judge_only"]
+Method = PpiMethod
 #: The estimators: prediction-powered with tuned and with unit ``lambda``, human labels only, judge only.
-METHODS: tuple[Method, ...] = ("ppi++", "ppi", "classical", "judge_only")
+METHODS = PPI_METHODS
 _MIN_ITEMS = 2
 _Frame = TypeVar("_Frame", pd.Series, pd.DataFrame)
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ArgumentError
 
 __all__ = ["MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
-           "add_output_arguments", "conf_level", "n_jobs", "positive_int", "seed", "split_list"]
+           "add_output_arguments", "choice_list", "conf_level", "n_jobs", "positive_int", "seed", "split_list"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
 WIDTH = 100
@@ -30,7 +30,7 @@ class OwnedChoices(Collection[str]):
 
     Examples
     --------
-    >>> policies = OwnedChoices("evalmix.arguments", "MISSING_POLICIES")
+    >>> policies = OwnedChoices("evalmix.methods", "MISSING_POLICIES")
     >>> "drop" in policies, str(policies)
     (True, 'raise, drop')
     """
@@ -71,7 +71,7 @@ def add_choice_argument(parser: argparse.ArgumentParser, *flags: str, choices: O
     Examples
     --------
     >>> p = argparse.ArgumentParser()
-    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.arguments", "MISSING_POLICIES"))
+    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.methods", "MISSING_POLICIES"))
     >>> p.parse_args(["--missing", "drop"]).missing
     'drop'
     """
@@ -129,7 +129,7 @@ WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (
               "column) or on one column with several values (rows matching any of them)")
 
 #: ``--missing``'s values, owned by evalmix.arguments.
-MISSING_CHOICES = OwnedChoices("evalmix.arguments", "MISSING_POLICIES")
+MISSING_CHOICES = OwnedChoices("evalmix.methods", "MISSING_POLICIES")
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,3 +165,29 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 def split_list(value: str | None) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; None -> ``[]``."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def choice_list(choices: OwnedChoices) -> Callable[[str], list[str]]:
+    """An argparse type for a comma-separated list of values among ``choices``, checked while the
+    arguments are parsed (so a wrong value is answered before the numeric code loads).
+
+    Examples
+    --------
+    >>> methods = choice_list(OwnedChoices("evalmix.methods", "MISSING_POLICIES"))
+    >>> methods("drop, raise")
+    ['drop', 'raise']
+    >>> methods("dorp")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: unknown value 'dorp' (choose from raise, drop)
+    """
+    def parse(text: str) -> list[str]:
+        values = split_list(text)
+        if not values:
+            raise argparse.ArgumentTypeError("expected at least one value")
+        bad = [v for v in values if v not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown value{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))} (choose from {choices})")
+        return values
+    return parse

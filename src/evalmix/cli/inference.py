@@ -89,11 +89,11 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p.add_argument("--contrast", choices=["pairwise", "revpairwise", "trt.vs.ctrl"],
                    help="contrasts among the marginal means")
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
-    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.multiplicity", "ADJUST_METHODS"), default="holm",
+    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.methods", "ADJUST_METHODS"), default="holm",
                         help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
-    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.glmm", "VCOV_METHODS"), default="hessian",
+    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.methods", "VCOV_METHODS"), default="hessian",
                         help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
                              "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DataError
-from ._args import MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, conf_level, positive_int, split_list
+from ._args import (MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, choice_list, conf_level,
+                    positive_int, split_list)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: The methods of evalmix.ppi, read from it when ``--help`` or a run needs them.
-PPI_METHODS = OwnedChoices("evalmix.ppi", "METHODS")
+PPI_METHODS = OwnedChoices("evalmix.methods", "PPI_METHODS")
 
 
 def _is_mt_bench(path: str) -> bool:
@@ -107,10 +108,7 @@ def run_judges(args: argparse.Namespace) -> int:
 
 
 def run_ppi(args: argparse.Namespace) -> int:
-    methods = split_list(args.method) or ["ppi++"]
-    bad = [m for m in methods if m not in PPI_METHODS]
-    if bad:
-        raise SystemExit(f"--method: unknown method(s) {bad}; choose from {', '.join(PPI_METHODS)}")
+    methods = args.method
     from ..data import load_table
     from ..ppi import ppi_difference, ppi_mean
     from ._common import emit
@@ -184,7 +182,7 @@ def add_ppi(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", default=None, help="run column (default: run if present)")
     p.add_argument("--a", default=None, help="difference: this level of --by ...")
     p.add_argument("--b", default=None, help="... minus this one")
-    method = p.add_argument("--method", default="ppi++",
+    method = p.add_argument("--method", default=["ppi++"], type=choice_list(PPI_METHODS),
                             help="comma-separated methods among %(methods)s (default: ppi++)")
     method.methods = PPI_METHODS  # argparse fills %(methods)s from the action, at --help
     p.add_argument("--conf-level", type=conf_level, default=0.95)

@@ -25,6 +25,7 @@ from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..formula import RandomTerm, term_lambdas
+from ..methods import VCOV_METHODS
 from ..parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
@@ -41,7 +42,6 @@ __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "Lap
            "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
            "drop_rank_deficient", "glmer", "make_solver", "optimize"]
 
-VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 
 
 def drop_rank_deficient(design: GlmmDesign, rank_tol: float = DEFAULT_CONTROL.rank_tol

@@ -1,0 +1,32 @@
+"""The names of the methods that evalmix's functions accept, in a module that imports nothing.
+
+The functions that implement the methods import their lists from here, and the command line reads
+them from here too, so that a wrong ``--ci``, ``--adjust`` or ``--vcov`` is answered before NumPy,
+pandas or SciPy load.
+
+Examples
+--------
+>>> from evalmix.methods import CI_METHODS
+>>> CI_METHODS[0]
+'wilson'
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["ADJUST_METHODS", "CI_METHODS", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
+
+#: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
+MISSING_POLICIES = ("raise", "drop")
+#: Intervals for an accuracy (:func:`evalmix.descriptive.binom_ci`, :func:`evalmix.accuracy`).
+CI_METHODS = ("wilson", "wilson_cc", "clopper_pearson", "jeffreys", "agresti_coull", "wald", "cluster")
+#: Adjustments of a plain vector of p-values (R's ``p.adjust`` methods, plus Sidak).
+P_ADJUST_METHODS = ("holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none")
+#: Every adjustment of a family of contrasts (:func:`evalmix.multiplicity.adjust_family`, :func:`evalmix.contrast`).
+ADJUST_METHODS = P_ADJUST_METHODS + ("tukey", "dunnettx", "mvt")
+#: Covariance of the fixed effects of a GLMM fit (:func:`evalmix.glmer`'s ``vcov_method``).
+VCOV_METHODS = ("hessian", "hessian_exact", "rx")
+#: Estimators of :func:`evalmix.ppi_mean` and :func:`evalmix.ppi_difference`.
+PpiMethod = Literal["ppi++", "ppi", "classical", "judge_only"]
+PPI_METHODS: tuple[PpiMethod, ...] = ("ppi++", "ppi", "classical", "judge_only")
