@@ -580,7 +580,7 @@ def drop_rank_deficient(design: GlmmDesign, rank_tol: float = 1e-7) -> tuple[Glm
     >>> runs = glmm_runs(2, 20, 2, seed=1).assign(copy=lambda d: d["model"])
     >>> design, dropped = drop_rank_deficient(build_design("correct ~ model + copy + (1|item)", runs))
     >>> dropped, design.fixed.columns
-    (['copyB'], ['(Intercept)', 'modelB'])
+    (['copyM2'], ['(Intercept)', 'modelM2'])
     """
     Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
     keep = independent_columns(Xu, rank_tol)

@@ -28,6 +28,7 @@ from .parse import NAME, closing_paren, expression_names, formula_functions, spl
 
 if TYPE_CHECKING:
     from formulaic import ModelSpec
+    from numpy.typing import ArrayLike
 
 __all__ = ["CONTRASTS", "LevelSpec", "R_FUNCTIONS", "alias_calls", "apply_contrasts", "as_r_factor",
            "contrast_kind", "factor_columns", "fixed_variables", "formula_factor_parts", "formula_factors",
@@ -238,7 +239,7 @@ def formulaic_message(exc: Exception) -> str:
     return msg
 
 
-def contrast_kind(value: Any, where: str) -> Any:
+def contrast_kind(value: str | ArrayLike, where: str) -> str | np.ndarray:
     """Normalise a contrasts value: a name in :data:`CONTRASTS` or a 2-d float array."""
     if isinstance(value, str):
         key = value.strip().strip("'\"")
