@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalmix import glmer  # noqa: E402
+from evalmix.model import make_formula  # noqa: E402
 
 
 def rasch(models: int, items: int, seed: int = 1) -> tuple[pd.DataFrame, str]:
@@ -73,8 +74,11 @@ def slope(subjects: int, items: int, seed: int = 1, uncorrelated: bool = False) 
     eta += rng.normal(0, 1.0, items)[i]
     df = pd.DataFrame({"subject": [f"s{j:04d}" for j in s], "item": [f"i{j:03d}" for j in i],
                        "x": levels[x], "correct": (rng.random(eta.size) < 1 / (1 + np.exp(-eta))).astype(int)})
-    bar = "||" if uncorrelated else "|"
-    return df, f"correct ~ x + (1|item) + (1 + x{bar}subject)"
+    base = make_formula("correct", "x", ["item"])
+    # (1 + x || subject) is lme4's (1 | subject) + (0 + x | subject)
+    f = base.with_random("subject").with_random("subject", "0 + x") if uncorrelated \
+        else base.with_random("subject", "1 + x")
+    return df, f.text
 
 
 def main() -> None:

@@ -33,11 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalmix import glmer  # noqa: E402
+from evalmix.model import make_formula  # noqa: E402
 
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
 FORMULAS = ["model * language * prompt", "model * language + prompt", "model + language * prompt",
             "model + language + prompt", "model + language"]
-RANDOM = " + (1|problem_id) + (1|problem_id:run)"
+RANDOM = ["problem_id", "problem_id:run"]  # random intercepts
 
 
 def lme4_logliks() -> dict[str, float]:
@@ -60,7 +61,7 @@ def five(with_mixedlm: bool = True) -> None:
     if not with_mixedlm:
         mixedlm = None
     for f in FORMULAS:
-        formula = "correct ~ " + f + RANDOM
+        formula = make_formula("correct", f, RANDOM).text
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -15,9 +15,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import evalmix  # noqa: E402
+from evalmix.model import make_formula  # noqa: E402
 from bench_reliability import timed  # noqa: E402  (same timing helper; this folder is on the path)
 
-RANDOM = " + (1|problem_id) + (1|problem_id:run)"
+RANDOM = ["problem_id", "problem_id:run"]  # random intercepts
 
 
 def main() -> None:
@@ -26,8 +27,8 @@ def main() -> None:
         root.parent / "shared" / "data" / "ai4math" / "ai4math_runs.csv"
     data = pd.read_csv(path)
     warnings.simplefilter("ignore")
-    full = evalmix.glmer(f"correct ~ model * language * prompt{RANDOM}", data)
-    small = evalmix.glmer(f"correct ~ model + language{RANDOM}", data)
+    full = evalmix.glmer(make_formula("correct", "model * language * prompt", RANDOM).text, data)
+    small = evalmix.glmer(make_formula("correct", "model + language", RANDOM).text, data)
     emm_slices = evalmix.emmeans(full, "model", by=["language", "prompt"])
     emm_model = evalmix.emmeans(full, "model")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 import evalmix
+from evalmix.model import make_formula
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
@@ -43,7 +44,7 @@ def main() -> None:
     cases = []
     if AI4MATH.exists():
         d = pd.read_csv(AI4MATH)
-        cases += [(f, f"correct ~ {f} + (1 | problem_id) + (1 | problem_id:run)", d) for f in FIVE]
+        cases += [(f, make_formula("correct", f, ["problem_id", "problem_id:run"]).text, d) for f in FIVE]
     bench = pd.read_csv(ROOT / "tests" / "reference" / "fit_many_benchmarks.csv")
     for b in ["chem", "code", "math"]:
         cases.append((b, "correct ~ model + (1 | item) + (1 | item:run)",

@@ -27,7 +27,7 @@ PACKAGE = SRC / "evalmix"
 LAYERS: dict[str, int] = {
     # 0 foundation
     "evalmix.errors": 0, "evalmix._random": 0, "evalmix._result": 0, "evalmix.tables": 0,
-    "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.formula": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
+    "evalmix.data": 0, "evalmix._slicing": 0, "evalmix.model": 0, "evalmix.draws": 0, "evalmix.fitted": 0,
     "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
     "evalmix.parquet": 0, "evalmix.scan": 0,
     "evalmix.status": 0, "evalmix.links": 0, "evalmix.grid": 0, "evalmix.arguments": 0, "evalmix.methods": 0,
@@ -209,3 +209,126 @@ def test_engines_satisfy_the_fitted_model_protocol():
     assert isinstance(fit, FittedModel)
     coefs = coefficients(fit)
     assert coefs.names == tuple(fit.fixef.index) and not coefs.is_posterior
+
+
+# --- the model floor: evalmix.model alone reads and writes formulas; engines stand side by side ---
+
+ENGINES = ("evalmix.glmm", "evalmix.lmm", "evalmix.ordinal", "evalmix.bayes")
+#: (importing module, engine imported) -> why the edge is needed
+ENGINE_EDGES = {
+    ("evalmix.bayes.model", "evalmix.glmm"): "the maximum-likelihood fit chooses the Bayesian "
+                                             "parameterisation of each random term (bayes.model._ml_fit)",
+}
+
+
+def _engine(name: str) -> str | None:
+    return next((e for e in ENGINES if name == e or name.startswith(e + ".")), None)
+
+
+def _in_model(name: str) -> bool:
+    return name == "evalmix.model" or name.startswith("evalmix.model.")
+
+
+def test_no_engine_imports_another_engine():
+    bad = []
+    for name in MODULES:
+        own = _engine(name)
+        if own is None:
+            continue
+        for target, _ in _imports(name):
+            other = _engine(target)
+            if other is not None and other != own and (name, other) not in ENGINE_EDGES:
+                bad.append(f"{name} imports {target}")
+    assert not bad, "engines build on evalmix.model, never on each other:\n" + "\n".join(bad)
+
+
+def test_only_the_model_package_parses_formulas():
+    bad = []
+    for name, path in MODULES.items():
+        if _in_model(name):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                mods = [node.module or ""]
+            else:
+                mods = []
+            bad += [f"{name}:{node.lineno} imports {m}" for m in mods if m.split(".")[0] == "formulaic"]
+            # splitting formula text on '~' is parsing it
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
+                    and node.func.attr in ("split", "partition", "rpartition", "rsplit", "index", "find") \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "~":
+                bad.append(f"{name}:{node.lineno} splits formula text on '~'")
+    assert not bad, "formulas are read by evalmix.model (parse_formula, parse_specs):\n" + "\n".join(bad)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _formula_like(text: str) -> bool:
+    """Text reading as a formula or a random term once its interpolations are filled in."""
+    import re
+
+    text = text.replace("{}", "x")
+    return bool(re.search(r"\w\s*~|~\s*[\w(]|(?<![\w.])\([^()|]*\|\|?[^()|]*\)(?!\[)", text))
+
+
+def formula_assembly(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every formula built from pieces in ``source``: an f-string whose text
+    around an interpolation is a ``~`` or a bar, or ``+`` on a string that reads as a formula
+    (docstrings left out)."""
+    import re
+
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    edge_end = re.compile(r"(~|\|)\s*$|\(\s*1\s*\|\s*$")
+    edge_start = re.compile(r"^\s*(~|\|)")
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            text = "".join(p.value if isinstance(p, ast.Constant) else "{}" for p in parts)
+            if not _formula_like(text):
+                continue
+            for i, p in enumerate(parts):
+                if not isinstance(p, ast.FormattedValue):
+                    continue
+                before = parts[i - 1].value if i and isinstance(parts[i - 1], ast.Constant) else ""
+                after = parts[i + 1].value if i + 1 < len(parts) and isinstance(parts[i + 1], ast.Constant) \
+                    else ""
+                if edge_end.search(str(before)) or edge_start.search(str(after)):
+                    out.append((node.lineno, text))
+                    break
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str) and id(side) not in skip \
+                        and _formula_like(side.value):
+                    out.append((node.lineno, side.value))
+    return out
+
+
+def test_formula_assembly_is_detected():
+    # the patterns the check exists for, and what it leaves alone
+    assert formula_assembly('f = f"{lhs} ~ {rhs}"')
+    assert formula_assembly('rand = f" + (1|{item})"')
+    assert formula_assembly('f = "y ~ model + " + rest')
+    assert formula_assembly('msg = f"random term ({expr} | {group}) is refused"')
+    assert not formula_assembly('msg = f"{n} of {k} rows ({(~ok).sum()} bad)"')
+    assert not formula_assembly('fit = glmer("correct ~ model + (1|item)", runs)')
+    assert not formula_assembly('def f():\n    """Fit y ~ x + (1|g)."""\n')
+
+
+def test_no_module_outside_the_model_package_builds_formula_text():
+    bad = [f"{name}:{line}: {text}" for name, path in MODULES.items() if not _in_model(name)
+           for line, text in formula_assembly(path.read_text())]
+    assert not bad, ("build formulas with evalmix.model (make_formula, ParsedFormula.with_fixed, "
+                     "without_random, with_random, text), not from pieces of text:\n" + "\n".join(bad))

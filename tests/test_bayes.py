@@ -484,7 +484,7 @@ def test_chains_give_the_same_draws_whatever_runs_them() -> None:
 
     d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, seed=21)
     from evalmix.bayes.sampling import choose_sampler, likelihood_for
-    from evalmix.glmm.design import check_data
+    from evalmix.model import check_data
 
     name = choose_sampler("auto")
     recipe = partial(build_model, "correct ~ model + (1|item)", check_data("correct ~ model + (1|item)", d),

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalmix import glmer
-from evalmix.formula import RandomTerm
+from evalmix.model import RandomTerm
 from evalmix.glmm import GlmerControl
 from evalmix.glmm.crossed import CrossedGridSolver
-from evalmix.glmm.design import build_design
+from evalmix.model import build_design
 from evalmix.glmm.deviance import DenseSolver, LaplaceDeviance, SchurSolver, make_solver
 
 REF = Path(__file__).resolve().parent / "reference"

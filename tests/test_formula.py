@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from evalmix.errors import DataError, FormulaError
-from evalmix.formula import build_fixed, build_random_terms, parse_formula
+from evalmix.model import build_fixed, build_random_terms, parse_formula
 
 
 def frame() -> pd.DataFrame:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import evalmix
 from evalmix.errors import DataError, DataWarning, FitWarning, FormulaError
-from evalmix.formula import LevelSpec, build_fixed, parse_formula, r_deparse, r_factor, translate_terms
+from evalmix.model import LevelSpec, build_fixed, parse_formula, r_deparse, r_factor, translate_terms
 
 
 def data(seed: int = 5, n_items: int = 40) -> pd.DataFrame:

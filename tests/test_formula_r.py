@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import evalmix
 from evalmix.errors import DataError, DataWarning, FitWarning, FormulaError
-from evalmix.formula import build_fixed, fixed_variables, parse_formula, translate_fixed
+from evalmix.model import build_fixed, fixed_variables, parse_formula, translate_fixed
 
 
 def data(seed: int = 3, n_items: int = 40, per: int = 6) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import FormulaError
-from evalmix.formula import alias_calls, build_fixed, check_expression, formula_functions, r_context
+from evalmix.model import alias_calls, build_fixed, check_expression, formula_functions, r_context
 
 REF_DIR = Path(__file__).parent / "reference"
 

@@ -112,7 +112,7 @@ def test_contrasts_follow_the_level_order(cid, method):
 @pytest.mark.parametrize("ref", REF["ns_bases"], ids=lambda r: r["call"])
 def test_ns_basis_is_r_s(ref):
     """splines::ns fitted on the age column, evaluated inside and beyond the boundary knots."""
-    from evalmix.formula import build_fixed
+    from evalmix.model import build_fixed
 
     fd, _ = build_fixed(f"0 + {ref['call']}", pd.read_csv(REF_DIR / FILES["binary"]))
     got = fd.model_matrix(pd.DataFrame({"age": np.asarray(ref["at"], dtype=float)}))

@@ -324,7 +324,7 @@ def test_block_schur_solver_matches_the_dense_solver(formula):
 def test_exact_theta_gradient_matches_finite_differences():
     # the closed-form theta gradient of every solver against central differences of the deviance
     from evalmix.glmm import deviance
-    from evalmix.glmm.design import build_design
+    from evalmix.model import build_design
 
     small, square = _slope_design(20, 8), _slope_design(20, 20)
     for formula, df, kind in [

@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 
 from evalmix import glmer
-from evalmix.glmm.design import build_design
+from evalmix.model import build_design
 from evalmix.glmm.deviance import DenseSolver, LaplaceDeviance
 
 REF = Path(__file__).resolve().parent / "reference"

@@ -82,7 +82,7 @@ def test_ai4math_writes_every_output(ai4math_out):
         assert (ai4math_out / "tables" / f"{name}.tex").read_text().startswith("\\begin{table}")
         assert (ai4math_out / "tables" / f"{name}.md").read_text().startswith("| ")
     assert "Left out" not in html  # every section applies to AI4Math
-    assert "lme4" in html and "matplotlib" in html and "(1|problem_id:run)" in html
+    assert "lme4" in html and "matplotlib" in html and "(1 | problem_id:run)" in html
     # every model fitted is listed with its checks: 5 candidates, 4 sign-flip fits, 2 domain fits
     fits = _tab(ai4math_out, "fits")
     assert len(fits) == 11 and fits["converged"].all()

@@ -36,7 +36,7 @@ def test_random_effects_have_the_stated_spread():
     item_runs = np.array(list(truth["item_run_effects"].values()))
     assert items.std() == pytest.approx(1.2, rel=0.05)
     assert item_runs.std() == pytest.approx(0.4, rel=0.05)
-    assert truth["formula"] == "correct ~ model + (1|item) + (1|item:run)"
+    assert truth["formula"] == "correct ~ model + (1 | item) + (1 | item:run)"
 
 
 def test_slice_effects_and_slope():

@@ -20,7 +20,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import FitWarning
-from evalmix.formula import term_lambdas
+from evalmix.model import term_lambdas
 from evalmix.glmm import boundary_probes, build_design, build_deviance
 from evalmix.glmm.optimize import ProfiledFit
 

@@ -87,7 +87,7 @@ _EXPORTS: dict[str, str] = {
 _SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "ordinal", "plots", "simulate"}
 _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
-    "fitted", "formula", "grid", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
+    "fitted", "grid", "judges", "leaderboard", "links", "model", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
     "scan", "selection", "status", "tables", "variance"}
 
@@ -128,7 +128,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import (
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
-        fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, ordinal, paired,
+        fitted, glmm, grid, integrations, io, judges, leaderboard, links, lmm, model, multiplicity, ordinal, paired,
         parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
         scan, selection, simulate, status, tables, variance,
     )

@@ -495,7 +495,7 @@ def _check_counts(df: pd.DataFrame, successes: str, trials: str, where: str = ""
 def _design_warnings(df: pd.DataFrame, schema: RunsSchema, *, item: str, model: str) -> None:
     run = schema.run  # item and model come from read_runs, where both are required
     # a factor with a single level (one model, one language) is no flaw of the table: the fit that
-    # would use it as a predictor refuses it there (evalmix.glmm.design), so reading stays silent
+    # would use it as a predictor refuses it there (evalmix.model.frame), so reading stays silent
     n_models = df[model].nunique()
     if n_models > 1:
         models_per_item = df.groupby(item, observed=True)[model].nunique()

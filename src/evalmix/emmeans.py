@@ -22,7 +22,6 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, overload
@@ -37,6 +36,7 @@ from .draws import hdi
 from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
 from .grid import LOG_ODDS_RATIO, WEIGHTS, RefGrid, ref_grid
 from .links import LINKS
+from .model import parse_specs
 from ._result import Result, level_label
 
 __all__ = ["EMMeans", "Contrasts", "RefGrid", "ref_grid", "reference_grid", "emmeans", "contrast",
@@ -49,13 +49,11 @@ _METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl")
 def _parse_specs(specs: str | Sequence[str], by: str | Sequence[str] | None
                  ) -> tuple[list[str], list[str]]:
     if isinstance(specs, str):
-        text = specs.strip().lstrip("~").strip()
-        if "|" in text:
+        spec_list, by_spec = parse_specs(specs)
+        if by_spec:
             if by is not None:
                 raise ValueError("give `by` either in specs ('~ a | b') or as by=, not both")
-            text, by_text = text.split("|", 1)
-            by = [b.strip() for b in re.split(r"[*+:]", by_text) if b.strip()]
-        spec_list = [s.strip() for s in re.split(r"[*+:]", text) if s.strip()]
+            by = by_spec
     else:
         spec_list = [str(s) for s in specs]
     by_list = [] if by is None else ([by] if isinstance(by, str) else [str(b) for b in by])

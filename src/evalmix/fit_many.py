@@ -16,7 +16,7 @@ from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result
 from .errors import DataError, FitWarning, FormulaError, SingularFitWarning
-from .formula import factor_columns, parse_formula, random_columns
+from .model import factor_columns, parse_formula, random_columns
 from .parallel import parallel_map, record_warnings
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from .formula import FixedDesign
+    from .model import FixedDesign
 
 __all__ = ["Coefficients", "DfMethod", "FittedModel", "MixedFit", "PosteriorFit", "SeparationLimit",
            "VarCorrFit", "coefficients", "df_method", "linear_functions", "wald_test",
@@ -39,7 +39,7 @@ class FittedModel(Protocol):
     fixed_design : object
         The fixed-effects design: ``columns``, ``column_terms``, ``factors``, ``covariates`` and
         ``model_matrix(frame)`` rebuilding X for a reference grid
-        (:class:`evalmix.formula.FixedDesign`).
+        (:class:`evalmix.model.FixedDesign`).
     """
 
     @property

@@ -37,9 +37,10 @@ from .errors import DataError, DataWarning, FormulaError
 from .fitted import (Coefficients, DfMethod, FittedModel, PosteriorFit, SeparationLimit, coefficients,
                      df_method, linear_functions)
 from .links import LINKS, inverse_link, mu_eta
+from .model import split_term
 
 if TYPE_CHECKING:
-    from .formula import FixedDesign
+    from .model import FixedDesign
 
 __all__ = ["RefGrid", "ref_grid", "level_means", "WEIGHTS", "LOG_ODDS_RATIO"]
 
@@ -66,7 +67,7 @@ def _grid_variables(design: Any) -> list[str]:
     known = list(design.factors) + list(design.covariates)
     order: list[str] = []
     for term in design.terms:
-        for var in str(term).split(":"):
+        for var in split_term(str(term)):
             if var in known and var not in order:
                 order.append(var)
     return order + [v for v in known if v not in order]

@@ -59,6 +59,7 @@ from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
 from .data import RunsData, load_table, require_columns, show_rows
 from .emmeans import contrast, emmeans, regrid
 from .errors import DataError
+from .model import make_formula
 from .reliability import icc_matrix
 from .selection import compare_models
 
@@ -774,11 +775,10 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     if ref_s is not None and ref_s not in levels:
         raise DataError(f"ref={ref!r} is not a level of judge column {judge!r}; levels: {levels}")
     n_models = df["model"].nunique()
-    fixed = "model + judge" if n_models > 1 else "judge"
-    rand = "(1|item) + (1|response)"
-    formulas = {"additive": f"y ~ {fixed} + {rand}",
-                "interaction": f"y ~ model * judge + {rand}" if n_models > 1 else "",
-                "random_judge": ("y ~ model + " if n_models > 1 else "y ~ 1 + ") + f"(1|judge) + {rand}"}
+    fixed = ["model", "judge"] if n_models > 1 else ["judge"]
+    formulas = {"additive": make_formula("y", fixed, ["item", "response"]).text,
+                "interaction": make_formula("y", "model * judge", ["item", "response"]).text if n_models > 1 else "",
+                "random_judge": make_formula("y", fixed[:-1], ["judge", "item", "response"]).text}
     # an item harder for one model than for another: separable from the responses only with
     # repeated runs, and what the planner needs for differences between models
     repeated = bool((df.groupby(["model", "item"], sort=False)["run"].nunique() > 1).any())

@@ -718,12 +718,9 @@ class SignFlipResult(Result):
 
 def _without_run_terms(formula: str, run: str) -> str:
     """The formula without random terms grouped by ``run`` (aliased with the item term in one run)."""
-    from .formula import parse_formula
+    from .model import parse_formula
 
-    parsed = parse_formula(formula)
-    keep = [f"({r.expr} | {r.group_label})" for r in parsed.random if run not in r.group]
-    lhs = formula.split("~")[0].strip()
-    return f"{lhs} ~ {' + '.join([parsed.fixed] + keep)}"
+    return parse_formula(formula).without_random(run).text
 
 
 def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Hashable, conf_level: float) -> tuple:
@@ -800,7 +797,7 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Ha
     ['M2 - M1', 'M3 - M1']
     """
     check_arguments(conf_level=conf_level, n_jobs=n_jobs, missing=missing)
-    from .glmm.design import check_data
+    from .model import check_data
 
     data = check_data(formula, data, missing=missing)
     run_col = ensure_runs(data, run=run, need_run=True, by=[term], check_outcome=False)[1].run

@@ -35,6 +35,7 @@ from .descriptive import accuracy
 from .emmeans import contrast, emmeans
 from .errors import DataError
 from .glmm import glmer
+from .model import ParsedFormula, make_formula
 from .ranking import rank_instability, rank_uncertainty
 from .reliability import KOO_LI_BANDS, flip_rate, icc, quality_band
 from .selection import anova, compare_models
@@ -382,7 +383,7 @@ def _accuracy_section(data: pd.DataFrame, roles: dict[str, Any], conf_level: flo
                   _close(fig)),))
 
 
-def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, str]:
+def _selection_section(fits: dict[str, Any], base: ParsedFormula) -> tuple[ReportSection, str]:
     from .plots import delta_bic_bars
 
     comp = compare_models(fits)
@@ -392,7 +393,8 @@ def _selection_section(fits: dict[str, Any], rand: str) -> tuple[ReportSection, 
                              for n, f in fits.items()])
     tab = tab.merge(fit_rows, on="name", how="left")
     type3 = anova(fits[best]).to_frame()
-    note = (f"Logistic mixed models with random intercepts {rand.strip(' +')} fitted by "
+    rand = " + ".join(str(r) for r in base.random)
+    note = (f"Logistic mixed models with random intercepts {rand} fitted by "
             "maximum likelihood (Laplace), as lme4::glmer, and compared by BIC: "
             f"{comp.verdict()}. Type-III Wald tests of the selected model as car::Anova(type = 3).")
     return ReportSection(
@@ -433,7 +435,7 @@ def _odds_section(data: pd.DataFrame, roles: dict[str, Any], fit: Any, formula: 
                                    "(log scale).", _close(fig)),))
 
 
-def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, rand: str, response: str,
+def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, base: ParsedFormula,
                     reference: str, conf_level: float, log: list[dict[str, Any]]
                     ) -> tuple[ReportSection, ReportSection, pd.DataFrame]:
     from .plots import accuracy_heatmap, delta_bic_bars, marginal_means, odds_ratio_forest
@@ -441,8 +443,8 @@ def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, rand
     schema = roles["schema"]
     m = schema.model
     add, inter = f"{m} + {slice_}", f"{m} * {slice_}"
-    fits = {f"additive: {add}": _fit(f"{response} ~ {add}{rand}", data, log, f"{slice_}: additive"),
-            f"interaction: {m} × {slice_}": _fit(f"{response} ~ {inter}{rand}", data, log,
+    fits = {f"additive: {add}": _fit(base.with_fixed(add).text, data, log, f"{slice_}: additive"),
+            f"interaction: {m} × {slice_}": _fit(base.with_fixed(inter).text, data, log,
                                                  f"{slice_}: interaction")}
     comp = compare_models(fits)
     chosen_name = str(comp.table["name"].iloc[0])
@@ -780,14 +782,13 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     roles = _roles(data)
     schema = roles["schema"]
     m = schema.model
-    if schema.counts:
-        response = f"cbind({schema.successes}, {schema.trials} - {schema.successes})"
-    else:
-        response = str(schema.outcome)
     if data[m].nunique() < 2:
         raise DataError(f"a report compares models: column {m!r} has one level ({data[m].iloc[0]!r})")
     n_runs = int(data[schema.run].nunique()) if schema.run else 1
-    rand = f" + (1|{schema.item})" + (f" + (1|{schema.item}:{schema.run})" if n_runs > 1 else "")
+    # the response, random intercepts of items (and of runs within items): the fixed part varies
+    base = make_formula(str(schema.successes if schema.counts else schema.outcome),
+                        random=[schema.item] + ([f"{schema.item}:{schema.run}"] if n_runs > 1 else []),
+                        trials=schema.trials if schema.counts else None)
     if slice is not None and slice not in schema.slices:
         raise DataError(f"slice={slice!r} is not a slice column; the slices are {list(schema.slices)}")
     slice_ = slice if slice is not None else (roles["item_level"][0] if roles["item_level"] else None)
@@ -802,21 +803,21 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     sections.append(_accuracy_section(data, roles, conf_level, overall, ref))
     cands = list(candidates) if candidates is not None else candidate_formulas(cond, m)
     log: list[dict[str, Any]] = []
-    fits = {c: _fit(f"{response} ~ {c}{rand}", data, log, "candidate") for c in cands}
-    sel, best = _selection_section(fits, rand)
+    fits = {c: _fit(base.with_fixed(c).text, data, log, "candidate") for c in cands}
+    sel, best = _selection_section(fits, base)
     sections.append(sel)
     full = formula or candidate_formulas(cond, m)[0]
     if full in fits:
         full_fit = fits[full]
         log[cands.index(full)]["use"] = "candidate; odds ratios and contrasts"
     else:
-        full_fit = _fit(f"{response} ~ {full}{rand}", data, log, "odds ratios and contrasts")
+        full_fit = _fit(base.with_fixed(full).text, data, log, "odds ratios and contrasts")
     flips: list[dict[str, Any]] = []
     if n_runs >= 2 and not schema.counts:
-        flips = _sign_flip_rows(data, f"{response} ~ {best}{rand}", ref, m, log)
+        flips = _sign_flip_rows(data, base.with_fixed(best).text, ref, m, log)
     sections.append(_odds_section(data, roles, full_fit, full, ref, conf_level, flips))
     if slice_ is not None:
-        means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, rand, response, ref,
+        means_sec, fit_sec, acc_slice = _slice_sections(data, roles, slice_, base, ref,
                                                         conf_level, log)
         sections += [means_sec, fit_sec]
     else:
@@ -859,7 +860,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
             tables=(("corrections", "The paper's procedure against the corrected one.",
                      pd.DataFrame(corrections)),)))
     if bayes:
-        sections.append(_bayes_section(data, f"{response} ~ {best}{rand}", m, seed))
+        sections.append(_bayes_section(data, base.with_fixed(best).text, m, seed))
     fit_log = pd.DataFrame(log)
     n_bad = int((~fit_log["converged"]).sum())
     sections.append(ReportSection(

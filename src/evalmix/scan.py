@@ -25,7 +25,7 @@ import pandas as pd
 
 from .data import RunsSchema
 from .errors import DataError, DataWarning
-from .formula import factor_columns, parse_formula, random_columns
+from .model import factor_columns, parse_formula, random_columns
 from .parquet import Filters, as_filter, open_dataset
 
 __all__ = ["aggregate_runs", "formula_columns"]

@@ -19,7 +19,9 @@ import pandas as pd
 from scipy import stats
 
 from ._result import Result
+from .errors import FormulaError
 from .fitted import FittedModel, PosteriorFit, coefficients, df_method, wald_test
+from .model import parse_formula
 
 __all__ = ["AnovaTable", "ModelComparison", "anova", "compare_models", "bic_evidence"]
 
@@ -161,20 +163,16 @@ def bic_evidence(delta_bic: float) -> str:
     return "very strong"  # pragma: no cover - inf bound always matches
 
 
-def _random_terms(formula: str) -> frozenset[str]:
-    """The random terms of an lme4 formula, spaces removed and ``a:b`` grouping factors sorted, so
-    that ``(1 | item:run)`` and ``(1|run:item)`` are one term."""
-    out = set()
-    for term in re.findall(r"\([^()]*\|[^()]*\)", formula):
-        term = re.sub(r"\s+", "", term)[1:-1]
-        bars = "||" if "||" in term else "|"
-        lhs, _, group = term.partition(bars)
-        out.add(f"({lhs}{bars}{':'.join(sorted(group.split(':')))})")
-    return frozenset(out)
+def _random_terms(formula: str) -> frozenset[tuple[str, tuple[str, ...]]]:
+    """The random terms of an lme4 formula (read by :func:`evalmix.model.parse_formula`), spaces
+    removed from each left side and ``a:b`` grouping factors sorted, so that ``(1 | item:run)`` and
+    ``(1|run:item)`` are one term."""
+    return frozenset((re.sub(r"\s+", "", r.expr), tuple(sorted(r.group)))
+                     for r in parse_formula(formula).random)
 
 
 def _response(formula: str) -> str:
-    return re.sub(r"\s+", "", formula.partition("~")[0])
+    return parse_formula(formula).response
 
 
 def _nested(small: Any, large: Any) -> bool | None:
@@ -186,9 +184,12 @@ def _nested(small: Any, large: Any) -> bool | None:
         f_small, f_large = str(small.formula), str(large.formula)
     except AttributeError:
         return None
-    if _response(f_small) != _response(f_large):
-        return False
-    return fs <= fl and _random_terms(f_small) <= _random_terms(f_large)
+    try:
+        if _response(f_small) != _response(f_large):
+            return False
+        return fs <= fl and _random_terms(f_small) <= _random_terms(f_large)
+    except FormulaError:  # a formula the parser does not read says nothing of nesting
+        return None
 
 
 class LikelihoodFit(Protocol):

@@ -41,7 +41,7 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     >>> default_priors("correct ~ model + (1|item)", d)["prior"].tolist()
     ['Normal(mu=0, sigma=5)', 'Normal(mu=0, sigma=2.5)', 'HalfNormal(sigma=2.5)']
     """
-    from ..glmm.design import build_design, check_data
+    from ..model import build_design, check_data
 
     return resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
 
@@ -126,7 +126,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
     >>> fit.to_frame()[["parameter", "estimate", "conf_low", "conf_high", "r_hat"]]  # doctest: +SKIP
     """
     check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, missing=missing)
-    from ..glmm.design import check_data
+    from ..model import check_data
 
     data = check_data(formula, data, missing=missing, weights=weights, offset=offset, trials=trials)
     sampler = choose_sampler(sampler)

@@ -1,7 +1,7 @@
 """The PyMC model of a binomial GLMM (logit, probit or cloglog link), built from the shared formula design.
 
 The design (response pooled into binomial counts, fixed-effects matrix, random-effects terms) comes
-from :func:`evalmix.glmm.design.build_design`, the same code that builds :func:`evalmix.glmer`'s
+from :func:`evalmix.model.build_design`, the same code that builds :func:`evalmix.glmer`'s
 model, so both fits read a formula the same way.
 
 Parameterisation
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FitWarning
-from ..formula import RandomTerm
+from ..model import RandomTerm
 from .priors import Prior, PriorSpec, resolve_priors
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from pytensor.tensor.variable import TensorVariable
 
-    from ..glmm.design import GlmmDesign
-    from ..glmm.result import GlmerResult
+    from ..model import GlmmDesign
+    from ..fitted import MixedFit
 
 __all__ = ["TermPlan", "BayesModel", "binomial_loglik", "build_model", "plan_terms"]
 
@@ -89,7 +89,7 @@ class BayesModel:
     priors: dict[str, Prior]
     prior_table: pd.DataFrame
     intercept_col: int | None  # column of X holding the intercept, if any
-    ml: GlmerResult | None = None  # the maximum-likelihood fit used to choose the parameterisation
+    ml: MixedFit | None = None  # the maximum-likelihood fit used to choose the parameterisation
     # the fixed part as sampled: eta gets ``Xt @ theta``, ``b = T @ theta`` (QR basis or identity),
     # the intercept of the user's coding is ``Intercept_c - xbar @ b``
     basis: dict[str, np.ndarray] | None = None
@@ -126,10 +126,12 @@ class BayesModel:
         })
 
 
-def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> GlmerResult | None:
+def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> MixedFit | None:
     """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure.
 
     ``model_args`` are the model's ``weights``, ``offset``, ``link``, ``contrasts`` and ``trials``."""
+    # the one engine-to-engine call, allowed by tests/test_architecture.py: the ML fit picks the
+    # parameterisation and the scale of the start
     from ..glmm import glmer as ml_glmer
 
     try:
@@ -140,7 +142,7 @@ def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> GlmerResult 
         return None
 
 
-def _ml_sds(ml: GlmerResult | None, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
+def _ml_sds(ml: MixedFit | None, plans_terms: list[RandomTerm]) -> list[np.ndarray]:
     out = []
     for t in plans_terms:
         sd = np.ones(t.nc)
@@ -154,7 +156,7 @@ def _ml_sds(ml: GlmerResult | None, plans_terms: list[RandomTerm]) -> list[np.nd
     return out
 
 
-def _info_weights(design: GlmmDesign, ml: GlmerResult | None, link: str = "logit") -> np.ndarray:
+def _info_weights(design: GlmmDesign, ml: MixedFit | None, link: str = "logit") -> np.ndarray:
     """Fisher information weight of each pooled row at the ML fixed effects: ``m mu'(eta)^2 /
     (mu (1 - mu))`` (``m p (1 - p)`` for the logit link)."""
     from ..links import inverse_link, mu_eta
@@ -171,7 +173,7 @@ def _info_weights(design: GlmmDesign, ml: GlmerResult | None, link: str = "logit
 
 
 def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "auto",
-               ml: GlmerResult | None = None, link: str = "logit") -> list[TermPlan]:
+               ml: MixedFit | None = None, link: str = "logit") -> list[TermPlan]:
     """Choose the centred or non-centred form of every random term (see the module notes)."""
     w = _info_weights(design, ml, link)
     user = {} if isinstance(parameterization, str) else dict(parameterization)
@@ -223,8 +225,8 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ..glmm import drop_rank_deficient
-    from ..glmm.design import build_design
+    from ..model import drop_rank_deficient
+    from ..model import build_design
 
     from ..links import LINKS
 

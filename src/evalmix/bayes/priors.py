@@ -34,7 +34,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from pytensor.tensor.variable import TensorVariable
 
-    from ..glmm.design import GlmmDesign
+    from ..model import GlmmDesign
 
 __all__ = ["Prior", "DEFAULT_PRIORS", "resolve_priors"]
 

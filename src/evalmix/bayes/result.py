@@ -20,7 +20,7 @@ from .model import BayesModel, TermPlan, dense_x
 if TYPE_CHECKING:
     import arviz as az
 
-    from ..formula import FixedDesign
+    from ..model import FixedDesign
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 

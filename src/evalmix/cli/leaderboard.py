@@ -13,6 +13,8 @@ from ._args import add_data_arguments, conf_level, positive_int, seed, split_lis
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..model import ParsedFormula
+
 
 def _load(args: argparse.Namespace) -> pd.DataFrame:
     from ..io import read_inspect, read_lm_eval
@@ -25,6 +27,26 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
             raise DataError("--logs lm-eval needs --metric (e.g. acc or exact_match)")
         return read_lm_eval(args.data, args.metric, filter_name=args.filter)
     return load_data(args)
+
+
+def _glmm_formula(scored: pd.DataFrame, by: list[str]) -> ParsedFormula:
+    """The leaderboard's model: the models (within each ``by`` level) with random intercepts of
+    items, and of runs within items when there are several runs; the columns are the table's
+    recorded roles (read_runs), the conventional names otherwise."""
+    from ..data import schema_of
+    from ..model import make_formula
+
+    schema = schema_of(scored)
+    item = (schema.item if schema is not None else None) or "item"
+    run = schema.run if schema is not None else "run"
+    runs = run is not None and run in scored.columns and scored[run].nunique() > 1
+    model = (schema.model if schema is not None else None) or "model"
+    fixed = [model] + [f"{model}:{b}" for b in by] + by
+    groups = [item] + ([f"{item}:{run}"] if runs else [])
+    if schema is not None and schema.counts:
+        return make_formula(str(schema.successes), fixed, groups, trials=schema.trials)
+    outcome = (schema.outcome if schema is not None else None) or "correct"
+    return make_formula(outcome, fixed, groups)
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
@@ -45,10 +67,9 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         from ..glmm import glmer
 
         scored = scored_rows(data)
-        rhs = " + ".join(["model"] + [f"model:{b}" for b in by] + by)
-        runs = "run" in scored.columns and scored["run"].nunique() > 1
-        formula = f"correct ~ {rhs} + (1|item)" + (" + (1|item:run)" if runs else "")
-        result = rank_sets_glmm(glmer(formula, scored), "model", by=by or None, conf_level=args.conf_level)
+        formula = _glmm_formula(scored, by)
+        result = rank_sets_glmm(glmer(formula.text, scored), formula.fixed_terms[0], by=by or None,
+                                conf_level=args.conf_level)
     else:
         result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed,
                            progress=not args.json)

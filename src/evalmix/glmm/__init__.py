@@ -10,7 +10,6 @@ lives in :class:`GlmerControl`.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 import warnings
@@ -24,38 +23,23 @@ from scipy.special import xlogy
 from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from ..formula import RandomTerm, term_lambdas
 from ..methods import VCOV_METHODS
+from ..model import GlmmDesign, RandomTerm, build_design, drop_rank_deficient, term_lambdas
 from ..parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
                        saturated_deviance)
-from .design import GlmmDesign, build_design
 from .devfun import DevianceFunction, build_deviance
 from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize,
                        optimize_joint)
 from .result import FittedModel, GlmerResult
 from .prior import FixefPriorSpec, NormalPrior, PenalizedDeviance, parse_fixef_prior
-from .separation import Separation, expand_limit, find_separation, independent_columns, limit_problem
+from .separation import Separation, expand_limit, find_separation, limit_problem
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
            "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
            "drop_rank_deficient", "glmer", "make_solver", "optimize"]
 
-
-
-def drop_rank_deficient(design: GlmmDesign, rank_tol: float = DEFAULT_CONTROL.rank_tol
-                        ) -> tuple[GlmmDesign, list[str]]:
-    """The design without the columns of X that are linear combinations of earlier ones (lme4
-    drops them too), and their names; ``design`` itself is left as it was."""
-    Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
-    keep = independent_columns(Xu, rank_tol)
-    dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
-    if not dropped:
-        return design, dropped
-    fixed = copy.copy(design.fixed)
-    fixed.drop_columns(keep)  # rebinds the copy's column lists; the original keeps its own
-    return dataclasses.replace(design, X=design.X.with_columns(keep), fixed=fixed), dropped
 
 
 def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
@@ -149,7 +133,7 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         boolean, or a factor/string column whose first level is a failure (R's rule).
     data : DataFrame or path
         One row per observation (or per k-of-n count), validated as a runs table (see
-        :func:`evalmix.ensure_runs` and :func:`evalmix.glmm.design.check_data`): a 0/1 response
+        :func:`evalmix.ensure_runs` and :func:`evalmix.model.check_data`): a 0/1 response
         (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
         (model, item, run, slices) key when the table has a run column, no fixed-effect factor
         with a single level.
@@ -295,7 +279,7 @@ def _check_nagq(design: GlmmDesign, nAGQ: int) -> None:
     if nAGQ > 1 and (len(design.terms) != 1 or design.terms[0].nc != 1):
         raise FormulaError(f"nAGQ = {nAGQ} needs a single scalar random-effect term such as "
                            f"(1|item); this formula has "
-                           f"{', '.join(f'({t.expr} | {t.group})' for t in design.terms)} "
+                           f"{' + '.join(str(r) for r in design.parsed.random)} "
                            "(lme4 allows nAGQ > 1 only there too); use nAGQ = 1")
 
 

@@ -22,7 +22,7 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from ..formula import RandomTerm
+from ..model import RandomTerm
 from ..links import log_probabilities
 from .deviance import Evaluation, LaplaceDeviance
 

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.linalg as sla
 
-from ..formula import RandomTerm
+from ..model import RandomTerm
 from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:
-    from .design import FixedMatrix
+    from ..model import FixedMatrix
 
 
 _SYRK_BLOCK = 1 << 21  # cells of the grid scaled at a time (16 MB: glibc reuses such blocks)

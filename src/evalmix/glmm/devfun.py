@@ -3,7 +3,7 @@
 lme4 splits ``glmer`` into ``glFormula`` (formula and data to a design), ``mkGlmerDevfun`` (the
 deviance function), ``optimizeGlmer`` and ``mkMerMod``; ``glmer(..., devFunOnly = TRUE)`` stops
 after the second step and returns the objective. evalmix's steps are
-:func:`~evalmix.glmm.design.build_design`, :func:`build_deviance`,
+:func:`~evalmix.model.build_design`, :func:`build_deviance`,
 :func:`~evalmix.glmm.optimize.optimize` and :func:`evalmix.glmer`'s assembly of the result;
 ``glmer(..., devfun_only=True)`` returns a :class:`DevianceFunction`.
 """
@@ -18,7 +18,7 @@ from scipy.special import xlogy
 
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import Evaluation, LaplaceDeviance
-from .design import GlmmDesign
+from ..model import GlmmDesign
 from .optimize import ProfiledFit
 from .prior import NormalPrior, PenalizedDeviance
 
@@ -71,7 +71,7 @@ class DevianceFunction:
     Attributes
     ----------
     design : GlmmDesign
-        The pooled design (:func:`~evalmix.glmm.design.build_design`), rank-deficient columns
+        The pooled design (:func:`~evalmix.model.build_design`), rank-deficient columns
         already dropped as :func:`evalmix.glmer` drops them.
     deviance : LaplaceDeviance
         The underlying objective (:func:`build_deviance`).

@@ -26,14 +26,14 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.special as sp_special
 
-from ..formula import RandomTerm, term_lambdas
+from ..model import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 
 if TYPE_CHECKING:
-    from .design import FixedMatrix
+    from ..model import FixedMatrix
 
 
 @runtime_checkable

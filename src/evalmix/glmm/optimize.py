@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
-from ..formula import RandomTerm, term_lambdas
+from ..model import RandomTerm, term_lambdas
 from .deviance import Evaluation, LaplaceDeviance
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import brentq, minimize
 
-from ..formula import RandomTerm, term_lambdas
+from ..model import RandomTerm, term_lambdas
 from .deviance import LaplaceDeviance
 from .optimize import ProfiledFit
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,7 @@ from .. import tables
 from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..arguments import check_arguments
 from ..errors import DataError, FormulaError
-from ..formula import FixedDesign, RandomTerm, r_deparse, term_lambdas
+from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from .deviance import Evaluation, LaplaceDeviance
-    from .design import GlmmDesign
+    from ..model import GlmmDesign
     from .intervals import ConfidenceIntervals
     from .prior import NormalPrior
     from .separation import Separation
@@ -204,7 +203,7 @@ class GlmerResult(Result):
             lines[-1] += " [glmerMod]"
         else:
             lines = [f"{title} [glmerMod]"]
-        lines += [f" Family: binomial  ( {self.link} )", f"Formula: {_r_formula(self.formula)}"]
+        lines += [f" Family: binomial  ( {self.link} )", f"Formula: {r_formula(self.formula)}"]
         if self.fixef_prior is not None:
             lines += [f"Fixef prior: {self.fixef_prior.describe()}"]
         head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
@@ -498,14 +497,6 @@ def _named_values(names: list[str], cells: list[str], width: int, gap: int = 2) 
     return out
 
 
-def _r_formula(formula: str) -> str:
-    """The formula as R's deparse shows it: ``(1 | item)``, ``cbind(k, n - k)``."""
-    lhs, _, rhs = formula.partition("~")
-    rhs = re.sub(r"\s*\|\|\s*", " || ", rhs.strip())
-    rhs = re.sub(r"(?<!\|)\s*\|(?!\|)\s*", " | ", rhs)
-    return f"{r_deparse(lhs.strip())} ~ {' '.join(rhs.split())}"
-
-
 _VCOV_NOTES = {
     "hessian": "standard errors from the finite-difference Hessian of the deviance, as lme4 "
                "1.1-31 computes it",
@@ -612,7 +603,7 @@ class FittedModel:
         return self._ranef.copy()
 
     def random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
-        from ..formula import group_codes_for
+        from ..model import group_codes_for
 
         out = np.zeros(len(nd))
         for t, uoff, L in self._blocks():

@@ -33,9 +33,10 @@ import pandas as pd
 from scipy.optimize import linprog
 
 from .._result import Result
+from ..model import independent_columns
 
 if TYPE_CHECKING:
-    from .design import GlmmDesign
+    from ..model import GlmmDesign
 
 __all__ = ["Separation", "detect_separation", "find_separation"]
 
@@ -253,7 +254,7 @@ def _null_basis(A: np.ndarray, p: int) -> np.ndarray:
 
 def find_separation(design: GlmmDesign, describe: bool = True, tol: float = TOLERANCE,
                     rank_tol: float = 1e-7) -> Separation | None:
-    """Check a :class:`~evalmix.glmm.design.GlmmDesign` (full-rank X) for separation.
+    """Check a :class:`~evalmix.model.GlmmDesign` (full-rank X) for separation.
 
     Returns None when the maximum-likelihood estimates of the fixed effects are finite.
     ``describe=False`` skips naming the rows (for simulated data without a data frame); ``tol``
@@ -321,26 +322,9 @@ def find_separation(design: GlmmDesign, describe: bool = True, tol: float = TOLE
                       keep=np.asarray(keep, dtype=np.int64), pooled_rows=pooled)
 
 
-def independent_columns(A: np.ndarray, rtol: float = 1e-7) -> list[int]:
-    """Indices of a maximal set of linearly independent columns of ``A``, earliest first (the
-    columns lme4 keeps of a rank-deficient X)."""
-    keep: list[int] = []
-    Q = np.zeros((A.shape[0], 0))
-    for j in range(A.shape[1]):
-        x = A[:, j]
-        nrm = np.linalg.norm(x)
-        r = x - Q @ (Q.T @ x) if Q.shape[1] else x.copy()
-        r = r - Q @ (Q.T @ r) if Q.shape[1] else r
-        rn = np.linalg.norm(r)
-        if nrm > 0 and rn > rtol * nrm:
-            keep.append(j)
-            Q = np.column_stack([Q, r / rn])
-    return keep
-
-
 def limit_problem(design: GlmmDesign, sep: Separation) -> tuple[Any, np.ndarray, np.ndarray, list]:
     """X (kept columns), k, m and random terms of the rows that remain in the limit."""
-    from .design import FixedMatrix
+    from ..model import FixedMatrix
 
     rows = ~sep.pooled_rows
     X = design.X

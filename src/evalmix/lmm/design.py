@@ -1,27 +1,27 @@
 """From formula and data to the arrays of a linear mixed model (lme4's ``lFormula``).
 
-The glue is thin: :func:`evalmix.formula.parse_formula`, :func:`~evalmix.formula.build_fixed` and
-:func:`~evalmix.formula.build_random_terms` do the work.  The random terms own the theta layout
-(:class:`~evalmix.formula.RandomTerm`); this module only lays their columns side by side into the
-sparse ``Z`` and the index map of ``Lambda``.
+The model frame (:mod:`evalmix.model.frame`) does the work: the columns the formula reads, the
+complete rows, X built once per pattern of the fixed-part columns, the random terms.  The random
+terms own the theta layout (:class:`~evalmix.model.RandomTerm`); this module checks the numeric
+response and lays the terms' columns side by side into the sparse ``Z`` and the index map of
+``Lambda``.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..data import RunsData, load_table
+from ..data import RunsData
 from ..errors import DataError, DataWarning, FormulaError
-from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       fixed_variables, parse_formula, random_columns)
+from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows,
+                     fixed_on_patterns, independent_columns, model_columns, parse_formula, read_data)
 
 __all__ = ["LmmDesign", "build_lmm_design"]
 
@@ -83,48 +83,6 @@ class LmmDesign:
         return out
 
 
-def _independent_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
-    """Columns of X kept when the later of aliased columns are dropped (as lme4's
-    ``chkRank.drop.cols``: a pivoted QR that keeps the earliest independent columns)."""
-    keep: list[int] = []
-    Q = np.zeros((X.shape[0], 0))
-    for j in range(X.shape[1]):
-        v = X[:, j]
-        r = v - Q @ (Q.T @ v)
-        nv = np.linalg.norm(v)
-        if nv > 0 and np.linalg.norm(r) > tol * nv:
-            keep.append(j)
-            Q = np.column_stack([Q, r / np.linalg.norm(r)])
-    return keep
-
-
-# transforms whose coefficients depend on all the rows (centre, scale, knots): X is then built on
-# the rows themselves, not on their distinct patterns
-_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
-
-
-def _fixed_matrix(parsed: ParsedFormula, rows: pd.DataFrame, fixed_cols: list[str],
-                  contrasts: dict[str, Any] | None) -> tuple[FixedDesign, np.ndarray]:
-    """The fixed design and X.  X is a function of the fixed-part columns, so it is built once
-    per distinct combination of them (evaluation designs have a handful: models x languages)
-    and spread to the rows; the covariate means and the factor data of the design are those
-    of the rows, as :func:`~evalmix.formula.build_fixed` on the rows would give."""
-    if not fixed_cols or _STATEFUL.search(parsed.fixed) \
-            or any(_STATEFUL.search(o) for o in parsed.offsets):
-        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
-    pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
-    if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
-        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
-    first = np.zeros(int(pat.max()) + 1, dtype=np.int64)
-    first[pat[::-1]] = np.arange(len(pat))[::-1]
-    fixed, Xu = build_fixed(parsed.fixed, rows.iloc[first].reset_index(drop=True), contrasts,
-                            parsed.offsets)
-    for c in fixed.covariates:
-        fixed.covariates[c] = float(rows[c].mean())
-    fixed.weights_data = rows[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
-    return fixed, np.ascontiguousarray(Xu[pat])
-
-
 def _text_as_factors(frame: pd.DataFrame) -> pd.DataFrame:
     """Text columns as categoricals with R's sorted levels, coded once: the fixed and random
     parts then read the codes instead of sorting the strings again (a column such as ``item``
@@ -171,21 +129,12 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     if not parsed.random:
         raise FormulaError(f"formula {formula!r} has no random term such as (1|item); lmer needs "
                            "at least one")
-    if isinstance(data, (str, Path)):
-        data = load_table(data)
-    elif not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
+    data = read_data(data)
     yname = parsed.successes
     if yname not in data.columns:
         raise FormulaError(f"response column {yname!r} is absent from the data "
                            f"(columns: {list(data.columns)})")
-    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
-    absent = [c for c in fixed_cols if c not in data.columns]
-    if absent:
-        raise FormulaError(f"fixed-effect term(s) name column(s) {absent} absent from the data "
-                           f"(columns: {list(data.columns)})")
-    rand_cols = random_columns(parsed.random, data)
-    used = list(dict.fromkeys([yname, *fixed_cols, *rand_cols]))
+    used = model_columns(parsed, data)
     d = data[used]
     ycol = d[yname]
     if pd.api.types.is_bool_dtype(ycol):
@@ -203,22 +152,18 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     if np.isinf(yv).any():
         i = int(np.flatnonzero(np.isinf(yv))[0])
         raise DataError(f"response column {yname!r} is infinite in row {d.index[i]!r}")
-    na = d.isna().any(axis=1).to_numpy()
-    if na.any():
-        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used}", DataWarning,
-                      stacklevel=3)
-        d = d.loc[~na]
-    if len(d) == 0:
-        raise DataError("no rows left to fit")
+    keep_rows = complete_rows(d)
+    if not keep_rows.all():
+        d = d.loc[keep_rows]
     rows = _text_as_factors(d.reset_index(drop=True))
-    fixed, X = _fixed_matrix(parsed, rows, fixed_cols, contrasts)
+    fixed, X = fixed_on_patterns(parsed, rows, contrasts)
     dropped: tuple[str, ...] = ()
-    keep = _independent_columns(X)
+    keep = independent_columns(X)
     if len(keep) < X.shape[1]:
         dropped = tuple(fixed.columns[j] for j in range(X.shape[1]) if j not in keep)
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
                       f"column(s): {list(dropped)}", DataWarning, stacklevel=3)
-        fixed.drop_columns(keep)
+        fixed = fixed.with_columns(keep)
         X = np.ascontiguousarray(X[:, keep])
     y = rows[yname].to_numpy(dtype=float)
     if np.ptp(y) == 0:
@@ -229,7 +174,7 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
         if not np.all(np.isfinite(offset)):
             i = int(np.flatnonzero(~np.isfinite(offset))[0])
             raise DataError(f"the offset is not finite in row {d.index[i]!r}")
-        fixed.offset_mean = float(offset.mean())
+        fixed = dataclasses.replace(fixed, offset_mean=float(offset.mean()))
         y = y - offset
     terms = build_random_terms(parsed.random, rows, len(rows))
     for t in terms:

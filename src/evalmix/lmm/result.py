@@ -14,7 +14,7 @@ from scipy import optimize, stats
 from .._result import Result, Summary, frame_records
 from ..data import RunsData
 from ..errors import ConvergenceWarning, SingularFitWarning
-from ..formula import FixedDesign, term_lambdas
+from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
 from ..parallel import single_thread_blas

@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_choice
-from ..data import load_table
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
-from ..formula import build_fixed, build_random_terms, fixed_variables, parse_formula, random_columns
+from ..model import build_fixed, build_random_terms, model_columns, parse_formula, read_data
 from .emmeans import ClmmEMMeans, clmm_emmeans
 from .model import OrdinalModel, response_codes
 from .result import ClmmResult
@@ -74,8 +73,7 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     """
     check_choice(link, "link", ("logit", "probit"))
     check_choice(threshold, "threshold", ("flexible", "equidistant"))
-    if not isinstance(data, pd.DataFrame):
-        data = load_table(data)
+    data = read_data(data)
     parsed = parse_formula(formula)
     if parsed.failures is not None or parsed.trials is not None:
         raise FormulaError(f"the response of a cumulative-link model is one column of ratings, "
@@ -85,16 +83,13 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
                            "(1|group)")
     for sp in parsed.random:
         if sp.expr.strip() != "1":
-            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) is not supported: "
+            raise FormulaError(f"random term {sp} is not supported: "
                                "clmm fits scalar random intercepts (1|group)")
     response = parsed.successes
     if response not in data.columns:
         raise DataError(f"response column {response!r} is not in the data")
-    used = [response] + [c for c in fixed_variables(parsed.fixed) + random_columns(parsed.random, data)
-                         if c != response]
+    used = model_columns(parsed, data)
     for c in used:
-        if c not in data.columns:
-            raise DataError(f"column {c!r} of formula {formula!r} is not in the data")
         miss = data[c].isna().to_numpy()
         if miss.any():
             raise DataError(f"column {c!r} has a missing value in row {data.index[miss][0]}")

@@ -14,7 +14,7 @@ from .._result import Result, Summary
 from ..arguments import check_arguments
 
 if TYPE_CHECKING:
-    from ..formula import FixedDesign
+    from ..model import FixedDesign
 
 
 def _signif(x: float, digits: int = 4) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_arguments
+from ..model import make_formula
 
 __all__ = ["glmm_runs"]
 
@@ -122,11 +123,9 @@ def glmm_runs(
     prob = 1.0 / (1.0 + np.exp(-eta))
     grid["correct"] = (rng.random(len(grid)) < prob).astype("int8")
 
-    fixed = " + ".join(["model"] + list(spec)) if spec else "model"
-    random = "(1|item) + (1|item:run)"
     grid = grid[["model", "item", "run"] + list(spec) + ["correct"]]
     grid.attrs["truth"] = {
-        "formula": f"correct ~ {fixed} + {random}",
+        "formula": make_formula("correct", ["model", *spec], ["item", "item:run"]).text,
         "model_effects": effects,
         "slice_effects": {f: {k: v - next(iter(lv.values())) for k, v in lv.items()} for f, lv in spec.items()},
         "sd_item": float(sd_item),

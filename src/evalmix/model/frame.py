@@ -1,8 +1,13 @@
-"""From formula and data to the arrays the deviance works on (lme4's ``glFormula``).
+"""From formula and data to the arrays an engine works on (lme4's ``lFormula`` / ``glFormula``).
 
-Rows whose fixed covariates, grouping levels and random-slope covariates are all identical are
-pooled into binomial counts: the binomial likelihood of the pooled counts equals the product of the
-row likelihoods up to the log binomial coefficients, which are tracked separately so that the
+The model frame is engine-neutral: :func:`model_columns` names the columns a formula reads (the
+data's columns found first, as R's lookup order has it), :func:`complete_rows` drops rows with a
+missing value, :func:`fixed_on_patterns` builds X once per distinct pattern of the fixed-part
+columns. The binomial design (:func:`build_design`, a :class:`GlmmDesign`) stands on them for the
+binomial engines, maximum likelihood (:mod:`evalmix.glmm`) and Bayesian (:mod:`evalmix.bayes`)
+alike: rows whose fixed covariates, grouping levels and random-slope covariates are all identical
+are pooled into binomial counts; the binomial likelihood of the pooled counts equals the product of
+the row likelihoods up to the log binomial coefficients, which are tracked separately so that the
 reported log-likelihood is the one of the rows as given.
 """
 
@@ -23,8 +28,13 @@ from scipy.special import gammaln
 
 from ..data import RunsData, check_weights, ensure_runs, load_table, schema_of
 from ..errors import DataError, DataWarning, FormulaError
-from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       fixed_variables, parse_formula, random_columns)
+from .fixed import FixedDesign, build_fixed, independent_columns
+from .functions import as_r_factor, fixed_variables
+from .parse import ParsedFormula, parse_formula
+from .random import RandomTerm, build_random_terms, random_columns
+
+__all__ = ["STATEFUL", "FixedMatrix", "GlmmDesign", "build_design", "check_data", "complete_rows", "drop_rank_deficient",
+           "fixed_on_patterns", "model_columns", "read_data", "stateful"]
 
 
 @dataclass
@@ -67,8 +77,6 @@ class GlmmDesign:
 def _binary_response(col: pd.Series, name: str) -> np.ndarray:
     """0/1 successes of a one-column response, with R's rule for factors: the first level is a
     failure, every other level a success (booleans: ``False`` fails)."""
-    from ..formula import as_r_factor
-
     if isinstance(col.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(col) \
             or not pd.api.types.is_numeric_dtype(col):
         cat = as_r_factor(col)
@@ -142,9 +150,6 @@ def _row_values(value: str | ArrayLike | None, data: pd.DataFrame, what: str) ->
     return arr
 
 
-_STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
-
-
 def _parse(formula: str, trials: str | None) -> ParsedFormula:
     parsed = parse_formula(formula)
     if trials is not None:
@@ -173,6 +178,121 @@ def _drop_unused_incomplete(data: pd.DataFrame, parsed: ParsedFormula, weights: 
     return data.drop(columns=drop) if drop else data
 
 
+def read_data(data: RunsData) -> pd.DataFrame:
+    """The table of a model: a DataFrame as given, a path read with :func:`evalmix.data.load_table`.
+
+    Examples
+    --------
+    >>> read_data(pd.DataFrame({"y": [1]})).shape
+    (1, 1)
+    """
+    if isinstance(data, (str, Path)):
+        return load_table(data)
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
+    return data
+
+
+def model_columns(parsed: ParsedFormula, data: pd.DataFrame) -> list[str]:
+    """The columns of ``data`` a formula reads, in order: the response's, the fixed part's and
+    offsets' variables, the grouping factors and random-slope covariates. A variable is a data
+    column first (R's lookup order: a column named ``I`` or ``log`` is the column).
+
+    Raises
+    ------
+    FormulaError
+        Naming the columns of the fixed part, or of a random term, absent from ``data``.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"y": [0, 1], "I": [1, 2], "N": [2, 4], "item": [1, 2]})
+    >>> model_columns(parse_formula("y ~ 1 + offset(log(I/N)) + (1|item)"), d)
+    ['y', 'I', 'N', 'item']
+    """
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    absent = [c for c in fixed_cols if c not in data.columns]
+    if absent:
+        raise FormulaError(f"fixed-effect term(s) name column(s) {absent} absent from the data "
+                           f"(columns: {list(data.columns)})")
+    return list(dict.fromkeys(parsed.columns + fixed_cols + random_columns(parsed.random, data)))
+
+
+def complete_rows(frame: pd.DataFrame, *values: np.ndarray | None) -> np.ndarray:
+    """Which rows of ``frame`` a model keeps: those without a missing value in its columns and
+    with finite ``values`` (per-row weights, offsets); the rows dropped are announced with a
+    :class:`~evalmix.errors.DataWarning`, as R's ``na.omit`` drops them silently.
+
+    Raises
+    ------
+    DataError
+        When no row is left.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True):
+    ...     complete_rows(pd.DataFrame({"y": [1.0, None, 3.0]})).tolist()
+    [True, False, True]
+    """
+    na = frame.isna().any(axis=1).to_numpy()
+    for arr in values:
+        if arr is not None:
+            na = na | ~np.isfinite(arr)
+    if na.any():
+        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {list(frame.columns)}",
+                      DataWarning, stacklevel=4)
+    if na.all():
+        raise DataError("no rows left to fit")
+    return ~na
+
+
+# transforms whose coefficients depend on all the rows (centre, scale, knots): X is then built on
+# the rows themselves, not on their distinct patterns
+STATEFUL = re.compile(r"(?<![\w.])(scale|poly|center|ns|bs)\s*\(")
+
+
+def stateful(parsed: ParsedFormula) -> bool:
+    """Whether the fixed part or an offset calls a transform fitted to every row (``scale``,
+    ``poly``, ``ns``, ``bs``, ``center``).
+
+    Examples
+    --------
+    >>> stateful(parse_formula("y ~ scale(x) + (1|g)")), stateful(parse_formula("y ~ log(x) + (1|g)"))
+    (True, False)
+    """
+    return bool(STATEFUL.search(parsed.fixed) or any(STATEFUL.search(o) for o in parsed.offsets))
+
+
+def fixed_on_patterns(parsed: ParsedFormula, rows: pd.DataFrame,
+                      contrasts: dict[str, Any] | None = None) -> tuple[FixedDesign, np.ndarray]:
+    """The fixed design and X on ``rows`` (index 0..n-1).
+
+    X is a function of the fixed-part columns, so it is built once per distinct combination of
+    them (evaluation designs have a handful: models x languages) and spread to the rows; the
+    covariate means and factor data of the design are those of the rows
+    (:meth:`FixedDesign.fitted_on`), as :func:`build_fixed` on the rows would give. Stateful
+    transforms are built on the rows themselves.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"m": ["a", "b"] * 4, "x": [1.0, 2.0] * 4})
+    >>> fd, X = fixed_on_patterns(parse_formula("y ~ m + x + (1|g)"), d)
+    >>> X.shape, fd.covariates
+    ((8, 3), {'x': 1.5})
+    """
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    if not fixed_cols or stateful(parsed):
+        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
+    if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
+        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    first = np.zeros(int(pat.max()) + 1, dtype=np.int64)
+    first[pat[::-1]] = np.arange(len(pat))[::-1]
+    fixed, Xu = build_fixed(parsed.fixed, rows.iloc[first].reset_index(drop=True), contrasts,
+                            parsed.offsets)
+    return fixed.fitted_on(rows), np.ascontiguousarray(Xu[pat])
+
+
 def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
                weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None) -> pd.DataFrame:
     """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
@@ -198,10 +318,7 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     """
     check_weights(data, weights, missing=missing)  # named by its own column, not the model's
     parsed = _parse(formula, trials)
-    if isinstance(data, (str, Path)):
-        data = load_table(data)
-    elif not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
+    data = read_data(data)
     for c in parsed.columns:
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
@@ -254,7 +371,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
     ``cbind(k, n - k) ~ ...``). ``weights`` (prior weights) and ``offset`` are a column name or
     one value per row of ``data``; ``contrasts`` maps factors to their coding. The data are
     validated first (:func:`check_data`; ``missing`` as there). The random terms, in lme4's
-    order, own the theta layout (:class:`~evalmix.formula.RandomTerm`); ``theta_lower``,
+    order, own the theta layout (:class:`~evalmix.model.RandomTerm`); ``theta_lower``,
     ``theta_start`` and ``theta_names`` join theirs.
 
     Examples
@@ -277,28 +394,16 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
             raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the "
                                f"data (columns: {list(data.columns)})")
     data = check_data(formula, data, trials=trials, missing=missing, weights=weights, offset=offset)
+    used = model_columns(parsed, data)
     fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
-    missing_fixed = [c for c in fixed_cols if c not in data.columns]
-    if missing_fixed:
-        raise FormulaError(f"fixed-effect term(s) name column(s) {missing_fixed} absent from the data "
-                           f"(columns: {list(data.columns)})")
-    rand_cols = random_columns(parsed.random, data)
-    used = list(dict.fromkeys(parsed.columns + fixed_cols + rand_cols))
     w_all = _row_values(weights, data, "weights")
     o_all = _row_values(offset, data, "offset")
     d = data[used]
-    na = d.isna().any(axis=1).to_numpy()
-    for arr in (w_all, o_all):
-        if arr is not None:
-            na = na | ~np.isfinite(arr)
-    if na.any():
-        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used}", DataWarning,
-                      stacklevel=3)
-        d = d.loc[~na]
-        w_all = None if w_all is None else w_all[~na]
-        o_all = None if o_all is None else o_all[~na]
-    if len(d) == 0:
-        raise DataError("no rows left to fit")
+    keep_rows = complete_rows(d, w_all, o_all)
+    if not keep_rows.all():
+        d = d.loc[keep_rows]
+        w_all = None if w_all is None else w_all[keep_rows]
+        o_all = None if o_all is None else o_all[keep_rows]
     if w_all is not None and (w_all < 0).any():
         i = int(np.flatnonzero(w_all < 0)[0])
         raise DataError(f"weights must be >= 0 (row {d.index[i]!r} has {w_all[i]!r})")
@@ -314,7 +419,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
 
     # stateful transforms (scale, poly, ns, bs) take their centre, coefficients and knots from every
     # fitted row (the distinct patterns would move quantile knots)
-    if _STATEFUL.search(parsed.fixed) or any(_STATEFUL.search(o) for o in parsed.offsets):
+    if stateful(parsed):
         fixed, _ = build_fixed(parsed.fixed, d.reset_index(drop=True), contrasts, parsed.offsets)
     else:
         fixed = None
@@ -368,11 +473,8 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
         fixed, Xu = build_fixed(parsed.fixed, patterns, contrasts, parsed.offsets)
     else:
         Xu = np.ascontiguousarray(fixed.model_matrix(patterns))
-    for c in fixed.covariates:
-        fixed.covariates[c] = float(d[c].mean())
-    if off_rows is not None:  # emmeans holds the offset at its mean over the fitted rows
-        fixed.offset_mean = float(off_rows.mean())
-    fixed.weights_data = d[list(fixed.factors)].reset_index(drop=True) if fixed.factors else None
+    # emmeans holds the covariates and the offset at their means over the fitted rows
+    fixed = fixed.fitted_on(d, None if off_rows is None else float(off_rows.mean()))
     terms = build_random_terms(parsed.random, dp, nobs)
     return GlmmDesign(parsed, fixed, FixedMatrix(Xu, pat), k, m, terms, nobs, log_binom, counts,
                       row_index, k_rows, m_rows, d, off, off_rows, w_all, const)
@@ -466,3 +568,23 @@ class FixedMatrix:
             return np.bincount(idx, w, ng)[:, None] * Xu[0][None, :]
         tab = np.bincount(idx * self.npat + pat, w, ng * self.npat).reshape(ng, self.npat)
         return tab @ Xu
+
+
+def drop_rank_deficient(design: GlmmDesign, rank_tol: float = 1e-7) -> tuple[GlmmDesign, list[str]]:
+    """The design without the columns of X that are linear combinations of earlier ones (lme4
+    drops them too), and their names; ``design`` itself is left as it was.
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> runs = glmm_runs(2, 20, 2, seed=1).assign(copy=lambda d: d["model"])
+    >>> design, dropped = drop_rank_deficient(build_design("correct ~ model + copy + (1|item)", runs))
+    >>> dropped, design.fixed.columns
+    (['copyM2'], ['(Intercept)', 'modelM2'])
+    """
+    Xu = design.X.unique_rows  # same column space as X, usually far fewer rows
+    keep = independent_columns(Xu, rank_tol)
+    dropped = [design.fixed.columns[j] for j in range(Xu.shape[1]) if j not in keep]
+    if not dropped:
+        return design, dropped
+    return dataclasses.replace(design, X=design.X.with_columns(keep), fixed=design.fixed.with_columns(keep)), dropped
