@@ -60,9 +60,10 @@ def _rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
 
 
 def _numeric(col: pd.Series, name: str) -> np.ndarray:
-    if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
-        num = pd.to_numeric(col, errors="coerce") if not pd.api.types.is_bool_dtype(col) \
-            else pd.Series(np.nan, index=col.index)
+    if pd.api.types.is_bool_dtype(col):
+        raise DataError(f"column {name!r} holds booleans, not numbers")
+    if not pd.api.types.is_numeric_dtype(col):
+        num = pd.to_numeric(col, errors="coerce")
         bad = (num.isna() & col.notna()).to_numpy()
         if bad.any():
             raise DataError(f"column {name!r} must be numeric (rows {_rows_text(col.index, bad)} hold "
@@ -77,7 +78,7 @@ def _beta_response(col: pd.Series, name: str, squeeze: bool) -> Response:
     if outside.any():
         raise DataError(f"response column {name!r} must hold scores between 0 and 1 for the beta "
                         f"family; rows {_rows_text(col.index, outside)} are outside "
-                        f"(e.g. {y[outside][0]!r}): rescale it, e.g. (rating - min) / (max - min)")
+                        f"(e.g. {float(y[outside][0]):g}): rescale it, e.g. (rating - min) / (max - min)")
     ends = (y == 0) | (y == 1)
     if ends.any() and not squeeze:
         raise DataError(f"response column {name!r} is exactly 0 or 1 in rows "
@@ -102,12 +103,14 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
         what = f"cbind({name}, {parsed.trials} - {name})" if parsed.trials is not None \
             else f"cbind({name}, {parsed.failures})"
     else:
-        y = _numeric(d[name], name)
+        # booleans are 0/1 outcomes, as glmer reads them (FALSE a failure)
+        col = d[name].astype(float) if pd.api.types.is_bool_dtype(d[name]) else d[name]
+        y = _numeric(col, name)
         if weights is None:
             bad = ~np.isin(y, (0.0, 1.0))
             if bad.any():
                 raise DataError(f"response column {name!r} must be 0/1 (rows "
-                                f"{_rows_text(d.index, bad)}; e.g. {y[bad][0]!r}); write cbind(k, "
+                                f"{_rows_text(d.index, bad)}; e.g. {float(y[bad][0]):g}); write cbind(k, "
                                 "n - k) for counts, give proportions with weights= the trials, or "
                                 "use family='beta' for continuous scores")
             k, n = y, np.ones_like(y)
@@ -123,7 +126,7 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DataError(f"{what} must be whole counts 0 <= k <= n; rows {_rows_text(d.index, bad)} "
-                        f"are not (k = {k[i]!r} of n = {n[i]!r})")
+                        f"are not (k = {float(k[i]):g} of n = {float(n[i]):g})")
     k, n = np.round(k), np.round(n)
     if family == "betabinomial" and not np.any(n > 1):
         raise DataError(f"{what} has one trial per row: the beta-binomial precision is not "

@@ -58,7 +58,7 @@ def row_terms(resp: Response, eta: np.ndarray, log_phi: float
     >>> r = Response.counts("binomial", np.array([3.0]), np.array([10.0]))
     >>> ll, d1, d2 = row_terms(r, np.array([0.0]), 0.0)
     >>> round(float(ll[0]), 4), float(d1[0]), float(d2[0])
-    (-2.1149, -2.0, -2.5)
+    (-2.144, -2.0, -2.5)
     """
     mu = special.expit(eta)
     m1 = mu * (1.0 - mu)  # d mu / d eta
@@ -78,14 +78,49 @@ def row_terms(resp: Response, eta: np.ndarray, log_phi: float
         g = phi * (ly - l1y - special.digamma(a) + special.digamma(b))  # d ll / d mu
         h = -phi * phi * (special.polygamma(1, a) + special.polygamma(1, b))  # d2 ll / d mu2
     else:  # betabinomial
-        k, n = resp.k, resp.n
+        ll, g, h = _betabinomial(resp, eta, a, b, phi)
+    return ll, g * m1, h * m1 * m1 + g * m2
+
+
+#: the largest number of trials summed term by term (beyond it, log-gamma differences)
+SUM_TRIALS_MAX = 500
+
+
+def _betabinomial(resp: Response, eta: np.ndarray, a: np.ndarray, b: np.ndarray, phi: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The beta-binomial log-density and its derivatives over ``mu``.
+
+    ``lgamma(k + a) - lgamma(a)`` loses every digit when ``a`` is large (a precision that goes to
+    the binomial limit), so with whole counts it is summed as ``sum_{j<k} log(a + j)``, written
+    ``k log(a) + sum log1p(j / a)``: the ``k log mu + (n - k) log(1 - mu)`` of the binomial limit
+    then stands apart from small corrections.
+    """
+    k, n = resp.k, resp.n
+    big = int(n.max()) if n.size else 0
+    if big > SUM_TRIALS_MAX:
         ll = (resp.const + special.gammaln(k + a) + special.gammaln(n - k + b) - special.gammaln(n + phi)
               - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
         g = phi * (special.digamma(k + a) - special.digamma(n - k + b)
                    - special.digamma(a) + special.digamma(b))
         h = phi * phi * (special.polygamma(1, k + a) + special.polygamma(1, n - k + b)
                          - special.polygamma(1, a) - special.polygamma(1, b))
-    return ll, g * m1, h * m1 * m1 + g * m2
+        return ll, g, h
+    ll = resp.const + k * special.log_expit(eta) + (n - k) * special.log_expit(-eta)
+    sa, sb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j), sum 1 / (b + j)
+    qa, qb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j)^2, ...
+    fail = n - k
+    for j in range(1, big):
+        on_a, on_b, on_n = k > j, fail > j, n > j
+        ll += (np.where(on_a, np.log1p(j / a), 0.0) + np.where(on_b, np.log1p(j / b), 0.0)
+               - np.where(on_n, np.log1p(j / phi), 0.0))
+    for j in range(big):
+        on_a, on_b = k > j, fail > j
+        ra, rb = np.where(on_a, 1.0 / (a + j), 0.0), np.where(on_b, 1.0 / (b + j), 0.0)
+        sa += ra
+        sb += rb
+        qa += ra * ra
+        qb += rb * rb
+    return ll, phi * (sa - sb), -phi * phi * (qa + qb)
 
 
 def variance(family: str, mu: np.ndarray, phi: float, n: np.ndarray) -> np.ndarray:

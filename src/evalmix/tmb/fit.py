@@ -99,10 +99,8 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
     model = LaplaceModel(design.response, design.X, design.offset,
                          [np.asarray(t.index, dtype=np.int64) for t in terms], [t.nl for t in terms])
     with single_thread_blas():
-        par, value, niter, converged, max_grad = model.fit()
-        interior = model.interior(par)
-        H = model.hessian(par, interior)
-        model.nll(par)
+        par, value, niter, converged, max_grad, H = model.fit()
+    interior = model.interior(par)
     p, nsd = model.p, model.nsd
     cols = list(design.fixed.columns)
     par_names = cols + [f"log_sd({t.group})" for t in terms] + (["log_phi"] if model.has_phi else [])
@@ -120,6 +118,10 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
         warnings.warn(f"glmmtmb({formula!r}): the SD of {boundary} is on the boundary (near 0); its "
                       "log SD has no standard error and is left out of vcov_full", FitWarning,
                       stacklevel=2)
+    if model.has_phi and not interior[-1]:
+        warnings.warn(f"glmmtmb({formula!r}): the precision phi is at its upper bound (e^20): the "
+                      "data show no overdispersion, the binomial limit; its log has no standard "
+                      "error and is left out of vcov_full", FitWarning, stacklevel=2)
     if not converged:
         warnings.warn(f"glmmtmb({formula!r}) did not converge: the largest gradient of minus the "
                       f"log-likelihood is {max_grad:.2g}", ConvergenceWarning, stacklevel=2)
@@ -145,5 +147,5 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
         bic=-2 * loglik + np.log(nobs) * npar, df=npar, nobs=nobs,
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int), converged=converged,
         max_grad=max_grad, niter=niter, ranef=ranef, fitted=mu, pearson_residuals=pearson,
-        observed=resp.y.copy(), fixed_design=design.fixed,
+        observed=resp.y.copy(), trials=resp.n.copy(), fixed_design=design.fixed,
         call={"formula": formula, "data": data, "weights": weights, "contrasts": contrasts})

@@ -145,11 +145,13 @@ class LaplaceModel:
         zl = self.Z @ sparse.diags(sd_cols)
         Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
         try:
-            lu = splinalg.splu(Hs)
+            # symmetric mode without pivoting: the LU of a positive definite H is then its
+            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
+            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                               options={"SymmetricMode": True})
         except RuntimeError:
             return None
         diag = lu.U.diagonal()
-        # H is symmetric; with no row exchange a positive definite H has a positive pivot each
         if np.any(diag <= 0):
             return None
         return lu.solve, float(np.sum(np.log(diag)))
@@ -210,7 +212,8 @@ class LaplaceModel:
         return np.concatenate([beta, np.zeros(self.nsd), np.zeros(int(self.has_phi))])
 
     def bounds(self) -> list[tuple[float | None, float | None]]:
-        return ([(None, None)] * self.p + [(LOG_SD_MIN, LOG_SD_MAX)] * self.nsd
+        free: list[tuple[float | None, float | None]] = [(None, None)]
+        return (free * self.p + [(LOG_SD_MIN, LOG_SD_MAX)] * self.nsd
                 + [(LOG_PHI_MIN, LOG_PHI_MAX)] * int(self.has_phi))
 
     def gradient(self, x: np.ndarray, step: float = GRAD_STEP) -> np.ndarray:
@@ -250,29 +253,36 @@ class LaplaceModel:
         return H
 
     def interior(self, par: np.ndarray) -> np.ndarray:
-        """Parameters off the boundary: an SD below :data:`BOUNDARY_SD` has no SE."""
+        """Parameters off the boundary: an SD below :data:`BOUNDARY_SD`, and a precision at its
+        upper bound (the binomial limit), have no SE."""
         keep = np.ones(self.n_par, dtype=bool)
         keep[self.p: self.p + self.nsd] = np.exp(par[self.p: self.p + self.nsd]) >= BOUNDARY_SD
+        if self.has_phi:
+            keep[-1] = par[-1] < LOG_PHI_MAX - 1e-3
         return keep
 
     def fit(self, start: np.ndarray | None = None, maxiter: int = 1000
-            ) -> tuple[np.ndarray, float, int, bool, float]:
+            ) -> tuple[np.ndarray, float, int, bool, float, np.ndarray]:
         """Minimise :meth:`nll`; returns the parameters, minus the log-likelihood, iterations,
-        whether it converged and the largest absolute gradient (interior parameters)."""
+        whether it converged, the largest absolute gradient and the Hessian (both over the
+        interior parameters, :meth:`interior`)."""
         x0 = self.start() if start is None else np.asarray(start, dtype=float)
         res = optimize.minimize(self.nll, x0, method="L-BFGS-B", jac=self.gradient, bounds=self.bounds(),
                                 options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-8})
         par = np.asarray(res.x, dtype=float)
         value = self.nll(par)
         iterations = int(res.nit)
-        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat ridges)
+        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat
+        # ridges); the Hessian at the last point is the one the SEs need
+        H: np.ndarray | None = None
         for _ in range(8):
             interior = self.interior(par)
             g = self.gradient(par)[interior]
-            if np.max(np.abs(g)) < 1e-7:
+            H = self.hessian(par, interior)
+            if np.max(np.abs(g), initial=0.0) < 1e-7:
                 break
             try:
-                step = np.linalg.solve(self.hessian(par, interior), g)
+                step = np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
                 break
             trial = par.copy()
@@ -282,9 +292,13 @@ class LaplaceModel:
                 self.nll(par)
                 break
             par, value = trial, v
+            H = None
             iterations += 1
-        grad = self.gradient(par)[self.interior(par)]
-        max_grad = float(np.max(np.abs(grad))) if grad.size else 0.0
+        interior = self.interior(par)
+        grad = self.gradient(par)[interior]
+        if H is None or H.shape[0] != int(interior.sum()):
+            H = self.hessian(par, interior)
+        max_grad = float(np.max(np.abs(grad), initial=0.0))
         converged = bool(np.isfinite(value) and np.isfinite(max_grad) and max_grad < 1e-3)
         self.nll(par)  # leave the conditional modes at the estimates
-        return par, float(value), iterations, converged, max_grad
+        return par, float(value), iterations, converged, max_grad, H

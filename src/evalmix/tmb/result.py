@@ -90,6 +90,8 @@ class GlmmTMBResult(Result):
         ``(y - mu) / sqrt(V(mu))`` per row (``residuals(fit, type = "pearson")``).
     observed : ndarray
         The response per row: the score, or the proportion ``k / n``.
+    trials : ndarray
+        ``n`` per row (ones for the beta family).
     fixed_design : FixedDesign
 
     Examples
@@ -126,6 +128,7 @@ class GlmmTMBResult(Result):
     fitted: np.ndarray = field(repr=False)
     pearson_residuals: np.ndarray = field(repr=False)
     observed: np.ndarray = field(repr=False)
+    trials: np.ndarray = field(repr=False)
     fixed_design: FixedDesign = field(repr=False)
     link: str = "logit"
     # what a refit of another family needs (formula, data, weights, contrasts)
@@ -211,8 +214,11 @@ class GlmmTMBResult(Result):
         if self.family != "binomial":
             lines += ["", f"Dispersion parameter for {self.family} family (): {_fmt(self.dispersion, 3)}"]
         tab = self.coef_table()
-        rows = [[str(r.term), f"{r.estimate:.5g}", f"{r.se:.5g}", f"{r.statistic:.3f}",
-                 f"{r.p_value:.3g}", _stars(r.p_value)] for r in tab.itertuples()]
+        rows = [[str(t), f"{e:.5g}", f"{s:.5g}", f"{z:.3f}", f"{p:.3g}", _stars(p)]
+                for t, e, s, z, p in zip(tab["term"], tab["estimate"].to_numpy(dtype=float),
+                                         tab["se"].to_numpy(dtype=float),
+                                         tab["statistic"].to_numpy(dtype=float),
+                                         tab["p_value"].to_numpy(dtype=float))]
         lines += ["", "Conditional model:",
                   *_columns(rows, ["", "Estimate", "Std. Error", "z value", "Pr(>|z|)", ""]), "---",
                   "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
