@@ -192,6 +192,10 @@ def test_response_forms_agree(fits):
     for other in (by_failures, by_weights):
         assert other.loglik == pytest.approx(ref.loglik, abs=1e-8)
         np.testing.assert_allclose(other.fixef.to_numpy(), ref.fixef.to_numpy(), atol=1e-6)
+    # the refit of check_overdispersion reads the rows fitted, not later edits of the frame
+    prop["p"] = 0.5
+    check = evalmix.check_overdispersion(by_weights)
+    assert check.chisq == pytest.approx(REF["fits"]["sim_binom"]["pearson_chisq"], rel=1e-4)
 
 
 def test_scores_at_zero_or_one_are_refused_or_squeezed():

@@ -29,7 +29,8 @@ __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
 
 @dataclass(frozen=True)
 class TmbDesign:
-    """Response, fixed design and random intercepts of one fit; ``data`` the rows fitted."""
+    """Response, fixed design and random intercepts of one fit; ``data`` the rows fitted (the
+    columns the model reads, a weight column included) and ``weights`` their prior weights."""
 
     parsed: ParsedFormula
     fixed: FixedDesign
@@ -38,6 +39,7 @@ class TmbDesign:
     response: Response
     terms: list[RandomTerm]
     data: pd.DataFrame
+    weights: np.ndarray | None = None
 
 
 def squeeze_scores(y: ArrayLike) -> np.ndarray:
@@ -190,7 +192,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
                            f"(columns: {list(frame.columns)})")
     rand_cols = random_columns(parsed.random, frame)
     used = list(dict.fromkeys([*response_cols, *fixed_cols, *rand_cols]))
-    d = frame[used]
+    d = frame[used + [weights] if isinstance(weights, str) and weights not in used else used]
     w = None
     if weights is not None:
         if isinstance(weights, str):
@@ -233,4 +235,4 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
                             f"{_rows_text(d.index, ~np.isfinite(offset))}")
         fixed.offset_mean = float(offset.mean())
     terms = build_random_terms(parsed.random, rows, len(rows))
-    return TmbDesign(parsed, fixed, X, offset, response, terms, d)
+    return TmbDesign(parsed, fixed, X, offset, response, terms, d, w)

@@ -148,4 +148,7 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int), converged=converged,
         max_grad=max_grad, niter=niter, ranef=ranef, fitted=mu, pearson_residuals=pearson,
         observed=resp.y.copy(), trials=resp.n.copy(), fixed_design=design.fixed,
-        call={"formula": formula, "data": data, "weights": weights, "contrasts": contrasts})
+        # the rows fitted, not the caller's frame: a refit must not see later edits of it
+        call={"formula": formula, "data": design.data.reset_index(drop=True),
+              "weights": weights if isinstance(weights, str) or design.weights is None
+              else design.weights.copy(), "contrasts": contrasts})
