@@ -7,7 +7,8 @@
 #    3 runs; a 0-1 score drawn from a beta distribution (precision 12) and k of n = 10 from a
 #    beta-binomial (precision 6), with item and item:run random intercepts;
 # 2. AI4Math (../shared/data/ai4math/ai4math_runs.csv) aggregated to k of n = 12 per
-#    problem_id:model (beta-binomial, binomial, and crossed (1|model) + (1|problem_id));
+#    problem_id:model (beta-binomial, binomial, and crossed (1|model) + (1|problem_id)), and to
+#    k of 3 per problem_id:model:language:prompt (beta-binomial, (1|problem_id) + (1|problem_id:model));
 # 3. data/example_ratings.csv with the 1-5 rating mapped to (rating - 0.5) / 5 (beta).
 # For each fit: fixed-effect names, estimates and SEs (vcov(fit)$cond), random-effect SDs,
 # the dispersion (sigma(fit): the precision phi of beta and beta-binomial), logLik, df, nobs,
@@ -70,6 +71,15 @@ fits$ai_bb <- glmmTMB(cbind(k, n - k) ~ model + (1|problem_id), agg, family = be
 fits$ai_binom <- glmmTMB(cbind(k, n - k) ~ model + (1|problem_id), agg, family = binomial())
 fits$ai_bb_crossed <- glmmTMB(cbind(k, n - k) ~ 1 + (1|model) + (1|problem_id), agg,
                               family = betabinomial())
+
+# k of 3 per problem:model:language:prompt, nested (1|problem_id) + (1|problem_id:model): a small
+# precision, where the observed information of some rows is negative away from the mode
+agg3 <- aggregate(correct ~ problem_id + model + language + prompt, ai,
+                  function(x) c(k = sum(x), n = length(x)))
+agg3 <- data.frame(agg3[, 1:4], k = agg3$correct[, "k"], n = agg3$correct[, "n"])
+agg3$problem_id <- factor(agg3$problem_id)
+fits$ai_bb_nested <- glmmTMB(cbind(k, n - k) ~ model + language + prompt + (1|problem_id) +
+                               (1|problem_id:model), agg3, family = betabinomial())
 
 ratings <- read.csv(file.path(here, "..", "..", "data", "example_ratings.csv"))
 ratings$score <- (ratings$rating - 0.5) / 5

@@ -180,11 +180,15 @@ class LaplaceModel:
         for _ in range(INNER_MAXIT):
             grad = sd_cols * self._zt_times(d1) - u
             fac = self._factor(sd_cols, -d2)
-            if fac is None:
-                return np.inf
             if np.max(np.abs(grad)) < INNER_TOL:
                 break
-            step = fac[0](grad)
+            # away from the mode the observed information of a row can be negative (a beta-binomial
+            # with a small phi) and H indefinite: step along the clipped one, which is positive
+            # definite, so the step still goes uphill
+            step_fac = fac if fac is not None else self._factor(sd_cols, np.maximum(-d2, 0.0))
+            if step_fac is None:
+                return np.inf
+            step = step_fac[0](grad)
             for _half in range(30):
                 h_new, d1_n, d2_n = joint(u + step)
                 if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
@@ -197,7 +201,7 @@ class LaplaceModel:
         if fac is None:
             fac = self._factor(sd_cols, -d2)
         if fac is None or not np.isfinite(h):
-            return np.inf
+            return np.inf  # no mode here: H at the last point is not positive definite
         self.u = u
         return -(h - 0.5 * fac[1])
 
