@@ -35,13 +35,17 @@ __all__ = ["LaplaceModel"]
 
 #: the most random effects outside the largest term whose Schur complement is factored dense
 DENSE_MAX = 2000
+#: the largest first-term x other-effects block B stored dense (8 bytes each: 32 MB)
+DENSE_B_MAX = 4_000_000
 #: inner Newton stops when the largest gradient component over u is below this (tight: the
 #: Hessian for the SEs is a second difference of the objective with step 1e-4)
 INNER_TOL = 1e-10
 INNER_MAXIT = 100
-#: central-difference steps of the gradient (optimiser) and of the Hessian (SEs)
+#: central-difference steps of the gradient (optimiser) and of the Hessian (SEs); the Hessian's
+#: 1e-3 balances truncation (h^2 ~ 1e-6) against rounding of an objective in the thousands
+#: (1e-12 / h^2 ~ 1e-6): 1e-4 left SEs of the nested AI4Math fit 6e-4 from glmmTMB's
 GRAD_STEP = 1e-6
-HESS_STEP = 1e-4
+HESS_STEP = 1e-3
 #: log SD kept in this box: exp(-12) is 6e-6, a zero SD on the logit scale, and keeps the
 #: objective finite on the boundary; an SD below BOUNDARY_SD is on the boundary (no SE)
 LOG_SD_MIN, LOG_SD_MAX = -12.0, 8.0
@@ -85,6 +89,7 @@ class LaplaceModel:
             rest = [c - self.q1 for c in self._cols[1:]]
             self._b_rows = np.tile(self.groups[0], self.nsd - 1)
             self._b_cols = np.concatenate(rest)
+            self._b_flat = self._b_rows * self.qr + self._b_cols
             # flat (row, column) positions in H_rest of the blocks on and below its diagonal
             pairs = [(k, m) for k in range(len(rest)) for m in range(k + 1)]
             self._rest_pairs = len(pairs)
@@ -123,14 +128,22 @@ class LaplaceModel:
             if np.any(d1 <= 0):
                 return None
             wr = np.tile(w, self.nsd - 1)
-            B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
-                                   (self._b_rows, self._b_cols)), shape=(q1, self.qr))
+            if q1 * self.qr <= DENSE_B_MAX:  # B dense: one bincount, products by BLAS
+                B = np.bincount(self._b_flat, weights=wr, minlength=q1 * self.qr).reshape(q1, self.qr)
+                B *= np.outer(s1, sr)
+            else:
+                B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
+                                       (self._b_rows, self._b_cols)), shape=(q1, self.qr))
             flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs),
                                minlength=self.qr * self.qr)
             low = flat.reshape(self.qr, self.qr)  # the blocks on and below the diagonal
             Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(self.qr)
-            BD = sparse.diags(1.0 / d1) @ B
-            S = Hr - np.asarray((B.T @ BD).todense())
+            if isinstance(B, np.ndarray):
+                BD = B / d1[:, None]
+                S = Hr - B.T @ BD
+            else:
+                BD = sparse.diags(1.0 / d1) @ B
+                S = Hr - np.asarray((B.T @ BD).todense())
             try:
                 c = linalg.cho_factor(S, lower=True, check_finite=False)
             except linalg.LinAlgError:
