@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     # 1 engines
     "evalmix.glmm": 1, "evalmix.lmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,
-    "evalmix.ordinal": 1,
+    "evalmix.ordinal": 1, "evalmix.tmb": 1,
     # 2 inference on fits
     "evalmix.emmeans": 2, "evalmix.selection": 2,
     # 3 studies

@@ -159,6 +159,11 @@ CALLS = {
                                                   adjust="tukey"),
     "clmm": lambda c: evalmix.clmm("rating ~ temp + contact + (1|judge)",
                                    ROOT / "tests" / "reference" / "clmm_wine.csv"),
+    "glmmtmb": lambda c: evalmix.glmmtmb("score ~ model + (1|item)",
+                                         ROOT / "tests" / "reference" / "glmmtmb_sim.csv", "beta"),
+    "check_overdispersion": lambda c: evalmix.check_overdispersion(evalmix.glmmtmb(
+        "cbind(k, n - k) ~ model + (1|item)", ROOT / "tests" / "reference" / "glmmtmb_sim.csv",
+        "binomial")),
     "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
     "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
                                                                seed=1),

@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm",
     "LmerResult": "lmm", "lmer": "lmm",
     "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "fit_many", "fit_many": "fit_many",
+    "GlmmTMBResult": "tmb", "OverdispersionCheck": "tmb", "check_overdispersion": "tmb", "glmmtmb": "tmb",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     "read_openai_evals": "io",
@@ -145,6 +146,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .glmm import GlmerControl, GlmerResult, glmer
     from .lmm import LmerResult, lmer
     from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
+    from .tmb import GlmmTMBResult, OverdispersionCheck, check_overdispersion, glmmtmb
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
     from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals

@@ -1,0 +1,238 @@
+"""From formula and data to the arrays of :func:`evalmix.glmmtmb` (glmmTMB's ``glmmTMB`` up to
+``MakeADFun``): the response of the family, the fixed design and the random intercepts.
+
+The glue is thin and mirrors :mod:`evalmix.lmm.design` (data loading, missing rows, the fixed
+design, aliased columns, the offset, the random terms), through the same foundation functions
+:func:`~evalmix.formula.parse_formula`, :func:`~evalmix.formula.build_fixed` and
+:func:`~evalmix.formula.build_random_terms`; what is its own is the response of each family.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ..data import RunsData, load_table
+from ..errors import ArgumentError, DataError, DataWarning, FormulaError
+from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
+                       fixed_variables, parse_formula, random_columns)
+from .family import Response
+
+__all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
+
+
+@dataclass(frozen=True)
+class TmbDesign:
+    """Response, fixed design and random intercepts of one fit; ``data`` the rows fitted (the
+    columns the model reads, a weight column included) and ``weights`` their prior weights."""
+
+    parsed: ParsedFormula
+    fixed: FixedDesign
+    X: np.ndarray
+    offset: np.ndarray
+    response: Response
+    terms: list[RandomTerm]
+    data: pd.DataFrame
+    weights: np.ndarray | None = None
+
+
+def squeeze_scores(y: ArrayLike) -> np.ndarray:
+    """Smithson and Verkuilen's (2006) squeeze of scores in [0, 1] into (0, 1):
+    ``(y (N - 1) + 1/2) / N`` with ``N`` the number of scores.
+
+    Examples
+    --------
+    >>> squeeze_scores([0.0, 0.5, 1.0]).round(4).tolist()
+    [0.1667, 0.5, 0.8333]
+    """
+    y = np.asarray(y, dtype=float)
+    return (y * (len(y) - 1) + 0.5) / len(y)
+
+
+def _rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
+    rows = [repr(v) for v in index[mask][:limit]]
+    more = int(mask.sum()) - len(rows)
+    return ", ".join(rows) + (f" and {more} more" if more > 0 else "")
+
+
+def _numeric(col: pd.Series, name: str) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(col):
+        raise DataError(f"column {name!r} holds booleans, not numbers")
+    if not pd.api.types.is_numeric_dtype(col):
+        num = pd.to_numeric(col, errors="coerce")
+        bad = (num.isna() & col.notna()).to_numpy()
+        if bad.any():
+            raise DataError(f"column {name!r} must be numeric (rows {_rows_text(col.index, bad)} hold "
+                            f"{col[bad].iloc[0]!r})")
+        col = num
+    return col.to_numpy(dtype=float)
+
+
+def _beta_response(col: pd.Series, name: str, squeeze: bool) -> Response:
+    y = _numeric(col, name)
+    outside = (y < 0) | (y > 1) | ~np.isfinite(y)
+    if outside.any():
+        raise DataError(f"response column {name!r} must hold scores between 0 and 1 for the beta "
+                        f"family; rows {_rows_text(col.index, outside)} are outside "
+                        f"(e.g. {float(y[outside][0]):g}): rescale it, e.g. (rating - min) / (max - min)")
+    ends = (y == 0) | (y == 1)
+    if ends.any() and not squeeze:
+        raise DataError(f"response column {name!r} is exactly 0 or 1 in rows "
+                        f"{_rows_text(col.index, ends)}: the beta family needs 0 < y < 1; pass "
+                        "squeeze=True for Smithson and Verkuilen's (y (N - 1) + 1/2) / N, or fit "
+                        "k-of-n counts with family='betabinomial'")
+    return Response.beta(squeeze_scores(y) if squeeze else y)
+
+
+def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
+                    weights: np.ndarray | None) -> Response:
+    name = parsed.successes
+    if parsed.trials is not None or parsed.failures is not None:
+        if weights is not None:
+            raise ArgumentError("weights= gives the trials of a proportion response; with "
+                                "cbind(k, n - k) the trials are in the formula already")
+        k = _numeric(d[name], name)
+        other = parsed.trials if parsed.trials is not None else parsed.failures
+        assert other is not None
+        m = _numeric(d[other], other)
+        n = m if parsed.trials is not None else k + m
+        what = f"cbind({name}, {parsed.trials} - {name})" if parsed.trials is not None \
+            else f"cbind({name}, {parsed.failures})"
+    else:
+        # booleans are 0/1 outcomes, as glmer reads them (FALSE a failure)
+        col = d[name].astype(float) if pd.api.types.is_bool_dtype(d[name]) else d[name]
+        y = _numeric(col, name)
+        if weights is None:
+            bad = ~np.isin(y, (0.0, 1.0))
+            if bad.any():
+                raise DataError(f"response column {name!r} must be 0/1 (rows "
+                                f"{_rows_text(d.index, bad)}; e.g. {float(y[bad][0]):g}); write cbind(k, "
+                                "n - k) for counts, give proportions with weights= the trials, or "
+                                "use family='beta' for continuous scores")
+            k, n = y, np.ones_like(y)
+        else:
+            bad = (y < 0) | (y > 1) | ~np.isfinite(y)
+            if bad.any():
+                raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (rows "
+                                f"{_rows_text(d.index, bad)})")
+            k, n = y * weights, weights
+        what = name
+    bad = ~np.isfinite(k) | ~np.isfinite(n) | (k < 0) | (n < k) \
+        | (np.abs(k - np.round(k)) > 1e-6) | (np.abs(n - np.round(n)) > 1e-6)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{what} must be whole counts 0 <= k <= n; rows {_rows_text(d.index, bad)} "
+                        f"are not (k = {float(k[i]):g} of n = {float(n[i]):g})")
+    k, n = np.round(k), np.round(n)
+    if family == "betabinomial" and not np.any(n > 1):
+        raise DataError(f"{what} has one trial per row: the beta-binomial precision is not "
+                        "identified from 0/1 outcomes; aggregate to k of n per item:model or fit "
+                        "family='binomial'")
+    return Response.counts(family, k, n)
+
+
+def _load(data: RunsData) -> pd.DataFrame:
+    if isinstance(data, (str, Path)):
+        return load_table(data)
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
+    return data
+
+
+def build_tmb_design(formula: str, data: RunsData, *, family: str,
+                     weights: str | ArrayLike | None = None, contrasts: dict[str, Any] | None = None,
+                     squeeze: bool = False) -> TmbDesign:
+    """Parse ``formula`` and build the design of a glmmTMB-style fit on ``data``.
+
+    Random terms are scalar intercepts, nested or crossed.  Rows with a missing value in a
+    column the model reads are dropped with a :class:`~evalmix.errors.DataWarning`, as R's
+    ``na.omit``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"score": [0.2, 0.4, 0.5, 0.7, 0.3, 0.6], "g": list("aabbcc"),
+    ...                   "x": [0, 1, 0, 1, 0, 1]})
+    >>> design = build_tmb_design("score ~ x + (1|g)", d, family="beta")
+    >>> design.X.shape, [t.group for t in design.terms]
+    ((6, 2), ['g'])
+    """
+    if not isinstance(formula, str):
+        raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
+                           f"{type(formula).__name__}")
+    parsed = parse_formula(formula)
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term such as (1|item)")
+    for sp in parsed.random:
+        if sp.expr.strip() != "1":
+            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) is not supported: "
+                               "glmmtmb fits random intercepts (1|group), nested or crossed")
+    if family == "beta" and (parsed.trials is not None or parsed.failures is not None):
+        raise FormulaError(f"formula {formula!r} has a cbind() response: the beta family fits "
+                           "one column of scores in (0, 1); use family='betabinomial' for k of n")
+    if family == "beta" and weights is not None:
+        raise ArgumentError("weights= are the trials of a proportion response (binomial "
+                            "families); the beta family takes none")
+    frame = _load(data)
+    response_cols = [c for c in (parsed.successes, parsed.trials, parsed.failures) if c is not None]
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    for c in response_cols:
+        if c not in frame.columns:
+            raise FormulaError(f"response column {c!r} is absent from the data "
+                               f"(columns: {list(frame.columns)})")
+    absent = [c for c in fixed_cols if c not in frame.columns]
+    if absent:
+        raise FormulaError(f"fixed-effect term(s) name column(s) {absent} absent from the data "
+                           f"(columns: {list(frame.columns)})")
+    rand_cols = random_columns(parsed.random, frame)
+    used = list(dict.fromkeys([*response_cols, *fixed_cols, *rand_cols]))
+    d = frame[used + [weights] if isinstance(weights, str) and weights not in used else used]
+    w = None
+    if weights is not None:
+        if isinstance(weights, str):
+            if weights not in frame.columns:
+                raise FormulaError(f"weights={weights!r} is not a column of the data "
+                                   f"(columns: {list(frame.columns)})")
+            w = _numeric(frame[weights], weights)
+        else:
+            w = np.asarray(weights, dtype=float).ravel()
+            if w.size != len(frame):
+                raise DataError(f"weights has {w.size} values for {len(frame)} rows of data")
+    na = d.isna().any(axis=1).to_numpy() | (np.isnan(w) if w is not None else False)
+    if na.any():
+        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used} (rows "
+                      f"{_rows_text(d.index, na)})", DataWarning, stacklevel=3)
+        d = d.loc[~na]
+        w = None if w is None else w[~na]
+    if len(d) == 0:
+        raise DataError("no rows left to fit")
+    if w is not None and np.any(w < 0):
+        raise DataError(f"weights must be >= 0 (rows {_rows_text(d.index, w < 0)})")
+    if family == "beta":
+        response = _beta_response(d[parsed.successes], parsed.successes, squeeze)
+    else:
+        if squeeze:
+            raise ArgumentError("squeeze=True applies to the beta family's scores, not to counts")
+        response = _count_response(parsed, d, family, w)
+    rows = d.reset_index(drop=True)
+    fixed, X = build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
+    X = np.ascontiguousarray(X, dtype=float)
+    if np.linalg.matrix_rank(X) < X.shape[1]:
+        raise DataError(f"the fixed-effect columns of {formula!r} are aliased (linearly "
+                        f"dependent): {', '.join(fixed.columns)}; drop a term or a level that "
+                        "another determines")
+    offset = np.zeros(len(rows))
+    if parsed.offsets:
+        offset = np.asarray(fixed.offset(rows), dtype=float)
+        if not np.all(np.isfinite(offset)):
+            raise DataError(f"the offset is not finite in rows "
+                            f"{_rows_text(d.index, ~np.isfinite(offset))}")
+        fixed.offset_mean = float(offset.mean())
+    terms = build_random_terms(parsed.random, rows, len(rows))
+    return TmbDesign(parsed, fixed, X, offset, response, terms, d, w)

@@ -1,0 +1,140 @@
+"""The response distributions of :func:`evalmix.glmmtmb`: log-densities and their first two
+derivatives over the linear predictor (logit link), as glmmTMB writes them.
+
+- ``beta`` (glmmTMB's ``beta_family()``): ``y ~ Beta(mu phi, (1 - mu) phi)``, ``0 < y < 1``;
+- ``betabinomial`` (``betabinomial()``): ``k | p ~ Binomial(n, p)``, ``p ~ Beta(mu phi, (1 - mu) phi)``;
+- ``binomial``: ``k ~ Binomial(n, mu)``.
+
+The log-likelihood counts every constant (``lchoose(n, k)`` included), as ``logLik`` of glmmTMB
+does, so AIC and likelihood-ratio tests compare across these fits.  The second derivative is the
+observed one (the Laplace approximation of TMB differentiates the log-density itself, not its
+expectation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+__all__ = ["FAMILIES", "Response", "row_terms", "variance"]
+
+#: the families and whether each has a precision parameter phi
+FAMILIES: dict[str, bool] = {"beta": True, "betabinomial": True, "binomial": False}
+
+
+@dataclass(frozen=True)
+class Response:
+    """The response of one fit: ``y`` (scores in (0, 1)) for the beta family, ``k`` of ``n``
+    for the binomial families, and the constant part of each row's log-density."""
+
+    family: str
+    y: np.ndarray  # beta: the scores; binomial families: the proportions k / n
+    k: np.ndarray
+    n: np.ndarray
+    const: np.ndarray
+
+    @classmethod
+    def beta(cls, y: np.ndarray) -> Response:
+        y = np.asarray(y, dtype=float)
+        return cls("beta", y, np.zeros_like(y), np.ones_like(y), np.zeros_like(y))
+
+    @classmethod
+    def counts(cls, family: str, k: np.ndarray, n: np.ndarray) -> Response:
+        k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+        const = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.where(n > 0, k / np.where(n > 0, n, 1.0), 0.0)
+        return cls(family, y, k, n, const)
+
+
+def row_terms(resp: Response, eta: np.ndarray, log_phi: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's log-density, its derivative and its second derivative over ``eta``.
+
+    Examples
+    --------
+    >>> r = Response.counts("binomial", np.array([3.0]), np.array([10.0]))
+    >>> ll, d1, d2 = row_terms(r, np.array([0.0]), 0.0)
+    >>> round(float(ll[0]), 4), float(d1[0]), float(d2[0])
+    (-2.144, -2.0, -2.5)
+    """
+    mu = special.expit(eta)
+    m1 = mu * (1.0 - mu)  # d mu / d eta
+    m2 = m1 * (1.0 - 2.0 * mu)  # d2 mu / d eta2
+    if resp.family == "binomial":
+        # k eta - n log(1 + e^eta), written with log_expit so that large |eta| stays finite
+        ll = resp.const + resp.k * special.log_expit(eta) + (resp.n - resp.k) * special.log_expit(-eta)
+        return ll, resp.k - resp.n * mu, -resp.n * m1
+    phi = float(np.exp(log_phi))
+    # mu phi and (1 - mu) phi from expit(+-eta), so that neither rounds to 0 for a large |eta|
+    a = special.expit(eta) * phi
+    b = special.expit(-eta) * phi
+    if resp.family == "beta":
+        ly, l1y = np.log(resp.y), np.log1p(-resp.y)
+        ll = (special.gammaln(phi) - special.gammaln(a) - special.gammaln(b)
+              + (a - 1.0) * ly + (b - 1.0) * l1y)
+        g = phi * (ly - l1y - special.digamma(a) + special.digamma(b))  # d ll / d mu
+        h = -phi * phi * (special.polygamma(1, a) + special.polygamma(1, b))  # d2 ll / d mu2
+    else:  # betabinomial
+        ll, g, h = _betabinomial(resp, eta, a, b, phi)
+    return ll, g * m1, h * m1 * m1 + g * m2
+
+
+#: the largest number of trials summed term by term (beyond it, log-gamma differences)
+SUM_TRIALS_MAX = 500
+
+
+def _betabinomial(resp: Response, eta: np.ndarray, a: np.ndarray, b: np.ndarray, phi: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The beta-binomial log-density and its derivatives over ``mu``.
+
+    ``lgamma(k + a) - lgamma(a)`` loses every digit when ``a`` is large (a precision that goes to
+    the binomial limit), so with whole counts it is summed as ``sum_{j<k} log(a + j)``, written
+    ``k log(a) + sum log1p(j / a)``: the ``k log mu + (n - k) log(1 - mu)`` of the binomial limit
+    then stands apart from small corrections.
+    """
+    k, n = resp.k, resp.n
+    big = int(n.max()) if n.size else 0
+    if big > SUM_TRIALS_MAX:
+        ll = (resp.const + special.gammaln(k + a) + special.gammaln(n - k + b) - special.gammaln(n + phi)
+              - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
+        g = phi * (special.digamma(k + a) - special.digamma(n - k + b)
+                   - special.digamma(a) + special.digamma(b))
+        h = phi * phi * (special.polygamma(1, k + a) + special.polygamma(1, n - k + b)
+                         - special.polygamma(1, a) - special.polygamma(1, b))
+        return ll, g, h
+    ll = resp.const + k * special.log_expit(eta) + (n - k) * special.log_expit(-eta)
+    sa, sb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j), sum 1 / (b + j)
+    qa, qb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j)^2, ...
+    fail = n - k
+    for j in range(1, big):
+        on_a, on_b, on_n = k > j, fail > j, n > j
+        ll += (np.where(on_a, np.log1p(j / a), 0.0) + np.where(on_b, np.log1p(j / b), 0.0)
+               - np.where(on_n, np.log1p(j / phi), 0.0))
+    for j in range(big):
+        on_a, on_b = k > j, fail > j
+        ra, rb = np.where(on_a, 1.0 / (a + j), 0.0), np.where(on_b, 1.0 / (b + j), 0.0)
+        sa += ra
+        sb += rb
+        qa += ra * ra
+        qb += rb * rb
+    return ll, phi * (sa - sb), -phi * phi * (qa + qb)
+
+
+def variance(family: str, mu: np.ndarray, phi: float, n: np.ndarray) -> np.ndarray:
+    """Variance of the response on the proportion scale (``y`` or ``k / n``) at mean ``mu``:
+    glmmTMB's ``family$variance`` divided by the trials for the binomial families.
+
+    Examples
+    --------
+    >>> variance("beta", np.array([0.5]), 3.0, np.array([1.0])).tolist()
+    [0.0625]
+    """
+    base = mu * (1.0 - mu)
+    if family == "beta":
+        return base / (1.0 + phi)
+    if family == "binomial":
+        return base / n
+    return base / n * (1.0 + (n - 1.0) / (phi + 1.0))

@@ -1,0 +1,321 @@
+"""The Laplace objective of :func:`evalmix.glmmtmb` and its joint optimisation, as glmmTMB does it.
+
+With scalar random intercepts ``b_k = sigma_k u_k`` (``u ~ N(0, I)``) and the linear predictor
+``eta = X beta + offset + sum_k sigma_k Z_k u_k``, minus the Laplace log-likelihood is
+
+    -sum_i log f(y_i | eta_i(u_hat)) + ||u_hat||^2 / 2 + log det(H) / 2,
+    H = Lambda Z' W Z Lambda + I,
+
+``W`` the observed negative second derivative of each row's log-density over ``eta`` (TMB's
+Hessian of the joint density; the spherical parametrisation leaves the value unchanged).  All
+parameters, ``beta``, ``log sigma_k`` (glmmTMB's ``theta``) and ``log phi`` (glmmTMB's
+``betadisp``), are optimised jointly, ``beta`` is not profiled out: L-BFGS-B on central-difference
+gradients, then Newton steps on the central-difference Hessian, which is also the Hessian whose
+inverse gives the standard errors (glmmTMB's ``sdreport``).
+
+The conditional modes ``u_hat`` come from Newton steps with step halving: ``H`` is diagonal for one
+grouping factor; with several, the block of the factor with the most levels is diagonal and the
+others go through its Schur complement, a dense Cholesky factor of up to :data:`DENSE_MAX` effects
+(items for ``(1|item) + (1|item:run)``, models for ``(1|model) + (1|item)``); SciPy's sparse LU
+(``splu``) of the whole ``H`` beyond.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg, optimize, sparse
+from scipy.sparse import linalg as splinalg
+
+from .family import FAMILIES, Response, row_terms
+
+__all__ = ["LaplaceModel"]
+
+#: the most random effects outside the largest term whose Schur complement is factored dense
+DENSE_MAX = 2000
+#: the largest first-term x other-effects block B stored dense (8 bytes each: 32 MB)
+DENSE_B_MAX = 4_000_000
+#: inner Newton stops when the largest gradient component over u is below this (tight: the
+#: Hessian for the SEs is a second difference of the objective with step 1e-4)
+INNER_TOL = 1e-10
+INNER_MAXIT = 100
+#: central-difference steps of the gradient (optimiser) and of the Hessian (SEs); the Hessian's
+#: 1e-3 balances truncation (h^2 ~ 1e-6) against rounding of an objective in the thousands
+#: (1e-12 / h^2 ~ 1e-6): 1e-4 left SEs of the nested AI4Math fit 6e-4 from glmmTMB's
+GRAD_STEP = 1e-6
+HESS_STEP = 1e-3
+#: log SD kept in this box: exp(-12) is 6e-6, a zero SD on the logit scale, and keeps the
+#: objective finite on the boundary; an SD below BOUNDARY_SD is on the boundary (no SE)
+LOG_SD_MIN, LOG_SD_MAX = -12.0, 8.0
+BOUNDARY_SD = 1e-4
+#: log phi kept in this box (phi = e^20 is a binomial for any count; e^-10 a U-shaped beta)
+LOG_PHI_MIN, LOG_PHI_MAX = -10.0, 20.0
+
+
+@dataclass
+class LaplaceModel:
+    """The data of one fit and its Laplace objective (built by :func:`evalmix.glmmtmb`)."""
+
+    response: Response
+    X: np.ndarray
+    offset: np.ndarray
+    groups: list[np.ndarray]  # per random term, each row's level
+    nlevels: list[int]
+    u: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.family = self.response.family
+        self.p = self.X.shape[1]
+        self.nsd = len(self.groups)
+        self.has_phi = FAMILIES[self.family]
+        self.n_par = self.p + self.nsd + int(self.has_phi)
+        self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
+        self.q = int(self.offsets[-1])
+        self.u = np.zeros(self.q)
+        n = len(self.offset)
+        self._cols = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
+        self.Z = sparse.csr_matrix((np.ones(n * self.nsd), (np.tile(np.arange(n), self.nsd),
+                                                            np.concatenate(self._cols))),
+                                   shape=(n, self.q))
+        # Several terms: H is factored by blocks.  The first term (the most levels, lme4's
+        # order) has a diagonal block D1 (each row has one level); the rest, qr effects, go
+        # through the Schur complement S = H_rest - B' D1^-1 B, dense when qr <= DENSE_MAX.
+        # For (1|item:run) + (1|item) S is items x items, for (1|item) + (1|model) models x models.
+        self.q1 = int(self.nlevels[0])
+        self.qr = self.q - self.q1
+        if self.nsd > 1 and self.qr <= DENSE_MAX:
+            rest = [c - self.q1 for c in self._cols[1:]]
+            self._b_rows = np.tile(self.groups[0], self.nsd - 1)
+            self._b_cols = np.concatenate(rest)
+            self._b_flat = self._b_rows * self.qr + self._b_cols
+            # flat (row, column) positions in H_rest of the blocks on and below its diagonal
+            pairs = [(k, m) for k in range(len(rest)) for m in range(k + 1)]
+            self._rest_pairs = len(pairs)
+            self._pairs = np.concatenate([rest[k] * self.qr + rest[m] for k, m in pairs])
+
+    # -- parameters: (beta, log SD per term, log phi) ----------------------------------------------
+    def split(self, par: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        beta = par[: self.p]
+        log_sd = par[self.p: self.p + self.nsd]
+        log_phi = float(par[-1]) if self.has_phi else 0.0
+        return beta, log_sd, log_phi
+
+    def _z_times(self, b: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(self.offset))
+        for c in self._cols:
+            out += b[c]
+        return out
+
+    def _zt_times(self, r: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
+                               for g, nl in zip(self.groups, self.nlevels)])
+
+    def _factor(self, sd_cols: np.ndarray, w: np.ndarray
+                ) -> tuple[Callable[[np.ndarray], np.ndarray], float] | None:
+        """Factor H = Lambda Z'WZ Lambda + I: a solve function and log det H; None when H is not
+        positive definite (the conditional density has no mode there)."""
+        if self.nsd == 1:
+            d = 1.0 + sd_cols**2 * np.bincount(self.groups[0], weights=w, minlength=self.q)
+            if np.any(d <= 0):
+                return None
+            return (lambda r: r / d), float(np.sum(np.log(d)))
+        if self.qr <= DENSE_MAX:
+            q1 = self.q1
+            s1, sr = sd_cols[:q1], sd_cols[q1:]
+            d1 = 1.0 + s1**2 * np.bincount(self.groups[0], weights=w, minlength=q1)
+            if np.any(d1 <= 0):
+                return None
+            wr = np.tile(w, self.nsd - 1)
+            if q1 * self.qr <= DENSE_B_MAX:  # B dense: one bincount, products by BLAS
+                B = np.bincount(self._b_flat, weights=wr, minlength=q1 * self.qr).reshape(q1, self.qr)
+                B *= np.outer(s1, sr)
+            else:
+                B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
+                                       (self._b_rows, self._b_cols)), shape=(q1, self.qr))
+            flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs),
+                               minlength=self.qr * self.qr)
+            low = flat.reshape(self.qr, self.qr)  # the blocks on and below the diagonal
+            Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(self.qr)
+            if isinstance(B, np.ndarray):
+                BD = B / d1[:, None]
+                S = Hr - B.T @ BD
+            else:
+                BD = sparse.diags(1.0 / d1) @ B
+                S = Hr - np.asarray((B.T @ BD).todense())
+            try:
+                c = linalg.cho_factor(S, lower=True, check_finite=False)
+            except linalg.LinAlgError:
+                return None
+
+            def solve(r: np.ndarray) -> np.ndarray:
+                r1, r2 = r[:q1], r[q1:]
+                x2 = linalg.cho_solve(c, r2 - BD.T @ r1, check_finite=False)
+                return np.concatenate([(r1 - B @ x2) / d1, x2])
+
+            return solve, float(np.sum(np.log(d1)) + 2.0 * np.sum(np.log(np.diag(c[0]))))
+        zl = self.Z @ sparse.diags(sd_cols)
+        Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
+        try:
+            # symmetric mode without pivoting: the LU of a positive definite H is then its
+            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
+            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                               options={"SymmetricMode": True})
+        except RuntimeError:
+            return None
+        diag = lu.U.diagonal()
+        if np.any(diag <= 0):
+            return None
+        return lu.solve, float(np.sum(np.log(diag)))
+
+    def linear_predictor(self, par: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
+        beta, log_sd, _ = self.split(par)
+        sd_cols = np.repeat(np.exp(log_sd), self.nlevels)
+        return self.X @ beta + self.offset + self._z_times(sd_cols * (self.u if u is None else u))
+
+    def nll(self, par: np.ndarray) -> float:
+        """Minus the Laplace log-likelihood at ``par`` (the conditional modes are updated)."""
+        beta, log_sd, log_phi = self.split(par)
+        sd_cols = np.repeat(np.exp(log_sd), self.nlevels)
+        fixed = self.X @ beta + self.offset
+
+        def joint(u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+            ll, d1, d2 = row_terms(self.response, fixed + self._z_times(sd_cols * u), log_phi)
+            return float(np.sum(ll) - 0.5 * u @ u), d1, d2
+
+        u = self.u.copy()
+        h, d1, d2 = joint(u)
+        if not np.isfinite(h):
+            u = np.zeros(self.q)
+            h, d1, d2 = joint(u)
+        fac = None
+        for _ in range(INNER_MAXIT):
+            grad = sd_cols * self._zt_times(d1) - u
+            fac = self._factor(sd_cols, -d2)
+            if np.max(np.abs(grad)) < INNER_TOL:
+                break
+            # away from the mode the observed information of a row can be negative (a beta-binomial
+            # with a small phi) and H indefinite: step along the clipped one, which is positive
+            # definite, so the step still goes uphill
+            step_fac = fac if fac is not None else self._factor(sd_cols, np.maximum(-d2, 0.0))
+            if step_fac is None:
+                return np.inf
+            step = step_fac[0](grad)
+            for _half in range(30):
+                h_new, d1_n, d2_n = joint(u + step)
+                if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
+                    break
+                step = step / 2
+            else:
+                break
+            u, h, d1, d2 = u + step, h_new, d1_n, d2_n
+            fac = None
+        if fac is None:
+            fac = self._factor(sd_cols, -d2)
+        if fac is None or not np.isfinite(h):
+            return np.inf  # no mode here: H at the last point is not positive definite
+        self.u = u
+        return -(h - 0.5 * fac[1])
+
+    # -- the outer problem -------------------------------------------------------------------------
+    def start(self) -> np.ndarray:
+        """Intercept-like start: beta from the pooled logit of the mean response (on the first
+        column, zero elsewhere), SD 1 and phi 1 (glmmTMB's start for theta and betadisp)."""
+        r = self.response
+        mean = float(np.clip(np.sum(r.y * r.n) / max(np.sum(r.n), 1e-12), 1e-3, 1 - 1e-3))
+        beta, *_ = np.linalg.lstsq(self.X, np.full(len(r.y), np.log(mean / (1 - mean))) - self.offset,
+                                   rcond=None)
+        return np.concatenate([beta, np.zeros(self.nsd), np.zeros(int(self.has_phi))])
+
+    def bounds(self) -> list[tuple[float | None, float | None]]:
+        free: list[tuple[float | None, float | None]] = [(None, None)]
+        return (free * self.p + [(LOG_SD_MIN, LOG_SD_MAX)] * self.nsd
+                + [(LOG_PHI_MIN, LOG_PHI_MAX)] * int(self.has_phi))
+
+    def gradient(self, x: np.ndarray, step: float = GRAD_STEP) -> np.ndarray:
+        g = np.empty_like(x)
+        u0 = self.u.copy()
+        for k in range(len(x)):
+            e = np.zeros_like(x)
+            e[k] = step * max(1.0, abs(x[k]))
+            self.u = u0.copy()
+            f_up = self.nll(x + e)
+            self.u = u0.copy()
+            g[k] = (f_up - self.nll(x - e)) / (2 * e[k])
+        self.u = u0
+        return g
+
+    def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
+        """Central-difference Hessian of :meth:`nll` over the parameters ``which``."""
+        idx = np.flatnonzero(which)
+        k = len(idx)
+        H = np.empty((k, k))
+        f0 = self.nll(par)
+        u0 = self.u.copy()
+
+        def f(shift: dict[int, float]) -> float:
+            x = par.copy()
+            for i, s in shift.items():
+                x[idx[i]] += s
+            self.u = u0.copy()
+            return self.nll(x)
+
+        for i in range(k):
+            H[i, i] = (f({i: step}) - 2 * f0 + f({i: -step})) / step**2
+            for j in range(i):
+                H[i, j] = H[j, i] = (f({i: step, j: step}) - f({i: step, j: -step})
+                                     - f({i: -step, j: step}) + f({i: -step, j: -step})) / (4 * step**2)
+        self.u = u0
+        return H
+
+    def interior(self, par: np.ndarray) -> np.ndarray:
+        """Parameters off the boundary: an SD below :data:`BOUNDARY_SD`, and a precision at its
+        upper bound (the binomial limit), have no SE."""
+        keep = np.ones(self.n_par, dtype=bool)
+        keep[self.p: self.p + self.nsd] = np.exp(par[self.p: self.p + self.nsd]) >= BOUNDARY_SD
+        if self.has_phi:
+            keep[-1] = par[-1] < LOG_PHI_MAX - 1e-3
+        return keep
+
+    def fit(self, start: np.ndarray | None = None, maxiter: int = 1000
+            ) -> tuple[np.ndarray, float, int, bool, float, np.ndarray]:
+        """Minimise :meth:`nll`; returns the parameters, minus the log-likelihood, iterations,
+        whether it converged, the largest absolute gradient and the Hessian (both over the
+        interior parameters, :meth:`interior`)."""
+        x0 = self.start() if start is None else np.asarray(start, dtype=float)
+        res = optimize.minimize(self.nll, x0, method="L-BFGS-B", jac=self.gradient, bounds=self.bounds(),
+                                options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-8})
+        par = np.asarray(res.x, dtype=float)
+        value = self.nll(par)
+        iterations = int(res.nit)
+        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat
+        # ridges); the Hessian at the last point is the one the SEs need
+        H: np.ndarray | None = None
+        for _ in range(8):
+            interior = self.interior(par)
+            g = self.gradient(par)[interior]
+            H = self.hessian(par, interior)
+            if np.max(np.abs(g), initial=0.0) < 1e-7:
+                break
+            try:
+                step = np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                break
+            trial = par.copy()
+            trial[interior] -= step
+            v = self.nll(trial)
+            if not v < value:
+                self.nll(par)
+                break
+            par, value = trial, v
+            H = None
+            iterations += 1
+        interior = self.interior(par)
+        grad = self.gradient(par)[interior]
+        if H is None or H.shape[0] != int(interior.sum()):
+            H = self.hessian(par, interior)
+        max_grad = float(np.max(np.abs(grad), initial=0.0))
+        converged = bool(np.isfinite(value) and np.isfinite(max_grad) and max_grad < 1e-3)
+        self.nll(par)  # leave the conditional modes at the estimates
+        return par, float(value), iterations, converged, max_grad, H

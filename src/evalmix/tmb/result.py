@@ -1,0 +1,248 @@
+"""The fitted model of :func:`evalmix.glmmtmb` (glmmTMB's ``glmmTMB`` object)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import tables
+from .._result import Result, Summary
+from ..arguments import check_arguments, check_choice
+
+if TYPE_CHECKING:
+    from ..formula import FixedDesign
+
+__all__ = ["GlmmTMBResult"]
+
+#: how glmmTMB names each family in ``summary()`` (``Family: beta  ( logit )``)
+FAMILY_LABEL = {"beta": "beta", "betabinomial": "betabinomial", "binomial": "binomial"}
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    """A number as R's ``format`` writes a scalar with ``digits`` significant digits."""
+    if not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("Inf" if x > 0 else "-Inf")
+    return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
+
+
+def _columns(rows: list[list[str]], head: list[str], left: int = 1) -> list[str]:
+    width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+    return [" ".join(r[k].ljust(width[k]) if k < left else r[k].rjust(width[k])
+                     for k in range(len(head))).rstrip() for r in [head, *rows]]
+
+
+def _stars(p: float) -> str:
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class GlmmTMBResult(Result):
+    """A GLMM fitted by the Laplace approximation with all parameters optimised jointly, as
+    ``glmmTMB``: beta, beta-binomial or binomial response, logit link, random intercepts.
+
+    It satisfies :class:`evalmix.fitted.MixedFit`, so :func:`evalmix.emmeans`,
+    :func:`evalmix.contrast`, :func:`evalmix.anova` and :func:`evalmix.compare_models` (fits of one
+    family) read it.
+
+    Attributes
+    ----------
+    formula : str
+    family : str
+        ``"beta"``, ``"betabinomial"`` or ``"binomial"``.
+    link : str
+        ``"logit"``.
+    fixef : Series
+        Fixed effects of the conditional model (``fixef(fit)$cond``), log-odds of the mean.
+    vcov : DataFrame
+        Their covariance (``vcov(fit)$cond``): the fixed-effect block of the inverse Hessian of
+        minus the Laplace log-likelihood over all parameters (glmmTMB's ``sdreport``).
+    vcov_full : DataFrame
+        The whole inverse Hessian: fixed effects, ``log_sd(group)`` (glmmTMB's ``theta``) and
+        ``log_phi`` (glmmTMB's ``betadisp``); a random-effect SD on the boundary (below 1e-4)
+        has no row.
+    varcorr : DataFrame
+        ``group``, ``var1``, ``var2``, ``variance``, ``sd`` per random term (``VarCorr``).
+    dispersion : float
+        The precision ``phi`` (``sigma(fit)``) of the beta and beta-binomial families: the
+        variance of a score is ``mu (1 - mu) / (1 + phi)``, of ``k / n``
+        ``mu (1 - mu) / n (1 + (n - 1) / (phi + 1))``.  1 for the binomial family, as glmmTMB.
+    loglik, aic, bic : float
+        ``logLik`` (every constant counted, ``lchoose(n, k)`` included), AIC, BIC.
+    df : int
+        Number of parameters: fixed effects, SDs and ``phi``.
+    nobs : int
+    ngrps : Series
+        Levels per grouping factor.
+    converged : bool
+    max_grad : float
+        Largest absolute gradient of minus the log-likelihood at the estimates.
+    niter : int
+    ranef : DataFrame
+        ``group``, ``level``, ``estimate``: the conditional modes of the random effects.
+    fitted : ndarray
+        Conditional means per row (random effects at their modes), on the response's scale
+        (scores, or the proportion ``k / n``).
+    pearson_residuals : ndarray
+        ``(y - mu) / sqrt(V(mu))`` per row (``residuals(fit, type = "pearson")``).
+    observed : ndarray
+        The response per row: the score, or the proportion ``k / n``.
+    trials : ndarray
+        ``n`` per row (ones for the beta family).
+    fixed_design : FixedDesign
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(1)
+    >>> item = np.repeat(np.arange(30), 4)
+    >>> model = np.tile(["a", "b"], 60)
+    >>> mu = 1 / (1 + np.exp(-(0.5 * (model == "b") + rng.normal(0, 0.7, 30)[item])))
+    >>> runs = pd.DataFrame({"item": item, "model": model, "score": rng.beta(mu * 10, (1 - mu) * 10)})
+    >>> fit = evalmix.glmmtmb("score ~ model + (1|item)", runs, family="beta")
+    >>> fit.family, fit.df, fit.fixef.index.tolist()
+    ('beta', 4, ['(Intercept)', 'modelb'])
+    """
+
+    formula: str
+    family: str
+    fixef: pd.Series
+    vcov: pd.DataFrame
+    vcov_full: pd.DataFrame
+    varcorr: pd.DataFrame
+    dispersion: float
+    loglik: float
+    aic: float
+    bic: float
+    df: int
+    nobs: int
+    ngrps: pd.Series
+    converged: bool
+    max_grad: float
+    niter: int
+    ranef: pd.DataFrame = field(repr=False)
+    fitted: np.ndarray = field(repr=False)
+    pearson_residuals: np.ndarray = field(repr=False)
+    observed: np.ndarray = field(repr=False)
+    trials: np.ndarray = field(repr=False)
+    fixed_design: FixedDesign = field(repr=False)
+    link: str = "logit"
+    # what a refit of another family needs (formula, data, weights, contrasts)
+    call: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def df_residual(self) -> int:
+        """``nobs - df`` (R's ``df.residual``)."""
+        return self.nobs - self.df
+
+    @property
+    def deviance(self) -> float:
+        """``-2 loglik``."""
+        return -2.0 * self.loglik
+
+    def residuals(self, type: str = "pearson") -> np.ndarray:
+        """Pearson (default) or response residuals per row (``residuals(fit, type=)``).
+
+        Examples
+        --------
+        >>> fit.residuals("response").shape  # doctest: +SKIP
+        (120,)
+        """
+        check_choice(type, "type", ("pearson", "response"))
+        if type == "pearson":
+            return self.pearson_residuals.copy()
+        return self.observed - self.fitted
+
+    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+        """Fixed effects with Wald SE, z, p and CI (``summary(fit)$coefficients$cond``).
+
+        Examples
+        --------
+        >>> fit.coef_table().columns.tolist()  # doctest: +SKIP
+        ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high']
+        """
+        check_arguments(conf_level=conf_level)
+        est = self.fixef.to_numpy()
+        se = np.sqrt(np.diag(self.vcov.to_numpy()))
+        z = est / se
+        q = stats.norm.ppf(0.5 + conf_level / 2)
+        return pd.DataFrame({"term": list(self.fixef.index), "estimate": est, "se": se,
+                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
+                             "conf_low": est - q * se, "conf_high": est + q * se})
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.coef_table()
+
+    def _title(self) -> str:
+        return f"GlmmTMBResult: {self.formula}"
+
+    def _header(self) -> list[str]:
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngrps.items())
+        phi = "" if self.family == "binomial" else f", phi {self.dispersion:.4g}"
+        return [f"{self.family} (logit), Laplace ML; {self.nobs} obs, groups: {groups}{phi}; "
+                f"AIC {self.aic:.2f}, logLik {self.loglik:.2f} "
+                f"({'converged' if self.converged else 'NOT converged'})",
+                "scale: log-odds of the mean; statistic: Wald z"]
+
+    def glmmtmb_text(self) -> str:
+        """The fit as ``summary(glmmTMB)`` prints it.
+
+        Examples
+        --------
+        >>> print(fit.glmmtmb_text())  # doctest: +SKIP
+         Family: beta  ( logit )
+        ...
+        """
+        lines = [f" Family: {FAMILY_LABEL[self.family]}  ( {self.link} )",
+                 f"Formula:          {self.formula}", ""]
+        head = ["AIC", "BIC", "logLik", "-2*log(L)", "df.resid"]
+        vals = [f"{self.aic:.1f}", f"{self.bic:.1f}", f"{self.loglik:.1f}", f"{self.deviance:.1f}",
+                str(self.df_residual)]
+        w = [max(len(h), len(v)) + 2 for h, v in zip(head, vals)]
+        lines += ["".join(h.rjust(k) for h, k in zip(head, w)),
+                  "".join(v.rjust(k) for v, k in zip(vals, w)), "", "Random effects:", "",
+                  "Conditional model:"]
+        rows = [[str(g), "(Intercept)", _fmt(v), _fmt(s)]
+                for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
+        lines += [" " + r for r in _columns(rows, ["Groups", "Name", "Variance", "Std.Dev."], left=4)]
+        lines.append(f"Number of obs: {self.nobs}, groups:  "
+                     + "; ".join(f"{g}, {n}" for g, n in self.ngrps.items()))
+        if self.family != "binomial":
+            lines += ["", f"Dispersion parameter for {self.family} family (): {_fmt(self.dispersion, 3)}"]
+        tab = self.coef_table()
+        rows = [[str(t), f"{e:.5g}", f"{s:.5g}", f"{z:.3f}", f"{p:.3g}", _stars(p)]
+                for t, e, s, z, p in zip(tab["term"], tab["estimate"].to_numpy(dtype=float),
+                                         tab["se"].to_numpy(dtype=float),
+                                         tab["statistic"].to_numpy(dtype=float),
+                                         tab["p_value"].to_numpy(dtype=float))]
+        lines += ["", "Conditional model:",
+                  *_columns(rows, ["", "Estimate", "Std. Error", "z value", "Pr(>|z|)", ""]), "---",
+                  "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+        if not self.converged:
+            lines.append(f"The optimiser did not converge: the largest gradient is {self.max_grad:.2e}.")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"{self.glmmtmb_text()}\n\nCoefficients (Wald z; log-odds of the mean):\n"
+                f"{tables.to_text(self.coef_table())}")
+
+    __str__ = __repr__
+
+    def summary(self, conf_level: float = 0.95) -> Summary:
+        """Tables ``Coefficients`` (:meth:`coef_table`) and ``Random effects`` (``varcorr``).
+
+        Examples
+        --------
+        >>> list(fit.summary().tables)  # doctest: +SKIP
+        ['Coefficients', 'Random effects']
+        """
+        check_arguments(conf_level=conf_level)
+        return Summary(f"Generalized linear mixed model ({self.family}, logit) fitted by the "
+                       "Laplace approximation (glmmTMB)", self._header(),
+                       [("Coefficients", self.coef_table(conf_level)),
+                        ("Random effects", self.varcorr)],
+                       [f"max gradient {self.max_grad:.2e}; iterations {self.niter}"])
