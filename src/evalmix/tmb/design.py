@@ -1,27 +1,25 @@
 """From formula and data to the arrays of :func:`evalmix.glmmtmb` (glmmTMB's ``glmmTMB`` up to
 ``MakeADFun``): the response of the family, the fixed design and the random intercepts.
 
-The glue is thin and mirrors :mod:`evalmix.lmm.design` (data loading, missing rows, the fixed
-design, aliased columns, the offset, the random terms), through the same foundation functions
-:func:`~evalmix.formula.parse_formula`, :func:`~evalmix.formula.build_fixed` and
-:func:`~evalmix.formula.build_random_terms`; what is its own is the response of each family.
+The model frame is the floor's (:mod:`evalmix.model`: :func:`~evalmix.model.read_data`,
+:func:`~evalmix.model.model_columns` with R's lookup order, :func:`~evalmix.model.complete_rows`,
+:func:`~evalmix.model.build_fixed`, :func:`~evalmix.model.build_random_terms`); what is this
+engine's own is the response of each family.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..data import RunsData, load_table
-from ..errors import ArgumentError, DataError, DataWarning, FormulaError
-from ..formula import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms,
-                       fixed_variables, parse_formula, random_columns)
+from ..data import RunsData
+from ..errors import ArgumentError, DataError, FormulaError
+from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
+                     model_columns, parse_formula, read_data)
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -137,14 +135,6 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
     return Response.counts(family, k, n)
 
 
-def _load(data: RunsData) -> pd.DataFrame:
-    if isinstance(data, (str, Path)):
-        return load_table(data)
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
-    return data
-
-
 def build_tmb_design(formula: str, data: RunsData, *, family: str,
                      weights: str | ArrayLike | None = None, contrasts: dict[str, Any] | None = None,
                      squeeze: bool = False) -> TmbDesign:
@@ -171,7 +161,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
         raise FormulaError(f"formula {formula!r} has no random term such as (1|item)")
     for sp in parsed.random:
         if sp.expr.strip() != "1":
-            raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) is not supported: "
+            raise FormulaError(f"random term {sp} is not supported: "
                                "glmmtmb fits random intercepts (1|group), nested or crossed")
     if family == "beta" and (parsed.trials is not None or parsed.failures is not None):
         raise FormulaError(f"formula {formula!r} has a cbind() response: the beta family fits "
@@ -179,19 +169,13 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
     if family == "beta" and weights is not None:
         raise ArgumentError("weights= are the trials of a proportion response (binomial "
                             "families); the beta family takes none")
-    frame = _load(data)
+    frame = read_data(data)
     response_cols = [c for c in (parsed.successes, parsed.trials, parsed.failures) if c is not None]
-    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
     for c in response_cols:
         if c not in frame.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
                                f"(columns: {list(frame.columns)})")
-    absent = [c for c in fixed_cols if c not in frame.columns]
-    if absent:
-        raise FormulaError(f"fixed-effect term(s) name column(s) {absent} absent from the data "
-                           f"(columns: {list(frame.columns)})")
-    rand_cols = random_columns(parsed.random, frame)
-    used = list(dict.fromkeys([*response_cols, *fixed_cols, *rand_cols]))
+    used = list(dict.fromkeys([*response_cols, *model_columns(parsed, frame)]))
     d = frame[used + [weights] if isinstance(weights, str) and weights not in used else used]
     w = None
     if weights is not None:
@@ -204,14 +188,10 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
             w = np.asarray(weights, dtype=float).ravel()
             if w.size != len(frame):
                 raise DataError(f"weights has {w.size} values for {len(frame)} rows of data")
-    na = d.isna().any(axis=1).to_numpy() | (np.isnan(w) if w is not None else False)
-    if na.any():
-        warnings.warn(f"dropping {int(na.sum())} row(s) with missing values in {used} (rows "
-                      f"{_rows_text(d.index, na)})", DataWarning, stacklevel=3)
-        d = d.loc[~na]
-        w = None if w is None else w[~na]
-    if len(d) == 0:
-        raise DataError("no rows left to fit")
+    keep = complete_rows(d[used], w)
+    if not keep.all():
+        d = d.loc[keep]
+        w = None if w is None else w[keep]
     if w is not None and np.any(w < 0):
         raise DataError(f"weights must be >= 0 (rows {_rows_text(d.index, w < 0)})")
     if family == "beta":
@@ -233,6 +213,6 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
         if not np.all(np.isfinite(offset)):
             raise DataError(f"the offset is not finite in rows "
                             f"{_rows_text(d.index, ~np.isfinite(offset))}")
-        fixed.offset_mean = float(offset.mean())
+        fixed = fixed.fitted_on(rows, float(offset.mean()))
     terms = build_random_terms(parsed.random, rows, len(rows))
     return TmbDesign(parsed, fixed, X, offset, response, terms, d, w)

@@ -14,7 +14,7 @@ from .._result import Result, Summary
 from ..arguments import check_arguments, check_choice
 
 if TYPE_CHECKING:
-    from ..formula import FixedDesign
+    from ..model import FixedDesign
 
 __all__ = ["GlmmTMBResult"]
 
