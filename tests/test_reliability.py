@@ -220,3 +220,37 @@ def test_flip_rate_properties(n_runs, seed):
     # entropy is positive exactly for flipping items and at most 1 bit for binary outcomes
     assert (row["entropy"] > 0) == flips.any()
     assert row["entropy"] <= row["flip_rate"] + 1e-12
+
+
+def _vc(s_item: float, s_item_run: float, residual: float | None = None) -> pd.DataFrame:
+    rows = [("item:run", s_item_run), ("item", s_item)] + ([("Residual", residual)] if residual else [])
+    return pd.DataFrame({"group": [g for g, _ in rows], "var1": ["(Intercept)"] * len(rows),
+                         "var2": [None] * len(rows), "variance": [v for _, v in rows],
+                         "sd": [math.sqrt(v) for _, v in rows]})
+
+
+class _Fit:
+    """A fit as latent_icc reads it: varcorr, and the family and link when they are not binomial/logit."""
+
+    def __init__(self, vc: pd.DataFrame, family: str = "binomial", link: str = "logit") -> None:
+        self.varcorr, self.family, self.link = vc, family, link
+
+
+@pytest.mark.parametrize("link, residual", [("logit", math.pi ** 2 / 3), ("probit", 1.0),
+                                            ("cloglog", math.pi ** 2 / 6)])
+def test_latent_icc_uses_the_latent_residual_of_the_link(link, residual):
+    # closed form: s2_item / (s2_item + s2_item:run + residual of the link's latent scale)
+    r = evalmix.latent_icc(_Fit(_vc(2.25, 0.25), link=link))
+    assert r.icc_runs == pytest.approx(2.25 / (2.5 + residual), rel=1e-12)
+    assert r.table["variance"].iloc[-1] == pytest.approx(residual, rel=1e-12)
+
+
+def test_latent_icc_of_a_linear_mixed_fit_uses_its_residual_variance():
+    r = evalmix.latent_icc(_vc(2.0, 0.5, residual=1.5))
+    assert r.icc_runs == pytest.approx(2.0 / 4.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("family", ["beta", "betabinomial"])
+def test_latent_icc_refuses_families_without_a_fixed_latent_residual(family):
+    with pytest.raises(DataError, match=f"a {family} fit has no fixed latent residual"):
+        evalmix.latent_icc(_Fit(_vc(1.0, 0.1), family=family))

@@ -34,6 +34,9 @@ __all__ = ["FlipRateResult", "ICCResult", "LatentICCResult", "KOO_LI_BANDS", "fl
 KOO_LI_BANDS = (0.5, 0.75, 0.9)
 _LABELS = ("poor", "moderate", "good", "excellent")
 LOGISTIC_VARIANCE = math.pi**2 / 3
+#: Variance of the latent residual of each binomial link (Nakagawa & Schielzeth 2010; Nakagawa,
+#: Johnson & Schielzeth 2017): the standard logistic, the standard normal, the Gumbel.
+LATENT_RESIDUAL = {"logit": LOGISTIC_VARIANCE, "probit": 1.0, "cloglog": math.pi**2 / 6}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -486,14 +489,34 @@ def _varcorr_frame(fit_or_varcorr: VarCorrFit | pd.DataFrame) -> pd.DataFrame:
     return vc
 
 
+def _latent_residual(fit: object, vc: pd.DataFrame) -> float:
+    """The residual variance on the scale of the random effects: the link's latent residual for a
+    binomial fit, the residual variance of a linear mixed model; refused for families whose
+    latent scale has no fixed residual (beta, beta-binomial), where pi^2/3 would be a wrong number."""
+    family = getattr(fit, "family", "binomial")
+    if isinstance(vc, pd.DataFrame) and "Residual" in set(vc["group"].astype(str)):
+        return float(vc.loc[vc["group"].astype(str) == "Residual", "variance"].iloc[0])
+    if family != "binomial":
+        raise DataError(f"latent_icc needs a binomial (0/1 or k-of-n) or linear mixed fit; a {family} "
+                        "fit has no fixed latent residual variance, so its run-to-run ICC is not "
+                        "defined this way (compare the variance components instead)")
+    link = getattr(fit, "link", "logit")
+    if link not in LATENT_RESIDUAL:
+        raise DataError(f"latent_icc knows the latent residual of the links {', '.join(LATENT_RESIDUAL)}, "
+                        f"not {link!r}")
+    return LATENT_RESIDUAL[link]
+
+
 def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item", item_run: str | None = None,
                n_runs: int = 1) -> LatentICCResult:
-    """Model-based run-to-run reliability from the variance components of a logistic GLMM.
+    """Model-based run-to-run reliability from the variance components of a binomial GLMM.
 
     For ``correct ~ ... + (1|item) + (1|item:run)`` with a logit link the latent propensity of item
     i in run r is ``eta + a_i + c_ir + e``, with ``Var(a) = s2_item``, ``Var(c) = s2_item:run`` and a
     standard logistic residual of variance pi^2/3.  Two runs of the same item share only ``a_i``, so
-    their latent correlation is ``s2_item / (s2_item + s2_item:run + pi^2/3)``.
+    their latent correlation is ``s2_item / (s2_item + s2_item:run + pi^2/3)``.  The residual is 1
+    for a probit link and pi^2/6 for cloglog (the latent scale of each link), the residual variance
+    of a linear mixed model (:func:`evalmix.lmer`); beta and beta-binomial fits are refused.
 
     Parameters
     ----------
@@ -516,6 +539,7 @@ def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item",
     0.3886
     """
     vc = _varcorr_frame(fit_or_varcorr)
+    residual = _latent_residual(fit_or_varcorr, vc)
     if "var2" in vc.columns:  # covariance rows carry a second variable (missing or "" otherwise)
         vc = vc[vc["var2"].isna() | (vc["var2"].astype(str) == "")]
     if "var1" in vc.columns:
@@ -532,9 +556,9 @@ def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item",
         raise DataError(f"no random intercept for group {item_run!r} in the fit; groups: {groups}")
     var = dict(zip(vc["group"], vc["variance"].astype(float)))
     s_i, s_ir = var[item], var[item_run]
-    total = s_i + s_ir + LOGISTIC_VARIANCE
+    total = s_i + s_ir + residual
     table = pd.DataFrame({"component": [item, item_run, "residual"],
-                          "variance": [s_i, s_ir, LOGISTIC_VARIANCE]})
+                          "variance": [s_i, s_ir, residual]})
     table["share"] = table["variance"] / total
     rho = s_i / total
     avg = n_runs * rho / (1 + (n_runs - 1) * rho)
