@@ -78,6 +78,8 @@ DOMAIN = {
     "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
     # arena battles
     "n_battles", "wins", "losses", "ties",
+    # a linear hypothesis: the right-hand side of each row (term holds the row's text)
+    "rhs",
     # several judges: the judge factor, pairs of judges, probability-scale contrasts, the planner's
     # accuracy-scale parts of a verdict
     "judge", "judge_a", "judge_b", "difference", "item:judge", "response", "residual",
@@ -227,6 +229,10 @@ CALLS = {
     "BayesGlmerResult.summary": lambda c: c["post"].summary(),
     "contrast (odds ratio)": lambda c: evalmix.contrast(_emm(c, type="response"), "pairwise"),
     "contrast (posterior)": lambda c: evalmix.contrast(evalmix.emmeans(c["post"], "model")),
+    "linear_hypothesis": lambda c: evalmix.linear_hypothesis(c["fit"], "modelmodel-B = modelmodel-C"),
+    "GlmerResult.wald_test": lambda c: c["fit"].wald_test(["modelmodel-B = 0", "modelmodel-C = 0"]),
+    "LmerResult.wald_test": lambda c: c["lin"].wald_test("modelmodel-B = modelmodel-C", test="F"),
+    "BayesGlmerResult.wald_test": lambda c: c["post"].wald_test("modelmodel-B = modelmodel-C"),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays

@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
     "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
     "reference_grid": "emmeans", "regrid": "emmeans", "ref_grid": "grid", "RefGrid": "grid",
+    "LinearHypothesis": "fitted", "linear_hypothesis": "fitted",
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
     "bic_evidence": "selection", "compare_models": "selection",
     # leaderboards: simultaneous rank sets and tie groups; errored samples
@@ -141,6 +142,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
     from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
+    from .fitted import LinearHypothesis, linear_hypothesis
     from .grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
     from .lmm import LmerResult, lmer
