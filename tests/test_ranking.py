@@ -147,8 +147,8 @@ def test_bootstrap_table_consistent():
     r = rank_uncertainty(df, "language", n_boot=500, seed=2, progress=False)
     t = r.table
     assert len(t) == 8
-    assert ((t["conf_low"] <= t["rank"]) | (t["conf_high"] >= t["rank"])).all()
-    assert (t["conf_low"] <= t["conf_high"]).all()
+    assert ((t["rank_low"] <= t["rank"]) | (t["rank_high"] >= t["rank"])).all()
+    assert (t["rank_low"] <= t["rank_high"]).all()
     dist = r.distribution.filter(like="rank_")
     np.testing.assert_allclose(dist.sum(axis=1), 1.0)
     for _, g in t.groupby("language"):

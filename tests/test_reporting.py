@@ -236,8 +236,8 @@ def test_ai4math_rank_and_se_tables(ai4math_out):
     # runs shrink only the within-item part: the items-random SE stays above the items-fixed one
     assert (se["se_items_random"] > se["se_items_fixed"]).all()
     ru = _tab(ai4math_out, "rank_intervals")
-    lo, hi = _lo_hi(ru)
-    assert (ru[lo] <= ru["rank"]).all() and (ru["rank"] <= ru[hi]).all()
+    assert not {"conf_low", "conf_high"} & set(ru.columns)  # a rank interval is named as one
+    assert (ru["rank_low"] <= ru["rank"]).all() and (ru["rank"] <= ru["rank_high"]).all()
 
 
 # --- any runs table -------------------------------------------------------------------------------

@@ -279,7 +279,7 @@ class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``rank_low``/``rank_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -295,7 +295,7 @@ class RankUncertaintyResult(Result):
         return f"Rank uncertainty ({self.method})"
 
     def _header(self) -> list[str]:
-        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+        return [f"rank_low/rank_high: {self.conf_level:.0%} equal-tailed rank interval "
                 "(rank 1 = best)"]
 
     def to_frame(self) -> pd.DataFrame:
@@ -406,8 +406,8 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "rank_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "rank_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -458,7 +458,7 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``rank_low``, ``rank_high`` (the rank interval),
         ``p_best``, ``se`` (of the logit marginal mean).  A level whose marginal mean is not
         estimable (an empty cell of a rank-deficient fit) is NaN throughout and left out of the
         ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.
@@ -501,8 +501,8 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
             level = grid[term].iloc[i]
             if i not in pos:
                 rows.append(base | {"model": level, "estimate": np.nan, "accuracy": np.nan,
-                                    "rank": np.nan, "mean_rank": np.nan, "conf_low": np.nan,
-                                    "conf_high": np.nan, "p_best": np.nan, "se": np.nan})
+                                    "rank": np.nan, "mean_rank": np.nan, "rank_low": np.nan,
+                                    "rank_high": np.nan, "p_best": np.nan, "se": np.nan})
                 dist_rows.append(base | {"model": level} |
                                  {f"rank_{r + 1}": np.nan for r in range(k)})
                 continue
@@ -511,8 +511,8 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
             rows.append(base | {"model": level, "estimate": est[i],
                                 "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "rank_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "rank_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": level} |
