@@ -400,7 +400,7 @@ def test_plan_warns_about_slices_without_variance_and_plans_the_rest():
     comps = repetitions.variance_components(pilot, ["model"])
     with pytest.warns(DataWarning, match=r"1 slice\(s\) of the pilot show no variance .*model='M1'"):
         got = repetitions.plan(comps, se=0.05)
-    rest = repetitions.plan(comps[comps["model"] != "M1"], se=0.05)
+    rest = repetitions.plan(comps.table[comps.table["model"] != "M1"], se=0.05)
     assert (got.n_items, got.n_runs) == (rest.n_items, rest.n_runs) and got.achieved > 0
 
 

@@ -278,7 +278,7 @@ def test_rank_sets_and_components_leave_out_a_non_estimable_level(missing_cell_f
     np.testing.assert_allclose(got, emm.loc[got.index, "estimate"], rtol=1e-12)
     with pytest.warns(DataWarning, match="lang=ES, model=m3"):
         comp = evalmix.repetitions.components_from_fit(fit, by="lang", item_run="item:run")
-    comp = comp.set_index(["lang", "model"])
+    comp = comp.table.set_index(["lang", "model"])
     assert np.isnan(comp.loc[("ES", "m3"), "eta"])
     np.testing.assert_allclose(comp.loc[("EN", "m3"), "eta"], emm.loc[("EN", "m3"), "estimate"],
                                rtol=1e-12)
