@@ -262,6 +262,19 @@ def test_every_public_function_is_walked():
     assert not missing, f"add these to CALLS (or NOT_RESULTS if they return no table): {missing}"
 
 
+def test_no_public_function_returns_a_bare_frame():
+    # a table of results is a Result (to_frame, to_latex, repr with its scale); only readers and
+    # formatters in NOT_RESULTS hand back plain data
+    modules = {"": evalmix, "repetitions.": repetitions, "bayes.": bayes}
+    bare = []
+    for name in sorted(_public_functions() - NOT_RESULTS):
+        prefix, _, short = name.rpartition(".")
+        func = getattr(modules[f"{prefix}." if prefix else ""], short)
+        if "DataFrame" in str(inspect.signature(func).return_annotation):
+            bare.append(name)
+    assert not bare, f"these return a bare DataFrame; return a Result: {bare}"
+
+
 def test_power_functions_return_numbers_not_tables():
     # evalmix.power answers with numbers (a power, a sample size, an effect): nothing to name
     from scipy import stats
@@ -391,9 +404,7 @@ def test_rank_intervals_are_named_as_ranks(outputs):
         assert not {"conf_low", "conf_high"} & set(outputs[name].to_frame().columns), name
 
 
-RESULTS = [n for n in CALLS if not n.startswith(("repetitions.variance", "repetitions.compon",
-                                                 "repetitions.accuracy_comp", "bayes.default",
-                                                 "accuracy")) or n == "accuracy_bounds"]
+RESULTS = list(CALLS)  # every public function returns a result object
 
 
 @pytest.mark.parametrize("name", RESULTS)

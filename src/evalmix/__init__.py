@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
     "schema_of": "data",
     "aggregate_runs": "scan",
-    "accuracy": "descriptive", "binom_ci": "descriptive",
+    "AccuracyTable": "descriptive", "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
@@ -140,7 +140,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
-    from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
+    from .descriptive import AccuracyTable, ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
     from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
     from .fitted import LinearHypothesis, linear_hypothesis
     from .grid import RefGrid, ref_grid
