@@ -17,14 +17,14 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError
-from .fitted import FittedModel, coefficients, linear_functions
+from .fitted import FittedModel, warn_divergent
 from .grid import level_means
 from .parallel import parallel_map
 
@@ -461,7 +461,9 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
         mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``rank_low``, ``rank_high`` (the rank interval),
         ``p_best``, ``se`` (of the logit marginal mean).  A level whose marginal mean is not
         estimable (an empty cell of a rank-deficient fit) is NaN throughout and left out of the
-        ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.
+        ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.  On a
+        separated fit a level whose mean diverges is ``+-inf`` in every draw (``se`` NaN), with a
+        :class:`~evalmix.errors.SeparationWarning` naming it.
 
     Examples
     --------
@@ -477,17 +479,24 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
-    grid, L, off = means.frame, means.L, means.offsets
+    grid = means.frame
     # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
-    ok = means.check_estimable(f"the marginal mean of {term}")
-    coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
-    beta, V = coefs.normal
+    means.check_estimable(f"the marginal mean of {term}")
+    # the grid evaluates the means: NaN where not estimable and, on a separated fit, +-inf along
+    # a divergent direction (fixef holds +-inf there, and L @ fixef would give NaN or a finite
+    # number for the wrong reason); a diverging level takes its limit in every draw
+    warn_divergent(means.L, means.separation, [f"{term}={v}" for v in grid[term]],
+                   "the marginal mean of", stacklevel=2)
+    est = means.linear_predictor()
+    cov = means.covariance()
+    se = np.where(np.isfinite(est), np.sqrt(np.clip(np.diag(cov), 0.0, None)), np.nan)
     rng = np.random.default_rng(seed)
-    draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
-    eta_draws = draws @ L.T + off
-    est, se, _ = linear_functions(L, beta, V)
-    est = np.where(ok, est + off, np.nan)
-    se = np.where(ok, se, np.nan)
+    eta_draws = np.repeat(est[None, :], n_draws, axis=0)
+    fin = np.flatnonzero(np.isfinite(est))
+    if fin.size:  # the normal approximation of the finite means, drawn jointly
+        eta_draws[:, fin] = rng.multivariate_normal(est[fin], cov[np.ix_(fin, fin)], size=n_draws,
+                                                    method="eigh")
+    ok = ~np.isnan(est)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
@@ -509,7 +518,7 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
             j = pos[i]
             r = ranks[:, j]
             rows.append(base | {"model": level, "estimate": est[i],
-                                "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
+                                "accuracy": float(special.expit(est[i])), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
                                 "rank_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
                                 "rank_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),

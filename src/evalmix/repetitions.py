@@ -700,8 +700,10 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
     means = level_means(fit, term, by_)
     grid = means.frame
     # a mean that is not estimable (an empty cell of a rank-deficient fit) is NaN, with a warning
-    ok = means.check_estimable(f"the marginal mean of {term}")
-    eta = np.where(ok, means.L @ fit.fixef.to_numpy(float) + means.offsets, np.nan)
+    means.check_estimable(f"the marginal mean of {term}")
+    # the grid evaluates eta: NaN where not estimable, and on a separated fit +-inf along a
+    # divergent direction (accuracy 1 or 0, no variance) where L @ fixef would give NaN (0 * inf)
+    eta = means.linear_predictor()
     comp = accuracy_components(eta, sd_item, sd_run, n_nodes).table
     if not paired:
         return VarianceComponents(pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)],
