@@ -243,6 +243,7 @@ NOT_RESULTS = {
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
     "bayes.available_samplers", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
+    "register_contrast", "contrast_families",  # the contrast-family registry: no table
 }
 
 

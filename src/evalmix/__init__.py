@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "calibration", "coverage_study": "calibration",
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
     "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
+    "ContrastRow": "emmeans", "contrast_families": "emmeans", "register_contrast": "emmeans",
     "reference_grid": "emmeans", "regrid": "emmeans", "ref_grid": "grid", "RefGrid": "grid",
     "LinearHypothesis": "fitted", "linear_hypothesis": "fitted",
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
@@ -141,7 +142,10 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
     from .descriptive import AccuracyTable, ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
-    from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
+    from .emmeans import (
+        ContrastRow, Contrasts, EMMeans, contrast, contrast_families, emmeans, reference_grid, regrid,
+        register_contrast,
+    )
     from .fitted import LinearHypothesis, linear_hypothesis
     from .grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
