@@ -531,7 +531,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
                 # would look certain
                 raise DataError(f"{where}column {cols.item!r} has {len(items)} item; the item "
                                 f"bootstrap needs at least two items to say how ranks vary with them")
-            succ, tri = cell_sums(sub, cols, cols.item, items, slice_models)
+            succ, tri = cell_sums(sub, cols, cols.role("item"), items, slice_models)
             absent = np.argwhere(tri == 0)
             if len(absent):
                 i, m = absent[0]

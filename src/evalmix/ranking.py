@@ -22,7 +22,7 @@ from scipy import special, stats
 from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, frame_records
-from .data import RunsData
+from .data import RunsData, RunsSchema
 from .errors import DataError
 from .fitted import FittedModel, warn_divergent
 from .grid import level_means
@@ -120,7 +120,7 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[Any],
+def cell_sums(sub: pd.DataFrame, cols: RunsSchema, rows: str, row_levels: list[Any],
                models: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models.
 
@@ -129,7 +129,8 @@ def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[A
     Examples
     --------
     >>> df = pd.DataFrame({"item": [1, 1, 2], "model": ["a", "b", "a"], "correct": [1, 0, 1]})
-    >>> cols = sl.Columns("item", "run", "correct", "model")
+    >>> from evalmix.data import RunsSchema
+    >>> cols = RunsSchema(item="item", model="model", run="run", outcome="correct")
     >>> succ, tri = cell_sums(df, cols, "item", [1, 2], ["a", "b"])
     >>> succ.tolist(), tri.tolist()
     ([[1.0, 0.0], [1.0, 0.0]], [[1.0, 1.0], [1.0, 0.0]])
@@ -214,7 +215,7 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
         runs = sl.levels(sub[cols.run])
         present = set(pd.unique(sub[cols.model]))  # once per slice, not once per model
         slice_models = [m for m in models if m in present]
-        succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.role("run"), runs, slice_models)
         if (tri == 0).any():
             r_, m_ = np.argwhere(tri == 0)[0]
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m_]!r} has no rows in run "
@@ -389,7 +390,7 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
             raise DataError(f"{sl.slice_label(by_, key)}column {cols.item!r} has {len(items)} item; "
                             f"the item bootstrap needs at least two items to say how ranks vary "
                             f"with them")
-        succ, tri = cell_sums(sub, cols, cols.item, items, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.role("item"), items, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")

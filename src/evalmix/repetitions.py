@@ -30,7 +30,7 @@ from scipy import special, stats
 from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
-from .data import RunsData, ensure_runs
+from .data import RunsData, RunsSchema, ensure_runs
 from .errors import DataError
 from .fitted import MixedFit
 from .grid import level_means
@@ -220,7 +220,7 @@ def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *
     return VarianceComponents(out, "moments")
 
 
-def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: sl.Columns) -> pd.DataFrame:
+def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: RunsSchema) -> pd.DataFrame:
     """Components of the accuracy difference of every pair of ``paired`` levels on shared items."""
     rest = [b for b in by_ if b != paired]
     rows = []
@@ -326,7 +326,7 @@ def _project(comp: pd.DataFrame, keys: list[str], runs: Sequence[int]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols: sl.Columns) -> pd.DataFrame:
+def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols: RunsSchema) -> pd.DataFrame:
     runs = sl.levels(data[cols.run])
     n_r = len(runs)
     pred, emp = [], []
@@ -420,7 +420,7 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     if max_runs < 1:
         raise ValueError(f"max_runs must be >= 1, got {max_runs}")
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
-    comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.outcome).table
+    comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.scores).table
     runs = range(1, int(max_runs) + 1)
     pairs = pair_proj = None
     if paired is not None:
