@@ -48,7 +48,9 @@ def test_console_script_entry_point():
                            "--ci", "cluster", "--item", "item"], capture_output=True, text=True,
                           env={"PYTHONPATH": str(EXAMPLE.parents[1] / "src"), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
-    assert "n_items" in proc.stdout.splitlines()[0]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "scale: probability; conf_low/conf_high: 95% item-clustered CLT interval"
+    assert "n_items" in lines[1]
 
 
 def test_reliability_command(capsys):
