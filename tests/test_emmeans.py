@@ -495,6 +495,15 @@ def test_contrast_registry_errors_name_the_fault():
     register_contrast("test_empty", lambda levels, ref: [])
     with pytest.raises(ValueError, match="needs at least two means"):
         contrast(emm, "test_empty")
+    # ref= is checked only by families that read it
+    assert len(contrast(emm, "pairwise", ref="not a level").to_frame()) == 3
+    with pytest.raises(ValueError, match="ref='not a level' is not one of the levels"):
+        contrast(emm, "trt.vs.ctrl", ref="not a level")
+    register_contrast("test_vs_ref", lambda levels, ref: [
+        ContrastRow(np.eye(len(levels))[i] - np.eye(len(levels))[ref[0]], (i,), (ref[0],))
+        for i in range(len(levels)) if i != ref[0]], uses_ref=True)
+    got = contrast(emm, "test_vs_ref", ref="M3", adjust="none").to_frame()["contrast"].tolist()
+    assert got == ["M1 - M3", "(M2-b) - M3"]
 
 
 def test_tukey_applies_to_families_registered_as_pairwise():

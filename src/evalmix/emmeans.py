@@ -269,18 +269,20 @@ ContrastFunction = Callable[[Sequence[tuple[Any, ...]], Sequence[int]], Sequence
 
 @dataclass(frozen=True)
 class ContrastFamily:
-    """A registered contrast family: its function and whether Tukey's adjustment applies (a
-    family of all pairwise differences)."""
+    """A registered contrast family: its function, whether Tukey's adjustment applies (a
+    family of all pairwise differences) and whether it reads ``ref``."""
 
     name: str
     function: ContrastFunction
     pairwise: bool = False
+    uses_ref: bool = False
 
 
 _FAMILIES: dict[str, ContrastFamily] = {}
 
 
-def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool = False) -> None:
+def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool = False,
+                      uses_ref: bool = False) -> None:
     """Register a contrast family under ``name`` for :func:`contrast` (R: an ``<name>.emmc``
     function).
 
@@ -295,6 +297,9 @@ def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool =
         ``minus``) or its own ``name``.
     pairwise : bool
         Whether the family is every pairwise difference (``adjust="tukey"`` applies).
+    uses_ref : bool
+        Whether the family reads ``ref`` (then :func:`contrast`'s ``ref=`` must name a level of
+        each group); otherwise it gets ``[0]`` and ``ref=`` is not checked against its levels.
 
     Examples
     --------
@@ -313,7 +318,7 @@ def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool =
     if not callable(function):
         raise ArgumentTypeError(f"the contrast family {name!r} needs a callable, got "
                                 f"{type(function).__name__}")
-    _FAMILIES[name] = ContrastFamily(name, function, pairwise)
+    _FAMILIES[name] = ContrastFamily(name, function, pairwise, uses_ref)
 
 
 def contrast_families() -> tuple[str, ...]:
@@ -351,7 +356,7 @@ def _trt_vs_ctrl(levels: Sequence[tuple[Any, ...]], ref: Sequence[int]) -> list[
 
 register_contrast("pairwise", _pairwise, pairwise=True)
 register_contrast("revpairwise", _revpairwise, pairwise=True)
-register_contrast("trt.vs.ctrl", _trt_vs_ctrl)
+register_contrast("trt.vs.ctrl", _trt_vs_ctrl, uses_ref=True)
 
 
 def _is_pairwise(method: str) -> bool:
@@ -380,7 +385,9 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], levels: list[t
     if family is None:
         raise ValueError(f"method={method!r} is not one of {', '.join(_FAMILIES)} or a dict "
                          "(evalmix.register_contrast adds a family)")
-    rows = list(family.function(levels, _ref_indices(ref, labels)))
+    # ref= is read only by the families that use it (in an interaction, trt.vs.ctrl's control
+    # is not a level of the variable a pairwise family contrasts)
+    rows = list(family.function(levels, _ref_indices(ref, labels) if family.uses_ref else [0]))
     if not rows:
         raise ValueError(f"method={method!r} needs at least two means; got {labels}")
     shown = [_wrap(lab) for lab in labels]
