@@ -128,6 +128,13 @@ def test_lmer_f_test_is_lmertest_contest(fits):
     one = fit.wald_test("modeljudge-B - modeljudge-D = 0.5", test="F")
     chisq = fit.wald_test("modeljudge-B - modeljudge-D = 0.5")
     assert one.statistic == pytest.approx(chisq.statistic, rel=1e-8)  # Satterthwaite keeps vcov
+    kr = fit.wald_test("modeljudge-B = modeljudge-C = modeljudge-D", test="F", ddf="Kenward-Roger")
+    direct = fit.contest(kr.hypothesis_matrix.to_numpy(), ddf="Kenward-Roger")
+    assert kr.ddf == "Kenward-Roger" and "Kenward-Roger" in repr(kr)
+    assert kr.statistic == pytest.approx(direct["statistic"].item(), rel=1e-10)
+    assert kr.df_denominator == pytest.approx(direct["df2"].item(), rel=1e-10)
+    with pytest.raises(ArgumentError, match="ddf applies to test='F'"):
+        fit.wald_test("modeljudge-B = 0", ddf="Kenward-Roger")
     with pytest.raises(ArgumentError, match="finite denominator df"):
         evalmix.linear_hypothesis(SimpleNamespace(fixef=fit.fixef, vcov=fit.vcov), "modeljudge-B = 0",
                                   test="F")
