@@ -39,7 +39,7 @@ Accuracy per model with the item-clustered interval (items, not rows, are the sa
 """)
 
 nb.code("""
-evalmix.accuracy(runs, "model", ci="cluster").round(3)
+evalmix.accuracy(runs, "model", ci="cluster").table.round(3)
 """)
 
 nb.md("""

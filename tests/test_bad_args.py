@@ -230,7 +230,7 @@ def test_counts_and_levels_accept_exactly_the_valid_values(value):
 def _numbers(table: pd.DataFrame | Path, by: list[str]) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        out = evalmix.accuracy(table, by)
+        out = evalmix.accuracy(table, by).table
     return out.astype({c: str for c in by}).reset_index(drop=True)
 
 
@@ -253,7 +253,7 @@ def test_written_pandas_index_is_dropped_with_a_note(tmp_path):
     # a DataFrame read by the user keeps the column; every function drops it the same way
     raw = pd.read_csv(path)
     with pytest.warns(DataWarning, match="Unnamed: 0"):
-        got = evalmix.accuracy(raw, "model")
+        got = evalmix.accuracy(raw, "model").table
     pd.testing.assert_frame_equal(got.astype({"model": str}), _numbers(plain, ["model"]))
 
 
@@ -322,7 +322,7 @@ def test_duplicated_row_without_a_run_column_is_refused():
 def test_attempts_without_a_run_column_are_still_attempts():
     # pass@k data: every (model, item) repeats, so the rows are attempts, not duplicates
     df = pd.DataFrame({"model": "a", "item": np.repeat([1, 2, 3], 4), "correct": [1, 0, 0, 1] * 3})
-    r = evalmix.accuracy(df)
+    r = evalmix.accuracy(df).table
     assert int(r["n"].iloc[0]) == 12 and r["estimate"].iloc[0] == pytest.approx(0.5, abs=1e-12)
 
 
@@ -400,7 +400,7 @@ def test_plan_warns_about_slices_without_variance_and_plans_the_rest():
     comps = repetitions.variance_components(pilot, ["model"])
     with pytest.warns(DataWarning, match=r"1 slice\(s\) of the pilot show no variance .*model='M1'"):
         got = repetitions.plan(comps, se=0.05)
-    rest = repetitions.plan(comps[comps["model"] != "M1"], se=0.05)
+    rest = repetitions.plan(comps.table[comps.table["model"] != "M1"], se=0.05)
     assert (got.n_items, got.n_runs) == (rest.n_items, rest.n_runs) and got.achieved > 0
 
 

@@ -248,7 +248,7 @@ def test_missing_value_in_key_names_the_column():
 def test_missing_drop_warns_with_the_count_and_drops():
     bad = with_value(with_value(TWO, 5, "correct", float("nan")), 6, "correct", float("nan"))
     with pytest.warns(DataWarning, match=r"dropped 2 of 36 row\(s\) with missing values .*'correct'"):
-        out = accuracy(bad, "model", missing="drop")
+        out = accuracy(bad, "model", missing="drop").table
     assert out["n"].tolist() == [16, 18]
     assert out["k"].sum() == TWO.drop(index=[5, 6])["correct"].sum()
     with pytest.raises(ValueError, match="missing must be one of 'raise', 'drop'"):
@@ -261,7 +261,7 @@ def test_nan_outcome_is_not_a_failure_in_accuracy():
     with pytest.raises(DataError, match="missing value"):
         accuracy(bad)
     with pytest.warns(DataWarning, match="dropped 1"):
-        got = accuracy(bad, missing="drop")
+        got = accuracy(bad, missing="drop").table
     assert int(got["n"].iloc[0]) == len(TWO) - 1
 
 
@@ -282,7 +282,7 @@ def test_numpy_array_is_not_a_runs_table():
 
 def test_fractional_outcome_only_where_averaged():
     half = with_value(TWO, 0, "correct", 0.5)
-    assert accuracy(half)["estimate"].iloc[0] == pytest.approx((TWO["correct"].sum() - TWO["correct"][0]
+    assert accuracy(half).table["estimate"].iloc[0] == pytest.approx((TWO["correct"].sum() - TWO["correct"][0]
                                                                 + 0.5) / len(TWO))
     with pytest.raises(DataError, match="allow_fractional"):
         read_runs(half)
@@ -341,7 +341,7 @@ def test_selection_keeps_roles():
     t = read_runs(custom(), outcome="score")
     sub = t[t["model"] == "m0"]
     assert evalmix.schema_of(sub).outcome == "score"
-    assert accuracy(sub)["k"].iloc[0] == custom().query("model == 'm0'")["score"].sum()
+    assert accuracy(sub).table["k"].iloc[0] == custom().query("model == 'm0'")["score"].sum()
 
 
 # ----------------------------------------------------------------------------------------- glmer
@@ -400,7 +400,7 @@ def test_compare_pair_path(tmp_path):
 def test_accuracy_reads_a_path(tmp_path):
     path = tmp_path / "runs.csv"
     TWO.to_csv(path, index=False)
-    got = accuracy(str(path), "model")
+    got = accuracy(str(path), "model").table
     assert got["k"].tolist() == TWO.groupby("model")["correct"].sum().tolist()
     assert got["n"].tolist() == [18, 18]
 

@@ -115,7 +115,9 @@ def test_interval_coverage_over_repeated_simulations():
 
 
 def test_prior_override_and_table(sim):
-    tab = bayes.default_priors("correct ~ model + (1|item)", sim, priors={"item": ("half_normal", 1)})
+    res = bayes.default_priors("correct ~ model + (1|item)", sim, priors={"item": ("half_normal", 1)})
+    assert isinstance(res, bayes.PriorTable) and "formula: correct ~ model + (1|item)" in repr(res)
+    tab = res.table
     assert tab.set_index("parameter").loc["sd((Intercept)|item)", "prior"] == "HalfNormal(sigma=1)"
     assert tab.set_index("parameter").loc["sd((Intercept)|item)", "source"] == "user"
     assert tab.set_index("parameter").loc["modelM2", "prior"] == "Normal(mu=0, sigma=2.5)"

@@ -27,13 +27,15 @@ def test_describe_json(capsys):
 def test_describe_text_defaults_to_model_and_slices(capsys):
     assert main(["describe", str(EXAMPLE), "--all"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:3] == ["model", "language", "prompt"]
-    assert len(out) == 1 + 32 + 2
+    # the result's header names the scale and the interval, then the table
+    assert out[0] == "scale: probability; conf_low/conf_high: 95% Wilson interval"
+    assert out[1].split()[:3] == ["model", "language", "prompt"]
+    assert len(out) == 1 + 1 + 32 + 2
     # without --all: the first 20 of the 32 rows and a count of the rest
     assert main(["describe", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 1 + 20 + 1 + 2
-    assert out[21] == "... 12 more rows (--all prints every row)"
+    assert len(out) == 1 + 1 + 20 + 1 + 2
+    assert out[22] == "... 12 more rows (--all prints every row)"
 
 
 def test_bad_column_is_a_clear_error(capsys, tmp_path):
@@ -46,7 +48,9 @@ def test_console_script_entry_point():
                            "--ci", "cluster", "--item", "item"], capture_output=True, text=True,
                           env={"PYTHONPATH": str(EXAMPLE.parents[1] / "src"), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
-    assert "n_items" in proc.stdout.splitlines()[0]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "scale: probability; conf_low/conf_high: 95% item-clustered CLT interval"
+    assert "n_items" in lines[1]
 
 
 def test_reliability_command(capsys):

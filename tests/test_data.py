@@ -172,3 +172,26 @@ def test_ai4math_validates(ai4math_raw):
     out = read_runs(ai4math_raw, item="problem_id")
     assert len(out) == 10080
     assert out.attrs["evalmix"]["slices"] == ["domain", "language", "prompt"]
+
+
+def test_roles_travel_as_one_schema_object():
+    # the slicing helpers and the paired comparisons name their columns with the same RunsSchema
+    # that read_runs records, not with a shape of their own
+    import evalmix._slicing as sl
+    from evalmix.comparisons import resolve_columns
+    from evalmix.data import RunsSchema
+
+    assert not hasattr(sl, "Columns")
+    counts = pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["q1", "q2", "q1", "q2"],
+                           "k": [1, 2, 0, 3], "n": [3, 3, 3, 3]})
+    runs = evalmix.read_runs(counts, run=None, successes="k", trials="n")
+    _, roles = sl.resolve(runs, need_run=False)
+    assert isinstance(roles, RunsSchema)
+    assert (roles.item, roles.model, roles.scores, roles.trials) == ("item", "model", "k", "n")
+    np.testing.assert_allclose(sl.scores(runs, roles), [1 / 3, 2 / 3, 0.0, 1.0])
+    table, roles = resolve_columns(runs)
+    assert isinstance(roles, RunsSchema) and not roles.counts and roles.scores == "_score"
+    np.testing.assert_allclose(table[roles.scores], [1 / 3, 2 / 3, 0.0, 1.0])
+    assert roles.role("model") == "model"
+    with pytest.raises(DataError, match="no run column"):
+        roles.role("run")

@@ -19,7 +19,7 @@ STATSMODELS = {"wilson": "wilson", "clopper_pearson": "beta", "jeffreys": "jeffr
 
 def test_ai4math_wilson_equals_published(ai4math_raw, published):
     runs = read_runs(ai4math_raw, item="problem_id")
-    ours = accuracy(runs, ["model", "language", "prompt"], ci="wilson")
+    ours = accuracy(runs, ["model", "language", "prompt"], ci="wilson").table
     pub = published("accuracy")
     merged = pub.merge(ours.astype({c: str for c in ["model", "language", "prompt"]}),
                        on=["model", "language", "prompt"], validate="one_to_one")
@@ -92,9 +92,9 @@ def test_bad_arguments():
 def test_counts_and_overall_row():
     df = pd.DataFrame({"model": ["a", "a", "b"], "item": [1, 2, 1], "k": [2, 3, 0], "n": [3, 3, 3]})
     runs = read_runs(df, run=None, successes="k", trials="n")
-    out = accuracy(runs, "model")
+    out = accuracy(runs, "model").table
     assert out["n"].tolist() == [6, 3] and out["k"].tolist() == [5, 0]
-    overall = accuracy(runs)
+    overall = accuracy(runs).table
     assert overall["n"].item() == 9 and overall["estimate"].item() == pytest.approx(5 / 9)
 
 
@@ -106,7 +106,7 @@ def test_cluster_interval_by_hand():
         "run": [1, 2] * 6,
         "correct": [1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1],
     })
-    out = accuracy(read_runs(df), "model", ci="cluster", conf_level=0.95)
+    out = accuracy(read_runs(df), "model", ci="cluster", conf_level=0.95).table
     means_a = np.array([1.0, 0.5, 0.0])
     se_a = means_a.std(ddof=1) / np.sqrt(3)
     row = out.iloc[0]
@@ -120,13 +120,33 @@ def test_cluster_interval_by_hand():
 
 def test_cluster_wider_than_wilson_when_items_vary(ai4math_raw):
     runs = read_runs(ai4math_raw, item="problem_id")
-    wil = accuracy(runs, "model")
-    clu = accuracy(runs, "model", ci="cluster")
+    wil = accuracy(runs, "model").table
+    clu = accuracy(runs, "model", ci="cluster").table
     assert ((clu["conf_high"] - clu["conf_low"]) > 1.5 * (wil["conf_high"] - wil["conf_low"])).all()
 
 
 def test_every_method_runs():
     df = pd.DataFrame({"model": ["a"] * 4, "item": [1, 2, 3, 4], "correct": [1, 0, 1, 1]})
     for method in CI_METHODS:
-        out = accuracy(df, "model", ci=method, item="item")
+        out = accuracy(df, "model", ci=method, item="item").table
         assert out["conf_low"].item() < 0.75 < out["conf_high"].item()
+
+
+def test_accuracy_is_a_result_naming_its_interval():
+    import evalmix
+    from evalmix._result import Result
+
+    df = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "item": [1, 2, 3, 4] * 2,
+                       "correct": [1, 1, 0, 1, 0, 0, 1, 0]})
+    res = evalmix.accuracy(df, "model", ci="clopper_pearson", conf_level=0.9)
+    assert isinstance(res, evalmix.AccuracyTable) and isinstance(res, Result)
+    assert (res.by, res.ci, res.conf_level) == (("model",), "clopper_pearson", 0.9)
+    pd.testing.assert_frame_equal(res.to_frame(), res.table)
+    assert res.table["estimate"].tolist() == [0.75, 0.25]
+    text = repr(res)
+    assert text.startswith("Accuracy by model")
+    assert "90% Clopper-Pearson (exact) interval" in text and "conf_low" in text
+    assert "\\begin{tabular}" in res.to_latex() and "| model |" in res.to_markdown().replace("  ", " ")
+    overall = evalmix.accuracy(df, ci="cluster")
+    assert overall.by == () and repr(overall).startswith("Accuracy\n")
+    assert "item-clustered CLT interval" in repr(overall)

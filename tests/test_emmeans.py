@@ -427,3 +427,97 @@ def test_every_p_adjust_method_is_available_in_contrast(fit, method):
 def test_tukey_needs_z_statistics():
     with pytest.raises(ValueError, match="evalmix.contrast"):
         multiplicity.adjust_pvalues([0.01, 0.2], "tukey")
+
+
+# --- contrast families: an open registry ------------------------------------------------------------
+
+def _glmer_three_models():
+    import warnings
+
+    import evalmix
+
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1).replace({"model": {"M2": "M2-b"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return evalmix.glmer("correct ~ model + (1|item)", runs)
+
+
+def test_registered_family_is_used_by_contrast():
+    from evalmix.emmeans import ContrastRow, contrast_families, register_contrast
+
+    seen = {}
+
+    def consec(levels, ref):
+        seen["levels"] = list(levels)  # the levels arrive as tuples, not labels
+        eye = np.eye(len(levels))
+        return [ContrastRow(eye[i + 1] - eye[i], (i + 1,), (i,)) for i in range(len(levels) - 1)]
+
+    def first_vs_rest(levels, ref):
+        k = len(levels)
+        w = np.r_[1.0, -np.ones(k - 1) / (k - 1)]
+        return [ContrastRow(w, (0,), tuple(range(1, k))), ContrastRow(w * 2, name="twice")]
+
+    register_contrast("test_consec", consec)
+    register_contrast("test_first_vs_rest", first_vs_rest)
+    assert {"pairwise", "revpairwise", "trt.vs.ctrl", "test_consec"} <= set(contrast_families())
+    emm = emmeans(_glmer_three_models(), "model")
+    res = contrast(emm, "test_consec", adjust="none").to_frame()
+    assert seen["levels"] == [("M1",), ("M2-b",), ("M3",)]
+    # labels are written at display: a level with "-" in parentheses, as emmeans writes it
+    assert res["contrast"].tolist() == ["(M2-b) - M1", "M3 - (M2-b)"]
+    means = emm.to_frame().set_index("model")["estimate"]
+    np.testing.assert_allclose(res["estimate"], [means["M2-b"] - means["M1"], means["M3"] - means["M2-b"]],
+                               rtol=1e-12)
+    # the same numbers as the equivalent dict of weights
+    by_dict = contrast(emm, {"a": [-1, 1, 0], "b": [0, -1, 1]}, adjust="none").to_frame()
+    np.testing.assert_allclose(res[["estimate", "se", "p_value"]], by_dict[["estimate", "se", "p_value"]],
+                               rtol=1e-12)
+    other = contrast(emm, "test_first_vs_rest", adjust="none").to_frame()
+    assert other["contrast"].tolist() == ["M1 - avg((M2-b),M3)", "twice"]
+    np.testing.assert_allclose(other["estimate"].iloc[1], 2 * other["estimate"].iloc[0], rtol=1e-12)
+
+
+def test_contrast_registry_errors_name_the_fault():
+    from evalmix.emmeans import ContrastRow, register_contrast
+    from evalmix.errors import ArgumentError, ArgumentTypeError
+
+    emm = emmeans(_glmer_three_models(), "model")
+    with pytest.raises(ValueError, match=r"method='consec_nosuch' is not one of pairwise, revpairwise, "
+                                         r"trt.vs.ctrl.*register_contrast"):
+        contrast(emm, "consec_nosuch")
+    with pytest.raises(ArgumentTypeError, match="needs a callable"):
+        register_contrast("test_bad", "not a function")
+    with pytest.raises(ArgumentError, match="non-empty name"):
+        register_contrast("", lambda levels, ref: [])
+    register_contrast("test_short", lambda levels, ref: [ContrastRow(np.ones(2), (0,), (1,))])
+    with pytest.raises(ValueError, match="weights over 2 means for 3"):
+        contrast(emm, "test_short")
+    register_contrast("test_empty", lambda levels, ref: [])
+    with pytest.raises(ValueError, match="needs at least two means"):
+        contrast(emm, "test_empty")
+    # ref= is checked only by families that read it
+    assert len(contrast(emm, "pairwise", ref="not a level").to_frame()) == 3
+    with pytest.raises(ValueError, match="ref='not a level' is not one of the levels"):
+        contrast(emm, "trt.vs.ctrl", ref="not a level")
+    register_contrast("test_vs_ref", lambda levels, ref: [
+        ContrastRow(np.eye(len(levels))[i] - np.eye(len(levels))[ref[0]], (i,), (ref[0],))
+        for i in range(len(levels)) if i != ref[0]], uses_ref=True)
+    got = contrast(emm, "test_vs_ref", ref="M3", adjust="none").to_frame()["contrast"].tolist()
+    assert got == ["M1 - M3", "(M2-b) - M3"]
+
+
+def test_tukey_applies_to_families_registered_as_pairwise():
+    from evalmix.emmeans import register_contrast
+
+    emm = emmeans(_glmer_three_models(), "model")
+    from evalmix.emmeans import ContrastRow
+
+    def pairs(levels, ref):
+        eye = np.eye(len(levels))
+        return [ContrastRow(eye[i] - eye[j], (i,), (j,))
+                for i in range(len(levels) - 1) for j in range(i + 1, len(levels))]
+
+    register_contrast("test_pairs", pairs, pairwise=True)
+    mine = contrast(emm, "test_pairs", adjust="tukey").to_frame()
+    builtin = contrast(emm, "pairwise", adjust="tukey").to_frame()
+    pd.testing.assert_frame_equal(mine, builtin)

@@ -131,7 +131,7 @@ def _english(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _accuracy(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(_quiet(evalmix.accuracy, df, by))
+    return _quiet(evalmix.accuracy, df, by).table
 
 
 BUILDERS: dict[str, Callable[[pd.DataFrame], Figure]] = {

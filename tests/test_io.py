@@ -515,5 +515,5 @@ def test_inspect_round_trip_property(tmp_path, values, ext):
 
 def test_loaders_feed_accuracy(tmp_path, quiet):
     write_lm_eval(tmp_path, "org/a", STAMPS[0], {"arc_easy": mc_task([1, 1, 0, 1])})
-    table = evalmix.accuracy(read_lm_eval(tmp_path, "acc"), by=["model"])
+    table = evalmix.accuracy(read_lm_eval(tmp_path, "acc"), by=["model"]).table
     assert table["k"].tolist() == [3] and table["n"].tolist() == [4]

@@ -51,7 +51,7 @@ def test_both_models_through_read_logs():
     assert df["model"].cat.categories.tolist() == ["tiny/model-a", "tiny/model-b"]
     assert sorted(set(df["run"])) == [1, 2, 3]
     assert "task" not in df.columns  # one scenario
-    table = evalmix.accuracy(df, by=["model"])
+    table = evalmix.accuracy(df, by=["model"]).table
     assert table["n"].tolist() == [30, 30]
     assert table["k"].tolist() == [sum(helm_view(r).values()) for r in RUNS]
 

@@ -92,7 +92,7 @@ def test_two_models_in_one_call(version):
     assert df["model"].cat.categories.tolist() == ["mockllm/alpha", "mockllm/beta"]
     for model, part in df.groupby("model", observed=True):
         assert got(part) == expected(rows[(rows["task"] == "arith") & (rows["model"] == model)], "match")
-    fit_input = evalmix.accuracy(df, by=["model"])
+    fit_input = evalmix.accuracy(df, by=["model"]).table
     assert fit_input["n"].tolist() == [12, 12]
 
 

@@ -87,7 +87,7 @@ def test_seeds_are_runs_of_one_model():
         assert results["config"]["random_seed"] in (1, 2, 3)
     df = read_logs(OUT)
     assert df.attrs["evalmix_source"]["format"] == "lm-eval"
-    table = evalmix.accuracy(df, by=["model", "task"])
+    table = evalmix.accuracy(df, by=["model", "task"]).table
     assert table["n"].tolist() == [15, 18, 15, 15, 18, 15]
 
 

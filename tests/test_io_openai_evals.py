@@ -52,7 +52,7 @@ def test_folder_in_one_call():
             name = f"{model}_{task}_seed{run}.jsonl"
             want = READER[READER["file"] == name]
             assert rows["correct"].sum() == want["correct"].astype(int).sum()
-    table = evalmix.accuracy(df, by=["model", "task"])
+    table = evalmix.accuracy(df, by=["model", "task"]).table
     assert table["n"].tolist() == [18] * 4
 
 

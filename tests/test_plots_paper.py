@@ -70,7 +70,7 @@ def _colours(ax) -> set[str]:
 
 
 def test_accuracy_intervals(sim):
-    tab = evalmix.accuracy(sim, ["model", "language", "prompt"])
+    tab = evalmix.accuracy(sim, ["model", "language", "prompt"]).table
     fig = plots.accuracy_intervals(tab, hue="language", col="prompt")
     assert isinstance(fig, Figure)
     assert fig.get_figwidth() == PAGE_WIDTH
@@ -119,7 +119,7 @@ def test_marginal_means_and_heatmap(sim, fits):
     np.testing.assert_allclose(sorted(p.get_width() for p in ax.patches),
                                np.sort(emm.to_frame()["estimate"]) * 100)
     assert ax.get_ylabel() == "language"
-    acc = evalmix.accuracy(sim, ["model", "language"])
+    acc = evalmix.accuracy(sim, ["model", "language"]).table
     fig = plots.accuracy_heatmap(acc, col="language")
     img = fig.axes[0].images[0].get_array()
     assert img.shape == (4, 2)

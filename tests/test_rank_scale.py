@@ -111,7 +111,7 @@ def test_rank_instability_matches_the_previous_implementation(small):
 
 def test_rank_uncertainty_matches_the_previous_implementation(small):
     ru = rank_uncertainty(small, "language", n_boot=300, seed=5).table
-    assert ru[["conf_low", "conf_high"]].values.tolist() == [
+    assert ru[["rank_low", "rank_high"]].values.tolist() == [
         [5, 6], [4, 6], [2, 4], [3, 5], [2, 3], [1, 1], [6, 6], [2, 5], [2, 5], [3, 5], [2, 3], [1, 1]]
     assert ru["mean_rank"].tolist() == [
         5.81, 5.1033333333333335, 2.9633333333333334, 3.8233333333333333, 2.15, 1.0, 5.99,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -147,8 +149,8 @@ def test_bootstrap_table_consistent():
     r = rank_uncertainty(df, "language", n_boot=500, seed=2, progress=False)
     t = r.table
     assert len(t) == 8
-    assert ((t["conf_low"] <= t["rank"]) | (t["conf_high"] >= t["rank"])).all()
-    assert (t["conf_low"] <= t["conf_high"]).all()
+    assert ((t["rank_low"] <= t["rank"]) | (t["rank_high"] >= t["rank"])).all()
+    assert (t["rank_low"] <= t["rank_high"]).all()
     dist = r.distribution.filter(like="rank_")
     np.testing.assert_allclose(dist.sum(axis=1), 1.0)
     for _, g in t.groupby("language"):
@@ -278,7 +280,45 @@ def test_rank_sets_and_components_leave_out_a_non_estimable_level(missing_cell_f
     np.testing.assert_allclose(got, emm.loc[got.index, "estimate"], rtol=1e-12)
     with pytest.warns(DataWarning, match="lang=ES, model=m3"):
         comp = evalmix.repetitions.components_from_fit(fit, by="lang", item_run="item:run")
-    comp = comp.set_index(["lang", "model"])
+    comp = comp.table.set_index(["lang", "model"])
     assert np.isnan(comp.loc[("ES", "m3"), "eta"])
     np.testing.assert_allclose(comp.loc[("EN", "m3"), "eta"], emm.loc[("EN", "m3"), "estimate"],
                                rtol=1e-12)
+
+
+def test_studies_evaluate_a_separated_fit_through_the_grid():
+    # every response of model-B is a success: fixef holds +inf for it, and the finite limit fit
+    # holds the rest; the studies read the level means from the reference grid, so model-B is
+    # +inf (not tied with the reference level, as L @ beta_limit gave) and the others match
+    # emmeans to the last digit
+    from evalmix.errors import SeparationWarning
+
+    d = pd.read_csv(Path(__file__).parent / "reference" / "separation_runs.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = evalmix.glmer("y_nonref ~ model + (1|item) + (1|item:run)", d)
+        emm = evalmix.emmeans(fit, "model").to_frame().set_index("model")
+    assert np.isposinf(fit.fixef["modelmodel-B"]) and np.isposinf(emm.loc["model-B", "estimate"])
+    finite = ["model-A", "model-C"]
+
+    with pytest.warns(SeparationWarning, match=r"model=model-B \(\+inf\)"):
+        ru = evalmix.rank_uncertainty_glmm(fit, n_draws=2000, seed=1).table.set_index("model")
+    b = ru.loc["model-B"]
+    assert np.isposinf(b["estimate"]) and b["accuracy"] == 1.0 and np.isnan(b["se"])
+    assert (b["rank"], b["rank_low"], b["rank_high"], b["p_best"], b["mean_rank"]) == (1, 1, 1, 1.0, 1.0)
+    np.testing.assert_allclose(ru.loc[finite, "estimate"], emm.loc[finite, "estimate"], rtol=1e-12)
+    np.testing.assert_allclose(ru.loc[finite, "se"], emm.loc[finite, "se"], rtol=1e-12)
+    assert ru.loc[finite, "rank"].tolist() == [2, 3] and (ru.loc[finite, "rank_low"] >= 2).all()
+
+    with pytest.warns(SeparationWarning, match=r"model=model-B \(\+inf\)"):
+        rs = evalmix.rank_sets_glmm(fit).table.set_index("model")
+    assert sorted(rs.index) == finite  # no place for an infinite mean in a normal band
+    np.testing.assert_allclose(rs.loc[finite, "estimate"], emm.loc[finite, "estimate"], rtol=1e-12)
+
+    comp = evalmix.repetitions.components_from_fit(fit, item_run="item:run").table.set_index("model")
+    # accuracy 1 and no variance, to the rounding of the quadrature weights' sum
+    assert comp.loc["model-B", "accuracy"] == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(comp.loc["model-B", ["var_between", "var_within"]].to_numpy(float),
+                               0.0, atol=1e-12)
+    # L @ fixef gave NaN here (0 * inf); the grid gives the finite mean
+    np.testing.assert_allclose(comp.loc[finite, "eta"], emm.loc[finite, "estimate"], rtol=1e-12)

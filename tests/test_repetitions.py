@@ -31,7 +31,7 @@ def _one_model(n_items, n_runs, seed, eta=ETA):
 
 @pytest.fixture(scope="module")
 def truth():
-    return accuracy_components(ETA, SD_ITEM, SD_RUN).iloc[0]
+    return accuracy_components(ETA, SD_ITEM, SD_RUN).table.iloc[0]
 
 
 # ---------------------------------------------------------------- the paper's numbers
@@ -71,13 +71,13 @@ def test_accuracy_components_monte_carlo(truth):
 
 
 def test_accuracy_components_limits():
-    c = accuracy_components([0.0, 1.0], 0.0, 0.0)
+    c = accuracy_components([0.0, 1.0], 0.0, 0.0).table
     p = special.expit(np.array([0.0, 1.0]))
     np.testing.assert_allclose(c["accuracy"], p, rtol=1e-12)
     np.testing.assert_allclose(c["var_between"], 0.0, atol=1e-14)
     np.testing.assert_allclose(c["var_within"], p * (1 - p), rtol=1e-12)
     # the total variance of a single answer is always p (1 - p)
-    c = accuracy_components([-1.0, 0.5], 2.0, 1.0)
+    c = accuracy_components([-1.0, 0.5], 2.0, 1.0).table
     np.testing.assert_allclose(c["var_between"] + c["var_within"], c["accuracy"] * (1 - c["accuracy"]),
                                rtol=1e-12)
 
@@ -85,7 +85,7 @@ def test_accuracy_components_limits():
 # ---------------------------------------------------------------- decomposition by simulation
 
 def test_variance_components_recover_truth(truth):
-    est = pd.concat([variance_components(_one_model(150, 3, seed)) for seed in range(40)])
+    est = pd.concat([variance_components(_one_model(150, 3, seed)).table for seed in range(40)])
     for col in ("var_between", "var_within"):
         mean, se = est[col].mean(), est[col].std(ddof=1) / np.sqrt(len(est))
         assert abs(mean - truth[col]) < 4 * se + 1e-3, (col, mean, truth[col], se)
@@ -149,7 +149,7 @@ def test_unbalanced_runs_recover_truth(truth):
     for seed in range(30):
         df = _one_model(150, 3, 100 + seed)
         drop = (df["run"] > 1) & (rng.random(len(df)) < 0.4)
-        est.append(variance_components(df[~drop]).iloc[0])
+        est.append(variance_components(df[~drop]).table.iloc[0])
     est = pd.DataFrame(est)
     assert (est["n_runs"] < 3).all()
     for col in ("var_between", "var_within"):
@@ -297,13 +297,13 @@ def test_components_from_fit_recover_truth(sim_fit):
     from evalmix.repetitions import components_from_fit
 
     df, fit = sim_fit
-    got = components_from_fit(fit).set_index("model")
-    true = accuracy_components([ETA, ETA + 1.0], SD_ITEM, SD_RUN).set_index(pd.Index(["M1", "M2"]))
+    got = components_from_fit(fit).table.set_index("model")
+    true = accuracy_components([ETA, ETA + 1.0], SD_ITEM, SD_RUN).table.set_index(pd.Index(["M1", "M2"]))
     np.testing.assert_allclose(got["accuracy"], true["accuracy"], atol=0.04)
     np.testing.assert_allclose(got["var_between"], true["var_between"], rtol=0.2)
     np.testing.assert_allclose(got["var_within"], true["var_within"], rtol=0.15)
     # the model-based and method-of-moments estimates describe the same quantities
-    mom = variance_components(df, "model").set_index("model")
+    mom = variance_components(df, "model").table.set_index("model")
     np.testing.assert_allclose(got["var_within"], mom["var_within"], rtol=0.15)
     np.testing.assert_allclose(got["var_between"], mom["var_between"], rtol=0.25)
 
@@ -313,8 +313,8 @@ def test_components_from_fit_paired_by_monte_carlo(sim_fit):
     from evalmix.repetitions import components_from_fit
 
     _, fit = sim_fit
-    pair = components_from_fit(fit, paired=True).iloc[0]
-    single = components_from_fit(fit).set_index("model")
+    pair = components_from_fit(fit, paired=True).table.iloc[0]
+    single = components_from_fit(fit).table.set_index("model")
     vc = latent_icc(fit).table["variance"].to_numpy()
     sd_i, sd_r = np.sqrt(vc[0]), np.sqrt(vc[1])
     rng = np.random.default_rng(0)
@@ -328,3 +328,21 @@ def test_components_from_fit_paired_by_monte_carlo(sim_fit):
     assert pair["var_within"] == pytest.approx(single["var_within"].sum(), rel=1e-9)
     p = plan(components_from_fit(fit, paired=True), mdd=0.08, cost_item=3)
     assert p.achieved <= 0.08
+
+
+def test_components_are_results_that_plan_reads(sim_fit):
+    from evalmix._result import Result
+    from evalmix.repetitions import VarianceComponents, components_from_fit
+
+    df, fit = sim_fit
+    for comp, method in ((variance_components(df, "model"), "moments"),
+                         (components_from_fit(fit), "glmm"),
+                         (accuracy_components(0.3, 1.0, 0.5), "glmm")):
+        assert isinstance(comp, VarianceComponents) and isinstance(comp, Result)
+        assert comp.method == method
+        pd.testing.assert_frame_equal(comp.to_frame(), comp.table)
+        assert "var_between" in repr(comp) and "\\begin{tabular}" in comp.to_latex()
+        # plan reads the result and its table alike
+        a, b = plan(comp, se=0.03), plan(comp.table, se=0.03)
+        assert (a.n_items, a.n_runs, a.achieved) == (b.n_items, b.n_runs, b.achieved)
+    assert components_from_fit(fit, paired=True).paired

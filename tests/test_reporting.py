@@ -236,8 +236,8 @@ def test_ai4math_rank_and_se_tables(ai4math_out):
     # runs shrink only the within-item part: the items-random SE stays above the items-fixed one
     assert (se["se_items_random"] > se["se_items_fixed"]).all()
     ru = _tab(ai4math_out, "rank_intervals")
-    lo, hi = _lo_hi(ru)
-    assert (ru[lo] <= ru["rank"]).all() and (ru["rank"] <= ru[hi]).all()
+    assert not {"conf_low", "conf_high"} & set(ru.columns)  # a rank interval is named as one
+    assert (ru["rank_low"] <= ru["rank"]).all() and (ru["rank"] <= ru["rank_high"]).all()
 
 
 # --- any runs table -------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ def test_example_runs_report(example_out):
     html = (example_out / "index.html").read_text(encoding="utf-8")
     runs = evalmix.read_runs(EXAMPLE)
     acc = _tab(example_out, "accuracy")
-    direct = evalmix.accuracy(runs, ["model", "language", "prompt"])
+    direct = evalmix.accuracy(runs, ["model", "language", "prompt"]).table
     np.testing.assert_allclose(acc["estimate"], direct["estimate"], atol=1e-12)
     sel = _tab(example_out, "model_selection")
     assert sorted(sel["name"]) == sorted(candidate_formulas(["language", "prompt"]))
@@ -265,7 +265,7 @@ def test_example_runs_report(example_out):
     assert not (example_out / "figures" / "fig5_heatmap.png").exists()
     assert (example_out / "figures" / "fig9_se_curves.pdf").exists()
     # the most accurate model is the default reference
-    best = evalmix.accuracy(runs, "model").sort_values("estimate").iloc[-1]["model"]
+    best = evalmix.accuracy(runs, "model").table.sort_values("estimate").iloc[-1]["model"]
     assert _tab(example_out, "odds_ratios")["contrast"].str.endswith(f"({best})").all()
 
 
@@ -374,7 +374,7 @@ def test_report_from_harness_logs(tmp_path):
         warnings.simplefilter("ignore")
         assert main(["report", str(logs), "-o", str(tmp_path / "a"), "--scorer", "match",
                      "--n-boot", "50"]) == 0
-        expected = evalmix.accuracy(evalmix.read_inspect(logs, "match"), "model")
+        expected = evalmix.accuracy(evalmix.read_inspect(logs, "match"), "model").table
         got = _tab(tmp_path / "a", "accuracy_overall").set_index("model").loc[expected["model"]]
         np.testing.assert_allclose(got["estimate"], expected["estimate"], atol=1e-12)
         samples = str(fixtures / "lm_eval" / "out" / "*" / "samples_mc_local*.jsonl")

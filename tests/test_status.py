@@ -57,15 +57,15 @@ def test_item_without_scored_sample_falls_back_to_group_mean():
 
 def test_accuracy_reports_coverage_and_keeps_old_output_without_status():
     df = _table()
-    t = accuracy(df, "model").set_index("model")
+    t = accuracy(df, "model").table.set_index("model")
     assert t.loc["a", ["n", "n_attempted"]].tolist() == [4, 6]
     assert t.loc["a", "coverage"] == pytest.approx(4 / 6)
     assert t.loc["a", "estimate"] == pytest.approx(0.75)
     lo, hi = evalmix.binom_ci(3, 4)
     assert t.loc["a", "conf_low"] == pytest.approx(float(lo)) and t.loc["a", "conf_high"] == pytest.approx(float(hi))
-    c = accuracy(df, "model", ci="cluster", item="item").set_index("model")
+    c = accuracy(df, "model", ci="cluster", item="item").table.set_index("model")
     assert c.loc["b", "coverage"] == pytest.approx(5 / 6)
-    plain = accuracy(scored_rows(df).drop(columns="status"), "model")
+    plain = accuracy(scored_rows(df).drop(columns="status"), "model").table
     assert list(plain.columns) == ["model", "n", "k", "estimate", "conf_low", "conf_high"]
     assert plain["estimate"].tolist() == t["estimate"].tolist()
 
@@ -85,7 +85,7 @@ def test_errors():
         accuracy(none, "model")
     half = df.assign(status=np.where(df["model"] == "b", "error", df["status"]))
     with pytest.warns(evalmix.DataWarning, match="no scored sample"):
-        t = accuracy(half, "model").set_index("model")
+        t = accuracy(half, "model").table.set_index("model")
     assert t.loc["b", "n"] == 0 and t.loc["b", "coverage"] == 0 and np.isnan(t.loc["b", "estimate"])
     t = accuracy_bounds(half, "model").table.set_index("model")
     assert np.isnan(t.loc["b", "estimate"]) and t.loc["b", "best_case"] == 1.0
@@ -147,7 +147,7 @@ def test_bounds_on_real_inspect_logs(version):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         df = evalmix.read_inspect(FIXTURES / version, scorer="match", errors="keep")
-        acc = accuracy(df, ["task", "model"]).set_index("task")
+        acc = accuracy(df, ["task", "model"]).table.set_index("task")
     b = accuracy_bounds(df, ["task", "model"]).table.set_index("task")
     tol = df[df["task"] == "tolerant"]
     # the "tolerant" task: 8 samples (4 items x 2 epochs), one failed with an error; the scored

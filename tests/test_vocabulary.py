@@ -78,6 +78,8 @@ DOMAIN = {
     "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
     # arena battles
     "n_battles", "wins", "losses", "ties",
+    # a linear hypothesis: the right-hand side of each row (term holds the row's text)
+    "rhs",
     # several judges: the judge factor, pairs of judges, probability-scale contrasts, the planner's
     # accuracy-scale parts of a verdict
     "judge", "judge_a", "judge_b", "difference", "item:judge", "response", "residual",
@@ -232,6 +234,10 @@ CALLS = {
     "BayesGlmerResult.summary": lambda c: c["post"].summary(),
     "contrast (odds ratio)": lambda c: evalmix.contrast(_emm(c, type="response"), "pairwise"),
     "contrast (posterior)": lambda c: evalmix.contrast(evalmix.emmeans(c["post"], "model")),
+    "linear_hypothesis": lambda c: evalmix.linear_hypothesis(c["fit"], "modelmodel-B = modelmodel-C"),
+    "GlmerResult.wald_test": lambda c: c["fit"].wald_test(["modelmodel-B = 0", "modelmodel-C = 0"]),
+    "LmerResult.wald_test": lambda c: c["lin"].wald_test("modelmodel-B = modelmodel-C", test="F"),
+    "BayesGlmerResult.wald_test": lambda c: c["post"].wald_test("modelmodel-B = modelmodel-C"),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays
@@ -242,6 +248,7 @@ NOT_RESULTS = {
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
     "bayes.available_samplers", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
+    "register_contrast", "contrast_families",  # the contrast-family registry: no table
 }
 
 
@@ -259,6 +266,19 @@ def _power_functions() -> set[str]:
 def test_every_public_function_is_walked():
     missing = _public_functions() - set(CALLS) - NOT_RESULTS
     assert not missing, f"add these to CALLS (or NOT_RESULTS if they return no table): {missing}"
+
+
+def test_no_public_function_returns_a_bare_frame():
+    # a table of results is a Result (to_frame, to_latex, repr with its scale); only readers and
+    # formatters in NOT_RESULTS hand back plain data
+    modules = {"": evalmix, "repetitions.": repetitions, "bayes.": bayes}
+    bare = []
+    for name in sorted(_public_functions() - NOT_RESULTS):
+        prefix, _, short = name.rpartition(".")
+        func = getattr(modules[f"{prefix}." if prefix else ""], short)
+        if "DataFrame" in str(inspect.signature(func).return_annotation):
+            bare.append(name)
+    assert not bare, f"these return a bare DataFrame; return a Result: {bare}"
 
 
 def test_power_functions_return_numbers_not_tables():
@@ -317,9 +337,80 @@ def test_tables_use_the_vocabulary(outputs, ctx, name):
         _check_columns(name, df, data_cols, table)
 
 
-RESULTS = [n for n in CALLS if not n.startswith(("repetitions.variance", "repetitions.compon",
-                                                 "repetitions.accuracy_comp", "bayes.default",
-                                                 "accuracy")) or n == "accuracy_bounds"]
+# one meaning per interval name: conf_low/conf_high bound an estimate (they bracket a column that
+# holds it), rank_low/rank_high bound a rank (1 = best); a rank interval never takes conf_ names
+ESTIMATE_COLUMNS = ("estimate", "accuracy", "icc", "pred_mean", "observed", "odds_ratio", "sd",
+                    "mean_accuracy", "variance", "rate", "alpha", "correlation")
+RANK_COLUMNS = ("rank", "mean_rank", "expected_rank")
+
+
+def _brackets(df: pd.DataFrame, low: str, high: str, candidates: tuple[str, ...]) -> list[str]:
+    """The candidate columns lying within [low, high] on every row where all three are finite."""
+    out = []
+    for c in candidates:
+        if c not in df.columns or not pd.api.types.is_numeric_dtype(df[c]):
+            continue
+        lo, hi, v = (pd.to_numeric(df[x], errors="coerce").to_numpy(float) for x in (low, high, c))
+        ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(v)
+        slack = 1e-9 * np.maximum(1.0, np.abs(v))
+        if ok.any() and np.all((lo[ok] - slack[ok] <= v[ok]) & (v[ok] <= hi[ok] + slack[ok])):
+            out.append(c)
+    return out
+
+
+def _bounded(df: pd.DataFrame, low: str, high: str) -> bool:
+    """Whether some row has both bounds finite (an interval that is all NaN says nothing)."""
+    lo, hi = (pd.to_numeric(df[x], errors="coerce").to_numpy(float) for x in (low, high))
+    return bool((np.isfinite(lo) & np.isfinite(hi)).any())
+
+
+def _check_intervals(where: str, df: pd.DataFrame) -> None:
+    cols = set(map(str, df.columns))
+    if {"conf_low", "conf_high"} <= cols and _bounded(df, "conf_low", "conf_high"):
+        assert _brackets(df, "conf_low", "conf_high", ESTIMATE_COLUMNS), (
+            f"{where}: conf_low/conf_high bracket no estimate column; a rank interval is "
+            "rank_low/rank_high")
+        assert not _brackets(df, "conf_low", "conf_high", ("rank",)) or "estimate" in cols, (
+            f"{where}: conf_low/conf_high is a rank interval; name it rank_low/rank_high")
+    if {"rank_low", "rank_high"} <= cols and _bounded(df, "rank_low", "rank_high"):
+        assert _brackets(df, "rank_low", "rank_high", RANK_COLUMNS), (
+            f"{where}: rank_low/rank_high bracket no rank column")
+
+
+def test_interval_check_catches_a_rank_interval_named_conf():
+    old = pd.DataFrame({"model": ["a", "b"], "accuracy": [0.8, 0.6], "rank": [1, 2],
+                        "mean_rank": [1.1, 1.9], "conf_low": [1, 1], "conf_high": [2, 2]})
+    with pytest.raises(AssertionError, match="rank_low/rank_high"):
+        _check_intervals("old rank table", old)
+    _check_intervals("new rank table", old.rename(columns={"conf_low": "rank_low",
+                                                           "conf_high": "rank_high"}))
+    estimate = pd.DataFrame({"estimate": [0.5], "conf_low": [0.4], "conf_high": [0.6]})
+    _check_intervals("estimate table", estimate)
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_interval_names_have_one_meaning(outputs, name):
+    obj = outputs[name]
+    if isinstance(obj, pd.DataFrame):
+        _check_intervals(name, obj)
+        return
+    _check_intervals(name, obj.to_frame())
+    summ = obj if isinstance(obj, Summary) else obj.summary()
+    for table, df in summ.tables.items():
+        _check_intervals(f"{name} / {table}", df)
+
+
+def test_rank_intervals_are_named_as_ranks(outputs):
+    for name in ("rank_uncertainty", "rank_uncertainty_glmm", "rank_sets", "rank_sets_glmm",
+                 "bradley_terry"):
+        tab = outputs[name].to_frame()
+        assert {"rank_low", "rank_high"} <= set(tab.columns), name
+        assert (tab["rank_low"].dropna() >= 1).all() and (tab["rank_low"] <= tab["rank_high"]).all()
+    for name in ("rank_uncertainty", "rank_uncertainty_glmm"):
+        assert not {"conf_low", "conf_high"} & set(outputs[name].to_frame().columns), name
+
+
+RESULTS = list(CALLS)  # every public function returns a result object
 
 
 @pytest.mark.parametrize("name", RESULTS)

@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
     "schema_of": "data",
     "aggregate_runs": "scan",
-    "accuracy": "descriptive", "binom_ci": "descriptive",
+    "AccuracyTable": "descriptive", "accuracy": "descriptive", "binom_ci": "descriptive",
     # paper-ready tables
     "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
     # mixed models
@@ -59,7 +59,9 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "calibration", "coverage_study": "calibration",
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
     "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
+    "ContrastRow": "emmeans", "contrast_families": "emmeans", "register_contrast": "emmeans",
     "reference_grid": "emmeans", "regrid": "emmeans", "ref_grid": "grid", "RefGrid": "grid",
+    "LinearHypothesis": "fitted", "linear_hypothesis": "fitted",
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
     "bic_evidence": "selection", "compare_models": "selection",
     # leaderboards: simultaneous rank sets and tie groups; errored samples
@@ -140,8 +142,12 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
     from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
-    from .descriptive import ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
-    from .emmeans import Contrasts, EMMeans, contrast, emmeans, reference_grid, regrid
+    from .descriptive import AccuracyTable, ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
+    from .emmeans import (
+        ContrastRow, Contrasts, EMMeans, contrast, contrast_families, emmeans, reference_grid, regrid,
+        register_contrast,
+    )
+    from .fitted import LinearHypothesis, linear_hypothesis
     from .grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
     from .lmm import LmerResult, lmer

@@ -9,25 +9,12 @@ as an items x runs matrix.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import pandas as pd
 
-from .data import RunsData, ensure_runs
+from .data import RunsData, RunsSchema, ensure_runs
 from .errors import DataError
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Resolved column names; ``trials`` is set when the outcome is a k-of-n count."""
-
-    item: str
-    run: str
-    outcome: str
-    model: str | None = None
-    trials: str | None = None
 
 
 def as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -42,20 +29,18 @@ def as_list(by: str | Sequence[str] | None) -> list[str]:
 def resolve(data: RunsData, *, item: str | None = None, run: str | None = None,
             outcome: str | None = None, model: str | None = None, need_model: bool = False,
             need_item: bool = True, need_run: bool = True, by: Sequence[str] = (),
-            missing: str = "raise", allow_fractional: bool | str = True) -> tuple[pd.DataFrame, Columns]:
+            missing: str = "raise", allow_fractional: bool | str = True) -> tuple[pd.DataFrame, RunsSchema]:
     """Validate a runs table (:func:`evalmix.data.ensure_runs`) and name the columns an analysis uses.
 
     Returns the validated table (a path is read; rows with missing values dropped when
-    ``missing="drop"``) and its :class:`Columns`.  Outcomes may be scores in [0, 1]
-    (``allow_fractional="any"``: any finite number).
+    ``missing="drop"``) and its roles, the one :class:`~evalmix.data.RunsSchema` (the score
+    column is ``schema.scores``: the outcome, or the successes of k-of-n counts with ``trials``).
+    Outcomes may be scores in [0, 1] (``allow_fractional="any"``: any finite number); a role the
+    caller needs is never None.
     """
-    df, schema = ensure_runs(data, item=item, run=run, outcome=outcome, model=model,
-                             need_item=need_item, need_model=need_model, need_run=need_run, by=by,
-                             allow_fractional=allow_fractional, missing=missing)
-    keep_model = need_model or model is not None
-    # a role the caller needs is never None here; one it does not need is not read
-    return df, Columns(item=cast(str, schema.item), run=cast(str, schema.run), outcome=schema.scores,
-                       model=schema.model if keep_model else None, trials=schema.trials)
+    return ensure_runs(data, item=item, run=run, outcome=outcome, model=model, need_item=need_item,
+                       need_model=need_model, need_run=need_run, by=by,
+                       allow_fractional=allow_fractional, missing=missing)
 
 
 def levels(values: pd.Series) -> list:
@@ -79,15 +64,15 @@ def groups(data: pd.DataFrame, by: Sequence[str]) -> Iterator[tuple[tuple, pd.Da
         yield (key if isinstance(key, tuple) else (key,)), sub
 
 
-def scores(sub: pd.DataFrame, cols: Columns) -> np.ndarray:
+def scores(sub: pd.DataFrame, cols: RunsSchema) -> np.ndarray:
     """The outcome of each row as a number: 0/1, a score, or successes/trials for counts."""
-    y = sub[cols.outcome].to_numpy(dtype=float)
+    y = sub[cols.scores].to_numpy(dtype=float)
     if cols.trials is not None:
         y = y / sub[cols.trials].to_numpy(dtype=float)
     return y
 
 
-def item_run_matrix(sub: pd.DataFrame, cols: Columns, where: str = "") -> tuple[np.ndarray, list, list]:
+def item_run_matrix(sub: pd.DataFrame, cols: RunsSchema, where: str = "") -> tuple[np.ndarray, list, list]:
     """Items x runs matrix of one slice (NaN where a run of an item is missing).
 
     Raises DataError when an (item, run) pair occurs twice: the slice columns do not identify a

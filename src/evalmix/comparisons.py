@@ -19,9 +19,9 @@ import dataclasses
 import itertools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ from scipy import stats
 from .arguments import check_arguments, check_choice, check_count, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
-from .data import RunsData, ensure_runs, schema_of
+from .data import RunsData, RunsSchema, ensure_runs, schema_of
 from .errors import DataError, DataWarning
 from .paired import ComparisonResult, item_means
 from .resampling import paired_bootstrap
@@ -496,8 +496,8 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
         schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
         or {"model", "item"} <= set(scores.columns))
     if long and isinstance(scores, (str, Path, pd.DataFrame)):  # the isinstance only narrows the type
-        table, model, item, _, outcome = resolve_columns(scores, model, item, None, outcome,
-                                                         missing=missing)
+        table, roles = resolve_columns(scores, model, item, None, outcome, missing=missing)
+        model, item, outcome = roles.role("model"), roles.role("item"), roles.scores
         wide = (table.groupby([item, model], observed=True)[outcome].mean().unstack(model))
         if wide.isna().any().any():
             incomplete = wide.index[wide.isna().any(axis=1)][:5].tolist()
@@ -542,22 +542,22 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
 
 def resolve_columns(data: RunsData, model: str | None = None, item: str | None = None,
                     run: str | None = None, outcome: str | None = None, *,
-                    missing: str = "raise") -> tuple[pd.DataFrame, str, str, str | None, str]:
-    """Validate a runs table (:func:`evalmix.ensure_runs`) and name its model, item, run and score.
+                    missing: str = "raise") -> tuple[pd.DataFrame, RunsSchema]:
+    """Validate a runs table (:func:`evalmix.ensure_runs`) and name its model, item, run and score:
+    the table and its roles (one :class:`~evalmix.data.RunsSchema`; model and item always set).
 
     Roles are the explicit arguments, else those recorded by ``read_runs``, else ``model``,
     ``item``, ``correct`` and ``run`` when such a column exists.  Scores are 0/1 or in [0, 1]; a
-    k-of-n table (``successes``/``trials``) is scored as the per-row fraction ``successes / trials``.
+    k-of-n table (``successes``/``trials``) is scored as the per-row fraction ``successes / trials``,
+    added as the column ``_score`` that the returned roles name as the outcome.
     """
     df, schema = ensure_runs(data, model=model, item=item, run=run, outcome=outcome, need_model=True,
                              need_item=True, allow_fractional=True, missing=missing)
-    score = schema.scores
     if schema.counts:
         succ, tri = schema.count_columns
         df = df.assign(_score=df[succ] / df[tri])
-        score = "_score"
-    # need_model and need_item: ensure_runs has found both columns
-    return df, cast(str, schema.model), cast(str, schema.item), schema.run, score
+        schema = replace(schema, outcome="_score", successes=None, trials=None)
+    return df, schema
 
 
 def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", item: str = "item",
@@ -664,7 +664,8 @@ def _compare_pair(data: RunsData, a: str, b: str, *, method: str, model: str | N
                   where: dict[str, Any] | None, conf_level: float, missing: str,
                   **options: Any) -> ComparisonResult:
     check_choice(method, "method", _PAIR_METHODS)
-    data, model, item, run, outcome = resolve_columns(data, model, item, run, outcome, missing=missing)
+    data, roles = resolve_columns(data, model, item, run, outcome, missing=missing)
+    model, item, run, outcome = roles.role("model"), roles.role("item"), roles.run, roles.scores
     if method == "mcnemar":
         runs_value = options.pop("mcnemar_run", None)
         if run:

@@ -54,6 +54,20 @@ class RunsSchema:
         """Columns that identify a row: model, item, run (if any) and the slices."""
         return [c for c in (self.model, self.item, self.run) if c is not None] + list(self.slices)
 
+    def role(self, name: str) -> str:
+        """The column playing role ``name`` (``"item"``, ``"model"``, ``"run"``, ``"outcome"``...);
+        a DataError when the table has none.
+
+        Examples
+        --------
+        >>> RunsSchema(item="question", model="model", run=None, outcome="correct").role("item")
+        'question'
+        """
+        value = getattr(self, name, None)
+        if not isinstance(value, str):
+            raise DataError(f"the runs table has no {name} column (none was given or found)")
+        return value
+
     @property
     def scores(self) -> str:
         """The column holding the outcome (``successes`` for k-of-n counts)."""

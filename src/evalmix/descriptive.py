@@ -23,7 +23,7 @@ from .errors import DataError, DataWarning
 from .methods import CI_METHODS
 from .status import OK, is_scored, scored_rows, status_column
 
-__all__ = ["CI_METHODS", "ErroredAccuracy", "accuracy", "accuracy_bounds", "binom_ci"]
+__all__ = ["CI_METHODS", "AccuracyTable", "ErroredAccuracy", "accuracy", "accuracy_bounds", "binom_ci"]
 
 
 
@@ -102,6 +102,37 @@ def binom_ci(k: ArrayLike, n: ArrayLike, method: str = "wilson", conf_level: flo
     return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
 
 
+_CI_NAMES = {"wilson": "Wilson", "wilson_cc": "Wilson (continuity-corrected)",
+             "clopper_pearson": "Clopper-Pearson (exact)", "jeffreys": "Jeffreys",
+             "agresti_coull": "Agresti-Coull", "wald": "Wald", "cluster": "item-clustered CLT"}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class AccuracyTable(Result):
+    """Accuracy per group with its interval (:func:`accuracy`).
+
+    ``table`` columns: the ``by`` columns, ``n`` (trials), ``k`` (successes), ``estimate`` (the
+    accuracy, a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also ``n_items``
+    and ``se``; with a status column ``n_attempted`` and ``coverage``.  ``by``, ``ci`` and
+    ``conf_level`` say how it was computed.
+    """
+
+    table: pd.DataFrame
+    by: tuple[str, ...]
+    ci: str
+    conf_level: float
+
+    def _title(self) -> str:
+        return "Accuracy" + (f" by {', '.join(self.by)}" if self.by else "")
+
+    def _header(self) -> list[str]:
+        return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} "
+                f"{_CI_NAMES.get(self.ci, self.ci)} interval"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
 def accuracy(
     data: RunsData,
     by: str | Sequence[str] | None = None,
@@ -112,7 +143,7 @@ def accuracy(
     item: str | None = None,
     status: str | None = None,
     missing: str = "raise",
-) -> pd.DataFrame:
+) -> AccuracyTable:
     """Accuracy per group with a confidence interval.
 
     Parameters
@@ -148,10 +179,10 @@ def accuracy(
 
     Returns
     -------
-    DataFrame
-        The ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate`` (the accuracy,
-        a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also ``n_items`` and
-        ``se``.  With a status column also
+    AccuracyTable
+        ``table``: the ``by`` columns and ``n`` (trials), ``k`` (successes), ``estimate`` (the
+        accuracy, a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also
+        ``n_items`` and ``se``.  With a status column also
         ``n_attempted`` and ``coverage`` (``n / n_attempted``): the estimate and interval are those
         of the scored samples.
 
@@ -159,13 +190,21 @@ def accuracy(
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "correct": [1, 1, 0, 1, 0, 0, 1, 0]})
-    >>> accuracy(df, "model")[["model", "n", "k", "estimate"]]
+    >>> accuracy(df, "model").table[["model", "n", "k", "estimate"]]
       model  n  k  estimate
     0     a  4  3      0.75
     1     b  4  1      0.25
     """
     check_arguments(conf_level=conf_level, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
+    table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
+    return AccuracyTable(table, tuple(by_cols), ci, conf_level)
+
+
+def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: float,
+                    outcome: str | None, item: str | None, status: str | None, missing: str
+                    ) -> pd.DataFrame:
+    """The table of :func:`accuracy`."""
     if isinstance(data, (str, Path)):
         data = load_table(data)
     scol = status_column(data, status) if isinstance(data, pd.DataFrame) else None
@@ -192,7 +231,7 @@ def accuracy(
             empty = attempted.index.difference(data.groupby(by_cols, observed=True).size().index)
             warnings.warn(f"{len(empty)} group(s) of {by_cols} have no scored sample (e.g. "
                           f"{empty[0]!r}): their accuracy is missing; accuracy_bounds() gives its "
-                          f"bounds", DataWarning, stacklevel=2)
+                          f"bounds", DataWarning, stacklevel=3)
         if not len(data):
             raise DataError("no sample is scored (every status differs from 'ok'); accuracy_bounds() "
                             "gives the bounds")

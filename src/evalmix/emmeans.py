@@ -22,7 +22,7 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, overload
 
@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import sparse, stats
 
 from .arguments import check_arguments, check_choice
+from .errors import ArgumentError, ArgumentTypeError
 from . import multiplicity
 from .draws import hdi
 from .fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
@@ -39,9 +40,8 @@ from .links import LINKS
 from .model import parse_specs
 from ._result import Result, level_label
 
-__all__ = ["EMMeans", "Contrasts", "RefGrid", "ref_grid", "reference_grid", "emmeans", "contrast",
-           "regrid", "hdi"]
-_METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl")
+__all__ = ["ContrastFamily", "ContrastRow", "EMMeans", "Contrasts", "RefGrid", "ref_grid", "reference_grid",
+           "emmeans", "contrast", "contrast_families", "register_contrast", "regrid", "hdi"]
 
 
 # --- marginal means -------------------------------------------------------------------------------
@@ -243,47 +243,163 @@ def _wrap(label: str) -> str:
     return level_label(label)
 
 
-def _contrast_matrix(method: str | Mapping[str, Sequence[float]], labels: list[str],
+# --- contrast families: an open registry, as emmeans' ``*.emmc`` functions ----------------------
+
+@dataclass(frozen=True)
+class ContrastRow:
+    """One contrast of a family: ``weights`` over the group's means, and what it compares.
+
+    ``plus`` and ``minus`` are positions of levels; the label is written from them only when the
+    table is shown (``A - B``, ``A / B`` on the odds-ratio scale, ``avg(A,B)`` for several), so
+    families never format level names.  ``name`` gives a label of the family's own instead.
+    """
+
+    weights: np.ndarray
+    plus: tuple[int, ...] = ()
+    minus: tuple[int, ...] = ()
+    name: str | None = None
+
+
+#: ``family(levels, ref) -> rows``: ``levels`` are the group's levels as tuples (one value per
+#: variable contrasted), ``ref`` the positions of the control level(s) (default ``[0]``).
+ContrastFunction = Callable[[Sequence[tuple[Any, ...]], Sequence[int]], Sequence[ContrastRow]]
+
+
+@dataclass(frozen=True)
+class ContrastFamily:
+    """A registered contrast family: its function, whether Tukey's adjustment applies (a
+    family of all pairwise differences) and whether it reads ``ref``."""
+
+    name: str
+    function: ContrastFunction
+    pairwise: bool = False
+    uses_ref: bool = False
+
+
+_FAMILIES: dict[str, ContrastFamily] = {}
+
+
+def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool = False,
+                      uses_ref: bool = False) -> None:
+    """Register a contrast family under ``name`` for :func:`contrast` (R: an ``<name>.emmc``
+    function).
+
+    Parameters
+    ----------
+    name : str
+        The ``method`` that selects it (replaces a family registered under the same name).
+    function : callable
+        ``function(levels, ref) -> list[ContrastRow]``: ``levels`` are the means of one group as
+        tuples of level values, in order; ``ref`` the positions of the control level(s).  Each
+        :class:`ContrastRow` has weights over the means and the positions it compares (``plus``,
+        ``minus``) or its own ``name``.
+    pairwise : bool
+        Whether the family is every pairwise difference (``adjust="tukey"`` applies).
+    uses_ref : bool
+        Whether the family reads ``ref`` (then :func:`contrast`'s ``ref=`` must name a level of
+        each group); otherwise it gets ``[0]`` and ``ref=`` is not checked against its levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import evalmix
+    >>> def consecutive(levels, ref):  # each level minus the one before it (emmeans' consec)
+    ...     eye = np.eye(len(levels))
+    ...     return [ContrastRow(eye[i + 1] - eye[i], (i + 1,), (i,)) for i in range(len(levels) - 1)]
+    >>> register_contrast("consecutive", consecutive)
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> evalmix.contrast(evalmix.emmeans(fit, "model"), "consecutive").to_frame()["contrast"].tolist()
+    ['M2 - M1', 'M3 - M2']
+    """
+    if not isinstance(name, str) or not name:
+        raise ArgumentError(f"a contrast family needs a non-empty name, got {name!r}")
+    if not callable(function):
+        raise ArgumentTypeError(f"the contrast family {name!r} needs a callable, got "
+                                f"{type(function).__name__}")
+    _FAMILIES[name] = ContrastFamily(name, function, pairwise, uses_ref)
+
+
+def contrast_families() -> tuple[str, ...]:
+    """The names of the registered contrast families (built-in and user-registered).
+
+    Examples
+    --------
+    >>> contrast_families()[:3]
+    ('pairwise', 'revpairwise', 'trt.vs.ctrl')
+    """
+    return tuple(_FAMILIES)
+
+
+def _unit(k: int, plus: Sequence[int], minus: Sequence[int]) -> np.ndarray:
+    vec = np.zeros(k)
+    vec[list(minus)] = -1.0 / max(len(minus), 1)
+    vec[list(plus)] = 1.0 / max(len(plus), 1)
+    return vec
+
+
+def _pairwise(levels: Sequence[tuple[Any, ...]], ref: Sequence[int]) -> list[ContrastRow]:
+    k = len(levels)
+    return [ContrastRow(_unit(k, (i,), (j,)), (i,), (j,)) for i in range(k - 1) for j in range(i + 1, k)]
+
+
+def _revpairwise(levels: Sequence[tuple[Any, ...]], ref: Sequence[int]) -> list[ContrastRow]:
+    k = len(levels)
+    return [ContrastRow(_unit(k, (i,), (j,)), (i,), (j,)) for i in range(1, k) for j in range(i)]
+
+
+def _trt_vs_ctrl(levels: Sequence[tuple[Any, ...]], ref: Sequence[int]) -> list[ContrastRow]:
+    k = len(levels)
+    return [ContrastRow(_unit(k, (i,), tuple(ref)), (i,), tuple(ref)) for i in range(k) if i not in ref]
+
+
+register_contrast("pairwise", _pairwise, pairwise=True)
+register_contrast("revpairwise", _revpairwise, pairwise=True)
+register_contrast("trt.vs.ctrl", _trt_vs_ctrl, uses_ref=True)
+
+
+def _is_pairwise(method: str) -> bool:
+    family = _FAMILIES.get(method)
+    return family is not None and family.pairwise
+
+
+def _contrast_matrix(method: str | Mapping[str, Sequence[float]], levels: list[tuple[Any, ...]],
                      ref: Any, sep: str = " - ") -> tuple[np.ndarray, list[str]]:
-    """Contrast coefficients over one group's means and the contrast names (emmeans' order)."""
-    k = len(labels)
-    shown = [_wrap(lab) for lab in labels]
+    """Contrast coefficients over one group's means and the contrast names (emmeans' order).
+
+    ``levels`` stay tuples until here, where the labels are written."""
+    k = len(levels)
+    labels = [_label(lev) for lev in levels]
     if isinstance(method, Mapping):
-        names, rows = [], []
+        names, vecs = [], []
         for name, weights in method.items():
             vec = np.asarray(weights, dtype=float)
             if vec.shape != (k,):
                 raise ValueError(f"contrast {name!r} has {vec.size} weights for {k} means "
                                  f"({labels})")
             names.append(str(name))
-            rows.append(vec)
-        return np.vstack(rows), names
-    rows, names = [], []
-    if method in ("pairwise", "revpairwise"):
-        pairs = ([(i, j) for i in range(k - 1) for j in range(i + 1, k)] if method == "pairwise"
-                 else [(i, j) for i in range(1, k) for j in range(i)])
-        for i, j in pairs:
-            vec = np.zeros(k)
-            vec[i], vec[j] = 1.0, -1.0
-            rows.append(vec)
-            names.append(f"{shown[i]}{sep}{shown[j]}")
-    elif method == "trt.vs.ctrl":
-        refs = _ref_indices(ref, labels)
-        ctrl = shown[refs[0]] if len(refs) == 1 else \
-            "avg(" + ",".join(shown[r] for r in refs) + ")"
-        for i in range(k):
-            if i in refs:
-                continue
-            vec = np.zeros(k)
-            vec[refs] = -1.0 / len(refs)
-            vec[i] = 1.0
-            rows.append(vec)
-            names.append(f"{shown[i]}{sep}{ctrl}")
-    else:
-        raise ValueError(f"method={method!r} is not one of {', '.join(_METHODS)} or a dict")
+            vecs.append(vec)
+        return np.vstack(vecs), names
+    family = _FAMILIES.get(method) if isinstance(method, str) else None
+    if family is None:
+        raise ValueError(f"method={method!r} is not one of {', '.join(_FAMILIES)} or a dict "
+                         "(evalmix.register_contrast adds a family)")
+    # ref= is read only by the families that use it (in an interaction, trt.vs.ctrl's control
+    # is not a level of the variable a pairwise family contrasts)
+    rows = list(family.function(levels, _ref_indices(ref, labels) if family.uses_ref else [0]))
     if not rows:
         raise ValueError(f"method={method!r} needs at least two means; got {labels}")
-    return np.vstack(rows), names
+    shown = [_wrap(lab) for lab in labels]
+
+    def side(pos: tuple[int, ...]) -> str:
+        return shown[pos[0]] if len(pos) == 1 else "avg(" + ",".join(shown[p] for p in pos) + ")"
+
+    names = [row.name if row.name is not None else f"{side(row.plus)}{sep}{side(row.minus)}"
+             for row in rows]
+    K = np.vstack([np.asarray(row.weights, dtype=float) for row in rows])
+    if K.shape[1] != k:
+        raise ValueError(f"the contrast family {method!r} gave weights over {K.shape[1]} means for "
+                         f"{k} ({labels})")
+    return K, names
 
 
 def _ref_indices(ref: Hashable | list[Hashable] | None, labels: list[str]) -> list[int]:
@@ -413,10 +529,11 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         as emmeans does, and become odds ratios for a logit link), of :func:`regrid` (contrasts
         are then differences of probabilities), or of :func:`contrast` itself (contrasts of
         contrasts: interaction contrasts, as R's ``contrast(contrast(emm, ...), ...)``).
-    method : {"pairwise", "revpairwise", "trt.vs.ctrl"} or dict
+    method : {"pairwise", "revpairwise", "trt.vs.ctrl"}, a registered family, or dict
         ``pairwise``: every ``A - B`` with A before B; ``revpairwise``: every later level minus
-        each earlier one; ``trt.vs.ctrl``: each level minus ``ref``; a dict maps contrast names to
-        weight vectors over the means of a group.  Level names containing ``-``, ``+``, ``/`` or
+        each earlier one; ``trt.vs.ctrl``: each level minus ``ref``; any family added with
+        :func:`register_contrast` (:func:`contrast_families` lists them); a dict maps contrast
+        names to weight vectors over the means of a group.  Level names containing ``-``, ``+``, ``/`` or
         ``*`` are written in parentheses.  Means on the response scale of a logit model give
         odds ratios labelled ``A / B`` (``scale == "odds ratio"``), as emmeans reports them;
         means on the link scale give log-odds differences labelled ``A - B``.
@@ -481,7 +598,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid,
         # the new rows' label column; "contrast1" when "contrast" is already a by variable (as R)
         label_col = "contrast1" if "contrast" in by else "contrast"
         con, families = _contrast_rows(grid, method, spec, by, ref, sep, label_col)
-        pairwise = method_name in ("pairwise", "revpairwise")
+        pairwise = _is_pairwise(method_name)
         adjust = "holm" if adjust is None else adjust
     else:
         methods = [interaction] * len(spec) if isinstance(interaction, str) else list(interaction)
@@ -525,19 +642,19 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
     names_all: list[str] = []
     first_rows: list[np.ndarray] = []  # per new row, a row of its group (for the by values)
     families = []
-    row_labels = [_label(r) for r in frame[spec].itertuples(index=False, name=None)]
+    row_levels = list(frame[spec].itertuples(index=False, name=None))
     start = 0
     for idx in groups.values():
         idx = np.sort(np.asarray(idx))
-        labels = [row_labels[i] for i in idx]
-        K, names = _contrast_matrix(method, labels, ref, sep)
+        levels = [row_levels[i] for i in idx]
+        K, names = _contrast_matrix(method, levels, ref, sep)
         r, c = np.nonzero(K)
         k_rows.append(start + r)
         k_cols.append(idx[c])
         k_vals.append(K[r, c])
         names_all.extend(names)
         first_rows.append(np.full(len(names), idx[0]))
-        families.append((np.arange(start, start + len(names)), len(labels)))
+        families.append((np.arange(start, start + len(names)), len(levels)))
         start += len(names)
     new_frame = pd.DataFrame({label_col: names_all})
     at = np.concatenate(first_rows)
@@ -824,7 +941,7 @@ def _regrid_contrasts(con: Contrasts) -> Contrasts:
               else [np.arange(len(frame))])
     sizes = con.family_means or (0,) * len(groups)
     families = [(np.sort(np.asarray(idx)), n) for idx, n in zip(groups, sizes)]
-    pairwise = con.method in ("pairwise", "revpairwise")
+    pairwise = _is_pairwise(con.method)
     return _test_contrasts(new, families, con.method, con.adjust, pairwise, con.conf_level,
                            ratio=False, odds_ratios=True)
 

@@ -49,7 +49,7 @@ from .multiplicity import mvn_box_probability, mvn_box_quantile
 from ._result import Result, frame_records
 from .data import RunsData
 from .errors import DataError, DataWarning
-from .fitted import FittedModel, coefficients
+from .fitted import FittedModel, warn_divergent
 from .grid import level_means
 from .ranking import cell_sums, grid_groups
 from .status import scored_rows
@@ -531,7 +531,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
                 # would look certain
                 raise DataError(f"{where}column {cols.item!r} has {len(items)} item; the item "
                                 f"bootstrap needs at least two items to say how ranks vary with them")
-            succ, tri = cell_sums(sub, cols, cols.item, items, slice_models)
+            succ, tri = cell_sums(sub, cols, cols.role("item"), items, slice_models)
             absent = np.argwhere(tri == 0)
             if len(absent):
                 i, m = absent[0]
@@ -713,7 +713,9 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     RankSets
         ``estimate``, ``conf_low``, ``conf_high`` on the logit scale, ``accuracy`` its inverse logit.
         A level whose marginal mean is not estimable (an empty cell of a rank-deficient fit) is
-        left out, with a :class:`~evalmix.errors.DataWarning` naming it.
+        left out, with a :class:`~evalmix.errors.DataWarning` naming it; on a separated fit a
+        level whose mean diverges (``+-inf``) is left out with a
+        :class:`~evalmix.errors.SeparationWarning` naming it.
 
     Examples
     --------
@@ -726,11 +728,16 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     check_arguments(conf_level=conf_level)
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
-    grid, L = means.frame, means.L
+    grid = means.frame
     # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
     ok = means.check_estimable(f"the marginal mean of {term}")
-    coefs = coefficients(fit, posterior=False)  # the ML fit's normal approximation
-    est, cov = L @ coefs.beta + means.offsets, L @ coefs.vcov @ L.T
+    # the grid evaluates the means (the ML fit's normal approximation); on a separated fit a
+    # mean along a divergent direction is +-inf with no variance: it has no place in a normal
+    # confidence band, so it is left out, named by a SeparationWarning
+    warn_divergent(means.L, means.separation, [f"{term}={v}" for v in grid[term]],
+                   "the marginal mean of", stacklevel=2)
+    est, cov = means.linear_predictor(), means.covariance()
+    ok = ok & np.isfinite(est)
     parts = []
     for key, idx in grid_groups(grid, by_):
         idx = idx[ok[idx]]

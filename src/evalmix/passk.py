@@ -106,10 +106,10 @@ def item_counts(data: RunsData, by: str | Sequence[str] | None = "model", *, ite
     # runs are not needed (attempts are exchangeable within an item)
     data, cols = sl.resolve(data, item=item_name, outcome=outcome, by=by_, need_run=False,
                             missing=missing)
-    y = data[cols.outcome].to_numpy(float)
+    y = data[cols.scores].to_numpy(float)
     w = data[cols.trials].to_numpy(float) if cols.trials else np.ones(len(data))
     if cols.trials is None and not np.isin(y, (0.0, 1.0)).all():
-        raise DataError(f"pass@k needs 0/1 outcomes; column {cols.outcome!r} has other values "
+        raise DataError(f"pass@k needs 0/1 outcomes; column {cols.scores!r} has other values "
                         f"(e.g. {y[~np.isin(y, (0.0, 1.0))][0]!r})")
     frame = data[by_ + [cols.item]].copy()
     frame["n"], frame["c"] = w, y

@@ -17,14 +17,14 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, frame_records
-from .data import RunsData
+from .data import RunsData, RunsSchema
 from .errors import DataError
-from .fitted import FittedModel, coefficients, linear_functions
+from .fitted import FittedModel, warn_divergent
 from .grid import level_means
 from .parallel import parallel_map
 
@@ -120,7 +120,7 @@ def _discordant(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int((da * db < 0).sum()), len(da)
 
 
-def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[Any],
+def cell_sums(sub: pd.DataFrame, cols: RunsSchema, rows: str, row_levels: list[Any],
                models: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Success sums and trial counts of one slice as arrays ``rows`` levels x models.
 
@@ -129,7 +129,8 @@ def cell_sums(sub: pd.DataFrame, cols: sl.Columns, rows: str, row_levels: list[A
     Examples
     --------
     >>> df = pd.DataFrame({"item": [1, 1, 2], "model": ["a", "b", "a"], "correct": [1, 0, 1]})
-    >>> cols = sl.Columns("item", "run", "correct", "model")
+    >>> from evalmix.data import RunsSchema
+    >>> cols = RunsSchema(item="item", model="model", run="run", outcome="correct")
     >>> succ, tri = cell_sums(df, cols, "item", [1, 2], ["a", "b"])
     >>> succ.tolist(), tri.tolist()
     ([[1.0, 0.0], [1.0, 0.0]], [[1.0, 1.0], [1.0, 0.0]])
@@ -214,7 +215,7 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
         runs = sl.levels(sub[cols.run])
         present = set(pd.unique(sub[cols.model]))  # once per slice, not once per model
         slice_models = [m for m in models if m in present]
-        succ, tri = cell_sums(sub, cols, cols.run, runs, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.role("run"), runs, slice_models)
         if (tri == 0).any():
             r_, m_ = np.argwhere(tri == 0)[0]
             raise DataError(f"{sl.slice_label(by_, key)}model {slice_models[m_]!r} has no rows in run "
@@ -279,7 +280,7 @@ class RankUncertaintyResult(Result):
     """Rank distributions of models from a cluster bootstrap over items.
 
     ``table``: slice columns, ``model``, ``accuracy``, ``rank`` (observed, 1 = best, ties share the
-    best rank), ``mean_rank``, ``conf_low``/``conf_high`` (equal-tailed rank interval), ``p_best`` and
+    best rank), ``mean_rank``, ``rank_low``/``rank_high`` (equal-tailed rank interval), ``p_best`` and
     ``se`` (bootstrap SE of the accuracy).  ``distribution``: slice columns, ``model`` and one column
     per rank with its bootstrap probability.
     """
@@ -295,7 +296,7 @@ class RankUncertaintyResult(Result):
         return f"Rank uncertainty ({self.method})"
 
     def _header(self) -> list[str]:
-        return [f"conf_low/conf_high: {self.conf_level:.0%} equal-tailed rank interval "
+        return [f"rank_low/rank_high: {self.conf_level:.0%} equal-tailed rank interval "
                 "(rank 1 = best)"]
 
     def to_frame(self) -> pd.DataFrame:
@@ -389,7 +390,7 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
             raise DataError(f"{sl.slice_label(by_, key)}column {cols.item!r} has {len(items)} item; "
                             f"the item bootstrap needs at least two items to say how ranks vary "
                             f"with them")
-        succ, tri = cell_sums(sub, cols, cols.item, items, slice_models)
+        succ, tri = cell_sums(sub, cols, cols.role("item"), items, slice_models)
         if (tri == 0).any():
             raise DataError(f"{sl.slice_label(by_, key)}some model did not answer some item; the item "
                             f"bootstrap needs every model on every item")
@@ -406,8 +407,8 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
             r = rank_b[:, j]
             rows.append(base | {"model": m, "accuracy": acc[j], "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "rank_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "rank_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": acc_b[:, j].std(ddof=1)})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": m} | {f"rank_{i + 1}": counts[i] for i in range(k)})
@@ -458,10 +459,12 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     -------
     RankUncertaintyResult
         ``table`` columns: the ``by`` columns, ``model`` (the level), ``estimate`` (logit marginal
-        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``conf_low``, ``conf_high``,
+        mean), ``accuracy`` (its inverse logit), ``rank``, ``mean_rank``, ``rank_low``, ``rank_high`` (the rank interval),
         ``p_best``, ``se`` (of the logit marginal mean).  A level whose marginal mean is not
         estimable (an empty cell of a rank-deficient fit) is NaN throughout and left out of the
-        ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.
+        ranking of its group, with a :class:`~evalmix.errors.DataWarning` naming it.  On a
+        separated fit a level whose mean diverges is ``+-inf`` in every draw (``se`` NaN), with a
+        :class:`~evalmix.errors.SeparationWarning` naming it.
 
     Examples
     --------
@@ -477,17 +480,24 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
     means = level_means(fit, term, by_)
-    grid, L, off = means.frame, means.L, means.offsets
+    grid = means.frame
     # a level whose mean is not estimable (an empty cell of a rank-deficient fit) is not ranked
-    ok = means.check_estimable(f"the marginal mean of {term}")
-    coefs = coefficients(fit, posterior=False)  # rank draws from the normal approximation
-    beta, V = coefs.normal
+    means.check_estimable(f"the marginal mean of {term}")
+    # the grid evaluates the means: NaN where not estimable and, on a separated fit, +-inf along
+    # a divergent direction (fixef holds +-inf there, and L @ fixef would give NaN or a finite
+    # number for the wrong reason); a diverging level takes its limit in every draw
+    warn_divergent(means.L, means.separation, [f"{term}={v}" for v in grid[term]],
+                   "the marginal mean of", stacklevel=2)
+    est = means.linear_predictor()
+    cov = means.covariance()
+    se = np.where(np.isfinite(est), np.sqrt(np.clip(np.diag(cov), 0.0, None)), np.nan)
     rng = np.random.default_rng(seed)
-    draws = rng.multivariate_normal(beta, V, size=n_draws, method="eigh")
-    eta_draws = draws @ L.T + off
-    est, se, _ = linear_functions(L, beta, V)
-    est = np.where(ok, est + off, np.nan)
-    se = np.where(ok, se, np.nan)
+    eta_draws = np.repeat(est[None, :], n_draws, axis=0)
+    fin = np.flatnonzero(np.isfinite(est))
+    if fin.size:  # the normal approximation of the finite means, drawn jointly
+        eta_draws[:, fin] = rng.multivariate_normal(est[fin], cov[np.ix_(fin, fin)], size=n_draws,
+                                                    method="eigh")
+    ok = ~np.isnan(est)
     alpha = 1 - conf_level
     rows, dist_rows = [], []
     for key, idx in grid_groups(grid, by_):
@@ -501,18 +511,18 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
             level = grid[term].iloc[i]
             if i not in pos:
                 rows.append(base | {"model": level, "estimate": np.nan, "accuracy": np.nan,
-                                    "rank": np.nan, "mean_rank": np.nan, "conf_low": np.nan,
-                                    "conf_high": np.nan, "p_best": np.nan, "se": np.nan})
+                                    "rank": np.nan, "mean_rank": np.nan, "rank_low": np.nan,
+                                    "rank_high": np.nan, "p_best": np.nan, "se": np.nan})
                 dist_rows.append(base | {"model": level} |
                                  {f"rank_{r + 1}": np.nan for r in range(k)})
                 continue
             j = pos[i]
             r = ranks[:, j]
             rows.append(base | {"model": level, "estimate": est[i],
-                                "accuracy": float(1 / (1 + np.exp(-est[i]))), "rank": int(obs[j]),
+                                "accuracy": float(special.expit(est[i])), "rank": int(obs[j]),
                                 "mean_rank": r.mean(),
-                                "conf_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
-                                "conf_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
+                                "rank_low": int(np.quantile(r, alpha / 2, method="inverted_cdf")),
+                                "rank_high": int(np.quantile(r, 1 - alpha / 2, method="inverted_cdf")),
                                 "p_best": float((r == 1).mean()), "se": se[i]})
             counts = np.bincount(r, minlength=k + 1)[1:] / len(r)
             dist_rows.append(base | {"model": level} |

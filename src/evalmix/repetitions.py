@@ -30,16 +30,16 @@ from scipy import special, stats
 from .arguments import check_arguments
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
-from .data import RunsData, ensure_runs
+from .data import RunsData, RunsSchema, ensure_runs
 from .errors import DataError
 from .fitted import MixedFit
 from .grid import level_means
 from .parallel import parallel_map
 from .power import check_pilot_variance
 
-__all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "accuracy_components",
-           "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate", "slice_se_by_runs",
-           "variance_components"]
+__all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
+           "accuracy_components", "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate",
+           "slice_se_by_runs", "variance_components"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,9 +150,38 @@ def _components(mat: np.ndarray) -> dict[str, Any]:
             "var_between_raw": float(var_b), "item_means": item_mean, "inv_runs": float(np.mean(1 / n_i))}
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class VarianceComponents(Result):
+    """Accuracy-scale variance components per row: what :func:`plan` reads.
+
+    ``table`` has ``var_between`` (item-to-item variance of the per-item accuracy) and
+    ``var_within`` (run-to-run variance within an item) on every row, with the row's keys and
+    ``accuracy`` (or ``difference`` for pairs of levels).  ``method`` says where they come from:
+    ``"moments"`` (:func:`variance_components`, the one-way ANOVA of items x runs) or ``"glmm"``
+    (:func:`accuracy_components`, :func:`components_from_fit`: implied by a logistic GLMM).
+    """
+
+    table: pd.DataFrame
+    method: str = "moments"
+    paired: bool = False
+
+    def _title(self) -> str:
+        what = "of paired differences " if self.paired else ""
+        how = ("method of moments (items x runs ANOVA)" if self.method == "moments"
+               else "implied by a logistic GLMM")
+        return f"Variance components {what}({how})"
+
+    def _header(self) -> list[str]:
+        return ["scale: accuracy (proportion); var_between: between items, var_within: between runs "
+                "of an item"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
 def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *,
                         item: str | None = None, run: str | None = None,
-                        outcome: str | None = None, missing: str = "raise") -> pd.DataFrame:
+                        outcome: str | None = None, missing: str = "raise") -> VarianceComponents:
     """Between-item and within-item (run-to-run) variance of the outcome, per slice.
 
     Method of moments from the one-way ANOVA of the items x runs matrix: ``var_within`` is the
@@ -165,16 +194,16 @@ def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *
 
     Returns
     -------
-    DataFrame
-        Slice columns, ``n_items``, ``n_runs`` (mean runs per item), ``accuracy``, ``var_between``,
-        ``var_within``, ``var_between_raw`` and ``icc`` = var_between / (var_between + var_within)
-        (the one-way ICC of single runs).
+    VarianceComponents
+        ``table``: slice columns, ``n_items``, ``n_runs`` (mean runs per item), ``accuracy``,
+        ``var_between``, ``var_within``, ``var_between_raw`` and ``icc`` = var_between /
+        (var_between + var_within) (the one-way ICC of single runs).
 
     Examples
     --------
     >>> import evalmix
     >>> df = evalmix.simulate.glmm_runs(2, 50, 3, seed=1)
-    >>> list(variance_components(df, "model").columns[:4])
+    >>> list(variance_components(df, "model").table.columns[:4])
     ['model', 'n_items', 'n_runs', 'accuracy']
     """
     by_ = sl.as_list(by)
@@ -188,10 +217,10 @@ def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *
     out = pd.DataFrame(rows)
     tot = out["var_between"] + out["var_within"]
     out["icc"] = np.where(tot > 0, out["var_between"] / tot.where(tot > 0, 1.0), np.nan)
-    return out
+    return VarianceComponents(out, "moments")
 
 
-def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: sl.Columns) -> pd.DataFrame:
+def _paired_components(data: pd.DataFrame, by_: list[str], paired: str, cols: RunsSchema) -> pd.DataFrame:
     """Components of the accuracy difference of every pair of ``paired`` levels on shared items."""
     rest = [b for b in by_ if b != paired]
     rows = []
@@ -297,7 +326,7 @@ def _project(comp: pd.DataFrame, keys: list[str], runs: Sequence[int]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols: sl.Columns) -> pd.DataFrame:
+def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols: RunsSchema) -> pd.DataFrame:
     runs = sl.levels(data[cols.run])
     n_r = len(runs)
     pred, emp = [], []
@@ -391,7 +420,7 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     if max_runs < 1:
         raise ValueError(f"max_runs must be >= 1, got {max_runs}")
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
-    comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.outcome)
+    comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.scores).table
     runs = range(1, int(max_runs) + 1)
     pairs = pair_proj = None
     if paired is not None:
@@ -408,7 +437,7 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
 
 
 def accuracy_components(eta: float | Sequence[float] | np.ndarray, sd_item: float, sd_item_run: float = 0.0,
-                        n_nodes: int = 60) -> pd.DataFrame:
+                        n_nodes: int = 60) -> VarianceComponents:
     """Accuracy-scale variance components implied by a logistic GLMM.
 
     For ``logit P(y_ir = 1) = eta + a_i + c_ir`` with ``a ~ N(0, sd_item^2)`` and
@@ -426,10 +455,15 @@ def accuracy_components(eta: float | Sequence[float] | np.ndarray, sd_item: floa
     n_nodes : int
         Quadrature nodes per dimension.
 
+    Returns
+    -------
+    VarianceComponents
+        ``table``: ``eta``, ``accuracy``, ``var_between``, ``var_within``, one row per ``eta``.
+
     Examples
     --------
     >>> c = accuracy_components(0.0, 1.5, 0.5)
-    >>> round(float(c["accuracy"][0]), 6)
+    >>> round(float(c.table["accuracy"][0]), 6)
     0.5
     """
     x, w = special.roots_hermitenorm(n_nodes)
@@ -441,7 +475,7 @@ def accuracy_components(eta: float | Sequence[float] | np.ndarray, sd_item: floa
         second = float(inner**2 @ w)
         rows.append({"eta": e, "accuracy": mean, "var_between": second - mean**2,
                      "var_within": mean - second})
-    return pd.DataFrame(rows)
+    return VarianceComponents(pd.DataFrame(rows), "glmm")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -494,7 +528,7 @@ def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | N
     return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
 
 
-def plan(components: pd.DataFrame | None = None, *, var_between: float | None = None,
+def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_between: float | None = None,
          var_within: float | None = None, se: float | None = None, mdd: float | None = None,
          inversions: float | None = None, power: float = 0.8, alpha: float = 0.05,
          cost_item: float = 0.0, cost_run: float = 1.0, n_items: tuple[int, int] | int = (2, 1_000_000),
@@ -522,7 +556,7 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
 
     Parameters
     ----------
-    components : DataFrame, optional
+    components : VarianceComponents or DataFrame, optional
         Rows with ``var_between`` and ``var_within`` (and ``difference`` for inversions), e.g. from
         :func:`variance_components`, :func:`se_vs_runs` (``.pairs``) or :func:`accuracy_components`;
         the design must meet the target for every row.
@@ -556,6 +590,8 @@ def plan(components: pd.DataFrame | None = None, *, var_between: float | None = 
     >>> p.n_items, p.n_runs
     (195, 2)
     """
+    if isinstance(components, VarianceComponents):
+        components = components.table
     check_pilot_variance({"var_between": var_between, "var_within": var_within} if components is None else components)
     chosen = [(k, v) for k, v in (("se", se), ("mdd", mdd), ("inversions", inversions)) if v is not None]
     if len(chosen) != 1:
@@ -618,7 +654,7 @@ def _item_groups(fit: MixedFit, item: str, item_run: str | None) -> tuple[float,
 
 def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequence[str] | None = None,
                         item: str = "item", item_run: str | None = None, paired: bool = False,
-                        n_nodes: int = 60) -> pd.DataFrame:
+                        n_nodes: int = 60) -> VarianceComponents:
     """Accuracy-scale variance components implied by a fitted logistic GLMM.
 
     Each level of ``term`` (within ``by``) gets its logit marginal mean ``eta`` (equal weights over
@@ -642,13 +678,19 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
     paired : bool
         Rows for pairs of levels of ``term`` rather than for single levels.
 
+    Returns
+    -------
+    VarianceComponents
+        ``table``: the ``by`` columns and ``term`` with ``eta``, ``accuracy``, ``var_between``,
+        ``var_within``; paired, ``<term>_a``, ``<term>_b``, ``difference`` and the components.
+
     Examples
     --------
     >>> import evalmix
     >>> from evalmix.glmm import glmer
     >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=2)
     >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
-    >>> list(components_from_fit(fit).columns)
+    >>> list(components_from_fit(fit).table.columns)
     ['model', 'eta', 'accuracy', 'var_between', 'var_within']
     """
     from .ranking import grid_groups
@@ -658,11 +700,14 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
     means = level_means(fit, term, by_)
     grid = means.frame
     # a mean that is not estimable (an empty cell of a rank-deficient fit) is NaN, with a warning
-    ok = means.check_estimable(f"the marginal mean of {term}")
-    eta = np.where(ok, means.L @ fit.fixef.to_numpy(float) + means.offsets, np.nan)
-    comp = accuracy_components(eta, sd_item, sd_run, n_nodes)
+    means.check_estimable(f"the marginal mean of {term}")
+    # the grid evaluates eta: NaN where not estimable, and on a separated fit +-inf along a
+    # divergent direction (accuracy 1 or 0, no variance) where L @ fixef would give NaN (0 * inf)
+    eta = means.linear_predictor()
+    comp = accuracy_components(eta, sd_item, sd_run, n_nodes).table
     if not paired:
-        return pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)], axis=1)
+        return VarianceComponents(pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)],
+                                            axis=1), "glmm")
     x, w = special.roots_hermitenorm(n_nodes)
     w = w / w.sum()
     rows = []
@@ -676,7 +721,7 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
                 f"{term}_a": grid[term].iloc[i], f"{term}_b": grid[term].iloc[j],
                 "difference": float(d @ w), "var_between": float(d**2 @ w - (d @ w) ** 2),
                 "var_within": float((pi * (1 - pi)) @ w + (pj * (1 - pj)) @ w)})
-    return pd.DataFrame(rows)
+    return VarianceComponents(pd.DataFrame(rows), "glmm", paired=True)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -320,7 +320,7 @@ def _data_section(data: pd.DataFrame, roles: dict[str, Any], slice_: str | None)
 
 
 def _overall(data: pd.DataFrame, roles: dict[str, Any], conf_level: float) -> pd.DataFrame:
-    overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level)
+    overall = accuracy(data, roles["schema"].model, ci="wilson", conf_level=conf_level).table
     return overall.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -362,7 +362,7 @@ def _accuracy_section(data: pd.DataFrame, roles: dict[str, Any], conf_level: flo
     schema = roles["schema"]
     cond = roles["conditions"]
     by = [schema.model] + cond
-    tab = accuracy(data, by, ci="wilson", conf_level=conf_level)
+    tab = accuracy(data, by, ci="wilson", conf_level=conf_level).table
     levels = [str(v) for v in overall[schema.model]]
     per_model, pair = _per_item(data, roles, ref, levels)
     fig = accuracy_intervals(tab, y=schema.model, hue=cond[0] if cond else None,
@@ -451,7 +451,7 @@ def _slice_sections(data: pd.DataFrame, roles: dict[str, Any], slice_: str, base
     chosen = fits[chosen_name]
     means = emmeans(chosen, slice_, type="response", conf_level=conf_level)
     type3 = anova(fits[f"additive: {add}"]).to_frame()
-    acc = accuracy(data, [m, slice_], ci="wilson", conf_level=conf_level)
+    acc = accuracy(data, [m, slice_], ci="wilson", conf_level=conf_level).table
     mm = means.to_frame().sort_values("estimate", kind="stable").reset_index(drop=True)
     row = type3[type3["term"] == slice_]
     stat = "statistic" if "statistic" in row.columns else "chisq"

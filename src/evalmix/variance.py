@@ -230,7 +230,7 @@ def variance_sources(data: RunsData, by: str | Sequence[str] | None = None, *, i
         for f in ("prompt", "run", "judge"):
             c = factors[f]
             idx.append(pd.Categorical(sub[c], categories=levels[f]).codes if c else np.zeros(len(sub), int))
-        y[tuple(idx)] = sub[cols.outcome].to_numpy(float)
+        y[tuple(idx)] = sub[cols.scores].to_numpy(float)
         if shape[1] == shape[2] == shape[3] == 1:
             raise DataError(f"{where}one score per item: repeat runs, judge passes or templates to "
                             f"separate sources of noise")

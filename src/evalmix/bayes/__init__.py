@@ -20,16 +20,16 @@ from ..arguments import check_arguments
 from ..data import RunsData
 from ..errors import SamplingWarning
 from .model import BayesModel, build_model
-from .priors import DEFAULT_PRIORS, Prior, PriorSpec, resolve_priors
+from .priors import DEFAULT_PRIORS, Prior, PriorSpec, PriorTable, resolve_priors
 from .result import BayesGlmerResult, PPCResult, RankResult, flatten_chains
 from .sampling import available_samplers, choose_sampler, likelihood_for, run_sampler
 
-__all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "RankResult",
+__all__ = ["BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult", "Prior", "PriorTable", "RankResult",
            "available_samplers", "default_priors", "glmer"]
 
 
 def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec] | None = None, *,
-                   missing: str = "raise") -> pd.DataFrame:
+                   missing: str = "raise") -> PriorTable:
     """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
 
     ``data`` (a DataFrame or a path) is validated as by :func:`evalmix.glmer`; ``missing`` as there.
@@ -38,12 +38,13 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     --------
     >>> from evalmix.simulate import glmm_runs
     >>> d = glmm_runs(2, 10, 2, seed=1)
-    >>> default_priors("correct ~ model + (1|item)", d)["prior"].tolist()
+    >>> default_priors("correct ~ model + (1|item)", d).table["prior"].tolist()
     ['Normal(mu=0, sigma=5)', 'Normal(mu=0, sigma=2.5)', 'HalfNormal(sigma=2.5)']
     """
     from ..model import build_design, check_data
 
-    return resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
+    table = resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
+    return PriorTable(table, formula)
 
 
 def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,

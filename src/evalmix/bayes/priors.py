@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 
+from .._result import Result
+
 if TYPE_CHECKING:
     from pytensor.tensor.variable import TensorVariable
 
     from ..model import GlmmDesign
 
-__all__ = ["Prior", "DEFAULT_PRIORS", "resolve_priors"]
+__all__ = ["Prior", "PriorTable", "DEFAULT_PRIORS", "resolve_priors"]
 
 # name -> (PyMC distribution name, parameter names, allowed for an SD?)
 FAMILIES: dict[str, tuple[str, tuple[str, ...], bool]] = {
@@ -216,3 +218,24 @@ def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -
             rows.append((f"cor({'+'.join(t.cnames)}|{t.group})", str(p), src))
     table = pd.DataFrame(rows, columns=["parameter", "prior", "source"])
     return out, table
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class PriorTable(Result):
+    """The prior of every parameter of a model (:func:`evalmix.bayes.default_priors`).
+
+    ``table`` columns: ``parameter`` (as the fit names it), ``prior`` (the distribution),
+    ``source`` (``"default"`` or ``"user"``) and the other columns of ``fit.priors``.
+    """
+
+    table: pd.DataFrame
+    formula: str
+
+    def _title(self) -> str:
+        return "Priors"
+
+    def _header(self) -> list[str]:
+        return [f"formula: {self.formula}"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()

@@ -18,8 +18,12 @@ from ..links import inverse_link, log_probabilities
 from .model import BayesModel, TermPlan, dense_x
 
 if TYPE_CHECKING:
-    import arviz as az
+    from collections.abc import Sequence
 
+    import arviz as az
+    from numpy.typing import ArrayLike
+
+    from ..fitted import LinearHypothesis
     from ..model import FixedDesign
 
 __all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
@@ -441,6 +445,22 @@ class BayesGlmerResult(Result):
                         f"(min bulk {low['ess_bulk'].min():.0f}, tail {low['ess_tail'].min():.0f}); "
                         "draw more")
         return msgs
+
+    def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
+                  rhs: ArrayLike | None = None) -> LinearHypothesis:
+        """Wald chi-square test of linear hypotheses about the fixed effects on the posterior's
+        normal approximation (posterior means ``fixef`` and covariance ``vcov``); see
+        :func:`evalmix.linear_hypothesis`.  The posterior of ``L beta`` itself is
+        :func:`evalmix.contrast` on :func:`evalmix.emmeans` of this fit.
+
+        Examples
+        --------
+        >>> post.wald_test("modelM2 = modelM3").df  # doctest: +SKIP
+        1
+        """
+        from ..fitted import linear_hypothesis
+
+        return linear_hypothesis(self, hypotheses, rhs)
 
     # ------------------------------------------------------------------ leaderboards
     def ranks(self, factor: str = "model", higher_is_better: bool = True) -> RankResult:

@@ -62,7 +62,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     else:  # errored samples: their share per model goes beside the leaderboard
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
-            cov = accuracy(data, by + ["model"])[by + ["model", "n_attempted", "coverage"]]
+            cov = accuracy(data, by + ["model"]).table[by + ["model", "n_attempted", "coverage"]]
     if args.method == "glmm":
         from ..glmm import glmer
 

@@ -21,7 +21,11 @@ from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import ArrayLike
+
+    from ..fitted import LinearHypothesis
 
     from .deviance import Evaluation, LaplaceDeviance
     from ..model import GlmmDesign
@@ -351,6 +355,24 @@ class GlmerResult(Result):
 
         return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
                        progress=progress)
+
+    def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
+                  rhs: ArrayLike | None = None) -> LinearHypothesis:
+        """Wald chi-square test of linear hypotheses about the fixed effects
+        (``car::linearHypothesis``); see :func:`evalmix.linear_hypothesis`.
+
+        Examples
+        --------
+        >>> from evalmix import glmer
+        >>> from evalmix.simulate import glmm_runs
+        >>> fit = glmer("correct ~ model + (1|item)", glmm_runs(3, 60, 3, seed=2))
+        >>> res = fit.wald_test("modelM2 = modelM3")
+        >>> res.df, res.hypotheses
+        (1, ('modelM2 - modelM3 = 0',))
+        """
+        from ..fitted import linear_hypothesis
+
+        return linear_hypothesis(self, hypotheses, rhs)
 
     # ---------------------------------------------------------------- the snapshot
     @property

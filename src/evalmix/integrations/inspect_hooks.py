@@ -118,7 +118,7 @@ def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str |
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
-            cov = accuracy(sub, "model")[["model", "n_attempted", "coverage"]]
+            cov = accuracy(sub, "model").table[["model", "n_attempted", "coverage"]]
         table = rs.table.merge(cov, on="model", how="left")
         base = baseline if baseline is not None else str(sub["model"].iloc[0])
         pairs = rs.pairs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,13 @@ from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
 from ..parallel import single_thread_blas
 from .deviance import PlsState, ProfiledDeviance
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from ..fitted import LinearHypothesis
 
 __all__ = ["LmerResult", "lmer"]
 
@@ -187,6 +194,31 @@ class LmerResult(Result):
                              f"{list(self.fixef.index)}")
         F, ndf, ddf_, p = m.f_test(L, self.fixef.to_numpy())
         return pd.DataFrame({"statistic": [F], "df1": [ndf], "df2": [ddf_], "p_value": [p]})
+
+    def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
+                  rhs: ArrayLike | None = None, test: str = "chisq", ddf: str | None = None
+                  ) -> LinearHypothesis:
+        """Wald test of linear hypotheses about the fixed effects: the chi-square of
+        ``car::linearHypothesis`` (default) or, ``test="F"``, the F test with ``ddf``
+        (``"Satterthwaite"`` or ``"Kenward-Roger"``) denominator df of lmerTest's ``contest``;
+        see :func:`evalmix.linear_hypothesis`.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from evalmix import lmer
+        >>> rng = np.random.default_rng(1)
+        >>> runs = pd.DataFrame({"judge": np.tile(["a", "b", "c"], 40),
+        ...                      "item": np.repeat([f"q{i}" for i in range(40)], 3)})
+        >>> runs["score"] = (rng.normal(size=120) + (runs["judge"] == "c")
+        ...                  + np.repeat(rng.normal(size=40), 3))
+        >>> fit = lmer("score ~ judge + (1|item)", runs)
+        >>> fit.wald_test("judgeb = judgec").df, fit.wald_test("judgeb = judgec", test="F").test
+        (1, 'F')
+        """
+        from ..fitted import linear_hypothesis
+
+        return linear_hypothesis(self, hypotheses, rhs, test=test, ddf=ddf)
 
     def refit_ml(self) -> LmerResult:
         """The same model fitted by maximum likelihood (this fit when it is one), as lme4's

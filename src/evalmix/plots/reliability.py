@@ -308,7 +308,7 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
     ----------
     result : RankUncertaintyResult or DataFrame
         From :func:`evalmix.rank_uncertainty` (columns ``model``, ``mean_rank`` and the rank
-        interval) or :func:`evalmix.rank_uncertainty_glmm`.
+        interval ``rank_low``, ``rank_high``) or :func:`evalmix.rank_uncertainty_glmm`.
 
     Returns
     -------
@@ -329,7 +329,7 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
     model = "model" if "model" in table.columns else table.columns[0]
     panels = _panels(table, by[0] if len(by) == 1 else None) if len(by) <= 1 else \
         [(k, g) for k, g in table.groupby(by, observed=True, sort=True)]
-    lo_col, hi_col = first_column(table, "conf_low", "lower"), first_column(table, "conf_high", "upper")
+    lo_col, hi_col = first_column(table, "rank_low"), first_column(table, "rank_high")
     models = list(table.groupby(model, observed=True)["mean_rank"].mean().sort_values().index)
     n = len(panels)
     ncol, label_w = panel_columns(n, models)
