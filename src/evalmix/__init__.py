@@ -80,6 +80,9 @@ _EXPORTS: dict[str, str] = {
     "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
+    # item response theory with repeated runs: 2PL/1PL fits, item information, subset selection
+    "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
+    "fit_irt": "irt", "item_information": "irt", "select_items": "irt",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -87,7 +90,7 @@ _EXPORTS: dict[str, str] = {
 _SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "ordinal", "plots", "simulate"}
 _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
-    "fitted", "formula", "grid", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
+    "fitted", "formula", "grid", "irt", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
     "scan", "selection", "status", "tables", "variance"}
 
@@ -128,13 +131,16 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import (
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
-        fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, ordinal, paired,
+        fitted, formula, glmm, grid, integrations, io, irt, judges, leaderboard, links, lmm, multiplicity, ordinal, paired,
         parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
         scan, selection, simulate, status, tables, variance,
     )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
+    from .irt import (
+        IrtFit, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, item_information, select_items,
+    )
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )

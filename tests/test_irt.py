@@ -1,0 +1,173 @@
+"""IRT with repeated runs (evalmix.irt): girth parity, recovery, the 1PL as a GLMM, information,
+subset selection and its coverage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from evalmix import glmer
+from evalmix.errors import ArgumentError, DataError
+from evalmix.irt import (
+    adaptive_accuracy, estimate_accuracy, fit_irt, item_information, select_items,
+)
+from evalmix.simulate import simulate_irt, simulate_irt_parameters
+
+
+def _frame(rows: list[str]) -> pd.DataFrame:
+    y = np.array([[int(c) for c in r] for r in rows])
+    n_items, n_models = y.shape
+    return pd.DataFrame({"item": np.repeat([f"i{i:03d}" for i in range(n_items)], n_models),
+                         "model": np.tile([f"m{m:03d}" for m in range(n_models)], n_items),
+                         "correct": y.ravel()})
+
+
+@pytest.fixture(scope="module")
+def sim():
+    items, theta = simulate_irt_parameters(120, 8, seed=1)
+    runs = simulate_irt(items=items, theta=theta, n_runs=3, run_sd=0.6, seed=2)
+    return items, theta, runs, fit_irt(runs, run="run")
+
+
+def test_girth_onepl_is_the_same_likelihood(reference):
+    # the 1PL with random items on a table is girth's onepl_mml on its transpose
+    ref = reference("irt_girth")["onepl"]
+    fit = fit_irt(_frame(ref["correct"]), model_type="1pl", n_quad=21, tol=1e-10)
+    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
+    alpha, mu, sd = pop["discrimination", "common"], pop["intercept", "mean"], pop["intercept", "sd"]
+    assert sd == pytest.approx(ref["girth_discrimination"], abs=2e-3)
+    difficulty = -(alpha * fit.abilities["estimate"].to_numpy() + mu) / sd
+    np.testing.assert_allclose(difficulty, ref["girth_difficulty"], atol=2e-3)
+
+
+def test_girth_twopl_agrees_up_to_the_ability_scale(reference):
+    # girth: items fixed, abilities N(0, 1); evalmix: items random, the models' abilities at mean 0,
+    # SD 1.  After the linear map of the scale that best matches the difficulties, the two agree to
+    # the shrinkage of the random items (largest at the extreme items)
+    ref = reference("irt_girth")["twopl"]
+    fit = fit_irt(_frame(ref["correct"]), n_quad=11, tol=1e-9)
+    b, a = fit.items["difficulty"].to_numpy(), fit.items["discrimination"].to_numpy()
+    bg, ag = np.asarray(ref["girth_difficulty"]), np.asarray(ref["girth_discrimination"])
+    s, t = np.polyfit(bg, b, 1)
+    assert 0.8 < s < 0.95  # our scale: 400 noisy abilities at SD 1 are a narrower scale than N(0, 1)
+    assert np.median(np.abs(b - (s * bg + t))) < 0.03
+    assert np.max(np.abs(b - (s * bg + t))) < 0.3
+    assert np.median(np.abs(a / (ag / s) - 1)) < 0.04
+    assert np.max(np.abs(a / (ag / s) - 1)) < 0.2
+    assert np.corrcoef(b, ref["true_difficulty"])[0, 1] > 0.98
+
+
+def test_recovers_abilities_items_and_run_noise(sim):
+    items, theta, runs, fit = sim
+    est = fit.abilities["estimate"].to_numpy()
+    truth = (theta - theta.mean()) / theta.std()
+    assert np.max(np.abs(est - truth)) < 0.35
+    assert np.corrcoef(est, truth)[0, 1] > 0.98
+    assert est.mean() == pytest.approx(0.0, abs=1e-9) and est.std() == pytest.approx(1.0, abs=1e-9)
+    # rank correlation: an item with a discrimination near 0 has a difficulty far out
+    assert stats.spearmanr(fit.items["difficulty"], items["difficulty"])[0] > 0.7  # 8 models per item
+    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
+    assert pop["item:run", "sd"] == pytest.approx(0.6, abs=0.2)
+    assert (fit.abilities["se"] > 0).all()
+    assert fit.converged
+    z = (fit.abilities["estimate"] - fit.abilities["conf_low"]) / fit.abilities["se"]
+    np.testing.assert_allclose(z, 1.959964, rtol=1e-5)
+
+
+def test_onepl_matches_the_glmm_with_model_fixed_effects():
+    # the 1PL is correct ~ 0 + model + (1|item) + (1|item:run): alpha * theta_m + mu_c = beta_m
+    runs = simulate_irt(n_items=60, n_models=5, n_runs=2, disc_sd=0.0, run_sd=0.5, seed=7)
+    fit = fit_irt(runs, run="run", model_type="1pl", n_quad=15, tol=1e-10)
+    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
+    g = glmer("correct ~ 0 + model + (1 | item) + (1 | item:run)", runs)
+    beta = np.asarray(g.fixef, dtype=float)
+    ours = pop["discrimination", "common"] * fit.abilities["estimate"].to_numpy() + pop["intercept", "mean"]
+    # Laplace (glmer) against adaptive quadrature: close, not equal
+    np.testing.assert_allclose(ours - ours.mean(), beta - beta.mean(), atol=0.03)
+    assert fit.loglik == pytest.approx(-0.5 * g.deviance, abs=2.0)
+
+
+def test_item_information_is_the_bernoulli_information_of_the_prediction(sim):
+    fit = sim[3]
+    th = np.array([-1.0, 0.5])
+    info = item_information(fit, th)
+    h = 1e-5
+    p = fit.predict(th)
+    dp = (fit.predict(th + h) - fit.predict(th - h)) / (2 * h)
+    expected = (dp ** 2 / (p * (1 - p))).T.ravel()
+    np.testing.assert_allclose(info["information"].to_numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(info["probability"].to_numpy(), p.T.ravel())
+    assert list(info.columns) == ["item", "theta", "probability", "information"]
+    with pytest.raises(ArgumentError, match="theta"):
+        item_information(fit, [np.nan])
+
+
+def test_select_items(sim):
+    fit = sim[3]
+    strat = select_items(fit, 12, method="stratified")
+    info = select_items(fit, 12, method="information")
+    assert len(set(strat)) == 12 and len(set(info)) == 12
+    assert select_items(fit, 12, method="random", seed=3) == select_items(fit, 12, method="random", seed=3)
+    # the information subset has the largest average information
+    x = item_information(fit, np.linspace(-2, 2, 9)).groupby("item")["information"].mean()
+    assert x[info].sum() >= x[strat].sum() - 1e-12
+    # the stratified subset spans easy to hard items
+    acc = fit.items.set_index("item")["accuracy"]
+    assert acc[strat].max() - acc[strat].min() > 0.5
+    with pytest.raises(ArgumentError, match="n_items"):
+        select_items(fit, 500)
+    with pytest.raises(ArgumentError, match="method"):
+        select_items(fit, 5, method="best")  # type: ignore[arg-type]
+
+
+def test_subset_accuracy_of_a_held_out_model():
+    items, theta = simulate_irt_parameters(300, 9, seed=21)
+    runs = simulate_irt(items=items, theta=theta, seed=22)
+    fit = fit_irt(runs[runs["model"] != "m8"])
+    new = runs[runs["model"] == "m8"]
+    full = estimate_accuracy(fit, new).table.iloc[0]
+    assert full["n_items"] == 300
+    assert full["conf_low"] < full["estimate"] < full["conf_high"]
+    # all items answered: the estimate is close to the observed accuracy
+    assert full["estimate"] == pytest.approx(full["observed"], abs=0.03)
+    chosen = select_items(fit, 30)
+    part = estimate_accuracy(fit, new[new["item"].isin(chosen)]).table.iloc[0]
+    assert part["n_items"] == 30 and part["se"] > full["se"]
+    assert part["conf_low"] < full["observed"] < part["conf_high"]
+    ada = adaptive_accuracy(fit, new, ["m8"], n_items=30).table.iloc[0]
+    assert ada["n_items"] == 30 and ada["conf_low"] < full["observed"] < ada["conf_high"]
+    # a function that runs the model gives the same answers as the table
+    lookup = new.set_index("item")["correct"]
+    via_fn = adaptive_accuracy(fit, lambda m, i: lookup[i], ["m8"], n_items=30).table.iloc[0]
+    assert via_fn["estimate"] == pytest.approx(ada["estimate"], abs=1e-12)
+
+
+def test_bad_input_is_named(sim):
+    runs, fit = sim[2], sim[3]
+    with pytest.raises(DataError, match="'answer'"):
+        fit_irt(runs, correct="answer")
+    bad = runs.assign(correct=runs["correct"].astype(float))
+    bad.loc[5, "correct"] = 0.5
+    with pytest.raises(DataError, match="row 5"):
+        fit_irt(bad)
+    with pytest.raises(DataError, match="at least 3 models"):
+        fit_irt(runs[runs["model"].isin(["m0", "m1"])])
+    with pytest.raises(DataError, match="not calibrate"):
+        estimate_accuracy(fit, pd.DataFrame({"item": ["zzz"], "model": ["x"], "correct": [1]}))
+    with pytest.raises(DataError, match="no responses"):
+        adaptive_accuracy(fit, runs, ["nobody"], n_items=3)
+    with pytest.raises(ArgumentError, match="models"):
+        adaptive_accuracy(fit, lambda m, i: 1, n_items=3)
+    with pytest.raises(ArgumentError, match="model_type"):
+        fit_irt(runs, model_type="3pl")  # type: ignore[arg-type]
+
+
+def test_result_renders(sim):
+    fit = sim[3]
+    text = repr(fit)
+    assert "2PL item response model" in text and "run SD" in text
+    doc = fit.to_dict()
+    assert set(doc) >= {"table", "items", "population", "loglik"}
+    assert "estimate" in fit.to_markdown()
