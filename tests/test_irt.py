@@ -35,8 +35,8 @@ def test_girth_onepl_is_the_same_likelihood(reference):
     # the 1PL with random items on a table is girth's onepl_mml on its transpose
     ref = reference("irt_girth")["onepl"]
     fit = fit_irt(_frame(ref["correct"]), model_type="1pl", n_quad=21, tol=1e-10)
-    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
-    alpha, mu, sd = pop["discrimination", "common"], pop["intercept", "mean"], pop["intercept", "sd"]
+    pop = fit.population.set_index("parameter")["estimate"]
+    alpha, mu, sd = pop["discrimination"], pop["intercept_mean"], pop["intercept_sd"]
     assert sd == pytest.approx(ref["girth_discrimination"], abs=2e-3)
     difficulty = -(alpha * fit.abilities["estimate"].to_numpy() + mu) / sd
     np.testing.assert_allclose(difficulty, ref["girth_difficulty"], atol=2e-3)
@@ -68,22 +68,23 @@ def test_recovers_abilities_items_and_run_noise(sim):
     assert est.mean() == pytest.approx(0.0, abs=1e-9) and est.std() == pytest.approx(1.0, abs=1e-9)
     # rank correlation: an item with a discrimination near 0 has a difficulty far out
     assert stats.spearmanr(fit.items["difficulty"], items["difficulty"])[0] > 0.7  # 8 models per item
-    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
-    assert pop["item:run", "sd"] == pytest.approx(0.6, abs=0.2)
+    pop = fit.population.set_index("parameter")["estimate"]
+    assert pop["run_sd"] == pytest.approx(0.6, abs=0.2)
     assert (fit.abilities["se"] > 0).all()
     assert fit.converged
     z = (fit.abilities["estimate"] - fit.abilities["conf_low"]) / fit.abilities["se"]
     np.testing.assert_allclose(z, 1.959964, rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore::evalmix.errors.SingularFitWarning")  # item:run variance at 0 here
 def test_onepl_matches_the_glmm_with_model_fixed_effects():
     # the 1PL is correct ~ 0 + model + (1|item) + (1|item:run): alpha * theta_m + mu_c = beta_m
     runs = simulate_irt(n_items=60, n_models=5, n_runs=2, disc_sd=0.0, run_sd=0.5, seed=7)
     fit = fit_irt(runs, run="run", model_type="1pl", n_quad=15, tol=1e-10)
-    pop = fit.population.set_index(["parameter", "statistic"])["estimate"]
+    pop = fit.population.set_index("parameter")["estimate"]
     g = glmer("correct ~ 0 + model + (1 | item) + (1 | item:run)", runs)
     beta = np.asarray(g.fixef, dtype=float)
-    ours = pop["discrimination", "common"] * fit.abilities["estimate"].to_numpy() + pop["intercept", "mean"]
+    ours = pop["discrimination"] * fit.abilities["estimate"].to_numpy() + pop["intercept_mean"]
     # Laplace (glmer) against adaptive quadrature: close, not equal
     np.testing.assert_allclose(ours - ours.mean(), beta - beta.mean(), atol=0.03)
     assert fit.loglik == pytest.approx(-0.5 * g.deviance, abs=2.0)
@@ -171,3 +172,22 @@ def test_result_renders(sim):
     doc = fit.to_dict()
     assert set(doc) >= {"table", "items", "population", "loglik"}
     assert "estimate" in fit.to_markdown()
+
+
+def test_cli_irt(tmp_path, capsys):
+    import json
+
+    from evalmix.cli import main
+
+    runs = simulate_irt(n_items=40, n_models=5, n_runs=2, seed=9)
+    path = tmp_path / "runs.csv"
+    runs.to_csv(path, index=False)
+    assert main(["irt", str(path), "--select", "5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["table"]) == 5 and len(doc["items"]) == 40 and len(doc["selected_items"]) == 5
+    assert {"estimate", "se", "conf_low", "conf_high"} <= set(doc["table"][0])
+    assert main(["irt", str(path), "--run", "run", "--model-type", "1pl", "--items"]) == 0
+    assert "1PL item response model" in capsys.readouterr().out
+    assert main(["irt", str(path), "--item", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'nope'" in err[0]

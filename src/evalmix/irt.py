@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,8 +98,8 @@ def _codes(table: pd.DataFrame, cols: Sequence[str], where: str) -> tuple[np.nda
     if len(cols) == 1:
         codes, uniq = pd.factorize(table[cols[0]], sort=True)
         return codes.astype(np.int64), np.asarray(uniq, dtype=object)
-    codes, uniq = pd.MultiIndex.from_frame(table[list(cols)]).factorize(sort=True)
-    return codes.astype(np.int64), np.asarray(list(uniq), dtype=object)
+    keys, combos = pd.MultiIndex.from_frame(table[list(cols)]).factorize(sort=True)
+    return keys.astype(np.int64), np.asarray(list(combos), dtype=object)
 
 
 def _counts(data: pd.DataFrame | str | Path, item: str, model: str, correct: str,
@@ -221,8 +222,9 @@ def _e_step(cnt: _Counts, st: _State, two_pl: bool, z: np.ndarray, logv: np.ndar
         a, c = np.full(nodes.shape[:2], st.alpha), nodes[..., 0]
     eta = (a[..., None, None] * st.theta[None, None, None, :] + c[..., None, None]
            + st.run_sd * zk[None, None, :, None])                         # (I, G, K, M)
-    lp, lq = _log_sig(eta), _log_sig(-eta)
-    ll = np.einsum("irm,igkm->igrk", k, lp) + np.einsum("irm,igkm->igrk", n - k, lq)
+    # log P(y) = n log sigmoid(eta) - (n - k) eta: one log-sigmoid pass
+    lp = _log_sig(eta)
+    ll = np.einsum("irm,igkm->igrk", n, lp) - np.einsum("irm,igkm->igrk", n - k, eta)
     ll += np.log(vk)[None, None, None, :]
     inner = special.logsumexp(ll, axis=3)                                 # (I, G, R)
     q = np.exp(ll - inner[..., None])                                     # (I, G, R, K)
@@ -234,7 +236,7 @@ def _e_step(cnt: _Counts, st: _State, two_pl: bool, z: np.ndarray, logv: np.ndar
     B = np.einsum("igrk,irm->igkm", wq, n)
     binom = float((special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)).sum())
     return _EStep(loglik=float(per_item.sum()) + binom, per_item=per_item, a=a, c=c, w=w, A=A, B=B,
-                  p=special.expit(eta), u=nodes, mode=u)
+                  p=np.exp(lp), u=nodes, mode=u)
 
 
 def _standardise(st: _State, two_pl: bool) -> _State:
@@ -248,6 +250,24 @@ def _standardise(st: _State, two_pl: bool) -> _State:
         T = np.array([[s, 0.0], [t, 1.0]])   # (a, c) -> (a s, c + a t)
         return _State(theta, T @ st.mu, T @ st.cov @ T.T, st.run_sd, st.alpha)
     return _State(theta, st.mu + st.alpha * t, st.cov, st.run_sd, st.alpha * s)
+
+
+def _pack(st: _State, two_pl: bool) -> np.ndarray:
+    """The state as one vector (the covariance by its Cholesky factor) for the SQUAREM steps."""
+    D = len(st.mu)
+    L = np.linalg.cholesky(st.cov + 1e-12 * np.eye(D))
+    extra = [st.run_sd] if two_pl else [st.run_sd, st.alpha]
+    return np.concatenate([st.theta, st.mu, L[np.tril_indices(D)], extra])
+
+
+def _unpack(x: np.ndarray, like: _State, two_pl: bool) -> _State:
+    M, D = len(like.theta), len(like.mu)
+    L = np.zeros((D, D))
+    L[np.tril_indices(D)] = x[M + D:M + D + D * (D + 1) // 2]
+    rest = x[M + D + D * (D + 1) // 2:]
+    st = _State(x[:M].copy(), x[M:M + D].copy(), L @ L.T, abs(float(rest[0])),
+                like.alpha if two_pl else abs(float(rest[1])))
+    return _standardise(st, two_pl)
 
 
 def _m_step(cnt: _Counts, st: _State, e: _EStep, two_pl: bool, zk: np.ndarray, fit_sd: bool) -> _State:
@@ -349,8 +369,10 @@ class IrtFit(Result):
         discrimination is below 1e-6 in absolute value), ``n`` (responses) and ``accuracy``
         (observed).
     population : DataFrame
-        The item population: mean and SD of the discrimination and the intercept, their
-        correlation, and ``run_sd`` (the SD of the item:run effects).
+        ``parameter``, ``estimate``: the item population (``discrimination_mean``,
+        ``discrimination_sd``, ``intercept_mean``, ``intercept_sd``,
+        ``discrimination_intercept_correlation``; the 1PL's common ``discrimination``) and
+        ``run_sd``, the SD of the item:run effects.
     loglik : float
         Marginal log-likelihood (binomial coefficients included).
     """
@@ -369,6 +391,13 @@ class IrtFit(Result):
     _node_c: np.ndarray
     _node_w: np.ndarray
     _run_sd: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("_node_a", "_node_c", "_node_w"):  # the item posteriors are read-only too
+            value = np.array(object.__getattribute__(self, name), dtype=float)
+            value.flags.writeable = False
+            object.__setattr__(self, name, value)
 
     def to_frame(self) -> pd.DataFrame:
         return self.abilities
@@ -484,11 +513,35 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
         st = _State(theta, np.array([1.0, c0]), np.diag([0.25, 4.0]), 0.5 if fit_sd else 0.0, 1.0)
     else:
         st = _State(theta, np.array([c0]), np.array([[4.0]]), 0.5 if fit_sd else 0.0, 1.0)
+    def em(state: _State, estep: _EStep) -> tuple[_State, _EStep]:
+        new = _m_step(cnt, state, estep, two_pl, zk, fit_sd)
+        return new, _e_step(cnt, new, two_pl, z, logv, zk, vk, estep.mode)
+
     e = _e_step(cnt, st, two_pl, z, logv, zk, vk, None)
     converged, it = False, 0
-    for it in range(1, max_iter + 1):
-        new = _m_step(cnt, st, e, two_pl, zk, fit_sd)
-        e_new = _e_step(cnt, new, two_pl, z, logv, zk, vk, e.mode)
+    while it < max_iter:
+        # SQUAREM (Varadhan and Roland, 2008): two EM steps, an extrapolation along them, and one
+        # EM step from there when it raises the likelihood; plain EM is slow where a variance
+        # is near 0
+        s1, e1 = em(st, e)
+        s2, e2 = em(s1, e1)
+        it += 2
+        x0, x1, x2 = _pack(st, two_pl), _pack(s1, two_pl), _pack(s2, two_pl)
+        r, v = x1 - x0, x2 - 2 * x1 + x0
+        nv = float(np.linalg.norm(v))
+        new, e_new = s2, e2
+        if nv > 0:
+            alpha = min(-1.0, -float(np.linalg.norm(r)) / nv)
+            try:
+                sx = _unpack(x0 - 2 * alpha * r + alpha ** 2 * v, st, two_pl)
+                ex = _e_step(cnt, sx, two_pl, z, logv, zk, vk, e2.mode)
+                if np.isfinite(ex.loglik) and ex.loglik >= e2.loglik:
+                    new, e_new = em(sx, ex)
+                    it += 1
+                    if not e_new.loglik >= e2.loglik:
+                        new, e_new = s2, e2
+            except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+                new, e_new = s2, e2
         gain = e_new.loglik - e.loglik
         moved = float(np.max(np.abs(new.theta - st.theta)))
         st, e = new, e_new
@@ -518,14 +571,14 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     if two_pl:
         sd = np.sqrt(np.diag(st.cov))
         corr = st.cov[0, 1] / (sd[0] * sd[1]) if sd[0] > 0 and sd[1] > 0 else float("nan")
-        pop = [("discrimination", "mean", st.mu[0]), ("discrimination", "sd", sd[0]),
-               ("intercept", "mean", st.mu[1]), ("intercept", "sd", sd[1]),
-               ("discrimination:intercept", "correlation", corr)]
+        pop = [("discrimination_mean", st.mu[0]), ("discrimination_sd", sd[0]),
+               ("intercept_mean", st.mu[1]), ("intercept_sd", sd[1]),
+               ("discrimination_intercept_correlation", corr)]
     else:
-        pop = [("discrimination", "common", st.alpha), ("intercept", "mean", st.mu[0]),
-               ("intercept", "sd", math.sqrt(st.cov[0, 0]))]
-    pop.append(("item:run", "sd", st.run_sd))
-    population = pd.DataFrame(pop, columns=["parameter", "statistic", "estimate"])
+        pop = [("discrimination", st.alpha), ("intercept_mean", st.mu[0]),
+               ("intercept_sd", math.sqrt(st.cov[0, 0]))]
+    pop.append(("run_sd", st.run_sd))
+    population = pd.DataFrame(pop, columns=["parameter", "estimate"])
     return IrtFit(abilities=abilities, items=items, population=population, loglik=e.loglik,
                   model_type=model_type, n_obs=int(cnt.n.sum()), n_runs=cnt.runs, iterations=it,
                   converged=converged, conf_level=conf_level, _node_a=e.a, _node_c=e.c, _node_w=e.w,
@@ -682,10 +735,18 @@ class _Grid:
     dP: np.ndarray
 
 
+_GRIDS: weakref.WeakKeyDictionary[IrtFit, _Grid] = weakref.WeakKeyDictionary()
+
+
 def _grid(fit: IrtFit) -> _Grid:
+    """The predictions on the ability grid, computed once per fit (a fit is immutable)."""
+    if fit in _GRIDS:
+        return _GRIDS[fit]
     P, dP, V = _predictive(fit, _GRID)
     n_items = P.shape[0]
-    return _Grid(P=P, target=P.mean(axis=0), item_var=V.sum(axis=0) / n_items ** 2, dP=dP)
+    g = _Grid(P=P, target=P.mean(axis=0), item_var=V.sum(axis=0) / n_items ** 2, dP=dP)
+    _GRIDS[fit] = g
+    return g
 
 
 def _posterior(g: _Grid, idx: np.ndarray, k: np.ndarray, n: np.ndarray, prior_sd: float) -> np.ndarray:
@@ -792,7 +853,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
                       item: str = "item", model: str = "model", correct: str = "correct",
                       prior_sd: float = 2.0, conf_level: float = 0.95) -> SubsetAccuracy:
     """Adaptive testing: per model, ask the item with the largest information at the current
-    ability estimate, ``n_items`` times, and estimate the full-benchmark accuracy.
+    ability estimate (the posterior mean), ``n_items`` times, and estimate the full-benchmark accuracy.
 
     Parameters
     ----------
@@ -828,6 +889,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     if n_items > total:
         raise ArgumentError(f"n_items must be at most the number of items ({total}), got {n_items}")
     labels = fit.items["item"].to_numpy()
+    by_model: dict[object, pd.DataFrame] = {}
     if isinstance(answer, pd.DataFrame):
         resp, _ = _responses(fit, answer, item, model, correct)
         by_model = {m: sub for m, sub in resp.groupby("model", sort=True)}
@@ -839,7 +901,6 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     elif callable(answer):
         if models is None:
             raise ArgumentError("models must be given when answer is a function")
-        by_model = {}
     else:
         raise ArgumentError(f"answer must be a function or a DataFrame, got {type(answer).__name__}")
     g = _grid(fit)
@@ -858,9 +919,13 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
             nn = np.bincount(sub["pos"].to_numpy(), minlength=total).astype(float)
         else:
             have = np.ones(total, dtype=bool)
-        post = _posterior(g, np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), prior_sd)
+        logpost = -0.5 * (_GRID / prior_sd) ** 2
+        post = np.exp(logpost - logpost.max())
+        post /= post.sum()
         for _ in range(n_items):
-            expected = info_grid @ post         # information averaged over the current posterior
+            # the information at the posterior mean of the ability (nearest grid point)
+            at = int(np.clip(np.searchsorted(_GRID, float(post @ _GRID)), 0, len(_GRID) - 1))
+            expected = info_grid[:, at].copy()
             expected[~have] = -np.inf
             if asked:
                 expected[asked] = -np.inf
@@ -877,7 +942,10 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
                     raise DataError(f"answer({m!r}, {labels[j]!r}) returned {y!r}, not 0 or 1")
                 ks.append(y)
                 ns.append(1.0)
-            post = _posterior(g, np.asarray(asked), np.asarray(ks), np.asarray(ns), prior_sd)
+            pj = np.clip(g.P[j], 1e-12, 1 - 1e-12)
+            logpost = logpost + ks[-1] * np.log(pj) + (ns[-1] - ks[-1]) * np.log1p(-pj)
+            post = np.exp(logpost - logpost.max())
+            post /= post.sum()
         est, se, lo, hi, th, th_se = _summarise(g, post, zq)
         obs = float(sum(ks) / sum(ns)) if ns else float("nan")
         rows.append((m, len(asked), est, se, lo, hi, th, th_se, obs))
