@@ -153,6 +153,9 @@ def test_bad_input_is_named(sim):
     bad.loc[5, "correct"] = 0.5
     with pytest.raises(DataError, match="row 5"):
         fit_irt(bad)
+    dup = pd.concat([runs, runs.iloc[[4]]], ignore_index=True)
+    with pytest.raises(DataError, match="share a key"):
+        fit_irt(dup, run="run")
     with pytest.raises(DataError, match="at least 3 models"):
         fit_irt(runs[runs["model"].isin(["m0", "m1"])])
     with pytest.raises(DataError, match="not calibrate"):
@@ -191,3 +194,80 @@ def test_cli_irt(tmp_path, capsys):
     assert main(["irt", str(path), "--item", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'nope'" in err[0]
+
+
+def _study():
+    """The subset study of docs/img/make_irt_figure.py (one implementation for the figure and the test)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "img" / "make_irt_figure.py"
+    spec = importlib.util.spec_from_file_location("make_irt_figure", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow  # a 5,000-item calibration and 600 subset estimates: the second test step
+def test_subset_coverage_simulated_benchmark():
+    # 100 new models per cell: the Monte-Carlo SE of a coverage near 0.95 is 0.022, so 0.85 is
+    # more than 4 MC SEs below nominal
+    res = _study().simulated_study(n_items=5000, n_calib=20, n_test=100, sizes=(25, 100), seed=2024)
+    assert (res["coverage"] >= 0.85).all(), res
+    rmse = res.pivot(index="n_items", columns="method", values="rmse")
+    assert (rmse.loc[100] < rmse.loc[25]).all()
+    assert rmse.loc[100, "adaptive"] < rmse.loc[100, "random"]
+    assert rmse.loc[100, "adaptive"] < 0.04
+
+
+@pytest.mark.slow  # eight calibrations of AI4Math, one per held-out model
+def test_subset_error_ai4math_leave_one_model_out(ai4math_dir):
+    res = _study().ai4math_study(ai4math_dir / "ai4math_runs.csv", sizes=(10, 40))
+    rmse = res.pivot(index="n_items", columns="method", values="rmse")
+    assert (rmse.loc[40] < rmse.loc[10]).all()
+    assert rmse.loc[40].max() < 0.08, res
+
+
+@pytest.mark.slow  # NUTS sampling
+def test_bayesian_fit_agrees_with_marginal_ml():
+    from evalmix.irt import fit_irt_bayes
+
+    runs = simulate_irt(n_items=60, n_models=6, n_runs=2, seed=3)
+    post = fit_irt_bayes(runs, run="run", draws=200, tune=200, chains=2, seed=1)
+    fit = fit_irt(runs, run="run")
+    assert post.r_hat < 1.05
+    # 400 draws: the posterior means are known to about 0.01; prior and shrinkage differ a little
+    np.testing.assert_allclose(post.abilities["estimate"], fit.abilities["estimate"], atol=0.15)
+    np.testing.assert_allclose(post.abilities["se"], fit.abilities["se"], rtol=0.35)
+    pop = post.population.set_index("parameter")["estimate"]
+    assert pop["run_sd"] == pytest.approx(fit.population.set_index("parameter")["estimate"]["run_sd"], abs=0.1)
+    assert "Bayesian" in repr(post)
+
+
+def _three() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [(f"m{m}", f"q{i}", r, int(rng.random() < 0.3 + 0.4 * (i % 2)))
+            for m in range(3) for i in range(6) for r in range(1, 4)]
+    return pd.DataFrame(rows, columns=["model", "item", "run", "correct"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.astype({"correct": object}).assign(correct=lambda x: x["correct"].where(x.index != 7, 2)),
+     r"outcome column 'correct' must .*row 7: correct=2"),
+    (lambda d: d.astype({"correct": float}).assign(correct=lambda x: x["correct"].where(x.index != 5, np.nan)),
+     r"outcome column 'correct' has 1 missing value.*row 5"),
+    (lambda d: pd.concat([d, d.iloc[[4]]], ignore_index=True), r"2 rows share a key .*row 4"),
+    (lambda d: d.iloc[:0], "the runs table is empty"),
+    (lambda d: d.astype({"correct": object}).assign(correct=lambda x: x["correct"].where(x.index != 3, "yes")),
+     r"must be 0/1 .*non-numeric.*row 3: correct='yes'"),
+])
+def test_the_runs_table_rules_hold(change, message):
+    with pytest.raises(DataError, match=message):
+        fit_irt(change(_three()), run="run")
+
+
+def test_path_and_frame_give_the_same_fit(tmp_path):
+    path = tmp_path / "runs.csv"
+    _three().to_csv(path, index=False)
+    a, b = fit_irt(path, run="run", model_type="1pl"), fit_irt(_three(), run="run", model_type="1pl")
+    pd.testing.assert_frame_equal(a.abilities, b.abilities)

@@ -1,9 +1,9 @@
 """The subset-selection study of docs/irt.md: error and coverage of the full-benchmark accuracy
 estimated from n items, on a simulated 5,000-item benchmark and on the AI4Math table.
 
-    PYTHONPATH=src python docs/img/make_irt_figure.py [AI4MATH_CSV]
+    PYTHONPATH=src python docs/img/make_irt_figure.py [AI4MATH_CSV] [--plot-only]
 
-Writes docs/img/irt_subsets.png and prints the tables (docs/irt.md quotes them).
+Writes docs/img/irt_subsets.csv (the table docs/irt.md quotes) and docs/img/irt_subsets.png.
 """
 
 from __future__ import annotations
@@ -78,37 +78,55 @@ def ai4math_study(path: Path, sizes=(5, 10, 20, 40), seed: int = 7) -> pd.DataFr
             .reset_index().assign(data="ai4math"))
 
 
-def main() -> None:
+def plot(table: pd.DataFrame, out: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    warnings.simplefilter("ignore")
-    sim = simulated_study()
-    print(sim.to_string(index=False))
-    csv = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[3] / "shared/data/ai4math/ai4math_runs.csv"
-    real = ai4math_study(csv) if csv.exists() else None
-    if real is not None:
-        print(real.to_string(index=False))
-    fig, axes = plt.subplots(1, 3 if real is not None else 2, figsize=(13 if real is not None else 9, 3.6))
+    sim = table[table["data"] == "simulated"]
+    real = table[table["data"] == "ai4math"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     for method, style in zip(METHODS, ("o:", "s--", "^-")):
         s = sim[sim["method"] == method]
         axes[0].plot(s["n_items"], s["rmse"], style, label=method)
-        axes[1].errorbar(s["n_items"], s["coverage"], yerr=2 * s["coverage_mc_se"], fmt=style, label=method, capsize=2)
-        if real is not None:
-            r = real[real["method"] == method]
-            axes[2].plot(r["n_items"], r["rmse"], style, label=method)
-    axes[0].set(xscale="log", yscale="log", xlabel="items used", ylabel="RMSE of accuracy",
-                title="simulated 5,000 items: error")
+        axes[1].errorbar(s["n_items"], s["coverage"], yerr=2 * s["coverage_mc_se"], fmt=style, label=method,
+                         capsize=2)
+        r = real[real["method"] == method]
+        axes[2].plot(r["n_items"], r["rmse"], style, label=method)
+    axes[0].set(yscale="log", ylabel="RMSE of accuracy", title="simulated 5,000 items: error")
     axes[1].axhline(0.95, color="grey", lw=1)
-    axes[1].set(xscale="log", ylim=(0.7, 1.0), xlabel="items used", ylabel="coverage of 95% interval",
-                title="simulated: coverage (±2 MC SE)")
-    if real is not None:
-        axes[2].set(xscale="log", xlabel="items used", ylabel="RMSE vs all 105 items",
-                    title="AI4Math, leave one model out")
+    axes[1].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval", title="simulated: coverage (±2 MC SE)")
+    axes[2].set(ylabel="RMSE vs accuracy on all 105", title="AI4Math, one model left out (8)")
+    for ax, sizes in zip(axes, (sim, sim, real)):
+        ticks = sorted(sizes["n_items"].unique())
+        ax.set_xscale("log")
+        ax.set_xticks(ticks)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("items used")
+    axes[0].yaxis.set_major_formatter(ScalarFormatter())
+    axes[0].yaxis.set_minor_formatter(NullFormatter())
+    axes[0].set_yticks([0.02, 0.03, 0.05, 0.1])
     axes[0].legend()
     fig.tight_layout()
-    fig.savefig(Path(__file__).with_name("irt_subsets.png"), dpi=110)
+    fig.savefig(out, dpi=110)
+
+
+def main() -> None:
+    """Run both studies (about 20 minutes on two cores), write the table and the figure;
+    ``--plot-only`` redraws the figure from the table."""
+    here = Path(__file__).resolve().parent
+    table_path = here / "irt_subsets.csv"
+    args = [a for a in sys.argv[1:] if a != "--plot-only"]
+    if "--plot-only" not in sys.argv:
+        warnings.simplefilter("ignore")
+        csv = Path(args[0]) if args else here.parents[2] / "shared" / "data" / "ai4math" / "ai4math_runs.csv"
+        table = pd.concat([simulated_study(), ai4math_study(csv)], ignore_index=True)
+        table.to_csv(table_path, index=False, float_format="%.6g")
+    table = pd.read_csv(table_path)
+    print(table.to_string(index=False))
+    plot(table, here / "irt_subsets.png")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ _EXPORTS: dict[str, str] = {
     "read_mt_bench": "io",
     # item response theory with repeated runs: 2PL/1PL fits, item information, subset selection
     "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
-    "fit_irt": "irt", "item_information": "irt", "select_items": "irt",
+    "fit_irt": "irt", "item_information": "irt", "select_items": "irt", "IrtPosterior": "irt",
+    "fit_irt_bayes": "irt",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -139,7 +140,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
     from .irt import (
-        IrtFit, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, item_information, select_items,
+        IrtFit, IrtPosterior, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, fit_irt_bayes,
+        item_information, select_items,
     )
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,

@@ -57,11 +57,11 @@ from scipy import linalg, special, stats
 from ._random import as_generator
 from ._result import Result
 from .arguments import check_choice, check_count, check_level, check_number
-from .data import load_table
+from .data import ensure_runs, load_table
 from .errors import ArgumentError, ConvergenceWarning, DataError
 
-__all__ = ["IrtFit", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
-           "item_information", "select_items"]
+__all__ = ["IrtFit", "IrtPosterior", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
+           "fit_irt_bayes", "item_information", "select_items"]
 
 IrtModel = Literal["2pl", "1pl"]
 SelectMethod = Literal["information", "stratified", "random"]
@@ -104,20 +104,19 @@ def _codes(table: pd.DataFrame, cols: Sequence[str], where: str) -> tuple[np.nda
 
 def _counts(data: pd.DataFrame | str | Path, item: str, model: str, correct: str,
             run: str | Sequence[str] | None) -> _Counts:
-    table = load_table(data)
-    where = f"{data}: " if isinstance(data, (str, Path)) else ""
     run_cols = [] if run is None else ([run] if isinstance(run, str) else list(run))
-    for role, col in [("item", item), ("model", model), ("correct", correct)] + [("run", c) for c in run_cols]:
-        if not isinstance(col, str) or col not in table.columns:
-            raise DataError(f"{where}no column {col!r} (the {role} column); columns: {list(table.columns)[:20]}")
-    if len(table) == 0:
-        raise DataError(f"{where}the table has no rows")
-    y = pd.to_numeric(table[correct], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isin(y, (0.0, 1.0))
-    if bad.any():
-        row = table.index[np.flatnonzero(bad)[0]]
-        raise DataError(f"{where}column {correct!r} must be 0 or 1 (or true/false); row {row} has "
-                        f"{table[correct].iloc[int(np.flatnonzero(bad)[0])]!r}")
+    # the package's runs-table rules (columns, 0/1 outcomes or k-of-n counts, missing values,
+    # duplicated keys); the last run column is the run role, the others make the run key with it
+    table, schema = ensure_runs(data, item=item, model=model, outcome=correct,
+                                run=run_cols[-1] if run_cols else None, need_item=True, need_model=True,
+                                by=run_cols[:-1])
+    where = f"{data}: " if isinstance(data, (str, Path)) else ""
+    if schema.counts:
+        y = table[schema.successes].to_numpy(dtype=float)
+        trials = table[schema.trials].to_numpy(dtype=float)
+    else:
+        y = table[schema.scores].to_numpy(dtype=float)
+        trials = np.ones(len(table))
     ic, items = _codes(table, [item], where)
     mc, models = _codes(table, [model], where)
     if len(models) < 3:
@@ -135,7 +134,7 @@ def _counts(data: pd.DataFrame | str | Path, item: str, model: str, correct: str
                         f"for the count table ({cells} cells, at most {_MAX_CELLS})")
     flat = (ic * n_runs + rc) * len(models) + mc
     k = np.bincount(flat, weights=y, minlength=cells).reshape(len(items), n_runs, len(models))
-    n = np.bincount(flat, minlength=cells).astype(float).reshape(len(items), n_runs, len(models))
+    n = np.bincount(flat, weights=trials, minlength=cells).reshape(len(items), n_runs, len(models))
     return _Counts(k=k, n=n, items=items, models=models, runs=n_runs, has_runs=bool(run_cols))
 
 
@@ -447,7 +446,9 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     Parameters
     ----------
     data : DataFrame or path
-        One row per response: an item, a model, a 0/1 outcome and optionally run columns.
+        A runs table (:func:`evalmix.read_runs`'s rules): one row per response with an item, a
+        model, a 0/1 outcome (or k-of-n counts) and optionally run columns.  Without ``run``,
+        rows repeating an (item, model) pair are pooled as repeated attempts.
     item, model, correct : str
         Columns of the item, the model (the examinee) and the outcome.
     run : str or sequence of str, optional
@@ -952,3 +953,160 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     table = pd.DataFrame(rows, columns=["model", "n_items", "estimate", "se", "conf_low", "conf_high",
                                         "theta", "theta_se", "observed"])
     return SubsetAccuracy(table=table, conf_level=conf_level, selection="adaptive (maximum information)")
+
+
+# ----------------------------------------------------------------------------------------------
+# the Bayesian fit
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IrtPosterior(Result):
+    """A 2PL or 1PL model with an item:run nuisance layer fitted by NUTS (see :func:`fit_irt_bayes`).
+
+    Attributes
+    ----------
+    abilities : DataFrame
+        ``model``, ``estimate`` (posterior mean), ``se`` (posterior SD), ``conf_low``,
+        ``conf_high`` (equal-tailed interval), ``accuracy``; each draw's abilities are put at mean
+        0 and SD 1 over the models, as in :func:`fit_irt`.
+    items : DataFrame
+        Posterior means and SDs of ``discrimination`` and ``intercept``, and ``difficulty``.
+    population : DataFrame
+        Posterior means of the item population and ``run_sd``.
+    theta_draws : ndarray
+        Draws x models: the standardised abilities.
+    r_hat : float
+        The largest R-hat of the abilities.
+    divergences : int
+    """
+
+    abilities: pd.DataFrame
+    items: pd.DataFrame
+    population: pd.DataFrame
+    theta_draws: np.ndarray
+    r_hat: float
+    divergences: int
+    model_type: str
+    conf_level: float
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.abilities
+
+    def _title(self) -> str:
+        return f"{self.model_type.upper()} item response model (Bayesian, NUTS)"
+
+    def _header(self) -> list[str]:
+        return [f"{len(self.items)} items, {len(self.abilities)} models; {self.theta_draws.shape[0]} draws; "
+                f"max R-hat {self.r_hat:.3f}; {self.divergences} divergences"]
+
+    def to_dict(self) -> dict[str, object]:
+        from ._result import frame_records
+        return {"table": frame_records(self.abilities), "items": frame_records(self.items),
+                "population": frame_records(self.population), "r_hat": self.r_hat,
+                "divergences": self.divergences}
+
+
+def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model: str = "model",
+                  correct: str = "correct", run: str | Sequence[str] | None = None,
+                  model_type: IrtModel = "2pl", draws: int = 300, tune: int = 300, chains: int = 2,
+                  conf_level: float = 0.95, seed: int | None = 1) -> IrtPosterior:
+    """The model of :func:`fit_irt` fitted by PyMC's NUTS (the ``bayes`` extra).
+
+    Priors: abilities ``N(0, 1)``; item effects ``(a_i, c_i) = mu + L z_i`` with ``z_i ~ N(0, I)``,
+    ``mu_a ~ N(1, 1)``, ``mu_c ~ N(0, 2.5)``, ``L`` the Cholesky factor of an LKJ(2) correlation
+    with ``HalfNormal(2)`` SDs (1PL: one discrimination ``~ HalfNormal(2)``, intercept SD
+    ``~ HalfNormal(2)``); the item:run effects ``N(0, run_sd^2)`` with ``run_sd ~ HalfNormal(1)``.
+    Each draw's abilities are then put at mean 0 and SD 1 over the models, and its item effects
+    moved with them, so that the summaries are on :func:`fit_irt`'s scale.
+
+    Parameters
+    ----------
+    data, item, model, correct, run, model_type
+        As in :func:`fit_irt`.
+    draws, tune, chains : int
+        NUTS draws and tuning steps per chain, and chains (small defaults: a quick look).
+    conf_level : float
+        Level of the equal-tailed intervals.
+    seed : int, optional
+
+    Returns
+    -------
+    IrtPosterior
+
+    Examples
+    --------
+    >>> from evalmix.simulate import simulate_irt
+    >>> post = fit_irt_bayes(simulate_irt(n_items=20, n_models=4, seed=1), draws=50, tune=50,
+    ...                      chains=1)  # doctest: +SKIP
+    """
+    model_type = check_choice(model_type, "model_type", ("2pl", "1pl"))
+    draws = check_count(draws, "draws")
+    tune = check_count(tune, "tune", minimum=0)
+    chains = check_count(chains, "chains")
+    conf_level = check_level(conf_level)
+    try:
+        import pymc as pm
+    except ImportError as exc:  # pragma: no cover - the bayes extra is installed in CI
+        raise ImportError("fit_irt_bayes needs PyMC: pip install 'evalmix[bayes]'") from exc
+    cnt = _counts(data, item, model, correct, run)
+    ii, rr, mm = np.nonzero(cnt.n)
+    kk, nn = cnt.k[ii, rr, mm], cnt.n[ii, rr, mm]
+    n_items, n_models = len(cnt.items), len(cnt.models)
+    two_pl = model_type == "2pl"
+    with pm.Model():
+        theta = pm.Normal("theta", 0.0, 1.0, shape=n_models)
+        zi = pm.Normal("z_item", 0.0, 1.0, shape=(n_items, 2 if two_pl else 1))
+        if two_pl:
+            mu = pm.math.stack([pm.Normal("mu_a", 1.0, 1.0), pm.Normal("mu_c", 0.0, 2.5)])
+            chol, _, _ = pm.LKJCholeskyCov("chol", n=2, eta=2.0, sd_dist=pm.HalfNormal.dist(2.0),
+                                           compute_corr=True)
+            ac = pm.Deterministic("ac", mu + pm.math.dot(zi, chol.T))
+            a, c = ac[:, 0], ac[:, 1]
+        else:
+            alpha = pm.HalfNormal("alpha", 2.0)
+            sd_c = pm.HalfNormal("sd_c", 2.0)
+            c_items = pm.Deterministic("c", pm.Normal("mu_c", 0.0, 2.5) + sd_c * zi[:, 0])
+            a, c = alpha, c_items
+        eta = (a[ii] if two_pl else a) * theta[mm] + c[ii]
+        if cnt.has_runs:
+            run_sd = pm.HalfNormal("run_sd", 1.0)
+            zr = pm.Normal("z_run", 0.0, 1.0, shape=(n_items, cnt.runs))
+            eta = eta + run_sd * zr[ii, rr]
+        pm.Binomial("y", n=nn.astype(np.int64), logit_p=eta, observed=kk.astype(np.int64))
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
+                          progressbar=False, compute_convergence_checks=False)
+    post = idata.posterior
+    th = post["theta"].values.reshape(-1, n_models)
+    if two_pl:
+        ac_d = post["ac"].values.reshape(-1, n_items, 2)
+        a_d, c_d = ac_d[..., 0], ac_d[..., 1]
+    else:
+        a_d = np.repeat(post["alpha"].values.reshape(-1, 1), n_items, axis=1)
+        c_d = post["c"].values.reshape(-1, n_items)
+    # each draw on the fitted models' scale: theta -> (theta - t) / s, a -> a s, c -> c + a t
+    t = th.mean(axis=1, keepdims=True)
+    s = th.std(axis=1, keepdims=True)
+    th_std = (th - t) / s
+    a_std, c_std = a_d * s, c_d + a_d * t
+    lo_q, hi_q = (1 - conf_level) / 2, (1 + conf_level) / 2
+    ksum, nsum = cnt.k.sum(axis=(0, 1)), cnt.n.sum(axis=(0, 1))
+    abilities = pd.DataFrame({"model": cnt.models, "estimate": th_std.mean(axis=0), "se": th_std.std(axis=0, ddof=1),
+                              "conf_low": np.quantile(th_std, lo_q, axis=0),
+                              "conf_high": np.quantile(th_std, hi_q, axis=0),
+                              "accuracy": ksum / np.maximum(nsum, 1)})
+    a_mean, c_mean = a_std.mean(axis=0), c_std.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.where(np.abs(a_mean) > 1e-6, -c_mean / a_mean, np.nan)
+    items = pd.DataFrame({"item": cnt.items, "discrimination": a_mean, "discrimination_sd": a_std.std(axis=0, ddof=1),
+                          "intercept": c_mean, "intercept_sd": c_std.std(axis=0, ddof=1), "difficulty": diff})
+    pop = [("discrimination_mean", float(a_std.mean(axis=1).mean())),
+           ("discrimination_sd", float(a_std.std(axis=1).mean())),
+           ("intercept_mean", float(c_std.mean(axis=1).mean())), ("intercept_sd", float(c_std.std(axis=1).mean()))]
+    if cnt.has_runs:
+        pop.append(("run_sd", float(post["run_sd"].values.mean())))
+    import arviz as az
+    r_hat = float(np.nanmax(az.rhat(idata, var_names=["theta"])["theta"].values)) if chains > 1 else float("nan")
+    div = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
+    return IrtPosterior(abilities=abilities, items=items, population=pd.DataFrame(pop, columns=["parameter", "estimate"]),
+                        theta_draws=th_std, r_hat=r_hat, divergences=div, model_type=model_type,
+                        conf_level=conf_level)
