@@ -209,6 +209,7 @@ CALLS = {
     "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
     "judge_study": lambda c: evalmix.judge_study(_verdicts()),
     "fit_irt": lambda c: _irt(),
+    "fit_irt_bayes": lambda c: evalmix.fit_irt_bayes(_irt_runs().head(120), draws=20, tune=20, chains=1),
     "estimate_accuracy": lambda c: evalmix.estimate_accuracy(_irt(), _irt_runs().head(30)),
     "adaptive_accuracy": lambda c: evalmix.adaptive_accuracy(_irt(), _irt_runs(), ["m0"], n_items=5),
     "judge_agreement": lambda c: evalmix.judge_agreement(_verdicts()),

@@ -976,7 +976,7 @@ class IrtPosterior(Result):
     theta_draws : ndarray
         Draws x models: the standardised abilities.
     r_hat : float
-        The largest R-hat of the abilities.
+        The largest R-hat of the abilities (NaN with one chain).
     divergences : int
     """
 
@@ -1002,7 +1002,8 @@ class IrtPosterior(Result):
     def to_dict(self) -> dict[str, object]:
         from ._result import frame_records
         return {"table": frame_records(self.abilities), "items": frame_records(self.items),
-                "population": frame_records(self.population), "r_hat": self.r_hat,
+                "population": frame_records(self.population),
+                "r_hat": self.r_hat if math.isfinite(self.r_hat) else None,  # NaN with one chain
                 "divergences": self.divergences}
 
 
