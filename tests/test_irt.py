@@ -191,6 +191,12 @@ def test_cli_irt(tmp_path, capsys):
     assert {"estimate", "se", "conf_low", "conf_high"} <= set(doc["table"][0])
     assert main(["irt", str(path), "--run", "run", "--model-type", "1pl", "--items"]) == 0
     assert "1PL item response model" in capsys.readouterr().out
+    # a label with a terminal escape sequence is printed inert
+    evil = runs.assign(item=runs["item"].where(runs["item"] != "i00", "i00\x1b[31m"))
+    evil_path = tmp_path / "evil.csv"
+    evil.to_csv(evil_path, index=False)
+    assert main(["irt", str(evil_path), "--items", "--select", "40", "--model-type", "1pl"]) == 0
+    assert "\x1b" not in capsys.readouterr().out
     assert main(["irt", str(path), "--item", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'nope'" in err[0]

@@ -9,6 +9,8 @@ from ._args import conf_level, positive_int
 
 
 def run_irt(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .. import tables
     from ..irt import fit_irt, select_items
     from ._common import dump_json, emit, records
@@ -40,7 +42,8 @@ def run_irt(args: argparse.Namespace) -> int:
         print(tables.to_text(fit.items))
     if chosen is not None:
         print()
-        print(f"{len(chosen)} items chosen ({args.method}): " + ", ".join(str(i) for i in chosen))
+        print(f"{len(chosen)} items chosen ({args.method}):")
+        print(tables.to_text(pd.DataFrame({"item": chosen})))  # to_text makes labels safe for a terminal
     return 0
 
 
