@@ -277,3 +277,19 @@ def test_path_and_frame_give_the_same_fit(tmp_path):
     _three().to_csv(path, index=False)
     a, b = fit_irt(path, run="run", model_type="1pl"), fit_irt(_three(), run="run", model_type="1pl")
     pd.testing.assert_frame_equal(a.abilities, b.abilities)
+
+
+@pytest.mark.slow  # 30 fits of simulated runs
+def test_ability_intervals_cover():
+    # 30 data sets x 8 models; abilities of a model are correlated within a data set, so the
+    # Monte-Carlo SE of the pooled coverage is about 0.015 rather than sqrt(.95 .05 / 240) = 0.014
+    rng = np.random.default_rng(5)
+    items, theta = simulate_irt_parameters(100, 8, seed=rng)
+    truth = (theta - theta.mean()) / theta.std()
+    hits = []
+    for _ in range(30):
+        fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=2, run_sd=0.5, seed=rng), run="run")
+        ab = fit.abilities
+        hits.append(((ab["conf_low"] <= truth) & (truth <= ab["conf_high"])).to_numpy())
+    coverage = float(np.mean(hits))
+    assert 0.90 <= coverage <= 0.995, coverage

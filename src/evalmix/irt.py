@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import linalg, special, stats
 
@@ -420,7 +421,7 @@ class IrtFit(Result):
                 "population": frame_records(self.population), "loglik": self.loglik,
                 "model_type": self.model_type}
 
-    def predict(self, theta: ArrayLikeFloat) -> np.ndarray:
+    def predict(self, theta: npt.ArrayLike) -> np.ndarray:
         """Probability correct of each item (rows) at each ability (columns), the item parameters
         integrated over their posterior and the response over a fresh run.
 
@@ -433,8 +434,6 @@ class IrtFit(Result):
         """
         return _predictive(self, np.asarray(theta, dtype=float).ravel())[0]
 
-
-ArrayLikeFloat = Sequence[float] | np.ndarray
 
 
 def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str = "model",
