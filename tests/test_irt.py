@@ -293,3 +293,21 @@ def test_ability_intervals_cover():
         hits.append(((ab["conf_low"] <= truth) & (truth <= ab["conf_high"])).to_numpy())
     coverage = float(np.mean(hits))
     assert 0.90 <= coverage <= 0.995, coverage
+
+
+def test_for_given_abilities_the_2pl_is_the_glmm_with_a_random_slope():
+    # the GLMM view: at the fitted abilities, correct ~ theta + (1 + theta | item) has the item
+    # population as its fixed effects and random-effect covariance (Laplace against quadrature)
+    runs = simulate_irt(n_items=80, n_models=8, seed=11)
+    fit = fit_irt(runs, n_quad=11, tol=1e-10)
+    theta = dict(zip(fit.abilities["model"], fit.abilities["estimate"]))
+    g = glmer("correct ~ theta + (1 + theta | item)", runs.assign(theta=runs["model"].map(theta)))
+    pop = fit.population.set_index("parameter")["estimate"]
+    assert g.fixef["theta"] == pytest.approx(pop["discrimination_mean"], abs=0.03)
+    assert g.fixef["(Intercept)"] == pytest.approx(pop["intercept_mean"], abs=0.03)
+    vc = g.varcorr
+    sd = dict(zip(vc["var1"] + "|" + vc["var2"].fillna(""), vc["sd"]))
+    assert sd["theta|"] == pytest.approx(pop["discrimination_sd"], rel=0.05)
+    assert sd["(Intercept)|"] == pytest.approx(pop["intercept_sd"], rel=0.06)
+    assert sd["(Intercept)|theta"] == pytest.approx(pop["discrimination_intercept_correlation"], abs=0.06)
+    assert fit.loglik == pytest.approx(-0.5 * g.deviance, abs=2.0)
