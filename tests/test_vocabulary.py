@@ -12,6 +12,7 @@ changed through its attributes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import warnings
@@ -76,6 +77,9 @@ DOMAIN = {
     "source", "includes", "mean_square", "variance_raw", "section", "caption",
     # prediction-powered inference: the judge's weight, labels saved, simulated intervals
     "lambda", "ess_gain", "target", "mean_lambda", "mean_width", "coverage_mc_se",
+    # item response theory: item parameters, abilities, information
+    "discrimination", "discrimination_sd", "intercept", "intercept_sd", "difficulty", "theta", "theta_se",
+    "probability", "information",
     # arena battles
     "n_battles", "wins", "losses", "ties",
     # a linear hypothesis: the right-hand side of each row (term holds the row's text)
@@ -88,6 +92,16 @@ DOMAIN = {
 
 def _judged() -> pd.DataFrame:
     return evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+
+
+@functools.cache
+def _irt_runs() -> pd.DataFrame:
+    return evalmix.simulate.simulate_irt(n_items=40, n_models=5, seed=1)
+
+
+@functools.cache
+def _irt():
+    return evalmix.fit_irt(_irt_runs())
 
 
 def _verdicts() -> pd.DataFrame:
@@ -201,6 +215,10 @@ CALLS = {
                                                                n_sims=5, seed=1),
     "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
     "judge_study": lambda c: evalmix.judge_study(_verdicts()),
+    "fit_irt": lambda c: _irt(),
+    "fit_irt_bayes": lambda c: evalmix.fit_irt_bayes(_irt_runs().head(120), draws=20, tune=20, chains=1),
+    "estimate_accuracy": lambda c: evalmix.estimate_accuracy(_irt(), _irt_runs().head(30)),
+    "adaptive_accuracy": lambda c: evalmix.adaptive_accuracy(_irt(), _irt_runs(), ["m0"], n_items=5),
     "judge_agreement": lambda c: evalmix.judge_agreement(_verdicts()),
     "plan_judges": lambda c: evalmix.plan_judges(
         evalmix.judge_components(0.3, sd_item=1.0, sd_response=0.5, sd_judge=0.3), se=0.04),
@@ -247,7 +265,7 @@ NOT_RESULTS = {
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
-    "bayes.available_samplers", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
+    "bayes.available_samplers", "select_items", "item_information", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
     "register_contrast", "contrast_families",  # the contrast-family registry: no table
 }
 

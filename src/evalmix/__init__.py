@@ -83,14 +83,18 @@ _EXPORTS: dict[str, str] = {
     "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
+    # item response theory with repeated runs: 2PL/1PL fits, item information, subset selection
+    "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
+    "fit_irt": "irt", "item_information": "irt", "select_items": "irt", "IrtPosterior": "irt",
+    "fit_irt_bayes": "irt",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
 # of those names, and ``evalmix.tests`` is a deprecated alias left out
-_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "ordinal", "plots", "simulate"}
+_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "model", "ordinal", "plots", "simulate", "tmb"}
 _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
-    "fitted", "grid", "judges", "leaderboard", "links", "model", "multiplicity", "paired", "parallel",
+    "fitted", "grid", "irt", "judges", "leaderboard", "links", "methods", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
     "scan", "selection", "status", "tables", "variance"}
 
@@ -131,13 +135,17 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import (
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
-        fitted, glmm, grid, integrations, io, judges, leaderboard, links, lmm, model, multiplicity, ordinal, paired,
-        parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
-        scan, selection, simulate, status, tables, variance,
+        fitted, glmm, grid, integrations, io, irt, judges, leaderboard, links, lmm, methods, model, multiplicity,
+        ordinal, paired, parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting,
+        resampling, scan, selection, simulate, status, tables, tmb, variance,
     )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
+    from .irt import (
+        IrtFit, IrtPosterior, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, fit_irt_bayes,
+        item_information, select_items,
+    )
     from .comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )

@@ -43,6 +43,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "calibrate": ("comparisons", "add_calibrate", "false-positive rate, power and coverage of comparison methods"),
     "leaderboard": ("leaderboard", "add_parser", "leaderboard with simultaneous rank sets and tie groups"),
     "arena": ("arena", "add_parser", "Bradley-Terry (Elo) ratings of pairwise battles, with rank sets"),
+    "irt": ("irt", "add_parser", "2PL/1PL item response model with run-to-run noise; item subsets"),
     "report": ("report", "add_parser", "every table and figure of the study: an HTML page, LaTeX/Markdown "
                                        "tables, PNG/PDF figures"),
     "judges": ("judges", "add_judges", "several LLM judges in one model: bias, interaction, agreement, variance"),

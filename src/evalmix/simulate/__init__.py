@@ -1,6 +1,7 @@
 """Simulators of evaluation runs with known truth, for examples, tests and calibration studies."""
 
 from .glmm import glmm_runs
+from .irt import simulate_irt, simulate_irt_parameters
 from .mixture import mixture_benchmark
 
-__all__ = ["glmm_runs", "mixture_benchmark"]
+__all__ = ["glmm_runs", "mixture_benchmark", "simulate_irt", "simulate_irt_parameters"]

@@ -1,0 +1,73 @@
+"""``evalmix irt``: a 2PL or 1PL item response model with run-to-run noise; abilities, items, and
+optionally a subset of items chosen for estimating full-benchmark accuracy."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._args import conf_level, positive_int
+
+
+def run_irt(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .. import tables
+    from ..irt import fit_irt, select_items
+    from ._common import dump_json, emit, records
+
+    run = [c.strip() for c in args.run.split(",") if c.strip()] if args.run else None
+    fit = fit_irt(args.data, item=args.item, model=args.model, correct=args.correct, run=run,
+                  model_type=args.model_type, conf_level=args.conf_level)
+    chosen = (select_items(fit, args.select, method=args.method, seed=args.seed)
+              if args.select is not None else None)
+    if args.json:
+        doc = {"command": args.command} | fit.to_dict()
+        doc["table"] = records(fit.abilities)
+        doc["items"] = records(fit.items)
+        doc["population"] = records(fit.population)
+        if chosen is not None:
+            doc["selected_items"] = [str(i) for i in chosen]
+        dump_json(doc)
+        return 0
+    summary = fit.summary()
+    for line in (summary.title, *summary.header):
+        print(line)
+    emit(args, fit.abilities)
+    print()
+    print("item population:")
+    print(tables.to_text(fit.population))
+    if args.items:
+        print()
+        print("items:")
+        print(tables.to_text(fit.items))
+    if chosen is not None:
+        print()
+        print(f"{len(chosen)} items chosen ({args.method}):")
+        print(tables.to_text(pd.DataFrame({"item": chosen})))  # to_text makes labels safe for a terminal
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "irt", help="2PL/1PL item response model with run-to-run noise; item subsets",
+        description="Fit a 2PL (or 1PL) item response model to 0/1 outcomes by marginal maximum "
+                    "likelihood: item discrimination and difficulty (items random), model ability "
+                    "(at mean 0, SD 1 over the models) with intervals, and a random intercept per "
+                    "item:run for run-to-run noise.  DATA is a runs table (.csv, .tsv, .parquet, .jsonl).")
+    p.add_argument("data", metavar="DATA", help="runs table")
+    p.add_argument("--item", default="item", help="item column (default: item)")
+    p.add_argument("--model", default="model", help="model column (default: model)")
+    p.add_argument("--correct", default="correct", help="0/1 outcome column (default: correct)")
+    p.add_argument("--run", default=None, metavar="COLUMNS",
+                   help="run column(s), comma-separated (e.g. language,prompt,run); each item:run gets "
+                        "a random intercept (default: none)")
+    p.add_argument("--model-type", choices=["2pl", "1pl"], default="2pl", help="2PL (default) or 1PL")
+    p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--items", action="store_true", help="also print the item table")
+    p.add_argument("--select", type=positive_int, default=None, metavar="N",
+                   help="choose N items for estimating full-benchmark accuracy")
+    p.add_argument("--method", choices=["stratified", "information", "random"], default="stratified",
+                   help="how --select chooses (default: stratified)")
+    p.add_argument("--seed", type=int, default=1, help="seed of --method random (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(handler=run_irt)

@@ -1,0 +1,313 @@
+"""IRT with repeated runs (evalmix.irt): girth parity, recovery, the 1PL as a GLMM, information,
+subset selection and its coverage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from evalmix import glmer
+from evalmix.errors import ArgumentError, DataError
+from evalmix.irt import (
+    adaptive_accuracy, estimate_accuracy, fit_irt, item_information, select_items,
+)
+from evalmix.simulate import simulate_irt, simulate_irt_parameters
+
+
+def _frame(rows: list[str]) -> pd.DataFrame:
+    y = np.array([[int(c) for c in r] for r in rows])
+    n_items, n_models = y.shape
+    return pd.DataFrame({"item": np.repeat([f"i{i:03d}" for i in range(n_items)], n_models),
+                         "model": np.tile([f"m{m:03d}" for m in range(n_models)], n_items),
+                         "correct": y.ravel()})
+
+
+@pytest.fixture(scope="module")
+def sim():
+    items, theta = simulate_irt_parameters(120, 8, seed=1)
+    runs = simulate_irt(items=items, theta=theta, n_runs=3, run_sd=0.6, seed=2)
+    return items, theta, runs, fit_irt(runs, run="run")
+
+
+def test_girth_onepl_is_the_same_likelihood(reference):
+    # the 1PL with random items on a table is girth's onepl_mml on its transpose
+    ref = reference("irt_girth")["onepl"]
+    fit = fit_irt(_frame(ref["correct"]), model_type="1pl", n_quad=21, tol=1e-10)
+    pop = fit.population.set_index("parameter")["estimate"]
+    alpha, mu, sd = pop["discrimination"], pop["intercept_mean"], pop["intercept_sd"]
+    assert sd == pytest.approx(ref["girth_discrimination"], abs=2e-3)
+    difficulty = -(alpha * fit.abilities["estimate"].to_numpy() + mu) / sd
+    np.testing.assert_allclose(difficulty, ref["girth_difficulty"], atol=2e-3)
+
+
+def test_girth_twopl_agrees_up_to_the_ability_scale(reference):
+    # girth: items fixed, abilities N(0, 1); evalmix: items random, the models' abilities at mean 0,
+    # SD 1.  After the linear map of the scale that best matches the difficulties, the two agree to
+    # the shrinkage of the random items (largest at the extreme items)
+    ref = reference("irt_girth")["twopl"]
+    fit = fit_irt(_frame(ref["correct"]), n_quad=11, tol=1e-9)
+    b, a = fit.items["difficulty"].to_numpy(), fit.items["discrimination"].to_numpy()
+    bg, ag = np.asarray(ref["girth_difficulty"]), np.asarray(ref["girth_discrimination"])
+    s, t = np.polyfit(bg, b, 1)
+    assert 0.8 < s < 0.95  # our scale: 400 noisy abilities at SD 1 are a narrower scale than N(0, 1)
+    assert np.median(np.abs(b - (s * bg + t))) < 0.03
+    assert np.max(np.abs(b - (s * bg + t))) < 0.3
+    assert np.median(np.abs(a / (ag / s) - 1)) < 0.04
+    assert np.max(np.abs(a / (ag / s) - 1)) < 0.2
+    assert np.corrcoef(b, ref["true_difficulty"])[0, 1] > 0.98
+
+
+def test_recovers_abilities_items_and_run_noise(sim):
+    items, theta, runs, fit = sim
+    est = fit.abilities["estimate"].to_numpy()
+    truth = (theta - theta.mean()) / theta.std()
+    assert np.max(np.abs(est - truth)) < 0.35
+    assert np.corrcoef(est, truth)[0, 1] > 0.98
+    assert est.mean() == pytest.approx(0.0, abs=1e-9) and est.std() == pytest.approx(1.0, abs=1e-9)
+    # rank correlation: an item with a discrimination near 0 has a difficulty far out
+    assert stats.spearmanr(fit.items["difficulty"], items["difficulty"])[0] > 0.7  # 8 models per item
+    pop = fit.population.set_index("parameter")["estimate"]
+    assert pop["run_sd"] == pytest.approx(0.6, abs=0.2)
+    assert (fit.abilities["se"] > 0).all()
+    assert fit.converged
+    z = (fit.abilities["estimate"] - fit.abilities["conf_low"]) / fit.abilities["se"]
+    np.testing.assert_allclose(z, 1.959964, rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::evalmix.errors.SingularFitWarning")  # item:run variance at 0 here
+def test_onepl_matches_the_glmm_with_model_fixed_effects():
+    # the 1PL is correct ~ 0 + model + (1|item) + (1|item:run): alpha * theta_m + mu_c = beta_m
+    runs = simulate_irt(n_items=60, n_models=5, n_runs=2, disc_sd=0.0, run_sd=0.5, seed=7)
+    fit = fit_irt(runs, run="run", model_type="1pl", n_quad=15, tol=1e-10)
+    pop = fit.population.set_index("parameter")["estimate"]
+    g = glmer("correct ~ 0 + model + (1 | item) + (1 | item:run)", runs)
+    beta = np.asarray(g.fixef, dtype=float)
+    ours = pop["discrimination"] * fit.abilities["estimate"].to_numpy() + pop["intercept_mean"]
+    # Laplace (glmer) against adaptive quadrature: close, not equal
+    np.testing.assert_allclose(ours - ours.mean(), beta - beta.mean(), atol=0.03)
+    assert fit.loglik == pytest.approx(-0.5 * g.deviance, abs=2.0)
+
+
+def test_item_information_is_the_bernoulli_information_of_the_prediction(sim):
+    fit = sim[3]
+    th = np.array([-1.0, 0.5])
+    info = item_information(fit, th)
+    h = 1e-5
+    p = fit.predict(th)
+    dp = (fit.predict(th + h) - fit.predict(th - h)) / (2 * h)
+    expected = (dp ** 2 / (p * (1 - p))).T.ravel()
+    np.testing.assert_allclose(info["information"].to_numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(info["probability"].to_numpy(), p.T.ravel())
+    assert list(info.columns) == ["item", "theta", "probability", "information"]
+    with pytest.raises(ArgumentError, match="theta"):
+        item_information(fit, [np.nan])
+
+
+def test_select_items(sim):
+    fit = sim[3]
+    strat = select_items(fit, 12, method="stratified")
+    info = select_items(fit, 12, method="information")
+    assert len(set(strat)) == 12 and len(set(info)) == 12
+    assert select_items(fit, 12, method="random", seed=3) == select_items(fit, 12, method="random", seed=3)
+    # the information subset has the largest average information
+    x = item_information(fit, np.linspace(-2, 2, 9)).groupby("item")["information"].mean()
+    assert x[info].sum() >= x[strat].sum() - 1e-12
+    # the stratified subset spans easy to hard items
+    acc = fit.items.set_index("item")["accuracy"]
+    assert acc[strat].max() - acc[strat].min() > 0.5
+    with pytest.raises(ArgumentError, match="n_items"):
+        select_items(fit, 500)
+    with pytest.raises(ArgumentError, match="method"):
+        select_items(fit, 5, method="best")  # type: ignore[arg-type]
+
+
+def test_subset_accuracy_of_a_held_out_model():
+    items, theta = simulate_irt_parameters(300, 9, seed=21)
+    runs = simulate_irt(items=items, theta=theta, seed=22)
+    fit = fit_irt(runs[runs["model"] != "m8"])
+    new = runs[runs["model"] == "m8"]
+    full = estimate_accuracy(fit, new).table.iloc[0]
+    assert full["n_items"] == 300
+    assert full["conf_low"] < full["estimate"] < full["conf_high"]
+    # all items answered: the estimate is close to the observed accuracy
+    assert full["estimate"] == pytest.approx(full["observed"], abs=0.03)
+    chosen = select_items(fit, 30)
+    part = estimate_accuracy(fit, new[new["item"].isin(chosen)]).table.iloc[0]
+    assert part["n_items"] == 30 and part["se"] > full["se"]
+    assert part["conf_low"] < full["observed"] < part["conf_high"]
+    ada = adaptive_accuracy(fit, new, ["m8"], n_items=30).table.iloc[0]
+    assert ada["n_items"] == 30 and ada["conf_low"] < full["observed"] < ada["conf_high"]
+    # a function that runs the model gives the same answers as the table
+    lookup = new.set_index("item")["correct"]
+    via_fn = adaptive_accuracy(fit, lambda m, i: lookup[i], ["m8"], n_items=30).table.iloc[0]
+    assert via_fn["estimate"] == pytest.approx(ada["estimate"], abs=1e-12)
+
+
+def test_bad_input_is_named(sim):
+    runs, fit = sim[2], sim[3]
+    with pytest.raises(DataError, match="'answer'"):
+        fit_irt(runs, correct="answer")
+    bad = runs.assign(correct=runs["correct"].astype(float))
+    bad.loc[5, "correct"] = 0.5
+    with pytest.raises(DataError, match="row 5"):
+        fit_irt(bad)
+    dup = pd.concat([runs, runs.iloc[[4]]], ignore_index=True)
+    with pytest.raises(DataError, match="share a key"):
+        fit_irt(dup, run="run")
+    with pytest.raises(DataError, match="at least 3 models"):
+        fit_irt(runs[runs["model"].isin(["m0", "m1"])])
+    with pytest.raises(DataError, match="not calibrate"):
+        estimate_accuracy(fit, pd.DataFrame({"item": ["zzz"], "model": ["x"], "correct": [1]}))
+    with pytest.raises(DataError, match="no responses"):
+        adaptive_accuracy(fit, runs, ["nobody"], n_items=3)
+    with pytest.raises(ArgumentError, match="models"):
+        adaptive_accuracy(fit, lambda m, i: 1, n_items=3)
+    with pytest.raises(ArgumentError, match="model_type"):
+        fit_irt(runs, model_type="3pl")  # type: ignore[arg-type]
+
+
+def test_result_renders(sim):
+    fit = sim[3]
+    text = repr(fit)
+    assert "2PL item response model" in text and "run SD" in text
+    doc = fit.to_dict()
+    assert set(doc) >= {"table", "items", "population", "loglik"}
+    assert "estimate" in fit.to_markdown()
+
+
+def test_cli_irt(tmp_path, capsys):
+    import json
+
+    from evalmix.cli import main
+
+    runs = simulate_irt(n_items=40, n_models=5, n_runs=2, seed=9)
+    path = tmp_path / "runs.csv"
+    runs.to_csv(path, index=False)
+    assert main(["irt", str(path), "--select", "5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["table"]) == 5 and len(doc["items"]) == 40 and len(doc["selected_items"]) == 5
+    assert {"estimate", "se", "conf_low", "conf_high"} <= set(doc["table"][0])
+    assert main(["irt", str(path), "--run", "run", "--model-type", "1pl", "--items"]) == 0
+    assert "1PL item response model" in capsys.readouterr().out
+    # a label with a terminal escape sequence is printed inert
+    evil = runs.assign(item=runs["item"].where(runs["item"] != "i00", "i00\x1b[31m"))
+    evil_path = tmp_path / "evil.csv"
+    evil.to_csv(evil_path, index=False)
+    assert main(["irt", str(evil_path), "--items", "--select", "40", "--model-type", "1pl"]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+    assert main(["irt", str(path), "--item", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'nope'" in err[0]
+
+
+def _study():
+    """The subset study of docs/img/make_irt_figure.py (one implementation for the figure and the test)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "img" / "make_irt_figure.py"
+    spec = importlib.util.spec_from_file_location("make_irt_figure", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow  # a 5,000-item calibration and 600 subset estimates: the second test step
+def test_subset_coverage_simulated_benchmark():
+    # 100 new models per cell: the Monte-Carlo SE of a coverage near 0.95 is 0.022, so 0.85 is
+    # more than 4 MC SEs below nominal
+    res = _study().simulated_study(n_items=5000, n_calib=20, n_test=100, sizes=(25, 100), seed=2024)
+    assert (res["coverage"] >= 0.85).all(), res
+    rmse = res.pivot(index="n_items", columns="method", values="rmse")
+    assert (rmse.loc[100] < rmse.loc[25]).all()
+    assert rmse.loc[100, "adaptive"] < rmse.loc[100, "random"]
+    assert rmse.loc[100, "adaptive"] < 0.04
+
+
+@pytest.mark.slow  # eight calibrations of AI4Math, one per held-out model
+def test_subset_error_ai4math_leave_one_model_out(ai4math_dir):
+    res = _study().ai4math_study(ai4math_dir / "ai4math_runs.csv", sizes=(10, 40))
+    rmse = res.pivot(index="n_items", columns="method", values="rmse")
+    assert (rmse.loc[40] < rmse.loc[10]).all()
+    assert rmse.loc[40].max() < 0.08, res
+
+
+@pytest.mark.slow  # NUTS sampling
+def test_bayesian_fit_agrees_with_marginal_ml():
+    from evalmix.irt import fit_irt_bayes
+
+    runs = simulate_irt(n_items=60, n_models=6, n_runs=2, seed=3)
+    post = fit_irt_bayes(runs, run="run", draws=200, tune=200, chains=2, seed=1)
+    fit = fit_irt(runs, run="run")
+    assert post.r_hat < 1.05
+    # 400 draws: the posterior means are known to about 0.01; prior and shrinkage differ a little
+    np.testing.assert_allclose(post.abilities["estimate"], fit.abilities["estimate"], atol=0.15)
+    np.testing.assert_allclose(post.abilities["se"], fit.abilities["se"], rtol=0.35)
+    pop = post.population.set_index("parameter")["estimate"]
+    assert pop["run_sd"] == pytest.approx(fit.population.set_index("parameter")["estimate"]["run_sd"], abs=0.1)
+    assert "Bayesian" in repr(post)
+
+
+def _three() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [(f"m{m}", f"q{i}", r, int(rng.random() < 0.3 + 0.4 * (i % 2)))
+            for m in range(3) for i in range(6) for r in range(1, 4)]
+    return pd.DataFrame(rows, columns=["model", "item", "run", "correct"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.astype({"correct": object}).assign(correct=lambda x: x["correct"].where(x.index != 7, 2)),
+     r"outcome column 'correct' must .*row 7: correct=2"),
+    (lambda d: d.astype({"correct": float}).assign(correct=lambda x: x["correct"].where(x.index != 5, np.nan)),
+     r"outcome column 'correct' has 1 missing value.*row 5"),
+    (lambda d: pd.concat([d, d.iloc[[4]]], ignore_index=True), r"2 rows share a key .*row 4"),
+    (lambda d: d.iloc[:0], "the runs table is empty"),
+    (lambda d: d.astype({"correct": object}).assign(correct=lambda x: x["correct"].where(x.index != 3, "yes")),
+     r"must be 0/1 .*non-numeric.*row 3: correct='yes'"),
+])
+def test_the_runs_table_rules_hold(change, message):
+    with pytest.raises(DataError, match=message):
+        fit_irt(change(_three()), run="run")
+
+
+def test_path_and_frame_give_the_same_fit(tmp_path):
+    path = tmp_path / "runs.csv"
+    _three().to_csv(path, index=False)
+    a, b = fit_irt(path, run="run", model_type="1pl"), fit_irt(_three(), run="run", model_type="1pl")
+    pd.testing.assert_frame_equal(a.abilities, b.abilities)
+
+
+@pytest.mark.slow  # 30 fits of simulated runs
+def test_ability_intervals_cover():
+    # 30 data sets x 8 models; abilities of a model are correlated within a data set, so the
+    # Monte-Carlo SE of the pooled coverage is about 0.015 rather than sqrt(.95 .05 / 240) = 0.014
+    rng = np.random.default_rng(5)
+    items, theta = simulate_irt_parameters(100, 8, seed=rng)
+    truth = (theta - theta.mean()) / theta.std()
+    hits = []
+    for _ in range(30):
+        fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=2, run_sd=0.5, seed=rng), run="run")
+        ab = fit.abilities
+        hits.append(((ab["conf_low"] <= truth) & (truth <= ab["conf_high"])).to_numpy())
+    coverage = float(np.mean(hits))
+    assert 0.90 <= coverage <= 0.995, coverage
+
+
+def test_for_given_abilities_the_2pl_is_the_glmm_with_a_random_slope():
+    # the GLMM view: at the fitted abilities, correct ~ theta + (1 + theta | item) has the item
+    # population as its fixed effects and random-effect covariance (Laplace against quadrature)
+    runs = simulate_irt(n_items=80, n_models=8, seed=11)
+    fit = fit_irt(runs, n_quad=11, tol=1e-10)
+    theta = dict(zip(fit.abilities["model"], fit.abilities["estimate"]))
+    g = glmer("correct ~ theta + (1 + theta | item)", runs.assign(theta=runs["model"].map(theta)))
+    pop = fit.population.set_index("parameter")["estimate"]
+    assert g.fixef["theta"] == pytest.approx(pop["discrimination_mean"], abs=0.03)
+    assert g.fixef["(Intercept)"] == pytest.approx(pop["intercept_mean"], abs=0.03)
+    vc = g.varcorr
+    sd = dict(zip(vc["var1"] + "|" + vc["var2"].fillna(""), vc["sd"]))
+    assert sd["theta|"] == pytest.approx(pop["discrimination_sd"], rel=0.05)
+    assert sd["(Intercept)|"] == pytest.approx(pop["intercept_sd"], rel=0.06)
+    assert sd["(Intercept)|theta"] == pytest.approx(pop["discrimination_intercept_correlation"], abs=0.06)
+    assert fit.loglik == pytest.approx(-0.5 * g.deviance, abs=2.0)
