@@ -152,7 +152,11 @@ def test_no_overdispersion_in_binomial_data():
 def test_emmeans_and_contrasts_match_r(fits):
     fit = fits["sim_beta"]
     ref = REF["emmeans_sim_beta"]
-    em = evalmix.emmeans(fit, "model", type="response").to_frame()
+    means = evalmix.emmeans(fit, "model", type="response")
+    # a beta fit's inverse link is a mean score, not a probability, and is labelled so
+    assert means.scale == "mean score" and "scale: mean score" in str(means)
+    assert evalmix.emmeans(fits["sim_bb"], "model", type="response").scale == "probability"
+    em = means.to_frame()
     assert em["model"].astype(str).tolist() == ref["model"]
     np.testing.assert_allclose(em["estimate"], ref["response"], rtol=1e-4)
     np.testing.assert_allclose(em["se"], ref["se"], rtol=1e-3)

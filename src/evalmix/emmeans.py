@@ -475,6 +475,8 @@ class Contrasts(_GridView, Result):
         if self.scale == "probability":
             return ["scale: probability (contrast A - B: difference of probabilities, "
                     "delta method)"]
+        if self.scale == "mean score":
+            return ["scale: mean score (contrast A - B: difference of mean scores, delta method)"]
         return [f"scale: {self.scale}"]
 
     def _notes(self) -> list[str]:
@@ -679,7 +681,7 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
     elif con.tran == LOG_ODDS_RATIO:
         scale = "odds ratio difference"
     elif con.tran is not None:
-        scale = "probability" if con.tran in LINKS else f"{con.tran} response"
+        scale = con.response if con.tran in LINKS else f"{con.tran} response"
     else:
         scale = "odds ratio" if ratio else ("log-odds" if con.link == "logit"
                                             else f"{con.link} link")

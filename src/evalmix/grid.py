@@ -238,6 +238,7 @@ class RefGrid(Result):
     design: FixedDesign | None = field(default=None, repr=False)  # the fit's fixed design (data for weights)
     contrasts: bool = False
     conf_level: float = 0.95
+    response: str = "probability"  # what the inverse link gives: a probability, or a beta fit's mean score
     dfm: DfMethod | None = field(default=None, repr=False)  # finite df (lmer fits)
 
     # ---- what it holds
@@ -278,9 +279,9 @@ class RefGrid(Result):
         if self.tran == LOG_ODDS_RATIO:
             return "odds ratio"
         if self.tran is not None:
-            return "probability" if self.tran in LINKS else f"{self.tran} response"
+            return self.response if self.tran in LINKS else f"{self.tran} response"
         if self.type == "response" and self.link == "logit":
-            return "probability"
+            return self.response
         return "log-odds" if self.link == "logit" else f"{self.link} link"
 
     def _raw(self, name: str) -> Any:
@@ -599,7 +600,8 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
                    vcov=coefs.vcov, draws=coefs.draws, L_full=X_full, null_basis=basis,
                    offset=np.full(len(frame), shift) if shift else None,
                    separation=coefs.separation, design=design,
-                   conf_level=check_level(conf_level), dfm=dfm)
+                   conf_level=check_level(conf_level), dfm=dfm,
+                   response=str(getattr(fit, "response_scale", "probability")))
 
 
 def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = ()) -> RefGrid:

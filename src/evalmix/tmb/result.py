@@ -135,6 +135,12 @@ class GlmmTMBResult(Result):
     call: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
+    def response_scale(self) -> str:
+        """What the inverse link gives, as :func:`evalmix.emmeans` labels it: a mean score for the
+        beta family, a probability for the binomial families."""
+        return "mean score" if self.family == "beta" else "probability"
+
+    @property
     def df_residual(self) -> int:
         """``nobs - df`` (R's ``df.residual``)."""
         return self.nobs - self.df
