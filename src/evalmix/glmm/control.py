@@ -72,6 +72,9 @@ class GlmerControl:
     inner_tol: float = _num(1e-14)
     #: Newton steps over beta per theta; one or two are typical with warm starts
     inner_maxit: int = _num(100, int)
+    #: a Newton decrement over beta above this share of the previous one means slow progress:
+    #: the curvature (the Gauss-Newton matrix) is then recomputed at the current point
+    inner_refresh: float = _num(0.25, upper=1.0)
     #: restarts of the optimiser from probes off a boundary theta = 0 (the deviance is even in a
     #: scalar theta, so its gradient vanishes there whether or not it is a minimum)
     boundary_restarts: int = _num(3, int, zero=True)
@@ -104,6 +107,9 @@ class GlmerControl:
     tol_pwrss: float = _num(1e-7)
     #: PIRLS iterations of that replay (lme4's ``pwrssUpdate`` gives up after a bounded count too)
     pwrss_maxit: int = _num(100, int)
+    #: halvings of a step of that replay towards the previous modes while the penalised deviance
+    #: rises (lme4's ``pwrssUpdate`` halves a bounded number of times too)
+    pwrss_halvings: int = _num(20, int)
     #: lme4's first stage (theta with beta inside PIRLS, ``nAGQ = 0``) is refitted only to find
     #: the linear predictor its second-stage PIRLS restarts from; these loose settings suffice,
     #: as only lme4's PIRLS iteration count from that start matters

@@ -128,6 +128,7 @@ class ProfiledFit:
         self.step_slack = ld.control.step_slack
         self.inner_halvings = ld.control.inner_halvings
         self.inner_gain_tol = ld.control.inner_gain_tol
+        self.inner_refresh = ld.control.inner_refresh
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
         # outer evaluations, recorded when the control asks for a log
@@ -159,7 +160,7 @@ class ProfiledFit:
             dec = float(g @ step)
             if not np.isfinite(dec) or dec < self.inner_tol * (1.0 + abs(ev.dev)):
                 break
-            if dec > 0.25 * prev:  # slow progress: refresh the curvature here
+            if dec > self.inner_refresh * prev:  # slow progress: refresh the curvature here
                 solve = self._newton_solver(ev)
                 step = solve(g)
                 dec = float(g @ step)
