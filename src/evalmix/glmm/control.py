@@ -110,6 +110,13 @@ class GlmerControl:
     #: halvings of a step of that replay towards the previous modes while the penalised deviance
     #: rises (lme4's ``pwrssUpdate`` halves a bounded number of times too)
     pwrss_halvings: int = _num(20, int)
+    #: lme4's iteration count at the optimum stands for its whole Hessian stencil (no replay at
+    #: the ``2 P`` points ``+- hessian_step`` along each axis) when every relative change its rule
+    #: compared is at least this factor away from ``tol_pwrss`` (above it before the last
+    #: iteration, below it at the last): over a step of 1e-4 the changes move by well under 1%
+    #: (0.15% on the 1M-row benchmark, whose last change is 1e-3 of ``tol_pwrss``), so no count
+    #: along the stencil can differ; closer to the threshold the stencil is replayed
+    lme4_count_margin: float = _num(10.0)
     #: lme4's first stage (theta with beta inside PIRLS, ``nAGQ = 0``) is refitted only to find
     #: the linear predictor its second-stage PIRLS restarts from; these loose settings suffice,
     #: as only lme4's PIRLS iteration count from that start matters

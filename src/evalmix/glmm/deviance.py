@@ -18,7 +18,7 @@ a dense Cholesky factor of ``H``). Their size limits are fields of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -927,7 +927,8 @@ class PirlsState:
     """Where :meth:`LaplaceDeviance.run_pirls` stopped: modes ``u``, linear predictor, ``mu``,
     weights, ``log det H`` (at the weights of the last factorisation), the penalised deviance
     ``||u||^2 + D(y, eta)``, iterations, whether its stopping rule was met, and ``beta`` (the
-    joint mode when the fixed effects joined the modes, else None)."""
+    joint mode when the fixed effects joined the modes, else None); with lme4's rule, the
+    relative change of the penalised deviance at each iteration (what it stops on)."""
 
     u: np.ndarray
     eta: np.ndarray
@@ -938,6 +939,7 @@ class PirlsState:
     iterations: int
     converged: bool
     beta: np.ndarray | None = None
+    changes: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -1090,6 +1092,8 @@ class LaplaceDeviance:
         s, rows, ctl, X = self.solver, self.rows, self.control, self.X
         eta = np.ascontiguousarray(eta, dtype=float)
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+        prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
+        changes: list[float] = []  # lme4's relative change of the penalised deviance
         pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
         old = np.inf
@@ -1105,7 +1109,8 @@ class LaplaceDeviance:
                 del t
                 np.add(xb, s.zl(un), out=eta)
                 pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
-                if abs((old - pn) / (pn + self.saturated)) < tol:
+                changes.append(abs((old - pn) / (pn + self.saturated)))
+                if changes[-1] < tol:
                     u, pdev, converged = un, pn, True
                     break
                 for _ in range(ctl.pwrss_halvings):
@@ -1136,19 +1141,27 @@ class LaplaceDeviance:
             zd = np.ascontiguousarray(s.zl(du), dtype=float)
             if db is not None:
                 zd += X.dot(db)
+            # the full step first, straight into eta (one pass over the rows where it is taken,
+            # as it nearly always is); the halvings only sum trial deviances
+            np.copyto(prev, eta)
             step = 1.0
-            for _ in range(ctl.pirls_halvings):
-                un = u + step * du
-                pn = rows.trial_deviance(eta, zd, step) + float(un @ un)
-                if pn <= pdev + ctl.step_slack * abs(pdev):
-                    break
-                step *= 0.5
-            else:
-                if self.link != "logit":  # no decrease left: at the mode to rounding
-                    converged = True
-                    break
-                step *= 2.0  # the last step tried is taken
-            pdev = rows.advance(eta, zd, step, mu) + float(un @ un)
+            un = u + du
+            pn = rows.advance(eta, zd, step, mu) + float(un @ un)
+            if not pn <= pdev + ctl.step_slack * abs(pdev):
+                np.copyto(eta, prev)
+                for _ in range(ctl.pirls_halvings - 1):
+                    step *= 0.5
+                    un = u + step * du
+                    pn = rows.trial_deviance(eta, zd, step) + float(un @ un)
+                    if pn <= pdev + ctl.step_slack * abs(pdev):
+                        break
+                else:
+                    if self.link != "logit":  # no decrease left: at the mode to rounding
+                        rows.deviance_mu_into(eta, mu)  # mu of this eta again
+                        converged = True
+                        break
+                pn = rows.advance(eta, zd, step, mu) + float(un @ un)
+            pdev = pn
             u = un
             if beta is not None:
                 assert db is not None
@@ -1160,7 +1173,7 @@ class LaplaceDeviance:
         del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
             logdet = np.inf  # no mode found: never a minimum for the optimiser
-        return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta)
+        return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
@@ -1277,14 +1290,20 @@ class LaplaceDeviance:
         iterations ``log det`` is taken ``k - 1`` Newton steps from the start. ``tol`` and
         ``maxit`` default to the control's ``tol_pwrss`` and ``pwrss_maxit``.
         """
+        st = self.lme4_pirls_state(theta, beta, eta_start, tol, maxit)
+        return st.pdev + st.logdet, st.iterations
+
+    def lme4_pirls_state(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                         tol: float | None = None, maxit: int | None = None) -> PirlsState:
+        """Where :meth:`lme4_pirls` stops: its :class:`PirlsState`, whose ``changes`` are the
+        relative changes lme4's rule compared with ``tol``."""
         tol = self.control.tol_pwrss if tol is None else tol
         maxit = self.control.pwrss_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None  # the factor below replaces the one of the last PIRLS call
         eta = np.array(eta_start, dtype=float)  # the caller's start is not overwritten
-        st = self.run_pirls(self._xb(beta), np.zeros(self.q), eta, rule="lme4", tol=tol,
-                            maxit=maxit)
-        return st.pdev + st.logdet, st.iterations
+        return self.run_pirls(self._xb(beta), np.zeros(self.q), eta, rule="lme4", tol=tol,
+                              maxit=maxit)
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
                    tol: float | None = None, maxit: int | None = None

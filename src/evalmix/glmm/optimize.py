@@ -578,6 +578,24 @@ def stencil_iterations(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarra
     return out
 
 
+def lme4_counts(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray,
+                h: float | None = None, lower: np.ndarray | None = None) -> set[int]:
+    """The PIRLS iteration counts lme4's deviance function takes over its Hessian stencil.
+
+    The count at ``ev`` stands for the whole stencil when every relative change lme4's rule
+    compared there is at least the control's ``lme4_count_margin`` away from ``tol_pwrss``;
+    otherwise the count is replayed at ``ev +- h`` along each axis (:func:`stencil_iterations`).
+    """
+    ctl = ld.control
+    st = ld.lme4_pirls_state(ev.theta, ev.beta, eta_start)
+    tol, margin = ctl.tol_pwrss, ctl.lme4_count_margin
+    ch = st.changes
+    if (st.converged and ch[-1] * margin < tol
+            and all(c > tol * margin for c in ch[:-1])):
+        return {st.iterations}
+    return set(stencil_iterations(ld, ev, eta_start, h, lower))
+
+
 def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             lme4_pirls: bool = True, eta_start: np.ndarray | None = None,
             lower: np.ndarray | None = None) -> np.ndarray:
@@ -597,7 +615,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
     two iterations at ``ev``; where it takes three or more, ``log det`` is at most ``O(d^4)`` from
     the mode and lme4's Hessian is the exact one, so the early-stop term is left out
     (:meth:`LaplaceDeviance.lme4_pirls_iterations`). Without ``eta_start`` two are assumed. Where
-    the count differs between points of lme4's stencil (checked along each axis), lme4's Hessian
+    the count differs between points of lme4's stencil (checked along each axis unless the
+    count at ``ev`` is far from lme4's threshold, see :func:`lme4_counts`), lme4's Hessian
     mixes the two functions and is replayed instead (:func:`lme4_hessian`), as it is for the
     non-canonical links, for which the early-stop term is not derived.
     """
@@ -610,7 +629,7 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         # the early-stop term is derived for the canonical link; replay lme4 for the others
         return lme4_hessian(ld, ev, eta_start, h, lower)
     if lme4_pirls and eta_start is not None:
-        counts = set(stencil_iterations(ld, ev, eta_start, h, lower))
+        counts = lme4_counts(ld, ev, eta_start, h, lower)
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
