@@ -138,7 +138,8 @@ class DevianceFunction:
             from .agq import AGQDeviance
 
             self._agq = AGQDeviance(deviance, design.terms[0], self.nagq)
-            # lme4's quadrature deviance is relative to the saturated model (see evalmix.glmer)
+            # lme4's quadrature deviance sums deviance residuals: adding the saturated model's
+            # 2 log L (the deviance's ``saturated``) gives -2 log L, as in evalmix.glmer
             self._const = deviance.saturated
         self._profile: ProfiledFit | None = None
 
@@ -157,7 +158,7 @@ class DevianceFunction:
             return self.joint(x)
         theta, beta = self._split(x)
         if self._agq is not None:
-            return float(self._agq(theta, beta) - self._const)
+            return float(self._agq(theta, beta) + self._const)
         ev = self.evaluate(theta, beta)
         return float(ev.dev + self._const)
 

@@ -1090,6 +1090,7 @@ class LaplaceDeviance:
           weights of the iteration before the last, as lme4 does.
         """
         s, rows, ctl, X = self.solver, self.rows, self.control, self.X
+        self._grad_parts = None  # two per-row arrays no longer needed (see grads)
         eta = np.ascontiguousarray(eta, dtype=float)
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
         prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
@@ -1207,6 +1208,12 @@ class LaplaceDeviance:
             return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
+        cached = self._grad_parts
+        if cached is not None and cached[0] is ev:
+            # the optimiser asks for beta's gradient, then theta's at the same point: the row
+            # sums both are made of are computed once
+            _, rho, r, v, gb = cached
+            return (s.grad_theta(rho, r, ev.u, v) if theta else None), gb.copy()
         # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
         # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
         r = np.multiply(self.m, ev.mu)
@@ -1227,7 +1234,11 @@ class LaplaceDeviance:
         gt = None
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
-        return gt, self.X.tdot(rho)
+        gb = self.X.tdot(rho)
+        self._grad_parts = (ev, rho, r, v, gb.copy())
+        return gt, gb
+
+    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
         """Exact gradient over beta for a non-canonical link.
