@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from ..formula import RandomTerm, term_lambdas
+from .control import GlmerControl
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -112,6 +113,52 @@ def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     except np.linalg.LinAlgError:
         P = np.linalg.pinv(M)
         return lambda g: P @ g
+
+
+class _Stalled(Exception):
+    """The objective stopped decreasing (see :func:`lbfgsb`)."""
+
+
+def lbfgsb(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
+           bounds: list[tuple[float | None, float | None]], options: dict[str, Any],
+           control: GlmerControl) -> OptimizeResult:
+    """scipy's L-BFGS-B on ``fun`` (value and exact gradient), stopped at the best point seen
+    once ``control.stall_evals`` evaluations in a row have not lowered the best value by more
+    than ``control.stall_tol`` relative.
+
+    The deviance is summed to about 1e-15 relative and the profiled beta stops at a relative
+    Newton decrement of 1e-14, so close to the optimum the gradient cannot reach a tight
+    ``gtol`` and L-BFGS-B's line search tries steps along the noise until it gives up: on the
+    200,000-row nested benchmark 31 of its 46 evaluations, none lowering the deviance by more
+    than 2e-14 relative. The result (``x``, ``fun``, ``nit``, ``success``, ``message``) is then the
+    best point's, with ``success`` True.
+    """
+    best: list[Any] = [np.inf, None]
+    stalled, nit = [0], [0]
+
+    def watched(x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = fun(x)
+        if np.isfinite(best[0]) and not f < best[0] - control.stall_tol * abs(best[0]):
+            stalled[0] += 1
+        else:
+            stalled[0] = 0
+        if f < best[0]:
+            best[0], best[1] = float(f), np.array(x, dtype=float)
+        if stalled[0] >= control.stall_evals:
+            raise _Stalled
+        return f, g
+
+    def count(xk: np.ndarray) -> None:
+        nit[0] += 1
+
+    try:
+        return minimize(watched, np.asarray(x0, float), jac=True, method="L-BFGS-B",
+                        bounds=bounds, options=options, callback=count)
+    except _Stalled:
+        return OptimizeResult(
+            x=best[1], fun=best[0], nit=nit[0], success=True,
+            message=f"the objective stopped decreasing ({control.stall_evals} evaluations "
+                    f"within {control.stall_tol:g} relative of the best)")
 
 
 class ProfiledFit:
@@ -258,8 +305,8 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     pf = ProfiledFit(ld, beta0, lower)
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     opts = {"maxiter": maxiter, "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor}
-    res = minimize(pf.objective, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                   bounds=bounds, options=opts)
+    res = lbfgsb(pf.objective, np.asarray(theta0, float), bounds=bounds, options=opts,
+                 control=ctl)
     nit = int(res.nit)
     theta = np.maximum(res.x, lower)
     ev = pf.inner(theta)
@@ -286,8 +333,8 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
                     break
         if restart is None or nit >= maxiter:
             break
-        res = minimize(pf.objective, restart, jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={**opts, "maxiter": max(1, maxiter - nit)})
+        res = lbfgsb(pf.objective, restart, bounds=bounds,
+                     options={**opts, "maxiter": max(1, maxiter - nit)}, control=ctl)
         nit += int(res.nit)
         theta = np.maximum(res.x, lower)
         ev = pf.inner(theta)
@@ -407,8 +454,7 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
                 warm_beta[0], warm_u[0] = beta, u
             return dev, grad
 
-        res = minimize(fg, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                       bounds=bounds, options=opts)
+        res = lbfgsb(fg, np.asarray(theta0, float), bounds=bounds, options=opts, control=ctl)
     else:
         def f(theta: np.ndarray) -> float:
             # always from the same start: a warm start would make f noisy for the differences
@@ -473,7 +519,7 @@ def optimize_joint(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, b
     def run(start: np.ndarray, iters: int) -> Any:
         o = {**opts, "maxiter": max(1, iters)}
         if exact:
-            return minimize(fg, start, jac=True, method="L-BFGS-B", bounds=bounds, options=o)
+            return lbfgsb(fg, start, bounds=bounds, options=o, control=ctl)
         return minimize(dev, start, method="L-BFGS-B", bounds=bounds, options=o)
 
     res = run(np.asarray(theta0, float), maxiter)
