@@ -17,7 +17,7 @@ two Newton steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ class _Stalled(Exception):
 
 
 def lbfgsb(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
-           bounds: list[tuple[float | None, float | None]], options: dict[str, Any],
+           bounds: Sequence[tuple[float | None, float | None]], options: dict[str, Any],
            control: GlmerControl) -> OptimizeResult:
     """scipy's L-BFGS-B on ``fun`` (value and exact gradient), stopped at the best point seen
     once ``control.stall_evals`` evaluations in a row have not lowered the best value by more
