@@ -132,6 +132,14 @@ def lbfgsb(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray
     200,000-row nested benchmark 31 of its 46 evaluations, none lowering the deviance by more
     than 2e-14 relative. The result (``x``, ``fun``, ``nit``, ``success``, ``message``) is then the
     best point's, with ``success`` True.
+
+    Examples
+    --------
+    >>> from evalmix.glmm import GlmerControl
+    >>> res = lbfgsb(lambda x: (float((x[0] - 2.0) ** 2), 2.0 * (x - 2.0)), np.array([0.0]),
+    ...              bounds=[(0.0, None)], options={"gtol": 1e-10}, control=GlmerControl())
+    >>> bool(res.success), round(float(res.x[0]), 6)
+    (True, 2.0)
     """
     best: list[Any] = [np.inf, None]
     stalled, nit = [0], [0]
