@@ -62,10 +62,14 @@ def test_a_step_taken_in_place_is_the_trial(link):
     k, m, eta, zd = _rows(300, 2)
     rows = NumpyRows(k, m, link)
     trial = rows.trial_deviance(eta, zd, 0.25)
-    moved, mu = eta.copy(), np.empty_like(eta)
-    assert rows.advance(moved, zd, 0.25, mu) == trial
+    moved, mu, score, w = eta.copy(), np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+    assert rows.advance(moved, zd, 0.25, mu, score, w) == trial
     np.testing.assert_array_equal(moved, eta + 0.25 * zd)
-    assert rows.deviance_mu_into(eta + 0.25 * zd, np.empty_like(eta)) == trial
+    mu0, s0, w0 = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+    assert rows.deviance_mu_into(eta + 0.25 * zd, mu0) == trial
+    rows.score_weights_into(moved, mu0, s0, w0)  # the next iteration's, from the same pass
+    for a, b in [(mu, mu0), (score, s0), (w, w0)]:
+        np.testing.assert_array_equal(a, b)
 
 
 def test_compiled_kernel_gives_the_numpy_kernel():
@@ -89,9 +93,12 @@ def test_compiled_kernel_gives_the_numpy_kernel():
     assert fast.trial_deviance(eta, zd, 0.5) == pytest.approx(plain.trial_deviance(eta, zd, 0.5),
                                                               rel=1e-13)
     e0, e1 = eta.copy(), eta.copy()
-    assert fast.advance(e1, zd, 0.5, mu1) == pytest.approx(plain.advance(e0, zd, 0.5, mu0),
-                                                           rel=1e-13)
+    assert fast.advance(e1, zd, 0.5, mu1, s1, w1) == pytest.approx(
+        plain.advance(e0, zd, 0.5, mu0, s0, w0), rel=1e-13)
     np.testing.assert_array_equal(e1, e0)
+    np.testing.assert_allclose(mu1, mu0, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(s1, s0, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(w1, w0, rtol=1e-12, atol=1e-15)
 
 
 def test_there_is_one_pirls_loop():

@@ -56,14 +56,19 @@ def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
 
 
 def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
-             mu: np.ndarray) -> float:
+             mu: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
+    # the score and weight of the new eta in the same pass (the next PIRLS iteration's), with
+    # the arithmetic of _score_weights
     total = 0.0
     for i in prange(eta.size):
         x = eta[i] + step * zd[i]
         eta[i] = x
         e = math.exp(-abs(x))
         inv = 1.0 / (1.0 + e)
-        mu[i] = inv if x >= 0 else e * inv
+        p = inv if x >= 0 else e * inv
+        mu[i] = p
+        score[i] = k[i] - m[i] * p
+        w[i] = m[i] * p * (1.0 - p)
         total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
     return 2.0 * total
 
@@ -103,6 +108,8 @@ class CompiledLogitRows:
         """``D(y, eta + step zd)`` without forming the trial linear predictor (step halving)."""
         return float(_trial_deviance(eta, zd, float(step), self.k, self.m))
 
-    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray) -> float:
-        """``eta += step zd`` in place, ``mu`` written into its buffer; returns ``D(y, eta)``."""
-        return float(_advance(eta, zd, float(step), self.k, self.m, mu))
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
+        """``eta += step zd`` in place, ``mu``, score and weight written into their buffers;
+        returns ``D(y, eta)``."""
+        return float(_advance(eta, zd, float(step), self.k, self.m, mu, score, w))

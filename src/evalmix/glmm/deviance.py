@@ -851,8 +851,10 @@ class RowKernel(Protocol):
     def trial_deviance(self, eta: np.ndarray, zd: np.ndarray, step: float) -> float:
         """``D(y, eta + step zd)`` (a step-halving trial; ``eta`` is left as it is)."""
 
-    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray) -> float:
-        """``eta += step zd`` in place, ``mu`` written; returns ``D(y, eta)``."""
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
+        """``eta += step zd`` in place, ``mu``, the score and the weight written (the next
+        iteration's, in the same pass over the rows); returns ``D(y, eta)``."""
 
 
 class NumpyRows:
@@ -889,9 +891,12 @@ class NumpyRows:
     def trial_deviance(self, eta: np.ndarray, zd: np.ndarray, step: float) -> float:
         return self.deviance_mu_into(eta + step * zd, np.empty_like(eta))
 
-    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray) -> float:
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
         eta += step * zd
-        return self.deviance_mu_into(eta, mu)
+        dev = self.deviance_mu_into(eta, mu)
+        self.score_weights_into(eta, mu, score, w)
+        return dev
 
 
 def binomial_variance_floor(link: str, eta: np.ndarray) -> np.ndarray:
@@ -1098,8 +1103,11 @@ class LaplaceDeviance:
         pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
         old = np.inf
+        fresh = False  # whether score and w are those of the current eta (a step writes them)
         for it in range(1, maxit + 1):
-            rows.score_weights_into(eta, mu, score, w)
+            if not fresh:
+                rows.score_weights_into(eta, mu, score, w)
+            fresh = rule == "newton"
             logdet = s.factor(w)
             if rule == "lme4":
                 assert xb is not None
@@ -1147,7 +1155,7 @@ class LaplaceDeviance:
             np.copyto(prev, eta)
             step = 1.0
             un = u + du
-            pn = rows.advance(eta, zd, step, mu) + float(un @ un)
+            pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
             if not pn <= pdev + ctl.step_slack * abs(pdev):
                 np.copyto(eta, prev)
                 for _ in range(ctl.pirls_halvings - 1):
@@ -1158,10 +1166,11 @@ class LaplaceDeviance:
                         break
                 else:
                     if self.link != "logit":  # no decrease left: at the mode to rounding
-                        rows.deviance_mu_into(eta, mu)  # mu of this eta again
+                        rows.deviance_mu_into(eta, mu)  # mu, score and w of this eta again
+                        rows.score_weights_into(eta, mu, score, w)
                         converged = True
                         break
-                pn = rows.advance(eta, zd, step, mu) + float(un @ un)
+                pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
             pdev = pn
             u = un
             if beta is not None:
@@ -1169,7 +1178,8 @@ class LaplaceDeviance:
                 beta = beta + step * db
             del zd
         if rule == "newton" and not converged:  # factor at the final u
-            rows.score_weights_into(eta, mu, score, w)
+            if not fresh:
+                rows.score_weights_into(eta, mu, score, w)
             logdet = s.factor(w)
         del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
