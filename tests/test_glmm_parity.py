@@ -338,10 +338,60 @@ def test_mixed_iteration_counts_replay_lme4s_hessian(monkeypatch):
     ev = ld.pirls(np.asarray(PIRLS["math"]["theta"]), np.asarray(PIRLS["math"]["beta"]))
     calls = iter(range(10_000))
     monkeypatch.setattr(ld, "lme4_pirls_iterations", lambda *a, **k: 2 + next(calls) % 2)
+    # a margin no count meets: the stencil is replayed (and its counts are the patched ones)
+    monkeypatch.setattr(ld, "control", ld.control.replace(lme4_count_margin=1e300))
     H = hessian(ld, ev, eta_start=eta0, lower=design.theta_lower)
     monkeypatch.undo()
     np.testing.assert_allclose(H, lme4_hessian(ld, ev, eta0, lower=design.theta_lower),
                                rtol=1e-12)
+
+
+# a few hundred pooled rows: their changes lie within 10x of tolPwrss (1.2e-8 for chem, 2.5e-8
+# for math at their last iteration, 2.7e-7 for code at its second), so the stencil is replayed
+SKIPS_REPLAY: set[str] = set()
+
+
+@pytest.mark.parametrize("name", list(PIRLS))
+def test_count_at_the_optimum_stands_for_lme4s_stencil(name):
+    """The counts over lme4's stencil (from the R reference): from the count at the optimum
+    alone where its relative changes are 10x (the default margin) from lme4's threshold (the
+    fits whose replay the margin skips are listed), from the replay along the axes otherwise
+    and with a margin no count meets."""
+    from evalmix.glmm.optimize import lme4_counts
+
+    ref = PIRLS[name]
+    design, ld, eta0 = _benchmark_deviance(name)
+    ev = ld.pirls(np.asarray(ref["theta"]), np.asarray(ref["beta"]))
+    st = ld.lme4_pirls_state(ev.theta, ev.beta, eta0)
+    tol = ld.control.tol_pwrss
+    assert st.iterations == ref["iterations_at_opt"] == len(st.changes)
+    skip = st.changes[-1] < tol / 10 and all(c > 10 * tol for c in st.changes[:-1])
+    assert skip == (name in SKIPS_REPLAY)
+    assert lme4_counts(ld, ev, eta0) == set(ref["iterations_at_stencil"])
+    ld.control = ld.control.replace(lme4_count_margin=1e300)
+    assert lme4_counts(ld, ev, eta0, lower=design.theta_lower) == set(ref["iterations_at_stencil"])
+
+
+def test_count_at_the_optimum_of_a_large_fit_is_the_stencils():
+    """On 12,000 rows the relative change at lme4's last iteration is 16x below tolPwrss: the
+    replay is skipped, and the count equals every count of the replay along the axes."""
+    from evalmix.glmm import build_deviance, optimize
+    from evalmix.glmm.optimize import lme4_counts, lme4_start, stencil_iterations
+    from evalmix.simulate import glmm_runs
+
+    design = build_design("correct ~ model + (1|item) + (1|item:run)",
+                          glmm_runs(8, 500, 3, seed=4))
+    ld = build_deviance(design)
+    ev, _ = optimize(ld, design.theta_start, design.theta_lower, np.zeros(design.X.shape[1]))
+    eta0 = lme4_start(ld, ev.theta, design.theta_lower, ev.beta, ev.u)
+    st = ld.lme4_pirls_state(ev.theta, ev.beta, eta0)
+    assert st.changes[-1] < ld.control.tol_pwrss / ld.control.lme4_count_margin
+    counts = set(stencil_iterations(ld, ev, eta0, lower=design.theta_lower))
+    calls = []
+    real = ld.lme4_pirls_state
+    ld.lme4_pirls_state = lambda *a, **k: calls.append(1) or real(*a, **k)
+    assert lme4_counts(ld, ev, eta0, lower=design.theta_lower) == counts == {st.iterations}
+    assert len(calls) == 1  # the optimum only
 
 
 def test_saturated_deviance_closed_form():

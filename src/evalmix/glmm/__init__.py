@@ -18,7 +18,6 @@ from typing import Any, Literal, overload
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.special import xlogy
 
 from ..data import RunsData
 from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
@@ -27,14 +26,13 @@ from ..methods import VCOV_METHODS
 from ..model import GlmmDesign, RandomTerm, build_design, drop_rank_deficient, term_lambdas
 from ..parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
-from .deviance import (LINKS, Evaluation, LaplaceDeviance, Solver, make_solver,
-                       saturated_deviance)
+from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
 from .devfun import DevianceFunction, build_deviance
 from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize,
                        optimize_joint)
 from .result import FittedModel, GlmerResult
-from .prior import FixefPriorSpec, NormalPrior, PenalizedDeviance, parse_fixef_prior
-from .separation import Separation, expand_limit, find_separation, limit_problem
+from .prior import FixefPriorSpec, NormalPrior, parse_fixef_prior
+from .separation import Separation, expand_limit, find_separation
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
            "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
@@ -239,40 +237,34 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         raise ValueError("nAGQ = 0 is not available with fixef_prior (blme maximises the "
                          "penalised Laplace likelihood); use nAGQ = 1")
     control = _control(control, maxiter)
+    build = {"trials": trials, "pool": pool, "weights": weights, "offset": offset,
+             "contrasts": contrasts, "missing": missing}
     if devfun_only:
-        return _devfun(formula, data, trials, pool, fixef_prior, weights, offset, contrasts, link,
-                       int(nAGQ), missing, control)
+        # the objective over all rows (separation is not resolved: the function is finite
+        # everywhere, its infimum at infinity then)
+        design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
+                                 nAGQ=int(nAGQ), control=control)
+        return DevianceFunction(design, build_deviance(design, link=link, control=control,
+                                                       prior=prior), nagq=int(nAGQ))
     with single_thread_blas():
-        return _glmer(formula, data, trials, vcov_method, pool, start, control, fixef_prior,
-                      weights, offset, contrasts, link, int(nAGQ), missing)
+        design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
+                                 nAGQ=int(nAGQ), control=control)
+        return _fit(formula, design, prior, link=link, nAGQ=int(nAGQ), vcov_method=vcov_method,
+                    start=start, control=control)
 
 
-def _prepare(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
-             weights: str | ArrayLike | None, offset: str | ArrayLike | None,
-             contrasts: dict[str, Any] | None, nAGQ: int, missing: str,
-             control: GlmerControl) -> tuple[GlmmDesign, NormalPrior | None]:
-    """The design with rank-deficient columns dropped (lme4's warning) and the parsed prior."""
-    design = build_design(formula, data, pool=pool, trials=trials, weights=weights,
-                          offset=offset, contrasts=contrasts, missing=missing)
+def _prepare(formula: str, data: RunsData, *, build: dict[str, Any], fixef_prior: Any,
+             nAGQ: int, control: GlmerControl) -> tuple[GlmmDesign, NormalPrior | None]:
+    """Build: the design (``build`` holds :func:`build_design`'s keyword arguments) with
+    rank-deficient columns dropped (lme4's warning) and the parsed prior."""
+    design = build_design(formula, data, **build)
     _check_nagq(design, nAGQ)
     design, dropped = drop_rank_deficient(design, control.rank_tol)
     if dropped:
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
-                      f"column(s): {dropped}", FitWarning, stacklevel=4)
+                      f"column(s): {dropped}", FitWarning, stacklevel=3)
     prior = None if fixef_prior is None else parse_fixef_prior(fixef_prior, design.fixed.columns)
     return design, prior
-
-
-def _devfun(formula: str, data: RunsData, trials: str | None, pool: bool, fixef_prior: Any,
-            weights: str | ArrayLike | None, offset: str | ArrayLike | None,
-            contrasts: dict[str, Any] | None, link: str, nAGQ: int, missing: str,
-            control: GlmerControl) -> DevianceFunction:
-    """The objective ``glmer`` would minimise, over all rows (separation is not resolved: the
-    function is finite everywhere, its infimum at infinity then)."""
-    design, prior = _prepare(formula, data, trials, pool, fixef_prior, weights, offset, contrasts,
-                             nAGQ, missing, control)
-    return DevianceFunction(design, build_deviance(design, link=link, control=control,
-                                                   prior=prior), nagq=nAGQ)
 
 
 def _check_nagq(design: GlmmDesign, nAGQ: int) -> None:
@@ -331,13 +323,10 @@ def _family_link(family: Any, link: str) -> tuple[str, str]:
     return "binomial", link
 
 
-def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, pool: bool,
-           start: dict[str, ArrayLike] | None, control: GlmerControl, fixef_prior: Any = None,
-           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None,
-           contrasts: dict[str, Any] | None = None, link: str = "logit", nAGQ: int = 1,
-           missing: str = "raise") -> GlmerResult:
-    design, prior = _prepare(formula, data, trials, pool, fixef_prior, weights, offset, contrasts,
-                             nAGQ, missing, control)
+def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: str, nAGQ: int,
+         vcov_method: str, start: dict[str, ArrayLike] | None,
+         control: GlmerControl) -> GlmerResult:
+    """The steps after the design: deviance -> optimise -> standard errors -> result."""
     # separation: fit the limit (the rows not fitted perfectly), report divergent estimates
     sep = find_separation(design, tol=control.separation_tol, rank_tol=control.rank_tol)
     prior_note = None
@@ -347,37 +336,12 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         sep = None
     if sep is not None:
         warnings.warn(sep.message, SeparationWarning, stacklevel=3)
-        Xf, kf, mf, termsf = limit_problem(design, sep)
-        off = None if design.offset is None else design.offset[~sep.pooled_rows]
-        if kf.size == 0:
+        if not (~sep.pooled_rows).any():
             return _completely_separated(formula, design, sep, link, control)
-    else:
-        Xf, kf, mf, termsf = design.X, design.k, design.m, design.terms
-        off = design.offset
-    ld = (LaplaceDeviance(Xf, kf, mf, termsf, offset=off, link=link, control=control)
-          if prior is None else PenalizedDeviance(Xf, kf, mf, termsf, prior=prior, offset=off,
-                                                  link=link, control=control))
+    ld = build_deviance(design, link=link, control=control, prior=prior, separation=sep)
+    theta0, beta0 = _start_values(design, sep, start, ld.p)
     lower = design.theta_lower
-    theta0 = design.theta_start
-    beta0 = np.zeros(Xf.shape[1])
-    if start:
-        if "theta" in start:
-            theta0 = np.asarray(start["theta"], dtype=float)
-            if theta0.shape != lower.shape:
-                raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
-        if "beta" in start:
-            beta0 = np.asarray(start["beta"], dtype=float)
-            if sep is not None:
-                beta0 = beta0[sep.keep]
-    if nAGQ == 0:
-        ev, rep = optimize_joint(ld, theta0, lower, beta0)
-    else:
-        ev, rep = optimize(ld, theta0, lower, beta0,
-                           probes=lambda th: boundary_probes(design.terms, th))
-    dev_agq = None
-    H: np.ndarray | None = None
-    if nAGQ > 1:
-        ev, rep, dev_agq, H = _fit_agq(ld, termsf[0], ev, rep, lower, nAGQ)
+    ev, rep, dev_agq, H = _optimize(ld, design, theta0, beta0, nAGQ=nAGQ)
     nt, p = ev.theta.size, ev.beta.size
     singular = bool(np.any(ev.theta[lower == 0] < control.singular_tol))
     # the gradient check skips parameters held at their bound with the gradient pointing out
@@ -396,7 +360,6 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         vcov_method = "rx"
     elif dev_agq is None:
         lme4_pirls = vcov_method == "hessian" and prior_note is None
-        ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
         eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
                      if lme4_pirls else None)
         H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
@@ -415,22 +378,7 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
     if prior_note is not None:
         messages.append(prior_note)
     converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
-
-    method = vcov_method
-    V = None
-    if method.startswith("hessian") and H is not None:
-        try:
-            Hi = np.linalg.inv(H)
-            V = (Hi + Hi.T)[nt:, nt:]
-            np.linalg.cholesky(V)
-        except np.linalg.LinAlgError:
-            warnings.warn("the finite-difference Hessian is not positive definite; standard errors "
-                          "come from the final PIRLS step (RX) instead", ConvergenceWarning,
-                          stacklevel=3)
-            method, V = "rx", None
-    if V is None:
-        V = np.linalg.inv(ld.rx(ev))
-        V = (V + V.T) / 2
+    method, V = _vcov(ld, ev, H, vcov_method)
     names = design.fixed.columns
     beta = ev.beta
     if sep is not None:
@@ -441,9 +389,7 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         dev = ev.dev - 2.0 * design.log_binom
     else:
         # lme4's quadrature deviance sums deviance residuals: relative to the saturated model
-        k, m = design.k_rows, design.m_rows
-        sat = -2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
-        dev = dev_agq - sat
+        dev = dev_agq + ld.saturated
     prior_dev = None
     if prior is not None:  # blme reports the likelihood without the prior
         pen = prior.penalty(ev.beta)
@@ -461,6 +407,57 @@ def _glmer(formula: str, data: RunsData, trials: str | None, vcov_method: str, p
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
         fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
         fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ, control=control)
+
+
+def _start_values(design: GlmmDesign, sep: Separation | None,
+                  start: dict[str, ArrayLike] | None, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """lme4's ``start``: theta and beta (beta of the fitted columns under separation)."""
+    lower = design.theta_lower
+    theta0, beta0 = design.theta_start, np.zeros(p)
+    if start:
+        if "theta" in start:
+            theta0 = np.asarray(start["theta"], dtype=float)
+            if theta0.shape != lower.shape:
+                raise ValueError(f"start['theta'] needs {lower.size} values {design.theta_names}")
+        if "beta" in start:
+            beta0 = np.asarray(start["beta"], dtype=float)
+            if sep is not None:
+                beta0 = beta0[sep.keep]
+    return theta0, beta0
+
+
+def _optimize(ld: LaplaceDeviance, design: GlmmDesign, theta0: np.ndarray, beta0: np.ndarray, *,
+              nAGQ: int) -> tuple[Evaluation, OptimizerReport, float | None, np.ndarray | None]:
+    """Optimise: the state at the optimum, the report, and for ``nAGQ > 1`` the quadrature
+    deviance and its Hessian."""
+    lower = design.theta_lower
+    if nAGQ == 0:
+        ev, rep = optimize_joint(ld, theta0, lower, beta0)
+        return ev, rep, None, None
+    ev, rep = optimize(ld, theta0, lower, beta0,
+                       probes=lambda th: boundary_probes(design.terms, th))
+    if nAGQ > 1:
+        return _fit_agq(ld, design.terms[0], ev, rep, lower, nAGQ)
+    return ev, rep, None, None
+
+
+def _vcov(ld: LaplaceDeviance, ev: Evaluation, H: np.ndarray | None,
+          vcov_method: str) -> tuple[str, np.ndarray]:
+    """The fixed-effect covariance: the beta block of ``2 H^-1``, or RX's inverse where the
+    method asks for it or the Hessian is not positive definite (with a warning)."""
+    nt = ev.theta.size
+    if vcov_method.startswith("hessian") and H is not None:
+        try:
+            Hi = np.linalg.inv(H)
+            V = (Hi + Hi.T)[nt:, nt:]
+            np.linalg.cholesky(V)
+            return vcov_method, V
+        except np.linalg.LinAlgError:
+            warnings.warn("the finite-difference Hessian is not positive definite; standard errors "
+                          "come from the final PIRLS step (RX) instead", ConvergenceWarning,
+                          stacklevel=4)
+    V = np.linalg.inv(ld.rx(ev))
+    return "rx", (V + V.T) / 2
 
 
 def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, link: str = "logit",

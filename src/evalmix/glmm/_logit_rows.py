@@ -1,14 +1,15 @@
 """Row-wise pieces of the binomial-logit deviance in one compiled pass each, for large designs.
 
-``deviance_mu`` returns ``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and fills ``mu``;
-``score_weights`` fills the score ``k - m mu`` and the weight ``m mu (1 - mu)``. NumPy needs about
+``deviance_mu_into`` returns ``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and fills ``mu``;
+``score_weights_into`` fills the score ``k - m mu`` and the weight ``m mu (1 - mu)``. NumPy needs about
 ten passes over the rows (and as many temporaries) for the first and five for the second; a numba
 loop needs one, spread over the available cores (``prange``). numba is optional: without it, or
 below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
-cost more than they save), :class:`evalmix.glmm.deviance.LaplaceDeviance` keeps its NumPy code.
+cost more than they save), PIRLS uses :class:`evalmix.glmm.deviance.NumpyRows` instead; both are
+row kernels of the one PIRLS loop (:meth:`evalmix.glmm.deviance.LaplaceDeviance.run_pirls`).
 
-The ``*_into``, ``trial_deviance`` and ``advance`` forms write into buffers that PIRLS allocates
-once per call: at 40M rows every fresh float64 temporary is 320 MB that the kernel must zero.
+:class:`CompiledLogitRows` writes into buffers that PIRLS allocates once per call: at 40M rows
+every fresh float64 temporary is 320 MB that the kernel must zero.
 """
 
 from __future__ import annotations
@@ -55,14 +56,19 @@ def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
 
 
 def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
-             mu: np.ndarray) -> float:
+             mu: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
+    # the score and weight of the new eta in the same pass (the next PIRLS iteration's), with
+    # the arithmetic of _score_weights
     total = 0.0
     for i in prange(eta.size):
         x = eta[i] + step * zd[i]
         eta[i] = x
         e = math.exp(-abs(x))
         inv = 1.0 / (1.0 + e)
-        mu[i] = inv if x >= 0 else e * inv
+        p = inv if x >= 0 else e * inv
+        mu[i] = p
+        score[i] = k[i] - m[i] * p
+        w[i] = m[i] * p * (1.0 - p)
         total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
     return 2.0 * total
 
@@ -79,37 +85,31 @@ def available() -> bool:
     return njit is not None
 
 
-def deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[float, np.ndarray]:
-    """``D(y, eta)`` and ``mu`` for the logit link (float64 rows)."""
-    mu = np.empty_like(eta)
-    return float(_deviance_mu(eta, k, m, mu)), mu
+class CompiledLogitRows:
+    """The row passes of :class:`evalmix.glmm.deviance.RowKernel` for the logit link, one
+    compiled loop each (float64 rows; ``eta``, ``zd`` and the buffers contiguous)."""
 
+    compiled = True
 
-def score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Score ``k - m mu`` and Fisher weight ``m mu (1 - mu)`` of each row."""
-    score, w = np.empty_like(mu), np.empty_like(mu)
-    _score_weights(mu, k, m, score, w)
-    return score, w
+    def __init__(self, k: np.ndarray, m: np.ndarray):
+        self.k = np.ascontiguousarray(k, dtype=float)
+        self.m = np.ascontiguousarray(m, dtype=float)
 
+    def deviance_mu_into(self, eta: np.ndarray, mu: np.ndarray) -> float:
+        """``D(y, eta)``, writing ``mu`` into the given buffer."""
+        return float(_deviance_mu(eta, self.k, self.m, mu))
 
-def deviance_mu_into(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
-    """``D(y, eta)``, writing ``mu`` into the given buffer."""
-    return float(_deviance_mu(eta, k, m, mu))
+    def score_weights_into(self, eta: np.ndarray, mu: np.ndarray, score: np.ndarray,
+                           w: np.ndarray) -> None:
+        """Score ``k - m mu`` and Fisher weight ``m mu (1 - mu)`` into the given buffers."""
+        _score_weights(mu, self.k, self.m, score, w)
 
+    def trial_deviance(self, eta: np.ndarray, zd: np.ndarray, step: float) -> float:
+        """``D(y, eta + step zd)`` without forming the trial linear predictor (step halving)."""
+        return float(_trial_deviance(eta, zd, float(step), self.k, self.m))
 
-def score_weights_into(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
-                       w: np.ndarray) -> None:
-    """:func:`score_weights` into the given buffers."""
-    _score_weights(mu, k, m, score, w)
-
-
-def trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
-                   m: np.ndarray) -> float:
-    """``D(y, eta + step zd)`` without forming the trial linear predictor (step halving)."""
-    return float(_trial_deviance(eta, zd, float(step), k, m))
-
-
-def advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
-            mu: np.ndarray) -> float:
-    """``eta += step zd`` in place, ``mu`` written into its buffer; returns ``D(y, eta)``."""
-    return float(_advance(eta, zd, float(step), k, m, mu))
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
+        """``eta += step zd`` in place, ``mu``, score and weight written into their buffers;
+        returns ``D(y, eta)``."""
+        return float(_advance(eta, zd, float(step), self.k, self.m, mu, score, w))

@@ -68,10 +68,21 @@ class GlmerControl:
     gtol: float = _num(1e-7)
     #: L-BFGS-B memory (corrections kept); 20 covers every theta of a realistic model
     maxcor: int = _num(20, int)
+    #: L-BFGS-B (with the exact theta gradient) stops at the best point once this many
+    #: evaluations in a row have not lowered the best deviance by more than ``stall_tol``
+    #: relative: at the optimum the deviance's rounding (1e-15) and the profiled beta's stopping
+    #: point (``inner_tol``) keep the gradient above ``gtol``, and the line search would try
+    #: steps along that noise until it gives up (31 of 46 evaluations on a 200,000-row fit)
+    stall_evals: int = _num(5, int)
+    #: ... the relative decrease of the best deviance that counts as progress
+    stall_tol: float = _num(1e-13)
     #: relative decrease (Newton decrement) below which the inner Newton steps over beta stop
     inner_tol: float = _num(1e-14)
     #: Newton steps over beta per theta; one or two are typical with warm starts
     inner_maxit: int = _num(100, int)
+    #: a Newton decrement over beta above this share of the previous one means slow progress:
+    #: the curvature (the Gauss-Newton matrix) is then recomputed at the current point
+    inner_refresh: float = _num(0.25, upper=1.0)
     #: restarts of the optimiser from probes off a boundary theta = 0 (the deviance is even in a
     #: scalar theta, so its gradient vanishes there whether or not it is a minimum)
     boundary_restarts: int = _num(3, int, zero=True)
@@ -104,6 +115,16 @@ class GlmerControl:
     tol_pwrss: float = _num(1e-7)
     #: PIRLS iterations of that replay (lme4's ``pwrssUpdate`` gives up after a bounded count too)
     pwrss_maxit: int = _num(100, int)
+    #: halvings of a step of that replay towards the previous modes while the penalised deviance
+    #: rises (lme4's ``pwrssUpdate`` halves a bounded number of times too)
+    pwrss_halvings: int = _num(20, int)
+    #: lme4's iteration count at the optimum stands for its whole Hessian stencil (no replay at
+    #: the ``2 P`` points ``+- hessian_step`` along each axis) when every relative change its rule
+    #: compared is at least this factor away from ``tol_pwrss`` (above it before the last
+    #: iteration, below it at the last): over a step of 1e-4 the changes move by well under 1%
+    #: (0.15% on the 1M-row benchmark, whose last change is 1e-3 of ``tol_pwrss``), so no count
+    #: along the stencil can differ; closer to the threshold the stencil is replayed
+    lme4_count_margin: float = _num(10.0)
     #: lme4's first stage (theta with beta inside PIRLS, ``nAGQ = 0``) is refitted only to find
     #: the linear predictor its second-stage PIRLS restarts from; these loose settings suffice,
     #: as only lme4's PIRLS iteration count from that start matters

@@ -14,26 +14,32 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import xlogy
 
 from .control import DEFAULT_CONTROL, GlmerControl
-from .deviance import Evaluation, LaplaceDeviance
+from .deviance import Evaluation, LaplaceDeviance, saturated_deviance
 from ..model import GlmmDesign
 from .optimize import ProfiledFit
 from .prior import NormalPrior, PenalizedDeviance
+from .separation import Separation, limit_problem
 
 __all__ = ["DevianceFunction", "build_deviance"]
 
 
 def build_deviance(design: GlmmDesign, *, link: str = "logit", control: GlmerControl | None = None,
-                   prior: NormalPrior | None = None) -> LaplaceDeviance:
+                   prior: NormalPrior | None = None,
+                   separation: Separation | None = None) -> LaplaceDeviance:
     """The Laplace deviance of a design (lme4's ``mkGlmerDevfun``): PIRLS and the solver.
 
     ``ld.pirls(theta, beta)`` returns the conditional modes and ``dev``, lme4's Laplace deviance
     without the binomial coefficients (subtract ``2 * design.log_binom`` for ``-2 logLik``). The
     solver is the fastest exact one for the random terms within the limits of ``control``
     (:func:`~evalmix.glmm.deviance.make_solver`); ``prior`` adds a normal penalty on beta
-    (:class:`~evalmix.glmm.prior.PenalizedDeviance`, ``blme``'s ``fixef.prior``).
+    (:class:`~evalmix.glmm.prior.PenalizedDeviance`, ``blme``'s ``fixef.prior``). With a
+    ``separation`` (:func:`~evalmix.glmm.separation.find_separation`) the deviance is the one of
+    its limit: the rows not fitted perfectly and the coefficients that stay finite. Its
+    ``saturated`` is the saturated model's deviance of the design's rows as given
+    (:func:`~evalmix.glmm.deviance.saturated_deviance`), which lme4's PIRLS stopping rule and its
+    quadrature deviance are relative to.
 
     Examples
     --------
@@ -48,11 +54,15 @@ def build_deviance(design: GlmmDesign, *, link: str = "logit", control: GlmerCon
     219.917
     """
     ctl = DEFAULT_CONTROL if control is None else control
-    if prior is None:
-        return LaplaceDeviance(design.X, design.k, design.m, design.terms, offset=design.offset,
-                               link=link, control=ctl)
-    return PenalizedDeviance(design.X, design.k, design.m, design.terms, prior=prior,
-                             offset=design.offset, link=link, control=ctl)
+    X, k, m, terms, offset = design.X, design.k, design.m, design.terms, design.offset
+    if separation is not None:
+        X, k, m, terms = limit_problem(design, separation)
+        offset = None if offset is None else offset[~separation.pooled_rows]
+    ld = (LaplaceDeviance(X, k, m, terms, offset=offset, link=link, control=ctl)
+          if prior is None else PenalizedDeviance(X, k, m, terms, prior=prior, offset=offset,
+                                                  link=link, control=ctl))
+    ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
+    return ld
 
 
 class DevianceFunction:
@@ -128,9 +138,9 @@ class DevianceFunction:
             from .agq import AGQDeviance
 
             self._agq = AGQDeviance(deviance, design.terms[0], self.nagq)
-            k, m = design.k_rows, design.m_rows
-            # lme4's quadrature deviance is relative to the saturated model (see evalmix.glmer)
-            self._const = 2.0 * float(np.sum(xlogy(k, k / m) + xlogy(m - k, 1.0 - k / m)))
+            # lme4's quadrature deviance sums deviance residuals: adding the saturated model's
+            # 2 log L (the deviance's ``saturated``) gives -2 log L, as in evalmix.glmer
+            self._const = deviance.saturated
         self._profile: ProfiledFit | None = None
 
     def _split(self, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +158,7 @@ class DevianceFunction:
             return self.joint(x)
         theta, beta = self._split(x)
         if self._agq is not None:
-            return float(self._agq(theta, beta) - self._const)
+            return float(self._agq(theta, beta) + self._const)
         ev = self.evaluate(theta, beta)
         return float(ev.dev + self._const)
 

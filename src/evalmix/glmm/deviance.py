@@ -18,8 +18,8 @@ a dense Cholesky factor of ``H``). Their size limits are fields of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.linalg as sla
@@ -826,6 +826,127 @@ def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL
     return DenseSolver(terms, control)
 
 
+@runtime_checkable
+class RowKernel(Protocol):
+    """The row-wise passes of PIRLS over the binomial rows (``k`` successes of ``m``), bound to
+    those rows and a link: :class:`NumpyRows` for every link, the compiled logit passes of
+    :mod:`evalmix.glmm._logit_rows` for large designs (see :func:`row_kernel`). Each writes into
+    buffers that PIRLS allocates once per call; the two give the same values to rounding.
+
+    Attributes
+    ----------
+    compiled : bool
+        Whether the passes are compiled loops (numba).
+    """
+
+    compiled: bool
+
+    def deviance_mu_into(self, eta: np.ndarray, mu: np.ndarray) -> float:
+        """``D(y, eta) = -2 sum(k log mu + (m - k) log(1 - mu))``, writing ``mu``."""
+
+    def score_weights_into(self, eta: np.ndarray, mu: np.ndarray, score: np.ndarray,
+                           w: np.ndarray) -> None:
+        """The score ``d loglik / d eta`` and the Fisher weight of each row, into buffers."""
+
+    def trial_deviance(self, eta: np.ndarray, zd: np.ndarray, step: float) -> float:
+        """``D(y, eta + step zd)`` (a step-halving trial; ``eta`` is left as it is)."""
+
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
+        """``eta += step zd`` in place, ``mu``, the score and the weight written (the next
+        iteration's, in the same pass over the rows); returns ``D(y, eta)``."""
+
+
+class NumpyRows:
+    """:class:`RowKernel` in NumPy, for every link (the logit shares one exp per row)."""
+
+    compiled = False
+
+    def __init__(self, k: np.ndarray, m: np.ndarray, link: str = "logit"):
+        self.k, self.m, self.link = k, m, link
+
+    def deviance_mu_into(self, eta: np.ndarray, mu: np.ndarray) -> float:
+        if self.link == "logit":
+            # 2 sum(m log(1 + e^eta) - k eta), stable for either sign of eta
+            e = np.exp(-np.abs(eta))
+            sp_ = np.maximum(eta, 0.0) + np.log1p(e)
+            inv = 1.0 / (1.0 + e)
+            mu[...] = np.where(eta >= 0, inv, e * inv)
+            return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta))
+        lmu, l1mu = log_probabilities(self.link, eta)
+        mu[...] = inverse_link(self.link, eta)
+        return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu))
+
+    def score_weights_into(self, eta: np.ndarray, mu: np.ndarray, score: np.ndarray,
+                           w: np.ndarray) -> None:
+        if self.link == "logit":
+            score[...] = self.k - self.m * mu
+            w[...] = self.m * mu * (1.0 - mu)
+            return
+        d = mu_eta(self.link, eta)
+        var = binomial_variance_floor(self.link, eta)
+        score[...] = (self.k - self.m * mu) * d / var
+        w[...] = self.m * d**2 / var
+
+    def trial_deviance(self, eta: np.ndarray, zd: np.ndarray, step: float) -> float:
+        return self.deviance_mu_into(eta + step * zd, np.empty_like(eta))
+
+    def advance(self, eta: np.ndarray, zd: np.ndarray, step: float, mu: np.ndarray,
+                score: np.ndarray, w: np.ndarray) -> float:
+        eta += step * zd
+        dev = self.deviance_mu_into(eta, mu)
+        self.score_weights_into(eta, mu, score, w)
+        return dev
+
+
+def binomial_variance_floor(link: str, eta: np.ndarray) -> np.ndarray:
+    """``mu (1 - mu)`` kept above 1e-300, so that the score and weights of a row whose ``mu``
+    rounds to 0 or 1 stay finite (non-canonical links)."""
+    return np.maximum(binomial_variance(link, eta), 1e-300)
+
+
+def row_kernel(k: np.ndarray, m: np.ndarray, link: str = "logit",
+               control: GlmerControl = DEFAULT_CONTROL) -> RowKernel:
+    """The row passes for these rows: compiled (numba) for the logit link from the control's
+    ``compiled_rows_min`` rows when numba is installed, else :class:`NumpyRows`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = row_kernel(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
+    >>> mu = np.empty(2)
+    >>> round(rows.deviance_mu_into(np.zeros(2), mu), 6), mu.tolist()
+    (2.772589, [0.5, 0.5])
+    """
+    if link == "logit" and k.size >= control.compiled_rows_min:
+        # imported here so that small fits never load numba
+        from . import _logit_rows
+
+        if _logit_rows.available():
+            return _logit_rows.CompiledLogitRows(k, m)
+    return NumpyRows(k, m, link)
+
+
+@dataclass
+class PirlsState:
+    """Where :meth:`LaplaceDeviance.run_pirls` stopped: modes ``u``, linear predictor, ``mu``,
+    weights, ``log det H`` (at the weights of the last factorisation), the penalised deviance
+    ``||u||^2 + D(y, eta)``, iterations, whether its stopping rule was met, and ``beta`` (the
+    joint mode when the fixed effects joined the modes, else None); with lme4's rule, the
+    relative change of the penalised deviance at each iteration (what it stops on)."""
+
+    u: np.ndarray
+    eta: np.ndarray
+    mu: np.ndarray
+    w: np.ndarray
+    logdet: float
+    pdev: float
+    iterations: int
+    converged: bool
+    beta: np.ndarray | None = None
+    changes: list[float] = field(default_factory=list)
+
+
 @dataclass
 class Evaluation:
     """State at the conditional mode for one ``(theta, beta)``."""
@@ -885,7 +1006,9 @@ class LaplaceDeviance:
                  control: GlmerControl | None = None):
         if link not in LINKS:
             raise ValueError(f"link must be one of {LINKS}, not {link!r}")
-        self.X, self.k, self.m = X, k, m
+        self.X = X
+        self.k = np.ascontiguousarray(k, dtype=float)
+        self.m = np.ascontiguousarray(m, dtype=float)
         self.offset = offset
         self.link = link
         self.control = DEFAULT_CONTROL if control is None else control
@@ -895,167 +1018,173 @@ class LaplaceDeviance:
         self.evaluations = 0
         self.pirls_iterations = 0
         self._theta: np.ndarray | None = None
-        # compiled row passes for large logit designs (numba, when installed); imported here so
-        # that small fits never load numba
-        self._rows = None
-        if link == "logit" and k.size >= self.control.compiled_rows_min:
-            from . import _logit_rows
-
-            if _logit_rows.available():
-                self._rows = _logit_rows
-                self.k = np.ascontiguousarray(k, dtype=float)
-                self.m = np.ascontiguousarray(m, dtype=float)
+        self.rows = row_kernel(self.k, self.m, link, self.control)
 
     def _set_theta(self, theta: np.ndarray) -> None:
         if self._theta is None or not np.array_equal(theta, self._theta):
             self.solver.set_theta(theta)
             self._theta = np.array(theta, dtype=float)
 
-    def kernel(self, eta: np.ndarray) -> float:
-        return self.kernel_mu(eta)[0]
-
     def kernel_mu(self, eta: np.ndarray) -> tuple[float, np.ndarray]:
-        """``D(y, eta) = -2 sum(k log mu + (m - k) log(1 - mu))`` and ``mu``.
-
-        For the logit link ``2 sum(m log(1 + e^eta) - k eta)``, sharing one exp.
-        """
-        if self._rows is not None:
-            return self._rows.deviance_mu(np.ascontiguousarray(eta, dtype=float), self.k, self.m)
-        if self.link == "logit":
-            e = np.exp(-np.abs(eta))
-            sp_ = np.maximum(eta, 0.0) + np.log1p(e)
-            inv = 1.0 / (1.0 + e)
-            mu = np.where(eta >= 0, inv, e * inv)
-            return 2.0 * float(np.dot(self.m, sp_) - np.dot(self.k, eta)), mu
-        lmu, l1mu = log_probabilities(self.link, eta)
-        mu = inverse_link(self.link, eta)
-        return -2.0 * float(np.dot(self.k, lmu) + np.dot(self.m - self.k, l1mu)), mu
+        """``D(y, eta) = -2 sum(k log mu + (m - k) log(1 - mu))`` and ``mu`` (the row kernel's)."""
+        eta = np.ascontiguousarray(eta, dtype=float)
+        mu = np.empty_like(eta)
+        return self.rows.deviance_mu_into(eta, mu), mu
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Score ``d loglik / d eta`` and Fisher weight of each row."""
-        if self._rows is not None:
-            return self._rows.score_weights(np.ascontiguousarray(mu, dtype=float), self.k, self.m)
-        if self.link == "logit":
-            return self.k - self.m * mu, self.m * mu * (1.0 - mu)
-        d = mu_eta(self.link, eta)
-        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
-        return (self.k - self.m * mu) * d / var, self.m * d**2 / var
+        """Score ``d loglik / d eta`` and Fisher weight of each row (the row kernel's)."""
+        eta = np.ascontiguousarray(eta, dtype=float)
+        score, w = np.empty_like(eta), np.empty_like(eta)
+        self.rows.score_weights_into(eta, np.ascontiguousarray(mu, dtype=float), score, w)
+        return score, w
+
+    def _xb(self, beta: np.ndarray) -> np.ndarray:
+        """``X beta + offset`` as a new contiguous array (PIRLS writes into it)."""
+        xb = np.ascontiguousarray(self.X.dot(beta), dtype=float)
+        if self.offset is not None:
+            xb += self.offset
+        return xb
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float | None = None, maxit: int | None = None) -> Evaluation:
         """Conditional mode of ``u`` at ``(theta, beta)`` by Newton steps with step halving
-        (``tol`` and ``maxit`` default to the control's ``pirls_tol`` and ``pirls_maxit``)."""
-        tol = self.control.pirls_tol if tol is None else tol
-        maxit = self.control.pirls_maxit if maxit is None else maxit
-        if self._rows is not None:
-            return self._pirls_rows(theta, beta, u0, tol, maxit)
-        self._set_theta(theta)
-        s = self.solver
-        self.evaluations += 1
-        eta0 = self.X.dot(beta)
-        if self.offset is not None:
-            eta0 = eta0 + self.offset
-        u = np.zeros(self.q) if u0 is None else u0
-        eta = eta0 + s.zl(u)
-        kern, mu = self.kernel_mu(eta)
-        pdev = kern + float(u @ u)
-        it, converged = 0, False
+        (:meth:`run_pirls` with ``rule="newton"``; ``tol`` and ``maxit`` default to the control's
+        ``pirls_tol`` and ``pirls_maxit``, tightened to ``pirls_tol_nonlogit`` and
+        ``pirls_maxit_nonlogit`` for the probit and cloglog links)."""
+        ctl = self.control
+        tol = ctl.pirls_tol if tol is None else tol
+        maxit = ctl.pirls_maxit if maxit is None else maxit
         if self.link != "logit":
             # Fisher scoring converges linearly; the log-determinant is not stationary at the
             # mode, so the mode must be tight for the deviance to be smooth in (theta, beta)
-            tol = min(tol, self.control.pirls_tol_nonlogit)
-            maxit = max(maxit, self.control.pirls_maxit_nonlogit)
-        for it in range(1, maxit + 1):
-            score, w = self.working(eta, mu)
-            logdet = s.factor(w)
-            grad = s.zlt(score) - u
-            delta = s.solve(grad)
-            dec = float(grad @ delta)
-            if dec < tol * (1.0 + abs(pdev)):
-                converged = True
-                break
-            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
-                break
-            zd = s.zl(delta)
-            step = 1.0
-            for _ in range(self.control.pirls_halvings):
-                un = u + step * delta
-                etan = eta + step * zd
-                kern, mun = self.kernel_mu(etan)
-                pn = kern + float(un @ un)
-                if pn <= pdev + self.control.step_slack * abs(pdev):
-                    break
-                step *= 0.5
-            else:
-                if self.link != "logit":  # no decrease left: at the mode to rounding
-                    converged = True
-                    break
-            u, eta, pdev, mu = un, etan, pn, mun
-        self.pirls_iterations += it
-        if not converged:  # factor at the final u
-            w = self.working(eta, mu)[1]
-            logdet = s.factor(w)
-        if not (np.isfinite(logdet) and np.isfinite(pdev)):
-            logdet = np.inf  # no mode found: never a minimum for the optimiser
-        ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
-                        pdev, it)
+            tol = min(tol, ctl.pirls_tol_nonlogit)
+            maxit = max(maxit, ctl.pirls_maxit_nonlogit)
+        self._set_theta(theta)
+        self.evaluations += 1
+        u = np.zeros(self.q) if u0 is None else u0
+        eta = self._xb(beta)
+        eta += self.solver.zl(u)
+        st = self.run_pirls(None, u, eta, rule="newton", tol=tol, maxit=maxit)
+        self.pirls_iterations += st.iterations
+        ev = Evaluation(np.array(theta, float), np.array(beta, float), st.u, st.eta, st.mu, st.w,
+                        st.logdet, st.pdev, st.iterations)
         self._last = ev
         return ev
 
-    def _pirls_rows(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None,
-                    tol: float, maxit: int) -> Evaluation:
-        """:meth:`pirls` with the compiled row passes (logit link) writing into buffers made
-        once per call: ``eta``, ``mu`` and ``w`` are updated in place (they become the
-        :class:`Evaluation`'s), the score has one buffer, and a step-halving trial only sums its
-        deviance. The arithmetic is the NumPy path's, row for row."""
-        rows = self._rows
-        assert rows is not None
-        self._set_theta(theta)
-        s = self.solver
-        self.evaluations += 1
-        eta = np.ascontiguousarray(self.X.dot(beta), dtype=float)  # a new array
-        if self.offset is not None:
-            eta += self.offset
-        u = np.zeros(self.q) if u0 is None else u0
-        eta += s.zl(u)
+    def run_pirls(self, xb: np.ndarray | None, u: np.ndarray, eta: np.ndarray, *,
+                  rule: Literal["newton", "lme4"], tol: float, maxit: int,
+                  beta: np.ndarray | None = None) -> PirlsState:
+        """The one PIRLS loop (MixedModels.jl's ``pirls!``): the conditional modes at the
+        solver's current theta, with the rows' deviance, scores and weights from :attr:`rows`
+        (NumPy or compiled, see :func:`row_kernel`) and every limit from the control.
+
+        ``eta`` is the starting linear predictor and is updated in place (it becomes the
+        state's, as do the ``mu`` and ``w`` buffers made once per call).
+
+        - ``rule="newton"`` (the Laplace deviance, ``eta = xb + A u`` on entry): Newton steps
+          on the penalised deviance, each halved (``pirls_halvings`` times at most) until it
+          does not raise it by more than ``step_slack`` relative; stops when the Newton
+          decrement is below ``tol * (1 + |pdev|)``. With ``beta`` the fixed effects join the
+          modes (lme4's ``nAGQ = 0`` first stage); the state's ``beta`` is the joint mode.
+        - ``rule="lme4"`` (lme4 1.1-31's ``pwrssUpdate``, the deviance function its Hessian
+          differentiates; ``xb = X beta + offset`` and any start ``eta``): each iteration solves
+          the weighted least squares of the working response for ``u``, stops when the
+          penalised deviance changes by less than ``tol`` relative to the residual deviance
+          (never at the first iteration), and halves towards the previous ``u``
+          (``pwrss_halvings`` times at most) while it rises. ``log det`` is then taken at the
+          weights of the iteration before the last, as lme4 does.
+        """
+        s, rows, ctl, X = self.solver, self.rows, self.control, self.X
+        self._grad_parts = None  # two per-row arrays no longer needed (see grads)
+        eta = np.ascontiguousarray(eta, dtype=float)
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
-        pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
-        it, converged = 0, False
+        prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
+        changes: list[float] = []  # lme4's relative change of the penalised deviance
+        pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
+        logdet, it, converged = np.inf, 0, False
+        old = np.inf
+        fresh = False  # whether score and w are those of the current eta (a step writes them)
         for it in range(1, maxit + 1):
-            rows.score_weights_into(mu, self.k, self.m, score, w)
+            if not fresh:
+                rows.score_weights_into(eta, mu, score, w)
+            fresh = rule == "newton"
             logdet = s.factor(w)
-            grad = s.zlt(score) - u
-            delta = s.solve(grad)
-            dec = float(grad @ delta)
+            if rule == "lme4":
+                assert xb is not None
+                t = np.subtract(eta, xb)  # the working response, as w * (eta - xb) + score
+                t *= w
+                t += score
+                un = s.solve(s.zlt(t))
+                del t
+                np.add(xb, s.zl(un), out=eta)
+                pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
+                changes.append(abs((old - pn) / (pn + self.saturated)))
+                if changes[-1] < tol:
+                    u, pdev, converged = un, pn, True
+                    break
+                for _ in range(ctl.pwrss_halvings):
+                    if it == 1 or (np.isfinite(pn) and pn <= old):
+                        break
+                    un = (u + un) / 2.0
+                    np.add(xb, s.zl(un), out=eta)
+                    pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
+                u, pdev, old = un, pn, pn
+                continue
+            gu = s.zlt(score) - u
+            if beta is None:
+                du, db = s.solve(gu), None
+                dec = float(gu @ du)
+            else:
+                gb = X.tdot(score)
+                B = s.zlt_wx(X, w)
+                HiB = s.solve(B)
+                Hig = s.solve(gu)
+                db = np.linalg.lstsq(X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+                du = Hig - HiB @ db
+                dec = float(gu @ du + gb @ db)
             if dec < tol * (1.0 + abs(pdev)):
                 converged = True
                 break
             if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
-            zd = np.ascontiguousarray(s.zl(delta), dtype=float)
+            zd = np.ascontiguousarray(s.zl(du), dtype=float)
+            if db is not None:
+                zd += X.dot(db)
+            # the full step first, straight into eta (one pass over the rows where it is taken,
+            # as it nearly always is); the halvings only sum trial deviances
+            np.copyto(prev, eta)
             step = 1.0
-            for _ in range(self.control.pirls_halvings):
-                un = u + step * delta
-                pn = rows.trial_deviance(eta, zd, step, self.k, self.m) + float(un @ un)
-                if pn <= pdev + self.control.step_slack * abs(pdev):
-                    break
-                step *= 0.5
-            else:
-                step *= 2.0  # the last step tried is taken, as in the NumPy path
-            pn = rows.advance(eta, zd, step, self.k, self.m, mu) + float(un @ un)
+            un = u + du
+            pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+            if not pn <= pdev + ctl.step_slack * abs(pdev):
+                np.copyto(eta, prev)
+                for _ in range(ctl.pirls_halvings - 1):
+                    step *= 0.5
+                    un = u + step * du
+                    pn = rows.trial_deviance(eta, zd, step) + float(un @ un)
+                    if pn <= pdev + ctl.step_slack * abs(pdev):
+                        break
+                else:
+                    if self.link != "logit":  # no decrease left: at the mode to rounding
+                        rows.deviance_mu_into(eta, mu)  # mu, score and w of this eta again
+                        rows.score_weights_into(eta, mu, score, w)
+                        converged = True
+                        break
+                pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+            pdev = pn
+            u = un
+            if beta is not None:
+                assert db is not None
+                beta = beta + step * db
             del zd
-            u, pdev = un, pn
-        self.pirls_iterations += it
-        if not converged:  # factor at the final u
-            rows.score_weights_into(mu, self.k, self.m, score, w)
+        if rule == "newton" and not converged:  # factor at the final u
+            if not fresh:
+                rows.score_weights_into(eta, mu, score, w)
             logdet = s.factor(w)
         del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
             logdet = np.inf  # no mode found: never a minimum for the optimiser
-        ev = Evaluation(np.array(theta, float), np.array(beta, float), u, eta, mu, w, logdet,
-                        pdev, it)
-        self._last = ev
-        return ev
+        return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
@@ -1089,6 +1218,12 @@ class LaplaceDeviance:
             return None, self._grad_beta_noncanonical(ev)
         self._refresh(ev)
         s = self.solver
+        cached = self._grad_parts
+        if cached is not None and cached[0] is ev:
+            # the optimiser asks for beta's gradient, then theta's at the same point: the row
+            # sums both are made of are computed once
+            _, rho, r, v, gb = cached
+            return (s.grad_theta(rho, r, ev.u, v) if theta else None), gb.copy()
         # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
         # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
         r = np.multiply(self.m, ev.mu)
@@ -1109,7 +1244,11 @@ class LaplaceDeviance:
         gt = None
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
-        return gt, self.X.tdot(rho)
+        gb = self.X.tdot(rho)
+        self._grad_parts = (ev, rho, r, v, gb.copy())
+        return gt, gb
+
+    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
         """Exact gradient over beta for a non-canonical link.
@@ -1125,7 +1264,7 @@ class LaplaceDeviance:
         sv = self.solver
         eta, mu = ev.eta, ev.mu
         d = mu_eta(self.link, eta)
-        var = np.maximum(binomial_variance(self.link, eta), 1e-300)
+        var = binomial_variance_floor(self.link, eta)
         score = (self.k - self.m * mu) * d / var
         c = dlog_mu_eta(self.link, eta) - d * (1.0 - 2.0 * mu) / var
         w = ev.w
@@ -1136,19 +1275,6 @@ class LaplaceDeviance:
         rho = g - 2.0 * score - wo * sv.zl(v)
         sv.factor(w)  # the solver holds H at ev again
         return self.X.tdot(rho)
-
-    def _fd_grad_beta(self, ev: Evaluation, h: float = 1e-5) -> np.ndarray:
-        """Central differences of the Laplace deviance over beta (non-canonical links); a
-        subclass adding a penalty adds its gradient itself."""
-        g = np.empty(ev.beta.size)
-        for j in range(ev.beta.size):
-            e = np.zeros(ev.beta.size)
-            e[j] = h
-            fp = LaplaceDeviance.pirls(self, ev.theta, ev.beta + e, ev.u).dev
-            fm = LaplaceDeviance.pirls(self, ev.theta, ev.beta - e, ev.u).dev
-            g[j] = (fp - fm) / (2 * h)
-        self._refresh(ev)
-        return g
 
     def one_step_weights(self, ev: Evaluation) -> np.ndarray:
         """Row weights ``c`` of the curvature lme4's deviance function adds to the exact one.
@@ -1178,82 +1304,33 @@ class LaplaceDeviance:
     def lme4_pirls(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
                    tol: float | None = None, maxit: int | None = None) -> tuple[float, int]:
         """lme4 1.1-31's second-stage deviance function at ``(theta, beta)`` and its PIRLS
-        iterations (``pwrssUpdate`` over u only; the deviance without the constant).
+        iterations (:meth:`run_pirls` with ``rule="lme4"`` from ``eta_start``; the deviance
+        without the constant).
 
-        Its deviance function restarts from ``eta_start`` and stops when the penalised deviance
-        changes by less than ``tol`` relative between two iterations (never at the first); each
-        iteration factors at the weights of the previous linear predictor, so after ``k``
-        iterations ``log det`` is taken ``k - 1`` Newton steps from the start. Step halving as in
-        lme4 (towards the previous ``u`` while the penalised deviance rises). ``tol`` and
+        Each iteration factors at the weights of the previous linear predictor, so after ``k``
+        iterations ``log det`` is taken ``k - 1`` Newton steps from the start. ``tol`` and
         ``maxit`` default to the control's ``tol_pwrss`` and ``pwrss_maxit``.
         """
+        st = self.lme4_pirls_state(theta, beta, eta_start, tol, maxit)
+        return st.pdev + st.logdet, st.iterations
+
+    def lme4_pirls_state(self, theta: np.ndarray, beta: np.ndarray, eta_start: np.ndarray,
+                         tol: float | None = None, maxit: int | None = None) -> PirlsState:
+        """Where :meth:`lme4_pirls` stops: its :class:`PirlsState`, whose ``changes`` are the
+        relative changes lme4's rule compared with ``tol``."""
         tol = self.control.tol_pwrss if tol is None else tol
         maxit = self.control.pwrss_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None  # the factor below replaces the one of the last PIRLS call
-        s = self.solver
-        xb = self.X.dot(beta)
-        if self.offset is not None:
-            xb = xb + self.offset
-        eta = np.asarray(eta_start, dtype=float)
-        if self._rows is not None:
-            return self._lme4_pirls_rows(xb, eta, tol, maxit)
-        mu = self.kernel_mu(eta)[1]
-        u_old, old = None, np.inf
-        for i in range(1, maxit + 1):
-            score, w = self.working(eta, mu)
-            logdet = s.factor(w)
-            u = s.solve(s.zlt(w * (eta - xb) + score))  # weighted least squares on the working response
-            eta = xb + s.zl(u)
-            kern, mu = self.kernel_mu(eta)
-            pdev = kern + float(u @ u)
-            if abs((old - pdev) / (pdev + self.saturated)) < tol:
-                return pdev + logdet, i
-            for _ in range(20):
-                if u_old is None or (np.isfinite(pdev) and pdev <= old):
-                    break
-                u = (u_old + u) / 2.0
-                eta = xb + s.zl(u)
-                kern, mu = self.kernel_mu(eta)
-                pdev = kern + float(u @ u)
-            u_old, old = u, pdev
-        return pdev + logdet, maxit
-
-    def _lme4_pirls_rows(self, xb: np.ndarray, eta_start: np.ndarray, tol: float,
-                         maxit: int) -> tuple[float, int]:
-        """:meth:`lme4_pirls` with the compiled row passes writing into buffers made once per
-        call (same arithmetic, row for row)."""
-        rows = self._rows
-        assert rows is not None
-        s = self.solver
         eta = np.array(eta_start, dtype=float)  # the caller's start is not overwritten
-        mu, score, w, t = (np.empty_like(eta) for _ in range(4))
-        rows.deviance_mu_into(eta, self.k, self.m, mu)
-        u_old, old = None, np.inf
-        for i in range(1, maxit + 1):
-            rows.score_weights_into(mu, self.k, self.m, score, w)
-            logdet = s.factor(w)
-            np.subtract(eta, xb, out=t)  # the working response, as w * (eta - xb) + score
-            t *= w
-            t += score
-            u = s.solve(s.zlt(t))
-            np.add(xb, s.zl(u), out=eta)
-            pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
-            if abs((old - pdev) / (pdev + self.saturated)) < tol:
-                return pdev + logdet, i
-            for _ in range(20):
-                if u_old is None or (np.isfinite(pdev) and pdev <= old):
-                    break
-                u = (u_old + u) / 2.0
-                np.add(xb, s.zl(u), out=eta)
-                pdev = rows.deviance_mu_into(eta, self.k, self.m, mu) + float(u @ u)
-            u_old, old = u, pdev
-        return pdev + logdet, maxit
+        return self.run_pirls(self._xb(beta), np.zeros(self.q), eta, rule="lme4", tol=tol,
+                              maxit=maxit)
 
     def joint_mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray | None = None,
                    tol: float | None = None, maxit: int | None = None
                    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta.
+        """lme4's ``nAGQ = 0`` deviance: PIRLS over ``(u, beta)`` jointly at fixed theta
+        (:meth:`run_pirls` with ``beta``).
 
         Returns the deviance ``||u||^2 + D(y, eta) + log det(A'WA + I)`` at the joint mode of the
         penalised deviance, and ``beta``, ``u`` and ``eta`` there (``tol`` and ``maxit`` default
@@ -1263,45 +1340,14 @@ class LaplaceDeviance:
         maxit = self.control.pirls_maxit if maxit is None else maxit
         self._set_theta(theta)
         self._last = None
-        s = self.solver
-        off = 0.0 if self.offset is None else self.offset
-        beta = np.array(beta, dtype=float)
         u = np.zeros(self.q) if u is None else np.array(u, dtype=float)
-        eta = self.X.dot(beta) + off + s.zl(u)
-        kern, mu = self.kernel_mu(eta)
-        pdev = kern + float(u @ u)
-        fresh = False  # whether the solver holds the factor at the current eta
-        for _ in range(maxit):
-            score, w = self.working(eta, mu)
-            logdet = s.factor(w)
-            fresh = True
-            gu = s.zlt(score) - u
-            gb = self.X.tdot(score)
-            B = s.zlt_wx(self.X, w)
-            HiB = s.solve(B)
-            Hig = s.solve(gu)
-            db = np.linalg.lstsq(self.X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
-            du = Hig - HiB @ db
-            dec = float(gu @ du + gb @ db)
-            if dec < tol * (1.0 + abs(pdev)):
-                break
-            step = 1.0
-            for _ in range(self.control.pirls_halvings):
-                un, bn = u + step * du, beta + step * db
-                etan = np.asarray(self.X.dot(bn), dtype=float)  # in place: X.dot(bn) is new
-                etan += off
-                etan += s.zl(un)
-                kn, mun = self.kernel_mu(etan)
-                pn = kn + float(un @ un)
-                if pn <= pdev + self.control.step_slack * abs(pdev):
-                    break
-                step *= 0.5
-            u, beta, eta, mu, pdev = un, bn, etan, mun, pn
-            fresh = False
-        if not fresh:
-            logdet = s.factor(self.working(eta, mu)[1])
-        self._joint = (u, beta, eta, mu)
-        return pdev + logdet, beta, u, eta
+        beta = np.array(beta, dtype=float)
+        eta = self._xb(beta)
+        eta += self.solver.zl(u)
+        st = self.run_pirls(None, u, eta, rule="newton", tol=tol, maxit=maxit, beta=beta)
+        assert st.beta is not None
+        self._joint = (st.u, st.beta, st.eta, st.mu)
+        return st.pdev + st.logdet, st.beta, st.u, st.eta
 
     _joint: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 

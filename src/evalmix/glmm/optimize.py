@@ -17,15 +17,16 @@ two Newton steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from ..model import RandomTerm, term_lambdas
+from .control import GlmerControl
 from .deviance import Evaluation, LaplaceDeviance
 
 
@@ -114,6 +115,60 @@ def _chol_or_pinv(M: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         return lambda g: P @ g
 
 
+class _Stalled(Exception):
+    """The objective stopped decreasing (see :func:`lbfgsb`)."""
+
+
+def lbfgsb(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
+           bounds: Sequence[tuple[float | None, float | None]], options: dict[str, Any],
+           control: GlmerControl) -> OptimizeResult:
+    """scipy's L-BFGS-B on ``fun`` (value and exact gradient), stopped at the best point seen
+    once ``control.stall_evals`` evaluations in a row have not lowered the best value by more
+    than ``control.stall_tol`` relative.
+
+    The deviance is summed to about 1e-15 relative and the profiled beta stops at a relative
+    Newton decrement of 1e-14, so close to the optimum the gradient cannot reach a tight
+    ``gtol`` and L-BFGS-B's line search tries steps along the noise until it gives up: on the
+    200,000-row nested benchmark 31 of its 46 evaluations, none lowering the deviance by more
+    than 2e-14 relative. The result (``x``, ``fun``, ``nit``, ``success``, ``message``) is then the
+    best point's, with ``success`` True.
+
+    Examples
+    --------
+    >>> from evalmix.glmm import GlmerControl
+    >>> res = lbfgsb(lambda x: (float((x[0] - 2.0) ** 2), 2.0 * (x - 2.0)), np.array([0.0]),
+    ...              bounds=[(0.0, None)], options={"gtol": 1e-10}, control=GlmerControl())
+    >>> bool(res.success), round(float(res.x[0]), 6)
+    (True, 2.0)
+    """
+    best: list[Any] = [np.inf, None]
+    stalled, nit = [0], [0]
+
+    def watched(x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = fun(x)
+        if np.isfinite(best[0]) and not f < best[0] - control.stall_tol * abs(best[0]):
+            stalled[0] += 1
+        else:
+            stalled[0] = 0
+        if f < best[0]:
+            best[0], best[1] = float(f), np.array(x, dtype=float)
+        if stalled[0] >= control.stall_evals:
+            raise _Stalled
+        return f, g
+
+    def count(xk: np.ndarray) -> None:
+        nit[0] += 1
+
+    try:
+        return minimize(watched, np.asarray(x0, float), jac=True, method="L-BFGS-B",
+                        bounds=bounds, options=options, callback=count)
+    except _Stalled:
+        return OptimizeResult(
+            x=best[1], fun=best[0], nit=nit[0], success=True,
+            message=f"the objective stopped decreasing ({control.stall_evals} evaluations "
+                    f"within {control.stall_tol:g} relative of the best)")
+
+
 class ProfiledFit:
     """Holds the warm starts shared by the inner and outer problems."""
 
@@ -128,6 +183,7 @@ class ProfiledFit:
         self.step_slack = ld.control.step_slack
         self.inner_halvings = ld.control.inner_halvings
         self.inner_gain_tol = ld.control.inner_gain_tol
+        self.inner_refresh = ld.control.inner_refresh
         # coefficients the inner Newton steps may move (None: all); a profile holds one fixed
         self.free: np.ndarray | None = None
         # outer evaluations, recorded when the control asks for a log
@@ -159,7 +215,7 @@ class ProfiledFit:
             dec = float(g @ step)
             if not np.isfinite(dec) or dec < self.inner_tol * (1.0 + abs(ev.dev)):
                 break
-            if dec > 0.25 * prev:  # slow progress: refresh the curvature here
+            if dec > self.inner_refresh * prev:  # slow progress: refresh the curvature here
                 solve = self._newton_solver(ev)
                 step = solve(g)
                 dec = float(g @ step)
@@ -257,8 +313,8 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     pf = ProfiledFit(ld, beta0, lower)
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     opts = {"maxiter": maxiter, "ftol": ctl.ftol, "gtol": ctl.gtol, "maxcor": ctl.maxcor}
-    res = minimize(pf.objective, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                   bounds=bounds, options=opts)
+    res = lbfgsb(pf.objective, np.asarray(theta0, float), bounds=bounds, options=opts,
+                 control=ctl)
     nit = int(res.nit)
     theta = np.maximum(res.x, lower)
     ev = pf.inner(theta)
@@ -285,8 +341,8 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
                     break
         if restart is None or nit >= maxiter:
             break
-        res = minimize(pf.objective, restart, jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={**opts, "maxiter": max(1, maxiter - nit)})
+        res = lbfgsb(pf.objective, restart, bounds=bounds,
+                     options={**opts, "maxiter": max(1, maxiter - nit)}, control=ctl)
         nit += int(res.nit)
         theta = np.maximum(res.x, lower)
         ev = pf.inner(theta)
@@ -406,8 +462,7 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
                 warm_beta[0], warm_u[0] = beta, u
             return dev, grad
 
-        res = minimize(fg, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                       bounds=bounds, options=opts)
+        res = lbfgsb(fg, np.asarray(theta0, float), bounds=bounds, options=opts, control=ctl)
     else:
         def f(theta: np.ndarray) -> float:
             # always from the same start: a warm start would make f noisy for the differences
@@ -472,7 +527,7 @@ def optimize_joint(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, b
     def run(start: np.ndarray, iters: int) -> Any:
         o = {**opts, "maxiter": max(1, iters)}
         if exact:
-            return minimize(fg, start, jac=True, method="L-BFGS-B", bounds=bounds, options=o)
+            return lbfgsb(fg, start, bounds=bounds, options=o, control=ctl)
         return minimize(dev, start, method="L-BFGS-B", bounds=bounds, options=o)
 
     res = run(np.asarray(theta0, float), maxiter)
@@ -577,6 +632,24 @@ def stencil_iterations(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarra
     return out
 
 
+def lme4_counts(ld: LaplaceDeviance, ev: Evaluation, eta_start: np.ndarray,
+                h: float | None = None, lower: np.ndarray | None = None) -> set[int]:
+    """The PIRLS iteration counts lme4's deviance function takes over its Hessian stencil.
+
+    The count at ``ev`` stands for the whole stencil when every relative change lme4's rule
+    compared there is at least the control's ``lme4_count_margin`` away from ``tol_pwrss``;
+    otherwise the count is replayed at ``ev +- h`` along each axis (:func:`stencil_iterations`).
+    """
+    ctl = ld.control
+    st = ld.lme4_pirls_state(ev.theta, ev.beta, eta_start)
+    tol, margin = ctl.tol_pwrss, ctl.lme4_count_margin
+    ch = st.changes
+    if (st.converged and ch[-1] * margin < tol
+            and all(c > tol * margin for c in ch[:-1])):
+        return {st.iterations}
+    return set(stencil_iterations(ld, ev, eta_start, h, lower))
+
+
 def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             lme4_pirls: bool = True, eta_start: np.ndarray | None = None,
             lower: np.ndarray | None = None) -> np.ndarray:
@@ -596,7 +669,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
     two iterations at ``ev``; where it takes three or more, ``log det`` is at most ``O(d^4)`` from
     the mode and lme4's Hessian is the exact one, so the early-stop term is left out
     (:meth:`LaplaceDeviance.lme4_pirls_iterations`). Without ``eta_start`` two are assumed. Where
-    the count differs between points of lme4's stencil (checked along each axis), lme4's Hessian
+    the count differs between points of lme4's stencil (checked along each axis unless the
+    count at ``ev`` is far from lme4's threshold, see :func:`lme4_counts`), lme4's Hessian
     mixes the two functions and is replayed instead (:func:`lme4_hessian`), as it is for the
     non-canonical links, for which the early-stop term is not derived.
     """
@@ -609,7 +683,7 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         # the early-stop term is derived for the canonical link; replay lme4 for the others
         return lme4_hessian(ld, ev, eta_start, h, lower)
     if lme4_pirls and eta_start is not None:
-        counts = set(stencil_iterations(ld, ev, eta_start, h, lower))
+        counts = lme4_counts(ld, ev, eta_start, h, lower)
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
