@@ -80,6 +80,8 @@ _EXPORTS: dict[str, str] = {
     "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
+    # agent benchmarks and other harnesses
+    "read_tau_bench": "io",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -147,7 +149,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
-    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals
+    from .io import (
+        read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals, read_tau_bench,
+    )
     from .judges import (
         JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,
         plan_judges,

@@ -75,11 +75,18 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
     return out or None
 
 
+# formats whose logs hold a single outcome, so that --score has nothing to choose
+SCORE_FIXED = {"tau-bench": "the reward"}
+
+
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file."""
     if is_log_source(args.data):
-        key = {"inspect": "scorer", "openai-evals": "field"}.get(detect_format(args.data), "metric")
+        fmt = detect_format(args.data)
+        key = {"inspect": "scorer", "openai-evals": "field"}.get(fmt, "metric")
+        if args.score and fmt in SCORE_FIXED:
+            raise DataError(f"{args.data}: {fmt} logs have one score ({SCORE_FIXED[fmt]}); --score does not apply")
         try:
             return read_logs(args.data, **({key: args.score} if args.score else {}))
         except DataError as exc:
