@@ -16,6 +16,7 @@ from .inspect_logs import is_inspect_log, read_inspect
 from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .mt_bench import is_mt_bench_judgment, read_mt_bench
 from .openai_evals import is_openai_evals_record, read_openai_evals
+from .swebench import is_swebench_report, read_swebench
 from .tau_bench import is_tau_results, read_tau_bench
 
 __all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
@@ -28,6 +29,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "openai-evals": (read_openai_evals, "OpenAI evals record files (oaieval --record_path)"),
     "mt-bench": (read_mt_bench, "FastChat MT-bench judgments *_single.jsonl / *_pair.jsonl"),
     "tau-bench": (read_tau_bench, "tau-bench / tau2-bench results *.json"),
+    "swebench": (read_swebench, "SWE-bench run reports <model>.<run_id>.json"),
 }
 
 
@@ -58,6 +60,8 @@ def _format_of(path: Path) -> str | None:
         return "openai-evals"
     if is_tau_results(path):
         return "tau-bench"
+    if is_swebench_report(path):
+        return "swebench"
     return None
 
 
