@@ -15,6 +15,7 @@ from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
 from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .mt_bench import is_mt_bench_judgment, read_mt_bench
+from .mteb import is_mteb_result, read_mteb
 from .openai_evals import is_openai_evals_record, read_openai_evals
 from .swebench import is_swebench_report, read_swebench
 from .tau_bench import is_tau_results, read_tau_bench
@@ -30,6 +31,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "mt-bench": (read_mt_bench, "FastChat MT-bench judgments *_single.jsonl / *_pair.jsonl"),
     "tau-bench": (read_tau_bench, "tau-bench / tau2-bench results *.json"),
     "swebench": (read_swebench, "SWE-bench run reports <model>.<run_id>.json"),
+    "mteb": (read_mteb, "MTEB results folders results/<model>/<revision>/<TaskName>.json"),
 }
 
 
@@ -62,6 +64,8 @@ def _format_of(path: Path) -> str | None:
         return "tau-bench"
     if is_swebench_report(path):
         return "swebench"
+    if is_mteb_result(path):
+        return "mteb"
     return None
 
 
