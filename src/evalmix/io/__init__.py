@@ -19,6 +19,7 @@ from ._common import STATUSES
 from .detect import detect_format, is_log_source, read_logs
 from .helm import read_helm
 from .inspect_logs import read_inspect
+from .lighteval import read_lighteval
 from .lm_eval import read_lm_eval
 from .mt_bench import read_mt_bench
 from .mteb import read_mteb
@@ -26,6 +27,6 @@ from .openai_evals import read_openai_evals
 from .swebench import read_swebench
 from .tau_bench import read_tau_bench
 
-__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lm_eval",
+__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lighteval", "read_lm_eval",
            "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_swebench",
            "read_tau_bench"]

@@ -13,6 +13,7 @@ from ..errors import DataError
 from ._common import PathLike
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
+from .lighteval import is_lighteval_details, read_lighteval
 from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .mt_bench import is_mt_bench_judgment, read_mt_bench
 from .mteb import is_mteb_result, read_mteb
@@ -31,6 +32,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "mt-bench": (read_mt_bench, "FastChat MT-bench judgments *_single.jsonl / *_pair.jsonl"),
     "tau-bench": (read_tau_bench, "tau-bench / tau2-bench results *.json"),
     "swebench": (read_swebench, "SWE-bench run reports <model>.<run_id>.json"),
+    "lighteval": (read_lighteval, "lighteval details details_<task>_<date_id>.parquet"),
     "mteb": (read_mteb, "MTEB results folders results/<model>/<revision>/<TaskName>.json"),
 }
 
@@ -66,6 +68,8 @@ def _format_of(path: Path) -> str | None:
         return "swebench"
     if is_mteb_result(path):
         return "mteb"
+    if is_lighteval_details(path):
+        return "lighteval"
     return None
 
 
