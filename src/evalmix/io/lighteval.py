@@ -78,7 +78,7 @@ def _read(path: Path) -> dict[str, Any]:
     return {"task": task, "date": date, "model": _model(path), "records": records}
 
 
-def read_lighteval(paths: PathLike | Iterable[PathLike], metric: str | None = None, *,
+def read_lighteval(paths: PathLike | Iterable[PathLike], metric: str | dict[str, str] | None = None, *,
                    model: str | dict[str, str] | None = None, errors: str = "drop",
                    allow_partial: bool = False) -> pd.DataFrame:
     """Read lighteval details files: one row per model, task, sample and run.
@@ -87,9 +87,11 @@ def read_lighteval(paths: PathLike | Iterable[PathLike], metric: str | None = No
     ----------
     paths : path, folder, glob or list of them
         An ``--output-dir`` folder (its ``details/`` are searched), details folders or files.
-    metric : str, optional
+    metric : str or dict, optional
         The per-sample metric used as the outcome; by default each task's first metric (the order
-        lighteval logs them in).  Values strictly between 0 and 1 need ``allow_partial=True``.
+        lighteval logs them in).  A string applies to every task; a dict ``{task: metric}``
+        overrides the default for the tasks it names.  Values strictly between 0 and 1 (``f1``)
+        need ``allow_partial=True``.
     model : str or dict, optional
         Model labels: a string labels every file; a dict renames models.  By default
         ``config_general.model_name`` of the run's results file, else the folders between
@@ -138,7 +140,8 @@ def read_lighteval(paths: PathLike | Iterable[PathLike], metric: str | None = No
         elif isinstance(model, dict):
             label = model.get(label, label)
         for item, values, here in f["records"]:
-            name = metric or chosen.get(f["task"]) or next(iter(values), None)
+            wanted = metric.get(f["task"]) if isinstance(metric, dict) else metric
+            name = wanted or chosen.get(f["task"]) or next(iter(values), None)
             if name is None:
                 raise here.key("metric").error("holds no metric")
             chosen.setdefault(f["task"], name)
