@@ -81,7 +81,7 @@ _EXPORTS: dict[str, str] = {
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
     # agent benchmarks and other harnesses
-    "read_lighteval": "io", "read_mteb": "io", "read_swebench": "io", "read_tau_bench": "io",
+    "read_lighteval": "io", "read_mteb": "io", "read_opencompass": "io", "read_swebench": "io", "read_tau_bench": "io",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -151,7 +151,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .scan import aggregate_runs
     from .io import (
         read_helm, read_inspect, read_lighteval, read_lm_eval, read_logs, read_mt_bench, read_mteb, read_openai_evals,
-        read_swebench, read_tau_bench,
+        read_opencompass, read_swebench, read_tau_bench,
     )
     from .judges import (
         JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,

@@ -76,7 +76,7 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
 
 
 # formats whose logs hold a single outcome, so that --score has nothing to choose
-SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved"}
+SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
 
 
 def load_data(args: argparse.Namespace) -> pd.DataFrame:

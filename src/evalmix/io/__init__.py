@@ -24,9 +24,10 @@ from .lm_eval import read_lm_eval
 from .mt_bench import read_mt_bench
 from .mteb import read_mteb
 from .openai_evals import read_openai_evals
+from .opencompass import read_opencompass
 from .swebench import read_swebench
 from .tau_bench import read_tau_bench
 
 __all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lighteval", "read_lm_eval",
-           "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_swebench",
+           "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_opencompass", "read_swebench",
            "read_tau_bench"]

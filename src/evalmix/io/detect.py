@@ -18,6 +18,7 @@ from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .mt_bench import is_mt_bench_judgment, read_mt_bench
 from .mteb import is_mteb_result, read_mteb
 from .openai_evals import is_openai_evals_record, read_openai_evals
+from .opencompass import is_opencompass_result, read_opencompass
 from .swebench import is_swebench_report, read_swebench
 from .tau_bench import is_tau_results, read_tau_bench
 
@@ -33,6 +34,7 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "tau-bench": (read_tau_bench, "tau-bench / tau2-bench results *.json"),
     "swebench": (read_swebench, "SWE-bench run reports <model>.<run_id>.json"),
     "lighteval": (read_lighteval, "lighteval details details_<task>_<date_id>.parquet"),
+    "opencompass": (read_opencompass, "OpenCompass results/<model>/<dataset>.json with details"),
     "mteb": (read_mteb, "MTEB results folders results/<model>/<revision>/<TaskName>.json"),
 }
 
@@ -70,6 +72,8 @@ def _format_of(path: Path) -> str | None:
         return "mteb"
     if is_lighteval_details(path):
         return "lighteval"
+    if is_opencompass_result(path):
+        return "opencompass"
     return None
 
 
