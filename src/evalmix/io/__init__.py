@@ -1,5 +1,9 @@
 """Loaders for the per-sample logs of evaluation harnesses.
 
+Inspect AI, lm-evaluation-harness, HELM, OpenAI evals, FastChat MT-bench, lighteval, OpenCompass,
+tau-bench / tau2-bench, SWE-bench run reports and MTEB results folders (whose continuous scores are
+passed through as a ``score`` outcome, not thresholded).
+
 Each loader returns the validated runs table of :func:`evalmix.read_runs`, with the columns
 ``model``, ``item``, ``run``, ``correct`` and, when several tasks are read together, ``task`` (a
 slice; items are then labelled ``"<task>:<id>"``, because ids restart in every task and a crossed

@@ -30,8 +30,8 @@ _START = re.compile(rb'\s*\{\s*"[^"]*"\s*:\s*(-?[\d.]|NaN|"|\[|\{|true|false|nul
 def is_opencompass_result(path: Path) -> bool:
     """Whether a file sits where OpenCompass writes results (``results/<model>/<dataset>.json``) and
     holds a JSON object."""
-    if path.suffix != ".json" or path.parent.parent.name != "results":
-        return False
+    if path.suffix != ".json" or path.parent.parent.name != "results" or path.name.startswith("results_"):
+        return False  # results_<stamp>.json: lm-evaluation-harness and lighteval aggregates
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096).removeprefix(b"\xef\xbb\xbf")
