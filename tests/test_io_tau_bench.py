@@ -136,3 +136,23 @@ def test_truncated_file_and_partial_rewards(tmp_path):
     assert df.attrs["evalmix_source"]["outcome_kind"] == "fraction"
     assert 0.5 in df["correct"].tolist()
     assert evalmix.accuracy(df)["n"].sum() == len(df)
+
+
+def test_tau2_dir_format_reads_as_the_single_file(tmp_path):
+    cols = ["model", "item", "run", "correct", "status"]
+    one = read_tau_bench(next(TAU2.glob("gpt-4o*")), errors="keep")[cols]
+    folder = read_tau_bench(FIXTURES / "tau2-bench-dir", errors="keep")[cols]
+    key = ["item", "run"]
+    pd.testing.assert_frame_equal(folder.sort_values(key).reset_index(drop=True).astype(str),
+                                  one.sort_values(key).reset_index(drop=True).astype(str))
+    shutil.copytree(FIXTURES / "tau2-bench-dir", tmp_path / "dir")
+    (tmp_path / "dir" / "simulations" / "gpt-4o-3-1.json").unlink()
+    with pytest.raises(DataError, match=r"results\.json: simulation_index lists 1 simulation\(s\) with no file "
+                                        r"in .*simulations \(e\.g\. 'gpt-4o-3-1'\)"):
+        read_tau_bench(tmp_path / "dir" / "results.json")
+    bad = tmp_path / "dir" / "simulations" / "gpt-4o-0-0.json"
+    bad.write_text(bad.read_text().replace('"trial": 0', '"trial": "0"'))
+    (tmp_path / "dir" / "results.json").write_text(
+        (FIXTURES / "tau2-bench-dir" / "results.json").read_text().replace('"simulation_index"', '"index_gone"'))
+    with pytest.raises(DataError, match=r"gpt-4o-0-0\.json: trial is a string \('0'\), expected an integer or null"):
+        read_tau_bench(tmp_path / "dir" / "results.json")

@@ -7,7 +7,9 @@ sierra-research/tau2-bench at commit a2c02472):
   info, traj, trial}``, one per task and trial, in a file named
   ``<agent strategy>-<model>-<temperature>_range_<start>-<end>_user-<user model>-<user strategy>_<time>.json``.
   A solve that raised is written with ``reward`` 0.0 and ``info = {"error", "traceback"}``.
-- tau2-bench (``Results.save``): one JSON object ``{timestamp, info, tasks, simulations}``;
+- tau2-bench (``Results.save``): one JSON object ``{timestamp, info, tasks, simulations}`` (or, in
+  its "dir" format, ``results.json`` without ``simulations`` and one file per simulation under
+  ``simulations/``);
   ``info.agent_info.llm`` is the agent's model, ``info.environment_info.domain_name`` the domain,
   and each of ``simulations`` has ``task_id``, ``trial``, ``termination_reason`` and
   ``reward_info.reward`` (null when the simulation was not evaluated).
@@ -76,10 +78,8 @@ def _tau2(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
              or top.key("info.agent_info").get(agent, "implementation", str))
     env = top.key("info").get(info, "environment_info", (dict, type(None)), None) or {}
     domain = top.key("info.environment_info").get(env, "domain_name", (str, type(None)), None)
-    sims = top.get(data, "simulations", list)
     rows = []
-    for i, sim in enumerate(sims):
-        at = top.key("simulations").index(i)
+    for at, sim in _simulations(path, data, top):
         at.check(sim, dict)
         task = at.get(sim, "task_id", (str, int))
         trial = at.get(sim, "trial", (int, type(None)), None)
@@ -95,6 +95,25 @@ def _tau2(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
                      "status": status, "detail": f"termination_reason {reason!r}" if status != "ok" else None,
                      "source": str(path), "at": at.key("reward_info.reward")})
     return rows
+
+
+def _simulations(path: Path, data: dict[str, Any], top: At) -> list[tuple[At, Any]]:
+    """The simulations of a results file: inline, or (tau2's "dir" format) one file each under the
+    sibling ``simulations/`` folder, checked against the file's ``simulation_index`` as tau2 does."""
+    folder = path.parent / "simulations"
+    if "simulations" in data or not folder.is_dir():
+        return [(top.key("simulations").index(i), sim)
+                for i, sim in enumerate(top.get(data, "simulations", list))]
+    files = sorted(folder.glob("*.json"))
+    index = top.get(data, "simulation_index", (list, type(None)), None)
+    if index is not None:
+        ids = {top.key("simulation_index").index(i).get(top.key("simulation_index").index(i).check(e, dict),
+                                                          "id", str) for i, e in enumerate(index)}
+        missing = sorted(ids - {f.stem for f in files})
+        if missing:
+            raise top.key("simulation_index").error(f"lists {len(missing)} simulation(s) with no file in "
+                                                    f"{folder} (e.g. {missing[0]!r})")
+    return [(At(str(f)), load_json(f, "a tau2-bench simulation (SimulationRun JSON)")) for f in files]
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
