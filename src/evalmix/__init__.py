@@ -87,6 +87,8 @@ _EXPORTS: dict[str, str] = {
     "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
     "fit_irt": "irt", "item_information": "irt", "select_items": "irt", "IrtPosterior": "irt",
     "fit_irt_bayes": "irt",
+    # agent benchmarks and other harnesses
+    "read_lighteval": "io", "read_mteb": "io", "read_opencompass": "io", "read_swebench": "io", "read_tau_bench": "io",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -163,7 +165,10 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .tmb import GlmmTMBResult, OverdispersionCheck, check_overdispersion, glmmtmb
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
-    from .io import read_helm, read_inspect, read_lm_eval, read_logs, read_mt_bench, read_openai_evals
+    from .io import (
+        read_helm, read_inspect, read_lighteval, read_lm_eval, read_logs, read_mt_bench, read_mteb, read_openai_evals,
+        read_opencompass, read_swebench, read_tau_bench,
+    )
     from .judges import (
         JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,
         plan_judges,

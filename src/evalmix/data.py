@@ -27,9 +27,9 @@ from .arguments import MISSING_POLICIES, check_choice
 from .errors import DataError, DataWarning
 from .parquet import Filters, read_parquet
 
-__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "check_hashable", "check_weights",
-           "drop_written_index", "ensure_runs", "load_table", "read_runs", "require_columns", "schema_of",
-           "show_rows"]
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "as_pandas", "check_hashable", "check_weights",
+           "drop_written_index", "ensure_runs", "is_foreign_table", "load_table", "read_runs", "require_columns",
+           "schema_of", "show_rows"]
 
 _MAX_SHOWN = 5
 
@@ -183,6 +183,54 @@ def _read_text(path: Path, compressed: bool) -> bytes:
     return path.read_bytes()
 
 
+# Table libraries whose frames are converted at the door, by the module that defines the type, with
+# the extra that installs what the conversion needs (pandas' Arrow bridge in both cases).
+_FOREIGN_TABLES = {"polars": "polars", "pyarrow": "parquet"}
+
+
+def is_foreign_table(obj: object) -> bool:
+    """Whether ``obj`` is a polars DataFrame/LazyFrame or a pyarrow Table/RecordBatch (not imported
+    to tell: neither library is needed unless such a table is passed)."""
+    root = type(obj).__module__.partition(".")[0]
+    return (root in _FOREIGN_TABLES and hasattr(obj, "to_pandas")) or (root == "polars" and hasattr(obj, "collect"))
+
+
+def as_pandas(table: object) -> pd.DataFrame:
+    """A polars or Arrow table as a pandas DataFrame, the one form evalmix works on.
+
+    Text columns stay text, integers stay integers, and nulls become missing
+    values, which the runs-table rules then report by row as they do for pandas input.  A pandas
+    DataFrame is returned as it is.
+
+    Raises
+    ------
+    DataError
+        Not a table, or the conversion needs a package that is not installed (named, with the extra
+        that installs it).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> as_pandas(pa.table({"model": ["a", "b"], "correct": [1, 0]})).values.tolist()
+    [['a', 1], ['b', 0]]
+    """
+    if isinstance(table, pd.DataFrame):
+        return table
+    if not is_foreign_table(table):
+        raise DataError(f"expected a pandas, polars or Arrow table, got {type(table).__name__}")
+    root = type(table).__module__.partition(".")[0]
+    if root == "polars" and hasattr(table, "collect") and not hasattr(table, "to_pandas"):
+        table = table.collect()  # a LazyFrame: run its query first
+    try:
+        out = table.to_pandas()  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise DataError(f"converting a {root} table to pandas needs {exc.name or 'pyarrow'}: pip install "
+                        f"'evalmix[{_FOREIGN_TABLES[root]}]'") from None
+    if not isinstance(out, pd.DataFrame):
+        raise DataError(f"a {root} {type(table).__name__} converted to {type(out).__name__}, not a table")
+    return out
+
+
 def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
                sep: str | None = None, columns: Sequence[str] | None = None,
                filters: Filters = None) -> pd.DataFrame:
@@ -224,6 +272,8 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     """
     if isinstance(source, pd.DataFrame):
         return source.copy()
+    if is_foreign_table(source):
+        return as_pandas(source)
     if not isinstance(source, (str, Path)):
         raise DataError(f"expected a DataFrame or a path to a table file, got {type(source).__name__}")
     path = Path(source)
@@ -932,6 +982,8 @@ def ensure_runs(
     >>> schema.keys, schema.outcome
     (['model', 'item', 'run'], 'correct')
     """
+    if is_foreign_table(data):
+        data = as_pandas(data)
     if isinstance(data, pd.DataFrame):
         df, source = data, None
     elif isinstance(data, (str, Path)):

@@ -75,17 +75,32 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
     return out or None
 
 
+# formats whose logs hold a single outcome, so that --score has nothing to choose
+SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
+
+
 def load_data(args: argparse.Namespace) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file."""
     if is_log_source(args.data):
-        key = {"inspect": "scorer", "openai-evals": "field"}.get(detect_format(args.data), "metric")
+        fmt = detect_format(args.data)
+        key = {"inspect": "scorer", "openai-evals": "field"}.get(fmt, "metric")
+        if args.score and fmt in SCORE_FIXED:
+            raise DataError(f"{args.data}: {fmt} logs have one score ({SCORE_FIXED[fmt]}); --score does not apply")
         try:
-            return read_logs(args.data, **({key: args.score} if args.score else {}))
+            logs = read_logs(args.data, **({key: args.score} if args.score else {}))
         except DataError as exc:
             if f"with {key}=" in str(exc):
                 raise DataError(f"{exc} (on the command line: --score NAME)") from None
             raise
+        source = logs.attrs.get("evalmix_source", {})
+        if source.get("outcome_kind") == "continuous":
+            # the commands read outcomes as 0/1 (or partial credit): a Wilson interval or a binomial
+            # fit of an embedding score would be a wrong number, not an answer
+            raise DataError(f"{args.data}: {fmt} scores ({source.get('metric', 'score')}) are continuous, and "
+                            f"this command analyses 0/1 outcomes; fit them in Python with "
+                            f"evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path))")
+        return logs
     raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
     run = None if str(args.run).lower() == "none" else args.run

@@ -1,5 +1,9 @@
 """Loaders for the per-sample logs of evaluation harnesses.
 
+Inspect AI, lm-evaluation-harness, HELM, OpenAI evals, FastChat MT-bench, lighteval, OpenCompass,
+tau-bench / tau2-bench, SWE-bench run reports and MTEB results folders (whose continuous scores are
+passed through as a ``score`` outcome, not thresholded).
+
 Each loader returns the validated runs table of :func:`evalmix.read_runs`, with the columns
 ``model``, ``item``, ``run``, ``correct`` and, when several tasks are read together, ``task`` (a
 slice; items are then labelled ``"<task>:<id>"``, because ids restart in every task and a crossed
@@ -19,9 +23,15 @@ from ._common import STATUSES
 from .detect import detect_format, is_log_source, read_logs
 from .helm import read_helm
 from .inspect_logs import read_inspect
+from .lighteval import read_lighteval
 from .lm_eval import read_lm_eval
 from .mt_bench import read_mt_bench
+from .mteb import read_mteb
 from .openai_evals import read_openai_evals
+from .opencompass import read_opencompass
+from .swebench import read_swebench
+from .tau_bench import read_tau_bench
 
-__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lm_eval",
-           "read_logs", "read_mt_bench", "read_openai_evals"]
+__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lighteval", "read_lm_eval",
+           "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_opencompass", "read_swebench",
+           "read_tau_bench"]

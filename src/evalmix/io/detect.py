@@ -13,9 +13,14 @@ from ..errors import DataError
 from ._common import PathLike
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
+from .lighteval import is_lighteval_details, read_lighteval
 from .lm_eval import SAMPLES_FILE, is_lm_eval_samples, read_lm_eval
 from .mt_bench import is_mt_bench_judgment, read_mt_bench
+from .mteb import is_mteb_result, read_mteb
 from .openai_evals import is_openai_evals_record, read_openai_evals
+from .opencompass import is_opencompass_result, read_opencompass
+from .swebench import is_swebench_report, read_swebench
+from .tau_bench import is_tau_results, read_tau_bench
 
 __all__ = ["FORMATS", "detect_format", "is_log_source", "read_logs"]
 
@@ -26,6 +31,11 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "helm": (read_helm, "HELM per_instance_stats.json"),
     "openai-evals": (read_openai_evals, "OpenAI evals record files (oaieval --record_path)"),
     "mt-bench": (read_mt_bench, "FastChat MT-bench judgments *_single.jsonl / *_pair.jsonl"),
+    "tau-bench": (read_tau_bench, "tau-bench / tau2-bench results *.json"),
+    "swebench": (read_swebench, "SWE-bench run reports <model>.<run_id>.json"),
+    "lighteval": (read_lighteval, "lighteval details details_<task>_<date_id>.parquet"),
+    "opencompass": (read_opencompass, "OpenCompass results/<model>/<dataset>.json with details"),
+    "mteb": (read_mteb, "MTEB results folders results/<model>/<revision>/<TaskName>.json"),
 }
 
 
@@ -54,6 +64,16 @@ def _format_of(path: Path) -> str | None:
         return "mt-bench"  # before OpenAI evals: both are JSON lines, this one by FastChat's file names
     if is_openai_evals_record(path):
         return "openai-evals"
+    if is_tau_results(path):
+        return "tau-bench"
+    if is_swebench_report(path):
+        return "swebench"
+    if is_mteb_result(path):
+        return "mteb"
+    if is_lighteval_details(path):
+        return "lighteval"
+    if is_opencompass_result(path):
+        return "opencompass"
     return None
 
 
