@@ -50,7 +50,7 @@ def test_folder_of_runs():
     for (model, run), part in df.groupby(["model", "run"], observed=True):
         report = json.loads((FIXTURES / f"{model.replace('/', '__')}.{run}.json").read_text())
         assert part["correct"].sum() == report["resolved_instances"]
-    table = evalmix.accuracy(df, by="model")
+    table = evalmix.accuracy(df, by="model").table
     assert table["n"].tolist() == [24, 23]
 
 

@@ -135,7 +135,7 @@ def test_truncated_file_and_partial_rewards(tmp_path):
         df = read_tau_bench(path, allow_partial=True)
     assert df.attrs["evalmix_source"]["outcome_kind"] == "fraction"
     assert 0.5 in df["correct"].tolist()
-    assert evalmix.accuracy(df)["n"].sum() == len(df)
+    assert evalmix.accuracy(df).table["n"].sum() == len(df)
 
 
 def test_tau2_dir_format_reads_as_the_single_file(tmp_path):
