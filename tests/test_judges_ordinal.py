@@ -19,7 +19,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import DataError, FitWarning
-from evalmix.ordinal.emmeans import clmm_ref_grid
+from evalmix.ordinal import clmm_ref_grid, convergence_check
 
 REF_DIR = Path(__file__).parent / "reference"
 REF = json.loads((REF_DIR / "clmm_judges_reference.json").read_text())
@@ -103,8 +103,9 @@ def test_pairwise_contrasts_of_a_clmm_fit_match_emmeans(study, adjust):
 
 @SLOW
 def test_ordinal_study_summary_and_planner_refusal(study):
-    text = repr(study)
-    assert "ordinal ratings" in text and "mean rating" in text
+    assert "Judge study of ordinal ratings" in repr(study)
+    text = str(study.summary())
+    assert "Judge bias (latent scale; difference: mean rating)" in text and "Mean rating by model and judge" in text
     assert study.to_dict()["scale"] == "ordinal"
     with pytest.raises(DataError, match="0/1 verdicts; this study is of ordinal ratings"):
         evalmix.plan_judges(study, se=0.05)
@@ -119,3 +120,34 @@ def test_scores_that_are_not_ratings_are_refused(values, match):
     d["rating"] = np.resize(values, len(d))
     with pytest.raises(DataError, match=match):
         evalmix.judge_study(d, outcome="rating")
+
+
+@pytest.mark.parametrize("hessian, gradient, increasing, code, words", [
+    (np.diag([4.0, 2.0]), [0.0, 0.0], True, (0,), "successful convergence"),
+    (np.diag([4.0, -2.0, -1.0]), [0.0] * 3, True, (-2,), "degenerate Hessian with 2 negative eigenvalues"),
+    (np.diag([4.0, 2.0]), [0.0, 0.01], True, (-1,), "max|grad| = 0.01 (tol = 0.001)"),
+    (np.diag([4.0, 2.0]), [0.0, 0.0], False, (-3,), "not all thresholds are increasing"),
+    (np.diag([4.0, 1e-12]), [0.0, 0.0], True, (1,), "Hessian is numerically singular"),
+    (np.diag([4.0, 2.0]), [0.0, 2e-4], True, (1,), "only 4 correct decimals"),
+    (np.diag([1e9, 2.0]), [0.0, 0.0], True, (2, 3), "very large eigenvalue"),
+])
+def test_convergence_check_codes_are_ordinals(hessian, gradient, increasing, code, words):
+    got_code, messages = convergence_check(hessian, np.asarray(gradient), increasing)
+    assert got_code == code
+    assert words in "; ".join(messages)
+
+
+@SLOW
+def test_a_separated_fit_warns_as_ordinal_does():
+    # model b always gets the top rating: its effect is not identified (ordinal: "(1) Hessian is
+    # numerically singular: parameters are not uniquely determined")
+    rng = np.random.default_rng(3)
+    item = np.repeat(np.arange(30), 4)
+    model = np.tile(["a", "b"], 60)
+    rating = np.digitize(rng.normal(0, 1, 30)[item] + rng.logistic(size=120), [-1.5, 0, 1.5]) + 1
+    rating[model == "b"] = 4
+    with pytest.warns(FitWarning, match="clmm.*(singular|degenerate|unidentifiable).*SEs are NaN"):
+        fit = evalmix.clmm("rating ~ model + (1|item)", pd.DataFrame({"item": item, "model": model,
+                                                                      "rating": rating}))
+    assert fit.convergence["code"][0] in (-2, 1)
+    assert np.isnan(fit.coef_table()["se"]).all()
