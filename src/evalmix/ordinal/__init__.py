@@ -8,6 +8,7 @@ the Laplace approximation; see :mod:`evalmix.ordinal.model` for the algorithm an
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -165,6 +166,6 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         varcorr=pd.DataFrame({"group": [t.group for t in terms], "variance": sd**2, "sd": sd}),
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
         loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
-        nobs=len(y), cond_h=float(eig.max() / eig.min()), max_grad=float(np.max(np.abs(grad))),
+        nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 else math.inf, max_grad=float(np.max(np.abs(grad))),
         niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
         fixed_design=fixed, convergence={"code": code, "messages": messages})
