@@ -260,3 +260,34 @@ def test_report_saves_300_dpi_png_and_truetype_pdf(tmp_path, example_report):
     for name in example_report.figures:
         pdf = paths[f"{name}.pdf"].read_bytes()
         assert b"/Subtype /Type3" not in pdf, name
+
+
+def _judged_and_battles(n_models: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Verdicts of two judges with long names on long-named models, and battles among the models."""
+    rng = np.random.default_rng(11)
+    names = [LONG_MODEL.format(i) for i in range(n_models)]
+    skill = np.linspace(-1.2, 1.2, n_models)
+    judges = {"provider-name/judge-model-large-2026-01": 0.6, "a-second-grader-with-a-long-name": -0.4}
+    rows = [(names[m], f"q{i:02d}", r, j, int(rng.random() < 1 / (1 + np.exp(-(skill[m] + b)))))
+            for m in range(n_models) for i in range(10) for r in (1, 2) for j, b in judges.items()]
+    judged = pd.DataFrame(rows, columns=["model", "item", "run", "judge", "correct"])
+    n = 250 * n_models
+    a = rng.integers(0, n_models, n)
+    b = (a + rng.integers(1, n_models, n)) % n_models
+    p_a = 1 / (1 + np.exp(skill[b] - skill[a]))
+    u = rng.random(n)
+    won = np.where(u < p_a - 0.1, "model_a", np.where(u < p_a + 0.1, "tie", "model_b"))
+    lab = np.array(names, dtype=object)
+    return judged, pd.DataFrame({"model_a": lab[a], "model_b": lab[b], "winner": won})
+
+
+@pytest.mark.parametrize("n_models", [4, pytest.param(40, marks=pytest.mark.slow)])
+def test_report_judge_and_arena_figures_long_labels(n_models):
+    from evalmix.reporting import arena_section, judges_section
+
+    judged, battles = _judged_and_battles(n_models)
+    figs = dict((n, f) for n, _, f in _quiet(judges_section, _quiet(evalmix.read_runs, judged)).figures)
+    figs |= {n: f for n, _, f in arena_section(battles).figures}
+    assert set(figs) == {"judge_accuracy", "arena_leaderboard"}
+    bad = {n: layout_problems(f) for n, f in figs.items()}
+    assert not {n: p for n, p in bad.items() if p}

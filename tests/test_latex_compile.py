@@ -171,3 +171,31 @@ def test_any_names_compile_and_read_back(tmp_path_factory, names, header):
         # each name's row: its letters and digits, in order, on one line of the PDF
         assert any(all(r in ln for r in _runs(name)) for ln in lines), (name, text)
     assert all(r in _alnum(text) for r in _runs(header)), (header, text)
+
+
+def test_judge_and_arena_tables_with_hostile_names_compile(tmp_path):
+    _pdflatex()
+    import numpy as np
+
+    from evalmix.reporting import arena_section, judges_section
+
+    rng = np.random.default_rng(2)
+    models, judges = list(HOSTILE.values())[:3], [HOSTILE["model-B"], HOSTILE["model-D"]]
+    rows = [(m, f"q{i}", r, j, int(rng.random() < 0.3 + 0.2 * k + 0.1 * jj))
+            for k, m in enumerate(models) for i in range(12) for r in (1, 2) for jj, j in enumerate(judges)]
+    judged = pd.DataFrame(rows, columns=["model", "item", "run", "judge", "correct"])
+    labels = judged[(judged["judge"] == judges[0]) & judged["item"].isin([f"q{i}" for i in range(5)])]
+    labels = labels.rename(columns={"correct": "human"}).drop(columns="judge")
+    a = rng.integers(0, 3, 600)
+    b = (a + rng.integers(1, 3, 600)) % 3
+    won = rng.choice(["model_a", "model_b", "tie"], 600, p=[0.45, 0.4, 0.15])
+    battles = pd.DataFrame({"model_a": np.array(models, dtype=object)[a],
+                            "model_b": np.array(models, dtype=object)[b], "winner": won})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sections = [judges_section(evalmix.read_runs(judged), labels=labels), arena_section(battles)]
+    found = {name: evalmix.tables.to_latex(tab, caption=caption, label=f"tab:{name}")
+             for sec in sections for name, caption, tab in sec.tables}
+    assert {"judge_agreement_pairs", "judge_bias", "judge_ppi", "arena_ratings", "arena_params"} <= set(found)
+    assert r"\textless{}script\textgreater{}" in found["judge_agreement_pairs"] and r"\$x\$" in found["arena_ratings"]
+    compile_tables(found, tmp_path / "tex")

@@ -37,8 +37,10 @@ judges grade both, so most of the judge bias cancels; the parts are computed for
 Gauss-Hermite quadrature, :func:`judge_se` the SE and :func:`plan_judges` the cheapest design.
 A seeded simulation in the tests checks the formula against the SD of simulated means.
 
-Ordinal ratings (1-10 scores) get the agreement part (:func:`judge_agreement`); the ordinal mixed
-model (``clmm``) is not in evalmix yet, so :func:`judge_study` refuses non-binary verdicts.
+Ordinal ratings (1-5 or 1-10 scores) go through the same three models as cumulative-link mixed
+models (:func:`evalmix.clmm`, logit link): the judge bias is then a contrast of latent-scale means
+(``difference``: of mean ratings), the agreement is computed at the ordinal level, and the planner
+(accuracy-scale parts) is for 0/1 verdicts only.
 """
 
 from __future__ import annotations
@@ -469,6 +471,9 @@ class JudgePlan(Result):
 
 def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy) -> list[dict[str, float]]:
     if isinstance(components, JudgeStudy):
+        if components.scale != "binary":
+            raise DataError("the judge planner works on the accuracy scale of 0/1 verdicts; this study is of "
+                            f"{components.scale} ratings")
         components = components.components
     if isinstance(components, pd.DataFrame):
         missing = [c for c in COMPONENTS if c not in components.columns]
@@ -616,9 +621,11 @@ class JudgeStudy(Result):
     columns: dict[str, str]
     reference: str | None
     n_responses: int
+    scale: str = "binary"
 
     def _title(self) -> str:
-        return "Judge study: bias, judge-by-model interaction, agreement and variance share"
+        what = " of ordinal ratings" if self.scale == "ordinal" else ""
+        return f"Judge study{what}: bias, judge-by-model interaction, agreement and variance share"
 
     def _header(self) -> list[str]:
         it = self.interaction
@@ -631,10 +638,13 @@ class JudgeStudy(Result):
         return self.bias.copy()
 
     def summary(self) -> Summary:
+        ordinal = self.scale == "ordinal"
         return Summary(self._title(), self._header(),
-                       [("Judge bias (log-odds; difference: probability)", self.bias),
-                        ("Judge means (probability)", self.means),
-                        ("Accuracy by model and judge", self.by_judge),
+                       [("Judge bias (latent scale; difference: mean rating)" if ordinal else
+                         "Judge bias (log-odds; difference: probability)", self.bias),
+                        ("Judge means (mean rating)" if ordinal else "Judge means (probability)", self.means),
+                        ("Mean rating by model and judge" if ordinal else "Accuracy by model and judge",
+                         self.by_judge),
                         ("Agreement", self.agreement.table),
                         ("Random effects", self.variance),
                         ("Accuracy-scale parts for planning", self.components)],
@@ -663,7 +673,7 @@ class JudgeStudy(Result):
 
     def to_dict(self) -> dict[str, Any]:
         it = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.interaction.items()}
-        return {"bias": frame_records(self.bias), "means": frame_records(self.means),
+        return {"scale": self.scale, "bias": frame_records(self.bias), "means": frame_records(self.means),
                 "by_judge": frame_records(self.by_judge), "interaction": it,
                 "agreement": frame_records(self.agreement.table),
                 "agreement_pairs": frame_records(self.agreement.pairs),
@@ -672,16 +682,22 @@ class JudgeStudy(Result):
                 "formulas": dict(self.formulas), "columns": dict(self.columns), "reference": self.reference}
 
 
-def _check_binary(long: _Long) -> None:
-    y = long.frame["y"].to_numpy()
-    bad = ~np.isin(y, (0.0, 1.0))
-    if bad.any():
-        col = long.cols["outcome"]
-        seen = sorted(set(np.unique(y[bad]).tolist()))[:5]
-        raise DataError(f"verdict column {col!r} holds values other than 0/1 (e.g. {seen}): judge_study fits a "
-                        "logistic model of binary verdicts; the ordinal mixed model (clmm) is not in evalmix "
-                        "yet. For ratings use evalmix.judge_agreement(..., level='ordinal'), or dichotomise "
-                        f"the score (e.g. {col} >= threshold) first")
+def _verdict_scale(long: _Long) -> Literal["binary", "ordinal"]:
+    """``"binary"`` for 0/1 verdicts, ``"ordinal"`` for integer ratings with three or more values."""
+    y = long.frame["y"].to_numpy(float)
+    if np.isin(y, (0.0, 1.0)).all():
+        return "binary"
+    col = long.cols["outcome"]
+    values = np.unique(y)
+    if np.all(values == np.round(values)) and len(values) >= 3:
+        return "ordinal"
+    seen = values[~np.isin(values, (0.0, 1.0))][:5].tolist()
+    why = ("holds fractional values" if not np.all(values == np.round(values)) else
+           f"has only {len(values)} distinct values, too few for an ordinal model")
+    raise DataError(f"verdict column {col!r} {why} (e.g. {seen}): judge_study fits a logistic model of 0/1 "
+                    "verdicts or a cumulative-link model of integer ratings with three or more categories. "
+                    "For agreement alone use evalmix.judge_agreement(..., level='ordinal'), or dichotomise "
+                    f"the score (e.g. {col} >= threshold) first")
 
 
 def _deviation_weights(levels: list[str], ref: str | None) -> dict[str, list[float]]:
@@ -697,6 +713,68 @@ def _deviation_weights(levels: list[str], ref: str | None) -> dict[str, list[flo
             w[i], w[levels.index(ref)] = 1.0, -1.0
             out[contrast_label(lev, ref)] = w
     return out
+
+
+# The ordinal judge model's formulas: the long table's columns are always named y, model, judge, item
+# and response, so the formulas are fixed text (the binary path adds (1|model_item) where it can).
+_ORDINAL_FORMULAS = {
+    "additive": "y ~ model + judge + (1|item) + (1|response)",
+    "interaction": "y ~ model * judge + (1|item) + (1|response)",
+    "random_judge": "y ~ model + (1|judge) + (1|item) + (1|response)",
+}
+_ORDINAL_FORMULAS_ONE_MODEL = {
+    "additive": "y ~ judge + (1|item) + (1|response)",
+    "interaction": "",
+    "random_judge": "y ~ 1 + (1|judge) + (1|item) + (1|response)",
+}
+
+
+def _ordinal_study(long: _Long, ref: Hashable | None, conf_level: float) -> JudgeStudy:
+    """judge_study of integer ratings: cumulative-link mixed models (``evalmix.clmm``, logit link)."""
+    from scipy import stats
+
+    from .ordinal import clmm, clmm_emmeans
+    from .ordinal.emmeans import clmm_ref_grid
+
+    df = long.frame.assign(y=long.frame["y"].astype(np.int64))
+    levels = sorted(df["judge"].unique().tolist())
+    ref_s = None if ref is None else str(ref)
+    if ref_s is not None and ref_s not in levels:
+        raise DataError(f"ref={ref!r} is not a level of judge column {long.cols['judge']!r}; levels: {levels}")
+    n_models = df["model"].nunique()
+    formulas = dict(_ORDINAL_FORMULAS if n_models > 1 else _ORDINAL_FORMULAS_ONE_MODEL)
+    fits: dict[str, Any] = {"additive": clmm(formulas["additive"], df)}
+    weights = _deviation_weights(levels, ref_s)
+    emm = emmeans(clmm_ref_grid(fits["additive"], conf_level=conf_level), "judge", conf_level=conf_level)
+    bias = contrast(emm, weights, adjust="none", conf_level=conf_level).to_frame()
+    bias = bias.drop(columns=[c for c in ("judge",) if c in bias.columns])
+    means = clmm_emmeans(fits["additive"], "judge", mode="mean.class", conf_level=conf_level).to_frame()
+    means["eta"] = emm.to_frame()["estimate"].to_numpy()
+    # the same contrasts of the mean ratings (point estimates: the mean rating is not linear in the fit)
+    mean_of = dict(zip(means["judge"].astype(str), means["estimate"].to_numpy(float)))
+    bias["difference"] = [float(np.dot(w, [mean_of[lev] for lev in levels])) for w in weights.values()]
+    if n_models > 1:
+        fits["interaction"] = clmm(formulas["interaction"], df)
+        stat = max(2.0 * (fits["interaction"].loglik - fits["additive"].loglik), 0.0)
+        ddf = float(fits["interaction"].df - fits["additive"].df)
+        interaction = {"statistic": stat, "df": ddf, "p_value": float(stats.chi2.sf(stat, ddf))}
+        by = clmm_emmeans(fits["interaction"], ["model", "judge"], mode="mean.class",
+                          conf_level=conf_level).to_frame()
+    else:
+        interaction = {"statistic": math.nan, "df": math.nan, "p_value": math.nan}
+        by = means.drop(columns="eta")
+    fits["random_judge"] = clmm(formulas["random_judge"], df)
+    vc = fits["random_judge"].varcorr
+    variance = pd.DataFrame({"group": vc["group"].to_numpy(), "variance": vc["variance"].to_numpy(float),
+                             "sd": vc["sd"].to_numpy(float)})
+    variance = pd.concat([variance, pd.DataFrame({"group": ["residual (logistic)"], "variance": [math.pi**2 / 3],
+                                                  "sd": [math.pi / math.sqrt(3)]})], ignore_index=True)
+    variance["share"] = variance["variance"] / float(variance["variance"].sum())
+    components = pd.DataFrame(columns=["model", "eta", "accuracy", *COMPONENTS])
+    return JudgeStudy(bias=bias, means=means, by_judge=by, interaction=interaction,
+                      agreement=_agreement(long, "ordinal", conf_level), variance=variance,
+                      components=components, formulas=formulas, fits=fits, columns=dict(long.cols),
+                      reference=ref_s, n_responses=int(df["response"].nunique()), scale="ordinal")
 
 
 def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = None, model: str | None = None,
@@ -721,11 +799,15 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     Parameters
     ----------
     data : DataFrame or path
-        Long table of 0/1 verdicts.
+        Long table of 0/1 verdicts or integer ratings.
     judge : str
         The judge column.
     outcome : str, optional
-        The verdict column (default ``correct``, else ``score``); must be 0/1.
+        The verdict column (default ``correct``, else ``score``): 0/1 verdicts, or integer ratings
+        with three or more categories (1-5, 1-10), which are fitted by :func:`evalmix.clmm` with
+        the formulas of ``_ORDINAL_FORMULAS`` (no ``(1|model_item)`` term; ``model_item`` must
+        then be left unset), ``bias`` on the latent scale with ``difference`` between mean
+        ratings, ``means`` and ``by_judge`` as mean ratings, and no planning ``components``.
     model, item, run : str, optional
         Key columns (default ``model``, ``item``, ``run`` where present; ``item`` is required).
     ref : level, optional
@@ -747,7 +829,8 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     Raises
     ------
     DataError
-        Non-binary verdicts (use :func:`judge_agreement` for ratings), fewer than two judges,
+        Verdicts that are neither 0/1 nor integer ratings with three or more values (use
+        :func:`judge_agreement` for their agreement), fewer than two judges,
         duplicate or missing keys.
 
     Examples
@@ -765,7 +848,11 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     from .glmm import glmer
 
     long = _long(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
-    _check_binary(long)
+    if long.frame["y"].nunique() >= 2 and _verdict_scale(long) == "ordinal":
+        if model_item:
+            raise DataError("model_item=True is for 0/1 verdicts: the ordinal judge model has item and response "
+                            "intercepts only")
+        return _ordinal_study(long, ref, conf_level)
     if long.frame["y"].nunique() < 2:
         raise DataError(f"every verdict in {long.cols['outcome']!r} is {long.frame['y'].iloc[0]:g}: there is no "
                         "variation for a logistic model (nor agreement) to describe")

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ from .selection import anova, compare_models
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Report", "ReportSection", "candidate_formulas", "report"]
+__all__ = ["Report", "ReportSection", "arena_section", "candidate_formulas", "judges_section", "report"]
 
 #: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent),
 #: shown beside the Koo & Li (2016) bands the report (and :func:`evalmix.icc`) uses.
@@ -716,6 +716,232 @@ def _bayes_section(data: pd.DataFrame, formula: str, model: str, seed: int) -> R
 
 
 # ----------------------------------------------------------------------------------------------
+# judges and arenas
+
+
+def _judge_column(schema: Any, data: pd.DataFrame, judge: str | None) -> str | None:
+    """The judge column: the one named, else a slice called ``judge`` with two or more levels."""
+    if judge is not None:
+        if judge not in schema.slices:
+            raise DataError(f"judge={judge!r} is not a slice column of the runs table; the slices are "
+                            f"{list(schema.slices)}")
+        return judge
+    return "judge" if "judge" in schema.slices and data["judge"].nunique() >= 2 else None
+
+
+def _response_keys(schema: Any) -> list[str]:
+    return [c for c in (schema.model, schema.item, schema.run) if c is not None]
+
+
+def _ppi_table(data: pd.DataFrame, schema: Any, judge: str | None, labels: pd.DataFrame | str | Path,
+               human: str, conf_level: float) -> tuple[pd.DataFrame, str]:
+    """PPI++, human-only and judge-only means per model: the judge score of a response is the mean
+    verdict of its judges, the labels are the human scores of some responses."""
+    from .data import load_table, require_columns
+    from .ppi import ppi_mean
+
+    lab = load_table(labels)
+    where = f"{labels}: " if isinstance(labels, (str, Path)) else "labels: "
+    keys = [c for c in _response_keys(schema) if c in lab.columns or c != schema.run]
+    require_columns(lab, [*keys, human], labels if isinstance(labels, (str, Path)) else None,
+                    " (the human labels: one row per labelled response)")
+    score = str(schema.outcome)
+    if score in lab.columns:
+        raise DataError(f"{where}the labels table has a column {score!r}, the runs table's verdict column: "
+                        "drop it (the judge score of each labelled response is read from the runs table)")
+    judged = data.groupby(keys, observed=True, sort=False)[score].mean().reset_index()
+    for k in keys:  # the runs table's keys are categoricals; match the labels as text
+        judged[k] = judged[k].astype(str)
+    lab = lab[[*keys, human]].copy()
+    for k in keys:
+        lab[k] = lab[k].astype(str)
+    merged = lab.merge(judged, on=keys, how="left")
+    unmatched = merged[score].isna().to_numpy()
+    if unmatched.any():
+        first = merged.loc[unmatched, keys].iloc[0].to_dict()
+        raise DataError(f"{where}{int(unmatched.sum())} labelled response(s) are not in the runs table, "
+                        f"e.g. {first}")
+    res = ppi_mean(judged, merged, by=schema.model, judge=score, human=human, item=schema.item,
+                   run=schema.run if schema.run in keys else None,
+                   method=["ppi++", "classical", "judge_only"], conf_level=conf_level)
+    what = "the mean verdict of the judges" if judge is not None else "the verdict"
+    return res.to_frame(), what
+
+
+def judges_section(data: pd.DataFrame, *, judge: str | None = None,
+                   labels: pd.DataFrame | str | Path | None = None, human: str = "human",
+                   conf_level: float = 0.95, log: list[dict[str, Any]] | None = None) -> ReportSection:
+    """The report's judges section: agreement, judge effects and PPI estimates.
+
+    With a judge column (``judge=``, or a slice called ``judge``), :func:`evalmix.judge_study` gives
+    the agreement of the judges on the same responses, each judge's bias against the mean judge,
+    the judge-by-model interaction test and the judges' share of the variance.  With human
+    ``labels`` (a table of model, item, optionally run, and the ``human`` score of a few responses)
+    :func:`evalmix.ppi_mean` gives the prediction-powered (PPI++) mean of the human score per model,
+    beside the human-only and the judge-only means.
+
+    Parameters
+    ----------
+    data : DataFrame
+        A runs table from :func:`evalmix.read_runs` with 0/1 verdicts (one row per model, item,
+        run and judge).
+    judge : str, optional
+        The judge column (default: a slice called ``judge``).
+    labels : DataFrame or path, optional
+        Human scores of some responses.
+    human : str
+        The human score column of ``labels``.
+    conf_level : float
+        Level of every interval.
+    log : list, optional
+        Rows describing each model fitted are appended to it (the report's ``fits`` table).
+
+    Returns
+    -------
+    ReportSection
+        Left out, with the reason, when there is neither a judge column nor labels, or when the
+        table cannot be read as one verdict per response and judge.
+
+    Examples
+    --------
+    >>> import evalmix, numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [(m, f"q{i}", r, j) for m in "AB" for i in range(30) for r in (1, 2) for j in ("x", "y")]
+    >>> df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    >>> df["correct"] = (rng.random(len(df)) < np.where(df["judge"] == "y", 0.4, 0.7)).astype(int)
+    >>> sec = judges_section(evalmix.read_runs(df))
+    >>> [name for name, _, _ in sec.tables]
+    ['judge_agreement', 'judge_agreement_pairs', 'judge_bias', 'judge_means', 'judge_variance']
+    """
+    from .judges import judge_study
+
+    check_arguments(conf_level=conf_level)
+    schema = schema_of(data)
+    if schema is None:
+        raise DataError("judges_section needs a runs table from evalmix.read_runs")
+    title = "LLM judges: agreement, judge effects and human-corrected means"
+    judge_col = _judge_column(schema, data, judge)
+    if judge_col is None and labels is None:
+        return ReportSection("judges", title, skipped="Left out: the table has no judge column (name it with "
+                                                      "judge=) and no human labels were given (labels=).")
+    if schema.counts:
+        return ReportSection("judges", title, skipped="Left out: judge verdicts are one 0/1 answer per "
+                                                      "response, not k-of-n counts.")
+    tabs: list[tuple[str, str, pd.DataFrame]] = []
+    figs: list[tuple[str, str, Figure]] = []
+    notes: list[str] = []
+    if judge_col is not None:
+        others = [s for s in schema.slices if s != judge_col and data[s].nunique() >= 2]
+        if others:
+            notes.append(f"Judge effects left out: the table has further conditions ({', '.join(others)}), "
+                         "so a response is not identified by model, item and run alone.")
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the fits' convergence and boundary flags go to the log
+                study = judge_study(data, judge=judge_col, outcome=schema.outcome, model=schema.model,
+                                    item=schema.item, run=schema.run, conf_level=conf_level)
+            if log is not None:
+                for use, fit in study.fits.items():
+                    log.append(_fit_row(f"judges: {use.replace('_', ' ')}", study.formulas[use], fit.nobs,
+                                        fit.converged, fit.singular))
+            it = study.interaction
+            lrt = (f"The judge-by-model interaction (does a judge favour some models?) has a likelihood-ratio "
+                   f"χ² of {it['statistic']:.2f} on {it['df']:g} df, p = {it['p_value']:.3g}."
+                   if np.isfinite(it["p_value"]) else "")
+            notes.append(f"{study.agreement.n_judges} judges ({judge_col}) graded {study.n_responses} responses "
+                         "(model × item × run). Judge effects come from a logistic mixed model with the judge "
+                         "beside the model and intercepts for items and responses; each judge's bias is its "
+                         "marginal mean against the mean judge (log-odds; 'difference' on the probability "
+                         f"scale). {lrt} The judges take {study.judge_share:.1%} of the latent variance "
+                         "(the model with a random judge effect).")
+            tabs += [("judge_agreement", "Agreement of the judges on the same responses (Krippendorff's α, "
+                      "Fleiss' κ, ICC(A,1)).", study.agreement.table),
+                     ("judge_agreement_pairs", "Cohen's κ of each pair of judges.", study.agreement.pairs),
+                     ("judge_bias", "Judge bias: each judge against the mean judge (log-odds; difference "
+                      "on the probability scale).", study.bias),
+                     ("judge_means", "Marginal mean verdict of each judge.", study.means),
+                     ("judge_variance", "Variance components with a random judge effect (share of the "
+                      "latent variance).", study.variance)]
+            by = study.by_judge
+            if schema.model in by.columns and "judge" in by.columns:
+                from .plots import accuracy_intervals
+
+                figs.append(("judge_accuracy", "Accuracy of each model under each judge (interaction "
+                             f"model, {conf_level:.0%} intervals).",
+                             _close(accuracy_intervals(by, y=str(schema.model), hue="judge"))))
+    if labels is not None:
+        ppi, what = _ppi_table(data, schema, judge_col, labels, human, conf_level)
+        notes.append(f"Human-corrected means: the judge score of a response is {what}; a few responses "
+                     f"carry a human score ({human}). PPI++ corrects the judges' mean by their average error "
+                     "on the labelled items, with the judge's weight (lambda) tuned; items are the sampling "
+                     "unit. The judge-only mean ignores the labels and carries the judges' bias; the "
+                     "human-only mean uses the labels alone.")
+        tabs.append(("judge_ppi", f"Prediction-powered (PPI++) means of the human score per model beside the "
+                     f"human-only and judge-only means ({conf_level:.0%} intervals).", ppi))
+    return ReportSection("judges", title, " ".join(notes), tables=tuple(tabs), figures=tuple(figs))
+
+
+def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = None,
+                  conf_level: float = 0.95) -> ReportSection:
+    """The report's arena section: Bradley-Terry ratings with intervals, rank sets and tie groups.
+
+    Battles (model A vs model B, a winner or a tie) are fitted by :func:`evalmix.bradley_terry`
+    with Davidson's ties (ties left out when there are none) and the first-position effect, on the
+    Elo scale with sandwich intervals (clustered by ``cluster``, e.g. the prompt).
+
+    Parameters
+    ----------
+    battles : DataFrame or path
+        Battle table (see :func:`evalmix.read_battles`).
+    cluster : str, optional
+        Cluster column of the sandwich.
+    conf_level : float
+        Level of the intervals and joint coverage of the rank sets.
+
+    Returns
+    -------
+    ReportSection
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(1)
+    >>> a = rng.integers(0, 3, 600); b = (a + rng.integers(1, 3, 600)) % 3
+    >>> p_a = 1 / (1 + np.exp(np.array([0.0, 0.5, 1.0])[b] - np.array([0.0, 0.5, 1.0])[a]))
+    >>> u = rng.random(600)
+    >>> won = np.where(u < p_a - 0.1, "model_a", np.where(u < p_a + 0.1, "tie", "model_b"))
+    >>> names = np.array(["small", "medium", "large"])
+    >>> sec = arena_section(pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": won}))
+    >>> sec.tables[0][2]["model"].tolist()
+    ['large', 'medium', 'small']
+    """
+    from .arena import bradley_terry, read_battles
+    from .plots.leaderboard import leaderboard_plot
+
+    check_arguments(conf_level=conf_level)
+    table = read_battles(battles, prompt=cluster)
+    ties: Literal["davidson", "drop"] = "davidson" if (table["winner"] == "tie").any() else "drop"
+    bt = bradley_terry(table, ties=ties, cluster="prompt" if cluster is not None else None,
+                       conf_level=conf_level)
+    assert bt.rank_sets is not None  # rank_sets=True is the default
+    pct = f"{conf_level:.0%}"
+    ci = f"sandwich clustered by {cluster}" if cluster is not None else "sandwich, each battle its own cluster"
+    note = (f"{bt.n_battles:,} battles among {len(bt.table)} models, fitted by Bradley-Terry maximum "
+            f"likelihood with {'Davidson ties' if ties == 'davidson' else 'no ties in the battles'} and an "
+            f"effect of being shown first; ratings on the Elo scale (400 points are odds of 10 to 1, mean "
+            f"1000) with {pct} intervals ({ci}). Rank sets hold every model's rank jointly with {pct} "
+            "confidence; models sharing a tie-group letter cannot be told apart.")
+    return ReportSection(
+        "arena", "Pairwise battles: Bradley-Terry ratings and rank sets", note,
+        tables=(("arena_ratings", f"Bradley-Terry ratings (Elo scale) with {pct} intervals, simultaneous rank "
+                 "sets and tie groups.", bt.table),
+                ("arena_params", "Position effect (rating points gained by being shown first) and Davidson's "
+                 "tie parameter.", bt.params)),
+        figures=(("arena_leaderboard", f"Ratings with {pct} intervals beside simultaneous rank sets and tie "
+                  "groups.", _close(leaderboard_plot(bt.rank_sets))),))
+
+
+# ----------------------------------------------------------------------------------------------
 # the report
 
 
@@ -723,7 +949,9 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
            reference: str | None = None, slice: str | None = None, candidates: Sequence[str] | None = None,
            formula: str | None = None, bayes: bool = False, seed: int = 0, conf_level: float = 0.95,
            n_boot: int = 1000, plan_se: float = 0.03, cost_item: float = 10.0, cost_run: float = 1.0,
-           title: str | None = None, item: str = "item") -> Report:
+           title: str | None = None, item: str = "item", judge: str | None = None,
+           labels: pd.DataFrame | str | Path | None = None, human: str = "human",
+           battles: pd.DataFrame | str | Path | None = None, battle_cluster: str | None = None) -> Report:
     """Every table and figure of a repeated-runs study, with the corrected analyses beside the paper's.
 
     Parameters
@@ -760,6 +988,18 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     title : str, optional
     item : str
         Item column when ``runs`` is not yet validated.
+    judge : str, optional
+        Column naming the judge that gave each verdict (default: a slice called ``judge``); adds the
+        judges section (:func:`judges_section`: agreement, judge bias, variance share).
+    labels : DataFrame or path, optional
+        Human scores of some responses (model, item, optionally run, and ``human``); adds
+        prediction-powered means of the human score to the judges section.
+    human : str
+        The human score column of ``labels``.
+    battles : DataFrame or path, optional
+        Arena battles (model_a, model_b, winner); adds the arena section (:func:`arena_section`).
+    battle_cluster : str, optional
+        Column of ``battles`` the sandwich clusters on (usually the prompt).
 
     Returns
     -------
@@ -793,6 +1033,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         raise DataError(f"slice={slice!r} is not a slice column; the slices are {list(schema.slices)}")
     slice_ = slice if slice is not None else (roles["item_level"][0] if roles["item_level"] else None)
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
+    judge_col = _judge_column(schema, data, judge)  # a bad judge= fails before the fits
 
     sections: list[ReportSection] = [_data_section(data, roles, slice_)]
     overall = _overall(data, roles, conf_level)
@@ -861,6 +1102,11 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      pd.DataFrame(corrections)),)))
     if bayes:
         sections.append(_bayes_section(data, base.with_fixed(best).text, m, seed))
+    if judge_col is not None or labels is not None:
+        sections.append(judges_section(data, judge=judge_col, labels=labels, human=human,
+                                       conf_level=conf_level, log=log))
+    if battles is not None:
+        sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
     fit_log = pd.DataFrame(log)
     n_bad = int((~fit_log["converged"]).sum())
     sections.append(ReportSection(
@@ -875,7 +1121,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
-               "bayes": bayes}
+               "bayes": bayes, "judge": judge_col, "labels": labels is not None,
+               "battles": battles is not None}
     rep = Report(sections=tuple(sections), title=title or "Evaluation report", formulas=formulas,
                  versions=_versions(), options=options)
     if out is not None:

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     rep = report(data, args.out, reference=args.reference, slice=args.slice,
                  candidates=args.candidate, formula=args.formula, bayes=args.bayes, seed=args.seed,
                  conf_level=args.conf_level, n_boot=args.n_boot, plan_se=args.plan_se,
-                 cost_item=args.cost_item, cost_run=args.cost_run, title=args.title)
+                 cost_item=args.cost_item, cost_run=args.cost_run, title=args.title, judge=args.judge,
+                 labels=args.labels, human=args.human, battles=args.battles, battle_cluster=args.battle_cluster)
     index = Path(args.out) / "index.html"
     if args.json:
         doc = {"command": "report", "html": str(index), "options": _plain(rep.options),
@@ -104,4 +105,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-item", type=float, default=10.0, help="cost of one item for the planner")
     p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer for the planner")
     p.add_argument("--title", default=None, help="page title")
+    p.add_argument("--judge", default=None,
+                   help="column naming the judge of each verdict: adds the judges section (default: a "
+                        "column called judge)")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="human scores of some responses (model, item, run, --human): adds PPI++ means to "
+                        "the judges section")
+    p.add_argument("--human", default="human", help="human score column of --labels (default: human)")
+    p.add_argument("--battles", default=None, metavar="FILE",
+                   help="arena battles (model_a, model_b, winner): adds Bradley-Terry ratings and rank sets")
+    p.add_argument("--battle-cluster", default=None,
+                   help="column of --battles the sandwich clusters on (usually the prompt)")
     p.set_defaults(handler=run)

@@ -8,6 +8,7 @@ the Laplace approximation; see :mod:`evalmix.ordinal.model` for the algorithm an
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -16,11 +17,11 @@ import pandas as pd
 from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
 from ..model import build_fixed, build_random_terms, model_columns, parse_formula, read_data
-from .emmeans import ClmmEMMeans, clmm_emmeans
+from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel, response_codes
-from .result import ClmmResult
+from .result import ClmmResult, convergence_check
 
-__all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans"]
+__all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans", "clmm_ref_grid", "convergence_check"]
 
 
 def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
@@ -119,17 +120,26 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     if nsd > 1:  # ordinal's random-effect parameters: log SD for one term, SD for several
         jac = np.concatenate([np.ones(nt + p), sd])[interior]
         H = H / np.outer(jac, jac)
-    eig = np.linalg.eigvalsh(H)
-    if not np.all(np.isfinite(H)) or eig.min() <= 0:
+    finite = bool(np.all(np.isfinite(H)))
+    eig = np.linalg.eigvalsh(H) if finite else np.full(len(H), np.nan)
+    grad = model.gradient(model.nla, par)[interior]
+    model.nla(par)
+    if nsd > 1:  # the gradient in ordinal's parameters (SDs, not log SDs), as the Hessian
+        grad = grad / jac
+    cuts = model.cutpoints(par[:nt])
+    code, messages = convergence_check(H, grad, bool(np.all(np.diff(cuts) > 0)))
+    if not finite or eig.min() <= 0:
         # as ordinal: no standard errors from a Hessian that is not positive definite
-        warnings.warn(f"clmm({formula!r}): the Hessian is not positive definite (the model may be "
-                      "over-parametrised or an SD is on the boundary); the SEs are NaN",
-                      FitWarning, stacklevel=2)
+        warnings.warn(f"clmm({formula!r}): {'; '.join(messages)} (the model may be over-parametrised, "
+                      "a rating category empty for a level (separation), or an SD on the boundary); "
+                      "the SEs are NaN", FitWarning, stacklevel=2)
         vcov = np.full_like(H, np.nan)
     else:
         vcov = np.linalg.inv(H)
-    grad = model.gradient(model.nla, par)[interior]
-    model.nla(par)
+        if code != (0,) and converged:
+            # ordinal's conv.check codes: 1 singular or imprecise, 2-3 nearly unidentifiable
+            warnings.warn(f"clmm({formula!r}): " + "; ".join(f"({c}) {m}" for c, m in zip(code, messages)),
+                          FitWarning, stacklevel=2)
     tnames = [f"{levels[j]}|{levels[j + 1]}" for j in range(len(levels) - 1)] \
         if threshold == "flexible" else ["threshold.1", "spacing"]
     cnames = tnames + [names[k] for k in keep]
@@ -151,6 +161,6 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         varcorr=pd.DataFrame({"group": [t.group for t in terms], "variance": sd**2, "sd": sd}),
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
         loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
-        nobs=len(y), cond_h=float(eig.max() / eig.min()), max_grad=float(np.max(np.abs(grad))),
+        nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 else math.inf, max_grad=float(np.max(np.abs(grad))),
         niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
-        fixed_design=fixed)
+        fixed_design=fixed, convergence={"code": code, "messages": messages})

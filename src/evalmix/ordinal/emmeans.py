@@ -18,10 +18,13 @@ import pandas as pd
 from scipy import stats
 
 from .._result import Result
+from ..grid import RefGrid
 from ..arguments import check_choice, check_level
 from ..errors import ArgumentError
 from ..links import inverse_link, mu_eta
 from .result import ClmmResult
+
+__all__ = ["MODES", "ClmmEMMeans", "clmm_emmeans", "clmm_ref_grid"]
 
 MODES = ("latent", "prob", "mean.class")
 
@@ -116,7 +119,7 @@ def clmm_emmeans(fit: ClmmResult, specs: str | list[str], mode: str = "latent",
     V = fit.vcov.to_numpy()[: len(coef), : len(coef)]
     theta_par, beta = coef[:nt], coef[nt:]
     # d theta_j / d (threshold parameters)
-    T = np.eye(J - 1) if fit.threshold == "flexible" else np.column_stack([np.ones(J - 1), np.arange(J - 1)])
+    T = _threshold_map(fit)
     theta = T @ theta_par
     eta = X @ beta
     n_cells = len(grid)
@@ -160,3 +163,58 @@ def clmm_emmeans(fit: ClmmResult, specs: str | list[str], mode: str = "latent",
     over = tuple(n for n in fd.factors if n not in specs)
     return ClmmEMMeans(table=pd.DataFrame(records), mode=mode, conf_level=conf_level,
                        averaged_over=over)
+
+
+def _threshold_map(fit: ClmmResult) -> np.ndarray:
+    """d theta_j / d (threshold parameters): the identity, or intercept and spacing (equidistant)."""
+    J = len(fit.levels)
+    if fit.threshold == "flexible":
+        return np.eye(J - 1)
+    return np.column_stack([np.ones(J - 1), np.arange(J - 1)])
+
+
+def clmm_ref_grid(fit: ClmmResult, conf_level: float = 0.95) -> RefGrid:
+    """The reference grid of a cumulative-link mixed model on the latent scale (``ref_grid(fit)``).
+
+    Each row is the linear predictor of one grid cell minus the mean threshold (emmeans' latent
+    scale for ``clmm``) as a linear function of the thresholds and location effects, with the
+    fit's ``vcov``.  :func:`evalmix.emmeans` and :func:`evalmix.contrast` take it as they take a
+    GLMM's grid, so latent-scale contrasts get every adjustment (Tukey, Dunnett, Holm...) with
+    asymptotic (z) tests, as emmeans gives them for ``clmm``.
+
+    Parameters
+    ----------
+    fit : ClmmResult
+    conf_level : float
+        Level of the intervals a summary shows.
+
+    Returns
+    -------
+    RefGrid
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(3)
+    >>> item = np.repeat(np.arange(30), 6)
+    >>> model = np.tile(["a", "b", "c"], 60)
+    >>> latent = (model == "b") * 1.0 + rng.normal(0, 1, 30)[item] + rng.logistic(size=180)
+    >>> runs = pd.DataFrame({"item": item, "model": model,
+    ...                      "rating": np.digitize(latent, [-1.5, 0, 1.5]) + 1})
+    >>> fit = evalmix.clmm("rating ~ model + (1|item)", runs)
+    >>> con = evalmix.contrast(evalmix.emmeans(clmm_ref_grid(fit), "model"), "pairwise", adjust="tukey")
+    >>> con.to_frame()["contrast"].tolist()
+    ['a - b', 'a - c', 'b - c']
+    """
+    check_level(conf_level)
+    fd = fit.fixed_design
+    grid = _grid(fit)
+    keep = [k for k, c in enumerate(fd.columns) if c != "(Intercept)"]
+    X = fd.model_matrix(grid)[:, keep]
+    T = _threshold_map(fit)
+    L = np.concatenate([np.tile(-T.mean(axis=0), (len(grid), 1)), X], axis=1)
+    coef = fit.coef.to_numpy(float)
+    V = fit.vcov.to_numpy(float)[: len(coef), : len(coef)]
+    return RefGrid(frame=grid, L=L, coef_names=tuple(map(str, fit.coef.index)), link="identity",
+                   beta=coef, vcov=V, conf_level=conf_level)

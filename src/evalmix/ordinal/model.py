@@ -156,11 +156,13 @@ class OrdinalModel:
         with np.errstate(invalid="ignore"):
             dfa = np.where(np.isfinite(a), fa * dlog_mu_eta(self.link, np.where(np.isfinite(a), a, 0.0)), 0.0)
             dfb = np.where(np.isfinite(b), fb * dlog_mu_eta(self.link, np.where(np.isfinite(b), b, 0.0)), 0.0)
-        with np.errstate(divide="ignore"):
+        # a probability that underflows to 0 (a separated fit wandering far out) gives -inf and NaN
+        # derivatives, which the optimiser rejects as a step: no numpy warning for the user
+        with np.errstate(divide="ignore", invalid="ignore"):
             logp = np.log(p)
-        g = (fa - fb) / p  # d log p / d(theta - lp)
+            g = (fa - fb) / p  # d log p / d(theta - lp)
+            d2 = (dfa - dfb) / p - g * g
         d1 = -g
-        d2 = (dfa - dfb) / p - g * g
         return logp, d1, d2
 
     def _z_times(self, b: np.ndarray) -> np.ndarray:
