@@ -319,6 +319,18 @@ def test_merge_drops_roles_and_defaults_are_not_taken_silently():
     pd.testing.assert_frame_equal(explicit, flip_rate(t, "model").table)
 
 
+def test_a_formula_fit_is_not_refused_for_roles_another_table_was_read_with():
+    """The formula names the columns a model reads: a table read earlier with run=None and the same
+    columns does not make glmer refuse a fresh table (it did when the check leaked across tables)."""
+    d = runs()
+    read_runs(d.copy(), run=None, outcome="correct")
+    fresh = d.copy()
+    fit = evalmix.glmer("correct ~ model + (1|item)", fresh)
+    assert fit.nobs == len(fresh)
+    with pytest.raises(DataError, match="read with run=None"):  # a role-based study still asks
+        flip_rate(fresh, "model")
+
+
 def test_merge_of_two_outcome_columns_says_so():
     a = runs()
     b = runs(seed=1)

@@ -907,6 +907,7 @@ def ensure_runs(
     missing: str = "raise",
     encoding: str | None = None,
     check_outcome: bool = True,
+    formula: bool = False,
 ) -> tuple[pd.DataFrame, RunsSchema]:
     """Resolve the column roles of a runs table and validate it with :func:`read_runs`'s rules.
 
@@ -943,6 +944,10 @@ def ensure_runs(
     check_outcome : bool
         False when the caller checks a response of its own (a model formula's ``cbind(k, f)``):
         no outcome role is resolved and every column but item, model and run is a slice.
+    formula : bool
+        True for a model fit, whose formula names every column it reads: the roles then serve only
+        the duplicated-key check, so a table that looks like one read earlier with other roles
+        (whose recorded roles pandas dropped) is not refused for it.
 
     Returns
     -------
@@ -1023,7 +1028,7 @@ def ensure_runs(
     if not hint and absent_roles:
         hint = f" (name the {', '.join(r[:-1] for r in absent_roles)} column with {', '.join(absent_roles)})"
     require_columns(df, wanted, source, hint)
-    if recorded is None and check_outcome:
+    if recorded is None and check_outcome and not formula:
         resolved = dict(names, outcome=outcome, successes=successes, trials=trials)
         given = {"item": item, "model": model, "run": run, "outcome": outcome_arg,
                  "successes": successes_arg, "trials": successes_arg}

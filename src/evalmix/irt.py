@@ -60,6 +60,7 @@ from ._result import Result
 from .arguments import check_choice, check_count, check_level, check_number
 from .data import ensure_runs, load_table
 from .errors import ArgumentError, ConvergenceWarning, DataError
+from .model import lower_triangle
 
 __all__ = ["IrtFit", "IrtPosterior", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
            "fit_irt_bayes", "item_information", "select_items"]
@@ -257,13 +258,13 @@ def _pack(st: _State, two_pl: bool) -> np.ndarray:
     D = len(st.mu)
     L = np.linalg.cholesky(st.cov + 1e-12 * np.eye(D))
     extra = [st.run_sd] if two_pl else [st.run_sd, st.alpha]
-    return np.concatenate([st.theta, st.mu, L[np.tril_indices(D)], extra])
+    return np.concatenate([st.theta, st.mu, L[lower_triangle(D)], extra])
 
 
 def _unpack(x: np.ndarray, like: _State, two_pl: bool) -> _State:
     M, D = len(like.theta), len(like.mu)
     L = np.zeros((D, D))
-    L[np.tril_indices(D)] = x[M + D:M + D + D * (D + 1) // 2]
+    L[lower_triangle(D)] = x[M + D:M + D + D * (D + 1) // 2]
     rest = x[M + D + D * (D + 1) // 2:]
     st = _State(x[:M].copy(), x[M:M + D].copy(), L @ L.T, abs(float(rest[0])),
                 like.alpha if two_pl else abs(float(rest[1])))
@@ -328,7 +329,7 @@ def _item_scores(cnt: _Counts, st: _State, e: _EStep, two_pl: bool, zk: np.ndarr
     parts.append(np.einsum("ig,igd->id", e.w, pd_))
     outer = 0.5 * (pd_[..., :, None] * pd_[..., None, :] - prec)         # (I, G, D, D)
     g_cov = np.einsum("ig,igde->ide", e.w, outer)
-    rows, cols = np.tril_indices(D)
+    rows, cols = lower_triangle(D)
     parts.append(g_cov[:, rows, cols] * np.where(rows == cols, 1.0, 2.0))
     if fit_sd:
         parts.append(np.einsum("igkm,k->i", r, zk)[:, None])

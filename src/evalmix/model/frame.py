@@ -342,7 +342,7 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     else:  # a factor, text labels or a boolean response: R's rule (first level = failure)
         roles = {"check_outcome": False}
     try:
-        df, _ = ensure_runs(data, missing=missing, **roles)
+        df, _ = ensure_runs(data, missing=missing, formula=True, **roles)
     except DataError as exc:
         if "must be 0/1" not in str(exc):
             raise

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from formulaic import ModelSpec
     from numpy.typing import ArrayLike
 
-__all__ = ["RandomTerm", "build_random_terms", "group_codes_for", "random_columns", "random_expression",
-           "split_theta", "term_lambdas"]
+__all__ = ["RandomTerm", "build_random_terms", "group_codes_for", "lower_triangle", "random_columns",
+           "random_expression", "split_theta", "term_lambdas"]
 
 
 @dataclass
@@ -162,6 +162,21 @@ class RandomTerm:
         return [f"{self.group}.{self.cnames[i]}" if i == j
                 else f"{self.group}.{self.cnames[i]}.{self.cnames[j]}"
                 for i, j in self.theta_pairs]
+
+
+def lower_triangle(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the lower triangle of a ``size`` x ``size`` matrix, row by row:
+    the packing of a covariance by its Cholesky factor (or its ``vech``) outside a random term,
+    e.g. the item-parameter population of :func:`evalmix.fit_irt`.  A random term's own θ layout
+    is :attr:`RandomTerm.theta_pairs` (column by column, as lme4's ``Lind``).
+
+    Examples
+    --------
+    >>> rows, cols = lower_triangle(2)
+    >>> list(zip(rows.tolist(), cols.tolist()))
+    [(0, 0), (1, 0), (1, 1)]
+    """
+    return np.tril_indices(size)
 
 
 def split_theta(terms: list[RandomTerm], theta: ArrayLike) -> list[np.ndarray]:
