@@ -227,6 +227,10 @@ CALLS = {
     "BayesGlmerResult.summary": lambda c: c["post"].summary(),
     "contrast (odds ratio)": lambda c: evalmix.contrast(_emm(c, type="response"), "pairwise"),
     "contrast (posterior)": lambda c: evalmix.contrast(evalmix.emmeans(c["post"], "model")),
+    # anytime-valid confidence sequences
+    "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
+    "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
+    "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays

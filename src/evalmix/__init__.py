@@ -80,6 +80,9 @@ _EXPORTS: dict[str, str] = {
     "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
     "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
+    # anytime-valid confidence sequences and the stopping rule
+    "SequenceResult": "sequential", "confidence_sequence": "sequential", "sequential_accuracy": "sequential",
+    "sequential_difference": "sequential",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -89,7 +92,7 @@ _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
     "fitted", "formula", "grid", "judges", "leaderboard", "links", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
-    "scan", "selection", "status", "tables", "variance"}
+    "scan", "selection", "sequential", "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning",
@@ -130,7 +133,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
         fitted, formula, glmm, grid, integrations, io, judges, leaderboard, links, lmm, multiplicity, ordinal, paired,
         parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting, resampling,
-        scan, selection, simulate, status, tables, variance,
+        scan, selection, sequential, simulate, status, tables, variance,
     )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
@@ -165,6 +168,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         sample_size_paired_proportions, sample_size_two_proportions,
     )
     from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
+    from .sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
     from .reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
     from .resampling import (
