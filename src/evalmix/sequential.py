@@ -330,8 +330,11 @@ class SequenceResult(Result):
     def stop_frame(self) -> pd.DataFrame:
         """One row: the stop (``n``, ``n_answers``, ``estimate``, ``conf_low``, ``conf_high``,
         ``width``, ``decision``)."""
-        row = self._row.to_frame().T.reset_index(drop=True)
-        return row.assign(decision=self.decision)
+        row = self._row
+        return pd.DataFrame([{"n": int(row["n"]), "n_answers": int(row["n_answers"]),
+                              "estimate": float(row["estimate"]), "conf_low": float(row["conf_low"]),
+                              "conf_high": float(row["conf_high"]), "width": float(row["width"]),
+                              "decision": self.decision}])
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
