@@ -293,3 +293,19 @@ def test_false_positive_rate_under_continuous_monitoring():
     looks = np.arange(9, n, 10)
     naive = (z[:, looks] > 1.959964).any(axis=1).mean()
     assert naive > 0.2
+
+
+def test_sequence_plot_draws_the_band_and_the_stop():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from evalmix.plots import sequence_plot
+
+    x = np.random.default_rng(9).binomial(1, 0.8, size=(400,)) - np.random.default_rng(10).binomial(1, 0.5, size=400)
+    cs = confidence_sequence(x, bounds=(-1, 1), null=0.0)
+    fig = sequence_plot(cs)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"stop at {cs.stopped_at} (above)" in labels and "null 0" in labels
+    line = ax.get_lines()[0]
+    np.testing.assert_allclose(line.get_ydata(), cs.to_frame()["estimate"])
