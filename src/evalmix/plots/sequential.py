@@ -68,6 +68,7 @@ def sequence_plot(result: SequenceResult, *, ax: Axes | None = None, title: str 
     ax.set_xlabel("items")
     ax.set_ylabel("estimate")
     # long model names: the title breaks at spaces rather than leave the canvas
-    ax.set_title(wrap(figure_text(title if title is not None else result.label), 0.9 * fig.get_figwidth()))
+    width = ax.get_window_extent().width / ax.figure.dpi  # inches, in a figure or a subfigure
+    ax.set_title(wrap(figure_text(title if title is not None else result.label), width))
     ax.legend(fontsize=7, loc="best")
     return fig
