@@ -309,3 +309,23 @@ def test_sequence_plot_draws_the_band_and_the_stop():
     assert f"stop at {cs.stopped_at} (above)" in labels and "null 0" in labels
     line = ax.get_lines()[0]
     np.testing.assert_allclose(line.get_ydata(), cs.to_frame()["estimate"])
+
+
+def test_expected_stop_from_a_pilot():
+    from evalmix.sequential import expected_stop
+
+    rng = np.random.default_rng(8)
+    pilot = rng.binomial(3, rng.beta(2, 2, 80) + 0.0) / 3 - rng.binomial(3, rng.beta(2, 2, 80)) / 3
+    pilot = np.clip(pilot + 0.3, -1, 1)  # a clear difference: the rule decides early
+    e = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, seed=2)
+    again = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, seed=2)
+    pd.testing.assert_frame_equal(e, again)
+    assert e["decided"].item() == 1.0 and e["budget"].item() == 0.0
+    # the same draws, stopped one by one
+    draws = pilot[np.random.default_rng(2).integers(0, 80, size=(30, 400))]
+    stops = [confidence_sequence(d, bounds=(-1, 1), null=0.0, grid=250).stopped_at for d in draws[:5]]
+    sims = simulate_stopping(draws[:5], bounds=(-1, 1), null=0.0, grid=250, max_n=400)
+    assert sims["stopped_at"].tolist() == stops
+    assert e["median_items"].item() < 100 and e["mean_items_mc_se"].item() > 0
+    with pytest.raises(DataError, match="at least 2"):
+        expected_stop([0.5], bounds=(0, 1), max_n=10)

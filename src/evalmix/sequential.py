@@ -51,7 +51,7 @@ from .comparisons import resolve_columns, runs_matrices
 from .data import RunsData
 from .errors import DataError
 
-__all__ = ["METHODS", "SequenceResult", "confidence_sequence", "normal_mixture_radius",
+__all__ = ["METHODS", "SequenceResult", "confidence_sequence", "expected_stop", "normal_mixture_radius",
            "sequential_accuracy", "sequential_difference", "simulate_stopping", "stopping_time"]
 
 #: The confidence-sequence methods (see the module notes).
@@ -665,3 +665,63 @@ def simulate_stopping(observations: Sequence[ArrayLike] | np.ndarray, *, bounds:
         rows.append({"stopped_at": float(stop) if stop else np.nan, "decision": decision,
                      "estimate": means[r, i], "conf_low": lows[r, i], "conf_high": highs[r, i]})
     return pd.DataFrame(rows)
+
+
+def expected_stop(pilot: ArrayLike, *, bounds: tuple[float, float], max_n: int,
+                  method: Method = "betting", conf_level: float = 0.95, null: float | None = None,
+                  target_width: float | None = None, n_sims: int = 200, seed: int = 0,
+                  grid: int = 250) -> pd.DataFrame:
+    """Where the stopping rule is expected to stop, from a pilot's item observations.
+
+    Items are drawn with replacement from the pilot (its item means, or paired item differences,
+    which carry the pilot's between-item and run-to-run variance at its number of runs) into
+    ``n_sims`` sequences of ``max_n`` items, and the rule is applied to each.  This plans a study
+    whose items resemble the pilot's; it cannot foresee a population unlike it.
+
+    Parameters
+    ----------
+    pilot : array_like
+        One observation per pilot item, within ``bounds``.
+    bounds, method, conf_level, null, target_width
+        As in :func:`confidence_sequence`.
+    max_n : int
+        The budget in items.
+    n_sims : int
+        Simulated studies.
+    seed : int
+        Seed of the resampling.
+    grid : int
+        Grid of the betting CS (coarser than the default: only widens it by a cell).
+
+    Returns
+    -------
+    DataFrame
+        One row: ``mean_items`` (with its Monte-Carlo ``mean_items_mc_se``), ``median_items``,
+        ``q90_items`` (the budget counts where the rule did not stop earlier), and the shares of
+        studies that stopped ``decided``, on the ``width`` and on the ``budget``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pilot = np.random.default_rng(0).binomial(3, 0.7, 60) / 3
+    >>> e = expected_stop(pilot, bounds=(0, 1), target_width=0.15, max_n=1000, n_sims=20)
+    >>> e["width"].item()
+    1.0
+    """
+    check_count(n_sims, "n_sims")
+    check_count(max_n, "max_n")
+    check_seed(seed)
+    x = np.asarray(pilot, dtype=float)
+    if x.ndim != 1 or x.size < 2:
+        raise DataError(f"pilot must hold one observation per item (at least 2), got shape {x.shape}")
+    rng = as_generator(seed)
+    draws = x[rng.integers(0, x.size, size=(n_sims, max_n))]
+    sims = simulate_stopping(draws, bounds=bounds, method=method, conf_level=conf_level, null=null,
+                             target_width=target_width, max_n=max_n, grid=grid)
+    stop = sims["stopped_at"].fillna(max_n).to_numpy()
+    decided = sims["decision"].isin(["above", "below"])
+    return pd.DataFrame([{"n_sims": n_sims, "mean_items": float(stop.mean()),
+                          "mean_items_mc_se": float(stop.std(ddof=1) / np.sqrt(n_sims)) if n_sims > 1 else np.nan,
+                          "median_items": float(np.median(stop)), "q90_items": float(np.quantile(stop, 0.9)),
+                          "decided": float(decided.mean()), "width": float((sims["decision"] == "width").mean()),
+                          "budget": float((sims["decision"] == "budget").mean())}])
