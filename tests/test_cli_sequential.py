@@ -57,3 +57,18 @@ def test_user_errors_exit_2_in_one_line(capsys, argv, message):
     assert main(["sequential", str(EXAMPLE), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_expect_plans_from_the_pilot(capsys):
+    from evalmix.sequential import expected_stop
+
+    assert main(["sequential", str(EXAMPLE), "model-A", "model-C", *WHERE, "--width", "0.1", "--expect", "500",
+                 "--sims", "20", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    one = _one()
+    ma = one[one.model == "model-A"].groupby("item", sort=False)["correct"].mean()
+    mc = one[one.model == "model-C"].groupby("item", sort=False)["correct"].mean()
+    lib = expected_stop((mc - ma.loc[mc.index]).to_numpy(), bounds=(-1, 1), null=0.0, target_width=0.1,
+                        max_n=500, n_sims=20, seed=0)
+    assert doc["table"][0]["mean_items"] == pytest.approx(lib["mean_items"].item())
+    assert doc["table"][0]["decided"] == pytest.approx(lib["decided"].item())

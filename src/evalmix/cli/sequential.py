@@ -44,6 +44,21 @@ def run_sequential(args: argparse.Namespace) -> int:
     else:
         result = sequential_difference(data, args.a, args.b, null=0.0 if args.null is None else args.null,
                                        **options)
+    if args.expect is not None:  # DATA is a pilot: where will a study like it stop?
+        import numpy as np
+
+        from ..sequential import expected_stop
+
+        pilot = result.to_frame()
+        obs = pilot["estimate"].to_numpy() * pilot["n"].to_numpy()
+        bounds = (0.0, 1.0) if args.b is None else (-1.0, 1.0)
+        # the item observations back from the running means (clipped: rounding only)
+        obs = np.clip(obs - np.concatenate(([0.0], obs[:-1])), *bounds)
+        table = expected_stop(obs, bounds=bounds, max_n=args.expect,
+                              method=args.method, conf_level=args.conf_level, null=result.null,
+                              target_width=args.width, n_sims=args.sims, seed=args.seed or 0)
+        emit(args, table)
+        return 0
     extra = {"stopped_at": result.stopped_at, "decision": result.decision, "estimate": result.estimate,
              "conf_low": result.conf_low, "conf_high": result.conf_high, "n_answers": result.n_answers}
     if not args.json and not args.steps:  # the stop in words above its one-row table
@@ -70,5 +85,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--order", default=None, help="column giving the arrival order (default: table order)")
     p.add_argument("--seed", type=seed, default=None, help="shuffle the items with this seed first")
     p.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE", help=WHERE_HELP)
+    p.add_argument("--expect", type=positive_int, default=None, metavar="MAX_ITEMS",
+                   help="treat DATA as a pilot: where a study of at most MAX_ITEMS items like it is expected "
+                        "to stop (its items resampled into --sims simulated studies)")
+    p.add_argument("--sims", type=positive_int, default=200, help="simulated studies of --expect (default 200)")
     p.add_argument("--steps", action="store_true", help="print every step of the sequence, not only the stop")
     p.set_defaults(handler=run_sequential)
