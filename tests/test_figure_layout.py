@@ -157,7 +157,14 @@ BUILDERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
         _quiet(evalmix.friedman, df.groupby(["model", "item"], sort=False)["correct"].mean().reset_index(),
                outcome="correct")),
     "leaderboard_plot": lambda df: _leaderboard(df),
+    "sequence_plot": lambda df: _sequence(df),
 }
+
+
+def _sequence(df: pd.DataFrame) -> Figure:
+    one = df[(df["language"] == df["language"].iloc[0]) & (df["prompt"] == df["prompt"].iloc[0])]
+    a, b = list(pd.unique(one["model"]))[:2]
+    return plots.sequence_plot(evalmix.sequential_difference(one, a, b, seed=1))
 
 
 def _leaderboard(df: pd.DataFrame) -> Figure:

@@ -256,6 +256,10 @@ CALLS = {
     "GlmerResult.wald_test": lambda c: c["fit"].wald_test(["modelmodel-B = 0", "modelmodel-C = 0"]),
     "LmerResult.wald_test": lambda c: c["lin"].wald_test("modelmodel-B = modelmodel-C", test="F"),
     "BayesGlmerResult.wald_test": lambda c: c["post"].wald_test("modelmodel-B = modelmodel-C"),
+    # anytime-valid confidence sequences
+    "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
+    "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
+    "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays

@@ -89,6 +89,9 @@ _EXPORTS: dict[str, str] = {
     "fit_irt_bayes": "irt",
     # agent benchmarks and other harnesses
     "read_lighteval": "io", "read_mteb": "io", "read_opencompass": "io", "read_swebench": "io", "read_tau_bench": "io",
+    # anytime-valid confidence sequences and the stopping rule
+    "SequenceResult": "sequential", "confidence_sequence": "sequential", "sequential_accuracy": "sequential",
+    "sequential_difference": "sequential",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
@@ -98,7 +101,7 @@ _SUBMODULES = _SUBPACKAGES | {
     "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
     "fitted", "grid", "irt", "judges", "leaderboard", "links", "methods", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
-    "scan", "selection", "status", "tables", "variance"}
+    "scan", "selection", "sequential", "status", "tables", "variance"}
 
 __all__ = sorted(
     ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning",
@@ -139,7 +142,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
         fitted, glmm, grid, integrations, io, irt, judges, leaderboard, links, lmm, methods, model, multiplicity,
         ordinal, paired, parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting,
-        resampling, scan, selection, simulate, status, tables, tmb, variance,
+        resampling, scan, selection, sequential, simulate, status, tables, tmb, variance,
     )
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
@@ -186,6 +189,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         sample_size_paired_proportions, sample_size_two_proportions,
     )
     from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
+    from .sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
     from .reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
     from .resampling import (

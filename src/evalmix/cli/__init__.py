@@ -39,6 +39,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "ranks": ("reliability", "add_ranks", "how often leaderboards from single runs differ from the all-runs one"),
     "se-runs": ("reliability", "add_se_runs", "standard error of slice accuracies against the number of runs"),
     "plan": ("reliability", "add_plan", "cheapest number of items and runs for a precision target"),
+    "sequential": ("sequential", "add_parser", "anytime-valid confidence sequence over items and where to stop"),
     "compare": ("comparisons", "add_compare", "compare two models on the same items (paired tests)"),
     "calibrate": ("comparisons", "add_calibrate", "false-positive rate, power and coverage of comparison methods"),
     "leaderboard": ("leaderboard", "add_parser", "leaderboard with simultaneous rank sets and tie groups"),
