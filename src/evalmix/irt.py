@@ -48,7 +48,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -60,13 +59,13 @@ from ._result import Result
 from .arguments import check_choice, check_count, check_level, check_number
 from .data import ensure_runs, load_table
 from .errors import ArgumentError, ConvergenceWarning, DataError
+from .methods import IRT_MODELS, ITEM_SELECTIONS, IrtModel, ItemSelection
 from .model import lower_triangle
 
 __all__ = ["IrtFit", "IrtPosterior", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
            "fit_irt_bayes", "item_information", "select_items"]
 
-IrtModel = Literal["2pl", "1pl"]
-SelectMethod = Literal["information", "stratified", "random"]
+SelectMethod = ItemSelection
 
 # the dense items x runs x models count tensor above this many cells is refused (memory)
 _MAX_CELLS = 50_000_000
@@ -488,7 +487,7 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     >>> round(float(fit.abilities["estimate"].std(ddof=0)), 6)
     1.0
     """
-    model_type = check_choice(model_type, "model_type", ("2pl", "1pl"))
+    model_type = check_choice(model_type, "model_type", IRT_MODELS)
     n_quad = check_count(n_quad, "n_quad")
     n_quad_run = check_count(n_quad_run, "n_quad_run")
     conf_level = check_level(conf_level)
@@ -680,7 +679,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
     >>> len(select_items(fit, 10, method="information"))
     10
     """
-    method = check_choice(method, "method", ("stratified", "information", "random"))
+    method = check_choice(method, "method", ITEM_SELECTIONS)
     total = len(fit.items)
     n_items = check_count(n_items, "n_items")
     if n_items > total:
@@ -1040,7 +1039,7 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
     >>> post = fit_irt_bayes(simulate_irt(n_items=20, n_models=4, seed=1), draws=50, tune=50,
     ...                      chains=1)  # doctest: +SKIP
     """
-    model_type = check_choice(model_type, "model_type", ("2pl", "1pl"))
+    model_type = check_choice(model_type, "model_type", IRT_MODELS)
     draws = check_count(draws, "draws")
     tune = check_count(tune, "tune", minimum=0)
     chains = check_count(chains, "chains")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["ADJUST_METHODS", "CI_METHODS", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
+__all__ = ["ADJUST_METHODS", "CI_METHODS", "CS_METHODS", "CsMethod", "IRT_MODELS", "IrtModel", "ITEM_SELECTIONS",
+           "ItemSelection", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
 
 #: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
 MISSING_POLICIES = ("raise", "drop")
@@ -30,3 +31,13 @@ VCOV_METHODS = ("hessian", "hessian_exact", "rx")
 #: Estimators of :func:`evalmix.ppi_mean` and :func:`evalmix.ppi_difference`.
 PpiMethod = Literal["ppi++", "ppi", "classical", "judge_only"]
 PPI_METHODS: tuple[PpiMethod, ...] = ("ppi++", "ppi", "classical", "judge_only")
+#: Confidence sequences of :func:`evalmix.confidence_sequence` (hedged-capital betting, empirical
+#: Bernstein, normal mixture).
+CsMethod = Literal["betting", "empirical_bernstein", "normal_mixture"]
+CS_METHODS: tuple[CsMethod, ...] = ("betting", "empirical_bernstein", "normal_mixture")
+#: Item response models of :func:`evalmix.fit_irt`.
+IrtModel = Literal["2pl", "1pl"]
+IRT_MODELS: tuple[IrtModel, ...] = ("2pl", "1pl")
+#: Item selections of :func:`evalmix.select_items`.
+ItemSelection = Literal["information", "stratified", "random"]
+ITEM_SELECTIONS: tuple[ItemSelection, ...] = ("information", "stratified", "random")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,14 +50,15 @@ from .arguments import check_choice, check_count, check_level, check_number, che
 from .comparisons import resolve_columns, runs_matrices
 from .data import RunsData
 from .errors import DataError
+from .methods import CS_METHODS, CsMethod
 
 __all__ = ["METHODS", "SequenceResult", "confidence_sequence", "expected_stop", "normal_mixture_radius",
            "sequential_accuracy", "sequential_difference", "simulate_stopping", "stopping_time"]
 
 #: The confidence-sequence methods (see the module notes).
-METHODS = ("betting", "empirical_bernstein", "normal_mixture")
+METHODS = CS_METHODS
 
-Method = Literal["betting", "empirical_bernstein", "normal_mixture"]
+Method = CsMethod
 
 # The predictable plug-in bets start from a prior observation at the centre of the range with the
 # largest variance a [0, 1] outcome can have, as in Waudby-Smith & Ramdas (2023), eq. (26).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import conf_level, positive_int
+from ._args import OwnedChoices, add_choice_argument, conf_level, positive_int
 
 
 def run_irt(args: argparse.Namespace) -> int:
@@ -61,12 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", default=None, metavar="COLUMNS",
                    help="run column(s), comma-separated (e.g. language,prompt,run); each item:run gets "
                         "a random intercept (default: none)")
-    p.add_argument("--model-type", choices=["2pl", "1pl"], default="2pl", help="2PL (default) or 1PL")
+    add_choice_argument(p, "--model-type", choices=OwnedChoices("evalmix.methods", "IRT_MODELS"), default="2pl", help="2PL (default) or 1PL")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--items", action="store_true", help="also print the item table")
     p.add_argument("--select", type=positive_int, default=None, metavar="N",
                    help="choose N items for estimating full-benchmark accuracy")
-    p.add_argument("--method", choices=["stratified", "information", "random"], default="stratified",
+    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.methods", "ITEM_SELECTIONS"), default="stratified",
                    help="how --select chooses (default: stratified)")
     p.add_argument("--seed", type=int, default=1, help="seed of --method random (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")

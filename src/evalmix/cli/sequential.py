@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import WHERE_HELP, add_data_arguments, conf_level, positive_int, seed
+from ._args import WHERE_HELP, OwnedChoices, add_choice_argument, add_data_arguments, conf_level, positive_int, seed
 
-METHODS = ["betting", "empirical_bernstein", "normal_mixture"]
 
 
 def _positive(text: str) -> float:
@@ -76,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("a", metavar="A", help="the model (or the first model of a comparison)")
     p.add_argument("b", metavar="B", nargs="?", default=None, help="second model (estimate = B - A)")
-    p.add_argument("--method", default="betting", choices=METHODS)
+    add_choice_argument(p, "--method", default="betting", choices=OwnedChoices("evalmix.methods", "CS_METHODS"))
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--width", type=_positive, default=None, help="stop when the interval is this narrow")
     p.add_argument("--null", type=_number, default=None,
