@@ -22,6 +22,8 @@ task when several run in one ``eval()``.  Scores are read from ``scorer`` (defau
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,12 +105,13 @@ class SequentialStopping:
         self.interval: dict[str, float] = {}
         self.skipped = 0
 
-    async def start_task(self, task: Any, samples: list[Any], epochs: int) -> str:
+    async def start_task(self, task: object, samples: list[Any], epochs: int) -> str:
         """A new task: forget the previous one."""
         self._reset(int(epochs))
         return self.name
 
-    async def schedule_sample(self, id: str | int, epoch: int) -> Any:
+    async def schedule_sample(self, id: str | int, epoch: int) -> object | None:
+        # Inspect's EarlyStop when the rule has stopped the task (inspect_ai is imported only here)
         """Skip the sample when the rule has stopped the task."""
         if self.stopped_at is None:
             return None
@@ -132,7 +135,7 @@ class SequentialStopping:
         value = getattr(getattr(score, "score", score), "value", score)
         return score_value(value)
 
-    def record(self, item: Any, value: float) -> None:
+    def record(self, item: Hashable, value: float) -> None:
         """Add one scored epoch of ``item`` (what :meth:`complete_sample` does with Inspect's scores)."""
         runs = self._pending.setdefault(item, [])
         runs.append(float(value))
