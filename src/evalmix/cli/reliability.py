@@ -162,7 +162,7 @@ def run_plan(args: argparse.Namespace) -> int:
         elif args.budget is not None:  # the items the budget buys at the planned runs
             max_items = math.floor(args.budget / (args.cost_item + result.n_runs * args.cost_run) * (1 + 1e-12))
         else:
-            max_items = 2 * result.n_items
+            max_items = 4 * result.n_items  # a sequence is wider than a fixed-n interval: 2-3x the items
         stops = _expected_stops(args, data, by, width, max_items)
     if args.json:
         emit(args, result, extra | ({"expected_stop": records(stops)} if stops is not None else {}))
@@ -250,7 +250,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                    help="also print where the anytime-valid stopping rule is expected to stop, per slice")
     p.add_argument("--max-items", type=positive_int, default=None,
                    help="--sequential: the budget in items (default: what --budget buys at the planned "
-                        "runs, else twice the planned items)")
+                        "runs, else four times the planned items)")
     p.add_argument("--sims", type=positive_int, default=200, help="--sequential: simulated studies (default 200)")
     p.add_argument("--seed", type=seed, default=0, help="--sequential: seed of the simulation (default 0)")
     p.set_defaults(handler=run_plan)
