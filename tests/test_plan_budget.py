@@ -140,6 +140,12 @@ def test_cli_sequential_reuses_expected_stop(capsys, tmp_path):
     for col in ("mean_items", "median_items", "q90_items", "width", "budget"):
         assert stop[col] == pytest.approx(float(want[col]), rel=1e-12), col
     assert stop["mean_items"] > doc["n_items"]  # the price of looking after every item
+    assert stop["n_sims"] == 20 and isinstance(stop["n_sims"], int)
+    # k-of-n counts per (item, run) give the same item means, hence the same answer
+    counts = one.assign(k=one["correct"], n=1).drop(columns="correct")
+    counts.to_csv(tmp_path / "counts.csv", index=False)
+    assert main(["plan", str(tmp_path / "counts.csv"), "--successes", "k", "--trials", "n", *args[2:], "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["expected_stop"] == doc["expected_stop"]
     assert main(args + ["--max-items", "60"]) == 0
     out = capsys.readouterr().out
     assert "narrower than 0.2486, at most 60 items" in out and "mean_items" in out
