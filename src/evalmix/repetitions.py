@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .arguments import check_arguments
+from .arguments import check_arguments, check_choice, check_number, check_probability
 from . import _slicing as sl
 from ._result import Result, contrast_label, frame_records
 from .data import RunsData, RunsSchema, ensure_runs
-from .errors import DataError
+from .errors import ArgumentError, DataError
 from .fitted import MixedFit
 from .grid import level_means
 from .parallel import parallel_map
@@ -484,12 +484,13 @@ def accuracy_components(eta: float | Sequence[float] | np.ndarray, sd_item: floa
 
 @dataclass(frozen=True, eq=False, repr=False)
 class PlanResult(Result):
-    """The cheapest design meeting a target.
+    """The cheapest design meeting a target, or the most precise one within a budget.
 
     ``n_items``, ``n_runs``, ``cost`` and ``achieved`` (the target quantity at that design) of the
     chosen design; ``table`` lists, for each number of runs, the fewest items that meet the target
-    and the cost.  ``target`` names the criterion (``"se"``, ``"mdd"`` or ``"inversions"``) and
-    ``value`` its bound.
+    (or, with a budget and no target, the most items the budget buys) and the cost.  ``target``
+    names the criterion (``"se"``, ``"mdd"``, ``"width"`` or ``"inversions"``) and ``value`` its
+    bound (NaN when the design minimises the criterion within ``budget``).
     """
 
     n_items: int
@@ -499,13 +500,17 @@ class PlanResult(Result):
     target: str
     value: float
     table: pd.DataFrame
+    budget: float | None = None
 
     def _title(self) -> str:
         return "Study plan"
 
     def _header(self) -> list[str]:
-        return [f"{self.n_items} items x {self.n_runs} runs, cost {self.cost:g}: "
-                f"{self.target} {self.achieved:.4g} (target {self.value:.4g})"]
+        design = f"{self.n_items} items x {self.n_runs} runs, cost {self.cost:g}: {self.target} {self.achieved:.4g}"
+        if math.isnan(self.value):
+            return [f"{design} (the smallest within the budget {self.budget:g})"]
+        within = "" if self.budget is None else f", budget {self.budget:g}"
+        return [f"{design} (target {self.value:.4g}{within})"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -513,16 +518,16 @@ class PlanResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"n_items": self.n_items, "n_runs": self.n_runs, "cost": self.cost,
                                     "achieved": self.achieved, "target": self.target,
-                                    "value": self.value}
+                                    "value": None if math.isnan(self.value) else self.value,
+                                    "budget": self.budget}
 
 
 def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | None, n: float, r: int,
-               items: str, z: float) -> float:
+               items: str, scale: float) -> float:
+    """The target quantity at N items and R runs: ``scale * SE`` (the worst row) or inversions."""
     se = _se(vb, vw, n, r, items)
-    if target == "se":
-        return float(np.max(se))
-    if target == "mdd":
-        return float(np.max(z * se))
+    if target != "inversions":
+        return float(np.max(scale * se))
     if diff is None:
         raise ValueError(f"target={target!r} needs the differences to detect")
     return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
@@ -530,29 +535,37 @@ def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | N
 
 def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_between: float | None = None,
          var_within: float | None = None, se: float | None = None, mdd: float | None = None,
-         inversions: float | None = None, power: float = 0.8, alpha: float = 0.05,
-         cost_item: float = 0.0, cost_run: float = 1.0, n_items: tuple[int, int] | int = (2, 1_000_000),
-         max_runs: int = 50, items: Literal["random", "fixed"] = "random") -> PlanResult:
-    """Cheapest (N items, R runs) that meets a precision target.
+         width: float | None = None, inversions: float | None = None, budget: float | None = None,
+         power: float = 0.8, alpha: float = 0.05, cost_item: float = 0.0, cost_run: float = 1.0,
+         n_items: tuple[int, int] | int = (2, 1_000_000), max_runs: int = 50,
+         items: Literal["random", "fixed"] = "random") -> PlanResult:
+    """Cheapest (N items, R runs) that meets a precision target, or the most precise one within a budget.
 
     The cost of a design is ``N * cost_item + N * R * cost_run`` (``cost_item``: making or
-    licensing one item; ``cost_run``: one answer to one item, i.e. one run of one item).  The
+    licensing one item; ``cost_run``: one sample, i.e. one answer to one item in one run).  The
     standard error of an accuracy (or of a paired difference, with difference components) is
-    ``sqrt(var_between / N + var_within / (N R))``; with ``items="fixed"`` the between-item term is
+    ``sqrt((var_between + var_within / R) / N)``; with ``items="fixed"`` the between-item term is
     dropped (the estimand is the accuracy on this very item set).
 
-    Exactly one target:
+    At most one target:
 
     - ``se``: the SE of every slice's accuracy is at most ``se``;
     - ``mdd``: the minimum detectable difference at ``power`` (two-sided level ``alpha``),
       ``(z_{1-alpha/2} + z_power) * SE``, is at most ``mdd`` for every row (pass the components of
       paired differences, ``se_vs_runs(..., paired="model").pairs``);
+    - ``width``: the full width of the two-sided ``1 - alpha`` Wald interval,
+      ``2 z_{1-alpha/2} SE``, is at most ``width`` for every row;
     - ``inversions``: the expected number of rank inversions, the sum over model pairs of
       ``Phi(-|difference| / SE_pair)``, is at most ``inversions`` (components need a
       ``difference`` column: pass the pairs of one leaderboard).
 
-    Without a cost per item the continuous optimum is always more runs; with one it is
-    ``R* = sqrt(var_within * cost_item / (var_between * cost_run))``.
+    With a ``budget`` and a target, the cheapest design meeting the target must cost at most
+    ``budget``.  With a ``budget`` and no target, the design is the one that minimises the minimum
+    detectable difference (equivalently the SE: every row's SE falls together) among those the
+    budget buys: for each R the most items affordable, then the R with the smallest MDD.
+
+    Without a cost per item the continuous optimum is always more runs for a target (fewer runs
+    within a budget); with one it is ``R* = sqrt(var_within * cost_item / (var_between * cost_run))``.
 
     Parameters
     ----------
@@ -562,10 +575,12 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
         the design must meet the target for every row.
     var_between, var_within : float, optional
         Scalars instead of ``components``.
-    se, mdd, inversions : float
-        The target (exactly one).
+    se, mdd, width, inversions : float
+        The target (exactly one, or none with ``budget``).
+    budget : float, optional
+        The most the study may cost.
     power, alpha : float
-        For ``mdd``.
+        For ``mdd`` (and ``alpha`` for ``width``).
     cost_item, cost_run : float
         Costs (see above); ``cost_run`` must be positive.
     n_items : int or (int, int)
@@ -581,31 +596,42 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
 
     Raises
     ------
+    ArgumentError
+        No target and no budget, several targets, or a negative cost, target or budget.
     DataError
-        No design within the limits meets the target.
+        No design within the limits (and the budget) meets the target.
 
     Examples
     --------
     >>> p = plan(var_between=0.15, var_within=0.05, se=0.03, cost_item=10, cost_run=1)
     >>> p.n_items, p.n_runs
     (195, 2)
+    >>> q = plan(var_between=0.15, var_within=0.05, budget=2000, cost_item=10, cost_run=1)
+    >>> q.n_items, q.n_runs, round(q.achieved, 4)
+    (166, 2, 0.091)
     """
     if isinstance(components, VarianceComponents):
         components = components.table
     check_pilot_variance({"var_between": var_between, "var_within": var_within} if components is None else components)
-    chosen = [(k, v) for k, v in (("se", se), ("mdd", mdd), ("inversions", inversions)) if v is not None]
-    if len(chosen) != 1:
-        raise ValueError("give exactly one target: se=, mdd= or inversions=")
-    target, value = chosen[0]
-    if value <= 0:
-        raise ValueError(f"the target {target}= must be positive, got {value}")
-    if cost_run <= 0 or cost_item < 0:
-        raise ValueError("cost_run must be > 0 and cost_item >= 0")
-    if items not in ("random", "fixed"):
-        raise ValueError(f"items must be 'random' or 'fixed', got {items!r}")
+    targets = (("se", se), ("mdd", mdd), ("width", width), ("inversions", inversions))
+    chosen = [(k, v) for k, v in targets if v is not None]
+    if len(chosen) > 1 or (not chosen and budget is None):
+        given = ", ".join(f"{k}=" for k, _ in chosen) or "none"
+        raise ArgumentError(f"give exactly one target (se=, mdd=, width= or inversions=), or a budget= "
+                            f"to minimise the minimum detectable difference; got {given}")
+    target, value = chosen[0] if chosen else ("mdd", math.nan)
+    if chosen:
+        check_number(value, target, minimum=0, strict=True)
+    if budget is not None:
+        check_number(budget, "budget", minimum=0, strict=True)
+    check_number(cost_run, "cost_run", minimum=0, strict=True)
+    check_number(cost_item, "cost_item", minimum=0)
+    check_probability(power, "power")
+    check_probability(alpha, "alpha")
+    check_choice(items, "items", ("random", "fixed"))
     if components is None:
         if var_between is None or var_within is None:
-            raise ValueError("give components= or both var_between= and var_within=")
+            raise ArgumentError("give components= or both var_between= and var_within=")
         components = pd.DataFrame({"var_between": [var_between], "var_within": [var_within]})
     need = ["var_between", "var_within"] + (["difference"] if target == "inversions" else [])
     missing = [c for c in need if c not in components.columns]
@@ -615,30 +641,48 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
     vw = components["var_within"].to_numpy(float)
     diff = components["difference"].to_numpy(float) if target == "inversions" else None
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    z_half = stats.norm.ppf(1 - alpha / 2)
+    scale = {"se": 1.0, "mdd": z_half + stats.norm.ppf(power), "width": 2 * z_half}.get(target, 1.0)
 
-    def meets(n: int, r: int) -> bool:
-        return _criterion(target, vb, vw, diff, n, r, items, z) <= value * (1 + 1e-12)
+    def crit(n: int, r: int) -> float:
+        return _criterion(target, vb, vw, diff, n, r, items, scale)
 
     rows = []
     for r in range(1, int(max_runs) + 1):
-        if not meets(n_hi, r):
-            continue
-        lo, hi = n_lo, n_hi  # the criterion falls with N: bisect for the fewest items
-        if not meets(lo, r):
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if meets(mid, r) else (mid, hi)
-            lo = hi
+        if chosen:
+            if not crit(n_hi, r) <= value * (1 + 1e-12):
+                continue
+            lo, hi = n_lo, n_hi  # the criterion falls with N: bisect for the fewest items
+            if not crit(lo, r) <= value * (1 + 1e-12):
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (lo, mid) if crit(mid, r) <= value * (1 + 1e-12) else (mid, hi)
+                lo = hi
+        else:  # the most items the budget buys at R runs (the criterion falls with N)
+            assert budget is not None
+            lo = min(n_hi, math.floor(budget / (cost_item + r * cost_run) * (1 + 1e-12)))
+            if lo < n_lo:
+                continue
         rows.append({"n_runs": r, "n_items": lo, "cost": lo * cost_item + lo * r * cost_run,
-                     target: _criterion(target, vb, vw, diff, lo, r, items, z)})
+                     target: crit(lo, r)})
     if not rows:
-        raise DataError(f"no design with {n_lo}..{n_hi} items and at most {max_runs} runs reaches "
-                        f"{target} <= {value}")
+        limits = f"{n_lo}..{n_hi} items and at most {max_runs} runs"
+        if chosen:
+            raise DataError(f"no design with {limits} reaches {target} <= {value}")
+        raise DataError(f"the budget {budget:g} buys no design with {limits} (one item with one run costs "
+                        f"{cost_item + cost_run:g})")
     table = pd.DataFrame(rows)
-    best = table.sort_values(["cost", "n_runs"], kind="stable").iloc[0]
+    if chosen:
+        affordable = table if budget is None else table[table["cost"] <= budget * (1 + 1e-12)]
+        if affordable.empty:
+            raise DataError(f"no design within the budget {budget:g} reaches {target} <= {value}: the "
+                            f"cheapest that does costs {table['cost'].min():g}")
+        best = affordable.sort_values(["cost", "n_runs"], kind="stable").iloc[0]
+    else:
+        best = table.sort_values([target, "cost", "n_runs"], kind="stable").iloc[0]
     return PlanResult(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), cost=float(best["cost"]),
-                      achieved=float(best[target]), target=target, value=float(value), table=table)
+                      achieved=float(best[target]), target=target, value=float(value), table=table,
+                      budget=None if budget is None else float(budget))
 
 
 # ----------------------------------------------------------------------------------------------

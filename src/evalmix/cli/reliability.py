@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._args import add_data_arguments, conf_level, positive_int, split_list
+from ._args import add_data_arguments, conf_level, positive_int, seed, split_list
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -18,6 +19,16 @@ def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
         return by
     schema = data.attrs["evalmix"]
     return [schema["model"]] + [s for s in schema["slices"] if data[s].nunique() <= 20]
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def _bands(text: str | None) -> tuple[float, ...]:
@@ -72,21 +83,97 @@ def run_se_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    from .. import repetitions
-    from ._common import emit, load_data
+def _pilot_items(data: pd.DataFrame, by: list[str]) -> list[tuple[tuple, np.ndarray]]:
+    """Each slice's item means over the pilot's runs: the observations the sequential rule sees."""
+    schema = data.attrs["evalmix"]
+    keys = by + [schema["item"]]
+    if schema["outcome"] is not None:
+        means = data.groupby(keys, sort=True, observed=True)[schema["outcome"]].mean()
+    else:  # binomial counts: successes over trials of each item
+        sums = data.groupby(keys, sort=True, observed=True)[[schema["successes"], schema["trials"]]].sum()
+        means = sums[schema["successes"]] / sums[schema["trials"]]
+    out = []
+    for key, part in means.groupby(level=list(range(len(by))), sort=True):
+        out.append((key if isinstance(key, tuple) else (key,), part.to_numpy(float)))
+    return out
 
+
+def _expected_stops(args: argparse.Namespace, data: pd.DataFrame, by: list[str], width: float,
+                    max_items: int) -> pd.DataFrame:
+    import pandas as pd
+
+    from ..sequential import expected_stop
+
+    rows = []
+    for key, obs in _pilot_items(data, by):
+        stop = expected_stop(obs, bounds=(0.0, 1.0), max_n=max_items, conf_level=1 - ALPHA,
+                             target_width=width, n_sims=args.sims, seed=args.seed)
+        rows.append(dict(zip(by, key)) | {"target_width": width, "max_items": max_items}
+                    | stop.to_dict(orient="records")[0])
+    return pd.DataFrame(rows)
+
+
+#: The two-sided level of the planner's intervals and of the sequence (a 95% interval).
+ALPHA = 0.05
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    import math
+
+    from scipy import stats
+
+    from .. import repetitions
+    from ._common import emit, load_data, records
+
+    chosen = {k: v for k, v in (("se", args.se), ("mdd", args.mdd), ("width", args.width)) if v is not None}
+    if len(chosen) > 1:
+        raise SystemExit("give one target, --se, --mdd or --width, not " + " and ".join(f"--{k}" for k in chosen))
+    if not chosen and args.budget is None:
+        raise SystemExit("give a target (--se, --mdd or --width), or --budget for the smallest detectable "
+                         "difference it buys")
+    for flag, value, strict in (("--cost-per-sample", args.cost_run, True), ("--cost-per-item", args.cost_item, False),
+                                ("--budget", args.budget, True)):
+        if value is not None and not (value > 0 if strict else value >= 0):
+            raise SystemExit(f"{flag} must be {'> 0' if strict else '>= 0'}, got {value:g}")
+    for flag, value in chosen.items():
+        if not value > 0:
+            raise SystemExit(f"--{flag} must be > 0, got {value:g}")
+    if args.max_items is not None and not args.sequential:
+        raise SystemExit("--max-items sets the budget in items of --sequential; add --sequential")
     data = load_data(args)
     by = _default_by(data, args.by)
     comps = repetitions.variance_components(data, by)
-    targets = {"se": args.se, "mdd": args.mdd}
-    chosen = {k: v for k, v in targets.items() if v is not None}
-    if len(chosen) != 1:
-        raise SystemExit("evalmix plan: give exactly one target, --se or --mdd")
-    result = repetitions.plan(comps, cost_item=args.cost_item, cost_run=args.cost_run,
-                              max_runs=args.max_runs, **chosen)
-    emit(args, result, {"n_items": result.n_items, "n_runs": result.n_runs, "cost": result.cost,
-                        "achieved": result.achieved})
+    result = repetitions.plan(comps, cost_item=args.cost_item, cost_run=args.cost_run, budget=args.budget,
+                              max_runs=args.max_runs, alpha=ALPHA, **chosen)
+    extra: dict[str, object] = {"n_items": result.n_items, "n_runs": result.n_runs, "cost": result.cost,
+                                "achieved": result.achieved}
+    if args.json:  # text names the target in the header line
+        extra["target"] = result.target
+    if args.budget is not None:
+        extra["budget"] = args.budget
+    stops = None
+    if args.sequential:
+        # the rule stops at the width of the planned design's 95% interval (its worst slice)
+        z = stats.norm.isf(ALPHA / 2)
+        scale = {"se": 1.0, "mdd": z + stats.norm.ppf(0.8), "width": 2 * z}[result.target]
+        width = float(2 * z * result.achieved / scale)
+        if args.max_items is not None:
+            max_items = args.max_items
+        elif args.budget is not None:  # the items the budget buys at the planned runs
+            max_items = math.floor(args.budget / (args.cost_item + result.n_runs * args.cost_run) * (1 + 1e-12))
+        else:
+            max_items = 4 * result.n_items  # a sequence is wider than a fixed-n interval: 2-3x the items
+        stops = _expected_stops(args, data, by, width, max_items)
+    if args.json:
+        emit(args, result, extra | ({"expected_stop": records(stops)} if stops is not None else {}))
+        return 0
+    emit(args, result, extra)
+    if stops is not None:
+        print()
+        print(f"Expected stop of the anytime-valid rule (stop when the 95% confidence sequence is narrower "
+              f"than {stops['target_width'].iloc[0]:.4g}, at most {stops['max_items'].iloc[0]} items; "
+              f"the pilot's items resampled, {args.sims} simulated studies):")
+        emit(args, stops.drop(columns=["target_width", "max_items", "n_sims", "decided"]))
     return 0
 
 
@@ -141,15 +228,31 @@ def add_se_runs(sub: argparse._SubParsersAction) -> None:
 
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="cheapest number of items and runs for a precision target",
-                       description="Variance components from DATA, then the cheapest (items, runs) design.")
+    p = sub.add_parser("plan", help="how many items and runs, at what cost, and when to stop",
+                       description="Variance components from DATA, then the cheapest (items, runs) design "
+                                   "for a target, or the most precise one within --budget; --sequential adds "
+                                   "the expected stop of the anytime-valid rule.")
     add_data_arguments(p)
     _add_by(p)
-    p.add_argument("--se", type=float, default=None, help="target: SE of every slice accuracy")
-    p.add_argument("--mdd", type=float, default=None, help="target: minimum detectable difference")
-    p.add_argument("--cost-item", type=float, default=0.0, help="cost of one item (default 0)")
-    p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer (default 1)")
+    p.add_argument("--se", type=_finite, default=None, help="target: SE of every slice accuracy")
+    p.add_argument("--mdd", type=_finite, default=None,
+                   help="target: minimum detectable difference (80%% power, two-sided 5%% level)")
+    p.add_argument("--width", type=_finite, default=None, help="target: full width of every slice's 95%% interval")
+    p.add_argument("--budget", type=_finite, default=None,
+                   help="the most the study may cost; without a target, the design with the smallest "
+                        "detectable difference it buys")
+    p.add_argument("--cost-per-item", "--cost-item", dest="cost_item", type=_finite, default=0.0,
+                   help="cost of one item (default 0)")
+    p.add_argument("--cost-per-sample", "--cost-run", dest="cost_run", type=_finite, default=1.0,
+                   help="cost of one sample, one answer to one item in one run (default 1)")
     p.add_argument("--max-runs", type=positive_int, default=50)
+    p.add_argument("--sequential", action="store_true",
+                   help="also print where the anytime-valid stopping rule is expected to stop, per slice")
+    p.add_argument("--max-items", type=positive_int, default=None,
+                   help="--sequential: the budget in items (default: what --budget buys at the planned "
+                        "runs, else four times the planned items)")
+    p.add_argument("--sims", type=positive_int, default=200, help="--sequential: simulated studies (default 200)")
+    p.add_argument("--seed", type=seed, default=0, help="--sequential: seed of the simulation (default 0)")
     p.set_defaults(handler=run_plan)
 
 
