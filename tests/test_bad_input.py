@@ -320,15 +320,23 @@ def test_merge_drops_roles_and_defaults_are_not_taken_silently():
 
 
 def test_a_formula_fit_is_not_refused_for_roles_another_table_was_read_with():
-    """The formula names the columns a model reads: a table read earlier with run=None and the same
-    columns does not make glmer refuse a fresh table (it did when the check leaked across tables)."""
+    """The formula names the columns a model reads: after a table was read with outcome='score',
+    a merge of it that lost the roles is refused by a role-based study but fitted by glmer."""
+    t = read_runs(custom(), outcome="score")
+    merged = t.merge(pd.DataFrame({"item": [f"q{i}" for i in range(6)], "domain": ["a", "b"] * 3}), on="item")
+    with pytest.raises(DataError, match="read with outcome='score'"):
+        flip_rate(merged, "model")
+    fit = evalmix.glmer("score ~ model + (1|item)", merged)
+    assert fit.nobs == len(merged)
+
+
+def test_a_table_read_with_run_none_does_not_refuse_later_tables():
+    """Leaving a role out (run=None) is not remembered: later tables with the same columns, the same
+    table read afresh included, are read with their own run column."""
     d = runs()
-    read_runs(d.copy(), run=None, outcome="correct")
-    fresh = d.copy()
-    fit = evalmix.glmer("correct ~ model + (1|item)", fresh)
-    assert fit.nobs == len(fresh)
-    with pytest.raises(DataError, match="read with run=None"):  # a role-based study still asks
-        flip_rate(fresh, "model")
+    read_runs(d.copy(), run=None)
+    assert flip_rate(d.copy(), "model").table["n_runs"].tolist() == flip_rate(d, "model", run="run").table[
+        "n_runs"].tolist()
 
 
 def test_merge_of_two_outcome_columns_says_so():
@@ -519,7 +527,7 @@ def test_cli_bad_option_values(capsys):
     code, _, err = cli(capsys, "describe", EXAMPLE, "--ci", "exact")
     assert_user_error(code, err, "--ci: invalid choice: 'exact'")
     code, _, err = cli(capsys, "plan", EXAMPLE)
-    assert_user_error(code, err, "evalmix plan: error: give exactly one target")
+    assert_user_error(code, err, "evalmix plan: error: give a target (--se, --mdd or --width), or --budget")
     code, _, err = cli(capsys, "describe", EXAMPLE, "--by", "lang")
     assert_user_error(code, err, "missing column(s) 'lang'")
 

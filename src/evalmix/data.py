@@ -724,10 +724,12 @@ def _lost_roles(columns: pd.Index, resolved: dict[str, str | None], given: dict[
     for key, schema in reversed(_NON_DEFAULT.items()):
         if not key <= present:
             continue
-        # a role the defaults filled with another column than the one read_runs was told
+        # a role the defaults filled with another column than the one read_runs was told; a role
+        # it was told to leave out (run=None) is not one: remembered, it would refuse every later
+        # table with those columns, the same table read afresh included
         differ = [f"{r}={getattr(schema, r)!r}" for r in _ROLE_NAMES
                   if given.get(r) is None and resolved.get(r) is not None
-                  and getattr(schema, r) != resolved.get(r)]
+                  and getattr(schema, r) is not None and getattr(schema, r) != resolved.get(r)]
         if differ:
             return ", ".join(differ)
     return ""
