@@ -220,9 +220,9 @@ def _item_means(df: pd.DataFrame, a: str, b: str, proxy: str,
                cols: RunsSchema) -> tuple[tuple[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray, int]]:
     """Per-item means of outcome and proxy over the runs of models ``a`` and ``b`` (aligned on the
     shared items; a DataError names unshared ones), and the answers counted."""
-    kw = {"model": cols.role("model"), "item": cols.role("item"), "run": cols.run}
-    ya, yb, _ = runs_matrices(df, a, b, outcome=cols.scores, **kw)
-    xa, xb, _ = runs_matrices(df, a, b, outcome=proxy, **kw)
+    model, item = cols.role("model"), cols.role("item")
+    ya, yb, _ = runs_matrices(df, a, b, model=model, item=item, run=cols.run, outcome=cols.scores)
+    xa, xb, _ = runs_matrices(df, a, b, model=model, item=item, run=cols.run, outcome=proxy)
     out = []
     for y, x in ((ya, xa), (yb, xb)):
         k = (~np.isnan(y)).sum(axis=0)
