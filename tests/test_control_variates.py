@@ -232,3 +232,20 @@ def test_optimal_runs_edges_and_errors():
         optimal_runs(var_between=0.05, var_within=0.2, budget=-1)
     with pytest.raises(DataError, match="lack column"):
         optimal_runs(pd.DataFrame({"var_between": [0.1]}), budget=10)
+
+
+def test_the_worked_example_of_the_docs():
+    # docs/control_variates.md prints these tables: keep its numbers true
+    rng = np.random.default_rng(1)
+    p = rng.beta(3, 2, 300)
+    df = pd.DataFrame({"model": "m", "item": np.repeat(np.arange(300), 3), "run": np.tile([1, 2, 3], 300)})
+    df["correct"] = rng.binomial(1, p[df["item"]])
+    df["prob"] = p[df["item"]] + rng.normal(0, 0.1, len(df))
+    row = control_variate_accuracy(df, "m", proxy="prob", proxy_mean=0.6).to_frame().iloc[0]
+    assert row[["estimate", "se", "plain_estimate", "plain_se", "variance_ratio"]].to_numpy(float) == \
+        pytest.approx([0.611, 0.0151, 0.636, 0.0188, 1.55], abs=6e-4)
+    assert round(row["n_effective"]) == 465
+    plan = optimal_runs(variance_components(df, "model"), budget=3000, cost_item=5).to_frame().iloc[0]
+    assert (plan["n_runs"], plan["n_items"]) == (5, 300)
+    assert plan[["n_runs_continuous", "se", "se_one_run"]].to_numpy(float) == \
+        pytest.approx([4.68, 0.0164, 0.0215], abs=6e-4)
