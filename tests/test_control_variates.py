@@ -242,10 +242,12 @@ def test_the_worked_example_of_the_docs():
     df["correct"] = rng.binomial(1, p[df["item"]])
     df["prob"] = p[df["item"]] + rng.normal(0, 0.1, len(df))
     row = control_variate_accuracy(df, "m", proxy="prob", proxy_mean=0.6).to_frame().iloc[0]
-    assert row[["estimate", "se", "plain_estimate", "plain_se", "variance_ratio"]].to_numpy(float) == \
-        pytest.approx([0.611, 0.0151, 0.636, 0.0188, 1.55], abs=6e-4)
+    # the tables show three significant digits
+    assert row[["estimate", "plain_estimate"]].to_numpy(float) == pytest.approx([0.611, 0.636], abs=6e-4)
+    assert row[["se", "plain_se"]].to_numpy(float) == pytest.approx([0.0151, 0.0188], abs=6e-5)
+    assert row["variance_ratio"] == pytest.approx(1.55, abs=5e-3)
     assert round(row["n_effective"]) == 465
     plan = optimal_runs(variance_components(df, "model"), budget=3000, cost_item=5).to_frame().iloc[0]
     assert (plan["n_runs"], plan["n_items"]) == (5, 300)
-    assert plan[["n_runs_continuous", "se", "se_one_run"]].to_numpy(float) == \
-        pytest.approx([4.68, 0.0164, 0.0215], abs=6e-4)
+    assert plan["n_runs_continuous"] == pytest.approx(4.68, abs=5e-3)
+    assert plan[["se", "se_one_run"]].to_numpy(float) == pytest.approx([0.0164, 0.0215], abs=6e-5)
