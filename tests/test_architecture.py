@@ -41,7 +41,7 @@ LAYERS: dict[str, int] = {
     "evalmix.reliability": 3, "evalmix.ranking": 3, "evalmix.repetitions": 3, "evalmix.power": 3,
     "evalmix.calibration": 3, "evalmix.leaderboard": 3, "evalmix.passk": 3, "evalmix.variance": 3,
     "evalmix.fit_many": 3, "evalmix.ppi": 3, "evalmix.arena": 3, "evalmix.judges": 3, "evalmix.irt": 3,
-    "evalmix.sequential": 3,
+    "evalmix.sequential": 3, "evalmix.control_variates": 3,
     # 4 adapters
     "evalmix.cli": 4, "evalmix.plots": 4, "evalmix.io": 4, "evalmix.reporting": 4,
     "evalmix.report": 4, "evalmix.tests": 4, "evalmix.integrations": 4, "evalmix.__main__": 4, "evalmix": 4,

@@ -87,6 +87,8 @@ DOMAIN = {
     # several judges: the judge factor, pairs of judges, probability-scale contrasts, the planner's
     # accuracy-scale parts of a verdict
     "judge", "judge_a", "judge_b", "difference", "item:judge", "response", "residual",
+    # control variates: the unadjusted mean beside the adjusted one, and the gain; runs for a budget
+    "plain_estimate", "plain_se", "variance_ratio", "se_one_run",
 }
 
 
@@ -134,6 +136,12 @@ def ctx():
     return {"runs": runs, "one": one, "three": three, "fit": fit, "small": small, "post": post,
             "lin": lin,
             "a": a, "b": b, "ya": (a > 0.5).astype(int), "yb": (b > 0.5).astype(int)}
+
+
+def _with_proxy(df: pd.DataFrame) -> pd.DataFrame:
+    # a proxy score that tracks the outcome with noise, as a model's own confidence would
+    rng = np.random.default_rng(7)
+    return df.assign(proxy=df["correct"] * 0.5 + rng.uniform(0, 0.5, len(df)))
 
 
 def _emm(c, **kw):
@@ -260,6 +268,14 @@ CALLS = {
     "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
     "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
     "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
+    # control variates and the runs-per-item allocation
+    "control_variate_mean": lambda c: evalmix.control_variate_mean(c["b"], c["a"], proxy_mean=0.5),
+    "control_variate_accuracy": lambda c: evalmix.control_variate_accuracy(
+        _with_proxy(c["one"]), "model-A", proxy="proxy", proxy_mean=0.5),
+    "control_variate_difference": lambda c: evalmix.control_variate_difference(
+        _with_proxy(c["one"]), "model-A", "model-B", proxy="proxy", proxy_mean=0.0),
+    "repetitions.optimal_runs": lambda c: repetitions.optimal_runs(
+        repetitions.variance_components(c["one"], "model"), budget=2000, cost_item=3),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays

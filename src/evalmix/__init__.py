@@ -92,13 +92,16 @@ _EXPORTS: dict[str, str] = {
     # anytime-valid confidence sequences and the stopping rule
     "SequenceResult": "sequential", "confidence_sequence": "sequential", "sequential_accuracy": "sequential",
     "sequential_difference": "sequential",
+    # variance reduction: a proxy score with a known mean as a control variate
+    "ControlVariateResult": "control_variates", "control_variate_accuracy": "control_variates",
+    "control_variate_difference": "control_variates", "control_variate_mean": "control_variates",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
 # of those names, and ``evalmix.tests`` is a deprecated alias left out
 _SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "model", "ordinal", "plots", "simulate", "tmb"}
 _SUBMODULES = _SUBPACKAGES | {
-    "agreement", "arena", "arguments", "calibration", "comparisons", "data", "descriptive", "draws", "errors",
+    "agreement", "arena", "arguments", "calibration", "comparisons", "control_variates", "data", "descriptive", "draws", "errors",
     "fitted", "grid", "irt", "judges", "leaderboard", "links", "methods", "multiplicity", "paired", "parallel",
     "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
     "scan", "selection", "sequential", "status", "tables", "variance"}
@@ -139,7 +142,7 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import (
-        agreement, arena, arguments, bayes, calibration, cli, comparisons, data, descriptive, draws, errors,
+        agreement, arena, arguments, bayes, calibration, cli, comparisons, control_variates, data, descriptive, draws, errors,
         fitted, glmm, grid, integrations, io, irt, judges, leaderboard, links, lmm, methods, model, multiplicity,
         ordinal, paired, parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting,
         resampling, scan, selection, sequential, simulate, status, tables, tmb, variance,
@@ -147,6 +150,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
     from .arena import BradleyTerryResult, bradley_terry, read_battles
     from .calibration import calibrate, coverage_study
+    from .control_variates import (
+        ControlVariateResult, control_variate_accuracy, control_variate_difference, control_variate_mean,
+    )
     from .irt import (
         IrtFit, IrtPosterior, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, fit_irt_bayes,
         item_information, select_items,

@@ -37,8 +37,8 @@ from .grid import level_means
 from .parallel import parallel_map
 from .power import check_pilot_variance
 
-__all__ = ["PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
-           "accuracy_components", "components_from_fit", "plan", "se_vs_runs", "sign_flip_rate",
+__all__ = ["AllocationResult", "PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
+           "accuracy_components", "components_from_fit", "items_within", "optimal_runs", "plan", "se_vs_runs", "sign_flip_rate",
            "slice_se_by_runs", "variance_components"]
 
 
@@ -564,8 +564,9 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
     detectable difference (equivalently the SE: every row's SE falls together) among those the
     budget buys: for each R the most items affordable, then the R with the smallest MDD.
 
-    Without a cost per item the continuous optimum is always more runs for a target (fewer runs
-    within a budget); with one it is ``R* = sqrt(var_within * cost_item / (var_between * cost_run))``.
+    Without a cost per item the continuous optimum is one run per item (more items); with one it
+    is ``R* = sqrt(var_within * cost_item / (var_between * cost_run))`` (:func:`optimal_runs`
+    gives the best design for a budget).
 
     Parameters
     ----------
@@ -660,7 +661,7 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
                 lo = hi
         else:  # the most items the budget buys at R runs (the criterion falls with N)
             assert budget is not None
-            lo = min(n_hi, math.floor(budget / (cost_item + r * cost_run) * (1 + 1e-12)))
+            lo = min(n_hi, int(items_within(budget, r, cost_item, cost_run)))
             if lo < n_lo:
                 continue
         rows.append({"n_runs": r, "n_items": lo, "cost": lo * cost_item + lo * r * cost_run,
@@ -683,6 +684,143 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
     return PlanResult(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), cost=float(best["cost"]),
                       achieved=float(best[target]), target=target, value=float(value), table=table,
                       budget=None if budget is None else float(budget))
+
+
+def items_within(budget: float, runs: int | np.ndarray, cost_item: float, cost_run: float) -> np.ndarray:
+    """The most items a ``budget`` buys at ``runs`` runs per item (the one rule of :func:`plan`
+    and :func:`optimal_runs`); the factor guards budgets that divide exactly.
+
+    Examples
+    --------
+    >>> items_within(100.0, np.array([1, 4]), cost_item=5.0, cost_run=5.0).tolist()
+    [10.0, 4.0]
+    """
+    return np.floor(budget / (cost_item + np.asarray(runs) * cost_run) * (1 + 1e-12))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class AllocationResult(Result):
+    """Runs per item that minimise the standard error at a fixed budget, per row of components.
+
+    ``table``: the components' key columns, ``var_between``, ``var_within``, ``n_runs_continuous``
+    (the continuous optimum ``R*``), ``n_runs`` and ``n_items`` (the best whole-number design within
+    the budget), ``cost``, ``se`` (of the accuracy at that design, items random) and
+    ``se_one_run`` (the SE when the same budget buys one run per item, for comparison).
+    """
+
+    table: pd.DataFrame
+    budget: float
+    cost_item: float
+    cost_run: float
+
+    def _title(self) -> str:
+        return "Runs per item for a budget"
+
+    def _header(self) -> list[str]:
+        return [f"budget {self.budget:g}; a design costs n_items * ({self.cost_item:g} + n_runs * "
+                f"{self.cost_run:g}); se = sqrt(var_between / n_items + var_within / (n_items n_runs))"]
+
+    def _notes(self) -> list[str]:
+        return ["n_runs_continuous: sqrt(var_within * cost_item / (var_between * cost_run)), the optimum "
+                "before rounding"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"budget": self.budget, "cost_item": self.cost_item,
+                                    "cost_run": self.cost_run}
+
+
+_COMPONENT_VALUES = {"n_items", "n_runs", "accuracy", "difference", "var_between", "var_within",
+                     "var_between_raw", "icc", "se", "se_runs", "cost"}
+
+
+def optimal_runs(components: pd.DataFrame | VarianceComponents | None = None, *, budget: float,
+                 var_between: float | None = None, var_within: float | None = None,
+                 cost_item: float = 0.0, cost_run: float = 1.0, max_runs: int = 50) -> AllocationResult:
+    """How many runs per item minimise the SE of an accuracy for a given budget.
+
+    For ``N`` items with ``R`` runs each the variance of the accuracy is ``var_between / N +
+    var_within / (N R)`` and the cost ``N (cost_item + R cost_run)``.  Spending the whole budget
+    ``B``, the variance is ``(var_between + var_within / R) (cost_item + R cost_run) / B``,
+    smallest at the classical two-level optimum (Cochran, *Sampling techniques*, 10.6)::
+
+        R* = sqrt(var_within * cost_item / (var_between * cost_run))
+
+    where the minimal variance is ``(sqrt(var_between cost_item) + sqrt(var_within cost_run))^2 / B``.
+    Without a cost per item ``R* = 0``: one run on as many items as possible is best.  The whole
+    number design is found exactly (every ``R`` up to ``max_runs``, ``N = floor(B / (cost_item +
+    R cost_run))``; ties go to fewer runs).  :func:`plan` answers the converse question, the
+    cheapest design that reaches a target.
+
+    Parameters
+    ----------
+    components : VarianceComponents or DataFrame, optional
+        Rows with ``var_between`` and ``var_within``, from :func:`variance_components`,
+        :func:`se_vs_runs` (``.pairs`` for paired differences) or :func:`components_from_fit`;
+        each row gets its own design.
+    budget : float
+        What may be spent, in the units of the costs.
+    var_between, var_within : float, optional
+        Scalars instead of ``components``.
+    cost_item, cost_run : float
+        Cost of adding an item (writing, licensing, a fixed per-item overhead) and of one answer.
+    max_runs : int
+        Largest number of runs per item considered.
+
+    Returns
+    -------
+    AllocationResult
+
+    Raises
+    ------
+    DataError
+        The budget does not buy one item with one run, or the components lack a column.
+
+    Examples
+    --------
+    >>> r = optimal_runs(var_between=0.02, var_within=0.18, budget=10_000, cost_item=4, cost_run=1)
+    >>> row = r.to_frame().iloc[0]
+    >>> float(row["n_runs_continuous"]), int(row["n_runs"]), int(row["n_items"]), round(float(row["se"]), 5)
+    (6.0, 6, 1000, 0.00707)
+    """
+    if isinstance(components, VarianceComponents):
+        components = components.table
+    if components is None:
+        if var_between is None or var_within is None:
+            raise ValueError("give components= or both var_between= and var_within=")
+        components = pd.DataFrame({"var_between": [var_between], "var_within": [var_within]})
+    elif var_between is not None or var_within is not None:
+        raise ValueError("give components= or var_between= and var_within=, not both")
+    missing = [c for c in ("var_between", "var_within") if c not in components.columns]
+    if missing:
+        raise DataError(f"components lack column(s) {missing}")
+    check_pilot_variance(components)
+    check_arguments(max_runs=max_runs)
+    budget = check_number(budget, "budget", minimum=0, strict=True)
+    cost_run = check_number(cost_run, "cost_run", minimum=0, strict=True)
+    cost_item = check_number(cost_item, "cost_item", minimum=0)
+    if budget < cost_item + cost_run:
+        raise DataError(f"budget {budget:g} does not buy one item with one run (cost {cost_item + cost_run:g})")
+    runs = np.arange(1, int(max_runs) + 1)
+    n = items_within(budget, runs, cost_item, cost_run)
+    keys = [c for c in components.columns if c not in _COMPONENT_VALUES]
+    rows = []
+    for _, comp in components.iterrows():
+        vb, vw = float(comp["var_between"]), float(comp["var_within"])
+        if vb < 0 or vw < 0 or not (math.isfinite(vb) and math.isfinite(vw)):
+            raise DataError(f"variance components must be finite and >= 0, got var_between={vb:g}, "
+                            f"var_within={vw:g}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r_star = math.sqrt(vw * cost_item / (vb * cost_run)) if vb > 0 else (math.inf if vw > 0 else 0.0)
+            se = np.where(n >= 1, _se(vb, vw, n, runs, "random"), np.inf)
+        best = int(np.argmin(se))  # the first minimum: fewer runs on a tie
+        rows.append({k: comp[k] for k in keys} | {
+            "var_between": vb, "var_within": vw, "n_runs_continuous": r_star, "n_runs": int(runs[best]),
+            "n_items": int(n[best]), "cost": float(n[best] * (cost_item + runs[best] * cost_run)),
+            "se": float(se[best]), "se_one_run": float(se[0])})
+    return AllocationResult(pd.DataFrame(rows), float(budget), float(cost_item), float(cost_run))
 
 
 # ----------------------------------------------------------------------------------------------
