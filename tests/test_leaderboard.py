@@ -87,6 +87,36 @@ def test_many_models_use_seeded_normal_draws(k):
     assert (p.loc[~p["separated"], "p_adjusted"] >= 0.05 - 1e-3).all()
 
 
+def test_normal_draws_match_the_row_at_a_time_reference():
+    """The models-first critical values give the numbers of the draws-first implementation.
+
+    tests/reference/rank_sets_normal_30.json was written by tests/reference/rank_sets_normal_30.py
+    before the per-model maxima were computed models-first: 30 correlated estimates, 435 pairs.
+    """
+    import importlib.util
+
+    from evalmix import leaderboard
+
+    here = Path(__file__).parent / "reference"
+    spec = importlib.util.spec_from_file_location("rank_sets_normal_30", here / "rank_sets_normal_30.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    ref = json.loads((here / "rank_sets_normal_30.json").read_text())
+    est, cov = script.case()
+    rs = rank_sets_normal(est, cov, labels=[f"m{j:02d}" for j in range(30)])
+    for col, values in ref["table"].items():
+        assert rs.table[col].tolist() == values, col
+    assert rs.pairs[["model_a", "model_b"]].values.tolist() == [
+        list(p) for p in zip(ref["pairs"]["model_a"], ref["pairs"]["model_b"])]
+    assert rs.pairs["separated"].tolist() == ref["pairs"]["separated"]
+    np.testing.assert_allclose(rs.pairs["p_adjusted"], ref["pairs"]["p_adjusted"], rtol=0, atol=1e-10)
+    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref["critical_value"], abs=1e-10)
+    np.testing.assert_allclose(script.marginal_critical_values(est, cov), ref["marginal_critical_values"],
+                               rtol=0, atol=1e-10)
+    assert leaderboard._EXACT_MAX_MODELS < 30  # the draws path, not the exact one, is checked
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 9).flatmap(lambda k: st.tuples(
     st.lists(st.floats(-3, 3), min_size=k, max_size=k),

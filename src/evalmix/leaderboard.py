@@ -574,6 +574,33 @@ _N_NORMAL_DRAWS = 50_000
 _NORMAL_SEED = 20240601
 
 
+def _abs_pair_maxima(x: np.ndarray, d_se: np.ndarray, block: int = 500) -> np.ndarray:
+    """Each model's largest ``|x_i - x_m| / se_im`` over its pairs, per draw: (K, n_draws).
+
+    Blocks of draws are turned models-first (K, block), so that model i against all m > i is one
+    contiguous (K - 1 - i, block) array and the maxima over pairs are elementwise maxima of rows;
+    this is about twice as fast as the draws-first layout of :func:`_pair_maxima` and gives the
+    same bits (the same subtraction, absolute value and division per element).  Broadcasting all
+    pairs of a block at once is slower: the work is memory-bound and a (K, K, block) array leaves
+    the cache, whereas one model's rows of a small block stay in it.
+    """
+    n, k = x.shape
+    out = np.empty((k, n))
+    for lo in range(0, n, block):
+        xt = np.ascontiguousarray(x[lo:lo + block].T)
+        own = np.zeros_like(xt)
+        start = 0
+        for i in range(k - 1):
+            t = xt[i + 1:] - xt[i]
+            np.abs(t, out=t)
+            t /= d_se[start:start + k - 1 - i, None]
+            start += k - 1 - i
+            np.maximum(own[i], t.max(axis=0), out=own[i])
+            np.maximum(own[i + 1:], t, out=own[i + 1:])
+        out[:, lo:lo + block] = own
+    return out
+
+
 def _normal_critical_draws(cov: np.ndarray, d_se: np.ndarray, z: np.ndarray, conf_level: float,
                            chunk: int = 2_000) -> tuple[float, np.ndarray, np.ndarray]:
     """Critical values and adjusted p-values of the pairwise differences from normal draws.
@@ -585,15 +612,13 @@ def _normal_critical_draws(cov: np.ndarray, d_se: np.ndarray, z: np.ndarray, con
     vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
     root = vecs * np.sqrt(np.clip(vals, 0, None))
     rng = np.random.default_rng(_NORMAL_SEED)
-    t_max, t_marg = [], []
+    tj = np.empty((k, _N_NORMAL_DRAWS))
     for start in range(0, _N_NORMAL_DRAWS, chunk):
         x = rng.standard_normal((min(chunk, _N_NORMAL_DRAWS - start), k)) @ root.T
-        _, tm_, own = _pair_maxima(x, None, d_se)
-        t_max.append(tm_)
-        t_marg.append(own)
-    tm, tj = np.concatenate(t_max), np.vstack(t_marg)
+        tj[:, start:start + len(x)] = _abs_pair_maxima(x, d_se)
+    tm = tj.max(axis=0)
     crit = float(np.quantile(tm, conf_level, method="higher"))
-    crit_marg = np.quantile(tj, conf_level, axis=0, method="higher")
+    crit_marg = np.quantile(tj, conf_level, axis=1, method="higher")
     srt = np.sort(tm)
     p_adj = 1.0 - np.searchsorted(srt, z, side="left") / len(srt)
     return crit, crit_marg, p_adj
