@@ -3,13 +3,17 @@
     nice python bench/bench_ranks.py                 # old against new side by side, then the target
     nice python bench/bench_ranks.py compare         # only the side-by-side comparison
     nice python bench/bench_ranks.py target          # only 1,000 models x 500 items x 5 runs
+    nice python bench/bench_ranks.py normal          # rank_sets_normal on 200 models, old against new
 
 ``compare`` loads the previous implementation (``git show d472864:src/evalmix/leaderboard.py`` and
 ``ranking.py``: ``main`` before the rewrite, whose cost grew with models x rows; another commit with
 ``EVALMIX_BENCH_BASE=<commit>``) into temporary modules beside the package and times it against the
 working tree on the same tables, checking that both give the same numbers.  ``target`` times the working tree on
 1,000 models x 500 items x 5 runs (2.5M rows) with 1,000 bootstrap replicates, the size a public
-leaderboard reaches.  Timings are wall-clock seconds; the machine's load is printed first (a shared
+leaderboard reaches.  ``normal`` times :func:`evalmix.rank_sets_normal` on 200 independent estimates
+(50,000 seeded normal draws for the critical values) in the working tree and at ``de59ebd`` (before
+the per-model maxima were computed models-first; another commit with ``EVALMIX_BENCH_NORMAL_BASE``),
+checking that both give the same numbers.  Timings are wall-clock seconds; the machine's load is printed first (a shared
 machine gives noisy numbers).
 """
 
@@ -29,6 +33,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = os.environ.get("EVALMIX_BENCH_BASE", "d472864")  # main before leaderboards became linear in rows
+# main before the normal critical values were computed models-first
+NORMAL_BASE = os.environ.get("EVALMIX_BENCH_NORMAL_BASE", "de59ebd")
 
 
 def runs_table(n_models: int, n_items: int, n_runs: int, seed: int = 0) -> pd.DataFrame:
@@ -45,12 +51,12 @@ def runs_table(n_models: int, n_items: int, n_runs: int, seed: int = 0) -> pd.Da
                          "correct": correct.ravel()})
 
 
-def old_modules() -> types.SimpleNamespace:
-    """The previous leaderboard and ranking modules (commit ``BASE``), importable beside the package."""
+def old_modules(base: str = BASE) -> types.SimpleNamespace:
+    """The previous leaderboard and ranking modules (commit ``base``), importable beside the package."""
     tmp = Path(tempfile.mkdtemp(prefix="evalmix_old_"))
     mods = {}
     for name in ("ranking", "leaderboard"):
-        text = subprocess.run(["git", "show", f"{BASE}:src/evalmix/{name}.py"], cwd=ROOT, check=True,
+        text = subprocess.run(["git", "show", f"{base}:src/evalmix/{name}.py"], cwd=ROOT, check=True,
                               capture_output=True, text=True).stdout
         # relative imports point at the installed package, except between the two old modules
         text = text.replace("from .ranking import", "from old_ranking import")
@@ -110,6 +116,19 @@ def target() -> None:
     print(f"rank_uncertainty, 1,000 replicates: {t:.1f} s")
 
 
+def normal() -> None:
+    from evalmix import leaderboard
+
+    old = old_modules(NORMAL_BASE)
+    rng = np.random.default_rng(0)
+    est, se = rng.normal(0, 0.1, 200), rng.uniform(0.01, 0.03, 200)
+    a, t_old = timed(old.leaderboard.rank_sets_normal, est, se=se)
+    b, t_new = timed(leaderboard.rank_sets_normal, est, se=se)
+    same = a.table.equals(b.table) and a.pairs.equals(b.pairs)
+    print(f"rank_sets_normal, 200 models ({len(b.pairs):,} pairs): {NORMAL_BASE} {t_old:.1f} s | "
+          f"this tree {t_new:.1f} s | same numbers: {same}")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "all"
     print("load:", os.getloadavg(), "cores:", os.cpu_count())
@@ -117,3 +136,5 @@ if __name__ == "__main__":
         compare()
     if mode in ("all", "target"):
         target()
+    if mode in ("all", "normal"):
+        normal()

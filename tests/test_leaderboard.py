@@ -87,6 +87,36 @@ def test_many_models_use_seeded_normal_draws(k):
     assert (p.loc[~p["separated"], "p_adjusted"] >= 0.05 - 1e-3).all()
 
 
+def test_normal_draws_match_the_row_at_a_time_reference():
+    """The models-first critical values give the numbers of the draws-first implementation.
+
+    tests/reference/rank_sets_normal_30.json was written by tests/reference/rank_sets_normal_30.py
+    before the per-model maxima were computed models-first: 30 correlated estimates, 435 pairs.
+    """
+    import importlib.util
+
+    from evalmix import leaderboard
+
+    here = Path(__file__).parent / "reference"
+    spec = importlib.util.spec_from_file_location("rank_sets_normal_30", here / "rank_sets_normal_30.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    ref = json.loads((here / "rank_sets_normal_30.json").read_text())
+    est, cov = script.case()
+    rs = rank_sets_normal(est, cov, labels=[f"m{j:02d}" for j in range(30)])
+    for col, values in ref["table"].items():
+        assert rs.table[col].tolist() == values, col
+    assert rs.pairs[["model_a", "model_b"]].values.tolist() == [
+        list(p) for p in zip(ref["pairs"]["model_a"], ref["pairs"]["model_b"])]
+    assert rs.pairs["separated"].tolist() == ref["pairs"]["separated"]
+    np.testing.assert_allclose(rs.pairs["p_adjusted"], ref["pairs"]["p_adjusted"], rtol=0, atol=1e-10)
+    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref["critical_value"], abs=1e-10)
+    np.testing.assert_allclose(script.marginal_critical_values(est, cov), ref["marginal_critical_values"],
+                               rtol=0, atol=1e-10)
+    assert leaderboard._EXACT_MAX_MODELS < 30  # the draws path, not the exact one, is checked
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 9).flatmap(lambda k: st.tuples(
     st.lists(st.floats(-3, 3), min_size=k, max_size=k),
@@ -307,3 +337,120 @@ def test_bad_inputs():
         rank_sets_normal([1, 2], cov=np.eye(3))
     with pytest.raises(DataError, match="too few"):
         rank_sets_posterior(np.zeros((10, 3)))
+
+
+# ----------------------------------------------------------------------------------------------
+# rank sets from a draws matrix (max-t): joint coverage by seeded simulation with known truth
+
+_MU = np.array([0.0, 0.05, 0.1, 0.3, 0.6])  # true model means: close neighbours, so ranks are at stake
+_SD = np.array([0.05, 0.08, 0.05, 0.1, 0.05])  # the SEs of their estimates
+
+
+def _draws_coverage(n_sims: int, n_draws: int, seed: int, n_obs: int | None = None) -> tuple[float, float]:
+    """Share of simulations whose pairwise intervals all cover, and whose rank sets all cover.
+
+    ``n_obs=None``: posterior-style draws, ``estimate + SE * N(0, 1)`` around an estimate that is
+    ``N(mu, SE^2)`` (flat prior, known SE: the draws' max-t is the exact normal one up to the
+    quantile's Monte-Carlo error).  ``n_obs``: ``n_obs`` normal observations per model, bootstrap
+    replicates of their means, centred at the full-sample means (``estimate=``).
+    """
+    k = len(_MU)
+    labels = [f"m{j}" for j in range(k)]
+    true_rank = k - np.argsort(np.argsort(_MU))
+    a, b = np.triu_indices(k, 1)
+    rng = np.random.default_rng(seed)
+    pairs_cover = ranks_cover = 0
+    for _ in range(n_sims):
+        if n_obs is None:
+            est = _MU + _SD * rng.standard_normal(k)
+            rs = evalmix.rank_sets_draws(est + _SD * rng.standard_normal((n_draws, k)), labels=labels)
+        else:
+            obs = _MU + _SD * np.sqrt(n_obs) * rng.standard_normal((n_obs, k))
+            boot = obs[rng.integers(0, n_obs, (n_draws, n_obs))].mean(axis=1)
+            rs = evalmix.rank_sets_draws(boot, labels=labels, estimate=obs.mean(axis=0))
+        p = rs.pairs
+        d = _MU[a] - _MU[b]  # pairs in triu order, model_a = the earlier label
+        assert p["model_a"].tolist() == [labels[i] for i in a]
+        pairs_cover += bool(((p["conf_low"] <= d) & (d <= p["conf_high"])).all())
+        t = rs.table.set_index("model").loc[labels]
+        ranks_cover += bool(((t["rank_low"] <= true_rank) & (true_rank <= t["rank_high"])).all())
+    return pairs_cover / n_sims, ranks_cover / n_sims
+
+
+def test_draws_joint_coverage_simulation():
+    """150 simulations: Monte-Carlo SE of a 95% coverage sqrt(0.95 * 0.05 / 150) = 0.018; 3 SE."""
+    n_sims, level = 150, 0.95
+    pairs, ranks = _draws_coverage(n_sims, 400, seed=20261126)
+    mcse = np.sqrt(level * (1 - level) / n_sims)
+    assert abs(pairs - level) <= 3 * mcse, pairs
+    # on the event that all pairwise intervals cover, every rank set covers
+    assert ranks >= pairs
+
+
+@pytest.mark.slow  # a simulation: the second test step
+def test_draws_joint_coverage_simulation_bootstrap():
+    """2,000 simulations of 100 observations per model and 1,000 bootstrap replicates each.
+
+    Monte-Carlo SE sqrt(0.95 * 0.05 / 2000) = 0.0049; the bootstrap's SD of a mean is
+    sqrt(99 / 100) of the true one, which costs well under 0.01 of coverage at this size, so the
+    pairwise coverage is checked to 3 SE plus 0.01 and the posterior-style draws to 3 SE.
+    """
+    n_sims, level = 2000, 0.95
+    mcse = np.sqrt(level * (1 - level) / n_sims)
+    pairs, ranks = _draws_coverage(n_sims, 1000, seed=7, n_obs=100)
+    assert abs(pairs - level) <= 3 * mcse + 0.01, pairs
+    assert ranks >= pairs
+    pairs, ranks = _draws_coverage(n_sims, 1000, seed=8)
+    assert abs(pairs - level) <= 3 * mcse, pairs
+    assert ranks >= pairs
+
+
+def test_draws_max_t_matches_posterior_and_hand_values():
+    """The draws' critical value is the quantile of the per-draw max-t; a frame supplies labels."""
+    rng = np.random.default_rng(3)
+    d = pd.DataFrame(rng.normal([0.0, 0.1, 0.9], [0.1, 0.2, 0.1], size=(3000, 3)), columns=list("ABC"))
+    rs = evalmix.rank_sets_draws(d)
+    mat = d.to_numpy()
+    a, b = np.triu_indices(3, 1)
+    diff = mat[:, a] - mat[:, b]
+    dhat = mat.mean(0)[a] - mat.mean(0)[b]
+    se = diff.std(axis=0, ddof=1)
+    t_max = np.abs((diff - dhat) / se).max(axis=1)
+    crit = np.sort(t_max)[int(np.ceil(0.95 * (len(t_max) - 1)))]  # the next order statistic up
+    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(crit, rel=1e-12)
+    np.testing.assert_allclose(rs.pairs["se"], se, rtol=1e-12)
+    np.testing.assert_allclose(rs.table.set_index("model").loc[list("ABC"), "estimate"], mat.mean(0), rtol=1e-12)
+    assert rs.method == "max-t"
+    assert rs.table["model"].tolist() == ["C", "B", "A"]
+    assert rs.table[["rank_low", "rank_high"]].values.tolist() == [[1, 1], [2, 3], [2, 3]]
+    # the posterior path is the same computation under another name
+    post = rank_sets_posterior(d)
+    pd.testing.assert_frame_equal(post.table, rs.table)
+    pd.testing.assert_frame_equal(post.pairs, rs.pairs)
+    # bootstrap replicates centred at the full-sample estimates: the statistics move with the centre
+    centre = np.array([0.01, 0.1, 0.9])
+    rb = evalmix.rank_sets_draws(mat, estimate=centre, labels=list("ABC"))
+    assert rb.table.set_index("model").loc["A", "estimate"] == 0.01
+    t_c = np.abs((diff - (centre[a] - centre[b])) / se).max(axis=1)
+    assert rb.pairs["critical_value"].iloc[0] == pytest.approx(
+        np.sort(t_c)[int(np.ceil(0.95 * (len(t_c) - 1)))], rel=1e-12)
+
+
+def test_draws_bad_inputs_name_the_argument():
+    ok = np.random.default_rng(0).normal(size=(200, 3))
+    with pytest.raises(evalmix.errors.ArgumentError, match="method"):
+        evalmix.rank_sets_draws(ok, method="bonferroni")
+    with pytest.raises(DataError, match="too few"):
+        evalmix.rank_sets_draws(ok[:50])
+    with pytest.raises(DataError, match=r"estimate has 2 values for 3"):
+        evalmix.rank_sets_draws(ok, estimate=[0.0, 1.0])
+    bad = ok.copy()
+    bad[17, 1] = np.nan
+    with pytest.raises(DataError, match=r"row\) 17 of column 'b'"):
+        evalmix.rank_sets_draws(bad, labels=list("abc"))
+    with pytest.raises(DataError, match="shape"):
+        evalmix.rank_sets_draws(np.zeros(300))
+    with pytest.raises(DataError, match="3 columns for 2 labels"):
+        evalmix.rank_sets_draws(ok, labels=["a", "b"])
+    with pytest.raises(DataError, match="numeric"):
+        evalmix.rank_sets_draws([["x", "y"]] * 200)

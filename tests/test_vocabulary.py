@@ -202,6 +202,8 @@ CALLS = {
                                                            seed=1),
     "rank_instability": lambda c: evalmix.rank_instability(c["runs"], ["language", "prompt"]),
     "rank_sets": lambda c: evalmix.rank_sets(c["one"]),
+    "rank_sets_draws": lambda c: evalmix.rank_sets_draws(pd.DataFrame(
+        np.random.default_rng(1).normal([0.0, 0.2, 1.0], 0.1, size=(400, 3)), columns=["x", "y", "z"])),
     "rank_sets_glmm": lambda c: evalmix.rank_sets_glmm(c["fit"]),
     "rank_sets_normal": lambda c: evalmix.rank_sets_normal([0.1, 0.5, 0.6], se=[0.1, 0.1, 0.1],
                                                            labels=["x", "y", "z"]),
@@ -440,8 +442,8 @@ def test_interval_names_have_one_meaning(outputs, name):
 
 
 def test_rank_intervals_are_named_as_ranks(outputs):
-    for name in ("rank_uncertainty", "rank_uncertainty_glmm", "rank_sets", "rank_sets_glmm",
-                 "bradley_terry"):
+    for name in ("rank_uncertainty", "rank_uncertainty_glmm", "rank_sets", "rank_sets_draws",
+                 "rank_sets_glmm", "bradley_terry"):
         tab = outputs[name].to_frame()
         assert {"rank_low", "rank_high"} <= set(tab.columns), name
         assert (tab["rank_low"].dropna() >= 1).all() and (tab["rank_low"] <= tab["rank_high"]).all()

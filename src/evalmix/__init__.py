@@ -65,7 +65,8 @@ _EXPORTS: dict[str, str] = {
     "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
     "bic_evidence": "selection", "compare_models": "selection",
     # leaderboards: simultaneous rank sets and tie groups; errored samples
-    "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_glmm": "leaderboard",
+    "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_draws": "leaderboard",
+    "rank_sets_glmm": "leaderboard",
     "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
     # pairwise-preference (arena) leaderboards: Bradley-Terry ratings
     "BradleyTerryResult": "arena", "bradley_terry": "arena", "read_battles": "arena",
@@ -183,7 +184,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         plan_judges,
     )
     from .leaderboard import (
-        RankSets, rank_sets, rank_sets_glmm, rank_sets_normal, rank_sets_posterior, tie_groups,
+        RankSets, rank_sets, rank_sets_draws, rank_sets_glmm, rank_sets_normal, rank_sets_posterior,
+        tie_groups,
     )
     from .multiplicity import adjust_pvalues
     from .passk import PassKResult, pass_k, pass_k_model
