@@ -38,7 +38,7 @@ from .parallel import parallel_map
 from .power import check_pilot_variance
 
 __all__ = ["AllocationResult", "PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
-           "accuracy_components", "components_from_fit", "items_within", "optimal_runs", "plan", "se_vs_runs", "sign_flip_rate",
+           "accuracy_components", "components_from_fit", "optimal_runs", "plan", "se_vs_runs", "sign_flip_rate",
            "slice_se_by_runs", "variance_components"]
 
 
@@ -661,7 +661,7 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
                 lo = hi
         else:  # the most items the budget buys at R runs (the criterion falls with N)
             assert budget is not None
-            lo = min(n_hi, int(items_within(budget, r, cost_item, cost_run)))
+            lo = min(n_hi, int(_items_within(budget, r, cost_item, cost_run)))
             if lo < n_lo:
                 continue
         rows.append({"n_runs": r, "n_items": lo, "cost": lo * cost_item + lo * r * cost_run,
@@ -686,15 +686,9 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
                       budget=None if budget is None else float(budget))
 
 
-def items_within(budget: float, runs: int | np.ndarray, cost_item: float, cost_run: float) -> np.ndarray:
+def _items_within(budget: float, runs: int | np.ndarray, cost_item: float, cost_run: float) -> np.ndarray:
     """The most items a ``budget`` buys at ``runs`` runs per item (the one rule of :func:`plan`
-    and :func:`optimal_runs`); the factor guards budgets that divide exactly.
-
-    Examples
-    --------
-    >>> items_within(100.0, np.array([1, 4]), cost_item=5.0, cost_run=5.0).tolist()
-    [10.0, 4.0]
-    """
+    and :func:`optimal_runs`); the factor guards budgets that divide exactly."""
     return np.floor(budget / (cost_item + np.asarray(runs) * cost_run) * (1 + 1e-12))
 
 
@@ -804,7 +798,7 @@ def optimal_runs(components: pd.DataFrame | VarianceComponents | None = None, *,
     if budget < cost_item + cost_run:
         raise DataError(f"budget {budget:g} does not buy one item with one run (cost {cost_item + cost_run:g})")
     runs = np.arange(1, int(max_runs) + 1)
-    n = items_within(budget, runs, cost_item, cost_run)
+    n = _items_within(budget, runs, cost_item, cost_run)
     keys = [c for c in components.columns if c not in _COMPONENT_VALUES]
     rows = []
     for _, comp in components.iterrows():
