@@ -25,6 +25,7 @@ from scipy.sparse import linalg as splinalg
 
 from ..errors import DataError
 from ..links import dlog_mu_eta, inverse_link, mu_eta
+from ..numdiff import central_gradient, central_hessian
 
 #: the largest number of random effects whose Hessian is factored as a dense matrix
 DENSE_MAX = 2000
@@ -252,33 +253,18 @@ class OrdinalModel:
 
     def gradient(self, f: Callable[[np.ndarray], float], x: np.ndarray,
                  step: float = GRAD_STEP) -> np.ndarray:
-        g = np.empty_like(x)
-        for k in range(len(x)):
-            e = np.zeros_like(x)
-            e[k] = step * max(1.0, abs(x[k]))
-            g[k] = (f(x + e) - f(x - e)) / (2 * e[k])
-        return g
+        return central_gradient(f, x, step)
 
     def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
         """Central-difference Hessian of ``nla`` over the parameters ``which`` (ordinal's deriv12)."""
-        idx = np.flatnonzero(which)
-        k = len(idx)
-        H = np.empty((k, k))
         f0 = self.nla(par)
         u0 = self.u.copy()
 
-        def f(shift: dict[int, float]) -> float:
-            x = par.copy()
-            for i, s in shift.items():
-                x[idx[i]] += s
+        def f(x: np.ndarray) -> float:
             self.u = u0.copy()
             return self.nla(x)
 
-        for i in range(k):
-            H[i, i] = (f({i: step}) - 2 * f0 + f({i: -step})) / step**2
-            for j in range(i):
-                H[i, j] = H[j, i] = (f({i: step, j: step}) - f({i: step, j: -step})
-                                     - f({i: -step, j: step}) + f({i: -step, j: -step})) / (4 * step**2)
+        H = central_hessian(f, par, which, step, f0=f0)
         self.u = u0
         return H
 

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import linalg, optimize, sparse
 from scipy.sparse import linalg as splinalg
 
+from ..numdiff import central_gradient, central_hessian
 from .family import FAMILIES, Response, row_terms
 
 __all__ = ["LaplaceModel"]
@@ -234,38 +235,27 @@ class LaplaceModel:
                 + [(LOG_PHI_MIN, LOG_PHI_MAX)] * int(self.has_phi))
 
     def gradient(self, x: np.ndarray, step: float = GRAD_STEP) -> np.ndarray:
-        g = np.empty_like(x)
+        """Central-difference gradient of :meth:`nll`, every evaluation from the same modes."""
         u0 = self.u.copy()
-        for k in range(len(x)):
-            e = np.zeros_like(x)
-            e[k] = step * max(1.0, abs(x[k]))
+
+        def f(y: np.ndarray) -> float:
             self.u = u0.copy()
-            f_up = self.nll(x + e)
-            self.u = u0.copy()
-            g[k] = (f_up - self.nll(x - e)) / (2 * e[k])
+            return self.nll(y)
+
+        g = central_gradient(f, x, step)
         self.u = u0
         return g
 
     def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
         """Central-difference Hessian of :meth:`nll` over the parameters ``which``."""
-        idx = np.flatnonzero(which)
-        k = len(idx)
-        H = np.empty((k, k))
         f0 = self.nll(par)
         u0 = self.u.copy()
 
-        def f(shift: dict[int, float]) -> float:
-            x = par.copy()
-            for i, s in shift.items():
-                x[idx[i]] += s
+        def f(x: np.ndarray) -> float:
             self.u = u0.copy()
             return self.nll(x)
 
-        for i in range(k):
-            H[i, i] = (f({i: step}) - 2 * f0 + f({i: -step})) / step**2
-            for j in range(i):
-                H[i, j] = H[j, i] = (f({i: step, j: step}) - f({i: step, j: -step})
-                                     - f({i: -step, j: step}) + f({i: -step, j: -step})) / (4 * step**2)
+        H = central_hessian(f, par, which, step, f0=f0)
         self.u = u0
         return H
 
