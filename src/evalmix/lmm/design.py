@@ -20,14 +20,14 @@ from scipy import sparse
 
 from ..data import RunsData
 from ..errors import DataError, DataWarning, FormulaError
-from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows,
+from ..model import (FixedDesign, ParsedFormula, RandomTerm, ThetaLayout, build_random_terms, complete_rows,
                      fixed_on_patterns, independent_columns, model_columns, parse_formula, read_data)
 
 __all__ = ["LmmDesign", "build_lmm_design"]
 
 
 @dataclass
-class LmmDesign:
+class LmmDesign(ThetaLayout):
     """Response, fixed design, random terms and the sparse ``Z`` of a linear mixed model.
 
     ``Z`` has one column per (term, level, term column), level-major within each term, the terms
@@ -55,18 +55,6 @@ class LmmDesign:
     @property
     def q(self) -> int:
         return int(self.Z.shape[1])
-
-    @property
-    def theta_lower(self) -> np.ndarray:
-        return np.concatenate([t.theta_lower for t in self.terms])
-
-    @property
-    def theta_start(self) -> np.ndarray:
-        return np.concatenate([t.theta_start for t in self.terms])
-
-    @property
-    def theta_names(self) -> list[str]:
-        return [n for t in self.terms for n in t.theta_names]
 
     def lambda_(self, theta: np.ndarray) -> sparse.csc_matrix:
         """``Lambda`` (q x q, block diagonal, lower triangular blocks) at ``theta``."""

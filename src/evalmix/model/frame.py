@@ -31,14 +31,14 @@ from ..errors import DataError, DataWarning, FormulaError
 from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
 from .parse import ParsedFormula, parse_formula
-from .random import RandomTerm, build_random_terms, random_columns
+from .random import RandomTerm, ThetaLayout, build_random_terms, random_columns
 
 __all__ = ["STATEFUL", "FixedMatrix", "GlmmDesign", "build_design", "check_data", "complete_rows", "drop_rank_deficient",
            "fixed_on_patterns", "model_columns", "read_data", "stateful"]
 
 
 @dataclass
-class GlmmDesign:
+class GlmmDesign(ThetaLayout):
     """Pooled response, fixed design and random-effects terms of a binomial GLMM."""
 
     parsed: ParsedFormula
@@ -58,20 +58,6 @@ class GlmmDesign:
     offset_rows: np.ndarray | None = None  # per given row
     weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
     log_binom_rows: np.ndarray | None = None  # each given row's share of ``log_binom``
-
-    @property
-    def theta_lower(self) -> np.ndarray:
-        """Lower bounds of theta, term by term (:attr:`RandomTerm.theta_lower`)."""
-        return np.concatenate([t.theta_lower for t in self.terms])
-
-    @property
-    def theta_start(self) -> np.ndarray:
-        """lme4's starting theta (each term's Lambda = I)."""
-        return np.concatenate([t.theta_start for t in self.terms])
-
-    @property
-    def theta_names(self) -> list[str]:
-        return [n for t in self.terms for n in t.theta_names]
 
 
 def _binary_response(col: pd.Series, name: str) -> np.ndarray:

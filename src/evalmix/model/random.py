@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from formulaic import ModelSpec
     from numpy.typing import ArrayLike
 
-__all__ = ["RandomTerm", "build_random_terms", "group_codes_for", "lower_triangle", "random_columns",
+__all__ = ["RandomTerm", "ThetaLayout", "build_random_terms", "group_codes_for", "lower_triangle", "random_columns",
            "random_expression", "split_theta", "term_lambdas"]
 
 
@@ -162,6 +162,27 @@ class RandomTerm:
         return [f"{self.group}.{self.cnames[i]}" if i == j
                 else f"{self.group}.{self.cnames[i]}.{self.cnames[j]}"
                 for i, j in self.theta_pairs]
+
+
+class ThetaLayout:
+    """θ of a model, term by term (a design with a ``terms`` list of :class:`RandomTerm` inherits
+    it: the GLMM's and the linear mixed model's designs)."""
+
+    terms: list[RandomTerm]
+
+    @property
+    def theta_lower(self) -> np.ndarray:
+        """Lower bounds of θ, term by term (:attr:`RandomTerm.theta_lower`)."""
+        return np.concatenate([t.theta_lower for t in self.terms])
+
+    @property
+    def theta_start(self) -> np.ndarray:
+        """lme4's starting θ (each term's Λ = I)."""
+        return np.concatenate([t.theta_start for t in self.terms])
+
+    @property
+    def theta_names(self) -> list[str]:
+        return [n for t in self.terms for n in t.theta_names]
 
 
 def lower_triangle(size: int) -> tuple[np.ndarray, np.ndarray]:
