@@ -42,3 +42,16 @@ def test_other_objects_are_refused_by_name():
         as_pandas(pa.chunked_array([[1, 2]]))  # an Arrow column converts to a Series, not a table
     with pytest.raises(DataError, match=r"expected a DataFrame or a path to a table file, got dict"):
         load_table({"model": ["a"]})
+
+
+def test_polars_frame_and_lazy_frame_give_the_pandas_results():
+    pl = pytest.importorskip("polars")  # in the test extra; skipped only outside it
+    want = evalmix.accuracy(pd.DataFrame(ROWS), by="model").table
+    frame = pl.DataFrame(ROWS)
+    for t in (frame, frame.lazy()):
+        assert is_foreign_table(t)
+        pd.testing.assert_frame_equal(evalmix.accuracy(t, by="model").table, want)
+    fit = evalmix.glmer("correct ~ model + (1|item)", pl.DataFrame(ROWS))
+    assert fit.nobs == len(ROWS["model"])
+    with pytest.raises(DataError, match=r"missing value.*row 2"):
+        evalmix.read_runs(pl.DataFrame(dict(ROWS, correct=[1, 0, None, 1, 0, 0, 1, 0])))

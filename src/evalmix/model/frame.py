@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from ..data import RunsData, check_weights, ensure_runs, load_table, schema_of
+from ..data import RunsData, as_pandas, check_weights, ensure_runs, is_foreign_table, load_table, schema_of
 from ..errors import DataError, DataWarning, FormulaError
 from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
@@ -174,8 +174,11 @@ def read_data(data: RunsData) -> pd.DataFrame:
     """
     if isinstance(data, (str, Path)):
         return load_table(data)
+    if is_foreign_table(data):  # polars and Arrow tables, converted at the door as everywhere
+        return as_pandas(data)
     if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame or a path, got {type(data).__name__}")
+        raise DataError(f"data must be a DataFrame or a path (pandas, polars or Arrow tables), got "
+                        f"{type(data).__module__}.{type(data).__name__}")
     return data
 
 
