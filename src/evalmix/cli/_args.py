@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import ArgumentError
 
 __all__ = ["MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
-           "add_output_arguments", "choice_list", "conf_level", "n_jobs", "positive_int", "seed", "split_list"]
+           "add_output_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
+           "positive_number", "seed", "split_list"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
 WIDTH = 100
@@ -93,6 +94,40 @@ def _parsed(text: str, convert: Callable[[str], Any], check: Callable[[Any, str]
     except ArgumentError as exc:  # argparse names the option: "argument --seed: must be ..."
         message = f"must be {what}, got {text}" if own else str(exc).removeprefix("value ")
         raise argparse.ArgumentTypeError(message) from None
+
+
+def finite_number(text: str) -> float:
+    """An argparse type for a finite number (no NumPy needed to check it).
+
+    Examples
+    --------
+    >>> finite_number("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type for a finite number above 0.
+
+    Examples
+    --------
+    >>> positive_number("2")
+    2.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 # the validators live in evalmix.arguments, which imports NumPy: loaded when a value is parsed,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._args import add_data_arguments, conf_level, positive_int, seed, split_list
+from ._args import add_data_arguments, conf_level, finite_number, positive_int, seed, split_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,15 +20,6 @@ def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
     schema = data.attrs["evalmix"]
     return [schema["model"]] + [s for s in schema["slices"] if data[s].nunique() <= 20]
 
-
-def _finite(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 def _bands(text: str | None) -> tuple[float, ...]:
@@ -234,16 +225,16 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                                    "the expected stop of the anytime-valid rule.")
     add_data_arguments(p)
     _add_by(p)
-    p.add_argument("--se", type=_finite, default=None, help="target: SE of every slice accuracy")
-    p.add_argument("--mdd", type=_finite, default=None,
+    p.add_argument("--se", type=finite_number, default=None, help="target: SE of every slice accuracy")
+    p.add_argument("--mdd", type=finite_number, default=None,
                    help="target: minimum detectable difference (80%% power, two-sided 5%% level)")
-    p.add_argument("--width", type=_finite, default=None, help="target: full width of every slice's 95%% interval")
-    p.add_argument("--budget", type=_finite, default=None,
+    p.add_argument("--width", type=finite_number, default=None, help="target: full width of every slice's 95%% interval")
+    p.add_argument("--budget", type=finite_number, default=None,
                    help="the most the study may cost; without a target, the design with the smallest "
                         "detectable difference it buys")
-    p.add_argument("--cost-per-item", "--cost-item", dest="cost_item", type=_finite, default=0.0,
+    p.add_argument("--cost-per-item", "--cost-item", dest="cost_item", type=finite_number, default=0.0,
                    help="cost of one item (default 0)")
-    p.add_argument("--cost-per-sample", "--cost-run", dest="cost_run", type=_finite, default=1.0,
+    p.add_argument("--cost-per-sample", "--cost-run", dest="cost_run", type=finite_number, default=1.0,
                    help="cost of one sample, one answer to one item in one run (default 1)")
     p.add_argument("--max-runs", type=positive_int, default=50)
     p.add_argument("--sequential", action="store_true",

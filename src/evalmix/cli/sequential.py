@@ -5,28 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import WHERE_HELP, OwnedChoices, add_choice_argument, add_data_arguments, conf_level, positive_int, seed
+from ._args import (WHERE_HELP, OwnedChoices, add_choice_argument, add_data_arguments, conf_level, finite_number,
+                    positive_int, positive_number, seed)
 
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 def run_sequential(args: argparse.Namespace) -> int:
@@ -77,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", metavar="B", nargs="?", default=None, help="second model (estimate = B - A)")
     add_choice_argument(p, "--method", default="betting", choices=OwnedChoices("evalmix.methods", "CS_METHODS"))
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--width", type=_positive, default=None, help="stop when the interval is this narrow")
-    p.add_argument("--null", type=_number, default=None,
+    p.add_argument("--width", type=positive_number, default=None, help="stop when the interval is this narrow")
+    p.add_argument("--null", type=finite_number, default=None,
                    help="stop when the sequence excludes this value (default 0 for a comparison)")
     p.add_argument("--max-items", type=positive_int, default=None, help="the budget in items")
     p.add_argument("--order", default=None, help="column giving the arrival order (default: table order)")
