@@ -88,10 +88,14 @@ def test_many_models_use_seeded_normal_draws(k):
 
 
 def test_normal_draws_match_the_row_at_a_time_reference():
-    """The models-first critical values give the numbers of the draws-first implementation.
+    """The models-first, single-precision critical values give the draws-first implementation's numbers.
 
     tests/reference/rank_sets_normal_30.json was written by tests/reference/rank_sets_normal_30.py
-    before the per-model maxima were computed models-first: 30 correlated estimates, 435 pairs.
+    before the per-model maxima were computed models-first in float32: 30 correlated estimates, 435
+    pairs.  Rank sets and separations are equal; the pair statistics now carry float32 rounding
+    (~1e-7 relative), so a draw lying that close to a pair's z may change sides: the adjusted
+    p-values (counts over 50,000 draws) may move by a draw or two (2e-5 each), the critical values
+    by the rounding.  Both are far below the Monte-Carlo error (~1e-2).
     """
     import importlib.util
 
@@ -110,10 +114,10 @@ def test_normal_draws_match_the_row_at_a_time_reference():
     assert rs.pairs[["model_a", "model_b"]].values.tolist() == [
         list(p) for p in zip(ref["pairs"]["model_a"], ref["pairs"]["model_b"])]
     assert rs.pairs["separated"].tolist() == ref["pairs"]["separated"]
-    np.testing.assert_allclose(rs.pairs["p_adjusted"], ref["pairs"]["p_adjusted"], rtol=0, atol=1e-10)
-    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref["critical_value"], abs=1e-10)
+    np.testing.assert_allclose(rs.pairs["p_adjusted"], ref["pairs"]["p_adjusted"], rtol=0, atol=2.5 * 2e-5)
+    assert rs.pairs["critical_value"].iloc[0] == pytest.approx(ref["critical_value"], rel=1e-6)
     np.testing.assert_allclose(script.marginal_critical_values(est, cov), ref["marginal_critical_values"],
-                               rtol=0, atol=1e-10)
+                               rtol=1e-6, atol=0)
     assert leaderboard._EXACT_MAX_MODELS < 30  # the draws path, not the exact one, is checked
 
 
