@@ -70,6 +70,14 @@ def test_bias_equals_direct_glmer_emmeans(runs, study):
     assert bias.loc["claude - mean", "difference"] == pytest.approx(prob["claude"] - prob.mean(), abs=1e-6)
     means = study.means.set_index("judge")
     assert means.loc["llama", "estimate"] == pytest.approx(prob["llama"], abs=1e-6)
+    # accuracy intervals are the log-odds intervals back-transformed (emmeans type = "response"):
+    # inside (0, 1) whatever the SE, unlike regrid's symmetric delta-method intervals
+    link = evalmix.emmeans(fit, "judge").to_frame().set_index("judge")
+    from scipy.special import expit
+    for col in ("conf_low", "conf_high"):
+        np.testing.assert_allclose(means.loc[link.index, col], expit(link[col]), rtol=1e-9)
+    for table in (study.means, study.by_judge):
+        assert ((table["conf_low"] > 0) & (table["conf_high"] < 1)).all()
 
 
 def test_interaction_lrt_equals_twice_the_loglik_difference(runs, study):

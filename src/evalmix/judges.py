@@ -589,9 +589,12 @@ class JudgeStudy(Result):
         contrast of the probability-scale means).
     means : DataFrame
         Marginal mean of each judge on the probability scale (``judge``, ``estimate``, ``se``,
-        ``conf_low``, ``conf_high``) and on the log-odds scale (``eta``).
+        ``conf_low``, ``conf_high``) and on the log-odds scale (``eta``).  The interval is the
+        log-odds interval back-transformed (emmeans' ``type = "response"``), inside (0, 1); ``se``
+        is the delta-method SE of the probability.
     by_judge : DataFrame
-        Accuracy of every model under every judge from the interaction model (probability scale).
+        Accuracy of every model under every judge from the interaction model (probability scale,
+        intervals as for ``means``).
     interaction : dict
         Likelihood-ratio test of ``model:judge``: ``statistic``, ``df``, ``p_value`` (NaN with one
         model).
@@ -883,10 +886,12 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
         last = cmp.iloc[-1]
         interaction = {"statistic": float(last["statistic"]), "df": float(last["df_diff"]),
                        "p_value": float(last["p_value"])}
-        by = regrid(emmeans(fits["interaction"], "model", by="judge", conf_level=conf_level)).to_frame()
+        # accuracies: logit-scale intervals back-transformed (emmeans' type = "response"), which
+        # stay inside (0, 1); regrid's delta-method intervals may not
+        by = emmeans(fits["interaction"], "model", by="judge", type="response", conf_level=conf_level).to_frame()
     else:
         interaction = {"statistic": math.nan, "df": math.nan, "p_value": math.nan}
-        by = regrid(emmeans(fits["additive"], "judge", conf_level=conf_level)).to_frame()
+        by = emmeans(fits["additive"], "judge", type="response", conf_level=conf_level).to_frame()
     fits["random_judge"] = glmer(formulas["random_judge"], df)
     emm = emmeans(fits["additive"], "judge", conf_level=conf_level)
     weights = _deviation_weights(levels, ref_s)
@@ -894,7 +899,7 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     prob = contrast(regrid(emm), weights, adjust="none", conf_level=conf_level).to_frame()
     bias["difference"] = prob["estimate"].to_numpy()
     bias = bias.drop(columns=[c for c in ("judge",) if c in bias.columns])
-    means = regrid(emm).to_frame()
+    means = emmeans(fits["additive"], "judge", type="response", conf_level=conf_level).to_frame()
     means["eta"] = emm.to_frame()["estimate"].to_numpy()
     vc = fits["random_judge"].varcorr
     variance = pd.DataFrame({"group": vc["group"].replace({"model_item": "model:item"}).to_numpy(), "variance": vc["variance"].to_numpy(float),
