@@ -251,3 +251,69 @@ def test_the_worked_example_of_the_docs():
     assert (plan["n_runs"], plan["n_items"]) == (5, 300)
     assert plan["n_runs_continuous"] == pytest.approx(4.68, abs=5e-3)
     assert plan[["se", "se_one_run"]].to_numpy(float) == pytest.approx([0.0164, 0.0215], abs=6e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# the paired difference: coverage and variance gain by seeded simulation with a known truth
+# (docs/img/make_control_variates_figure.py, one implementation for the page and the tests)
+
+
+def _paired_study():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "img" / "make_control_variates_figure.py"
+    spec = importlib.util.spec_from_file_location("make_control_variates_figure", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paired_study_truth_is_the_population_value():
+    # the exact estimand and proxy means of the study against one very large simulated study
+    study = _paired_study()
+    truth = study.truth()
+    runs = study.one_study(np.random.default_rng(5), 20_000)
+    means = runs.groupby(["model", "item"])[["correct", "informative", "useless"]].mean()
+    d = means.loc["b"] - means.loc["a"]
+    se = d.std(ddof=1) / math.sqrt(len(d))   # items are independent: about 0.002
+    assert abs(d["correct"].mean() - truth["difference"]) < 4 * se["correct"]
+    assert abs(d["informative"].mean() - truth["informative"]) < 4 * se["informative"]
+    assert abs(d["useless"].mean() - truth["useless"]) < 4 * se["useless"]
+    # the informative proxy tracks the outcome's difference item by item; the useless one does not
+    assert d["correct"].corr(d["informative"]) > 0.4
+    assert abs(d["correct"].corr(d["useless"])) < 0.03
+
+
+def test_the_paired_study_numbers_of_the_docs():
+    # docs/control_variates.md quotes docs/img/control_variates_study.json: keep both true
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    studies = json.loads((root / "docs" / "img" / "control_variates_study.json").read_text())
+    page = (root / "docs" / "control_variates.md").read_text()
+    for st in studies:
+        for key in ("plain", "informative", "useless"):
+            assert abs(st[key]["coverage"] - 0.95) <= 3 * st["nominal_mc_se"], (st["n_items"], key)
+            assert f"{st[key]['coverage']:.3f}" in page
+        assert st["informative"]["gain"] > 3 * st["informative"]["gain_mc_se"]
+        assert abs(st["useless"]["gain"]) <= 3 * st["useless"]["gain_mc_se"] + 2 / st["n_items"]
+        assert f"{st['informative']['gain']:.2f}" in page and f"{st['useless']['gain']:.3f}" in page
+
+
+@pytest.mark.slow  # 600 simulated studies, two control-variate fits each
+def test_paired_difference_coverage_and_gain():
+    # 600 studies of 40 items x 3 runs x 2 models: Monte-Carlo SE of a coverage near 0.95 is 0.009
+    st = _paired_study().paired_study(600, 40, seed=31)
+    for key in ("plain", "informative", "useless"):
+        assert abs(st[key]["coverage"] - 0.95) <= 3 * st["nominal_mc_se"], (key, st[key])
+        assert abs(st[key]["bias"]) < 3 * st[key]["sd"] / math.sqrt(600)   # unbiased
+    inf, use = st["informative"], st["useless"]
+    # a correlated proxy removes a share of the plain difference's variance ...
+    assert inf["gain"] > 0.1 and inf["gain"] > 3 * inf["gain_mc_se"]
+    # ... and each result's own variance_ratio estimates it (to the Monte-Carlo error of the gain)
+    assert abs(math.log(inf["mean_variance_ratio"] * (1 - inf["gain"]))) < 0.15
+    # a useless proxy changes nothing but the price of estimating beta (of order 1 / n_items)
+    assert -2 / 40 - 3 * use["gain_mc_se"] <= use["gain"] <= 3 * use["gain_mc_se"]
+    assert use["mean_variance_ratio"] == pytest.approx(1.0, abs=0.03)

@@ -329,3 +329,51 @@ def test_expected_stop_from_a_pilot():
     assert e["median_items"].item() < 100 and e["mean_items_mc_se"].item() > 0
     with pytest.raises(DataError, match="at least 2"):
         expected_stop([0.5], bounds=(0, 1), max_n=10)
+
+
+# ----------------------------------------------------------------------------------------------
+# several runs per item or one, at equal cost (docs/img/make_sequential_runs_figure.py)
+
+
+def _runs_study():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "img" / "make_sequential_runs_figure.py"
+    spec = importlib.util.spec_from_file_location("make_sequential_runs_figure", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_repeated_runs_numbers_of_the_docs():
+    # docs/sequential.md quotes docs/img/sequential_runs.json: keep both true
+    root = Path(__file__).resolve().parents[1]
+    res = json.loads((root / "docs" / "img" / "sequential_runs.json").read_text())
+    page = (root / "docs" / "sequential.md").read_text()
+    width = {(d["cost_item"], d["runs"]): d["final_width"] for d in res["designs"]}
+    for d in res["designs"]:
+        # every design spends the budget on whole items
+        assert d["n_items"] == int(res["budget"] // (d["cost_item"] + d["runs"]))
+        # time-uniform coverage: at least nominal, to 3 Monte-Carlo SEs
+        assert d["coverage_uniform"] >= 0.95 - 3 * d["coverage_uniform_mc_se"]
+        assert d["coverage_end"] >= d["coverage_uniform"]
+        row = (f"| {d['cost_item']:g} | {d['runs']} | {d['n_items']} | {d['final_width']:.3f} | "
+               f"{100 * d['coverage_uniform']:.1f}% |")
+        assert row in page, row
+    assert res["optimal_runs"] == {"0.0": 1, "4.0": 4}
+    assert width[(0.0, 8)] / width[(0.0, 1)] == pytest.approx(1.11, abs=0.005)
+    assert 1 - width[(4.0, 4)] / width[(4.0, 1)] == pytest.approx(0.32, abs=0.005)
+
+
+@pytest.mark.slow  # 40 replicates of six designs of up to 1,200 items
+def test_repeated_runs_at_equal_cost():
+    res = _runs_study().study(reps=40, budget=1200.0, seed=7, runs=(1, 4, 8))
+    d = {(x["cost_item"], x["runs"]): x for x in res["designs"]}
+    for x in d.values():
+        # 40 replicates: the Monte-Carlo SE of a coverage of 0.95 is 0.034
+        assert x["coverage_uniform"] >= 0.95 - 3 * x["coverage_uniform_mc_se"], x
+    # no item cost: eight runs on an eighth of the items is wider than one run on all of them
+    assert d[(0.0, 8)]["final_width"] > d[(0.0, 1)]["final_width"] + 3 * d[(0.0, 8)]["final_width_mc_se"]
+    # an item costing four answers: optimal_runs' R = 4 beats one run per item by far
+    assert res["optimal_runs"]["4.0"] == 4
+    assert d[(4.0, 4)]["final_width"] < 0.8 * d[(4.0, 1)]["final_width"]
