@@ -76,6 +76,10 @@ def main() -> None:
                               "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     _, *out["davidson_position_sandwich_by_prompt_wall_cpu_s"] = timed(
         bradley_terry, battles, cluster="prompt", rank_sets=False)
+    # the default call: the same fit with its simultaneous rank sets (50,000 normal draws of the
+    # K (K - 1) / 2 pairwise differences)
+    _, *out["davidson_position_sandwich_by_prompt_with_rank_sets_wall_cpu_s"] = timed(
+        bradley_terry, battles, cluster="prompt")
     half, *out["half_ties_sandwich_wall_cpu_s"] = timed(bradley_terry, battles, ties="half", position=False,
                                                         rank_sets=False)
     boot, *out["half_ties_bootstrap_wall_cpu_s"] = timed(
