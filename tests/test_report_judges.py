@@ -223,3 +223,28 @@ def test_report_section_order_and_options():
     keys = [s.key for s in rep.sections]
     assert keys[-3:] == ["judges", "arena", "fits"]
     assert rep.options["judge"] == "judge" and rep.options["battles"] and not rep.options["labels"]
+
+
+@pytest.mark.slow
+def test_report_with_judges_and_battles_in_chromium(tmp_path):
+    """The judges and arena sections as a reader sees them (headless Chromium, as
+    tests/test_report_browser.py checks the main report): every figure decodes, no console message,
+    hostile names rendered as text."""
+    from browser import check_page
+
+    raw = judged_runs(n_items=16, judges=("fair", HOSTILE_JUDGE))
+    raw["model"] = raw["model"].replace({"A": HOSTILE_MODEL})
+    data = tmp_path / "runs.csv"
+    raw.to_csv(data, index=False)
+    human_labels(raw, n_items=8).to_csv(tmp_path / "labels.csv", index=False)
+    battles(names=("w", HOSTILE_MODEL, "y")).to_csv(tmp_path / "battles.csv", index=False)
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(data), "-o", str(out), "--n-boot", "50", "--labels", str(tmp_path / "labels.csv"),
+                     "--battles", str(tmp_path / "battles.csv"), "--battle-cluster", "prompt"]) == 0
+    n_figures = len(list((out / "figures").glob("*.png")))
+    res = check_page(out / "index.html", tmp_path / "chromium")
+    assert res.n_images == n_figures and n_figures >= 10
+    assert res.n_broken == 0
+    assert res.console == []
