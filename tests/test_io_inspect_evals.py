@@ -8,6 +8,7 @@ inspect_ai.analysis.evals_df (inspect_ai 0.3.285) from the fixture logs beside t
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from evalmix import DataError, DataWarning
 from evalmix.cli import main
 from evalmix.io.inspect_logs import is_evals_df
 
-from test_io_inspect_logs import FIXTURES
+FIXTURES = Path(__file__).parent / "fixtures" / "inspect"
 
 FOLDER = FIXTURES / "v0.3.285"
 
