@@ -158,3 +158,16 @@ def test_lmarena_both_bad_is_a_tie_in_read_battles():
     raw = pd.DataFrame({"model_a": ["x", "y", "x"], "model_b": ["y", "x", "y"], "winner": ["both_bad", "B", "a"]})
     assert evalmix.read_battles(raw)["winner"].tolist() == ["tie", "model_b", "model_a"]
     assert dict(evalmix.arena.WINNERS)["both_bad"] == "tie"
+
+
+def test_the_report_reads_battle_files(tmp_path):
+    from evalmix.reporting import arena_section
+
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    shutil.copy(CONV, folder / CONV.name)
+    section = arena_section(folder, cluster="question_id")
+    ratings = section.tables[0][2]
+    lib = evalmix.bradley_terry(read_logs(CONV), cluster="question_id")
+    assert ratings["model"].tolist() == lib.table["model"].tolist()
+    np.testing.assert_allclose(ratings["estimate"], lib.table["estimate"], rtol=1e-12)

@@ -128,8 +128,11 @@ def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
     path : path or DataFrame
         A log file or a folder of logs of one harness: Inspect AI ``.eval``/``.json`` logs,
         lm-evaluation-harness ``--output_path`` folders, HELM run folders, OpenAI evals record
-        files.  A DataFrame from
-        ``inspect_ai.analysis.samples_df`` is read with :func:`read_inspect`.
+        files, and the other formats of :data:`FORMATS`, among them arena battle files (FastChat's
+        ``clean_battle`` JSON, lmarena's tables: battle rows for :func:`evalmix.bradley_terry`,
+        not a runs table).  A DataFrame from ``inspect_ai.analysis.samples_df`` is read with
+        :func:`read_inspect`; an ``evals_df`` frame, which holds no per-sample outcomes, is an
+        error pointing to :func:`evalmix.read_inspect_evals`.
     **options
         Passed to the loader: ``scorer=``/``score_key=`` (Inspect), ``metric=``/``filter_name=``
         (lm-eval, HELM), ``errors=``, ``allow_partial=``, ``model=``, ``runs=``...
