@@ -171,3 +171,23 @@ def test_the_report_reads_battle_files(tmp_path):
     lib = evalmix.bradley_terry(read_logs(CONV), cluster="question_id")
     assert ratings["model"].tolist() == lib.table["model"].tolist()
     np.testing.assert_allclose(ratings["estimate"], lib.table["estimate"], rtol=1e-12)
+
+
+def test_long_first_records_and_missing_values(tmp_path):
+    """lmarena's JSON lines carry whole conversations: a first line longer than the part read to
+    recognise the file is still recognised; a missing or non-text value names its line or row."""
+    rows = pd.read_json(JSONL, lines=True)
+    rows["conversation_a"] = "x" * 100_000
+    long = tmp_path / "long.jsonl"
+    rows.to_json(long, orient="records", lines=True, date_format="iso")
+    assert detect_format(long) == "arena" and len(read_logs(long)) == len(rows)
+    table = pd.read_parquet(PARQUET)
+    table.loc[2, "model_a"] = None
+    table.to_parquet(tmp_path / "gap.parquet")
+    with pytest.raises(DataError, match=r"gap\.parquet: row 2, column 'model_a' is missing: every battle needs a model_a"):
+        read_logs(tmp_path / "gap.parquet")
+    records = json.loads(SIMPLE.read_text())
+    records[1]["winner"] = 1
+    (tmp_path / "num.json").write_text(json.dumps(records))
+    with pytest.raises(DataError, match=r"num\.json: \[1\]\.winner is an integer \(1\), expected a string"):
+        read_logs(tmp_path / "num.json")

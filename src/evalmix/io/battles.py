@@ -62,7 +62,13 @@ def is_arena_battles(path: Path) -> bool:
         if path.suffix == ".json":
             return head.startswith(b"[") and bool(_KEY.search(head))
         line = head.split(b"\n", 1)[0]
-        record = json.loads(line)
+        if not line.startswith(b"{"):
+            return False
+        try:
+            record = json.loads(line)
+        except ValueError:
+            # a first record longer than the head (lmarena's lines carry whole conversations)
+            return len(line) == len(head) and bool(_KEY.search(line))
         return isinstance(record, dict) and "model_a" in record and "model_b" in record
     except (OSError, ValueError):
         return False
@@ -107,7 +113,8 @@ def _check(path: Path, frame: pd.DataFrame, places: list[At] | None) -> pd.DataF
         bad = [i for i, v in enumerate(values.tolist()) if not isinstance(v, str) or not v.strip()]
         if bad:
             value = values.iloc[bad[0]]
-            raise DataError(f"{place(bad[0], field)} is {value!r}: every battle needs a {field}")
+            shown = "missing" if value is None or value != value or isinstance(value, str) else f"{value!r}, not text"
+            raise DataError(f"{place(bad[0], field)} is {shown}: every battle needs a {field}")
     text = frame["winner"].str.strip().str.lower()
     known = text.isin(list(WINNERS))
     if not known.all():
