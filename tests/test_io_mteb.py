@@ -1,7 +1,8 @@
 """read_mteb and read_logs on results folders written by MTEB itself (mteb.evaluate on its mock tasks).
 
-tests/fixtures/mteb/run1 and run2 hold two runs (seeds) of MTEB's random-encoder baseline on mock
-tasks of four types, some multilingual; expected.csv holds every main score as MTEB's own
+tests/fixtures/mteb/run1 and run2 hold two runs (seeds) of two encoders on mock tasks of four types,
+some multilingual: MTEB's random-encoder baseline (deterministic: its runs agree) and the same
+encoder with seeded noise on its embeddings (its runs differ); expected.csv holds every main score as MTEB's own
 ``ResultCache.load_results`` reads it.  tests/fixtures/gen_mteb.py (run by make_fixtures.sh)
 regenerates them.
 """
@@ -99,3 +100,26 @@ def test_damaged_task_results_name_file_and_field(tmp_path, edit, message):
     with pytest.raises(DataError, match=message) as info:
         read_mteb(path)
     assert str(path) in str(info.value)
+
+
+def test_runs_of_a_stochastic_encoder_differ_and_lmer_reads_their_variance():
+    """The noisy encoder's two runs differ (the baseline's, deterministic, do not): the run-to-run
+    variance lmer estimates is the balanced one-way ANOVA's (REML's closed form when positive)."""
+    df = read_mteb(RUNS, runs=["run1", "run2"])
+    wide = {m: sub.pivot_table(index="item", columns="run", values="score", observed=True)
+            for m, sub in df.groupby("model", observed=True)}
+    base, noisy = wide["mteb/baseline-random-encoder"], wide["evalmix/noisy-random-encoder"]
+    assert (base["run1"] == base["run2"]).all()
+    differ = EXPECTED[EXPECTED["model"] == "evalmix/noisy-random-encoder"].pivot_table(
+        index=["task", "split", "subset"], columns="run", values="main_score")
+    n_differ = int((differ["run1"] != differ["run2"]).sum())
+    assert int((noisy["run1"] != noisy["run2"]).sum()) == n_differ >= 5
+    fit = evalmix.lmer("score ~ 1 + (1|item)", df[df["model"] == "evalmix/noisy-random-encoder"])
+    n_items, k = noisy.shape
+    means = noisy.mean(axis=1)
+    msw = float(((noisy.sub(means, axis=0)) ** 2).to_numpy().sum() / (n_items * (k - 1)))
+    msb = float(k * ((means - means.mean()) ** 2).sum() / (n_items - 1))
+    assert msb > msw > 0
+    vc = fit.varcorr.set_index("group")["variance"]
+    assert vc["Residual"] == pytest.approx(msw, rel=1e-6)
+    assert vc["item"] == pytest.approx((msb - msw) / k, rel=1e-6)

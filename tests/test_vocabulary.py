@@ -283,7 +283,7 @@ CALLS = {
 # public functions that return no table: readers, formatters, scalars, arrays
 NOT_RESULTS = {
     "load_table", "read_battles", "read_runs", "read_inspect", "read_lm_eval", "read_helm", "read_logs", "read_openai_evals", "read_tau_bench",
-    "read_swebench", "read_mteb", "read_lighteval", "read_opencompass",
+    "read_swebench", "read_mteb", "read_lighteval", "read_opencompass", "read_inspect_evals", "read_arena_battles",
     "aggregate_runs", "ensure_runs", "schema_of", "format_p", "to_latex",
     "to_markdown", "binom_ci", "cohens_d", "bic_evidence", "adjust_pvalues", "reference_grid",
     "tie_groups", "power_clustered", "power_paired_proportions", "power_two_proportions",

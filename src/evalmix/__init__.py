@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "GlmmTMBResult": "tmb", "OverdispersionCheck": "tmb", "check_overdispersion": "tmb", "glmmtmb": "tmb",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
-    "read_openai_evals": "io",
+    "read_openai_evals": "io", "read_inspect_evals": "io", "read_arena_battles": "io",
     # run-to-run reliability, leaderboard stability
     "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
     "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
@@ -176,8 +176,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .fit_many import FitManyResult, fit_many
     from .scan import aggregate_runs
     from .io import (
-        read_helm, read_inspect, read_lighteval, read_lm_eval, read_logs, read_mt_bench, read_mteb, read_openai_evals,
-        read_opencompass, read_swebench, read_tau_bench,
+        read_arena_battles, read_helm, read_inspect, read_inspect_evals, read_lighteval, read_lm_eval, read_logs,
+        read_mt_bench, read_mteb, read_openai_evals, read_opencompass, read_swebench, read_tau_bench,
     )
     from .judges import (
         JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,

@@ -32,9 +32,11 @@ from __future__ import annotations
 import html
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -51,14 +53,20 @@ from .errors import DataError, SamplingWarning
 from .leaderboard import RankSets, rank_sets_normal
 from .parallel import parallel_map
 
-__all__ = ["ELO_PER_LOGIT", "BradleyTerryResult", "bradley_terry", "read_battles"]
+__all__ = ["ELO_PER_LOGIT", "WINNERS", "BradleyTerryResult", "bradley_terry", "read_battles"]
 
 #: Elo points per logit: 400 points are odds of 10 to 1 (FastChat's ``SCALE / ln(BASE)``).
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 
-# winner spellings -> outcome code (0: first model wins, 1: second model wins, 2: tie)
-_WINNERS = {"model_a": 0, "a": 0, "model_b": 1, "b": 1, "tie": 2, "tie (bothbad)": 2}
 _OUTCOME_NAMES = ("model_a", "model_b", "tie")
+#: The spellings of a battle's outcome (compared in lower case, trimmed) and the outcome each means:
+#: FastChat's clean_battle values (``"tie (bothbad)"``: a tie in which both answers were bad),
+#: lmarena's ``"both_bad"`` (the same, in its human-preference tables), and ``"a"``/``"b"``.
+WINNERS: Mapping[str, str] = MappingProxyType({
+    "model_a": "model_a", "a": "model_a", "model_b": "model_b", "b": "model_b", "tie": "tie",
+    "tie (bothbad)": "tie", "both_bad": "tie"})
+# winner spellings -> outcome code (0: first model wins, 1: second model wins, 2: tie)
+_WINNERS = {spelling: _OUTCOME_NAMES.index(meaning) for spelling, meaning in WINNERS.items()}
 _TIES = ("davidson", "half", "drop")
 _CIS = ("sandwich", "hessian", "bootstrap")
 # Newton's method: stop when no parameter moves more than this (logits), or after this many steps
@@ -89,7 +97,8 @@ def read_battles(source: str | Path | pd.DataFrame, *, model_a: str = "model_a",
         Columns of the model shown first and the model shown second.
     winner : str
         Column of the outcome: ``"model_a"``, ``"model_b"``, ``"tie"`` or ``"tie (bothbad)"``
-        (FastChat's values), or ``"a"``, ``"b"``, ``"tie"``; case and surrounding spaces are ignored.
+        (FastChat's values), ``"both_bad"`` (lmarena's tables; a tie), or ``"a"``, ``"b"``; case and
+        surrounding spaces are ignored (:data:`WINNERS`).
     prompt, judge, turn : str, optional
         Optional columns kept under these names (``prompt`` is the usual cluster of the sandwich).
 
@@ -167,8 +176,8 @@ def _code_battles(table: pd.DataFrame, where: str, model_a: str, model_b: str, w
         unknown = wcode[cw] < 0
         bad = uw[cw[np.flatnonzero(unknown)[0]]]
         raise DataError(f"{where}column {winner!r} has the unknown winner value {bad!r} in row "
-                        f"{_row(table, unknown)}; expected 'model_a', 'model_b', 'tie' or 'tie (bothbad)' "
-                        "(or 'a', 'b', 'tie')")
+                        f"{_row(table, unknown)}; expected 'model_a', 'model_b', 'tie', 'tie (bothbad)' or "
+                        "'both_bad' (or 'a', 'b')")
     labels = np.asarray(sorted(set(ua.tolist()) | set(ub.tolist())), dtype=object)
     ia = np.searchsorted(labels, ua)[ca] if len(ca) else ca
     ib = np.searchsorted(labels, ub)[cb] if len(cb) else cb

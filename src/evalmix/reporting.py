@@ -892,7 +892,8 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
     Parameters
     ----------
     battles : DataFrame or path
-        Battle table (see :func:`evalmix.read_battles`).
+        Battle table (see :func:`evalmix.read_battles`), or battle files and folders of them
+        recognised by content (:func:`evalmix.read_arena_battles`, MT-bench pairwise judgments).
     cluster : str, optional
         Cluster column of the sandwich.
     conf_level : float
@@ -919,6 +920,13 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
     from .plots.leaderboard import leaderboard_plot
 
     check_arguments(conf_level=conf_level)
+    if isinstance(battles, (str, Path)):
+        from .io.detect import detect_format, is_log_source, read_logs
+
+        # battle files found by content (FastChat clean_battle JSON, lmarena tables, MT-bench pairs)
+        fmt = detect_format(battles) if is_log_source(battles) else None
+        if fmt in ("arena", "mt-bench"):
+            battles = read_logs(battles, **({"kind": "pair"} if fmt == "mt-bench" else {}))
     table = read_battles(battles, prompt=cluster)
     ties: Literal["davidson", "drop"] = "davidson" if (table["winner"] == "tie").any() else "drop"
     bt = bradley_terry(table, ties=ties, cluster="prompt" if cluster is not None else None,

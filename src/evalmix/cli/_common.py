@@ -19,6 +19,7 @@ from .._result import Result
 from ..data import load_table, read_runs
 from ..errors import DataError
 from ..io import detect_format, is_log_source, read_logs
+from ..io.inspect_logs import is_evals_df
 from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_arguments, conf_level, n_jobs,
                     positive_int, seed, split_list)
 
@@ -84,6 +85,10 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
     the file."""
     if is_log_source(args.data):
         fmt = detect_format(args.data)
+        if fmt == "arena":
+            # pairwise preferences have no per-sample outcome for these commands to analyse
+            raise DataError(f"{args.data} holds arena battles (model_a, model_b, winner), not per-sample "
+                            f"outcomes; rate them with: evalmix arena {args.data}")
         key = {"inspect": "scorer", "openai-evals": "field"}.get(fmt, "metric")
         if args.score and fmt in SCORE_FIXED:
             raise DataError(f"{args.data}: {fmt} logs have one score ({SCORE_FIXED[fmt]}); --score does not apply")
@@ -102,6 +107,10 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
                             f"evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path))")
         return logs
     raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+    if is_evals_df(raw):
+        raise DataError(f"{args.data} is an Inspect evals_df table: one row per evaluation with scores averaged "
+                        "over samples and epochs, and this command needs per-sample outcomes; give it the logs "
+                        "(or a samples_df table) instead, or read the scores with evalmix.read_inspect_evals")
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
     run = None if str(args.run).lower() == "none" else args.run
     try:

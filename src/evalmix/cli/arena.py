@@ -4,8 +4,37 @@ and first-position parameters, rank sets and tie groups."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import DataError
 from ._args import conf_level, positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def battles_of(args: argparse.Namespace) -> str | pd.DataFrame:
+    """DATA as :func:`evalmix.bradley_terry` takes it: battle files and folders of them (FastChat's
+    clean_battle JSON, lmarena's tables, MT-bench pairwise judgments), recognised by their content,
+    read by their loader; any other table is read as it is, with the columns named on the command
+    line."""
+    from ..io.detect import FORMATS, detect_format, is_log_source, read_logs
+
+    renamed = [f"--{flag.replace('_', '-')}" for flag in ("model_a", "model_b", "winner")
+               if getattr(args, flag) != flag]
+    path = Path(args.data)
+    if not is_log_source(path) or (renamed and path.is_file()):
+        return str(path)  # a table, or a file whose columns the command line names: read as it is
+    fmt = detect_format(path)
+    if fmt not in ("arena", "mt-bench"):
+        raise DataError(f"{path} holds {FORMATS[fmt][1]}, not pairwise battles; evalmix arena reads battle "
+                        "tables (model_a, model_b, winner), FastChat clean_battle JSON, lmarena tables and MT-bench "
+                        "*_pair.jsonl judgments")
+    if renamed:
+        raise DataError(f"{' and '.join(renamed)} name the columns of one battle table; the files under {path} "
+                        f"are read as {fmt} battles, whose columns are model_a, model_b and winner")
+    return read_logs(path, **({"kind": "pair"} if fmt == "mt-bench" else {}))
 
 
 def run_arena(args: argparse.Namespace) -> int:
@@ -14,7 +43,7 @@ def run_arena(args: argparse.Namespace) -> int:
 
     if args.ci != "bootstrap" and args.n_boot is not None:
         raise SystemExit("--n-boot is used with --ci bootstrap only")
-    fit = bradley_terry(args.data, model_a=args.model_a, model_b=args.model_b, winner=args.winner,
+    fit = bradley_terry(battles_of(args), model_a=args.model_a, model_b=args.model_b, winner=args.winner,
                         ties=args.ties, position=not args.no_position, cluster=args.cluster, ci=args.ci,
                         n_boot=args.n_boot or 1000, seed=args.seed, conf_level=args.conf_level,
                         reference=args.reference, scale=args.scale, rank_sets=not args.no_rank_sets)
@@ -41,9 +70,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "ratings on the Elo scale (400 points = odds of 10 to 1, mean 1000), sandwich "
                     "intervals clustered by --cluster (or the bootstrap), simultaneous rank sets and tie "
                     "groups.  DATA is a battle table (.csv, .tsv, .parquet, .jsonl or .json) with columns "
-                    "model_a, model_b and winner ('model_a', 'model_b', 'tie', 'tie (bothbad)', or 'a', "
-                    "'b', 'tie').")
-    p.add_argument("data", metavar="DATA", help="battle table")
+                    "model_a, model_b and winner ('model_a', 'model_b', 'tie', 'tie (bothbad)', 'both_bad', "
+                    "or 'a', 'b'), or battle files found by their content (a file or a folder): FastChat's "
+                    "clean_battle JSON, lmarena's human-preference tables, MT-bench *_pair.jsonl judgments.")
+    p.add_argument("data", metavar="DATA", help="battle table, battle file or folder of them")
     p.add_argument("--model-a", default="model_a", help="column of the model shown first (default: model_a)")
     p.add_argument("--model-b", default="model_b", help="column of the model shown second (default: model_b)")
     p.add_argument("--winner", default="winner", help="outcome column (default: winner)")

@@ -2,7 +2,9 @@
 
 Inspect AI, lm-evaluation-harness, HELM, OpenAI evals, FastChat MT-bench, lighteval, OpenCompass,
 tau-bench / tau2-bench, SWE-bench run reports and MTEB results folders (whose continuous scores are
-passed through as a ``score`` outcome, not thresholded).
+passed through as a ``score`` outcome, not thresholded); arena battle files (FastChat's
+``clean_battle`` JSON, lmarena's tables) as battle rows for :func:`evalmix.bradley_terry`, and
+Inspect's ``evals_df`` frames as per-evaluation scores (:func:`read_inspect_evals`).
 
 Each loader returns the validated runs table of :func:`evalmix.read_runs`, with the columns
 ``model``, ``item``, ``run``, ``correct`` and, when several tasks are read together, ``task`` (a
@@ -20,9 +22,10 @@ it is left out with a :class:`~evalmix.DataWarning` naming it, and the other fil
 from __future__ import annotations
 
 from ._common import STATUSES
+from .battles import read_arena_battles
 from .detect import detect_format, is_log_source, read_logs
 from .helm import read_helm
-from .inspect_logs import read_inspect
+from .inspect_logs import read_inspect, read_inspect_evals
 from .lighteval import read_lighteval
 from .lm_eval import read_lm_eval
 from .mt_bench import read_mt_bench
@@ -32,6 +35,6 @@ from .opencompass import read_opencompass
 from .swebench import read_swebench
 from .tau_bench import read_tau_bench
 
-__all__ = ["STATUSES", "detect_format", "is_log_source", "read_helm", "read_inspect", "read_lighteval", "read_lm_eval",
-           "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_opencompass", "read_swebench",
+__all__ = ["STATUSES", "detect_format", "is_log_source", "read_arena_battles", "read_helm", "read_inspect",
+           "read_inspect_evals", "read_lighteval", "read_lm_eval", "read_logs", "read_mt_bench", "read_mteb", "read_openai_evals", "read_opencompass", "read_swebench",
            "read_tau_bench"]

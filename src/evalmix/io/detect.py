@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ._common import PathLike
+from .battles import is_arena_battles, read_arena_battles
 from .helm import is_helm_stats, read_helm
 from .inspect_logs import is_inspect_log, read_inspect
 from .lighteval import is_lighteval_details, read_lighteval
@@ -36,6 +37,8 @@ FORMATS: dict[str, tuple[Callable[..., pd.DataFrame], str]] = {
     "lighteval": (read_lighteval, "lighteval details details_<task>_<date_id>.parquet"),
     "opencompass": (read_opencompass, "OpenCompass results/<model>/<dataset>.json with details"),
     "mteb": (read_mteb, "MTEB results folders results/<model>/<revision>/<TaskName>.json"),
+    "arena": (read_arena_battles, "arena battles: FastChat clean_battle JSON, lmarena Parquet/JSON lines "
+                                  "(model_a, model_b, winner)"),
 }
 
 
@@ -62,6 +65,8 @@ def _format_of(path: Path) -> str | None:
         return "inspect"  # every .eval file, so that a damaged archive is reported, not passed over
     if is_mt_bench_judgment(path):
         return "mt-bench"  # before OpenAI evals: both are JSON lines, this one by FastChat's file names
+    if is_arena_battles(path):
+        return "arena"  # by content: the first record (or the Parquet schema) has model_a and model_b
     if is_openai_evals_record(path):
         return "openai-evals"
     if is_tau_results(path):
@@ -123,8 +128,11 @@ def read_logs(path: PathLike | pd.DataFrame, **options: Any) -> pd.DataFrame:
     path : path or DataFrame
         A log file or a folder of logs of one harness: Inspect AI ``.eval``/``.json`` logs,
         lm-evaluation-harness ``--output_path`` folders, HELM run folders, OpenAI evals record
-        files.  A DataFrame from
-        ``inspect_ai.analysis.samples_df`` is read with :func:`read_inspect`.
+        files, and the other formats of :data:`FORMATS`, among them arena battle files (FastChat's
+        ``clean_battle`` JSON, lmarena's tables: battle rows for :func:`evalmix.bradley_terry`,
+        not a runs table).  A DataFrame from ``inspect_ai.analysis.samples_df`` is read with
+        :func:`read_inspect`; an ``evals_df`` frame, which holds no per-sample outcomes, is an
+        error pointing to :func:`evalmix.read_inspect_evals`.
     **options
         Passed to the loader: ``scorer=``/``score_key=`` (Inspect), ``metric=``/``filter_name=``
         (lm-eval, HELM), ``errors=``, ``allow_partial=``, ``model=``, ``runs=``...

@@ -1,5 +1,5 @@
 """Inspect AI logs: ``.eval`` archives (deflate or Zstandard members), ``.json`` logs, and the
-frames of ``inspect_ai.analysis.samples_df``.
+frames of ``inspect_ai.analysis.samples_df`` (per sample) and ``evals_df`` (per evaluation).
 
 The logs are read with :mod:`zipfile` and :mod:`json` rather than with
 ``inspect_ai.log.read_eval_log``.  An ``.eval`` file is a zip archive with a stable, simple layout
@@ -38,7 +38,7 @@ from ._common import (
     runs_table,
 )
 
-__all__ = ["is_inspect_log", "read_inspect"]
+__all__ = ["is_evals_df", "is_inspect_log", "read_inspect", "read_inspect_evals"]
 
 # A .json log starts with its version, then its status (inspect_ai's EvalLog field order).
 _JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
@@ -156,6 +156,140 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
 
 
+# columns every inspect_ai.analysis.evals_df frame has (EvalInfo, EvalModel, EvalResults) and a
+# samples_df frame lacks: its rows are evaluations, not samples
+_EVALS_DF_COLUMNS = ("eval_id", "task_name", "model", "status", "completed_samples")
+_NEEDS_SAMPLES = ("per-sample outcomes (an item and a run per row), which an evals_df frame does not "
+                  "hold: it has one row per evaluation with scores already averaged over samples and "
+                  "epochs; read the logs themselves, or samples_df(logs), instead")
+
+
+def is_evals_df(frame: pd.DataFrame) -> bool:
+    """Whether a frame is ``inspect_ai.analysis.evals_df`` output (one row per evaluation) rather
+    than a per-sample table.
+
+    Examples
+    --------
+    >>> is_evals_df(pd.DataFrame({"eval_id": ["a"], "task_name": ["arith"], "model": ["m"],
+    ...                           "status": ["success"], "completed_samples": [12],
+    ...                           "score_match_accuracy": [0.5]}))
+    True
+    """
+    return (all(c in frame.columns for c in _EVALS_DF_COLUMNS) and "id" not in frame.columns
+            and "epoch" not in frame.columns)
+
+
+def read_inspect_evals(frame: pd.DataFrame | PathLike) -> pd.DataFrame:
+    """Read an ``inspect_ai.analysis.evals_df`` frame: one row per evaluation, aggregated scores.
+
+    ``evals_df`` keeps what Inspect computed over a whole evaluation: per scorer and metric, the
+    value over the samples (each sample's epochs reduced first, by the task's reducer, ``mean`` by
+    default) and Inspect's own standard error.  That is all it holds: no sample ids, no per-epoch
+    outcomes.  So it can give a table of reported scores per (model, task, evaluation), and nothing
+    that needs the runs table (intervals clustered by item, mixed models, run-to-run reliability,
+    paired comparisons, rank sets): those need the logs or ``samples_df`` frames
+    (:func:`read_inspect`), and :func:`read_inspect` given an ``evals_df`` frame says so.
+
+    Parameters
+    ----------
+    frame : DataFrame or path
+        The frame ``evals_df(logs)`` returned, or a ``.csv``/``.parquet`` file it was saved to.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per evaluation, oldest first: ``model``, ``task``, ``evaluation`` (1, 2, ... per
+        (model, task), in order of creation; a log and its ``eval-retry`` are one evaluation, read
+        from the retry, which holds every sample), ``status``, ``epochs``, ``total_samples``,
+        ``completed_samples``, ``eval_id``, ``task_id``, ``log``, then every ``score_*`` column of
+        the frame as Inspect named it (``score_<scorer>_<metric>``, ``score_headline_value``...),
+        values as floats and missing where the evaluation has no such score.  A plain table, not
+        a runs table.
+
+    Raises
+    ------
+    DataError
+        A frame that is not ``evals_df`` output: a ``samples_df`` frame (read it with
+        :func:`read_inspect`), or one without Inspect's columns (naming those missing); a
+        non-numeric score value (naming the column and row).
+
+    Warns
+    -----
+    DataWarning
+        Evaluations that did not end with status ``success`` (their scores are missing or cover
+        the samples that finished), and logs replaced by their retry.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({"eval_id": ["e1", "e2"], "task_id": ["t1", "t2"],
+    ...     "log": ["a.eval", "b.eval"], "created": ["2025-01-01T10:00", "2025-01-01T10:05"],
+    ...     "task_name": ["arith", "arith"], "model": ["mockllm/a", "mockllm/b"],
+    ...     "status": ["success", "success"], "epochs": [3, 3], "total_samples": [12, 12],
+    ...     "completed_samples": [12, 12], "score_match_accuracy": [0.75, 0.5],
+    ...     "score_match_stderr": [0.1, 0.12]})
+    >>> read_inspect_evals(evals)[["model", "task", "evaluation", "score_match_accuracy"]].values.tolist()
+    [['mockllm/a', 'arith', 1, 0.75], ['mockllm/b', 'arith', 1, 0.5]]
+    """
+    from ..data import as_pandas, load_table
+
+    source = "the evals_df frame"
+    if isinstance(frame, (str, Path)):
+        source = str(frame)
+        frame = load_table(frame)
+    frame = as_pandas(frame)
+    if "id" in frame.columns and "epoch" in frame.columns:
+        raise DataError(f"{source} is a samples_df frame (one row per sample and epoch): read it with "
+                        "evalmix.read_inspect, which gives the runs table")
+    missing = [c for c in _EVALS_DF_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{source} has no {missing} column(s): expected inspect_ai.analysis.evals_df output "
+                        "(columns eval_id, task_name, model, status, completed_samples, score_...)")
+    keep = ["eval_id", "task_id", "log", "created", "task_name", "model", "status", "epochs",
+            "total_samples", "completed_samples"]
+    scores = [str(c) for c in frame.columns if str(c).startswith("score_")]
+    out = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None) if c in frame.columns else None
+                        for c in keep})
+    for col in scores:
+        values = frame[col]
+        if col in ("score_headline_name", "score_headline_score", "score_headline_metric"):
+            out[col] = values.astype(object).where(values.notna(), None)  # names, not numbers
+            continue
+        num = pd.to_numeric(values, errors="coerce")
+        bad = num.isna() & values.notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise DataError(f"{source}: column {col!r} holds {values.iloc[row]!r} in row {row}, not a number")
+        out[col] = num.astype("float64")
+    for name in ("model", "task_name"):
+        absent = out[name].isna()
+        if absent.any():
+            raise DataError(f"{source}: column {name!r} is missing in row {int(absent.to_numpy().nonzero()[0][0])}")
+    for col in ("epochs", "total_samples", "completed_samples"):
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype("Int64")
+    out["created"] = out["created"].map(lambda v: "" if v is None else str(v))
+    # a log and its eval-retry share task_id: the retry (created later) holds every finished sample
+    out["_key"] = [str(t) if t is not None else f"eval {e}" for t, e in zip(out["task_id"], out["eval_id"])]
+    out = out.sort_values(["created", "log"], kind="stable", na_position="first")
+    replaced = out[out.duplicated("_key", keep="last")]
+    if len(replaced):
+        warnings.warn(f"{len(replaced)} log(s) replaced by their eval-retry (same task_id): "
+                      + ", ".join(str(v) for v in replaced["log"].fillna(replaced["eval_id"])), DataWarning,
+                      stacklevel=2)
+    out = out.drop_duplicates("_key", keep="last").reset_index(drop=True)
+    unfinished = out[out["status"] != "success"]
+    if len(unfinished):
+        warnings.warn(f"{len(unfinished)} evaluation(s) did not end with status 'success' (their scores are "
+                      "missing or cover the samples that finished): "
+                      + ", ".join(f"{lg} ({st})" for lg, st in zip(unfinished["log"].fillna(unfinished["eval_id"]),
+                                                                   unfinished["status"])),
+                      DataWarning, stacklevel=2)
+    out = out.rename(columns={"task_name": "task"})
+    out["evaluation"] = out.groupby(["model", "task"], sort=False).cumcount() + 1
+    cols = ["model", "task", "evaluation", "status", "epochs", "total_samples", "completed_samples", "eval_id",
+            "task_id", "log", *scores]
+    return out[cols]
+
+
 def _from_samples_df(frame: pd.DataFrame, base: Path | None) -> list[tuple[str, dict, list[dict]]]:
     """Rebuild (source, header, samples) from an ``inspect_ai.analysis.samples_df`` frame."""
     need = [c for c in ("id", "epoch") if c not in frame.columns]
@@ -242,7 +376,9 @@ def read_inspect(
     paths : path, folder, glob pattern, list of them, or DataFrame
         ``.eval`` logs (of any inspect_ai version: deflate or Zstandard members) or ``.json`` logs,
         or folders searched recursively for them (recognised by their content, whatever their
-        name), or the frame returned by ``inspect_ai.analysis.samples_df``.
+        name), or the frame returned by ``inspect_ai.analysis.samples_df``.  An ``evals_df``
+        frame (one row per evaluation) holds no per-sample outcomes and is refused with a
+        :class:`~evalmix.DataError` pointing to :func:`read_inspect_evals`.
     scorer : str, optional
         The scorer whose value is the outcome; required when the samples carry several scores
         (the error lists them).
@@ -321,6 +457,9 @@ def read_inspect(
     check_errors(errors)
 
     if isinstance(paths, pd.DataFrame):
+        if is_evals_df(paths):
+            raise DataError("the frame is an inspect_ai.analysis.evals_df frame, and a runs table needs "
+                            + _NEEDS_SAMPLES + "; evalmix.read_inspect_evals(frame) reads its scores")
         logs = _from_samples_df(paths, None)
         what = "the samples_df frame"
     else:
