@@ -1019,7 +1019,8 @@ def _variance_table(fit: Any, kind: str) -> tuple[pd.DataFrame, str]:
     on the model's scale), with the scale named."""
     vc = fit.varcorr
     if kind == "continuous":
-        comp = vc[vc["var2"].isna()] if "var2" in vc else vc
+        # variances only (lme4's as.data.frame(VarCorr): covariances name a second variable)
+        comp = vc[vc["var2"].fillna("").astype(str) == ""] if "var2" in vc else vc
         names = comp["group"].astype(str).tolist()
         var = comp["variance"].to_numpy(float)
         scale = "the score's scale (the residual is the lmer residual variance)"
