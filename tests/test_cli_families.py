@@ -200,7 +200,7 @@ def test_select_gaussian_matches_compare_models(capsys, ratings):
     ("ordinal", ["--ml"]), ("ordinal", ["--contrasts", "model=contr.sum"]), ("beta", ["--link", "probit"]),
     ("beta", ["--reml"]), ("betabinomial", ["--squeeze"]), ("binomial", ["--ddf", "satterthwaite"]),
     ("binomial", ["--threshold", "equidistant"]), ("gaussian", ["--control", "maxiter=10"]),
-    ("gaussian", ["--outcome", "rating"]),
+    ("gaussian", ["--outcome", "rating"]), ("ordinal", ["--link", "cloglog"]),
 ])
 def test_option_of_another_family_is_one_line_error(capsys, family, option):
     code, out, err = cli(["fit", str(RATINGS), "--formula", GAUSS, "--family", family, *option], capsys)
@@ -242,3 +242,21 @@ def test_contrast_lists_the_registered_families(capsys):
     finally:  # leave the registry as the other tests expect it
         getattr(sys.modules["evalmix.emmeans"], "_FAMILIES").pop("cli_consec", None)
     assert "cli_consec" not in contrast_families()
+
+
+def test_missing_drop_leaves_rows_out(capsys, tmp_path, ratings):
+    d = ratings.copy()
+    d.loc[[3, 10], "rating"] = np.nan
+    path = tmp_path / "gaps.csv"
+    d.to_csv(path, index=False)
+    code, out, err = cli(["fit", str(path), "--formula", "rating ~ model + (1|item)", "--family", "gaussian",
+                          "--missing", "drop", "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["fit"]["nobs"] == len(d) - 2
+    assert any("2 row(s) with a missing value in rating, model, item left out" in w for w in doc["warnings"])
+    fit = lmer("rating ~ model + (1|item)", d.dropna())
+    assert doc["fit"]["loglik"] == pytest.approx(fit.loglik, rel=1e-10)
+    # clmm refuses a missing rating, naming the row, in one line
+    code, _, err = cli(["fit", str(path), "--formula", "rating ~ model + (1|item)", "--family", "ordinal"], capsys)
+    assert code == 2 and "row 3" in err and len(err.strip().splitlines()) == 1

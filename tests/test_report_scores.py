@@ -180,3 +180,18 @@ def test_cli_report_on_ratings_escapes_names(tmp_path, capsys):
     assert r"\textless{}script\textgreater{}" in tex and r"a \& b" in tex
     md = (tmp_path / "out" / "tables" / "score_pairwise.md").read_text(encoding="utf-8")
     assert "<script>" not in md
+
+
+def test_counts_without_overdispersion_keep_the_binomial_report():
+    rng = np.random.default_rng(8)
+    item_eff = rng.normal(0, 1, 30)
+    rows = [pd.DataFrame({"model": m, "item": np.arange(30), "n": 8,
+                          "k": rng.binomial(8, 1 / (1 + np.exp(-(b + item_eff))))})
+            for m, b in {"m1": 0.5, "m2": 0.0, "m3": -0.5}.items()]
+    runs = evalmix.read_runs(pd.concat(rows, ignore_index=True), successes="k", trials="n", run=None)
+    rep = quiet_report(runs)
+    assert rep.options["outcome_kind"] == "counts" and rep.options["engine"] == "glmer"
+    assert "odds_ratios" in rep.tables and "score_means" not in rep.tables
+    note = rep.section("fits").note
+    assert "checked for overdispersion first: no overdispersion detected" in note
+    assert "model selected by BIC" in rep.to_html()

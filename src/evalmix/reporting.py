@@ -1397,7 +1397,10 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
         f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
         "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
-        "is aliased with the item term).",
+        "is aliased with the item term)."
+        # k-of-n counts were checked before the binomial models were chosen for them
+        + (f" The k-of-n counts were checked for overdispersion first: {check.verdict()}, so the binomial "
+           "models stand." if check is not None else ""),
         tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
     formulas: dict[str, str] = {}
     for row in log:  # formula -> what it was fitted for
@@ -1405,7 +1408,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
                "bayes": bayes, "judge": judge_col, "labels": labels is not None,
-               "battles": battles is not None}
+               "battles": battles is not None, "outcome": str(schema.scores),
+               "outcome_kind": "counts" if schema.counts else "binary", "engine": "glmer"}
     rep = Report(sections=tuple(sections), title=title or "Evaluation report", formulas=formulas,
                  versions=_versions(), options=options)
     if out is not None:
@@ -1446,7 +1450,7 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
              f". Reference model: <b>{html.escape(str(rep.options.get('reference')))}</b>; slice: "
              f"<b>{html.escape(str(rep.options.get('slice')))}</b>; " + (
                  f"model selected by BIC: <code>{html.escape(str(rep.options.get('selected')))}</code>.</p>"
-                 if rep.options.get("outcome_kind", "binary") == "binary" else
+                 if rep.options.get("engine", "glmer") == "glmer" else
                  f"outcome <b>{html.escape(str(rep.options.get('outcome')))}</b> "
                  f"({html.escape(str(rep.options.get('outcome_kind')))}), fitted by "
                  f"{html.escape(str(rep.options.get('engine')))}: "

@@ -75,6 +75,9 @@ def _check_family_options(args: argparse.Namespace, command: str = "fit") -> Non
         if getattr(args, dest, None) is not None and family not in families:
             raise SystemExit(f"evalmix {command}: {flag} does not apply to --family {family} "
                              f"({_ENGINE[family]}); it applies to --family {' or '.join(families)}")
+    if family == "ordinal" and getattr(args, "link", None) == "cloglog":
+        raise SystemExit(f"evalmix {command}: --link cloglog does not apply to --family ordinal (clmm): "
+                         "its links are logit and probit")
     if family != "binomial":
         # the formula names the columns of these fits; the runs-table roles are not read
         for flag, dest, default in (("--successes", "successes", None), ("--trials", "trials", None),
