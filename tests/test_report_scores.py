@@ -78,6 +78,13 @@ def test_ratings_report_is_clmm(ratings_report):
     np.testing.assert_allclose(var["share"].iloc[0], v_item / (v_item + np.pi ** 2 / 3), rtol=1e-10)
     # sd(item) 1.0 was simulated
     assert 0.6 < var["sd"].iloc[0] < 1.5
+    fig = rep.figures["fig_score_means"]
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "mean rating (1-5, 95% CI)"
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "model-A"  # the best on top
+    # the dots are the mean ratings themselves (sorted upwards), not percentages
+    dots = ax.lines[0].get_xdata()
+    np.testing.assert_allclose(dots, np.sort(means["estimate"].to_numpy()), rtol=1e-12)
     dist = rep.tables["rating_distribution"]
     np.testing.assert_allclose(dist[["1", "2", "3", "4", "5"]].sum(axis=1), 100.0, rtol=1e-12)
 
@@ -178,6 +185,8 @@ def test_cli_report_on_ratings_escapes_names(tmp_path, capsys):
     assert "a &amp; b" in html
     tex = (tmp_path / "out" / "tables" / "score_means.tex").read_text(encoding="utf-8")
     assert r"\textless{}script\textgreater{}" in tex and r"a \& b" in tex
+    png = (tmp_path / "out" / "figures" / "fig_score_means.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and 'id="fig-fig_score_means"' in html
     md = (tmp_path / "out" / "tables" / "score_pairwise.md").read_text(encoding="utf-8")
     assert "<script>" not in md
 
@@ -195,3 +204,17 @@ def test_counts_without_overdispersion_keep_the_binomial_report():
     note = rep.section("fits").note
     assert "checked for overdispersion first: no overdispersion detected" in note
     assert "model selected by BIC" in rep.to_html()
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
+def test_score_means_figure_is_laid_out(long):
+    from test_figure_layout import layout_problems
+
+    from evalmix import plots
+
+    names = [f"model {'with a long descriptive name ' if long else ''}{k}" for k in range(8)]
+    tab = pd.DataFrame({"model": names, "estimate": np.linspace(2.1, 4.4, 8)})
+    tab = tab.assign(conf_low=tab["estimate"] - 0.3, conf_high=tab["estimate"] + 0.3)
+    fig = plots.marginal_means(tab, scale="mean rating (1-5, 95% CI)")
+    assert not layout_problems(fig)
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_xdata(), tab["estimate"], rtol=1e-12)

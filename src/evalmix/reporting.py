@@ -1132,6 +1132,13 @@ def _score_sections(data: pd.DataFrame, roles: dict[str, Any], kind: str, fixed:
                 ("score_variance", "Variance components and their shares of the total (ICC).", var_tab))))
     pairs = contrast(emm, "pairwise", adjust="holm", conf_level=conf_level).to_frame()
     vs_ref = contrast(emm, "trt.vs.ctrl", ref=ref, adjust="dunnettx", conf_level=conf_level).to_frame()
+    from .plots import marginal_means
+
+    y_all = pd.to_numeric(data[col], errors="coerce")
+    axis = (f"mean rating ({y_all.min():g}-{y_all.max():g}, {_pct(conf_level)} CI)" if kind == "ordinal" else
+            f"mean score ({_pct(conf_level)} CI)" if kind == "continuous" else
+            f"expected share of the trials ({_pct(conf_level)} CI)")
+    fig = _close(marginal_means(shown[[m, "estimate", "conf_low", "conf_high"]], scale=axis))
     sections.append(ReportSection(
         "score_means", "Marginal means and contrasts of the score",
         f"Marginal means of each model from the {engine} fit and their differences on {scale}: every pair "
@@ -1139,7 +1146,8 @@ def _score_sections(data: pd.DataFrame, roles: dict[str, Any], kind: str, fixed:
         "(dunnettx) adjustment.",
         tables=(("score_means", means_caption, shown),
                 ("score_pairwise", f"Pairwise differences on {scale} (Holm).", pairs),
-                ("score_vs_reference", f"Each model against {ref} on {scale} (Dunnett).", vs_ref))))
+                ("score_vs_reference", f"Each model against {ref} on {scale} (Dunnett).", vs_ref)),
+        figures=(("fig_score_means", means_caption, fig),)))
     return sections, formula, ref
 
 
