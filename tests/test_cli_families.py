@@ -260,3 +260,23 @@ def test_missing_drop_leaves_rows_out(capsys, tmp_path, ratings):
     # clmm refuses a missing rating, naming the row, in one line
     code, _, err = cli(["fit", str(path), "--formula", "rating ~ model + (1|item)", "--family", "ordinal"], capsys)
     assert code == 2 and "row 3" in err and len(err.strip().splitlines()) == 1
+
+
+def test_continuous_harness_scores_fit_with_gaussian(capsys):
+    runs = Path(__file__).parent / "fixtures" / "mteb" / "run1"
+    formula = "score ~ 1 + (1|task)"  # items (task, split, language) nested in 8 tasks
+    code, _, err = cli(["fit", str(runs), "--formula", formula, "--score", "main_score"], capsys)
+    assert code == 2 and "--family gaussian" in err and len(err.strip().splitlines()) == 1
+    doc = cli_json(["fit", str(runs), "--formula", formula, "--family", "gaussian", "--score", "main_score"],
+                   capsys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from evalmix import read_logs
+
+        direct = lmer(formula, read_logs(runs, metric="main_score"))
+    assert doc["fit"]["nobs"] == direct.nobs == 15
+    assert doc["fit"]["coefficients"][0]["estimate"] == pytest.approx(direct.fixef.iloc[0], rel=1e-10)
+    np.testing.assert_allclose(pd.DataFrame(doc["fit"]["varcorr"])["sd"], direct.varcorr["sd"], rtol=1e-10)
+    # the intercept lies within the range of the task means it weighs
+    means = read_logs(runs).groupby("task", observed=True)["score"].mean()
+    assert means.min() <= direct.fixef.iloc[0] <= means.max()

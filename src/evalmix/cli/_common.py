@@ -100,12 +100,13 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
                 raise DataError(f"{exc} (on the command line: --score NAME)") from None
             raise
         source = logs.attrs.get("evalmix_source", {})
-        if source.get("outcome_kind") == "continuous" and not scores:
+        if source.get("outcome_kind") == "continuous" and not (scores or any_outcome):
             # the commands read outcomes as 0/1 (or partial credit): a Wilson interval or a binomial
             # fit of an embedding score would be a wrong number, not an answer
             raise DataError(f"{args.data}: {fmt} scores ({source.get('metric', 'score')}) are continuous, and "
-                            f"this command analyses 0/1 outcomes; fit them in Python with "
-                            f"evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path))")
+                            f"this command analyses 0/1 outcomes; fit them with evalmix fit --family gaussian "
+                            f"(evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path)) in Python) or "
+                            f"evalmix report")
         return logs
     raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     if scores:
