@@ -280,3 +280,15 @@ def test_continuous_harness_scores_fit_with_gaussian(capsys):
     # the intercept lies within the range of the task means it weighs
     means = read_logs(runs).groupby("task", observed=True)["score"].mean()
     assert means.min() <= direct.fixef.iloc[0] <= means.max()
+
+
+def test_select_ordinal_matches_compare_models(capsys, ratings, ordinal_fit):
+    f1 = "rating ~ model + (1|item)"
+    doc = cli_json(["select", str(RATINGS), "--formula", f1, "--formula", ORDINAL, "--family", "ordinal"], capsys)
+    direct = compare_models({f1: clmm(f1, ratings), ORDINAL: ordinal_fit}).to_frame()
+    got = pd.DataFrame(doc["table"])
+    assert got["name"].tolist() == direct["name"].tolist() == [ORDINAL, f1]  # the judge effect is real
+    np.testing.assert_allclose(got["bic"], direct["bic"], rtol=1e-8)
+    code, _, err = cli(["select", str(RATINGS), "--formula", f1, "--formula", ORDINAL, "--family", "ordinal",
+                        "--outcome", "rating"], capsys)
+    assert code == 2 and "--outcome does not apply to --family ordinal" in err
