@@ -100,6 +100,26 @@ def test_report_tables_with_hostile_names_compile(tmp_path):
     compile_tables(found, tmp_path / "tex")
 
 
+
+def test_score_report_tables_with_hostile_names_compile(tmp_path):
+    """The report on judge ratings (clmm) and on a continuous score (lmer): its own tables."""
+    _pdflatex()
+    ratings = pd.read_csv(ROOT / "data" / "example_ratings.csv")
+    ratings = ratings[ratings["item"].isin(sorted(ratings["item"].unique())[:20])].copy()
+    ratings["model"] = ratings["model"].map(HOSTILE).fillna(ratings["model"])
+    found = {}
+    for outcome, table in (("rating", ratings), ("score", ratings.assign(score=ratings["rating"] / 5 + 0.01 * (
+            ratings["run"] - 1)).drop(columns="rating"))):
+        out = tmp_path / outcome
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            evalmix.report(table, out, outcome=outcome, n_boot=20)
+        found |= {f"{outcome}_{p.stem}": p.read_text(encoding="utf-8") for p in sorted((out / "tables").glob("*.tex"))}
+    assert {"rating_score_means", "rating_score_pairwise", "rating_rating_distribution", "score_score_variance",
+            "score_score_vs_reference"} <= set(found)
+    assert r"\$x\$" in found["rating_score_means"] and r"\textless{}script\textgreater{}" in found["rating_scores"]
+    compile_tables(found, tmp_path / "tex")
+
 def _readme_results() -> dict[str, evalmix._result.Result]:
     """Run README's Python tour and collect every result it makes."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -146,7 +146,7 @@ def test_kenward_roger_refused_for_ml(fits):
 
 def test_contest_matches_lmertest(fits):
     ref = R["sleepstudy_reml"]["contest_days"][0]
-    out = fits["sleepstudy_reml"].contest([[0.0, 1.0]]).iloc[0]
+    out = fits["sleepstudy_reml"].contest([[0.0, 1.0]]).to_frame().iloc[0]
     np.testing.assert_allclose(out["statistic"], ref["F value"], rtol=SE_TOL)
     np.testing.assert_allclose(out["df2"], ref["DenDF"], rtol=DF_TOL)
     _close_p(out["p_value"], ref["Pr(>F)"])

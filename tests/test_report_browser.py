@@ -37,6 +37,20 @@ def test_report_page_in_chromium(tmp_path):
     assert res.dominant_share < MAX_DOMINANT, res.dominant_share
 
 
+
+def test_ratings_report_page_in_chromium(tmp_path):
+    """The report on judge ratings (clmm): its figure decodes and the page shows."""
+    out = tmp_path / "report"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(ROOT / "data" / "example_ratings.csv"), "--outcome", "rating",
+                     "-o", str(out)]) == 0
+    res = check_page(out / "index.html", tmp_path / "chromium")
+    assert res.n_images == len(list((out / "figures").glob("*.png"))) == 1
+    assert res.n_broken == 0
+    assert res.console == []
+    assert res.dominant_share < MAX_DOMINANT, res.dominant_share
+
 @pytest.mark.shared
 def test_ai4math_report_page_in_chromium(ai4math_dir, tmp_path):
     out = tmp_path / "report"

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import pandas as pd
@@ -597,7 +597,7 @@ def read_runs(
     outcome: str | None = "correct",
     successes: str | None = None,
     trials: str | None = None,
-    allow_fractional: bool = False,
+    allow_fractional: bool | Literal["any"] = False,
     missing: str = "raise",
     encoding: str | None = None,
     sep: str | None = None,
@@ -620,8 +620,9 @@ def read_runs(
         Name of the binary outcome column (0/1 or True/False).  Ignored when counts are given.
     successes, trials : str, optional
         Names of k-of-n count columns, given together instead of a binary ``outcome``.
-    allow_fractional : bool
-        Accept outcomes anywhere in [0, 1] (partial credit).  Binomial models need 0/1 or counts.
+    allow_fractional : bool or "any"
+        Accept outcomes anywhere in [0, 1] (partial credit); ``"any"``: any finite number (judge
+        ratings, scores on another scale).  Binomial models need 0/1 or counts.
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column is a DataError naming the rows
         (default), or its row is dropped with a DataWarning saying how many rows.

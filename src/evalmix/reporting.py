@@ -43,7 +43,8 @@ from .selection import anova, compare_models
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Report", "ReportSection", "arena_section", "candidate_formulas", "judges_section", "report"]
+__all__ = ["RATING_LEVELS_MAX", "Report", "ReportSection", "arena_section", "candidate_formulas", "judges_section",
+           "outcome_kind", "report"]
 
 #: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent),
 #: shown beside the Koo & Li (2016) bands the report (and :func:`evalmix.icc`) uses.
@@ -950,6 +951,281 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
 
 
 # ----------------------------------------------------------------------------------------------
+# scores beyond 0/1: judge ratings, continuous scores, overdispersed k-of-n counts
+
+#: The most distinct integer values an outcome may take to be read as a rating scale (ordinal);
+#: integers on a wider range are read as a continuous score.
+RATING_LEVELS_MAX = 10
+
+OutcomeKind = Literal["binary", "counts", "ordinal", "continuous"]
+
+# what each kind is fitted with, and the scale its means and contrasts are on
+_SCORE_FITS = {
+    "ordinal": ("clmm", "a cumulative-link (proportional-odds) mixed model, R's ordinal::clmm"),
+    "continuous": ("lmer", "a linear mixed model fitted by REML, R's lme4::lmer with lmerTest's "
+                           "Satterthwaite df"),
+    "counts": ("glmmtmb", "a beta-binomial mixed model (logit link), R's glmmTMB(family = betabinomial)"),
+}
+
+
+def outcome_kind(runs: pd.DataFrame) -> OutcomeKind:
+    """What the outcome of a runs table is, and so which model the report fits.
+
+    ``"binary"``: 0/1 (a binomial GLMM, ``glmer``); ``"counts"``: k of n (``glmer``, or a
+    beta-binomial ``glmmtmb`` when :func:`evalmix.check_overdispersion` finds overdispersion);
+    ``"ordinal"``: integers taking 3 to :data:`RATING_LEVELS_MAX` distinct values, such as judge
+    ratings on a 1-5 scale (``clmm``); ``"continuous"``: any other numbers, such as partial credit or
+    a similarity score (``lmer``).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        A runs table from :func:`evalmix.read_runs` (``allow_fractional="any"`` for scores).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import evalmix
+    >>> d = pd.DataFrame({"model": ["a", "a", "b", "b"], "item": [1, 2, 1, 2], "run": 1,
+    ...                   "rating": [1, 3, 5, 4]})
+    >>> outcome_kind(evalmix.read_runs(d, outcome="rating", allow_fractional="any"))
+    'ordinal'
+    >>> outcome_kind(evalmix.read_runs(d.assign(rating=[0.5, 0.25, 1.0, 0.75]), outcome="rating",
+    ...                                allow_fractional="any"))
+    'continuous'
+    """
+    schema = schema_of(runs)
+    if schema is None:
+        raise DataError("outcome_kind needs a runs table from evalmix.read_runs (its column roles)")
+    if schema.counts:
+        return "counts"
+    y = pd.to_numeric(runs[schema.scores], errors="coerce").to_numpy(dtype=float)
+    values = np.unique(y[np.isfinite(y)])
+    if np.isin(values, [0.0, 1.0]).all():
+        return "binary"
+    if np.all(values == np.round(values)) and 3 <= len(values) <= RATING_LEVELS_MAX:
+        return "ordinal"
+    return "continuous"
+
+
+def _kind_sentence(data: pd.DataFrame, col: str, kind: str) -> str:
+    y = pd.to_numeric(data[col], errors="coerce")
+    if kind == "ordinal":
+        return (f"the outcome {col!r} takes {y.nunique()} integer values from {y.min():g} to {y.max():g}, "
+                "read as ratings on an ordered scale")
+    if kind == "continuous":
+        return f"the outcome {col!r} is a numeric score from {y.min():.4g} to {y.max():.4g}"
+    return f"the outcome is k of n counts ({col!r}) with more spread than a binomial model allows"
+
+
+def _variance_table(fit: Any, kind: str) -> tuple[pd.DataFrame, str]:
+    """Variance components of the fit and each one's share of the total (its intraclass correlation
+    on the model's scale), with the scale named."""
+    vc = fit.varcorr
+    if kind == "continuous":
+        # variances only (lme4's as.data.frame(VarCorr): covariances name a second variable)
+        comp = vc[vc["var2"].fillna("").astype(str) == ""] if "var2" in vc else vc
+        names = comp["group"].astype(str).tolist()
+        var = comp["variance"].to_numpy(float)
+        scale = "the score's scale (the residual is the lmer residual variance)"
+    else:
+        names = vc["group"].astype(str).tolist() + ["Residual (latent)"]
+        resid = 1.0 if getattr(fit, "link", "logit") == "probit" else np.pi ** 2 / 3
+        var = np.r_[vc["variance"].to_numpy(float), resid]
+        scale = ("the latent scale: the residual is the standard logistic's variance pi^2/3"
+                 + (" (the probit link's: 1)" if resid == 1.0 else ""))
+        if kind == "counts":
+            scale += "; the beta-binomial's extra-binomial spread is not a component here"
+    share = var / var.sum()
+    tab = pd.DataFrame({"component": names, "variance": var, "sd": np.sqrt(var), "share": share})
+    return tab, scale
+
+
+def _score_fit(kind: str, formula: str, data: pd.DataFrame, log: list[dict[str, Any]]) -> Any:
+    from .lmm import lmer
+    from .ordinal import clmm
+    from .tmb import glmmtmb
+
+    fit: Any
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if kind == "ordinal":
+            fit = clmm(formula, data)
+        elif kind == "continuous":
+            fit = lmer(formula, data)
+        else:
+            fit = glmmtmb(formula, data, family="betabinomial")
+    log.append(_fit_row(f"{_SCORE_FITS[kind][0]}: means, contrasts, variance components", formula,
+                        fit.nobs, fit.converged, bool(getattr(fit, "singular", False)),
+                        [str(w.message) for w in caught]))
+    return fit
+
+
+def _score_sections(data: pd.DataFrame, roles: dict[str, Any], kind: str, fixed: str, ref: str | None,
+                    conf_level: float, log: list[dict[str, Any]], check: Any = None
+                    ) -> tuple[list[ReportSection], str, str]:
+    """The sections of a report on a score: the scores by model, the mixed model (variance
+    components), marginal means and contrasts.  Returns them, the formula fitted and the reference."""
+    schema = roles["schema"]
+    m, col = schema.model, schema.scores
+    n_runs = int(data[schema.run].nunique()) if schema.run else 1
+    random = [schema.item] + ([f"{schema.item}:{schema.run}"] if n_runs > 1 and kind != "ordinal" else [])
+    base = make_formula(str(col), random=random, trials=schema.trials if kind == "counts" else None)
+    formula = base.with_fixed(fixed).text
+    y = data[col].astype(float) if kind != "counts" else data[col] / data[schema.trials]
+    scores = (pd.DataFrame({m: data[m], "y": y}).groupby(m, observed=True)["y"]
+              .agg(n="size", mean="mean", sd="std", min="min", max="max").reset_index())
+    scores[m] = scores[m].astype(str)
+    scores = scores.sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
+    ref = ref if ref is not None else str(scores[m].iloc[0])
+    if ref not in scores[m].tolist():
+        raise DataError(f"reference={ref!r} is not a model; the models are {scores[m].tolist()}")
+    what = "score" if kind == "continuous" else "rating" if kind == "ordinal" else "share of the n trials"
+    tabs: list[tuple[str, str, pd.DataFrame]] = [
+        ("scores", f"Observed {what} by model: rows, mean, SD, range (raw, every row counted once).", scores)]
+    if kind == "ordinal":
+        dist = pd.crosstab(data[m].astype(str), data[col], normalize="index").mul(100)
+        dist.columns = [f"{v:g}" for v in dist.columns]
+        tabs.append(("rating_distribution", "Share of each rating by model (%).",
+                     dist.reset_index().rename(columns={"index": m})))
+    if check is not None:
+        tabs.append(("overdispersion", "Overdispersion of the binomial model: " + check.verdict() + ".",
+                     check.to_frame()))
+    engine, described = _SCORE_FITS[kind]
+    note = (f"{_kind_sentence(data, str(col), kind)[:1].upper()}{_kind_sentence(data, str(col), kind)[1:]}, so "
+            f"the report fits {described} instead of the binomial GLMM it fits to 0/1 outcomes; nothing is "
+            "binarised.")
+    sections = [ReportSection("scores", "Scores by model", note, tables=tuple(tabs))]
+
+    fit = _score_fit(kind, formula, data, log)
+    if kind == "ordinal":
+        from .ordinal import clmm_emmeans, clmm_ref_grid
+
+        coef = fit.coef_table(conf_level)
+        grid: Any = clmm_ref_grid(fit, conf_level=conf_level)
+        emm = emmeans(grid, m, conf_level=conf_level)
+        shown = clmm_emmeans(fit, m, mode="mean.class", conf_level=conf_level).to_frame()
+        means_caption = (f"Mean rating by model (clmm's mean.class, averaged over the other factors with "
+                         f"equal weights), {_pct(conf_level)} Wald intervals.")
+        scale = "the latent scale of the cumulative-link model (log-odds of a higher rating)"
+    elif kind == "continuous":
+        coef = fit.coef_table(conf_level=conf_level).to_frame()
+        emm = emmeans(fit, m, conf_level=conf_level)
+        shown = emm.to_frame()
+        means_caption = (f"Mean score by model (averaged over the other factors with equal weights), "
+                         f"{_pct(conf_level)} t intervals with Satterthwaite df.")
+        scale = "the score's own scale (t tests with Satterthwaite df)"
+    else:
+        coef = fit.coef_table(conf_level)
+        emm = emmeans(fit, m, conf_level=conf_level)
+        shown = emmeans(fit, m, type="response", conf_level=conf_level).to_frame()
+        means_caption = (f"Expected share of the n trials by model (beta-binomial, averaged over the other "
+                         f"factors with equal weights), {_pct(conf_level)} intervals.")
+        scale = "the log-odds scale of the beta-binomial model"
+    var_tab, var_scale = _variance_table(fit, kind)
+    sections.append(ReportSection(
+        "score_model", "Mixed model of the score",
+        f"{engine}: {formula}. Random intercepts of items"
+        + (" and of runs within items" if any(":" in r for r in random) else "")
+        + ("; the ordinal model has item intercepts only (a clmm with nested item:run intercepts takes "
+           "minutes), so run-to-run noise is in its residual" if kind == "ordinal" and n_runs > 1 else "")
+        + f". Variance components are on {var_scale}; each component's share of the total is its "
+          "intraclass correlation (ICC): the item share is the correlation of two answers to the same item "
+          "by the same model.",
+        tables=(("score_coefficients", f"Coefficients of the {engine} fit.", coef),
+                ("score_variance", "Variance components and their shares of the total (ICC).", var_tab))))
+    pairs = contrast(emm, "pairwise", adjust="holm", conf_level=conf_level).to_frame()
+    vs_ref = contrast(emm, "trt.vs.ctrl", ref=ref, adjust="dunnettx", conf_level=conf_level).to_frame()
+    from .plots import marginal_means
+
+    y_all = pd.to_numeric(data[col], errors="coerce")
+    axis = (f"mean rating ({y_all.min():g}-{y_all.max():g}, {_pct(conf_level)} CI)" if kind == "ordinal" else
+            f"mean score ({_pct(conf_level)} CI)" if kind == "continuous" else
+            f"expected share of the trials ({_pct(conf_level)} CI)")
+    fig = _close(marginal_means(shown[[m, "estimate", "conf_low", "conf_high"]], scale=axis))
+    sections.append(ReportSection(
+        "score_means", "Marginal means and contrasts of the score",
+        f"Marginal means of each model from the {engine} fit and their differences on {scale}: every pair "
+        f"with Holm-adjusted p-values, and each model against the reference {ref} with Dunnett's "
+        "(dunnettx) adjustment.",
+        tables=(("score_means", means_caption, shown),
+                ("score_pairwise", f"Pairwise differences on {scale} (Holm).", pairs),
+                ("score_vs_reference", f"Each model against {ref} on {scale} (Dunnett).", vs_ref)),
+        figures=(("fig_score_means", means_caption, fig),)))
+    return sections, formula, ref
+
+
+def _overdispersion(formula: str, data: pd.DataFrame) -> Any:
+    from .tmb import check_overdispersion, glmmtmb
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fits' warnings belong to the check, not the page
+        return check_overdispersion(glmmtmb(formula, data, family="binomial"))
+
+
+def _score_report(data: pd.DataFrame, out: str | Path | None, *, roles: dict[str, Any], kind: str, fixed: str,
+                  reference: str | None, slice_: str | None, conf_level: float, title: str | None,
+                  judge_col: str | None, labels: Any, battles: Any, battle_cluster: str | None, check: Any,
+                  bayes: bool, seed: int, n_boot: int) -> Report:
+    """The report on a judge rating, a continuous score or overdispersed counts: the sections that
+    apply to any score, and a line saying why each 0/1-only section is left out."""
+    schema = roles["schema"]
+    col = str(schema.scores)
+    log: list[dict[str, Any]] = []
+    sections: list[ReportSection] = [_data_section(data, roles, slice_)]
+    score_secs, formula, ref = _score_sections(data, roles, kind, fixed, reference, conf_level, log, check)
+    sections += score_secs[:1]
+    what = _kind_sentence(data, col, kind)
+    left_out = [
+        ("accuracy", "Accuracy with intervals", "accuracy with Wilson intervals"),
+        ("selection", "Model selection by BIC", "BIC among the binomial GLMMs of the paper's candidates"),
+        ("odds_ratios", "Odds ratios against the reference", "odds ratios of a binomial GLMM"),
+        ("slice_means", "Marginal means by slice", "accuracy by slice from a binomial GLMM"),
+        ("slice_models", "Slice fit comparison and conditional contrasts", "binomial GLMMs by slice"),
+        ("reliability", "Run-to-run reliability", "flip rates and entropy of 0/1 answers"),
+        ("ranks", "Rank instability and rank intervals", "leaderboards of accuracy"),
+        ("repetitions", "SE against repetitions and study planning", "the binomial variance of accuracy"),
+        ("robustness", "Robustness across a slice (Table S7)", "accuracy across a slice"),
+    ]
+    sections += [ReportSection(key, name, skipped=f"Left out: this section is computed for 0/1 outcomes "
+                               f"({why}), and {what}. The score sections give its means, contrasts and "
+                               "variance components (ICC).") for key, name, why in left_out]
+    sections += score_secs[1:]
+    if bayes:
+        sections.append(ReportSection("bayes", "Posterior rank probabilities",
+                                      skipped=f"Left out: the Bayesian model is a binomial GLMM, and {what}."))
+    if judge_col is not None or labels is not None:
+        sections.append(ReportSection(
+            "judges", "LLM judges", skipped=f"Left out: the judges section reads 0/1 verdicts, and {what}; the "
+            f"judge column {judge_col!r} enters the score model's fixed part instead." if judge_col else
+            f"Left out: the judges section reads 0/1 verdicts, and {what}."))
+    if battles is not None:
+        sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
+    fit_log = pd.DataFrame(log)
+    n_bad = int((~fit_log["converged"]).sum())
+    sections.append(ReportSection(
+        "fits", "Models fitted",
+        f"Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary checks "
+        f"and the first line of each warning. {n_bad} of {len(fit_log)} did not converge.",
+        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    engine = _SCORE_FITS[kind][0]
+    options = {"reference": ref, "slice": slice_, "conditions": roles["conditions"], "selected": None,
+               "contrast_model": formula, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
+               "bayes": bayes, "judge": judge_col, "labels": labels is not None, "battles": battles is not None,
+               "outcome": col, "outcome_kind": kind, "engine": engine}
+    rep = Report(sections=tuple(sections), title=title or "Evaluation report",
+                 formulas={formula: f"{engine}: means, contrasts, variance components"},
+                 versions=_versions(), options=options)
+    if out is not None:
+        rep.save(out)
+    return rep
+
+
+# ----------------------------------------------------------------------------------------------
 # the report
 
 
@@ -957,7 +1233,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
            reference: str | None = None, slice: str | None = None, candidates: Sequence[str] | None = None,
            formula: str | None = None, bayes: bool = False, seed: int = 0, conf_level: float = 0.95,
            n_boot: int = 1000, plan_se: float = 0.03, cost_item: float = 10.0, cost_run: float = 1.0,
-           title: str | None = None, item: str = "item", judge: str | None = None,
+           title: str | None = None, item: str = "item", outcome: str = "correct", judge: str | None = None,
            labels: pd.DataFrame | str | Path | None = None, human: str = "human",
            battles: pd.DataFrame | str | Path | None = None, battle_cluster: str | None = None) -> Report:
     """Every table and figure of a repeated-runs study, with the corrected analyses beside the paper's.
@@ -994,8 +1270,9 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     plan_se, cost_item, cost_run : float
         Target SE per slice and costs for the study planner (:func:`evalmix.repetitions.plan`).
     title : str, optional
-    item : str
-        Item column when ``runs`` is not yet validated.
+    item, outcome : str
+        Item and outcome columns when ``runs`` is not yet validated (it is read with
+        :func:`evalmix.read_runs`, any numeric outcome accepted).
     judge : str, optional
         Column naming the judge that gave each verdict (default: a slice called ``judge``); adds the
         judges section (:func:`judges_section`: agreement, judge bias, variance share).
@@ -1025,7 +1302,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     """
     check_arguments(seed=seed, conf_level=conf_level, n_boot=n_boot)
     if not isinstance(runs, pd.DataFrame) or schema_of(runs) is None:
-        runs = read_runs(runs, item=item)
+        # any numeric outcome is read: 0/1 goes the binomial way, scores are fitted as what they are
+        runs = read_runs(runs, item=item, outcome=outcome, allow_fractional="any")
     data = runs
     roles = _roles(data)
     schema = roles["schema"]
@@ -1042,6 +1320,19 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     slice_ = slice if slice is not None else (roles["item_level"][0] if roles["item_level"] else None)
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
     judge_col = _judge_column(schema, data, judge)  # a bad judge= fails before the fits
+    kind = outcome_kind(data)
+    check = None
+    if kind == "counts":
+        check = _overdispersion(base.with_fixed(m).text, data)
+        if not (check.p_value < check.alpha or check.lrt_p_value < check.alpha):
+            kind = "binary"  # the binomial model's uncertainty holds: the report as for 0/1
+    if kind != "binary":
+        return _score_report(data, out, roles=roles, kind=kind, fixed=formula or candidate_formulas(cond, m)[0],
+                             reference=reference, slice_=slice_, conf_level=conf_level, title=title,
+                             judge_col=judge_col, labels=labels, battles=battles, battle_cluster=battle_cluster,
+                             check=check, bayes=bayes, seed=seed, n_boot=n_boot)
+    if not schema.counts and data[schema.outcome].dtype != np.int8:
+        data = data.assign(**{schema.outcome: data[schema.outcome].astype("int8")})  # 0/1 read as numbers
 
     sections: list[ReportSection] = [_data_section(data, roles, slice_)]
     overall = _overall(data, roles, conf_level)
@@ -1122,7 +1413,10 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
         f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
         "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
-        "is aliased with the item term).",
+        "is aliased with the item term)."
+        # k-of-n counts were checked before the binomial models were chosen for them
+        + (f" The k-of-n counts were checked for overdispersion first: {check.verdict()}, so the binomial "
+           "models stand." if check is not None else ""),
         tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
     formulas: dict[str, str] = {}
     for row in log:  # formula -> what it was fitted for
@@ -1130,7 +1424,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
                "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
                "bayes": bayes, "judge": judge_col, "labels": labels is not None,
-               "battles": battles is not None}
+               "battles": battles is not None, "outcome": str(schema.scores),
+               "outcome_kind": "counts" if schema.counts else "binary", "engine": "glmer"}
     rep = Report(sections=tuple(sections), title=title or "Evaluation report", formulas=formulas,
                  versions=_versions(), options=options)
     if out is not None:
@@ -1169,8 +1464,13 @@ def _render_html(rep: Report, images: dict[str, bytes]) -> str:
              f"<h1>{html.escape(rep.title)}</h1>",
              "<p class=\"note\">Made with evalmix " + html.escape(rep.versions.get("evalmix", "")) +
              f". Reference model: <b>{html.escape(str(rep.options.get('reference')))}</b>; slice: "
-             f"<b>{html.escape(str(rep.options.get('slice')))}</b>; model selected by BIC: "
-             f"<code>{html.escape(str(rep.options.get('selected')))}</code>.</p>",
+             f"<b>{html.escape(str(rep.options.get('slice')))}</b>; " + (
+                 f"model selected by BIC: <code>{html.escape(str(rep.options.get('selected')))}</code>.</p>"
+                 if rep.options.get("engine", "glmer") == "glmer" else
+                 f"outcome <b>{html.escape(str(rep.options.get('outcome')))}</b> "
+                 f"({html.escape(str(rep.options.get('outcome_kind')))}), fitted by "
+                 f"{html.escape(str(rep.options.get('engine')))}: "
+                 f"<code>{html.escape(str(rep.options.get('contrast_model')))}</code>.</p>"),
              "<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>'
                                    for s in rep.sections) + '<li><a href="#software">Software</a></li>'
              "</ol></nav>"]

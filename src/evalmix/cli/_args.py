@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 
-__all__ = ["MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
+__all__ = ["CONTRAST_FAMILIES", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
            "add_output_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
            "positive_number", "seed", "split_list"]
 
@@ -27,7 +27,9 @@ MAX_ROWS = 20
 
 class OwnedChoices(Collection[str]):
     """The allowed values of an option, read from the constant ``name`` of ``module`` (the module
-    that owns the list) the first time argparse checks a value or prints the help.
+    that owns the list) the first time argparse checks a value or prints the help.  When ``name`` is
+    a function (a registry such as ``evalmix.emmeans.contrast_families``) it is called each time,
+    so that what was registered since is listed too.
 
     Examples
     --------
@@ -42,7 +44,10 @@ class OwnedChoices(Collection[str]):
 
     def _load(self) -> tuple[str, ...]:
         if self._values is None:
-            self._values = tuple(getattr(importlib.import_module(self.module), self.name))
+            owner = getattr(importlib.import_module(self.module), self.name)
+            if callable(owner):  # a registry: read afresh
+                return tuple(owner())
+            self._values = tuple(owner)
         return self._values
 
     def __contains__(self, value: object) -> bool:
@@ -165,6 +170,9 @@ WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (
 
 #: ``--missing``'s values, owned by evalmix.arguments.
 MISSING_CHOICES = OwnedChoices("evalmix.methods", "MISSING_POLICIES")
+
+#: ``--contrast``'s values: the contrast families registered with ``evalmix.register_contrast``.
+CONTRAST_FAMILIES = OwnedChoices("evalmix.emmeans", "contrast_families")
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:

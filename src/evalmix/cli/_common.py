@@ -80,9 +80,15 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
 SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
 
 
-def load_data(args: argparse.Namespace) -> pd.DataFrame:
+def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bool = False) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
-    the file."""
+    the file.
+
+    ``scores=True`` (a model whose formula names its columns and whose engine checks its response:
+    ``fit --family gaussian`` and the like) reads a table as it is, with no 0/1 outcome role, and
+    keeps the continuous scores of harness logs.  ``any_outcome=True`` reads the roles but accepts any
+    numeric outcome (``read_runs(allow_fractional="any")``: the report fits ratings and scores as
+    what they are)."""
     if is_log_source(args.data):
         fmt = detect_format(args.data)
         if fmt == "arena":
@@ -99,24 +105,28 @@ def load_data(args: argparse.Namespace) -> pd.DataFrame:
                 raise DataError(f"{exc} (on the command line: --score NAME)") from None
             raise
         source = logs.attrs.get("evalmix_source", {})
-        if source.get("outcome_kind") == "continuous":
+        if source.get("outcome_kind") == "continuous" and not (scores or any_outcome):
             # the commands read outcomes as 0/1 (or partial credit): a Wilson interval or a binomial
             # fit of an embedding score would be a wrong number, not an answer
             raise DataError(f"{args.data}: {fmt} scores ({source.get('metric', 'score')}) are continuous, and "
-                            f"this command analyses 0/1 outcomes; fit them in Python with "
-                            f"evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path))")
+                            f"this command analyses 0/1 outcomes; fit them with evalmix fit --family gaussian "
+                            f"(evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path)) in Python) or "
+                            f"evalmix report")
         return logs
     raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     if is_evals_df(raw):
         raise DataError(f"{args.data} is an Inspect evals_df table: one row per evaluation with scores averaged "
                         "over samples and epochs, and this command needs per-sample outcomes; give it the logs "
                         "(or a samples_df table) instead, or read the scores with evalmix.read_inspect_evals")
+    if scores:
+        return raw
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
     run = None if str(args.run).lower() == "none" else args.run
     try:
         return read_runs(raw, item=item, model=args.model, run=run, outcome=args.outcome,
                          successes=args.successes, trials=args.trials,
-                         missing=getattr(args, "missing", "raise"))
+                         missing=getattr(args, "missing", "raise"),
+                         allow_fractional="any" if any_outcome else False)
     except DataError as exc:
         raise DataError(f"{args.data}: {exc}") from exc
 

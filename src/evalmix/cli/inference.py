@@ -1,8 +1,9 @@
 """Command-line subcommands ``evalmix fit`` and ``evalmix select``.
 
-``evalmix fit DATA --formula F [--emmeans model --by language --contrast pairwise --adjust holm]
-[--anova] [--control KEY=VALUE ...] [--json]`` fits one GLMM and prints its coefficients, and optionally marginal means,
-their contrasts and type-III Wald tests.  ``evalmix select DATA --formula F1 --formula F2 ...
+``evalmix fit DATA --formula F [--family binomial|gaussian|ordinal|beta|betabinomial] [--emmeans model
+--by language --contrast pairwise --adjust holm] [--anova] [--control KEY=VALUE ...] [--json]`` fits one
+mixed model (a binomial GLMM by default; ``lmer``, ``clmm`` or ``glmmtmb`` for the other families) and
+prints its coefficients, and optionally marginal means, their contrasts and type-III tests.  ``evalmix select DATA --formula F1 --formula F2 ...
 [--json]`` fits several formulas to the same rows and compares them by BIC, AIC and
 likelihood-ratio tests.
 
@@ -21,12 +22,18 @@ import textwrap
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..errors import FormulaError
-from ._args import WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level
+from ._args import CONTRAST_FAMILIES, WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PARSERS", "add_fit_parser", "add_select_parser", "run_fit", "run_select"]
+    from ..glmm import GlmerResult
+    from ..lmm import LmerResult
+    from ..ordinal import ClmmResult
+    from ..tmb import GlmmTMBResult
+
+__all__ = ["FAMILIES", "PARSERS", "add_fit_parser", "add_select_parser", "fit_family", "load_scores", "run_fit",
+           "run_select"]
 
 
 def _fitter() -> Callable[..., Any]:
@@ -34,6 +41,50 @@ def _fitter() -> Callable[..., Any]:
     from ..glmm import glmer
 
     return glmer
+
+
+#: ``--family`` values: binomial (``glmer``), gaussian (``lmer``), ordinal (``clmm``), beta and
+#: betabinomial (``glmmtmb``).
+FAMILIES = ("binomial", "gaussian", "ordinal", "beta", "betabinomial")
+
+# options of `evalmix fit` read by some families only: dest -> (the flag as written, the families);
+# each defaults to None so that one given for another family is a user error, not silently ignored
+_FAMILY_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "vcov": ("--vcov", ("binomial",)),
+    "link": ("--link", ("binomial", "ordinal")),
+    "nagq": ("--nagq", ("binomial",)),
+    "weights": ("--weights", ("binomial", "betabinomial")),
+    "offset": ("--offset", ("binomial",)),
+    "contrasts": ("--contrasts", ("binomial", "gaussian", "beta", "betabinomial")),
+    "fixef_prior": ("--fixef-prior", ("binomial",)),
+    "control": ("--control", ("binomial",)),
+    "reml": ("--reml/--ml", ("gaussian",)),
+    "ddf": ("--ddf", ("gaussian",)),
+    "threshold": ("--threshold", ("ordinal",)),
+    "squeeze": ("--squeeze", ("beta",)),
+}
+# what each family's fit is called in messages
+_ENGINE = {"binomial": "glmer", "gaussian": "lmer", "ordinal": "clmm", "beta": "glmmtmb",
+           "betabinomial": "glmmtmb"}
+
+
+def _check_family_options(args: argparse.Namespace, command: str = "fit") -> None:
+    """A one-line error naming an option given for a family that does not read it."""
+    family = getattr(args, "family", "binomial")
+    for dest, (flag, families) in _FAMILY_OPTIONS.items():
+        if getattr(args, dest, None) is not None and family not in families:
+            raise SystemExit(f"evalmix {command}: {flag} does not apply to --family {family} "
+                             f"({_ENGINE[family]}); it applies to --family {' or '.join(families)}")
+    if family == "ordinal" and getattr(args, "link", None) == "cloglog":
+        raise SystemExit(f"evalmix {command}: --link cloglog does not apply to --family ordinal (clmm): "
+                         "its links are logit and probit")
+    if family != "binomial":
+        # the formula names the columns of these fits; the runs-table roles are not read
+        for flag, dest, default in (("--successes", "successes", None), ("--trials", "trials", None),
+                                    ("--outcome", "outcome", "correct")):
+            if getattr(args, dest, default) != default:
+                raise SystemExit(f"evalmix {command}: {flag} does not apply to --family {family}: the "
+                                 f"formula names the response (e.g. 'rating ~ model + (1|item)')")
 
 
 def _print_table(args: argparse.Namespace, title: str, table: pd.DataFrame, out: TextIO) -> None:
@@ -46,11 +97,37 @@ def _wrapped(text: str, out: TextIO, indent: str = "") -> None:
     print(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  "), file=out)
 
 
-def _fit_summary(fit: Any) -> dict[str, Any]:
+def _coef_frame(fit: Any, args: argparse.Namespace) -> pd.DataFrame:
+    """The fit's coefficient table (t tests with ``--ddf`` df for a linear mixed model)."""
+    family = getattr(args, "family", "binomial")
+    if family == "gaussian":
+        return fit.coef_table(args.ddf, conf_level=args.conf_level).to_frame()
+    if family == "binomial":
+        return fit.coef_table()
+    return fit.coef_table(conf_level=args.conf_level)
+
+
+def _fit_summary(fit: Any, args: argparse.Namespace | None = None) -> dict[str, Any]:
     from ._common import records
 
-    return {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
-            "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic),
+    family = getattr(args, "family", "binomial")
+    doc = {"formula": str(fit.formula), "nobs": int(fit.nobs), "df": int(fit.df),
+           "loglik": float(fit.loglik), "aic": float(fit.aic), "bic": float(fit.bic)}
+    if family != "binomial":
+        assert args is not None
+        doc.update({"family": family, "engine": _ENGINE[family], "converged": bool(fit.converged),
+                    "coefficients": records(_coef_frame(fit, args)),
+                    "varcorr": records(fit.varcorr)})
+        if family == "gaussian":
+            doc.update({"reml": bool(fit.reml), "sigma": float(fit.sigma),
+                        "ddf": _ddf_name(args.ddf), "singular": bool(fit.singular)})
+        elif family == "ordinal":
+            doc.update({"link": fit.link, "threshold": fit.threshold,
+                        "levels": [str(v) for v in fit.levels]})
+        else:
+            doc.update({"dispersion": float(fit.dispersion), "link": fit.link})
+        return doc
+    return {**doc,
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
             "coefficients": records(fit.coef_table()),
             # the settings that differ from GlmerControl's defaults (--control)
@@ -81,24 +158,41 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     add_data_arguments(p)
     p.add_argument("--formula", required=True,
                    help="e.g. 'correct ~ model + language + (1|problem_id) + (1|problem_id:run)'")
+    _add_family_argument(p)
     p.add_argument("--emmeans", metavar="FACTOR", nargs="+",
                    help="factor(s) whose marginal means to report")
     p.add_argument("--by", metavar="FACTOR", nargs="+", help="conditioning factor(s)")
     p.add_argument("--type", choices=["link", "response"], default="link",
                    help="scale of the marginal means (default: link)")
-    p.add_argument("--contrast", choices=["pairwise", "revpairwise", "trt.vs.ctrl"],
-                   help="contrasts among the marginal means")
+    add_choice_argument(p, "--contrast", choices=CONTRAST_FAMILIES,
+                        help="contrasts among the marginal means: a family registered with "
+                             "evalmix.register_contrast (%(choices)s)")
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
     add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.methods", "ADJUST_METHODS"), default="holm",
                         help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--anova", action="store_true", help="type-III Wald chi-square tests")
-    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.methods", "VCOV_METHODS"), default="hessian",
-                        help="standard errors: hessian (as lme4 1.1-31 reports them; default), "
+    p.add_argument("--anova", action="store_true",
+                   help="type-III tests: Wald chi-square; F with --ddf df for --family gaussian")
+    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.methods", "VCOV_METHODS"), default=None,
+                        help="binomial: standard errors: hessian (as lme4 1.1-31 reports them; default), "
                              "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
-    p.add_argument("--link", choices=["logit", "probit", "cloglog"], default="logit",
-                   help="binomial link (R: family = binomial(link = ...); default logit)")
-    p.add_argument("--nagq", type=_nagq, default=1, metavar="N",
+    p.add_argument("--link", choices=["logit", "probit", "cloglog"], default=None,
+                   help="binomial link (R: family = binomial(link = ...); default logit); ordinal: "
+                        "logit (default) or probit (R: clmm(link = ))")
+    reml = p.add_mutually_exclusive_group()
+    reml.add_argument("--reml", dest="reml", action="store_const", const=True, default=None,
+                      help="gaussian: fit by REML (the default, as lmer)")
+    reml.add_argument("--ml", dest="reml", action="store_const", const=False,
+                      help="gaussian: fit by maximum likelihood (lmer(REML = FALSE))")
+    p.add_argument("--ddf", choices=["satterthwaite", "kenward-roger"], default=None,
+                   help="gaussian: denominator df of the t and F tests printed: satterthwaite "
+                        "(default, lmerTest) or kenward-roger (pbkrtest; REML fits)")
+    p.add_argument("--threshold", choices=["flexible", "equidistant"], default=None,
+                   help="ordinal: thresholds between the rating categories (R: clmm(threshold = ); "
+                        "default flexible)")
+    p.add_argument("--squeeze", action="store_const", const=True, default=None,
+                   help="beta: map scores of exactly 0 or 1 into (0, 1) (Smithson & Verkuilen)")
+    p.add_argument("--nagq", type=_nagq, default=None, metavar="N",
                    help="adaptive Gauss-Hermite points (lme4's nAGQ; 0 is lme4's fast first "
                         "stage; > 1 needs one scalar random-effect term)")
     p.add_argument("--weights", metavar="COLUMN", help="column of prior weights (R: weights =)")
@@ -154,9 +248,9 @@ def _nagq(text: str) -> int:
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The R-side arguments of ``evalmix fit`` (only those given, so other fitters still work)."""
     opts: dict[str, Any] = {}
-    if getattr(args, "link", "logit") != "logit":
+    if getattr(args, "link", None) not in (None, "logit"):
         opts["link"] = args.link
-    if getattr(args, "nagq", 1) != 1:
+    if getattr(args, "nagq", None) not in (None, 1):
         opts["nAGQ"] = args.nagq
     for name in ("weights", "offset", "fixef_prior"):
         if getattr(args, name, None):
@@ -175,6 +269,73 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+def _add_family_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family", choices=FAMILIES, default="binomial",
+                   help="binomial: 0/1 or k-of-n outcomes (glmer; default); gaussian: numeric scores "
+                        "(lmer); ordinal: ratings on a small scale (clmm); beta: scores in (0, 1) "
+                        "(glmmtmb); betabinomial: overdispersed k-of-n counts (glmmtmb)")
+
+
+def _ddf_name(ddf: str | None) -> str:
+    return "Kenward-Roger" if ddf == "kenward-roger" else "Satterthwaite"
+
+
+def load_scores(args: argparse.Namespace) -> pd.DataFrame:
+    """DATA for a fit of another family than binomial: the table as read (the formula names its
+    columns, and the engine checks the response), or harness logs with continuous scores kept.
+
+    With ``--missing drop`` the rows with a missing value in a column the formula reads are left
+    out with a warning; otherwise the engine's own rule applies (an error naming the row, or, for
+    ``lmer``, R's ``na.omit`` with a warning)."""
+    import warnings
+
+    from ..errors import DataWarning
+    from ..model import model_columns, parse_formula
+    from ._common import load_data
+
+    data = load_data(args, scores=True)
+    if getattr(args, "missing", "raise") == "drop":
+        for formula in (args.formula if isinstance(args.formula, list) else [args.formula]):
+            used = [c for c in model_columns(parse_formula(formula), data) if c in data.columns]
+            keep = data[used].notna().all(axis=1)
+            if not keep.all():
+                warnings.warn(f"{args.data}: {int((~keep).sum())} row(s) with a missing value in "
+                              f"{', '.join(used)} left out (--missing drop)", DataWarning, stacklevel=2)
+                data = data[keep].reset_index(drop=True)
+    return data
+
+
+def fit_family(args: argparse.Namespace, formula: str, data: pd.DataFrame
+               ) -> GlmerResult | LmerResult | ClmmResult | GlmmTMBResult:
+    """Fit ``formula`` with the engine of ``args.family`` and the options given for it."""
+    family = args.family
+    if family == "binomial":
+        fit: GlmerResult = _fitter()(formula, data, vcov_method=getattr(args, "vcov", None) or "hessian",
+                                     **_fit_options(args))
+        return fit
+    contrasts = _contrast_codings(args)
+    if family == "gaussian":
+        from ..lmm import lmer
+
+        return lmer(formula, data, REML=getattr(args, "reml", None) is not False, contrasts=contrasts)
+    if family == "ordinal":
+        from ..ordinal import clmm
+
+        return clmm(formula, data, link=getattr(args, "link", None) or "logit",
+                    threshold=getattr(args, "threshold", None) or "flexible")
+    from ..tmb import glmmtmb
+
+    return glmmtmb(formula, data, family=family, weights=getattr(args, "weights", None), contrasts=contrasts,
+                   squeeze=bool(getattr(args, "squeeze", None)))
+
+
+def _contrast_codings(args: argparse.Namespace) -> dict[str, str] | None:
+    if not getattr(args, "contrasts", None):
+        return None
+    codings = _fit_options(argparse.Namespace(contrasts=args.contrasts))["contrasts"]
+    return dict(codings)
+
+
 def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
     from ..emmeans import contrast, emmeans
@@ -182,43 +343,76 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from ._common import dump_json, load_data, result_doc
 
     out = out or sys.stdout
+    family = getattr(args, "family", "binomial")
     if (args.contrast or args.by) and not args.emmeans:
         raise SystemExit("evalmix fit: --contrast and --by need --emmeans FACTOR")
-    data = load_data(args)
-    fit = _fitter()(args.formula, data, vcov_method=args.vcov, **_fit_options(args))
-    result: dict[str, Any] = {"fit": _fit_summary(fit)}
-    emm = None
+    _check_family_options(args)
+    if family == "ordinal" and args.anova:
+        raise SystemExit("evalmix fit: --anova does not apply to --family ordinal (clmm): compare nested "
+                         "formulas with evalmix select --family ordinal")
+    if family == "ordinal" and args.type == "response" and args.by:
+        raise SystemExit("evalmix fit: --type response with --family ordinal gives the mean rating of each "
+                         "level (clmm's mean.class) and takes no --by")
+    data = load_data(args) if family == "binomial" else load_scores(args)
+    fit: Any = fit_family(args, args.formula, data)
+    result: dict[str, Any] = {"fit": _fit_summary(fit, args)}
+    emm: Any = None
+    con: Any = None
+    ddf = _ddf_name(args.ddf) if family == "gaussian" else None
     if args.emmeans:
-        emm = emmeans(fit, args.emmeans, by=args.by, type=args.type,
-                      conf_level=args.conf_level)
+        source: Any = fit
+        if family == "ordinal":  # emmeans' latent scale: the linear predictor less the mean threshold
+            from ..ordinal import clmm_ref_grid
+
+            source = clmm_ref_grid(fit, conf_level=args.conf_level)
+        grid_emm = emmeans(source, args.emmeans, by=args.by, conf_level=args.conf_level,
+                           type="link" if family == "ordinal" else args.type, ddf=ddf)
+        if family == "ordinal" and args.type == "response":
+            from ..ordinal import clmm_emmeans
+
+            emm = clmm_emmeans(fit, args.emmeans, mode="mean.class", conf_level=args.conf_level)
+        else:
+            emm = grid_emm
         result["emmeans"] = result_doc(emm)
-    if args.contrast and emm is not None:  # --contrast without --emmeans is refused above
-        con = contrast(emm, args.contrast, ref=args.ref, adjust=args.adjust,
-                       conf_level=args.conf_level)
-        result["contrasts"] = result_doc(con)
-    aov = anova(fit) if args.anova else None
-    if aov is not None:
+        if args.contrast:  # --contrast without --emmeans is refused above
+            con = contrast(grid_emm, args.contrast, ref=args.ref, adjust=args.adjust,
+                           conf_level=args.conf_level)
+            result["contrasts"] = result_doc(con)
+    aov = None
+    if args.anova:
+        aov = anova(fit, ddf=ddf) if ddf else anova(fit)
         result["anova"] = result_doc(aov)
     if args.json:
         dump_json(result, out)
         return 0
     info = result["fit"]
-    if hasattr(fit, "lme4_text"):  # the fit as lme4 prints a merMod, then the Wald table
+    if family == "binomial" and hasattr(fit, "lme4_text"):  # as lme4 prints a merMod, then the Wald table
         print(fit.lme4_text(), file=out)
         print(f"\n{fit.wald_text(max_rows=None)}", file=out)
+    elif family == "gaussian":
+        print(repr(fit), file=out)
+        _print_table(args, f"Fixed effects (t tests with {ddf} df, lmerTest)", _coef_frame(fit, args), out)
+    elif family == "ordinal":
+        print(fit.ordinal_text(), file=out)
+    elif family in ("beta", "betabinomial"):
+        print(fit.glmmtmb_text(), file=out)
     else:
         print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
               f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
               file=out)
         _print_table(args, "Fixed effects", fit.coef_table(), out)
     if emm is not None:
-        _print_table(args, f"Marginal means ({args.type} scale)", emm.to_frame(), out)
-    if args.contrast:
-        _print_table(args, f"Contrasts (scale: {con.scale})", con.to_frame(), out)
+        scale = ("the mean rating, clmm's mean.class" if family == "ordinal" and args.type == "response"
+                 else "latent scale" if family == "ordinal" else f"{args.type} scale")
+        _print_table(args, f"Marginal means ({scale})", emm.to_frame(), out)
+    if con is not None:
+        scale = "latent" if family == "ordinal" else con.scale
+        _print_table(args, f"Contrasts (scale: {scale})", con.to_frame(), out)
         for note in con.notes:
             print(note, file=out)
     if aov is not None:
-        _print_table(args, "Type-III Wald chi-square tests", aov.to_frame(), out)
+        title = (f"Type-III F tests ({ddf} denominator df)" if ddf else "Type-III Wald chi-square tests")
+        _print_table(args, title, aov.to_frame(), out)
     return 0
 
 
@@ -241,6 +435,7 @@ def add_select_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     add_data_arguments(p)
     p.add_argument("--formula", action="append", required=True,
                    help="a formula; give --formula once per model (two or more)")
+    _add_family_argument(p)
     p.set_defaults(handler=run_select)
     return p
 
@@ -256,9 +451,14 @@ def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if len(args.formula) < 2:
         raise SystemExit("evalmix select: give at least two --formula")
-    data = load_data(args)
-    fit = _fitter()
-    fits = {f: fit(f, data) for f in args.formula}
+    family = getattr(args, "family", "binomial")
+    _check_family_options(args, "select")
+    data = load_data(args) if family == "binomial" else load_scores(args)
+    if family == "binomial":
+        fitter = _fitter()
+        fits = {f: fitter(f, data) for f in args.formula}
+    else:  # lmer fits are compared by maximum likelihood, as lme4's anova() refits them
+        fits = {f: fit_family(args, f, data) for f in args.formula}
     comparison = compare_models(fits)
     if args.json:
         dump_json(result_doc(comparison), out)

@@ -32,7 +32,7 @@ def _read(args: argparse.Namespace) -> pd.DataFrame:
         if not args.metric:
             raise DataError("--logs lm-eval needs --metric (e.g. exact_match)")
         return read_lm_eval(path, args.metric)
-    return load_data(args)
+    return load_data(args, any_outcome=True)  # ratings and scores are fitted as what they are
 
 
 def _plain(value: Any) -> Any:
@@ -77,7 +77,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "PNG/PDF figures",
         description="Run the whole analysis (accuracy, model selection, odds ratios, marginal means by "
                     "slice, reliability, rank instability, SE against runs, robustness) and write "
-                    "OUT/index.html, OUT/tables/*.{tex,md,csv} and OUT/figures/*.{png,pdf}.")
+                    "OUT/index.html, OUT/tables/*.{tex,md,csv} and OUT/figures/*.{png,pdf}. An outcome "
+                    "that is not 0/1 (--outcome rating: judge ratings, continuous scores) is fitted by "
+                    "clmm or lmer, and overdispersed k-of-n counts by a beta-binomial model.")
     add_data_arguments(p)
     p.add_argument("-o", "--out", required=True, help="output folder (created if needed)")
     p.add_argument("--logs", choices=["auto", "table", "lm-eval", "inspect"], default="auto",

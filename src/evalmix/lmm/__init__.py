@@ -12,7 +12,7 @@ The pipeline mirrors lme4's ``lFormula`` -> ``mkLmerDevfun`` -> ``optimizeLmer``
 from .ddf import DDF_METHODS, KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
 from .deviance import PlsState, ProfiledDeviance
-from .result import LmerDf, LmerResult, lmer
+from .result import LmerCoefTable, LmerDf, LmerResult, lmer
 
-__all__ = ["DDF_METHODS", "KenwardRoger", "LmerDf", "LmerResult", "LmmDesign", "PlsState",
+__all__ = ["DDF_METHODS", "KenwardRoger", "LmerCoefTable", "LmerDf", "LmerResult", "LmmDesign", "PlsState",
            "ProfiledDeviance", "Satterthwaite", "build_lmm_design", "lmer", "normalise_ddf"]

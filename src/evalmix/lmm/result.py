@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from .._result import Result, Summary, frame_records
+from ..arguments import check_level
 from ..data import RunsData
 from ..errors import ConvergenceWarning, SingularFitWarning
 from ..model import FixedDesign, term_lambdas
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..fitted import LinearHypothesis
 
-__all__ = ["LmerResult", "lmer"]
+__all__ = ["LmerCoefTable", "LmerResult", "lmer"]
 
 #: lme4's ``lmerControl(boundary.tol = 1e-5)`` and its singularity check ``check.conv.singular``
 #: (``1e-4`` on the relative scale of theta).
@@ -86,6 +87,96 @@ class LmerDf:
 
     def f_test(self, L: np.ndarray, beta: np.ndarray) -> tuple[float, int, float, float]:
         return self._impl.f_test(L, beta)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LmerCoefTable(Result):
+    """The fixed effects of an lmer fit with t tests (lmerTest's ``coef(summary(fit))``).
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``term``, ``estimate``, ``se``, ``df``, ``statistic`` (t), ``p_value``, ``conf_low``,
+        ``conf_high``.
+    ddf : str
+        The denominator-df method: ``"Satterthwaite"`` or ``"Kenward-Roger"``.
+    conf_level : float
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import evalmix
+    >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+    ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+    >>> ct = evalmix.lmer("rating ~ model + (1|item)", d).coef_table()
+    >>> ct["estimate"].round(3).tolist(), ct.ddf
+    ([5.75, 1.25], 'Satterthwaite')
+    >>> print(ct)  # doctest: +NORMALIZE_WHITESPACE
+    Fixed effects (t tests with Satterthwaite's df, lmerTest):
+                Estimate Std. Error    df t value Pr(>|t|)
+    (Intercept)     5.75     0.6693 3.861   8.592  0.00118 **
+    modelB          1.25     0.4787     3   2.611   0.0796 .
+    ---
+    Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1
+    """
+
+    table: pd.DataFrame
+    ddf: str
+    conf_level: float = 0.95
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+    def __getitem__(self, column: str) -> pd.Series:
+        """A column of the table (``fit.coef_table()["se"]``)."""
+        return self.table[column]
+
+    @property
+    def columns(self) -> pd.Index:
+        """The table's column names."""
+        return self.table.columns
+
+    def _title(self) -> str:
+        return f"Fixed effects (t tests with {self.ddf}'s df, lmerTest)"
+
+    def _header(self) -> list[str]:
+        return [f"{self.conf_level:g} confidence intervals: conf_low, conf_high (t with those df)"]
+
+    def __repr__(self) -> str:
+        """As R prints ``summary(fit)$coefficients`` of an lmerTest fit (``printCoefmat``)."""
+        t = self.table
+        rows = [[str(term), _signif(e), _signif(s), _signif(d), _signif(z), _pvalue(p),
+                 _stars(p)] for term, e, s, d, z, p in zip(t["term"], t["estimate"], t["se"], t["df"],
+                                                          t["statistic"], t["p_value"])]
+        head = ["", "Estimate", "Std. Error", "df", "t value", "Pr(>|t|)", ""]
+        width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+        lines = [f"{self._title()}:"]
+        for r in [head, *rows]:
+            lines.append(" ".join(r[k].ljust(width[k]) if k in (0, 6) else r[k].rjust(width[k])
+                                  for k in range(len(head))).rstrip())
+        lines += ["---", "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+        return "\n".join(lines)
+
+
+def _signif(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, as R prints a coefficient table's numbers."""
+    if not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("Inf" if x > 0 else "-Inf")
+    return f"{float(f'{x:.{digits}g}'):.{digits}g}"
+
+
+def _pvalue(p: float) -> str:
+    """A p-value as ``printCoefmat`` shows it: three significant digits, ``< 2e-16`` below R's
+    machine epsilon."""
+    if not np.isfinite(p):
+        return "NaN"
+    return "< 2e-16" if p < 2.2e-16 else f"{p:.3g}"
+
+
+def _stars(p: float) -> str:
+    if not np.isfinite(p):
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -169,31 +260,32 @@ class LmerResult(Result):
         return LmerDf(name, np.array(impl.vcov), impl)
 
     def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
-                   ) -> pd.DataFrame:
+                   ) -> LmerCoefTable:
         """Fixed effects with SE, df, t, p and t intervals (lmerTest's ``summary(fit, ddf=)``).
 
-        ``ddf="Kenward-Roger"`` uses the adjusted covariance for the SEs, as lmerTest does.
+        ``ddf="Kenward-Roger"`` uses the adjusted covariance for the SEs, as lmerTest does.  The
+        table is an :class:`LmerCoefTable` (``to_frame()``; a column is also ``table["se"]``).
         """
+        check_level(conf_level)
         m = self.df_method(ddf)
         est = self.fixef.to_numpy()
         se = np.sqrt(np.diag(m.vcov))
         dfs = m.df(np.eye(len(est)))
         t = est / se
         crit = stats.t.isf((1 - conf_level) / 2, dfs)
-        return pd.DataFrame({"term": self.fixef.index, "estimate": est, "se": se, "df": dfs,
-                             "statistic": t, "p_value": 2 * stats.t.sf(np.abs(t), dfs),
-                             "conf_low": est - crit * se, "conf_high": est + crit * se})
+        table = pd.DataFrame({"term": self.fixef.index, "estimate": est, "se": se, "df": dfs,
+                              "statistic": t, "p_value": 2 * stats.t.sf(np.abs(t), dfs),
+                              "conf_low": est - crit * se, "conf_high": est + crit * se})
+        return LmerCoefTable(table=table, ddf=m.name, conf_level=conf_level)
 
-    def contest(self, L: np.ndarray, ddf: str | None = "Satterthwaite") -> pd.DataFrame:
-        """F test of ``L beta = 0`` (lmerTest's ``contest``): ``statistic`` (F), ``df1`` and
-        ``df2`` (numerator and denominator df), ``p_value``."""
-        m = self.df_method(ddf)
-        L = np.atleast_2d(np.asarray(L, dtype=float))
-        if L.shape[1] != len(self.fixef):
-            raise ValueError(f"L has {L.shape[1]} columns for {len(self.fixef)} fixed effects "
-                             f"{list(self.fixef.index)}")
-        F, ndf, ddf_, p = m.f_test(L, self.fixef.to_numpy())
-        return pd.DataFrame({"statistic": [F], "df1": [ndf], "df2": [ddf_], "p_value": [p]})
+    def contest(self, L: ArrayLike, ddf: str | None = "Satterthwaite") -> LinearHypothesis:
+        """F test of ``L beta = 0`` (lmerTest's ``contest``): a
+        :class:`~evalmix.fitted.LinearHypothesis` whose table has ``statistic`` (F), ``df1`` and
+        ``df2`` (numerator and denominator df) and ``p_value``."""
+        from ..fitted import linear_hypothesis
+
+        return linear_hypothesis(self, np.atleast_2d(np.asarray(L, dtype=float)), test="F",
+                                 ddf=normalise_ddf(ddf))
 
     def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
                   rhs: ArrayLike | None = None, test: str = "chisq", ddf: str | None = None
@@ -230,7 +322,7 @@ class LmerResult(Result):
 
     # ------------------------------------------------------------------ tables
     def to_frame(self) -> pd.DataFrame:
-        return self.coef_table()
+        return self.coef_table().to_frame()
 
     @property
     def ngroups(self) -> dict[str, int]:
@@ -291,7 +383,7 @@ class LmerResult(Result):
         effects (``VarCorr``)."""
         head = self._header()
         head[-1] = f"statistic: t with {normalise_ddf(ddf)} df (lmerTest)"
-        return Summary(self._title(), head, [("fixed effects", self.coef_table(ddf, conf_level)),
+        return Summary(self._title(), head, [("fixed effects", self.coef_table(ddf, conf_level).to_frame()),
                                              ("Random effects", self.varcorr)], self._notes())
 
     def to_dict(self) -> dict[str, Any]:
@@ -470,7 +562,7 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
     >>> fit = evalmix.lmer("rating ~ model + (1|item)", d)
     >>> fit.fixef.round(3).to_dict()
     {'(Intercept)': 5.933, 'modelB': 0.35}
-    >>> fit.coef_table()[["term", "df"]].round(1)
+    >>> fit.coef_table().to_frame()[["term", "df"]].round(1)
              term    df
     0  (Intercept)  41.5
     1       modelB  89.0

@@ -263,7 +263,7 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
 
 @styled
 def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: bool = True,
-                   figsize: tuple[float, float] | None = None) -> Figure:
+                   figsize: tuple[float, float] | None = None, scale: str | None = None) -> Figure:
     """Estimated marginal means with their intervals as horizontal bars (the paper's Figure 4).
 
     Parameters
@@ -273,8 +273,12 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
     sort : bool
         Order the levels by their mean (highest on top).
     percent : bool
-        Show probabilities as percentages.
+        Show probabilities as percentages (ignored with ``scale``).
     figsize : (float, float), optional
+    scale : str, optional
+        Means on another scale than a probability (a mean rating, a score): the axis label, e.g.
+        ``"mean rating (1-5, 95% CI)"``.  The means are then dots with their intervals on an axis fitted to
+        them, not bars from 0 (a bar's length means nothing on a rating scale).
 
     Returns
     -------
@@ -299,14 +303,20 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
     tab = tab.assign(_lo=lo, _hi=hi)
     if sort:
         tab = tab.sort_values("estimate", kind="stable")
-    k = 100.0 if percent else 1.0
+    k = 100.0 if percent and scale is None else 1.0  # a rating or score is shown as it is
     est = tab["estimate"].to_numpy(float) * k
     width = min(PAGE_WIDTH, max(COLUMN_WIDTH, text_width(tab[name].astype(str).tolist()) + 2.6))
     fig, ax = plt.subplots(figsize=figsize or (width, 0.25 * len(tab) + 0.9))
     pos = np.arange(len(tab))
+    err = [est - tab["_lo"].to_numpy(float) * k, tab["_hi"].to_numpy(float) * k - est]
+    if scale is not None:
+        ax.errorbar(est, pos, xerr=err, fmt="o", color=colour(0), ecolor="black", lw=0.9, capsize=2, ms=4)
+        ax.set_yticks(pos, [figure_text(v) for v in tab[name]])
+        ax.set_xlabel(scale)
+        ax.set_ylabel(figure_text(name))
+        return fig
     ax.barh(pos, est, color="#9ECAE1", edgecolor=colour(0), lw=0.6, height=0.6)
-    ax.errorbar(est, pos, xerr=[est - tab["_lo"].to_numpy(float) * k, tab["_hi"].to_numpy(float) * k - est],
-                fmt="none", ecolor="black", lw=0.9, capsize=2)
+    ax.errorbar(est, pos, xerr=err, fmt="none", ecolor="black", lw=0.9, capsize=2)
     ax.set_yticks(pos, [figure_text(v) for v in tab[name]])
     ax.set_xlim(0, k)
     ax.set_xlabel(f"marginal mean {'(%' if percent else '(probability'}, 95% CI)")
