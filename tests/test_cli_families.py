@@ -274,7 +274,7 @@ def test_continuous_harness_scores_fit_with_gaussian(capsys):
         from evalmix import read_logs
 
         direct = lmer(formula, read_logs(runs, metric="main_score"))
-    assert doc["fit"]["nobs"] == direct.nobs == 15
+    assert doc["fit"]["nobs"] == direct.nobs == 30  # two encoders x 15 task:split:subset items
     assert doc["fit"]["coefficients"][0]["estimate"] == pytest.approx(direct.fixef.iloc[0], rel=1e-10)
     np.testing.assert_allclose(pd.DataFrame(doc["fit"]["varcorr"])["sd"], direct.varcorr["sd"], rtol=1e-10)
     # the intercept lies within the range of the task means it weighs
