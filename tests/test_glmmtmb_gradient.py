@@ -112,3 +112,15 @@ def test_factorisations_give_the_same_gradient(monkeypatch):
     np.testing.assert_allclose(lu.u, nested.u, atol=1e-8)
     interior = np.ones(len(x), dtype=bool)
     np.testing.assert_allclose(nested.hessian(x, interior), lu.hessian(x, interior), rtol=1e-4, atol=1e-3)
+
+
+def test_polygamma_against_scipy():
+    """The trigamma and tetragamma of the beta rows against SciPy's (Hurwitz zeta), from 1e-8 to 1e8."""
+    from scipy import special
+
+    from evalmix.tmb import family
+
+    x = np.concatenate([np.logspace(-8, 8, 2001), np.random.default_rng(7).uniform(0.0, 12.0, 2000)])
+    p1, p2 = family._polygamma12(x)
+    np.testing.assert_allclose(p1, special.polygamma(1, x), rtol=1e-12)
+    np.testing.assert_allclose(p2, special.polygamma(2, x), rtol=1e-12)

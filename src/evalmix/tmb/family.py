@@ -50,6 +50,39 @@ class Response:
         return cls(family, y, k, n, const)
 
 
+#: below it the trigamma and tetragamma functions are shifted up by the recurrence before the
+#: asymptotic series (whose first omitted term is then under 1e-13 of the value)
+POLYGAMMA_SHIFT = 10
+
+
+def _polygamma12(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The trigamma and tetragamma functions of ``x > 0`` (``polygamma(1, x)``, ``polygamma(2,
+    x)``) to about 1e-13 relative: SciPy computes them through the Hurwitz zeta function, ten times
+    slower, and they are most of the cost of a beta row's derivatives."""
+    z = np.array(x, dtype=float)
+    s1, s2 = np.zeros_like(z), np.zeros_like(z)
+    low = np.flatnonzero(z < POLYGAMMA_SHIFT)
+    if low.size:
+        # psi1(x) = psi1(x + 1) + 1 / x^2, psi2(x) = psi2(x + 1) - 2 / x^3
+        zl = z[low]
+        a1, a2 = np.zeros_like(zl), np.zeros_like(zl)
+        for _ in range(POLYGAMMA_SHIFT):
+            inv = 1.0 / zl
+            inv2 = inv * inv
+            a1 += inv2
+            a2 += inv2 * inv
+            zl += 1.0
+        z[low], s1[low], s2[low] = zl, a1, a2
+    r = 1.0 / z
+    r2 = r * r
+    # the asymptotic series with the Bernoulli numbers B2..B16
+    t1 = r + r2 * (0.5 + r * (1 / 6 + r2 * (-1 / 30 + r2 * (1 / 42 + r2 * (-1 / 30 + r2 * (
+        5 / 66 + r2 * (-691 / 2730 + r2 * 7 / 6)))))))
+    t2 = -r2 * (1.0 + r * (1.0 + r * (0.5 + r2 * (-1 / 6 + r2 * (1 / 6 + r2 * (-3 / 10 + r2 * (
+        5 / 6 + r2 * (-691 / 210))))))))
+    return s1 + t1, t2 - 2.0 * s2
+
+
 def row_terms(resp: Response, eta: np.ndarray, log_phi: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's log-density, its derivative and its second derivative over ``eta``.
@@ -77,7 +110,7 @@ def row_terms(resp: Response, eta: np.ndarray, log_phi: float
         ll = (special.gammaln(phi) - special.gammaln(a) - special.gammaln(b)
               + (a - 1.0) * ly + (b - 1.0) * l1y)
         g = phi * (ly - l1y - special.digamma(a) + special.digamma(b))  # d ll / d mu
-        h = -phi * phi * (special.polygamma(1, a) + special.polygamma(1, b))  # d2 ll / d mu2
+        h = -phi * phi * (_polygamma12(a)[0] + _polygamma12(b)[0])  # d2 ll / d mu2
     else:  # betabinomial
         ll, g, h = _betabinomial(resp, eta, a, b, phi)
     return ll, g * m1, h * m1 * m1 + g * m2
@@ -103,8 +136,8 @@ def _betabinomial(resp: Response, eta: np.ndarray, a: np.ndarray, b: np.ndarray,
               - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
         g = phi * (special.digamma(k + a) - special.digamma(n - k + b)
                    - special.digamma(a) + special.digamma(b))
-        h = phi * phi * (special.polygamma(1, k + a) + special.polygamma(1, n - k + b)
-                         - special.polygamma(1, a) - special.polygamma(1, b))
+        h = phi * phi * (_polygamma12(k + a)[0] + _polygamma12(n - k + b)[0]
+                         - _polygamma12(a)[0] - _polygamma12(b)[0])
         return ll, g, h
     ll = resp.const + k * special.log_expit(eta) + (n - k) * special.log_expit(-eta)
     sa, sb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j), sum 1 / (b + j)
@@ -166,8 +199,7 @@ def row_derivatives(resp: Response, eta: np.ndarray, log_phi: float) -> RowDeriv
     if resp.family == "beta":
         ly, l1y = np.log(resp.y), np.log1p(-resp.y)
         dg_a, dg_b = special.digamma(a), special.digamma(b)
-        p1a, p1b = special.polygamma(1, a), special.polygamma(1, b)
-        p2a, p2b = special.polygamma(2, a), special.polygamma(2, b)
+        (p1a, p2a), (p1b, p2b) = _polygamma12(a), _polygamma12(b)
         ll = (special.gammaln(phi) - special.gammaln(a) - special.gammaln(b)
               + (a - 1.0) * ly + (b - 1.0) * l1y)
         g = phi * (ly - l1y - dg_a + dg_b)
@@ -194,8 +226,7 @@ def _betabinomial_derivatives(resp: Response, eta: np.ndarray, a: np.ndarray, b:
         ll = (resp.const + special.gammaln(ka) + special.gammaln(fb) - special.gammaln(n + phi)
               - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
         d0 = [special.digamma(x) for x in (ka, fb, a, b)]
-        d1 = [special.polygamma(1, x) for x in (ka, fb, a, b)]
-        d2 = [special.polygamma(2, x) for x in (ka, fb, a, b)]
+        d1, d2 = zip(*(_polygamma12(x) for x in (ka, fb, a, b)))
         g = phi * (d0[0] - d0[1] - d0[2] + d0[3])
         h = phi * phi * (d1[0] + d1[1] - d1[2] - d1[3])
         t = phi**3 * (d2[0] - d2[1] - d2[2] + d2[3])
