@@ -61,6 +61,8 @@ HESS_STEP = 1e-3
 #: the step of the central differences of the exact gradient (the Hessian for the Newton polish
 #: and the SEs): truncation ~ h^2 and rounding ~ 1e-16 |g| / h both well below 1e-6
 JAC_STEP = 1e-5
+#: a Newton step of the polish shorter than this keeps the Hessian (see :meth:`LaplaceModel.fit`)
+HESS_KEEP_STEP = 1e-5
 #: two nested terms go through the diagonal Schur complement of :class:`_Factor` (off: the dense
 #: Schur complement or the sparse LU, as for other designs; the tests compare the three)
 NESTED_FAST = True
@@ -456,12 +458,15 @@ class LaplaceModel:
         value = self.nll(par)
         iterations = int(res.nit)
         # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat
-        # ridges); the Hessian at the last point is the one the SEs need
+        # ridges); the Hessian at the last point is the one the SEs need, but a step shorter than
+        # HESS_KEEP_STEP moves it by less than that relative to itself, far below the SEs'
+        # accuracy, so it is kept rather than differenced again
         H: np.ndarray | None = None
         for _ in range(8):
             interior = self.interior(par)
             g = self.gradient(par)[interior]
-            H = self.hessian(par, interior)
+            if H is None or H.shape[0] != len(g):
+                H = self.hessian(par, interior)
             if np.max(np.abs(g), initial=0.0) < 1e-7:
                 break
             try:
@@ -475,7 +480,8 @@ class LaplaceModel:
                 self.nll(par)
                 break
             par, value = trial, v
-            H = None
+            if not np.max(np.abs(step)) < HESS_KEEP_STEP:
+                H = None
             iterations += 1
         interior = self.interior(par)
         grad = self.gradient(par)[interior]
