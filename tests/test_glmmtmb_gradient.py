@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalmix import intercepts
 from evalmix.tmb import model as tmb_model
 from evalmix.tmb.design import build_tmb_design
 from evalmix.tmb.family import Response, row_derivatives, row_terms
@@ -72,7 +73,7 @@ def test_row_derivatives_against_differences(resp, log_phi):
 @pytest.mark.parametrize("nested_fast", [True, False])
 @pytest.mark.parametrize("name", list(CASES))
 def test_exact_gradient_against_differences(name, nested_fast, monkeypatch):
-    monkeypatch.setattr(tmb_model, "NESTED_FAST", nested_fast)
+    monkeypatch.setattr(intercepts, "NESTED_FAST", nested_fast)
     m = _model(name)
     rng = np.random.default_rng(5)
     for shift in (0.3, 1.0):  # near the start and farther out (a small phi, large SDs)
@@ -100,9 +101,9 @@ def test_factorisations_give_the_same_gradient(monkeypatch):
     start = _model("bb_nested").start()
     x = start + np.random.default_rng(6).normal(0.0, 0.3, len(start))
     nested = _model("bb_nested")
-    monkeypatch.setattr(tmb_model, "NESTED_FAST", False)
+    monkeypatch.setattr(intercepts, "NESTED_FAST", False)
     dense = _model("bb_nested")
-    monkeypatch.setattr(tmb_model, "DENSE_MAX", 10)
+    monkeypatch.setattr(intercepts, "DENSE_MAX", 10)
     lu = _model("bb_nested")
     out = [m.nll_grad(x) for m in (nested, dense, lu)]
     for v, g in out[1:]:

@@ -22,33 +22,24 @@ the third derivative of each row's log-density and one more solve with ``H`` (th
 derivative of ``u_hat``, taken in adjoint form).  Where the factorisation gives no selected inverse
 (the sparse LU, or a Schur block too large to store dense) the gradient is central differences.
 
-The conditional modes ``u_hat`` come from Newton steps with step halving: ``H`` is diagonal for one
-grouping factor; for two nested ones (``(1|item) + (1|item:run)``: each level of the first in one
-level of the second) its Schur complement is diagonal too, O(n) whatever the number of levels;
-otherwise the block of the factor with the most levels is diagonal and the
-others go through its Schur complement, a dense Cholesky factor of up to :data:`DENSE_MAX` effects
-(items for ``(1|item) + (1|item:run)``, models for ``(1|model) + (1|item)``); SciPy's sparse LU
-(``splu``) of the whole ``H`` beyond.
+The conditional modes ``u_hat`` come from Newton steps with step halving; ``H`` is factored by
+:class:`evalmix.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
+two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg, optimize, sparse
-from scipy.sparse import linalg as splinalg
+from scipy import optimize
 
+from ..intercepts import HessianFactor, InterceptHessian
 from ..numdiff import central_gradient, central_hessian
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
 __all__ = ["LaplaceModel"]
 
-#: the most random effects outside the largest term whose Schur complement is factored dense
-DENSE_MAX = 2000
-#: the largest first-term x other-effects block B stored dense (8 bytes each: 32 MB)
-DENSE_B_MAX = 4_000_000
 #: inner Newton stops when the largest gradient component over u is below this (tight: the
 #: Hessian for the SEs is a second difference of the objective with step 1e-4)
 INNER_TOL = 1e-10
@@ -63,26 +54,12 @@ HESS_STEP = 1e-3
 JAC_STEP = 1e-5
 #: a Newton step of the polish shorter than this keeps the Hessian (see :meth:`LaplaceModel.fit`)
 HESS_KEEP_STEP = 1e-5
-#: two nested terms go through the diagonal Schur complement of :class:`_Factor` (off: the dense
-#: Schur complement or the sparse LU, as for other designs; the tests compare the three)
-NESTED_FAST = True
 #: log SD kept in this box: exp(-12) is 6e-6, a zero SD on the logit scale, and keeps the
 #: objective finite on the boundary; an SD below BOUNDARY_SD is on the boundary (no SE)
 LOG_SD_MIN, LOG_SD_MAX = -12.0, 8.0
 BOUNDARY_SD = 1e-4
 #: log phi kept in this box (phi = e^20 is a binomial for any count; e^-10 a U-shaped beta)
 LOG_PHI_MIN, LOG_PHI_MAX = -10.0, 20.0
-
-
-@dataclass
-class _Factor:
-    """A factorisation of ``H``: its solve, ``log det H`` and, where cheap, the selected inverse
-    ``rows_inv()``: for each data row the entries of ``H^-1`` at that row's levels, an
-    (n, terms, terms) array (None: the exact gradient falls back to central differences)."""
-
-    solve: Callable[[np.ndarray], np.ndarray]
-    logdet: float
-    rows_inv: Callable[[], np.ndarray] | None = None
 
 
 @dataclass
@@ -96,7 +73,7 @@ class LaplaceModel:
     nlevels: list[int]
     u: np.ndarray = field(init=False, repr=False)
     #: the parameters and factorisation of the last mode found (None: no mode there)
-    _mode: tuple[np.ndarray, _Factor] | None = field(init=False, repr=False, default=None)
+    _mode: tuple[np.ndarray, HessianFactor] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         self.family = self.response.family
@@ -107,34 +84,11 @@ class LaplaceModel:
         self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
         self.q = int(self.offsets[-1])
         self.u = np.zeros(self.q)
-        n = len(self.offset)
-        self._cols = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
-        self.Z = sparse.csr_matrix((np.ones(n * self.nsd), (np.tile(np.arange(n), self.nsd),
-                                                            np.concatenate(self._cols))),
-                                   shape=(n, self.q))
-        # Several terms: H is factored by blocks.  The first term (the most levels, lme4's
-        # order) has a diagonal block D1 (each row has one level); the rest, qr effects, go
-        # through the Schur complement S = H_rest - B' D1^-1 B, dense when qr <= DENSE_MAX.
-        # For (1|item:run) + (1|item) S is items x items, for (1|item) + (1|model) models x models.
-        self.q1 = int(self.nlevels[0])
-        self.qr = self.q - self.q1
-        self._parent: np.ndarray | None = None
-        if self.nsd == 2 and NESTED_FAST:
-            # the first term nested in the second: each of its levels meets one level of the second
-            parent = np.full(self.q1, -1, dtype=np.int64)
-            parent[self.groups[0]] = self.groups[1]
-            if np.array_equal(parent[self.groups[0]], self.groups[1]):
-                # a level of the first term without rows gets any parent (its effect is 0)
-                self._parent = np.where(parent < 0, 0, parent)
-        if self._parent is None and self.nsd > 1 and self.qr <= DENSE_MAX:
-            rest = [c - self.q1 for c in self._cols[1:]]
-            self._b_rows = np.tile(self.groups[0], self.nsd - 1)
-            self._b_cols = np.concatenate(rest)
-            self._b_flat = self._b_rows * self.qr + self._b_cols
-            # flat (row, column) positions in H_rest of the blocks on and below its diagonal
-            pairs = [(k, m) for k in range(len(rest)) for m in range(k + 1)]
-            self._rest_pairs = len(pairs)
-            self._pairs = np.concatenate([rest[k] * self.qr + rest[m] for k, m in pairs])
+        self.hess = InterceptHessian(self.groups, self.nlevels)
+        self._cols = self.hess.cols
+        self.q1, self.qr = self.hess.q1, self.hess.qr
+        self._factor = self.hess.factor
+        self._z_times, self._zt_times = self.hess.z_times, self.hess.zt_times
 
     # -- parameters: (beta, log SD per term, log phi) ----------------------------------------------
     def split(self, par: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -142,134 +96,6 @@ class LaplaceModel:
         log_sd = par[self.p: self.p + self.nsd]
         log_phi = float(par[-1]) if self.has_phi else 0.0
         return beta, log_sd, log_phi
-
-    def _z_times(self, b: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(self.offset))
-        for c in self._cols:
-            out += b[c]
-        return out
-
-    def _zt_times(self, r: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
-                               for g, nl in zip(self.groups, self.nlevels)])
-
-    def _factor(self, sd_cols: np.ndarray, w: np.ndarray) -> _Factor | None:
-        """Factor H = Lambda Z'WZ Lambda + I; None when H is not positive definite (the
-        conditional density has no mode there)."""
-        g0 = self.groups[0]
-        if self.nsd == 1:
-            d = 1.0 + sd_cols**2 * np.bincount(g0, weights=w, minlength=self.q)
-            if np.any(d <= 0):
-                return None
-            return _Factor(lambda r: r / d, float(np.sum(np.log(d))),
-                           lambda: (1.0 / d)[g0][:, None, None])
-        if self._parent is not None:
-            return self._factor_nested(sd_cols, w)
-        if self.qr <= DENSE_MAX:
-            return self._factor_schur(sd_cols, w)
-        zl = self.Z @ sparse.diags(sd_cols)
-        Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
-        try:
-            # symmetric mode without pivoting: the LU of a positive definite H is then its
-            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
-            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                               options={"SymmetricMode": True})
-        except RuntimeError:
-            return None
-        diag = lu.U.diagonal()
-        if np.any(diag <= 0):
-            return None
-        return _Factor(lu.solve, float(np.sum(np.log(diag))))
-
-    def _factor_nested(self, sd_cols: np.ndarray, w: np.ndarray) -> _Factor | None:
-        """Two nested terms: H = [[D1, B], [B', D2]] with D1, D2 diagonal and one entry per row of
-        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal."""
-        parent = self._parent
-        assert parent is not None
-        q1, q2 = self.q1, self.qr
-        s1, s2 = sd_cols[:q1], sd_cols[q1:]
-        w1 = np.bincount(self.groups[0], weights=w, minlength=q1)
-        d1 = 1.0 + s1**2 * w1
-        if np.any(d1 <= 0):
-            return None
-        b = w1 * s1 * s2[parent]  # B[l, parent(l)]
-        bd = b / d1
-        S = 1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2) - np.bincount(
-            parent, weights=b * bd, minlength=q2)
-        if np.any(S <= 0):
-            return None
-
-        def solve(r: np.ndarray) -> np.ndarray:
-            r1 = r[:q1]
-            x2 = (r[q1:] - np.bincount(parent, weights=bd * r1, minlength=q2)) / S
-            return np.concatenate([(r1 - b * x2[parent]) / d1, x2])
-
-        def rows_inv() -> np.ndarray:
-            g0, g1 = self.groups
-            sp = S[parent]
-            out = np.empty((len(g0), 2, 2))
-            out[:, 0, 0] = (1.0 / d1 + bd * bd / sp)[g0]
-            out[:, 0, 1] = out[:, 1, 0] = (-bd / sp)[g0]
-            out[:, 1, 1] = (1.0 / S)[g1]
-            return out
-
-        return _Factor(solve, float(np.sum(np.log(d1)) + np.sum(np.log(S))), rows_inv)
-
-    def _factor_schur(self, sd_cols: np.ndarray, w: np.ndarray) -> _Factor | None:
-        """Several terms, the rest small: the dense Cholesky factor of the Schur complement of the
-        first term's diagonal block."""
-        q1, qr = self.q1, self.qr
-        s1, sr = sd_cols[:q1], sd_cols[q1:]
-        d1 = 1.0 + s1**2 * np.bincount(self.groups[0], weights=w, minlength=q1)
-        if np.any(d1 <= 0):
-            return None
-        wr = np.tile(w, self.nsd - 1)
-        B: np.ndarray | sparse.csr_matrix
-        if q1 * qr <= DENSE_B_MAX:  # B dense: one bincount, products by BLAS
-            B = np.bincount(self._b_flat, weights=wr, minlength=q1 * qr).reshape(q1, qr)
-            B *= s1[:, None]
-            B *= sr[None, :]
-        else:
-            B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
-                                   (self._b_rows, self._b_cols)), shape=(q1, qr))
-        flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs), minlength=qr * qr)
-        low = flat.reshape(qr, qr)  # the blocks on and below the diagonal
-        Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(qr)
-        if isinstance(B, np.ndarray):
-            BD = B / d1[:, None]
-            S = Hr - B.T @ BD
-        else:
-            BD = sparse.diags(1.0 / d1) @ B
-            S = Hr - np.asarray((B.T @ BD).todense())
-        try:
-            c = linalg.cho_factor(S, lower=True, check_finite=False)
-        except linalg.LinAlgError:
-            return None
-
-        def solve(r: np.ndarray) -> np.ndarray:
-            r1, r2 = r[:q1], r[q1:]
-            x2 = linalg.cho_solve(c, r2 - BD.T @ r1, check_finite=False)
-            return np.concatenate([(r1 - B @ x2) / d1, x2])
-
-        def rows_inv() -> np.ndarray:
-            # H^-1 = [[D1^-1 + M BD', -M], [-M', S^-1]] with M = BD S^-1
-            assert isinstance(BD, np.ndarray)
-            Sinv = linalg.cho_solve(c, np.eye(qr), check_finite=False)
-            M = BD @ Sinv
-            diag11 = 1.0 / d1 + np.einsum("ij,ij->i", M, BD)
-            g0 = self.groups[0]
-            rest = [col - q1 for col in self._cols[1:]]
-            out = np.empty((len(g0), self.nsd, self.nsd))
-            out[:, 0, 0] = diag11[g0]
-            for k, ck in enumerate(rest, start=1):
-                out[:, 0, k] = out[:, k, 0] = -M[g0, ck]
-                for m, cm in enumerate(rest[:k], start=1):
-                    out[:, k, m] = out[:, m, k] = Sinv[ck, cm]
-                out[:, k, k] = Sinv[ck, ck]
-            return out
-
-        logdet = float(np.sum(np.log(d1)) + 2.0 * np.sum(np.log(np.diag(c[0]))))
-        return _Factor(solve, logdet, rows_inv if isinstance(B, np.ndarray) else None)
 
     def linear_predictor(self, par: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
         beta, log_sd, _ = self.split(par)
@@ -336,7 +162,7 @@ class LaplaceModel:
             return value, g
         return value, self._exact_gradient(par, mode[1])
 
-    def _exact_gradient(self, par: np.ndarray, fac: _Factor) -> np.ndarray:
+    def _exact_gradient(self, par: np.ndarray, fac: HessianFactor) -> np.ndarray:
         """The gradient of minus the Laplace log-likelihood at the mode ``self.u`` (module
         docstring).  With ``P`` the selected inverse scaled by the SDs (``P[i, k, m] = s_k s_m
         H^-1`` at row i's levels of terms k and m), the leverage ``lev_i = sum P[i]``,
