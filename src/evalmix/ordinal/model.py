@@ -7,8 +7,9 @@ Laplace log-likelihood at the conditional modes ``u_hat`` is
     sum_i log p_i(u_hat) - ||u_hat||^2 / 2 - log det(D) / 2,   D = Lambda Z' W Z Lambda + I,
 
 ``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
-``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` is diagonal
-for one grouping factor, a sparse or dense matrix otherwise); the outer problem runs L-BFGS-B over
+``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` factored by
+:class:`evalmix.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
+complement for two nested ones, a dense one for a few crossed effects, sparse LU beyond); the outer problem runs L-BFGS-B over
 ``(thresholds, beta, log sigma)`` with central-difference gradients and ends with Newton steps on
 the numerical Hessian, which is also the one ordinal's ``vcov`` inverts.
 """
@@ -20,15 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, sparse, special
-from scipy.sparse import linalg as splinalg
+from scipy import optimize, special
 
 from ..errors import DataError
+from ..intercepts import InterceptHessian
 from ..links import dlog_mu_eta, inverse_link, mu_eta
 from ..numdiff import central_gradient, central_hessian
 
-#: the largest number of random effects whose Hessian is factored as a dense matrix
-DENSE_MAX = 2000
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
 INNER_TOL = 1e-10
@@ -111,17 +110,9 @@ class OrdinalModel:
         self.p = self.X.shape[1]
         self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
         self.q = int(self.offsets[-1])
-        n = len(self.y)
-        cols = np.concatenate([g + o for g, o in zip(self.groups, self.offsets[:-1])])
-        rows = np.tile(np.arange(n), len(self.groups))
-        self.Z = sparse.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(n, self.q))
         self.u = np.zeros(self.q)
-        # flat indices (row level, column level) of Z'WZ's blocks on and below the diagonal, per row
-        cols_by_term = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
-        self._pair_rows = [(k, m) for k in range(len(self.groups)) for m in range(k + 1)]
-        self._pairs = np.concatenate([cols_by_term[k] * self.q + cols_by_term[m]
-                                      for k, m in self._pair_rows]) \
-            if len(self.groups) > 1 and self.q <= DENSE_MAX else np.zeros(0, dtype=np.int64)
+        self.hess = InterceptHessian(self.groups, self.nlevels)
+        self._z_times, self._zt_times = self.hess.z_times, self.hess.zt_times
         self.n_theta = self.n_cat - 1 if self.threshold == "flexible" else 2
         self.n_par = self.n_theta + self.p + len(self.groups)
 
@@ -166,36 +157,17 @@ class OrdinalModel:
         d1 = -g
         return logp, d1, d2
 
-    def _z_times(self, b: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(self.y))
-        for g, o in zip(self.groups, self.offsets[:-1]):
-            out += b[o + g]
-        return out
-
-    def _zt_times(self, r: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
-                               for g, nl in zip(self.groups, self.nlevels)])
-
     def _hessian_factor(self, sd_cols: np.ndarray, w: np.ndarray
                         ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
-        """Factor D = Lambda Z' W Z Lambda + I; returns a solve function and log det D."""
-        if len(self.groups) == 1:
-            d = 1.0 + sd_cols**2 * np.bincount(self.groups[0], weights=w, minlength=self.q)
-            return (lambda r: r / d), float(np.sum(np.log(d)))
-        if self.q <= DENSE_MAX:
-            # Z'WZ from the cross-tabulations of the terms' levels: one bincount per pair of terms
-            flat = np.bincount(self._pairs, weights=np.tile(w, len(self._pair_rows)),
-                               minlength=self.q * self.q)
-            low = flat.reshape(self.q, self.q)
-            # only the blocks on and below the diagonal were filled
-            D = (low + low.T - np.diag(np.diag(low))) * np.outer(sd_cols, sd_cols) + np.eye(self.q)
-            c = linalg.cho_factor(D, lower=True, check_finite=False)
-            return (lambda r: linalg.cho_solve(c, r, check_finite=False)), \
-                float(2.0 * np.sum(np.log(np.diag(c[0]))))
-        zl = self.Z @ sparse.diags(sd_cols)
-        Ds = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
-        lu = splinalg.splu(Ds)
-        return lu.solve, float(np.sum(np.log(np.abs(lu.U.diagonal()))))
+        """Factor D = Lambda Z' W Z Lambda + I (:class:`evalmix.intercepts.InterceptHessian`);
+        returns a solve function and log det D.  ``W`` is positive for a cumulative link (its
+        log-probability is concave in the linear predictor), so ``D`` is positive definite; a
+        factorisation that fails (NaN weights far out) gives a NaN log det, which the objective
+        turns into infinity."""
+        fac = self.hess.factor(sd_cols, w)
+        if fac is None:
+            return (lambda r: np.full_like(r, np.nan)), np.nan
+        return fac.solve, fac.logdet
 
     def nla(self, par: np.ndarray) -> float:
         """Minus the Laplace log-likelihood at ordinal's parameters (conditional modes updated)."""
@@ -234,7 +206,7 @@ class OrdinalModel:
             logdet = np.nan
         if not np.isfinite(logdet):
             _, logdet = self._hessian_factor(sd_cols, -d2)
-        if not np.isfinite(h):
+        if not (np.isfinite(h) and np.isfinite(logdet)):
             return np.inf
         self.u = u
         return -(h - 0.5 * logdet)
