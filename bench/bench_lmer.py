@@ -6,6 +6,8 @@ as ``score ~ model + (1|item) + (1|item:run)`` by REML with
 - evalmix.lmer (fit, then fit + Satterthwaite df of the coefficient table);
 - statsmodels MixedLM on the same rows (``groups=item``, ``vc_formula`` for run within item,
   REML), in this process;
+- the ``mixedlm`` package (1.3.0, Rust core; ``pip install mixedlm==1.3.0``, not a dependency of
+  evalmix) on the same rows and formula (REML), in this process, when it is importable;
 - lme4 1.1-31's ``lmer`` through Rscript on the same rows (the fit timed inside R with
   ``system.time``, so R's start-up and the CSV read are not counted), when Rscript exists.
 
@@ -112,12 +114,19 @@ def main() -> None:
     t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
     print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}")
     print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
-    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s   REML logLik {sm.llf:.4f}")
+    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s CPU   REML logLik {sm.llf:.4f}")
+    try:
+        import mixedlm
+    except ImportError:
+        print("mixedlm: not installed (pip install mixedlm==1.3.0)")
+    else:
+        t_m, mf = median_time(lambda: mixedlm.lmer(FORMULA, d), args.reps)
+        print(f"{'mixedlm 1.3.0 lmer (REML)':34s} {t_m:8.3f} s CPU   REML logLik {float(mf.logLik()):.4f}")
     r = lme4_time(d, args.reps)
     if r is None:
         print("lme4: Rscript not found")
     else:
-        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s   REML logLik {r[1]:.4f}")
+        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s CPU   REML logLik {r[1]:.4f}")
         print(f"evalmix / lme4 CPU time: {t_e / r[0]:.3f}")
     print("load average at end:", os.getloadavg())
 
