@@ -6,10 +6,14 @@ as ``score ~ model + (1|item) + (1|item:run)`` by REML with
 - evalmix.lmer (fit, then fit + Satterthwaite df of the coefficient table);
 - statsmodels MixedLM on the same rows (``groups=item``, ``vc_formula`` for run within item,
   REML), in this process;
+- the ``mixedlm`` package (1.3.0, Rust core; ``pip install mixedlm==1.3.0``, not a dependency of
+  evalmix) on the same rows and formula (REML), in this process, when it is importable;
 - lme4 1.1-31's ``lmer`` through Rscript on the same rows (the fit timed inside R with
   ``system.time``, so R's start-up and the CSV read are not counted), when Rscript exists.
 
-Each timing is the median of ``--reps`` fits (default 3).  Usage (from the repository root)::
+Times are CPU seconds (``time.process_time`` here; ``user.self + sys.self`` of ``system.time`` in
+R): the machine is shared, and CPU time is what the load leaves unchanged.  Each timing is the
+median of ``--reps`` fits (default 3).  Usage (from the repository root)::
 
     python bench/bench_lmer.py
     python bench/bench_lmer.py --reps 5
@@ -18,6 +22,7 @@ Each timing is the median of ``--reps`` fits (default 3).  Usage (from the repos
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -52,9 +57,9 @@ def design(n_models: int = 5, n_items: int = 500, n_runs: int = 4, seed: int = 1
 def median_time(f, reps: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = f()
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return float(np.median(times)), out
 
 
@@ -73,8 +78,10 @@ suppressPackageStartupMessages(library(lme4))
 d <- read.csv(commandArgs(TRUE)[1], stringsAsFactors = FALSE)
 reps <- as.integer(commandArgs(TRUE)[2])
 fit <- lmer(score ~ model + (1|item) + (1|item:run), d)  # warm-up
-t <- sapply(seq_len(reps), function(i)
-  system.time(fit <- lmer(score ~ model + (1|item) + (1|item:run), d))[["elapsed"]])
+t <- sapply(seq_len(reps), function(i) {
+  s <- system.time(fit <<- lmer(score ~ model + (1|item) + (1|item:run), d))
+  s[["user.self"]] + s[["sys.self"]]
+})
 cat(sprintf("%.6f %.6f\\n", median(t), as.numeric(logLik(fit))))
 """
 
@@ -97,6 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
+    print("load average at start:", os.getloadavg())
     d = design()
     print(f"{len(d)} rows: {d['model'].nunique()} models x {d['item'].nunique()} items x "
           f"{d['run'].nunique()} runs; {FORMULA} (REML)")
@@ -104,15 +112,23 @@ def main() -> None:
     t_e, fit = median_time(lambda: lmer(FORMULA, d), args.reps)
     t_s, _ = median_time(lambda: lmer(FORMULA, d).coef_table(), args.reps)
     t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
-    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s   REML logLik {fit.loglik:.4f}")
+    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}")
     print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
-    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s   REML logLik {sm.llf:.4f}")
+    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s CPU   REML logLik {sm.llf:.4f}")
+    try:
+        import mixedlm
+    except ImportError:
+        print("mixedlm: not installed (pip install mixedlm==1.3.0)")
+    else:
+        t_m, mf = median_time(lambda: mixedlm.lmer(FORMULA, d), args.reps)
+        print(f"{'mixedlm 1.3.0 lmer (REML)':34s} {t_m:8.3f} s CPU   REML logLik {float(mf.logLik()):.4f}")
     r = lme4_time(d, args.reps)
     if r is None:
         print("lme4: Rscript not found")
     else:
-        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s   REML logLik {r[1]:.4f}")
-        print(f"evalmix / lme4 time: {t_e / r[0]:.2f}")
+        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s CPU   REML logLik {r[1]:.4f}")
+        print(f"evalmix / lme4 CPU time: {t_e / r[0]:.3f}")
+    print("load average at end:", os.getloadavg())
 
 
 if __name__ == "__main__":

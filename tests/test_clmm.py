@@ -191,9 +191,9 @@ def test_emmeans_bad_arguments(fits):
 def test_sparse_factorisation_gives_the_dense_answer(fits, monkeypatch):
     # beyond DENSE_MAX random effects the Hessian of the conditional modes is factored by sparse
     # LU: forcing it on the crossed wine fit must change the algorithm, not the answer
-    from evalmix.ordinal import model
+    from evalmix import intercepts
 
-    monkeypatch.setattr(model, "DENSE_MAX", 1)
+    monkeypatch.setattr(intercepts, "DENSE_MAX", 1)
     fit = evalmix.clmm(CASES["wine_crossed"][0], WINE)
     dense = fits["wine_crossed"]
     assert fit.loglik == pytest.approx(dense.loglik, abs=1e-6)

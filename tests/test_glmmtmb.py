@@ -230,8 +230,9 @@ def test_scores_at_zero_or_one_are_refused_or_squeezed():
 
 
 def test_factorisations_agree(fits, monkeypatch):
-    """The Schur complement of the nested fit and SciPy's sparse LU of H (past DENSE_MAX) give the
-    same Laplace objective at the estimates, and so does a single dense Cholesky of H."""
+    """The diagonal Schur complement of the nested fit, the dense one, and SciPy's sparse LU of H
+    (past DENSE_MAX) give the same Laplace objective and modes at the estimates."""
+    from evalmix import intercepts
     from evalmix.tmb import model as tmb_model
     from evalmix.tmb.design import build_tmb_design
 
@@ -242,13 +243,16 @@ def test_factorisations_agree(fits, monkeypatch):
     par = np.concatenate([fit.fixef.to_numpy(),
                           np.log(fit.varcorr.set_index("group").loc[[t.group for t in design.terms], "sd"]),
                           [np.log(fit.dispersion)]])
+    nested = tmb_model.LaplaceModel(design.response, design.X, design.offset, groups, nl)
+    monkeypatch.setattr(intercepts, "NESTED_FAST", False)
     schur = tmb_model.LaplaceModel(design.response, design.X, design.offset, groups, nl)
-    monkeypatch.setattr(tmb_model, "DENSE_MAX", 10)
+    monkeypatch.setattr(intercepts, "DENSE_MAX", 10)
     lu = tmb_model.LaplaceModel(design.response, design.X, design.offset, groups, nl)
-    assert schur.qr == 50 and lu.qr > tmb_model.DENSE_MAX
-    assert schur.nll(par) == pytest.approx(-fit.loglik, abs=1e-8)
-    assert lu.nll(par) == pytest.approx(-fit.loglik, abs=1e-8)
-    np.testing.assert_allclose(lu.u, schur.u, atol=1e-8)
+    assert schur.qr == 50 and lu.qr > intercepts.DENSE_MAX
+    for m in (nested, schur, lu):
+        assert m.nll(par) == pytest.approx(-fit.loglik, abs=1e-8)
+    np.testing.assert_allclose(lu.u, nested.u, atol=1e-8)
+    np.testing.assert_allclose(schur.u, nested.u, atol=1e-8)
 
 
 def test_errors_name_the_fault(fits):

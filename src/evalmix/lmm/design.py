@@ -86,7 +86,7 @@ def _text_as_factors(frame: pd.DataFrame) -> pd.DataFrame:
                 s.dtype == object and pd.api.types.infer_dtype(s, skipna=False) != "string"):
             continue
         codes, levels = pd.factorize(s, sort=True)  # code-point order, as sorted() gives
-        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index([str(v) for v in levels]))
+        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index([str(v) for v in levels.tolist()]))
     return frame.assign(**out) if out else frame
 
 

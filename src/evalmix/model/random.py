@@ -224,7 +224,8 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
     for c in cols:
         cat = as_r_factor(data[c])
         codes.append(np.asarray(cat.codes, dtype=np.int64))
-        labels.append([str(v) for v in cat.categories])
+        # tolist() converts the categories at once (iterating an Arrow-backed index is per element)
+        labels.append([str(v) for v in cat.categories.tolist()])
     if len(cols) == 1:
         code = codes[0]
     else:
@@ -236,13 +237,13 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
     if len(cols) == 1:
         names = [labels[0][u] for u in uniq]
     else:
-        names = []
-        for u in uniq:
-            parts = []
-            for lab in reversed(labels):
-                parts.append(lab[u % len(lab)])
-                u //= len(lab)
-            names.append(":".join(reversed(parts)))
+        # each used combination's code per factor, the last factor fastest, as it was coded
+        rest = uniq.copy()
+        parts = []
+        for lab in reversed(labels):
+            parts.append(np.asarray(lab, dtype=object)[rest % len(lab)])
+            rest //= len(lab)
+        names = [":".join(t) for t in zip(*reversed(parts))]
     return inv.astype(np.int64), names
 
 

@@ -122,14 +122,16 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         H = H / np.outer(jac, jac)
     finite = bool(np.all(np.isfinite(H)))
     eig = np.linalg.eigvalsh(H) if finite else np.full(len(H), np.nan)
-    grad = model.gradient(model.nla, par)[interior]
+    grad = model.gradient(par)[interior]
     model.nla(par)
     if nsd > 1:  # the gradient in ordinal's parameters (SDs, not log SDs), as the Hessian
         grad = grad / jac
     cuts = model.cutpoints(par[:nt])
     code, messages = convergence_check(H, grad, bool(np.all(np.diff(cuts) > 0)))
-    if not finite or eig.min() <= 0:
-        # as ordinal: no standard errors from a Hessian that is not positive definite
+    singular = code == (1,) and messages[0].startswith("Hessian is numerically singular")
+    if not finite or eig.min() <= 0 or singular:
+        # as ordinal: no standard errors from a Hessian that is not positive definite, or that
+        # conv.check finds numerically singular (ordinal's vcov comes only after its Cholesky)
         warnings.warn(f"clmm({formula!r}): {'; '.join(messages)} (the model may be over-parametrised, "
                       "a rating category empty for a level (separation), or an SD on the boundary); "
                       "the SEs are NaN", FitWarning, stacklevel=2)
@@ -161,6 +163,6 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         varcorr=pd.DataFrame({"group": [t.group for t in terms], "variance": sd**2, "sd": sd}),
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
         loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
-        nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 else math.inf, max_grad=float(np.max(np.abs(grad))),
+        nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 and not singular else math.inf, max_grad=float(np.max(np.abs(grad))),
         niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
         fixed_design=fixed, convergence={"code": code, "messages": messages})

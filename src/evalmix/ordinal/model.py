@@ -7,10 +7,13 @@ Laplace log-likelihood at the conditional modes ``u_hat`` is
     sum_i log p_i(u_hat) - ||u_hat||^2 / 2 - log det(D) / 2,   D = Lambda Z' W Z Lambda + I,
 
 ``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
-``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` is diagonal
-for one grouping factor, a sparse or dense matrix otherwise); the outer problem runs L-BFGS-B over
-``(thresholds, beta, log sigma)`` with central-difference gradients and ends with Newton steps on
-the numerical Hessian, which is also the one ordinal's ``vcov`` inverts.
+``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` factored by
+:class:`evalmix.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
+complement for two nested ones, a dense one for a few crossed effects, sparse LU beyond); the outer problem runs L-BFGS-B over
+``(thresholds, beta, log sigma)`` with the exact gradient of the Laplace objective
+(:meth:`OrdinalModel.nla_grad`; central differences where the factorisation gives no selected
+inverse) and ends with Newton steps on the Hessian by differences of that gradient, which is also
+the one ``vcov`` inverts.
 """
 
 from __future__ import annotations
@@ -20,15 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, sparse, special
-from scipy.sparse import linalg as splinalg
+from scipy import optimize, special
 
 from ..errors import DataError
+from ..intercepts import HessianFactor, InterceptHessian
 from ..links import dlog_mu_eta, inverse_link, mu_eta
 from ..numdiff import central_gradient, central_hessian
 
-#: the largest number of random effects whose Hessian is factored as a dense matrix
-DENSE_MAX = 2000
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
 INNER_TOL = 1e-10
@@ -38,6 +39,8 @@ BOUNDARY_SD = 1e-3
 #: central-difference step of the gradient and of the Hessian (ordinal's ``deriv12`` uses 1e-4)
 GRAD_STEP = 1e-6
 HESS_STEP = 1e-4
+#: the step of the central differences of the exact gradient (the Hessian for the SEs)
+JAC_STEP = 1e-5
 #: log SD is kept in [LOG_SD_MIN, LOG_SD_MAX] by the optimiser: exp(-15) is 3e-7, a zero SD for
 #: any rating scale, and keeps the objective finite on the boundary
 LOG_SD_MIN, LOG_SD_MAX = -15.0, 8.0
@@ -111,17 +114,11 @@ class OrdinalModel:
         self.p = self.X.shape[1]
         self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
         self.q = int(self.offsets[-1])
-        n = len(self.y)
-        cols = np.concatenate([g + o for g, o in zip(self.groups, self.offsets[:-1])])
-        rows = np.tile(np.arange(n), len(self.groups))
-        self.Z = sparse.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(n, self.q))
         self.u = np.zeros(self.q)
-        # flat indices (row level, column level) of Z'WZ's blocks on and below the diagonal, per row
-        cols_by_term = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
-        self._pair_rows = [(k, m) for k in range(len(self.groups)) for m in range(k + 1)]
-        self._pairs = np.concatenate([cols_by_term[k] * self.q + cols_by_term[m]
-                                      for k, m in self._pair_rows]) \
-            if len(self.groups) > 1 and self.q <= DENSE_MAX else np.zeros(0, dtype=np.int64)
+        self.hess = InterceptHessian(self.groups, self.nlevels)
+        self._last_factor: HessianFactor | None = None
+        self._mode: HessianFactor | None = None  # the factorisation at the last modes found
+        self._z_times, self._zt_times = self.hess.z_times, self.hess.zt_times
         self.n_theta = self.n_cat - 1 if self.threshold == "flexible" else 2
         self.n_par = self.n_theta + self.p + len(self.groups)
 
@@ -166,36 +163,17 @@ class OrdinalModel:
         d1 = -g
         return logp, d1, d2
 
-    def _z_times(self, b: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(self.y))
-        for g, o in zip(self.groups, self.offsets[:-1]):
-            out += b[o + g]
-        return out
-
-    def _zt_times(self, r: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
-                               for g, nl in zip(self.groups, self.nlevels)])
-
     def _hessian_factor(self, sd_cols: np.ndarray, w: np.ndarray
                         ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
-        """Factor D = Lambda Z' W Z Lambda + I; returns a solve function and log det D."""
-        if len(self.groups) == 1:
-            d = 1.0 + sd_cols**2 * np.bincount(self.groups[0], weights=w, minlength=self.q)
-            return (lambda r: r / d), float(np.sum(np.log(d)))
-        if self.q <= DENSE_MAX:
-            # Z'WZ from the cross-tabulations of the terms' levels: one bincount per pair of terms
-            flat = np.bincount(self._pairs, weights=np.tile(w, len(self._pair_rows)),
-                               minlength=self.q * self.q)
-            low = flat.reshape(self.q, self.q)
-            # only the blocks on and below the diagonal were filled
-            D = (low + low.T - np.diag(np.diag(low))) * np.outer(sd_cols, sd_cols) + np.eye(self.q)
-            c = linalg.cho_factor(D, lower=True, check_finite=False)
-            return (lambda r: linalg.cho_solve(c, r, check_finite=False)), \
-                float(2.0 * np.sum(np.log(np.diag(c[0]))))
-        zl = self.Z @ sparse.diags(sd_cols)
-        Ds = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
-        lu = splinalg.splu(Ds)
-        return lu.solve, float(np.sum(np.log(np.abs(lu.U.diagonal()))))
+        """Factor D = Lambda Z' W Z Lambda + I (:class:`evalmix.intercepts.InterceptHessian`);
+        returns a solve function and log det D.  ``W`` is positive for a cumulative link (its
+        log-probability is concave in the linear predictor), so ``D`` is positive definite; a
+        factorisation that fails (NaN weights far out) gives a NaN log det, which the objective
+        turns into infinity."""
+        fac = self._last_factor = self.hess.factor(sd_cols, w)
+        if fac is None:
+            return (lambda r: np.full_like(r, np.nan)), np.nan
+        return fac.solve, fac.logdet
 
     def nla(self, par: np.ndarray) -> float:
         """Minus the Laplace log-likelihood at ordinal's parameters (conditional modes updated)."""
@@ -234,10 +212,117 @@ class OrdinalModel:
             logdet = np.nan
         if not np.isfinite(logdet):
             _, logdet = self._hessian_factor(sd_cols, -d2)
-        if not np.isfinite(h):
+        if not (np.isfinite(h) and np.isfinite(logdet)):
+            self._mode = None
             return np.inf
         self.u = u
+        self._mode = self._last_factor
         return -(h - 0.5 * logdet)
+
+    def _link_derivatives(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The density of the latent distribution at ``x`` and its first two derivatives (0 at
+        the infinite ends)."""
+        if self.link == "logit":
+            F = special.expit(x)
+            f = F * (1.0 - F)
+            return f, f * (1.0 - 2.0 * F), f * (1.0 - 6.0 * f)
+        z = np.where(np.isfinite(x), x, 0.0)
+        f = np.where(np.isfinite(x), np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi), 0.0)
+        return f, -z * f, (z * z - 1.0) * f
+
+    def nla_grad(self, par: np.ndarray) -> tuple[float, np.ndarray]:
+        """``nla`` and its exact gradient over ordinal's parameters (thresholds, beta, log SD);
+        central differences where the factorisation has no selected inverse.
+
+        As :meth:`evalmix.tmb.model.LaplaceModel.nll_grad`, with the thresholds in the place of
+        the precision: row i's log-probability is ``l(A, B) = log(F(A) - F(B))``, ``A`` its upper
+        threshold minus the linear predictor and ``B`` its lower one, so its derivatives over the
+        linear predictor (``d1``, ``d2``, ``d3``) and over a threshold are sums of the partial
+        derivatives of ``l`` over ``A`` and ``B``, up to the third order (from the link's density
+        and its first two derivatives).
+        """
+        par = np.asarray(par, dtype=float)
+        value = self.nla(par)
+        fac = self._mode
+        if not np.isfinite(value) or fac is None or fac.rows_inv is None:
+            u0 = self.u.copy()
+            g = central_gradient(self._restarted(u0), par, GRAD_STEP)
+            self.u = u0
+            self.nla(par)
+            return value, g
+        nt, p = self.n_theta, self.p
+        cuts = self.cutpoints(par[:nt])
+        beta = par[nt: nt + p]
+        sd = np.exp(np.clip(par[nt + p:], -700, 700))
+        sd_cols = np.repeat(sd, self.nlevels)
+        u = self.u
+        effects = [sd[k] * u[self.hess.cols[k]] for k in range(len(self.groups))]
+        lp = self.X @ beta + np.sum(effects, axis=0)
+        full = np.concatenate([[-np.inf], cuts, [np.inf]])
+        A, B = full[self.y + 1] - lp, full[self.y] - lp
+        upper = B > 0
+        # as _rows: survivals when both ends are above the median, no cancellation
+        prob = np.where(upper, inverse_link(self.link, -B) - inverse_link(self.link, -A),
+                        inverse_link(self.link, A) - inverse_link(self.link, B))
+        fA, gA, hA = self._link_derivatives(A)
+        fB, gB, hB = self._link_derivatives(B)
+        lA, lB = fA / prob, -fB / prob
+        rA, rB = gA / prob, gB / prob
+        lAA, lBB, lAB = rA - lA * lA, -rB - lB * lB, -lA * lB
+        lAAA = hA / prob - lA * rA - 2.0 * lA * lAA
+        lAAB = -rA * lB - 2.0 * lA * lAB
+        lABB = rB * lA - 2.0 * lB * lAB
+        lBBB = -hB / prob + rB * lB - 2.0 * lB * lBB
+        d1 = -(lA + lB)
+        d2 = lAA + 2.0 * lAB + lBB
+        d3 = -(lAAA + 3.0 * lAAB + 3.0 * lABB + lBBB)
+        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
+        by_term = P.sum(axis=2)
+        lev = by_term.sum(axis=1)
+        c = -0.5 * lev * d3
+        a = fac.solve(sd_cols * self._zt_times(c))
+        at = self._z_times(sd_cols * a)
+        r = -d1 + c + d2 * at
+        g = np.empty(self.n_par)
+        g[nt: nt + p] = self.X.T @ r
+        w = -d2
+        for k in range(len(self.groups)):
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+            g[nt + p + k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        # threshold j moves A of the rows in category j and B of those in category j + 1
+        vA = -lA - at * (lAA + lAB) - 0.5 * lev * (lAAA + 2.0 * lAAB + lABB)
+        vB = -lB - at * (lAB + lBB) - 0.5 * lev * (lAAB + 2.0 * lABB + lBBB)
+        J = self.n_cat
+        g_cut = (np.bincount(self.y, weights=vA, minlength=J)[: J - 1]
+                 + np.bincount(self.y, weights=vB, minlength=J)[1:])
+        if self.threshold == "flexible":
+            g[:nt] = g_cut
+        else:  # cut_j = threshold.1 + spacing j
+            g[:nt] = [g_cut.sum(), g_cut @ np.arange(J - 1)]
+        return value, g
+
+    def _restarted(self, u0: np.ndarray) -> Callable[[np.ndarray], float]:
+        """``nla`` with every evaluation started from the modes ``u0`` (reproducible differences)."""
+
+        def f(x: np.ndarray) -> float:
+            self.u = u0.copy()
+            return self.nla(x)
+
+        return f
+
+    def _free_objective_grad(self, free: np.ndarray) -> tuple[float, np.ndarray]:
+        """``nla`` and its gradient over the unconstrained parameters (:meth:`to_free`)."""
+        value, g = self.nla_grad(self.from_free(free))
+        out = g.copy()
+        nt = self.n_theta
+        if self.threshold == "flexible":
+            # t_j = f_0 + sum_{m <= j} exp(f_m): dt_j / df_m = exp(f_m) for m <= j (m >= 1)
+            tail = np.cumsum(g[:nt][::-1])[::-1]
+            out[0] = tail[0]
+            out[1:nt] = np.exp(free[1:nt]) * tail[1:]
+        else:
+            out[1] = np.exp(free[1]) * g[1]
+        return value, out
 
     # -- the outer problem -----------------------------------------------------------------------
     def start(self) -> np.ndarray:
@@ -251,30 +336,42 @@ class OrdinalModel:
     def _free_objective(self, free: np.ndarray) -> float:
         return self.nla(self.from_free(free))
 
-    def gradient(self, f: Callable[[np.ndarray], float], x: np.ndarray,
-                 step: float = GRAD_STEP) -> np.ndarray:
-        return central_gradient(f, x, step)
+    def gradient(self, par: np.ndarray) -> np.ndarray:
+        """The gradient of ``nla`` over ordinal's parameters at ``par`` (:meth:`nla_grad`)."""
+        return self.nla_grad(par)[1]
 
     def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
-        """Central-difference Hessian of ``nla`` over the parameters ``which`` (ordinal's deriv12)."""
+        """Hessian of ``nla`` over the parameters ``which``: central differences of the exact
+        gradient (step :data:`JAC_STEP`, made symmetric), or, where the gradient is itself
+        differenced, the central second differences of ``nla`` (step ``step``, ordinal's
+        ``deriv12``); every evaluation starts from the modes at ``par``."""
         f0 = self.nla(par)
         u0 = self.u.copy()
-
-        def f(x: np.ndarray) -> float:
+        if self._mode is None or self._mode.rows_inv is None:
+            H = central_hessian(self._restarted(u0), par, which, step, f0=f0)
+            self.u = u0
+            self.nla(par)
+            return H
+        idx = np.flatnonzero(which)
+        Jac = np.empty((len(idx), len(idx)))
+        for col, i in enumerate(idx):
+            e = np.zeros_like(par, dtype=float)
+            e[i] = JAC_STEP * max(1.0, abs(par[i]))
             self.u = u0.copy()
-            return self.nla(x)
-
-        H = central_hessian(f, par, which, step, f0=f0)
+            up = self.gradient(par + e)
+            self.u = u0.copy()
+            down = self.gradient(par - e)
+            Jac[:, col] = (up - down)[idx] / (2 * e[i])
         self.u = u0
-        return H
+        self.nla(par)
+        return (Jac + Jac.T) / 2
 
     def fit(self, maxiter: int = 1000) -> tuple[np.ndarray, float, int, bool]:
         """Minimise ``nla``; returns ordinal's parameters, minus log-lik, iterations, converged."""
         free0 = self.to_free(self.start())
         nsd = len(self.groups)
         bounds = [(None, None)] * (len(free0) - nsd) + [(LOG_SD_MIN, LOG_SD_MAX)] * nsd
-        res = optimize.minimize(self._free_objective, free0, method="L-BFGS-B",
-                                jac=lambda x: self.gradient(self._free_objective, x),
+        res = optimize.minimize(self._free_objective_grad, free0, method="L-BFGS-B", jac=True,
                                 bounds=bounds,
                                 options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-7})
         par = self.from_free(res.x)
@@ -283,7 +380,7 @@ class OrdinalModel:
         # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat ridges)
         interior = self.interior(par)
         for _ in range(5):
-            g = self.gradient(self.nla, par)[interior]
+            g = self.gradient(par)[interior]
             if np.max(np.abs(g)) < 1e-6:
                 break
             H = self.hessian(par, interior)
@@ -299,7 +396,7 @@ class OrdinalModel:
                 break
             par, value = trial, v
             iterations += 1
-        grad = self.gradient(self.nla, par)[interior]
+        grad = self.gradient(par)[interior]
         converged = bool(np.all(np.isfinite(grad)) and np.max(np.abs(grad)) < 1e-3)
         self.nla(par)  # leave the conditional modes at the estimates
         return par, value, iterations, converged

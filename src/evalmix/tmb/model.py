@@ -9,35 +9,37 @@ With scalar random intercepts ``b_k = sigma_k u_k`` (``u ~ N(0, I)``) and the li
 ``W`` the observed negative second derivative of each row's log-density over ``eta`` (TMB's
 Hessian of the joint density; the spherical parametrisation leaves the value unchanged).  All
 parameters, ``beta``, ``log sigma_k`` (glmmTMB's ``theta``) and ``log phi`` (glmmTMB's
-``betadisp``), are optimised jointly, ``beta`` is not profiled out: L-BFGS-B on central-difference
-gradients, then Newton steps on the central-difference Hessian, which is also the Hessian whose
-inverse gives the standard errors (glmmTMB's ``sdreport``).
+``betadisp``), are optimised jointly, ``beta`` is not profiled out: L-BFGS-B on the exact gradient
+of the Laplace objective, then Newton steps on the Hessian by central differences of that gradient,
+which is also the Hessian whose inverse gives the standard errors (glmmTMB's ``sdreport``
+differences TMB's exact gradient the same way).
 
-The conditional modes ``u_hat`` come from Newton steps with step halving: ``H`` is diagonal for one
-grouping factor; with several, the block of the factor with the most levels is diagonal and the
-others go through its Schur complement, a dense Cholesky factor of up to :data:`DENSE_MAX` effects
-(items for ``(1|item) + (1|item:run)``, models for ``(1|model) + (1|item)``); SciPy's sparse LU
-(``splu``) of the whole ``H`` beyond.
+The exact gradient (:meth:`LaplaceModel.nll_grad`): the joint log-density is stationary in ``u`` at
+the mode, so its part is the partial derivative at fixed ``u_hat`` (envelope theorem); the part of
+``log det(H) / 2`` is ``tr(H^-1 dH) / 2``, which needs the entries of ``H^-1`` at each row's
+levels (the selected inverse of the factorisation) and, through ``W``'s dependence on the mode,
+the third derivative of each row's log-density and one more solve with ``H`` (the implicit
+derivative of ``u_hat``, taken in adjoint form).  Where the factorisation gives no selected inverse
+(the sparse LU, or a Schur block too large to store dense) the gradient is central differences.
+
+The conditional modes ``u_hat`` come from Newton steps with step halving; ``H`` is factored by
+:class:`evalmix.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
+two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg, optimize, sparse
-from scipy.sparse import linalg as splinalg
+from scipy import optimize
 
+from ..intercepts import HessianFactor, InterceptHessian
 from ..numdiff import central_gradient, central_hessian
-from .family import FAMILIES, Response, row_terms
+from .family import FAMILIES, Response, row_derivatives, row_terms
 
 __all__ = ["LaplaceModel"]
 
-#: the most random effects outside the largest term whose Schur complement is factored dense
-DENSE_MAX = 2000
-#: the largest first-term x other-effects block B stored dense (8 bytes each: 32 MB)
-DENSE_B_MAX = 4_000_000
 #: inner Newton stops when the largest gradient component over u is below this (tight: the
 #: Hessian for the SEs is a second difference of the objective with step 1e-4)
 INNER_TOL = 1e-10
@@ -47,6 +49,11 @@ INNER_MAXIT = 100
 #: (1e-12 / h^2 ~ 1e-6): 1e-4 left SEs of the nested AI4Math fit 6e-4 from glmmTMB's
 GRAD_STEP = 1e-6
 HESS_STEP = 1e-3
+#: the step of the central differences of the exact gradient (the Hessian for the Newton polish
+#: and the SEs): truncation ~ h^2 and rounding ~ 1e-16 |g| / h both well below 1e-6
+JAC_STEP = 1e-5
+#: a Newton step of the polish shorter than this keeps the Hessian (see :meth:`LaplaceModel.fit`)
+HESS_KEEP_STEP = 1e-5
 #: log SD kept in this box: exp(-12) is 6e-6, a zero SD on the logit scale, and keeps the
 #: objective finite on the boundary; an SD below BOUNDARY_SD is on the boundary (no SE)
 LOG_SD_MIN, LOG_SD_MAX = -12.0, 8.0
@@ -65,6 +72,8 @@ class LaplaceModel:
     groups: list[np.ndarray]  # per random term, each row's level
     nlevels: list[int]
     u: np.ndarray = field(init=False, repr=False)
+    #: the parameters and factorisation of the last mode found (None: no mode there)
+    _mode: tuple[np.ndarray, HessianFactor] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         self.family = self.response.family
@@ -75,26 +84,11 @@ class LaplaceModel:
         self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
         self.q = int(self.offsets[-1])
         self.u = np.zeros(self.q)
-        n = len(self.offset)
-        self._cols = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
-        self.Z = sparse.csr_matrix((np.ones(n * self.nsd), (np.tile(np.arange(n), self.nsd),
-                                                            np.concatenate(self._cols))),
-                                   shape=(n, self.q))
-        # Several terms: H is factored by blocks.  The first term (the most levels, lme4's
-        # order) has a diagonal block D1 (each row has one level); the rest, qr effects, go
-        # through the Schur complement S = H_rest - B' D1^-1 B, dense when qr <= DENSE_MAX.
-        # For (1|item:run) + (1|item) S is items x items, for (1|item) + (1|model) models x models.
-        self.q1 = int(self.nlevels[0])
-        self.qr = self.q - self.q1
-        if self.nsd > 1 and self.qr <= DENSE_MAX:
-            rest = [c - self.q1 for c in self._cols[1:]]
-            self._b_rows = np.tile(self.groups[0], self.nsd - 1)
-            self._b_cols = np.concatenate(rest)
-            self._b_flat = self._b_rows * self.qr + self._b_cols
-            # flat (row, column) positions in H_rest of the blocks on and below its diagonal
-            pairs = [(k, m) for k in range(len(rest)) for m in range(k + 1)]
-            self._rest_pairs = len(pairs)
-            self._pairs = np.concatenate([rest[k] * self.qr + rest[m] for k, m in pairs])
+        self.hess = InterceptHessian(self.groups, self.nlevels)
+        self._cols = self.hess.cols
+        self.q1, self.qr = self.hess.q1, self.hess.qr
+        self._factor = self.hess.factor
+        self._z_times, self._zt_times = self.hess.z_times, self.hess.zt_times
 
     # -- parameters: (beta, log SD per term, log phi) ----------------------------------------------
     def split(self, par: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -102,73 +96,6 @@ class LaplaceModel:
         log_sd = par[self.p: self.p + self.nsd]
         log_phi = float(par[-1]) if self.has_phi else 0.0
         return beta, log_sd, log_phi
-
-    def _z_times(self, b: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(self.offset))
-        for c in self._cols:
-            out += b[c]
-        return out
-
-    def _zt_times(self, r: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
-                               for g, nl in zip(self.groups, self.nlevels)])
-
-    def _factor(self, sd_cols: np.ndarray, w: np.ndarray
-                ) -> tuple[Callable[[np.ndarray], np.ndarray], float] | None:
-        """Factor H = Lambda Z'WZ Lambda + I: a solve function and log det H; None when H is not
-        positive definite (the conditional density has no mode there)."""
-        if self.nsd == 1:
-            d = 1.0 + sd_cols**2 * np.bincount(self.groups[0], weights=w, minlength=self.q)
-            if np.any(d <= 0):
-                return None
-            return (lambda r: r / d), float(np.sum(np.log(d)))
-        if self.qr <= DENSE_MAX:
-            q1 = self.q1
-            s1, sr = sd_cols[:q1], sd_cols[q1:]
-            d1 = 1.0 + s1**2 * np.bincount(self.groups[0], weights=w, minlength=q1)
-            if np.any(d1 <= 0):
-                return None
-            wr = np.tile(w, self.nsd - 1)
-            if q1 * self.qr <= DENSE_B_MAX:  # B dense: one bincount, products by BLAS
-                B = np.bincount(self._b_flat, weights=wr, minlength=q1 * self.qr).reshape(q1, self.qr)
-                B *= np.outer(s1, sr)
-            else:
-                B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
-                                       (self._b_rows, self._b_cols)), shape=(q1, self.qr))
-            flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs),
-                               minlength=self.qr * self.qr)
-            low = flat.reshape(self.qr, self.qr)  # the blocks on and below the diagonal
-            Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(self.qr)
-            if isinstance(B, np.ndarray):
-                BD = B / d1[:, None]
-                S = Hr - B.T @ BD
-            else:
-                BD = sparse.diags(1.0 / d1) @ B
-                S = Hr - np.asarray((B.T @ BD).todense())
-            try:
-                c = linalg.cho_factor(S, lower=True, check_finite=False)
-            except linalg.LinAlgError:
-                return None
-
-            def solve(r: np.ndarray) -> np.ndarray:
-                r1, r2 = r[:q1], r[q1:]
-                x2 = linalg.cho_solve(c, r2 - BD.T @ r1, check_finite=False)
-                return np.concatenate([(r1 - B @ x2) / d1, x2])
-
-            return solve, float(np.sum(np.log(d1)) + 2.0 * np.sum(np.log(np.diag(c[0]))))
-        zl = self.Z @ sparse.diags(sd_cols)
-        Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
-        try:
-            # symmetric mode without pivoting: the LU of a positive definite H is then its
-            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
-            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                               options={"SymmetricMode": True})
-        except RuntimeError:
-            return None
-        diag = lu.U.diagonal()
-        if np.any(diag <= 0):
-            return None
-        return lu.solve, float(np.sum(np.log(diag)))
 
     def linear_predictor(self, par: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
         beta, log_sd, _ = self.split(par)
@@ -202,7 +129,7 @@ class LaplaceModel:
             step_fac = fac if fac is not None else self._factor(sd_cols, np.maximum(-d2, 0.0))
             if step_fac is None:
                 return np.inf
-            step = step_fac[0](grad)
+            step = step_fac.solve(grad)
             for _half in range(30):
                 h_new, d1_n, d2_n = joint(u + step)
                 if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
@@ -215,9 +142,62 @@ class LaplaceModel:
         if fac is None:
             fac = self._factor(sd_cols, -d2)
         if fac is None or not np.isfinite(h):
+            self._mode = None
             return np.inf  # no mode here: H at the last point is not positive definite
         self.u = u
-        return -(h - 0.5 * fac[1])
+        self._mode = (np.array(par, dtype=float), fac)
+        return -(h - 0.5 * fac.logdet)
+
+    def nll_grad(self, par: np.ndarray) -> tuple[float, np.ndarray]:
+        """:meth:`nll` and its exact gradient (central differences where the factorisation has no
+        selected inverse, or where there is no mode)."""
+        par = np.asarray(par, dtype=float)
+        u0 = self.u.copy()
+        value = self.nll(par)
+        mode = self._mode
+        if mode is None or mode[1].rows_inv is None:
+            self.u = u0
+            g = self.gradient_fd(par)
+            self.nll(par)
+            return value, g
+        return value, self._exact_gradient(par, mode[1])
+
+    def _exact_gradient(self, par: np.ndarray, fac: HessianFactor) -> np.ndarray:
+        """The gradient of minus the Laplace log-likelihood at the mode ``self.u`` (module
+        docstring).  With ``P`` the selected inverse scaled by the SDs (``P[i, k, m] = s_k s_m
+        H^-1`` at row i's levels of terms k and m), the leverage ``lev_i = sum P[i]``,
+        ``c = -lev d3 / 2`` and ``a = H^-1 Lambda Z' c`` (the adjoint of the mode's derivative),
+        ``at = Z Lambda a`` and ``r = -d1 + c + d2 at``:
+
+        - beta: ``X' r``;
+        - log SD of term k: ``b_k' r + u_k' a_k + sum_i w_i sum_m P[i, k, m]`` (``b_k`` each row's
+          effect of term k, ``w = -d2``);
+        - log phi: ``-sum ll_phi + at' d1_phi - sum lev d2_phi / 2``.
+        """
+        beta, log_sd, log_phi = self.split(par)
+        sd = np.exp(log_sd)
+        sd_cols = np.repeat(sd, self.nlevels)
+        u = self.u
+        effects = [sd[k] * u[self._cols[k]] for k in range(self.nsd)]  # b_k per row
+        eta = self.X @ beta + self.offset + np.sum(effects, axis=0)
+        rd = row_derivatives(self.response, eta, log_phi)
+        assert fac.rows_inv is not None
+        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
+        by_term = P.sum(axis=2)  # sum over m of P[i, k, m]
+        lev = by_term.sum(axis=1)
+        c = -0.5 * lev * rd.d3
+        a = fac.solve(sd_cols * self._zt_times(c))
+        at = self._z_times(sd_cols * a)
+        r = -rd.d1 + c + rd.d2 * at
+        g = np.empty(self.n_par)
+        g[: self.p] = self.X.T @ r
+        w = -rd.d2
+        for k in range(self.nsd):
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+            g[self.p + k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        if self.has_phi:
+            g[-1] = -np.sum(rd.ll_phi) + at @ rd.d1_phi - 0.5 * lev @ rd.d2_phi
+        return g
 
     # -- the outer problem -------------------------------------------------------------------------
     def start(self) -> np.ndarray:
@@ -234,7 +214,12 @@ class LaplaceModel:
         return (free * self.p + [(LOG_SD_MIN, LOG_SD_MAX)] * self.nsd
                 + [(LOG_PHI_MIN, LOG_PHI_MAX)] * int(self.has_phi))
 
-    def gradient(self, x: np.ndarray, step: float = GRAD_STEP) -> np.ndarray:
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        """The gradient of :meth:`nll` at ``x`` (exact where the factorisation allows); the modes
+        are left at ``x``'s."""
+        return self.nll_grad(x)[1]
+
+    def gradient_fd(self, x: np.ndarray, step: float = GRAD_STEP) -> np.ndarray:
         """Central-difference gradient of :meth:`nll`, every evaluation from the same modes."""
         u0 = self.u.copy()
 
@@ -246,18 +231,37 @@ class LaplaceModel:
         self.u = u0
         return g
 
-    def hessian(self, par: np.ndarray, which: np.ndarray, step: float = HESS_STEP) -> np.ndarray:
-        """Central-difference Hessian of :meth:`nll` over the parameters ``which``."""
+    def hessian(self, par: np.ndarray, which: np.ndarray, step: float = JAC_STEP) -> np.ndarray:
+        """Hessian of :meth:`nll` over the parameters ``which`` (a boolean mask): central differences
+        of :meth:`gradient`, made symmetric (R's ``optimHess``, which glmmTMB's ``sdreport`` uses),
+        every evaluation from the modes at ``par``.  Where the gradient itself is central
+        differences, the Hessian is the central second difference of :meth:`nll` (step
+        :data:`HESS_STEP`) instead: differencing a differenced gradient would leave too little."""
         f0 = self.nll(par)
         u0 = self.u.copy()
+        if self._mode is None or self._mode[1].rows_inv is None:
 
-        def f(x: np.ndarray) -> float:
+            def f(x: np.ndarray) -> float:
+                self.u = u0.copy()
+                return self.nll(x)
+
+            H0 = central_hessian(f, par, which, HESS_STEP, f0=f0)
+            self.u = u0
+            self.nll(par)
+            return H0
+        idx = np.flatnonzero(which)
+        J = np.empty((len(idx), len(idx)))
+        for col, i in enumerate(idx):
+            e = np.zeros_like(par, dtype=float)
+            e[i] = step * max(1.0, abs(par[i]))
             self.u = u0.copy()
-            return self.nll(x)
-
-        H = central_hessian(f, par, which, step, f0=f0)
+            up = self.gradient(par + e)
+            self.u = u0.copy()
+            down = self.gradient(par - e)
+            J[:, col] = (up - down)[idx] / (2 * e[i])
         self.u = u0
-        return H
+        self.nll(par)
+        return (J + J.T) / 2
 
     def interior(self, par: np.ndarray) -> np.ndarray:
         """Parameters off the boundary: an SD below :data:`BOUNDARY_SD`, and a precision at its
@@ -274,18 +278,21 @@ class LaplaceModel:
         whether it converged, the largest absolute gradient and the Hessian (both over the
         interior parameters, :meth:`interior`)."""
         x0 = self.start() if start is None else np.asarray(start, dtype=float)
-        res = optimize.minimize(self.nll, x0, method="L-BFGS-B", jac=self.gradient, bounds=self.bounds(),
+        res = optimize.minimize(self.nll_grad, x0, method="L-BFGS-B", jac=True, bounds=self.bounds(),
                                 options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-8})
         par = np.asarray(res.x, dtype=float)
         value = self.nll(par)
         iterations = int(res.nit)
         # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat
-        # ridges); the Hessian at the last point is the one the SEs need
+        # ridges); the Hessian at the last point is the one the SEs need, but a step shorter than
+        # HESS_KEEP_STEP moves it by less than that relative to itself, far below the SEs'
+        # accuracy, so it is kept rather than differenced again
         H: np.ndarray | None = None
         for _ in range(8):
             interior = self.interior(par)
             g = self.gradient(par)[interior]
-            H = self.hessian(par, interior)
+            if H is None or H.shape[0] != len(g):
+                H = self.hessian(par, interior)
             if np.max(np.abs(g), initial=0.0) < 1e-7:
                 break
             try:
@@ -299,7 +306,8 @@ class LaplaceModel:
                 self.nll(par)
                 break
             par, value = trial, v
-            H = None
+            if not np.max(np.abs(step)) < HESS_KEEP_STEP:
+                H = None
             iterations += 1
         interior = self.interior(par)
         grad = self.gradient(par)[interior]

@@ -1,0 +1,236 @@
+"""The Hessian of the Laplace approximation for scalar random intercepts: factorisations, solves,
+log-determinant and selected inverse, shared by :mod:`evalmix.tmb` and :mod:`evalmix.ordinal`.
+
+With effects ``b_k = sigma_k u_k`` of each term k and row weights ``w`` (minus the second
+derivative of each row's log-density over the linear predictor), the Hessian of the joint
+log-density over the spherical effects ``u`` is ``H = Lambda Z' W Z Lambda + I``.  It is factored
+by the structure of the terms:
+
+- one term: ``H`` is diagonal;
+- two nested terms (``(1|item) + (1|item:run)``: each level of the first in one level of the
+  second): the first term's block is diagonal and so is its Schur complement, O(n) whatever the
+  number of levels;
+- otherwise the first term's block (each row has one level) is diagonal and the others go through
+  its Schur complement, a dense Cholesky factor of up to :data:`DENSE_MAX` effects (models x models
+  for ``(1|item) + (1|model)``);
+- beyond: SciPy's sparse LU of the whole ``H``.
+
+The selected inverse (:attr:`HessianFactor.rows_inv`: the entries of ``H^-1`` at each row's levels)
+is what the derivative of ``log det H`` needs; the first three structures give it.
+
+Examples
+--------
+Four rows, each its own level of the first term, two per level of the second (each block of
+``H`` is ``[[2, 0, 1], [0, 2, 1], [1, 1, 3]]``, determinant 8):
+
+>>> import numpy as np
+>>> h = InterceptHessian([np.array([0, 1, 2, 3]), np.array([0, 0, 1, 1])], [4, 2])
+>>> f = h.factor(np.ones(6), np.ones(4))
+>>> round(f.logdet, 6), f.solve(np.ones(6)).round(4).tolist()
+(4.158883, [0.5, 0.5, 0.5, 0.5, 0.0, 0.0])
+>>> f.rows_inv()[0].round(4).tolist()
+[[0.625, -0.25], [-0.25, 0.5]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, sparse
+from scipy.sparse import linalg as splinalg
+
+__all__ = ["HessianFactor", "InterceptHessian"]
+
+#: the most random effects outside the first term whose Schur complement is factored dense
+DENSE_MAX = 2000
+#: the largest first-term x other-effects block B stored dense (8 bytes each: 32 MB)
+DENSE_B_MAX = 4_000_000
+#: two nested terms go through the diagonal Schur complement (off: the dense Schur complement or
+#: the sparse LU, as for other designs; the tests compare the three)
+NESTED_FAST = True
+
+
+@dataclass
+class HessianFactor:
+    """A factorisation of ``H``: its solve, ``log det H`` and, where cheap, the selected inverse
+    ``rows_inv()``: for each data row the entries of ``H^-1`` at that row's levels, an
+    (n, terms, terms) array (None: not available, the caller differences instead)."""
+
+    solve: Callable[[np.ndarray], np.ndarray]
+    logdet: float
+    rows_inv: Callable[[], np.ndarray] | None = None
+
+
+class InterceptHessian:
+    """The structure of ``H`` for the random intercepts ``groups`` (each row's level, per term;
+    the term with the most levels first, lme4's order, makes the Schur complement smallest) with
+    ``nlevels`` levels each.  The structure is read once; :meth:`factor` is called per evaluation.
+    """
+
+    def __init__(self, groups: Sequence[np.ndarray], nlevels: Sequence[int]) -> None:
+        self.groups = [np.asarray(g, dtype=np.int64) for g in groups]
+        self.nlevels = [int(k) for k in nlevels]
+        self.nsd = len(self.groups)
+        self.n = len(self.groups[0])
+        self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
+        self.q = int(self.offsets[-1])
+        self.cols = [g + o for g, o in zip(self.groups, self.offsets[:-1])]
+        self._cols = self.cols
+        self.Z = sparse.csr_matrix((np.ones(self.n * self.nsd),
+                                    (np.tile(np.arange(self.n), self.nsd), np.concatenate(self.cols))),
+                                   shape=(self.n, self.q))
+        # Several terms: H is factored by blocks.  The first term (the most levels, lme4's
+        # order) has a diagonal block D1 (each row has one level); the rest, qr effects, go
+        # through the Schur complement S = H_rest - B' D1^-1 B, dense when qr <= DENSE_MAX.
+        # For (1|item:run) + (1|item) S is items x items, for (1|item) + (1|model) models x models.
+        self.q1 = int(self.nlevels[0])
+        self.qr = self.q - self.q1
+        self._parent: np.ndarray | None = None
+        if self.nsd == 2 and NESTED_FAST:
+            # the first term nested in the second: each of its levels meets one level of the second
+            parent = np.full(self.q1, -1, dtype=np.int64)
+            parent[self.groups[0]] = self.groups[1]
+            if np.array_equal(parent[self.groups[0]], self.groups[1]):
+                # a level of the first term without rows gets any parent (its effect is 0)
+                self._parent = np.where(parent < 0, 0, parent)
+        if self._parent is None and self.nsd > 1 and self.qr <= DENSE_MAX:
+            rest = [c - self.q1 for c in self._cols[1:]]
+            self._b_rows = np.tile(self.groups[0], self.nsd - 1)
+            self._b_cols = np.concatenate(rest)
+            self._b_flat = self._b_rows * self.qr + self._b_cols
+            # flat (row, column) positions in H_rest of the blocks on and below its diagonal
+            pairs = [(k, m) for k in range(len(rest)) for m in range(k + 1)]
+            self._rest_pairs = len(pairs)
+            self._pairs = np.concatenate([rest[k] * self.qr + rest[m] for k, m in pairs])
+
+    def z_times(self, b: np.ndarray) -> np.ndarray:
+        """``Z b``: each row's sum of its levels' entries of ``b``."""
+        out = np.zeros(self.n)
+        for c in self._cols:
+            out += b[c]
+        return out
+
+    def zt_times(self, r: np.ndarray) -> np.ndarray:
+        """``Z' r``: the sums of ``r`` over each level, term after term."""
+        return np.concatenate([np.bincount(g, weights=r, minlength=nl)
+                               for g, nl in zip(self.groups, self.nlevels)])
+
+    def factor(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
+        """Factor ``H = Lambda Z' W Z Lambda + I`` at the SD of each effect (``sd_cols``) and the
+        row weights ``w``; None when ``H`` is not positive definite."""
+        g0 = self.groups[0]
+        if self.nsd == 1:
+            d = 1.0 + sd_cols**2 * np.bincount(g0, weights=w, minlength=self.q)
+            if np.any(d <= 0):
+                return None
+            return HessianFactor(lambda r: r / d, float(np.sum(np.log(d))),
+                                 lambda: (1.0 / d)[g0][:, None, None])
+        if self._parent is not None:
+            return self._factor_nested(sd_cols, w)
+        if self.qr <= DENSE_MAX:
+            return self._factor_schur(sd_cols, w)
+        zl = self.Z @ sparse.diags(sd_cols)
+        Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
+        try:
+            # symmetric mode without pivoting: the LU of a positive definite H is then its
+            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
+            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                               options={"SymmetricMode": True})
+        except RuntimeError:
+            return None
+        diag = lu.U.diagonal()
+        if np.any(diag <= 0):
+            return None
+        return HessianFactor(lu.solve, float(np.sum(np.log(diag))))
+
+    def _factor_nested(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
+        """Two nested terms: H = [[D1, B], [B', D2]] with D1, D2 diagonal and one entry per row of
+        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal."""
+        parent = self._parent
+        assert parent is not None
+        q1, q2 = self.q1, self.qr
+        s1, s2 = sd_cols[:q1], sd_cols[q1:]
+        w1 = np.bincount(self.groups[0], weights=w, minlength=q1)
+        d1 = 1.0 + s1**2 * w1
+        if np.any(d1 <= 0):
+            return None
+        b = w1 * s1 * s2[parent]  # B[l, parent(l)]
+        bd = b / d1
+        S = 1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2) - np.bincount(
+            parent, weights=b * bd, minlength=q2)
+        if np.any(S <= 0):
+            return None
+
+        def solve(r: np.ndarray) -> np.ndarray:
+            r1 = r[:q1]
+            x2 = (r[q1:] - np.bincount(parent, weights=bd * r1, minlength=q2)) / S
+            return np.concatenate([(r1 - b * x2[parent]) / d1, x2])
+
+        def rows_inv() -> np.ndarray:
+            g0, g1 = self.groups
+            sp = S[parent]
+            out = np.empty((len(g0), 2, 2))
+            out[:, 0, 0] = (1.0 / d1 + bd * bd / sp)[g0]
+            out[:, 0, 1] = out[:, 1, 0] = (-bd / sp)[g0]
+            out[:, 1, 1] = (1.0 / S)[g1]
+            return out
+
+        return HessianFactor(solve, float(np.sum(np.log(d1)) + np.sum(np.log(S))), rows_inv)
+
+    def _factor_schur(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
+        """Several terms, the rest small: the dense Cholesky factor of the Schur complement of the
+        first term's diagonal block."""
+        q1, qr = self.q1, self.qr
+        s1, sr = sd_cols[:q1], sd_cols[q1:]
+        d1 = 1.0 + s1**2 * np.bincount(self.groups[0], weights=w, minlength=q1)
+        if np.any(d1 <= 0):
+            return None
+        wr = np.tile(w, self.nsd - 1)
+        B: np.ndarray | sparse.csr_matrix
+        if q1 * qr <= DENSE_B_MAX:  # B dense: one bincount, products by BLAS
+            B = np.bincount(self._b_flat, weights=wr, minlength=q1 * qr).reshape(q1, qr)
+            B *= s1[:, None]
+            B *= sr[None, :]
+        else:
+            B = sparse.csr_matrix((wr * s1[self._b_rows] * sr[self._b_cols],
+                                   (self._b_rows, self._b_cols)), shape=(q1, qr))
+        flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs), minlength=qr * qr)
+        low = flat.reshape(qr, qr)  # the blocks on and below the diagonal
+        Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(qr)
+        if isinstance(B, np.ndarray):
+            BD = B / d1[:, None]
+            S = Hr - B.T @ BD
+        else:
+            BD = sparse.diags(1.0 / d1) @ B
+            S = Hr - np.asarray((B.T @ BD).todense())
+        try:
+            c = linalg.cho_factor(S, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return None
+
+        def solve(r: np.ndarray) -> np.ndarray:
+            r1, r2 = r[:q1], r[q1:]
+            x2 = linalg.cho_solve(c, r2 - BD.T @ r1, check_finite=False)
+            return np.concatenate([(r1 - B @ x2) / d1, x2])
+
+        def rows_inv() -> np.ndarray:
+            # H^-1 = [[D1^-1 + M BD', -M], [-M', S^-1]] with M = BD S^-1
+            assert isinstance(BD, np.ndarray)
+            Sinv = linalg.cho_solve(c, np.eye(qr), check_finite=False)
+            M = BD @ Sinv
+            diag11 = 1.0 / d1 + np.einsum("ij,ij->i", M, BD)
+            g0 = self.groups[0]
+            rest = [col - q1 for col in self._cols[1:]]
+            out = np.empty((len(g0), self.nsd, self.nsd))
+            out[:, 0, 0] = diag11[g0]
+            for k, ck in enumerate(rest, start=1):
+                out[:, 0, k] = out[:, k, 0] = -M[g0, ck]
+                for m, cm in enumerate(rest[:k], start=1):
+                    out[:, k, m] = out[:, m, k] = Sinv[ck, cm]
+                out[:, k, k] = Sinv[ck, ck]
+            return out
+
+        logdet = float(np.sum(np.log(d1)) + 2.0 * np.sum(np.log(np.diag(c[0]))))
+        return HessianFactor(solve, logdet, rows_inv if isinstance(B, np.ndarray) else None)
