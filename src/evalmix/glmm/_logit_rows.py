@@ -3,8 +3,12 @@
 ``deviance_mu_into`` returns ``D(y, eta) = 2 sum(m log(1 + e^eta) - k eta)`` and fills ``mu``;
 ``score_weights_into`` fills the score ``k - m mu`` and the weight ``m mu (1 - mu)``. NumPy needs about
 ten passes over the rows (and as many temporaries) for the first and five for the second; a numba
-loop needs one, spread over the available cores (``prange``). numba is optional: without it, or
-below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
+loop needs one. The loops run on one thread: a pass costs a few nanoseconds a row, so numba's
+parallel loops (``prange``) spent more CPU in starting and waiting on their threads than in the
+rows (on 200,000 rows the fit took 40% more CPU time with two threads than with one, and longer
+wall-clock time on a loaded machine); parallelism belongs to the callers that run many fits
+(``fit_many``, bootstraps), which would otherwise oversubscribe the cores. numba is optional:
+without it, or below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
 cost more than they save), PIRLS uses :class:`evalmix.glmm.deviance.NumpyRows` instead; both are
 row kernels of the one PIRLS loop (:meth:`evalmix.glmm.deviance.LaplaceDeviance.run_pirls`).
 
@@ -19,14 +23,14 @@ import math
 import numpy as np
 
 try:
-    from numba import njit, prange
+    from numba import njit
 except ImportError:  # pragma: no cover - numba is optional
     njit = None
 
 
 def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
     total = 0.0
-    for i in prange(eta.size):
+    for i in range(eta.size):
         x = eta[i]
         e = math.exp(-abs(x))
         inv = 1.0 / (1.0 + e)
@@ -37,7 +41,7 @@ def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) 
 
 def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
                    w: np.ndarray) -> None:
-    for i in prange(mu.size):
+    for i in range(mu.size):
         p = mu[i]
         score[i] = k[i] - m[i] * p
         w[i] = m[i] * p * (1.0 - p)
@@ -48,7 +52,7 @@ def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
     # the deviance at eta + step zd, rounded as NumPy's ``eta + step * zd`` (no fused multiply-add
     # without fastmath), without storing that linear predictor
     total = 0.0
-    for i in prange(eta.size):
+    for i in range(eta.size):
         x = eta[i] + step * zd[i]
         e = math.exp(-abs(x))
         total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
@@ -60,7 +64,7 @@ def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.
     # the score and weight of the new eta in the same pass (the next PIRLS iteration's), with
     # the arithmetic of _score_weights
     total = 0.0
-    for i in prange(eta.size):
+    for i in range(eta.size):
         x = eta[i] + step * zd[i]
         eta[i] = x
         e = math.exp(-abs(x))
@@ -74,10 +78,10 @@ def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.
 
 
 if njit is not None:
-    _deviance_mu = njit(cache=True, parallel=True, nogil=True)(_deviance_mu)
-    _score_weights = njit(cache=True, parallel=True, nogil=True)(_score_weights)
-    _trial_deviance = njit(cache=True, parallel=True, nogil=True)(_trial_deviance)
-    _advance = njit(cache=True, parallel=True, nogil=True)(_advance)
+    _deviance_mu = njit(cache=True, nogil=True)(_deviance_mu)
+    _score_weights = njit(cache=True, nogil=True)(_score_weights)
+    _trial_deviance = njit(cache=True, nogil=True)(_trial_deviance)
+    _advance = njit(cache=True, nogil=True)(_advance)
 
 
 def available() -> bool:
