@@ -28,15 +28,33 @@ except ImportError:  # pragma: no cover - numba is optional
     njit = None
 
 
+# ``log(1 + e^-|eta|)`` of a one-trial row is summed as the log of a running product of the
+# ``1 + e^-|eta|`` (each in [1, 2], so BLOCK of them stay below 2^1000, under the float64 limit):
+# one log per BLOCK rows instead of a log1p per row, a third of the pass's time. Each factor is
+# rounded once (1e-16 relative), as each log1p is, so the sum moves by rounding only (2e-14
+# relative on a million rows); rows of several trials keep ``m log1p(e)``.
+BLOCK = 1000
+
+
 def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
-    total = 0.0
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
         x = eta[i]
         e = math.exp(-abs(x))
-        inv = 1.0 / (1.0 + e)
+        d = 1.0 + e
+        inv = 1.0 / d
         mu[i] = inv if x >= 0 else e * inv
-        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
-    return 2.0 * total
+        mi = m[i]
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= d
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
 
 
 def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
@@ -51,30 +69,49 @@ def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
                     m: np.ndarray) -> float:
     # the deviance at eta + step zd, rounded as NumPy's ``eta + step * zd`` (no fused multiply-add
     # without fastmath), without storing that linear predictor
-    total = 0.0
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
         x = eta[i] + step * zd[i]
         e = math.exp(-abs(x))
-        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
-    return 2.0 * total
+        mi = m[i]
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= 1.0 + e
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
 
 
 def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
              mu: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
     # the score and weight of the new eta in the same pass (the next PIRLS iteration's), with
     # the arithmetic of _score_weights
-    total = 0.0
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
         x = eta[i] + step * zd[i]
         eta[i] = x
         e = math.exp(-abs(x))
-        inv = 1.0 / (1.0 + e)
+        d = 1.0 + e
+        inv = 1.0 / d
         p = inv if x >= 0 else e * inv
         mu[i] = p
-        score[i] = k[i] - m[i] * p
-        w[i] = m[i] * p * (1.0 - p)
-        total += m[i] * (max(x, 0.0) + math.log1p(e)) - k[i] * x
-    return 2.0 * total
+        mi = m[i]
+        score[i] = k[i] - mi * p
+        w[i] = mi * p * (1.0 - p)
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= d
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
 
 
 if njit is not None:
