@@ -142,6 +142,26 @@ def test_random_term_is_frozen():
     assert moved.model_rows(nd).tolist() == [[1.0, 10.0]]
 
 
+@pytest.mark.parametrize("values, dtype, levels", [
+    (["b", "a", "c", "a"], None, ["a", "b", "c"]),
+    (["b", "a", "c", "a"], "string[pyarrow]", ["a", "b", "c"]),
+    (["10", "9", "a", "9"], object, ["10", "9", "a"]),  # text sorts as text
+    ([3, 1, 2, 1], None, [1, 2, 3]),
+    ([1.5, 0.5, 1.5, 0.5], None, [0.5, 1.5]),
+    ([True, False, True, True], None, [False, True]),
+    (["x", 1, "y", 1], object, [1, "x", "y"]),  # mixed: grouped by type, then sorted
+])
+def test_as_r_factor_sorts_levels_and_codes_rows(values, dtype, levels):
+    from evalmix.model.functions import as_r_factor
+
+    s = pd.Series(values, dtype=dtype)
+    cat = as_r_factor(s)
+    assert list(cat.categories) == levels
+    assert [levels[c] for c in cat.codes] == values
+    with pytest.raises(ValueError, match="null"):
+        as_r_factor(pd.Series(values[:2] + [None], dtype=dtype))
+
+
 def test_model_columns_read_the_data_first():
     # R's lookup order: a column named like a function is the column (issue: offset(log(I/N)))
     d = pd.DataFrame({"y": [0, 1, 1, 0], "I": [1, 2, 3, 4], "N": [4, 4, 4, 4], "log": [1, 2, 3, 4],

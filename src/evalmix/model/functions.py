@@ -52,7 +52,7 @@ def as_r_factor(s: pd.Series) -> pd.Categorical:
     order = sorted(range(len(found)), key=lambda i: (str(type(found[i])), found[i]))
     rank = np.empty(len(found), dtype=np.int64)
     rank[order] = np.arange(len(found))
-    return pd.Categorical.from_codes(rank[codes], categories=[found[i] for i in order])
+    return pd.Categorical.from_codes(rank[codes], categories=pd.Index([found[i] for i in order]))
 
 
 def _same_level(value: Any, level: Any) -> bool:
