@@ -109,7 +109,7 @@ def _fit_big(q, items: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         glmer(formula, d.head(200_000))
-    sm.GLM(y[:1000], X[:1000], family=sm.families.Binomial()).fit()
+    sm.GLM(y[::251], X[::251], family=sm.families.Binomial()).fit()  # rows of every model
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
