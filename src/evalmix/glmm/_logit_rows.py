@@ -5,7 +5,7 @@
 ten passes over the rows (and as many temporaries) for the first and five for the second; a numba
 loop needs one. The loops run on one thread: a pass costs a few nanoseconds a row, so numba's
 parallel loops (``prange``) spent more CPU in starting and waiting on their threads than in the
-rows (on 200,000 rows the fit took 40% more CPU time with two threads than with one, and longer
+rows (on 200,000 rows the fit took 1.6x the CPU time with two threads that it took with one, and longer
 wall-clock time on a loaded machine); parallelism belongs to the callers that run many fits
 (``fit_many``, bootstraps), which would otherwise oversubscribe the cores. numba is optional:
 without it, or below ``GlmerControl.compiled_rows_min`` rows (where loading numba and the cached kernels would
