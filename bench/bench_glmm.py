@@ -5,7 +5,10 @@
    log-likelihood next to lme4 1.1-31's (from tests/reference/lme4_reference.json).
 2. A synthetic table of 1,000,000 rows (40 models x 5,000 items x 5 runs,
    ``correct ~ model + (1|item) + (1|item:run)``) against one plain logistic GLM on the same rows
-   and fixed effects (statsmodels GLM), with the peak memory of the glmer fit (separate process).
+   and fixed effects (statsmodels GLM), in the same process, one fresh process per repeat (3 by
+   default): CPU seconds (``time.process_time``, every thread) and wall seconds of each, their
+   ratios and the median ratio, the load average before and after, and the peak memory of the
+   process after the glmer fit (before the GLM).
 
 Usage (from the repository root)::
 
@@ -13,6 +16,7 @@ Usage (from the repository root)::
     python bench/bench_glmm.py five       # AI4Math only
     python bench/bench_glmm.py big        # 1M rows only
     python bench/bench_glmm.py big --items 1000   # the same design with 1,000 items (200k rows)
+    python bench/bench_glmm.py big --repeat 5     # five process pairs instead of three
     python bench/bench_glmm.py five --no-mixedlm   # evalmix timings only
 """
 
@@ -93,45 +97,60 @@ def simulate_big(items: int = 5000) -> pd.DataFrame:
 
 
 def _fit_big(q, items: int) -> None:
-    d = simulate_big(items)
-    # compile (or load from numba's cache) the row kernels first: a one-time cost per install
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        glmer("correct ~ model + (1|item)", d.head(200_000))
-    t0, c0 = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = glmer("correct ~ model + (1|item) + (1|item:run)", d)
-    q.put((time.perf_counter() - t0, time.process_time() - c0, fit.optimizer.seconds, fit.loglik,
-           {k: round(float(v), 4) for k, v in fit.theta.items()},
-           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
-           fit.optimizer.deviance_evaluations, np.sqrt(np.diag(fit.vcov.to_numpy()))))
-
-
-def big(items: int = 5000) -> None:
     import statsmodels.api as sm
     from formulaic import model_matrix
 
-    ctx = get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_fit_big, args=(q, items))
-    p.start()
-    t_glmer, c_glmer, t_opt, ll, theta, peak_gb, nev, se = q.get()
-    p.join()
     d = simulate_big(items)
+    formula = "correct ~ model + (1|item) + (1|item:run)"
     X = np.asarray(model_matrix("model", d), dtype=float)
+    y = d["correct"].to_numpy(dtype=float)
+    # load (or compile into numba's cache) the row kernels first: 200,000 rows of the same design
+    # take the compiled path; a one-time cost per process, as statsmodels' imports are
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        glmer(formula, d.head(200_000))
+    sm.GLM(y[::251], X[::251], family=sm.families.Binomial()).fit()  # rows of every model
     t0, c0 = time.perf_counter(), time.process_time()
-    glm = sm.GLM(d["correct"].to_numpy(dtype=float), X, family=sm.families.Binomial()).fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = glmer(formula, d)
+    t_glmer, c_glmer = time.perf_counter() - t0, time.process_time() - c0
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    t0, c0 = time.perf_counter(), time.process_time()
+    glm = sm.GLM(y, X, family=sm.families.Binomial()).fit()
     t_glm, c_glm = time.perf_counter() - t0, time.process_time() - c0
-    # on a shared machine the wall-clock ratio moves with the load; the CPU seconds of each
-    # process (every thread) are printed beside it
-    print(f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{len(d):,} rows (40 models x {items} items x 5 runs): glmer {t_glmer:.2f} s "
-          f"({c_glmer:.2f} s CPU), of which "
-          f"the optimiser {t_opt:.2f} s (loglik {ll:.2f}, theta {theta}, {nev} deviance "
-          f"evaluations, peak RSS {peak_gb:.2f} GB; SE of modelM2 {se[1]:.6f})")
-    print(f"statsmodels GLM on the same rows: {t_glm:.2f} s ({c_glm:.2f} s CPU, loglik "
-          f"{glm.llf:.2f}); ratio glmer/GLM = {t_glmer / t_glm:.2f} (CPU {c_glmer / c_glm:.2f})")
+    q.put({"glmer_wall": t_glmer, "glmer_cpu": c_glmer, "optimizer": fit.optimizer.seconds,
+           "loglik": fit.loglik, "theta": {k: round(float(v), 4) for k, v in fit.theta.items()},
+           "peak_gb": peak_gb, "evaluations": fit.optimizer.deviance_evaluations,
+           "se": float(np.sqrt(fit.vcov.to_numpy()[1, 1])), "glm_wall": t_glm, "glm_cpu": c_glm,
+           "glm_loglik": float(glm.llf)})
+
+
+def big(items: int = 5000, repeat: int = 3) -> None:
+    ctx = get_context("spawn")
+    print(f"{40 * items * 5:,} rows (40 models x {items} items x 5 runs); glmer, then statsmodels "
+          f"GLM on the same rows, in one fresh process per line")
+    print(f"{'load':>5s} {'glmer CPU':>9s} {'GLM CPU':>8s} {'ratio':>6s} {'glmer wall':>10s} "
+          f"{'GLM wall':>8s} {'ratio':>6s}")
+    cpu_ratios, wall_ratios = [], []
+    for _ in range(repeat):
+        load0 = os.getloadavg()[0]
+        q = ctx.Queue()
+        p = ctx.Process(target=_fit_big, args=(q, items))
+        p.start()
+        r = q.get()
+        p.join()
+        cpu_ratios.append(r["glmer_cpu"] / r["glm_cpu"])
+        wall_ratios.append(r["glmer_wall"] / r["glm_wall"])
+        # on a shared machine the wall-clock ratio moves with the load; CPU seconds far less
+        print(f"{load0:5.1f} {r['glmer_cpu']:9.2f} {r['glm_cpu']:8.2f} {cpu_ratios[-1]:6.2f} "
+              f"{r['glmer_wall']:10.2f} {r['glm_wall']:8.2f} {wall_ratios[-1]:6.2f}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    print(f"median ratio glmer / GLM: CPU {np.median(cpu_ratios):.2f}, wall "
+          f"{np.median(wall_ratios):.2f}")
+    print(f"glmer: loglik {r['loglik']:.2f}, theta {r['theta']}, {r['evaluations']} deviance "
+          f"evaluations, optimiser {r['optimizer']:.2f} s, peak RSS {r['peak_gb']:.2f} GB, "
+          f"SE of modelM2 {r['se']:.6f}; GLM loglik {r['glm_loglik']:.2f}")
 
 
 if __name__ == "__main__":
@@ -141,4 +160,5 @@ if __name__ == "__main__":
     if "five" in what:
         five(with_mixedlm="--no-mixedlm" not in what)
     if "big" in what:
-        big(int(what[what.index("--items") + 1]) if "--items" in what else 5000)
+        big(int(what[what.index("--items") + 1]) if "--items" in what else 5000,
+            int(what[what.index("--repeat") + 1]) if "--repeat" in what else 3)

@@ -11,7 +11,7 @@ import pytest
 
 import evalmix
 
-# modules that exist only to hand code to an optional accelerator (the bayes-fast extra)
+# modules that exist only to hand code to an optional accelerator (nutpie, in the bayes extra)
 OPTIONAL = {"evalmix.bayes._nutpie_model": "nutpie"}
 # deprecated alias: importing it warns by design
 ALIASES = {"evalmix.tests"}

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from evalmix.errors import FormulaError
-from evalmix.model import (R_FUNCTIONS, FixedDesign, build_fixed, fixed_on_patterns, make_formula, model_columns,
-                           parse_formula, parse_specs, split_term)
+from evalmix.model import (R_FUNCTIONS, FixedDesign, RandomTerm, build_fixed, build_random_terms,
+                           fixed_on_patterns, make_formula, model_columns, parse_formula, parse_specs,
+                           split_term)
 from evalmix.model.parse import CONSTANTS, R_MATH_FUNCTIONS
 
 ROUND_TRIP = [
@@ -111,6 +112,54 @@ def test_fixed_design_is_frozen():
     refit = fd.fitted_on(d.iloc[:1], offset_mean=0.5)
     assert refit.covariates == {"x": 1.0} and fd.covariates == {"x": 1.5}
     assert refit.offset_mean == 0.5 and fd.offset_mean == 0.0
+
+
+def test_random_term_is_frozen():
+    d = pd.DataFrame({"g": list("aabbcc"), "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    slope, = build_random_terms(parse_formula("y ~ 1 + (1 + x | g)").random, d)
+    assert isinstance(slope, RandomTerm)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        slope.levels = ["z"]  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        slope.context = {}  # type: ignore[misc]
+    # the arrays are read-only views: a term cannot drift from the rows it was built from
+    for arr in (slope.index, slope.Z):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 1
+    assert slope.index.tolist() == [0, 0, 1, 1, 2, 2]
+    assert slope.Z[:, 1].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    # ... of the caller's arrays, which stay writable
+    idx, Z = np.array([0, 1, 1]), np.ones((3, 1))
+    t = RandomTerm("h", "1", ["(Intercept)"], ["p", "q"], idx, Z)
+    idx[0] = 1
+    assert idx.flags.writeable and t.index.tolist() == [1, 1, 1]
+    # a changed copy, the original unchanged; what the factors and context were built with is kept
+    moved = dataclasses.replace(slope, index=np.array([2, 2, 1, 1, 0, 0]))
+    assert moved.index.tolist() == [2, 2, 1, 1, 0, 0] and not moved.index.flags.writeable
+    assert slope.index.tolist() == [0, 0, 1, 1, 2, 2]
+    assert moved.cnames == slope.cnames == ["(Intercept)", "x"] and moved.spec is slope.spec
+    nd = pd.DataFrame({"x": [10.0]})
+    assert moved.model_rows(nd).tolist() == [[1.0, 10.0]]
+
+
+@pytest.mark.parametrize("values, dtype, levels", [
+    (["b", "a", "c", "a"], None, ["a", "b", "c"]),
+    (["b", "a", "c", "a"], "string[pyarrow]", ["a", "b", "c"]),
+    (["10", "9", "a", "9"], object, ["10", "9", "a"]),  # text sorts as text
+    ([3, 1, 2, 1], None, [1, 2, 3]),
+    ([1.5, 0.5, 1.5, 0.5], None, [0.5, 1.5]),
+    ([True, False, True, True], None, [False, True]),
+    (["x", 1, "y", 1], object, [1, "x", "y"]),  # mixed: grouped by type, then sorted
+])
+def test_as_r_factor_sorts_levels_and_codes_rows(values, dtype, levels):
+    from evalmix.model.functions import as_r_factor
+
+    s = pd.Series(values, dtype=dtype)
+    cat = as_r_factor(s)
+    assert list(cat.categories) == levels
+    assert [levels[c] for c in cat.codes] == values
+    with pytest.raises(ValueError, match="null"):
+        as_r_factor(pd.Series(values[:2] + [None], dtype=dtype))
 
 
 def test_model_columns_read_the_data_first():

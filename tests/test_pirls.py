@@ -9,6 +9,7 @@ stopping rule stops where it says, and the limits come from the control.
 from __future__ import annotations
 
 import inspect
+import math
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,37 @@ def test_compiled_kernel_gives_the_numpy_kernel():
     np.testing.assert_allclose(mu1, mu0, rtol=1e-14, atol=0)
     np.testing.assert_allclose(s1, s0, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(w1, w0, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [999, 1000, 5001, 200_000])
+def test_compiled_kernel_on_one_trial_rows(n):
+    """One-trial rows sum their ``log(1 + e^-|eta|)`` as logs of products of BLOCK rows: the
+    deviance agrees with the closed form to rounding, over partial and whole blocks, with the
+    tails (|eta| = 40, 700) and several-trial rows mixed in."""
+    from evalmix.glmm import _logit_rows
+
+    if not _logit_rows.available():
+        pytest.skip("numba is not installed: there is no compiled kernel to compare")
+    rng = np.random.default_rng(n)
+    eta = rng.normal(0.0, 2.5, n)
+    eta[:6] = [-40.0, 40.0, 700.0, -700.0, 0.0, -1e-9]
+    m = np.ones(n)
+    m[7::97] = 4.0  # pooled rows between the one-trial rows
+    k = np.floor(rng.random(n) * (m + 1))
+    zd = rng.normal(0.0, 0.5, n)
+    plain, fast = NumpyRows(k, m), row_kernel(k, m, "logit", GlmerControl(compiled_rows_min=1))
+    mu0, mu1 = np.empty(n), np.empty(n)
+    # the closed form with math.fsum: the exact sum of the rounded terms
+    sp_ = np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))
+    exact = 2.0 * math.fsum(np.concatenate([m * sp_, -k * eta]))
+    assert fast.deviance_mu_into(eta, mu1) == pytest.approx(exact, rel=1e-13)
+    assert plain.deviance_mu_into(eta, mu0) == pytest.approx(exact, rel=1e-13)
+    np.testing.assert_allclose(mu1, mu0, rtol=1e-14, atol=0)
+    # the step halving compares the trial with what advance then takes: the same bits
+    trial = fast.trial_deviance(eta, zd, 0.25)
+    moved, s1, w1 = eta.copy(), np.empty(n), np.empty(n)
+    assert fast.advance(moved, zd, 0.25, mu1, s1, w1) == trial
+    assert trial == pytest.approx(plain.trial_deviance(eta, zd, 0.25), rel=1e-13)
 
 
 def test_there_is_one_pirls_loop():

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import io
+import json
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -47,6 +52,37 @@ def test_slice_effects_and_slope():
     assert acc["EN"] == pytest.approx(0.5, abs=0.03)
     sl = glmm_runs(2, 50, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.8, seed=1).attrs["truth"]["slope"]
     assert sl["factor"] == "language" and sl["reference"] == "EN" and len(sl["effects"]) == 50
+
+
+def test_truth_is_read_only_and_shared_by_copies():
+    # pandas deep-copies attrs on every operation: the large maps are immutable and shared
+    df = glmm_runs(2, 30, 3, slices={"language": ["EN", "ES"]}, sd_slope=0.5, seed=2)
+    truth = df.attrs["truth"]
+    maps = [truth["item_effects"], truth["item_run_effects"], truth["slope"]["effects"]]
+    assert [len(m) for m in maps] == [30, 90, 30]
+    sub = df[df["model"] == df["model"].iloc[0]][["item", "correct"]]
+    for name in ("item_effects", "item_run_effects"):
+        assert sub.attrs["truth"][name] is truth[name]
+    for m in maps:
+        assert copy.deepcopy(m) is m and copy.copy(m) is m
+        with pytest.raises(TypeError, match="read-only"):
+            m["x"] = 1.0
+        for change in (lambda m: m.update(x=1.0), lambda m: m.pop("x", None), lambda m: m.clear(),
+                       lambda m: m.setdefault("x", 1.0), lambda m: m.popitem()):
+            with pytest.raises(TypeError, match="read-only"):
+                change(m)
+        again = pickle.loads(pickle.dumps(m))
+        assert again == m and type(again) is type(m)
+    # the values are what the rows were drawn with, as plain numbers, and json writes them
+    assert all(isinstance(v, float) for v in truth["item_run_effects"].values())
+    assert json.loads(json.dumps(truth))["item_effects"] == dict(truth["item_effects"])
+    buf = io.BytesIO()
+    df.to_parquet(buf)
+    back = pd.read_parquet(io.BytesIO(buf.getvalue())).attrs["truth"]
+    assert back["item_run_effects"] == dict(truth["item_run_effects"])
+    mutable = dict(truth["item_effects"])
+    mutable["x"] = 1.0
+    assert len(mutable) == 31 and len(truth["item_effects"]) == 30
 
 
 @pytest.mark.parametrize("kwargs, msg", [

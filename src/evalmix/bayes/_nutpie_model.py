@@ -65,6 +65,8 @@ class KernelModel(CompiledModel):
                               None)
 
     def _make_sampler(self, settings: Any, init_mean: Any, cores: int, progress_type: Any,
-                      store: Any) -> Any:
+                      *rest: Any) -> Any:
+        # ``rest`` is the store (nutpie 0.16.8), or a sampling callback, its rate and the store
+        # (0.16.11): what nutpie's own ``from_pymc`` of that release takes after the progress type
         return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type,
-                                        store)
+                                        *rest)

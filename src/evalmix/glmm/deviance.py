@@ -137,10 +137,11 @@ class NestedSolver:
         self.tc = float(theta[1]) if self.two else 0.0
 
     def zl(self, u: np.ndarray) -> np.ndarray:
-        out = self.tf * u[: self.J][self.fi]
-        if self.two:
-            out += self.tc * u[self.J:][self.ci]
-        return out
+        if not self.two:
+            return self.tf * u[: self.J][self.fi]
+        # the coarse level of a row is its fine level's parent: the sum is formed per fine level
+        # (the same two products and one addition as per row) and gathered once
+        return (self.tf * u[: self.J] + self.tc * u[self.J:][self.parent])[self.fi]
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
         sf = np.bincount(self.fi, r, self.J)
@@ -198,15 +199,15 @@ class NestedSolver:
         terms carry the change of ``u~`` and of ``W`` with theta.
         """
         J = self.J
-        rf = np.bincount(self.fi, rho, J) * u[:J] + np.bincount(self.fi, r, J) * v[:J]
+        pf = np.bincount(self.fi, rho, J)
+        qf = np.bincount(self.fi, r, J)
+        rf = pf * u[:J] + qf * v[:J]
         if not self.two:
             return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
         Sp = self.S[self.parent]
         hff = 1.0 / self.Df + self.CD**2 / Sp
         hfc = -self.CD / Sp
         # the coarse indicator sums are the fine sums pooled by parent
-        pf = np.bincount(self.fi, rho, J)
-        qf = np.bincount(self.fi, r, J)
         rc = np.bincount(self.parent, pf, self.K) * u[J:] + np.bincount(self.parent, qf, self.K) * v[J:]
         tr_f = 2.0 * np.sum(self.sf * (self.tf * hff + self.tc * hfc))
         tr_c = 2.0 * np.sum(self.sf * (self.tf * hfc + self.tc / Sp))

@@ -687,7 +687,10 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
-    J = np.zeros((ev.eta.size, nt + p)) if lme4_pirls and ld.link == "logit" else None
+    # column-major: each column is written in one contiguous pass (row-major, every element of a
+    # column lands on its own cache line)
+    J = (np.zeros((ev.eta.size, nt + p), order="F") if lme4_pirls and ld.link == "logit"
+         else None)
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b

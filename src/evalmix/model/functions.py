@@ -41,9 +41,18 @@ def as_r_factor(s: pd.Series) -> pd.Categorical:
     if isinstance(s.dtype, pd.CategoricalDtype):
         # a categorical Series holds a Categorical (pandas-stubs types .values as any array)
         return cast(pd.Categorical, s.cat.remove_unused_categories().values)
-    vals = s.to_numpy()
-    levels = sorted(pd.unique(vals).tolist(), key=lambda v: (str(type(v)), v))
-    return pd.Categorical(vals, categories=levels)
+    # one hashing pass (factorize, on the column's own storage: no object array of a million
+    # strings), then the few levels sorted and the codes renumbered
+    codes, uniques = pd.factorize(s)
+    if (codes < 0).any():  # a missing value: the Categorical constructor says what is wrong
+        vals = s.to_numpy()
+        return pd.Categorical(vals, categories=sorted(pd.unique(vals).tolist(),
+                                                      key=lambda v: (str(type(v)), v)))
+    found = list(uniques.tolist())
+    order = sorted(range(len(found)), key=lambda i: (str(type(found[i])), found[i]))
+    rank = np.empty(len(found), dtype=np.int64)
+    rank[order] = np.arange(len(found))
+    return pd.Categorical.from_codes(rank[codes], categories=pd.Index([found[i] for i in order]))
 
 
 def _same_level(value: Any, level: Any) -> bool:

@@ -26,12 +26,26 @@ __all__ = ["RandomTerm", "ThetaLayout", "build_random_terms", "group_codes_for",
            "random_expression", "split_theta", "term_lambdas"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RandomTerm:
     """One random-effects term after meeting the data (lme4's ``reTrms`` piece).
 
     ``index`` holds each row's level (0-based), ``Z`` the row covariates (n x nc), ``levels`` the
     level labels, ``cnames`` the column names (``(Intercept)``, ``x``...).
+
+    A value, as :class:`evalmix.model.FixedDesign` is: attributes cannot be reassigned
+    (``dataclasses.replace`` makes a changed copy) and ``index`` and ``Z`` are read-only views, so
+    a fit's terms cannot drift from the data they were built from (the arrays given stay the
+    caller's to change).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> t = RandomTerm("g", "1", ["(Intercept)"], ["a", "b"], np.array([0, 1, 1]), np.ones((3, 1)))
+    >>> t.nl, t.index.flags.writeable
+    (2, False)
+    >>> dataclasses.replace(t, levels=["x", "y"]).levels
+    ['x', 'y']
     """
 
     group: str
@@ -44,6 +58,12 @@ class RandomTerm:
     spec: ModelSpec | None = None  # formulaic spec of ``expr`` (None for an intercept)
     factors: dict[str, list[Any]] = field(default_factory=dict)  # factor() columns -> levels
     context: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("index", "Z"):
+            view = np.asarray(getattr(self, name)).view()
+            view.flags.writeable = False
+            object.__setattr__(self, name, view)
 
     def model_rows(self, newdata: pd.DataFrame) -> np.ndarray:
         """Random-effect covariates of new rows (ones for an intercept-only term)."""
@@ -281,6 +301,8 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
             raise DataError(f"grouping factor {sp.group_label!r} has {len(levels)} levels for "
                             f"{nobs} observations; it must have at most one level per observation")
         spec = None
+        rfactors: dict[str, list[Any]] = {}
+        context: dict[str, Any] = {}
         if sp.expr.strip() == "1":
             # a column of ones; on large designs a read-only view of one value (8 bytes, not 8
             # per row: 320 MB at 40M rows)
@@ -309,10 +331,8 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
             cn = r_names(spec, named, labels, aliases)[0]
             if Z.shape[1] == 0:
                 raise FormulaError(f"random term ({sp.expr} | {sp.group_label}) has no columns")
-        term = RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec)
-        if spec is not None:
-            term.factors, term.context = rfactors, context
-        terms.append(term)
+        terms.append(RandomTerm(sp.group_label, sp.expr, cn, levels, idx, Z, sp.group, spec,
+                                rfactors, context))
     nl = [t.nl for t in terms]
     if any(b > a for a, b in zip(nl, nl[1:])):
         # lme4: ord <- rev(order(nl)) (stable ascending order, reversed)

@@ -15,6 +15,31 @@ from ..model import make_formula
 __all__ = ["glmm_runs"]
 
 
+class _Effects(dict[str, float]):
+    """Read-only {level: effect} of ``attrs["truth"]``, its own deep copy.
+
+    pandas deep-copies ``attrs`` on every operation on a table (a column read, a copy, a filter):
+    with 25,000 item:run effects as a plain dict that was seconds of a 1M-row fit. Being
+    immutable, this one is shared by the copies instead. A dict, so that ``json`` (Parquet
+    metadata) and ``pickle`` take it as one.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Effects:
+        return self
+
+    def __copy__(self) -> _Effects:
+        return self
+
+    def __reduce__(self) -> tuple[type[_Effects], tuple[dict[str, float]]]:
+        return (_Effects, (dict(self),))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("the simulated truth is read-only; copy it with dict(...) to change it")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
+    __ior__ = _read_only  # type: ignore[assignment]
+
+
 def _slice_spec(slices: Mapping[str, Sequence[str] | Mapping[str, float]] | None) -> dict[str, dict[str, float]]:
     """Normalise ``slices`` to {factor: {level: logit effect}}; the first level is the reference (0)."""
     spec: dict[str, dict[str, float]] = {}
@@ -131,11 +156,12 @@ def glmm_runs(
         "sd_item": float(sd_item),
         "sd_item_run": float(sd_item_run),
         "sd_slope": float(sd_slope),
-        "item_effects": dict(zip(items, a.tolist())),
-        "item_run_effects": {f"{items[i]}:{r + 1}": float(c[i, r]) for i in range(n_items) for r in range(n_runs)},
+        "item_effects": _Effects(zip(items, a.tolist())),
+        "item_run_effects": _Effects({f"{items[i]}:{r + 1}": float(c[i, r])
+                                      for i in range(n_items) for r in range(n_runs)}),
         # the slope multiplies the indicator of the first slice factor's non-reference levels
         "slope": ({"factor": next(iter(spec)), "reference": next(iter(next(iter(spec.values())))),
-                   "sd": float(sd_slope), "effects": dict(zip(items, b.tolist()))}
+                   "sd": float(sd_slope), "effects": _Effects(zip(items, b.tolist()))}
                   if sd_slope > 0 and spec else None),
         "seed": seed if isinstance(seed, int) else None,
     }
