@@ -366,7 +366,7 @@ def _fit_family(formula: str, data: RunsData, family: str, link: str | None, *,
                 seed: int | np.random.Generator | np.random.SeedSequence | None, progressbar: bool,
                 parameterization: str | Mapping[str, str], target_accept: float, max_treedepth: int,
                 cores: int | None, contrasts: dict[str, Any] | None) -> BayesFamilyResult:
-    from .families import build_family_model
+    from .families import build_family_model, unstandardize
 
     check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores)
     sampler = choose_sampler(sampler)
@@ -379,6 +379,7 @@ def _fit_family(formula: str, data: RunsData, family: str, link: str | None, *,
                                        target_accept=target_accept, cores=cores,
                                        max_treedepth=max_treedepth, built=bm)
     post = idata.posterior
+    unstandardize(post, bm)
     nc, nd = post.sizes["chain"], post.sizes["draw"]
     design = bm.design
     cols = {}

@@ -78,6 +78,10 @@ class FamilyDesign:
     levels: tuple[str, ...] = ()  # categories of a cumulative model, in order
     counts: bool = False
     log_binom_rows: np.ndarray | None = None
+    # the Gaussian model samples (y - y_loc) / y_scale (every parameter of order one, which the
+    # sampler's diagonal mass matrix adapts to quickly); draws are reported on the scale of y
+    y_loc: float = 0.0
+    y_scale: float = 1.0
 
     @property
     def nobs(self) -> int:
@@ -276,8 +280,9 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
         from scipy.special import gammaln
 
         log_binom = gammaln(m + 1) - gammaln(y + 1) - gammaln(m - y + 1)
+    loc, scale = (float(np.mean(y)), float(np.std(y))) if family == "gaussian" else (0.0, 1.0)
     return FamilyDesign(family, parsed, fixed, grid_fixed, X, y, m, terms, d, offset, levels,
-                        family == "betabinomial", log_binom)
+                        family == "betabinomial", log_binom, loc, scale)
 
 
 # ---------------------------------------------------------------------------------- priors
@@ -344,6 +349,58 @@ def family_priors(design: FamilyDesign, priors: Mapping[str, PriorSpec] | None, 
             table = pd.concat([table, pd.DataFrame([(key, str(p), src)], columns=table.columns)],
                               ignore_index=True)
     return prior_map, table
+
+
+def _location_scale(prior: Prior, loc: float, scale: float) -> Prior:
+    """The prior of ``(p - loc) / scale`` when ``p`` has ``prior`` (a location-scale family)."""
+    kw = prior.kwargs
+    for key in ("mu", "alpha"):  # the location parameters (Cauchy's is alpha)
+        if key in kw:
+            kw[key] = (kw[key] - loc) / scale
+    for key in ("sigma", "beta", "b"):
+        if key in kw:
+            kw[key] = kw[key] / scale
+    if "lam" in kw:
+        kw["lam"] = kw["lam"] * scale
+    return Prior(prior.family, tuple(kw.values()))
+
+
+def standardized_priors(prior_map: Mapping[str, Prior], design: FamilyDesign) -> dict[str, Prior]:
+    """The priors of the parameters of the standardised Gaussian model (module notes): the
+    intercept is ``loc + scale * Intercept_s``, every other parameter but a correlation is
+    ``scale`` times its standardised value."""
+    loc, scale = design.y_loc, design.y_scale
+    icols = {c for c, t in zip(design.fixed.columns, design.fixed.column_terms) if t == "(Intercept)"}
+    out = {}
+    for key, p in prior_map.items():
+        if key.startswith("cor|"):
+            out[key] = p
+        else:
+            out[key] = _location_scale(p, loc if key in icols else 0.0, scale)
+    return out
+
+
+def unstandardize(posterior: Any, bm: BayesModel) -> None:
+    """Move the draws of a standardised Gaussian model to the scale of y, in place."""
+    design = bm.design
+    if not isinstance(design, FamilyDesign) or (design.y_loc == 0.0 and design.y_scale == 1.0):
+        return
+    loc, scale = design.y_loc, design.y_scale
+    absorbing = {f"({p.label})": p for p in bm.plans if p.absorbs_intercept}
+    for name in list(posterior.data_vars):
+        v = posterior[name]
+        if name in ("Intercept", "Intercept_c"):
+            posterior[name] = loc + scale * v
+        elif name in absorbing:  # levels centred on the intercept: a_l = Intercept_c + u_l
+            p = absorbing[name]
+            if p.term.nc == 1:
+                posterior[name] = loc + scale * v
+            else:
+                shift = np.zeros(p.term.nc)
+                shift[p.term.cnames.index("(Intercept)")] = loc
+                posterior[name] = shift + scale * v
+        elif name in ("b", "b_qr", "sigma") or name.startswith(("sd(", "s(", "(", "chol(")):
+            posterior[name] = scale * v
 
 
 # ---------------------------------------------------------------------------------- pilot
@@ -428,14 +485,15 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
     names = list(design.fixed.columns)
     icol = next((j for j, t in enumerate(design.fixed.column_terms) if t == "(Intercept)"), None)
     y = design.y
+    sampled = standardized_priors(prior_map, design) if family == "gaussian" else prior_map
     with pm.Model(coords=model_coords(names, icol, plans)) as model:
-        eta, basis = linear_predictor(X, names, icol, plans, prior_map, weights=design.m,
-                                      w_info=w_info, center=family == "cumulative")
+        eta, basis = linear_predictor(X, names, icol, plans, sampled, weights=design.m,
+                                      w_info=w_info * design.y_scale ** 2, center=family == "cumulative")
         if design.offset is not None:
-            eta = eta + design.offset
+            eta = eta + design.offset / design.y_scale
         if family == "gaussian":
-            sigma = prior_map["sigma"].dist("sigma")
-            pm.Normal("y", mu=eta, sigma=sigma, observed=y)
+            sigma = sampled["sigma"].dist("sigma")
+            pm.Normal("y", mu=eta, sigma=sigma, observed=(y - design.y_loc) / design.y_scale)
         elif family in ("beta", "betabinomial"):
             phi = prior_map["phi"].dist("phi")
             mu = pm.math.invlogit(eta)
