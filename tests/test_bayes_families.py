@@ -280,6 +280,7 @@ def test_betabinomial_twin_matches_glmmtmb(bb_fit, tmb_sim):
     for name, value in zip(ml["coef_names"], ml["estimate"]):
         assert in_sd_units(fit, name, value) < 0.3, name
     assert in_sd_units(fit, "phi", ml["dispersion"]) < 1.0
-    # the log-likelihood counts lchoose(n, k), as glmmTMB's logLik
-    assert -1290 < fit.log_likelihood().sum(axis=2).max() < ml["loglik"] + 5
+    # the row log-likelihoods count lchoose(n, k), as glmmTMB's logLik; given the item effects
+    # they sum to more than the marginal ML log-likelihood (-1276.9), by at most a few dozen
+    assert ml["loglik"] < fit.log_likelihood().sum(axis=2).max() < ml["loglik"] + 100
     assert np.isfinite(fit.loo().elpd_loo)

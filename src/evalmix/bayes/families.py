@@ -465,7 +465,7 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
     >>> d = pd.DataFrame({"y": [1.0, 2.0, 3.0, 2.5, 4.0, 3.5], "g": list("aabbcc"), "x": [0, 1] * 3})
     >>> bm = build_family_model("y ~ x + (1|g)", d, "gaussian")
     >>> sorted(v.name for v in bm.model.free_RVs)
-    ['Intercept_c', 'b', 's(1|g)', 'sigma', 'z(1|g)']
+    ['(1|g)', 'Intercept_c', 'b', 'sd(1|g)', 'sigma']
     """
     import pymc as pm
     import pytensor.tensor as pt

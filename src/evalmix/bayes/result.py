@@ -672,6 +672,16 @@ class BayesFamilyResult(BayesGlmerResult):
         self._cache["loglik"] = ll
         return ll
 
+    def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> Summary:
+        """The posterior as one :class:`~evalmix._result.Summary` (see
+        :meth:`BayesGlmerResult.summary`), the family's parameters among the ``Parameters``.
+
+        Examples
+        --------
+        >>> print(fit.summary())  # doctest: +SKIP
+        """
+        return super().summary(hdi_prob, random_effects)
+
     def _title(self) -> str:
         return f"BayesFamilyResult: {self.formula}"
 
