@@ -133,14 +133,17 @@ def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
 @pytest.mark.parametrize("family, formula", [
     ("gaussian", "Reaction ~ Days + (1|Subject)"),
     ("cumulative", "rating ~ temp + contact + (1|judge)"),
+    ("probit", "rating ~ temp + contact + (1|judge)"),
     ("beta", "score ~ model + (1|item)"),
     ("betabinomial", "cbind(k, n - k) ~ model + (1|item)"),
 ])
 def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine, tmb_sim):
     from scipy import special, stats
 
-    data = {"gaussian": sleep, "cumulative": wine}.get(family, tmb_sim)
-    bm = build_family_model(formula, data, family)
+    data = {"gaussian": sleep, "cumulative": wine, "probit": wine}.get(family, tmb_sim)
+    link = "probit" if family == "probit" else None
+    family = "cumulative" if family == "probit" else family
+    bm = build_family_model(formula, data, family, link=link)
     d = bm.design
     point = bm.model.initial_point()
     rng = np.random.default_rng(3)
@@ -160,7 +163,8 @@ def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine,
         eta = d.X @ b + u[plan.label][plan.term.index]
         cuts = np.concatenate([[-np.inf], np.asarray(vals[1]), [np.inf]])
         code = d.y.astype(int)
-        expect = np.log(special.expit(cuts[code + 1] - eta) - special.expit(cuts[code] - eta)).sum()
+        F = stats.norm.cdf if link == "probit" else special.expit
+        expect = np.log(F(cuts[code + 1] - eta) - F(cuts[code] - eta)).sum()
     else:
         # columns centred; the term holding the intercept is centred on it
         eta = (d.X[:, 1:] - bm.fixed_basis["xbar"]) @ b + u[plan.label][plan.term.index]
