@@ -138,6 +138,9 @@ def ctx():
             "a": a, "b": b, "ya": (a > 0.5).astype(int), "yb": (b > 0.5).astype(int)}
 
 
+TINY = dict(draws=50, tune=50, chains=2, seed=1, progressbar=False, cores=1)
+
+
 def _with_proxy(df: pd.DataFrame) -> pd.DataFrame:
     # a proxy score that tracks the outcome with noise, as a model's own confidence would
     rng = np.random.default_rng(7)
@@ -247,6 +250,13 @@ CALLS = {
         c["three"], "correct ~ model + (1|item)", ref="model-A"),
     # evalmix.bayes
     "bayes.glmer": lambda c: c["post"],
+    # the twins, on scores made from the same rows (few draws: the tables are what is checked)
+    "bayes.lmer": lambda c: bayes.lmer("correct ~ model + (1|item)", c["three"], **TINY),
+    "bayes.clmm": lambda c: bayes.clmm("rating ~ model + (1|item)", c["three"].assign(
+        rating=np.random.default_rng(1).integers(1, 4, len(c["three"]))), **TINY),
+    "bayes.glmmtmb": lambda c: bayes.glmmtmb("score ~ model + (1|item)", c["three"].assign(
+        score=(c["three"]["correct"] + np.random.default_rng(1).uniform(0.1, 0.9, len(c["three"]))) / 2),
+        **TINY),
     "bayes.default_priors": lambda c: bayes.default_priors("correct ~ model + (1|item)",
                                                            c["three"]),
     # results of methods

@@ -77,6 +77,8 @@ def _support_point(p: Prior) -> float:
 
 def fused_reason(bm: BayesModel) -> str | None:
     """Why ``bm`` cannot use the compiled kernel, or None when it can."""
+    if bm.family != "binomial":
+        return f"the {bm.family} likelihood (the kernel is binomial-logit)"
     if bm.basis is None:
         return "the model records no fixed-effects basis"
     if bm.link != "logit":

@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from pytensor.tensor.variable import TensorVariable
 
-    from ..model import GlmmDesign
     from ..fitted import MixedFit
+    from ..model import GlmmDesign
+    from .families import FamilyDesign
 
 __all__ = ["TermPlan", "BayesModel", "binomial_loglik", "build_model", "plan_terms"]
 
@@ -84,7 +85,7 @@ class BayesModel:
     """A PyMC model with the pieces needed to read its draws back."""
 
     model: pm.Model
-    design: GlmmDesign
+    design: GlmmDesign | FamilyDesign
     plans: list[TermPlan]
     priors: dict[str, Prior]
     prior_table: pd.DataFrame
@@ -94,6 +95,7 @@ class BayesModel:
     # the intercept of the user's coding is ``Intercept_c - xbar @ b``
     basis: dict[str, np.ndarray] | None = None
     link: str = "logit"  # binomial link (logit, probit or cloglog)
+    family: str = "binomial"  # the likelihood (evalmix.bayes.families builds the others)
 
     @property
     def fixed_names(self) -> list[str]:
@@ -175,12 +177,19 @@ def _info_weights(design: GlmmDesign, ml: MixedFit | None, link: str = "logit") 
 def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "auto",
                ml: MixedFit | None = None, link: str = "logit") -> list[TermPlan]:
     """Choose the centred or non-centred form of every random term (see the module notes)."""
-    w = _info_weights(design, ml, link)
+    return choose_forms(design.terms, _info_weights(design, ml, link), _ml_sds(ml, design.terms),
+                        parameterization)
+
+
+def choose_forms(terms: list[RandomTerm], w: np.ndarray, sds: list[np.ndarray],
+                 parameterization: str | Mapping[str, str] = "auto") -> list[TermPlan]:
+    """The sampling plan of each term from the information weight ``w`` of each row and a pilot
+    SD of each term's columns: centred where the median ``I_l sigma^2`` exceeds 1."""
     user = {} if isinstance(parameterization, str) else dict(parameterization)
     if isinstance(parameterization, str) and parameterization not in ("auto",) + PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be 'auto', 'centered', 'noncentered' or a dict "
                          f"group -> form, got {parameterization!r}")
-    groups = {t.group for t in design.terms}
+    groups = {t.group for t in terms}
     bad = [g for g in user if g not in groups]
     if bad:
         raise ValueError(f"parameterization names unknown grouping factor(s) {bad}; terms: {sorted(groups)}")
@@ -188,7 +197,7 @@ def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "
         if f not in PARAMETERIZATIONS:
             raise ValueError(f"parameterization of {g!r} must be 'centered' or 'noncentered', got {f!r}")
     plans = []
-    for t, sd in zip(design.terms, _ml_sds(ml, design.terms)):
+    for t, sd in zip(terms, sds):
         info = np.zeros((t.nl, t.nc))
         for c in range(t.nc):
             info[:, c] = np.bincount(t.index, weights=w * t.Z[:, c] ** 2, minlength=t.nl)
@@ -201,6 +210,117 @@ def plan_terms(design: GlmmDesign, parameterization: str | Mapping[str, str] = "
             centered = ratio > 1.0
         plans.append(TermPlan(t, term_label(t), centered, ratio, sd))
     return plans
+
+
+def model_coords(names: list[str], icol: int | None, plans: list[TermPlan]) -> dict[str, list[str]]:
+    """The PyMC coordinates of the fixed effects (all but the intercept) and the random terms."""
+    coords: dict[str, list[str]] = {"coef": [n for j, n in enumerate(names) if j != icol]}
+    for p in plans:
+        coords[f"{p.term.group}__level"] = list(p.term.levels)
+        if p.term.nc > 1:
+            coords[f"{p.label}__column"] = list(p.term.cnames)
+    return coords
+
+
+def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: list[TermPlan],
+                     prior_map: Mapping[str, Prior], *, weights: np.ndarray, w_info: np.ndarray,
+                     qr: bool = True, center: bool = False) -> tuple[Any, dict[str, np.ndarray]]:
+    """The linear predictor of every row (inside a PyMC model context) and the fixed basis.
+
+    Shared by every likelihood of the package: the intercept ``Intercept_c`` at the centred
+    columns, the coefficients ``b`` (sampled in a QR basis), the random terms (centred or not,
+    one of them holding the intercept), with the names the result reads back.  ``weights``
+    weight the column means, ``w_info`` the QR decomposition; ``center`` centres the columns of a
+    model without an intercept too (the cumulative-link model, whose thresholds take the shift).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if icol is not None:
+        cands = [p for p in plans if p.centered and "(Intercept)" in p.term.cnames]
+        if cands:
+            max(cands, key=lambda p: p.ratio).absorbs_intercept = True
+    coef = [j for j in range(X.shape[1]) if j != icol]
+    qr = qr and len(coef) >= 2
+    xbar = np.zeros(len(coef))
+    eta: Any = 0.0
+    intercept = None
+    b: Any = None
+    Xc = np.ascontiguousarray(X[:, coef])
+    if (icol is not None or center) and coef:
+        # With an intercept, the other columns are centred (weighted by trials) so that the
+        # intercept and the effects of the centred term are nearly uncorrelated with the slopes;
+        # the intercept of the user's coding is recovered as a deterministic.
+        xbar = np.average(Xc, axis=0, weights=weights)
+        Xc = Xc - xbar
+    if icol is not None:
+        intercept = prior_map[names[icol]].dist("Intercept_c")
+    if coef and qr:
+        # Sample theta = R b where Q R is the QR decomposition of the information-weighted
+        # centred design: the likelihood is then close to isotropic in theta (treatment
+        # contrasts sharing a reference level are otherwise correlated, which slows a sampler
+        # with a diagonal mass matrix).  The prior stays the one stated for b.
+        sw = np.sqrt(w_info)[:, None]
+        R = np.linalg.qr(sw * Xc, mode="r")
+        R = R * np.sign(np.diag(R))[:, None]
+        Rinv = np.linalg.solve(R, np.eye(len(coef)))
+        theta = pm.Flat("b_qr", dims="coef")
+        b = pm.Deterministic("b", pt.dot(Rinv, theta), dims="coef")
+        pm.Potential("b_prior", _vector_logp([prior_map[names[j]] for j in coef], b))
+        eta = pt.dot(Xc @ Rinv, theta)
+        basis = {"Xt": Xc @ Rinv, "T": Rinv, "xbar": xbar}
+    else:
+        if coef:
+            b = _vector_prior("b", [prior_map[names[j]] for j in coef], dims="coef")
+            eta = pt.dot(Xc, b)
+        basis = {"Xt": Xc, "T": np.eye(len(coef)), "xbar": xbar}
+    if icol is not None:
+        pm.Deterministic("Intercept", intercept - pt.dot(xbar, b) if coef else intercept)
+    absorbed = False
+    for p in plans:
+        t = p.term
+        mu = intercept if p.absorbs_intercept else 0.0
+        absorbed |= p.absorbs_intercept
+        sds = [prior_map[f"sd|{t.group}|{c}"] for c in t.cnames]
+        lev = f"{t.group}__level"
+        if t.nc == 1:
+            if p.centered:
+                sigma = sds[0].dist(f"sd({p.label})")
+                u = pm.Normal(f"({p.label})", mu=mu, sigma=sigma, dims=lev)
+            else:
+                # Non-centred terms carry a signed scale s whose prior is the symmetric
+                # extension of the SD prior, with sd = |s|: (s, z) and (-s, -z) give the same
+                # effects, so |s| has exactly the SD prior, and a posterior SD near zero is
+                # sampled through s = 0 instead of down a log-scale tail (which needs long
+                # trajectories).
+                s_signed = sds[0].symmetric().dist(f"s({p.label})")
+                pm.Deterministic(f"sd({p.label})", pt.abs(s_signed))
+                z = pm.Normal(f"z({p.label})", 0.0, 1.0, dims=lev)
+                u = pm.Deterministic(f"({p.label})", mu + s_signed * z, dims=lev)
+            contrib = u[t.index] if np.all(t.Z == 1.0) else u[t.index] * t.Z[:, 0]
+        else:
+            col = f"{p.label}__column"
+            sd_dist = _sd_dists(sds)
+            eta_lkj = prior_map[f"cor|{t.group}"].params[0]
+            chol, _, _ = pm.LKJCholeskyCov(f"chol({p.label})", n=t.nc, eta=eta_lkj,
+                                           sd_dist=sd_dist, compute_corr=True,
+                                           store_in_trace=False)
+            corr = _corr_from_chol(chol)
+            pm.Deterministic(f"sd({p.label})", pt.sqrt(pt.diag(chol @ chol.T)), dims=col)
+            pm.Deterministic(f"cor({p.label})", corr)
+            mean = pt.zeros(t.nc)
+            if p.absorbs_intercept:
+                mean = pt.set_subtensor(mean[t.cnames.index("(Intercept)")], intercept)
+            if p.centered:
+                u = pm.MvNormal(f"({p.label})", mu=mean, chol=chol, dims=(lev, col))
+            else:
+                z = pm.Normal(f"z({p.label})", 0.0, 1.0, dims=(lev, col))
+                u = pm.Deterministic(f"({p.label})", mean + z @ chol.T, dims=(lev, col))
+            contrib = pt.sum(u[t.index] * t.Z, axis=1)
+        eta = eta + contrib
+    if intercept is not None and not absorbed:
+        eta = eta + intercept
+    return eta, basis
 
 
 def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorSpec] | None = None,
@@ -223,7 +343,6 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     ['(1|item)', '(1|item:run)', 'Intercept']
     """
     import pymc as pm
-    import pytensor.tensor as pt
 
     from ..model import drop_rank_deficient
     from ..model import build_design
@@ -254,96 +373,12 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     X = dense_x(design)
     names = list(design.fixed.columns)
     icol = next((j for j, t in enumerate(design.fixed.column_terms) if t == "(Intercept)"), None)
-    if icol is not None:
-        cands = [p for p in plans if p.centered and "(Intercept)" in p.term.cnames]
-        if cands:
-            max(cands, key=lambda p: p.ratio).absorbs_intercept = True
-    coef = [j for j in range(X.shape[1]) if j != icol]
-    qr = qr and len(coef) >= 2
     w_info = _info_weights(design, ml, link)
-    xbar = np.zeros(len(coef))
-    coords: dict[str, list[str]] = {"coef": [names[j] for j in coef]}
-    for p in plans:
-        coords[f"{p.term.group}__level"] = list(p.term.levels)
-        if p.term.nc > 1:
-            coords[f"{p.label}__column"] = list(p.term.cnames)
+    coords = model_coords(names, icol, plans)
 
     with pm.Model(coords=coords) as model:
-        eta: Any = 0.0
-        intercept = None
-        Xc = np.ascontiguousarray(X[:, coef])
-        if icol is not None:
-            # With an intercept, the other columns are centred (weighted by trials) so that the
-            # intercept and the effects of the centred term are nearly uncorrelated with the slopes;
-            # the intercept of the user's coding is recovered as a deterministic.
-            xbar = np.average(Xc, axis=0, weights=design.m) if coef else np.zeros(0)
-            Xc = Xc - xbar
-            intercept = prior_map[names[icol]].dist("Intercept_c")
-        if coef and qr:
-            # Sample theta = R b where Q R is the QR decomposition of the information-weighted
-            # centred design: the likelihood is then close to isotropic in theta (treatment
-            # contrasts sharing a reference level are otherwise correlated, which slows a sampler
-            # with a diagonal mass matrix).  The prior stays the one stated for b.
-            sw = np.sqrt(w_info)[:, None]
-            R = np.linalg.qr(sw * Xc, mode="r")
-            R = R * np.sign(np.diag(R))[:, None]
-            Rinv = np.linalg.solve(R, np.eye(len(coef)))
-            theta = pm.Flat("b_qr", dims="coef")
-            b = pm.Deterministic("b", pt.dot(Rinv, theta), dims="coef")
-            pm.Potential("b_prior", _vector_logp([prior_map[names[j]] for j in coef], b))
-            eta = pt.dot(Xc @ Rinv, theta)
-            basis = {"Xt": Xc @ Rinv, "T": Rinv, "xbar": xbar}
-        elif coef:
-            b = _vector_prior("b", [prior_map[names[j]] for j in coef], dims="coef")
-            eta = pt.dot(Xc, b)
-        if not (coef and qr):
-            basis = {"Xt": Xc, "T": np.eye(len(coef)), "xbar": xbar}
-        if icol is not None:
-            pm.Deterministic("Intercept", intercept - pt.dot(xbar, b) if coef else intercept)
-        absorbed = False
-        for p in plans:
-            t = p.term
-            mu = intercept if p.absorbs_intercept else 0.0
-            absorbed |= p.absorbs_intercept
-            sds = [prior_map[f"sd|{t.group}|{c}"] for c in t.cnames]
-            lev = f"{t.group}__level"
-            if t.nc == 1:
-                if p.centered:
-                    sigma = sds[0].dist(f"sd({p.label})")
-                    u = pm.Normal(f"({p.label})", mu=mu, sigma=sigma, dims=lev)
-                else:
-                    # Non-centred terms carry a signed scale s whose prior is the symmetric
-                    # extension of the SD prior, with sd = |s|: (s, z) and (-s, -z) give the same
-                    # effects, so |s| has exactly the SD prior, and a posterior SD near zero is
-                    # sampled through s = 0 instead of down a log-scale tail (which needs long
-                    # trajectories).
-                    s_signed = sds[0].symmetric().dist(f"s({p.label})")
-                    pm.Deterministic(f"sd({p.label})", pt.abs(s_signed))
-                    z = pm.Normal(f"z({p.label})", 0.0, 1.0, dims=lev)
-                    u = pm.Deterministic(f"({p.label})", mu + s_signed * z, dims=lev)
-                contrib = u[t.index] if np.all(t.Z == 1.0) else u[t.index] * t.Z[:, 0]
-            else:
-                col = f"{p.label}__column"
-                sd_dist = _sd_dists(sds)
-                eta_lkj = prior_map[f"cor|{t.group}"].params[0]
-                chol, _, _ = pm.LKJCholeskyCov(f"chol({p.label})", n=t.nc, eta=eta_lkj,
-                                               sd_dist=sd_dist, compute_corr=True,
-                                               store_in_trace=False)
-                corr = _corr_from_chol(chol)
-                pm.Deterministic(f"sd({p.label})", pt.sqrt(pt.diag(chol @ chol.T)), dims=col)
-                pm.Deterministic(f"cor({p.label})", corr)
-                mean = pt.zeros(t.nc)
-                if p.absorbs_intercept:
-                    mean = pt.set_subtensor(mean[t.cnames.index("(Intercept)")], intercept)
-                if p.centered:
-                    u = pm.MvNormal(f"({p.label})", mu=mean, chol=chol, dims=(lev, col))
-                else:
-                    z = pm.Normal(f"z({p.label})", 0.0, 1.0, dims=(lev, col))
-                    u = pm.Deterministic(f"({p.label})", mean + z @ chol.T, dims=(lev, col))
-                contrib = pt.sum(u[t.index] * t.Z, axis=1)
-            eta = eta + contrib
-        if intercept is not None and not absorbed:
-            eta = eta + intercept
+        eta, basis = linear_predictor(X, names, icol, plans, prior_map, weights=design.m,
+                                      w_info=w_info, qr=qr)
         if design.offset is not None:
             eta = eta + design.offset
         if link != "logit":

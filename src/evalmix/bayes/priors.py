@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytensor.tensor.variable import TensorVariable
 
     from ..model import GlmmDesign
+    from .families import FamilyDesign
 
 __all__ = ["Prior", "PriorTable", "DEFAULT_PRIORS", "resolve_priors"]
 
@@ -161,13 +162,18 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -> tuple[dict[str, Prior], pd.DataFrame]:
+def resolve_priors(design: GlmmDesign | FamilyDesign, priors: Mapping[str, PriorSpec] | None, *,
+                   defaults: Mapping[str, Prior] | None = None) -> tuple[dict[str, Prior], pd.DataFrame]:
     """The prior of every parameter of ``design`` (a GLMM design) after applying ``priors``.
+
+    ``defaults`` replaces :data:`DEFAULT_PRIORS` (keys ``Intercept``, ``fixed``, ``sd``, ``cor``:
+    the response-scaled defaults of the Gaussian model).
 
     Returns a dict parameter -> Prior (keys: fixed-effect column names, ``"sd|<group>|<column>"``
     and ``"cor|<group>"``) and a printable table (``parameter``, ``prior``, ``source``).
     """
     user = {str(k): Prior.coerce(v) for k, v in (priors or {}).items()}
+    base = DEFAULT_PRIORS if defaults is None else defaults
     fixed = design.fixed
     groups = {t.group for t in design.terms}
     # a column is named as R names it (modelGPT-4o) or as formulaic does (model[T.GPT-4o])
@@ -183,11 +189,11 @@ def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -
     for j, (col, term) in enumerate(zip(fixed.columns, fixed.column_terms)):
         if term == "(Intercept)":
             key = "Intercept"
-            p, src = user.get(key, DEFAULT_PRIORS[key]), "user" if key in user else "default"
+            p, src = user.get(key, base[key]), "user" if key in user else "default"
         elif col in user or term in user:
             p, src = (user[col] if col in user else user[term]), "user"
         else:
-            p, src = user.get("fixed", DEFAULT_PRIORS["fixed"]), "user" if "fixed" in user else "default"
+            p, src = user.get("fixed", base["fixed"]), "user" if "fixed" in user else "default"
             x = X[:, j]
             # autoscale numeric covariates (not 0/1 indicator columns) by their SD, as rstanarm does
             if src == "default" and not np.isin(x, (0.0, 1.0)).all():
@@ -205,13 +211,13 @@ def resolve_priors(design: GlmmDesign, priors: Mapping[str, PriorSpec] | None) -
             if t.group in user:
                 p, src = user[t.group], "user"
             else:
-                p, src = user.get("sd", DEFAULT_PRIORS["sd"]), "user" if "sd" in user else "default"
+                p, src = user.get("sd", base["sd"]), "user" if "sd" in user else "default"
             if not p.positive:
                 raise ValueError(f"prior {p} for the SD of {c!r} in group {t.group!r} must be positive")
             out[key] = p
             rows.append((f"sd({c}|{t.group})", str(p), src))
         if t.nc > 1:
-            p, src = user.get("cor", DEFAULT_PRIORS["cor"]), "user" if "cor" in user else "default"
+            p, src = user.get("cor", base["cor"]), "user" if "cor" in user else "default"
             if p.family != "lkj":
                 raise ValueError(f"the correlation prior must be ('lkj', eta), got {p}")
             out[f"cor|{t.group}"] = p

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
     from ..fitted import LinearHypothesis
     from ..model import FixedDesign
+    from .families import FamilyDesign
 
-__all__ = ["BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
+__all__ = ["BayesFamilyResult", "BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
 _SCALES = {"logit": "log-odds", "probit": "probit (normal quantile)", "cloglog": "complementary log-log"}
 RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the chains disagree
@@ -546,4 +547,219 @@ class BayesGlmerResult(Result):
                              *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
         tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean",
                                           "conf_low", "conf_high", "ppp"])
+        return PPCResult(tab, prob)
+
+
+_FAMILY_TEXT = {"gaussian": "Gaussian (identity link)", "cumulative": "cumulative link",
+                "beta": "beta (logit link; glmmTMB's precision phi)",
+                "betabinomial": "beta-binomial (logit link; glmmTMB's precision phi)"}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BayesFamilyResult(BayesGlmerResult):
+    """A Bayesian mixed model with a Gaussian, cumulative-link, beta or beta-binomial likelihood
+    (:func:`evalmix.bayes.lmer`, :func:`evalmix.bayes.clmm`, :func:`evalmix.bayes.glmmtmb`).
+
+    Everything of :class:`BayesGlmerResult` applies; the family's own parameters are rows of
+    :meth:`posterior_table`: ``sigma`` (the Gaussian residual SD), ``phi`` (the precision of the
+    beta families, glmmTMB's ``sigma(fit)``) or the thresholds ``1|2``, ``2|3``... of a
+    cumulative model (whose ``link`` is ``"identity"``, the latent scale, and ``cumulative_link``
+    the logit or probit).  For a cumulative model ``fixef`` has an ``(Intercept)`` equal to minus
+    the mean threshold, the origin of emmeans' latent scale, so that :func:`evalmix.emmeans` gives
+    ``x beta - mean(theta)`` as emmeans' ``mode = "latent"`` does; the posterior table lists the
+    thresholds and the slopes instead.
+    """
+
+    cumulative_link: str = ""
+    response_scale: str = "mean"
+    levels: tuple[str, ...] = ()  # the categories of a cumulative model, in order
+
+    @property
+    def scale(self) -> str:  # type: ignore[override]
+        if self.family == "gaussian":
+            return "response"
+        if self.family == "cumulative":
+            return f"latent ({self.cumulative_link})"
+        return "log-odds of the mean score"
+
+    def _param_draws(self) -> dict[str, np.ndarray]:
+        if "params" in self._cache:
+            return self._cache["params"]
+        base = dict(super()._param_draws())
+        post = self._posterior.posterior
+        out: dict[str, np.ndarray] = {}
+        if self.family == "cumulative":
+            cuts = np.asarray(post["thresholds"])
+            for j, name in enumerate(self.threshold_names):
+                out[name] = cuts[:, :, j]
+            base.pop("(Intercept)", None)
+        out.update(base)
+        for extra in ("sigma", "phi"):
+            if extra in post:
+                out[extra] = np.asarray(post[extra])
+        self._cache["params"] = out
+        return out
+
+    @property
+    def threshold_names(self) -> list[str]:
+        """``1|2``, ``2|3``... of a cumulative model (ordinal's names); empty otherwise."""
+        lv = self.levels
+        return [f"{a}|{b}" for a, b in zip(lv[:-1], lv[1:])]
+
+    def _eta_cells(self) -> np.ndarray:
+        if "eta" in self._cache:
+            return self._cache["eta"]
+        model = self._rows("the linear predictor of each row")
+        design = model.design
+        cols = list(design.fixed.columns)  # a cumulative model's thresholds hold its intercept
+        eta = self.fixef_draws[cols].to_numpy() @ dense_x(design).T
+        if design.offset is not None:
+            eta += design.offset
+        for p in model.plans:
+            t = p.term
+            u = self._deviations(p)
+            if t.nc == 1:
+                eta += u[:, t.index] * t.Z[:, 0]
+            else:
+                eta += np.einsum("dnc,nc->dn", u[:, t.index, :], t.Z)
+        self._cache["eta"] = eta
+        return eta
+
+    def _family_design(self, what: str) -> FamilyDesign:
+        from .families import FamilyDesign
+
+        design = self._rows(what).design
+        if not isinstance(design, FamilyDesign):
+            raise ValueError("this result holds no family model: only evalmix.bayes.lmer(), clmm() "
+                             "and glmmtmb() results do")
+        return design
+
+    def _flat(self, name: str) -> np.ndarray:
+        return flatten_chains(np.asarray(self._posterior.posterior[name]))
+
+    def log_likelihood(self) -> np.ndarray:
+        """Pointwise log-likelihood of each row: (chain, draw, row), every constant included
+        (the binomial coefficient of k of n too), as ``logLik`` of lme4, ordinal and glmmTMB."""
+        if "loglik" in self._cache:
+            return self._cache["loglik"]
+        from scipy import special, stats
+
+        design = self._family_design("log_likelihood() (and so loo(), waic() and idata)")
+        eta = self._eta_cells()
+        y = design.y
+        if self.family == "gaussian":
+            ll = stats.norm.logpdf(y, eta, self._flat("sigma")[:, None])
+        elif self.family in ("beta", "betabinomial"):
+            phi = self._flat("phi")[:, None]
+            mu = special.expit(eta)
+            a, b = mu * phi, (1 - mu) * phi
+            if self.family == "beta":
+                ll = stats.beta.logpdf(y, a, b)
+            else:
+                ll = stats.betabinom.logpmf(y, design.m, a, b)
+        else:
+            cuts = self._flat("thresholds")  # as reported: eta here is on the uncentred columns
+            ext = np.concatenate([np.full((len(cuts), 1), -np.inf), cuts, np.full((len(cuts), 1), np.inf)], axis=1)
+            code = y.astype(np.int64)
+            hi, lo = ext[:, code + 1] - eta, ext[:, code] - eta
+            cdf = stats.logistic.cdf if self.cumulative_link == "logit" else stats.norm.cdf
+            sf = stats.logistic.sf if self.cumulative_link == "logit" else stats.norm.sf
+            # P(lo < e <= hi) from whichever tail keeps the difference accurate
+            upper = lo > 0
+            p = np.where(upper, sf(lo) - sf(hi), cdf(hi) - cdf(lo))
+            ll = np.log(np.clip(p, 1e-300, None))
+        ll = ll.reshape(self.chains, self.draws, -1)
+        self._cache["loglik"] = ll
+        return ll
+
+    def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> Summary:
+        """The posterior as one :class:`~evalmix._result.Summary` (see
+        :meth:`BayesGlmerResult.summary`), the family's parameters among the ``Parameters``.
+
+        Examples
+        --------
+        >>> print(fit.summary())  # doctest: +SKIP
+        """
+        return super().summary(hdi_prob, random_effects)
+
+    def _title(self) -> str:
+        return f"BayesFamilyResult: {self.formula}"
+
+    def _header(self, hdi_prob: float = 0.95) -> list[str]:
+        fam = _FAMILY_TEXT.get(self.family, self.family)
+        if self.family == "cumulative":
+            fam = f"cumulative link ({self.cumulative_link}; P(Y <= j) = F(theta_j - eta))"
+        return [f"{fam}, {self.chains} chains x {self.draws} draws, sampler {self.sampler}, "
+                f"{self.divergences} divergences, {self.seconds:.1f} s; {self.nobs} obs",
+                f"scale: {self.scale}; estimate = posterior mean, se = posterior SD, "
+                f"conf_low/conf_high = {hdi_prob:.0%} highest-density interval"]
+
+    def ranks(self, factor: str = "model", higher_is_better: bool = True) -> RankResult:
+        """Posterior rank distribution of the levels of ``factor``, as
+        :meth:`BayesGlmerResult.ranks`: on the mean score (Gaussian), the latent scale
+        (cumulative: ``mean_latent``) or the logit of the mean score (beta families, with
+        ``mean_prob`` the mean score)."""
+        res = super().ranks(factor, higher_is_better)
+        if self.link != "identity":
+            return res
+        name = "mean" if self.family == "gaussian" else "mean_latent"
+        tab = res.table.drop(columns="mean_prob").rename(columns={"mean_logit": name})
+        return RankResult(tab, res.factor, res.draws)
+
+    def posterior_predictive(self, by: str | None = None, spread: str | None = None,
+                             prob: float = 0.9, n_draws: int = 1000,
+                             seed: int | np.random.Generator | None = None) -> PPCResult:
+        """Posterior predictive check of the mean response (and of its SD across the levels of
+        ``spread``): the mean score (Gaussian, beta), the proportion of successes (beta-binomial)
+        or the mean rating code 1..J (cumulative), observed against replicated.
+
+        Parameters are those of :meth:`BayesGlmerResult.posterior_predictive`.
+        """
+        from scipy import special
+
+        rng = np.random.default_rng(seed)
+        design = self._family_design("posterior_predictive()")
+        data = design.data
+        for col in (by, spread):
+            if col is not None and col not in data.columns:
+                raise DataError(f"column {col!r} is not one the fit used; columns: {list(data.columns)}")
+        eta_all = self._eta_cells()
+        idx = rng.choice(len(eta_all), size=min(n_draws, len(eta_all)), replace=False)
+        eta = eta_all[idx]
+        y, m = design.y, design.m
+        if self.family == "gaussian":
+            yrep = rng.normal(eta, self._flat("sigma")[idx][:, None])
+            obs_y, check = y, "mean"
+        elif self.family in ("beta", "betabinomial"):
+            phi = self._flat("phi")[idx][:, None]
+            mu = special.expit(eta)
+            p = rng.beta(np.maximum(mu * phi, 1e-12), np.maximum((1 - mu) * phi, 1e-12))
+            if self.family == "beta":
+                yrep, obs_y, check = p, y, "mean score"
+            else:
+                yrep, obs_y, check = rng.binomial(m.astype(np.int64), p).astype(float), y, "proportion"
+        else:
+            cuts = self._flat("thresholds")[idx]
+            e = rng.logistic(size=eta.shape) if self.cumulative_link == "logit" else rng.normal(size=eta.shape)
+            # Y = 1 + number of thresholds below the latent value eta + e
+            yrep = 1.0 + (cuts[:, None, :] < (eta + e)[:, :, None]).sum(axis=2)
+            obs_y, check = y + 1.0, "mean rating (1..J)"
+        denom = m if self.family == "betabinomial" else np.ones(len(y))
+        a = (1 - prob) / 2
+        rows = []
+        groups = [("all", np.ones(len(y), dtype=bool))] if by is None else \
+            [(lv, (data[by] == lv).to_numpy()) for lv in pd.unique(data[by])]
+        for lv, sel in groups:
+            obs = obs_y[sel].sum() / denom[sel].sum()
+            rep = yrep[:, sel].sum(1) / denom[sel].sum()
+            rows.append((check, lv, obs, rep.mean(), *np.quantile(rep, [a, 1 - a]), (rep >= obs).mean()))
+            if spread is not None:
+                codes, uniq = pd.factorize(data.loc[sel, spread])
+                dg = np.bincount(codes, denom[sel], len(uniq))
+                obs_s = np.std(np.bincount(codes, obs_y[sel], len(uniq)) / dg, ddof=1)
+                rep_s = np.array([np.std(np.bincount(codes, r[sel], len(uniq)) / dg, ddof=1) for r in yrep])
+                rows.append((f"sd of {check} across {spread}", lv, obs_s, rep_s.mean(),
+                             *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
+        tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean", "conf_low",
+                                          "conf_high", "ppp"])
         return PPCResult(tab, prob)
