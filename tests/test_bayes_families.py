@@ -130,10 +130,12 @@ def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
     np.testing.assert_allclose(sds[0], [vc["(Intercept)"], vc["Days"]], rtol=0.01)
 
 
+# the cumulative-link graphs take 7-11 s to compile on a cold PyTensor cache: they run in the slow
+# step, where the wine fit also samples the logit one
 @pytest.mark.parametrize("family, formula", [
     ("gaussian", "Reaction ~ Days + (1|Subject)"),
-    ("cumulative", "rating ~ temp + contact + (1|judge)"),
-    ("probit", "rating ~ temp + contact + (1|judge)"),
+    pytest.param("cumulative", "rating ~ temp + contact + (1|judge)", marks=pytest.mark.slow),
+    pytest.param("probit", "rating ~ temp + contact + (1|judge)", marks=pytest.mark.slow),
     ("beta", "score ~ model + (1|item)"),
     ("betabinomial", "cbind(k, n - k) ~ model + (1|item)"),
 ])
