@@ -121,7 +121,7 @@ def _small():
     (lambda d: d.assign(rating=np.where(d["rating"] == 3, 4, d["rating"])), DataError,
      "gap: no rating 3"),
     (lambda d: d.assign(rating=d["rating"] + 0.5 * (d.index == 7)), DataError,
-     "non-integer score 5.5 in row 7"),
+     "non-integer score 5.5 in rows 7"),
     (lambda d: d.assign(rating=d["rating"].where(d.index != 5)), DataError,
      "missing value in row 5"),
     (lambda d: d.assign(temp=d["temp"].where(d.index != 11)), DataError,

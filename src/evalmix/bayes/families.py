@@ -40,13 +40,13 @@ import pandas as pd
 from ..data import RunsData
 from ..errors import DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, fixed_on_patterns,
-                     independent_columns, model_columns, parse_formula, read_data)
+                     independent_columns, model_columns, numeric_column, ordinal_codes, parse_formula, read_data,
+                     rows_text)
 from .model import BayesModel, choose_forms, linear_predictor, model_coords
 from .priors import FAMILIES as PRIOR_FAMILIES
 from .priors import Prior, PriorSpec, resolve_priors
 
-__all__ = ["FAMILIES", "FamilyDesign", "build_family_design", "build_family_model", "family_defaults",
-           "ordinal_codes"]
+__all__ = ["FAMILIES", "FamilyDesign", "build_family_design", "build_family_model", "family_defaults"]
 
 #: family -> the engine whose model it mirrors
 FAMILIES = {"gaussian": "evalmix.lmer", "cumulative": "evalmix.clmm", "beta": "evalmix.glmmtmb",
@@ -104,66 +104,6 @@ class FamilyDesign:
         return np.arange(len(self.y))
 
 
-def _rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
-    rows = [repr(v) for v in index[mask][:limit]]
-    more = int(mask.sum()) - len(rows)
-    return ", ".join(rows) + (f" and {more} more" if more > 0 else "")
-
-
-def _numeric(col: pd.Series, name: str) -> np.ndarray:
-    if pd.api.types.is_bool_dtype(col):
-        raise DataError(f"column {name!r} holds booleans, not numbers")
-    if not pd.api.types.is_numeric_dtype(col):
-        num = pd.to_numeric(col, errors="coerce")
-        bad = (num.isna() & col.notna()).to_numpy()
-        if bad.any():
-            raise DataError(f"column {name!r} must be numeric (rows {_rows_text(col.index, bad)} hold "
-                            f"{col[bad].iloc[0]!r})")
-        col = num
-    return col.to_numpy(dtype=float)
-
-
-def ordinal_codes(values: pd.Series, column: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Ratings coded ``0..J-1`` and their categories, as :func:`evalmix.clmm` reads them: an
-    ordered categorical keeps its order, integer scores are sorted and must have no gap.
-
-    Examples
-    --------
-    >>> codes, levels = ordinal_codes(pd.Series([3, 1, 2, 3]), "rating")
-    >>> codes.tolist(), levels
-    ([2, 0, 1, 2], ('1', '2', '3'))
-    """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        if not values.cat.ordered:
-            raise DataError(f"response {column!r} is an unordered categorical: make it ordered "
-                            "(pd.Categorical(..., ordered=True)) or give integer scores")
-        values = values.cat.remove_unused_categories()
-        codes = values.cat.codes.to_numpy().astype(np.int64)
-        levels = tuple(str(c) for c in values.cat.categories)
-    else:
-        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
-            raise DataError(f"response {column!r} must be integer scores or an ordered "
-                            f"categorical, not {values.dtype}")
-        x = values.to_numpy(dtype=float)
-        bad = ~np.isfinite(x) | (x != np.round(x))
-        if bad.any():
-            raise DataError(f"response {column!r} has a non-integer score {x[bad][0]:g} in rows "
-                            f"{_rows_text(values.index, bad)}; a cumulative-link model needs integer "
-                            "ratings or an ordered categorical")
-        uniq = np.unique(x).astype(np.int64)
-        gap = sorted(set(range(int(uniq[0]), int(uniq[-1]) + 1)) - set(uniq.tolist()))
-        if gap:
-            raise DataError(f"response {column!r} has a gap: no rating {', '.join(map(str, gap))} "
-                            f"between {uniq[0]} and {uniq[-1]}; give an ordered categorical with the "
-                            "observed categories instead")
-        codes = np.searchsorted(uniq, x.astype(np.int64))
-        levels = tuple(str(v) for v in uniq)
-    if len(levels) < 3:
-        raise DataError(f"response {column!r} has {len(levels)} categories; a cumulative-link model "
-                        "needs at least 3 (fit a binary response with evalmix.bayes.glmer)")
-    return codes, levels
-
-
 def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
               ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(y, m, categories) of the family, every value checked, the column named in errors."""
@@ -172,16 +112,16 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
         if parsed.trials is None and parsed.failures is None:
             raise FormulaError(f"the beta-binomial response is k of n: write cbind({name}, n - {name}) "
                                "~ ..., with n the column of trials")
-        k = _numeric(d[name], name)
+        k = numeric_column(d[name], name)
         other = parsed.trials if parsed.trials is not None else parsed.failures
         assert other is not None
-        second = _numeric(d[other], other)
+        second = numeric_column(d[other], other)
         n = second if parsed.trials is not None else k + second
         bad = (k < 0) | (n < k) | (np.abs(k - np.round(k)) > 1e-9) | (np.abs(n - np.round(n)) > 1e-9)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"columns {name!r} and {other!r} must be whole counts 0 <= k <= n; rows "
-                            f"{_rows_text(d.index, bad)} are not (k = {k[i]:g} of n = {n[i]:g})")
+                            f"{rows_text(d.index, bad)} are not (k = {k[i]:g} of n = {n[i]:g})")
         if not np.any(n > 1):
             raise DataError(f"column {other!r} gives one trial per row: the beta-binomial precision "
                             "is not identified from 0/1 outcomes; aggregate to k of n")
@@ -191,16 +131,16 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
                            "use family='betabinomial' for k of n")
     if family == "cumulative":
         codes, levels = ordinal_codes(d[name], name)
-        return codes.astype(float), np.ones(len(codes)), levels
-    y = _numeric(d[name], name)
+        return codes.astype(float), np.ones(len(codes)), tuple(levels)
+    y = numeric_column(d[name], name)
     if not np.all(np.isfinite(y)):
         bad = ~np.isfinite(y)
-        raise DataError(f"response column {name!r} is not finite in rows {_rows_text(d.index, bad)}")
+        raise DataError(f"response column {name!r} is not finite in rows {rows_text(d.index, bad)}")
     if family == "beta":
         bad = (y <= 0) | (y >= 1)
         if bad.any():
             raise DataError(f"response column {name!r} must hold scores strictly between 0 and 1 for "
-                            f"the beta family; rows {_rows_text(d.index, bad)} are not (e.g. "
+                            f"the beta family; rows {rows_text(d.index, bad)} are not (e.g. "
                             f"{y[bad][0]:g}): rescale it, or fit k of n with family='betabinomial'")
     elif np.ptp(y) == 0:
         raise DataError(f"response column {name!r} is constant ({y[0]:g} in every row): there is "
@@ -266,7 +206,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
         offset = np.asarray(grid_fixed.offset(rows), dtype=float)
         if not np.all(np.isfinite(offset)):
             raise DataError(f"the offset is not finite in rows "
-                            f"{_rows_text(d.index, ~np.isfinite(offset))}")
+                            f"{rows_text(d.index, ~np.isfinite(offset))}")
         grid_fixed = grid_fixed.fitted_on(rows, float(offset.mean()))
         fixed = fixed.fitted_on(rows, float(offset.mean()))
     terms = build_random_terms(parsed.random, rows, len(rows))

@@ -18,7 +18,8 @@ from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
 from ..model import build_fixed, build_random_terms, model_columns, parse_formula, read_data
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
-from .model import OrdinalModel, response_codes
+from ..model import ordinal_codes
+from .model import OrdinalModel
 from .result import ClmmResult, convergence_check
 
 __all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans", "clmm_ref_grid", "convergence_check"]
@@ -95,7 +96,7 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         if miss.any():
             raise DataError(f"column {c!r} has a missing value in row {data.index[miss][0]}")
     d = data[list(dict.fromkeys(used))].reset_index(drop=True)
-    y, levels = response_codes(data[response], response)
+    y, levels = ordinal_codes(data[response], response)
     fixed, X = build_fixed(parsed.fixed, d)
     names = list(fixed.columns)
     keep = [k for k, n in enumerate(names) if n != "(Intercept)"]

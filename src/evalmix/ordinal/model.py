@@ -22,10 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy import optimize, special
 
-from ..errors import DataError
 from ..intercepts import HessianFactor, InterceptHessian
 from ..links import dlog_mu_eta, inverse_link, mu_eta
 from ..numdiff import central_gradient, central_hessian
@@ -44,58 +42,6 @@ JAC_STEP = 1e-5
 #: log SD is kept in [LOG_SD_MIN, LOG_SD_MAX] by the optimiser: exp(-15) is 3e-7, a zero SD for
 #: any rating scale, and keeps the objective finite on the boundary
 LOG_SD_MIN, LOG_SD_MAX = -15.0, 8.0
-
-
-def response_codes(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
-    """Code an ordinal response as 0..J-1 and return the category labels in order.
-
-    An ordered categorical keeps its order; integers (or integer-valued floats) are sorted
-    numerically and must have no gap.  Fewer than three categories is a DataError (a binary
-    response is a GLMM's).
-
-    Examples
-    --------
-    >>> codes, levels = response_codes(pd.Series([3, 1, 2, 3]), "rating")
-    >>> codes.tolist(), levels
-    ([2, 0, 1, 2], ['1', '2', '3'])
-    """
-    if values.isna().any():
-        row = values.index[values.isna().to_numpy()][0]
-        raise DataError(f"response {column!r} has a missing value in row {row}")
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        if not values.cat.ordered:
-            raise DataError(f"response {column!r} is an unordered categorical: make it ordered "
-                            "(pd.Categorical(..., ordered=True)) or give integer scores")
-        cats = list(values.cat.categories)
-        used = set(values.cat.codes.tolist())
-        unused = [str(c) for k, c in enumerate(cats) if k not in used]
-        if unused:
-            raise DataError(f"response {column!r} has categories with no observation: "
-                            f"{', '.join(unused)}; remove them (cat.remove_unused_categories())")
-        codes = values.cat.codes.to_numpy().astype(np.int64)
-        levels = [str(c) for c in cats]
-    else:
-        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
-            raise DataError(f"response {column!r} must be integer scores or an ordered "
-                            f"categorical, not {values.dtype}")
-        x = values.to_numpy(dtype=float)
-        bad = ~np.isfinite(x) | (x != np.round(x))
-        if bad.any():
-            row = values.index[np.flatnonzero(bad)[0]]
-            raise DataError(f"response {column!r} has a non-integer score {float(values.loc[row]):g} "
-                            f"in row {row}")
-        uniq = np.unique(x).astype(np.int64)
-        missing = sorted(set(range(int(uniq[0]), int(uniq[-1]) + 1)) - set(uniq.tolist()))
-        if missing:
-            raise DataError(f"response {column!r} has a gap: no rating "
-                            f"{', '.join(map(str, missing))} between {uniq[0]} and {uniq[-1]}; "
-                            "give an ordered categorical with the observed categories instead")
-        codes = np.searchsorted(uniq, x.astype(np.int64))
-        levels = [str(v) for v in uniq]
-    if len(levels) < 3:
-        raise DataError(f"response {column!r} has {len(levels)} categories; a cumulative-link "
-                        "model needs at least 3 (fit a binary response with evalmix.glmer)")
-    return codes, levels
 
 
 @dataclass

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from ..data import RunsData
 from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
-                     model_columns, parse_formula, read_data)
+                     model_columns, numeric_column, parse_formula, read_data, rows_text)
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -53,36 +53,17 @@ def squeeze_scores(y: ArrayLike) -> np.ndarray:
     return (y * (len(y) - 1) + 0.5) / len(y)
 
 
-def _rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
-    rows = [repr(v) for v in index[mask][:limit]]
-    more = int(mask.sum()) - len(rows)
-    return ", ".join(rows) + (f" and {more} more" if more > 0 else "")
-
-
-def _numeric(col: pd.Series, name: str) -> np.ndarray:
-    if pd.api.types.is_bool_dtype(col):
-        raise DataError(f"column {name!r} holds booleans, not numbers")
-    if not pd.api.types.is_numeric_dtype(col):
-        num = pd.to_numeric(col, errors="coerce")
-        bad = (num.isna() & col.notna()).to_numpy()
-        if bad.any():
-            raise DataError(f"column {name!r} must be numeric (rows {_rows_text(col.index, bad)} hold "
-                            f"{col[bad].iloc[0]!r})")
-        col = num
-    return col.to_numpy(dtype=float)
-
-
 def _beta_response(col: pd.Series, name: str, squeeze: bool) -> Response:
-    y = _numeric(col, name)
+    y = numeric_column(col, name)
     outside = (y < 0) | (y > 1) | ~np.isfinite(y)
     if outside.any():
         raise DataError(f"response column {name!r} must hold scores between 0 and 1 for the beta "
-                        f"family; rows {_rows_text(col.index, outside)} are outside "
+                        f"family; rows {rows_text(col.index, outside)} are outside "
                         f"(e.g. {float(y[outside][0]):g}): rescale it, e.g. (rating - min) / (max - min)")
     ends = (y == 0) | (y == 1)
     if ends.any() and not squeeze:
         raise DataError(f"response column {name!r} is exactly 0 or 1 in rows "
-                        f"{_rows_text(col.index, ends)}: the beta family needs 0 < y < 1; pass "
+                        f"{rows_text(col.index, ends)}: the beta family needs 0 < y < 1; pass "
                         "squeeze=True for Smithson and Verkuilen's (y (N - 1) + 1/2) / N, or fit "
                         "k-of-n counts with family='betabinomial'")
     return Response.beta(squeeze_scores(y) if squeeze else y)
@@ -95,22 +76,22 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
         if weights is not None:
             raise ArgumentError("weights= gives the trials of a proportion response; with "
                                 "cbind(k, n - k) the trials are in the formula already")
-        k = _numeric(d[name], name)
+        k = numeric_column(d[name], name)
         other = parsed.trials if parsed.trials is not None else parsed.failures
         assert other is not None
-        m = _numeric(d[other], other)
+        m = numeric_column(d[other], other)
         n = m if parsed.trials is not None else k + m
         what = f"cbind({name}, {parsed.trials} - {name})" if parsed.trials is not None \
             else f"cbind({name}, {parsed.failures})"
     else:
         # booleans are 0/1 outcomes, as glmer reads them (FALSE a failure)
         col = d[name].astype(float) if pd.api.types.is_bool_dtype(d[name]) else d[name]
-        y = _numeric(col, name)
+        y = numeric_column(col, name)
         if weights is None:
             bad = ~np.isin(y, (0.0, 1.0))
             if bad.any():
                 raise DataError(f"response column {name!r} must be 0/1 (rows "
-                                f"{_rows_text(d.index, bad)}; e.g. {float(y[bad][0]):g}); write cbind(k, "
+                                f"{rows_text(d.index, bad)}; e.g. {float(y[bad][0]):g}); write cbind(k, "
                                 "n - k) for counts, give proportions with weights= the trials, or "
                                 "use family='beta' for continuous scores")
             k, n = y, np.ones_like(y)
@@ -118,14 +99,14 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
             bad = (y < 0) | (y > 1) | ~np.isfinite(y)
             if bad.any():
                 raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (rows "
-                                f"{_rows_text(d.index, bad)})")
+                                f"{rows_text(d.index, bad)})")
             k, n = y * weights, weights
         what = name
     bad = ~np.isfinite(k) | ~np.isfinite(n) | (k < 0) | (n < k) \
         | (np.abs(k - np.round(k)) > 1e-6) | (np.abs(n - np.round(n)) > 1e-6)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{what} must be whole counts 0 <= k <= n; rows {_rows_text(d.index, bad)} "
+        raise DataError(f"{what} must be whole counts 0 <= k <= n; rows {rows_text(d.index, bad)} "
                         f"are not (k = {float(k[i]):g} of n = {float(n[i]):g})")
     k, n = np.round(k), np.round(n)
     if family == "betabinomial" and not np.any(n > 1):
@@ -183,7 +164,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
             if weights not in frame.columns:
                 raise FormulaError(f"weights={weights!r} is not a column of the data "
                                    f"(columns: {list(frame.columns)})")
-            w = _numeric(frame[weights], weights)
+            w = numeric_column(frame[weights], weights)
         else:
             w = np.asarray(weights, dtype=float).ravel()
             if w.size != len(frame):
@@ -193,7 +174,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
         d = d.loc[keep]
         w = None if w is None else w[keep]
     if w is not None and np.any(w < 0):
-        raise DataError(f"weights must be >= 0 (rows {_rows_text(d.index, w < 0)})")
+        raise DataError(f"weights must be >= 0 (rows {rows_text(d.index, w < 0)})")
     if family == "beta":
         response = _beta_response(d[parsed.successes], parsed.successes, squeeze)
     else:
@@ -212,7 +193,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
         offset = np.asarray(fixed.offset(rows), dtype=float)
         if not np.all(np.isfinite(offset)):
             raise DataError(f"the offset is not finite in rows "
-                            f"{_rows_text(d.index, ~np.isfinite(offset))}")
+                            f"{rows_text(d.index, ~np.isfinite(offset))}")
         fixed = fixed.fitted_on(rows, float(offset.mean()))
     terms = build_random_terms(parsed.random, rows, len(rows))
     return TmbDesign(parsed, fixed, X, offset, response, terms, d, w)
