@@ -8,6 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+# One BLAS thread per test process: pytest-xdist already runs one worker per core, and the small
+# factorisations of model fits run many times slower when the threaded BLAS of two workers compete
+# for the cores (idle threads spin).  The environment reaches the workers and the notebooks' kernels
+# before they load numpy; pytest_configure limits the BLAS already loaded in this process.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
 AI4MATH = SHARED / "data" / "ai4math"
@@ -59,3 +66,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "logical"
         if config.getoption("dist", "no") == "no":
             config.option.dist = "loadfile"
+
+
+_BLAS_LIMIT: list[object] = []  # held for the whole session (threadpoolctl restores on exit only)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """BLAS limited to one thread in this process too (numpy was loaded before this file)."""
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_LIMIT.append(threadpool_limits(limits=1, user_api="blas"))
