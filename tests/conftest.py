@@ -66,6 +66,30 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "logical"
         if config.getoption("dist", "no") == "no":
             config.option.dist = "loadfile"
+            # files go out in the order of pytest_collection_modifyitems (longest first), not
+            # by their number of tests
+            config.option.loadscopereorder = False
+
+
+# The files that take longest, longest first (durations of the default run): pytest-xdist hands
+# them out before the others, so that no worker starts a long file while the other runs dry
+# (the wall time of two workers is then about half the total, not the total of the last files).
+LONGEST_FIRST = (
+    "test_reporting.py", "test_bayes.py", "test_repetitions.py", "test_readme_cli.py",
+    "test_glmmtmb.py", "test_report_judges.py", "test_calibration.py", "test_irt.py",
+    "test_output_safety.py", "test_architecture.py", "test_clmm.py", "test_vocabulary.py",
+    "test_multiplicity.py", "test_ranking.py", "test_notebooks.py", "test_figure_layout.py",
+    "test_leaderboard.py", "test_variance.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in that order; the others after them in the order they
+    came (shuffled by pytest-randomly when it is installed).  A stable sort keeps each file's
+    tests together and in their order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 _BLAS_LIMIT: list[object] = []  # held for the whole session (threadpoolctl restores on exit only)
