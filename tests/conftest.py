@@ -71,15 +71,15 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             config.option.loadscopereorder = False
 
 
-# The files that take longest, longest first (durations of the default run): pytest-xdist hands
-# them out before the others, so that no worker starts a long file while the other runs dry
-# (the wall time of two workers is then about half the total, not the total of the last files).
+# The files that take longest, longest first (CPU seconds of the default run, measured per test):
+# pytest-xdist hands them out before the others, so that no worker starts a long file while the
+# other runs dry (the wall time of two workers is then about half the total).
 LONGEST_FIRST = (
-    "test_reporting.py", "test_bayes.py", "test_repetitions.py", "test_readme_cli.py",
-    "test_glmmtmb.py", "test_report_judges.py", "test_calibration.py", "test_irt.py",
-    "test_output_safety.py", "test_architecture.py", "test_clmm.py", "test_vocabulary.py",
-    "test_multiplicity.py", "test_ranking.py", "test_notebooks.py", "test_figure_layout.py",
-    "test_leaderboard.py", "test_variance.py",
+    "test_bayes.py", "test_reporting.py", "test_figure_layout.py", "test_vocabulary.py",
+    "test_parallel.py", "test_readme_cli.py", "test_doctests.py", "test_report_judges.py",
+    "test_leaderboard.py", "test_repetitions.py", "test_notebooks.py", "test_glmmtmb.py",
+    "test_calibration.py", "test_multiplicity.py", "test_clmm.py", "test_lmer.py", "test_irt.py",
+    "test_architecture.py",
 )
 
 
