@@ -8,6 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+# One BLAS thread per test process: pytest-xdist already runs one worker per core, and the small
+# factorisations of model fits run many times slower when the threaded BLAS of two workers compete
+# for the cores (idle threads spin).  The environment reaches the workers and the notebooks' kernels
+# before they load numpy; pytest_configure limits the BLAS already loaded in this process.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
 AI4MATH = SHARED / "data" / "ai4math"
@@ -59,3 +66,37 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "logical"
         if config.getoption("dist", "no") == "no":
             config.option.dist = "loadfile"
+            # files go out in the order of pytest_collection_modifyitems (longest first), not
+            # by their number of tests
+            config.option.loadscopereorder = False
+
+
+# The files that take longest, longest first (CPU seconds of the default run, measured per test):
+# pytest-xdist hands them out before the others, so that no worker starts a long file while the
+# other runs dry (the wall time of two workers is then about half the total).
+LONGEST_FIRST = (
+    "test_bayes.py", "test_reporting.py", "test_figure_layout.py", "test_vocabulary.py",
+    "test_parallel.py", "test_readme_cli.py", "test_doctests.py", "test_report_judges.py",
+    "test_leaderboard.py", "test_repetitions.py", "test_notebooks.py", "test_glmmtmb.py",
+    "test_calibration.py", "test_multiplicity.py", "test_clmm.py", "test_lmer.py", "test_irt.py",
+    "test_architecture.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in that order; the others after them in the order they
+    came (shuffled by pytest-randomly when it is installed).  A stable sort keeps each file's
+    tests together and in their order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+_BLAS_LIMIT: list[object] = []  # held for the whole session (threadpoolctl restores on exit only)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """BLAS limited to one thread in this process too (numpy was loaded before this file)."""
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_LIMIT.append(threadpool_limits(limits=1, user_api="blas"))

@@ -18,11 +18,16 @@ ALIASES = {"evalmix.tests"}
 # the `python -m evalmix` entry point runs the CLI on import
 SCRIPTS = {"evalmix.__main__"}
 
+# importing it compiles nutpie's C callbacks with numba (about 15 s where numba's on-disk cache is
+# empty, as in a fresh checkout); it has no examples, so the slow step checks that it imports
+SLOW = {"evalmix.bayes._fused_cabi"}
+
 MODULES = sorted(m.name for m in pkgutil.walk_packages(evalmix.__path__, "evalmix.")
                  if m.name not in ALIASES | SCRIPTS)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in MODULES])
 def test_docstring_examples(name: str) -> None:
     if name in OPTIONAL:
         pytest.importorskip(OPTIONAL[name], reason=f"{name} needs the optional {OPTIONAL[name]}")

@@ -585,7 +585,10 @@ def _all_result_classes() -> list[type]:
     import importlib
     import pkgutil
 
-    skip = {"evalmix.tests", "evalmix.__main__", "evalmix.bayes._nutpie_model"}
+    # _fused_cabi holds nutpie's numba callbacks and no result: importing it compiles them (about
+    # 8 CPU seconds without numba's cache); the slow step's doctest run imports it
+    skip = {"evalmix.tests", "evalmix.__main__", "evalmix.bayes._nutpie_model",
+            "evalmix.bayes._fused_cabi"}
     for m in pkgutil.walk_packages(evalmix.__path__, "evalmix."):
         if m.name not in skip:
             with warnings.catch_warnings():

@@ -770,20 +770,6 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
 
 # --- t families (linear mixed models: each contrast has its own df) --------------------------------
 
-def _t_box_probability(x: np.ndarray, df: float, corr: np.ndarray) -> np.ndarray:
-    """``P(max_i |T_i| <= x)`` for a multivariate t with ``df`` (integer, as mvtnorm takes it):
-    the normal box probability averaged over ``sqrt(chi2_df / df)`` by generalised Gauss-Laguerre
-    quadrature."""
-    from scipy.special import gammaln, roots_genlaguerre
-
-    w, lam = roots_genlaguerre(60, df / 2 - 1)
-    weights = np.exp(np.log(lam) - gammaln(df / 2))
-    s = np.sqrt(2 * w / df)
-    x = np.atleast_1d(np.asarray(x, dtype=float))
-    probs = multiplicity.mvn_box_probability(np.outer(x, s).ravel(), corr).reshape(len(x), len(s))
-    return probs @ weights
-
-
 def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: float,
                      n_means: int | None, pairwise: bool, corr: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, str, str]:
@@ -841,16 +827,8 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
         crit = np.empty(k)
         for d in np.unique(dint):
             rows = dint == d
-            if not np.isfinite(d):
-                box_p = 1 - multiplicity.mvn_box_probability(abst[rows & finite], c)
-                q = multiplicity.mvn_box_quantile(conf_level, c)
-            else:
-                box_p = 1 - _t_box_probability(abst[rows & finite], d, c)
-                hi_ = 4.0
-                while _t_box_probability(np.array([hi_]), d, c)[0] < conf_level:
-                    hi_ *= 2
-                q = _opt.brentq(lambda x: _t_box_probability(np.array([x]), d, c)[0] - conf_level, 1e-8,
-                                hi_, xtol=1e-8)
+            box_p = 1 - multiplicity.mvn_box_probability(abst[rows & finite], c, df=d)
+            q = multiplicity.mvn_box_quantile(conf_level, c, df=d)
             p[rows & finite] = box_p
             crit[rows] = q
     p = np.clip(p, 0.0, 1.0)

@@ -22,7 +22,10 @@ spherical-radial decomposition: with ``Z = A u`` (``u`` standard normal of the c
 ``r``), ``P(t) = E_v[F_chi2(r)((t / max_i |(A v)_i|)^2)]`` over uniformly distributed directions
 ``v``.  The integrand is continuous in ``v``, so a scrambled Sobol set of directions converges fast,
 and singular correlation matrices (all pairwise differences of k means have rank k - 1) need no
-special care.  The direction set is seeded, so results are deterministic.
+special care.  The direction set is seeded, so results are deterministic.  A multivariate t with
+``df`` degrees of freedom (emmeans' ``mvt`` with finite df) divides ``Z`` by an independent
+``sqrt(chi2_df / df)``: the squared radius over ``r`` is then F(r, df) distributed, so the same
+directions give its box probability exactly, with the F CDF in place of the chi-square one.
 """
 
 from __future__ import annotations
@@ -219,15 +222,19 @@ def _box_radii(corr: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
 
 
 class _Box:
-    """``P(max_i |Z_i| <= t)`` for one correlation matrix, its directions drawn once."""
+    """``P(max_i |Z_i| <= t)`` for one correlation matrix, its directions drawn once; ``df``
+    finite: the multivariate t of that correlation."""
 
-    def __init__(self, corr: np.ndarray, seed: int = _SEED):
+    def __init__(self, corr: np.ndarray, seed: int = _SEED, df: float = np.inf):
         self.g, self.r = _box_radii(np.asarray(corr, dtype=float), seed)
+        self.df = float(df)
 
     def probability(self, t: np.ndarray | float) -> np.ndarray:
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        # chi-square(r) CDF of the squared radius to the box boundary, averaged over directions
-        return special.gammainc(self.r / 2, (np.outer(t, self.g) ** 2) / 2).mean(axis=1)
+        radius2 = np.outer(t, self.g) ** 2  # squared radius to the box boundary, per direction
+        if np.isfinite(self.df):  # r F(r, df): exact, no quadrature over the chi-square divisor
+            return special.fdtr(self.r, self.df, radius2 / self.r).mean(axis=1)
+        return special.gammainc(self.r / 2, radius2 / 2).mean(axis=1)
 
     def quantile(self, level: float) -> float:
         f = lambda t: self.probability(t)[0] - level  # noqa: E731
@@ -237,20 +244,25 @@ class _Box:
         return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
 
 
-def mvn_box_probability(t: np.ndarray | float, corr: np.ndarray, seed: int = _SEED) -> np.ndarray:
-    """``P(max_i |Z_i| <= t)`` for ``Z ~ N(0, corr)`` (corr may be singular).
+def mvn_box_probability(t: np.ndarray | float, corr: np.ndarray, seed: int = _SEED,
+                        df: float = np.inf) -> np.ndarray:
+    """``P(max_i |Z_i| <= t)`` for ``Z ~ N(0, corr)`` (corr may be singular); with finite ``df``,
+    for the multivariate t ``Z / sqrt(chi2_df / df)`` (mvtnorm's ``pmvt``).
 
     Examples
     --------
     >>> round(float(mvn_box_probability(1.959964, np.eye(1))[0]), 4)
     0.95
+    >>> round(float(mvn_box_probability(12.7062, np.eye(1), df=1)[0]), 4)  # qt(0.975, 1)
+    0.95
     """
-    return _Box(corr, seed).probability(t)
+    return _Box(corr, seed, df).probability(t)
 
 
-def mvn_box_quantile(level: float, corr: np.ndarray, seed: int = _SEED) -> float:
-    """The equicoordinate two-sided quantile: t with ``P(max_i |Z_i| <= t) = level``."""
-    return _Box(corr, seed).quantile(level)
+def mvn_box_quantile(level: float, corr: np.ndarray, seed: int = _SEED, df: float = np.inf) -> float:
+    """The equicoordinate two-sided quantile: t with ``P(max_i |Z_i| <= t) = level`` (``df``
+    finite: of the multivariate t)."""
+    return _Box(corr, seed, df).quantile(level)
 
 
 # --- one family -----------------------------------------------------------------------------------

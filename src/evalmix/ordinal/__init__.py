@@ -16,9 +16,9 @@ import pandas as pd
 
 from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
-from ..model import build_fixed, build_random_terms, model_columns, parse_formula, read_data
+from ..model import build_fixed, build_random_terms, model_columns, ordinal_codes, parse_formula, read_data
+from ..parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
-from ..model import ordinal_codes
 from .model import OrdinalModel
 from .result import ClmmResult, convergence_check
 
@@ -111,20 +111,22 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
                          groups=[np.asarray(t.index, dtype=np.int64) for t in terms],
                          nlevels=[t.nl for t in terms], n_cat=len(levels), link=link,
                          threshold=threshold)
-    par, value, niter, converged = model.fit()
-    nt, p, nsd = model.n_theta, model.p, len(terms)
-    interior = model.interior(par)
-    if nsd == 1:
-        interior[:] = True  # ordinal keeps the log SD of a single term, also near zero
-    H = model.hessian(par, interior)
+    # thousands of small Cholesky factorisations: a threaded BLAS only spins on them
+    with single_thread_blas():
+        par, value, niter, converged = model.fit()
+        nt, p, nsd = model.n_theta, model.p, len(terms)
+        interior = model.interior(par)
+        if nsd == 1:
+            interior[:] = True  # ordinal keeps the log SD of a single term, also near zero
+        H = model.hessian(par, interior)
+        grad = model.gradient(par)[interior]
+        model.nla(par)
     sd = np.exp(par[nt + p:])
     if nsd > 1:  # ordinal's random-effect parameters: log SD for one term, SD for several
         jac = np.concatenate([np.ones(nt + p), sd])[interior]
         H = H / np.outer(jac, jac)
     finite = bool(np.all(np.isfinite(H)))
     eig = np.linalg.eigvalsh(H) if finite else np.full(len(H), np.nan)
-    grad = model.gradient(par)[interior]
-    model.nla(par)
     if nsd > 1:  # the gradient in ordinal's parameters (SDs, not log SDs), as the Hessian
         grad = grad / jac
     cuts = model.cutpoints(par[:nt])
