@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -65,8 +65,13 @@ from .model import make_formula
 from .reliability import icc_matrix
 from .selection import compare_models
 
+if TYPE_CHECKING:
+    from .glmm import GlmerResult
+    from .lmm import LmerResult
+    from .ordinal import ClmmResult
+
 __all__ = ["COMPONENTS", "JudgeAgreement", "JudgePlan", "JudgeStudy", "judge_agreement", "judge_components",
-           "judge_se", "judge_study", "plan_judges"]
+           "judge_components_from_fit", "judge_se", "judge_study", "plan_judges"]
 
 #: The accuracy-scale parts of a verdict, in the order of :func:`judge_se`.
 COMPONENTS = ("judge", "item", "item:judge", "response", "residual")
@@ -296,8 +301,38 @@ def _nodes(sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return sd * x, w / w.sum()
 
 
+def _binary_moments() -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """Mean and variance of a 0/1 verdict of a logistic model."""
+    return special.expit, lambda x: special.expit(x) * special.expit(-x)
+
+
+def _ordinal_moments(thresholds: Sequence[float], values: Sequence[float] | None
+                     ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """Mean and variance of a rating of a cumulative-logit model, ``P(Y <= k) = expit(theta_k - eta)``."""
+    theta = np.asarray(thresholds, float)
+    if theta.ndim != 1 or len(theta) < 1 or not np.all(np.diff(theta) > 0):
+        raise ValueError(f"thresholds must be increasing numbers, got {list(thresholds)}")
+    vals = np.arange(1.0, len(theta) + 2) if values is None else np.asarray(values, float)
+    if vals.shape != (len(theta) + 1,):
+        raise ValueError(f"values must give one number per category ({len(theta) + 1}), got {list(vals)}")
+
+    def probs(eta: np.ndarray) -> np.ndarray:
+        cum = special.expit(theta - eta[..., None])
+        zeros = np.zeros(eta.shape + (1,))
+        return np.diff(np.concatenate([zeros, cum, zeros + 1.0], axis=-1), axis=-1)
+
+    def mean(eta: np.ndarray) -> np.ndarray:
+        return probs(eta) @ vals
+
+    def var(eta: np.ndarray) -> np.ndarray:
+        pr = probs(eta)
+        return pr @ vals**2 - (pr @ vals) ** 2
+    return mean, var
+
+
 def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd_judge: float = 0.0,
-                     sd_model_item: float = 0.0, eta_b: float | None = None, n_nodes: int = 32
+                     sd_model_item: float = 0.0, eta_b: float | None = None, n_nodes: int = 32,
+                     thresholds: Sequence[float] | None = None, values: Sequence[float] | None = None
                      ) -> dict[str, float]:
     """Accuracy-scale variance parts of a verdict implied by the logistic judge model.
 
@@ -323,11 +358,18 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
         Linear predictor of a second model: parts of the difference.
     n_nodes : int
         Gauss-Hermite nodes per dimension.
+    thresholds : sequence of float, optional
+        Ratings instead of 0/1 verdicts: the cut points of a cumulative-logit model
+        ``P(Y <= k) = expit(theta_k - eta - ...)`` (as :func:`evalmix.clmm`), and the parts are
+        those of the rating (its mean and its categorical noise in place of the accuracy and the
+        Bernoulli noise).
+    values : sequence of float, optional
+        The numbers the rating categories stand for (default 1, 2, ..., K).
 
     Returns
     -------
     dict
-        ``accuracy`` and the five parts.
+        ``accuracy`` (the mean rating with ``thresholds``) and the five parts.
 
     Examples
     --------
@@ -339,6 +381,7 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
                     ("sd_model_item", sd_model_item)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+    mean_of, noise_of = _binary_moments() if thresholds is None else _ordinal_moments(thresholds, values)
     xa, wa = _nodes(sd_item, n_nodes)
     xd, wd = _nodes(sd_model_item, n_nodes)
     xc, wc = _nodes(sd_response, n_nodes)
@@ -348,12 +391,13 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     mean_c, var_c, bern, resp = [], 0.0, 0.0, 0.0
     wadb = wa[:, None, None] * wd[None, :, None] * wb[None, None, :]
     for e, sign in models:
-        p = special.expit(e + xa[:, None, None, None] + xd[None, :, None, None] + xc[None, None, :, None]
-                          + xb[None, None, None, :])  # axes: item, model:item, response, judge
+        x = (e + xa[:, None, None, None] + xd[None, :, None, None] + xc[None, None, :, None]
+             + xb[None, None, None, :])  # axes: item, model:item, response, judge
+        p = mean_of(x)
         m = np.einsum("adcb,c->adb", p, wc)
         second = np.einsum("adcb,c->adb", p * p, wc)
         var_c += float(((second - m * m) * wadb).sum())
-        bern += float((np.einsum("adcb,c->adb", p * (1 - p), wc) * wadb).sum())
+        bern += float((np.einsum("adcb,c->adb", noise_of(x), wc) * wadb).sum())
         # response: variance over c of the judge-averaged verdict, within item (a, d)
         over_b = np.einsum("adcb,b->adc", p, wb)
         g_ad = over_b @ wc
@@ -381,6 +425,131 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     # quadrature round-off of an absent source (an SD of 0) is no variance: report an exact 0
     scale = max(total, 1e-300)
     return {"accuracy": acc, **{k: (0.0 if abs(v) < 1e-12 * scale else v) for k, v in parts.items()}}
+
+
+def _group_variances(fit: LmerResult | GlmerResult | ClmmResult) -> dict[str, float]:
+    vc = fit.varcorr
+    if "var2" in vc.columns:
+        vc = vc[vc["var2"].isna() | (vc["var2"].astype(str) == "")]
+    if "var1" in vc.columns:
+        vc = vc[vc["var1"].isna() | (vc["var1"].astype(str).isin(["(Intercept)", ""]))]
+    return {str(g): float(v) for g, v in zip(vc["group"], vc["variance"])}
+
+
+def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, term: str = "model", judge: str = "judge", item: str = "item",
+                              response: str | None = None, n_nodes: int = 32) -> pd.DataFrame:
+    """The planning parts of :func:`plan_judges` implied by a fitted judge model, one row per model.
+
+    The fit has random intercepts for the judges, the items and the responses (one model's answer
+    in one run, graded by every judge: ``(1|response)``, or ``(1|item:run)`` when a run is
+    shared by the models), and optionally model-by-item ``(1|model:item)`` and item-by-judge
+    ``(1|item:judge)`` intercepts, with ``term`` (the models) as a fixed factor:
+
+    - :func:`evalmix.lmer` (scores, ratings as numbers): the parts are the fitted variances
+      themselves, on the scale of the score: ``judge``, ``item`` (with ``model:item``: a model's
+      mean sees its own item effects), ``item:judge``, ``response`` and ``residual``;
+    - :func:`evalmix.glmer` (0/1 verdicts): :func:`judge_components` at each model's marginal
+      log-odds, on the accuracy scale;
+    - :func:`evalmix.clmm` (ratings): :func:`judge_components` with the fit's thresholds, on the
+      scale of the mean rating (the category labels as numbers, else 1..K).
+
+    Parameters
+    ----------
+    fit : LmerResult, GlmerResult or ClmmResult
+        A fit such as ``rating ~ model + (1|judge) + (1|item) + (1|response)``.
+    term : str
+        The fixed factor whose levels get a row (the models).
+    judge, item : str
+        Group names of the judge and item intercepts.
+    response : str, optional
+        Group name of the response intercepts (default ``response``, else the one group
+        ``item:...`` that is neither ``item:judge`` nor ``model:item``; none: no response part).
+    n_nodes : int
+        Quadrature nodes per dimension (glmer and clmm fits).
+
+    Returns
+    -------
+    DataFrame
+        ``term``, ``eta`` (the link-scale mean), ``accuracy`` (glmer) or ``mean`` and the parts
+        of :data:`COMPONENTS`; pass it to :func:`plan_judges` or :func:`judge_se`.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(1)
+    >>> rows = [(m, i, r, j) for m in "AB" for i in range(40) for r in range(2) for j in ("x", "y", "z")]
+    >>> df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    >>> df["response"] = df["model"] + df["item"].astype(str) + df["run"].astype(str)
+    >>> df["score"] = (rng.normal(0, 1, 40)[df["item"]] + df["judge"].map({"x": 0, "y": 0.5, "z": -0.5})
+    ...                + rng.normal(0, 0.7, len(df)))
+    >>> fit = evalmix.lmer("score ~ model + (1|judge) + (1|item) + (1|response)", df)
+    >>> parts = judge_components_from_fit(fit)
+    >>> parts.columns.tolist()
+    ['model', 'eta', 'mean', 'judge', 'item', 'item:judge', 'response', 'residual']
+    """
+    from .glmm import GlmerResult
+    from .grid import level_means
+    from .lmm import LmerResult
+    from .ordinal import ClmmResult
+
+    if not isinstance(fit, (LmerResult, GlmerResult, ClmmResult)):
+        raise DataError(f"judge_components_from_fit takes an lmer, glmer or clmm fit, got {type(fit).__name__}")
+    var = _group_variances(fit)
+    residual = var.pop("Residual", None)
+    for name in (judge, item):
+        if name not in var:
+            raise DataError(f"the fit has no random intercept for {name!r}; groups: {list(var)}")
+    model_item = next((g for g in (f"{term}:{item}", f"{item}:{term}", "model_item") if g in var), None)
+    item_judge = next((g for g in (f"{item}:{judge}", f"{judge}:{item}") if g in var), None)
+    if response is None:
+        others = [g for g in var if g not in {judge, item, model_item, item_judge}]
+        response = "response" if "response" in var else (others[0] if len(others) == 1 else None)
+    elif response not in var:
+        raise DataError(f"the fit has no random intercept for {response!r}; groups: {list(var)}")
+    unknown = [g for g in var if g not in {judge, item, model_item, item_judge, response}]
+    if unknown:
+        raise DataError(f"judge_components_from_fit reads judge, item, response, {term}:{item} and {item}:{judge} "
+                        f"intercepts; the fit also has {unknown} (name the response group with response=)")
+    if isinstance(fit, ClmmResult):
+        from .ordinal.emmeans import clmm_ref_grid
+
+        grid = clmm_ref_grid(fit).marginal([term])
+    else:
+        grid = level_means(fit, term)
+    eta = grid.linear_predictor()
+    levels = grid.frame[term].astype(str).tolist()
+    sd = {k: math.sqrt(var[g]) if g is not None else 0.0
+          for k, g in (("judge", judge), ("item", item), ("model_item", model_item), ("response", response))}
+    rows = []
+    if isinstance(fit, LmerResult):
+        assert residual is not None  # a linear mixed model always has one
+        for lev, e in zip(levels, eta):
+            rows.append({term: lev, "eta": float(e), "mean": float(e), "judge": var[judge],
+                         "item": var[item] + (var[model_item] if model_item else 0.0),
+                         "item:judge": var[item_judge] if item_judge else 0.0,
+                         "response": var[response] if response else 0.0, "residual": residual})
+        return pd.DataFrame(rows)
+    if item_judge is not None:
+        raise DataError(f"the quadrature of a glmer or clmm judge model has no {item_judge!r} part: refit without it")
+    extra: dict[str, Any] = {}
+    name = "accuracy"
+    if isinstance(fit, ClmmResult):
+        theta = fit.thresholds.to_numpy(float)
+        try:
+            values: list[float] | None = [float(v) for v in fit.levels]
+        except ValueError:
+            values = None
+        if fit.link != "logit" or len(theta) != len(fit.levels) - 1:
+            raise DataError("judge_components_from_fit reads a clmm with the logit link and flexible thresholds")
+        # the reference grid centres eta on the mean threshold (emmeans' latent scale for clmm)
+        extra = {"thresholds": theta - theta.mean(), "values": values}
+        name = "mean"
+    for lev, e in zip(levels, eta):
+        c = judge_components(float(e), sd_item=sd["item"], sd_response=sd["response"], sd_judge=sd["judge"],
+                             sd_model_item=sd["model_item"], n_nodes=n_nodes, **extra)
+        rows.append({term: lev, "eta": float(e), name: c.pop("accuracy"), **c})
+    return pd.DataFrame(rows)
 
 
 def _var(values: np.ndarray, w: np.ndarray) -> float:

@@ -1,0 +1,221 @@
+"""ICC, SE-vs-runs and the planner from fitted lmer, clmm and glmmtmb models (scores beyond 0/1)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special
+
+import evalmix
+from evalmix.errors import DataError
+from evalmix.repetitions import VarianceComponents, components_from_fit, plan, se_vs_runs
+
+MODELS = {"A": 0.5, "B": 0.0, "C": -0.3}
+
+
+def _gaussian(n_items: int, n_runs: int, *, sd_item: float, sd_own: float, sd_run: float, sd_e: float,
+              seed: int) -> pd.DataFrame:
+    """Scores = model effect + item + model:item + item:run (shared by the models) + residual."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, sd_item, n_items)
+    c = rng.normal(0, sd_run, (n_items, n_runs))
+    rows = []
+    for m, effect in MODELS.items():
+        d = rng.normal(0, sd_own, n_items)
+        for i in range(n_items):
+            for r in range(n_runs):
+                rows.append((m, f"q{i}", r, effect + a[i] + d[i] + c[i, r] + rng.normal(0, sd_e)))
+    return pd.DataFrame(rows, columns=["model", "item", "run", "score"])
+
+
+def _ordinal(n_items: int, n_runs: int, *, sd_item: float, seed: int, link: str = "logit") -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, sd_item, n_items)
+    rows = []
+    for m, effect in MODELS.items():
+        for i in range(n_items):
+            for r in range(n_runs):
+                e = rng.logistic() if link == "logit" else rng.normal()
+                rows.append((m, f"q{i}", r, 1 + int(np.sum(effect + a[i] + e > np.array([-1.5, 0.0, 1.5])))))
+    return pd.DataFrame(rows, columns=["model", "item", "run", "rating"])
+
+
+class _Fit:
+    """A fit as latent_icc reads it: varcorr, family, link and the beta-binomial precision."""
+
+    def __init__(self, vc: pd.DataFrame, family: str, link: str = "logit", dispersion: float = 1.0) -> None:
+        self.varcorr, self.family, self.link, self.dispersion = vc, family, link, dispersion
+
+
+def _vc(**variances: float) -> pd.DataFrame:
+    return pd.DataFrame({"group": list(variances), "var1": ["(Intercept)"] * len(variances),
+                         "var2": [None] * len(variances), "variance": list(variances.values()),
+                         "sd": [math.sqrt(v) for v in variances.values()]})
+
+
+# ---------------------------------------------------------------- ICC of every family
+
+def test_latent_icc_of_an_lmer_fit_is_on_the_observed_scale_and_recovers_the_truth():
+    df = _gaussian(150, 3, sd_item=1.0, sd_own=0.0, sd_run=0.5, sd_e=0.8, seed=1)
+    fit = evalmix.lmer("score ~ model + (1|item) + (1|item:run)", df)
+    r = evalmix.latent_icc(fit, n_runs=3)
+    assert r.scale == "observed"
+    assert list(r.table["component"]) == ["item", "item:run", "residual"]
+    # closed form of the fit's own variances ...
+    var = dict(zip(fit.varcorr["group"], fit.varcorr["variance"]))
+    assert r.icc_runs == pytest.approx(var["item"] / (var["item"] + var["item:run"] + var["Residual"]), rel=1e-12)
+    # ... and the truth 1 / (1 + 0.25 + 0.64) within the sampling error of 150 items
+    assert r.icc_runs == pytest.approx(1 / 1.89, abs=0.07)
+
+
+@pytest.mark.parametrize("link, residual", [("logit", math.pi**2 / 3), ("probit", 1.0)])
+def test_latent_icc_of_a_clmm_uses_the_latent_residual_of_its_link(link, residual):
+    df = _ordinal(120, 2, sd_item=1.2, seed=2, link=link)
+    fit = evalmix.clmm("rating ~ model + (1|item)", df, link=link)
+    r = evalmix.latent_icc(fit)
+    s2 = float(fit.varcorr["variance"].iloc[0])
+    assert r.scale == "latent" and r.table["variance"].iloc[-1] == pytest.approx(residual, rel=1e-12)
+    assert r.icc_runs == pytest.approx(s2 / (s2 + residual), rel=1e-12)
+    # no run term: the ICC is the item share and no run share is invented
+    assert r.run_share == 0.0 and list(r.table["component"]) == ["item", "residual"]
+    assert r.icc_runs == pytest.approx(1.44 / (1.44 + residual), abs=0.08)
+
+
+def test_latent_icc_of_a_betabinomial_fit_adds_the_overdispersion_at_the_mean():
+    vc = _vc(**{"item:run": 0.25, "item": 1.0})
+    r = evalmix.latent_icc(_Fit(vc, "betabinomial", dispersion=4.0), mean=0.3)
+    over = special.polygamma(1, 0.3 * 4.0) + special.polygamma(1, 0.7 * 4.0)
+    assert list(r.table["component"]) == ["item", "item:run", "overdispersion", "residual"]
+    assert r.table["variance"].iloc[2] == pytest.approx(over, rel=1e-12)
+    assert r.icc_runs == pytest.approx(1.0 / (1.25 + over + math.pi**2 / 3), rel=1e-12)
+    # a precise Beta (phi -> infinity) is the binomial latent ICC
+    big = evalmix.latent_icc(_Fit(vc, "betabinomial", dispersion=1e9), mean=0.3)
+    assert big.icc_runs == pytest.approx(evalmix.latent_icc(vc).icc_runs, rel=1e-6)
+
+
+def test_the_overdispersion_is_the_variance_of_the_logit_of_the_beta_probability():
+    # the identity the beta-binomial latent scale rests on: Var(logit p) = trigamma(a) + trigamma(b)
+    rng = np.random.default_rng(3)
+    a, b = 0.3 * 6.0, 0.7 * 6.0
+    draws = special.logit(rng.beta(a, b, 400_000))
+    expected = special.polygamma(1, a) + special.polygamma(1, b)
+    # the SE of a sample variance of n draws is about var * sqrt(2 / n) (more with heavy tails)
+    assert draws.var() == pytest.approx(expected, rel=0.02)
+
+
+def test_latent_icc_of_a_betabinomial_glmmtmb_fit_reads_its_mean_and_precision():
+    rng = np.random.default_rng(4)
+    n_items = 80
+    a = rng.normal(0, 0.8, n_items)
+    rows = []
+    for m, effect in (("A", 0.4), ("B", -0.2)):
+        mu = special.expit(effect + a)
+        p = rng.beta(mu * 5, (1 - mu) * 5)
+        k = rng.binomial(10, p)
+        rows += [(m, f"q{i}", int(k[i]), 10) for i in range(n_items)]
+    df = pd.DataFrame(rows, columns=["model", "item", "k", "n"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = evalmix.glmmtmb("cbind(k, n - k) ~ model + (1|item)", df, family="betabinomial")
+    r = evalmix.latent_icc(fit)
+    mu = special.expit(float(fit.fixef.iloc[0]) + float(fit.fixef.iloc[1]) / 2)  # the grid's average
+    phi = fit.dispersion
+    over = special.polygamma(1, mu * phi) + special.polygamma(1, (1 - mu) * phi)
+    s2 = float(fit.varcorr["variance"].iloc[0])
+    assert r.icc_runs == pytest.approx(s2 / (s2 + over + math.pi**2 / 3), rel=1e-9)
+    assert "phi" in r.residual and r.table["share"].sum() == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- components and SE projection
+
+def test_lmer_components_are_the_fit_variances_exactly():
+    df = _gaussian(80, 2, sd_item=1.0, sd_own=0.5, sd_run=0.5, sd_e=0.7, seed=12)
+    fit = evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", df)
+    var = dict(zip(fit.varcorr["group"], fit.varcorr["variance"]))
+    one = components_from_fit(fit).table
+    assert one["var_between"].to_numpy() == pytest.approx(var["item"] + var["model:item"], rel=1e-10)
+    assert one["var_within"].to_numpy() == pytest.approx(var["item:run"] + var["Residual"], rel=1e-10)
+    assert one["mean"].to_numpy() == pytest.approx(df.groupby("model")["score"].mean().to_numpy(), abs=1e-8)
+    pairs = components_from_fit(fit, paired=True)
+    # the shared item and item:run effects cancel in a difference, each model's own do not
+    assert pairs.table["var_between"].to_numpy() == pytest.approx(2 * var["model:item"], rel=1e-10)
+    assert pairs.table["var_within"].to_numpy() == pytest.approx(2 * var["Residual"], rel=1e-10)
+    assert pairs.scale.startswith("the score")
+
+
+def test_se_projection_matches_simulated_means_of_the_gaussian_model():
+    truth = {"sd_item": 1.0, "sd_own": 0.5, "sd_run": 0.4, "sd_e": 0.9}
+    n_items, n_runs, reps = 40, 2, 4000
+    rng = np.random.default_rng(6)
+    # the mean of model A and the difference A - B over n_items x n_runs, simulated
+    a = rng.normal(0, truth["sd_item"], (reps, n_items, 1))
+    c = rng.normal(0, truth["sd_run"], (reps, n_items, n_runs))
+    y = {m: a + rng.normal(0, truth["sd_own"], (reps, n_items, 1)) + c
+         + rng.normal(0, truth["sd_e"], (reps, n_items, n_runs)) for m in "AB"}
+    sd_mean = y["A"].mean(axis=(1, 2)).std(ddof=1)
+    sd_diff = (y["A"] - y["B"]).mean(axis=(1, 2)).std(ddof=1)
+    # the projection from the true components (the SD of an SD estimate from 4000 draws is ~1.1%)
+    one = VarianceComponents(pd.DataFrame({"model": ["A"], "var_between": [1.0 + 0.25], "var_within": [0.16 + 0.81],
+                                           "n_items": [n_items]}))
+    proj = se_vs_runs(one, "model", max_runs=3).projection
+    assert proj.loc[proj["n_runs"] == n_runs, "se"].iloc[0] == pytest.approx(sd_mean, rel=0.04)
+    # and from a fit of a larger pilot: estimated components, so a wider tolerance
+    pilot = _gaussian(300, 3, seed=7, **truth)
+    fit = evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", pilot)
+    res = se_vs_runs(fit, "model", paired="model", n_items=[n_items, 4 * n_items], max_runs=3)
+    got = res.projection.query("model == 'A' and n_runs == @n_runs and n_items == @n_items")["se"].iloc[0]
+    assert got == pytest.approx(sd_mean, rel=0.12)
+    pair = res.pair_projection.query("model_a == 'A' and model_b == 'B' and n_runs == @n_runs "
+                                     "and n_items == @n_items")["se"].iloc[0]
+    assert pair == pytest.approx(sd_diff, rel=0.12)
+    # four times the items halve the SE exactly
+    four = res.projection.query("model == 'A' and n_runs == @n_runs and n_items == @n_items * 4")["se"].iloc[0]
+    assert four == pytest.approx(got / 2, rel=1e-12)
+    assert res.scale.startswith("the score") and res.paper.empty
+
+
+def test_clmm_components_match_simulated_mean_ratings():
+    fit = evalmix.clmm("rating ~ model + (1|item)", _ordinal(100, 2, sd_item=1.0, seed=8))
+    comp = components_from_fit(fit).table.set_index("model")
+    # simulate the fitted model: ratings 1..4 from its thresholds, model effects and item SD
+    theta = fit.thresholds.to_numpy(float)
+    beta = {"A": 0.0} | {m: float(fit.coef[f"model{m}"]) for m in "BC"}
+    sd = float(fit.varcorr["sd"].iloc[0])
+    rng = np.random.default_rng(9)
+    n_items, n_runs, reps = 30, 3, 4000
+    for m in "AC":
+        latent = beta[m] + rng.normal(0, sd, (reps, n_items, 1)) + rng.logistic(size=(reps, n_items, n_runs))
+        ratings = 1 + (latent[..., None] > theta).sum(axis=-1)
+        means = ratings.mean(axis=(1, 2))
+        row = comp.loc[m]
+        assert row["mean"] == pytest.approx(means.mean(), abs=0.01)
+        se = math.sqrt(row["var_between"] / n_items + row["var_within"] / (n_items * n_runs))
+        assert se == pytest.approx(means.std(ddof=1), rel=0.04)
+
+
+def test_the_planner_takes_a_fit():
+    df = _gaussian(80, 2, sd_item=1.0, sd_own=0.5, sd_run=0.5, sd_e=0.7, seed=13)
+    fit = evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", df)
+    direct = plan(fit, se=0.1, cost_item=4)
+    via = plan(components_from_fit(fit), se=0.1, cost_item=4)
+    assert (direct.n_items, direct.n_runs, direct.cost) == (via.n_items, via.n_runs, via.cost)
+    # a minimum detectable difference plans the pairs
+    mdd = plan(fit, mdd=0.5, cost_item=4)
+    pairs = plan(components_from_fit(fit, paired=True), mdd=0.5, cost_item=4)
+    assert (mdd.n_items, mdd.n_runs) == (pairs.n_items, pairs.n_runs)
+
+
+def test_components_from_fit_names_what_it_cannot_project():
+    df = _gaussian(30, 2, sd_item=1.0, sd_own=0.0, sd_run=0.3, sd_e=0.7, seed=11)
+    df["judge"] = np.where(np.arange(len(df)) % 2 == 0, "j1", "j2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two judges without a bias: a judge variance of 0
+        fit = evalmix.lmer("score ~ model + (1|judge) + (1|item) + (1|item:run)", df)
+    with pytest.raises(DataError, match=r"random intercepts for \['judge'\].*plan_judges"):
+        components_from_fit(fit)
+    with pytest.raises(DataError, match="paper's curves need the runs table"):
+        se_vs_runs(evalmix.lmer("score ~ model + (1|item)", df), "model", curves="paper")
