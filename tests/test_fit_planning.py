@@ -139,7 +139,7 @@ def test_lmer_components_are_the_fit_variances_exactly():
     one = components_from_fit(fit).table
     assert one["var_between"].to_numpy() == pytest.approx(var["item"] + var["model:item"], rel=1e-10)
     assert one["var_within"].to_numpy() == pytest.approx(var["item:run"] + var["Residual"], rel=1e-10)
-    assert one["mean"].to_numpy() == pytest.approx(df.groupby("model")["score"].mean().to_numpy(), abs=1e-8)
+    assert one["estimate"].to_numpy() == pytest.approx(df.groupby("model")["score"].mean().to_numpy(), abs=1e-8)
     pairs = components_from_fit(fit, paired=True)
     # the shared item and item:run effects cancel in a difference, each model's own do not
     assert pairs.table["var_between"].to_numpy() == pytest.approx(2 * var["model:item"], rel=1e-10)
@@ -192,7 +192,7 @@ def test_clmm_components_match_simulated_mean_ratings():
         ratings = 1 + (latent[..., None] > theta).sum(axis=-1)
         means = ratings.mean(axis=(1, 2))
         row = comp.loc[m]
-        assert row["mean"] == pytest.approx(means.mean(), abs=0.01)
+        assert row["estimate"] == pytest.approx(means.mean(), abs=0.01)
         se = math.sqrt(row["var_between"] / n_items + row["var_within"] / (n_items * n_runs))
         assert se == pytest.approx(means.std(ddof=1), rel=0.04)
 
@@ -219,3 +219,106 @@ def test_components_from_fit_names_what_it_cannot_project():
         components_from_fit(fit)
     with pytest.raises(DataError, match="paper's curves need the runs table"):
         se_vs_runs(evalmix.lmer("score ~ model + (1|item)", df), "model", curves="paper")
+
+
+# ---------------------------------------------------------------- judges in the planner
+
+def test_ordinal_judge_components_with_one_threshold_are_the_binary_ones():
+    # a 0/1 verdict is a rating with one cut point at 0 and the values 0 and 1
+    kw = {"sd_item": 1.1, "sd_response": 0.4, "sd_judge": 0.5, "sd_model_item": 0.3}
+    binary = evalmix.judge_components(0.4, **kw)
+    rating = evalmix.judge_components(0.4, thresholds=[0.0], values=[0, 1], **kw)
+    assert rating == pytest.approx(binary, rel=1e-10, abs=1e-14)
+
+
+def _judged(n_items: int, n_runs: int, n_judges: int, truth: dict[str, float], seed: int) -> pd.DataFrame:
+    """Scores of two models: judge + item + response (a model's answer in a run) + residual."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, truth["item"], n_items)
+    b = rng.normal(0, truth["judge"], n_judges)
+    rows = []
+    for m, effect in (("A", 0.3), ("B", 0.0)):
+        for i in range(n_items):
+            for r in range(n_runs):
+                c = rng.normal(0, truth["response"])
+                for j in range(n_judges):
+                    rows.append((m, f"q{i}", r, f"j{j}", f"{m}.{i}.{r}",
+                                 effect + a[i] + b[j] + c + rng.normal(0, truth["residual"])))
+    return pd.DataFrame(rows, columns=["model", "item", "run", "judge", "response", "score"])
+
+
+def test_judge_parts_of_an_lmer_fit_are_its_variances_and_plan_the_se_of_the_simulated_mean():
+    truth = {"judge": 0.3, "item": 1.0, "response": 0.5, "residual": 0.6}
+    df = _judged(120, 2, 6, truth, seed=12)
+    fit = evalmix.lmer("score ~ model + (1|judge) + (1|item) + (1|response)", df)
+    parts = evalmix.judge_components_from_fit(fit)
+    assert parts.scale.startswith("the score")
+    var = dict(zip(fit.varcorr["group"], fit.varcorr["variance"]))
+    row = parts.table.iloc[0]
+    assert (row["judge"], row["item"], row["response"], row["residual"]) == pytest.approx(
+        (var["judge"], var["item"], var["response"], var["Residual"]), rel=1e-12)
+    assert row["item:judge"] == 0.0
+    # judge_se of the true parts against the SD of the simulated mean of n_i x n_r x n_j (judges random)
+    n_i, n_r, n_j, reps = 25, 2, 3, 4000
+    rng = np.random.default_rng(13)
+    y = (rng.normal(0, truth["judge"], (reps, 1, 1, n_j)) + rng.normal(0, truth["item"], (reps, n_i, 1, 1))
+         + rng.normal(0, truth["response"], (reps, n_i, n_r, 1)) + rng.normal(0, truth["residual"], (reps, n_i, n_r, n_j)))
+    sd = y.mean(axis=(1, 2, 3)).std(ddof=1)
+    se = evalmix.judge_se({k: v**2 for k, v in truth.items()}, n_i, n_r, n_j)
+    assert se == pytest.approx(sd, rel=0.04)
+    # the planner reads the fit's parts: its design meets the target at the planned sizes
+    plan = evalmix.plan_judges(parts, se=0.3, cost_item=2, cost_run=1, cost_judge=0.5)
+    assert plan.se <= 0.3
+    assert evalmix.judge_se(row.to_dict(), plan.n_items, plan.n_runs, plan.n_judges) == pytest.approx(plan.se)
+
+
+def test_plan_judges_within_a_budget_and_for_a_width():
+    comp = {"judge": 0.0005, "item": 0.05, "item:judge": 0.01, "response": 0.02, "residual": 0.15}
+    costs = {"cost_item": 5.0, "cost_run": 1.0, "cost_judge": 0.5}
+    best = evalmix.plan_judges(comp, budget=1000, **costs)
+    assert best.cost <= 1000 and math.isnan(best.target)
+    # brute force over the same grid: the smallest SE a budget of 1000 buys
+    found = []
+    for r in range(1, 21):
+        for j in range(1, 11):
+            n = math.floor(1000 / (5 + r + 0.5 * r * j))
+            found.append((evalmix.judge_se(comp, n, r, j), n, r, j))
+    se, n, r, j = min(found)
+    assert (best.n_items, best.n_runs, best.n_judges) == (n, r, j) and best.se == pytest.approx(se, rel=1e-12)
+    # a width is the SE target 2 z SE
+    by_width = evalmix.plan_judges(comp, width=2 * 1.959963984540054 * 0.03, **costs)
+    by_se = evalmix.plan_judges(comp, se=0.03, **costs)
+    assert (by_width.n_items, by_width.n_runs, by_width.n_judges) == (by_se.n_items, by_se.n_runs, by_se.n_judges)
+    with pytest.raises(DataError, match="no design within the budget 100"):
+        evalmix.plan_judges(comp, se=0.03, budget=100, **costs)
+    with pytest.raises(ValueError, match="give a target"):
+        evalmix.plan_judges(comp)
+
+
+def test_cli_plan_judges_gives_the_library_design(capsys, tmp_path):
+    import json
+
+    from evalmix.cli import main
+
+    truth = {"judge": 0.3, "item": 1.0, "response": 0.5, "residual": 0.6}
+    df = _judged(40, 2, 4, truth, seed=14).drop(columns="response")
+    path = tmp_path / "ratings.csv"
+    df.to_csv(path, index=False)
+    args = ["plan", str(path), "--judges", "judge", "--outcome", "score", "--width", "0.8", "--cost-per-item", "2",
+            "--cost-judge", "0.5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args + ["--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        parts = evalmix.judge_plan_components(df, outcome="score")
+    want = evalmix.plan_judges(parts, width=0.8, cost_item=2, cost_run=1, cost_judge=0.5)
+    assert (doc["n_items"], doc["n_runs"], doc["n_judges"]) == (want.n_items, want.n_runs, want.n_judges)
+    assert doc["se"] == pytest.approx(want.se, rel=1e-12) and doc["scale"] == "the score (observed scale)"
+    assert 2 * 1.959963984540054 * doc["se"] <= 0.8
+    # user errors: one line, exit 2
+    for bad, words in ((["--mdd", "0.3"], "with --judges give one target"),
+                       (["--judges", "nope", "--budget", "100"], "missing column(s) 'nope'")):
+        extra = [a for a in args[1:] if a not in ("--width", "0.8")] if "--mdd" in bad else [str(path), "--outcome", "score"]
+        assert main(["plan", *extra, *bad]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err

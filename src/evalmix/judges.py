@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from .lmm import LmerResult
     from .ordinal import ClmmResult
 
-__all__ = ["COMPONENTS", "JudgeAgreement", "JudgePlan", "JudgeStudy", "judge_agreement", "judge_components",
-           "judge_components_from_fit", "judge_se", "judge_study", "plan_judges"]
+__all__ = ["COMPONENTS", "JudgeAgreement", "JudgeParts", "JudgePlan", "JudgeStudy", "judge_agreement", "judge_components",
+           "judge_components_from_fit", "judge_plan_components", "judge_se", "judge_study", "plan_judges"]
 
 #: The accuracy-scale parts of a verdict, in the order of :func:`judge_se`.
 COMPONENTS = ("judge", "item", "item:judge", "response", "residual")
@@ -427,6 +427,33 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     return {"accuracy": acc, **{k: (0.0 if abs(v) < 1e-12 * scale else v) for k, v in parts.items()}}
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class JudgeParts(Result):
+    """The planning parts of :func:`plan_judges`, one row per model.
+
+    ``table``: ``model``, ``eta`` (the link-scale mean), ``accuracy`` (0/1 verdicts) or
+    ``estimate`` (the mean score or rating) and the parts of :data:`COMPONENTS`; ``scale`` says what they are the
+    variances of and ``source`` which fit they come from.
+    """
+
+    table: pd.DataFrame
+    scale: str
+    source: str
+
+    def _title(self) -> str:
+        return "Variance parts of a verdict for planning judges, items and runs"
+
+    def _header(self) -> list[str]:
+        return [f"scale: {self.scale}; from {self.source}; Var(mean) = judge / n_j + item / n_i + item:judge / "
+                "(n_i n_j) + response / (n_i n_r) + residual / (n_i n_r n_j)"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"scale": self.scale, "source": self.source}
+
+
 def _group_variances(fit: LmerResult | GlmerResult | ClmmResult) -> dict[str, float]:
     vc = fit.varcorr
     if "var2" in vc.columns:
@@ -437,7 +464,7 @@ def _group_variances(fit: LmerResult | GlmerResult | ClmmResult) -> dict[str, fl
 
 
 def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, term: str = "model", judge: str = "judge", item: str = "item",
-                              response: str | None = None, n_nodes: int = 32) -> pd.DataFrame:
+                              response: str | None = None, n_nodes: int = 32) -> JudgeParts:
     """The planning parts of :func:`plan_judges` implied by a fitted judge model, one row per model.
 
     The fit has random intercepts for the judges, the items and the responses (one model's answer
@@ -469,9 +496,9 @@ def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, ter
 
     Returns
     -------
-    DataFrame
-        ``term``, ``eta`` (the link-scale mean), ``accuracy`` (glmer) or ``mean`` and the parts
-        of :data:`COMPONENTS`; pass it to :func:`plan_judges` or :func:`judge_se`.
+    JudgeParts
+        ``table``: ``term``, ``eta`` (the link-scale mean), ``accuracy`` (glmer) or ``estimate`` (the mean) and
+        the parts of :data:`COMPONENTS`; pass it to :func:`plan_judges`.
 
     Examples
     --------
@@ -485,8 +512,8 @@ def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, ter
     ...                + rng.normal(0, 0.7, len(df)))
     >>> fit = evalmix.lmer("score ~ model + (1|judge) + (1|item) + (1|response)", df)
     >>> parts = judge_components_from_fit(fit)
-    >>> parts.columns.tolist()
-    ['model', 'eta', 'mean', 'judge', 'item', 'item:judge', 'response', 'residual']
+    >>> parts.table.columns.tolist()
+    ['model', 'eta', 'estimate', 'judge', 'item', 'item:judge', 'response', 'residual']
     """
     from .glmm import GlmerResult
     from .grid import level_means
@@ -525,11 +552,11 @@ def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, ter
     if isinstance(fit, LmerResult):
         assert residual is not None  # a linear mixed model always has one
         for lev, e in zip(levels, eta):
-            rows.append({term: lev, "eta": float(e), "mean": float(e), "judge": var[judge],
+            rows.append({term: lev, "eta": float(e), "estimate": float(e), "judge": var[judge],
                          "item": var[item] + (var[model_item] if model_item else 0.0),
                          "item:judge": var[item_judge] if item_judge else 0.0,
                          "response": var[response] if response else 0.0, "residual": residual})
-        return pd.DataFrame(rows)
+        return JudgeParts(pd.DataFrame(rows), "the score (observed scale)", "a linear mixed model (lmer)")
     if item_judge is not None:
         raise DataError(f"the quadrature of a glmer or clmm judge model has no {item_judge!r} part: refit without it")
     extra: dict[str, Any] = {}
@@ -544,12 +571,72 @@ def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, ter
             raise DataError("judge_components_from_fit reads a clmm with the logit link and flexible thresholds")
         # the reference grid centres eta on the mean threshold (emmeans' latent scale for clmm)
         extra = {"thresholds": theta - theta.mean(), "values": values}
-        name = "mean"
+        name = "estimate"
     for lev, e in zip(levels, eta):
         c = judge_components(float(e), sd_item=sd["item"], sd_response=sd["response"], sd_judge=sd["judge"],
                              sd_model_item=sd["model_item"], n_nodes=n_nodes, **extra)
         rows.append({term: lev, "eta": float(e), name: c.pop("accuracy"), **c})
-    return pd.DataFrame(rows)
+    if isinstance(fit, ClmmResult):
+        return JudgeParts(pd.DataFrame(rows), "the mean rating", "a cumulative-link mixed model (clmm)")
+    return JudgeParts(pd.DataFrame(rows), "accuracy (proportion)", "a logistic mixed model (glmer)")
+
+
+#: The judge model of numeric scores for planning: judge, item and response intercepts (fixed text:
+#: the long table's columns are always named y, model, judge, item and response).
+_SCORE_PLAN_FORMULAS = {True: "y ~ model + (1|judge) + (1|item) + (1|response)",
+                        False: "y ~ 1 + (1|judge) + (1|item) + (1|response)"}
+
+
+def judge_plan_components(data: RunsData, *, judge: str = "judge", outcome: str | None = None,
+                          model: str | None = None, item: str | None = None, run: str | None = None
+                          ) -> JudgeParts:
+    """The planning parts of :func:`plan_judges` from a long table of verdicts or scores.
+
+    0/1 verdicts: the accuracy-scale parts of :func:`judge_study` (its random-judge logistic
+    model).  Other numbers (ratings, scores): a linear mixed model (:func:`evalmix.lmer`)
+    ``y ~ model + (1|judge) + (1|item) + (1|response)``, whose variances are the parts on the
+    scale of the score (:func:`judge_components_from_fit`); a response is one model's answer to
+    one item in one run, graded by every judge.  For the parts of the mean rating under a
+    cumulative-link model use ``judge_study(...).components`` (slower: three ``clmm`` fits).
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        Long table, one row per model, item, run and judge.
+    judge, outcome, model, item, run : str, optional
+        Columns, as :func:`judge_study`.
+
+    Returns
+    -------
+    JudgeParts
+        One row per model: ``model``, ``eta``, ``accuracy`` or ``estimate`` (the mean), and the parts.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(2)
+    >>> rows = [(m, i, r, j) for m in "AB" for i in range(40) for r in range(2) for j in ("x", "y")]
+    >>> df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    >>> df["rating"] = np.clip(np.round(3 + rng.normal(0, 1, 40)[df["item"]] + rng.normal(0, 0.8, len(df))), 1, 5)
+    >>> judge_plan_components(df, outcome="rating").table["model"].tolist()
+    ['A', 'B']
+    """
+    from .lmm import lmer
+
+    long = _long(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
+    if np.isin(long.frame["y"].to_numpy(float), (0.0, 1.0)).all():
+        study = judge_study(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
+        return JudgeParts(study.components, "accuracy (proportion)", "judge_study (its random-judge glmer)")
+    several = long.frame["model"].nunique() > 1
+    fit = lmer(_SCORE_PLAN_FORMULAS[several], long.frame)
+    if several:
+        return judge_components_from_fit(fit, response="response")
+    var = _group_variances(fit)
+    mean = float(np.asarray(fit.fixef, dtype=float)[0])
+    return JudgeParts(pd.DataFrame([{"model": "all", "eta": mean, "estimate": mean, "judge": var["judge"],
+                                     "item": var["item"], "item:judge": 0.0, "response": var["response"],
+                                     "residual": var["Residual"]}]),
+                      "the score (observed scale)", "a linear mixed model (lmer)")
 
 
 def _var(values: np.ndarray, w: np.ndarray) -> float:
@@ -622,27 +709,39 @@ class JudgePlan(Result):
     target: float
     judges: str
     table: pd.DataFrame
+    budget: float | None = None
 
     def _title(self) -> str:
+        if math.isnan(self.target):
+            return "Most precise design of items, runs and judges within a budget"
         return "Cheapest design of items, runs and judges"
 
     def _header(self) -> list[str]:
-        return [f"chosen: {self.n_items} items x {self.n_runs} runs x {self.n_judges} judges, cost "
-                f"{self.cost:g}, SE {self.se:.4g} (target {self.target:g}, {self.judges} judges)"]
+        design = (f"chosen: {self.n_items} items x {self.n_runs} runs x {self.n_judges} judges, cost "
+                  f"{self.cost:g}, SE {self.se:.4g}")
+        if math.isnan(self.target):
+            return [f"{design} (the smallest within the budget {self.budget:g}, {self.judges} judges)"]
+        within = "" if self.budget is None else f", budget {self.budget:g}"
+        return [f"{design} (target {self.target:g}{within}, {self.judges} judges)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"n_items": self.n_items, "n_runs": self.n_runs, "n_judges": self.n_judges,
-                                    "cost": self.cost, "se": self.se, "target": self.target}
+                                    "cost": self.cost, "se": self.se,
+                                    "target": None if math.isnan(self.target) else self.target,
+                                    "budget": self.budget}
 
 
-def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy) -> list[dict[str, float]]:
+def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy | JudgeParts
+                    ) -> list[dict[str, float]]:
+    if isinstance(components, JudgeParts):
+        components = components.table
     if isinstance(components, JudgeStudy):
-        if components.scale != "binary":
-            raise DataError("the judge planner works on the accuracy scale of 0/1 verdicts; this study is of "
-                            f"{components.scale} ratings")
+        if components.components.empty:
+            raise DataError("this judge study has no planning parts (ratings of one model): pass the parts of "
+                            "judge_components_from_fit or judge_components")
         components = components.components
     if isinstance(components, pd.DataFrame):
         missing = [c for c in COMPONENTS if c not in components.columns]
@@ -660,25 +759,39 @@ def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy)
     return [{c: _part(comp, c) for c in COMPONENTS}]
 
 
-def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, se: float,
+def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy | JudgeParts, *, se: float | None = None,
+                width: float | None = None, budget: float | None = None, alpha: float = 0.05,
                 cost_item: float = 0.0, cost_run: float = 1.0, cost_judge: float = 0.0,
                 max_runs: int = 20, max_judges: int = 10, n_items: tuple[int, int] | int = (2, 1_000_000),
                 judges: Literal["random", "fixed"] = "random") -> JudgePlan:
-    """Cheapest numbers of items, runs and judges for which the SE is at most ``se``.
+    """Cheapest numbers of items, runs and judges for which the SE is at most ``se``, or the most
+    precise design a ``budget`` buys.
 
     The cost of a design is ``n_i cost_item + n_i n_r cost_run + n_i n_r n_j cost_judge`` (an
     item to write, one generation, one judge call).  Every runs x judges combination up to the
     limits is tried with the fewest items that reach ``se`` (:func:`judge_se`, the largest over the
     rows of ``components``); the cheapest wins.  With ``judges="random"`` the judge variance puts a
-    floor ``sqrt(judge / n_j)`` on the SE that more items cannot lower.
+    floor ``sqrt(judge / n_j)`` on the SE that more items cannot lower.  ``width`` is the same
+    target as the full width of the two-sided ``1 - alpha`` Wald interval, ``se = width / (2
+    z_{1-alpha/2})``.  With a ``budget`` and no target every runs x judges combination gets the most
+    items the budget buys and the smallest SE wins; with a target too, the cheapest design must
+    cost at most ``budget``.
 
     Parameters
     ----------
-    components : mapping, DataFrame or JudgeStudy
-        The parts of :func:`judge_components`; a DataFrame with one row per model (or pair), every
-        row to be met; or a :class:`JudgeStudy` (its ``components``: every model).
-    se : float
+    components : mapping, DataFrame, JudgeParts or JudgeStudy
+        The parts of :func:`judge_components`, :func:`judge_components_from_fit` or
+        :func:`judge_plan_components`; a DataFrame
+        with one row per model (or pair), every row to be met; or a :class:`JudgeStudy` (its
+        ``components``: every model).
+    se : float, optional
         Target standard error.
+    width : float, optional
+        Target full width of the ``1 - alpha`` interval (instead of ``se``).
+    budget : float, optional
+        The most the study may cost.
+    alpha : float
+        For ``width``.
     cost_item, cost_run, cost_judge : float
         Unit costs; ``cost_run`` must be positive.
     max_runs, max_judges : int
@@ -703,10 +816,27 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     >>> p = plan_judges(comp, se=0.03, cost_item=5, cost_run=1, cost_judge=0.5)
     >>> p.n_items, p.n_runs, p.n_judges
     (119, 1, 6)
+    >>> q = plan_judges(comp, budget=1000, cost_item=5, cost_run=1, cost_judge=0.5)
+    >>> q.n_items, q.n_runs, q.n_judges, round(q.se, 4)
+    (111, 1, 6, 0.0309)
     """
+    from scipy import stats
+
+    from .arguments import check_number, check_probability
+
     rows = _component_rows(components)
-    if not (isinstance(se, (int, float)) and se > 0):
+    if se is not None and width is not None:
+        raise ValueError("give one target, se= or width=, not both")
+    if se is None and width is None and budget is None:
+        raise ValueError("give a target (se= or width=), or a budget= for the most precise design it buys")
+    check_probability(alpha, "alpha")
+    if width is not None:
+        check_number(width, "width", minimum=0, strict=True)
+        se = float(width) / (2 * stats.norm.isf(alpha / 2))
+    if se is not None and not (isinstance(se, (int, float)) and se > 0):
         raise ValueError(f"se must be a positive number, got {se!r}")
+    if budget is not None:
+        check_number(budget, "budget", minimum=0, strict=True)
     if cost_run <= 0 or min(cost_item, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and cost_item, cost_judge >= 0")
     if max_runs < 1 or max_judges < 1:
@@ -714,6 +844,9 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
     rg, jg = np.meshgrid(np.arange(1, max_runs + 1), np.arange(1, max_judges + 1), indexing="ij")
     r, j = rg.ravel().astype(float), jg.ravel().astype(float)
+    if se is None:
+        assert budget is not None
+        return _best_within(rows, float(budget), r, j, n_lo, n_hi, cost_item, cost_run, cost_judge, judges)
     need = np.full(r.shape, float(n_lo))
     for comp in rows:
         # Var = floor + per_item / n_i, solved for the fewest items
@@ -735,10 +868,35 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     table = pd.DataFrame({"n_items": n.astype("int64"), "n_runs": r.astype("int64"),
                           "n_judges": j.astype("int64"), "cost": cost, "se": achieved}
                          ).sort_values(["cost", "n_judges", "n_runs"], kind="stable").reset_index(drop=True)
+    if budget is not None and not (table["cost"] <= budget * (1 + 1e-12)).any():
+        raise DataError(f"no design within the budget {budget:g} reaches se <= {se:.4g}: the cheapest that does "
+                        f"costs {table['cost'].min():g}")
     best = table.iloc[0]
     return JudgePlan(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), n_judges=int(best["n_judges"]),
                      cost=float(best["cost"]), se=float(best["se"]), target=float(se), judges=judges,
-                     table=table.head(50))
+                     table=table.head(50), budget=None if budget is None else float(budget))
+
+
+def _best_within(rows: list[dict[str, float]], budget: float, r: np.ndarray, j: np.ndarray, n_lo: int, n_hi: int,
+                 cost_item: float, cost_run: float, cost_judge: float, judges: Literal["random", "fixed"]
+                 ) -> JudgePlan:
+    """The smallest SE among the designs a budget buys: for each runs x judges the most items."""
+    per_item = cost_item + r * cost_run + r * j * cost_judge
+    # the factor guards budgets that divide exactly (as the runs planner buys items)
+    n = np.minimum(np.floor(budget / per_item * (1 + 1e-12)), n_hi)
+    ok = n >= n_lo
+    if not ok.any():
+        raise DataError(f"the budget {budget:g} buys no design with at least {n_lo} items (one item with one run "
+                        f"and one judge costs {cost_item + cost_run + cost_judge:g})")
+    n, r, j = n[ok], r[ok], j[ok]
+    achieved = np.max(np.vstack([np.broadcast_to(judge_se(c, n, r, j, judges), n.shape) for c in rows]), axis=0)
+    table = pd.DataFrame({"n_items": n.astype("int64"), "n_runs": r.astype("int64"), "n_judges": j.astype("int64"),
+                          "cost": n * per_item[ok], "se": achieved}
+                         ).sort_values(["se", "cost", "n_judges", "n_runs"], kind="stable").reset_index(drop=True)
+    best = table.iloc[0]
+    return JudgePlan(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), n_judges=int(best["n_judges"]),
+                     cost=float(best["cost"]), se=float(best["se"]), target=math.nan, judges=judges,
+                     table=table.head(50), budget=budget)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -939,7 +1097,10 @@ def _ordinal_study(long: _Long, ref: Hashable | None, conf_level: float) -> Judg
     variance = pd.concat([variance, pd.DataFrame({"group": ["residual (logistic)"], "variance": [math.pi**2 / 3],
                                                   "sd": [math.pi / math.sqrt(3)]})], ignore_index=True)
     variance["share"] = variance["variance"] / float(variance["variance"].sum())
-    components = pd.DataFrame(columns=["model", "eta", "accuracy", *COMPONENTS])
+    if n_models > 1:
+        components = judge_components_from_fit(fits["random_judge"], response="response").table
+    else:
+        components = pd.DataFrame(columns=["model", "eta", "estimate", *COMPONENTS])
     return JudgeStudy(bias=bias, means=means, by_judge=by, interaction=interaction,
                       agreement=_agreement(long, "ordinal", conf_level), variance=variance,
                       components=components, formulas=formulas, fits=fits, columns=dict(long.cols),

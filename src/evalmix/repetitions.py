@@ -501,7 +501,7 @@ def _se_vs_runs_of_fit(fit: Any, by_: list[str], *, paired: str | None, item: st
     runs = range(1, int(max_runs) + 1)
 
     def project(table: pd.DataFrame) -> pd.DataFrame:
-        keys = [c for c in table.columns if c not in _COMPONENT_VALUES | {"eta", "mean"}]
+        keys = [c for c in table.columns if c not in _COMPONENT_VALUES | {"eta", "estimate"}]
         out = []
         for n in sizes:
             sized = table.assign(n_items=table["n_items"] if n is None else n)
@@ -1109,7 +1109,7 @@ def components_from_fit(fit: MixedFit | ClmmResult, term: str = "model", *, by: 
     -------
     VarianceComponents
         ``table``: the ``by`` columns and ``term`` with ``eta``, the mean (``accuracy`` for glmer,
-        else ``mean``), ``var_between``, ``var_within``; paired, ``<term>_a``, ``<term>_b``,
+        else ``estimate``), ``var_between``, ``var_within``; paired, ``<term>_a``, ``<term>_b``,
         ``difference`` and the components.  ``method`` names the fit (``glmm``, ``lmer``,
         ``clmm``, ``glmmtmb``) and ``scale`` the response scale.
 
@@ -1141,7 +1141,7 @@ def components_from_fit(fit: MixedFit | ClmmResult, term: str = "model", *, by: 
     # elsewhere a run intercept is the same draw for every level unless the term is in its group
     shared = kind != "glmer" and run_group is not None and term not in str(run_group).split(":")
     method = {"glmer": "glmm", "lmer": "lmer", "clmm": "clmm"}.get(kind, "glmmtmb")
-    mean_name = "accuracy" if kind == "glmer" else "mean"
+    mean_name = "accuracy" if kind == "glmer" else "estimate"
     scale = FIT_SCALES[kind]
     rows = []
     if not paired:
