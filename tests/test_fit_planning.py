@@ -322,3 +322,57 @@ def test_cli_plan_judges_gives_the_library_design(capsys, tmp_path):
         assert main(["plan", *extra, *bad]) == 2
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err
+
+
+def test_judge_parts_of_a_clmm_fit_give_the_se_of_simulated_mean_ratings():
+    rng = np.random.default_rng(15)
+    a = rng.normal(0, 1, 30)
+    bias = {"x": -0.4, "y": 0.0, "z": 0.5}
+    rows = [(m, f"q{i}", j, 1 + int(np.sum(e + a[i] + b + rng.logistic() > np.array([-1.5, 0.0, 1.5]))))
+            for m, e in (("A", 0.5), ("B", 0.0)) for i in range(30) for j, b in bias.items()]
+    df = pd.DataFrame(rows, columns=["model", "item", "judge", "rating"])
+    fit = evalmix.clmm("rating ~ model + (1|judge) + (1|item)", df)
+    parts = evalmix.judge_components_from_fit(fit)
+    assert parts.scale == "the mean rating"
+    theta = fit.thresholds.to_numpy(float)
+    sd = dict(zip(fit.varcorr["group"], fit.varcorr["sd"]))
+    row = parts.table.set_index("model").loc["A"]
+    by_hand = evalmix.judge_components(float(row["eta"]), sd_item=sd["item"], sd_judge=sd["judge"],
+                                       thresholds=theta - theta.mean())
+    assert row["estimate"] == pytest.approx(by_hand["accuracy"], rel=1e-12)
+    # simulate the fitted model (model A, the reference: its latent location is 0) and compare the SD of the mean
+    # rating of n_i items x n_j judges with judge_se of the parts (judges random)
+    n_i, n_j, reps = 20, 3, 4000
+    latent = (rng.normal(0, sd["item"], (reps, n_i, 1)) + rng.normal(0, sd["judge"], (reps, 1, n_j))
+              + rng.logistic(size=(reps, n_i, n_j)))
+    means = (1 + (latent[..., None] > theta).sum(axis=-1)).mean(axis=(1, 2))
+    assert row["estimate"] == pytest.approx(means.mean(), abs=0.02)
+    assert evalmix.judge_se(row.to_dict(), n_i, 1, n_j) == pytest.approx(means.std(ddof=1), rel=0.05)
+
+
+def test_betabinomial_components_match_simulated_proportions():
+    rng = np.random.default_rng(16)
+    n_items = 120
+    a = rng.normal(0, 0.7, n_items)
+    rows = []
+    for m, effect in (("A", 0.5), ("B", -0.3)):
+        for run in range(2):
+            mu = special.expit(effect + a)
+            k = rng.binomial(8, rng.beta(mu * 6, (1 - mu) * 6))
+            rows += [(m, f"q{i}", run, int(k[i]), 8) for i in range(n_items)]
+    df = pd.DataFrame(rows, columns=["model", "item", "run", "k", "n"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = evalmix.glmmtmb("cbind(k, n - k) ~ model + (1|item)", df, family="betabinomial")
+    comp = components_from_fit(fit)
+    assert comp.method == "glmmtmb" and comp.scale == "the mean proportion k/n"
+    row = comp.table.set_index("model").loc["A"]
+    # simulate the fitted model: the proportion k/8 of n_i items x n_r runs
+    phi, sd = fit.dispersion, float(fit.varcorr["sd"].iloc[0])
+    eta = float(fit.fixef.iloc[0])
+    n_i, n_r, reps = 30, 2, 4000
+    mu = special.expit(eta + rng.normal(0, sd, (reps, n_i, 1)) + np.zeros((1, 1, n_r)))
+    means = (rng.binomial(8, rng.beta(mu * phi, (1 - mu) * phi)) / 8).mean(axis=(1, 2))
+    assert row["estimate"] == pytest.approx(means.mean(), abs=0.005)
+    se = math.sqrt(row["var_between"] / n_i + row["var_within"] / (n_i * n_r))
+    assert se == pytest.approx(means.std(ddof=1), rel=0.04)
