@@ -39,8 +39,10 @@ A seeded simulation in the tests checks the formula against the SD of simulated 
 
 Ordinal ratings (1-5 or 1-10 scores) go through the same three models as cumulative-link mixed
 models (:func:`evalmix.clmm`, logit link): the judge bias is then a contrast of latent-scale means
-(``difference``: of mean ratings), the agreement is computed at the ordinal level, and the planner
-(accuracy-scale parts) is for 0/1 verdicts only.
+(``difference``: of mean ratings), the agreement is computed at the ordinal level, and the planning
+parts are those of the mean rating (:func:`judge_components` with the fit's ``thresholds``).
+:func:`judge_components_from_fit` reads the parts from a fitted lmer, glmer or clmm judge model and
+:func:`judge_plan_components` from a long table (one linear mixed model for ratings).
 """
 
 from __future__ import annotations

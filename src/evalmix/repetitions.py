@@ -12,6 +12,10 @@ by the method of moments, :func:`se_vs_runs` projects the standard error to any 
 differences between models) next to the AI4Math paper's curves, and :func:`plan` finds the cheapest
 (N, R) meeting a precision target.  :func:`slice_se_by_runs` reproduces the statistic behind the
 paper's "SE decreases from 0.0288 at R=1 to 0.0285 at R=2 to 0.0273 at R=3".
+
+Scores beyond 0/1: :func:`components_from_fit` reads the same two variances from a fitted glmer,
+lmer, clmm or glmmtmb model, on the fit's response scale (:data:`FIT_SCALES`), and
+:func:`se_vs_runs` and :func:`plan` take such a fit in place of the runs table.
 """
 
 from __future__ import annotations
