@@ -367,8 +367,8 @@ def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols
     return pd.concat(out, ignore_index=True)[["curve", "kind", "n_runs", "se"]]
 
 
-def se_vs_runs(data: RunsData | MixedFit | VarianceComponents, by: str | Sequence[str], *, item: str | None = None,
-               run: str | None = None, outcome: str | None = None, max_runs: int = 10,
+def se_vs_runs(data: RunsData | MixedFit | ClmmResult | VarianceComponents, by: str | Sequence[str], *,
+               item: str | None = None, run: str | None = None, outcome: str | None = None, max_runs: int = 10,
                curve_by: str | None = "model", paired: str | None = None,
                curves: Literal["corrected", "paper"] = "corrected", missing: str = "raise",
                n_items: int | Sequence[int] | None = None) -> SEvsRunsResult:
@@ -623,7 +623,8 @@ def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | N
     return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
 
 
-def plan(components: pd.DataFrame | VarianceComponents | MixedFit | None = None, *, var_between: float | None = None,
+def plan(components: pd.DataFrame | VarianceComponents | MixedFit | ClmmResult | None = None, *,
+         var_between: float | None = None,
          var_within: float | None = None, se: float | None = None, mdd: float | None = None,
          width: float | None = None, inversions: float | None = None, budget: float | None = None,
          power: float = 0.8, alpha: float = 0.05, cost_item: float = 0.0, cost_run: float = 1.0,
