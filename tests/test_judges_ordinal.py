@@ -102,13 +102,24 @@ def test_pairwise_contrasts_of_a_clmm_fit_match_emmeans(study, adjust):
 
 
 @SLOW
-def test_ordinal_study_summary_and_planner_refusal(study):
+def test_ordinal_study_summary_and_planner(study):
     assert "Judge study of ordinal ratings" in repr(study)
     text = str(study.summary())
     assert "Judge bias (latent scale; difference: mean rating)" in text and "Mean rating by model and judge" in text
     assert study.to_dict()["scale"] == "ordinal"
-    with pytest.raises(DataError, match="0/1 verdicts; this study is of ordinal ratings"):
-        evalmix.plan_judges(study, se=0.05)
+    # the planning parts are those of the mean rating, from the random-judge clmm
+    fit = study.fits["random_judge"]
+    sd = dict(zip(fit.varcorr["group"], fit.varcorr["sd"]))
+    row = study.components.iloc[0]
+    theta = fit.thresholds.to_numpy(float)
+    again = evalmix.judge_components(float(row["eta"]), sd_item=sd["item"], sd_response=sd["response"],
+                                     sd_judge=sd["judge"], thresholds=theta - theta.mean())
+    assert row["estimate"] == pytest.approx(again["accuracy"], rel=1e-12)
+    # the judge variance floors the SE of a mean rating at sqrt(judge / n_j) (about 0.1 with 10 judges)
+    plan = evalmix.plan_judges(study, se=0.2)
+    assert plan.se <= 0.2 and plan.n_judges >= 1
+    assert evalmix.judge_se(study.components.iloc[0].to_dict(), plan.n_items, plan.n_runs,
+                            plan.n_judges) <= plan.se + 1e-12
 
 
 @pytest.mark.parametrize("values, match", [

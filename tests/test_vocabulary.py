@@ -106,6 +106,14 @@ def _irt():
     return evalmix.fit_irt(_irt_runs())
 
 
+def _scored() -> pd.DataFrame:
+    """Ratings of two models by three judges (a judge model for the planner's parts)."""
+    df = _verdicts()
+    rng = np.random.default_rng(3)
+    df["y"] = np.clip(np.round(3 + rng.normal(0, 1, len(df))), 1, 5)
+    return df
+
+
 def _verdicts() -> pd.DataFrame:
     rng = np.random.default_rng(2)
     rows = [(m, f"i{i}", r, j) for m in ("A", "B") for i in range(20) for r in (1, 2) for j in ("x", "y", "z")]
@@ -233,6 +241,9 @@ CALLS = {
     "estimate_accuracy": lambda c: evalmix.estimate_accuracy(_irt(), _irt_runs().head(30)),
     "adaptive_accuracy": lambda c: evalmix.adaptive_accuracy(_irt(), _irt_runs(), ["m0"], n_items=5),
     "judge_agreement": lambda c: evalmix.judge_agreement(_verdicts()),
+    "judge_components_from_fit": lambda c: evalmix.judge_components_from_fit(
+        evalmix.lmer("y ~ model + (1|judge) + (1|item)", _scored())),
+    "judge_plan_components": lambda c: evalmix.judge_plan_components(_scored(), outcome="y"),
     "plan_judges": lambda c: evalmix.plan_judges(
         evalmix.judge_components(0.3, sd_item=1.0, sd_response=0.5, sd_judge=0.3), se=0.04),
     # evalmix.repetitions

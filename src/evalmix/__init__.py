@@ -81,8 +81,10 @@ _EXPORTS: dict[str, str] = {
     "PPICoverage": "ppi", "PPIEstimates": "ppi", "ppi_coverage_study": "ppi", "ppi_difference": "ppi",
     "ppi_mean": "ppi", "simulate_judged": "ppi",
     # several judges in one model: bias, interaction, agreement, variance share and the planner
-    "JudgeAgreement": "judges", "JudgePlan": "judges", "JudgeStudy": "judges", "judge_agreement": "judges",
-    "judge_components": "judges", "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
+    "JudgeAgreement": "judges", "JudgeParts": "judges", "JudgePlan": "judges", "JudgeStudy": "judges",
+    "judge_agreement": "judges",
+    "judge_components": "judges", "judge_components_from_fit": "judges", "judge_plan_components": "judges",
+    "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
     "read_mt_bench": "io",
     # item response theory with repeated runs: 2PL/1PL fits, item information, subset selection
     "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
@@ -180,8 +182,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         read_mt_bench, read_mteb, read_openai_evals, read_opencompass, read_swebench, read_tau_bench,
     )
     from .judges import (
-        JudgeAgreement, JudgePlan, JudgeStudy, judge_agreement, judge_components, judge_se, judge_study,
-        plan_judges,
+        JudgeAgreement, JudgeParts, JudgePlan, JudgeStudy, judge_agreement, judge_components,
+        judge_components_from_fit, judge_plan_components, judge_se, judge_study, plan_judges,
     )
     from .leaderboard import (
         RankSets, rank_sets, rank_sets_draws, rank_sets_glmm, rank_sets_normal, rank_sets_posterior,

@@ -39,17 +39,19 @@ A seeded simulation in the tests checks the formula against the SD of simulated 
 
 Ordinal ratings (1-5 or 1-10 scores) go through the same three models as cumulative-link mixed
 models (:func:`evalmix.clmm`, logit link): the judge bias is then a contrast of latent-scale means
-(``difference``: of mean ratings), the agreement is computed at the ordinal level, and the planner
-(accuracy-scale parts) is for 0/1 verdicts only.
+(``difference``: of mean ratings), the agreement is computed at the ordinal level, and the planning
+parts are those of the mean rating (:func:`judge_components` with the fit's ``thresholds``).
+:func:`judge_components_from_fit` reads the parts from a fitted lmer, glmer or clmm judge model and
+:func:`judge_plan_components` from a long table (one linear mixed model for ratings).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -65,8 +67,13 @@ from .model import make_formula
 from .reliability import icc_matrix
 from .selection import compare_models
 
-__all__ = ["COMPONENTS", "JudgeAgreement", "JudgePlan", "JudgeStudy", "judge_agreement", "judge_components",
-           "judge_se", "judge_study", "plan_judges"]
+if TYPE_CHECKING:
+    from .glmm import GlmerResult
+    from .lmm import LmerResult
+    from .ordinal import ClmmResult
+
+__all__ = ["COMPONENTS", "JudgeAgreement", "JudgeParts", "JudgePlan", "JudgeStudy", "judge_agreement", "judge_components",
+           "judge_components_from_fit", "judge_plan_components", "judge_se", "judge_study", "plan_judges"]
 
 #: The accuracy-scale parts of a verdict, in the order of :func:`judge_se`.
 COMPONENTS = ("judge", "item", "item:judge", "response", "residual")
@@ -296,8 +303,38 @@ def _nodes(sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return sd * x, w / w.sum()
 
 
+def _binary_moments() -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """Mean and variance of a 0/1 verdict of a logistic model."""
+    return special.expit, lambda x: special.expit(x) * special.expit(-x)
+
+
+def _ordinal_moments(thresholds: Sequence[float], values: Sequence[float] | None
+                     ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """Mean and variance of a rating of a cumulative-logit model, ``P(Y <= k) = expit(theta_k - eta)``."""
+    theta = np.asarray(thresholds, float)
+    if theta.ndim != 1 or len(theta) < 1 or not np.all(np.diff(theta) > 0):
+        raise ValueError(f"thresholds must be increasing numbers, got {list(thresholds)}")
+    vals = np.arange(1.0, len(theta) + 2) if values is None else np.asarray(values, float)
+    if vals.shape != (len(theta) + 1,):
+        raise ValueError(f"values must give one number per category ({len(theta) + 1}), got {list(vals)}")
+
+    def probs(eta: np.ndarray) -> np.ndarray:
+        cum = special.expit(theta - eta[..., None])
+        zeros = np.zeros(eta.shape + (1,))
+        return np.diff(np.concatenate([zeros, cum, zeros + 1.0], axis=-1), axis=-1)
+
+    def mean(eta: np.ndarray) -> np.ndarray:
+        return probs(eta) @ vals
+
+    def var(eta: np.ndarray) -> np.ndarray:
+        pr = probs(eta)
+        return pr @ vals**2 - (pr @ vals) ** 2
+    return mean, var
+
+
 def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd_judge: float = 0.0,
-                     sd_model_item: float = 0.0, eta_b: float | None = None, n_nodes: int = 32
+                     sd_model_item: float = 0.0, eta_b: float | None = None, n_nodes: int = 32,
+                     thresholds: Sequence[float] | None = None, values: Sequence[float] | None = None
                      ) -> dict[str, float]:
     """Accuracy-scale variance parts of a verdict implied by the logistic judge model.
 
@@ -323,11 +360,18 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
         Linear predictor of a second model: parts of the difference.
     n_nodes : int
         Gauss-Hermite nodes per dimension.
+    thresholds : sequence of float, optional
+        Ratings instead of 0/1 verdicts: the cut points of a cumulative-logit model
+        ``P(Y <= k) = expit(theta_k - eta - ...)`` (as :func:`evalmix.clmm`), and the parts are
+        those of the rating (its mean and its categorical noise in place of the accuracy and the
+        Bernoulli noise).
+    values : sequence of float, optional
+        The numbers the rating categories stand for (default 1, 2, ..., K).
 
     Returns
     -------
     dict
-        ``accuracy`` and the five parts.
+        ``accuracy`` (the mean rating with ``thresholds``) and the five parts.
 
     Examples
     --------
@@ -339,6 +383,7 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
                     ("sd_model_item", sd_model_item)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+    mean_of, noise_of = _binary_moments() if thresholds is None else _ordinal_moments(thresholds, values)
     xa, wa = _nodes(sd_item, n_nodes)
     xd, wd = _nodes(sd_model_item, n_nodes)
     xc, wc = _nodes(sd_response, n_nodes)
@@ -348,12 +393,13 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     mean_c, var_c, bern, resp = [], 0.0, 0.0, 0.0
     wadb = wa[:, None, None] * wd[None, :, None] * wb[None, None, :]
     for e, sign in models:
-        p = special.expit(e + xa[:, None, None, None] + xd[None, :, None, None] + xc[None, None, :, None]
-                          + xb[None, None, None, :])  # axes: item, model:item, response, judge
+        x = (e + xa[:, None, None, None] + xd[None, :, None, None] + xc[None, None, :, None]
+             + xb[None, None, None, :])  # axes: item, model:item, response, judge
+        p = mean_of(x)
         m = np.einsum("adcb,c->adb", p, wc)
         second = np.einsum("adcb,c->adb", p * p, wc)
         var_c += float(((second - m * m) * wadb).sum())
-        bern += float((np.einsum("adcb,c->adb", p * (1 - p), wc) * wadb).sum())
+        bern += float((np.einsum("adcb,c->adb", noise_of(x), wc) * wadb).sum())
         # response: variance over c of the judge-averaged verdict, within item (a, d)
         over_b = np.einsum("adcb,b->adc", p, wb)
         g_ad = over_b @ wc
@@ -381,6 +427,218 @@ def judge_components(eta: float, *, sd_item: float, sd_response: float = 0.0, sd
     # quadrature round-off of an absent source (an SD of 0) is no variance: report an exact 0
     scale = max(total, 1e-300)
     return {"accuracy": acc, **{k: (0.0 if abs(v) < 1e-12 * scale else v) for k, v in parts.items()}}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class JudgeParts(Result):
+    """The planning parts of :func:`plan_judges`, one row per model.
+
+    ``table``: ``model``, ``eta`` (the link-scale mean), ``accuracy`` (0/1 verdicts) or
+    ``estimate`` (the mean score or rating) and the parts of :data:`COMPONENTS`; ``scale`` says what they are the
+    variances of and ``source`` which fit they come from.
+    """
+
+    table: pd.DataFrame
+    scale: str
+    source: str
+
+    def _title(self) -> str:
+        return "Variance parts of a verdict for planning judges, items and runs"
+
+    def _header(self) -> list[str]:
+        return [f"scale: {self.scale}; from {self.source}; Var(mean) = judge / n_j + item / n_i + item:judge / "
+                "(n_i n_j) + response / (n_i n_r) + residual / (n_i n_r n_j)"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"scale": self.scale, "source": self.source}
+
+
+def _group_variances(fit: LmerResult | GlmerResult | ClmmResult) -> dict[str, float]:
+    vc = fit.varcorr
+    if "var2" in vc.columns:
+        vc = vc[vc["var2"].isna() | (vc["var2"].astype(str) == "")]
+    if "var1" in vc.columns:
+        vc = vc[vc["var1"].isna() | (vc["var1"].astype(str).isin(["(Intercept)", ""]))]
+    return {str(g): float(v) for g, v in zip(vc["group"], vc["variance"])}
+
+
+def judge_components_from_fit(fit: LmerResult | GlmerResult | ClmmResult, *, term: str = "model", judge: str = "judge", item: str = "item",
+                              response: str | None = None, n_nodes: int = 32) -> JudgeParts:
+    """The planning parts of :func:`plan_judges` implied by a fitted judge model, one row per model.
+
+    The fit has random intercepts for the judges, the items and the responses (one model's answer
+    in one run, graded by every judge: ``(1|response)``, or ``(1|item:run)`` when a run is
+    shared by the models), and optionally model-by-item ``(1|model:item)`` and item-by-judge
+    ``(1|item:judge)`` intercepts, with ``term`` (the models) as a fixed factor:
+
+    - :func:`evalmix.lmer` (scores, ratings as numbers): the parts are the fitted variances
+      themselves, on the scale of the score: ``judge``, ``item`` (with ``model:item``: a model's
+      mean sees its own item effects), ``item:judge``, ``response`` and ``residual``;
+    - :func:`evalmix.glmer` (0/1 verdicts): :func:`judge_components` at each model's marginal
+      log-odds, on the accuracy scale;
+    - :func:`evalmix.clmm` (ratings): :func:`judge_components` with the fit's thresholds, on the
+      scale of the mean rating (the category labels as numbers, else 1..K).
+
+    Parameters
+    ----------
+    fit : LmerResult, GlmerResult or ClmmResult
+        A fit such as ``rating ~ model + (1|judge) + (1|item) + (1|response)``.
+    term : str
+        The fixed factor whose levels get a row (the models).
+    judge, item : str
+        Group names of the judge and item intercepts.
+    response : str, optional
+        Group name of the response intercepts (default ``response``, else the one group
+        ``item:...`` that is neither ``item:judge`` nor ``model:item``; none: no response part).
+    n_nodes : int
+        Quadrature nodes per dimension (glmer and clmm fits).
+
+    Returns
+    -------
+    JudgeParts
+        ``table``: ``term``, ``eta`` (the link-scale mean), ``accuracy`` (glmer) or ``estimate`` (the mean) and
+        the parts of :data:`COMPONENTS`; pass it to :func:`plan_judges`.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import evalmix
+    >>> rng = np.random.default_rng(1)
+    >>> rows = [(m, i, r, j) for m in "AB" for i in range(40) for r in range(2) for j in ("x", "y", "z")]
+    >>> df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    >>> df["response"] = df["model"] + df["item"].astype(str) + df["run"].astype(str)
+    >>> df["score"] = (rng.normal(0, 1, 40)[df["item"]] + df["judge"].map({"x": 0, "y": 0.5, "z": -0.5})
+    ...                + rng.normal(0, 0.7, len(df)))
+    >>> fit = evalmix.lmer("score ~ model + (1|judge) + (1|item) + (1|response)", df)
+    >>> parts = judge_components_from_fit(fit)
+    >>> parts.table.columns.tolist()
+    ['model', 'eta', 'estimate', 'judge', 'item', 'item:judge', 'response', 'residual']
+    """
+    from .glmm import GlmerResult
+    from .grid import level_means
+    from .lmm import LmerResult
+    from .ordinal import ClmmResult
+
+    if not isinstance(fit, (LmerResult, GlmerResult, ClmmResult)):
+        raise DataError(f"judge_components_from_fit takes an lmer, glmer or clmm fit, got {type(fit).__name__}")
+    var = _group_variances(fit)
+    residual = var.pop("Residual", None)
+    for name in (judge, item):
+        if name not in var:
+            raise DataError(f"the fit has no random intercept for {name!r}; groups: {list(var)}")
+    model_item = next((g for g in (f"{term}:{item}", f"{item}:{term}", "model_item") if g in var), None)
+    item_judge = next((g for g in (f"{item}:{judge}", f"{judge}:{item}") if g in var), None)
+    if response is None:
+        others = [g for g in var if g not in {judge, item, model_item, item_judge}]
+        response = "response" if "response" in var else (others[0] if len(others) == 1 else None)
+    elif response not in var:
+        raise DataError(f"the fit has no random intercept for {response!r}; groups: {list(var)}")
+    unknown = [g for g in var if g not in {judge, item, model_item, item_judge, response}]
+    if unknown:
+        raise DataError(f"judge_components_from_fit reads judge, item, response, {term}:{item} and {item}:{judge} "
+                        f"intercepts; the fit also has {unknown} (name the response group with response=)")
+    if isinstance(fit, ClmmResult):
+        from .ordinal.emmeans import clmm_ref_grid
+
+        grid = clmm_ref_grid(fit).marginal([term])
+    else:
+        grid = level_means(fit, term)
+    eta = grid.linear_predictor()
+    levels = grid.frame[term].astype(str).tolist()
+    sd = {k: math.sqrt(var[g]) if g is not None else 0.0
+          for k, g in (("judge", judge), ("item", item), ("model_item", model_item), ("response", response))}
+    rows = []
+    if isinstance(fit, LmerResult):
+        assert residual is not None  # a linear mixed model always has one
+        for lev, e in zip(levels, eta):
+            rows.append({term: lev, "eta": float(e), "estimate": float(e), "judge": var[judge],
+                         "item": var[item] + (var[model_item] if model_item else 0.0),
+                         "item:judge": var[item_judge] if item_judge else 0.0,
+                         "response": var[response] if response else 0.0, "residual": residual})
+        return JudgeParts(pd.DataFrame(rows), "the score (observed scale)", "a linear mixed model (lmer)")
+    if item_judge is not None:
+        raise DataError(f"the quadrature of a glmer or clmm judge model has no {item_judge!r} part: refit without it")
+    extra: dict[str, Any] = {}
+    name = "accuracy"
+    if isinstance(fit, ClmmResult):
+        theta = fit.thresholds.to_numpy(float)
+        try:
+            values: list[float] | None = [float(v) for v in fit.levels]
+        except ValueError:
+            values = None
+        if fit.link != "logit" or len(theta) != len(fit.levels) - 1:
+            raise DataError("judge_components_from_fit reads a clmm with the logit link and flexible thresholds")
+        # the reference grid centres eta on the mean threshold (emmeans' latent scale for clmm)
+        extra = {"thresholds": theta - theta.mean(), "values": values}
+        name = "estimate"
+    for lev, e in zip(levels, eta):
+        c = judge_components(float(e), sd_item=sd["item"], sd_response=sd["response"], sd_judge=sd["judge"],
+                             sd_model_item=sd["model_item"], n_nodes=n_nodes, **extra)
+        rows.append({term: lev, "eta": float(e), name: c.pop("accuracy"), **c})
+    if isinstance(fit, ClmmResult):
+        return JudgeParts(pd.DataFrame(rows), "the mean rating", "a cumulative-link mixed model (clmm)")
+    return JudgeParts(pd.DataFrame(rows), "accuracy (proportion)", "a logistic mixed model (glmer)")
+
+
+#: The judge model of numeric scores for planning: judge, item and response intercepts (fixed text:
+#: the long table's columns are always named y, model, judge, item and response).
+_SCORE_PLAN_FORMULAS = {True: "y ~ model + (1|judge) + (1|item) + (1|response)",
+                        False: "y ~ 1 + (1|judge) + (1|item) + (1|response)"}
+
+
+def judge_plan_components(data: RunsData, *, judge: str = "judge", outcome: str | None = None,
+                          model: str | None = None, item: str | None = None, run: str | None = None
+                          ) -> JudgeParts:
+    """The planning parts of :func:`plan_judges` from a long table of verdicts or scores.
+
+    0/1 verdicts: the accuracy-scale parts of :func:`judge_study` (its random-judge logistic
+    model).  Other numbers (ratings, scores): a linear mixed model (:func:`evalmix.lmer`)
+    ``y ~ model + (1|judge) + (1|item) + (1|response)``, whose variances are the parts on the
+    scale of the score (:func:`judge_components_from_fit`); a response is one model's answer to
+    one item in one run, graded by every judge.  For the parts of the mean rating under a
+    cumulative-link model use ``judge_study(...).components`` (slower: three ``clmm`` fits).
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        Long table, one row per model, item, run and judge.
+    judge, outcome, model, item, run : str, optional
+        Columns, as :func:`judge_study`.
+
+    Returns
+    -------
+    JudgeParts
+        One row per model: ``model``, ``eta``, ``accuracy`` or ``estimate`` (the mean), and the parts.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(2)
+    >>> rows = [(m, i, r, j) for m in "AB" for i in range(40) for r in range(2) for j in ("x", "y")]
+    >>> df = pd.DataFrame(rows, columns=["model", "item", "run", "judge"])
+    >>> df["rating"] = np.clip(np.round(3 + rng.normal(0, 1, 40)[df["item"]] + rng.normal(0, 0.8, len(df))), 1, 5)
+    >>> judge_plan_components(df, outcome="rating").table["model"].tolist()
+    ['A', 'B']
+    """
+    from .lmm import lmer
+
+    long = _long(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
+    if np.isin(long.frame["y"].to_numpy(float), (0.0, 1.0)).all():
+        study = judge_study(data, judge=judge, outcome=outcome, model=model, item=item, run=run)
+        return JudgeParts(study.components, "accuracy (proportion)", "judge_study (its random-judge glmer)")
+    several = long.frame["model"].nunique() > 1
+    fit = lmer(_SCORE_PLAN_FORMULAS[several], long.frame)
+    if several:
+        return judge_components_from_fit(fit, response="response")
+    var = _group_variances(fit)
+    mean = float(np.asarray(fit.fixef, dtype=float)[0])
+    return JudgeParts(pd.DataFrame([{"model": "all", "eta": mean, "estimate": mean, "judge": var["judge"],
+                                     "item": var["item"], "item:judge": 0.0, "response": var["response"],
+                                     "residual": var["Residual"]}]),
+                      "the score (observed scale)", "a linear mixed model (lmer)")
 
 
 def _var(values: np.ndarray, w: np.ndarray) -> float:
@@ -453,27 +711,39 @@ class JudgePlan(Result):
     target: float
     judges: str
     table: pd.DataFrame
+    budget: float | None = None
 
     def _title(self) -> str:
+        if math.isnan(self.target):
+            return "Most precise design of items, runs and judges within a budget"
         return "Cheapest design of items, runs and judges"
 
     def _header(self) -> list[str]:
-        return [f"chosen: {self.n_items} items x {self.n_runs} runs x {self.n_judges} judges, cost "
-                f"{self.cost:g}, SE {self.se:.4g} (target {self.target:g}, {self.judges} judges)"]
+        design = (f"chosen: {self.n_items} items x {self.n_runs} runs x {self.n_judges} judges, cost "
+                  f"{self.cost:g}, SE {self.se:.4g}")
+        if math.isnan(self.target):
+            return [f"{design} (the smallest within the budget {self.budget:g}, {self.judges} judges)"]
+        within = "" if self.budget is None else f", budget {self.budget:g}"
+        return [f"{design} (target {self.target:g}{within}, {self.judges} judges)"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"n_items": self.n_items, "n_runs": self.n_runs, "n_judges": self.n_judges,
-                                    "cost": self.cost, "se": self.se, "target": self.target}
+                                    "cost": self.cost, "se": self.se,
+                                    "target": None if math.isnan(self.target) else self.target,
+                                    "budget": self.budget}
 
 
-def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy) -> list[dict[str, float]]:
+def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy | JudgeParts
+                    ) -> list[dict[str, float]]:
+    if isinstance(components, JudgeParts):
+        components = components.table
     if isinstance(components, JudgeStudy):
-        if components.scale != "binary":
-            raise DataError("the judge planner works on the accuracy scale of 0/1 verdicts; this study is of "
-                            f"{components.scale} ratings")
+        if components.components.empty:
+            raise DataError("this judge study has no planning parts (ratings of one model): pass the parts of "
+                            "judge_components_from_fit or judge_components")
         components = components.components
     if isinstance(components, pd.DataFrame):
         missing = [c for c in COMPONENTS if c not in components.columns]
@@ -491,25 +761,39 @@ def _component_rows(components: Mapping[str, float] | pd.DataFrame | JudgeStudy)
     return [{c: _part(comp, c) for c in COMPONENTS}]
 
 
-def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, se: float,
+def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy | JudgeParts, *, se: float | None = None,
+                width: float | None = None, budget: float | None = None, alpha: float = 0.05,
                 cost_item: float = 0.0, cost_run: float = 1.0, cost_judge: float = 0.0,
                 max_runs: int = 20, max_judges: int = 10, n_items: tuple[int, int] | int = (2, 1_000_000),
                 judges: Literal["random", "fixed"] = "random") -> JudgePlan:
-    """Cheapest numbers of items, runs and judges for which the SE is at most ``se``.
+    """Cheapest numbers of items, runs and judges for which the SE is at most ``se``, or the most
+    precise design a ``budget`` buys.
 
     The cost of a design is ``n_i cost_item + n_i n_r cost_run + n_i n_r n_j cost_judge`` (an
     item to write, one generation, one judge call).  Every runs x judges combination up to the
     limits is tried with the fewest items that reach ``se`` (:func:`judge_se`, the largest over the
     rows of ``components``); the cheapest wins.  With ``judges="random"`` the judge variance puts a
-    floor ``sqrt(judge / n_j)`` on the SE that more items cannot lower.
+    floor ``sqrt(judge / n_j)`` on the SE that more items cannot lower.  ``width`` is the same
+    target as the full width of the two-sided ``1 - alpha`` Wald interval, ``se = width / (2
+    z_{1-alpha/2})``.  With a ``budget`` and no target every runs x judges combination gets the most
+    items the budget buys and the smallest SE wins; with a target too, the cheapest design must
+    cost at most ``budget``.
 
     Parameters
     ----------
-    components : mapping, DataFrame or JudgeStudy
-        The parts of :func:`judge_components`; a DataFrame with one row per model (or pair), every
-        row to be met; or a :class:`JudgeStudy` (its ``components``: every model).
-    se : float
+    components : mapping, DataFrame, JudgeParts or JudgeStudy
+        The parts of :func:`judge_components`, :func:`judge_components_from_fit` or
+        :func:`judge_plan_components`; a DataFrame
+        with one row per model (or pair), every row to be met; or a :class:`JudgeStudy` (its
+        ``components``: every model).
+    se : float, optional
         Target standard error.
+    width : float, optional
+        Target full width of the ``1 - alpha`` interval (instead of ``se``).
+    budget : float, optional
+        The most the study may cost.
+    alpha : float
+        For ``width``.
     cost_item, cost_run, cost_judge : float
         Unit costs; ``cost_run`` must be positive.
     max_runs, max_judges : int
@@ -534,10 +818,27 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     >>> p = plan_judges(comp, se=0.03, cost_item=5, cost_run=1, cost_judge=0.5)
     >>> p.n_items, p.n_runs, p.n_judges
     (119, 1, 6)
+    >>> q = plan_judges(comp, budget=1000, cost_item=5, cost_run=1, cost_judge=0.5)
+    >>> q.n_items, q.n_runs, q.n_judges, round(q.se, 4)
+    (111, 1, 6, 0.0309)
     """
+    from scipy import stats
+
+    from .arguments import check_number, check_probability
+
     rows = _component_rows(components)
-    if not (isinstance(se, (int, float)) and se > 0):
+    if se is not None and width is not None:
+        raise ValueError("give one target, se= or width=, not both")
+    if se is None and width is None and budget is None:
+        raise ValueError("give a target (se= or width=), or a budget= for the most precise design it buys")
+    check_probability(alpha, "alpha")
+    if width is not None:
+        check_number(width, "width", minimum=0, strict=True)
+        se = float(width) / (2 * stats.norm.isf(alpha / 2))
+    if se is not None and not (isinstance(se, (int, float)) and se > 0):
         raise ValueError(f"se must be a positive number, got {se!r}")
+    if budget is not None:
+        check_number(budget, "budget", minimum=0, strict=True)
     if cost_run <= 0 or min(cost_item, cost_judge) < 0:
         raise ValueError("cost_run must be > 0 and cost_item, cost_judge >= 0")
     if max_runs < 1 or max_judges < 1:
@@ -545,6 +846,9 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     n_lo, n_hi = (n_items, n_items) if isinstance(n_items, (int, np.integer)) else n_items
     rg, jg = np.meshgrid(np.arange(1, max_runs + 1), np.arange(1, max_judges + 1), indexing="ij")
     r, j = rg.ravel().astype(float), jg.ravel().astype(float)
+    if se is None:
+        assert budget is not None
+        return _best_within(rows, float(budget), r, j, n_lo, n_hi, cost_item, cost_run, cost_judge, judges)
     need = np.full(r.shape, float(n_lo))
     for comp in rows:
         # Var = floor + per_item / n_i, solved for the fewest items
@@ -566,10 +870,35 @@ def plan_judges(components: Mapping[str, float] | pd.DataFrame | JudgeStudy, *, 
     table = pd.DataFrame({"n_items": n.astype("int64"), "n_runs": r.astype("int64"),
                           "n_judges": j.astype("int64"), "cost": cost, "se": achieved}
                          ).sort_values(["cost", "n_judges", "n_runs"], kind="stable").reset_index(drop=True)
+    if budget is not None and not (table["cost"] <= budget * (1 + 1e-12)).any():
+        raise DataError(f"no design within the budget {budget:g} reaches se <= {se:.4g}: the cheapest that does "
+                        f"costs {table['cost'].min():g}")
     best = table.iloc[0]
     return JudgePlan(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), n_judges=int(best["n_judges"]),
                      cost=float(best["cost"]), se=float(best["se"]), target=float(se), judges=judges,
-                     table=table.head(50))
+                     table=table.head(50), budget=None if budget is None else float(budget))
+
+
+def _best_within(rows: list[dict[str, float]], budget: float, r: np.ndarray, j: np.ndarray, n_lo: int, n_hi: int,
+                 cost_item: float, cost_run: float, cost_judge: float, judges: Literal["random", "fixed"]
+                 ) -> JudgePlan:
+    """The smallest SE among the designs a budget buys: for each runs x judges the most items."""
+    per_item = cost_item + r * cost_run + r * j * cost_judge
+    # the factor guards budgets that divide exactly (as the runs planner buys items)
+    n = np.minimum(np.floor(budget / per_item * (1 + 1e-12)), n_hi)
+    ok = n >= n_lo
+    if not ok.any():
+        raise DataError(f"the budget {budget:g} buys no design with at least {n_lo} items (one item with one run "
+                        f"and one judge costs {cost_item + cost_run + cost_judge:g})")
+    n, r, j = n[ok], r[ok], j[ok]
+    achieved = np.max(np.vstack([np.broadcast_to(judge_se(c, n, r, j, judges), n.shape) for c in rows]), axis=0)
+    table = pd.DataFrame({"n_items": n.astype("int64"), "n_runs": r.astype("int64"), "n_judges": j.astype("int64"),
+                          "cost": n * per_item[ok], "se": achieved}
+                         ).sort_values(["se", "cost", "n_judges", "n_runs"], kind="stable").reset_index(drop=True)
+    best = table.iloc[0]
+    return JudgePlan(n_items=int(best["n_items"]), n_runs=int(best["n_runs"]), n_judges=int(best["n_judges"]),
+                     cost=float(best["cost"]), se=float(best["se"]), target=math.nan, judges=judges,
+                     table=table.head(50), budget=budget)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -773,7 +1102,10 @@ def _ordinal_study(long: _Long, ref: Hashable | None, conf_level: float) -> Judg
     variance = pd.concat([variance, pd.DataFrame({"group": ["residual (logistic)"], "variance": [math.pi**2 / 3],
                                                   "sd": [math.pi / math.sqrt(3)]})], ignore_index=True)
     variance["share"] = variance["variance"] / float(variance["variance"].sum())
-    components = pd.DataFrame(columns=["model", "eta", "accuracy", *COMPONENTS])
+    if n_models > 1:
+        components = judge_components_from_fit(fits["random_judge"], response="response").table
+    else:
+        components = pd.DataFrame(columns=["model", "eta", "estimate", *COMPONENTS])
     return JudgeStudy(bias=bias, means=means, by_judge=by, interaction=interaction,
                       agreement=_agreement(long, "ordinal", conf_level), variance=variance,
                       components=components, formulas=formulas, fits=fits, columns=dict(long.cols),

@@ -448,14 +448,17 @@ def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | No
 
 @dataclass(frozen=True, eq=False, repr=False)
 class LatentICCResult(Result):
-    """Latent-scale variance decomposition of a logistic GLMM with item and item:run intercepts.
+    """Variance decomposition of a mixed model with item and item:run intercepts, and its ICC.
 
-    ``table``: one row per component (``item``, ``item:run``, ``residual`` = pi^2/3) with its
-    ``variance`` and ``share`` of the latent total.  ``icc_runs`` is the correlation of the latent
-    propensities of two runs of the same item (sigma^2_item / total): the model-based counterpart of
-    ICC(C,1).  ``icc_runs_average`` applies Spearman-Brown for the mean of ``n_runs`` runs.
-    ``run_share`` is sigma^2_item:run / (sigma^2_item + sigma^2_item:run): the part of the item-level
-    (non-Bernoulli) variation that changes from run to run.
+    ``table``: one row per component (``item``, ``item:run``, any other random intercept of the
+    fit, ``overdispersion`` for a beta-binomial fit, ``residual``) with its ``variance`` and
+    ``share`` of the total.  ``icc_runs`` is the correlation of two runs of the same item
+    (sigma^2_item / total): the model-based counterpart of ICC(C,1).  ``icc_runs_average`` applies
+    Spearman-Brown for the mean of ``n_runs`` runs.  ``run_share`` is sigma^2_item:run /
+    (sigma^2_item + sigma^2_item:run): the part of the item-level variation that changes from run
+    to run.  ``scale`` is ``"latent"`` (binomial, ordinal and beta-binomial fits: the scale of the
+    link) or ``"observed"`` (a linear mixed model: the scores themselves); ``residual`` says
+    which residual variance was used.
     """
 
     table: pd.DataFrame
@@ -463,20 +466,23 @@ class LatentICCResult(Result):
     run_share: float
     n_runs: int
     icc_runs_average: float
+    scale: str = "latent"
+    residual: str = "logistic (pi^2/3)"
 
     def _title(self) -> str:
-        return "Latent-scale variance shares of a GLMM"
+        return f"{self.scale.capitalize()}-scale variance shares of a mixed model"
 
     def _header(self) -> list[str]:
         return [f"ICC across runs {self.icc_runs:.3f}; average of {self.n_runs} run(s) "
-                f"{self.icc_runs_average:.3f}"]
+                f"{self.icc_runs_average:.3f}; residual: {self.residual}"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"icc_runs": self.icc_runs, "run_share": self.run_share,
-                                    "n_runs": self.n_runs, "icc_runs_average": self.icc_runs_average}
+                                    "n_runs": self.n_runs, "icc_runs_average": self.icc_runs_average,
+                                    "scale": self.scale, "residual": self.residual}
 
 
 def _varcorr_frame(fit_or_varcorr: VarCorrFit | pd.DataFrame) -> pd.DataFrame:
@@ -484,51 +490,107 @@ def _varcorr_frame(fit_or_varcorr: VarCorrFit | pd.DataFrame) -> pd.DataFrame:
     if callable(vc):
         vc = vc()
     if not isinstance(vc, pd.DataFrame) or not {"group", "variance"} <= set(vc.columns):
-        raise DataError("expected a fitted GLMM with a `varcorr` DataFrame (columns group, var1, var2, "
+        raise DataError("expected a fitted mixed model with a `varcorr` DataFrame (columns group, var1, var2, "
                         "variance, sd) or such a DataFrame")
     return vc
 
 
-def _latent_residual(fit: object, vc: pd.DataFrame) -> float:
-    """The residual variance on the scale of the random effects: the link's latent residual for a
-    binomial fit, the residual variance of a linear mixed model; refused for families whose
-    latent scale has no fixed residual (beta, beta-binomial), where pi^2/3 would be a wrong number."""
+_LINK_NAMES = {"logit": "logistic (pi^2/3)", "probit": "standard normal (1)", "cloglog": "Gumbel (pi^2/6)"}
+
+
+def _fit_mean(fit: object) -> float:
+    """The mean of a fit on the response scale at the average linear predictor of its reference
+    grid (equal weights over the factor levels, as emmeans averages)."""
+    from .grid import ref_grid
+    from .links import inverse_link
+
+    eta = ref_grid(fit).linear_predictor()  # type: ignore[arg-type]
+    return float(inverse_link(getattr(fit, "link", "logit"), np.array([np.nanmean(eta)]))[0])
+
+
+def _latent_residual(fit: object, vc: pd.DataFrame, mean: float | None) -> tuple[list[tuple[str, float]], str, str]:
+    """The residual rows on the scale of the random effects, the scale's name and what they are.
+
+    A linear mixed model: its residual variance (observed scale).  A binomial GLMM or a
+    cumulative-link model (``evalmix.clmm``, which has a link and no family): the latent residual
+    of the link.  A beta-binomial fit: a trial is 1 when ``logit(p) + e > 0`` with ``p`` the
+    observation's Beta draw and ``e`` logistic, so the latent variance adds ``Var(logit p) =
+    trigamma(mu phi) + trigamma((1 - mu) phi)`` (the overdispersion, evaluated at the mean ``mu``
+    as Nakagawa, Johnson & Schielzeth 2017 evaluate distribution-specific variances) to pi^2/3.
+    A beta fit is refused: its scores are not a thresholded latent variable, so no residual of the
+    link's scale exists."""
+    from scipy import special
+
     family = getattr(fit, "family", "binomial")
     if isinstance(vc, pd.DataFrame) and "Residual" in set(vc["group"].astype(str)):
-        return float(vc.loc[vc["group"].astype(str) == "Residual", "variance"].iloc[0])
-    if family != "binomial":
-        raise DataError(f"latent_icc needs a binomial (0/1 or k-of-n) or linear mixed fit; a {family} "
-                        "fit has no fixed latent residual variance, so its run-to-run ICC is not "
-                        "defined this way (compare the variance components instead)")
+        value = float(vc.loc[vc["group"].astype(str) == "Residual", "variance"].iloc[0])
+        return [("residual", value)], "observed", "residual variance of the linear mixed model"
+    if family not in ("binomial", "betabinomial"):
+        raise DataError(f"latent_icc needs a binomial, beta-binomial, cumulative-link (clmm) or linear mixed "
+                        f"fit; a {family} fit has no fixed latent residual variance (its scores are not a "
+                        "thresholded latent variable), so its run-to-run ICC is not defined this way: compare "
+                        "the variance components, or the response-scale components of "
+                        "evalmix.repetitions.components_from_fit")
     link = getattr(fit, "link", "logit")
     if link not in LATENT_RESIDUAL:
         raise DataError(f"latent_icc knows the latent residual of the links {', '.join(LATENT_RESIDUAL)}, "
                         f"not {link!r}")
-    return LATENT_RESIDUAL[link]
+    rows = [("residual", LATENT_RESIDUAL[link])]
+    if family == "betabinomial":
+        phi = float(getattr(fit, "dispersion", math.nan))
+        mu = _fit_mean(fit) if mean is None else float(mean)
+        if not (0 < mu < 1 and math.isfinite(phi) and phi > 0):
+            raise DataError(f"the beta-binomial overdispersion needs a mean in (0, 1) and a precision phi > 0, "
+                            f"got mean={mu:g}, phi={phi:g}")
+        over = float(special.polygamma(1, mu * phi) + special.polygamma(1, (1 - mu) * phi))
+        rows.insert(0, ("overdispersion", over))
+        return rows, "latent", (f"logistic (pi^2/3) and the beta-binomial overdispersion at mean {mu:.3g} "
+                                f"(phi {phi:.3g})")
+    return rows, "latent", _LINK_NAMES[link]
 
 
 def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item", item_run: str | None = None,
-               n_runs: int = 1) -> LatentICCResult:
-    """Model-based run-to-run reliability from the variance components of a binomial GLMM.
+               n_runs: int = 1, mean: float | None = None) -> LatentICCResult:
+    """Run-to-run reliability (ICC) from the variance components of a mixed model.
 
-    For ``correct ~ ... + (1|item) + (1|item:run)`` with a logit link the latent propensity of item
-    i in run r is ``eta + a_i + c_ir + e``, with ``Var(a) = s2_item``, ``Var(c) = s2_item:run`` and a
-    standard logistic residual of variance pi^2/3.  Two runs of the same item share only ``a_i``, so
-    their latent correlation is ``s2_item / (s2_item + s2_item:run + pi^2/3)``.  The residual is 1
-    for a probit link and pi^2/6 for cloglog (the latent scale of each link), the residual variance
-    of a linear mixed model (:func:`evalmix.lmer`); beta and beta-binomial fits are refused.
+    For ``... + (1|item) + (1|item:run)`` the propensity of item i in run r is ``eta + a_i +
+    c_ir + e``, with ``Var(a) = s2_item``, ``Var(c) = s2_item:run`` and a residual ``e``.  Two runs
+    of the same item share only ``a_i``, so their correlation is ``s2_item / total``, where the
+    total adds every random intercept of the fit (a judge, say) and the residual.  The residual
+    depends on the fit:
+
+    - a binomial GLMM (:func:`evalmix.glmer`, or :func:`evalmix.glmmtmb` with the binomial
+      family): the latent residual of the link, pi^2/3 (logit), 1 (probit), pi^2/6 (cloglog);
+    - a cumulative-link mixed model (:func:`evalmix.clmm`): the same, on the latent scale of the
+      ratings (pi^2/3 for logit, 1 for probit);
+    - a beta-binomial fit (:func:`evalmix.glmmtmb`): pi^2/3 plus the overdispersion
+      ``trigamma(mu phi) + trigamma((1 - mu) phi)``, the variance of the logit of the
+      observation's Beta probability, evaluated at the mean ``mu`` (so the ICC is an
+      approximation at that mean);
+    - a linear mixed model (:func:`evalmix.lmer`): its residual variance, on the observed scale.
+
+    A beta fit is refused: its scores are not a thresholded latent variable and no latent
+    residual exists.
 
     Parameters
     ----------
-    fit_or_varcorr : GLMM fit or DataFrame
-        An object with a ``varcorr`` DataFrame (columns ``group``, ``var1``, ``var2``, ``variance``,
-        ``sd``) or that DataFrame.  Only intercept rows (``var1`` ``(Intercept)`` or missing, no
-        ``var2``) are used.
+    fit_or_varcorr : fit or DataFrame
+        A fit with a ``varcorr`` DataFrame (columns ``group``, ``var1``, ``var2``, ``variance``,
+        ``sd``) or that DataFrame (binomial logit unless it has a ``Residual`` row).  Only
+        intercept rows (``var1`` ``(Intercept)`` or missing, no ``var2``) are used.
     item, item_run : str
-        Group names of the item and item:run terms (``item_run`` defaults to ``item + ":run"`` or the
-        one group whose name starts with ``item + ":"``).
+        Group names of the item and item:run terms (``item_run`` defaults to the one group whose
+        name starts with ``item + ":"``; without one, the fit has no run term and ``run_share``
+        is 0).
     n_runs : int
         Number of runs averaged for ``icc_runs_average``.
+    mean : float, optional
+        Beta-binomial fits: the mean proportion at which the overdispersion is evaluated
+        (default: the inverse link of the average linear predictor of the reference grid).
+
+    Returns
+    -------
+    LatentICCResult
 
     Examples
     --------
@@ -539,29 +601,32 @@ def latent_icc(fit_or_varcorr: VarCorrFit | pd.DataFrame, *, item: str = "item",
     0.3886
     """
     vc = _varcorr_frame(fit_or_varcorr)
-    residual = _latent_residual(fit_or_varcorr, vc)
+    residual, scale, what = _latent_residual(fit_or_varcorr, vc, mean)
+    vc = vc[vc["group"].astype(str) != "Residual"]
     if "var2" in vc.columns:  # covariance rows carry a second variable (missing or "" otherwise)
         vc = vc[vc["var2"].isna() | (vc["var2"].astype(str) == "")]
     if "var1" in vc.columns:
         vc = vc[vc["var1"].isna() | (vc["var1"] == "(Intercept)")]
-    groups = list(vc["group"])
+    groups = [str(g) for g in vc["group"]]
     if item not in groups:
         raise DataError(f"no random intercept for group {item!r} in the fit; groups: {groups}")
     if item_run is None:
-        cands = [g for g in groups if str(g).startswith(f"{item}:")]
-        if len(cands) != 1:
+        cands = [g for g in groups if g.startswith(f"{item}:")]
+        if len(cands) > 1:
             raise DataError(f"cannot tell the item:run group among {groups}; pass item_run=")
-        item_run = cands[0]
-    if item_run not in groups:
+        item_run = cands[0] if cands else None
+    elif item_run not in groups:
         raise DataError(f"no random intercept for group {item_run!r} in the fit; groups: {groups}")
-    var = dict(zip(vc["group"], vc["variance"].astype(float)))
-    s_i, s_ir = var[item], var[item_run]
-    total = s_i + s_ir + residual
-    table = pd.DataFrame({"component": [item, item_run, "residual"],
-                          "variance": [s_i, s_ir, residual]})
+    var = dict(zip(groups, vc["variance"].astype(float)))
+    s_i = var[item]
+    s_ir = 0.0 if item_run is None else var[item_run]
+    names = [item] + ([item_run] if item_run is not None else [])
+    rows = [(g, var[g]) for g in names] + [(g, v) for g, v in var.items() if g not in names] + residual
+    table = pd.DataFrame({"component": [g for g, _ in rows], "variance": [v for _, v in rows]})
+    total = float(table["variance"].sum())
     table["share"] = table["variance"] / total
     rho = s_i / total
     avg = n_runs * rho / (1 + (n_runs - 1) * rho)
     share = s_ir / (s_i + s_ir) if s_i + s_ir > 0 else float("nan")
     return LatentICCResult(table=table, icc_runs=rho, run_share=share, n_runs=int(n_runs),
-                           icc_runs_average=avg)
+                           icc_runs_average=avg, scale=scale, residual=what)

@@ -12,16 +12,20 @@ by the method of moments, :func:`se_vs_runs` projects the standard error to any 
 differences between models) next to the AI4Math paper's curves, and :func:`plan` finds the cheapest
 (N, R) meeting a precision target.  :func:`slice_se_by_runs` reproduces the statistic behind the
 paper's "SE decreases from 0.0288 at R=1 to 0.0285 at R=2 to 0.0273 at R=3".
+
+Scores beyond 0/1: :func:`components_from_fit` reads the same two variances from a fitted glmer,
+lmer, clmm or glmmtmb model, on the fit's response scale (:data:`FIT_SCALES`), and
+:func:`se_vs_runs` and :func:`plan` take such a fit in place of the runs table.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -37,7 +41,10 @@ from .grid import level_means
 from .parallel import parallel_map
 from .power import check_pilot_variance
 
-__all__ = ["AllocationResult", "PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
+if TYPE_CHECKING:
+    from .ordinal import ClmmResult
+
+__all__ = ["AllocationResult", "FIT_SCALES", "PlanResult", "SEvsRunsResult", "SignFlipResult", "SliceSEResult", "VarianceComponents",
            "accuracy_components", "components_from_fit", "optimal_runs", "plan", "se_vs_runs", "sign_flip_rate",
            "slice_se_by_runs", "variance_components"]
 
@@ -157,23 +164,26 @@ class VarianceComponents(Result):
     ``table`` has ``var_between`` (item-to-item variance of the per-item accuracy) and
     ``var_within`` (run-to-run variance within an item) on every row, with the row's keys and
     ``accuracy`` (or ``difference`` for pairs of levels).  ``method`` says where they come from:
-    ``"moments"`` (:func:`variance_components`, the one-way ANOVA of items x runs) or ``"glmm"``
-    (:func:`accuracy_components`, :func:`components_from_fit`: implied by a logistic GLMM).
+    ``"moments"`` (:func:`variance_components`, the one-way ANOVA of items x runs), ``"glmm"``
+    (:func:`accuracy_components`, :func:`components_from_fit`: implied by a logistic GLMM), or
+    ``"lmer"``, ``"clmm"``, ``"glmmtmb"`` (:func:`components_from_fit` of those fits).  ``scale``
+    names what the variances are of.
     """
 
     table: pd.DataFrame
     method: str = "moments"
     paired: bool = False
+    scale: str = "accuracy (proportion)"
 
     def _title(self) -> str:
         what = "of paired differences " if self.paired else ""
-        how = ("method of moments (items x runs ANOVA)" if self.method == "moments"
-               else "implied by a logistic GLMM")
+        how = {"moments": "method of moments (items x runs ANOVA)", "glmm": "implied by a logistic GLMM",
+               "lmer": "implied by a linear mixed model", "clmm": "implied by a cumulative-link mixed model",
+               "glmmtmb": "implied by a glmmTMB fit"}.get(self.method, self.method)
         return f"Variance components {what}({how})"
 
     def _header(self) -> list[str]:
-        return ["scale: accuracy (proportion); var_between: between items, var_within: between runs "
-                "of an item"]
+        return [f"scale: {self.scale}; var_between: between items, var_within: between runs of an item"]
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -290,6 +300,7 @@ class SEvsRunsResult(Result):
     pairs: pd.DataFrame | None = None
     pair_projection: pd.DataFrame | None = None
     curves: str = "corrected"
+    scale: str = "accuracy (proportion)"
 
     def _title(self) -> str:
         return "Standard error vs number of runs" + (
@@ -299,8 +310,8 @@ class SEvsRunsResult(Result):
         if self.curves == "paper":
             return ["the AI4Math paper's curves (SD of the run accuracies / sqrt(R)): run noise on "
                     "these items only; the decomposition is in .projection (curves=\"corrected\")"]
-        return ["se: sqrt(var_between / N + var_within / (N R)) per slice, items random (a new "
-                "benchmark of N items); se_runs: run noise only, the quantity the paper's curves "
+        return [f"scale: {self.scale}; se: sqrt(var_between / N + var_within / (N R)) per slice, items random "
+                "(a new benchmark of N items); se_runs: run noise only, the quantity the paper's curves "
                 "estimate; the paper's curves are in .paper (curves=\"paper\")"]
 
     def to_frame(self) -> pd.DataFrame:
@@ -356,10 +367,11 @@ def _paper_curves(data: pd.DataFrame, by_: list[str], curve_by: str | None, cols
     return pd.concat(out, ignore_index=True)[["curve", "kind", "n_runs", "se"]]
 
 
-def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = None,
-               run: str | None = None, outcome: str | None = None, max_runs: int = 10,
+def se_vs_runs(data: RunsData | MixedFit | ClmmResult | VarianceComponents, by: str | Sequence[str], *,
+               item: str | None = None, run: str | None = None, outcome: str | None = None, max_runs: int = 10,
                curve_by: str | None = "model", paired: str | None = None,
-               curves: Literal["corrected", "paper"] = "corrected", missing: str = "raise") -> SEvsRunsResult:
+               curves: Literal["corrected", "paper"] = "corrected", missing: str = "raise",
+               n_items: int | Sequence[int] | None = None) -> SEvsRunsResult:
     """Standard error of slice accuracies against the number of runs averaged.
 
     Computes (1) the decomposition that answers the question properly: per slice, ``var_between``
@@ -393,10 +405,25 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
+    n_items : int or list of int, optional
+        From a fit or components: the numbers of items of the projection (default: the fit's
+        number of items, or the components' ``n_items``); the projection gets an ``n_items``
+        column.
 
     Returns
     -------
     SEvsRunsResult
+
+    Notes
+    -----
+    ``data`` may also be a fitted :func:`evalmix.glmer`, :func:`evalmix.lmer`,
+    :func:`evalmix.clmm` or :func:`evalmix.glmmtmb` model (``by`` then names its factor, e.g.
+    ``"model"``; ``paired`` the same factor for pairwise differences), or the
+    :class:`VarianceComponents` of :func:`components_from_fit`.  The projection is then of the
+    SE of a level's mean (or a difference) on the fit's response scale (``components.scale``:
+    the score for lmer, the mean rating for clmm, the proportion for glmmtmb, the accuracy for
+    glmer) for ``n_items`` items and 1..``max_runs`` runs; there are no paper curves (they need
+    the runs table).
 
     Examples
     --------
@@ -419,6 +446,11 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
             raise DataError(f"{name}={value!r} must be one of the slice columns {by_}")
     if max_runs < 1:
         raise ValueError(f"max_runs must be >= 1, got {max_runs}")
+    if isinstance(data, VarianceComponents) or hasattr(data, "varcorr"):
+        return _se_vs_runs_of_fit(data, by_, paired=paired, item=item or "item", max_runs=max_runs,
+                                  curves=curves, n_items=n_items)
+    if n_items is not None:
+        raise ArgumentError("n_items= is for a fit or components; a runs table has its own items")
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, by=by_, missing=missing)
     comp = variance_components(data, by_, item=cols.item, run=cols.run, outcome=cols.scores).table
     runs = range(1, int(max_runs) + 1)
@@ -430,6 +462,64 @@ def se_vs_runs(data: RunsData, by: str | Sequence[str], *, item: str | None = No
     return SEvsRunsResult(paper=_paper_curves(data, by_, curve_by, cols), components=comp,
                           projection=_project(comp, by_, runs), by=tuple(by_), pairs=pairs,
                           pair_projection=pair_proj, curves=curves)
+
+
+def _fit_items(fit: Any, item: str) -> int:
+    """The number of levels of the item grouping factor of a fit."""
+    groups = getattr(fit, "ngrps", None)
+    if groups is None:
+        groups = getattr(fit, "ngroups", None)
+    groups = dict(groups) if groups is not None else {}
+    if item not in groups:
+        raise DataError(f"the fit has no grouping factor {item!r}; factors: {list(groups)}")
+    return int(groups[item])
+
+
+def _se_vs_runs_of_fit(fit: Any, by_: list[str], *, paired: str | None, item: str, max_runs: int,
+                       curves: str, n_items: int | Sequence[int] | None) -> SEvsRunsResult:
+    """se_vs_runs of a fitted mixed model (or its components): the projection only."""
+    if curves == "paper":
+        raise DataError("the paper's curves need the runs table; a fit gives the projection (curves='corrected')")
+    if isinstance(fit, VarianceComponents):
+        comp = fit
+        pairs = None
+    else:
+        if len(by_) != 1:
+            raise DataError(f"from a fit, by= names one factor of its fixed part (e.g. 'model'), got {by_}")
+        comp = components_from_fit(fit, by_[0], item=item)
+        if paired is not None and paired != by_[0]:
+            raise DataError(f"paired={paired!r} must be the factor by={by_[0]!r}")
+        pairs = components_from_fit(fit, by_[0], item=item, paired=True) if paired else None
+    if n_items is None:
+        if isinstance(fit, VarianceComponents):
+            if "n_items" not in comp.table.columns:
+                raise DataError("the components have no n_items column: pass n_items=")
+            sizes: list[int | None] = [None]
+        else:
+            sizes = [_fit_items(fit, item)]
+    else:
+        given = [int(n) for n in np.atleast_1d(np.asarray(n_items))]
+        if any(n < 1 for n in given):
+            raise ArgumentError(f"n_items must be >= 1, got {n_items}")
+        sizes = list(given)
+    runs = range(1, int(max_runs) + 1)
+
+    def project(table: pd.DataFrame) -> pd.DataFrame:
+        keys = [c for c in table.columns if c not in _COMPONENT_VALUES | {"eta", "estimate"}]
+        out = []
+        for n in sizes:
+            sized = table.assign(n_items=table["n_items"] if n is None else n)
+            proj = _project(sized, keys, runs)
+            proj.insert(len(keys), "n_items", np.repeat(sized["n_items"].to_numpy(), len(runs)))
+            out.append(proj)
+        return pd.concat(out, ignore_index=True)
+
+    paper = pd.DataFrame({"curve": pd.Series(dtype=object), "kind": pd.Series(dtype=object),
+                          "n_runs": pd.Series(dtype="int64"), "se": pd.Series(dtype=float)})
+    return SEvsRunsResult(paper=paper, components=comp.table, projection=project(comp.table), by=tuple(by_),
+                          pairs=None if pairs is None else pairs.table,
+                          pair_projection=None if pairs is None else project(pairs.table), curves="corrected",
+                          scale=comp.scale)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -533,7 +623,8 @@ def _criterion(target: str, vb: np.ndarray, vw: np.ndarray, diff: np.ndarray | N
     return float(np.sum(stats.norm.cdf(-np.abs(diff) / se)))
 
 
-def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_between: float | None = None,
+def plan(components: pd.DataFrame | VarianceComponents | MixedFit | ClmmResult | None = None, *,
+         var_between: float | None = None,
          var_within: float | None = None, se: float | None = None, mdd: float | None = None,
          width: float | None = None, inversions: float | None = None, budget: float | None = None,
          power: float = 0.8, alpha: float = 0.05, cost_item: float = 0.0, cost_run: float = 1.0,
@@ -570,10 +661,13 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
 
     Parameters
     ----------
-    components : VarianceComponents or DataFrame, optional
+    components : VarianceComponents, DataFrame or fit, optional
         Rows with ``var_between`` and ``var_within`` (and ``difference`` for inversions), e.g. from
-        :func:`variance_components`, :func:`se_vs_runs` (``.pairs``) or :func:`accuracy_components`;
-        the design must meet the target for every row.
+        :func:`variance_components`, :func:`se_vs_runs` (``.pairs``), :func:`accuracy_components`
+        or :func:`components_from_fit`; the design must meet the target for every row.  A fitted
+        glmer, lmer, clmm or glmmtmb model of ``model`` stands for ``components_from_fit(fit)``
+        (its pairs with ``mdd``, ``inversions`` or a budget alone): the target is then on the
+        fit's response scale (:data:`FIT_SCALES`).
     var_between, var_within : float, optional
         Scalars instead of ``components``.
     se, mdd, width, inversions : float
@@ -611,11 +705,15 @@ def plan(components: pd.DataFrame | VarianceComponents | None = None, *, var_bet
     >>> q.n_items, q.n_runs, round(q.achieved, 4)
     (166, 2, 0.091)
     """
+    targets = (("se", se), ("mdd", mdd), ("width", width), ("inversions", inversions))
+    chosen = [(k, v) for k, v in targets if v is not None]
+    if components is not None and not isinstance(components, (pd.DataFrame, VarianceComponents)):
+        # a fitted model: its levels' means, or their pairs for targets about differences
+        components = components_from_fit(components, paired=any(k in ("mdd", "inversions") for k, _ in chosen)
+                                         or (not chosen and budget is not None))
     if isinstance(components, VarianceComponents):
         components = components.table
     check_pilot_variance({"var_between": var_between, "var_within": var_within} if components is None else components)
-    targets = (("se", se), ("mdd", mdd), ("width", width), ("inversions", inversions))
-    chosen = [(k, v) for k, v in targets if v is not None]
     if len(chosen) > 1 or (not chosen and budget is None):
         given = ", ".join(f"{k}=" for k, _ in chosen) or "none"
         raise ArgumentError(f"give exactly one target (se=, mdd=, width= or inversions=), or a budget= "
@@ -818,33 +916,189 @@ def optimal_runs(components: pd.DataFrame | VarianceComponents | None = None, *,
 
 
 # ----------------------------------------------------------------------------------------------
-# components from a fitted GLMM
+# components from a fitted mixed model
 
 
-def _item_groups(fit: MixedFit, item: str, item_run: str | None) -> tuple[float, float]:
+def _item_groups(fit: MixedFit, term: str, item: str, item_run: str | None
+                 ) -> tuple[float, float, str | None, float]:
+    """SDs of the item and item:run intercepts (0 without a run term), the run group's name, and
+    the SD of a ``term:item`` intercept (an item harder for one model than for another; 0 without)."""
     from .reliability import latent_icc
 
-    tab = latent_icc(fit, item=item, item_run=item_run).table
-    return float(np.sqrt(tab["variance"].iloc[0])), float(np.sqrt(tab["variance"].iloc[1]))
+    res = latent_icc(fit, item=item, item_run=item_run)
+    var = dict(zip(map(str, res.table["component"]), res.table["variance"].astype(float)))
+    own_names = {f"{term}:{item}", f"{item}:{term}"}
+    own = [g for g in var if g in own_names]
+    if item_run is None:
+        item_run = next((g for g in var if g.startswith(f"{item}:") and g not in own_names), None)
+    known = {item, item_run, "residual", "overdispersion", *own}
+    other = [g for g in var if g not in known]
+    if other:
+        raise DataError(f"components_from_fit projects item, item:run and {term}:{item} intercepts; the fit also "
+                        f"has random intercepts for {other} (for judges use "
+                        "evalmix.judges.judge_components_from_fit and plan_judges)")
+    sd_run = math.sqrt(var[item_run]) if item_run else 0.0
+    return math.sqrt(var[item]), sd_run, item_run, math.sqrt(var[own[0]]) if own else 0.0
 
 
-def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequence[str] | None = None,
+def _kind(fit: object) -> str:
+    """Which response scale a fit's components are on: ``glmer`` (binomial GLMM), ``lmer``,
+    ``clmm``, or the glmmTMB family (``beta``, ``betabinomial``, ``binomial``)."""
+    from .glmm import GlmerResult
+    from .lmm import LmerResult
+    from .ordinal import ClmmResult
+    from .tmb import GlmmTMBResult
+
+    if isinstance(fit, GlmerResult):
+        return "glmer"
+    if isinstance(fit, LmerResult):
+        return "lmer"
+    if isinstance(fit, ClmmResult):
+        return "clmm"
+    if isinstance(fit, GlmmTMBResult):
+        return str(fit.family)
+    raise DataError(f"components_from_fit takes a glmer, lmer, clmm or glmmtmb fit, got {type(fit).__name__}")
+
+
+#: What the components of each kind of fit are the variances of (the scale of the projected SE).
+FIT_SCALES = {"glmer": "accuracy (proportion correct)", "lmer": "the score (observed scale)",
+              "clmm": "the mean rating (category labels as numbers)",
+              "beta": "the mean score (proportion)", "betabinomial": "the mean proportion k/n",
+              "binomial": "the mean proportion k/n"}
+
+
+def _moments(fit: Any, kind: str) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The conditional mean and variance of one observation given its linear predictor."""
+    if kind == "glmer":
+        return lambda eta: (special.expit(eta), special.expit(eta) * special.expit(-eta))
+    if kind == "lmer":
+        sigma2 = float(fit.varcorr.loc[fit.varcorr["group"] == "Residual", "variance"].iloc[0])
+        return lambda eta: (eta, np.full_like(eta, sigma2))
+    if kind == "clmm":
+        from .links import inverse_link
+
+        try:
+            values = np.array([float(v) for v in fit.levels])
+        except ValueError:  # labels that are not numbers are scored 1..K
+            values = np.arange(1.0, len(fit.levels) + 1)
+        # the thresholds centred as the latent reference grid centres eta (emmeans' clmm scale)
+        theta = fit.thresholds.to_numpy(float)
+        if len(theta) != len(values) - 1:
+            raise DataError("components_from_fit needs the flexible thresholds of a clmm fit "
+                            f"({len(values) - 1}), got {len(theta)}")
+        theta = theta - theta.mean()
+
+        def ordinal(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            cum = inverse_link(fit.link, theta[None, :] - eta.reshape(-1, 1))  # P(Y <= j)
+            probs = np.diff(np.concatenate([np.zeros((len(cum), 1)), cum, np.ones((len(cum), 1))], axis=1), axis=1)
+            mean = probs @ values
+            return mean.reshape(eta.shape), (probs @ values**2 - mean**2).reshape(eta.shape)
+        return ordinal
+    phi = float(fit.dispersion)
+    n = float(np.median(fit.trials)) if kind != "beta" else 1.0
+
+    def proportion(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mu = special.expit(eta)
+        base = mu * (1 - mu)
+        if kind == "beta":
+            return mu, base / (1 + phi)
+        if kind == "betabinomial":
+            return mu, base / n * (1 + (n - 1) / (phi + 1))
+        return mu, base / n
+    return proportion
+
+
+def _weights(sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes (scaled by ``sd``) and weights of a normal effect; one node when sd = 0."""
+    if sd == 0:
+        return np.zeros(1), np.ones(1)
+    x, w = special.roots_hermitenorm(n_nodes)
+    return sd * x, w / w.sum()
+
+
+def _quadrature_rows(moments: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], etas: Sequence[float],
+                     signs: Sequence[float], sd_item: float, sd_run: float, sd_own: float, shared_run: bool,
+                     n_nodes: int) -> tuple[float, float, float]:
+    """Mean, between-item and within-item (one run) variance of ``sum(sign * y_level)`` over
+    the levels ``etas`` (one or two): the item effect is shared, each level has its own
+    ``term:item`` effect, the run effect is shared when ``shared_run`` (else each level's own)
+    and the residuals are independent.
+
+    Axes: item, the first level's own item effect, the second's, run.  ``between`` is the
+    variance over the item effects of the run-averaged sum; ``within`` the variance of one run
+    given the item effects (run effect and residual)."""
+    if len(etas) == 2 and sd_own > 0:
+        n_nodes = min(n_nodes, 24)  # four dimensions: 24^4 points
+    (xa, wa), (xd, wd), (xc, wc) = (_weights(sd, n_nodes) for sd in (sd_item, sd_own, sd_run))
+    a, c = xa[:, None, None, None], xc[None, None, None, :]
+    own = [xd[None, :, None, None], xd[None, None, :, None]]
+    m = [moments(e + a + own[k] + c) for k, e in enumerate(etas)]
+    if shared_run:
+        total = sum(s * mv[0] for s, mv in zip(signs, m))
+        g = total @ wc
+        within_c = (total * total) @ wc - g * g
+    else:
+        g = sum(s * (mv[0] @ wc) for s, mv in zip(signs, m))
+        within_c = sum((mv[0] * mv[0]) @ wc - (mv[0] @ wc) ** 2 for mv in m)
+    noise = sum(mv[1] @ wc for mv in m)
+    w3 = wa[:, None, None] * wd[None, :, None] * (wd if len(etas) == 2 else np.ones(1))[None, None, :]
+    g = np.broadcast_to(g, w3.shape)
+    mean = float((g * w3).sum())
+    between = float((g * g * w3).sum()) - mean**2
+    within = float((np.broadcast_to(within_c + noise, w3.shape) * w3).sum())
+    return mean, between, within
+
+
+def _clean(between: float, within: float) -> float:
+    """A between-item variance that cancels exactly (shared effects of a linear model) is 0, not
+    the quadrature's round-off."""
+    return 0.0 if between < 1e-12 * (abs(within) + abs(between) + 1e-300) else between
+
+
+def _fit_grid(fit: Any, kind: str, term: str, by_: list[str]) -> Any:
+    if kind != "clmm":
+        return level_means(fit, term, by_)
+    from .ordinal.emmeans import clmm_ref_grid
+
+    factors = dict(fit.fixed_design.factors)
+    for name in [term, *by_]:
+        if name not in factors:
+            raise DataError(f"{name!r} is not a factor of the fixed part; factors: {list(factors)}")
+    means = clmm_ref_grid(fit).marginal([term], list(reversed(by_)))
+    return replace(means, frame=means.frame[by_ + [term]], by=tuple(by_))
+
+
+def components_from_fit(fit: MixedFit | ClmmResult, term: str = "model", *, by: str | Sequence[str] | None = None,
                         item: str = "item", item_run: str | None = None, paired: bool = False,
                         n_nodes: int = 60) -> VarianceComponents:
-    """Accuracy-scale variance components implied by a fitted logistic GLMM.
+    """Response-scale variance components implied by a fitted mixed model, for planning.
 
-    Each level of ``term`` (within ``by``) gets its logit marginal mean ``eta`` (equal weights over
-    the other factors, as emmeans) and :func:`accuracy_components` turns ``eta`` and the fit's item
-    and item:run standard deviations into ``accuracy``, ``var_between`` and ``var_within``.  With
-    ``paired=True`` the rows are the pairs of levels instead: ``difference`` of accuracies,
-    ``var_between`` = Var(p_a,i - p_b,i) over the shared item effect and ``var_within`` = the sum of
-    both levels' within-item variances (runs of different models drawn independently).  Pass the
-    result to :func:`plan`.
+    Each level of ``term`` (within ``by``) gets its marginal mean on the link scale ``eta``
+    (equal weights over the other factors, as emmeans), and the fit's item and item:run standard
+    deviations are integrated by Gauss-Hermite quadrature into the mean of one observation, its
+    variance between items (``var_between``) and its variance between runs of an item
+    (``var_within``), on the response scale of the fit:
+
+    - :func:`evalmix.glmer` (binomial): accuracy, through :func:`accuracy_components`;
+    - :func:`evalmix.lmer`: the score itself, exactly ``var_between = s2_item`` and
+      ``var_within = s2_item:run + s2_residual``;
+    - :func:`evalmix.clmm`: the mean rating (the category labels read as numbers, else 1..K),
+      ``E[Y]`` and ``Var(Y)`` from the thresholds and the link;
+    - :func:`evalmix.glmmtmb`: the mean score (beta: variance ``mu (1 - mu) / (1 + phi)``) or the
+      proportion ``k / n`` of one observation of ``n`` trials (the fit's median), beta-binomial
+      ``mu (1 - mu) / n (1 + (n - 1) / (phi + 1))`` or binomial.
+
+    With ``paired=True`` the rows are the pairs of levels: ``difference`` of the means,
+    ``var_between`` of the difference over the shared item effect and ``var_within`` of one run.
+    A glmer fit treats the runs of two levels as independent draws (as before); the other fits
+    follow their formula: an item:run intercept is shared by the two levels of a pair (the same
+    run of an item), so it cancels in differences as far as the link allows.  Pass the result to
+    :func:`plan`, :func:`optimal_runs` or :func:`se_vs_runs`.
 
     Parameters
     ----------
-    fit : GlmerResult
-        A fit of ``... + (1|item) + (1|item:run)``.
+    fit : GlmerResult, LmerResult, ClmmResult or GlmmTMBResult
+        A fit of ``... + (1|item)`` or ``... + (1|item) + (1|item:run)``.
     term : str
         Factor whose levels (e.g. models) get a row.
     by : str or list of str, optional
@@ -853,12 +1107,16 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
         Group names of the random intercepts (see :func:`evalmix.latent_icc`).
     paired : bool
         Rows for pairs of levels of ``term`` rather than for single levels.
+    n_nodes : int
+        Quadrature nodes per dimension.
 
     Returns
     -------
     VarianceComponents
-        ``table``: the ``by`` columns and ``term`` with ``eta``, ``accuracy``, ``var_between``,
-        ``var_within``; paired, ``<term>_a``, ``<term>_b``, ``difference`` and the components.
+        ``table``: the ``by`` columns and ``term`` with ``eta``, the mean (``accuracy`` for glmer,
+        else ``estimate``), ``var_between``, ``var_within``; paired, ``<term>_a``, ``<term>_b``,
+        ``difference`` and the components.  ``method`` names the fit (``glmm``, ``lmer``,
+        ``clmm``, ``glmmtmb``) and ``scale`` the response scale.
 
     Examples
     --------
@@ -871,15 +1129,45 @@ def components_from_fit(fit: MixedFit, term: str = "model", *, by: str | Sequenc
     """
     from .ranking import grid_groups
 
+    kind = _kind(fit)
     by_ = sl.as_list(by)
-    sd_item, sd_run = _item_groups(fit, item, item_run)
-    means = level_means(fit, term, by_)
+    sd_item, sd_run, run_group, sd_own = _item_groups(fit, term, item, item_run)
+    means = _fit_grid(fit, kind, term, by_)
     grid = means.frame
     # a mean that is not estimable (an empty cell of a rank-deficient fit) is NaN, with a warning
     means.check_estimable(f"the marginal mean of {term}")
     # the grid evaluates eta: NaN where not estimable, and on a separated fit +-inf along a
     # divergent direction (accuracy 1 or 0, no variance) where L @ fixef would give NaN (0 * inf)
     eta = means.linear_predictor()
+    if kind == "glmer" and sd_own == 0:
+        return _glmer_components(grid, eta, by_, term, sd_item, sd_run, paired, n_nodes)
+    moments = _moments(fit, kind)
+    # a glmer fit's runs of two levels are independent draws (as accuracy_components has it);
+    # elsewhere a run intercept is the same draw for every level unless the term is in its group
+    shared = kind != "glmer" and run_group is not None and term not in str(run_group).split(":")
+    method = {"glmer": "glmm", "lmer": "lmer", "clmm": "clmm"}.get(kind, "glmmtmb")
+    mean_name = "accuracy" if kind == "glmer" else "estimate"
+    scale = FIT_SCALES[kind]
+    rows = []
+    if not paired:
+        for k in range(len(grid)):
+            mean, vb, vw = _quadrature_rows(moments, [eta[k]], [1.0], sd_item, sd_run, sd_own, shared, n_nodes)
+            rows.append({"eta": float(eta[k]), mean_name: mean, "var_between": _clean(vb, vw), "var_within": vw})
+        table = pd.concat([grid.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+        return VarianceComponents(table, method, scale=scale)
+    for key, idx in grid_groups(grid, by_):
+        for i, j in itertools.combinations(idx, 2):
+            diff, vb, vw = _quadrature_rows(moments, [eta[i], eta[j]], [1.0, -1.0], sd_item, sd_run, sd_own,
+                                            shared, n_nodes)
+            rows.append(dict(zip(by_, key)) | {f"{term}_a": grid[term].iloc[i], f"{term}_b": grid[term].iloc[j],
+                                               "difference": diff, "var_between": _clean(vb, vw), "var_within": vw})
+    return VarianceComponents(pd.DataFrame(rows), method, paired=True, scale=scale)
+
+
+def _glmer_components(grid: pd.DataFrame, eta: np.ndarray, by_: list[str], term: str, sd_item: float,
+                      sd_run: float, paired: bool, n_nodes: int) -> VarianceComponents:
+    from .ranking import grid_groups
+
     comp = accuracy_components(eta, sd_item, sd_run, n_nodes).table
     if not paired:
         return VarianceComponents(pd.concat([grid.reset_index(drop=True), comp.reset_index(drop=True)],

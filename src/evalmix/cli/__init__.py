@@ -38,7 +38,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "reliability": ("reliability", "add_reliability", "flip rate, outcome entropy and run-to-run ICC per slice"),
     "ranks": ("reliability", "add_ranks", "how often leaderboards from single runs differ from the all-runs one"),
     "se-runs": ("reliability", "add_se_runs", "standard error of slice accuracies against the number of runs"),
-    "plan": ("reliability", "add_plan", "how many items and runs, at what cost, and when to stop"),
+    "plan": ("reliability", "add_plan", "how many items, runs and judges, at what cost, and when to stop"),
     "sequential": ("sequential", "add_parser", "anytime-valid confidence sequence over items and where to stop"),
     "compare": ("comparisons", "add_compare", "compare two models on the same items (paired tests)"),
     "calibrate": ("comparisons", "add_calibrate", "false-positive rate, power and coverage of comparison methods"),

@@ -117,6 +117,12 @@ def run_plan(args: argparse.Namespace) -> int:
     from ._common import emit, load_data, records
 
     chosen = {k: v for k, v in (("se", args.se), ("mdd", args.mdd), ("width", args.width)) if v is not None}
+    if args.judges is not None:
+        return _plan_judges(args, chosen)
+    for flag, given in (("--cost-judge", args.cost_judge is not None), ("--max-judges", args.max_judges is not None),
+                        ("--fixed-judges", args.fixed_judges)):
+        if given:
+            raise SystemExit(f"{flag} plans judges: add --judges COLUMN")
     if len(chosen) > 1:
         raise SystemExit("give one target, --se, --mdd or --width, not " + " and ".join(f"--{k}" for k in chosen))
     if not chosen and args.budget is None:
@@ -165,6 +171,41 @@ def run_plan(args: argparse.Namespace) -> int:
               f"than {stops['target_width'].iloc[0]:.4g}, at most {stops['max_items'].iloc[0]} items; "
               f"the pilot's items resampled, {args.sims} simulated studies):")
         emit(args, stops.drop(columns=["target_width", "max_items", "n_sims", "decided"]))
+    return 0
+
+
+def _plan_judges(args: argparse.Namespace, chosen: dict[str, float]) -> int:
+    """``evalmix plan --judges COLUMN``: items, runs and judges from the judges' variance parts."""
+    from ..data import load_table
+    from ..judges import judge_plan_components, plan_judges
+    from ._common import emit, records
+
+    if "mdd" in chosen or len(chosen) > 1:
+        raise SystemExit("with --judges give one target, --se or --width (of every model's mean), or --budget")
+    if not chosen and args.budget is None:
+        raise SystemExit("give a target (--se or --width), or --budget for the most precise design it buys")
+    if args.sequential:
+        raise SystemExit("--sequential plans items and runs; leave out --judges")
+    for flag, value, strict in (("--cost-per-sample", args.cost_run, True), ("--cost-per-item", args.cost_item, False),
+                                ("--cost-judge", args.cost_judge, False), ("--budget", args.budget, True),
+                                *((f"--{k}", v, True) for k, v in chosen.items())):
+        if value is not None and not (value > 0 if strict else value >= 0):
+            raise SystemExit(f"{flag} must be {'> 0' if strict else '>= 0'}, got {value:g}")
+    data = load_table(args.data, encoding=args.encoding, sep=args.sep)
+    run = None if str(args.run).lower() == "none" else args.run
+    outcome = args.outcome if args.outcome in data.columns or args.outcome != "correct" else None
+    parts = judge_plan_components(data, judge=args.judges, outcome=outcome, model=args.model, item=args.item,
+                                  run=run if run is None or run in data.columns else None)
+    result = plan_judges(parts, se=chosen.get("se"), width=chosen.get("width"), budget=args.budget, alpha=ALPHA, cost_item=args.cost_item,
+                         cost_run=args.cost_run, cost_judge=args.cost_judge or 0.0,
+                         max_runs=min(args.max_runs, 50), max_judges=args.max_judges or 10,
+                         judges="fixed" if args.fixed_judges else "random")
+    extra: dict[str, object] = {"n_items": result.n_items, "n_runs": result.n_runs, "n_judges": result.n_judges,
+                                "cost": result.cost, "se": result.se, "scale": parts.scale}
+    if args.json:
+        emit(args, result, extra | {"components": records(parts.table)})
+        return 0
+    emit(args, result, extra)
     return 0
 
 
@@ -219,10 +260,11 @@ def add_se_runs(sub: argparse._SubParsersAction) -> None:
 
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="how many items and runs, at what cost, and when to stop",
+    p = sub.add_parser("plan", help="how many items, runs and judges, at what cost, and when to stop",
                        description="Variance components from DATA, then the cheapest (items, runs) design "
                                    "for a target, or the most precise one within --budget; --sequential adds "
-                                   "the expected stop of the anytime-valid rule.")
+                                   "the expected stop of the anytime-valid rule; --judges plans items, runs "
+                                   "and judges from a long table of judge verdicts or ratings.")
     add_data_arguments(p)
     _add_by(p)
     p.add_argument("--se", type=finite_number, default=None, help="target: SE of every slice accuracy")
@@ -244,6 +286,16 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                         "runs, else four times the planned items)")
     p.add_argument("--sims", type=positive_int, default=200, help="--sequential: simulated studies (default 200)")
     p.add_argument("--seed", type=seed, default=0, help="--sequential: seed of the simulation (default 0)")
+    p.add_argument("--judges", default=None, metavar="COLUMN",
+                   help="plan items, runs and judges: DATA is a long table of verdicts or ratings, one row per "
+                        "model, item, run and judge, and COLUMN names the judge (--se/--width: of every "
+                        "model's mean; --outcome the verdict or rating column)")
+    p.add_argument("--cost-judge", type=finite_number, default=None,
+                   help="--judges: cost of one judge call (default 0)")
+    p.add_argument("--max-judges", type=positive_int, default=None, help="--judges: most judges considered (default 10)")
+    p.add_argument("--fixed-judges", action="store_true",
+                   help="--judges: the estimand averages over these judges only (default: judges drawn from a "
+                        "population, whose variance puts a floor under the SE)")
     p.set_defaults(handler=run_plan)
 
 
