@@ -39,8 +39,8 @@ import pandas as pd
 
 from ..data import RunsData
 from ..errors import DataError, FormulaError
-from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, fixed_on_patterns,
-                     independent_columns, model_columns, numeric_column, ordinal_codes, parse_formula, read_data,
+from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
+                     fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_formula, read_data,
                      rows_text)
 from .model import BayesModel, choose_forms, linear_predictor, model_coords
 from .priors import FAMILIES as PRIOR_FAMILIES
@@ -112,11 +112,7 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
         if parsed.trials is None and parsed.failures is None:
             raise FormulaError(f"the beta-binomial response is k of n: write cbind({name}, n - {name}) "
                                "~ ..., with n the column of trials")
-        k = numeric_column(d[name], name)
-        other = parsed.trials if parsed.trials is not None else parsed.failures
-        assert other is not None
-        second = numeric_column(d[other], other)
-        n = second if parsed.trials is not None else k + second
+        k, n, other = count_columns(parsed, d)
         bad = (k < 0) | (n < k) | (np.abs(k - np.round(k)) > 1e-9) | (np.abs(n - np.round(n)) > 1e-9)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from .parse import ParsedFormula
 
-__all__ = ["numeric_column", "ordinal_codes", "rows_text"]
+__all__ = ["count_columns", "numeric_column", "ordinal_codes", "rows_text"]
 
 
 def rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
@@ -43,6 +44,27 @@ def numeric_column(col: pd.Series, name: str) -> np.ndarray:
                             f"{col[bad].iloc[0]!r})")
         col = num
     return col.to_numpy(dtype=float)
+
+
+def count_columns(parsed: ParsedFormula, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, str]:
+    """Successes and trials of a ``cbind(k, n - k)`` or ``cbind(k, failures)`` response, as numbers,
+    and the name of the second column (``n`` or the failures); the caller checks the counts.
+
+    Examples
+    --------
+    >>> from evalmix.model import parse_formula
+    >>> d = pd.DataFrame({"k": [1, 3], "f": [2, 0], "g": ["a", "b"]})
+    >>> k, n, other = count_columns(parse_formula("cbind(k, f) ~ 1 + (1|g)"), d)
+    >>> k.tolist(), n.tolist(), other
+    ([1.0, 3.0], [3.0, 3.0], 'f')
+    """
+    name = parsed.successes
+    other = parsed.trials if parsed.trials is not None else parsed.failures
+    if other is None:
+        raise ValueError(f"the response {name!r} is one column, not cbind(k, n - k)")
+    k = numeric_column(data[name], name)
+    second = numeric_column(data[other], other)
+    return k, (second if parsed.trials is not None else k + second), other
 
 
 def ordinal_codes(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:

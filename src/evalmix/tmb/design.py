@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from ..data import RunsData
 from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
-                     model_columns, numeric_column, parse_formula, read_data, rows_text)
+                     count_columns, model_columns, numeric_column, parse_formula, read_data, rows_text)
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -76,11 +76,7 @@ def _count_response(parsed: ParsedFormula, d: pd.DataFrame, family: str,
         if weights is not None:
             raise ArgumentError("weights= gives the trials of a proportion response; with "
                                 "cbind(k, n - k) the trials are in the formula already")
-        k = numeric_column(d[name], name)
-        other = parsed.trials if parsed.trials is not None else parsed.failures
-        assert other is not None
-        m = numeric_column(d[other], other)
-        n = m if parsed.trials is not None else k + m
+        k, n, _ = count_columns(parsed, d)
         what = f"cbind({name}, {parsed.trials} - {name})" if parsed.trials is not None \
             else f"cbind({name}, {parsed.failures})"
     else:
