@@ -222,7 +222,9 @@ class BayesGlmerResult(Result):
             return self._cache["eta"]
         model = self._rows("the linear predictor of each row")
         design = model.design
-        eta = self.fixef_draws.to_numpy() @ dense_x(design).T
+        # the design's fixed columns: a cumulative model's thresholds (in fixef_draws too) hold its
+        # intercept, outside X
+        eta = self.fixef_draws[list(design.fixed.columns)].to_numpy() @ dense_x(design).T
         if design.offset is not None:
             eta += design.offset
         for p in model.plans:
@@ -605,25 +607,6 @@ class BayesFamilyResult(BayesGlmerResult):
         """``1|2``, ``2|3``... of a cumulative model (ordinal's names); empty otherwise."""
         lv = self.levels
         return [f"{a}|{b}" for a, b in zip(lv[:-1], lv[1:])]
-
-    def _eta_cells(self) -> np.ndarray:
-        if "eta" in self._cache:
-            return self._cache["eta"]
-        model = self._rows("the linear predictor of each row")
-        design = model.design
-        cols = list(design.fixed.columns)  # a cumulative model's thresholds hold its intercept
-        eta = self.fixef_draws[cols].to_numpy() @ dense_x(design).T
-        if design.offset is not None:
-            eta += design.offset
-        for p in model.plans:
-            t = p.term
-            u = self._deviations(p)
-            if t.nc == 1:
-                eta += u[:, t.index] * t.Z[:, 0]
-            else:
-                eta += np.einsum("dnc,nc->dn", u[:, t.index, :], t.Z)
-        self._cache["eta"] = eta
-        return eta
 
     def _family_design(self, what: str) -> FamilyDesign:
         from .families import FamilyDesign
