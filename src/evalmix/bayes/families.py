@@ -40,8 +40,8 @@ import pandas as pd
 from ..data import RunsData
 from ..errors import DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
-                     fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_formula, read_data,
-                     rows_text)
+                     fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
+                     read_data, rows_text)
 from .model import BayesModel, choose_forms, linear_predictor, model_coords
 from .priors import FAMILIES as PRIOR_FAMILIES
 from .priors import Prior, PriorSpec, resolve_priors
@@ -162,12 +162,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {sorted(FAMILIES)}, not {family!r}")
-    if not isinstance(formula, str):
-        raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
-                           f"{type(formula).__name__}")
-    parsed = parse_formula(formula)
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1|item)")
+    parsed = parse_mixed_formula(formula, f"the Bayesian {family} model")
     frame = read_data(data)
     for c in parsed.columns:
         if c not in frame.columns:

@@ -21,7 +21,7 @@ from scipy import sparse
 from ..data import RunsData
 from ..errors import DataError, DataWarning, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, ThetaLayout, build_random_terms, complete_rows,
-                     fixed_on_patterns, independent_columns, model_columns, parse_formula, read_data)
+                     fixed_on_patterns, independent_columns, model_columns, parse_mixed_formula, read_data)
 
 __all__ = ["LmmDesign", "build_lmm_design"]
 
@@ -107,16 +107,10 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     >>> design.X.shape, design.q, design.theta_names
     ((6, 2), 3, ['g.(Intercept)'])
     """
-    if not isinstance(formula, str):
-        raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
-                           f"{type(formula).__name__}")
-    parsed = parse_formula(formula)
+    parsed = parse_mixed_formula(formula, "lmer")
     if parsed.trials is not None or parsed.failures is not None:
         raise FormulaError(f"formula {formula!r} has a cbind() response: lmer fits a numeric "
                            "response; use evalmix.glmer for counts")
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); lmer needs "
-                           "at least one")
     data = read_data(data)
     yname = parsed.successes
     if yname not in data.columns:

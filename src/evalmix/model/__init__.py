@@ -22,6 +22,7 @@ from .functions import (CONTRASTS, R_FUNCTIONS, LevelSpec, alias_calls, as_r_fac
                         split_term,
                         translate_fixed, translate_terms)
 from .parse import (ParsedFormula, RandomSpec, check_expression, formula_functions, make_formula, parse_formula,
+                    parse_mixed_formula,
                     parse_specs)
 from .response import count_columns, numeric_column, ordinal_codes, rows_text
 from .random import (RandomTerm, ThetaLayout, build_random_terms, group_codes_for, lower_triangle, random_columns,
@@ -31,7 +32,7 @@ __all__ = ["CONTRASTS", "FixedDesign", "FixedMatrix", "GlmmDesign", "LevelSpec",
            "R_FUNCTIONS", "RandomSpec", "RandomTerm", "ThetaLayout", "alias_calls", "as_r_factor", "build_design",
            "build_fixed", "build_random_terms", "check_data", "check_expression", "complete_rows", "count_columns",
            "drop_rank_deficient", "factor_columns", "fixed_on_patterns", "fixed_variables",
-           "formula_functions", "group_codes_for", "independent_columns", "make_formula", "model_columns", "numeric_column", "ordinal_codes", "parse_formula",
+           "formula_functions", "group_codes_for", "independent_columns", "make_formula", "model_columns", "parse_mixed_formula", "numeric_column", "ordinal_codes", "parse_formula",
            "parse_specs", "split_term",
            "r_context", "r_deparse", "r_factor", "r_formula", "r_names", "random_columns", "read_data", "rows_text", "split_theta",
            "stateful", "term_lambdas", "translate_fixed", "translate_terms"]

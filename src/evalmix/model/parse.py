@@ -370,6 +370,29 @@ def parse_formula(formula: str) -> ParsedFormula:
     return ParsedFormula(formula, k, fail, trials, fixed_s, tuple(random), tuple(offsets))
 
 
+def parse_mixed_formula(formula: object, engine: str) -> ParsedFormula:
+    """:func:`parse_formula` for an engine that needs at least one random term, whose name the
+    errors give.
+
+    Examples
+    --------
+    >>> parse_mixed_formula("score ~ model + (1|item)", "lmer").fixed
+    'model'
+    >>> parse_mixed_formula("score ~ model", "lmer")
+    Traceback (most recent call last):
+    ...
+    evalmix.errors.FormulaError: formula 'score ~ model' has no random term such as (1|item); lmer needs at least one
+    """
+    if not isinstance(formula, str):
+        raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
+                           f"{type(formula).__name__}")
+    parsed = parse_formula(formula)
+    if not parsed.random:
+        raise FormulaError(f"formula {formula!r} has no random term such as (1|item); {engine} needs "
+                           "at least one")
+    return parsed
+
+
 def closing_paren(text: str, start: int) -> int:
     """Index of the parenthesis closing the one at ``start``."""
     depth = 0

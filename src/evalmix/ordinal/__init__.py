@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
-from ..model import build_fixed, build_random_terms, model_columns, ordinal_codes, parse_formula, read_data
+from ..model import build_fixed, build_random_terms, model_columns, ordinal_codes, parse_mixed_formula, read_data
 from ..parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
@@ -76,13 +76,10 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     check_choice(link, "link", ("logit", "probit"))
     check_choice(threshold, "threshold", ("flexible", "equidistant"))
     data = read_data(data)
-    parsed = parse_formula(formula)
+    parsed = parse_mixed_formula(formula, "clmm")
     if parsed.failures is not None or parsed.trials is not None:
         raise FormulaError(f"the response of a cumulative-link model is one column of ratings, "
                            f"not {parsed.successes!r} with failures or trials")
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term; clmm needs at least one "
-                           "(1|group)")
     for sp in parsed.random:
         if sp.expr.strip() != "1":
             raise FormulaError(f"random term {sp} is not supported: "

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from ..data import RunsData
 from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
-                     count_columns, model_columns, numeric_column, parse_formula, read_data, rows_text)
+                     count_columns, model_columns, numeric_column, parse_mixed_formula, read_data, rows_text)
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -130,12 +130,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
     >>> design.X.shape, [t.group for t in design.terms]
     ((6, 2), ['g'])
     """
-    if not isinstance(formula, str):
-        raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
-                           f"{type(formula).__name__}")
-    parsed = parse_formula(formula)
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1|item)")
+    parsed = parse_mixed_formula(formula, "glmmtmb")
     for sp in parsed.random:
         if sp.expr.strip() != "1":
             raise FormulaError(f"random term {sp} is not supported: "
