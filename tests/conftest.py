@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pytest
@@ -54,6 +55,35 @@ def reference():
         return json.loads((REFERENCE / f"{name}.json").read_text())
 
     return load
+
+
+class SavedReport(NamedTuple):
+    """A study report with the folder it was saved to and the paths ``Report.save`` returned."""
+
+    report: Any
+    folder: Path
+    paths: dict[str, Path]
+
+
+@pytest.fixture(scope="session")
+def example_report(tmp_path_factory: pytest.TempPathFactory) -> SavedReport:
+    """The study report of the bundled example (``data/example_runs.csv``, 100 bootstrap
+    resamples, seed 1), built and saved once per test process (about 6 CPU seconds, most of it
+    drawing and writing the figures) for the tests that only read it.  Treat it as read-only;
+    the command line's report runs end to end in test_reporting.py and test_readme_cli.py."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import evalmix
+
+    folder = tmp_path_factory.mktemp("example_report")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.report(evalmix.read_runs(ROOT / "data" / "example_runs.csv"), n_boot=100, seed=1)
+        paths = rep.save(folder)
+    return SavedReport(rep, folder, paths)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,7 +17,6 @@ import io
 import pkgutil
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -228,15 +227,6 @@ def test_the_check_sees_overlaps_and_clipping():
     assert any("leaves the 200x100 canvas" in p for p in problems)
 
 
-@pytest.fixture(scope="module")
-def example_report():
-    return _quiet(evalmix.report, _example(), n_boot=100, seed=1)
-
-
-def _example() -> pd.DataFrame:
-    return pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "example_runs.csv")
-
-
 @functools.lru_cache(maxsize=None)
 def long_report(n_models: int) -> Any:
     df = runs(n_models, True)
@@ -244,7 +234,8 @@ def long_report(n_models: int) -> Any:
 
 
 def test_report_figures_example(example_report):
-    figs = example_report.figures
+    # the example's report of conftest.py, shared with test_reporting.py
+    figs = example_report.report.figures
     assert len(figs) >= 5
     bad = {n: layout_problems(f) for n, f in figs.items()}
     assert not {n: p for n, p in bad.items() if p}
@@ -259,12 +250,12 @@ def test_report_figures_long_labels(n_models):
     assert not {n: p for n, p in bad.items() if p}
 
 
-def test_report_saves_300_dpi_png_and_truetype_pdf(tmp_path, example_report):
-    paths = example_report.save(tmp_path)
-    fig = example_report.figures["fig3_odds_ratios"]
+def test_report_saves_300_dpi_png_and_truetype_pdf(example_report):
+    rep, paths = example_report.report, example_report.paths
+    fig = rep.figures["fig3_odds_ratios"]
     png = paths["fig3_odds_ratios.png"].read_bytes()
     assert int.from_bytes(png[16:20], "big") == pytest.approx(fig.get_figwidth() * 300, abs=1)
-    for name in example_report.figures:
+    for name in rep.figures:
         pdf = paths[f"{name}.pdf"].read_bytes()
         assert b"/Subtype /Type3" not in pdf, name
 

@@ -242,16 +242,9 @@ def test_ai4math_rank_and_se_tables(ai4math_out):
 
 # --- any runs table -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("report_example")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["report", str(EXAMPLE), "-o", str(out), "--n-boot", "200"]) == 0
-    return out
-
-
-def test_example_runs_report(example_out):
+def test_example_runs_report(example_report):
+    # the saved report of conftest.py (the command line's report runs below, on other tables)
+    example_out = example_report.folder
     html = (example_out / "index.html").read_text(encoding="utf-8")
     runs = evalmix.read_runs(EXAMPLE)
     acc = _tab(example_out, "accuracy")
