@@ -227,18 +227,12 @@ def test_the_check_sees_overlaps_and_clipping():
     assert any("leaves the 200x100 canvas" in p for p in problems)
 
 
+# the bundled example's report is checked in test_reporting.py (test_example_report_figures_are_laid_out),
+# beside the other tests that read the one report conftest.py builds per test process
 @functools.lru_cache(maxsize=None)
 def long_report(n_models: int) -> Any:
     df = runs(n_models, True)
     return _quiet(evalmix.report, df, slice="domain", n_boot=50, seed=1)
-
-
-def test_report_figures_example(example_report):
-    # the example's report of conftest.py, shared with test_reporting.py
-    figs = example_report.report.figures
-    assert len(figs) >= 5
-    bad = {n: layout_problems(f) for n, f in figs.items()}
-    assert not {n: p for n, p in bad.items() if p}
 
 
 @pytest.mark.slow
@@ -248,16 +242,6 @@ def test_report_figures_long_labels(n_models):
     assert {"fig1_accuracy", "fig3_odds_ratios", "fig6_flip_rate", "rank_intervals"} <= set(figs)
     bad = {n: layout_problems(f) for n, f in figs.items()}
     assert not {n: p for n, p in bad.items() if p}
-
-
-def test_report_saves_300_dpi_png_and_truetype_pdf(example_report):
-    rep, paths = example_report.report, example_report.paths
-    fig = rep.figures["fig3_odds_ratios"]
-    png = paths["fig3_odds_ratios.png"].read_bytes()
-    assert int.from_bytes(png[16:20], "big") == pytest.approx(fig.get_figwidth() * 300, abs=1)
-    for name in rep.figures:
-        pdf = paths[f"{name}.pdf"].read_bytes()
-        assert b"/Subtype /Type3" not in pdf, name
 
 
 def _judged_and_battles(n_models: int) -> tuple[pd.DataFrame, pd.DataFrame]:
