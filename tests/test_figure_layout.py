@@ -3,7 +3,7 @@
 Each public plot function of :mod:`evalmix.plots` (found by its ``Figure`` return annotation, so a new
 one cannot be forgotten) is drawn with short and long labels (model names of 40 characters, slice
 levels such as ``chain-of-thought-long``) for 8 and 40 models, and so is every figure of the study
-report.  The drawing records the window extent of every Text artist that is drawn (titles,
+report (the bundled example's report in test_reporting.py, which shares it with other tests).  The drawing records the window extent of every Text artist that is drawn (titles,
 suptitles, tick labels, axis labels, legend texts, annotations); two extents may not overlap by
 more than a pixel, and none may leave the canvas.
 """
