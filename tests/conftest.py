@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pytest
@@ -56,6 +57,36 @@ def reference():
     return load
 
 
+class SavedReport(NamedTuple):
+    """A study report with the folder it was saved to and the paths ``Report.save`` returned."""
+
+    report: Any
+    folder: Path
+    paths: dict[str, Path]
+
+
+@pytest.fixture(scope="session")
+def example_report(tmp_path_factory: pytest.TempPathFactory) -> SavedReport:
+    """The study report of the bundled example (``data/example_runs.csv``, 100 bootstrap
+    resamples, seed 1), built and saved once per test process (about 6 CPU seconds, most of it
+    drawing and writing the figures) for the tests that only read it (a file runs on one worker:
+    the tests that share it live in test_reporting.py).  Treat it as read-only;
+    the command line's report runs end to end in test_reporting.py and test_readme_cli.py."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import evalmix
+
+    folder = tmp_path_factory.mktemp("example_report")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.report(evalmix.read_runs(ROOT / "data" / "example_runs.csv"), n_boot=100, seed=1)
+        paths = rep.save(folder)
+    return SavedReport(rep, folder, paths)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Every core by default (README's test command): one pytest-xdist worker per logical CPU,
@@ -71,15 +102,15 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             config.option.loadscopereorder = False
 
 
-# The files that take longest, longest first (CPU seconds of the default run, measured per test):
+# The files that take longest, longest first (seconds of the default run, measured per test):
 # pytest-xdist hands them out before the others, so that no worker starts a long file while the
 # other runs dry (the wall time of two workers is then about half the total).
 LONGEST_FIRST = (
-    "test_bayes.py", "test_reporting.py", "test_figure_layout.py", "test_vocabulary.py",
-    "test_parallel.py", "test_readme_cli.py", "test_doctests.py", "test_report_judges.py",
-    "test_leaderboard.py", "test_repetitions.py", "test_notebooks.py", "test_glmmtmb.py",
-    "test_calibration.py", "test_multiplicity.py", "test_clmm.py", "test_lmer.py", "test_irt.py",
-    "test_architecture.py",
+    "test_reporting.py", "test_bayes.py", "test_figure_layout.py", "test_vocabulary.py",
+    "test_readme_cli.py", "test_doctests.py", "test_report_judges.py", "test_calibration.py",
+    "test_repetitions.py", "test_architecture.py", "test_notebooks.py", "test_leaderboard.py",
+    "test_irt.py", "test_fit_planning.py", "test_lmer.py", "test_output_safety.py",
+    "test_parallel.py", "test_clmm.py",
 )
 
 

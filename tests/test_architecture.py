@@ -14,6 +14,7 @@ Layers, lowest first; a module may import its own layer and the layers below it,
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -74,13 +75,19 @@ def _type_only(tree: ast.Module) -> set[int]:
     return out
 
 
-def _imports(name: str, type_only: bool = True) -> list[tuple[str, str]]:
+@functools.cache  # parsed once for the several tests that read the import graph
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _imports(name: str, type_only: bool = True) -> tuple[tuple[str, str], ...]:
     """(imported module, imported name) pairs of one module, function-level imports included;
     ``type_only=False`` leaves out the imports made for type annotations only."""
     path = MODULES[name]
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     pairs = []
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     skip = set() if type_only else _type_only(tree)
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -98,7 +105,7 @@ def _imports(name: str, type_only: bool = True) -> list[tuple[str, str]]:
                 pairs.append((sub, "") if sub in MODULES else (target, alias.name))
         elif isinstance(node, ast.Import):
             pairs += [(a.name, "") for a in node.names if a.name.split(".")[0] == "evalmix"]
-    return pairs
+    return tuple(pairs)
 
 
 def _layer(name: str) -> int | None:
@@ -249,7 +256,7 @@ def test_only_the_model_package_parses_formulas():
     for name, path in MODULES.items():
         if _in_model(name):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:

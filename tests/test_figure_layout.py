@@ -3,7 +3,7 @@
 Each public plot function of :mod:`evalmix.plots` (found by its ``Figure`` return annotation, so a new
 one cannot be forgotten) is drawn with short and long labels (model names of 40 characters, slice
 levels such as ``chain-of-thought-long``) for 8 and 40 models, and so is every figure of the study
-report.  The drawing records the window extent of every Text artist that is drawn (titles,
+report (the bundled example's report in test_reporting.py, which shares it with other tests).  The drawing records the window extent of every Text artist that is drawn (titles,
 suptitles, tick labels, axis labels, legend texts, annotations); two extents may not overlap by
 more than a pixel, and none may leave the canvas.
 """
@@ -17,7 +17,6 @@ import io
 import pkgutil
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -228,26 +227,12 @@ def test_the_check_sees_overlaps_and_clipping():
     assert any("leaves the 200x100 canvas" in p for p in problems)
 
 
-@pytest.fixture(scope="module")
-def example_report():
-    return _quiet(evalmix.report, _example(), n_boot=100, seed=1)
-
-
-def _example() -> pd.DataFrame:
-    return pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "example_runs.csv")
-
-
+# the bundled example's report is checked in test_reporting.py (test_example_report_figures_are_laid_out),
+# beside the other tests that read the one report conftest.py builds per test process
 @functools.lru_cache(maxsize=None)
 def long_report(n_models: int) -> Any:
     df = runs(n_models, True)
     return _quiet(evalmix.report, df, slice="domain", n_boot=50, seed=1)
-
-
-def test_report_figures_example(example_report):
-    figs = example_report.figures
-    assert len(figs) >= 5
-    bad = {n: layout_problems(f) for n, f in figs.items()}
-    assert not {n: p for n, p in bad.items() if p}
 
 
 @pytest.mark.slow
@@ -257,16 +242,6 @@ def test_report_figures_long_labels(n_models):
     assert {"fig1_accuracy", "fig3_odds_ratios", "fig6_flip_rate", "rank_intervals"} <= set(figs)
     bad = {n: layout_problems(f) for n, f in figs.items()}
     assert not {n: p for n, p in bad.items() if p}
-
-
-def test_report_saves_300_dpi_png_and_truetype_pdf(tmp_path, example_report):
-    paths = example_report.save(tmp_path)
-    fig = example_report.figures["fig3_odds_ratios"]
-    png = paths["fig3_odds_ratios.png"].read_bytes()
-    assert int.from_bytes(png[16:20], "big") == pytest.approx(fig.get_figwidth() * 300, abs=1)
-    for name in example_report.figures:
-        pdf = paths[f"{name}.pdf"].read_bytes()
-        assert b"/Subtype /Type3" not in pdf, name
 
 
 def _judged_and_battles(n_models: int) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -26,6 +26,7 @@ from evalmix.reliability import KOO_LI_BANDS, quality_band  # noqa: E402
 from evalmix.reporting import candidate_formulas  # noqa: E402
 
 from conftest import REFERENCE, ROOT  # noqa: E402
+from test_figure_layout import layout_problems  # noqa: E402
 from test_inference_ai4math import (  # noqa: E402
     DOMAIN_EN, EST_TOL, FIVE, P_TOL, SE_RTOL, check, check_grok4_table,
 )
@@ -242,16 +243,9 @@ def test_ai4math_rank_and_se_tables(ai4math_out):
 
 # --- any runs table -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("report_example")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["report", str(EXAMPLE), "-o", str(out), "--n-boot", "200"]) == 0
-    return out
-
-
-def test_example_runs_report(example_out):
+def test_example_runs_report(example_report):
+    # the saved report of conftest.py (the command line's report runs below, on other tables)
+    example_out = example_report.folder
     html = (example_out / "index.html").read_text(encoding="utf-8")
     runs = evalmix.read_runs(EXAMPLE)
     acc = _tab(example_out, "accuracy")
@@ -267,6 +261,25 @@ def test_example_runs_report(example_out):
     # the most accurate model is the default reference
     best = evalmix.accuracy(runs, "model").table.sort_values("estimate").iloc[-1]["model"]
     assert _tab(example_out, "odds_ratios")["contrast"].str.endswith(f"({best})").all()
+
+
+def test_example_report_figures_are_laid_out(example_report):
+    # the layout check of test_figure_layout.py on the report's own figures
+    figs = example_report.report.figures
+    assert len(figs) >= 5
+    bad = {n: layout_problems(f) for n, f in figs.items()}
+    assert not {n: p for n, p in bad.items() if p}
+
+
+def test_report_saves_300_dpi_png_and_truetype_pdf(example_report):
+    # a saved report: 300 dpi PNGs, PDFs with TrueType fonts (no Type 3)
+    rep, paths = example_report.report, example_report.paths
+    fig = rep.figures["fig3_odds_ratios"]
+    png = paths["fig3_odds_ratios.png"].read_bytes()
+    assert int.from_bytes(png[16:20], "big") == pytest.approx(fig.get_figwidth() * 300, abs=1)
+    for name in rep.figures:
+        pdf = paths[f"{name}.pdf"].read_bytes()
+        assert b"/Subtype /Type3" not in pdf, name
 
 
 def test_example_with_a_condition_as_slice(tmp_path):
