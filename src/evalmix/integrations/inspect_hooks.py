@@ -148,10 +148,11 @@ def _check_baseline(baseline: str, models: list[str]) -> None:
 
 try:  # the hook exists only where Inspect is installed; the report above works without it
     from inspect_ai.hooks import Hooks, RunEnd, hooks
+    _HAVE_INSPECT = True
 except ImportError:  # pragma: no cover - depends on the environment
-    Hooks = None
+    _HAVE_INSPECT = False
 
-if Hooks is not None:  # pragma: no cover - exercised inside a real Inspect run (tests/fixtures)
+if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/test_inspect_live.py)
 
     @hooks(name="evalmix_leaderboard", description="evalmix: rank sets, tie groups and paired "
                                                    "comparisons at the end of a run")
