@@ -108,3 +108,26 @@ def test_a_real_eval_stops_by_the_rule_and_the_hook_writes_its_leaderboard(tmp_p
     assert board["leaderboard"] == again["tasks"]["arith60"]["leaderboard"]
     assert {row["model"] for row in board["leaderboard"]} == set(MODELS)
     assert [row["model"] for row in board["versus_baseline"]] == ["mockllm/beta"]
+
+
+def test_a_damaged_log_is_a_data_error_with_inspect_loaded(tmp_path):
+    """Importing inspect_ai teaches zipfile to read Zstandard members: a damaged member then fails
+    inside zipfile with zstandard's error, which must still come out as evalmix's DataError naming
+    the file (tests/test_io_inspect_logs.py checks the same file without inspect_ai)."""
+    from pathlib import Path
+
+    import inspect_ai.log  # noqa: F401  (registers its Zstandard reader with zipfile)
+
+    from evalmix import read_inspect
+    from evalmix.errors import DataError
+
+    src = next((Path(__file__).parent / "fixtures" / "inspect" / "v0.3.285").glob("*arith*.eval"))
+    data = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        info = zf.getinfo("header.json")
+    start = info.header_offset + 30 + len(info.filename) + 20
+    data[start:start + 8] = b"\x00" * 8
+    bad = tmp_path / "damaged.eval"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"damaged\.eval"):
+        read_inspect(bad, scorer="match")

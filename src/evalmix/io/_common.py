@@ -359,13 +359,23 @@ def _zstd_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> byte
     return data
 
 
+def _damage_errors() -> tuple[type[Exception], ...]:
+    """What reading a damaged member raises.  Another library may have taught zipfile to read
+    Zstandard (Inspect AI does, on import): its decompressor's errors then come from ``zf.read``."""
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - zstandard is a dependency
+        return (zipfile.BadZipFile, zlib.error, EOFError)
+    return (zipfile.BadZipFile, zlib.error, EOFError, zstandard.ZstdError)
+
+
 def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
     """The bytes of one archive member, whatever its compression (stored, deflate, Zstandard)."""
     if info.flag_bits & 0x1:
         raise DataError(f"{path}: member {info.filename!r} is encrypted")
     try:
         return zf.read(info)
-    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+    except _damage_errors() as exc:
         raise DataError(f"{path}: member {info.filename!r} is damaged ({exc})") from None
     except NotImplementedError:
         if info.compress_type != _ZIP_ZSTD:
