@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["central_gradient", "central_hessian"]
+__all__ = ["central_gradient", "central_hessian", "gradient_jacobian"]
 
 
 def central_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, step: float) -> np.ndarray:
@@ -52,3 +52,24 @@ def central_hessian(f: Callable[[np.ndarray], float], x: np.ndarray, which: np.n
             H[i, j] = H[j, i] = (at({i: step, j: step}) - at({i: step, j: -step})
                                  - at({i: -step, j: step}) + at({i: -step, j: -step})) / (4 * step**2)
     return H
+
+
+def gradient_jacobian(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray, which: np.ndarray,
+                      step: float) -> np.ndarray:
+    """Hessian over the coordinates ``which`` as central differences of an exact gradient ``grad``
+    (step ``step * max(1, |x_k|)``), made symmetric: R's ``optimHess``, which glmmTMB's
+    ``sdreport`` uses.
+
+    Examples
+    --------
+    >>> g = lambda x: np.array([2 * x[0] + 3 * x[1], 3 * x[0]])
+    >>> gradient_jacobian(g, np.array([1.0, 2.0]), np.array([True, True]), 1e-5).round(6).tolist()
+    [[2.0, 3.0], [3.0, 0.0]]
+    """
+    idx = np.flatnonzero(which)
+    J = np.empty((len(idx), len(idx)))
+    for col, i in enumerate(idx):
+        e = np.zeros_like(x, dtype=float)
+        e[i] = step * max(1.0, abs(x[i]))
+        J[:, col] = (grad(x + e) - grad(x - e))[idx] / (2 * e[i])
+    return (J + J.T) / 2

@@ -26,7 +26,7 @@ from scipy import optimize, special
 
 from ..intercepts import HessianFactor, InterceptHessian
 from ..links import dlog_mu_eta, inverse_link, mu_eta
-from ..numdiff import central_gradient, central_hessian
+from ..numdiff import central_gradient, central_hessian, gradient_jacobian
 
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
@@ -298,19 +298,15 @@ class OrdinalModel:
             self.u = u0
             self.nla(par)
             return H
-        idx = np.flatnonzero(which)
-        Jac = np.empty((len(idx), len(idx)))
-        for col, i in enumerate(idx):
-            e = np.zeros_like(par, dtype=float)
-            e[i] = JAC_STEP * max(1.0, abs(par[i]))
+
+        def grad(x: np.ndarray) -> np.ndarray:
             self.u = u0.copy()
-            up = self.gradient(par + e)
-            self.u = u0.copy()
-            down = self.gradient(par - e)
-            Jac[:, col] = (up - down)[idx] / (2 * e[i])
+            return self.gradient(x)
+
+        H = gradient_jacobian(grad, par, which, JAC_STEP)
         self.u = u0
         self.nla(par)
-        return (Jac + Jac.T) / 2
+        return H
 
     def fit(self, maxiter: int = 1000) -> tuple[np.ndarray, float, int, bool]:
         """Minimise ``nla``; returns ordinal's parameters, minus log-lik, iterations, converged."""

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import optimize
 
 from ..intercepts import HessianFactor, InterceptHessian
-from ..numdiff import central_gradient, central_hessian
+from ..numdiff import central_gradient, central_hessian, gradient_jacobian
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
 __all__ = ["LaplaceModel"]
@@ -249,19 +249,15 @@ class LaplaceModel:
             self.u = u0
             self.nll(par)
             return H0
-        idx = np.flatnonzero(which)
-        J = np.empty((len(idx), len(idx)))
-        for col, i in enumerate(idx):
-            e = np.zeros_like(par, dtype=float)
-            e[i] = step * max(1.0, abs(par[i]))
+
+        def grad(x: np.ndarray) -> np.ndarray:
             self.u = u0.copy()
-            up = self.gradient(par + e)
-            self.u = u0.copy()
-            down = self.gradient(par - e)
-            J[:, col] = (up - down)[idx] / (2 * e[i])
+            return self.gradient(x)
+
+        H = gradient_jacobian(grad, par, which, step)
         self.u = u0
         self.nll(par)
-        return (J + J.T) / 2
+        return H
 
     def interior(self, par: np.ndarray) -> np.ndarray:
         """Parameters off the boundary: an SD below :data:`BOUNDARY_SD`, and a precision at its
