@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalmix import clmm  # noqa: E402
+from rtime import r_fit_time  # noqa: E402
 
 FORMULA = "rating ~ model + (1|item) + (1|item:run)"
 
@@ -68,20 +66,6 @@ def design(n_models: int = 5, n_items: int = 500, n_runs: int = 4, seed: int = 1
     return g
 
 
-def clmm_r_time(d: pd.DataFrame, reps: int) -> tuple[float, float] | None:
-    if shutil.which("Rscript") is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "rows.csv"
-        script = Path(tmp) / "fit.R"
-        d.to_csv(csv, index=False)
-        script.write_text(R_SCRIPT)
-        out = subprocess.run(["Rscript", str(script), str(csv), str(reps)], capture_output=True,
-                             text=True, check=True)
-    t, ll = out.stdout.split()
-    return float(t), float(ll)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -99,7 +83,7 @@ def main() -> None:
     t_e = float(np.median(times))
     print(f"{'evalmix.clmm':24s} {t_e:8.3f} s CPU   logLik {fit.loglik:.4f}   "
           f"({', '.join(f'{t:.3f}' for t in times)})")
-    r = None if args.no_r else clmm_r_time(d, args.reps)
+    r = None if args.no_r else r_fit_time(d, R_SCRIPT, args.reps)
     if r is not None:
         print(f"{'ordinal::clmm (inside R)':24s} {r[0]:8.3f} s CPU   logLik {r[1]:.4f}")
         print(f"evalmix / ordinal CPU time: {t_e / r[0]:.3f}")

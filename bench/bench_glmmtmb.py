@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalmix import glmmtmb  # noqa: E402
+from rtime import r_fit_time  # noqa: E402
 
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
 CASES = {
@@ -81,20 +79,6 @@ def rows(case: str) -> pd.DataFrame:
     return ai.assign(problem_id=ai["problem_id"].astype(str), score=np.clip(score, 1e-6, 1 - 1e-6))
 
 
-def glmmtmb_time(d: pd.DataFrame, formula: str, family: str, reps: int) -> tuple[float, float] | None:
-    if shutil.which("Rscript") is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "rows.csv"
-        script = Path(tmp) / "fit.R"
-        d.to_csv(csv, index=False)
-        script.write_text(R_SCRIPT)
-        out = subprocess.run(["Rscript", str(script), str(csv), str(reps), formula, R_FAMILY[family]],
-                             capture_output=True, text=True, check=True)
-    t, ll = out.stdout.split()
-    return float(t), float(ll)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -114,7 +98,7 @@ def main() -> None:
         t_e = float(np.median(times))
         print(f"{'evalmix.glmmtmb':24s} {t_e:8.3f} s CPU   logLik {fit.loglik:.4f}   "
               f"({', '.join(f'{t:.3f}' for t in times)})")
-        r = glmmtmb_time(d, formula, family, args.reps)
+        r = r_fit_time(d, R_SCRIPT, args.reps, formula, R_FAMILY[family])
         if r is None:
             print("glmmTMB: Rscript not found")
         else:

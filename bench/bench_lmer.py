@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -38,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalmix import lmer  # noqa: E402
+from rtime import r_fit_time  # noqa: E402
 
 FORMULA = "score ~ model + (1|item) + (1|item:run)"
 
@@ -86,20 +84,6 @@ cat(sprintf("%.6f %.6f\\n", median(t), as.numeric(logLik(fit))))
 """
 
 
-def lme4_time(d: pd.DataFrame, reps: int) -> tuple[float, float] | None:
-    if shutil.which("Rscript") is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "rows.csv"
-        script = Path(tmp) / "fit.R"
-        d.to_csv(csv, index=False)
-        script.write_text(R_SCRIPT)
-        out = subprocess.run(["Rscript", str(script), str(csv), str(reps)], capture_output=True,
-                             text=True, check=True)
-    t, ll = out.stdout.split()
-    return float(t), float(ll)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -122,7 +106,7 @@ def main() -> None:
     else:
         t_m, mf = median_time(lambda: mixedlm.lmer(FORMULA, d), args.reps)
         print(f"{'mixedlm 1.3.0 lmer (REML)':34s} {t_m:8.3f} s CPU   REML logLik {float(mf.logLik()):.4f}")
-    r = lme4_time(d, args.reps)
+    r = r_fit_time(d, R_SCRIPT, args.reps)
     if r is None:
         print("lme4: Rscript not found")
     else:
