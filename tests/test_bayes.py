@@ -358,7 +358,14 @@ FUSED_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(FUSED_CASES))
+# Each case compiles its own PyMC log density (a few CPU seconds): the default step checks one
+# case of each kind of term and prior, the second step the other parameterisations and priors.
+SLOW_FUSED = {"all_centred", "all_noncentred", "centred_items_noncentred_runs", "heavy_tailed_priors",
+              "laplace_half_cauchy", "mixed_families_no_qr"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_FUSED else c
+                                  for c in sorted(FUSED_CASES)])
 def test_fused_density_matches_pymc(case, sim_x):
     """The kernel's log density and gradient equal PyMC's (relative 1e-8) at random points, near
     the posterior and far from it (|eta| > 600, where the kernel switches to row-wise exp/log1p)."""

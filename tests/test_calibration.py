@@ -191,6 +191,7 @@ def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
         METHODS.pop("glmm_contrast", None)
 
 
+@pytest.mark.slow  # 30 simulated studies, each a glmer fit
 def test_glmm_contrast_with_glmer_on_the_glmm_scenario():
     res = calibrate("glmm", ["glmm_contrast", "paired_t_runs"], n_sims=30, seed=11, n_items=120,
                     n_runs=2, effect=0.5)

@@ -188,6 +188,7 @@ def test_emmeans_bad_arguments(fits):
     assert em.averaged_over == ("contact",) and "averaged over contact" in repr(em)
 
 
+@pytest.mark.slow  # the sparse path refits the crossed wine model (about 5 CPU seconds)
 def test_sparse_factorisation_gives_the_dense_answer(fits, monkeypatch):
     # beyond DENSE_MAX random effects the Hessian of the conditional modes is factored by sparse
     # LU: forcing it on the crossed wine fit must change the algorithm, not the answer

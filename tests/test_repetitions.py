@@ -91,6 +91,7 @@ def test_variance_components_recover_truth(truth):
         assert abs(mean - truth[col]) < 4 * se + 1e-3, (col, mean, truth[col], se)
 
 
+@pytest.mark.slow  # Monte-Carlo check of the projection
 @pytest.mark.parametrize("n_runs", [1, 4])
 def test_projected_se_matches_monte_carlo(truth, n_runs):
     n_items = 60
@@ -127,6 +128,7 @@ def _two_models(n_items, n_runs, seed, gap=0.5):
     return pd.concat(rows, ignore_index=True)
 
 
+@pytest.mark.slow  # Monte-Carlo check of the paired SE
 def test_paired_difference_se_matches_monte_carlo():
     n_items, n_runs = 80, 2
     diffs, proj = [], []
@@ -174,6 +176,7 @@ def test_plan_matches_brute_force_and_closed_form():
     assert p.achieved <= t
 
 
+@pytest.mark.slow  # simulation of the planned design
 def test_plan_design_achieves_target_in_simulation(truth):
     p = plan(pd.DataFrame([truth]), se=0.05, cost_item=4.0, cost_run=1.0)
     acc = [_one_model(p.n_items, p.n_runs, 5000 + s)["correct"].mean() for s in range(300)]

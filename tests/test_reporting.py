@@ -52,6 +52,9 @@ def _p(tab: pd.DataFrame) -> str:
 
 
 # --- AI4Math: `evalmix report ../shared/data/ai4math/ai4math_runs.csv -o out/` -------------------
+# The full-size report (1,000 bootstrap resamples, 12 figures as PNG and PDF) runs in the second
+# step; the default step checks the AI4Math numbers through the functions the report calls
+# (test_inference_ai4math.py, test_ranking.py, test_reliability.py, test_repetitions.py ...).
 
 @pytest.fixture(scope="module")
 def ai4math_out(ai4math_dir, tmp_path_factory) -> Path:
@@ -63,6 +66,7 @@ def ai4math_out(ai4math_dir, tmp_path_factory) -> Path:
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_writes_every_output(ai4math_out):
     html = (ai4math_out / "index.html").read_text(encoding="utf-8")
     figs = sorted(p.stem for p in (ai4math_out / "figures").glob("*.png"))
@@ -93,6 +97,7 @@ def test_ai4math_writes_every_output(ai4math_out):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_table1_and_accuracy(ai4math_out, published):
     t1 = _tab(ai4math_out, "table1").set_index("domain")
     assert t1["items"].drop("Total").to_dict() == TABLE1
@@ -118,6 +123,7 @@ def test_ai4math_table1_and_accuracy(ai4math_out, published):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_model_selection(ai4math_out, published):
     tab = _tab(ai4math_out, "model_selection").set_index("name")
     pub = published("mixed_model_BIC")
@@ -132,6 +138,7 @@ def test_ai4math_model_selection(ai4math_out, published):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_odds_ratios_and_pairwise(ai4math_out, published):
     res = _tab(ai4math_out, "odds_ratios")
     check_grok4_table(res, published("pairwise_contrasts_grok4"))
@@ -145,6 +152,7 @@ def test_ai4math_odds_ratios_and_pairwise(ai4math_out, published):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_domain_sections(ai4math_out, published):
     res = _tab(ai4math_out, "domain_means")
     res["domain"] = res["domain"].map(DOMAIN_EN)
@@ -176,6 +184,7 @@ def test_ai4math_domain_sections(ai4math_out, published):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_reliability(ai4math_out, published, ai4math_dir):
     fl = _tab(ai4math_out, "flip_rates")
     pub = published("flip_summary_entropy")
@@ -199,6 +208,7 @@ def test_ai4math_reliability(ai4math_out, published, ai4math_dir):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_corrections(ai4math_out):
     """The paper's numbers and the corrected ones, side by side."""
     corr = _tab(ai4math_out, "corrections").set_index("quantity")
@@ -228,6 +238,7 @@ def test_ai4math_corrections(ai4math_out):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_ai4math_rank_and_se_tables(ai4math_out):
     ri = _tab(ai4math_out, "rank_instability").set_index("n_runs")
     assert ri.loc[1, "n_unstable"] == 5 and ri.loc[1, "n_leaderboards"] == 12

@@ -374,10 +374,11 @@ def _data_columns(c) -> set[str]:
     return {str(x) for x in c["runs"].columns}
 
 
-# The Bayesian twins share one result class (BayesFamilyResult, a BayesGlmerResult): the default
-# step checks it through bayes.lmer, and the other two families, whose fits compile and sample
-# models of their own (about 5 and 8 CPU seconds), run in the slow step.
-SLOW_CALLS = {"bayes.clmm", "bayes.glmmtmb"}
+# Fits that compile a sampler's model of their own (5-15 CPU seconds each: PyTensor's numba
+# backend): the Bayesian twins (one result class, BayesFamilyResult, a BayesGlmerResult, whose
+# vocabulary the default step checks through bayes.glmer's compiled kernel) and the Bayesian IRT
+# fit run in the slow step.
+SLOW_CALLS = {"bayes.clmm", "bayes.glmmtmb", "bayes.lmer", "fit_irt_bayes"}
 
 
 def _names(names) -> list:
