@@ -560,6 +560,18 @@ def resolve_columns(data: RunsData, model: str | None = None, item: str | None =
     return df, schema
 
 
+def sole_model(data: pd.DataFrame, model_col: str, model: object | None) -> str:
+    """``model`` as text, or the one model of a table that holds a single one (a table of several
+    models needs it named)."""
+    if model is not None:
+        return str(model)
+    models = pd.unique(data[model_col])
+    if len(models) > 1:
+        raise DataError(f"the table holds {len(models)} models in column {model_col!r}; name one "
+                        f"(models: {', '.join(map(repr, sorted(map(str, models))[:20]))})")
+    return str(models[0])
+
+
 def runs_matrices(data: pd.DataFrame, a: str, b: str, *, model: str = "model", item: str = "item",
                   run: str | None = "run", outcome: str = "correct",
                   where: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray, pd.Index]:

@@ -46,7 +46,7 @@ from scipy import stats
 
 from ._result import Result, contrast_label
 from .arguments import check_level, check_number
-from .comparisons import resolve_columns, runs_matrices
+from .comparisons import resolve_columns, runs_matrices, sole_model
 from .data import RunsData, RunsSchema
 from .errors import DataError
 
@@ -286,12 +286,7 @@ def control_variate_accuracy(data: RunsData, model: str | None = None, *, proxy:
     mu = check_number(proxy_mean, "proxy_mean")
     df, cols = _prepare(data, proxy, model_column, item, run, outcome, missing)
     model_col = cols.role("model")
-    if model is None:
-        models = pd.unique(df[model_col])
-        if len(models) > 1:
-            raise DataError(f"the table holds {len(models)} models in column {model_col!r}; name one "
-                            f"(models: {', '.join(map(repr, sorted(map(str, models))[:20]))})")
-        model = str(models[0])
+    model = sole_model(df, model_col, model)
     (y, x, answers), _ = _item_means(df, model, model, proxy, cols)
     return _result(_adjust(y, x, mu, level, f"model {model!r}"), str(model_col), str(model), answers,
                    proxy, mu, level)

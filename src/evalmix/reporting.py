@@ -1205,13 +1205,7 @@ def _score_report(data: pd.DataFrame, out: str | Path | None, *, roles: dict[str
             f"Left out: the judges section reads 0/1 verdicts, and {what}."))
     if battles is not None:
         sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
-    fit_log = pd.DataFrame(log)
-    n_bad = int((~fit_log["converged"]).sum())
-    sections.append(ReportSection(
-        "fits", "Models fitted",
-        f"Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary checks "
-        f"and the first line of each warning. {n_bad} of {len(fit_log)} did not converge.",
-        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    sections.append(_fits_section(log))
     engine = _SCORE_FITS[kind][0]
     options = {"reference": ref, "slice": slice_, "conditions": roles["conditions"], "selected": None,
                "contrast_model": formula, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
@@ -1227,6 +1221,22 @@ def _score_report(data: pd.DataFrame, out: str | Path | None, *, roles: dict[str
 
 # ----------------------------------------------------------------------------------------------
 # the report
+
+
+def _fits_section(log: list[dict[str, Any]], singular: str = "", check: Any = None) -> ReportSection:
+    """The last section: every mixed model the report fitted, with its convergence and warnings
+    (``singular``: what a singular fit means for these models; ``check``: the overdispersion check
+    of k-of-n counts that chose the binomial models)."""
+    fit_log = pd.DataFrame(log)
+    n_bad = int((~fit_log["converged"]).sum())
+    return ReportSection(
+        "fits", "Models fitted",
+        "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
+        f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge"
+        + (f"; {singular}." if singular else ".")
+        + (f" The k-of-n counts were checked for overdispersion first: {check.verdict()}, so the binomial "
+           "models stand." if check is not None else ""),
+        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),))
 
 
 def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
@@ -1406,18 +1416,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                                        conf_level=conf_level, log=log))
     if battles is not None:
         sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
-    fit_log = pd.DataFrame(log)
-    n_bad = int((~fit_log["converged"]).sum())
-    sections.append(ReportSection(
-        "fits", "Models fitted",
-        "Every mixed model fitted for this report (lme4 syntax), with its convergence and boundary "
-        f"checks and the first line of each warning. {n_bad} of {len(fit_log)} did not converge; a "
-        "singular fit has a variance at zero (in single-run fits the item:run term is dropped, as it "
-        "is aliased with the item term)."
-        # k-of-n counts were checked before the binomial models were chosen for them
-        + (f" The k-of-n counts were checked for overdispersion first: {check.verdict()}, so the binomial "
-           "models stand." if check is not None else ""),
-        tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),)))
+    sections.append(_fits_section(log, "a singular fit has a variance at zero (in single-run fits the "
+                                  "item:run term is dropped, as it is aliased with the item term)", check))
     formulas: dict[str, str] = {}
     for row in log:  # formula -> what it was fitted for
         formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))

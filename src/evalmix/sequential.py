@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from ._random import as_generator
 from ._result import Result, contrast_label
 from .arguments import check_choice, check_count, check_level, check_number, check_seed
-from .comparisons import resolve_columns, runs_matrices
+from .comparisons import resolve_columns, runs_matrices, sole_model
 from .data import RunsData
 from .errors import DataError
 from .methods import CS_METHODS, CsMethod
@@ -520,12 +520,7 @@ def sequential_accuracy(data: RunsData, model: str | None = None, *, method: Met
     """
     check_seed(seed)
     df, model_col, item_col, run_col, score = _resolve(data, model_column, item, run, outcome, missing)
-    if model is None:
-        models = pd.unique(df[model_col])
-        if len(models) > 1:
-            raise DataError(f"the table holds {len(models)} models in column {model_col!r}; name one "
-                            f"(models: {', '.join(map(repr, sorted(map(str, models))[:20]))})")
-        model = str(models[0])
+    model = sole_model(df, model_col, model)
     mats, _, items = runs_matrices(df, model, model, model=model_col, item=item_col, run=run_col,
                                    outcome=score)
     sub = df[df[model_col].astype(str) == str(model)]
