@@ -29,6 +29,7 @@ from ..data import read_runs
 from ..errors import DataError, DataWarning
 
 __all__ = [
+    "file_head",
     "COLUMNS",
     "ERRORS",
     "NUMBER",
@@ -121,6 +122,16 @@ _KIND_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a str
 _SHORT = reprlib.Repr()
 _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 40, 40, 4, 3, 2
 _REQUIRED: Any = object()
+
+
+def file_head(path: Path, size: int = 4096) -> bytes | None:
+    """The first ``size`` bytes of a file without a UTF-8 byte-order mark (how a format's sniffer
+    tells its files from others), or None when the file cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size).removeprefix(b"\xef\xbb\xbf")
+    except OSError:
+        return None
 
 
 def json_kind(value: Any) -> str:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..data import ensure_runs
 from ..errors import DataError
-from ._common import NUMBER, At, PathLike, as_list, expand, load_json, read_each
+from ._common import file_head, NUMBER, At, PathLike, as_list, expand, load_json, read_each
 
 __all__ = ["is_mteb_result", "read_mteb"]
 
@@ -32,11 +32,8 @@ def is_mteb_result(path: Path) -> bool:
     """Whether a file is an MTEB task result, judged by how it starts (``{"dataset_revision":``)."""
     if path.suffix != ".json" or path.name == "model_meta.json":
         return False
-    try:
-        with open(path, "rb") as fh:
-            return bool(_START.match(fh.read(256).removeprefix(b"\xef\xbb\xbf")))
-    except OSError:
-        return False
+    head = file_head(path, 256)
+    return head is not None and bool(_START.match(head))
 
 
 def _model_of(path: Path) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import At, PathLike, check_errors, find_sources, load_json, outcome, read_each, runs_table
+from ._common import file_head, At, PathLike, check_errors, find_sources, load_json, outcome, read_each, runs_table
 
 __all__ = ["is_opencompass_result", "read_opencompass"]
 
@@ -32,10 +32,8 @@ def is_opencompass_result(path: Path) -> bool:
     holds a JSON object."""
     if path.suffix != ".json" or path.parent.parent.name != "results" or path.name.startswith("results_"):
         return False  # results_<stamp>.json: lm-evaluation-harness and lighteval aggregates
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).removeprefix(b"\xef\xbb\xbf")
-    except OSError:
+    head = file_head(path)
+    if head is None:
         return False
     return bool(_START.match(head)) and b'"details"' in head
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import At, PathLike, check_errors, find_sources, load_json, read_each, runs_table
+from ._common import file_head, At, PathLike, check_errors, find_sources, load_json, read_each, runs_table
 
 __all__ = ["is_swebench_report", "read_swebench"]
 
@@ -32,11 +32,8 @@ def is_swebench_report(path: Path) -> bool:
     """Whether a file is a SWE-bench run report, judged by how it starts (``{"total_instances":``)."""
     if path.suffix != ".json":
         return False
-    try:
-        with open(path, "rb") as fh:
-            return bool(_START.match(fh.read(256).removeprefix(b"\xef\xbb\xbf")))
-    except OSError:
-        return False
+    head = file_head(path, 256)
+    return head is not None and bool(_START.match(head))
 
 
 def _ids(data: dict[str, Any], at: At, name: str) -> list[str]:

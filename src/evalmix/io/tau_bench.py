@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import (NUMBER, At, PathLike, check_errors, find_sources, load_json, outcome, read_each,
+from ._common import (NUMBER, file_head, At, PathLike, check_errors, find_sources, load_json, outcome, read_each,
                       runs_table)
 
 __all__ = ["is_tau_results", "read_tau_bench"]
@@ -43,10 +43,8 @@ def is_tau_results(path: Path) -> bool:
     """Whether a file is a tau-bench or tau2-bench results file, judged by how it starts."""
     if path.suffix != ".json":
         return False
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).removeprefix(b"\xef\xbb\xbf")
-    except OSError:
+    head = file_head(path)
+    if head is None:
         return False
     return bool(_TAU1_START.match(head) or _TAU2_START.match(head))
 
