@@ -281,6 +281,7 @@ def _coverage(n_sims: int, seed: int) -> dict[str, float]:
     return {k: v / n_sims for k, v in hit.items()}
 
 
+@pytest.mark.slow  # 40 simulated arenas: a coverage check, the second test step
 def test_clustered_sandwich_covers():
     cov = _coverage(40, 11)
     # 40 simulations: Monte-Carlo SE of a 95% coverage is 0.034; 0.85 is three SEs below

@@ -397,6 +397,7 @@ def _draws_coverage(n_sims: int, n_draws: int, seed: int, n_obs: int | None = No
     return pairs_cover / n_sims, ranks_cover / n_sims
 
 
+@pytest.mark.slow  # a coverage simulation: the second test step
 def test_draws_joint_coverage_simulation():
     """150 simulations: Monte-Carlo SE of a 95% coverage sqrt(0.95 * 0.05 / 150) = 0.018; 3 SE."""
     n_sims, level = 150, 0.95

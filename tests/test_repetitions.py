@@ -100,6 +100,7 @@ def test_projected_se_matches_monte_carlo(truth, n_runs):
     assert np.std(acc, ddof=1) == pytest.approx(predicted, rel=0.12)
 
 
+@pytest.mark.slow  # 30 simulated studies
 def test_projection_from_two_runs_predicts_four(truth):
     # estimate the components from R = 2 data, project to R = 4, compare with the truth-based SE
     got = []
@@ -311,6 +312,7 @@ def test_components_from_fit_recover_truth(sim_fit):
     np.testing.assert_allclose(got["var_between"], mom["var_between"], rtol=0.25)
 
 
+@pytest.mark.slow  # a Monte-Carlo check
 def test_components_from_fit_paired_by_monte_carlo(sim_fit):
     from evalmix.reliability import latent_icc
     from evalmix.repetitions import components_from_fit
