@@ -22,6 +22,11 @@ Run (bambi 0.17.2 needs arviz-plots, which needs matplotlib < 3.11: give an inte
 bambi's place, in alternation with this one::
 
     python bench/bench_bayes.py --baseline-src /tmp/before/src --rounds 2 --fits 2 [--sampler pymc]
+
+``--design crossed`` times the second design the issue names instead: a simulated benchmark whose
+items are crossed with prompt templates and carry item-level predictors (8 models x 200 items x 6
+prompts, 9,600 rows; a numeric item feature and a five-level domain),
+``correct ~ model + difficulty + domain + (1|item) + (1|prompt)``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,32 @@ import warnings
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 FORMULA = "correct ~ model + language + (1|problem_id) + (1|problem_id:run)"
+FORMULAS = {"ai4math": FORMULA, "crossed": "correct ~ model + difficulty + domain + (1|item) + (1|prompt)"}
+SIGMAS = {"ai4math": ["1|problem_id_sigma", "1|problem_id:run_sigma"],
+          "crossed": ["1|item_sigma", "1|prompt_sigma"]}
+FACTORS = {"ai4math": ["problem_id", "run", "model", "language"], "crossed": ["item", "prompt", "model", "domain"]}
+
+
+def crossed_table(seed: int = 20261126):
+    """8 models x 200 items x 6 prompt templates: items crossed with prompts, an item-level numeric
+    feature (``difficulty``, standardised) and a five-level ``domain`` of the items."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n_models, n_items, n_prompts = 8, 200, 6
+    difficulty = rng.normal(size=n_items)
+    domain = rng.integers(0, 5, n_items)
+    item_eff = rng.normal(0, 1.2, n_items) - 0.8 * difficulty + 0.3 * (domain - 2)
+    prompt_eff = rng.normal(0, 0.4, n_prompts)
+    model_eff = np.linspace(-1.0, 1.0, n_models)
+    m, i, p = (a.ravel() for a in np.meshgrid(np.arange(n_models), np.arange(n_items), np.arange(n_prompts),
+                                              indexing="ij"))
+    eta = 0.3 + model_eff[m] + item_eff[i] + prompt_eff[p]
+    return pd.DataFrame({"model": [f"M{k}" for k in m], "item": [f"q{k:03d}" for k in i],
+                         "prompt": [f"P{k}" for k in p], "difficulty": difficulty[i],
+                         "domain": [f"D{k}" for k in domain[i]],
+                         "correct": (rng.random(len(m)) < 1 / (1 + np.exp(-eta))).astype(int)})
 
 
 def convergence(summary) -> dict:
@@ -44,33 +75,34 @@ def convergence(summary) -> dict:
             "ess_tail": float(summary["ess_tail"].min())}
 
 
-def fit_evalmix(d, seed: int, sampler: str = "auto") -> dict:
+def fit_evalmix(d, seed: int, sampler: str = "auto", design: str = "ai4math") -> dict:
     from evalmix import bayes
 
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULA, d, seed=seed, progressbar=False, sampler=sampler)
+        fit = bayes.glmer(FORMULAS[design], d, seed=seed, progressbar=False, sampler=sampler)
     el = time.perf_counter() - t
     return {"seconds": el, "sampling": fit.seconds, "sampler": fit.sampler,
             "divergences": fit.divergences, **convergence(fit.posterior_table())}
 
 
-def fit_bambi(d, seed: int, method: str) -> dict:
+def fit_bambi(d, seed: int, method: str, design: str = "ai4math") -> dict:
     import arviz as az
     import bambi as bmb
 
     dd = d.copy()
-    for c in ["problem_id", "run", "model", "language"]:
+    for c in FACTORS[design]:
         dd[c] = dd[c].astype(str)
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = bmb.Model(FORMULA, dd, family="bernoulli")
+        m = bmb.Model(FORMULAS[design], dd, family="bernoulli")
         idata = m.fit(draws=1000, tune=1000, chains=4, inference_method=method, random_seed=seed,
                       progressbar=False)
     el = time.perf_counter() - t
-    names = ["Intercept", "model", "language", "1|problem_id_sigma", "1|problem_id:run_sigma"]
+    fixed = ["Intercept", "model", "language"] if design == "ai4math" else ["Intercept", "model", "difficulty", "domain"]
+    names = fixed + SIGMAS[design]
     return {"seconds": el, "sampler": f"bambi {bmb.__version__} + {method}",
             "divergences": int(idata.sample_stats["diverging"].sum()),
             **convergence(az.summary(idata, var_names=names))}
@@ -83,13 +115,13 @@ def child(args: argparse.Namespace) -> None:
 
     sys.path.insert(0, args.src)
     np.seterr(all="ignore")
-    d = pd.read_csv(args.data)
+    d = pd.read_csv(args.data) if args.design == "ai4math" else crossed_table()
     import pymc  # noqa: F401  (imported before timing, as each library needs it)
 
     for i in range(args.fits):
         seed = args.seed + i
-        out = (fit_evalmix(d, seed, args.sampler) if args.child == "evalmix"
-               else fit_bambi(d, seed, args.child))
+        out = (fit_evalmix(d, seed, args.sampler, args.design) if args.child == "evalmix"
+               else fit_bambi(d, seed, args.child, args.design))
         if args.src != SRC:
             out["sampler"] += " [baseline]"
         print("RESULT " + json.dumps({"lib": args.child, "fit": i + 1, **out}), flush=True)
@@ -98,7 +130,8 @@ def child(args: argparse.Namespace) -> None:
 def run_child(python: str, lib: str, args: argparse.Namespace, env: dict | None = None,
               src: str = SRC) -> list[dict]:
     cmd = [python, os.path.abspath(__file__), "--child", lib, "--data", args.data,
-           "--fits", str(args.fits), "--seed", str(args.seed), "--src", src, "--sampler", args.sampler]
+           "--fits", str(args.fits), "--seed", str(args.seed), "--src", src, "--sampler", args.sampler,
+           "--design", args.design]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     rows = [json.loads(line[7:]) for line in res.stdout.splitlines() if line.startswith("RESULT ")]
     if not rows:
@@ -124,13 +157,16 @@ def main() -> None:
                     help="evalmix processes start with an empty numba cache")
     ap.add_argument("--baseline-src", help="time this evalmix source tree instead of bambi")
     ap.add_argument("--sampler", default="auto", help="evalmix's sampler (auto, nutpie, pymc...)")
+    ap.add_argument("--design", default="ai4math", choices=sorted(FORMULAS),
+                    help="AI4Math (nested item:run) or the simulated crossed design with item predictors")
     ap.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args)
         return
-    print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
+    print(f"design: {args.design} ({FORMULAS[args.design]}); cores: {os.cpu_count()}, "
+          f"load average at start: {os.getloadavg()}")
     ev, nut = [], []
     for rnd in range(args.rounds):
         env = None
