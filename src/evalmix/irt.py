@@ -382,24 +382,33 @@ def _misfit(cnt: _Counts, a: np.ndarray, c: np.ndarray, w: np.ndarray, run_sd: f
     a_mean, c_mean = np.einsum("ig,ig->i", w, a), np.einsum("ig,ig->i", w, c)
     da, dc = a - a_mean[:, None], c - c_mean[:, None]
     vaa, vac, vcc = (np.einsum("ig,ig->i", w, x * y) for x, y in ((da, da), (da, dc), (dc, dc)))
-    # x_m' V_i x_j for the models' rows x = (theta, 1)
-    G = (vaa[:, None, None] * np.outer(theta, theta)[None] + vac[:, None, None]
-         * (theta[:, None] + theta[None, :])[None] + vcc[:, None, None])
-    return _misfit_moments(k, n, P, wt, G, wt * a_mean[:, None] ** 2 * theta_var[None, :]), True, wt
+    tt, ts = np.outer(theta, theta)[None], (theta[:, None] + theta[None, :])[None]
+
+    def cov(sl: slice) -> np.ndarray:   # x_m' V_i x_j for the models' rows x = (theta, 1)
+        return vaa[sl, None, None] * tt + vac[sl, None, None] * ts + vcc[sl, None, None]
+
+    return _misfit_moments(k, n, P, wt, cov, wt * a_mean[:, None] ** 2 * theta_var[None, :]), True, wt
 
 
-def _misfit_moments(k: np.ndarray, n: np.ndarray, P: np.ndarray, wt: np.ndarray, G: np.ndarray,
-                    h_extra: np.ndarray | float = 0.0) -> float:
+def _misfit_moments(k: np.ndarray, n: np.ndarray, P: np.ndarray, wt: np.ndarray,
+                    cov: Callable[[slice], np.ndarray], h_extra: np.ndarray | float = 0.0) -> float:
     """The moment estimator of ``tau`` (see :func:`_misfit`) from the cells' counts ``k`` of ``n``,
-    their fitted probabilities and weights, ``G`` the posterior covariance of the linear predictor
-    between the models of each item (I, M, M) and ``h_extra`` the leverage of fixed effects."""
+    their fitted probabilities and weights, ``cov(items)`` the posterior covariance of the linear
+    predictor between the models of each of those items (i, M, M) and ``h_extra`` the leverage
+    of fixed effects."""
     cells = n > 0
     pq = P * (1.0 - P)
     sw = np.sqrt(wt)
-    H = sw[:, :, None] * G * sw[:, None, :]                             # (I, M, M)
-    h = np.einsum("imm->im", H)
+    n_items, n_models = P.shape
+    h, hh = np.empty_like(P), np.empty_like(P)
+    step = max(1, 4_000_000 // n_models ** 2)   # items per block: the (i, M, M) blocks stay small
+    for s in range(0, n_items, step):
+        sl = slice(s, s + step)
+        H = sw[sl, :, None] * cov(sl) * sw[sl, None, :]                  # the hat matrix of each item
+        h[sl] = np.einsum("imm->im", H)
+        hh[sl] = np.einsum("imj,imj->im", H, H)
     one_minus_h = np.clip(1.0 - h - h_extra, 0.0, 1.0)
-    sq = np.clip(1.0 - 2.0 * h + np.einsum("imj,imj->im", H, H) - h_extra, 0.0, 1.0)
+    sq = np.clip(1.0 - 2.0 * h + hh - h_extra, 0.0, 1.0)
     nn = n[cells]
     num = float(np.sum((k[cells] / nn - P[cells]) ** 2 - one_minus_h[cells] * pq[cells] / nn))
     den = float(np.sum(sq[cells] * pq[cells] ** 2))
@@ -1361,12 +1370,16 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
         eta_d = a_d[:, :, None] * th[:, None, :] + c_d[:, :, None]      # (S, I, M): scale-free
         run_d = post["run_sd"].values.reshape(-1) if cnt.has_runs else np.zeros(len(eta_d))
         zk, vk = _gh(9) if cnt.has_runs else (np.zeros(1), np.ones(1))
-        P_cell = np.einsum("simk,k->im", special.expit(eta_d[..., None] + run_d[:, None, None, None] * zk),
-                           vk) / len(eta_d)
+        P_cell = np.zeros(eta_d.shape[1:])
+        for s in range(0, len(eta_d), 32):   # blocks of draws: the run-noise nodes multiply the size
+            blk = slice(s, s + 32)
+            P_cell += np.einsum("simk,k->im", special.expit(eta_d[blk, ..., None]
+                                                            + run_d[blk, None, None, None] * zk), vk)
+        P_cell /= len(eta_d)
         d = eta_d - eta_d.mean(axis=0)
-        G = np.einsum("sim,sij->imj", d, d) / max(len(eta_d) - 1, 1)
         shrink = 1.0 / (1.0 + math.pi * float(np.mean(run_d ** 2)) / 8.0)
-        misfit_sd = _misfit_moments(k_cell, n_cell, P_cell, n_cell * P_cell * (1 - P_cell) * shrink, G)
+        misfit_sd = _misfit_moments(k_cell, n_cell, P_cell, n_cell * P_cell * (1 - P_cell) * shrink,
+                                    lambda sl: np.einsum("sim,sij->imj", d[:, sl], d[:, sl]) / max(len(d) - 1, 1))
     import arviz as az
     r_hat = float(np.nanmax(az.rhat(idata, var_names=["theta"])["theta"].values)) if chains > 1 else float("nan")
     div = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
