@@ -136,13 +136,14 @@ def plot(table: pd.DataFrame, out: Path) -> None:
     axes[1].axhline(0.95, color="grey", lw=1)
     axes[1].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval", title="simulated: coverage (±2 MC SE)")
     axes[2].set(ylabel="RMSE vs accuracy on all 105", title="AI4Math, one model left out (8)")
-    for data, style, label in (("ai4math_in_sample", "o-", "calibrated on all 8"),
-                               ("ai4math_loo", "s--", "model left out (7)")):
+    for data, style, color, label in (("ai4math_in_sample", "D-", "black", "calibrated on all 8"),
+                                      ("ai4math_loo", "v--", "tab:purple", "model left out (7)")):
         c = table[table["data"] == data]
-        axes[3].errorbar(c["n_items"], c["coverage"], yerr=2 * c["coverage_mc_se"], fmt=style, label=label, capsize=2)
+        axes[3].errorbar(c["n_items"], c["coverage"], yerr=2 * c["coverage_mc_se"], fmt=style, color=color,
+                         label=label, capsize=2)
     axes[3].axhline(0.95, color="grey", lw=1)
-    axes[3].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval",
-                title="AI4Math, random items: coverage (±2 MC SE)")
+    axes[3].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval (±2 MC SE)",
+                title="AI4Math, random items: coverage")
     axes[3].legend(loc="lower right")
     cov = table[table["data"] == "ai4math_in_sample"]
     for ax, sizes in zip(axes, (sim, sim, real, cov)):

@@ -898,29 +898,44 @@ def _odds_rho(P: np.ndarray, tau2: float) -> np.ndarray:
     return rho / (1.0 - rho)
 
 
-def _loglik(P: np.ndarray, k: np.ndarray, n: np.ndarray, tau2: float) -> np.ndarray:
+def _loglik(P: np.ndarray, k: np.ndarray, n: np.ndarray, c: np.ndarray | None) -> np.ndarray:
     """Log-likelihood on the grid (rows: items) of ``k`` of ``n`` runs correct, beta-binomial with
-    mean ``P`` and intraclass correlation ``rho = p (1 - p) tau^2`` (the runs of a model on an item
-    share its misfit); ``tau = 0`` is the binomial.  As products, stable for small ``rho``:
-    ``prod_{j<k} (P + j c) prod_{j<n-k} (1 - P + j c) / prod_{j<n} (1 + j c)``, ``c = rho / (1 - rho)``."""
+    mean ``P`` and ``c = rho / (1 - rho)`` per item (``rho`` the intraclass correlation of the runs,
+    which share the model's misfit on the item); ``c = None`` is the binomial.  As products, stable
+    for small ``rho``: ``prod_{j<k} (P + j c) prod_{j<n-k} (1 - P + j c) / prod_{j<n} (1 + j c)``."""
     P = np.clip(P, 1e-12, 1 - 1e-12)
-    if tau2 == 0.0:
+    if c is None:
         return k[:, None] * np.log(P) + (n - k)[:, None] * np.log1p(-P)
-    c = _odds_rho(P, tau2)
+    cc = np.asarray(c, dtype=float)[:, None]
     out = np.zeros_like(P)
     for j in range(int(n.max()) if len(n) else 0):
-        jc = j * c
+        jc = j * cc
         out += (np.where((k > j)[:, None], np.log(P + jc), 0.0) + np.where((n - k > j)[:, None], np.log1p(-P + jc), 0.0)
                 - np.where((n > j)[:, None], np.log1p(jc), 0.0))
     return out
 
 
+def _nearest(post: np.ndarray) -> int:
+    """The grid point nearest the posterior mean of the ability."""
+    return int(np.clip(np.searchsorted(_GRID, float(post @ _GRID)), 0, len(_GRID) - 1))
+
+
 def _posterior(g: _Grid, idx: np.ndarray, k: np.ndarray, n: np.ndarray, prior_sd: float,
                tau2: float) -> np.ndarray:
+    """The ability's posterior on the grid.  With a misfit, each item's ``rho = p (1 - p) tau^2`` is
+    fixed at the ability of the binomial posterior: were it a function of the ability on the grid,
+    an item with some runs right and some wrong would pull the ability to where ``p (1 - p)`` is
+    small (where the misfit is small), an artefact of the delta method, not information."""
     logp = -0.5 * (_GRID / prior_sd) ** 2
-    if len(idx):
-        logp = logp + _loglik(g.P[idx], k, n, tau2).sum(axis=0)
-    w = np.exp(logp - logp.max())
+    if not len(idx):
+        return np.exp(logp - logp.max()) / np.exp(logp - logp.max()).sum()
+    P = g.P[idx]
+    ll = _loglik(P, k, n, None).sum(axis=0)
+    if tau2 > 0:
+        post = np.exp(logp + ll - (logp + ll).max())
+        at = _nearest(post / post.sum())
+        ll = _loglik(P, k, n, _odds_rho(P[:, at], tau2)).sum(axis=0)
+    w = np.exp(logp + ll - (logp + ll).max())
     return w / w.sum()
 
 
@@ -1169,7 +1184,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
         post /= post.sum()
         for _ in range(n_items):
             # the information at the posterior mean of the ability (nearest grid point)
-            at = int(np.clip(np.searchsorted(_GRID, float(post @ _GRID)), 0, len(_GRID) - 1))
+            at = _nearest(post)
             expected = info_grid[:, at].copy()
             expected[~have] = -np.inf
             if asked:
@@ -1187,7 +1202,9 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
                     raise DataError(f"answer({m!r}, {labels[j]!r}) returned {y!r}, not 0 or 1")
                 ks.append(y)
                 ns.append(1.0)
-            logpost = logpost + _loglik(g.P[j:j + 1], np.array(ks[-1:]), np.array(ns[-1:]), mf.tau2)[0]
+            # the item's rho at the ability estimate when it is asked (see _posterior)
+            c = _odds_rho(g.P[j:j + 1, at], mf.tau2) if mf.tau2 > 0 else None
+            logpost = logpost + _loglik(g.P[j:j + 1], np.array(ks[-1:]), np.array(ns[-1:]), c)[0]
             post = np.exp(logpost - logpost.max())
             post /= post.sum()
         est, se, lo, hi, th, th_se = _summarise(g, mf, post, np.array(asked, dtype=np.int64), np.array(ks),
