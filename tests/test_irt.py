@@ -176,15 +176,22 @@ def test_subset_accuracy_of_a_held_out_model():
     items, theta = simulate_irt_parameters(300, 9, seed=21)
     runs = simulate_irt(items=items, theta=theta, seed=22)
     fit = fit_irt(runs[runs["model"] != "m8"])
+    # one response per model and item: the misfit cannot be told from the Bernoulli noise
+    assert not fit.misfit_identified and fit.misfit_sd == 0.0
+    assert "misfit not identified" in repr(fit)
     new = runs[runs["model"] == "m8"]
     full = estimate_accuracy(fit, new).table.iloc[0]
     assert full["n_items"] == 300
-    assert full["conf_low"] < full["estimate"] < full["conf_high"]
-    # all items answered: the estimate is close to the observed accuracy
-    assert full["estimate"] == pytest.approx(full["observed"], abs=0.03)
+    # all items answered, the observed target: the estimate is the observed accuracy, known exactly
+    assert full["estimate"] == full["observed"] == new["correct"].mean()
+    assert full["se"] == 0.0 and full["conf_low"] == full["conf_high"] == full["estimate"]
+    # the expected target (the 2PL alone, no misfit): close to the observed, with an interval
+    two_pl = estimate_accuracy(fit, new, target="expected").table.iloc[0]
+    assert two_pl["conf_low"] < two_pl["estimate"] < two_pl["conf_high"]
+    assert two_pl["estimate"] == pytest.approx(full["observed"], abs=0.03)
     chosen = select_items(fit, 30)
     part = estimate_accuracy(fit, new[new["item"].isin(chosen)]).table.iloc[0]
-    assert part["n_items"] == 30 and part["se"] > full["se"]
+    assert part["n_items"] == 30 and part["se"] > two_pl["se"]
     assert part["conf_low"] < full["observed"] < part["conf_high"]
     ada = adaptive_accuracy(fit, new, ["m8"], n_items=30).table.iloc[0]
     assert ada["n_items"] == 30 and ada["conf_low"] < full["observed"] < ada["conf_high"]
@@ -192,6 +199,72 @@ def test_subset_accuracy_of_a_held_out_model():
     lookup = new.set_index("item")["correct"]
     via_fn = adaptive_accuracy(fit, lambda m, i: lookup[i], ["m8"], n_items=30).table.iloc[0]
     assert via_fn["estimate"] == pytest.approx(ada["estimate"], abs=1e-12)
+
+
+def test_misfit_estimate_recovers_a_known_model_by_item_variance():
+    # 100 items x 8 models x 12 runs with a model-by-item effect delta ~ N(0, 1) on the logit scale.
+    # The estimator targets the delta-method variance of the accuracies, Var q = (p (1 - p))^2 tau^2,
+    # so its truth is the closed form sqrt(sum Var q / sum (E q (1 - E q))^2) over the cells (by
+    # quadrature over delta): 0.86 here, not 1 (the logistic curve compresses the tails).  Over 8
+    # seeds the estimates were 0.81 to 0.89 (SD 0.025): a tolerance of 0.1 is 4 SDs
+    items, theta = simulate_irt_parameters(100, 8, seed=4)
+    fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=12, run_sd=0.0, misfit_sd=1.0, seed=104))
+    a = items["discrimination"].to_numpy()[:, None, None]
+    eta = a * (theta[None, :, None] - items["difficulty"].to_numpy()[:, None, None])
+    x, v = np.polynomial.hermite_e.hermegauss(40)
+    q = 1.0 / (1.0 + np.exp(-(eta + x)))
+    m = q @ (v / v.sum())
+    truth = np.sqrt(((q ** 2) @ (v / v.sum()) - m ** 2).sum() / ((m * (1 - m)) ** 2).sum())
+    assert truth == pytest.approx(0.86, abs=0.01)
+    assert fit.misfit_identified
+    assert fit.misfit_sd == pytest.approx(truth, abs=0.1)
+    assert fit.to_dict()["misfit_sd"] == fit.misfit_sd and "misfit SD" in repr(fit)
+
+
+def test_misfit_estimate_is_near_zero_when_the_2pl_holds():
+    # the same design without the effect: the moment estimator truncated at 0 has a small upward
+    # bias (0 to 0.17 over 8 seeds, i.e. tau^2 under 0.03); its tau^2 is under 0.1, against 0.74
+    # for tau = 0.86 above and 1.3 on AI4Math
+    runs = simulate_irt(n_items=100, n_models=8, n_runs=12, run_sd=0.0, seed=7)
+    fit = fit_irt(runs)
+    assert fit.misfit_identified and fit.misfit_sd ** 2 < 0.1
+
+
+@pytest.fixture(scope="module")
+def pooled():
+    # runs pooled as attempts (no item:run layer): the predictions on the ability grid are cheap
+    runs = simulate_irt(n_items=60, n_models=6, n_runs=4, run_sd=0.0, misfit_sd=0.8, seed=12)
+    return runs, fit_irt(runs)
+
+
+def test_misfit_widens_subset_intervals_and_the_target_is_chosen(pooled):
+    runs, fit = pooled
+    new = runs[(runs["model"] == "m3") & runs["item"].isin(select_items(fit, 15))]
+    base = estimate_accuracy(fit, new, misfit_sd=0.0).table.iloc[0]
+    wide = estimate_accuracy(fit, new, misfit_sd=1.0).table.iloc[0]
+    assert wide["se"] > base["se"] and wide["conf_low"] < base["conf_low"] and wide["conf_high"] > base["conf_high"]
+    res = estimate_accuracy(fit, new, target="expected", misfit_sd=0.5)
+    assert res.target == "expected" and res.misfit_sd == 0.5 and "expected accuracy" in repr(res)
+    # the default is the fit's own misfit
+    assert estimate_accuracy(fit, new).misfit_sd == fit.misfit_sd
+    ada = adaptive_accuracy(fit, runs, ["m3"], n_items=10, misfit_sd=1.0).table.iloc[0]
+    ada0 = adaptive_accuracy(fit, runs, ["m3"], n_items=10, misfit_sd=0.0).table.iloc[0]
+    assert ada["se"] > ada0["se"]
+    with pytest.raises(ArgumentError, match="misfit_sd"):
+        estimate_accuracy(fit, new, misfit_sd=-1.0)
+    with pytest.raises(ArgumentError, match="target"):
+        estimate_accuracy(fit, new, target="true")  # type: ignore[arg-type]
+
+
+def test_observed_target_with_all_items_is_exact_for_any_misfit(pooled):
+    # every item answered: nothing is predicted, so neither the misfit nor the ability enters
+    runs, fit = pooled
+    new = runs[runs["model"].isin(["m0", "m5"])]
+    for tau in (0.0, 1.5):
+        est = estimate_accuracy(fit, new, misfit_sd=tau).table.set_index("model")
+        observed = new.groupby("model")["correct"].mean()
+        np.testing.assert_allclose(est["estimate"], observed[est.index], rtol=0, atol=1e-15)
+        assert (est["se"] == 0.0).all() and (est["conf_low"] == est["conf_high"]).all()
 
 
 def test_bad_input_is_named(sim):
@@ -213,6 +286,8 @@ def test_bad_input_is_named(sim):
         adaptive_accuracy(fit, runs, ["nobody"], n_items=3)
     with pytest.raises(ArgumentError, match="models"):
         adaptive_accuracy(fit, lambda m, i: 1, n_items=3)
+    with pytest.raises(ArgumentError, match="IrtFit"):
+        estimate_accuracy(fit.items, runs)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="model_type"):
         fit_irt(runs, model_type="3pl")  # type: ignore[arg-type]
 
@@ -238,8 +313,10 @@ def test_cli_irt(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["table"]) == 5 and len(doc["items"]) == 40 and len(doc["selected_items"]) == 5
     assert {"estimate", "se", "conf_low", "conf_high"} <= set(doc["table"][0])
+    assert doc["misfit_identified"] and doc["misfit_sd"] >= 0.0
     assert main(["irt", str(path), "--run", "run", "--model-type", "1pl", "--items"]) == 0
-    assert "1PL item response model" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1PL item response model" in out and "model-by-item misfit SD" in out
     # a label with a terminal escape sequence is printed inert
     evil = runs.assign(item=runs["item"].where(runs["item"] != "i00", "i00\x1b[31m"))
     evil_path = tmp_path / "evil.csv"
@@ -266,9 +343,12 @@ def _study():
 @pytest.mark.slow  # a 5,000-item calibration and 600 subset estimates: the second test step
 def test_subset_coverage_simulated_benchmark():
     # 100 new models per cell: the Monte-Carlo SE of a coverage near 0.95 is 0.022, so 0.85 is
-    # more than 4 MC SEs below nominal
+    # more than 4 MC SEs below nominal.  The target is the expected accuracy under the true
+    # parameters; the calibration has one run, so the misfit is not identified and taken as 0:
+    # the intervals are those of the 2PL alone (the 2PL holds here)
     res = _study().simulated_study(n_items=5000, n_calib=20, n_test=100, sizes=(25, 100), seed=2024)
     assert (res["coverage"] >= 0.85).all(), res
+    assert (np.abs(res["coverage"] - 0.95) <= 3 * 0.022).all(), res
     rmse = res.pivot(index="n_items", columns="method", values="rmse")
     assert (rmse.loc[100] < rmse.loc[25]).all()
     assert rmse.loc[100, "adaptive"] < rmse.loc[100, "random"]
@@ -281,50 +361,43 @@ def test_subset_error_ai4math_leave_one_model_out(ai4math_dir):
     rmse = res.pivot(index="n_items", columns="method", values="rmse")
     assert (rmse.loc[40] < rmse.loc[10]).all()
     assert rmse.loc[40].max() < 0.08, res
+    # The held-out model's accuracy on all 105 items (the observed target) is covered for 4 to 7
+    # of the 8 models per cell (2 to 6 before the misfit entered the SE): still below nominal,
+    # see docs/irt.md.  Pooled over these 48 intervals (MC SE about 0.06) at least 0.6
+    assert res["coverage"].mean() >= 0.6, res
 
 
 @pytest.mark.slow  # one calibration of AI4Math and 600 subset estimates (about 40 s)
 def test_subset_estimates_cover_the_full_data_accuracy_ai4math(ai4math_dir):
     # The 2PL with the item:run nuisance (a run is a language x prompt x repetition: 12 per item)
-    # fitted to all 105 items x 8 models; each model's accuracy then estimated from 25 random
-    # subsets of n items (all 12 responses of each) and compared with the full-data values: the
-    # fit's own accuracy from all 105 items (the estimand of a subset estimate) and the observed
-    # accuracy.  200 intervals per size, 25 per model: a binomial Monte-Carlo SE of 0.015 to 0.03
-    # (more, as the subsets of one model share its truth)
-    runs = pd.read_csv(ai4math_dir / "ai4math_runs.csv")
+    # fitted to all 105 items x 8 models; each model's observed accuracy on all 105 items then
+    # estimated from 25 random subsets of n items (all 12 responses of each)
+    path = ai4math_dir / "ai4math_runs.csv"
+    runs = pd.read_csv(path)
     fit = fit_irt(runs, item="problem_id", run=["language", "prompt", "run"])
     assert "run_sd" in set(fit.population["parameter"])
-    full = estimate_accuracy(fit, runs, item="problem_id").table.set_index("model")
+    # a large model-by-item misfit: 1.14 on the logit scale
+    assert fit.misfit_identified and 1.0 < fit.misfit_sd < 1.3
     observed = runs.groupby("model")["correct"].mean()
+    full = estimate_accuracy(fit, runs, item="problem_id").table.set_index("model")
     assert (full["n_items"] == 105).all()
-    # the 2PL's accuracy of each model is close to, but not exactly, the observed one (its score
-    # equations weigh items by their discrimination): within 0.03 for all eight
-    assert np.abs(full["estimate"] - observed[full.index]).max() < 0.03
-    rng = np.random.default_rng(3)
-    items = runs["problem_id"].unique()
-    res = {}
-    for n in (10, 20, 40):
-        rows = []
-        for _ in range(25):
-            chosen = rng.choice(items, n, replace=False)
-            est = estimate_accuracy(fit, runs[runs["problem_id"].isin(chosen)], item="problem_id").table
-            rows.append(est.set_index("model"))
-        est = pd.concat(rows)
-        lo, hi, e = est["conf_low"], est["conf_high"], est["estimate"]
-        truth_fit, truth_obs = full["estimate"].reindex(est.index), observed.reindex(est.index)
-        res[n] = {"cover_fit": float(((lo <= truth_fit) & (truth_fit <= hi)).mean()),
-                  "cover_observed": float(((lo <= truth_obs) & (truth_obs <= hi)).mean()),
-                  "rmse_observed": float(np.sqrt(np.mean((e - truth_obs) ** 2)))}
+    # all items answered: the observed accuracy, exactly, with SE 0 ...
+    np.testing.assert_allclose(full["estimate"], observed[full.index], rtol=0, atol=1e-12)
+    assert (full["se"] == 0).all()
+    # ... where the 2PL alone (every item predicted) is off by up to 0.022: its score equations
+    # weigh items by their discrimination
+    two_pl = estimate_accuracy(fit, runs, item="problem_id", target="expected", misfit_sd=0.0).table
+    gap = np.abs(two_pl.set_index("model")["estimate"] - observed[full.index])
+    assert 0.015 < gap.max() < 0.03
+    res = _study().ai4math_coverage(path, sizes=(10, 20, 40), reps=25, seed=3).set_index("n_items")
     # the error falls with the items used, to about 0.02 at 40 of 105
-    assert res[10]["rmse_observed"] > res[20]["rmse_observed"] > res[40]["rmse_observed"]
-    assert res[40]["rmse_observed"] < 0.03, res
-    # the intervals cover the fit's full-data accuracy near the nominal rate once the subset has
-    # 20 items or more (0.90 and 0.935 in this seeded run; 0.83 at 10, where the ability prior
-    # still pulls), but the observed accuracy in only 77.5% to 79.5%: the gap between the 2PL's
-    # accuracy and the observed one (up to 0.022) is a misfit the interval does not carry
-    assert res[20]["cover_fit"] >= 0.85 and res[40]["cover_fit"] >= 0.9, res
-    assert res[10]["cover_fit"] >= 0.75, res
-    assert all(r["cover_observed"] >= 0.7 for r in res.values()), res
+    assert res.loc[10, "rmse"] > res.loc[20, "rmse"] > res.loc[40, "rmse"]
+    assert res.loc[40, "rmse"] < 0.025, res
+    # 200 intervals per size: a binomial MC SE of 0.015 at 0.95 (more, as the 25 subsets of a
+    # model share its truth).  Measured 0.935, 0.96, 0.97: within 3 MC SE of 0.95 at each size,
+    # where the 2PL's intervals covered 0.775 to 0.795; the z-scores have SD near 1 (0.93 to 1.08)
+    assert (np.abs(res["coverage"] - 0.95) <= 3 * 0.0154).all(), res
+    assert res["z_sd"].between(0.8, 1.15).all(), res
 
 
 @pytest.mark.slow  # NUTS sampling
@@ -341,6 +414,10 @@ def test_bayesian_fit_agrees_with_marginal_ml():
     pop = post.population.set_index("parameter")["estimate"]
     assert pop["run_sd"] == pytest.approx(fit.population.set_index("parameter")["estimate"]["run_sd"], abs=0.1)
     assert "Bayesian" in repr(post)
+    # the misfit by the same moment estimator (no misfit simulated; two runs identify it)
+    assert post.misfit_identified and fit.misfit_identified
+    assert post.misfit_sd == pytest.approx(fit.misfit_sd, abs=0.25) and post.misfit_sd < 0.4
+    assert post.to_dict()["misfit_sd"] == post.misfit_sd
 
 
 def _three() -> pd.DataFrame:

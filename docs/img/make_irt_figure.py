@@ -37,11 +37,12 @@ def simulated_study(n_items: int = 5000, n_calib: int = 20, n_test: int = 100, s
     rows = []
     for n in sizes:
         for method in METHODS:
+            # the truth is the expected accuracy under the true parameters, not one run's
             if method == "adaptive":
-                est = adaptive_accuracy(fit, new, n_items=n).table
+                est = adaptive_accuracy(fit, new, n_items=n, target="expected").table
             else:
                 chosen = select_items(fit, n, method=method, seed=rng)
-                est = estimate_accuracy(fit, new[new["item"].isin(chosen)]).table
+                est = estimate_accuracy(fit, new[new["item"].isin(chosen)], target="expected").table
             order = np.argsort(est["model"].to_numpy())   # m000, m001... in the order of new_theta
             e = est["estimate"].to_numpy()[order]
             covered = (est["conf_low"].to_numpy()[order] <= truth) & (truth <= est["conf_high"].to_numpy()[order])
@@ -71,11 +72,48 @@ def ai4math_study(path: Path, sizes=(5, 10, 20, 40), seed: int = 7) -> pd.DataFr
                     chosen = select_items(fit, n, method=method, seed=rng)
                     est = estimate_accuracy(fit, new[new["problem_id"].isin(chosen)], item="problem_id").table.iloc[0]
                 rows.append({"model": held, "n_items": n, "method": method, "error": est["estimate"] - observed,
-                             "covered": est["conf_low"] <= observed <= est["conf_high"]})
+                             "covered": est["conf_low"] <= observed <= est["conf_high"],
+                             "width": est["conf_high"] - est["conf_low"]})
     per = pd.DataFrame(rows)
-    return (per.groupby(["n_items", "method"])
-            .agg(rmse=("error", lambda e: float(np.sqrt(np.mean(np.square(e))))), coverage=("covered", "mean"))
-            .reset_index().assign(data="ai4math"))
+    out = (per.groupby(["n_items", "method"])
+           .agg(rmse=("error", lambda e: float(np.sqrt(np.mean(np.square(e))))), coverage=("covered", "mean"),
+                mean_width=("width", "mean"))
+           .reset_index().assign(data="ai4math"))
+    # 8 held-out models per cell: a binomial Monte-Carlo SE at the observed coverage
+    out["coverage_mc_se"] = np.sqrt(out["coverage"] * (1 - out["coverage"]) / runs["model"].nunique())
+    return out
+
+
+def ai4math_coverage(path: Path, sizes=(10, 20, 40), reps: int = 25, seed: int = 3,
+                     leave_one_out: bool = False) -> pd.DataFrame:
+    """Random subsets of AI4Math: each model's accuracy on all 105 items (observed, 12 runs per
+    item) estimated from ``reps`` random subsets of n items (all 12 responses of each), with the
+    items calibrated on all eight models (in sample) or on the other seven (``leave_one_out``).
+    Per size: coverage of the 95% intervals, its Monte-Carlo SE (binomial, over ``8 * reps``
+    intervals; the subsets of one model share its truth, so take it as a lower bound), the RMSE,
+    the mean SE and the SD of the z-scores ``(estimate - observed) / se``."""
+    runs = pd.read_csv(path)
+    run = ["language", "prompt", "run"]
+    observed = runs.groupby("model")["correct"].mean()
+    items = runs["problem_id"].unique()
+    rng = np.random.default_rng(seed)
+    fits = ({m: fit_irt(runs[runs["model"] != m], item="problem_id", run=run) for m in observed.index}
+            if leave_one_out else dict.fromkeys(observed.index, fit_irt(runs, item="problem_id", run=run)))
+    rows = []
+    for n in sizes:
+        for _ in range(reps):
+            chosen = runs["problem_id"].isin(rng.choice(items, n, replace=False))
+            for m, fit in fits.items():
+                est = estimate_accuracy(fit, runs[chosen & (runs["model"] == m)], item="problem_id").table.iloc[0]
+                rows.append({"n_items": n, "model": m, "error": est["estimate"] - observed[m], "se": est["se"],
+                             "covered": est["conf_low"] <= observed[m] <= est["conf_high"]})
+    per = pd.DataFrame(rows)
+    out = per.groupby("n_items").agg(coverage=("covered", "mean"), intervals=("covered", "size"),
+                                     rmse=("error", lambda e: float(np.sqrt(np.mean(np.square(e))))),
+                                     mean_se=("se", "mean"))
+    out["coverage_mc_se"] = np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["intervals"])
+    out["z_sd"] = (per["error"] / per["se"]).groupby(per["n_items"]).std()
+    return out.reset_index()
 
 
 def plot(table: pd.DataFrame, out: Path) -> None:
@@ -86,7 +124,7 @@ def plot(table: pd.DataFrame, out: Path) -> None:
 
     sim = table[table["data"] == "simulated"]
     real = table[table["data"] == "ai4math"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
     for method, style in zip(METHODS, ("o:", "s--", "^-")):
         s = sim[sim["method"] == method]
         axes[0].plot(s["n_items"], s["rmse"], style, label=method)
@@ -98,7 +136,17 @@ def plot(table: pd.DataFrame, out: Path) -> None:
     axes[1].axhline(0.95, color="grey", lw=1)
     axes[1].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval", title="simulated: coverage (±2 MC SE)")
     axes[2].set(ylabel="RMSE vs accuracy on all 105", title="AI4Math, one model left out (8)")
-    for ax, sizes in zip(axes, (sim, sim, real)):
+    for data, style, color, label in (("ai4math_in_sample", "D-", "black", "calibrated on all 8"),
+                                      ("ai4math_loo", "v--", "tab:purple", "model left out (7)")):
+        c = table[table["data"] == data]
+        axes[3].errorbar(c["n_items"], c["coverage"], yerr=2 * c["coverage_mc_se"], fmt=style, color=color,
+                         label=label, capsize=2)
+    axes[3].axhline(0.95, color="grey", lw=1)
+    axes[3].set(ylim=(0.7, 1.0), ylabel="coverage of 95% interval (±2 MC SE)",
+                title="AI4Math, random items: coverage")
+    axes[3].legend(loc="lower right")
+    cov = table[table["data"] == "ai4math_in_sample"]
+    for ax, sizes in zip(axes, (sim, sim, real, cov)):
         ticks = sorted(sizes["n_items"].unique())
         ax.set_xscale("log")
         ax.set_xticks(ticks)
@@ -114,7 +162,7 @@ def plot(table: pd.DataFrame, out: Path) -> None:
 
 
 def main() -> None:
-    """Run both studies (about 20 minutes on two cores), write the table and the figure;
+    """Run the studies (about 20 minutes on two cores), write the table and the figure;
     ``--plot-only`` redraws the figure from the table."""
     here = Path(__file__).resolve().parent
     table_path = here / "irt_subsets.csv"
@@ -122,7 +170,10 @@ def main() -> None:
     if "--plot-only" not in sys.argv:
         warnings.simplefilter("ignore")
         csv = Path(args[0]) if args else here.parents[2] / "shared" / "data" / "ai4math" / "ai4math_runs.csv"
-        table = pd.concat([simulated_study(), ai4math_study(csv)], ignore_index=True)
+        table = pd.concat([simulated_study(), ai4math_study(csv),
+                           ai4math_coverage(csv).assign(data="ai4math_in_sample", method="random"),
+                           ai4math_coverage(csv, leave_one_out=True).assign(data="ai4math_loo", method="random")],
+                          ignore_index=True)
         table.to_csv(table_path, index=False, float_format="%.6g")
     table = pd.read_csv(table_path)
     print(table.to_string(index=False))

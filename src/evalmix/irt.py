@@ -30,11 +30,14 @@ of the abilities come from the cross-product of the per-item scores (mirt's ``SE
 
 Subset selection
 ----------------
-A fit calibrates the items.  :func:`estimate_accuracy` places a model evaluated on some of the
-items on the ability scale (the posterior of ``theta`` on a grid, each item's parameters integrated
-over their posterior and each response over fresh run noise) and estimates its full-benchmark
-accuracy, the mean over all items of the predicted probability correct, with an interval that
-adds the item parameters' posterior uncertainty to the ability's.  :func:`select_items` picks a
+A fit calibrates the items and estimates the model-by-item misfit ``misfit_sd``: how far a
+model's accuracy on an item strays from the 2PL's prediction beyond the run noise (on AI4Math,
+1.1 on the logit scale).  :func:`estimate_accuracy` places a model evaluated on some of the items
+on the ability scale (the posterior of ``theta`` on a grid, each item's parameters integrated over
+their posterior, each response over fresh run noise, the runs of an item sharing its misfit) and
+estimates its full-benchmark accuracy: the answered items' own outcomes and the predictions of
+the others, with an interval that adds to the ability's and the item parameters' posterior
+uncertainty the misfit and the run noise of the unanswered items.  :func:`select_items` picks a
 fixed subset (by information, stratified by difficulty, or at random) and
 :func:`adaptive_accuracy` picks items one at a time, each the most informative at the current
 ability estimate.
@@ -59,7 +62,7 @@ from ._result import Result
 from .arguments import check_choice, check_count, check_level, check_number
 from .data import ensure_runs, load_table
 from .errors import ArgumentError, ConvergenceWarning, DataError
-from .methods import IRT_MODELS, ITEM_SELECTIONS, IrtModel, ItemSelection
+from .methods import IRT_MODELS, IRT_TARGETS, ITEM_SELECTIONS, IrtModel, IrtTarget, ItemSelection
 from .model import lower_triangle
 
 __all__ = ["IrtFit", "IrtPosterior", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
@@ -349,6 +352,85 @@ def _ability_cov(scores: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return cov[:M, :M]
 
 
+def _misfit(cnt: _Counts, a: np.ndarray, c: np.ndarray, w: np.ndarray, run_sd: float, theta: np.ndarray,
+            theta_var: np.ndarray) -> tuple[float, bool, np.ndarray]:
+    """The model-by-item misfit SD ``tau`` on the logit scale, and whether the cells identify it.
+
+    A model's accuracy on an item, ``q_mi``, differs from the 2PL's ``p_mi`` by a model-by-item
+    effect: ``logit q_mi = logit p_mi + delta_mi``, ``delta_mi ~ N(0, tau^2)``, so that (delta
+    method) ``Var q_mi = (p (1 - p))^2 tau^2``, shared by the ``n_mi`` runs of the cell.  The
+    moment estimator is the excess of the squared residuals of the cells' accuracies over the
+    binomial run noise.  The parameters fitted from the same cells pull the residuals in (most
+    with few models per item); in the working linear model on the logit scale (weights
+    ``w = n p (1 - p)``, item effects with their posterior covariance ``V_i``, the Bayes hat
+    matrix ``H_i = W^1/2 X V_i X' W^1/2`` of each item, ``X`` the models' rows ``(theta_m, 1)``)
+
+        E (ybar - p)^2 = (1 - h) p (1 - p) / n + [(I - H)^2]_mm (p (1 - p))^2 tau^2
+
+    with ``h`` the hat diagonal, the abilities' share ``w a^2 Var(theta_m)`` added to it as fixed
+    effects.  With one response per cell a Bernoulli outcome has variance ``p (1 - p)`` whatever
+    ``tau`` is: not identifiable, reported as 0.  Also returns the weights ``w`` of the cells.
+    """
+    k, n = cnt.k.sum(axis=1), cnt.n.sum(axis=1)                         # (I, M)
+    cells = n > 0
+    P = _predictive_nodes(a, c, w, run_sd, theta)[0]
+    pq = P * (1.0 - P)
+    # the run noise flattens the likelihood of a response (the probit approximation, as in the E step)
+    wt = n * pq / (1.0 + math.pi * run_sd ** 2 / 8.0)
+    if not (n[cells] >= 2).any():
+        return 0.0, False, wt
+    a_mean, c_mean = np.einsum("ig,ig->i", w, a), np.einsum("ig,ig->i", w, c)
+    da, dc = a - a_mean[:, None], c - c_mean[:, None]
+    vaa, vac, vcc = (np.einsum("ig,ig->i", w, x * y) for x, y in ((da, da), (da, dc), (dc, dc)))
+    tt, ts = np.outer(theta, theta)[None], (theta[:, None] + theta[None, :])[None]
+
+    def cov(sl: slice) -> np.ndarray:   # x_m' V_i x_j for the models' rows x = (theta, 1)
+        return vaa[sl, None, None] * tt + vac[sl, None, None] * ts + vcc[sl, None, None]
+
+    return _misfit_moments(k, n, P, wt, cov, wt * a_mean[:, None] ** 2 * theta_var[None, :]), True, wt
+
+
+def _misfit_moments(k: np.ndarray, n: np.ndarray, P: np.ndarray, wt: np.ndarray,
+                    cov: Callable[[slice], np.ndarray], h_extra: np.ndarray | float = 0.0) -> float:
+    """The moment estimator of ``tau`` (see :func:`_misfit`) from the cells' counts ``k`` of ``n``,
+    their fitted probabilities and weights, ``cov(items)`` the posterior covariance of the linear
+    predictor between the models of each of those items (i, M, M) and ``h_extra`` the leverage
+    of fixed effects."""
+    cells = n > 0
+    pq = P * (1.0 - P)
+    sw = np.sqrt(wt)
+    n_items, n_models = P.shape
+    h, hh = np.empty_like(P), np.empty_like(P)
+    step = max(1, 4_000_000 // n_models ** 2)   # items per block: the (i, M, M) blocks stay small
+    for s in range(0, n_items, step):
+        sl = slice(s, s + step)
+        H = sw[sl, :, None] * cov(sl) * sw[sl, None, :]                  # the hat matrix of each item
+        h[sl] = np.einsum("imm->im", H)
+        hh[sl] = np.einsum("imj,imj->im", H, H)
+    one_minus_h = np.clip(1.0 - h - h_extra, 0.0, 1.0)
+    sq = np.clip(1.0 - 2.0 * h + hh - h_extra, 0.0, 1.0)
+    nn = n[cells]
+    num = float(np.sum((k[cells] / nn - P[cells]) ** 2 - one_minus_h[cells] * pq[cells] / nn))
+    den = float(np.sum(sq[cells] * pq[cells] ** 2))
+    if not den > 0:
+        return 0.0
+    return math.sqrt(max(num / den, 0.0))
+
+
+def _item_design(theta: np.ndarray, two_pl: bool) -> np.ndarray:
+    """Each model's row in the item effects: ``(theta, 1)`` for ``(a, c)``, ``(1,)`` for the 1PL's ``c``."""
+    return np.column_stack([theta, np.ones_like(theta)]) if two_pl else np.ones((len(theta), 1))
+
+
+def _item_cov(cell_w: np.ndarray, design: np.ndarray, prec: np.ndarray, tau2: float) -> np.ndarray:
+    """Per item, the covariance of its effects in the working linear model on the logit scale:
+    ``(X' W X + prec)^-1`` with each cell's weight ``w / (1 + w tau^2)`` (a cell's logit known to
+    ``1 / w`` from its runs, and to ``tau^2`` more from the misfit, which its runs share)."""
+    ww = cell_w / (1.0 + cell_w * tau2)
+    H = np.einsum("im,md,me->ide", ww, design, design) + prec
+    return np.linalg.inv(H)
+
+
 # ----------------------------------------------------------------------------------------------
 # the fit
 
@@ -375,6 +457,15 @@ class IrtFit(Result):
         ``run_sd``, the SD of the item:run effects.
     loglik : float
         Marginal log-likelihood (binomial coefficients included).
+    misfit_sd : float
+        The model-by-item misfit ``tau``: the SD on the logit scale by which a model's accuracy on
+        an item differs from the 2PL's prediction, beyond the run noise (a moment estimator from
+        the cells' accuracies over their runs, corrected for the parameters fitted from them;
+        0 when ``misfit_identified`` is False).  :func:`estimate_accuracy` carries it into its
+        standard errors.
+    misfit_identified : bool
+        Whether some model answered some item more than once: with one response per model and
+        item the misfit cannot be told from the Bernoulli noise, and ``misfit_sd`` is 0.
     """
 
     abilities: pd.DataFrame
@@ -387,6 +478,11 @@ class IrtFit(Result):
     iterations: int
     converged: bool
     conf_level: float
+    misfit_sd: float
+    misfit_identified: bool
+    _cell_w: np.ndarray
+    _design: np.ndarray
+    _item_prec: np.ndarray
     _node_a: np.ndarray
     _node_c: np.ndarray
     _node_w: np.ndarray
@@ -394,7 +490,7 @@ class IrtFit(Result):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("_node_a", "_node_c", "_node_w"):  # the item posteriors are read-only too
+        for name in ("_node_a", "_node_c", "_node_w", "_cell_w", "_design", "_item_prec"):  # read-only too
             value = np.array(object.__getattribute__(self, name), dtype=float)
             value.flags.writeable = False
             object.__setattr__(self, name, value)
@@ -408,7 +504,9 @@ class IrtFit(Result):
     def _header(self) -> list[str]:
         return [f"{len(self.items)} items, {len(self.abilities)} models, {self.n_runs} runs, "
                 f"{self.n_obs} responses; logLik {self.loglik:.2f}",
-                f"abilities (estimate) at mean 0, SD 1 over the fitted models; run SD {self._run_sd:.3g}"]
+                f"abilities (estimate) at mean 0, SD 1 over the fitted models; run SD {self._run_sd:.3g}",
+                f"model-by-item misfit SD {self.misfit_sd:.3g} (logit scale)" if self.misfit_identified
+                else "model-by-item misfit not identified (one response per model and item): taken as 0"]
 
     def _notes(self) -> list[str]:
         if self.converged:
@@ -419,7 +517,8 @@ class IrtFit(Result):
         from ._result import frame_records
         return {"table": frame_records(self.abilities), "items": frame_records(self.items),
                 "population": frame_records(self.population), "loglik": self.loglik,
-                "model_type": self.model_type}
+                "model_type": self.model_type, "misfit_sd": self.misfit_sd,
+                "misfit_identified": self.misfit_identified}
 
     def predict(self, theta: npt.ArrayLike) -> np.ndarray:
         """Probability correct of each item (rows) at each ability (columns), the item parameters
@@ -579,9 +678,12 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
                ("intercept_sd", math.sqrt(st.cov[0, 0]))]
     pop.append(("run_sd", st.run_sd))
     population = pd.DataFrame(pop, columns=["parameter", "estimate"])
+    misfit_sd, identified, cell_w = _misfit(cnt, e.a, e.c, e.w, st.run_sd, st.theta, se ** 2)
     return IrtFit(abilities=abilities, items=items, population=population, loglik=e.loglik,
                   model_type=model_type, n_obs=int(cnt.n.sum()), n_runs=cnt.runs, iterations=it,
-                  converged=converged, conf_level=conf_level, _node_a=e.a, _node_c=e.c, _node_w=e.w,
+                  converged=converged, conf_level=conf_level, misfit_sd=misfit_sd,
+                  misfit_identified=identified, _cell_w=cell_w, _design=_item_design(st.theta, two_pl),
+                  _item_prec=np.linalg.pinv(st.cov), _node_a=e.a, _node_c=e.c, _node_w=e.w,
                   _run_sd=st.run_sd)
 
 
@@ -592,8 +694,12 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
 def _predictive(fit: IrtFit, theta: np.ndarray, chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per item and ability: the predictive probability (item posterior and fresh run noise
     integrated), its derivative in theta, and its posterior variance over the item parameters."""
-    zk, vk = _gh(9) if fit._run_sd > 0 else (np.zeros(1), np.ones(1))
-    a, c, w = fit._node_a, fit._node_c, fit._node_w
+    return _predictive_nodes(fit._node_a, fit._node_c, fit._node_w, fit._run_sd, theta, chunk)
+
+
+def _predictive_nodes(a: np.ndarray, c: np.ndarray, w: np.ndarray, run_sd: float, theta: np.ndarray,
+                      chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    zk, vk = _gh(9) if run_sd > 0 else (np.zeros(1), np.ones(1))
     n_items = a.shape[0]
     P = np.empty((n_items, len(theta)))
     dP = np.empty_like(P)
@@ -601,7 +707,7 @@ def _predictive(fit: IrtFit, theta: np.ndarray, chunk: int = 256) -> tuple[np.nd
     for s in range(0, n_items, chunk):
         sl = slice(s, s + chunk)
         eta = (a[sl, :, None, None] * theta[None, None, None, :] + c[sl, :, None, None]
-               + fit._run_sd * zk[None, None, :, None])                      # (i, G, K, T)
+               + run_sd * zk[None, None, :, None])                           # (i, G, K, T)
         p = special.expit(eta)
         pk = np.einsum("igkt,k->igt", p, vk)
         dk = np.einsum("igkt,k->igt", p * (1 - p), vk) * a[sl, :, None]
@@ -708,14 +814,18 @@ class SubsetAccuracy(Result):
     """Full-benchmark accuracy of models evaluated on subsets of items (see :func:`estimate_accuracy`).
 
     The table has one row per model: ``model``, ``n_items`` (items answered), ``estimate`` (the
-    mean over all items of the predicted probability correct), ``se``, ``conf_low``,
-    ``conf_high``, ``theta`` and ``theta_se`` (posterior mean and SD of the ability) and
-    ``observed`` (the accuracy on the answered items).
+    model's accuracy over all the fit's items: the answered items' own outcomes, the others
+    predicted), ``se``, ``conf_low``, ``conf_high``, ``theta`` and ``theta_se`` (posterior mean
+    and SD of the ability) and ``observed`` (the accuracy on the answered items).  ``target`` is
+    ``"observed"`` or ``"expected"`` (see :func:`estimate_accuracy`), ``misfit_sd`` the
+    model-by-item misfit the standard errors carry.
     """
 
     table: pd.DataFrame
     conf_level: float
     selection: str
+    target: str = "observed"
+    misfit_sd: float = 0.0
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -724,18 +834,21 @@ class SubsetAccuracy(Result):
         return "Full-benchmark accuracy from a subset of items (IRT)"
 
     def _header(self) -> list[str]:
-        return [f"items chosen: {self.selection}; {self.conf_level:.0%} intervals"]
+        return [f"items chosen: {self.selection}; {self.conf_level:.0%} intervals",
+                f"target: the {self.target} accuracy over all items; model-by-item misfit SD "
+                f"{self.misfit_sd:.3g} (logit scale)"]
 
 
 @dataclass(frozen=True)
 class _Grid:
     P: np.ndarray        # (I, T) predictive probability
-    target: np.ndarray   # (T,) mean over items
-    item_var: np.ndarray  # (T,) variance of the target from the item posteriors
+    V: np.ndarray        # (I, T) its posterior variance over the item parameters
     dP: np.ndarray
 
 
 _GRIDS: weakref.WeakKeyDictionary[IrtFit, _Grid] = weakref.WeakKeyDictionary()
+# the largest intraclass correlation of a cell's runs (the beta-binomial's rho < 1)
+_RHO_MAX = 1.0 - 1e-6
 
 
 def _grid(fit: IrtFit) -> _Grid:
@@ -743,32 +856,151 @@ def _grid(fit: IrtFit) -> _Grid:
     if fit in _GRIDS:
         return _GRIDS[fit]
     P, dP, V = _predictive(fit, _GRID)
-    n_items = P.shape[0]
-    g = _Grid(P=P, target=P.mean(axis=0), item_var=V.sum(axis=0) / n_items ** 2, dP=dP)
+    g = _Grid(P=P, V=V, dP=dP)
     _GRIDS[fit] = g
     return g
 
 
-def _posterior(g: _Grid, idx: np.ndarray, k: np.ndarray, n: np.ndarray, prior_sd: float) -> np.ndarray:
+@dataclass(frozen=True)
+class _Misfit:
+    """The misfit on the grid for one call: ``rho = min(p (1 - p) tau^2, 1)``, the intraclass
+    correlation of a cell's runs, and the sums over all items the unanswered items start from."""
+
+    tau2: float
+    V: np.ndarray        # (I, T) item-parameter variance of the predictions, the misfit allowed for
+    sum_P: np.ndarray    # (T,)
+    sum_V: np.ndarray    # (T,) item-parameter variance
+    sum_PQ: np.ndarray   # (T,) p (1 - p)
+    sum_Vq: np.ndarray   # (T,) misfit variance of the accuracies, rho p (1 - p)
+
+
+def _misfit_grid(fit: IrtFit, g: _Grid, tau: float) -> _Misfit:
+    pq = g.P * (1.0 - g.P)
+    rho = np.minimum(pq * tau ** 2, _RHO_MAX)
+    V = g.V
+    if tau > 0:
+        # the item posteriors assumed no misfit: the calibration cells then seem to know each
+        # item better than they do.  Scale each item's variance by the ratio of x' C x with and
+        # without the misfit in the cells' weights (x = (theta, 1) on the grid)
+        x = _item_design(_GRID, fit._design.shape[1] == 2)
+        c0 = _item_cov(fit._cell_w, fit._design, fit._item_prec, 0.0)
+        c1 = _item_cov(fit._cell_w, fit._design, fit._item_prec, tau ** 2)
+        q0 = np.einsum("td,ide,te->it", x, c0, x)
+        q1 = np.einsum("td,ide,te->it", x, c1, x)
+        V = V * (q1 / np.maximum(q0, 1e-300))
+    return _Misfit(tau2=tau ** 2, V=V, sum_P=g.P.sum(axis=0), sum_V=V.sum(axis=0), sum_PQ=pq.sum(axis=0),
+                   sum_Vq=(rho * pq).sum(axis=0))
+
+
+def _odds_rho(P: np.ndarray, tau2: float) -> np.ndarray:
+    """``rho / (1 - rho)`` of the cells of probability ``P``: the beta-binomial's ``1 / (alpha + beta)``."""
+    rho = np.minimum(P * (1.0 - P) * tau2, _RHO_MAX)
+    return rho / (1.0 - rho)
+
+
+def _loglik(P: np.ndarray, k: np.ndarray, n: np.ndarray, c: np.ndarray | None) -> np.ndarray:
+    """Log-likelihood on the grid (rows: items) of ``k`` of ``n`` runs correct, beta-binomial with
+    mean ``P`` and ``c = rho / (1 - rho)`` per item (``rho`` the intraclass correlation of the runs,
+    which share the model's misfit on the item); ``c = None`` is the binomial.  As products, stable
+    for small ``rho``: ``prod_{j<k} (P + j c) prod_{j<n-k} (1 - P + j c) / prod_{j<n} (1 + j c)``."""
+    P = np.clip(P, 1e-12, 1 - 1e-12)
+    if c is None:
+        return k[:, None] * np.log(P) + (n - k)[:, None] * np.log1p(-P)
+    cc = np.asarray(c, dtype=float)[:, None]
+    out = np.zeros_like(P)
+    for j in range(int(n.max()) if len(n) else 0):
+        jc = j * cc
+        out += (np.where((k > j)[:, None], np.log(P + jc), 0.0) + np.where((n - k > j)[:, None], np.log1p(-P + jc), 0.0)
+                - np.where((n > j)[:, None], np.log1p(jc), 0.0))
+    return out
+
+
+def _nearest(post: np.ndarray) -> int:
+    """The grid point nearest the posterior mean of the ability."""
+    return int(np.clip(np.searchsorted(_GRID, float(post @ _GRID)), 0, len(_GRID) - 1))
+
+
+def _posterior(g: _Grid, idx: np.ndarray, k: np.ndarray, n: np.ndarray, prior_sd: float,
+               tau2: float) -> np.ndarray:
+    """The ability's posterior on the grid.  With a misfit, each item's ``rho = p (1 - p) tau^2`` is
+    fixed at the ability of the binomial posterior: were it a function of the ability on the grid,
+    an item with some runs right and some wrong would pull the ability to where ``p (1 - p)`` is
+    small (where the misfit is small), an artefact of the delta method, not information."""
     logp = -0.5 * (_GRID / prior_sd) ** 2
-    if len(idx):
-        Pi = np.clip(g.P[idx], 1e-12, 1 - 1e-12)
-        logp = logp + k @ np.log(Pi) + (n - k) @ np.log1p(-Pi)
-    w = np.exp(logp - logp.max())
+    if not len(idx):
+        return np.exp(logp - logp.max()) / np.exp(logp - logp.max()).sum()
+    P = g.P[idx]
+    ll = _loglik(P, k, n, None).sum(axis=0)
+    if tau2 > 0:
+        post = np.exp(logp + ll - (logp + ll).max())
+        at = _nearest(post / post.sum())
+        ll = _loglik(P, k, n, _odds_rho(P[:, at], tau2)).sum(axis=0)
+    w = np.exp(logp + ll - (logp + ll).max())
     return w / w.sum()
 
 
-def _summarise(g: _Grid, post: np.ndarray, zq: float) -> tuple[float, float, float, float, float, float]:
-    est = float(post @ g.target)
-    var = float(post @ (g.target - est) ** 2) + float(post @ g.item_var)
-    se = math.sqrt(var)
+def _summarise(g: _Grid, mf: _Misfit, post: np.ndarray, idx: np.ndarray, k: np.ndarray, n: np.ndarray,
+               target: str, zq: float) -> tuple[float, float, float, float, float, float]:
+    """The estimate of the accuracy over all items, its SE, interval, and the ability's posterior
+    mean and SD.  On each grid point the answered items' part and the unanswered items' part
+    (predicted, with the item parameters', the misfit's and the run noise's variance) are summed;
+    over the grid, the law of total variance."""
+    N = g.P.shape[0]
+    P, V = g.P[idx], mf.V[idx]
+    # unanswered items: prediction, item-parameter variance, misfit variance; the sums over all
+    # items less the answered ones while those are few, else summed directly (exactly 0 when all
+    # items are answered)
+    if 2 * len(idx) < N:
+        mean_t = mf.sum_P - P.sum(axis=0)
+        var_t = mf.sum_V - V.sum(axis=0)
+        pq_un = mf.sum_PQ - (P * (1.0 - P)).sum(axis=0)
+        vq_un = mf.sum_Vq - (np.minimum(P * (1.0 - P) * mf.tau2, _RHO_MAX) * P * (1.0 - P)).sum(axis=0)
+    else:
+        rest = np.ones(N, dtype=bool)
+        rest[idx] = False
+        Pu = g.P[rest]
+        mean_t, var_t = Pu.sum(axis=0), mf.V[rest].sum(axis=0)
+        pq_un = (Pu * (1.0 - Pu)).sum(axis=0)
+        vq_un = (np.minimum(Pu * (1.0 - Pu) * mf.tau2, _RHO_MAX) * Pu * (1.0 - Pu)).sum(axis=0)
+    if target == "observed":
+        # the answered items with their own runs; each unanswered item run as often as the
+        # answered ones were on average: its accuracy over r runs varies by the misfit (shared by
+        # the runs) and the Bernoulli noise, rho p (1 - p) (1 - 1/r) + p (1 - p) / r
+        r = float(n.mean()) if len(n) else 1.0
+        mean_t = mean_t + float((k / n).sum())
+        var_t = var_t + vq_un * (1.0 - 1.0 / r) + pq_un / r
+    else:
+        # the expected accuracy (over runs): an answered item's accuracy is its beta posterior
+        # mean given k of n, (p + k c) / (1 + n c), with that posterior's variance
+        c = _odds_rho(P, mf.tau2)
+        shrink = 1.0 / (1.0 + n[:, None] * c)
+        m = (P + k[:, None] * c) * shrink
+        mean_t = mean_t + m.sum(axis=0)
+        var_t = (var_t + vq_un + (V * shrink ** 2).sum(axis=0)
+                 + (m * (1.0 - m) * c / (1.0 + (n[:, None] + 1.0) * c)).sum(axis=0))
+    mean_t, var_t = mean_t / N, var_t / N ** 2
     th = float(post @ _GRID)
     th_se = math.sqrt(max(float(post @ (_GRID - th) ** 2), 0.0))
+    if target == "observed" and len(idx) == N:   # every item answered: known exactly
+        est = float((k / n).sum() / N)
+        return est, 0.0, est, est, th, th_se
+    est = float(post @ mean_t)
+    var = float(post @ (mean_t - est) ** 2) + float(post @ var_t)
+    se = math.sqrt(max(var, 0.0))
     # the interval on the logit scale keeps it inside (0, 1)
     e = min(max(est, 1e-9), 1 - 1e-9)
     half = zq * se / (e * (1 - e))
     lo, hi = special.expit(special.logit(e) - half), special.expit(special.logit(e) + half)
     return est, se, float(lo), float(hi), th, th_se
+
+
+def _misfit_sd(fit: IrtFit, misfit_sd: float | None) -> float:
+    if not isinstance(fit, IrtFit):
+        raise ArgumentError(f"fit must be an IrtFit (from fit_irt), got {type(fit).__name__}: subset "
+                            "estimates use the marginal maximum likelihood calibration")
+    if misfit_sd is None:
+        return fit.misfit_sd
+    return check_number(misfit_sd, "misfit_sd", minimum=0.0)
 
 
 def _responses(fit: IrtFit, responses: pd.DataFrame | str | Path, item: str, model: str,
@@ -794,15 +1026,24 @@ def _responses(fit: IrtFit, responses: pd.DataFrame | str | Path, item: str, mod
 
 
 def estimate_accuracy(fit: IrtFit, responses: pd.DataFrame | str | Path, *, item: str = "item",
-                      model: str = "model", correct: str = "correct", prior_sd: float = 2.0,
+                      model: str = "model", correct: str = "correct", target: IrtTarget = "observed",
+                      misfit_sd: float | None = None, prior_sd: float = 2.0,
                       conf_level: float = 0.95) -> SubsetAccuracy:
-    """Each model's full-benchmark accuracy from its responses to some of the fit's items.
+    """Each model's accuracy over all the fit's items from its responses to some of them.
 
     The ability's posterior is computed on a grid (prior ``N(0, prior_sd^2)`` on the fit's scale,
-    where the calibration models have SD 1); the estimate is its posterior mean of the mean over
-    all items of the predicted probability correct, and the SE adds the posterior variance of
-    that mean from the item parameters.  The interval is normal on the logit scale.  Repeated
-    responses of a model to an item count as independent runs.
+    where the calibration models have SD 1); the runs of a model on an item share its
+    model-by-item misfit (beta-binomial with intraclass correlation ``rho = p (1 - p) tau^2``,
+    ``tau`` the fit's ``misfit_sd``, each item's ``rho`` taken at the ability of the binomial
+    posterior), so many runs of a few items do not pass for many items.  The target is the mean
+    over all ``N`` items of the model's accuracy on each: the answered items enter with their own
+    outcomes, the unanswered ones with the prediction (the posterior mean over the ability of the
+    predicted probability correct).  The SE of the unanswered items' part adds to the ability's
+    posterior variance and the item parameters' (their posterior widened for the misfit of the
+    calibration cells) the misfit, ``sum_i (p_i (1 - p_i))^2 tau^2 / N^2``; for the observed
+    target with ``r`` runs an item adds ``rho p (1 - p) (1 - 1/r) + p (1 - p) / r`` instead (the
+    misfit shared by its runs, the Bernoulli noise averaged over them).  The interval is normal
+    on the logit scale.  See docs/irt.md for the coverage measured on AI4Math.
 
     Parameters
     ----------
@@ -812,6 +1053,17 @@ def estimate_accuracy(fit: IrtFit, responses: pd.DataFrame | str | Path, *, item
         One row per response of a model (new or calibrated) to a calibrated item.
     item, model, correct : str
         Columns of ``responses``.
+    target : {"observed", "expected"}
+        ``"observed"`` (default): the accuracy a run of the whole benchmark would report, the
+        answered items with the runs given and every other item run ``r`` times, ``r`` the
+        answered items' mean number of responses (with all items answered the estimate is the
+        observed accuracy, with SE 0).  ``"expected"``: the model's accuracy averaged over runs
+        (an answered item's accuracy is then estimated from its runs, shrunk towards the
+        prediction as far as the misfit allows; with ``misfit_sd=0`` every item is predicted,
+        as by the 2PL alone).
+    misfit_sd : float, optional
+        The model-by-item misfit SD on the logit scale (default: the fit's ``misfit_sd``; give it
+        when the calibration had one response per model and item, or for a sensitivity check).
     prior_sd : float
         SD of the ability prior (2: weak next to the calibration models' spread of 1).
     conf_level : float
@@ -829,28 +1081,35 @@ def estimate_accuracy(fit: IrtFit, responses: pd.DataFrame | str | Path, *, item
     >>> est = estimate_accuracy(fit, new)
     >>> int(est.table["n_items"].iloc[0])
     20
+    >>> full = estimate_accuracy(fit, runs[runs["model"] == "m7"]).table.iloc[0]
+    >>> bool(full["estimate"] == full["observed"]), float(full["se"])
+    (True, 0.0)
     """
     conf_level = check_level(conf_level)
     prior_sd = check_number(prior_sd, "prior_sd", minimum=0.0, strict=True)
+    target = check_choice(target, "target", IRT_TARGETS)
+    tau = _misfit_sd(fit, misfit_sd)
     resp, _ = _responses(fit, responses, item, model, correct)
     g = _grid(fit)
+    mf = _misfit_grid(fit, g, tau)
     zq = float(stats.norm.ppf(0.5 + conf_level / 2.0))
     rows = []
     for m, sub in resp.groupby("model", sort=True):
         idx, inv = np.unique(sub["pos"].to_numpy(), return_inverse=True)
         k = np.bincount(inv, weights=sub["y"].to_numpy(), minlength=len(idx))
         n = np.bincount(inv, minlength=len(idx)).astype(float)
-        post = _posterior(g, idx, k, n, prior_sd)
-        est, se, lo, hi, th, th_se = _summarise(g, post, zq)
+        post = _posterior(g, idx, k, n, prior_sd, mf.tau2)
+        est, se, lo, hi, th, th_se = _summarise(g, mf, post, idx, k, n, target, zq)
         rows.append((m, len(idx), est, se, lo, hi, th, th_se, float(k.sum() / n.sum())))
     table = pd.DataFrame(rows, columns=["model", "n_items", "estimate", "se", "conf_low", "conf_high",
                                         "theta", "theta_se", "observed"])
-    return SubsetAccuracy(table=table, conf_level=conf_level, selection="given")
+    return SubsetAccuracy(table=table, conf_level=conf_level, selection="given", target=target, misfit_sd=tau)
 
 
 def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | pd.DataFrame,
                       models: Sequence[object] | None = None, *, n_items: int = 30,
                       item: str = "item", model: str = "model", correct: str = "correct",
+                      target: IrtTarget = "observed", misfit_sd: float | None = None,
                       prior_sd: float = 2.0, conf_level: float = 0.95) -> SubsetAccuracy:
     """Adaptive testing: per model, ask the item with the largest information at the current
     ability estimate (the posterior mean), ``n_items`` times, and estimate the full-benchmark accuracy.
@@ -866,8 +1125,9 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     n_items : int
     item, model, correct : str
         Columns of an ``answer`` table.
-    prior_sd, conf_level : float
-        As in :func:`estimate_accuracy`.
+    target, misfit_sd, prior_sd, conf_level
+        As in :func:`estimate_accuracy` (the observed target: the chosen items with the runs
+        taken, every other item run as often).
 
     Returns
     -------
@@ -884,6 +1144,8 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     """
     conf_level = check_level(conf_level)
     prior_sd = check_number(prior_sd, "prior_sd", minimum=0.0, strict=True)
+    target = check_choice(target, "target", IRT_TARGETS)
+    tau = _misfit_sd(fit, misfit_sd)
     total = len(fit.items)
     n_items = check_count(n_items, "n_items")
     if n_items > total:
@@ -904,6 +1166,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     else:
         raise ArgumentError(f"answer must be a function or a DataFrame, got {type(answer).__name__}")
     g = _grid(fit)
+    mf = _misfit_grid(fit, g, tau)
     info_grid = g.dP ** 2 / np.clip(g.P * (1 - g.P), 1e-300, None)
     zq = float(stats.norm.ppf(0.5 + conf_level / 2.0))
     rows = []
@@ -924,7 +1187,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
         post /= post.sum()
         for _ in range(n_items):
             # the information at the posterior mean of the ability (nearest grid point)
-            at = int(np.clip(np.searchsorted(_GRID, float(post @ _GRID)), 0, len(_GRID) - 1))
+            at = _nearest(post)
             expected = info_grid[:, at].copy()
             expected[~have] = -np.inf
             if asked:
@@ -942,16 +1205,19 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
                     raise DataError(f"answer({m!r}, {labels[j]!r}) returned {y!r}, not 0 or 1")
                 ks.append(y)
                 ns.append(1.0)
-            pj = np.clip(g.P[j], 1e-12, 1 - 1e-12)
-            logpost = logpost + ks[-1] * np.log(pj) + (ns[-1] - ks[-1]) * np.log1p(-pj)
+            # the item's rho at the ability estimate when it is asked (see _posterior)
+            c = _odds_rho(g.P[j:j + 1, at], mf.tau2) if mf.tau2 > 0 else None
+            logpost = logpost + _loglik(g.P[j:j + 1], np.array(ks[-1:]), np.array(ns[-1:]), c)[0]
             post = np.exp(logpost - logpost.max())
             post /= post.sum()
-        est, se, lo, hi, th, th_se = _summarise(g, post, zq)
+        est, se, lo, hi, th, th_se = _summarise(g, mf, post, np.array(asked, dtype=np.int64), np.array(ks),
+                                                np.array(ns), target, zq)
         obs = float(sum(ks) / sum(ns)) if ns else float("nan")
         rows.append((m, len(asked), est, se, lo, hi, th, th_se, obs))
     table = pd.DataFrame(rows, columns=["model", "n_items", "estimate", "se", "conf_low", "conf_high",
                                         "theta", "theta_se", "observed"])
-    return SubsetAccuracy(table=table, conf_level=conf_level, selection="adaptive (maximum information)")
+    return SubsetAccuracy(table=table, conf_level=conf_level, selection="adaptive (maximum information)",
+                          target=target, misfit_sd=tau)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -977,6 +1243,11 @@ class IrtPosterior(Result):
     r_hat : float
         The largest R-hat of the abilities (NaN with one chain).
     divergences : int
+    misfit_sd, misfit_identified
+        The model-by-item misfit of :class:`IrtFit`, from the posterior means of the cells'
+        probabilities (the leverage from the posterior covariance of their linear predictors).
+        The model has no such term, so the abilities' posterior SDs do not carry it; subset
+        estimates take an :class:`IrtFit`.
     """
 
     abilities: pd.DataFrame
@@ -987,6 +1258,8 @@ class IrtPosterior(Result):
     divergences: int
     model_type: str
     conf_level: float
+    misfit_sd: float = 0.0
+    misfit_identified: bool = False
 
     def to_frame(self) -> pd.DataFrame:
         return self.abilities
@@ -996,14 +1269,18 @@ class IrtPosterior(Result):
 
     def _header(self) -> list[str]:
         return [f"{len(self.items)} items, {len(self.abilities)} models; {self.theta_draws.shape[0]} draws; "
-                f"max R-hat {self.r_hat:.3f}; {self.divergences} divergences"]
+                f"max R-hat {self.r_hat:.3f}; {self.divergences} divergences",
+                f"model-by-item misfit SD {self.misfit_sd:.3g} (logit scale; not in the model)"
+                if self.misfit_identified
+                else "model-by-item misfit not identified (one response per model and item)"]
 
     def to_dict(self) -> dict[str, object]:
         from ._result import frame_records
         return {"table": frame_records(self.abilities), "items": frame_records(self.items),
                 "population": frame_records(self.population),
                 "r_hat": self.r_hat if math.isfinite(self.r_hat) else None,  # NaN with one chain
-                "divergences": self.divergences}
+                "divergences": self.divergences, "misfit_sd": self.misfit_sd,
+                "misfit_identified": self.misfit_identified}
 
 
 def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model: str = "model",
@@ -1104,9 +1381,28 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
            ("intercept_mean", float(c_std.mean(axis=1).mean())), ("intercept_sd", float(c_std.std(axis=1).mean()))]
     if cnt.has_runs:
         pop.append(("run_sd", float(post["run_sd"].values.mean())))
+    # the misfit, as for the ML fit: the cells' posterior mean probabilities (fresh run noise
+    # integrated) and the posterior covariance of the linear predictors of each item's models
+    k_cell, n_cell = cnt.k.sum(axis=1), cnt.n.sum(axis=1)
+    identified = bool((n_cell[n_cell > 0] >= 2).any())
+    misfit_sd = 0.0
+    if identified:
+        eta_d = a_d[:, :, None] * th[:, None, :] + c_d[:, :, None]      # (S, I, M): scale-free
+        run_d = post["run_sd"].values.reshape(-1) if cnt.has_runs else np.zeros(len(eta_d))
+        zk, vk = _gh(9) if cnt.has_runs else (np.zeros(1), np.ones(1))
+        P_cell = np.zeros(eta_d.shape[1:])
+        for s in range(0, len(eta_d), 32):   # blocks of draws: the run-noise nodes multiply the size
+            blk = slice(s, s + 32)
+            P_cell += np.einsum("simk,k->im", special.expit(eta_d[blk, ..., None]
+                                                            + run_d[blk, None, None, None] * zk), vk)
+        P_cell /= len(eta_d)
+        d = eta_d - eta_d.mean(axis=0)
+        shrink = 1.0 / (1.0 + math.pi * float(np.mean(run_d ** 2)) / 8.0)
+        misfit_sd = _misfit_moments(k_cell, n_cell, P_cell, n_cell * P_cell * (1 - P_cell) * shrink,
+                                    lambda sl: np.einsum("sim,sij->imj", d[:, sl], d[:, sl]) / max(len(d) - 1, 1))
     import arviz as az
     r_hat = float(np.nanmax(az.rhat(idata, var_names=["theta"])["theta"].values)) if chains > 1 else float("nan")
     div = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
     return IrtPosterior(abilities=abilities, items=items, population=pd.DataFrame(pop, columns=["parameter", "estimate"]),
                         theta_draws=th_std, r_hat=r_hat, divergences=div, model_type=model_type,
-                        conf_level=conf_level)
+                        conf_level=conf_level, misfit_sd=misfit_sd, misfit_identified=identified)

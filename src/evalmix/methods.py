@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["ADJUST_METHODS", "CI_METHODS", "CS_METHODS", "CsMethod", "IRT_MODELS", "IrtModel", "ITEM_SELECTIONS",
-           "ItemSelection", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
+__all__ = ["ADJUST_METHODS", "CI_METHODS", "CS_METHODS", "CsMethod", "IRT_MODELS", "IRT_TARGETS", "IrtModel",
+           "IrtTarget", "ITEM_SELECTIONS", "ItemSelection", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
 
 #: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
 MISSING_POLICIES = ("raise", "drop")
@@ -41,3 +41,7 @@ IRT_MODELS: tuple[IrtModel, ...] = ("2pl", "1pl")
 #: Item selections of :func:`evalmix.select_items`.
 ItemSelection = Literal["information", "stratified", "random"]
 ITEM_SELECTIONS: tuple[ItemSelection, ...] = ("information", "stratified", "random")
+#: What :func:`evalmix.estimate_accuracy` estimates: the accuracy a full run of the benchmark
+#: would observe, or the model's expected accuracy over runs.
+IrtTarget = Literal["observed", "expected"]
+IRT_TARGETS: tuple[IrtTarget, ...] = ("observed", "expected")

@@ -52,8 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "irt", help="2PL/1PL item response model with run-to-run noise; item subsets",
         description="Fit a 2PL (or 1PL) item response model to 0/1 outcomes by marginal maximum "
                     "likelihood: item discrimination and difficulty (items random), model ability "
-                    "(at mean 0, SD 1 over the models) with intervals, and a random intercept per "
-                    "item:run for run-to-run noise.  DATA is a runs table (.csv, .tsv, .parquet, .jsonl).")
+                    "(at mean 0, SD 1 over the models) with intervals, a random intercept per "
+                    "item:run for run-to-run noise, and the model-by-item misfit SD (what subset "
+                    "estimates of accuracy add to their intervals).  DATA is a runs table (.csv, .tsv, .parquet, .jsonl).")
     p.add_argument("data", metavar="DATA", help="runs table")
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--model", default="model", help="model column (default: model)")

@@ -41,17 +41,21 @@ def simulate_irt_parameters(n_items: int, n_models: int, *, disc_mean: float = 1
 
 
 def simulate_irt(n_items: int = 100, n_models: int = 8, n_runs: int = 1, *, run_sd: float = 0.5,
-                 disc_mean: float = 1.0, disc_sd: float = 0.4, difficulty_sd: float = 1.2,
+                 misfit_sd: float = 0.0, disc_mean: float = 1.0, disc_sd: float = 0.4, difficulty_sd: float = 1.2,
                  items: pd.DataFrame | None = None, theta: np.ndarray | None = None,
                  seed: int | np.random.Generator | None = None) -> pd.DataFrame:
     """Responses ``correct ~ Bernoulli(logistic(a_i (theta_m - b_i) + e_ir))`` with ``e_ir ~ N(0,
-    run_sd^2)`` shared by the models in run ``r`` of item ``i`` (no noise with one run).
+    run_sd^2)`` shared by the models in run ``r`` of item ``i`` (no noise with one run), plus, with
+    ``misfit_sd``, a model-by-item effect ``delta_mi ~ N(0, misfit_sd^2)`` shared by the runs of
+    model ``m`` on item ``i`` (the misfit of the 2PL that :func:`evalmix.fit_irt` estimates).
 
     Parameters
     ----------
     n_items, n_models, n_runs : int
     run_sd : float
         SD of the item:run effects (used when ``n_runs > 1``).
+    misfit_sd : float
+        SD of the model-by-item effects on the logit scale (0: the 2PL holds exactly).
     disc_mean, disc_sd, difficulty_sd : float
         Item population of :func:`simulate_irt_parameters`.
     items, theta : optional
@@ -71,6 +75,7 @@ def simulate_irt(n_items: int = 100, n_models: int = 8, n_runs: int = 1, *, run_
     """
     n_runs = check_count(n_runs, "n_runs")
     run_sd = check_number(run_sd, "run_sd", minimum=0.0)
+    misfit_sd = check_number(misfit_sd, "misfit_sd", minimum=0.0)
     rng = as_generator(seed)
     if items is None or theta is None:
         gen_items, gen_theta = simulate_irt_parameters(n_items, n_models, disc_mean=disc_mean, disc_sd=disc_sd,
@@ -83,6 +88,8 @@ def simulate_irt(n_items: int = 100, n_models: int = 8, n_runs: int = 1, *, run_
     ni, nm = len(a), len(theta)
     e = rng.normal(0.0, run_sd, (ni, n_runs)) if n_runs > 1 else np.zeros((ni, 1))
     eta = a[:, None, None] * (theta[None, None, :] - b[:, None, None]) + e[:, :, None]
+    if misfit_sd > 0:   # drawn only then, so that the default keeps its random stream
+        eta = eta + rng.normal(0.0, misfit_sd, (ni, 1, nm))
     y = (rng.random(eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
     width = len(str(nm - 1))
     labels = np.array([f"m{m:0{width}d}" for m in range(nm)], dtype=object)
