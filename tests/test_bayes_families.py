@@ -119,6 +119,44 @@ def test_bad_responses_name_the_column(wine, tmb_sim):
         bayes.clmm("rating ~ 0 + temp + (1|judge)", wine)
 
 
+def test_weights_are_taken_where_the_ml_engine_takes_them(sleep, wine, tmb_sim):
+    from evalmix.errors import ArgumentError
+
+    # evalmix.lmer and evalmix.clmm fit no weights, glmmtmb's beta family none: refused, named
+    with pytest.raises(ArgumentError, match=r"weights= is not taken: evalmix.lmer fits no prior weights"):
+        bayes.lmer("Reaction ~ Days + (1|Subject)", sleep, weights=np.ones(len(sleep)))
+    with pytest.raises(ArgumentError, match=r"weights= is not taken: evalmix.clmm fits no case weights"):
+        bayes.clmm("rating ~ temp + (1|judge)", wine, weights="bottle")
+    with pytest.raises(ArgumentError, match="the beta family takes none"):
+        bayes.glmmtmb("score ~ model + (1|item)", tmb_sim, weights="n")
+    with pytest.raises(ArgumentError, match="weights= gives the trials of a proportion response"):
+        bayes.glmmtmb("cbind(k, n - k) ~ model + (1|item)", tmb_sim, family="betabinomial", weights="n")
+    with pytest.raises(FormulaError, match="weights='nope' is not a column"):
+        bayes.glmmtmb("p ~ model + (1|item)", tmb_sim.assign(p=0.5), family="betabinomial", weights="nope")
+    with pytest.raises(DataError, match=r"'p' must lie in \[0, 1\] with weights=.*rows 2"):
+        bayes.glmmtmb("p ~ model + (1|item)", tmb_sim.assign(p=[0.5, 0.5, 1.5] + [0.5] * (len(tmb_sim) - 3)),
+                      family="betabinomial", weights="n")
+    # a proportion with weights= the trials is the k-of-n model, as glmmtmb reads it
+    props = tmb_sim.assign(p=tmb_sim["k"] / tmb_sim["n"])
+    a = build_family_design("p ~ model + (1|item)", props, "betabinomial", weights="n")
+    b = build_family_design("cbind(k, n - k) ~ model + (1|item)", tmb_sim, "betabinomial")
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.m, b.m)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_allclose(a.log_binom_rows, b.log_binom_rows, rtol=1e-12)
+    ml = evalmix.glmmtmb("p ~ model + (1|item)", props, family="betabinomial", weights=tmb_sim["n"].to_numpy())
+    assert ml.nobs == a.nobs
+    # offset() terms: evaluated per row for every family, their mean is where emmeans puts them
+    for family, formula, data, off in [
+            ("gaussian", "Reaction ~ Days + offset(3 * Days) + (1|Subject)", sleep, 3 * sleep["Days"]),
+            ("cumulative", "rating ~ temp + offset(0.5 * (contact == 'yes')) + (1|judge)", wine,
+             0.5 * (wine["contact"] == "yes")),
+            ("betabinomial", "p ~ model + offset(log(n)) + (1|item)", props, np.log(props["n"]))]:
+        d = build_family_design(formula, data, family, weights="n" if family == "betabinomial" else None)
+        np.testing.assert_allclose(d.offset, off, rtol=1e-12)
+        assert d.grid_fixed.offset_mean == pytest.approx(float(np.mean(off)), rel=1e-12)
+
+
 # ------------------------------------------------------------------------- the model without sampling
 
 def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
@@ -138,6 +176,10 @@ def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
     pytest.param("probit", "rating ~ temp + contact + (1|judge)", marks=pytest.mark.slow),
     ("beta", "score ~ model + (1|item)"),
     ("betabinomial", "cbind(k, n - k) ~ model + (1|item)"),
+    # an offset() term enters the linear predictor of every family (standardised with y when
+    # Gaussian); 2 s each to compile, in the slow step (the design's offset is checked fast below)
+    pytest.param("gaussian", "Reaction ~ Days + offset(3 * Days) + (1|Subject)", marks=pytest.mark.slow),
+    pytest.param("beta", "score ~ model + offset(0.5 * run) + (1|item)", marks=pytest.mark.slow),
 ])
 def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine, tmb_sim):
     from scipy import special, stats
@@ -161,6 +203,11 @@ def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine,
     b = np.asarray(vals[0])
     u = {p.label: np.asarray(value(bm.model[f"({p.label})"])) for p in bm.plans}
     plan = bm.plans[0]
+    offset = 0.0 if d.offset is None else d.offset / d.y_scale
+    if "offset(" in formula:
+        data_off = 3 * data["Days"] if family == "gaussian" else 0.5 * data["run"]
+        np.testing.assert_allclose(d.offset, data_off, rtol=1e-12)
+        assert d.grid_fixed.offset_mean == pytest.approx(float(np.mean(data_off)))
     if family == "cumulative":
         eta = d.X @ b + u[plan.label][plan.term.index]
         cuts = np.concatenate([[-np.inf], np.asarray(vals[1]), [np.inf]])
@@ -169,7 +216,7 @@ def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine,
         expect = np.log(F(cuts[code + 1] - eta) - F(cuts[code] - eta)).sum()
     else:
         # columns centred; the term holding the intercept is centred on it
-        eta = (d.X[:, 1:] - bm.fixed_basis["xbar"]) @ b + u[plan.label][plan.term.index]
+        eta = (d.X[:, 1:] - bm.fixed_basis["xbar"]) @ b + u[plan.label][plan.term.index] + offset
         if not plan.absorbs_intercept:
             eta = eta + float(np.asarray(vals[1]))
         if family == "gaussian":

@@ -304,3 +304,23 @@ def test_emmeans_refuse_a_fit_that_is_not_cumulative(fits):
         evalmix.clmm_emmeans(post, "temp")
     with pytest.raises(ArgumentError, match="not str"):
         evalmix.ordinal.clmm_ref_grid("rating ~ temp")
+
+
+def test_offset_enters_the_location_as_ordinal_adds_it():
+    # ordinal::clmm adds offset() terms to x beta.  An offset of 1 for warm and 0.3 for contact is
+    # absorbed by the two coefficients exactly: they drop by 1 and 0.3, the thresholds and logLik
+    # stay.  R (ordinal 2022.11.16): tempwarm 2.062997, contactyes 1.534885, logLik -81.56541.
+    d = WINE.assign(o=(WINE["temp"] == "warm") + 0.3 * (WINE["contact"] == "yes"))
+    plain = evalmix.clmm("rating ~ temp + contact + (1|judge)", d)
+    fit = evalmix.clmm("rating ~ temp + contact + offset(o) + (1|judge)", d)
+    shift = pd.Series(0.0, index=plain.coef.index)
+    shift[["tempwarm", "contactyes"]] = [1.0, 0.3]
+    np.testing.assert_allclose(fit.coef, plain.coef - shift, atol=1e-4)
+    np.testing.assert_allclose(fit.coef[["tempwarm", "contactyes"]], [2.062997, 1.534885], atol=2e-3)
+    assert fit.loglik == pytest.approx(-81.56541, abs=1e-3)
+    # emmeans put the offset at its mean over the rows (0.65), as emmeans does: the latent means
+    # move by 0.65 less the coefficients' drop (1 for warm, 0.3 / 2 averaged over contact)
+    em, em0 = (evalmix.clmm_emmeans(f, "temp").to_frame() for f in (fit, plain))
+    np.testing.assert_allclose(em["estimate"] - em0["estimate"], 0.65 - 0.15 - np.array([0.0, 1.0]), atol=1e-4)
+    with pytest.raises(DataError, match="offset is not finite in rows 3"), np.errstate(divide="ignore"):
+        evalmix.clmm("rating ~ temp + offset(log(o)) + (1|judge)", d.assign(o=[1.0, 1.0, 1.0, 0.0] + [1.0] * 68))

@@ -212,7 +212,7 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
          parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
          max_treedepth: int = 10, cores: int | None = None,
-         contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+         contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian linear mixed model by MCMC (NUTS): the twin of :func:`evalmix.lmer`.
 
     ``y ~ Normal(X beta + Z u, sigma)`` with lme4 formulas (random intercepts, ``(1 + x|g)`` with
@@ -234,6 +234,9 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
         NUTS target acceptance (Stan's 0.8).
     contrasts : dict, optional
         Factor codings, as in :func:`evalmix.lmer`.
+    weights : None
+        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.lmer` fits no
+        prior weights, so neither does its twin.  ``offset()`` terms of the formula are fitted.
 
     Returns
     -------
@@ -257,7 +260,7 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     return _fit_family(formula, data, "gaussian", None, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[str, PriorSpec] | None = None,
@@ -265,7 +268,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
          parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.9,
          max_treedepth: int = 10, cores: int | None = None,
-         contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+         contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian cumulative-link mixed model by MCMC (NUTS): the twin of :func:`evalmix.clmm`.
 
     ``P(Y <= j) = F(theta_j - x beta - z u)`` with ordinal's sign convention (a positive
@@ -289,12 +292,19 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
         has a narrow neck near zero (on ordinal's wine data, 9 judges, Stan's 0.8 leaves a few
         divergent transitions).
     contrasts : dict, optional
+    weights : None
+        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.clmm` fits no case
+        weights.  ``offset()`` terms of the formula are fitted, added to ``x beta`` as ordinal
+        adds them.
 
     Returns
     -------
     BayesFamilyResult
         The thresholds are rows ``1|2``, ``2|3``... of the posterior table; ``emmeans`` is on the
-        latent scale, ``x beta - mean(theta)`` as emmeans' ``mode = "latent"``.
+        latent scale, ``x beta - mean(theta)`` as emmeans' ``mode = "latent"``, and
+        :func:`evalmix.ordinal.clmm_emmeans` gives every mode (``"latent"``, ``"prob"``,
+        ``"mean.class"``) as posterior means with equal-tailed credible intervals;
+        :func:`evalmix.ordinal.clmm_ref_grid` their grids, for :func:`evalmix.contrast`.
 
     Examples
     --------
@@ -312,7 +322,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
     return _fit_family(formula, data, "cumulative", link, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mapping[str, PriorSpec] | None = None,
@@ -320,7 +330,7 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
             seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
             parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
             max_treedepth: int = 10, cores: int | None = None,
-            contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+            contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian beta or beta-binomial mixed model by MCMC: the twin of :func:`evalmix.glmmtmb`.
 
     glmmTMB's parameterisation, logit link: ``family="beta"``, scores ``0 < y < 1`` with
@@ -339,6 +349,10 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     target_accept : float
         NUTS target acceptance (Stan's 0.8).
     contrasts : dict, optional
+    weights : str or array, optional
+        As in :func:`evalmix.glmmtmb`: the trials of a proportion response
+        (``family="betabinomial"``, ``p ~ ...`` with ``weights="n"`` is ``cbind(p n, n - p n)``);
+        the beta family refuses them.  ``offset()`` terms of the formula are fitted.
 
     Returns
     -------
@@ -360,20 +374,21 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     return _fit_family(formula, data, family, None, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def _fit_family(formula: str, data: RunsData, family: str, link: str | None, *,
                 priors: Mapping[str, PriorSpec] | None, draws: int, tune: int, chains: int, sampler: str,
                 seed: int | np.random.Generator | np.random.SeedSequence | None, progressbar: bool,
                 parameterization: str | Mapping[str, str], target_accept: float, max_treedepth: int,
-                cores: int | None, contrasts: dict[str, Any] | None) -> BayesFamilyResult:
+                cores: int | None, contrasts: dict[str, Any] | None,
+                weights: str | ArrayLike | None) -> BayesFamilyResult:
     from .families import build_family_model, unstandardize
 
     check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores)
     sampler = choose_sampler(sampler)
     recipe = partial(build_family_model, formula, data, family, priors=priors,
-                     parameterization=parameterization, link=link, contrasts=contrasts)
+                     parameterization=parameterization, link=link, contrasts=contrasts, weights=weights)
     bm = recipe()
     idata: Any
     idata, seconds, desc = run_sampler(recipe, sampler=sampler, draws=int(draws), tune=int(tune),

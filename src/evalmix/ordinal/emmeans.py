@@ -124,11 +124,12 @@ def _grid(fit: ClmmResult | CumulativePosterior) -> pd.DataFrame:
     return grid
 
 
-def _location(fit: ClmmResult | CumulativePosterior, grid: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """The grid's location design (its rows without the intercept column) and the columns' names."""
+def _location(fit: ClmmResult | CumulativePosterior, grid: pd.DataFrame) -> tuple[np.ndarray, list[str], float]:
+    """The grid's location design (its rows without the intercept column), the columns' names and
+    the offset of every cell: the mean offset over the fitted rows, where emmeans puts it."""
     fd = fit.fixed_design
     keep = [k for k, c in enumerate(fd.columns) if c != "(Intercept)"]
-    return fd.model_matrix(grid)[:, keep], [fd.columns[k] for k in keep]
+    return fd.model_matrix(grid)[:, keep], [fd.columns[k] for k in keep], float(fd.offset_mean or 0.0)
 
 
 def _link(fit: ClmmResult | CumulativePosterior) -> str:
@@ -150,11 +151,12 @@ def _probabilities(link: str, theta: np.ndarray, eta: np.ndarray) -> np.ndarray:
                     inverse_link(link, hi) - inverse_link(link, lo))
 
 
-def _cell_draws(fit: CumulativePosterior, X: np.ndarray, names: list[str], mode: str) -> np.ndarray:
+def _cell_draws(fit: CumulativePosterior, X: np.ndarray, names: list[str], shift: float, mode: str
+                ) -> np.ndarray:
     """The mode's value in each grid cell for each posterior draw: (draws, cells, outputs)."""
     theta = fit.threshold_draws.to_numpy(float)
     beta = fit.fixef_draws[names].to_numpy(float) if names else np.zeros((len(theta), 0))
-    eta = beta @ X.T  # draws x cells
+    eta = beta @ X.T + shift  # draws x cells
     if mode == "latent":
         return (eta - theta.mean(axis=1, keepdims=True))[:, :, None]
     probs = _probabilities(fit.cumulative_link, theta, eta)
@@ -163,7 +165,7 @@ def _cell_draws(fit: CumulativePosterior, X: np.ndarray, names: list[str], mode:
     return (probs @ np.arange(1, probs.shape[-1] + 1))[:, :, None]
 
 
-def _cell_functions(fit: ClmmResult, X: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+def _cell_functions(fit: ClmmResult, X: np.ndarray, shift: float, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """The mode's value in each grid cell (cells x outputs) and its gradient over the coefficients
     (cells x outputs x coefficients), for the delta method."""
     nt, J = fit.n_thresholds, len(fit.levels)
@@ -171,7 +173,7 @@ def _cell_functions(fit: ClmmResult, X: np.ndarray, mode: str) -> tuple[np.ndarr
     theta_par, beta = coef[:nt], coef[nt:]
     T = _threshold_map(fit)  # d theta_j / d (threshold parameters)
     theta = T @ theta_par
-    eta = X @ beta
+    eta = X @ beta + shift
     n_cells = len(X)
     if mode == "latent":
         vals = (eta - theta.mean())[:, None]
@@ -237,14 +239,14 @@ def clmm_emmeans(fit: ClmmResult | CumulativePosterior, specs: str | list[str], 
             raise ArgumentError(f"specs names {s!r}, which is not a factor of the fixed part "
                                 f"(factors: {', '.join(map(str, fd.factors)) or 'none'})")
     grid = _grid(fit)
-    X, names = _location(fit, grid)
+    X, names, shift = _location(fit, grid)
     n_cells = len(grid)
     draws = vals = grads = V = None
     if isinstance(fit, ClmmResult):
-        vals, grads = _cell_functions(fit, X, mode)
+        vals, grads = _cell_functions(fit, X, shift, mode)
         V = fit.vcov.to_numpy()[: len(fit.coef), : len(fit.coef)]
     else:
-        draws = _cell_draws(fit, X, names, mode)
+        draws = _cell_draws(fit, X, names, shift, mode)
     # equal-weight averages over the cells of each level combination of specs
     keys = grid[specs].astype(str).agg("\x1f".join, axis=1) if specs else pd.Series([""] * n_cells)
     order = list(dict.fromkeys(keys))
@@ -332,21 +334,22 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
     check_level(conf_level)
     check_choice(mode, "mode", MODES)
     grid = _grid(fit)
-    X, names = _location(fit, grid)
+    X, names, shift = _location(fit, grid)
     if mode == "latent":
+        offset = np.full(len(grid), shift) if shift else None
         if isinstance(fit, ClmmResult):
             T = _threshold_map(fit)
             L = np.concatenate([np.tile(-T.mean(axis=0), (len(grid), 1)), X], axis=1)
             coef = fit.coef.to_numpy(float)
             V = fit.vcov.to_numpy(float)[: len(coef), : len(coef)]
             return RefGrid(frame=grid, L=L, coef_names=tuple(map(str, fit.coef.index)), link="identity",
-                           beta=coef, vcov=V, conf_level=conf_level)
+                           beta=coef, vcov=V, conf_level=conf_level, offset=offset)
         theta = fit.threshold_draws
         J1 = theta.shape[1]
         L = np.concatenate([np.full((len(grid), J1), -1.0 / J1), X], axis=1)
         draws = np.column_stack([theta.to_numpy(float), fit.fixef_draws[names].to_numpy(float)])
         return RefGrid(frame=grid, L=L, coef_names=tuple(map(str, theta.columns)) + tuple(names),
-                       link="identity", draws=draws, conf_level=conf_level)
+                       link="identity", draws=draws, conf_level=conf_level, offset=offset)
     # the values of each cell (and category) are the grid's coefficients: L is the identity
     if mode == "prob":
         frame = grid.loc[grid.index.repeat(len(fit.levels))].reset_index(drop=True)
@@ -357,11 +360,11 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
              for row in frame.itertuples(index=False, name=None)]
     n = len(frame)
     if isinstance(fit, ClmmResult):
-        vals, grads = _cell_functions(fit, X, mode)
+        vals, grads = _cell_functions(fit, X, shift, mode)
         V = fit.vcov.to_numpy(float)[: len(fit.coef), : len(fit.coef)]
         G = grads.reshape(n, -1)
         return RefGrid(frame=frame, L=np.eye(n), coef_names=tuple(cells), link="identity",
                        beta=vals.reshape(n), vcov=G @ V @ G.T, conf_level=conf_level)
-    draws = _cell_draws(fit, X, names, mode)
+    draws = _cell_draws(fit, X, names, shift, mode)
     return RefGrid(frame=frame, L=np.eye(n), coef_names=tuple(cells), link="identity",
                    draws=draws.reshape(len(draws), n), conf_level=conf_level)
