@@ -427,6 +427,29 @@ def pilot(design: FamilyDesign) -> tuple[np.ndarray, list[np.ndarray]]:
 
 # ---------------------------------------------------------------------------------- the model
 
+def ordered_probit_logp(value: Any, eta: Any, cuts: Any) -> Any:
+    """``log P(Y = y) = log(Phi(theta_y - eta) - Phi(theta_{y-1} - eta))`` of the ordered probit,
+    one term per row, in log space from the start.
+
+    PyMC's ``OrderedProbit`` computes every category's log-probability stably, then exponentiates
+    them into a ``Categorical``, which takes the log again after checking that they sum to 1: far
+    in a tail a probability underflows to 0 and the row's log density is minus infinity (a
+    divergence, a rejected step).  Here only the observed category's term is formed: the lowest
+    and highest categories by ``normal_lcdf`` / ``normal_lccdf``, the others by
+    ``log_diff_normal_cdf`` (``erfcx`` in the tails).  Each branch of the switch gets finite,
+    ordered arguments in the rows where it is not taken, so its gradient there is zero, not NaN.
+    """
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import log_diff_normal_cdf, normal_lccdf, normal_lcdf
+
+    k = cuts.shape[-1]
+    hi = cuts[..., pt.clip(value, 0, k - 1)] - eta  # theta_y - eta (a placeholder for y = J - 1)
+    lo = cuts[..., pt.clip(value - 1, 0, k - 1)] - eta  # theta_{y-1} - eta (placeholder for y = 0)
+    first, last = pt.eq(value, 0), pt.eq(value, k)
+    inner = log_diff_normal_cdf(0.0, 1.0, pt.switch(last, lo + 1.0, hi), pt.switch(first, hi - 1.0, lo))
+    return pt.switch(first, normal_lcdf(0.0, 1.0, hi), pt.switch(last, normal_lccdf(0.0, 1.0, lo), inner))
+
+
 def build_family_model(formula: str, data: RunsData, family: str, *,
                        priors: Mapping[str, PriorSpec] | None = None,
                        parameterization: str | Mapping[str, str] = "auto", link: str | None = None,
@@ -496,5 +519,6 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
             if link == "logit":
                 pm.OrderedLogistic("y", eta=eta, cutpoints=cut_c, observed=y.astype("int64"))
             else:
-                pm.OrderedProbit("y", eta=eta, cutpoints=cut_c, sigma=1.0, observed=y.astype("int64"))
+                pm.CustomDist("y", eta, cut_c, logp=ordered_probit_logp, signature="(),(k)->()",
+                              observed=y.astype("int64"), dtype="int64")
     return BayesModel(model, design, plans, prior_map, prior_table, icol, None, basis, link, family)

@@ -36,7 +36,8 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         lme4 syntax with scalar random intercepts: ``"rating ~ model + (1|item)"``,
         ``"rating ~ model + (1|item) + (1|item:run)"``, ``"rating ~ model + (1|judge) + (1|item)"``.
         The response is an ordered categorical or integer scores (sorted numerically, no gaps),
-        with at least three categories.
+        with at least three categories.  ``offset()`` terms are added to ``x beta``, as ordinal
+        adds them.
     data : DataFrame or path
         One row per rating; a path is read with :func:`evalmix.data.load_table`.
     link : {"logit", "probit"}
