@@ -144,6 +144,8 @@ def test_weights_are_taken_where_the_ml_engine_takes_them(sleep, wine, tmb_sim):
     np.testing.assert_array_equal(a.m, b.m)
     np.testing.assert_array_equal(a.X, b.X)
     np.testing.assert_allclose(a.log_binom_rows, b.log_binom_rows, rtol=1e-12)
+    assert bayes.default_priors("p ~ model + (1|item)", props, family="betabinomial", weights="n").to_frame().equals(
+        bayes.default_priors("cbind(k, n - k) ~ model + (1|item)", tmb_sim, family="betabinomial").to_frame())
     ml = evalmix.glmmtmb("p ~ model + (1|item)", props, family="betabinomial", weights=tmb_sim["n"].to_numpy())
     assert ml.nobs == a.nobs
     # offset() terms: evaluated per row for every family, their mean is where emmeans puts them

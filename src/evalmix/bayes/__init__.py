@@ -31,12 +31,14 @@ __all__ = ["BayesFamilyResult", "BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult
 
 
 def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec] | None = None, *,
-                   missing: str = "raise", family: str = "binomial", link: str = "logit") -> PriorTable:
+                   missing: str = "raise", family: str = "binomial", link: str = "logit",
+                   weights: str | ArrayLike | None = None) -> PriorTable:
     """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
 
     ``data`` (a DataFrame or a path) is validated as by :func:`evalmix.glmer`; ``missing`` as there.
     ``family`` ``"gaussian"`` (:func:`lmer`), ``"cumulative"`` (:func:`clmm`, with its ``link``),
     ``"beta"`` or ``"betabinomial"`` (:func:`glmmtmb`) gives the priors of those models instead.
+    ``weights`` as the fitting function takes them (the trials of a proportion response).
 
     Examples
     --------
@@ -48,11 +50,12 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     if family != "binomial":
         from .families import build_family_design, family_priors
 
-        design = build_family_design(formula, data, _check_family(family))
+        design = build_family_design(formula, data, _check_family(family), weights=weights)
         return PriorTable(family_priors(design, priors, link)[1], formula)
     from ..model import build_design, check_data
 
-    table = resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
+    table = resolve_priors(build_design(formula, check_data(formula, data, missing=missing, weights=weights),
+                                        weights=weights), priors)[1]
     return PriorTable(table, formula)
 
 
