@@ -318,7 +318,8 @@ def test_offset_enters_the_location_as_ordinal_adds_it():
     np.testing.assert_allclose(fit.coef, plain.coef - shift, atol=1e-4)
     np.testing.assert_allclose(fit.coef[["tempwarm", "contactyes"]], [2.062997, 1.534885], atol=2e-3)
     assert fit.loglik == pytest.approx(-81.56541, abs=1e-3)
-    # emmeans put the offset at its mean over the rows (0.65), as emmeans does: the latent means
+    # the means put the offset at its mean over the rows (0.65), where evalmix's ref_grid puts a
+    # GLMM's and emmeans a glm's (R's emmeans 1.8.4 reports a clmm with an offset nonEst): the latent means
     # move by 0.65 less the coefficients' drop (1 for warm, 0.3 / 2 averaged over contact)
     em, em0 = (evalmix.clmm_emmeans(f, "temp").to_frame() for f in (fit, plain))
     np.testing.assert_allclose(em["estimate"] - em0["estimate"], 0.65 - 0.15 - np.array([0.0, 1.0]), atol=1e-4)

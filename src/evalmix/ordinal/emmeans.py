@@ -126,7 +126,8 @@ def _grid(fit: ClmmResult | CumulativePosterior) -> pd.DataFrame:
 
 def _location(fit: ClmmResult | CumulativePosterior, grid: pd.DataFrame) -> tuple[np.ndarray, list[str], float]:
     """The grid's location design (its rows without the intercept column), the columns' names and
-    the offset of every cell: the mean offset over the fitted rows, where emmeans puts it."""
+    the offset of every cell: the mean offset over the fitted rows, where :func:`evalmix.grid.ref_grid`
+    puts a GLMM's (R's emmeans reports a clmm with an offset as non-estimable)."""
     fd = fit.fixed_design
     keep = [k for k, c in enumerate(fd.columns) if c != "(Intercept)"]
     return fd.model_matrix(grid)[:, keep], [fd.columns[k] for k in keep], float(fd.offset_mean or 0.0)
