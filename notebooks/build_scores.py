@@ -49,8 +49,8 @@ nb.md("""
 
 The ratings are ordered categories, not numbers: a cumulative-link mixed model puts the models and
 the judges on a latent logistic scale, with thresholds between the categories and random item
-intercepts. (A second random term, `(1|item:run)`, takes this version of the `clmm` engine minutes
-to fit, too long for a notebook; the linear mixed model below carries the run term.)
+intercepts. (A second random term, `(1|item:run)`, fits in about a second as well, and the report
+adds it when a table has runs; here the linear mixed model below carries the run term.)
 """)
 
 nb.code("""

@@ -119,6 +119,46 @@ def test_bad_responses_name_the_column(wine, tmb_sim):
         bayes.clmm("rating ~ 0 + temp + (1|judge)", wine)
 
 
+def test_weights_are_taken_where_the_ml_engine_takes_them(sleep, wine, tmb_sim):
+    from evalmix.errors import ArgumentError
+
+    # evalmix.lmer and evalmix.clmm fit no weights, glmmtmb's beta family none: refused, named
+    with pytest.raises(ArgumentError, match=r"weights= is not taken: evalmix.lmer fits no prior weights"):
+        bayes.lmer("Reaction ~ Days + (1|Subject)", sleep, weights=np.ones(len(sleep)))
+    with pytest.raises(ArgumentError, match=r"weights= is not taken: evalmix.clmm fits no case weights"):
+        bayes.clmm("rating ~ temp + (1|judge)", wine, weights="bottle")
+    with pytest.raises(ArgumentError, match="the beta family takes none"):
+        bayes.glmmtmb("score ~ model + (1|item)", tmb_sim, weights="n")
+    with pytest.raises(ArgumentError, match="weights= gives the trials of a proportion response"):
+        bayes.glmmtmb("cbind(k, n - k) ~ model + (1|item)", tmb_sim, family="betabinomial", weights="n")
+    with pytest.raises(FormulaError, match="weights='nope' is not a column"):
+        bayes.glmmtmb("p ~ model + (1|item)", tmb_sim.assign(p=0.5), family="betabinomial", weights="nope")
+    with pytest.raises(DataError, match=r"'p' must lie in \[0, 1\] with weights=.*rows 2"):
+        bayes.glmmtmb("p ~ model + (1|item)", tmb_sim.assign(p=[0.5, 0.5, 1.5] + [0.5] * (len(tmb_sim) - 3)),
+                      family="betabinomial", weights="n")
+    # a proportion with weights= the trials is the k-of-n model, as glmmtmb reads it
+    props = tmb_sim.assign(p=tmb_sim["k"] / tmb_sim["n"])
+    a = build_family_design("p ~ model + (1|item)", props, "betabinomial", weights="n")
+    b = build_family_design("cbind(k, n - k) ~ model + (1|item)", tmb_sim, "betabinomial")
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.m, b.m)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_allclose(a.log_binom_rows, b.log_binom_rows, rtol=1e-12)
+    assert bayes.default_priors("p ~ model + (1|item)", props, family="betabinomial", weights="n").to_frame().equals(
+        bayes.default_priors("cbind(k, n - k) ~ model + (1|item)", tmb_sim, family="betabinomial").to_frame())
+    ml = evalmix.glmmtmb("p ~ model + (1|item)", props, family="betabinomial", weights=tmb_sim["n"].to_numpy())
+    assert ml.nobs == a.nobs
+    # offset() terms: evaluated per row for every family, their mean is where emmeans puts them
+    for family, formula, data, off in [
+            ("gaussian", "Reaction ~ Days + offset(3 * Days) + (1|Subject)", sleep, 3 * sleep["Days"]),
+            ("cumulative", "rating ~ temp + offset(0.5 * (contact == 'yes')) + (1|judge)", wine,
+             0.5 * (wine["contact"] == "yes")),
+            ("betabinomial", "p ~ model + offset(log(n)) + (1|item)", props, np.log(props["n"]))]:
+        d = build_family_design(formula, data, family, weights="n" if family == "betabinomial" else None)
+        np.testing.assert_allclose(d.offset, off, rtol=1e-12)
+        assert d.grid_fixed.offset_mean == pytest.approx(float(np.mean(off)), rel=1e-12)
+
+
 # ------------------------------------------------------------------------- the model without sampling
 
 def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
@@ -138,6 +178,10 @@ def test_pilot_moments_recover_the_sleepstudy_sds(sleep):
     pytest.param("probit", "rating ~ temp + contact + (1|judge)", marks=pytest.mark.slow),
     ("beta", "score ~ model + (1|item)"),
     ("betabinomial", "cbind(k, n - k) ~ model + (1|item)"),
+    # an offset() term enters the linear predictor of every family (standardised with y when
+    # Gaussian); 2 s each to compile, in the slow step (the design's offset is checked fast below)
+    pytest.param("gaussian", "Reaction ~ Days + offset(3 * Days) + (1|Subject)", marks=pytest.mark.slow),
+    pytest.param("beta", "score ~ model + offset(0.5 * run) + (1|item)", marks=pytest.mark.slow),
 ])
 def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine, tmb_sim):
     from scipy import special, stats
@@ -161,6 +205,11 @@ def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine,
     b = np.asarray(vals[0])
     u = {p.label: np.asarray(value(bm.model[f"({p.label})"])) for p in bm.plans}
     plan = bm.plans[0]
+    offset = 0.0 if d.offset is None else d.offset / d.y_scale
+    if "offset(" in formula:
+        data_off = 3 * data["Days"] if family == "gaussian" else 0.5 * data["run"]
+        np.testing.assert_allclose(d.offset, data_off, rtol=1e-12)
+        assert d.grid_fixed.offset_mean == pytest.approx(float(np.mean(data_off)))
     if family == "cumulative":
         eta = d.X @ b + u[plan.label][plan.term.index]
         cuts = np.concatenate([[-np.inf], np.asarray(vals[1]), [np.inf]])
@@ -169,7 +218,7 @@ def test_log_density_of_the_response_matches_scipy(family, formula, sleep, wine,
         expect = np.log(F(cuts[code + 1] - eta) - F(cuts[code] - eta)).sum()
     else:
         # columns centred; the term holding the intercept is centred on it
-        eta = (d.X[:, 1:] - bm.fixed_basis["xbar"]) @ b + u[plan.label][plan.term.index]
+        eta = (d.X[:, 1:] - bm.fixed_basis["xbar"]) @ b + u[plan.label][plan.term.index] + offset
         if not plan.absorbs_intercept:
             eta = eta + float(np.asarray(vals[1]))
         if family == "gaussian":
@@ -290,3 +339,107 @@ def test_betabinomial_twin_matches_glmmtmb(bb_fit, tmb_sim):
     # they sum to more than the marginal ML log-likelihood (-1276.9), by at most a few dozen
     assert ml["loglik"] < fit.log_likelihood().sum(axis=2).max() < ml["loglik"] + 100
     assert np.isfinite(fit.loo().elpd_loo)
+
+
+@pytest.mark.slow
+def test_clmm_twin_emmeans_of_every_mode_match_ordinal_on_wine(clmm_fit):
+    # emmeans(fit, ~temp, mode = "latent" / "mean.class" / "prob") of ordinal's ML fit (R) against
+    # the posterior means of the twin (default priors, weak against 72 ratings), in posterior SDs.
+    # Not closer than the coefficients themselves: with 9 judges the posterior averages over a
+    # right-skewed judge SD, which widens it (posterior SDs 12-18 % above the Wald SEs) and puts
+    # the thresholds and slopes 0.16-0.34 posterior SD from ordinal's (Monte Carlo error 0.03).
+    # The latent and mean-rating means are close to linear in them: within 0.4 posterior SD
+    # (seen: 0.27 and 0.31 for cold).  A small category probability is skewed (P(5 | cold) =
+    # 0.008), so its posterior mean sits off the ML plug-in value (0.5 SD for the normal
+    # approximation itself, tests/test_clmm.py): within 0.5 SD (seen: 0.42); and the ML value
+    # inside every 95% credible interval.
+    fit, r = clmm_fit, ref("clmm_reference.json")["emmeans"]
+    for mode, key, tol in [("latent", "wine_latent", 0.4), ("mean.class", "wine_mean", 0.4),
+                           ("prob", "wine_prob", 0.5)]:
+        em = evalmix.ordinal.clmm_emmeans(fit, "temp", mode=mode)
+        tab = em.to_frame()
+        assert em.is_posterior and em.n_draws == fit.chains * fit.draws
+        assert tab["temp"].tolist() == r[key]["level"]
+        diff = np.abs(tab["estimate"] - r[key]["estimate"]) / tab["se"]
+        assert diff.max() < tol, (mode, diff.round(2).tolist())
+        assert ((tab["conf_low"] < r[key]["estimate"]) & (r[key]["estimate"] < tab["conf_high"])).all()
+    # contrasts of the mean ratings on the posterior draws: warm rates higher in every draw
+    con = evalmix.contrast(evalmix.emmeans(evalmix.ordinal.clmm_ref_grid(fit, mode="mean.class"), "temp"),
+                           "revpairwise").to_frame()
+    assert con["contrast"][0] == "warm - cold" and con["prob_positive"][0] > 0.99
+    ml = r["wine_mean"]["estimate"]
+    assert abs(con["estimate"][0] - (ml[1] - ml[0])) < 0.4 * con["se"][0]
+
+
+@pytest.mark.slow
+def test_probit_clmm_twin_matches_ordinal_on_wine(wine):
+    # the ordered-probit likelihood: every output of the logit twin, against ordinal's probit fit
+    fit = bayes.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit", seed=20261126,
+                     progressbar=False)
+    ml = ref("clmm_reference.json")["wine_probit"]
+    converged(fit)
+    assert fit.cumulative_link == "probit" and fit.scale == "latent (probit)"
+    assert "cumulative link (probit;" in str(fit)
+    for name, value in zip(ml["coef_names"], ml["estimate"]):
+        assert in_sd_units(fit, name, value) < 0.5, name
+    assert in_sd_units(fit, "sd((Intercept)|judge)", ml["sd"]) < 1.0
+    # the row log-likelihoods are normal-CDF differences; at the ML estimates and random effects
+    # near zero they sum to about ordinal's logLik (-80.93, the marginal one, a little below)
+    ll = fit.log_likelihood()
+    assert ll.shape == (fit.chains, fit.draws, 72) and np.isfinite(ll).all()
+    assert ml["loglik"] - 15 < ll.sum(axis=2).mean() < ml["loglik"] + 15
+    assert np.isfinite(fit.loo().elpd_loo)
+    ppc = fit.posterior_predictive(by="temp", seed=1).to_frame()
+    assert ((ppc["ppp"] > 0.02) & (ppc["ppp"] < 0.98)).all()
+    ml_fit = evalmix.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit")
+    for mode in ("latent", "mean.class"):  # within 0.4 posterior SD, as the logit twin's
+        em = evalmix.ordinal.clmm_emmeans(fit, "temp", mode=mode).to_frame()
+        ref_em = evalmix.ordinal.clmm_emmeans(ml_fit, "temp", mode=mode).to_frame()
+        assert (np.abs(em["estimate"] - ref_em["estimate"]) < 0.4 * em["se"]).all(), mode
+    assert fit.ranks("temp").to_frame()["temp"].tolist() == ["warm", "cold"]
+    # the ICC of judges on the probit latent scale: residual 1, as latent_icc of the ML probit fit
+    icc = evalmix.latent_icc(fit, item="judge")
+    v = float(fit.varcorr["variance"].iloc[0])
+    assert icc.icc_runs == pytest.approx(v / (v + 1.0), rel=1e-12)
+    assert icc.icc_runs == pytest.approx(evalmix.latent_icc(ml_fit, item="judge").icc_runs, abs=0.15)
+
+
+@pytest.mark.slow
+def test_offsets_and_weights_move_the_twins_as_they_move_the_ml_fits(sleep, wine, tmb_sim):
+    # each twin with an offset() (or a proportion with weights= the trials) against its ML engine
+    # with the same formula: the posterior means move with the ML estimates, within the tolerances
+    # of the fits without them above
+    kw = {"seed": 20261126, "progressbar": False}
+    fit = bayes.lmer("Reaction ~ Days + offset(5 * Days) + (1|Subject)", sleep, **kw)
+    ml = evalmix.lmer("Reaction ~ Days + offset(5 * Days) + (1|Subject)", sleep)
+    converged(fit)
+    assert ml.fixef["Days"] == pytest.approx(evalmix.lmer("Reaction ~ Days + (1|Subject)", sleep).fixef["Days"] - 5,
+                                             abs=1e-6)
+    for name, value in ml.fixef.items():
+        assert in_sd_units(fit, name, value) < 0.3, name
+    assert abs(evalmix.emmeans(fit, "Days").to_frame()["estimate"][0]
+               - evalmix.emmeans(ml, "Days").to_frame()["estimate"][0]) < 0.3 * fit.posterior_table().set_index(
+                   "parameter").loc["(Intercept)", "se"]
+
+    d = wine.assign(o=(wine["temp"] == "warm") + 0.3 * (wine["contact"] == "yes"))
+    fit = bayes.clmm("rating ~ temp + contact + offset(o) + (1|judge)", d, **kw)
+    ml = evalmix.clmm("rating ~ temp + contact + offset(o) + (1|judge)", d)
+    converged(fit)
+    for name, value in ml.coef.items():
+        assert in_sd_units(fit, name, value) < 0.5, name
+
+    fit = bayes.glmmtmb("p ~ model + (1|item)", tmb_sim.assign(p=tmb_sim["k"] / tmb_sim["n"]),
+                        family="betabinomial", weights="n", **kw)
+    bb = ref("glmmtmb_reference.json")["fits"]["sim_bb"]  # the cbind(k, n - k) fit
+    converged(fit)
+    for name, value in zip(bb["coef_names"], bb["estimate"]):
+        assert in_sd_units(fit, name, value) < 0.3, name
+    assert in_sd_units(fit, "phi", bb["dispersion"]) < 1.0
+
+    off = tmb_sim.assign(o=0.5 * (tmb_sim["model"] == "m2"))
+    fit = bayes.glmmtmb("score ~ model + offset(o) + (1|item)", off, **kw)
+    ml = evalmix.glmmtmb("score ~ model + offset(o) + (1|item)", off)
+    converged(fit)
+    assert ml.fixef["modelm2"] < 0.1  # the offset took 0.5 of m2's effect (0.56 without it)
+    for name, value in ml.fixef.items():
+        assert in_sd_units(fit, name, value) < 0.3, name

@@ -200,3 +200,129 @@ def test_sparse_factorisation_gives_the_dense_answer(fits, monkeypatch):
     assert fit.loglik == pytest.approx(dense.loglik, abs=1e-6)
     np.testing.assert_allclose(fit.coef.to_numpy(), dense.coef.to_numpy(), atol=1e-4)
     np.testing.assert_allclose(fit.coef_table()["se"], dense.coef_table()["se"], rtol=1e-3)
+
+
+# ------------------------------------------------------------------ grids of every mode, posterior draws
+
+@pytest.mark.parametrize("mode", ["prob", "mean.class"])
+def test_ref_grid_of_each_mode_gives_the_emmeans_table(fits, mode):
+    # the grid's rows are the cell values with their delta-method covariance: averaging them is
+    # clmm_emmeans exactly (estimates and SEs), and contrasts are differences of those
+    fit = fits["wine_logit"]
+    direct = evalmix.clmm_emmeans(fit, "temp", mode=mode).to_frame()
+    grid = evalmix.ordinal.clmm_ref_grid(fit, mode=mode)
+    by = "category" if mode == "prob" else None
+    em = evalmix.emmeans(grid, "temp", by=by).to_frame()
+    if mode == "prob":
+        em = em.sort_values(["temp", "category"], kind="stable").reset_index(drop=True)
+    np.testing.assert_allclose(em["estimate"], direct["estimate"], rtol=1e-10)
+    np.testing.assert_allclose(em["se"], direct["se"], rtol=1e-8)
+    con = evalmix.contrast(evalmix.emmeans(grid, "temp", by=by), "pairwise").to_frame()
+    diff = direct.groupby("temp", sort=False)["estimate"].apply(list)
+    np.testing.assert_allclose(con["estimate"], np.subtract(diff["cold"], diff["warm"]), rtol=1e-10)
+    if mode == "mean.class":  # R: emmeans(fit, pairwise ~ temp, mode = "mean.class"): -1.140
+        ref = REF["emmeans"]["wine_mean"]["estimate"]
+        assert con["estimate"][0] == pytest.approx(ref[0] - ref[1], abs=2e-3)
+
+
+class _Draws:
+    """A posterior stand-in: draws of the thresholds and location effects from the normal
+    approximation of the ML fit, N(coef, vcov), read through evalmix.ordinal.CumulativePosterior."""
+
+    family = "cumulative"
+
+    def __init__(self, fit, n, seed):
+        rng = np.random.default_rng(seed)
+        nt = fit.n_thresholds
+        coef = fit.coef.to_numpy()
+        d = rng.multivariate_normal(coef, fit.vcov.to_numpy()[: len(coef), : len(coef)], size=n)
+        self.levels, self.cumulative_link, self.fixed_design = fit.levels, fit.link, fit.fixed_design
+        self.threshold_draws = pd.DataFrame(d[:, :nt], columns=fit.coef.index[:nt])
+        self.fixef_draws = pd.DataFrame(d[:, nt:], columns=fit.coef.index[nt:])
+
+
+@pytest.mark.parametrize("mode", ["latent", "prob", "mean.class"])
+def test_posterior_emmeans_of_normal_draws_match_the_delta_method(fits, mode):
+    # 20,000 draws of the asymptotic normal of the wine fit: their summaries must be the delta
+    # method's values where it is exact.  Latent means are linear (Monte Carlo error only,
+    # se / 141); the mean rating is nearly linear here (curvature moves its mean by 0.02 se).  The
+    # probability of a rare category (P = 0.005, se 0.005) is skewed, far from the delta method's
+    # normal: its draws are checked against the model's formula evaluated draw by draw instead,
+    # and their median (the function of the median draw, up to curvature) against the ML value.
+    fit = fits["wine_logit"]
+    ml = evalmix.clmm_emmeans(fit, "temp", mode=mode).to_frame()
+    post = _Draws(fit, 20_000, seed=7)
+    em = evalmix.clmm_emmeans(post, "temp", mode=mode)
+    tab = em.to_frame()
+    assert em.is_posterior and em.n_draws == 20_000 and "equal-tailed 0.95 credible" in repr(em)
+    assert list(tab.columns) == list(ml.columns)
+    if mode == "prob":
+        from scipy.special import expit
+
+        theta = post.threshold_draws.to_numpy()
+        b = post.fixef_draws
+        for i, temp in enumerate(["cold", "warm"]):
+            cells = []
+            for contact in (0.0, 1.0):  # averaged over contact with equal weights
+                eta = b["tempwarm"].to_numpy() * (temp == "warm") + b["contactyes"].to_numpy() * contact
+                cum = expit(theta - eta[:, None])
+                cells.append(np.diff(np.column_stack([np.zeros(len(eta)), cum, np.ones(len(eta))]), axis=1))
+            p = (cells[0] + cells[1]) / 2
+            rows = tab.iloc[5 * i: 5 * i + 5]
+            np.testing.assert_allclose(rows["estimate"], p.mean(axis=0), rtol=1e-9)
+            np.testing.assert_allclose(rows["se"], p.std(axis=0, ddof=1), rtol=1e-9)
+            np.testing.assert_allclose(rows["conf_high"], np.quantile(p, 0.975, axis=0), rtol=1e-9)
+            median = np.median(p, axis=0)
+            assert np.all(np.abs(median - ml["estimate"][5 * i: 5 * i + 5]) < 0.2 * ml["se"][5 * i: 5 * i + 5])
+        # a credible interval of a probability stays inside [0, 1], unlike Wald's
+        assert (tab["conf_low"] > 0).all() and (ml["conf_low"] < 0).any()
+    else:
+        tol = 0.02 if mode == "latent" else 0.05
+        assert np.all(np.abs(tab["estimate"] - ml["estimate"]) < tol * ml["se"])
+        np.testing.assert_allclose(tab["se"], ml["se"], rtol=0.05)
+    if mode == "latent":  # the equal-tailed interval of a normal is the Wald interval, up to the
+        # Monte Carlo error of a 2.5 % quantile of 20,000 draws (0.019 SD): within 3 of those
+        np.testing.assert_allclose(tab[["conf_low", "conf_high"]], ml[["conf_low", "conf_high"]],
+                                   atol=0.06 * ml["se"].max())
+    grid = evalmix.ordinal.clmm_ref_grid(post, mode=mode)
+    assert grid.is_posterior
+    by = "category" if mode == "prob" else None
+    means = evalmix.emmeans(grid, "temp", by=by).to_frame()
+    if mode == "prob":
+        means = means.sort_values(["temp", "category"], kind="stable").reset_index(drop=True)
+    np.testing.assert_allclose(means["estimate"], tab["estimate"], rtol=1e-10)
+    con = evalmix.contrast(evalmix.emmeans(grid, "temp", by=by), "revpairwise").to_frame()
+    assert con["contrast"].unique().tolist() == ["warm - cold"]
+    assert "prob_positive" in con.columns
+    if mode != "prob":  # warm raises the ratings: every draw of the difference is positive
+        assert con["prob_positive"][0] > 0.999
+
+
+def test_emmeans_refuse_a_fit_that_is_not_cumulative(fits):
+    post = _Draws(fits["wine_logit"], 10, seed=1)
+    post.family = "gaussian"
+    with pytest.raises(ArgumentError, match="clmm fit .* or its Bayesian twin"):
+        evalmix.clmm_emmeans(post, "temp")
+    with pytest.raises(ArgumentError, match="not str"):
+        evalmix.ordinal.clmm_ref_grid("rating ~ temp")
+
+
+def test_offset_enters_the_location_as_ordinal_adds_it():
+    # ordinal::clmm adds offset() terms to x beta.  An offset of 1 for warm and 0.3 for contact is
+    # absorbed by the two coefficients exactly: they drop by 1 and 0.3, the thresholds and logLik
+    # stay.  R (ordinal 2022.11.16): tempwarm 2.062997, contactyes 1.534885, logLik -81.56541.
+    d = WINE.assign(o=(WINE["temp"] == "warm") + 0.3 * (WINE["contact"] == "yes"))
+    plain = evalmix.clmm("rating ~ temp + contact + (1|judge)", d)
+    fit = evalmix.clmm("rating ~ temp + contact + offset(o) + (1|judge)", d)
+    shift = pd.Series(0.0, index=plain.coef.index)
+    shift[["tempwarm", "contactyes"]] = [1.0, 0.3]
+    np.testing.assert_allclose(fit.coef, plain.coef - shift, atol=1e-4)
+    np.testing.assert_allclose(fit.coef[["tempwarm", "contactyes"]], [2.062997, 1.534885], atol=2e-3)
+    assert fit.loglik == pytest.approx(-81.56541, abs=1e-3)
+    # the means put the offset at its mean over the rows (0.65), where evalmix's ref_grid puts a
+    # GLMM's and emmeans a glm's (R's emmeans 1.8.4 reports a clmm with an offset nonEst): the latent means
+    # move by 0.65 less the coefficients' drop (1 for warm, 0.3 / 2 averaged over contact)
+    em, em0 = (evalmix.clmm_emmeans(f, "temp").to_frame() for f in (fit, plain))
+    np.testing.assert_allclose(em["estimate"] - em0["estimate"], 0.65 - 0.15 - np.array([0.0, 1.0]), atol=1e-4)
+    with pytest.raises(DataError, match="offset is not finite in rows 3"), np.errstate(divide="ignore"):
+        evalmix.clmm("rating ~ temp + offset(log(o)) + (1|judge)", d.assign(o=[1.0, 1.0, 1.0, 0.0] + [1.0] * 68))

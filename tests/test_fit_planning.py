@@ -85,6 +85,17 @@ def test_latent_icc_of_a_clmm_uses_the_latent_residual_of_its_link(link, residua
     assert r.icc_runs == pytest.approx(1.44 / (1.44 + residual), abs=0.08)
 
 
+@pytest.mark.parametrize("link, residual", [("logit", math.pi**2 / 3), ("probit", 1.0)])
+def test_latent_icc_of_the_bayesian_clmm_twin_uses_its_cumulative_link(link, residual):
+    # evalmix.bayes.clmm: family "cumulative", link "identity" (its emmeans scale), the CDF in
+    # cumulative_link; the residual is that CDF's variance, as for the ML clmm
+    twin = _Fit(_vc(**{"item:run": 0.25, "item": 1.0}), "cumulative", link="identity")
+    twin.cumulative_link = link
+    r = evalmix.latent_icc(twin)
+    assert r.scale == "latent" and r.table["variance"].iloc[-1] == pytest.approx(residual, rel=1e-12)
+    assert r.icc_runs == pytest.approx(1.0 / (1.25 + residual), rel=1e-12)
+
+
 def test_latent_icc_of_a_betabinomial_fit_adds_the_overdispersion_at_the_mean():
     vc = _vc(**{"item:run": 0.25, "item": 1.0})
     r = evalmix.latent_icc(_Fit(vc, "betabinomial", dispersion=4.0), mean=0.3)

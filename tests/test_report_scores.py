@@ -52,7 +52,9 @@ def test_ratings_report_is_clmm(ratings_report):
     rep = ratings_report
     assert rep.options["outcome_kind"] == "ordinal" and rep.options["engine"] == "clmm"
     formula = rep.options["contrast_model"]
-    assert formula == "rating ~ model * judge + (1 | item)"
+    # two runs: the ordinal model has the nested item:run intercepts too, as the lmer path
+    assert formula == "rating ~ model * judge + (1 | item) + (1 | item:run)"
+    assert "Random intercepts of items and of runs within items" in rep.section("score_model").note
     d = pd.read_csv(RATINGS)
     fit = clmm(formula, d)
     means = rep.tables["score_means"]
@@ -73,11 +75,14 @@ def test_ratings_report_is_clmm(ratings_report):
     vs_ref = rep.tables["score_vs_reference"]
     assert rep.options["reference"] == "model-A" and len(vs_ref) == 3
     assert (vs_ref["p_adjusted"] >= vs_ref["p_value"]).all()
-    var = rep.tables["score_variance"]
-    v_item = float(fit.varcorr["variance"].iloc[0])
-    np.testing.assert_allclose(var["share"].iloc[0], v_item / (v_item + np.pi ** 2 / 3), rtol=1e-10)
-    # sd(item) 1.0 was simulated
-    assert 0.6 < var["sd"].iloc[0] < 1.5
+    var = rep.tables["score_variance"].set_index("component")
+    vc = fit.varcorr.set_index("group")["variance"]
+    assert var.index.tolist() == ["item:run", "item", "Residual (latent)"]
+    total = vc.sum() + np.pi ** 2 / 3
+    np.testing.assert_allclose(var.loc[["item:run", "item"], "share"], vc[["item:run", "item"]] / total,
+                               rtol=1e-10)
+    # sd(item) 1.0 and sd(item:run) 0.4 were simulated (data/make_scores.py)
+    assert 0.6 < var.loc["item", "sd"] < 1.5 and 0.1 < var.loc["item:run", "sd"] < 0.7
     fig = rep.figures["fig_score_means"]
     ax = fig.axes[0]
     assert ax.get_xlabel() == "mean rating (1-5, 95% CI)"
@@ -87,6 +92,38 @@ def test_ratings_report_is_clmm(ratings_report):
     np.testing.assert_allclose(dots, np.sort(means["estimate"].to_numpy()), rtol=1e-12)
     dist = rep.tables["rating_distribution"]
     np.testing.assert_allclose(dist[["1", "2", "3", "4", "5"]].sum(axis=1), 100.0, rtol=1e-12)
+
+
+def small_ratings(n_runs: int, seed: int = 4) -> pd.DataFrame:
+    """3 models x 24 items x n_runs runs of 1-4 ratings from a cumulative logit with item and
+    item:run intercepts (SDs 1.0 and 0.5)."""
+    rng = np.random.default_rng(seed)
+    n_items = 24
+    item_eff, run_eff = rng.normal(0, 1.0, n_items), rng.normal(0, 0.5, (n_items, n_runs))
+    rows = []
+    for m, b in {"m1": 1.0, "m2": 0.3, "m3": -0.5}.items():
+        for r in range(n_runs):
+            latent = b + item_eff + run_eff[:, r] + rng.logistic(size=n_items)
+            rows.append(pd.DataFrame({"model": m, "item": np.arange(n_items), "run": r + 1,
+                                      "rating": np.digitize(latent, [-1.0, 0.5, 2.0]) + 1}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("n_runs", [1, 3])
+def test_ratings_report_fits_run_intercepts_when_there_are_runs(n_runs):
+    d = small_ratings(n_runs)
+    rep = quiet_report(evalmix.read_runs(d, outcome="rating", allow_fractional="any"))
+    formula = rep.options["contrast_model"]
+    nested = n_runs > 1
+    assert formula == "rating ~ model + (1 | item)" + (" + (1 | item:run)" if nested else "")
+    note = rep.section("score_model").note
+    assert ("and of runs within items" in note) == nested and "item intercepts only" not in note
+    fit = clmm(formula, d)
+    assert fit.varcorr["group"].tolist() == (["item:run", "item"] if nested else ["item"])
+    direct = clmm_emmeans(fit, "model", mode="mean.class").to_frame()
+    np.testing.assert_allclose(rep.tables["score_means"]["estimate"], direct["estimate"], rtol=1e-8)
+    var = rep.tables["score_variance"]
+    assert var["component"].tolist()[:-1] == fit.varcorr["group"].tolist()
 
 
 def test_ratings_report_leaves_binary_sections_out_with_a_reason(ratings_report):

@@ -525,6 +525,10 @@ def _latent_residual(fit: object, vc: pd.DataFrame, mean: float | None) -> tuple
     if isinstance(vc, pd.DataFrame) and "Residual" in set(vc["group"].astype(str)):
         value = float(vc.loc[vc["group"].astype(str) == "Residual", "variance"].iloc[0])
         return [("residual", value)], "observed", "residual variance of the linear mixed model"
+    if family == "cumulative":  # the Bayesian clmm twin: its link is the latent scale's, the CDF its
+        # cumulative link; the ML clmm has a link and no family
+        link = str(getattr(fit, "cumulative_link", "logit"))
+        return [("residual", LATENT_RESIDUAL[link])], "latent", _LINK_NAMES[link]
     if family not in ("binomial", "betabinomial"):
         raise DataError(f"latent_icc needs a binomial, beta-binomial, cumulative-link (clmm) or linear mixed "
                         f"fit; a {family} fit has no fixed latent residual variance (its scores are not a "

@@ -31,12 +31,14 @@ __all__ = ["BayesFamilyResult", "BayesGlmerResult", "DEFAULT_PRIORS", "PPCResult
 
 
 def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec] | None = None, *,
-                   missing: str = "raise", family: str = "binomial", link: str = "logit") -> PriorTable:
+                   missing: str = "raise", family: str = "binomial", link: str = "logit",
+                   weights: str | ArrayLike | None = None) -> PriorTable:
     """The prior of every parameter of ``formula`` on ``data`` (after the ``priors`` overrides).
 
     ``data`` (a DataFrame or a path) is validated as by :func:`evalmix.glmer`; ``missing`` as there.
     ``family`` ``"gaussian"`` (:func:`lmer`), ``"cumulative"`` (:func:`clmm`, with its ``link``),
     ``"beta"`` or ``"betabinomial"`` (:func:`glmmtmb`) gives the priors of those models instead.
+    ``weights`` as the fitting function takes them (the trials of a proportion response).
 
     Examples
     --------
@@ -48,11 +50,12 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     if family != "binomial":
         from .families import build_family_design, family_priors
 
-        design = build_family_design(formula, data, _check_family(family))
+        design = build_family_design(formula, data, _check_family(family), weights=weights)
         return PriorTable(family_priors(design, priors, link)[1], formula)
     from ..model import build_design, check_data
 
-    table = resolve_priors(build_design(formula, check_data(formula, data, missing=missing)), priors)[1]
+    table = resolve_priors(build_design(formula, check_data(formula, data, missing=missing, weights=weights),
+                                        weights=weights), priors)[1]
     return PriorTable(table, formula)
 
 
@@ -212,7 +215,7 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
          parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
          max_treedepth: int = 10, cores: int | None = None,
-         contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+         contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian linear mixed model by MCMC (NUTS): the twin of :func:`evalmix.lmer`.
 
     ``y ~ Normal(X beta + Z u, sigma)`` with lme4 formulas (random intercepts, ``(1 + x|g)`` with
@@ -234,6 +237,9 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
         NUTS target acceptance (Stan's 0.8).
     contrasts : dict, optional
         Factor codings, as in :func:`evalmix.lmer`.
+    weights : None
+        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.lmer` fits no
+        prior weights, so neither does its twin.  ``offset()`` terms of the formula are fitted.
 
     Returns
     -------
@@ -257,15 +263,15 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     return _fit_family(formula, data, "gaussian", None, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[str, PriorSpec] | None = None,
          draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
-         parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.9,
+         parameterization: str | Mapping[str, str] = "auto", target_accept: float | None = None,
          max_treedepth: int = 10, cores: int | None = None,
-         contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+         contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian cumulative-link mixed model by MCMC (NUTS): the twin of :func:`evalmix.clmm`.
 
     ``P(Y <= j) = F(theta_j - x beta - z u)`` with ordinal's sign convention (a positive
@@ -284,17 +290,25 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
     link : {"logit", "probit"}
     priors, draws, tune, chains, sampler, seed, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"threshold"``).
-    target_accept : float
-        NUTS target acceptance.  0.9: with a handful of raters or items the posterior of their SD
-        has a narrow neck near zero (on ordinal's wine data, 9 judges, Stan's 0.8 leaves a few
-        divergent transitions).
+    target_accept : float, optional
+        NUTS target acceptance; by default 0.9 with the logit link, 0.95 with the probit.  With a
+        handful of raters or items the posterior of their SD has a narrow neck near zero (on
+        ordinal's wine data, 9 judges, Stan's 0.8 leaves a few divergent transitions with the
+        logit link, and 0.9 an occasional one with the probit link: 1 in 4,000 draws).
     contrasts : dict, optional
+    weights : None
+        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.clmm` fits no case
+        weights.  ``offset()`` terms of the formula are fitted, added to ``x beta`` as ordinal
+        adds them.
 
     Returns
     -------
     BayesFamilyResult
         The thresholds are rows ``1|2``, ``2|3``... of the posterior table; ``emmeans`` is on the
-        latent scale, ``x beta - mean(theta)`` as emmeans' ``mode = "latent"``.
+        latent scale, ``x beta - mean(theta)`` as emmeans' ``mode = "latent"``, and
+        :func:`evalmix.ordinal.clmm_emmeans` gives every mode (``"latent"``, ``"prob"``,
+        ``"mean.class"``) as posterior means with equal-tailed credible intervals;
+        :func:`evalmix.ordinal.clmm_ref_grid` their grids, for :func:`evalmix.contrast`.
 
     Examples
     --------
@@ -309,10 +323,12 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
 
     if link not in CUMULATIVE_LINKS:
         raise ValueError(f"link must be one of {CUMULATIVE_LINKS}, not {link!r}")
+    if target_accept is None:
+        target_accept = 0.95 if link == "probit" else 0.9
     return _fit_family(formula, data, "cumulative", link, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mapping[str, PriorSpec] | None = None,
@@ -320,7 +336,7 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
             seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
             parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
             max_treedepth: int = 10, cores: int | None = None,
-            contrasts: dict[str, Any] | None = None) -> BayesFamilyResult:
+            contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian beta or beta-binomial mixed model by MCMC: the twin of :func:`evalmix.glmmtmb`.
 
     glmmTMB's parameterisation, logit link: ``family="beta"``, scores ``0 < y < 1`` with
@@ -339,6 +355,10 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     target_accept : float
         NUTS target acceptance (Stan's 0.8).
     contrasts : dict, optional
+    weights : str or array, optional
+        As in :func:`evalmix.glmmtmb`: the trials of a proportion response
+        (``family="betabinomial"``, ``p ~ ...`` with ``weights="n"`` is ``cbind(p n, n - p n)``);
+        the beta family refuses them.  ``offset()`` terms of the formula are fitted.
 
     Returns
     -------
@@ -360,20 +380,21 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     return _fit_family(formula, data, family, None, priors=priors, draws=draws, tune=tune,
                        chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
-                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts)
+                       max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
 def _fit_family(formula: str, data: RunsData, family: str, link: str | None, *,
                 priors: Mapping[str, PriorSpec] | None, draws: int, tune: int, chains: int, sampler: str,
                 seed: int | np.random.Generator | np.random.SeedSequence | None, progressbar: bool,
                 parameterization: str | Mapping[str, str], target_accept: float, max_treedepth: int,
-                cores: int | None, contrasts: dict[str, Any] | None) -> BayesFamilyResult:
+                cores: int | None, contrasts: dict[str, Any] | None,
+                weights: str | ArrayLike | None) -> BayesFamilyResult:
     from .families import build_family_model, unstandardize
 
     check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores)
     sampler = choose_sampler(sampler)
     recipe = partial(build_family_model, formula, data, family, priors=priors,
-                     parameterization=parameterization, link=link, contrasts=contrasts)
+                     parameterization=parameterization, link=link, contrasts=contrasts, weights=weights)
     bm = recipe()
     idata: Any
     idata, seconds, desc = run_sampler(recipe, sampler=sampler, draws=int(draws), tune=int(tune),

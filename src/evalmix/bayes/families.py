@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..data import RunsData
-from ..errors import DataError, FormulaError
+from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
                      fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
                      read_data, rows_text)
@@ -104,16 +105,28 @@ class FamilyDesign:
         return np.arange(len(self.y))
 
 
-def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
+def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame, weights: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """(y, m, categories) of the family, every value checked, the column named in errors."""
+    """(y, m, categories) of the family, every value checked, the column named in errors;
+    ``weights`` are the trials of a beta-binomial proportion response (glmmTMB's meaning)."""
     name = parsed.successes
     if family == "betabinomial":
-        if parsed.trials is None and parsed.failures is None:
+        if weights is not None:
+            if parsed.trials is not None or parsed.failures is not None:
+                raise ArgumentError("weights= gives the trials of a proportion response; with "
+                                    "cbind(k, n - k) the trials are in the formula already")
+            p = numeric_column(d[name], name)
+            bad = ~np.isfinite(p) | (p < 0) | (p > 1)
+            if bad.any():
+                raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (rows "
+                                f"{rows_text(d.index, bad)})")
+            k, n, other = p * weights, weights, "weights"
+        elif parsed.trials is None and parsed.failures is None:
             raise FormulaError(f"the beta-binomial response is k of n: write cbind({name}, n - {name}) "
-                               "~ ..., with n the column of trials")
-        k, n, other = count_columns(parsed, d)
-        bad = (k < 0) | (n < k) | (np.abs(k - np.round(k)) > 1e-9) | (np.abs(n - np.round(n)) > 1e-9)
+                               "~ ..., with n the column of trials, or a proportion with weights= the trials")
+        else:
+            k, n, other = count_columns(parsed, d)
+        bad = (k < 0) | (n < k) | (np.abs(k - np.round(k)) > 1e-6) | (np.abs(n - np.round(n)) > 1e-6)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"columns {name!r} and {other!r} must be whole counts 0 <= k <= n; rows "
@@ -145,13 +158,18 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame
 
 
 def build_family_design(formula: str, data: RunsData, family: str, *,
-                        contrasts: dict[str, Any] | None = None) -> FamilyDesign:
+                        contrasts: dict[str, Any] | None = None,
+                        weights: str | ArrayLike | None = None) -> FamilyDesign:
     """Parse ``formula`` and build the design of ``family`` on ``data``.
 
     Rows with a missing value in a column the model reads are dropped with a
     :class:`~evalmix.errors.DataWarning`; the response is checked for the family (numbers; integer
     ratings with at least three categories; scores in (0, 1); whole counts ``0 <= k <= n``) with
-    the column and rows named.
+    the column and rows named.  ``weights`` (a column or one value per row) are what the
+    maximum-likelihood engine takes: the trials of a beta-binomial proportion response, as
+    :func:`evalmix.glmmtmb`; the other families refuse them, as :func:`evalmix.lmer`,
+    :func:`evalmix.clmm` and the beta family of :func:`evalmix.glmmtmb` do.  ``offset()`` terms
+    of the formula are added to the linear predictor of every family.
 
     Examples
     --------
@@ -162,6 +180,9 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {sorted(FAMILIES)}, not {family!r}")
+    if weights is not None and family != "betabinomial":
+        raise ArgumentError(f"weights= {_NO_WEIGHTS[family]}; the Bayesian twin takes none either "
+                            "(it would have no maximum-likelihood fit to agree with)")
     parsed = parse_mixed_formula(formula, f"the Bayesian {family} model")
     frame = read_data(data)
     for c in parsed.columns:
@@ -170,10 +191,14 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
                                f"(columns: {list(frame.columns)})")
     used = model_columns(parsed, frame)
     d = frame[used]
-    keep = complete_rows(d)
+    w = None if weights is None else _weights(weights, frame)
+    keep = complete_rows(d, w)
     if not keep.all():
         d = d.loc[keep]
-    y, m, levels = _response(family, parsed, d)
+        w = None if w is None else w[keep]
+    if w is not None and np.any(w < 0):
+        raise DataError(f"weights must be >= 0 (rows {rows_text(d.index, w < 0)})")
+    y, m, levels = _response(family, parsed, d, w)
     rows = d.reset_index(drop=True)
     fixed, X = fixed_on_patterns(parsed, rows, contrasts)
     X = np.ascontiguousarray(X, dtype=float)
@@ -214,6 +239,26 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
     loc, scale = (float(np.mean(y)), float(np.std(y))) if family == "gaussian" else (0.0, 1.0)
     return FamilyDesign(family, parsed, fixed, grid_fixed, X, y, m, terms, d, offset, levels,
                         family == "betabinomial", log_binom, loc, scale)
+
+
+#: why each family's maximum-likelihood engine takes no weights
+_NO_WEIGHTS = {"gaussian": "is not taken: evalmix.lmer fits no prior weights",
+               "cumulative": "is not taken: evalmix.clmm fits no case weights",
+               "beta": "are the trials of a proportion response (binomial families, "
+                       "family='betabinomial'); the beta family takes none, as evalmix.glmmtmb"}
+
+
+def _weights(weights: str | ArrayLike, frame: pd.DataFrame) -> np.ndarray:
+    """The weights of every row of ``frame``: a column's values or the given ones."""
+    if isinstance(weights, str):
+        if weights not in frame.columns:
+            raise FormulaError(f"weights={weights!r} is not a column of the data "
+                               f"(columns: {list(frame.columns)})")
+        return numeric_column(frame[weights], weights)
+    w = np.asarray(weights, dtype=float).ravel()
+    if w.size != len(frame):
+        raise DataError(f"weights has {w.size} values for {len(frame)} rows of data")
+    return w
 
 
 # ---------------------------------------------------------------------------------- priors
@@ -382,14 +427,38 @@ def pilot(design: FamilyDesign) -> tuple[np.ndarray, list[np.ndarray]]:
 
 # ---------------------------------------------------------------------------------- the model
 
+def ordered_probit_logp(value: Any, eta: Any, cuts: Any) -> Any:
+    """``log P(Y = y) = log(Phi(theta_y - eta) - Phi(theta_{y-1} - eta))`` of the ordered probit,
+    one term per row, in log space from the start.
+
+    PyMC's ``OrderedProbit`` computes every category's log-probability stably, then exponentiates
+    them into a ``Categorical``, which takes the log again after checking that they sum to 1: far
+    in a tail a probability underflows to 0 and the row's log density is minus infinity (a
+    divergence, a rejected step).  Here only the observed category's term is formed: the lowest
+    and highest categories by ``normal_lcdf`` / ``normal_lccdf``, the others by
+    ``log_diff_normal_cdf`` (``erfcx`` in the tails).  Each branch of the switch gets finite,
+    ordered arguments in the rows where it is not taken, so its gradient there is zero, not NaN.
+    """
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import log_diff_normal_cdf, normal_lccdf, normal_lcdf
+
+    k = cuts.shape[-1]
+    hi = cuts[..., pt.clip(value, 0, k - 1)] - eta  # theta_y - eta (a placeholder for y = J - 1)
+    lo = cuts[..., pt.clip(value - 1, 0, k - 1)] - eta  # theta_{y-1} - eta (placeholder for y = 0)
+    first, last = pt.eq(value, 0), pt.eq(value, k)
+    inner = log_diff_normal_cdf(0.0, 1.0, pt.switch(last, lo + 1.0, hi), pt.switch(first, hi - 1.0, lo))
+    return pt.switch(first, normal_lcdf(0.0, 1.0, hi), pt.switch(last, normal_lccdf(0.0, 1.0, lo), inner))
+
+
 def build_family_model(formula: str, data: RunsData, family: str, *,
                        priors: Mapping[str, PriorSpec] | None = None,
                        parameterization: str | Mapping[str, str] = "auto", link: str | None = None,
-                       contrasts: dict[str, Any] | None = None) -> BayesModel:
+                       contrasts: dict[str, Any] | None = None,
+                       weights: str | ArrayLike | None = None) -> BayesModel:
     """Build the PyMC model of ``formula`` on ``data`` with the ``family`` likelihood.
 
     ``link`` is the cumulative model's (``"logit"`` or ``"probit"``); the beta families use the
-    logit link, the Gaussian the identity.
+    logit link, the Gaussian the identity.  ``weights`` as :func:`build_family_design`.
 
     Examples
     --------
@@ -402,7 +471,7 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
     import pytensor.tensor as pt
     from pymc.distributions.transforms import ordered
 
-    design = build_family_design(formula, data, family, contrasts=contrasts)
+    design = build_family_design(formula, data, family, contrasts=contrasts, weights=weights)
     if family == "cumulative":
         link = "logit" if link is None else link
         if link not in CUMULATIVE_LINKS:
@@ -450,5 +519,6 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
             if link == "logit":
                 pm.OrderedLogistic("y", eta=eta, cutpoints=cut_c, observed=y.astype("int64"))
             else:
-                pm.OrderedProbit("y", eta=eta, cutpoints=cut_c, sigma=1.0, observed=y.astype("int64"))
+                pm.CustomDist("y", eta, cut_c, logp=ordered_probit_logp, signature="(),(k)->()",
+                              observed=y.astype("int64"), dtype="int64")
     return BayesModel(model, design, plans, prior_map, prior_table, icol, None, basis, link, family)

@@ -608,6 +608,21 @@ class BayesFamilyResult(BayesGlmerResult):
         lv = self.levels
         return [f"{a}|{b}" for a, b in zip(lv[:-1], lv[1:])]
 
+    @property
+    def threshold_draws(self) -> pd.DataFrame:
+        """Posterior draws of the thresholds of a cumulative model: one row per draw (chains
+        stacked, as ``fixef_draws``), one column per threshold (``1|2``, ``2|3``...); with
+        ``fixef_draws`` this is what :func:`evalmix.ordinal.clmm_emmeans` reads.
+
+        Examples
+        --------
+        >>> fit.threshold_draws.columns.tolist()  # doctest: +SKIP
+        ['1|2', '2|3', '3|4', '4|5']
+        """
+        if self.family != "cumulative":
+            raise ValueError(f"a {self.family} model has no thresholds; only evalmix.bayes.clmm() fits do")
+        return pd.DataFrame(self._flat("thresholds"), columns=self.threshold_names)
+
     def _family_design(self, what: str) -> FamilyDesign:
         from .families import FamilyDesign
 

@@ -16,7 +16,8 @@ import pandas as pd
 
 from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
-from ..model import build_fixed, build_random_terms, model_columns, ordinal_codes, parse_mixed_formula, read_data
+from ..model import (build_fixed, build_random_terms, model_columns, ordinal_codes, parse_mixed_formula, read_data,
+                     rows_text)
 from ..parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
@@ -35,7 +36,8 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         lme4 syntax with scalar random intercepts: ``"rating ~ model + (1|item)"``,
         ``"rating ~ model + (1|item) + (1|item:run)"``, ``"rating ~ model + (1|judge) + (1|item)"``.
         The response is an ordered categorical or integer scores (sorted numerically, no gaps),
-        with at least three categories.
+        with at least three categories.  ``offset()`` terms are added to ``x beta``, as ordinal
+        adds them.
     data : DataFrame or path
         One row per rating; a path is read with :func:`evalmix.data.load_table`.
     link : {"logit", "probit"}
@@ -94,7 +96,14 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
             raise DataError(f"column {c!r} has a missing value in row {data.index[miss][0]}")
     d = data[list(dict.fromkeys(used))].reset_index(drop=True)
     y, levels = ordinal_codes(data[response], response)
-    fixed, X = build_fixed(parsed.fixed, d)
+    fixed, X = build_fixed(parsed.fixed, d, None, tuple(parsed.offsets))
+    offset = None
+    if parsed.offsets:  # ordinal's offset(): added to x beta, so subtracted from every threshold
+        offset = np.asarray(fixed.offset(d), dtype=float)
+        if not np.all(np.isfinite(offset)):
+            raise DataError(f"the offset is not finite in rows "
+                            f"{rows_text(data.index, ~np.isfinite(offset))}")
+        fixed = fixed.fitted_on(d, float(offset.mean()))
     names = list(fixed.columns)
     keep = [k for k, n in enumerate(names) if n != "(Intercept)"]
     X = np.asarray(X, dtype=float)
@@ -107,7 +116,7 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     model = OrdinalModel(y=np.asarray(y, dtype=np.int64), X=X[:, keep],
                          groups=[np.asarray(t.index, dtype=np.int64) for t in terms],
                          nlevels=[t.nl for t in terms], n_cat=len(levels), link=link,
-                         threshold=threshold)
+                         threshold=threshold, offset=offset)
     # thousands of small Cholesky factorisations: a threaded BLAS only spins on them
     with single_thread_blas():
         par, value, niter, converged = model.fit()

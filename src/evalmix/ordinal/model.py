@@ -55,9 +55,11 @@ class OrdinalModel:
     n_cat: int
     link: str
     threshold: str  # "flexible" or "equidistant"
+    offset: np.ndarray | None = None  # the formula's offset() terms, added to x beta
 
     def __post_init__(self) -> None:
         self.p = self.X.shape[1]
+        self.off = np.zeros(len(self.y)) if self.offset is None else np.asarray(self.offset, dtype=float)
         self.offsets = np.concatenate([[0], np.cumsum(self.nlevels)]).astype(np.int64)
         self.q = int(self.offsets[-1])
         self.u = np.zeros(self.q)
@@ -129,7 +131,7 @@ class OrdinalModel:
         beta = par[self.n_theta: self.n_theta + self.p]
         sd = np.exp(np.clip(par[self.n_theta + self.p:], -700, 700))
         sd_cols = np.repeat(sd, self.nlevels)
-        fixed = self.X @ beta
+        fixed = self.X @ beta + self.off
         u = self.u.copy()
 
         def objective(u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -203,7 +205,7 @@ class OrdinalModel:
         sd_cols = np.repeat(sd, self.nlevels)
         u = self.u
         effects = [sd[k] * u[self.hess.cols[k]] for k in range(len(self.groups))]
-        lp = self.X @ beta + np.sum(effects, axis=0)
+        lp = self.X @ beta + self.off + np.sum(effects, axis=0)
         full = np.concatenate([[-np.inf], cuts, [np.inf]])
         A, B = full[self.y + 1] - lp, full[self.y] - lp
         upper = B > 0
