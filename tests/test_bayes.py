@@ -324,7 +324,13 @@ def _pymc_logp_dlogp(bm, density, x):
 @pytest.fixture(scope="module")
 def sim_x(sim):
     d = sim.copy()
-    d["x"] = np.random.default_rng(0).normal(size=len(d))
+    rng = np.random.default_rng(0)
+    d["x"] = rng.normal(size=len(d))
+    # item attributes: a numeric feature and a three-level domain, constant within each item
+    items = sorted(d["item"].unique())
+    w = dict(zip(items, rng.normal(size=len(items))))
+    d["w"] = d["item"].map(w)
+    d["dom"] = d["item"].map({q: f"d{i % 3}" for i, q in enumerate(items)})
     return d
 
 
@@ -352,6 +358,9 @@ FUSED_CASES = {
     "laplace_half_cauchy": ("correct ~ model + (1|item) + (1|item:run)",
                             dict(priors={"fixed": ("laplace", 0, 1), "sd": ("half_cauchy", 1)},
                                  parameterization={"item": "noncentered", "item:run": "centered"})),
+    "item_level_columns": ("correct ~ model + x + w + dom + (1|item) + (1|item:run)",
+                           dict(parameterization={"item": "centered", "item:run": "noncentered"})),
+    "item_level_columns_no_qr": ("correct ~ model + w + dom + (1|item)", dict(qr=False)),
     "mixed_families_no_qr": ("correct ~ model + (1|item)",
                              dict(qr=False, priors={"model[T.M2]": ("normal", 0, 1),
                                                     "model[T.M3]": ("student_t", 4, 0, 1)})),
@@ -382,6 +391,39 @@ def test_fused_density_matches_pymc(case, sim_x):
         lp_ref, g_ref = _pymc_logp_dlogp(bm, density, x)
         assert lp == pytest.approx(lp_ref, rel=1e-8), (case, scale)
         np.testing.assert_allclose(g, g_ref, rtol=1e-8, atol=1e-8 * np.abs(g_ref).max())
+
+
+def test_item_attributes_are_held_by_the_item_term(sim_x):
+    """Hierarchical centring of group-level predictors: the columns constant within each item
+    (w and the domain contrasts) enter the mean of the centred item effects, not the rows."""
+    bm = build_model("correct ~ model + x + w + dom + (1|item) + (1|item:run)", sim_x, likelihood="fused",
+                     parameterization={"item": "centered", "item:run": "centered"})
+    holder = [p for p in bm.plans if p.level_x is not None]
+    assert [p.term.group for p in holder] == ["item"]  # the coarsest grouping (constant in item:run too)
+    coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
+    held = [coef[j] for j in np.flatnonzero(np.any(holder[0].level_x != 0, axis=0))]
+    assert held == ["w", "domd1", "domd2"]
+    # the held columns are out of the rows' linear predictor; x and model stay in it
+    Xt = bm.fixed_basis["Xt"] @ np.linalg.inv(bm.fixed_basis["T"])
+    assert np.all(Xt[:, [coef.index(c) for c in held]] == 0)
+    assert np.any(Xt[:, coef.index("x")] != 0)
+
+
+def test_held_item_attributes_give_the_ml_estimates(sim_x):
+    """Sampled with the item attributes held, the coefficients and the item effects (deviations
+    from their regression mean) agree with glmer's within a fraction of their posterior SD."""
+    formula = "correct ~ model + w + dom + (1|item)"
+    post = quiet_fit(formula, sim_x, seed=2, draws=400, tune=400, chains=2)
+    ml = evalmix.glmer(formula, sim_x)
+    tab = post.posterior_table().set_index("parameter")
+    for name, est in ml.fixef.items():
+        assert abs(tab.loc[name, "estimate"] - est) < 0.5 * tab.loc[name, "se"], name
+    draws = post.ranef_draws("item")
+    re = ml.ranef()
+    u_ml = re[re["group"] == "item"].set_index("level")["mode"]
+    u = draws.mean(axis=0).rename(index=lambda c: str(c).split(":")[0]).loc[u_ml.index.astype(str)].to_numpy()
+    assert np.corrcoef(u, u_ml)[0, 1] > 0.98
+    assert abs(u.mean()) < 0.1  # deviations, not the regression mean
 
 
 @pytest.mark.parametrize("trials", [3, 100])

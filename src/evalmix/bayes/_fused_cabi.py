@@ -1,6 +1,8 @@
 """C callbacks for nutpie: the kernel of :mod:`evalmix.bayes._fused_kernel` behind numba ``cfunc``s.
 
 Importing this module compiles them, or loads them from numba's on-disk cache (``cache=True``).
+numba keys that cache on this file alone: a change to the kernel module (its code or
+``TERM_FIELDS``) needs this file touched too, or a stale callback is loaded.
 They take their data through one ``user_data`` pointer to an int64 header (sizes and array
 addresses, built by :class:`evalmix.bayes.fused.FusedDensity`), and touch no Python object, so
 nutpie calls them from its worker threads in parallel.
@@ -17,7 +19,7 @@ from numba.extending import intrinsic
 
 from ._fused_kernel import TERM_FIELDS, log_density
 
-HEADER = 18  # int64 entries of the header
+HEADER = 20  # int64 entries of the header
 
 
 @intrinsic
@@ -43,7 +45,8 @@ def _unpack(hdr):
     Z = carray(_pointer(hdr[15]), (nt, n), np.float64)
     terms = carray(_pointer(hdr[16]), (nt, TERM_FIELDS), np.int64)
     pri = carray(_pointer(hdr[17]), (1 + p + nt, 5), np.float64)
-    return k, m, mi, Xu, cell, T, idx, Z, terms, pri
+    WT = carray(_pointer(hdr[18]), (hdr[19], p), np.float64)
+    return k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT
 
 
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),

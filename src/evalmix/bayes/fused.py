@@ -35,7 +35,7 @@ _CODES = {"normal": 0, "student_t": 1, "cauchy": 2, "laplace": 3, "half_normal":
           "half_student_t": 5, "half_cauchy": 6, "exponential": 7}
 _LOG_2 = math.log(2.0)
 # the kernel's arrays, in the order of its arguments and of the header's address slots 8...
-_ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri")
+_ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT")
 
 
 def fused_available() -> bool:
@@ -152,7 +152,7 @@ class FusedDensity:
                 add(f"b[{i}]", 1)
         elif p:
             add(theta_name, p)
-        terms = np.zeros((len(bm.plans), 6), np.int64)
+        terms = np.zeros((len(bm.plans), 7), np.int64)  # _fused_kernel.TERM_FIELDS per term
         idx = np.zeros((len(bm.plans), n), np.int64)
         Z = np.ones((len(bm.plans), n))
         rows = [prior_row(bm.priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
@@ -166,7 +166,8 @@ class FusedDensity:
             o_v = add(f"({pl.label})" if pl.centered else f"z({pl.label})", t.nl)
             idx[t_i] = t.index
             Z[t_i] = t.Z[:, 0]
-            terms[t_i] = (pl.centered, pl.absorbs_intercept, t.nl, o_s, o_v, bool(np.all(t.Z == 1.0)))
+            terms[t_i] = (pl.centered, pl.absorbs_intercept, t.nl, o_s, o_v, bool(np.all(t.Z == 1.0)),
+                          pl.level_x is not None)
         add_int = i_int >= 0 and not any(pl.absorbs_intercept for pl in bm.plans)
         m = np.ascontiguousarray(design.m, float)
         # integer trials of at most 64 let the kernel sum log(1 + e^-|eta|) as one log of a product
@@ -177,11 +178,14 @@ class FusedDensity:
             Xu, cell = np.zeros((1, 0)), np.zeros(n, np.int64)
         arrays = {"k": np.ascontiguousarray(design.k, float), "m": m, "mi": mi,
                   "Xu": np.ascontiguousarray(Xu, float), "cell": cell.astype(np.int64).ravel(),
-                  "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows)}
-        header = np.zeros(18, np.int64)
+                  "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
+                  # the holder's levels' values of the fixed columns it holds (no rows: none held)
+                  "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
+        header = np.zeros(20, np.int64)
         header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
         for slot, key in enumerate(_ARRAYS, start=8):
             header[slot] = arrays[key].ctypes.data
+        header[19] = len(arrays["WT"])
         return cls(bm, blocks, arrays, header, off)
 
     # ------------------------------------------------------------------ evaluation
@@ -218,6 +222,9 @@ class FusedDensity:
                 x[o_s] += math.log(_support_point(bm.priors[f"sd|{pl.term.group}|{pl.term.cnames[0]}"]))
                 if holds:
                     x[o_v:o_v + nl] += x[i_int]
+                if terms[t_i, 6]:
+                    WT = self.arrays["WT"]
+                    x[o_v:o_v + nl] += WT @ x[o_th:o_th + WT.shape[1]]
         return x
 
     # ------------------------------------------------------------------ sampling

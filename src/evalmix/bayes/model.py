@@ -20,7 +20,9 @@ When a centred term has an intercept column and the fixed part has an intercept,
 becomes the mean of that term's effects (hierarchical centring, Gelfand, Sahu & Carlin 1995):
 ``a_l ~ Normal(Intercept, sigma)`` and ``eta = a[l] + X_(-1) b``.  The likelihood then pins each
 ``a_l`` and the prior pins the intercept to their mean, which removes the ridge between the
-intercept and the effects that makes bambi's default sample the intercept slowly.
+intercept and the effects that makes bambi's default sample the intercept slowly.  Fixed columns
+constant within the levels of a centred term (an item's domain or difficulty) move into the mean of
+its effects the same way: ``a_l ~ Normal(x_l b, sigma)`` (plus the intercept if the term holds it).
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ class TermPlan:
     ratio: float  # median over levels of I_l * sigma_ML^2 (information ratio)
     sigma_ml: np.ndarray
     absorbs_intercept: bool = False
+    # The fixed columns constant within each level of this term (item-level predictors) moved
+    # into the mean of its effects: (levels x coefficients) centred values, zero in the other
+    # columns (None: no column moved)
+    level_x: np.ndarray | None = None
 
     @property
     def form(self) -> str:
@@ -222,9 +228,23 @@ def model_coords(names: list[str], icol: int | None, plans: list[TermPlan]) -> d
     return coords
 
 
+def level_constant(Xc: np.ndarray, term: RandomTerm) -> list[int]:
+    """Columns of ``Xc`` that take one value within each level of ``term`` (its group's
+    attributes, such as an item's domain or difficulty), the all-zero ones left out."""
+    out = []
+    for j in range(Xc.shape[1]):
+        col = Xc[:, j]
+        first = np.zeros(term.nl)
+        first[term.index] = col  # any row of the level: equal to all of them when constant
+        if np.any(col != 0.0) and np.array_equal(first[term.index], col):
+            out.append(j)
+    return out
+
+
 def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: list[TermPlan],
                      prior_map: Mapping[str, Prior], *, weights: np.ndarray, w_info: np.ndarray,
-                     qr: bool = True, center: bool = False) -> tuple[Any, dict[str, np.ndarray]]:
+                     qr: bool = True, center: bool = False,
+                     hold_columns: bool = False) -> tuple[Any, dict[str, np.ndarray]]:
     """The linear predictor of every row (inside a PyMC model context) and the fixed basis.
 
     Shared by every likelihood of the package: the intercept ``Intercept_c`` at the centred
@@ -232,6 +252,11 @@ def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: l
     one of them holding the intercept), with the names the result reads back.  ``weights``
     weight the column means, ``w_info`` the QR decomposition; ``center`` centres the columns of a
     model without an intercept too (the cumulative-link model, whose thresholds take the shift).
+    ``hold_columns``: a centred term holds the fixed columns constant within its levels
+    (``a_l ~ Normal(x_l b, sigma)``, plus the intercept when it holds that too: hierarchical
+    centring of group-level predictors): the likelihood then pins each ``a_l`` and the regression
+    of the ``a_l`` on ``x_l`` pins those coefficients, instead of a ridge between the coefficient
+    of an item attribute and the effects of every item that shares it.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -255,31 +280,54 @@ def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: l
         Xc = Xc - xbar
     if icol is not None:
         intercept = prior_map[names[icol]].dist("Intercept_c")
-    if coef and qr:
+    holder: TermPlan | None = None
+    held: list[int] = []
+    if hold_columns and coef:
+        # the centred scalar term whose levels carry the most fixed columns (the coarsest grouping
+        # on a tie: an item's attributes are constant within item:run too) holds them, when it
+        # has more levels than columns to regress its effects on
+        options = [(level_constant(Xc, p.term), p) for p in plans
+                   if p.centered and p.term.nc == 1 and np.all(p.term.Z == 1.0)]
+        options = [(cols, p) for cols, p in options if cols and p.term.nl > len(cols) + 1]
+        if options:
+            held, holder = max(options, key=lambda c: (len(c[0]), -c[1].term.nl))
+    rowcols = [j for j in range(len(coef)) if j not in held]
+    Xr = Xc.copy()
+    Xr[:, held] = 0.0  # the held columns enter through the holder's mean, not the rows
+    if coef and qr and len(rowcols) >= 2:
         # Sample theta = R b where Q R is the QR decomposition of the information-weighted
         # centred design: the likelihood is then close to isotropic in theta (treatment
         # contrasts sharing a reference level are otherwise correlated, which slows a sampler
-        # with a diagonal mass matrix).  The prior stays the one stated for b.
+        # with a diagonal mass matrix).  The prior stays the one stated for b.  Held columns
+        # keep their own coordinates (b_j = theta_j).
         sw = np.sqrt(w_info)[:, None]
-        R = np.linalg.qr(sw * Xc, mode="r")
+        R = np.linalg.qr(sw * Xc[:, rowcols], mode="r")
         R = R * np.sign(np.diag(R))[:, None]
-        Rinv = np.linalg.solve(R, np.eye(len(coef)))
+        Rinv = np.eye(len(coef))
+        Rinv[np.ix_(rowcols, rowcols)] = np.linalg.solve(R, np.eye(len(rowcols)))
         theta = pm.Flat("b_qr", dims="coef")
         b = pm.Deterministic("b", pt.dot(Rinv, theta), dims="coef")
         pm.Potential("b_prior", _vector_logp([prior_map[names[j]] for j in coef], b))
-        eta = pt.dot(Xc @ Rinv, theta)
-        basis = {"Xt": Xc @ Rinv, "T": Rinv, "xbar": xbar}
+        eta = pt.dot(Xr @ Rinv, theta)
+        basis = {"Xt": Xr @ Rinv, "T": Rinv, "xbar": xbar}
     else:
         if coef:
             b = _vector_prior("b", [prior_map[names[j]] for j in coef], dims="coef")
-            eta = pt.dot(Xc, b)
-        basis = {"Xt": Xc, "T": np.eye(len(coef)), "xbar": xbar}
+            eta = pt.dot(Xr, b)
+        basis = {"Xt": Xr, "T": np.eye(len(coef)), "xbar": xbar}
+    if held and holder is not None:
+        W = np.zeros((holder.term.nl, len(coef)))
+        W[holder.term.index[:, None], np.array(held)[None, :]] = Xc[:, held]
+        holder.level_x = W
+        basis["WT"] = W @ basis["T"]
     if icol is not None:
         pm.Deterministic("Intercept", intercept - pt.dot(xbar, b) if coef else intercept)
     absorbed = False
     for p in plans:
         t = p.term
         mu = intercept if p.absorbs_intercept else 0.0
+        if p.level_x is not None:
+            mu = mu + pt.dot(p.level_x, b)
         absorbed |= p.absorbs_intercept
         sds = [prior_map[f"sd|{t.group}|{c}"] for c in t.cnames]
         lev = f"{t.group}__level"
@@ -378,7 +426,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
 
     with pm.Model(coords=coords) as model:
         eta, basis = linear_predictor(X, names, icol, plans, prior_map, weights=design.m,
-                                      w_info=w_info, qr=qr)
+                                      w_info=w_info, qr=qr, hold_columns=True)
         if design.offset is not None:
             eta = eta + design.offset
         if link != "logit":

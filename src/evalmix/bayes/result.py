@@ -241,7 +241,8 @@ class BayesGlmerResult(Result):
         """Draws of a term's random effects as deviations from zero: (n_draws, levels[, columns]).
 
         A term that holds the intercept is sampled as ``a_l ~ Normal(Intercept_c, sigma)``; its
-        deviations are ``a_l - Intercept_c`` (the intercept is in the fixed effects).
+        deviations are ``a_l - Intercept_c`` (the intercept is in the fixed effects); one that holds
+        level-constant fixed columns, less ``x_l b``.
         """
         u = flatten_chains(np.asarray(self._posterior.posterior[f"({p.label})"]))
         if p.absorbs_intercept:
@@ -251,6 +252,9 @@ class BayesGlmerResult(Result):
             else:
                 u = u.copy()
                 u[:, :, p.term.cnames.index("(Intercept)")] -= mu[:, None]
+        if p.level_x is not None:  # the item-level columns it holds
+            b = flatten_chains(np.asarray(self._posterior.posterior["b"]))
+            u = u - b @ p.level_x.T
         return u
 
     def ranef_draws(self, group: str) -> pd.DataFrame:
