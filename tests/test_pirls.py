@@ -269,3 +269,34 @@ def test_stopping_at_a_stall_gives_the_fit_of_a_search_to_the_end():
                                np.sqrt(np.diag(slow.vcov.to_numpy())), rtol=1e-6)
     assert fast.optimizer.deviance_evaluations < slow.optimizer.deviance_evaluations
     assert fast.converged and slow.converged
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item:run)"])
+def test_early_stop_term_from_level_sums_is_the_row_sum(formula):
+    """lme4's early-stop term of the Hessian, ``J' diag(c) J`` with ``J = d eta~ / d(theta, beta)``
+    by forward differences, formed from sums per fine level and per pattern (nested solver) is
+    the sum over rows of the n x P Jacobian."""
+    from evalmix.glmm.deviance import NestedSolver
+    from evalmix.glmm.optimize import hessian
+
+    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    ld = build_deviance(design)
+    assert isinstance(ld.solver, NestedSolver)
+    nt = design.theta_start.size
+    ev = ld.pirls(np.array([0.7, 1.3])[:nt], np.array([0.2, -0.3, 0.1, 0.4]))
+    h = ld.control.hessian_step
+    term = hessian(ld, ev) - hessian(ld, ev, lme4_pirls=False)
+    cols = []
+    for j in range(nt + 4):
+        th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
+        if j < nt:
+            th[j] += h
+        else:
+            e = np.zeros(4)
+            e[j - nt] = h
+            be, u0 = be + e, ev.u + ld.du_dbeta(ev, e)
+        cols.append((ld.pirls(th, be, u0).eta - ev.eta) / h)
+    J = np.column_stack(cols)
+    c = ld.one_step_weights(ev)
+    np.testing.assert_allclose(term, J.T @ (c[:, None] * J), rtol=1e-7, atol=1e-9 * np.abs(term).max())

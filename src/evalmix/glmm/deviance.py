@@ -136,12 +136,26 @@ class NestedSolver:
         self.tf = float(theta[0])
         self.tc = float(theta[1]) if self.two else 0.0
 
-    def zl(self, u: np.ndarray) -> np.ndarray:
+    def level_values(self, u: np.ndarray) -> np.ndarray:
+        """``A u`` per fine level (``A u`` is this gathered by each row's fine level ``fi``)."""
         if not self.two:
-            return self.tf * u[: self.J][self.fi]
+            return self.tf * u[: self.J]
+        return self.tf * u[: self.J] + self.tc * u[self.J:][self.parent]
+
+    def zl(self, u: np.ndarray) -> np.ndarray:
         # the coarse level of a row is its fine level's parent: the sum is formed per fine level
         # (the same two products and one addition as per row) and gathered once
-        return (self.tf * u[: self.J] + self.tc * u[self.J:][self.parent])[self.fi]
+        return self.level_values(u)[self.fi]
+
+    def jacobian_gram(self, X: FixedMatrix, c: np.ndarray, D: np.ndarray,
+                      E: np.ndarray) -> np.ndarray:
+        """``J' diag(c) J`` for the n x P matrix ``J = X D + E[fi]`` (``D`` p x P, ``E`` one row
+        per fine level), from sums per pattern and per fine level instead of the n x P matrix:
+        ``D' X'CX D + D' X'C Z E + E' Z'CX D + E' Z'CZ E`` (``Z`` the fine-level indicator)."""
+        B = X.group_wsum(self.fi, self.J, c, self.control.group_table_max) @ D
+        cross = E.T @ B
+        return (D.T @ X.gram(c) @ D + cross + cross.T
+                + E.T @ (np.bincount(self.fi, c, self.J)[:, None] * E))
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
         sf = np.bincount(self.fi, r, self.J)

@@ -27,7 +27,7 @@ from scipy.optimize import OptimizeResult, minimize
 
 from ..model import RandomTerm, term_lambdas
 from .control import GlmerControl
-from .deviance import Evaluation, LaplaceDeviance
+from .deviance import Evaluation, LaplaceDeviance, NestedSolver
 
 
 @dataclass(frozen=True)
@@ -687,13 +687,22 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
+    track = lme4_pirls and ld.link == "logit"
+    sv = ld.solver
+    # d eta~ / d(theta, beta) = X D + A-part: for nested intercepts the A-part is one value per
+    # fine level, so J' diag(c) J comes from sums per level and per pattern (no n x P matrix)
+    nested = track and isinstance(sv, NestedSolver)
     # column-major: each column is written in one contiguous pass (row-major, every element of a
     # column lands on its own cache line)
-    J = (np.zeros((ev.eta.size, nt + p), order="F") if lme4_pirls and ld.link == "logit"
-         else None)
+    J = (np.zeros((ev.eta.size, nt + p), order="F") if track and not nested else None)
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
+    if nested:
+        assert isinstance(sv, NestedSolver)
+        D = np.zeros((p, nt + p))
+        base = sv.level_values(ev.u)  # the solver is at ev's theta after grads(ev)
+        E = np.empty((base.size, nt + p), order="F")
     for j in range(nt + p):
         th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
         if j < nt:
@@ -704,6 +713,12 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             be = be + e
             u0 = ev.u + ld.du_dbeta(ev, e)
         evj = ld.pirls(th, be, u0)
+        if nested:
+            # what (evj.eta - ev.eta) / h is made of, read while the solver is at evj's theta
+            np.subtract(be, ev.beta, out=D[:, j])
+            D[:, j] /= h
+            np.subtract(sv.level_values(evj.u), base, out=E[:, j])
+            E[:, j] /= h
         if J is not None:
             jc = J[:, j]  # in place: no n-row temporaries
             np.subtract(evj.eta, ev.eta, out=jc)
@@ -718,6 +733,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         H = (H + H.T) / 2
     else:
         _theta_block(ld, ev, H, h)
+    if nested:
+        H += sv.jacobian_gram(ld.X, ld.one_step_weights(ev), D, E)
     if J is not None:
         c = ld.one_step_weights(ev)
         rows = ld.control.hessian_chunk_rows  # row chunks: no second n x P temporary
