@@ -114,7 +114,42 @@ def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.
     return 2.0 * (total + (logs + math.log(prod)))
 
 
+def _level_score_sums(fi: np.ndarray, hj: np.ndarray, w: np.ndarray, mu: np.ndarray,
+                      gs: np.ndarray) -> None:
+    # gs[fi] += g with g = h w (1 - 2 mu), rounded as LaplaceDeviance.grads's NumPy passes
+    for i in range(fi.size):
+        j = fi[i]
+        g = hj[j] * w[i]
+        g *= 1.0 - mu[i] * 2.0
+        gs[j] += g
+
+
+def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, w: np.ndarray,
+                         mu: np.ndarray, k: np.ndarray, m: np.ndarray, pat: np.ndarray,
+                         pf: np.ndarray, qf: np.ndarray, ps: np.ndarray,
+                         rho_out: np.ndarray) -> None:
+    # rho = g - 2 r - w (A v) and r = k - m mu summed per fine level, rho per pattern (when
+    # ``pat`` is given) or stored (when ``rho_out`` has the rows); sums in row order, as bincount
+    for i in range(fi.size):
+        j = fi[i]
+        wi = w[i]
+        p = mu[i]
+        g = hj[j] * wi
+        g *= 1.0 - p * 2.0
+        r = k[i] - m[i] * p
+        rho = g - r * 2.0
+        rho -= zvj[j] * wi
+        pf[j] += rho
+        qf[j] += r
+        if pat.size:
+            ps[pat[i]] += rho
+        if rho_out.size:
+            rho_out[i] = rho
+
+
 if njit is not None:
+    _level_score_sums = njit(cache=True, nogil=True)(_level_score_sums)
+    _level_gradient_sums = njit(cache=True, nogil=True)(_level_gradient_sums)
     _deviance_mu = njit(cache=True, nogil=True)(_deviance_mu)
     _score_weights = njit(cache=True, nogil=True)(_score_weights)
     _trial_deviance = njit(cache=True, nogil=True)(_trial_deviance)
@@ -154,3 +189,30 @@ class CompiledLogitRows:
         """``eta += step zd`` in place, ``mu``, score and weight written into their buffers;
         returns ``D(y, eta)``."""
         return float(_advance(eta, zd, float(step), self.k, self.m, mu, score, w))
+
+    def level_score_sums(self, fi: np.ndarray, hj: np.ndarray, w: np.ndarray, mu: np.ndarray,
+                         nl: int) -> np.ndarray:
+        """``bincount(fi, h w (1 - 2 mu))`` with ``h = hj[fi]`` (the leverages of a nested solver,
+        one per fine level): the row weights of the gradient's adjoint, summed in one pass."""
+        gs = np.zeros(nl)
+        _level_score_sums(fi, hj, w, mu, gs)
+        return gs
+
+    def level_gradient_sums(self, fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray,
+                            w: np.ndarray, mu: np.ndarray, pat: np.ndarray | None, npat: int
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                       np.ndarray | None]:
+        """The row sums of the exact gradients (:meth:`evalmix.glmm.deviance.LaplaceDeviance.grads`)
+        in one pass: ``rho = g - 2 r - w zvj[fi]`` and ``r = k - m mu`` summed per fine level
+        (``pf``, ``qf``), and ``rho`` summed per pattern of ``pat`` (``ps``) or, without ``pat``,
+        ``rho`` itself; returns ``(pf, qf, ps, rho)``, the one not asked for None."""
+        nl = hj.size
+        pf, qf = np.zeros(nl), np.zeros(nl)
+        if pat is None:
+            ps, rho = np.zeros(0), np.empty(fi.size)
+            _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, np.zeros(0, dtype=fi.dtype),
+                                 pf, qf, ps, rho)
+            return pf, qf, None, rho
+        ps = np.zeros(npat)
+        _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, pat, pf, qf, ps, np.zeros(0))
+        return pf, qf, ps, None

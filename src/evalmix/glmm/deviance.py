@@ -158,7 +158,10 @@ class NestedSolver:
                 + E.T @ (np.bincount(self.fi, c, self.J)[:, None] * E))
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
-        sf = np.bincount(self.fi, r, self.J)
+        return self.zlt_levels(np.bincount(self.fi, r, self.J))
+
+    def zlt_levels(self, sf: np.ndarray) -> np.ndarray:
+        """``A' r`` from ``sf``, the sums of ``r`` per fine level (``bincount(fi, r)``)."""
         if not self.two:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
@@ -196,13 +199,16 @@ class NestedSolver:
 
     def leverage(self) -> np.ndarray:
         """``h_i = a_i' H^-1 a_i`` for each row (``a_i`` the row of ``Z Lambda``)."""
+        return self.level_leverage()[self.fi]
+
+    def level_leverage(self) -> np.ndarray:
+        """The leverages per fine level (the rows of a fine level share theirs)."""
         if not self.two:
-            return (self.tf**2 / self.Df)[self.fi]
+            return self.tf**2 / self.Df
         Sp = self.S[self.parent]
         hff = 1.0 / self.Df + self.CD**2 / Sp
         hfc = -self.CD / Sp
-        hj = self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
-        return hj[self.fi]
+        return self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
 
     def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
                    v: np.ndarray) -> np.ndarray:
@@ -212,9 +218,13 @@ class NestedSolver:
         (the indicator of term t), ``v = H^-1 A' g`` and ``rho = g - 2 r - W A v``; the last two
         terms carry the change of ``u~`` and of ``W`` with theta.
         """
+        return self.grad_theta_levels(np.bincount(self.fi, rho, self.J),
+                                      np.bincount(self.fi, r, self.J), u, v)
+
+    def grad_theta_levels(self, pf: np.ndarray, qf: np.ndarray, u: np.ndarray,
+                          v: np.ndarray) -> np.ndarray:
+        """:meth:`grad_theta` from the sums of ``rho`` and ``r`` per fine level."""
         J = self.J
-        pf = np.bincount(self.fi, rho, J)
-        qf = np.bincount(self.fi, r, J)
         rf = pf * u[:J] + qf * v[:J]
         if not self.two:
             return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
@@ -1237,8 +1247,32 @@ class LaplaceDeviance:
         if cached is not None and cached[0] is ev:
             # the optimiser asks for beta's gradient, then theta's at the same point: the row
             # sums both are made of are computed once
-            _, rho, r, v, gb = cached
-            return (s.grad_theta(rho, r, ev.u, v) if theta else None), gb.copy()
+            _, rho, r, v, gb, levels = cached
+            if not theta:
+                return None, gb.copy()
+            if levels:  # rho and r summed per fine level (below)
+                assert isinstance(s, NestedSolver)
+                return s.grad_theta_levels(rho, r, ev.u, v), gb.copy()
+            return s.grad_theta(rho, r, ev.u, v), gb.copy()
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: the dozen NumPy passes
+        # below in two loops, and only sums per fine level and per pattern kept (the same
+        # roundings, summed in row order as bincount does)
+        score_sums = getattr(self.rows, "level_score_sums", None)
+        fused = getattr(self.rows, "level_gradient_sums", None)
+        if score_sums is not None and fused is not None and isinstance(s, NestedSolver):
+            hj = s.level_leverage()
+            v = s.solve(s.zlt_levels(score_sums(s.fi, hj, ev.w, ev.mu, s.J)))
+            X = self.X
+            pat = X.pat if X.pat is not None and X.npat > 1 else None
+            pf, qf, ps, rho_rows = fused(s.fi, hj, s.level_values(v), ev.w, ev.mu, pat, X.npat)
+            if ps is not None:
+                assert X.Xu is not None
+                gb = X.Xu.T @ ps
+            else:
+                assert rho_rows is not None
+                gb = X.tdot(rho_rows)
+            self._grad_parts = (ev, pf, qf, v, gb.copy(), True)
+            return (s.grad_theta_levels(pf, qf, ev.u, v) if theta else None), gb
         # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
         # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
         r = np.multiply(self.m, ev.mu)
@@ -1260,10 +1294,12 @@ class LaplaceDeviance:
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
         gb = self.X.tdot(rho)
-        self._grad_parts = (ev, rho, r, v, gb.copy())
+        self._grad_parts = (ev, rho, r, v, gb.copy(), False)
         return gt, gb
 
-    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    # (ev, rho, r, v, beta's gradient, whether rho and r are sums per fine level)
+    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                       bool] | None = None
 
     def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
         """Exact gradient over beta for a non-canonical link.

@@ -688,20 +688,18 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
     track = lme4_pirls and ld.link == "logit"
-    sv = ld.solver
     # d eta~ / d(theta, beta) = X D + A-part: for nested intercepts the A-part is one value per
     # fine level, so J' diag(c) J comes from sums per level and per pattern (no n x P matrix)
-    nested = track and isinstance(sv, NestedSolver)
+    nested = ld.solver if track and isinstance(ld.solver, NestedSolver) else None
     # column-major: each column is written in one contiguous pass (row-major, every element of a
     # column lands on its own cache line)
-    J = (np.zeros((ev.eta.size, nt + p), order="F") if track and not nested else None)
+    J = (np.zeros((ev.eta.size, nt + p), order="F") if track and nested is None else None)
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
-    if nested:
-        assert isinstance(sv, NestedSolver)
+    if nested is not None:
         D = np.zeros((p, nt + p))
-        base = sv.level_values(ev.u)  # the solver is at ev's theta after grads(ev)
+        base = nested.level_values(ev.u)  # the solver is at ev's theta after grads(ev)
         E = np.empty((base.size, nt + p), order="F")
     for j in range(nt + p):
         th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
@@ -713,11 +711,11 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
             be = be + e
             u0 = ev.u + ld.du_dbeta(ev, e)
         evj = ld.pirls(th, be, u0)
-        if nested:
+        if nested is not None:
             # what (evj.eta - ev.eta) / h is made of, read while the solver is at evj's theta
             np.subtract(be, ev.beta, out=D[:, j])
             D[:, j] /= h
-            np.subtract(sv.level_values(evj.u), base, out=E[:, j])
+            np.subtract(nested.level_values(evj.u), base, out=E[:, j])
             E[:, j] /= h
         if J is not None:
             jc = J[:, j]  # in place: no n-row temporaries
@@ -733,8 +731,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         H = (H + H.T) / 2
     else:
         _theta_block(ld, ev, H, h)
-    if nested:
-        H += sv.jacobian_gram(ld.X, ld.one_step_weights(ev), D, E)
+    if nested is not None:
+        H += nested.jacobian_gram(ld.X, ld.one_step_weights(ev), D, E)
     if J is not None:
         c = ld.one_step_weights(ev)
         rows = ld.control.hessian_chunk_rows  # row chunks: no second n x P temporary
