@@ -326,3 +326,31 @@ def test_compiled_gradient_sums_give_the_numpy_gradients(formula):
     (gt0, gb0), (gt1, gb1) = out
     np.testing.assert_allclose(gt1, gt0, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gb1, gb0, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item:run)"])
+def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
+    """With compiled rows and nested intercepts each PIRLS pass also sums the weights and scores
+    per fine level and steps along one value per level: the modes, deviance and iterations of
+    the NumPy loop, also where a far start makes PIRLS halve its steps."""
+    from evalmix.glmm import _logit_rows
+
+    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    nt = design.theta_start.size
+    theta, beta = np.array([0.7, 1.3])[:nt], np.array([0.2, -0.3, 0.1, 0.4])
+    plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms,
+                           control=GlmerControl(compiled_rows_min=1))
+    trials = []
+    if _logit_rows.available():
+        real = fast.rows.trial_levels  # type: ignore[attr-defined]
+        fast.rows.trial_levels = lambda *a: trials.append(a[3]) or real(*a)  # type: ignore[attr-defined]
+    for u0 in (None, np.full(plain.q, 12.0)):  # the far start halves steps with two terms
+        e0, e1 = plain.pirls(theta, beta, u0), fast.pirls(theta, beta, u0)
+        assert e1.iterations == e0.iterations
+        assert e1.dev == pytest.approx(e0.dev, rel=1e-13)
+        np.testing.assert_allclose(e1.u, e0.u, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(e1.w, e0.w, rtol=1e-10, atol=1e-15)
+        np.testing.assert_allclose(plain.grads(e0)[0], fast.grads(e1)[0], rtol=1e-9)
+    assert len(trials) == (2 if nt == 2 and _logit_rows.available() else 0)

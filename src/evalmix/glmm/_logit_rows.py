@@ -147,7 +147,101 @@ def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, w: np.
             rho_out[i] = rho
 
 
+def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
+                  mu: np.ndarray, score: np.ndarray, w: np.ndarray, sw: np.ndarray,
+                  ss: np.ndarray) -> float:
+    # _deviance_mu then _score_weights in one pass, the weights and scores also summed per fine
+    # level (sw, ss: bincount(fi, w) and bincount(fi, score), in row order)
+    sw[:] = 0.0
+    ss[:] = 0.0
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
+    for i in range(eta.size):
+        x = eta[i]
+        e = math.exp(-abs(x))
+        d = 1.0 + e
+        inv = 1.0 / d
+        p = inv if x >= 0 else e * inv
+        mu[i] = p
+        mi = m[i]
+        sc = k[i] - mi * p
+        wi = mi * p * (1.0 - p)
+        score[i] = sc
+        w[i] = wi
+        j = fi[i]
+        sw[j] += wi
+        ss[j] += sc
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= d
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
+
+
+def _advance_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
+                    k: np.ndarray, m: np.ndarray, mu: np.ndarray, score: np.ndarray,
+                    w: np.ndarray, sw: np.ndarray, ss: np.ndarray) -> float:
+    # _advance with zd = dzf[fi] (no gathered step vector), the new weights and scores also
+    # summed per fine level
+    sw[:] = 0.0
+    ss[:] = 0.0
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
+    for i in range(eta.size):
+        j = fi[i]
+        x = eta[i] + step * dzf[j]
+        eta[i] = x
+        e = math.exp(-abs(x))
+        d = 1.0 + e
+        inv = 1.0 / d
+        p = inv if x >= 0 else e * inv
+        mu[i] = p
+        mi = m[i]
+        sc = k[i] - mi * p
+        wi = mi * p * (1.0 - p)
+        score[i] = sc
+        w[i] = wi
+        sw[j] += wi
+        ss[j] += sc
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= d
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
+
+
+def _trial_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
+                  k: np.ndarray, m: np.ndarray) -> float:
+    # _trial_deviance with zd = dzf[fi]
+    total, logs, prod, count = 0.0, 0.0, 1.0, 0
+    for i in range(eta.size):
+        x = eta[i] + step * dzf[fi[i]]
+        e = math.exp(-abs(x))
+        mi = m[i]
+        total += mi * max(x, 0.0) - k[i] * x
+        if mi == 1.0:
+            prod *= 1.0 + e
+            count += 1
+            if count == BLOCK:
+                logs += math.log(prod)
+                prod, count = 1.0, 0
+        else:
+            total += mi * math.log1p(e)
+    return 2.0 * (total + (logs + math.log(prod)))
+
+
 if njit is not None:
+    _start_levels = njit(cache=True, nogil=True)(_start_levels)
+    _advance_levels = njit(cache=True, nogil=True)(_advance_levels)
+    _trial_levels = njit(cache=True, nogil=True)(_trial_levels)
     _level_score_sums = njit(cache=True, nogil=True)(_level_score_sums)
     _level_gradient_sums = njit(cache=True, nogil=True)(_level_gradient_sums)
     _deviance_mu = njit(cache=True, nogil=True)(_deviance_mu)
@@ -216,3 +310,23 @@ class CompiledLogitRows:
         ps = np.zeros(npat)
         _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, pat, pf, qf, ps, np.zeros(0))
         return pf, qf, ps, None
+
+    def start_levels(self, eta: np.ndarray, fi: np.ndarray, mu: np.ndarray, score: np.ndarray,
+                     w: np.ndarray, sw: np.ndarray, ss: np.ndarray) -> float:
+        """``D(y, eta)`` with ``mu``, score and weight written, and the weights and scores summed
+        per fine level ``fi`` into ``sw`` and ``ss`` (what a nested solver factors and solves
+        with), in one pass."""
+        return float(_start_levels(eta, self.k, self.m, fi, mu, score, w, sw, ss))
+
+    def advance_levels(self, eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
+                       mu: np.ndarray, score: np.ndarray, w: np.ndarray, sw: np.ndarray,
+                       ss: np.ndarray) -> float:
+        """:meth:`advance` along ``zd = dzf[fi]`` (one step value per fine level), with the new
+        weights and scores summed per fine level into ``sw`` and ``ss``."""
+        return float(_advance_levels(eta, dzf, fi, float(step), self.k, self.m, mu, score, w,
+                                     sw, ss))
+
+    def trial_levels(self, eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray,
+                     step: float) -> float:
+        """:meth:`trial_deviance` along ``zd = dzf[fi]``."""
+        return float(_trial_levels(eta, dzf, fi, float(step), self.k, self.m))

@@ -174,7 +174,10 @@ class NestedSolver:
         return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
 
     def factor(self, w: np.ndarray) -> float:
-        sf = np.bincount(self.fi, w, self.J)
+        return self.factor_levels(np.bincount(self.fi, w, self.J))
+
+    def factor_levels(self, sf: np.ndarray) -> float:
+        """:meth:`factor` from ``sf``, the weights summed per fine level (``bincount(fi, w)``)."""
         self.sf = sf
         self.Df = 1.0 + self.tf**2 * sf
         if not self.two:
@@ -1125,15 +1128,27 @@ class LaplaceDeviance:
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
         prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
         changes: list[float] = []  # lme4's relative change of the penalised deviance
-        pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts, u only: each pass over
+        # the rows also sums the weights and scores per fine level (sw, ss), which is all the
+        # solver factors and solves with, and a step is one value per fine level (no n-row
+        # step vector); the same roundings as bincount and the gathered step
+        lv = (s if rule == "newton" and beta is None and isinstance(s, NestedSolver)
+              and hasattr(rows, "advance_levels") else None)
+        if lv is not None:
+            sw, ss = np.zeros(lv.J), np.zeros(lv.J)
+            start = getattr(rows, "start_levels")
+            pdev = start(eta, lv.fi, mu, score, w, sw, ss) + float(u @ u)
+        else:
+            pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
         old = np.inf
-        fresh = False  # whether score and w are those of the current eta (a step writes them)
+        # whether score and w are those of the current eta (a step writes them)
+        fresh = lv is not None
         for it in range(1, maxit + 1):
             if not fresh:
                 rows.score_weights_into(eta, mu, score, w)
             fresh = rule == "newton"
-            logdet = s.factor(w)
+            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
             if rule == "lme4":
                 assert xb is not None
                 t = np.subtract(eta, xb)  # the working response, as w * (eta - xb) + score
@@ -1155,7 +1170,7 @@ class LaplaceDeviance:
                     pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
                 u, pdev, old = un, pn, pn
                 continue
-            gu = s.zlt(score) - u
+            gu = (s.zlt(score) if lv is None else lv.zlt_levels(ss)) - u
             if beta is None:
                 du, db = s.solve(gu), None
                 dec = float(gu @ du)
@@ -1172,21 +1187,25 @@ class LaplaceDeviance:
                 break
             if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
-            zd = np.ascontiguousarray(s.zl(du), dtype=float)
-            if db is not None:
-                zd += X.dot(db)
+            if lv is not None:
+                zd = np.ascontiguousarray(lv.level_values(du), dtype=float)  # per fine level
+            else:
+                zd = np.ascontiguousarray(s.zl(du), dtype=float)
+                if db is not None:
+                    zd += X.dot(db)
+            bufs = (mu, score, w) if lv is None else (mu, score, w, sw, ss)
             # the full step first, straight into eta (one pass over the rows where it is taken,
             # as it nearly always is); the halvings only sum trial deviances
             np.copyto(prev, eta)
             step = 1.0
             un = u + du
-            pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+            pn = self._move(lv, eta, zd, step, bufs) + float(un @ un)
             if not pn <= pdev + ctl.step_slack * abs(pdev):
                 np.copyto(eta, prev)
                 for _ in range(ctl.pirls_halvings - 1):
                     step *= 0.5
                     un = u + step * du
-                    pn = rows.trial_deviance(eta, zd, step) + float(un @ un)
+                    pn = self._move(lv, eta, zd, step, None) + float(un @ un)
                     if pn <= pdev + ctl.step_slack * abs(pdev):
                         break
                 else:
@@ -1195,7 +1214,7 @@ class LaplaceDeviance:
                         rows.score_weights_into(eta, mu, score, w)
                         converged = True
                         break
-                pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+                pn = self._move(lv, eta, zd, step, bufs) + float(un @ un)
             pdev = pn
             u = un
             if beta is not None:
@@ -1205,11 +1224,26 @@ class LaplaceDeviance:
         if rule == "newton" and not converged:  # factor at the final u
             if not fresh:
                 rows.score_weights_into(eta, mu, score, w)
-            logdet = s.factor(w)
+            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
         del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
             logdet = np.inf  # no mode found: never a minimum for the optimiser
         return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
+
+    def _move(self, lv: NestedSolver | None, eta: np.ndarray, zd: np.ndarray, step: float,
+              bufs: tuple[np.ndarray, ...] | None) -> float:
+        """``D(y, eta + step zd)``: with ``bufs`` (``mu``, score, weight, and with ``lv`` their
+        sums per fine level) the step is taken into ``eta`` and the buffers written, without it
+        only the trial's deviance is summed. With ``lv`` (a nested solver, compiled rows) ``zd``
+        has one value per fine level of ``lv.fi``."""
+        rows = self.rows
+        if lv is None:
+            if bufs is None:
+                return rows.trial_deviance(eta, zd, step)
+            return rows.advance(eta, zd, step, *bufs)
+        if bufs is None:
+            return float(getattr(rows, "trial_levels")(eta, zd, lv.fi, step))
+        return float(getattr(rows, "advance_levels")(eta, zd, lv.fi, step, *bufs))
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
