@@ -333,7 +333,8 @@ def test_compiled_gradient_sums_give_the_numpy_gradients(formula):
 def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
     """With compiled rows and nested intercepts each PIRLS pass also sums the weights and scores
     per fine level and steps along one value per level: the modes, deviance and iterations of
-    the NumPy loop, also where a far start makes PIRLS halve its steps."""
+    the NumPy loop, also where a far start makes PIRLS halve its steps, and with beta joining
+    the modes."""
     from evalmix.glmm import _logit_rows
 
     design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
@@ -354,3 +355,10 @@ def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
         np.testing.assert_allclose(e1.w, e0.w, rtol=1e-10, atol=1e-15)
         np.testing.assert_allclose(plain.grads(e0)[0], fast.grads(e1)[0], rtol=1e-9)
     assert len(trials) == (2 if nt == 2 and _logit_rows.available() else 0)
+    # beta joining the modes (nAGQ = 0): the per-pattern sums give NumPy's joint mode
+    d0, b0, u0, eta0 = plain.joint_mode(theta, np.zeros(4))
+    d1, b1, u1, eta1 = fast.joint_mode(theta, np.zeros(4))
+    assert d1 == pytest.approx(d0, rel=1e-13)
+    np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(eta1, eta0, rtol=1e-10, atol=1e-12)

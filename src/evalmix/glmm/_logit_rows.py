@@ -148,12 +148,19 @@ def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, w: np.
 
 
 def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
-                  mu: np.ndarray, score: np.ndarray, w: np.ndarray, sw: np.ndarray,
-                  ss: np.ndarray) -> float:
+                  pat: np.ndarray, mu: np.ndarray, score: np.ndarray, w: np.ndarray,
+                  sw: np.ndarray, ss: np.ndarray, tab: np.ndarray, sp: np.ndarray,
+                  spw: np.ndarray) -> float:
     # _deviance_mu then _score_weights in one pass, the weights and scores also summed per fine
-    # level (sw, ss: bincount(fi, w) and bincount(fi, score), in row order)
+    # level (sw, ss: bincount(fi, w) and bincount(fi, score), in row order); with ``pat`` (the
+    # joint mode) also the scores and weights per pattern (sp, spw) and the weights per fine
+    # level and pattern (tab, as bincount(fi * npat + pat, w))
     sw[:] = 0.0
     ss[:] = 0.0
+    tab[:] = 0.0
+    sp[:] = 0.0
+    spw[:] = 0.0
+    npat = sp.size
     total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
         x = eta[i]
@@ -170,6 +177,11 @@ def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
         j = fi[i]
         sw[j] += wi
         ss[j] += sc
+        if npat:
+            c = pat[i]
+            tab[j * npat + c] += wi
+            sp[c] += sc
+            spw[c] += wi
         total += mi * max(x, 0.0) - k[i] * x
         if mi == 1.0:
             prod *= d
@@ -182,17 +194,27 @@ def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
     return 2.0 * (total + (logs + math.log(prod)))
 
 
-def _advance_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
-                    k: np.ndarray, m: np.ndarray, mu: np.ndarray, score: np.ndarray,
-                    w: np.ndarray, sw: np.ndarray, ss: np.ndarray) -> float:
-    # _advance with zd = dzf[fi] (no gathered step vector), the new weights and scores also
-    # summed per fine level
+def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
+                    pat: np.ndarray, step: float, k: np.ndarray, m: np.ndarray, mu: np.ndarray,
+                    score: np.ndarray, w: np.ndarray, sw: np.ndarray, ss: np.ndarray,
+                    tab: np.ndarray, sp: np.ndarray, spw: np.ndarray) -> float:
+    # _advance with zd = dzf[fi] (+ xdp[pat] in the joint mode: no gathered step vector), the
+    # new weights and scores also summed as in _start_levels
     sw[:] = 0.0
     ss[:] = 0.0
+    tab[:] = 0.0
+    sp[:] = 0.0
+    spw[:] = 0.0
+    npat = sp.size
     total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
         j = fi[i]
-        x = eta[i] + step * dzf[j]
+        if npat:
+            c = pat[i]
+            x = eta[i] + step * (dzf[j] + xdp[c])
+        else:
+            c = 0
+            x = eta[i] + step * dzf[j]
         eta[i] = x
         e = math.exp(-abs(x))
         d = 1.0 + e
@@ -206,6 +228,10 @@ def _advance_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: floa
         w[i] = wi
         sw[j] += wi
         ss[j] += sc
+        if npat:
+            tab[j * npat + c] += wi
+            sp[c] += sc
+            spw[c] += wi
         total += mi * max(x, 0.0) - k[i] * x
         if mi == 1.0:
             prod *= d
@@ -218,12 +244,16 @@ def _advance_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: floa
     return 2.0 * (total + (logs + math.log(prod)))
 
 
-def _trial_levels(eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
-                  k: np.ndarray, m: np.ndarray) -> float:
-    # _trial_deviance with zd = dzf[fi]
+def _trial_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
+                  pat: np.ndarray, step: float, k: np.ndarray, m: np.ndarray) -> float:
+    # _trial_deviance with zd = dzf[fi] (+ xdp[pat])
     total, logs, prod, count = 0.0, 0.0, 1.0, 0
+    joint = xdp.size > 0
     for i in range(eta.size):
-        x = eta[i] + step * dzf[fi[i]]
+        if joint:
+            x = eta[i] + step * (dzf[fi[i]] + xdp[pat[i]])
+        else:
+            x = eta[i] + step * dzf[fi[i]]
         e = math.exp(-abs(x))
         mi = m[i]
         total += mi * max(x, 0.0) - k[i] * x
@@ -311,22 +341,22 @@ class CompiledLogitRows:
         _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, pat, pf, qf, ps, np.zeros(0))
         return pf, qf, ps, None
 
-    def start_levels(self, eta: np.ndarray, fi: np.ndarray, mu: np.ndarray, score: np.ndarray,
-                     w: np.ndarray, sw: np.ndarray, ss: np.ndarray) -> float:
-        """``D(y, eta)`` with ``mu``, score and weight written, and the weights and scores summed
-        per fine level ``fi`` into ``sw`` and ``ss`` (what a nested solver factors and solves
-        with), in one pass."""
-        return float(_start_levels(eta, self.k, self.m, fi, mu, score, w, sw, ss))
+    def start_levels(self, eta: np.ndarray, fi: np.ndarray, pat: np.ndarray,
+                     bufs: tuple[np.ndarray, ...]) -> float:
+        """``D(y, eta)`` with ``mu``, score and weight written into ``bufs[:3]``, and summed into
+        ``bufs[3:]`` (``sw``, ``ss``, ``tab``, ``sp``, ``spw``: weights and scores per fine level
+        ``fi``, and where ``sp`` has one entry per pattern of ``pat``, weights per fine level and
+        pattern, scores and weights per pattern; what a nested solver and a compressed X factor
+        and solve with), in one pass over the rows."""
+        return float(_start_levels(eta, self.k, self.m, fi, pat, *bufs))
 
-    def advance_levels(self, eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray, step: float,
-                       mu: np.ndarray, score: np.ndarray, w: np.ndarray, sw: np.ndarray,
-                       ss: np.ndarray) -> float:
-        """:meth:`advance` along ``zd = dzf[fi]`` (one step value per fine level), with the new
-        weights and scores summed per fine level into ``sw`` and ``ss``."""
-        return float(_advance_levels(eta, dzf, fi, float(step), self.k, self.m, mu, score, w,
-                                     sw, ss))
+    def advance_levels(self, eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
+                       pat: np.ndarray, step: float, bufs: tuple[np.ndarray, ...]) -> float:
+        """:meth:`advance` along ``zd = dzf[fi]`` (one value per fine level), plus ``xdp[pat]``
+        (one per pattern) where ``xdp`` is not empty, with the sums of :meth:`start_levels`."""
+        return float(_advance_levels(eta, dzf, xdp, fi, pat, float(step), self.k, self.m, *bufs))
 
-    def trial_levels(self, eta: np.ndarray, dzf: np.ndarray, fi: np.ndarray,
-                     step: float) -> float:
-        """:meth:`trial_deviance` along ``zd = dzf[fi]``."""
-        return float(_trial_levels(eta, dzf, fi, float(step), self.k, self.m))
+    def trial_levels(self, eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
+                     pat: np.ndarray, step: float) -> float:
+        """:meth:`trial_deviance` along the step of :meth:`advance_levels`."""
+        return float(_trial_levels(eta, dzf, xdp, fi, pat, float(step), self.k, self.m))

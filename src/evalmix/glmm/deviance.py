@@ -168,7 +168,14 @@ class NestedSolver:
 
     def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
-        sf = X.group_wsum(self.fi, self.J, w, self.control.group_table_max)
+        return self._zlt_wx_fine(X.group_wsum(self.fi, self.J, w, self.control.group_table_max))
+
+    def zlt_wx_table(self, Xu: np.ndarray, tab: np.ndarray) -> np.ndarray:
+        """``A' W X`` from the weights summed per fine level and pattern (``tab``, levels x
+        patterns) and X's distinct rows ``Xu``."""
+        return self._zlt_wx_fine(tab @ Xu)
+
+    def _zlt_wx_fine(self, sf: np.ndarray) -> np.ndarray:
         if not self.two:
             return self.tf * sf
         return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
@@ -1128,16 +1135,26 @@ class LaplaceDeviance:
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
         prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
         changes: list[float] = []  # lme4's relative change of the penalised deviance
-        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts, u only: each pass over
-        # the rows also sums the weights and scores per fine level (sw, ss), which is all the
-        # solver factors and solves with, and a step is one value per fine level (no n-row
-        # step vector); the same roundings as bincount and the gathered step
-        lv = (s if rule == "newton" and beta is None and isinstance(s, NestedSolver)
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: each pass over the rows
+        # also sums the weights and scores per fine level (sw, ss), which is all the solver
+        # factors and solves with, and a step is one value per fine level (no n-row step
+        # vector); with beta (a compressed X) also the sums per pattern that X'WX, A'WX and X's
+        # score are made of, and the step of beta one value per pattern. The same roundings as
+        # bincount and the gathered step.
+        lv = (s if rule == "newton" and isinstance(s, NestedSolver)
               and hasattr(rows, "advance_levels") else None)
+        Xu, pat = X.Xu, X.pat
+        if lv is not None and beta is not None and (
+                Xu is None or pat is None or X.npat < 2
+                or lv.J * X.npat > ctl.group_table_max):
+            lv = None  # a dense X, one pattern, or a table past the limit: NumPy's passes
         if lv is not None:
-            sw, ss = np.zeros(lv.J), np.zeros(lv.J)
-            start = getattr(rows, "start_levels")
-            pdev = start(eta, lv.fi, mu, score, w, sw, ss) + float(u @ u)
+            npat = X.npat if beta is not None else 0
+            lpat = pat if beta is not None and pat is not None else np.zeros(0, dtype=np.int64)
+            sw, ss, tab, sp, spw = (np.zeros(lv.J), np.zeros(lv.J), np.zeros(lv.J * npat),
+                                    np.zeros(npat), np.zeros(npat))
+            lbufs: tuple[np.ndarray, ...] = (mu, score, w, sw, ss, tab, sp, spw)
+            pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, lbufs) + float(u @ u)
         else:
             pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
@@ -1175,11 +1192,16 @@ class LaplaceDeviance:
                 du, db = s.solve(gu), None
                 dec = float(gu @ du)
             else:
-                gb = X.tdot(score)
-                B = s.zlt_wx(X, w)
+                if lv is not None:
+                    assert Xu is not None
+                    gb = Xu.T @ sp
+                    B = lv.zlt_wx_table(Xu, tab.reshape(lv.J, npat))
+                    G = Xu.T @ (spw[:, None] * Xu)
+                else:
+                    gb, B, G = X.tdot(score), s.zlt_wx(X, w), X.gram(w)
                 HiB = s.solve(B)
                 Hig = s.solve(gu)
-                db = np.linalg.lstsq(X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+                db = np.linalg.lstsq(G - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
                 du = Hig - HiB @ db
                 dec = float(gu @ du + gb @ db)
             if dec < tol * (1.0 + abs(pdev)):
@@ -1188,24 +1210,29 @@ class LaplaceDeviance:
             if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
             if lv is not None:
-                zd = np.ascontiguousarray(lv.level_values(du), dtype=float)  # per fine level
+                # per fine level and per pattern
+                zd = np.ascontiguousarray(lv.level_values(du), dtype=float)
+                xd = np.zeros(0) if db is None else np.ascontiguousarray(Xu @ db, dtype=float)
+                lstep = (lv.fi, lpat, xd)
+                bufs = lbufs
             else:
                 zd = np.ascontiguousarray(s.zl(du), dtype=float)
                 if db is not None:
                     zd += X.dot(db)
-            bufs = (mu, score, w) if lv is None else (mu, score, w, sw, ss)
+                lstep = None
+                bufs = (mu, score, w)
             # the full step first, straight into eta (one pass over the rows where it is taken,
             # as it nearly always is); the halvings only sum trial deviances
             np.copyto(prev, eta)
             step = 1.0
             un = u + du
-            pn = self._move(lv, eta, zd, step, bufs) + float(un @ un)
+            pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
             if not pn <= pdev + ctl.step_slack * abs(pdev):
                 np.copyto(eta, prev)
                 for _ in range(ctl.pirls_halvings - 1):
                     step *= 0.5
                     un = u + step * du
-                    pn = self._move(lv, eta, zd, step, None) + float(un @ un)
+                    pn = self._move(lstep, eta, zd, step, None) + float(un @ un)
                     if pn <= pdev + ctl.step_slack * abs(pdev):
                         break
                 else:
@@ -1214,7 +1241,7 @@ class LaplaceDeviance:
                         rows.score_weights_into(eta, mu, score, w)
                         converged = True
                         break
-                pn = self._move(lv, eta, zd, step, bufs) + float(un @ un)
+                pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
             pdev = pn
             u = un
             if beta is not None:
@@ -1230,20 +1257,22 @@ class LaplaceDeviance:
             logdet = np.inf  # no mode found: never a minimum for the optimiser
         return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
 
-    def _move(self, lv: NestedSolver | None, eta: np.ndarray, zd: np.ndarray, step: float,
-              bufs: tuple[np.ndarray, ...] | None) -> float:
-        """``D(y, eta + step zd)``: with ``bufs`` (``mu``, score, weight, and with ``lv`` their
-        sums per fine level) the step is taken into ``eta`` and the buffers written, without it
-        only the trial's deviance is summed. With ``lv`` (a nested solver, compiled rows) ``zd``
-        has one value per fine level of ``lv.fi``."""
+    def _move(self, lstep: tuple[np.ndarray, np.ndarray, np.ndarray] | None, eta: np.ndarray,
+              zd: np.ndarray, step: float, bufs: tuple[np.ndarray, ...] | None) -> float:
+        """``D(y, eta + step zd)``: with ``bufs`` (``mu``, score, weight, and with ``lstep``
+        their sums) the step is taken into ``eta`` and the buffers written, without it only the
+        trial's deviance is summed. With ``lstep = (fi, pat, xd)`` (a nested solver, compiled
+        rows) the step of a row is ``zd[fi] + xd[pat]`` (``zd`` one value per fine level, ``xd``
+        one per pattern or empty)."""
         rows = self.rows
-        if lv is None:
+        if lstep is None:
             if bufs is None:
                 return rows.trial_deviance(eta, zd, step)
             return rows.advance(eta, zd, step, *bufs)
+        fi, pat, xd = lstep
         if bufs is None:
-            return float(getattr(rows, "trial_levels")(eta, zd, lv.fi, step))
-        return float(getattr(rows, "advance_levels")(eta, zd, lv.fi, step, *bufs))
+            return float(getattr(rows, "trial_levels")(eta, zd, xd, fi, pat, step))
+        return float(getattr(rows, "advance_levels")(eta, zd, xd, fi, pat, step, bufs))
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
