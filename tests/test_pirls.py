@@ -295,7 +295,7 @@ def test_early_stop_term_from_level_sums_is_the_row_sum(formula):
         else:
             e = np.zeros(4)
             e[j - nt] = h
-            be, u0 = be + e, ev.u + ld.du_dbeta(ev, e)
+            be, u0 = be + e, ev.u + ld.du_dbeta_columns(ev)[:, j - nt] * h
         cols.append((ld.pirls(th, be, u0).eta - ev.eta) / h)
     J = np.column_stack(cols)
     c = ld.one_step_weights(ev)
@@ -362,3 +362,15 @@ def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
     np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(eta1, eta0, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item) + (1|run)"])
+def test_mode_derivatives_of_all_columns_are_those_of_each(formula):
+    """``du_dbeta_columns`` (one ``A'WX`` for every column, the Hessian's warm starts) is
+    ``du_dbeta`` along each unit vector, for the nested and the general solvers."""
+    design = build_design(formula, glmm_runs(4, 30, 3, seed=5))
+    ld = build_deviance(design)
+    ev = ld.pirls(np.array([0.7, 1.3]), np.array([0.2, -0.3, 0.1, 0.4]))
+    each = np.column_stack([ld.du_dbeta(ev, e) for e in np.eye(4)])
+    np.testing.assert_allclose(ld.du_dbeta_columns(ev), each, rtol=1e-12, atol=1e-14)

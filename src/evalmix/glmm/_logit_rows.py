@@ -268,7 +268,15 @@ def _trial_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndar
     return 2.0 * (total + (logs + math.log(prod)))
 
 
+def _linear_levels(xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray, fi: np.ndarray,
+                   eta: np.ndarray) -> None:
+    # eta = xbp[pat] + lvl[fi]: X beta + A u from one value per pattern and per fine level
+    for i in range(eta.size):
+        eta[i] = xbp[pat[i]] + lvl[fi[i]]
+
+
 if njit is not None:
+    _linear_levels = njit(cache=True, nogil=True)(_linear_levels)
     _start_levels = njit(cache=True, nogil=True)(_start_levels)
     _advance_levels = njit(cache=True, nogil=True)(_advance_levels)
     _trial_levels = njit(cache=True, nogil=True)(_trial_levels)
@@ -340,6 +348,14 @@ class CompiledLogitRows:
         ps = np.zeros(npat)
         _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, pat, pf, qf, ps, np.zeros(0))
         return pf, qf, ps, None
+
+    def linear_levels(self, xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray,
+                      fi: np.ndarray) -> np.ndarray:
+        """``X beta + A u`` as a new array from ``xbp`` (``X beta`` per pattern of ``pat``) and
+        ``lvl`` (``A u`` per fine level of ``fi``), in one pass over the rows."""
+        eta = np.empty(fi.size)
+        _linear_levels(xbp, pat, lvl, fi, eta)
+        return eta
 
     def start_levels(self, eta: np.ndarray, fi: np.ndarray, pat: np.ndarray,
                      bufs: tuple[np.ndarray, ...]) -> float:
