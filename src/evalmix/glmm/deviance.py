@@ -178,7 +178,11 @@ class NestedSolver:
     def _zlt_wx_fine(self, sf: np.ndarray) -> np.ndarray:
         if not self.two:
             return self.tf * sf
-        return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
+        # written into one q x p array (a stack of two would copy both halves again)
+        out = np.empty((self.q, sf.shape[1]))
+        np.multiply(self.tf, sf, out=out[: self.J])
+        np.multiply(self.tc, self.Pc @ sf, out=out[self.J:])
+        return out
 
     def factor(self, w: np.ndarray) -> float:
         return self.factor_levels(np.bincount(self.fi, w, self.J))
@@ -203,9 +207,15 @@ class NestedSolver:
             xc = (rc - np.bincount(self.parent, self.CD * rf, self.K)) / self.S
             xf = (rf - self.C * xc[self.parent]) / self.Df
             return np.concatenate([xf, xc])
-        xc = (rc - self.Pc @ (self.CD[:, None] * rf)) / self.S[:, None]
-        xf = (rf - self.C[:, None] * xc[self.parent]) / self.Df[:, None]
-        return np.vstack([xf, xc])
+        # in place in one q x k array, with the roundings of the vector case
+        out = np.empty(r.shape)
+        xf, xc = out[: self.J], out[self.J:]
+        np.subtract(rc, self.Pc @ (self.CD[:, None] * rf), out=xc)
+        xc /= self.S[:, None]
+        np.multiply(self.C[:, None], xc[self.parent], out=xf)
+        np.subtract(rf, xf, out=xf)
+        xf /= self.Df[:, None]
+        return out
 
     def leverage(self) -> np.ndarray:
         """``h_i = a_i' H^-1 a_i`` for each row (``a_i`` the row of ``Z Lambda``)."""
