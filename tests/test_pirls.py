@@ -362,6 +362,8 @@ def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
     np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(eta1, eta0, rtol=1e-10, atol=1e-12)
+    # and its theta gradient from the fused sums
+    np.testing.assert_allclose(fast.joint_grad_theta(), plain.joint_grad_theta(), rtol=1e-9)
 
 
 @pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",

@@ -124,12 +124,14 @@ def _level_score_sums(fi: np.ndarray, hj: np.ndarray, w: np.ndarray, mu: np.ndar
         gs[j] += g
 
 
-def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, w: np.ndarray,
-                         mu: np.ndarray, k: np.ndarray, m: np.ndarray, pat: np.ndarray,
-                         pf: np.ndarray, qf: np.ndarray, ps: np.ndarray,
+def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, xdp: np.ndarray,
+                         w: np.ndarray, mu: np.ndarray, k: np.ndarray, m: np.ndarray,
+                         pat: np.ndarray, pf: np.ndarray, qf: np.ndarray, ps: np.ndarray,
                          rho_out: np.ndarray) -> None:
-    # rho = g - 2 r - w (A v) and r = k - m mu summed per fine level, rho per pattern (when
-    # ``pat`` is given) or stored (when ``rho_out`` has the rows); sums in row order, as bincount
+    # rho = g - 2 r - w (A v) (- w X a with ``xdp``, one value per pattern) and r = k - m mu
+    # summed per fine level, rho per pattern (when ``ps`` has the patterns) or stored (when
+    # ``rho_out`` has the rows); sums in row order, as bincount
+    joint = xdp.size > 0
     for i in range(fi.size):
         j = fi[i]
         wi = w[i]
@@ -138,13 +140,35 @@ def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, w: np.
         g *= 1.0 - p * 2.0
         r = k[i] - m[i] * p
         rho = g - r * 2.0
-        rho -= zvj[j] * wi
+        if joint:
+            rho -= wi * (zvj[j] + xdp[pat[i]])
+        else:
+            rho -= zvj[j] * wi
         pf[j] += rho
         qf[j] += r
-        if pat.size:
+        if ps.size:
             ps[pat[i]] += rho
         if rho_out.size:
             rho_out[i] = rho
+
+
+def _joint_score_sums(fi: np.ndarray, pat: np.ndarray, hj: np.ndarray, mu: np.ndarray,
+                      m: np.ndarray, gs: np.ndarray, gp: np.ndarray, tab: np.ndarray,
+                      spw: np.ndarray) -> None:
+    # at the joint mode: w = m mu (1 - mu) and g = h w (1 - 2 mu) summed per fine level (gs) and
+    # per pattern (gp), w per fine level and pattern (tab) and per pattern (spw)
+    npat = spw.size
+    for i in range(fi.size):
+        j = fi[i]
+        c = pat[i]
+        p = mu[i]
+        wi = m[i] * p * (1.0 - p)
+        g = hj[j] * wi
+        g *= 1.0 - p * 2.0
+        gs[j] += g
+        gp[c] += g
+        tab[j * npat + c] += wi
+        spw[c] += wi
 
 
 def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
@@ -282,6 +306,7 @@ if njit is not None:
     _trial_levels = njit(cache=True, nogil=True)(_trial_levels)
     _level_score_sums = njit(cache=True, nogil=True)(_level_score_sums)
     _level_gradient_sums = njit(cache=True, nogil=True)(_level_gradient_sums)
+    _joint_score_sums = njit(cache=True, nogil=True)(_joint_score_sums)
     _deviance_mu = njit(cache=True, nogil=True)(_deviance_mu)
     _score_weights = njit(cache=True, nogil=True)(_score_weights)
     _trial_deviance = njit(cache=True, nogil=True)(_trial_deviance)
@@ -340,14 +365,36 @@ class CompiledLogitRows:
         ``rho`` itself; returns ``(pf, qf, ps, rho)``, the one not asked for None."""
         nl = hj.size
         pf, qf = np.zeros(nl), np.zeros(nl)
+        none = np.zeros(0)
         if pat is None:
-            ps, rho = np.zeros(0), np.empty(fi.size)
-            _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, np.zeros(0, dtype=fi.dtype),
-                                 pf, qf, ps, rho)
+            ps, rho = none, np.empty(fi.size)
+            _level_gradient_sums(fi, hj, zvj, none, w, mu, self.k, self.m,
+                                 np.zeros(0, dtype=fi.dtype), pf, qf, ps, rho)
             return pf, qf, None, rho
         ps = np.zeros(npat)
-        _level_gradient_sums(fi, hj, zvj, w, mu, self.k, self.m, pat, pf, qf, ps, np.zeros(0))
+        _level_gradient_sums(fi, hj, zvj, none, w, mu, self.k, self.m, pat, pf, qf, ps, none)
         return pf, qf, ps, None
+
+    def joint_gradient_sums(self, fi: np.ndarray, pat: np.ndarray, npat: int, hj: np.ndarray,
+                            mu: np.ndarray) -> tuple[np.ndarray, ...]:
+        """At a joint (u, beta) mode with ``mu``: the weights ``w = m mu (1 - mu)`` and
+        ``g = h w (1 - 2 mu)`` (``h = hj[fi]``) summed per fine level and per pattern: returns
+        ``(gs, gp, tab, spw)``, g per level and per pattern, w per level and pattern (levels x
+        patterns) and per pattern, in one pass over the rows."""
+        nl = hj.size
+        gs, gp, tab, spw = np.zeros(nl), np.zeros(npat), np.zeros(nl * npat), np.zeros(npat)
+        _joint_score_sums(fi, pat, hj, mu, self.m, gs, gp, tab, spw)
+        return gs, gp, tab.reshape(nl, npat), spw
+
+    def joint_rho_sums(self, fi: np.ndarray, pat: np.ndarray, hj: np.ndarray, zvj: np.ndarray,
+                       xdp: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rho = g - 2 r - w (zvj[fi] + xdp[pat])`` and ``r = k - m mu`` summed per fine level
+        (the row sums of the joint mode's theta gradient), with ``w = m mu (1 - mu)``."""
+        nl = hj.size
+        pf, qf, none = np.zeros(nl), np.zeros(nl), np.zeros(0)
+        w = self.m * mu * (1.0 - mu)
+        _level_gradient_sums(fi, hj, zvj, xdp, w, mu, self.k, self.m, pat, pf, qf, none, none)
+        return pf, qf
 
     def linear_levels(self, xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray,
                       fi: np.ndarray) -> np.ndarray:

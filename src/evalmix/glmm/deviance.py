@@ -1498,6 +1498,25 @@ class LaplaceDeviance:
         if self.link != "logit" or self._joint is None or getattr(s, "grad_theta", None) is None:
             return None
         u, _, _, mu = self._joint
+        X = self.X
+        sums = getattr(self.rows, "joint_gradient_sums", None)
+        if (sums is not None and isinstance(s, NestedSolver) and X.Xu is not None
+                and X.pat is not None and X.npat > 1
+                and s.J * X.npat <= self.control.group_table_max):
+            # compiled rows and nested intercepts: the row passes below in two fused loops
+            # (sums per fine level and per pattern; the same products, summed in row order)
+            Xu, pat = X.Xu, X.pat
+            hj = s.level_leverage()
+            gs, gp, tab, spw = sums(s.fi, pat, X.npat, hj, mu)
+            B = s.zlt_wx_table(Xu, tab)
+            HiB = s.solve(B)
+            Hag = s.solve(s.zlt_levels(gs))
+            ab = np.linalg.lstsq(Xu.T @ (spw[:, None] * Xu) - B.T @ HiB, Xu.T @ gp - B.T @ Hag,
+                                 rcond=None)[0]
+            au = Hag - HiB @ ab
+            pf, qf = getattr(self.rows, "joint_rho_sums")(s.fi, pat, hj, s.level_values(au),
+                                                          Xu @ ab, mu)
+            return s.grad_theta_levels(pf, qf, u, au)
         w = self.m * mu * (1.0 - mu)
         r = self.k - self.m * mu
         g = s.leverage() * w * (1.0 - 2.0 * mu)
