@@ -376,3 +376,22 @@ def test_mode_derivatives_of_all_columns_are_those_of_each(formula):
     ev = ld.pirls(np.array([0.7, 1.3]), np.array([0.2, -0.3, 0.1, 0.4]))
     each = np.column_stack([ld.du_dbeta(ev, e) for e in np.eye(4)])
     np.testing.assert_allclose(ld.du_dbeta_columns(ev), each, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("order", [["model", "item", "run"], ["item", "run", "model"]])
+def test_joint_mode_sums_in_either_row_order(order):
+    """The joint mode's table of weights per fine level and pattern is laid out along the order
+    of the rows (pattern-major for a table sorted by model, level-major for one sorted by item):
+    either gives NumPy's joint mode and its theta gradient."""
+    runs = glmm_runs(4, 60, 3, seed=5).sort_values(order).reset_index(drop=True)
+    design = build_design("correct ~ model + (1|item) + (1|item:run)", runs)
+    theta = np.array([0.7, 1.3])
+    plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms,
+                           control=GlmerControl(compiled_rows_min=1))
+    d0, b0, u0, _ = plain.joint_mode(theta, np.zeros(4))
+    d1, b1, u1, _ = fast.joint_mode(theta, np.zeros(4))
+    assert d1 == pytest.approx(d0, rel=1e-13)
+    np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.joint_grad_theta(), plain.joint_grad_theta(), rtol=1e-9)

@@ -152,12 +152,12 @@ def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, xdp: n
             rho_out[i] = rho
 
 
-def _joint_score_sums(fi: np.ndarray, pat: np.ndarray, hj: np.ndarray, mu: np.ndarray,
-                      m: np.ndarray, gs: np.ndarray, gp: np.ndarray, tab: np.ndarray,
-                      spw: np.ndarray) -> None:
+def _joint_score_sums(fi: np.ndarray, pat: np.ndarray, cell: np.ndarray, hj: np.ndarray,
+                      mu: np.ndarray, m: np.ndarray, gs: np.ndarray, gp: np.ndarray,
+                      tab: np.ndarray, spw: np.ndarray) -> None:
     # at the joint mode: w = m mu (1 - mu) and g = h w (1 - 2 mu) summed per fine level (gs) and
-    # per pattern (gp), w per fine level and pattern (tab) and per pattern (spw)
-    npat = spw.size
+    # per pattern (gp), w per fine level and pattern (tab, at each row's ``cell``) and per
+    # pattern (spw)
     for i in range(fi.size):
         j = fi[i]
         c = pat[i]
@@ -167,18 +167,18 @@ def _joint_score_sums(fi: np.ndarray, pat: np.ndarray, hj: np.ndarray, mu: np.nd
         g *= 1.0 - p * 2.0
         gs[j] += g
         gp[c] += g
-        tab[j * npat + c] += wi
+        tab[cell[i]] += wi
         spw[c] += wi
 
 
 def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
-                  pat: np.ndarray, mu: np.ndarray, score: np.ndarray, w: np.ndarray,
+                  pat: np.ndarray, cell: np.ndarray, mu: np.ndarray, score: np.ndarray, w: np.ndarray,
                   sw: np.ndarray, ss: np.ndarray, tab: np.ndarray, sp: np.ndarray,
                   spw: np.ndarray) -> float:
     # _deviance_mu then _score_weights in one pass, the weights and scores also summed per fine
     # level (sw, ss: bincount(fi, w) and bincount(fi, score), in row order); with ``pat`` (the
     # joint mode) also the scores and weights per pattern (sp, spw) and the weights per fine
-    # level and pattern (tab, as bincount(fi * npat + pat, w))
+    # level and pattern (tab, as bincount(cell, w): ``cell`` numbers the level and pattern pairs)
     sw[:] = 0.0
     ss[:] = 0.0
     tab[:] = 0.0
@@ -203,7 +203,7 @@ def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
         ss[j] += sc
         if npat:
             c = pat[i]
-            tab[j * npat + c] += wi
+            tab[cell[i]] += wi
             sp[c] += sc
             spw[c] += wi
         total += mi * max(x, 0.0) - k[i] * x
@@ -219,7 +219,7 @@ def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
 
 
 def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
-                    pat: np.ndarray, step: float, k: np.ndarray, m: np.ndarray, mu: np.ndarray,
+                    pat: np.ndarray, cell: np.ndarray, step: float, k: np.ndarray, m: np.ndarray, mu: np.ndarray,
                     score: np.ndarray, w: np.ndarray, sw: np.ndarray, ss: np.ndarray,
                     tab: np.ndarray, sp: np.ndarray, spw: np.ndarray) -> float:
     # _advance with zd = dzf[fi] (+ xdp[pat] in the joint mode: no gathered step vector), the
@@ -253,7 +253,7 @@ def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.nd
         sw[j] += wi
         ss[j] += sc
         if npat:
-            tab[j * npat + c] += wi
+            tab[cell[i]] += wi
             sp[c] += sc
             spw[c] += wi
         total += mi * max(x, 0.0) - k[i] * x
@@ -375,16 +375,16 @@ class CompiledLogitRows:
         _level_gradient_sums(fi, hj, zvj, none, w, mu, self.k, self.m, pat, pf, qf, ps, none)
         return pf, qf, ps, None
 
-    def joint_gradient_sums(self, fi: np.ndarray, pat: np.ndarray, npat: int, hj: np.ndarray,
-                            mu: np.ndarray) -> tuple[np.ndarray, ...]:
+    def joint_gradient_sums(self, fi: np.ndarray, pat: np.ndarray, cell: np.ndarray, npat: int,
+                            hj: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, ...]:
         """At a joint (u, beta) mode with ``mu``: the weights ``w = m mu (1 - mu)`` and
         ``g = h w (1 - 2 mu)`` (``h = hj[fi]``) summed per fine level and per pattern: returns
-        ``(gs, gp, tab, spw)``, g per level and per pattern, w per level and pattern (levels x
-        patterns) and per pattern, in one pass over the rows."""
+        ``(gs, gp, tab, spw)``, g per level and per pattern, w per level and pattern (``tab``,
+        one entry per ``cell`` number) and per pattern, in one pass over the rows."""
         nl = hj.size
         gs, gp, tab, spw = np.zeros(nl), np.zeros(npat), np.zeros(nl * npat), np.zeros(npat)
-        _joint_score_sums(fi, pat, hj, mu, self.m, gs, gp, tab, spw)
-        return gs, gp, tab.reshape(nl, npat), spw
+        _joint_score_sums(fi, pat, cell, hj, mu, self.m, gs, gp, tab, spw)
+        return gs, gp, tab, spw
 
     def joint_rho_sums(self, fi: np.ndarray, pat: np.ndarray, hj: np.ndarray, zvj: np.ndarray,
                        xdp: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -404,20 +404,22 @@ class CompiledLogitRows:
         _linear_levels(xbp, pat, lvl, fi, eta)
         return eta
 
-    def start_levels(self, eta: np.ndarray, fi: np.ndarray, pat: np.ndarray,
+    def start_levels(self, eta: np.ndarray, fi: np.ndarray, pat: np.ndarray, cell: np.ndarray,
                      bufs: tuple[np.ndarray, ...]) -> float:
         """``D(y, eta)`` with ``mu``, score and weight written into ``bufs[:3]``, and summed into
         ``bufs[3:]`` (``sw``, ``ss``, ``tab``, ``sp``, ``spw``: weights and scores per fine level
         ``fi``, and where ``sp`` has one entry per pattern of ``pat``, weights per fine level and
-        pattern, scores and weights per pattern; what a nested solver and a compressed X factor
-        and solve with), in one pass over the rows."""
-        return float(_start_levels(eta, self.k, self.m, fi, pat, *bufs))
+        pattern (at each row's ``cell``), scores and weights per pattern; what a nested solver
+        and a compressed X factor and solve with), in one pass over the rows."""
+        return float(_start_levels(eta, self.k, self.m, fi, pat, cell, *bufs))
 
     def advance_levels(self, eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
-                       pat: np.ndarray, step: float, bufs: tuple[np.ndarray, ...]) -> float:
+                       pat: np.ndarray, cell: np.ndarray, step: float,
+                       bufs: tuple[np.ndarray, ...]) -> float:
         """:meth:`advance` along ``zd = dzf[fi]`` (one value per fine level), plus ``xdp[pat]``
         (one per pattern) where ``xdp`` is not empty, with the sums of :meth:`start_levels`."""
-        return float(_advance_levels(eta, dzf, xdp, fi, pat, float(step), self.k, self.m, *bufs))
+        return float(_advance_levels(eta, dzf, xdp, fi, pat, cell, float(step), self.k, self.m,
+                                     *bufs))
 
     def trial_levels(self, eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
                      pat: np.ndarray, step: float) -> float:

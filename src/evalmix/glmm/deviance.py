@@ -1171,10 +1171,11 @@ class LaplaceDeviance:
         if lv is not None:
             npat = X.npat if beta is not None else 0
             lpat = pat if beta is not None and pat is not None else np.zeros(0, dtype=np.int64)
+            cell = self._cells(lv) if beta is not None else lpat
             sw, ss, tab, sp, spw = (np.zeros(lv.J), np.zeros(lv.J), np.zeros(lv.J * npat),
                                     np.zeros(npat), np.zeros(npat))
             lbufs: tuple[np.ndarray, ...] = (mu, score, w, sw, ss, tab, sp, spw)
-            pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, lbufs) + float(u @ u)
+            pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, cell, lbufs) + float(u @ u)
         else:
             pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
@@ -1215,7 +1216,7 @@ class LaplaceDeviance:
                 if lv is not None:
                     assert Xu is not None
                     gb = Xu.T @ sp
-                    B = lv.zlt_wx_table(Xu, tab.reshape(lv.J, npat))
+                    B = lv.zlt_wx_table(Xu, self._table(lv, tab))
                     G = Xu.T @ (spw[:, None] * Xu)
                 else:
                     gb, B, G = X.tdot(score), s.zlt_wx(X, w), X.gram(w)
@@ -1233,7 +1234,7 @@ class LaplaceDeviance:
                 # per fine level and per pattern
                 zd = np.ascontiguousarray(lv.level_values(du), dtype=float)
                 xd = np.zeros(0) if db is None else np.ascontiguousarray(Xu @ db, dtype=float)
-                lstep = (lv.fi, lpat, xd)
+                lstep = (lv.fi, lpat, cell, xd)
                 bufs = lbufs
             else:
                 zd = np.ascontiguousarray(s.zl(du), dtype=float)
@@ -1277,11 +1278,12 @@ class LaplaceDeviance:
             logdet = np.inf  # no mode found: never a minimum for the optimiser
         return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
 
-    def _move(self, lstep: tuple[np.ndarray, np.ndarray, np.ndarray] | None, eta: np.ndarray,
+    def _move(self, lstep: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+              eta: np.ndarray,
               zd: np.ndarray, step: float, bufs: tuple[np.ndarray, ...] | None) -> float:
         """``D(y, eta + step zd)``: with ``bufs`` (``mu``, score, weight, and with ``lstep``
         their sums) the step is taken into ``eta`` and the buffers written, without it only the
-        trial's deviance is summed. With ``lstep = (fi, pat, xd)`` (a nested solver, compiled
+        trial's deviance is summed. With ``lstep = (fi, pat, cell, xd)`` (a nested solver, compiled
         rows) the step of a row is ``zd[fi] + xd[pat]`` (``zd`` one value per fine level, ``xd``
         one per pattern or empty)."""
         rows = self.rows
@@ -1289,10 +1291,31 @@ class LaplaceDeviance:
             if bufs is None:
                 return rows.trial_deviance(eta, zd, step)
             return rows.advance(eta, zd, step, *bufs)
-        fi, pat, xd = lstep
+        fi, pat, cell, xd = lstep
         if bufs is None:
             return float(getattr(rows, "trial_levels")(eta, zd, xd, fi, pat, step))
-        return float(getattr(rows, "advance_levels")(eta, zd, xd, fi, pat, step, bufs))
+        return float(getattr(rows, "advance_levels")(eta, zd, xd, fi, pat, cell, step, bufs))
+
+    _cell: tuple[np.ndarray, bool] | None = None
+
+    def _cells(self, s: NestedSolver) -> np.ndarray:
+        """A number per (fine level, pattern) pair of each row, for the table of weights the
+        joint mode sums in its passes over the rows: pattern-major where the rows change
+        pattern less often than fine level (as a table sorted by model), else level-major, so
+        that consecutive rows add into nearby cells."""
+        if self._cell is None:
+            pat = self.X.pat
+            assert pat is not None
+            by_pattern = np.count_nonzero(np.diff(pat)) < np.count_nonzero(np.diff(s.fi))
+            cell = pat * s.J + s.fi if by_pattern else s.fi * self.X.npat + pat
+            self._cell = (np.ascontiguousarray(cell, dtype=np.int64), bool(by_pattern))
+        return self._cell[0]
+
+    def _table(self, s: NestedSolver, tab: np.ndarray) -> np.ndarray:
+        """The weights summed per :meth:`_cells` number as a levels x patterns array."""
+        assert self._cell is not None
+        npat = self.X.npat
+        return tab.reshape(npat, s.J).T if self._cell[1] else tab.reshape(s.J, npat)
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
@@ -1507,8 +1530,8 @@ class LaplaceDeviance:
             # (sums per fine level and per pattern; the same products, summed in row order)
             Xu, pat = X.Xu, X.pat
             hj = s.level_leverage()
-            gs, gp, tab, spw = sums(s.fi, pat, X.npat, hj, mu)
-            B = s.zlt_wx_table(Xu, tab)
+            gs, gp, tab, spw = sums(s.fi, pat, self._cells(s), X.npat, hj, mu)
+            B = s.zlt_wx_table(Xu, self._table(s, tab))
             HiB = s.solve(B)
             Hag = s.solve(s.zlt_levels(gs))
             ab = np.linalg.lstsq(Xu.T @ (spw[:, None] * Xu) - B.T @ HiB, Xu.T @ gp - B.T @ Hag,
