@@ -14,6 +14,14 @@ row kernels of the one PIRLS loop (:meth:`evalmix.glmm.deviance.LaplaceDeviance.
 
 :class:`CompiledLogitRows` writes into buffers that PIRLS allocates once per call: at 40M rows
 every fresh float64 temporary is 320 MB that the kernel must zero.
+
+For nested scalar intercepts (:class:`evalmix.glmm.deviance.NestedSolver`) the ``*_levels`` and
+``joint_*`` passes also sum, in the same loop, what the solver and a pattern-compressed X need
+(weights and scores per fine level, per pattern, per fine level and pattern) and read a step as
+one value per fine level (and per pattern), so that PIRLS, its joint ``(u, beta)`` form and the
+exact gradients take one or two passes over the rows instead of a NumPy pass per sum or gather.
+The sums are in row order, as ``numpy.bincount``'s, so the results are NumPy's to the bit or to
+rounding; the NumPy path stays the reference (tests/test_pirls.py compares the two).
 """
 
 from __future__ import annotations
