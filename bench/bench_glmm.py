@@ -18,6 +18,10 @@ Usage (from the repository root)::
     python bench/bench_glmm.py big --items 1000   # the same design with 1,000 items (200k rows)
     python bench/bench_glmm.py big --repeat 5     # five process pairs instead of three
     python bench/bench_glmm.py five --no-mixedlm   # evalmix timings only
+
+On a shared machine, one core per process (BLAS and numba on one thread, for both fits)::
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python bench/bench_glmm.py big
 """
 
 from __future__ import annotations

@@ -269,3 +269,129 @@ def test_stopping_at_a_stall_gives_the_fit_of_a_search_to_the_end():
                                np.sqrt(np.diag(slow.vcov.to_numpy())), rtol=1e-6)
     assert fast.optimizer.deviance_evaluations < slow.optimizer.deviance_evaluations
     assert fast.converged and slow.converged
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item:run)"])
+def test_early_stop_term_from_level_sums_is_the_row_sum(formula):
+    """lme4's early-stop term of the Hessian, ``J' diag(c) J`` with ``J = d eta~ / d(theta, beta)``
+    by forward differences, formed from sums per fine level and per pattern (nested solver) is
+    the sum over rows of the n x P Jacobian."""
+    from evalmix.glmm.deviance import NestedSolver
+    from evalmix.glmm.optimize import hessian
+
+    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    ld = build_deviance(design)
+    assert isinstance(ld.solver, NestedSolver)
+    nt = design.theta_start.size
+    ev = ld.pirls(np.array([0.7, 1.3])[:nt], np.array([0.2, -0.3, 0.1, 0.4]))
+    h = ld.control.hessian_step
+    term = hessian(ld, ev) - hessian(ld, ev, lme4_pirls=False)
+    cols = []
+    for j in range(nt + 4):
+        th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
+        if j < nt:
+            th[j] += h
+        else:
+            e = np.zeros(4)
+            e[j - nt] = h
+            be, u0 = be + e, ev.u + ld.du_dbeta_columns(ev)[:, j - nt] * h
+        cols.append((ld.pirls(th, be, u0).eta - ev.eta) / h)
+    J = np.column_stack(cols)
+    c = ld.one_step_weights(ev)
+    np.testing.assert_allclose(term, J.T @ (c[:, None] * J), rtol=1e-7, atol=1e-9 * np.abs(term).max())
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ 1 + (1|item:run)",
+                                     "correct ~ model + x + (1|item) + (1|item:run)"])
+def test_compiled_gradient_sums_give_the_numpy_gradients(formula):
+    """With compiled rows and nested intercepts the exact gradients come from two fused passes
+    (sums per fine level and per pattern, or the rows of ``rho`` for a dense X): the same
+    gradients as the NumPy passes, also when theta's is asked for after beta's."""
+    runs = glmm_runs(4, 60, 3, seed=5)
+    runs["x"] = np.random.default_rng(1).normal(size=len(runs))  # X kept dense
+    design = build_design(formula, runs)
+    nt = design.theta_start.size
+    theta, beta = np.array([0.7, 1.3])[:nt], np.linspace(0.2, -0.3, design.X.shape[1])
+    out = []
+    for ctl in (GlmerControl(), GlmerControl(compiled_rows_min=1)):
+        ld = LaplaceDeviance(design.X, design.k, design.m, design.terms, control=ctl)
+        ev = ld.pirls(theta, beta)
+        gb = ld.grad_beta(ev)
+        gt, gb2 = ld.grads(ev)  # theta's from the cached sums
+        np.testing.assert_array_equal(gb2, gb)
+        assert gt is not None
+        out.append((gt, gb))
+    (gt0, gb0), (gt1, gb1) = out
+    np.testing.assert_allclose(gt1, gt0, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gb1, gb0, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item:run)"])
+def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
+    """With compiled rows and nested intercepts each PIRLS pass also sums the weights and scores
+    per fine level and steps along one value per level: the modes, deviance and iterations of
+    the NumPy loop, also where a far start makes PIRLS halve its steps, and with beta joining
+    the modes."""
+    from evalmix.glmm import _logit_rows
+
+    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    nt = design.theta_start.size
+    theta, beta = np.array([0.7, 1.3])[:nt], np.array([0.2, -0.3, 0.1, 0.4])
+    plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms,
+                           control=GlmerControl(compiled_rows_min=1))
+    trials = []
+    if _logit_rows.available():
+        real = fast.rows.trial_levels  # type: ignore[attr-defined]
+        fast.rows.trial_levels = lambda *a: trials.append(a[3]) or real(*a)  # type: ignore[attr-defined]
+    for u0 in (None, np.full(plain.q, 12.0)):  # the far start halves steps with two terms
+        e0, e1 = plain.pirls(theta, beta, u0), fast.pirls(theta, beta, u0)
+        assert e1.iterations == e0.iterations
+        assert e1.dev == pytest.approx(e0.dev, rel=1e-13)
+        np.testing.assert_allclose(e1.u, e0.u, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(e1.w, e0.w, rtol=1e-10, atol=1e-15)
+        np.testing.assert_allclose(plain.grads(e0)[0], fast.grads(e1)[0], rtol=1e-9)
+    assert len(trials) == (2 if nt == 2 and _logit_rows.available() else 0)
+    # beta joining the modes (nAGQ = 0): the per-pattern sums give NumPy's joint mode
+    d0, b0, u0, eta0 = plain.joint_mode(theta, np.zeros(4))
+    d1, b1, u1, eta1 = fast.joint_mode(theta, np.zeros(4))
+    assert d1 == pytest.approx(d0, rel=1e-13)
+    np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(eta1, eta0, rtol=1e-10, atol=1e-12)
+    # and its theta gradient from the fused sums
+    np.testing.assert_allclose(fast.joint_grad_theta(), plain.joint_grad_theta(), rtol=1e-9)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ model + (1|item) + (1|item:run)",
+                                     "correct ~ model + (1|item) + (1|run)"])
+def test_mode_derivatives_of_all_columns_are_those_of_each(formula):
+    """``du_dbeta_columns`` (one ``A'WX`` for every column, the Hessian's warm starts) is
+    ``du_dbeta`` along each unit vector, for the nested and the general solvers."""
+    design = build_design(formula, glmm_runs(4, 30, 3, seed=5))
+    ld = build_deviance(design)
+    ev = ld.pirls(np.array([0.7, 1.3]), np.array([0.2, -0.3, 0.1, 0.4]))
+    each = np.column_stack([ld.du_dbeta(ev, e) for e in np.eye(4)])
+    np.testing.assert_allclose(ld.du_dbeta_columns(ev), each, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("order", [["model", "item", "run"], ["item", "run", "model"]])
+def test_joint_mode_sums_in_either_row_order(order):
+    """The joint mode's table of weights per fine level and pattern is laid out along the order
+    of the rows (pattern-major for a table sorted by model, level-major for one sorted by item):
+    either gives NumPy's joint mode and its theta gradient."""
+    runs = glmm_runs(4, 60, 3, seed=5).sort_values(order).reset_index(drop=True)
+    design = build_design("correct ~ model + (1|item) + (1|item:run)", runs)
+    theta = np.array([0.7, 1.3])
+    plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)
+    fast = LaplaceDeviance(design.X, design.k, design.m, design.terms,
+                           control=GlmerControl(compiled_rows_min=1))
+    d0, b0, u0, _ = plain.joint_mode(theta, np.zeros(4))
+    d1, b1, u1, _ = fast.joint_mode(theta, np.zeros(4))
+    assert d1 == pytest.approx(d0, rel=1e-13)
+    np.testing.assert_allclose(b1, b0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(u1, u0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.joint_grad_theta(), plain.joint_grad_theta(), rtol=1e-9)

@@ -136,28 +136,59 @@ class NestedSolver:
         self.tf = float(theta[0])
         self.tc = float(theta[1]) if self.two else 0.0
 
-    def zl(self, u: np.ndarray) -> np.ndarray:
+    def level_values(self, u: np.ndarray) -> np.ndarray:
+        """``A u`` per fine level (``A u`` is this gathered by each row's fine level ``fi``)."""
         if not self.two:
-            return self.tf * u[: self.J][self.fi]
+            return self.tf * u[: self.J]
+        return self.tf * u[: self.J] + self.tc * u[self.J:][self.parent]
+
+    def zl(self, u: np.ndarray) -> np.ndarray:
         # the coarse level of a row is its fine level's parent: the sum is formed per fine level
         # (the same two products and one addition as per row) and gathered once
-        return (self.tf * u[: self.J] + self.tc * u[self.J:][self.parent])[self.fi]
+        return self.level_values(u)[self.fi]
+
+    def jacobian_gram(self, X: FixedMatrix, c: np.ndarray, D: np.ndarray,
+                      E: np.ndarray) -> np.ndarray:
+        """``J' diag(c) J`` for the n x P matrix ``J = X D + E[fi]`` (``D`` p x P, ``E`` one row
+        per fine level), from sums per pattern and per fine level instead of the n x P matrix:
+        ``D' X'CX D + D' X'C Z E + E' Z'CX D + E' Z'CZ E`` (``Z`` the fine-level indicator)."""
+        B = X.group_wsum(self.fi, self.J, c, self.control.group_table_max) @ D
+        cross = E.T @ B
+        return (D.T @ X.gram(c) @ D + cross + cross.T
+                + E.T @ (np.bincount(self.fi, c, self.J)[:, None] * E))
 
     def zlt(self, r: np.ndarray) -> np.ndarray:
-        sf = np.bincount(self.fi, r, self.J)
+        return self.zlt_levels(np.bincount(self.fi, r, self.J))
+
+    def zlt_levels(self, sf: np.ndarray) -> np.ndarray:
+        """``A' r`` from ``sf``, the sums of ``r`` per fine level (``bincount(fi, r)``)."""
         if not self.two:
             return self.tf * sf
         return np.concatenate([self.tf * sf, self.tc * np.bincount(self.parent, sf, self.K)])
 
     def zlt_wx(self, X: FixedMatrix, w: np.ndarray) -> np.ndarray:
         """``A' W X`` (q x p) for a :class:`FixedMatrix` X."""
-        sf = X.group_wsum(self.fi, self.J, w, self.control.group_table_max)
+        return self._zlt_wx_fine(X.group_wsum(self.fi, self.J, w, self.control.group_table_max))
+
+    def zlt_wx_table(self, Xu: np.ndarray, tab: np.ndarray) -> np.ndarray:
+        """``A' W X`` from the weights summed per fine level and pattern (``tab``, levels x
+        patterns) and X's distinct rows ``Xu``."""
+        return self._zlt_wx_fine(tab @ Xu)
+
+    def _zlt_wx_fine(self, sf: np.ndarray) -> np.ndarray:
         if not self.two:
             return self.tf * sf
-        return np.vstack([self.tf * sf, self.tc * (self.Pc @ sf)])
+        # written into one q x p array (a stack of two would copy both halves again)
+        out = np.empty((self.q, sf.shape[1]))
+        np.multiply(self.tf, sf, out=out[: self.J])
+        np.multiply(self.tc, self.Pc @ sf, out=out[self.J:])
+        return out
 
     def factor(self, w: np.ndarray) -> float:
-        sf = np.bincount(self.fi, w, self.J)
+        return self.factor_levels(np.bincount(self.fi, w, self.J))
+
+    def factor_levels(self, sf: np.ndarray) -> float:
+        """:meth:`factor` from ``sf``, the weights summed per fine level (``bincount(fi, w)``)."""
         self.sf = sf
         self.Df = 1.0 + self.tf**2 * sf
         if not self.two:
@@ -176,19 +207,28 @@ class NestedSolver:
             xc = (rc - np.bincount(self.parent, self.CD * rf, self.K)) / self.S
             xf = (rf - self.C * xc[self.parent]) / self.Df
             return np.concatenate([xf, xc])
-        xc = (rc - self.Pc @ (self.CD[:, None] * rf)) / self.S[:, None]
-        xf = (rf - self.C[:, None] * xc[self.parent]) / self.Df[:, None]
-        return np.vstack([xf, xc])
+        # in place in one q x k array, with the roundings of the vector case
+        out = np.empty(r.shape)
+        xf, xc = out[: self.J], out[self.J:]
+        np.subtract(rc, self.Pc @ (self.CD[:, None] * rf), out=xc)
+        xc /= self.S[:, None]
+        np.multiply(self.C[:, None], xc[self.parent], out=xf)
+        np.subtract(rf, xf, out=xf)
+        xf /= self.Df[:, None]
+        return out
 
     def leverage(self) -> np.ndarray:
         """``h_i = a_i' H^-1 a_i`` for each row (``a_i`` the row of ``Z Lambda``)."""
+        return self.level_leverage()[self.fi]
+
+    def level_leverage(self) -> np.ndarray:
+        """The leverages per fine level (the rows of a fine level share theirs)."""
         if not self.two:
-            return (self.tf**2 / self.Df)[self.fi]
+            return self.tf**2 / self.Df
         Sp = self.S[self.parent]
         hff = 1.0 / self.Df + self.CD**2 / Sp
         hfc = -self.CD / Sp
-        hj = self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
-        return hj[self.fi]
+        return self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
 
     def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
                    v: np.ndarray) -> np.ndarray:
@@ -198,9 +238,13 @@ class NestedSolver:
         (the indicator of term t), ``v = H^-1 A' g`` and ``rho = g - 2 r - W A v``; the last two
         terms carry the change of ``u~`` and of ``W`` with theta.
         """
+        return self.grad_theta_levels(np.bincount(self.fi, rho, self.J),
+                                      np.bincount(self.fi, r, self.J), u, v)
+
+    def grad_theta_levels(self, pf: np.ndarray, qf: np.ndarray, u: np.ndarray,
+                          v: np.ndarray) -> np.ndarray:
+        """:meth:`grad_theta` from the sums of ``rho`` and ``r`` per fine level."""
         J = self.J
-        pf = np.bincount(self.fi, rho, J)
-        qf = np.bincount(self.fi, r, J)
         rf = pf * u[:J] + qf * v[:J]
         if not self.two:
             return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
@@ -1046,6 +1090,18 @@ class LaplaceDeviance:
             xb += self.offset
         return xb
 
+    def _linear(self, beta: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``X beta + offset + A u`` as a new contiguous array (at the solver's theta)."""
+        s, X = self.solver, self.X
+        if (self.offset is None and isinstance(s, NestedSolver) and X.pat is not None
+                and X.Xu is not None and X.npat > 1 and hasattr(self.rows, "linear_levels")):
+            # compiled rows: one pass instead of two gathers and a sum (the same sums)
+            return getattr(self.rows, "linear_levels")(X.Xu @ beta, X.pat, s.level_values(u),
+                                                       s.fi)
+        eta = self._xb(beta)
+        eta += s.zl(u)
+        return eta
+
     def pirls(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None,
               tol: float | None = None, maxit: int | None = None) -> Evaluation:
         """Conditional mode of ``u`` at ``(theta, beta)`` by Newton steps with step halving
@@ -1063,9 +1119,7 @@ class LaplaceDeviance:
         self._set_theta(theta)
         self.evaluations += 1
         u = np.zeros(self.q) if u0 is None else u0
-        eta = self._xb(beta)
-        eta += self.solver.zl(u)
-        st = self.run_pirls(None, u, eta, rule="newton", tol=tol, maxit=maxit)
+        st = self.run_pirls(None, u, self._linear(beta, u), rule="newton", tol=tol, maxit=maxit)
         self.pirls_iterations += st.iterations
         ev = Evaluation(np.array(theta, float), np.array(beta, float), st.u, st.eta, st.mu, st.w,
                         st.logdet, st.pdev, st.iterations)
@@ -1101,15 +1155,38 @@ class LaplaceDeviance:
         mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
         prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
         changes: list[float] = []  # lme4's relative change of the penalised deviance
-        pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: each pass over the rows
+        # also sums the weights and scores per fine level (sw, ss), which is all the solver
+        # factors and solves with, and a step is one value per fine level (no n-row step
+        # vector); with beta (a compressed X) also the sums per pattern that X'WX, A'WX and X's
+        # score are made of, and the step of beta one value per pattern. The same roundings as
+        # bincount and the gathered step.
+        lv = (s if rule == "newton" and isinstance(s, NestedSolver)
+              and hasattr(rows, "advance_levels") else None)
+        Xu, pat = X.Xu, X.pat
+        if lv is not None and beta is not None and (
+                Xu is None or pat is None or X.npat < 2
+                or lv.J * X.npat > ctl.group_table_max):
+            lv = None  # a dense X, one pattern, or a table past the limit: NumPy's passes
+        if lv is not None:
+            npat = X.npat if beta is not None else 0
+            lpat = pat if beta is not None and pat is not None else np.zeros(0, dtype=np.int64)
+            cell = self._cells(lv) if beta is not None else lpat
+            sw, ss, tab, sp, spw = (np.zeros(lv.J), np.zeros(lv.J), np.zeros(lv.J * npat),
+                                    np.zeros(npat), np.zeros(npat))
+            lbufs: tuple[np.ndarray, ...] = (mu, score, w, sw, ss, tab, sp, spw)
+            pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, cell, lbufs) + float(u @ u)
+        else:
+            pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
         logdet, it, converged = np.inf, 0, False
         old = np.inf
-        fresh = False  # whether score and w are those of the current eta (a step writes them)
+        # whether score and w are those of the current eta (a step writes them)
+        fresh = lv is not None
         for it in range(1, maxit + 1):
             if not fresh:
                 rows.score_weights_into(eta, mu, score, w)
             fresh = rule == "newton"
-            logdet = s.factor(w)
+            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
             if rule == "lme4":
                 assert xb is not None
                 t = np.subtract(eta, xb)  # the working response, as w * (eta - xb) + score
@@ -1131,16 +1208,21 @@ class LaplaceDeviance:
                     pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
                 u, pdev, old = un, pn, pn
                 continue
-            gu = s.zlt(score) - u
+            gu = (s.zlt(score) if lv is None else lv.zlt_levels(ss)) - u
             if beta is None:
                 du, db = s.solve(gu), None
                 dec = float(gu @ du)
             else:
-                gb = X.tdot(score)
-                B = s.zlt_wx(X, w)
+                if lv is not None:
+                    assert Xu is not None
+                    gb = Xu.T @ sp
+                    B = lv.zlt_wx_table(Xu, self._table(lv, tab))
+                    G = Xu.T @ (spw[:, None] * Xu)
+                else:
+                    gb, B, G = X.tdot(score), s.zlt_wx(X, w), X.gram(w)
                 HiB = s.solve(B)
                 Hig = s.solve(gu)
-                db = np.linalg.lstsq(X.gram(w) - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+                db = np.linalg.lstsq(G - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
                 du = Hig - HiB @ db
                 dec = float(gu @ du + gb @ db)
             if dec < tol * (1.0 + abs(pdev)):
@@ -1148,21 +1230,30 @@ class LaplaceDeviance:
                 break
             if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
                 break
-            zd = np.ascontiguousarray(s.zl(du), dtype=float)
-            if db is not None:
-                zd += X.dot(db)
+            if lv is not None:
+                # per fine level and per pattern
+                zd = np.ascontiguousarray(lv.level_values(du), dtype=float)
+                xd = np.zeros(0) if db is None else np.ascontiguousarray(Xu @ db, dtype=float)
+                lstep = (lv.fi, lpat, cell, xd)
+                bufs = lbufs
+            else:
+                zd = np.ascontiguousarray(s.zl(du), dtype=float)
+                if db is not None:
+                    zd += X.dot(db)
+                lstep = None
+                bufs = (mu, score, w)
             # the full step first, straight into eta (one pass over the rows where it is taken,
             # as it nearly always is); the halvings only sum trial deviances
             np.copyto(prev, eta)
             step = 1.0
             un = u + du
-            pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+            pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
             if not pn <= pdev + ctl.step_slack * abs(pdev):
                 np.copyto(eta, prev)
                 for _ in range(ctl.pirls_halvings - 1):
                     step *= 0.5
                     un = u + step * du
-                    pn = rows.trial_deviance(eta, zd, step) + float(un @ un)
+                    pn = self._move(lstep, eta, zd, step, None) + float(un @ un)
                     if pn <= pdev + ctl.step_slack * abs(pdev):
                         break
                 else:
@@ -1171,7 +1262,7 @@ class LaplaceDeviance:
                         rows.score_weights_into(eta, mu, score, w)
                         converged = True
                         break
-                pn = rows.advance(eta, zd, step, mu, score, w) + float(un @ un)
+                pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
             pdev = pn
             u = un
             if beta is not None:
@@ -1181,11 +1272,50 @@ class LaplaceDeviance:
         if rule == "newton" and not converged:  # factor at the final u
             if not fresh:
                 rows.score_weights_into(eta, mu, score, w)
-            logdet = s.factor(w)
+            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
         del score
         if not (np.isfinite(logdet) and np.isfinite(pdev)):
             logdet = np.inf  # no mode found: never a minimum for the optimiser
         return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
+
+    def _move(self, lstep: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+              eta: np.ndarray,
+              zd: np.ndarray, step: float, bufs: tuple[np.ndarray, ...] | None) -> float:
+        """``D(y, eta + step zd)``: with ``bufs`` (``mu``, score, weight, and with ``lstep``
+        their sums) the step is taken into ``eta`` and the buffers written, without it only the
+        trial's deviance is summed. With ``lstep = (fi, pat, cell, xd)`` (a nested solver, compiled
+        rows) the step of a row is ``zd[fi] + xd[pat]`` (``zd`` one value per fine level, ``xd``
+        one per pattern or empty)."""
+        rows = self.rows
+        if lstep is None:
+            if bufs is None:
+                return rows.trial_deviance(eta, zd, step)
+            return rows.advance(eta, zd, step, *bufs)
+        fi, pat, cell, xd = lstep
+        if bufs is None:
+            return float(getattr(rows, "trial_levels")(eta, zd, xd, fi, pat, step))
+        return float(getattr(rows, "advance_levels")(eta, zd, xd, fi, pat, cell, step, bufs))
+
+    _cell: tuple[np.ndarray, bool] | None = None
+
+    def _cells(self, s: NestedSolver) -> np.ndarray:
+        """A number per (fine level, pattern) pair of each row, for the table of weights the
+        joint mode sums in its passes over the rows: pattern-major where the rows change
+        pattern less often than fine level (as a table sorted by model), else level-major, so
+        that consecutive rows add into nearby cells."""
+        if self._cell is None:
+            pat = self.X.pat
+            assert pat is not None
+            by_pattern = np.count_nonzero(np.diff(pat)) < np.count_nonzero(np.diff(s.fi))
+            cell = pat * s.J + s.fi if by_pattern else s.fi * self.X.npat + pat
+            self._cell = (np.ascontiguousarray(cell, dtype=np.int64), bool(by_pattern))
+        return self._cell[0]
+
+    def _table(self, s: NestedSolver, tab: np.ndarray) -> np.ndarray:
+        """The weights summed per :meth:`_cells` number as a levels x patterns array."""
+        assert self._cell is not None
+        npat = self.X.npat
+        return tab.reshape(npat, s.J).T if self._cell[1] else tab.reshape(s.J, npat)
 
     def dev(self, theta: np.ndarray, beta: np.ndarray, u0: np.ndarray | None = None) -> float:
         return self.pirls(theta, beta, u0).dev
@@ -1223,8 +1353,32 @@ class LaplaceDeviance:
         if cached is not None and cached[0] is ev:
             # the optimiser asks for beta's gradient, then theta's at the same point: the row
             # sums both are made of are computed once
-            _, rho, r, v, gb = cached
-            return (s.grad_theta(rho, r, ev.u, v) if theta else None), gb.copy()
+            _, rho, r, v, gb, levels = cached
+            if not theta:
+                return None, gb.copy()
+            if levels:  # rho and r summed per fine level (below)
+                assert isinstance(s, NestedSolver)
+                return s.grad_theta_levels(rho, r, ev.u, v), gb.copy()
+            return s.grad_theta(rho, r, ev.u, v), gb.copy()
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: the dozen NumPy passes
+        # below in two loops, and only sums per fine level and per pattern kept (the same
+        # roundings, summed in row order as bincount does)
+        score_sums = getattr(self.rows, "level_score_sums", None)
+        fused = getattr(self.rows, "level_gradient_sums", None)
+        if score_sums is not None and fused is not None and isinstance(s, NestedSolver):
+            hj = s.level_leverage()
+            v = s.solve(s.zlt_levels(score_sums(s.fi, hj, ev.w, ev.mu, s.J)))
+            X = self.X
+            pat = X.pat if X.pat is not None and X.npat > 1 else None
+            pf, qf, ps, rho_rows = fused(s.fi, hj, s.level_values(v), ev.w, ev.mu, pat, X.npat)
+            if ps is not None:
+                assert X.Xu is not None
+                gb = X.Xu.T @ ps
+            else:
+                assert rho_rows is not None
+                gb = X.tdot(rho_rows)
+            self._grad_parts = (ev, pf, qf, v, gb.copy(), True)
+            return (s.grad_theta_levels(pf, qf, ev.u, v) if theta else None), gb
         # in place, with the rounding of ``r = k - m mu``, ``g = h w (1 - 2 mu)`` and
         # ``rho = g - 2 r - w A v``: four per-row arrays instead of eleven (large fits)
         r = np.multiply(self.m, ev.mu)
@@ -1246,10 +1400,12 @@ class LaplaceDeviance:
         if theta:
             gt = s.grad_theta(rho, r, ev.u, v)
         gb = self.X.tdot(rho)
-        self._grad_parts = (ev, rho, r, v, gb.copy())
+        self._grad_parts = (ev, rho, r, v, gb.copy(), False)
         return gt, gb
 
-    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    # (ev, rho, r, v, beta's gradient, whether rho and r are sums per fine level)
+    _grad_parts: tuple[Evaluation, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                       bool] | None = None
 
     def _grad_beta_noncanonical(self, ev: Evaluation) -> np.ndarray:
         """Exact gradient over beta for a non-canonical link.
@@ -1343,9 +1499,8 @@ class LaplaceDeviance:
         self._last = None
         u = np.zeros(self.q) if u is None else np.array(u, dtype=float)
         beta = np.array(beta, dtype=float)
-        eta = self._xb(beta)
-        eta += self.solver.zl(u)
-        st = self.run_pirls(None, u, eta, rule="newton", tol=tol, maxit=maxit, beta=beta)
+        st = self.run_pirls(None, u, self._linear(beta, u), rule="newton", tol=tol, maxit=maxit,
+                            beta=beta)
         assert st.beta is not None
         self._joint = (st.u, st.beta, st.eta, st.mu)
         return st.pdev + st.logdet, st.beta, st.u, st.eta
@@ -1366,6 +1521,25 @@ class LaplaceDeviance:
         if self.link != "logit" or self._joint is None or getattr(s, "grad_theta", None) is None:
             return None
         u, _, _, mu = self._joint
+        X = self.X
+        sums = getattr(self.rows, "joint_gradient_sums", None)
+        if (sums is not None and isinstance(s, NestedSolver) and X.Xu is not None
+                and X.pat is not None and X.npat > 1
+                and s.J * X.npat <= self.control.group_table_max):
+            # compiled rows and nested intercepts: the row passes below in two fused loops
+            # (sums per fine level and per pattern; the same products, summed in row order)
+            Xu, pat = X.Xu, X.pat
+            hj = s.level_leverage()
+            gs, gp, tab, spw = sums(s.fi, pat, self._cells(s), X.npat, hj, mu)
+            B = s.zlt_wx_table(Xu, self._table(s, tab))
+            HiB = s.solve(B)
+            Hag = s.solve(s.zlt_levels(gs))
+            ab = np.linalg.lstsq(Xu.T @ (spw[:, None] * Xu) - B.T @ HiB, Xu.T @ gp - B.T @ Hag,
+                                 rcond=None)[0]
+            au = Hag - HiB @ ab
+            pf, qf = getattr(self.rows, "joint_rho_sums")(s.fi, pat, hj, s.level_values(au),
+                                                          Xu @ ab, mu)
+            return s.grad_theta_levels(pf, qf, u, au)
         w = self.m * mu * (1.0 - mu)
         r = self.k - self.m * mu
         g = s.leverage() * w * (1.0 - 2.0 * mu)
@@ -1376,6 +1550,13 @@ class LaplaceDeviance:
         au = Hag - HiB @ ab
         rho = g - 2.0 * r - w * (s.zl(au) + self.X.dot(ab))
         return s.grad_theta(rho, r, u, au)
+
+    def du_dbeta_columns(self, ev: Evaluation) -> np.ndarray:
+        """``d u~ / d beta = -H^-1 A'WX`` (q x p) at ``ev``: :meth:`du_dbeta` of every column at
+        once, from ``A'WX`` instead of a pass over the rows per column."""
+        self._refresh(ev)
+        s = self.solver
+        return -s.solve(s.zlt_wx(self.X, ev.w))
 
     def du_dbeta(self, ev: Evaluation, dbeta: np.ndarray) -> np.ndarray:
         """First-order change of ``u~`` for a step ``dbeta`` (warm start of the next PIRLS)."""

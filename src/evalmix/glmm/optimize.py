@@ -27,7 +27,7 @@ from scipy.optimize import OptimizeResult, minimize
 
 from ..model import RandomTerm, term_lambdas
 from .control import GlmerControl
-from .deviance import Evaluation, LaplaceDeviance
+from .deviance import Evaluation, LaplaceDeviance, NestedSolver
 
 
 @dataclass(frozen=True)
@@ -448,16 +448,26 @@ def lme4_start(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray,
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     ctl = ld.control
     opts = {"maxiter": ctl.stage1_maxiter, "ftol": ctl.stage1_ftol, "gtol": ctl.stage1_gtol}
-    ld.joint_mode(np.maximum(theta0, lower), beta0, u0)
-    if ld.joint_grad_theta() is not None:
+    start = np.maximum(theta0, lower)
+    dev0, beta_0, u_0, _ = ld.joint_mode(start, beta0, u0)
+    grad0 = ld.joint_grad_theta()
+    if grad0 is not None:
         # exact gradient (LaplaceDeviance.joint_grad_theta): each point warm-starts from the
         # last joint mode, which the tight mode makes as good as a fixed start
         warm_beta, warm_u = [beta0], [u0]
+        # the optimiser's first point is the one just solved, from the same start
+        first: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = [(dev0, beta_0, u_0, grad0)]
 
         def fg(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            dev, beta, u, _ = ld.joint_mode(np.maximum(theta, lower), warm_beta[0], warm_u[0])
-            grad = ld.joint_grad_theta()
-            assert grad is not None
+            point = np.maximum(theta, lower)
+            if first and np.array_equal(point, start):
+                dev, beta, u, grad = first.pop()
+            else:
+                first.clear()
+                dev, beta, u, _ = ld.joint_mode(point, warm_beta[0], warm_u[0])
+                g = ld.joint_grad_theta()
+                assert g is not None
+                grad = g
             if np.isfinite(dev):
                 warm_beta[0], warm_u[0] = beta, u
             return dev, grad
@@ -687,23 +697,40 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         if len(counts) > 1:
             return lme4_hessian(ld, ev, eta_start, h, lower)
         lme4_pirls = counts.pop() <= 2
+    track = lme4_pirls and ld.link == "logit"
+    # d eta~ / d(theta, beta) = X D + A-part: for nested intercepts the A-part is one value per
+    # fine level, so J' diag(c) J comes from sums per level and per pattern (no n x P matrix)
+    nested = ld.solver if track and isinstance(ld.solver, NestedSolver) else None
     # column-major: each column is written in one contiguous pass (row-major, every element of a
     # column lands on its own cache line)
-    J = (np.zeros((ev.eta.size, nt + p), order="F") if lme4_pirls and ld.link == "logit"
-         else None)
+    J = (np.zeros((ev.eta.size, nt + p), order="F") if track and nested is None else None)
     g0t, g0b = ld.grads(ev)
     exact_theta = g0t is not None
     g0 = np.concatenate([g0t, g0b]) if exact_theta else g0b
+    if nested is not None:
+        D = np.zeros((p, nt + p))
+        base = nested.level_values(ev.u)  # the solver is at ev's theta after grads(ev)
+        E = np.empty((base.size, nt + p), order="F")
+    # the modes' first-order move along each beta column, the warm start of its PIRLS (where
+    # that PIRLS usually stops at once): one A'WX for all columns
+    dU = ld.du_dbeta_columns(ev) if p else None
     for j in range(nt + p):
         th, be, u0 = ev.theta.copy(), ev.beta.copy(), ev.u
         if j < nt:
             th[j] += h
         else:
+            assert dU is not None
             e = np.zeros(p)
             e[j - nt] = h
             be = be + e
-            u0 = ev.u + ld.du_dbeta(ev, e)
+            u0 = ev.u + dU[:, j - nt] * h
         evj = ld.pirls(th, be, u0)
+        if nested is not None:
+            # what (evj.eta - ev.eta) / h is made of, read while the solver is at evj's theta
+            np.subtract(be, ev.beta, out=D[:, j])
+            D[:, j] /= h
+            np.subtract(nested.level_values(evj.u), base, out=E[:, j])
+            E[:, j] /= h
         if J is not None:
             jc = J[:, j]  # in place: no n-row temporaries
             np.subtract(evj.eta, ev.eta, out=jc)
@@ -718,6 +745,8 @@ def hessian(ld: LaplaceDeviance, ev: Evaluation, h: float | None = None,
         H = (H + H.T) / 2
     else:
         _theta_block(ld, ev, H, h)
+    if nested is not None:
+        H += nested.jacobian_gram(ld.X, ld.one_step_weights(ev), D, E)
     if J is not None:
         c = ld.one_step_weights(ev)
         rows = ld.control.hessian_chunk_rows  # row chunks: no second n x P temporary
