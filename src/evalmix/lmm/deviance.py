@@ -11,10 +11,28 @@ squares problem is solved through ``A = Lambda' Z' Z Lambda + I`` (``L L'`` in t
 Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored densely (Cholesky) when
 ``q`` is moderate and otherwise by SuperLU with a minimum-degree ordering (nested ``item:run``
 designs then cost O(q)).
+
+The gradient in theta is exact (:meth:`ProfiledDeviance.value_and_gradient`).  With ``V = I +
+Z Lambda Lambda' Z'`` (the marginal covariance over sigma^2), ``P = V^-1 - V^-1 X (X' V^-1 X)^-1
+X' V^-1`` (REML; ``V^-1`` for ML) and ``dV = Z (dLambda Lambda' + Lambda dLambda') Z'``, the
+criterion's derivative is ``tr(P dV) - (dof / r2) r' Z (dLambda Lambda' + Lambda dLambda') Z' r``
+(``dof = n - p`` or ``n``; ``r = P y`` the residual ``y - X beta - Z Lambda u``).  Everything
+reduces to the random-effects space: ``Lambda' Z' r = u``, ``Lambda' Z' V^-1 Z = A^-1 Lambda'
+Z'Z`` and ``Lambda' Z' V^-1 X = A^-1 B``, so the derivative along the entries of ``Lambda``
+holding ``theta_k`` is
+
+    ``2 sum M[c, r] - 2 (dof / r2) sum (Z' r)[r] u[c]``, with
+    ``M = A^-1 (Lambda' Z'Z - B (RX' RX)^-1 G')`` and ``G = Z' V^-1 X = Z'X - Z'Z Lambda A^-1 B``
+
+(the second term of ``M`` only for REML), summed over the stored entries ``(r, c)``.  Only the
+entries of ``M`` on Lambda's block diagonal are formed: from the explicit inverse of the dense
+Cholesky factor, or in O(q) from the 2 x 2 diagonal blocks of the nested factorisation.  The
+sparse-LU path has no cheap selected inverse and keeps finite differences (``None``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +59,16 @@ class PlsState:
     beta: np.ndarray
     u: np.ndarray  # spherical random effects
     XtVX: np.ndarray  # RX' RX: vcov(beta) = sigma^2 XtVX^-1
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """What the gradient reads from one factorisation of ``A``: ``A^-1 B`` and, per path, the
+    Cholesky factor (dense) or the nested blocks (``1 / A11``, ``A12``'s entries, ``1 / S``)."""
+
+    AB: np.ndarray
+    chol: np.ndarray | None = None
+    nested: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -121,8 +149,9 @@ class ProfiledDeviance:
             raise np.linalg.LinAlgError("matrix is not positive definite")
         return c
 
-    def _pieces(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
-        """``b``, ``B``, ``log|A|``, ``A^-1 b`` and ``A^-1 B``."""
+    def _pieces(self, theta: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
+        """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
         d = self.design
         if self.nested is not None:
             return self._nested_pieces(theta)
@@ -137,7 +166,7 @@ class ProfiledDeviance:
             c = self._chol(A)
             sol, _ = lapack.dpotrs(c, np.column_stack([b, B]), lower=1)
             logdet = 2.0 * float(np.sum(np.log(np.diag(c))))
-            return b, B, logdet, sol[:, 0], sol[:, 1:]
+            return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], chol=c)
         Lam = self.lambda_(theta)
         b = np.asarray(Lam.T @ self.Zty).ravel()
         B = np.asarray(Lam.T @ self.ZtX)
@@ -147,10 +176,10 @@ class ProfiledDeviance:
         # A is symmetric positive definite: without pivoting U's diagonal is positive
         logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))))
         sol = lu.solve(np.column_stack([b, B]))
-        return b, B, logdet, sol[:, 0], sol[:, 1:]
+        return b, B, logdet, sol[:, 0], sol[:, 1:], None
 
     def _nested_pieces(self, theta: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
+                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor]:
         """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
         the inner factor (each inner level sits in one outer level): O(q) per evaluation."""
         assert self.nested is not None
@@ -169,13 +198,15 @@ class ProfiledDeviance:
         b, B = R[:, 0], R[:, 1:]
         sol = np.vstack([x1, x2])
         logdet = float(np.sum(np.log(a11)) + np.sum(np.log(S)))
-        return b, B, logdet, sol[:, 0], sol[:, 1:]
+        return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], nested=(1.0 / a11, c, 1.0 / S))
 
     def solve(self, theta: np.ndarray) -> PlsState:
         """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
+        return self._solve(np.asarray(theta, dtype=float))[0]
+
+    def _solve(self, theta: np.ndarray) -> tuple[PlsState, _Factor | None]:
         self.evaluations += 1
-        theta = np.asarray(theta, dtype=float)
-        b, B, ldL2, Ab, AB = self._pieces(theta)
+        b, B, ldL2, Ab, AB, factor = self._pieces(theta)
         XtVX = self.XtX - B.T @ AB
         XtVX = (XtVX + XtVX.T) / 2
         rhs = self.Xty - B.T @ Ab
@@ -184,7 +215,7 @@ class ProfiledDeviance:
         ldRX2 = 2.0 * float(np.sum(np.log(np.diag(cx))))
         pwrss = self.yty - float(b @ Ab) - float(rhs @ beta)
         u = Ab - AB @ beta
-        return PlsState(theta, ldL2, ldRX2, max(pwrss, 0.0), beta, u, XtVX)
+        return PlsState(theta, ldL2, ldRX2, max(pwrss, 0.0), beta, u, XtVX), factor
 
     def deviance(self, st: PlsState, reml: bool) -> float:
         """The profiled criterion at a solved state: -2 log-likelihood (ML) or REMLcrit."""
@@ -199,6 +230,80 @@ class ProfiledDeviance:
             return float(self.deviance(self.solve(theta), reml))
         except (np.linalg.LinAlgError, linalg.LinAlgError, RuntimeError, ValueError):
             return np.inf
+
+    @property
+    def has_gradient(self) -> bool:
+        """Whether :meth:`value_and_gradient` gives the exact gradient (the nested and dense
+        factorisations; not the sparse LU)."""
+        return self.nested is not None or self.dense
+
+    def value_and_gradient(self, theta: np.ndarray, reml: bool = True
+                           ) -> tuple[float, np.ndarray | None]:
+        """The criterion and its exact gradient in theta from one factorisation (the module's
+        docstring has the algebra); the gradient is None on the sparse-LU path, and the value
+        inf (gradient zero) where the criterion is undefined."""
+        theta = np.asarray(theta, dtype=float)
+        try:
+            st, factor = self._solve(theta)
+            value = self.deviance(st, reml)
+        except (np.linalg.LinAlgError, linalg.LinAlgError, RuntimeError, ValueError):
+            return np.inf, np.zeros_like(theta)
+        if factor is None:
+            return value, None
+        return value, self._gradient(st, factor, reml)
+
+    def _gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
+        d = self.design
+        rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
+        lam = st.theta[idx]
+        times = self._lambda_times(st.theta)
+        Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ times(st.u)  # Z' r
+        if factor.nested is not None:
+            m_diag = self._nested_diag(st.theta, factor.nested)[cols]
+        else:
+            assert factor.chol is not None
+            Ainv = lapack.dpotri(factor.chol, lower=1)[0]
+            Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
+            LtW = np.zeros((self.q, self.q))
+            np.add.at(LtW, cols, lam[:, None] * self.ZtZ_dense[rows])  # Lambda' Z'Z
+            m_diag = np.einsum("ij,ji->i", Ainv[cols], LtW[:, rows])
+        if reml:
+            G = self.ZtX - self.ZtZ @ times(factor.AB)
+            H = factor.AB @ np.linalg.inv(st.XtVX)
+            m_diag = m_diag - np.einsum("ij,ij->i", H[cols], G[rows])
+        dof = self.n - self.p if reml else self.n
+        terms = 2.0 * m_diag - (2.0 * dof / st.pwrss) * Zr[rows] * st.u[cols]
+        return np.bincount(idx, terms, st.theta.size)
+
+    def _lambda_times(self, theta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """``v -> Lambda v`` for a vector or a q x k matrix ``v``."""
+        if self.nested is not None:  # Lambda is diagonal: theta_1 on the inner, theta_2 on the outer
+            scale = np.full(self.q, float(theta[1]))
+            scale[:self.design.terms[0].nl] = float(theta[0])
+            return lambda v: scale.reshape((-1,) + (1,) * (v.ndim - 1)) * v
+        d = self.design
+        lam = theta[d.lambda_index]
+
+        def times(v: np.ndarray) -> np.ndarray:
+            out = np.zeros((self.q,) + v.shape[1:])
+            np.add.at(out, d.lambda_rows, lam.reshape((-1,) + (1,) * (v.ndim - 1)) * v[d.lambda_cols])
+            return out
+        return times
+
+    def _nested_diag(self, theta: np.ndarray, blocks: tuple[np.ndarray, np.ndarray, np.ndarray]
+                     ) -> np.ndarray:
+        """The diagonal of ``A^-1 Lambda' Z'Z`` for (1|a:b) + (1|a): ``A^-1``'s inner diagonal
+        ``1/A11 + A12^2 / (A11^2 S)``, its inner-outer entries ``-A12 / (A11 S)`` and its outer
+        diagonal ``1/S``; column i of Z'Z holds ``d1[i]`` at rows i and m[i], column j ``d2[j]``
+        at row j and ``d1[i]`` at the rows of its inner levels."""
+        assert self.nested is not None
+        d1, d2, m = self.nested
+        t1, t2 = float(theta[0]), float(theta[1])
+        ia11, c, iS = blocks
+        off = -c * ia11 * iS[m]  # A^-1[i, m[i]]
+        inner = (ia11 + c * c * ia11 * ia11 * iS[m]) * t1 * d1 + off * t2 * d1
+        outer = iS * t2 * d2 + np.bincount(m, off * t1 * d1, d2.size)
+        return np.concatenate([inner, outer])
 
     def sigma(self, st: PlsState, reml: bool) -> float:
         """The residual standard deviation at a solved state."""
