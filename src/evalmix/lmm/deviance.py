@@ -62,13 +62,26 @@ class PlsState:
 
 
 @dataclass(frozen=True)
-class _Factor:
-    """What the gradient reads from one factorisation of ``A``: ``A^-1 B`` and, per path, the
-    Cholesky factor (dense) or the nested blocks (``1 / A11``, ``A12``'s entries, ``1 / S``)."""
+class _Nested:
+    """One solve of the nested path: ``y1 = A11^-1 R1`` and ``x2 = S^-1 (R2 - A21 y1)`` for
+    ``R = Lambda' [Z'y Z'X]`` (so ``A^-1 R`` is ``x1 = y1 - A11^-1 A12 x2`` over ``x2``), with
+    ``1 / A11``, ``A12``'s entries and ``1 / S``."""
 
-    AB: np.ndarray
+    y1: np.ndarray
+    x2: np.ndarray
+    ia11: np.ndarray
+    c: np.ndarray
+    iS: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """What the gradient reads from one solve: ``A^-1 B`` and the Cholesky factor of ``A``
+    (dense path), or the nested path's pieces."""
+
+    AB: np.ndarray | None = None
     chol: np.ndarray | None = None
-    nested: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    nested: _Nested | None = None
 
 
 def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -133,8 +146,9 @@ class ProfiledDeviance:
                          np.column_stack([self.Zty[q1:], self.ZtX[q1:]]))
             m = self.nested[2]
             # sums over the inner levels of each outer level, as one sparse product
-            self._outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
-                                            shape=(design.terms[1].nl, q1))
+            outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
+                                      shape=(design.terms[1].nl, q1))
+            self._osum: Callable[[np.ndarray], np.ndarray] = lambda v: outer @ v
         self.evaluations = 0
 
     def lambda_(self, theta: np.ndarray) -> sparse.csc_matrix:
@@ -153,8 +167,6 @@ class ProfiledDeviance:
                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
         d = self.design
-        if self.nested is not None:
-            return self._nested_pieces(theta)
         if self.dense:
             # small q: dense Lambda and LAPACK directly (scipy.sparse costs more than the algebra)
             Ld = np.zeros((self.q, self.q))
@@ -178,27 +190,27 @@ class ProfiledDeviance:
         sol = lu.solve(np.column_stack([b, B]))
         return b, B, logdet, sol[:, 0], sol[:, 1:], None
 
-    def _nested_pieces(self, theta: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor]:
+    def _nested_solve(self, theta: np.ndarray) -> tuple[np.ndarray, float, _Nested]:
         """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
-        the inner factor (each inner level sits in one outer level): O(q) per evaluation."""
+        the inner factor (each inner level sits in one outer level): O(q) per evaluation.
+        Returns ``R' A^-1 R`` (``R = Lambda' [Z'y Z'X]``), ``log|A|`` and the solve's pieces."""
         assert self.nested is not None
         d1, d2, m = self.nested
         t1, t2 = float(theta[0]), float(theta[1])
-        R1, R2 = t1 * self._rhs[0], t2 * self._rhs[1]
-        a11 = t1 * t1 * d1 + 1.0
+        rhs1, rhs2 = self._rhs
+        ia11 = 1.0 / (t1 * t1 * d1 + 1.0)
         c = t1 * t2 * d1  # A12: inner level i meets outer level m[i] in d1[i] rows
-        S = t2 * t2 * d2 + 1.0 - np.bincount(m, c * c / a11, d2.size)
-        if np.any(S <= 0) or np.any(a11 <= 0):
+        S = t2 * t2 * d2 + 1.0 - self._osum(c * c * ia11)
+        if np.any(S <= 0):
             raise np.linalg.LinAlgError("A is not positive definite")
-        y1 = R1 / a11[:, None]
-        x2 = (R2 - self._outer @ (c[:, None] * y1)) / S[:, None]
-        x1 = y1 - (c / a11)[:, None] * x2[m]
-        R = np.vstack([R1, R2])
-        b, B = R[:, 0], R[:, 1:]
-        sol = np.vstack([x1, x2])
-        logdet = float(np.sum(np.log(a11)) + np.sum(np.log(S)))
-        return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], nested=(1.0 / a11, c, 1.0 / S))
+        iS = 1.0 / S
+        y1 = (t1 * ia11)[:, None] * rhs1
+        F = t2 * rhs2 - self._osum(c[:, None] * y1)
+        x2 = iS[:, None] * F
+        # R' A^-1 R = R1' y1 + (R2 - A21 y1)' S^-1 (R2 - A21 y1)
+        Q = t1 * (rhs1.T @ y1) + F.T @ x2
+        logdet = float(np.sum(np.log(S)) - np.sum(np.log(ia11)))
+        return Q, logdet, _Nested(y1, x2, ia11, c, iS)
 
     def solve(self, theta: np.ndarray) -> PlsState:
         """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
@@ -206,15 +218,26 @@ class ProfiledDeviance:
 
     def _solve(self, theta: np.ndarray) -> tuple[PlsState, _Factor | None]:
         self.evaluations += 1
-        b, B, ldL2, Ab, AB, factor = self._pieces(theta)
-        XtVX = self.XtX - B.T @ AB
+        if self.nested is not None:
+            Q, ldL2, nest = self._nested_solve(theta)
+            bAb, BAb, BAB = float(Q[0, 0]), Q[1:, 0], Q[1:, 1:]
+        else:
+            b, B, ldL2, Ab, AB, factor = self._pieces(theta)
+            bAb, BAb, BAB = float(b @ Ab), B.T @ Ab, B.T @ AB
+        XtVX = self.XtX - BAB
         XtVX = (XtVX + XtVX.T) / 2
-        rhs = self.Xty - B.T @ Ab
+        rhs = self.Xty - BAb
         cx = self._chol(XtVX)
         beta = lapack.dpotrs(cx, rhs, lower=1)[0]
         ldRX2 = 2.0 * float(np.sum(np.log(np.diag(cx))))
-        pwrss = self.yty - float(b @ Ab) - float(rhs @ beta)
-        u = Ab - AB @ beta
+        pwrss = self.yty - bAb - float(rhs @ beta)
+        if self.nested is not None:
+            w = np.concatenate([[1.0], -beta])
+            u2 = nest.x2 @ w
+            u1 = nest.y1 @ w - nest.c * nest.ia11 * np.take(u2, self.nested[2])
+            u, factor = np.concatenate([u1, u2]), _Factor(nested=nest)
+        else:
+            u = Ab - AB @ beta
         return PlsState(theta, ldL2, ldRX2, max(pwrss, 0.0), beta, u, XtVX), factor
 
     def deviance(self, st: PlsState, reml: bool) -> float:
@@ -253,20 +276,24 @@ class ProfiledDeviance:
         return value, self._gradient(st, factor, reml)
 
     def _gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
+        if factor.nested is not None:
+            return self._nested_gradient(st, factor.nested, reml)
+        assert factor.chol is not None and factor.AB is not None
         d = self.design
         rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
         lam = st.theta[idx]
-        times = self._lambda_times(st.theta)
+
+        def times(v: np.ndarray) -> np.ndarray:  # Lambda v
+            out = np.zeros((self.q,) + v.shape[1:])
+            np.add.at(out, rows, lam.reshape((-1,) + (1,) * (v.ndim - 1)) * v[cols])
+            return out
+
         Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ times(st.u)  # Z' r
-        if factor.nested is not None:
-            m_diag = self._nested_diag(st.theta, factor.nested)[cols]
-        else:
-            assert factor.chol is not None
-            Ainv = lapack.dpotri(factor.chol, lower=1)[0]
-            Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
-            LtW = np.zeros((self.q, self.q))
-            np.add.at(LtW, cols, lam[:, None] * self.ZtZ_dense[rows])  # Lambda' Z'Z
-            m_diag = np.einsum("ij,ji->i", Ainv[cols], LtW[:, rows])
+        Ainv = lapack.dpotri(factor.chol, lower=1)[0]
+        Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
+        LtW = np.zeros((self.q, self.q))
+        np.add.at(LtW, cols, lam[:, None] * self.ZtZ_dense[rows])  # Lambda' Z'Z
+        m_diag = np.einsum("ij,ji->i", Ainv[cols], LtW[:, rows])
         if reml:
             G = self.ZtX - self.ZtZ @ times(factor.AB)
             H = factor.AB @ np.linalg.inv(st.XtVX)
@@ -275,35 +302,37 @@ class ProfiledDeviance:
         terms = 2.0 * m_diag - (2.0 * dof / st.pwrss) * Zr[rows] * st.u[cols]
         return np.bincount(idx, terms, st.theta.size)
 
-    def _lambda_times(self, theta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-        """``v -> Lambda v`` for a vector or a q x k matrix ``v``."""
-        if self.nested is not None:  # Lambda is diagonal: theta_1 on the inner, theta_2 on the outer
-            scale = np.full(self.q, float(theta[1]))
-            scale[:self.design.terms[0].nl] = float(theta[0])
-            return lambda v: scale.reshape((-1,) + (1,) * (v.ndim - 1)) * v
-        d = self.design
-        lam = theta[d.lambda_index]
-
-        def times(v: np.ndarray) -> np.ndarray:
-            out = np.zeros((self.q,) + v.shape[1:])
-            np.add.at(out, d.lambda_rows, lam.reshape((-1,) + (1,) * (v.ndim - 1)) * v[d.lambda_cols])
-            return out
-        return times
-
-    def _nested_diag(self, theta: np.ndarray, blocks: tuple[np.ndarray, np.ndarray, np.ndarray]
-                     ) -> np.ndarray:
-        """The diagonal of ``A^-1 Lambda' Z'Z`` for (1|a:b) + (1|a): ``A^-1``'s inner diagonal
-        ``1/A11 + A12^2 / (A11^2 S)``, its inner-outer entries ``-A12 / (A11 S)`` and its outer
-        diagonal ``1/S``; column i of Z'Z holds ``d1[i]`` at rows i and m[i], column j ``d2[j]``
-        at row j and ``d1[i]`` at the rows of its inner levels."""
+    def _nested_gradient(self, st: PlsState, nest: _Nested, reml: bool) -> np.ndarray:
+        """The gradient on the nested path, each theta's sum over its block in closed form:
+        ``A^-1``'s inner diagonal is ``1/A11 + A12^2 / (A11^2 S)``, its inner-outer entries
+        ``-A12 / (A11 S)`` and its outer diagonal ``1/S``; column i of Z'Z holds ``d1[i]`` at
+        rows i and m[i], column j ``d2[j]`` at row j and ``d1[i]`` at the rows of its inner
+        levels; the REML term's block sum is ``sum((RX'RX)^-1 * (A^-1 B)' G)`` over the block's
+        rows."""
         assert self.nested is not None
         d1, d2, m = self.nested
-        t1, t2 = float(theta[0]), float(theta[1])
-        ia11, c, iS = blocks
-        off = -c * ia11 * iS[m]  # A^-1[i, m[i]]
-        inner = (ia11 + c * c * ia11 * ia11 * iS[m]) * t1 * d1 + off * t2 * d1
-        outer = iS * t2 * d2 + np.bincount(m, off * t1 * d1, d2.size)
-        return np.concatenate([inner, outer])
+        t1, t2 = float(st.theta[0]), float(st.theta[1])
+        rhs1, rhs2 = self._rhs
+        ia11, c, iS, x2 = nest.ia11, nest.c, nest.iS, nest.x2
+        x2m = np.take(x2, m, axis=0)
+        x1 = nest.y1 - (c * ia11)[:, None] * x2m  # A^-1 R, inner rows
+        # T = [Z'y Z'X] - Z'Z Lambda A^-1 R: T w is Z' r (w = (1, -beta)), its X columns G
+        d1x1 = (t1 * d1)[:, None] * x1
+        T1 = rhs1 - d1x1 - (t2 * d1)[:, None] * x2m
+        T2 = rhs2 - (t2 * d2)[:, None] * x2 - self._osum(d1x1)
+        iSm = np.take(iS, m)
+        off = -c * ia11 * iSm  # A^-1[i, m[i]]
+        tr1 = t1 * float(d1 @ (ia11 + c * c * ia11 * ia11 * iSm)) + t2 * float(d1 @ off)
+        tr2 = t2 * float(d2 @ iS) + t1 * float(d1 @ off)
+        if reml:
+            Cinv = np.linalg.inv(st.XtVX)
+            tr1 -= float(np.sum(Cinv * (x1[:, 1:].T @ T1[:, 1:])))
+            tr2 -= float(np.sum(Cinv * (x2[:, 1:].T @ T2[:, 1:])))
+        w = np.concatenate([[1.0], -st.beta])
+        q1 = rhs1.shape[0]
+        k = 2.0 * (self.n - self.p if reml else self.n) / st.pwrss
+        return np.array([2.0 * tr1 - k * float((T1 @ w) @ st.u[:q1]),
+                         2.0 * tr2 - k * float((T2 @ w) @ st.u[q1:])])
 
     def sigma(self, st: PlsState, reml: bool) -> float:
         """The residual standard deviation at a solved state."""
