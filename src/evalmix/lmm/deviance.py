@@ -32,6 +32,7 @@ sparse-LU path has no cheap selected inverse and keeps finite differences (``Non
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -92,11 +93,10 @@ def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.nd
         return None
     inner, outer = terms
     n1, n2 = inner.nl, outer.nl
-    pair = np.unique(inner.index * n2 + outer.index)
-    if pair.size != n1:  # an inner level meets several outer levels: crossed, not nested
-        return None
-    m = np.empty(n1, dtype=np.int64)
-    m[pair // n2] = pair % n2
+    m = np.zeros(n1, dtype=np.int64)
+    m[inner.index] = outer.index  # the outer level of some row of each inner level
+    if not np.array_equal(m[inner.index], outer.index):
+        return None  # an inner level meets several outer levels: crossed, not nested
     d1 = np.bincount(inner.index, minlength=n1).astype(float)
     d2 = np.bincount(outer.index, minlength=n2).astype(float)
     return d1, d2, m
@@ -123,22 +123,13 @@ class ProfiledDeviance:
         X, y, Z = design.X, design.y, design.Z
         self.n, self.p = X.shape
         self.q = design.q
-        self.ZtZ = sparse.csc_matrix(Z.T @ Z)
         self.ZtX = np.asarray(Z.T @ X)
         self.Zty = np.asarray(Z.T @ y).ravel()
         self.XtX = X.T @ X
         self.Xty = X.T @ y
         self.yty = float(y @ y)
         self.dense = self.q <= DENSE_Q_MAX
-        self.ZtZ_dense = self.ZtZ.toarray() if self.dense else np.zeros((0, 0))
-        # Lambda's sparsity never changes: keep its structure and which theta fills each entry
-        template = sparse.csc_matrix((design.lambda_index + 1.0,
-                                      (design.lambda_rows, design.lambda_cols)),
-                                     shape=(self.q, self.q))
-        template.sort_indices()
-        self._lam_indices, self._lam_indptr = template.indices, template.indptr
-        self._lam_theta = template.data.astype(np.int64) - 1
-        self._eye = sparse.identity(self.q, format="csc")
+        self._lam_structure: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.nested = _nested_intercepts(design)
         if self.nested is not None:
             q1 = design.terms[0].nl
@@ -151,10 +142,34 @@ class ProfiledDeviance:
             self._osum: Callable[[np.ndarray], np.ndarray] = lambda v: outer @ v
         self.evaluations = 0
 
+    # the general paths' matrices, formed on first use (the nested path needs none of them)
+    @functools.cached_property
+    def ZtZ(self) -> sparse.csc_matrix:
+        """``Z'Z`` (sparse)."""
+        Z = self.design.Z
+        return sparse.csc_matrix(Z.T @ Z)
+
+    @functools.cached_property
+    def ZtZ_dense(self) -> np.ndarray:
+        return self.ZtZ.toarray()
+
+    @functools.cached_property
+    def _eye(self) -> sparse.csc_matrix:
+        return sparse.identity(self.q, format="csc")
+
     def lambda_(self, theta: np.ndarray) -> sparse.csc_matrix:
         """``Lambda`` at ``theta`` (the design's layout, built from the stored structure)."""
-        return sparse.csc_matrix((np.asarray(theta, dtype=float)[self._lam_theta],
-                                  self._lam_indices, self._lam_indptr), shape=(self.q, self.q))
+        if self._lam_structure is None:
+            # Lambda's sparsity never changes: keep its structure and which theta fills each entry
+            d = self.design
+            template = sparse.csc_matrix((d.lambda_index + 1.0, (d.lambda_rows, d.lambda_cols)),
+                                         shape=(self.q, self.q))
+            template.sort_indices()
+            self._lam_structure = (template.indices, template.indptr,
+                                   template.data.astype(np.int64) - 1)
+        indices, indptr, which = self._lam_structure
+        return sparse.csc_matrix((np.asarray(theta, dtype=float)[which], indices, indptr),
+                                 shape=(self.q, self.q))
 
     # -- the factorisation of A = Lambda' Z'Z Lambda + I
     def _chol(self, M: np.ndarray) -> np.ndarray:
