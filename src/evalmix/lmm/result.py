@@ -34,9 +34,10 @@ __all__ = ["LmerCoefTable", "LmerResult", "lmer"]
 #: (``1e-4`` on the relative scale of theta).
 _BOUNDARY_TOL = 1e-5
 _SINGULAR_TOL = 1e-4
-#: Largest decrease of the criterion a further quasi-Newton step may promise at the end of the
-#: forward-difference stage (1e-5 in the deviance, far inside the 1e-3 parity with lme4); above
-#: it the central-difference stage runs.
+#: Largest decrease of the criterion a further quasi-Newton step may promise where the optimiser
+#: stops (1e-5 in the deviance, far inside the 1e-3 parity with lme4): at the end of the
+#: forward-difference stage (above it the central-difference stage runs), and where L-BFGS-B's
+#: line search finds no decrease on the exact gradient (below it the optimum is reached).
 _DECREASE_TOL = 1e-5
 #: Step off a zero diagonal of Lambda that tells whether the criterion falls away from it, and
 #: the most restarts from such probes.  Near 0 the criterion is ``f0 + a t^2 + b t^4``, so the
@@ -475,10 +476,11 @@ def _gradient(f: Any, x: np.ndarray, f0: float, lower: np.ndarray, central: bool
 def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
               ) -> tuple[np.ndarray, float, dict[str, Any]]:
     """Minimise the profiled criterion over theta within lme4's bounds (0 for a diagonal
-    element of Lambda): L-BFGS-B from lme4's start on the exact gradient (forward, then unless
-    the central gradient is already flat central differences where the factorisation has no
-    exact gradient); a probe of each near-zero diagonal at its bound; Nelder-Mead from there
-    when L-BFGS-B reports no convergence."""
+    element of Lambda): L-BFGS-B from lme4's start on the exact gradient, restarted off any zero
+    diagonal the criterion falls away from (on the sparse-LU path, which has no exact gradient:
+    forward differences, then central ones unless the central gradient is already flat); then a
+    probe of each near-zero diagonal at its bound, and Nelder-Mead from there when L-BFGS-B
+    reports no convergence."""
     lower = design.theta_lower
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     t0 = time.perf_counter()
@@ -509,7 +511,7 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
                 # means rounding; accepted when a quasi-Newton step promises < _DECREASE_TOL
                 g = np.where((x <= lower) & (res.jac > 0), 0.0, res.jac)
                 left = 0.5 * float(g @ (res.hess_inv @ g))
-                res.success = bool(0.0 <= left < _DECREASE_TOL)
+                res.success = bool(np.isfinite(fx) and 0.0 <= left < _DECREASE_TOL)
             # the criterion is even in a diagonal theta whose column of Lambda is otherwise zero,
             # so a diagonal at 0 is stationary (zero gradient) even where the criterion falls
             # away from it: probe each one and restart from the probes that are lower
