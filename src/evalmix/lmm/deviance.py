@@ -82,6 +82,7 @@ class _Factor:
 
     AB: np.ndarray | None = None
     chol: np.ndarray | None = None
+    LtW: np.ndarray | None = None  # Lambda' Z'Z (dense path)
     nested: _Nested | None = None
 
 
@@ -181,20 +182,19 @@ class ProfiledDeviance:
     def _pieces(self, theta: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
-        d = self.design
+        Lam = self.lambda_(theta)
         if self.dense:
-            # small q: dense Lambda and LAPACK directly (scipy.sparse costs more than the algebra)
-            Ld = np.zeros((self.q, self.q))
-            Ld[d.lambda_rows, d.lambda_cols] = theta[d.lambda_index]
-            b = Ld.T @ self.Zty
-            B = Ld.T @ self.ZtX
-            A = Ld.T @ self.ZtZ_dense @ Ld
+            # small q: dense Z'Z and LAPACK; Lambda stays sparse, so Lambda' Z'Z Lambda costs
+            # O(q^2) per column of a term, not the O(q^3) of dense products
+            b = np.asarray(Lam.T @ self.Zty).ravel()
+            B = np.asarray(Lam.T @ self.ZtX)
+            LtW = np.asarray(Lam.T @ self.ZtZ_dense)  # Lambda' Z'Z
+            A = np.asarray(Lam.T @ LtW.T)
             A[np.diag_indices_from(A)] += 1.0
             c = self._chol(A)
             sol, _ = lapack.dpotrs(c, np.column_stack([b, B]), lower=1)
             logdet = 2.0 * float(np.sum(np.log(np.diag(c))))
-            return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], chol=c)
-        Lam = self.lambda_(theta)
+            return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], chol=c, LtW=LtW)
         b = np.asarray(Lam.T @ self.Zty).ravel()
         B = np.asarray(Lam.T @ self.ZtX)
         A = sparse.csc_matrix(Lam.T @ self.ZtZ @ Lam + self._eye)
@@ -293,24 +293,17 @@ class ProfiledDeviance:
     def _gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
         if factor.nested is not None:
             return self._nested_gradient(st, factor.nested, reml)
-        assert factor.chol is not None and factor.AB is not None
+        assert factor.chol is not None and factor.AB is not None and factor.LtW is not None
         d = self.design
         rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
-        lam = st.theta[idx]
-
-        def times(v: np.ndarray) -> np.ndarray:  # Lambda v
-            out = np.zeros((self.q,) + v.shape[1:])
-            np.add.at(out, rows, lam.reshape((-1,) + (1,) * (v.ndim - 1)) * v[cols])
-            return out
-
-        Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ times(st.u)  # Z' r
+        Lam = self.lambda_(st.theta)
+        Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ_dense @ (Lam @ st.u)  # Z' r
         Ainv = lapack.dpotri(factor.chol, lower=1)[0]
         Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
-        LtW = np.zeros((self.q, self.q))
-        np.add.at(LtW, cols, lam[:, None] * self.ZtZ_dense[rows])  # Lambda' Z'Z
-        m_diag = np.einsum("ij,ji->i", Ainv[cols], LtW[:, rows])
+        # (A^-1 Lambda' Z'Z)[c, r] at Lambda's entries (r, c)
+        m_diag = np.einsum("ij,ji->i", Ainv[cols], factor.LtW[:, rows])
         if reml:
-            G = self.ZtX - self.ZtZ @ times(factor.AB)
+            G = self.ZtX - self.ZtZ_dense @ np.asarray(Lam @ factor.AB)
             H = factor.AB @ np.linalg.inv(st.XtVX)
             m_diag = m_diag - np.einsum("ij,ij->i", H[cols], G[rows])
         dof = self.n - self.p if reml else self.n
