@@ -360,16 +360,41 @@ def test_exact_gradient_matches_central_differences(key, reml):
 
 
 def test_zero_variance_start_is_left_when_the_criterion_falls():
-    """The criterion is even in a diagonal theta, so theta = 0 has a zero gradient; the ML null
-    model of the judges data reaches it on the first L-BFGS-B step, and the probe off the boundary
-    finds lme4's interior optimum."""
+    """The criterion is even in a diagonal theta (a column of Lambda turned over leaves Lambda
+    Lambda'), so theta = 0 has a zero gradient; with a bound at 0 the ML null model of the judges
+    data stopped there on the first L-BFGS-B step.  The fit reaches lme4's interior optimum."""
     d = _data("lmer_judges.csv")
     null = evalmix.lmer("rating ~ 1 + (1|item) + (1|item:run)", d, REML=False)
     assert not null.singular and null.theta.iloc[0] > 0.1
     ref = pd.DataFrame(R["judges"]["lrt"])
     assert null.loglik == pytest.approx(ref["loglik"].iloc[0], abs=1e-6)
+    # the symmetry the optimiser relies on, on a correlated term: turning over the first column
+    # of sleepstudy's 2 x 2 Lambda (theta 1 and 2) leaves the criterion
+    design = build_lmm_design(*CASES["sleepstudy_reml"][:1], _data("lmer_sleepstudy.csv"))
+    dev = evalmix.lmm.ProfiledDeviance(design)
+    theta = np.array([0.9, 0.2, 0.3])
+    assert dev(theta * [-1, -1, 1]) == pytest.approx(dev(theta), rel=1e-12)
+    assert dev(theta * [1, 1, -1]) == pytest.approx(dev(theta), rel=1e-12)
+    assert dev(theta * [1, -1, 1]) != pytest.approx(dev(theta), rel=1e-6)
 
 
 def test_exact_gradient_takes_few_evaluations():
     fit = evalmix.lmer("rating ~ model + (1|item) + (1|item:run)", _data("lmer_judges.csv"))
     assert fit.optimizer["evaluations"] <= 20
+
+
+def test_singular_fit_lands_on_the_boundary():
+    """No group variance in the data: the REML optimum is theta = 0 (lme4's bobyqa lands there
+    exactly), reported as singular; the criterion there is below its values off the boundary."""
+    rng = np.random.default_rng(5)
+    d = pd.DataFrame({"g": np.repeat(np.arange(30), 5), "x": rng.normal(size=150)})
+    d["y"] = 1 + 0.5 * d["x"] + rng.normal(size=150)
+    with pytest.warns(evalmix.errors.SingularFitWarning):
+        fit = evalmix.lmer("y ~ x + (1|g)", d)
+    assert fit.singular and fit.theta.iloc[0] == 0.0 and fit.optimizer["converged"]
+    dev = fit._model.dev
+    assert fit.remlcrit == pytest.approx(dev(np.array([0.0])), abs=1e-9)
+    assert all(dev(np.array([h])) > fit.remlcrit for h in (1e-3, 0.05, 0.2, 1.0))
+    with pytest.warns(evalmix.errors.SingularFitWarning):
+        slope = evalmix.lmer("y ~ x + (x|g)", d)
+    assert slope.singular and slope.theta.iloc[2] == 0.0

@@ -473,6 +473,22 @@ def _gradient(f: Any, x: np.ndarray, f0: float, lower: np.ndarray, central: bool
     return g
 
 
+def _diagonal_positive(design: LmmDesign, theta: np.ndarray) -> np.ndarray:
+    """``theta`` with each column of each term's Lambda whose diagonal is negative turned over
+    (Lambda Lambda', hence the criterion, is unchanged): lme4's diagonal >= 0."""
+    out = np.array(theta, dtype=float)
+    pos = 0
+    for t in design.terms:
+        pairs = t.theta_pairs
+        for k, (i, j) in enumerate(pairs):
+            if i == j and out[pos + k] < 0:
+                for k2, (_, j2) in enumerate(pairs):
+                    if j2 == j:
+                        out[pos + k2] = -out[pos + k2]
+        pos += t.theta_size
+    return out
+
+
 def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
               ) -> tuple[np.ndarray, float, dict[str, Any]]:
     """Minimise the profiled criterion over theta within lme4's bounds (0 for a diagonal
@@ -499,21 +515,22 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
             return v, g
 
         # the exact gradient runs the optimiser to a tighter optimum than lme4's bobyqa (ftol
-        # 1e-12 relative is ~3e-8 in a criterion of 3e4) in a third of the evaluations
+        # 1e-12 relative is ~3e-8 in a criterion of 3e4) in a third of the evaluations.  The
+        # criterion depends on Lambda Lambda' only, which is unchanged when a column of Lambda
+        # changes sign: theta is free (no bound at 0, where a step of L-BFGS-B would stop on a
+        # diagonal at which the gradient is zero by that symmetry) and each column whose diagonal
+        # ends negative is turned over, giving lme4's theta (diagonal >= 0) at the same criterion
         opts = {"ftol": 1e-12, "gtol": 1e-6, "maxiter": 1000}
         start = design.theta_start
         for _ in range(_RESTARTS):
-            res = optimize.minimize(fge, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                                    options=opts)
-            x, fx = np.maximum(res.x, lower), float(res.fun)
+            res = optimize.minimize(fge, start, jac=True, method="L-BFGS-B", options=opts)
+            x, fx = _diagonal_positive(design, res.x), float(res.fun)
             if not res.success and res.status == 2:
                 # ABNORMAL: no line-search step decreased the criterion, which at the optimum
                 # means rounding; accepted when a quasi-Newton step promises < _DECREASE_TOL
-                g = np.where((x <= lower) & (res.jac > 0), 0.0, res.jac)
-                left = 0.5 * float(g @ (res.hess_inv @ g))
+                left = 0.5 * float(res.jac @ (res.hess_inv @ res.jac))
                 res.success = bool(np.isfinite(fx) and 0.0 <= left < _DECREASE_TOL)
-            # the criterion is even in a diagonal theta whose column of Lambda is otherwise zero,
-            # so a diagonal at 0 is stationary (zero gradient) even where the criterion falls
+            # a diagonal exactly at 0 is stationary (zero gradient) even where the criterion falls
             # away from it: probe each one and restart from the probes that are lower
             start = x.copy()
             for i in np.flatnonzero(np.isfinite(lower) & (x <= lower)):
