@@ -96,7 +96,8 @@ def main() -> None:
     t_e, fit = median_time(lambda: lmer(FORMULA, d), args.reps)
     t_s, _ = median_time(lambda: lmer(FORMULA, d).coef_table(), args.reps)
     t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
-    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}")
+    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}   "
+          f"{fit.optimizer['evaluations']} deviance evaluations")
     print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
     print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s CPU   REML logLik {sm.llf:.4f}")
     try:
