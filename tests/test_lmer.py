@@ -282,8 +282,8 @@ def test_refit_ml_matches_ml_fit(fits):
 
 
 def test_nested_sparse_and_dense_paths_agree(monkeypatch):
-    """(1|item) + (1|item:run) takes the O(q) nested path; the general dense and sparse
-    factorisations give the same fit."""
+    """(1|item) + (1|item:run) takes the O(q) nested path; the scalar-intercept factorisation of
+    evalmix.intercepts and the general dense and sparse ones give the same fit."""
     import evalmix.lmm.deviance as dv
 
     d = _data("lmer_judges.csv")
@@ -291,12 +291,15 @@ def test_nested_sparse_and_dense_paths_agree(monkeypatch):
     nested = evalmix.lmer(formula, d)
     assert nested._model.dev.nested is not None
     monkeypatch.setattr(dv, "_nested_intercepts", lambda design: None)
+    scalar = evalmix.lmer(formula, d)
+    assert scalar._model.dev.nested is None and scalar._model.dev.intercepts is not None
+    monkeypatch.setattr(dv, "SCALAR_INTERCEPTS", False)
     dense = evalmix.lmer(formula, d)
-    assert dense._model.dev.nested is None and dense._model.dev.dense
+    assert dense._model.dev.intercepts is None and dense._model.dev.dense
     monkeypatch.setattr(dv, "DENSE_Q_MAX", 1)
     sparse_fit = evalmix.lmer(formula, d)
-    assert not sparse_fit._model.dev.dense
-    for other in (dense, sparse_fit):
+    assert not sparse_fit._model.dev.dense and not sparse_fit._model.dev.has_gradient
+    for other in (scalar, dense, sparse_fit):
         assert abs(other.loglik - nested.loglik) < 1e-6
         np.testing.assert_allclose(other.fixef, nested.fixef, rtol=1e-6)
         np.testing.assert_allclose(other.coef_table()["df"], nested.coef_table()["df"], rtol=1e-4)
@@ -330,14 +333,15 @@ def _central(dev, theta: np.ndarray, reml: bool, h: float = 1e-5) -> np.ndarray:
                      for e in np.eye(theta.size)])
 
 
-@pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges"])
+@pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges", "insteval"])
 @pytest.mark.parametrize("reml", [True, False])
 def test_exact_gradient_matches_central_differences(key, reml):
     """The analytic gradient of the profiled criterion against central differences (h = 1e-5,
     truncation and rounding about 1e-7 relative): sleepstudy's correlated and uncorrelated slopes
-    (dense Cholesky path) and the nested judges design (O(q) nested path, and the dense path with
-    the nesting ignored), at a theta away from the optimum, at lme4's optimum and with the first
-    diagonal of Lambda at 0."""
+    (dense Cholesky path), the nested judges design (O(q) nested path, and the dense path with
+    the nesting ignored) and InstEval's crossed intercepts (evalmix.intercepts' Schur
+    complement), at a theta away from the optimum, at lme4's optimum and with the first diagonal
+    of Lambda at 0."""
     import evalmix.lmm.deviance as dv
 
     formula, csv, _ = CASES[key]

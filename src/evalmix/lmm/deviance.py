@@ -8,9 +8,11 @@ squares problem is solved through ``A = Lambda' Z' Z Lambda + I`` (``L L'`` in t
 - the penalised residual sum of squares ``r2 = y' y - cu' cu - (X' y - B' A^-1 b)' beta``;
 - ML: ``log|A| + n (1 + log(2 pi r2 / n))``; REML: ``log|A| + log|RX' RX| + (n - p)(1 + log(2 pi r2 / (n - p)))``.
 
-Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored densely (Cholesky) when
-``q`` is moderate and otherwise by SuperLU with a minimum-degree ordering (nested ``item:run``
-designs then cost O(q)).
+Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored by its structure:
+``(1|item) + (1|item:run)`` through the diagonal Schur complement over ``item:run`` (O(q)); other
+scalar intercepts (``(1|item) + (1|model)``) through :class:`evalmix.intercepts.InterceptHessian`
+(the first term's diagonal block and a dense Schur complement of the others); other designs
+densely (Cholesky) when ``q`` is moderate and otherwise by SuperLU with a minimum-degree ordering.
 
 The gradient in theta is exact (:meth:`ProfiledDeviance.value_and_gradient`).  With ``V = I +
 Z Lambda Lambda' Z'`` (the marginal covariance over sigma^2), ``P = V^-1 - V^-1 X (X' V^-1 X)^-1
@@ -26,8 +28,10 @@ holding ``theta_k`` is
 
 (the second term of ``M`` only for REML), summed over the stored entries ``(r, c)``.  Only the
 entries of ``M`` on Lambda's block diagonal are formed: from the explicit inverse of the dense
-Cholesky factor, or in O(q) from the 2 x 2 diagonal blocks of the nested factorisation.  The
-sparse-LU path has no cheap selected inverse and keeps finite differences (``None``).
+Cholesky factor, in O(q) from the 2 x 2 diagonal blocks of the nested factorisation, or from the
+entries of ``A^-1`` at each row's levels (scalar intercepts: the sum of ``M[c, c]`` over term k
+is the sum over rows of ``A^-1[k, l] theta_l`` at the row's levels).  The sparse-LU path has no
+cheap selected inverse and keeps finite differences (``None``).
 """
 
 from __future__ import annotations
@@ -41,12 +45,16 @@ from scipy import linalg, sparse
 from scipy.linalg import lapack
 from scipy.sparse import linalg as splinalg
 
+from .. import intercepts
 from .design import LmmDesign
 
 __all__ = ["PlsState", "ProfiledDeviance"]
 
 #: Largest q factored densely: beyond it a sparse LU is faster (measured on nested designs).
 DENSE_Q_MAX = 600
+#: Scalar intercepts that are not nested go through :mod:`evalmix.intercepts` (off: the dense or
+#: sparse factorisation, as other designs; the tests compare them).
+SCALAR_INTERCEPTS = True
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,7 @@ class _Factor:
     chol: np.ndarray | None = None
     LtW: np.ndarray | None = None  # Lambda' Z'Z (dense path)
     nested: _Nested | None = None
+    rows_inv: np.ndarray | None = None  # A^-1 at each row's levels (scalar intercepts)
 
 
 def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -132,6 +141,17 @@ class ProfiledDeviance:
         self.dense = self.q <= DENSE_Q_MAX
         self._lam_structure: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.nested = _nested_intercepts(design)
+        # other scalar intercepts ((1|item) + (1|model)) go through the Schur complement of the
+        # first term's diagonal block (evalmix.intercepts): O(rows) plus a dense factor of the
+        # smaller terms' effects, and A^-1 at each row's levels, hence the exact gradient
+        self.intercepts: intercepts.InterceptHessian | None = None
+        if SCALAR_INTERCEPTS and self.nested is None and all(
+                t.nc == 1 and t.spec is None for t in design.terms):
+            ih = intercepts.InterceptHessian([t.index for t in design.terms],
+                                             [t.nl for t in design.terms])
+            if ih.nsd == 1 or (ih.qr <= intercepts.DENSE_MAX
+                               and ih.q1 * ih.qr <= intercepts.DENSE_B_MAX):
+                self.intercepts = ih
         if self.nested is not None:
             q1 = design.terms[0].nl
             self._rhs = (np.column_stack([self.Zty[:q1], self.ZtX[:q1]]),
@@ -153,6 +173,11 @@ class ProfiledDeviance:
     @functools.cached_property
     def ZtZ_dense(self) -> np.ndarray:
         return self.ZtZ.toarray()
+
+    @functools.cached_property
+    def _term_of_column(self) -> np.ndarray:
+        """The theta of each column of Z (scalar terms: theta k scales term k's columns)."""
+        return np.repeat(np.arange(len(self.design.terms)), [t.nl for t in self.design.terms])
 
     @functools.cached_property
     def _eye(self) -> sparse.csc_matrix:
@@ -182,6 +207,14 @@ class ProfiledDeviance:
     def _pieces(self, theta: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
+        if self.intercepts is not None:
+            lam = np.asarray(theta, dtype=float)[self._term_of_column]
+            f = self.intercepts.factor(lam, np.ones(self.n))
+            if f is None or f.rows_inv is None:
+                raise np.linalg.LinAlgError("A is not positive definite")
+            b, B = lam * self.Zty, lam[:, None] * self.ZtX
+            sol = np.column_stack([f.solve(col) for col in np.column_stack([b, B]).T])
+            return b, B, f.logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], rows_inv=f.rows_inv())
         Lam = self.lambda_(theta)
         if self.dense:
             # small q: dense Z'Z and LAPACK; Lambda stays sparse, so Lambda' Z'Z Lambda costs
@@ -271,9 +304,9 @@ class ProfiledDeviance:
 
     @property
     def has_gradient(self) -> bool:
-        """Whether :meth:`value_and_gradient` gives the exact gradient (the nested and dense
-        factorisations; not the sparse LU)."""
-        return self.nested is not None or self.dense
+        """Whether :meth:`value_and_gradient` gives the exact gradient (the nested, dense and
+        scalar-intercept factorisations; not the sparse LU)."""
+        return self.nested is not None or self.dense or self.intercepts is not None
 
     def value_and_gradient(self, theta: np.ndarray, reml: bool = True
                            ) -> tuple[float, np.ndarray | None]:
@@ -293,6 +326,8 @@ class ProfiledDeviance:
     def _gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
         if factor.nested is not None:
             return self._nested_gradient(st, factor.nested, reml)
+        if factor.rows_inv is not None:
+            return self._intercepts_gradient(st, factor, reml)
         assert factor.chol is not None and factor.AB is not None and factor.LtW is not None
         d = self.design
         rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
@@ -309,6 +344,26 @@ class ProfiledDeviance:
         dof = self.n - self.p if reml else self.n
         terms = 2.0 * m_diag - (2.0 * dof / st.pwrss) * Zr[rows] * st.u[cols]
         return np.bincount(idx, terms, st.theta.size)
+
+    def _intercepts_gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
+        """The gradient for scalar intercepts (Lambda diagonal, theta k on term k): term k's sum
+        of ``(A^-1 Lambda' Z'Z)[c, c]`` is the sum over rows of ``A^-1[k, l] theta_l`` at the
+        row's levels (``rows_inv``); the REML term's is ``sum((RX'RX)^-1 * (A^-1 B)' G)`` over
+        the term's rows of ``A^-1 B`` and ``G``."""
+        assert factor.rows_inv is not None and factor.AB is not None
+        Z, theta = self.design.Z, st.theta
+        lam = theta[self._term_of_column]
+        Zr = self.Zty - self.ZtX @ st.beta - Z.T @ (Z @ (lam * st.u))  # Z' r
+        tr = np.einsum("rkl,l->k", factor.rows_inv, theta)
+        edges = np.cumsum([0] + [t.nl for t in self.design.terms])
+        if reml:
+            G = self.ZtX - Z.T @ (Z @ (lam[:, None] * factor.AB))
+            Cinv = np.linalg.inv(st.XtVX)
+            tr -= [float(np.sum(Cinv * (factor.AB[a:b].T @ G[a:b])))
+                   for a, b in zip(edges[:-1], edges[1:])]
+        zu = np.add.reduceat(Zr * st.u, edges[:-1])
+        k = 2.0 * (self.n - self.p if reml else self.n) / st.pwrss
+        return 2.0 * tr - k * zu
 
     def _nested_gradient(self, st: PlsState, nest: _Nested, reml: bool) -> np.ndarray:
         """The gradient on the nested path, each theta's sum over its block in closed form:
