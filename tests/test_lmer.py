@@ -333,18 +333,19 @@ def _central(dev, theta: np.ndarray, reml: bool, h: float = 1e-5) -> np.ndarray:
                      for e in np.eye(theta.size)])
 
 
-@pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges", "insteval"])
+@pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges", "insteval",
+                                 "judges_item"])
 @pytest.mark.parametrize("reml", [True, False])
 def test_exact_gradient_matches_central_differences(key, reml):
     """The analytic gradient of the profiled criterion against central differences (h = 1e-5,
     truncation and rounding about 1e-7 relative): sleepstudy's correlated and uncorrelated slopes
     (dense Cholesky path), the nested judges design (O(q) nested path, and the dense path with
-    the nesting ignored) and InstEval's crossed intercepts (evalmix.intercepts' Schur
-    complement), at a theta away from the optimum, at lme4's optimum and with the first diagonal
+    the nesting ignored), InstEval's crossed intercepts (evalmix.intercepts' Schur complement)
+    and the judges' items alone (a diagonal A), at a theta away from the optimum, at lme4's optimum and with the first diagonal
     of Lambda at 0."""
     import evalmix.lmm.deviance as dv
 
-    formula, csv, _ = CASES[key]
+    formula, csv, _ = CASES.get(key, ("rating ~ model + (1|item)", "lmer_judges.csv", True))
     design = build_lmm_design(formula, _data(csv))
     devs = [dv.ProfiledDeviance(design)]
     if devs[0].nested is not None:
@@ -353,7 +354,7 @@ def test_exact_gradient_matches_central_differences(key, reml):
         devs.append(dense)
     rng = np.random.default_rng(3)
     at = [design.theta_start + rng.uniform(0.1, 0.5, design.theta_start.size),
-          np.asarray(R[key]["theta"], dtype=float)]
+          np.asarray(R[key]["theta"], dtype=float) if key in R else design.theta_start * 0.8]
     at.append(np.where(np.arange(at[0].size) == 0, 0.0, at[0]))  # a variance at its bound
     for dev in devs:
         assert dev.has_gradient

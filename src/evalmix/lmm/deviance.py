@@ -9,10 +9,11 @@ squares problem is solved through ``A = Lambda' Z' Z Lambda + I`` (``L L'`` in t
 - ML: ``log|A| + n (1 + log(2 pi r2 / n))``; REML: ``log|A| + log|RX' RX| + (n - p)(1 + log(2 pi r2 / (n - p)))``.
 
 Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored by its structure:
-``(1|item) + (1|item:run)`` through the diagonal Schur complement over ``item:run`` (O(q)); other
-scalar intercepts (``(1|item) + (1|model)``) through :class:`evalmix.intercepts.InterceptHessian`
-(the first term's diagonal block and a dense Schur complement of the others); other designs
-densely (Cholesky) when ``q`` is moderate and otherwise by SuperLU with a minimum-degree ordering.
+``(1|item)`` alone is a diagonal; ``(1|item) + (1|item:run)`` goes through the diagonal Schur
+complement over ``item:run`` (O(q)); other scalar intercepts (``(1|item) + (1|model)``) through
+:class:`evalmix.intercepts.InterceptHessian` (the first term's diagonal block and a dense Schur
+complement of the others); other designs densely (Cholesky) when ``q`` is moderate and otherwise
+by SuperLU with a minimum-degree ordering.
 
 The gradient in theta is exact (:meth:`ProfiledDeviance.value_and_gradient`).  With ``V = I +
 Z Lambda Lambda' Z'`` (the marginal covariance over sigma^2), ``P = V^-1 - V^-1 X (X' V^-1 X)^-1
@@ -93,6 +94,7 @@ class _Factor:
     LtW: np.ndarray | None = None  # Lambda' Z'Z (dense path)
     nested: _Nested | None = None
     rows_inv: np.ndarray | None = None  # A^-1 at each row's levels (scalar intercepts)
+    single: np.ndarray | None = None  # A^-1's diagonal (one scalar intercept)
 
 
 def _nested_intercepts(design: LmmDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -141,11 +143,15 @@ class ProfiledDeviance:
         self.dense = self.q <= DENSE_Q_MAX
         self._lam_structure: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.nested = _nested_intercepts(design)
+        # one scalar intercept, (1|item): A is diagonal, the rows of each level plus one
+        self.single: np.ndarray | None = None
+        if len(design.terms) == 1 and design.terms[0].nc == 1 and design.terms[0].spec is None:
+            self.single = np.bincount(design.terms[0].index, minlength=self.q).astype(float)
         # other scalar intercepts ((1|item) + (1|model)) go through the Schur complement of the
         # first term's diagonal block (evalmix.intercepts): O(rows) plus a dense factor of the
         # smaller terms' effects, and A^-1 at each row's levels, hence the exact gradient
         self.intercepts: intercepts.InterceptHessian | None = None
-        if SCALAR_INTERCEPTS and self.nested is None and all(
+        if SCALAR_INTERCEPTS and self.nested is None and self.single is None and all(
                 t.nc == 1 and t.spec is None for t in design.terms):
             ih = intercepts.InterceptHessian([t.index for t in design.terms],
                                              [t.nl for t in design.terms])
@@ -207,6 +213,12 @@ class ProfiledDeviance:
     def _pieces(self, theta: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
+        if self.single is not None:
+            t = float(theta[0])
+            ia = 1.0 / (t * t * self.single + 1.0)  # A^-1, diagonal
+            b, B = t * self.Zty, t * self.ZtX
+            AB = ia[:, None] * B
+            return b, B, -float(np.sum(np.log(ia))), ia * b, AB, _Factor(AB, single=ia)
         if self.intercepts is not None:
             lam = np.asarray(theta, dtype=float)[self._term_of_column]
             f = self.intercepts.factor(lam, np.ones(self.n))
@@ -306,7 +318,8 @@ class ProfiledDeviance:
     def has_gradient(self) -> bool:
         """Whether :meth:`value_and_gradient` gives the exact gradient (the nested, dense and
         scalar-intercept factorisations; not the sparse LU)."""
-        return self.nested is not None or self.dense or self.intercepts is not None
+        return (self.nested is not None or self.single is not None or self.dense
+                or self.intercepts is not None)
 
     def value_and_gradient(self, theta: np.ndarray, reml: bool = True
                            ) -> tuple[float, np.ndarray | None]:
@@ -328,6 +341,8 @@ class ProfiledDeviance:
             return self._nested_gradient(st, factor.nested, reml)
         if factor.rows_inv is not None:
             return self._intercepts_gradient(st, factor, reml)
+        if factor.single is not None:
+            return self._single_gradient(st, factor, reml)
         assert factor.chol is not None and factor.AB is not None and factor.LtW is not None
         d = self.design
         rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
@@ -345,19 +360,32 @@ class ProfiledDeviance:
         terms = 2.0 * m_diag - (2.0 * dof / st.pwrss) * Zr[rows] * st.u[cols]
         return np.bincount(idx, terms, st.theta.size)
 
+    def _single_gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
+        """One scalar intercept: ``Z'Z`` is the diagonal of the level counts ``d``, so the sum of
+        ``M[c, c]`` is ``theta sum(d / A)`` less, for REML, ``sum((RX'RX)^-1 * (A^-1 B)' G)``."""
+        assert self.single is not None and factor.single is not None and factor.AB is not None
+        d, t = self.single, float(st.theta[0])
+        Zr = self.Zty - self.ZtX @ st.beta - t * d * st.u  # Z' r
+        tr = t * float(d @ factor.single)
+        if reml:
+            G = self.ZtX - (t * d)[:, None] * factor.AB
+            tr -= float(np.sum(np.linalg.inv(st.XtVX) * (factor.AB.T @ G)))
+        k = 2.0 * (self.n - self.p if reml else self.n) / st.pwrss
+        return np.array([2.0 * tr - k * float(Zr @ st.u)])
+
     def _intercepts_gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
         """The gradient for scalar intercepts (Lambda diagonal, theta k on term k): term k's sum
         of ``(A^-1 Lambda' Z'Z)[c, c]`` is the sum over rows of ``A^-1[k, l] theta_l`` at the
         row's levels (``rows_inv``); the REML term's is ``sum((RX'RX)^-1 * (A^-1 B)' G)`` over
         the term's rows of ``A^-1 B`` and ``G``."""
         assert factor.rows_inv is not None and factor.AB is not None
-        Z, theta = self.design.Z, st.theta
+        theta = st.theta
         lam = theta[self._term_of_column]
-        Zr = self.Zty - self.ZtX @ st.beta - Z.T @ (Z @ (lam * st.u))  # Z' r
+        Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ (lam * st.u)  # Z' r
         tr = np.einsum("rkl,l->k", factor.rows_inv, theta)
         edges = np.cumsum([0] + [t.nl for t in self.design.terms])
         if reml:
-            G = self.ZtX - Z.T @ (Z @ (lam[:, None] * factor.AB))
+            G = self.ZtX - self.ZtZ @ (lam[:, None] * factor.AB)
             Cinv = np.linalg.inv(st.XtVX)
             tr -= [float(np.sum(Cinv * (factor.AB[a:b].T @ G[a:b])))
                    for a, b in zip(edges[:-1], edges[1:])]
