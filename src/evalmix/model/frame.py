@@ -252,14 +252,14 @@ def stateful(parsed: ParsedFormula) -> bool:
     return bool(STATEFUL.search(parsed.fixed) or any(STATEFUL.search(o) for o in parsed.offsets))
 
 
-def _pattern_codes(frame: pd.DataFrame) -> np.ndarray | None:
-    """The number of each row's distinct combination of ``frame``'s values, in order of first
+def _pattern_codes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+    """The number of each row's distinct combination of values of ``columns``, in order of first
     appearance (``groupby(sort=False).ngroup()``), from each column's integer codes (a
     categorical's own codes, or one hashing pass); None when a value is missing or the codes'
     product would overflow (``groupby`` then decides)."""
     combined = np.zeros(len(frame), dtype=np.int64)
     radix = 1
-    for c in frame.columns:
+    for c in columns:
         s = frame[c]
         if isinstance(s.dtype, pd.CategoricalDtype):
             codes, k = np.asarray(s.cat.codes, dtype=np.int64), len(s.cat.categories)
@@ -290,7 +290,7 @@ def fixed_patterns(parsed: ParsedFormula, rows: pd.DataFrame, contrasts: dict[st
     fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
     if not fixed_cols or stateful(parsed):
         return (*build_fixed(parsed.fixed, rows, contrasts, parsed.offsets), None)
-    pat = _pattern_codes(rows[fixed_cols])
+    pat = _pattern_codes(rows, fixed_cols)
     if pat is None:
         pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
     if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
