@@ -93,7 +93,7 @@ class _Factor:
     chol: np.ndarray | None = None
     LtW: np.ndarray | None = None  # Lambda' Z'Z (dense path)
     nested: _Nested | None = None
-    rows_inv: np.ndarray | None = None  # A^-1 at each row's levels (scalar intercepts)
+    rows_inv: Callable[[], np.ndarray] | None = None  # A^-1 at each row's levels (scalar intercepts)
     single: np.ndarray | None = None  # A^-1's diagonal (one scalar intercept)
 
 
@@ -226,7 +226,8 @@ class ProfiledDeviance:
                 raise np.linalg.LinAlgError("A is not positive definite")
             b, B = lam * self.Zty, lam[:, None] * self.ZtX
             sol = np.column_stack([f.solve(col) for col in np.column_stack([b, B]).T])
-            return b, B, f.logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], rows_inv=f.rows_inv())
+            # A^-1 at the rows' levels is formed by the gradient only (not for Satterthwaite's solves)
+            return b, B, f.logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], rows_inv=f.rows_inv)
         Lam = self.lambda_(theta)
         if self.dense:
             # small q: dense Z'Z and LAPACK; Lambda stays sparse, so Lambda' Z'Z Lambda costs
@@ -382,7 +383,7 @@ class ProfiledDeviance:
         theta = st.theta
         lam = theta[self._term_of_column]
         Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ (lam * st.u)  # Z' r
-        tr = np.einsum("rkl,l->k", factor.rows_inv, theta)
+        tr = np.einsum("rkl,l->k", factor.rows_inv(), theta)
         edges = np.cumsum([0] + [t.nl for t in self.design.terms])
         if reml:
             G = self.ZtX - self.ZtZ @ (lam[:, None] * factor.AB)
