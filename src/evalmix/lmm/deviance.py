@@ -153,8 +153,18 @@ class ProfiledDeviance:
         self.intercepts: intercepts.InterceptHessian | None = None
         if SCALAR_INTERCEPTS and self.nested is None and self.single is None and all(
                 t.nc == 1 and t.spec is None for t in design.terms):
-            ih = intercepts.InterceptHessian([t.index for t in design.terms],
-                                             [t.nl for t in design.terms])
+            # A depends on the rows only through the cells (combinations of levels) and their
+            # counts: the structure is built on the cells, weighted by their numbers of rows
+            groups, nlevels = [t.index for t in design.terms], [t.nl for t in design.terms]
+            self._cell_rows = np.ones(self.n)
+            if float(np.prod(nlevels, dtype=float)) < 2.0 ** 62:
+                code = np.zeros(self.n, dtype=np.int64)
+                for g, k in zip(groups, nlevels):
+                    code = code * k + g
+                _, first, counts = np.unique(code, return_index=True, return_counts=True)
+                groups = [g[first] for g in groups]
+                self._cell_rows = counts.astype(float)
+            ih = intercepts.InterceptHessian(groups, nlevels)
             if ih.nsd == 1 or (ih.qr <= intercepts.DENSE_MAX
                                and ih.q1 * ih.qr <= intercepts.DENSE_B_MAX):
                 self.intercepts = ih
@@ -221,7 +231,7 @@ class ProfiledDeviance:
             return b, B, -float(np.sum(np.log(ia))), ia * b, AB, _Factor(AB, single=ia)
         if self.intercepts is not None:
             lam = np.asarray(theta, dtype=float)[self._term_of_column]
-            f = self.intercepts.factor(lam, np.ones(self.n))
+            f = self.intercepts.factor(lam, self._cell_rows)
             if f is None or f.rows_inv is None:
                 raise np.linalg.LinAlgError("A is not positive definite")
             b, B = lam * self.Zty, lam[:, None] * self.ZtX
@@ -377,13 +387,13 @@ class ProfiledDeviance:
     def _intercepts_gradient(self, st: PlsState, factor: _Factor, reml: bool) -> np.ndarray:
         """The gradient for scalar intercepts (Lambda diagonal, theta k on term k): term k's sum
         of ``(A^-1 Lambda' Z'Z)[c, c]`` is the sum over rows of ``A^-1[k, l] theta_l`` at the
-        row's levels (``rows_inv``); the REML term's is ``sum((RX'RX)^-1 * (A^-1 B)' G)`` over
+        row's levels (``rows_inv`` of each cell, times its rows); the REML term's is ``sum((RX'RX)^-1 * (A^-1 B)' G)`` over
         the term's rows of ``A^-1 B`` and ``G``."""
         assert factor.rows_inv is not None and factor.AB is not None
         theta = st.theta
         lam = theta[self._term_of_column]
         Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ (lam * st.u)  # Z' r
-        tr = np.einsum("rkl,l->k", factor.rows_inv(), theta)
+        tr = self._cell_rows @ (factor.rows_inv() @ theta)
         edges = np.cumsum([0] + [t.nl for t in self.design.terms])
         if reml:
             G = self.ZtX - self.ZtZ @ (lam[:, None] * factor.AB)
