@@ -393,7 +393,8 @@ class ProfiledDeviance:
         theta = st.theta
         lam = theta[self._term_of_column]
         Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ @ (lam * st.u)  # Z' r
-        tr = self._cell_rows @ (factor.rows_inv() @ theta)
+        ri = factor.rows_inv()  # cells x terms x terms
+        tr = self._cell_rows @ (ri.reshape(-1, theta.size) @ theta).reshape(ri.shape[:2])
         edges = np.cumsum([0] + [t.nl for t in self.design.terms])
         if reml:
             G = self.ZtX - self.ZtZ @ (lam[:, None] * factor.AB)
