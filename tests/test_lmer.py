@@ -333,19 +333,23 @@ def _central(dev, theta: np.ndarray, reml: bool, h: float = 1e-5) -> np.ndarray:
                      for e in np.eye(theta.size)])
 
 
+EXTRA = {"judges_item": "rating ~ model + (1|item)", "judges_crossed": "rating ~ 1 + (1|item) + (1|model)"}
+
+
 @pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges", "insteval",
-                                 "judges_item"])
+                                 "judges_item", "judges_crossed"])
 @pytest.mark.parametrize("reml", [True, False])
 def test_exact_gradient_matches_central_differences(key, reml):
     """The analytic gradient of the profiled criterion against central differences (h = 1e-5,
     truncation and rounding about 1e-7 relative): sleepstudy's correlated and uncorrelated slopes
     (dense Cholesky path), the nested judges design (O(q) nested path, and the dense path with
-    the nesting ignored), InstEval's crossed intercepts (evalmix.intercepts' Schur complement)
-    and the judges' items alone (a diagonal A), at a theta away from the optimum, at lme4's optimum and with the first diagonal
+    the nesting ignored), InstEval's crossed intercepts and the judges' items crossed with their
+    models (evalmix.intercepts' Schur complement, on rows and on replicated cells) and the
+    judges' items alone (a diagonal A), at a theta away from the optimum, at lme4's optimum and with the first diagonal
     of Lambda at 0."""
     import evalmix.lmm.deviance as dv
 
-    formula, csv, _ = CASES.get(key, ("rating ~ model + (1|item)", "lmer_judges.csv", True))
+    formula, csv, _ = CASES[key] if key in CASES else (EXTRA[key], "lmer_judges.csv", True)
     design = build_lmm_design(formula, _data(csv))
     devs = [dv.ProfiledDeviance(design)]
     if devs[0].nested is not None:
@@ -403,3 +407,23 @@ def test_singular_fit_lands_on_the_boundary():
     with pytest.warns(evalmix.errors.SingularFitWarning):
         slope = evalmix.lmer("y ~ x + (x|g)", d)
     assert slope.singular and slope.theta.iloc[2] == 0.0
+
+
+def test_crossed_intercepts_on_cells_match_the_dense_factorisation(monkeypatch):
+    """(1|item) + (1|model) on the judges' data (3 runs of each item-model cell): evalmix.intercepts
+    on the 160 cells weighted by their rows gives the fit of the dense Cholesky path on the rows."""
+    import evalmix.lmm.deviance as dv
+
+    d = _data("lmer_judges.csv")
+    formula = "rating ~ 1 + (1|item) + (1|model)"
+    cells = evalmix.lmer(formula, d)
+    dev = cells._model.dev
+    assert dev.intercepts is not None and dev._cell_rows.size == 160 and dev._cell_rows.sum() == len(d)
+    monkeypatch.setattr(dv, "SCALAR_INTERCEPTS", False)
+    dense = evalmix.lmer(formula, d)
+    assert dense._model.dev.intercepts is None and dense._model.dev.dense
+    theta = np.array([0.7, 0.4])
+    assert dev(theta) == pytest.approx(dense._model.dev(theta), rel=1e-12)
+    assert abs(cells.loglik - dense.loglik) < 1e-7
+    np.testing.assert_allclose(cells.theta, dense.theta, rtol=1e-5)
+    np.testing.assert_allclose(cells.coef_table()["df"], dense.coef_table()["df"], rtol=1e-4)
