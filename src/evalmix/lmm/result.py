@@ -491,12 +491,13 @@ def _diagonal_positive(design: LmmDesign, theta: np.ndarray) -> np.ndarray:
 
 def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
               ) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """Minimise the profiled criterion over theta within lme4's bounds (0 for a diagonal
-    element of Lambda): L-BFGS-B from lme4's start on the exact gradient, restarted off any zero
-    diagonal the criterion falls away from (on the sparse-LU path, which has no exact gradient:
-    forward differences, then central ones unless the central gradient is already flat); then a
-    probe of each near-zero diagonal at its bound, and Nelder-Mead from there when L-BFGS-B
-    reports no convergence."""
+    """Minimise the profiled criterion over theta, returned within lme4's bounds (0 for a
+    diagonal element of Lambda): L-BFGS-B from lme4's start on the exact gradient, theta free
+    and columns of Lambda turned over at the end, restarted off any zero diagonal the criterion
+    falls away from (on the sparse-LU path, which has no exact gradient: bounded, on forward
+    differences, then central ones unless the central gradient is already flat); then a probe
+    of each near-zero diagonal at its bound, and Nelder-Mead from there when L-BFGS-B reports no
+    convergence."""
     lower = design.theta_lower
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     t0 = time.perf_counter()
