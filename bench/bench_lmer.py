@@ -11,7 +11,8 @@ as ``score ~ model + (1|item) + (1|item:run)`` by REML with
 - lme4 1.1-31's ``lmer`` through Rscript on the same rows (the fit timed inside R with
   ``system.time``, so R's start-up and the CSV read are not counted), when Rscript exists.
 
-Times are CPU seconds (``time.process_time`` here; ``user.self + sys.self`` of ``system.time`` in
+The same rows are then fitted as ``score ~ model + (1|item)`` (runs as replicates) by evalmix
+and lme4 (``--formula`` adds others).  Times are CPU seconds (``time.process_time`` here; ``user.self + sys.self`` of ``system.time`` in
 R): the machine is shared, and CPU time is what the load leaves unchanged.  Each timing is the
 median of ``--reps`` fits (default 3).  Usage (from the repository root)::
 
@@ -75,9 +76,10 @@ R_SCRIPT = """
 suppressPackageStartupMessages(library(lme4))
 d <- read.csv(commandArgs(TRUE)[1], stringsAsFactors = FALSE)
 reps <- as.integer(commandArgs(TRUE)[2])
-fit <- lmer(score ~ model + (1|item) + (1|item:run), d)  # warm-up
+f <- as.formula(commandArgs(TRUE)[3])
+fit <- lmer(f, d)  # warm-up
 t <- sapply(seq_len(reps), function(i) {
-  s <- system.time(fit <<- lmer(score ~ model + (1|item) + (1|item:run), d))
+  s <- system.time(fit <<- lmer(f, d))
   s[["user.self"]] + s[["sys.self"]]
 })
 cat(sprintf("%.6f %.6f\\n", median(t), as.numeric(logLik(fit))))
@@ -87,31 +89,38 @@ cat(sprintf("%.6f %.6f\\n", median(t), as.numeric(logLik(fit))))
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--formula", action="append", default=[],
+                    help="further formulas to fit on the same rows (evalmix and lme4)")
     args = ap.parse_args()
     print("load average at start:", os.getloadavg())
     d = design()
     print(f"{len(d)} rows: {d['model'].nunique()} models x {d['item'].nunique()} items x "
-          f"{d['run'].nunique()} runs; {FORMULA} (REML)")
+          f"{d['run'].nunique()} runs")
     lmer(FORMULA, d[d["item"] < "q0050"])  # warm imports
-    t_e, fit = median_time(lambda: lmer(FORMULA, d), args.reps)
-    t_s, _ = median_time(lambda: lmer(FORMULA, d).coef_table(), args.reps)
-    t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
-    print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}")
-    print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
-    print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s CPU   REML logLik {sm.llf:.4f}")
-    try:
-        import mixedlm
-    except ImportError:
-        print("mixedlm: not installed (pip install mixedlm==1.3.0)")
-    else:
-        t_m, mf = median_time(lambda: mixedlm.lmer(FORMULA, d), args.reps)
-        print(f"{'mixedlm 1.3.0 lmer (REML)':34s} {t_m:8.3f} s CPU   REML logLik {float(mf.logLik()):.4f}")
-    r = r_fit_time(d, R_SCRIPT, args.reps)
-    if r is None:
-        print("lme4: Rscript not found")
-    else:
-        print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s CPU   REML logLik {r[1]:.4f}")
-        print(f"evalmix / lme4 CPU time: {t_e / r[0]:.3f}")
+    for k, formula in enumerate([FORMULA, "score ~ model + (1|item)", *args.formula]):
+        print(f"-- {formula} (REML)")
+        t_e, fit = median_time(lambda: lmer(formula, d), args.reps)
+        t_s, _ = median_time(lambda: lmer(formula, d).coef_table(), args.reps)
+        print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}   "
+              f"{fit.optimizer['evaluations']} deviance evaluations")
+        print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
+        if k == 0:
+            t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)
+            print(f"{'statsmodels MixedLM (REML)':34s} {t_sm:8.3f} s CPU   REML logLik {sm.llf:.4f}")
+            try:
+                import mixedlm
+            except ImportError:
+                print("mixedlm: not installed (pip install mixedlm==1.3.0)")
+            else:
+                t_m, mf = median_time(lambda: mixedlm.lmer(formula, d), args.reps)
+                print(f"{'mixedlm 1.3.0 lmer (REML)':34s} {t_m:8.3f} s CPU   REML logLik "
+                      f"{float(mf.logLik()):.4f}")
+        r = r_fit_time(d, R_SCRIPT, args.reps, formula)
+        if r is None:
+            print("lme4: Rscript not found")
+        else:
+            print(f"{'lme4::lmer (inside R)':34s} {r[0]:8.3f} s CPU   REML logLik {r[1]:.4f}")
+            print(f"evalmix / lme4 CPU time: {t_e / r[0]:.3f}")
     print("load average at end:", os.getloadavg())
 
 

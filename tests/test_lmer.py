@@ -282,8 +282,8 @@ def test_refit_ml_matches_ml_fit(fits):
 
 
 def test_nested_sparse_and_dense_paths_agree(monkeypatch):
-    """(1|item) + (1|item:run) takes the O(q) nested path; the general dense and sparse
-    factorisations give the same fit."""
+    """(1|item) + (1|item:run) takes the O(q) nested path; the scalar-intercept factorisation of
+    evalmix.intercepts and the general dense and sparse ones give the same fit."""
     import evalmix.lmm.deviance as dv
 
     d = _data("lmer_judges.csv")
@@ -291,12 +291,15 @@ def test_nested_sparse_and_dense_paths_agree(monkeypatch):
     nested = evalmix.lmer(formula, d)
     assert nested._model.dev.nested is not None
     monkeypatch.setattr(dv, "_nested_intercepts", lambda design: None)
+    scalar = evalmix.lmer(formula, d)
+    assert scalar._model.dev.nested is None and scalar._model.dev.intercepts is not None
+    monkeypatch.setattr(dv, "SCALAR_INTERCEPTS", False)
     dense = evalmix.lmer(formula, d)
-    assert dense._model.dev.nested is None and dense._model.dev.dense
+    assert dense._model.dev.intercepts is None and dense._model.dev.dense
     monkeypatch.setattr(dv, "DENSE_Q_MAX", 1)
     sparse_fit = evalmix.lmer(formula, d)
-    assert not sparse_fit._model.dev.dense
-    for other in (dense, sparse_fit):
+    assert not sparse_fit._model.dev.dense and not sparse_fit._model.dev.has_gradient
+    for other in (scalar, dense, sparse_fit):
         assert abs(other.loglik - nested.loglik) < 1e-6
         np.testing.assert_allclose(other.fixef, nested.fixef, rtol=1e-6)
         np.testing.assert_allclose(other.coef_table()["df"], nested.coef_table()["df"], rtol=1e-4)
@@ -323,3 +326,104 @@ def test_bad_input_names_the_fault():
     with pytest.warns(evalmix.errors.DataWarning, match="dropping 1 row"):
         build_lmm_design("rating ~ model + (1|item)", d.assign(
             rating=d["rating"].where(d.index != 3)))
+
+
+def _central(dev, theta: np.ndarray, reml: bool, h: float = 1e-5) -> np.ndarray:
+    return np.array([(dev(theta + h * e, reml) - dev(theta - h * e, reml)) / (2 * h)
+                     for e in np.eye(theta.size)])
+
+
+EXTRA = {"judges_item": "rating ~ model + (1|item)", "judges_crossed": "rating ~ 1 + (1|item) + (1|model)"}
+
+
+@pytest.mark.parametrize("key", ["sleepstudy_reml", "sleepstudy_uncorrelated", "judges", "insteval",
+                                 "judges_item", "judges_crossed"])
+@pytest.mark.parametrize("reml", [True, False])
+def test_exact_gradient_matches_central_differences(key, reml):
+    """The analytic gradient of the profiled criterion against central differences (h = 1e-5,
+    truncation and rounding about 1e-7 relative): sleepstudy's correlated and uncorrelated slopes
+    (dense Cholesky path), the nested judges design (O(q) nested path, and the dense path with
+    the nesting ignored), InstEval's crossed intercepts and the judges' items crossed with their
+    models (evalmix.intercepts' Schur complement, on rows and on replicated cells) and the
+    judges' items alone (a diagonal A), at a theta away from the optimum, at lme4's optimum and with the first diagonal
+    of Lambda at 0."""
+    import evalmix.lmm.deviance as dv
+
+    formula, csv, _ = CASES[key] if key in CASES else (EXTRA[key], "lmer_judges.csv", True)
+    design = build_lmm_design(formula, _data(csv))
+    devs = [dv.ProfiledDeviance(design)]
+    if devs[0].nested is not None:
+        dense = dv.ProfiledDeviance(design)
+        dense.nested = None
+        devs.append(dense)
+    rng = np.random.default_rng(3)
+    at = [design.theta_start + rng.uniform(0.1, 0.5, design.theta_start.size),
+          np.asarray(R[key]["theta"], dtype=float) if key in R else design.theta_start * 0.8]
+    at.append(np.where(np.arange(at[0].size) == 0, 0.0, at[0]))  # a variance at its bound
+    for dev in devs:
+        assert dev.has_gradient
+        for theta in at:
+            value, grad = dev.value_and_gradient(theta, reml)
+            assert value == pytest.approx(dev(theta, reml), rel=1e-14)
+            np.testing.assert_allclose(grad, _central(dev, theta, reml), rtol=1e-6, atol=2e-5)
+
+
+def test_zero_variance_start_is_left_when_the_criterion_falls():
+    """The criterion is even in a diagonal theta (a column of Lambda turned over leaves Lambda
+    Lambda'), so theta = 0 has a zero gradient; with a bound at 0 the ML null model of the judges
+    data stopped there on the first L-BFGS-B step.  The fit reaches lme4's interior optimum."""
+    d = _data("lmer_judges.csv")
+    null = evalmix.lmer("rating ~ 1 + (1|item) + (1|item:run)", d, REML=False)
+    assert not null.singular and null.theta.iloc[0] > 0.1
+    ref = pd.DataFrame(R["judges"]["lrt"])
+    assert null.loglik == pytest.approx(ref["loglik"].iloc[0], abs=1e-6)
+    # the symmetry the optimiser relies on, on a correlated term: turning over the first column
+    # of sleepstudy's 2 x 2 Lambda (theta 1 and 2) leaves the criterion
+    design = build_lmm_design(*CASES["sleepstudy_reml"][:1], _data("lmer_sleepstudy.csv"))
+    dev = evalmix.lmm.ProfiledDeviance(design)
+    theta = np.array([0.9, 0.2, 0.3])
+    assert dev(theta * [-1, -1, 1]) == pytest.approx(dev(theta), rel=1e-12)
+    assert dev(theta * [1, 1, -1]) == pytest.approx(dev(theta), rel=1e-12)
+    assert dev(theta * [1, -1, 1]) != pytest.approx(dev(theta), rel=1e-6)
+
+
+def test_exact_gradient_takes_few_evaluations():
+    fit = evalmix.lmer("rating ~ model + (1|item) + (1|item:run)", _data("lmer_judges.csv"))
+    assert fit.optimizer["evaluations"] <= 20
+
+
+def test_singular_fit_lands_on_the_boundary():
+    """No group variance in the data: the REML optimum is theta = 0 (lme4's bobyqa lands there
+    exactly), reported as singular; the criterion there is below its values off the boundary."""
+    rng = np.random.default_rng(5)
+    d = pd.DataFrame({"g": np.repeat(np.arange(30), 5), "x": rng.normal(size=150)})
+    d["y"] = 1 + 0.5 * d["x"] + rng.normal(size=150)
+    with pytest.warns(evalmix.errors.SingularFitWarning):
+        fit = evalmix.lmer("y ~ x + (1|g)", d)
+    assert fit.singular and fit.theta.iloc[0] == 0.0 and fit.optimizer["converged"]
+    dev = fit._model.dev
+    assert fit.remlcrit == pytest.approx(dev(np.array([0.0])), abs=1e-9)
+    assert all(dev(np.array([h])) > fit.remlcrit for h in (1e-3, 0.05, 0.2, 1.0))
+    with pytest.warns(evalmix.errors.SingularFitWarning):
+        slope = evalmix.lmer("y ~ x + (x|g)", d)
+    assert slope.singular and slope.theta.iloc[2] == 0.0
+
+
+def test_crossed_intercepts_on_cells_match_the_dense_factorisation(monkeypatch):
+    """(1|item) + (1|model) on the judges' data (3 runs of each item-model cell): evalmix.intercepts
+    on the 160 cells weighted by their rows gives the fit of the dense Cholesky path on the rows."""
+    import evalmix.lmm.deviance as dv
+
+    d = _data("lmer_judges.csv")
+    formula = "rating ~ 1 + (1|item) + (1|model)"
+    cells = evalmix.lmer(formula, d)
+    dev = cells._model.dev
+    assert dev.intercepts is not None and dev._cell_rows.size == 160 and dev._cell_rows.sum() == len(d)
+    monkeypatch.setattr(dv, "SCALAR_INTERCEPTS", False)
+    dense = evalmix.lmer(formula, d)
+    assert dense._model.dev.intercepts is None and dense._model.dev.dense
+    theta = np.array([0.7, 0.4])
+    assert dev(theta) == pytest.approx(dense._model.dev(theta), rel=1e-12)
+    assert abs(cells.loglik - dense.loglik) < 1e-7
+    np.testing.assert_allclose(cells.theta, dense.theta, rtol=1e-5)
+    np.testing.assert_allclose(cells.coef_table()["df"], dense.coef_table()["df"], rtol=1e-4)

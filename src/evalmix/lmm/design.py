@@ -21,7 +21,7 @@ from scipy import sparse
 from ..data import RunsData
 from ..errors import DataError, DataWarning, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, ThetaLayout, build_random_terms, complete_rows,
-                     fixed_on_patterns, independent_columns, model_columns, parse_mixed_formula, read_data)
+                     fixed_patterns, independent_columns, model_columns, parse_mixed_formula, read_data)
 
 __all__ = ["LmmDesign", "build_lmm_design"]
 
@@ -138,9 +138,16 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     if not keep_rows.all():
         d = d.loc[keep_rows]
     rows = _text_as_factors(d.reset_index(drop=True))
-    fixed, X = fixed_on_patterns(parsed, rows, contrasts)
+    fixed, X, pattern = fixed_patterns(parsed, rows, contrasts)
+    if pattern is None:
+        keep = independent_columns(X)
+    else:
+        # X'X = Xu' diag(counts) Xu: the columns of sqrt(counts) Xu have X's inner products, so
+        # the same independent columns, found on a handful of rows
+        counts = np.bincount(pattern, minlength=X.shape[0]).astype(float)
+        keep = independent_columns(np.sqrt(counts)[:, None] * X)
+        X = np.ascontiguousarray(X[pattern])
     dropped: tuple[str, ...] = ()
-    keep = independent_columns(X)
     if len(keep) < X.shape[1]:
         dropped = tuple(fixed.columns[j] for j in range(X.shape[1]) if j not in keep)
         warnings.warn(f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "

@@ -34,7 +34,7 @@ from .parse import ParsedFormula, parse_formula
 from .random import RandomTerm, ThetaLayout, build_random_terms, random_columns
 
 __all__ = ["STATEFUL", "FixedMatrix", "GlmmDesign", "build_design", "check_data", "complete_rows", "drop_rank_deficient",
-           "fixed_on_patterns", "model_columns", "read_data", "stateful"]
+           "fixed_on_patterns", "fixed_patterns", "model_columns", "read_data", "stateful"]
 
 
 @dataclass
@@ -252,6 +252,56 @@ def stateful(parsed: ParsedFormula) -> bool:
     return bool(STATEFUL.search(parsed.fixed) or any(STATEFUL.search(o) for o in parsed.offsets))
 
 
+def _pattern_codes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+    """The number of each row's distinct combination of values of ``columns``, in order of first
+    appearance (``groupby(sort=False).ngroup()``), from each column's integer codes (a
+    categorical's own codes, or one hashing pass); None when a value is missing or the codes'
+    product would overflow (``groupby`` then decides)."""
+    combined = np.zeros(len(frame), dtype=np.int64)
+    radix = 1
+    for c in columns:
+        s = frame[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            codes, k = np.asarray(s.cat.codes, dtype=np.int64), len(s.cat.categories)
+        else:
+            codes, uniques = pd.factorize(s)
+            k = len(uniques)
+        radix *= max(k, 1)
+        if radix > 2 ** 62 or (codes < 0).any():
+            return None
+        combined = combined * max(k, 1) + codes
+    return np.asarray(pd.factorize(combined)[0], dtype=np.int64)
+
+
+def fixed_patterns(parsed: ParsedFormula, rows: pd.DataFrame, contrasts: dict[str, Any] | None = None
+                   ) -> tuple[FixedDesign, np.ndarray, np.ndarray | None]:
+    """The fixed design, X of each distinct pattern of the fixed-part columns and each row's
+    pattern: X of the rows is ``Xu[pattern]``.  ``pattern`` is None (``Xu`` is X of the rows)
+    when there is nothing to save: no fixed-part column, a stateful transform (built on the rows
+    themselves) or more than a quarter as many patterns as rows.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"m": ["a", "b", "b", "a"] * 2, "x": [1.0, 2.0, 2.0, 1.0] * 2})
+    >>> fd, Xu, pattern = fixed_patterns(parse_formula("y ~ m + x + (1|g)"), d)
+    >>> Xu.tolist(), pattern.tolist()
+    ([[1.0, 0.0, 1.0], [1.0, 1.0, 2.0]], [0, 1, 1, 0, 0, 1, 1, 0])
+    """
+    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
+    if not fixed_cols or stateful(parsed):
+        return (*build_fixed(parsed.fixed, rows, contrasts, parsed.offsets), None)
+    pat = _pattern_codes(rows, fixed_cols)
+    if pat is None:
+        pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
+    if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
+        return (*build_fixed(parsed.fixed, rows, contrasts, parsed.offsets), None)
+    first = np.zeros(int(pat.max()) + 1, dtype=np.int64)
+    first[pat[::-1]] = np.arange(len(pat))[::-1]
+    fixed, Xu = build_fixed(parsed.fixed, rows.iloc[first].reset_index(drop=True), contrasts,
+                            parsed.offsets)
+    return fixed.fitted_on(rows), Xu, pat
+
+
 def fixed_on_patterns(parsed: ParsedFormula, rows: pd.DataFrame,
                       contrasts: dict[str, Any] | None = None) -> tuple[FixedDesign, np.ndarray]:
     """The fixed design and X on ``rows`` (index 0..n-1).
@@ -269,17 +319,8 @@ def fixed_on_patterns(parsed: ParsedFormula, rows: pd.DataFrame,
     >>> X.shape, fd.covariates
     ((8, 3), {'x': 1.5})
     """
-    fixed_cols = fixed_variables(parsed.fixed, parsed.offsets)
-    if not fixed_cols or stateful(parsed):
-        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
-    pat = rows[fixed_cols].groupby(fixed_cols, sort=False, observed=True).ngroup().to_numpy()
-    if pat.max() + 1 > len(rows) // 4:  # many patterns: nothing to save
-        return build_fixed(parsed.fixed, rows, contrasts, parsed.offsets)
-    first = np.zeros(int(pat.max()) + 1, dtype=np.int64)
-    first[pat[::-1]] = np.arange(len(pat))[::-1]
-    fixed, Xu = build_fixed(parsed.fixed, rows.iloc[first].reset_index(drop=True), contrasts,
-                            parsed.offsets)
-    return fixed.fitted_on(rows), np.ascontiguousarray(Xu[pat])
+    fixed, Xu, pat = fixed_patterns(parsed, rows, contrasts)
+    return fixed, Xu if pat is None else np.ascontiguousarray(Xu[pat])
 
 
 def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",

@@ -242,7 +242,10 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
     codes = []
     labels = []
     for c in cols:
-        cat = as_r_factor(data[c])
+        s = data[c]
+        # a categorical's own codes and levels: its unused levels drop out below with the unused
+        # combinations (as_r_factor would first remove them, one more pass over the rows)
+        cat = s.array if isinstance(s.dtype, pd.CategoricalDtype) else as_r_factor(s)
         codes.append(np.asarray(cat.codes, dtype=np.int64))
         # tolist() converts the categories at once (iterating an Arrow-backed index is per element)
         labels.append([str(v) for v in cat.categories.tolist()])
@@ -253,7 +256,14 @@ def _group_index(cols: tuple[str, ...], data: pd.DataFrame, label: str) -> tuple
         code = np.zeros(len(data), dtype=np.int64)
         for cd, lab in zip(codes, labels):
             code = code * len(lab) + cd
-    uniq, inv = np.unique(code, return_inverse=True)
+    size = int(np.prod([len(lab) for lab in labels], dtype=float))
+    if len(code) and code.min() >= 0 and size <= 4 * len(code) + 1024:
+        # the used codes by counting (O(rows + levels), no sort): the same as np.unique's
+        used = np.bincount(code, minlength=size) > 0
+        uniq = np.flatnonzero(used)
+        inv = (np.cumsum(used) - 1)[code]
+    else:
+        uniq, inv = np.unique(code, return_inverse=True)
     if len(cols) == 1:
         names = [labels[0][u] for u in uniq]
     else:
