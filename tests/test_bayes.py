@@ -3,13 +3,16 @@ parameterisation, diagnostics, leaderboards and LOO comparison.  Small seeded de
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("pymc")
+# skipped without the bayes extra; pymc itself is imported by the tests that sample, not at
+# collection (every test process collects every file)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pymc") is None, reason="needs pymc (the bayes extra)")
 
 import evalmix  # noqa: E402
 from evalmix import bayes  # noqa: E402

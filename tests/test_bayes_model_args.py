@@ -10,6 +10,7 @@ simulation truth on data sets of 1,800-2,400 rows.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -17,7 +18,9 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-pytest.importorskip("pymc")
+# skipped without the bayes extra; pymc itself is imported by the tests that sample, not at
+# collection (every test process collects every file)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pymc") is None, reason="needs pymc (the bayes extra)")
 
 import evalmix  # noqa: E402
 from evalmix import bayes  # noqa: E402
