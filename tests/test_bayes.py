@@ -373,7 +373,7 @@ FUSED_CASES = {
 # Each case compiles its own PyMC log density (a few CPU seconds): the default step checks one
 # case of each kind of term and prior, the second step the other parameterisations and priors.
 SLOW_FUSED = {"all_centred", "all_noncentred", "centred_items_noncentred_runs", "heavy_tailed_priors",
-              "laplace_half_cauchy", "mixed_families_no_qr"}
+              "laplace_half_cauchy", "mixed_families_no_qr", "item_level_columns_no_qr", "slope_column"}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_FUSED else c

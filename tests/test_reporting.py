@@ -385,23 +385,29 @@ def test_bayes_section_rank_probabilities():
     assert ranks.sort_values("expected_rank")["model"].tolist() == ml
 
 
-def test_report_from_harness_logs(tmp_path):
-    """RUNS_OR_LOGS: Inspect .eval logs (auto-detected) and lm-evaluation-harness samples files."""
+def test_report_from_inspect_logs(tmp_path):
+    """RUNS_OR_LOGS: Inspect .eval logs (auto-detected)."""
     import shutil
 
-    fixtures = ROOT / "tests" / "fixtures"
     logs = tmp_path / "logs"
     logs.mkdir()
-    for f in (fixtures / "inspect" / "v0.3.285").glob("*_arith_*.eval"):
+    for f in (ROOT / "tests" / "fixtures" / "inspect" / "v0.3.285").glob("*_arith_*.eval"):
         shutil.copy(f, logs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["report", str(logs), "-o", str(tmp_path / "a"), "--scorer", "match",
                      "--n-boot", "50"]) == 0
         expected = evalmix.accuracy(evalmix.read_inspect(logs, "match"), "model").table
-        got = _tab(tmp_path / "a", "accuracy_overall").set_index("model").loc[expected["model"]]
-        np.testing.assert_allclose(got["estimate"], expected["estimate"], atol=1e-12)
-        samples = str(fixtures / "lm_eval" / "out" / "*" / "samples_mc_local*.jsonl")
+    got = _tab(tmp_path / "a", "accuracy_overall").set_index("model").loc[expected["model"]]
+    np.testing.assert_allclose(got["estimate"], expected["estimate"], atol=1e-12)
+
+
+@pytest.mark.slow  # a second whole report from logs (the loader itself: test_io_lm_eval_logs.py)
+def test_report_from_lm_eval_samples(tmp_path):
+    """RUNS_OR_LOGS: lm-evaluation-harness samples files, named by a glob and --logs."""
+    samples = str(ROOT / "tests" / "fixtures" / "lm_eval" / "out" / "*" / "samples_mc_local*.jsonl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         assert main(["report", samples, "--logs", "lm-eval", "--metric", "acc", "-o",
                      str(tmp_path / "b"), "--n-boot", "50"]) == 0
     acc = _tab(tmp_path / "b", "accuracy_overall")
