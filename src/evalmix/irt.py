@@ -527,9 +527,9 @@ class IrtFit(Result):
         Examples
         --------
         >>> from evalmix.simulate import simulate_irt
-        >>> fit = fit_irt(simulate_irt(n_items=40, n_models=6, seed=1))
+        >>> fit = fit_irt(simulate_irt(n_items=20, n_models=6, seed=1))
         >>> fit.predict([0.0, 1.0]).shape
-        (40, 2)
+        (20, 2)
         """
         return _predictive(self, np.asarray(theta, dtype=float).ravel())[0]
 
@@ -781,7 +781,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> fit = fit_irt(simulate_irt(n_items=50, n_models=6, seed=4))
+    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, seed=4))
     >>> len(select_items(fit, 10, method="information"))
     10
     """
@@ -1075,7 +1075,7 @@ def estimate_accuracy(fit: IrtFit, responses: pd.DataFrame | str | Path, *, item
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> runs = simulate_irt(n_items=80, n_models=8, seed=5)
+    >>> runs = simulate_irt(n_items=40, n_models=8, seed=5)
     >>> fit = fit_irt(runs[runs["model"] != "m7"])
     >>> new = runs[(runs["model"] == "m7")].head(20)
     >>> est = estimate_accuracy(fit, new)
@@ -1136,7 +1136,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> runs = simulate_irt(n_items=80, n_models=8, seed=5)
+    >>> runs = simulate_irt(n_items=40, n_models=8, seed=5)
     >>> fit = fit_irt(runs[runs["model"] != "m7"])
     >>> est = adaptive_accuracy(fit, runs, ["m7"], n_items=15)
     >>> int(est.table["n_items"].iloc[0])
