@@ -92,6 +92,7 @@ def test_wald_intervals_match_lme4():
     assert ci.filter(like="sd_", axis=0)["conf_low"].isna().all()  # lme4: NA for the SDs
 
 
+@pytest.mark.slow  # a Monte-Carlo comparison: the second test step
 def test_bootstrap_matches_bootmer_within_monte_carlo_error():
     """Same seed cannot match across languages: lme4's bootMer (500 replicates) and ours (200)
     are compared within Monte-Carlo error. The SE of a 2.5%/97.5% quantile of a normal-ish

@@ -337,13 +337,16 @@ def test_user_errors_exit_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing.csv"), "-o", str(tmp_path)]) == 2
 
 
-def test_report_object_renders():
-    df = evalmix.simulate.glmm_runs(3, 25, 2, slices={"language": ["EN", "ES"]}, seed=4)
-    rep = evalmix.report(df, n_boot=50, title="Simulated")
-    frame = rep.to_frame()
-    assert set(frame["kind"]) == {"table", "figure", "left out"}
-    assert rep.to_html().startswith("<!DOCTYPE html>")
-    assert "Simulated" in rep._repr_html_() or "table" in rep._repr_html_()
+def test_report_object_renders(example_report):
+    import dataclasses
+
+    rep = dataclasses.replace(example_report.report, title="Simulated <study>")
+    assert {"table", "figure"} <= set(rep.to_frame()["kind"])
+    # the page from the PNGs already written (to_html() alone draws them again)
+    images = {n: example_report.paths[f"{n}.png"].read_bytes() for n in rep.figures}
+    page = rep.to_html(images)
+    assert page.startswith("<!DOCTYPE html>") and "Simulated &lt;study&gt;" in page
+    assert "<b>Simulated &lt;study&gt;</b>" in rep._repr_html_()
     assert rep.section("selection").figures[0][2].axes  # a matplotlib Figure
 
 
