@@ -150,6 +150,8 @@ class Report(Result):
             p = out / "tables" / f"{name}.csv"
             tab.to_csv(p, index=False)
             paths[f"{name}.csv"] = p
+        import matplotlib as mpl
+
         from .plots.style import paper_style
 
         images = {}
@@ -159,9 +161,11 @@ class Report(Result):
             p.write_bytes(images[name])
             paths[f"{name}.png"] = p
             p = out / "figures" / f"{name}.pdf"
-            # the PNG's drawing already placed everything: reuse that layout for the PDF
+            # the PNG's drawing already placed everything: reuse that layout for the PDF, with no
+            # engine at all (a placeholder engine would still cost a layout pass of the drawing)
             engine = fig.get_layout_engine()
-            fig.set_layout_engine("none")
+            with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+                fig.set_layout_engine(None)
             try:  # TrueType fonts (no Type 3), whatever the caller's matplotlib settings
                 with paper_style():
                     fig.savefig(p, format="pdf")
