@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from ..intercepts import HessianFactor, InterceptHessian
+from ..intercepts import HessianFactor, InterceptHessian, hessian_at_modes
 from ..links import dlog_mu_eta, inverse_link, mu_eta
-from ..numdiff import central_gradient, central_hessian, gradient_jacobian
+from ..numdiff import central_gradient
 
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
@@ -293,22 +293,9 @@ class OrdinalModel:
         gradient (step :data:`JAC_STEP`, made symmetric), or, where the gradient is itself
         differenced, the central second differences of ``nla`` (step ``step``, ordinal's
         ``deriv12``); every evaluation starts from the modes at ``par``."""
-        f0 = self.nla(par)
-        u0 = self.u.copy()
-        if self._mode is None or self._mode.rows_inv is None:
-            H = central_hessian(self._restarted(u0), par, which, step, f0=f0)
-            self.u = u0
-            self.nla(par)
-            return H
-
-        def grad(x: np.ndarray) -> np.ndarray:
-            self.u = u0.copy()
-            return self.gradient(x)
-
-        H = gradient_jacobian(grad, par, which, JAC_STEP)
-        self.u = u0
-        self.nla(par)
-        return H
+        exact = self._mode is not None and self._mode.rows_inv is not None
+        return hessian_at_modes(self, self.nla, self.gradient if exact else None, par, which,
+                                value_step=step, gradient_step=JAC_STEP)
 
     def fit(self, maxiter: int = 1000) -> tuple[np.ndarray, float, int, bool]:
         """Minimise ``nla``; returns ordinal's parameters, minus log-lik, iterations, converged."""

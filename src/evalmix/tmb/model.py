@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..intercepts import HessianFactor, InterceptHessian
-from ..numdiff import central_gradient, central_hessian, gradient_jacobian
+from ..intercepts import HessianFactor, InterceptHessian, hessian_at_modes
+from ..numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
 __all__ = ["LaplaceModel"]
@@ -237,27 +237,9 @@ class LaplaceModel:
         every evaluation from the modes at ``par``.  Where the gradient itself is central
         differences, the Hessian is the central second difference of :meth:`nll` (step
         :data:`HESS_STEP`) instead: differencing a differenced gradient would leave too little."""
-        f0 = self.nll(par)
-        u0 = self.u.copy()
-        if self._mode is None or self._mode[1].rows_inv is None:
-
-            def f(x: np.ndarray) -> float:
-                self.u = u0.copy()
-                return self.nll(x)
-
-            H0 = central_hessian(f, par, which, HESS_STEP, f0=f0)
-            self.u = u0
-            self.nll(par)
-            return H0
-
-        def grad(x: np.ndarray) -> np.ndarray:
-            self.u = u0.copy()
-            return self.gradient(x)
-
-        H = gradient_jacobian(grad, par, which, step)
-        self.u = u0
-        self.nll(par)
-        return H
+        exact = self._mode is not None and self._mode[1].rows_inv is not None
+        return hessian_at_modes(self, self.nll, self.gradient if exact else None, par, which,
+                                value_step=HESS_STEP, gradient_step=step)
 
     def interior(self, par: np.ndarray) -> np.ndarray:
         """Parameters off the boundary: an SD below :data:`BOUNDARY_SD`, and a precision at its
