@@ -44,6 +44,27 @@ except ImportError:  # pragma: no cover - numba is optional
 BLOCK = 1000
 
 
+def _add_row(x: float, e: float, mi: float, ki: float, total: float, logs: float, prod: float,
+             count: int) -> tuple[float, float, float, int]:
+    """One row's term of the binomial deviance at ``eta = x`` (``e = exp(-|x|)``): one-trial rows
+    multiply ``1 + e`` into the running product (a log per BLOCK rows), others add ``mi log1p(e)``."""
+    total += mi * max(x, 0.0) - ki * x
+    if mi == 1.0:
+        prod *= 1.0 + e
+        count += 1
+        if count == BLOCK:
+            logs += math.log(prod)
+            prod, count = 1.0, 0
+    else:
+        total += mi * math.log1p(e)
+    return total, logs, prod, count
+
+
+def _deviance_of(total: float, logs: float, prod: float) -> float:
+    """The deviance from the sums :func:`_add_row` carried."""
+    return 2.0 * (total + (logs + math.log(prod)))
+
+
 def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) -> float:
     total, logs, prod, count = 0.0, 0.0, 1.0, 0
     for i in range(eta.size):
@@ -53,16 +74,8 @@ def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) 
         inv = 1.0 / d
         mu[i] = inv if x >= 0 else e * inv
         mi = m[i]
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= d
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+        total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
+    return _deviance_of(total, logs, prod)
 
 
 def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarray,
@@ -82,16 +95,8 @@ def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
         x = eta[i] + step * zd[i]
         e = math.exp(-abs(x))
         mi = m[i]
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= 1.0 + e
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+        total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
+    return _deviance_of(total, logs, prod)
 
 
 def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.ndarray,
@@ -110,16 +115,8 @@ def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.
         mi = m[i]
         score[i] = k[i] - mi * p
         w[i] = mi * p * (1.0 - p)
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= d
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+        total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
+    return _deviance_of(total, logs, prod)
 
 
 def _level_score_sums(fi: np.ndarray, hj: np.ndarray, w: np.ndarray, mu: np.ndarray,
@@ -186,44 +183,10 @@ def _start_levels(eta: np.ndarray, k: np.ndarray, m: np.ndarray, fi: np.ndarray,
     # _deviance_mu then _score_weights in one pass, the weights and scores also summed per fine
     # level (sw, ss: bincount(fi, w) and bincount(fi, score), in row order); with ``pat`` (the
     # joint mode) also the scores and weights per pattern (sp, spw) and the weights per fine
-    # level and pattern (tab, as bincount(cell, w): ``cell`` numbers the level and pattern pairs)
-    sw[:] = 0.0
-    ss[:] = 0.0
-    tab[:] = 0.0
-    sp[:] = 0.0
-    spw[:] = 0.0
-    npat = sp.size
-    total, logs, prod, count = 0.0, 0.0, 1.0, 0
-    for i in range(eta.size):
-        x = eta[i]
-        e = math.exp(-abs(x))
-        d = 1.0 + e
-        inv = 1.0 / d
-        p = inv if x >= 0 else e * inv
-        mu[i] = p
-        mi = m[i]
-        sc = k[i] - mi * p
-        wi = mi * p * (1.0 - p)
-        score[i] = sc
-        w[i] = wi
-        j = fi[i]
-        sw[j] += wi
-        ss[j] += sc
-        if npat:
-            c = pat[i]
-            tab[cell[i]] += wi
-            sp[c] += sc
-            spw[c] += wi
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= d
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+    # level and pattern (tab, as bincount(cell, w): ``cell`` numbers the level and pattern pairs).
+    # It is _advance_levels with a step of zero (eta + 0 is eta)
+    return _advance_levels(eta, np.zeros(sw.size), np.zeros(sp.size), fi, pat, cell, 0.0, k, m, mu,
+                           score, w, sw, ss, tab, sp, spw)
 
 
 def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
@@ -264,16 +227,8 @@ def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.nd
             tab[cell[i]] += wi
             sp[c] += sc
             spw[c] += wi
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= d
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+        total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
+    return _deviance_of(total, logs, prod)
 
 
 def _trial_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndarray,
@@ -288,16 +243,8 @@ def _trial_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.ndar
             x = eta[i] + step * dzf[fi[i]]
         e = math.exp(-abs(x))
         mi = m[i]
-        total += mi * max(x, 0.0) - k[i] * x
-        if mi == 1.0:
-            prod *= 1.0 + e
-            count += 1
-            if count == BLOCK:
-                logs += math.log(prod)
-                prod, count = 1.0, 0
-        else:
-            total += mi * math.log1p(e)
-    return 2.0 * (total + (logs + math.log(prod)))
+        total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
+    return _deviance_of(total, logs, prod)
 
 
 def _linear_levels(xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray, fi: np.ndarray,
@@ -308,6 +255,9 @@ def _linear_levels(xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray, fi: np.nda
 
 
 if njit is not None:
+    # the row step is inlined into each compiled loop (the loops stay one pass, as written out)
+    _add_row = njit(cache=True, nogil=True, inline="always")(_add_row)
+    _deviance_of = njit(cache=True, nogil=True, inline="always")(_deviance_of)
     _linear_levels = njit(cache=True, nogil=True)(_linear_levels)
     _start_levels = njit(cache=True, nogil=True)(_start_levels)
     _advance_levels = njit(cache=True, nogil=True)(_advance_levels)
