@@ -57,9 +57,23 @@ def reference():
     return load
 
 
-class SavedReport(NamedTuple):
-    """A study report with the folder it was saved to and the paths ``Report.save`` returned."""
+def readme_tour_commands() -> list[str]:
+    """The ``evalmix ...`` commands of README's command-line tour, as written (comments cut)."""
+    import re
 
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"From the command line.*?```bash\n(.*?)```", text, re.S)
+    assert block, "README.md has no command-line tour"
+    lines = block.group(1).replace("\\\n", " ").splitlines()
+    return [c.split("  #")[0].strip() for c in lines if c.strip().startswith("evalmix ")]
+
+
+class SavedReport(NamedTuple):
+    """README's ``evalmix report`` run on the bundled example: its exit code and printed text, the
+    report it built, the folder it was saved to and the paths ``Report.save`` returned."""
+
+    code: int
+    stdout: str
     report: Any
     folder: Path
     paths: dict[str, Path]
@@ -67,24 +81,43 @@ class SavedReport(NamedTuple):
 
 @pytest.fixture(scope="session")
 def example_report(tmp_path_factory: pytest.TempPathFactory) -> SavedReport:
-    """The study report of the bundled example (``data/example_runs.csv``, 100 bootstrap
-    resamples, seed 1), built and saved once per test process (about 6 CPU seconds, most of it
-    drawing and writing the figures) for the tests that only read it (a file runs on one worker:
-    the tests that share it live in test_reporting.py).  Treat it as read-only;
-    the command line's report runs end to end in test_reporting.py and test_readme_cli.py."""
+    """README's report command (``evalmix report data/example_runs.csv -o report/``) run as written
+    where a user would (outputs go to a temporary folder), once per test process: it is the tour's
+    report test (test_reporting.py), and the tests that read a saved report share it (a file runs
+    on one worker: they live in test_reporting.py).  The built report is taken from
+    ``Report.save`` on its way out.  Treat it as read-only."""
+    import contextlib
+    import io
+    import shlex
     import warnings
 
     import matplotlib
 
     matplotlib.use("Agg")
-    import evalmix
+    from evalmix.cli import main
+    from evalmix.reporting import Report
 
-    folder = tmp_path_factory.mktemp("example_report")
-    with warnings.catch_warnings():
+    command = next(c for c in readme_tour_commands() if c.split()[1] == "report")
+    work = tmp_path_factory.mktemp("readme_report")
+    (work / "data").symlink_to(ROOT / "data")
+    saved: list[tuple[Any, dict[str, Path]]] = []
+    save = Report.save
+
+    def recorded_save(self: Any, directory: Any) -> dict[str, Path]:
+        paths = save(self, directory)
+        saved.append((self, paths))
+        return paths
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rep = evalmix.report(evalmix.read_runs(ROOT / "data" / "example_runs.csv"), n_boot=100, seed=1)
-        paths = rep.save(folder)
-    return SavedReport(rep, folder, paths)
+        mp.chdir(work)
+        mp.setattr(Report, "save", recorded_save)
+        code = main(shlex.split(command)[1:])
+    assert len(saved) == 1, f"{command!r} exited {code} without saving one report"
+    rep, paths = saved[0]
+    paths = {k: work / p for k, p in paths.items()}  # relative to the folder it ran in
+    return SavedReport(code, out.getvalue(), rep, paths["html"].parent, paths)
 
 
 @pytest.hookimpl(tryfirst=True)

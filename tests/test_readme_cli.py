@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -13,21 +12,16 @@ import pytest
 
 from evalmix.cli import main
 
+from conftest import readme_tour_commands
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tour_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"From the command line.*?```bash\n(.*?)```", text, re.S)
-    assert block, "README.md has no command-line tour"
-    lines = block.group(1).replace("\\\n", " ").splitlines()
-    return [c.split("  #")[0].strip() for c in lines if c.strip().startswith("evalmix ")]
-
-
-COMMANDS = _tour_commands()
-# the calibration runs 200 simulations: the second test step runs it
+COMMANDS = readme_tour_commands()
+# the calibration runs 200 simulations: the second test step runs it; the report command runs once
+# per test process as the example_report fixture of conftest.py (test_reporting.py checks it)
 CASES = [pytest.param(c, id=c.split()[1], marks=pytest.mark.slow if " calibrate" in c else ())
-         for c in COMMANDS]
+         for c in COMMANDS if c.split()[1] != "report"]
 
 
 def test_the_tour_has_every_command():
@@ -51,5 +45,3 @@ def test_tour_command_runs(command, monkeypatch, tmp_path):
     assert text.strip()
     if "--json" in argv:
         json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
-    if argv[0] == "report":
-        assert (tmp_path / "report" / "index.html").exists() or any((tmp_path / "report").glob("*.html"))

@@ -254,8 +254,17 @@ def test_ai4math_rank_and_se_tables(ai4math_out):
 
 # --- any runs table -------------------------------------------------------------------------------
 
+def test_readme_report_command_runs(example_report):
+    # README's tour command `evalmix report data/example_runs.csv -o report/`, run as written by
+    # the fixture (the other tour commands: test_readme_cli.py)
+    assert example_report.code == 0
+    assert example_report.stdout.startswith(f"wrote {Path('report', 'index.html')} (")
+    assert (example_report.folder / "index.html").exists()
+    assert example_report.report.options["n_boot"] == 1000  # the command line's default
+
+
 def test_example_runs_report(example_report):
-    # the saved report of conftest.py (the command line's report runs below, on other tables)
+    # the report README's command saved (conftest.py; the command line runs below on other tables)
     example_out = example_report.folder
     html = (example_out / "index.html").read_text(encoding="utf-8")
     runs = evalmix.read_runs(EXAMPLE)
@@ -293,8 +302,10 @@ def test_report_saves_300_dpi_png_and_truetype_pdf(example_report):
         assert b"/Subtype /Type3" not in pdf, name
 
 
-def test_example_with_a_condition_as_slice(tmp_path):
-    rep = evalmix.report(evalmix.read_runs(EXAMPLE), slice="language", reference="model-A", n_boot=50)
+def test_example_with_a_condition_as_slice():
+    full = pd.read_csv(EXAMPLE)
+    some = full[full["item"].isin(sorted(full["item"].unique())[:30])]  # 30 of the 105 items
+    rep = evalmix.report(evalmix.read_runs(some), slice="language", reference="model-A", n_boot=50)
     means = rep.tables["language_means"]
     assert means["language"].tolist() == ["EN", "ES"] or means["language"].tolist() == ["ES", "EN"]
     # a condition used as the slice stays in the candidate models
@@ -303,30 +314,24 @@ def test_example_with_a_condition_as_slice(tmp_path):
     assert rep.section("robustness").tables[0][2]["model"].nunique() == 8
 
 
-def test_table_without_slices_or_runs(tmp_path):
+def test_table_without_slices_or_runs(tmp_path, capsys):
     full = pd.read_csv(EXAMPLE)
     bare = full[(full["run"] == 1) & (full["language"] == "EN") & (full["prompt"] == "ZS")]
     bare = bare.drop(columns=["language", "prompt"])
     path = tmp_path / "bare.csv"
     bare.to_csv(path, index=False)
     out = tmp_path / "out"
-    assert main(["report", str(path), "-o", str(out)]) == 0
+    assert main(["report", str(path), "-o", str(out), "--json"]) == 0
+    # --json prints strict JSON: the page, the options, one record per table, figure or left-out line
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert doc["html"].endswith("index.html") and doc["options"]["reference"]
+    kinds = {(r["section"], r["kind"]) for r in doc["contents"]}
+    assert ("reliability", "left out") in kinds and ("selection", "figure") in kinds
     html = (out / "index.html").read_text(encoding="utf-8")
     assert html.count("Left out: the table has a single run.") == 3
     assert _tab(out, "model_selection")["name"].tolist() == ["model"]
     assert sorted(p.stem for p in (out / "figures").glob("*.png")) == \
         ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios"]
-
-
-def test_json_summary_is_strict(tmp_path, capsys):
-    full = pd.read_csv(EXAMPLE)
-    path = tmp_path / "one_run.csv"
-    full[full["run"] == 1].to_csv(path, index=False)
-    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
-    assert doc["html"].endswith("index.html") and doc["options"]["reference"]
-    kinds = {(r["section"], r["kind"]) for r in doc["contents"]}
-    assert ("reliability", "left out") in kinds and ("selection", "figure") in kinds
 
 
 def test_user_errors_exit_2(tmp_path, capsys):
@@ -363,10 +368,9 @@ def test_candidate_formulas_invariants(conditions):
         assert set(re.split(r"\s*[*+]\s*", c)) <= {"model", *conditions}
 
 
-def test_bayes_section_off_by_default_and_without_pymc(monkeypatch):
+def test_bayes_section_off_by_default_and_without_pymc(example_report, monkeypatch):
+    assert "bayes" not in [s.key for s in example_report.report.sections]
     df = evalmix.simulate.glmm_runs(3, 20, 2, seed=5)
-    rep = evalmix.report(df, n_boot=50)
-    assert "bayes" not in [s.key for s in rep.sections]
     monkeypatch.setitem(__import__("sys").modules, "pymc", None)  # as if the extra were missing
     rep = evalmix.report(df, n_boot=50, bayes=True)
     assert rep.section("bayes").skipped.startswith("Left out: the Bayesian section needs the bayes extra")

@@ -921,10 +921,15 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
     >>> sec.tables[0][2]["model"].tolist()
     ['large', 'medium', 'small']
     """
-    from .arena import bradley_terry, read_battles
-    from .plots.leaderboard import leaderboard_plot
-
     check_arguments(conf_level=conf_level)
+    return _arena_section(_battle_table(battles, cluster), cluster, conf_level)
+
+
+def _battle_table(battles: pd.DataFrame | str | Path, cluster: str | None) -> pd.DataFrame:
+    """The battles read and checked (the cluster column kept as ``prompt``): the report reads them
+    before its first fit, so that a bad battle file fails at once."""
+    from .arena import read_battles
+
     if isinstance(battles, (str, Path)):
         from .io.detect import detect_format, is_log_source, read_logs
 
@@ -932,7 +937,13 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
         fmt = detect_format(battles) if is_log_source(battles) else None
         if fmt in ("arena", "mt-bench"):
             battles = read_logs(battles, **({"kind": "pair"} if fmt == "mt-bench" else {}))
-    table = read_battles(battles, prompt=cluster)
+    return read_battles(battles, prompt=cluster)
+
+
+def _arena_section(table: pd.DataFrame, cluster: str | None, conf_level: float) -> ReportSection:
+    from .arena import bradley_terry
+    from .plots.leaderboard import leaderboard_plot
+
     ties: Literal["davidson", "drop"] = "davidson" if (table["winner"] == "tie").any() else "drop"
     bt = bradley_terry(table, ties=ties, cluster="prompt" if cluster is not None else None,
                        conf_level=conf_level)
@@ -1208,7 +1219,7 @@ def _score_report(data: pd.DataFrame, out: str | Path | None, *, roles: dict[str
             f"judge column {judge_col!r} enters the score model's fixed part instead." if judge_col else
             f"Left out: the judges section reads 0/1 verdicts, and {what}."))
     if battles is not None:
-        sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
+        sections.append(_arena_section(battles, battle_cluster, conf_level))
     sections.append(_fits_section(log))
     engine = _SCORE_FITS[kind][0]
     options = {"reference": ref, "slice": slice_, "conditions": roles["conditions"], "selected": None,
@@ -1334,6 +1345,8 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     slice_ = slice if slice is not None else (roles["item_level"][0] if roles["item_level"] else None)
     cond = roles["conditions"]  # a condition chosen as the slice stays a condition
     judge_col = _judge_column(schema, data, judge)  # a bad judge= fails before the fits
+    if battles is not None:  # so does a bad battle file
+        battles = _battle_table(battles, battle_cluster)
     kind = outcome_kind(data)
     check = None
     if kind == "counts":
@@ -1419,7 +1432,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         sections.append(judges_section(data, judge=judge_col, labels=labels, human=human,
                                        conf_level=conf_level, log=log))
     if battles is not None:
-        sections.append(arena_section(battles, cluster=battle_cluster, conf_level=conf_level))
+        sections.append(_arena_section(battles, battle_cluster, conf_level))
     sections.append(_fits_section(log, "a singular fit has a variance at zero (in single-run fits the "
                                   "item:run term is dropped, as it is aliased with the item term)", check))
     formulas: dict[str, str] = {}
