@@ -24,16 +24,6 @@ def _signif(x: float, digits: int = 4) -> str:
     return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
 
 
-def _columns(rows: list[list[str]], head: list[str], left: int = 1) -> list[str]:
-    """Aligned columns; the first ``left`` are left-justified (labels), the rest right-justified."""
-    width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
-    out = []
-    for r in [head, *rows]:
-        out.append(" ".join(r[k].ljust(width[k]) if k < left else r[k].rjust(width[k])
-                            for k in range(len(head))).rstrip())
-    return out
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class ClmmResult(Result):
     """A cumulative-link mixed model fitted by the Laplace approximation, as ``ordinal::clmm``.
@@ -183,7 +173,8 @@ class ClmmResult(Result):
                   " " + " ".join(v.ljust(k) for v, k in zip(vals, w)), "", "Random effects:"]
         rows = [[str(g), "(Intercept)", _signif(v), _signif(s)]
                 for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
-        lines += [" " + r for r in _columns(rows, ["Groups", "Name", "Variance", "Std.Dev."], left=4)]
+        lines += [" " + r for r in tables.aligned_columns(rows, ["Groups", "Name", "Variance", "Std.Dev."],
+                                                          left=4)]
         lines += ["Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngrps.items()), ""]
         tab = self.coef_table()
         for title, part, with_p in (("Coefficients:", tab[tab["kind"] == "location"], True),
@@ -194,7 +185,7 @@ class ClmmResult(Result):
             head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)"] if with_p else [])
             rows = [[str(r.term), f"{r.estimate:.4f}", f"{r.se:.4f}", f"{r.statistic:.3f}"]
                     + ([f"{r.p_value:.3g}"] if with_p else []) for r in part.itertuples()]
-            lines += [title, *_columns(rows, head), ""]
+            lines += [title, *tables.aligned_columns(rows, head), ""]
         if not self.converged:
             lines.append("The optimiser did not converge: the largest gradient is "
                          f"{self.max_grad:.2e}.")
