@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import tables
 from .._result import Result, Summary
 from ..arguments import check_arguments
+from ..fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -132,13 +132,9 @@ class ClmmResult(Result):
         """
         check_arguments(conf_level=conf_level)
         est = self.coef.to_numpy()
-        se = np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)]
-        z = est / se
-        q = stats.norm.ppf(0.5 + conf_level / 2)
-        kind = ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds)
-        return pd.DataFrame({"term": list(self.coef.index), "kind": kind, "estimate": est, "se": se,
-                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
-                             "conf_low": est - q * se, "conf_high": est + q * se})
+        tab = wald_z_table(self.coef.index, est, np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)], conf_level)
+        tab.insert(1, "kind", ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds))
+        return tab
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()

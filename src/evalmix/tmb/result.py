@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import tables
 from .._result import Result, Summary
 from ..arguments import check_arguments, check_choice
+from ..fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -162,13 +162,8 @@ class GlmmTMBResult(Result):
         ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high']
         """
         check_arguments(conf_level=conf_level)
-        est = self.fixef.to_numpy()
-        se = np.sqrt(np.diag(self.vcov.to_numpy()))
-        z = est / se
-        q = stats.norm.ppf(0.5 + conf_level / 2)
-        return pd.DataFrame({"term": list(self.fixef.index), "estimate": est, "se": se,
-                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
-                             "conf_low": est - q * se, "conf_high": est + q * se})
+        return wald_z_table(self.fixef.index, self.fixef.to_numpy(), np.sqrt(np.diag(self.vcov.to_numpy())),
+                            conf_level)
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
