@@ -42,7 +42,7 @@ import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "hessian_at_modes"]
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "cholesky_inverse", "hessian_at_modes"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
 DENSE_MAX = 2000
@@ -51,6 +51,38 @@ DENSE_B_MAX = 4_000_000
 #: two nested terms go through the diagonal Schur complement (off: the dense Schur complement or
 #: the sparse LU, as for other designs; the tests compare the three)
 NESTED_FAST = True
+
+
+def cholesky_inverse(lower: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite matrix from its lower Cholesky factor
+    (LAPACK's ``dpotri``, R's ``chol2inv``), made symmetric.
+
+    Parameters
+    ----------
+    lower : ndarray
+        The factor ``L`` of ``S = L L'`` in the lower triangle (``scipy.linalg.cho_factor(S,
+        lower=True)[0]``; the upper triangle is not read).
+
+    Returns
+    -------
+    ndarray
+        ``S^-1``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        A zero on the factor's diagonal (``S`` singular).
+
+    Examples
+    --------
+    >>> S = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.allclose(cholesky_inverse(np.linalg.cholesky(S)) @ S, np.eye(2), atol=1e-14))
+    True
+    """
+    inv, info = linalg.lapack.dpotri(lower, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
+    return np.tril(inv) + np.tril(inv, -1).T
 
 
 @dataclass
