@@ -11,7 +11,7 @@ through it.  :func:`linear_functions` and :func:`wald_test` are the one place wh
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -282,14 +282,14 @@ def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
     return chisq, df, float(stats.chi2.sf(chisq, df)) if df > 0 else float("nan")
 
 
-def wald_z_table(terms: Sequence[object], estimate: np.ndarray, se: np.ndarray,
+def wald_z_table(terms: Iterable[object], estimate: np.ndarray, se: np.ndarray,
                  conf_level: float = 0.95) -> pd.DataFrame:
     """Wald z tests and intervals of coefficients (R's ``summary(fit)$coefficients`` of a fit
     with asymptotic, normal inference).
 
     Parameters
     ----------
-    terms : sequence
+    terms : iterable
         The coefficients' names.
     estimate, se : ndarray
         Their estimates and standard errors.
