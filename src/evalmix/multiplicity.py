@@ -30,6 +30,7 @@ directions give its box probability exactly, with the F CDF in place of the chi-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import overload
 
 import numpy as np
@@ -172,13 +173,18 @@ def ptukey_upper(q: np.ndarray | float, nmeans: float) -> np.ndarray:
     return np.array([stats.studentized_range.sf(v, nmeans, np.inf) if v > 0 else 1.0 for v in q])
 
 
-def qtukey(level: float, nmeans: float) -> float:
-    """Quantile of the studentized range with infinite df."""
-    f = lambda x: 1.0 - ptukey_upper(x, nmeans)[0] - level  # noqa: E731
-    hi = 2.0
+def _quantile(cdf: Callable[[float], float], level: float, hi: float) -> float:
+    """The ``level`` quantile of a distribution on (0, inf) from its CDF: ``hi`` doubled until it
+    brackets the quantile, then Brent's method."""
+    f = lambda x: cdf(x) - level  # noqa: E731
     while f(hi) < 0:
         hi *= 2
     return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+
+
+def qtukey(level: float, nmeans: float) -> float:
+    """Quantile of the studentized range with infinite df."""
+    return _quantile(lambda x: 1.0 - ptukey_upper(x, nmeans)[0], level, 2.0)
 
 
 def pdunnx(x: np.ndarray | float, k: int) -> np.ndarray:
@@ -237,11 +243,7 @@ class _Box:
         return special.gammainc(self.r / 2, radius2 / 2).mean(axis=1)
 
     def quantile(self, level: float) -> float:
-        f = lambda t: self.probability(t)[0] - level  # noqa: E731
-        hi = 4.0
-        while f(hi) < 0:
-            hi *= 2
-        return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+        return _quantile(lambda t: self.probability(t)[0], level, 4.0)
 
 
 def mvn_box_probability(t: np.ndarray | float, corr: np.ndarray, seed: int = _SEED,
