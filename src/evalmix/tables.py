@@ -267,6 +267,13 @@ def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.Dat
     return out
 
 
+def _head_formatted(raw: pd.DataFrame, max_rows: int | None, digits: int) -> tuple[pd.DataFrame, int]:
+    """The first ``max_rows`` rows formatted (only the rows printed are, as R formats what it
+    prints) and the number of rows left out."""
+    more = len(raw) - max_rows if max_rows is not None and len(raw) > max_rows else 0
+    return format_table(raw.iloc[:max_rows] if more else raw, digits), more
+
+
 def _numeric_columns(df: pd.DataFrame) -> list[bool]:
     return [pd.api.types.is_numeric_dtype(df.iloc[:, i]) and not pd.api.types.is_bool_dtype(df.iloc[:, i])
             for i in range(df.shape[1])]
@@ -593,10 +600,7 @@ def to_html(table: pd.DataFrame | SupportsFrame, digits: int = 3, caption: str |
     <table><thead><tr><th class="l">model</th><th>n</th></tr></thead><tbody><tr><td class="l">&lt;b&gt;</td><td>3</td></tr></tbody></table>
     """
     raw = _select(_as_frame(table), columns)
-    more = 0
-    if max_rows is not None and len(raw) > max_rows:
-        more = len(raw) - max_rows
-    shown = format_table(raw.iloc[:max_rows] if more else raw, digits)
+    shown, more = _head_formatted(raw, max_rows, digits)
     numeric = _numeric_columns(raw)
     left = ' class="l"'
     head = "".join(f"<th{'' if n else left}>{html_text(c)}</th>" for c, n in zip(raw.columns, numeric))
@@ -657,11 +661,7 @@ def to_text(table: pd.DataFrame | SupportsFrame, digits: int = 3, width: int | N
     raw = _as_frame(table)
     if raw.shape[1] == 0:
         return "(no columns)"
-    n_more = 0
-    if max_rows is not None and len(raw) > max_rows:
-        n_more = len(raw) - max_rows
-    # only the rows printed are formatted (as R formats what it prints)
-    shown = format_table(raw.iloc[:max_rows] if n_more else raw, digits)
+    shown, n_more = _head_formatted(raw, max_rows, digits)
     numeric = _numeric_columns(raw)
     heads = [_terminal_text(str(c)) for c in raw.columns]
     cols = [[_terminal_text(v) for v in shown.iloc[:, i]] for i in range(shown.shape[1])]
