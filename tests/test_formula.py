@@ -81,3 +81,15 @@ def test_absent_columns_and_one_level_factor_are_named():
     d["one"] = "only"
     with pytest.raises(DataError, match="'one'.*one level"):
         build_random_terms(parse_formula("y ~ (1|one)").random, d)
+
+
+def test_missing_grouping_column_is_named_by_both_readers_of_random_terms():
+    from evalmix.model import random_columns
+
+    specs = parse_formula("y ~ x + (1|item) + (x|judge)").random
+    d = pd.DataFrame({"y": [0, 1], "x": [0.5, 1.5], "item": ["a", "b"]})
+    for read in (random_columns, build_random_terms):
+        with pytest.raises(FormulaError, match=r"grouping factor 'judge' of random term \(x \| judge\) "
+                                               "is not a column of the data"):
+            read(specs, d)
+

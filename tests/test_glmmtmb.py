@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 import evalmix
-from evalmix.errors import ArgumentError, DataError, FormulaError
+from evalmix.errors import ArgumentError, DataError, DataWarning, FormulaError
 
 REF_DIR = Path(__file__).parent / "reference"
 REF = json.loads((REF_DIR / "glmmtmb_reference.json").read_text())
@@ -301,3 +301,20 @@ def test_print_and_tables(fits):
     assert fit.ranef.groupby("group").size().to_dict() == {"item": 50}
     assert fit.residuals("response") == pytest.approx(fit.observed - fit.fitted)
     assert isinstance(fit, evalmix.fitted.MixedFit)
+
+
+def test_offset_names_the_user_rows_and_sits_at_its_mean():
+    from evalmix.tmb.design import build_tmb_design
+
+    d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3], "model": list("ababab"),
+                      "score": [0.2, 0.4, np.nan, 0.5, 0.6, 0.7], "t": [1.0, 2.0, 1.0, 4.0, 0.0, 1.0]},
+                     index=[10, 11, 12, 13, 14, 15])
+    # row 12 is incomplete and left out; the bad offset is in the user's row 14
+    with (pytest.raises(DataError, match=r"offset is not finite in rows 14"), np.errstate(divide="ignore"),
+          pytest.warns(DataWarning, match="dropping 1 row")):
+        build_tmb_design("score ~ model + offset(log(t)) + (1|item)", d, family="beta")
+    with pytest.warns(DataWarning, match="dropping 1 row"):
+        design = build_tmb_design("score ~ model + offset(log(t)) + (1|item)", d.assign(t=d["t"] + 1.0),
+                                  family="beta")
+    np.testing.assert_allclose(design.offset, np.log([2.0, 3.0, 5.0, 1.0, 2.0]), rtol=1e-15)
+    assert design.fixed.offset_mean == pytest.approx(np.log([2.0, 3.0, 5.0, 1.0, 2.0]).mean(), rel=1e-15)

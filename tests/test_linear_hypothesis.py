@@ -202,3 +202,18 @@ def test_posterior_fit_is_tested_on_its_normal_approximation():
     expected = draws["modelB"].mean() ** 2 / draws["modelB"].var()
     assert res.statistic == pytest.approx(expected, rel=1e-12)
     assert res.posterior and "normal approximation" in repr(res)
+
+
+def test_wald_z_table_matches_normal_theory():
+    from scipy import stats
+
+    from evalmix.fitted import wald_z_table
+
+    est, se = np.array([0.8, -1.2, 0.0]), np.array([0.4, 0.3, 2.0])
+    tab = wald_z_table(["a", "b", "c"], est, se, conf_level=0.9)
+    assert tab.columns.tolist() == ["term", "estimate", "se", "statistic", "p_value", "conf_low", "conf_high"]
+    np.testing.assert_allclose(tab["statistic"], [2.0, -4.0, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(tab["p_value"], [0.04550026389635842, 6.334248366623996e-05, 1.0], rtol=1e-12)
+    q = stats.norm.ppf(0.95)  # 1.6448536...
+    np.testing.assert_allclose(tab["conf_low"], est - q * se, rtol=1e-15)
+    np.testing.assert_allclose(tab["conf_high"] - tab["conf_low"], 2 * 1.6448536269514722 * se, rtol=1e-12)

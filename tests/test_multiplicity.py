@@ -68,3 +68,26 @@ def test_equals_r_p_adjust(method):
     p = np.array([np.nan if v is None else v for v in ref["p"]])
     expected = np.array([np.nan if v is None else v for v in ref[method]])
     assert np.allclose(adjust_pvalues(p, method), expected, rtol=1e-12, equal_nan=True)
+
+
+def test_family_methods_follow_emmeans_rules():
+    from evalmix.multiplicity import family_methods
+
+    assert family_methods("fdr_bh", 4, True) == ("BH", "bonferroni")  # step-wise: Bonferroni intervals
+    assert family_methods("tukey", 4, True) == ("tukey", "tukey")
+    assert family_methods("tukey", 4, False) == ("sidak", "sidak")  # not one set of pairwise comparisons
+    assert family_methods("mvt", 1, False) == ("none", "none")  # a single test is never adjusted
+
+
+def test_p_adjust_critical_on_normal_and_t_scales():
+    from scipy import stats
+
+    from evalmix.multiplicity import p_adjust_critical
+
+    assert p_adjust_critical("none", 0.95, 3, stats.norm.isf) == pytest.approx(1.959963984540054, rel=1e-15)
+    # Sidak: 1 - 0.95^(1/3) = 0.016952... two-sided; Bonferroni (also for holm): 0.05 / 3
+    assert p_adjust_critical("sidak", 0.95, 3, stats.norm.isf) == pytest.approx(2.387738, abs=1e-6)
+    assert p_adjust_critical("holm", 0.95, 3, stats.norm.isf) == pytest.approx(2.393980, abs=1e-6)
+    df = np.array([4.0, 30.0])
+    crit = p_adjust_critical("bonferroni", 0.95, 3, lambda q: stats.t.isf(q, df))
+    np.testing.assert_allclose(crit, [3.960786, 2.535742], atol=1e-6)  # R: qt(1 - 0.05 / 6, c(4, 30))

@@ -91,3 +91,21 @@ def test_repeated_column_names_are_kept_by_position():
     df = pd.DataFrame([[1, 2.5, "a"]], columns=["x", "x", "y"])
     assert format_table(df).values.tolist() == [["1", "2.5", "a"]]
     assert to_markdown(df).splitlines()[2] == "| 1 | 2.5 | a |"
+
+
+def test_significance_stars_at_r_cut_points():
+    from evalmix.tables import significance_stars
+
+    # printCoefmat's cut points 0.001, 0.01, 0.05, 0.1 are open above
+    got = [significance_stars(p) for p in (0.0, 0.000999, 0.001, 0.00999, 0.01, 0.0499, 0.05, 0.0999, 0.1, 1.0)]
+    assert got == ["***", "***", "**", "**", "*", "*", ".", ".", "", ""]
+    assert significance_stars(float("nan")) == "" and significance_stars(float("inf")) == ""
+
+
+def test_aligned_columns_left_and_right():
+    from evalmix.tables import aligned_columns
+
+    rows = [["a", "1.5", "*"], ["long", "10", "***"]]
+    assert aligned_columns(rows, ["", "x", ""]) == ["       x", "a    1.5   *", "long  10 ***"]
+    # stars left-justified as lmerTest prints them, trailing blanks dropped
+    assert aligned_columns(rows, ["", "x", ""], left=(0, 2)) == ["       x", "a    1.5 *", "long  10 ***"]

@@ -844,12 +844,18 @@ def _warn_row_ids(df: pd.DataFrame, schema: RunsSchema, where: str) -> None:
             DataWarning, stacklevel=5)
 
 
-def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
+def _repeated_keys(df: pd.DataFrame, key_cols: list[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """The key columns (as text when a cell is unhashable) and whether each row's key repeats."""
     keys = df[key_cols]
     try:
-        dup = keys.duplicated(keep=False)
+        return keys, keys.duplicated(keep=False)
     except TypeError:  # unhashable cells (lists from JSON): compare their text
-        dup = keys.astype(str).duplicated(keep=False)
+        keys = keys.astype(str)
+        return keys, keys.duplicated(keep=False)
+
+
+def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
+    dup = _repeated_keys(df, key_cols)[1]
     if dup.any():
         raise DataError(
             f"{where}{int(dup.sum())} rows share a key {tuple(key_cols)} (the model, item, run and "
@@ -860,12 +866,7 @@ def _check_unique_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> Non
 def _check_repeated_keys(df: pd.DataFrame, key_cols: list[str], where: str) -> None:
     """Without a run column, repeated (model, item, slices) keys are attempts (pass@k data) when
     most keys repeat; when most keys appear once, the few that repeat are duplicated rows."""
-    keys = df[key_cols]
-    try:
-        dup = keys.duplicated(keep=False)
-    except TypeError:  # unhashable cells (lists from JSON): compare their text
-        keys = keys.astype(str)
-        dup = keys.duplicated(keep=False)
+    keys, dup = _repeated_keys(df, key_cols)
     if not dup.any():
         return
     single = int((~dup).sum())

@@ -777,28 +777,18 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
     as emmeans' ``.adj.p.value`` and its confidence intervals with each row's df."""
     from scipy import optimize as _opt
 
-    method = multiplicity.normalise_method(method)
     t_all = np.asarray(t, dtype=float)
     df_all = np.where(np.isfinite(np.asarray(df, dtype=float)), df, np.inf)
     k = len(t_all)
-    if k == 1:
-        method = "none"
-    if method == "tukey" and not pairwise:
-        method = "sidak"
+    method, ci_method = multiplicity.family_methods(method, k, pairwise)
     finite = np.isfinite(t_all)
     abst = np.abs(t_all)
     p_raw = 2 * stats.t.sf(abst, df_all)
-    alpha = 1 - conf_level
     p = np.full(k, np.nan)
     if method in multiplicity.P_ADJUST_METHODS:
         if finite.any():
             p[finite] = multiplicity.adjust_pvalues(p_raw[finite], method, n=k)
-        if method == "none":
-            crit = stats.t.isf(alpha / 2, df_all)
-        elif method == "sidak":
-            crit = stats.t.isf((1 - conf_level ** (1 / k)) / 2, df_all)
-        else:  # Bonferroni intervals for Bonferroni and the step-wise methods
-            crit = stats.t.isf(alpha / k / 2, df_all)
+        crit = multiplicity.p_adjust_critical(method, conf_level, k, lambda q: stats.t.isf(q, df_all))
     elif method == "tukey":
         if n_means is None:
             raise ValueError("the Tukey adjustment needs the number of means compared")
@@ -832,7 +822,6 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
             p[rows & finite] = box_p
             crit[rows] = q
     p = np.clip(p, 0.0, 1.0)
-    ci_method = "bonferroni" if method in ("holm", "hochberg", "BH", "BY") else method
     return p, np.broadcast_to(np.asarray(crit, dtype=float), (k,)).copy(), method, ci_method
 
 

@@ -11,7 +11,7 @@ through it.  :func:`linear_functions` and :func:`wald_test` are the one place wh
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Coefficients", "DfMethod", "FittedModel", "LinearHypothesis", "MixedFit", "PosteriorFit",
            "SeparationLimit", "VarCorrFit", "coefficients", "df_method", "hypothesis_matrix",
-           "linear_functions", "linear_hypothesis", "wald_test", "warn_divergent"]
+           "linear_functions", "linear_hypothesis", "wald_test", "wald_z_table", "warn_divergent"]
 
 
 @runtime_checkable
@@ -280,6 +280,42 @@ def wald_test(L: np.ndarray, beta: np.ndarray, vcov: np.ndarray,
     df = int(np.linalg.matrix_rank(cov))
     chisq = float(d @ np.linalg.pinv(cov) @ d)
     return chisq, df, float(stats.chi2.sf(chisq, df)) if df > 0 else float("nan")
+
+
+def wald_z_table(terms: Iterable[object], estimate: np.ndarray, se: np.ndarray,
+                 conf_level: float = 0.95) -> pd.DataFrame:
+    """Wald z tests and intervals of coefficients (R's ``summary(fit)$coefficients`` of a fit
+    with asymptotic, normal inference).
+
+    Parameters
+    ----------
+    terms : iterable
+        The coefficients' names.
+    estimate, se : ndarray
+        Their estimates and standard errors.
+    conf_level : float
+        Level of the intervals (checked by the caller).
+
+    Returns
+    -------
+    DataFrame
+        ``term``, ``estimate``, ``se``, ``statistic`` (``estimate / se``), ``p_value`` (two-sided
+        normal), ``conf_low``, ``conf_high``.
+
+    Examples
+    --------
+    >>> tab = wald_z_table(["a", "b"], np.array([1.0, 0.0]), np.array([0.5, 1.0]))
+    >>> tab["statistic"].tolist(), tab["p_value"].round(4).tolist(), tab["conf_low"].round(3).tolist()
+    ([2.0, 0.0], [0.0455, 1.0], [0.02, -1.96])
+    """
+    from scipy import stats
+
+    est, se = np.asarray(estimate, dtype=float), np.asarray(se, dtype=float)
+    z = est / se
+    q = stats.norm.ppf(0.5 + conf_level / 2)
+    return pd.DataFrame({"term": list(terms), "estimate": est, "se": se, "statistic": z,
+                         "p_value": 2 * stats.norm.sf(np.abs(z)),
+                         "conf_low": est - q * se, "conf_high": est + q * se})
 
 
 # ---------------------------------------------------------------- hypotheses over coefficient names

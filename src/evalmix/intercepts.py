@@ -42,7 +42,7 @@ import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "hessian_at_modes"]
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
 DENSE_MAX = 2000
@@ -51,6 +51,86 @@ DENSE_B_MAX = 4_000_000
 #: two nested terms go through the diagonal Schur complement (off: the dense Schur complement or
 #: the sparse LU, as for other designs; the tests compare the three)
 NESTED_FAST = True
+
+
+def ascent_step(objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]], u: np.ndarray,
+                step: np.ndarray, value: float, halvings: int = 30, slack: float = 1e-12
+                ) -> tuple[np.ndarray, tuple[float, np.ndarray, np.ndarray]] | None:
+    """A Newton step of the inner maximisation over the random effects, halved until the
+    objective does not fall: the step of the conditional modes of :mod:`evalmix.tmb` and
+    :mod:`evalmix.ordinal`.
+
+    Parameters
+    ----------
+    objective : callable
+        ``objective(u) -> (value, d1, d2)``: the joint log-density and the rows' first and second
+        derivatives over the linear predictor.
+    u : ndarray
+        The current effects.
+    step : ndarray
+        The Newton step from ``u``.
+    value : float
+        ``objective(u)[0]``.
+    halvings : int
+        Halvings before giving up: ``2^-30`` of a Newton step that still lowers the objective means
+        the mode is reached to rounding.
+    slack : float
+        A step may lower the objective by this share of it (rounding of the sum over rows), so
+        that a step taken at the mode is not halved to nothing.
+
+    Returns
+    -------
+    tuple or None
+        ``(u + step, objective(u + step))`` of the first accepted (halved) step; None when every
+        halving lowered the objective or made it non-finite.
+
+    Examples
+    --------
+    >>> f = lambda u: (float(-(u @ u)), -2 * u, np.full_like(u, -2.0))
+    >>> u, (value, _, _) = ascent_step(f, np.array([1.0]), np.array([-4.0]), -1.0)
+    >>> u.tolist(), value
+    ([-1.0], -1.0)
+    >>> ascent_step(f, np.array([0.0]), np.array([1.0]), 0.0, halvings=3) is None
+    True
+    """
+    for _ in range(halvings):
+        trial = objective(u + step)
+        if np.isfinite(trial[0]) and trial[0] >= value - slack * abs(value):
+            return u + step, trial
+        step = step / 2
+    return None
+
+
+def cholesky_inverse(lower: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite matrix from its lower Cholesky factor
+    (LAPACK's ``dpotri``, R's ``chol2inv``), made symmetric.
+
+    Parameters
+    ----------
+    lower : ndarray
+        The factor ``L`` of ``S = L L'`` in the lower triangle (``scipy.linalg.cho_factor(S,
+        lower=True)[0]``; the upper triangle is not read).
+
+    Returns
+    -------
+    ndarray
+        ``S^-1``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        A zero on the factor's diagonal (``S`` singular).
+
+    Examples
+    --------
+    >>> S = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.allclose(cholesky_inverse(np.linalg.cholesky(S)) @ S, np.eye(2), atol=1e-14))
+    True
+    """
+    inv, info = linalg.lapack.dpotri(lower, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
+    return np.tril(inv) + np.tril(inv, -1).T
 
 
 @dataclass

@@ -30,6 +30,7 @@ directions give its box probability exactly, with the F CDF in place of the chi-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import overload
 
 import numpy as np
@@ -41,8 +42,9 @@ from scipy.stats import qmc
 from .methods import ADJUST_METHODS, P_ADJUST_METHODS
 
 __all__ = [
-    "ADJUST_METHODS", "P_ADJUST_METHODS", "adjust_family", "adjust_pvalues", "mvn_box_probability",
-    "mvn_box_quantile", "normalise_method", "pdunnx", "ptukey_upper", "qdunnx", "qtukey",
+    "ADJUST_METHODS", "P_ADJUST_METHODS", "adjust_family", "adjust_pvalues", "family_methods",
+    "mvn_box_probability", "mvn_box_quantile", "normalise_method", "p_adjust_critical", "pdunnx",
+    "ptukey_upper", "qdunnx", "qtukey",
 ]
 
 
@@ -172,13 +174,18 @@ def ptukey_upper(q: np.ndarray | float, nmeans: float) -> np.ndarray:
     return np.array([stats.studentized_range.sf(v, nmeans, np.inf) if v > 0 else 1.0 for v in q])
 
 
-def qtukey(level: float, nmeans: float) -> float:
-    """Quantile of the studentized range with infinite df."""
-    f = lambda x: 1.0 - ptukey_upper(x, nmeans)[0] - level  # noqa: E731
-    hi = 2.0
+def _quantile(cdf: Callable[[float], float], level: float, hi: float) -> float:
+    """The ``level`` quantile of a distribution on (0, inf) from its CDF: ``hi`` doubled until it
+    brackets the quantile, then Brent's method."""
+    f = lambda x: cdf(x) - level  # noqa: E731
     while f(hi) < 0:
         hi *= 2
     return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+
+
+def qtukey(level: float, nmeans: float) -> float:
+    """Quantile of the studentized range with infinite df."""
+    return _quantile(lambda x: 1.0 - ptukey_upper(x, nmeans)[0], level, 2.0)
 
 
 def pdunnx(x: np.ndarray | float, k: int) -> np.ndarray:
@@ -237,11 +244,7 @@ class _Box:
         return special.gammainc(self.r / 2, radius2 / 2).mean(axis=1)
 
     def quantile(self, level: float) -> float:
-        f = lambda t: self.probability(t)[0] - level  # noqa: E731
-        hi = 4.0
-        while f(hi) < 0:
-            hi *= 2
-        return optimize.brentq(f, 1e-8, hi, xtol=1e-10)
+        return _quantile(lambda t: self.probability(t)[0], level, 4.0)
 
 
 def mvn_box_probability(t: np.ndarray | float, corr: np.ndarray, seed: int = _SEED,
@@ -268,6 +271,76 @@ def mvn_box_quantile(level: float, corr: np.ndarray, seed: int = _SEED, df: floa
 # --- one family -----------------------------------------------------------------------------------
 
 # --- one family -----------------------------------------------------------------------------------
+
+def family_methods(method: str, k: int, pairwise: bool) -> tuple[str, str]:
+    """The adjustment one family of ``k`` tests gets, for its p-values and for its intervals, as
+    emmeans chooses them.
+
+    A single test is never adjusted; ``tukey`` applies to one set of pairwise comparisons only
+    (otherwise ``sidak``); the step-wise methods (``holm``, ``hochberg``, ``BH``, ``BY``) have no
+    intervals of their own, which are Bonferroni's.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`ADJUST_METHODS` (or an alias).
+    k : int
+        Tests in the family (non-estimable ones included).
+    pairwise : bool
+        Whether the family is one set of pairwise comparisons.
+
+    Returns
+    -------
+    p_method, ci_method : str
+
+    Examples
+    --------
+    >>> family_methods("Holm", 3, False), family_methods("tukey", 3, False), family_methods("tukey", 1, True)
+    (('holm', 'bonferroni'), ('sidak', 'sidak'), ('none', 'none'))
+    """
+    method = normalise_method(method)
+    if k == 1:  # a single test is never adjusted (emmeans does the same)
+        method = "none"
+    if method == "tukey" and not pairwise:
+        method = "sidak"
+    return method, "bonferroni" if method in ("holm", "hochberg", "BH", "BY") else method
+
+
+def p_adjust_critical(method: str, conf_level: float, k: int,
+                      isf: Callable[[float], np.ndarray | float]) -> np.ndarray | float:
+    """The interval critical value of a family of ``k`` tests adjusted by one of
+    :data:`P_ADJUST_METHODS`: unadjusted, Sidak's, or Bonferroni's (for Bonferroni and the
+    step-wise methods).
+
+    Parameters
+    ----------
+    method : str
+        A canonical name of :data:`P_ADJUST_METHODS`.
+    conf_level : float
+        The family-wise confidence level.
+    k : int
+        Tests in the family.
+    isf : callable
+        The inverse survival function of the statistic (``stats.norm.isf``, or ``stats.t.isf``
+        with each row's df).
+
+    Returns
+    -------
+    float or ndarray
+        What ``isf`` returns at the two-sided tail probability.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> round(float(p_adjust_critical("bonferroni", 0.95, 2, stats.norm.isf)), 4)
+    2.2414
+    """
+    if method == "none":
+        return isf((1 - conf_level) / 2)
+    if method == "sidak":
+        return isf((1 - conf_level ** (1 / k)) / 2)
+    return isf((1 - conf_level) / k / 2)  # Bonferroni intervals for Bonferroni and the step-wise methods
+
 
 def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int | None,
                   pairwise: bool, corr: np.ndarray | None = None
@@ -302,27 +375,17 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
     >>> p.round(4).tolist(), round(crit, 4), ci_method
     ([0.0248, 0.3173], 2.2414, 'bonferroni')
     """
-    method = normalise_method(method)
     z_all = np.asarray(z, dtype=float)
     # Non-estimable contrasts (NaN) still count in the family size, as in emmeans 1.8
     k = len(z_all)
+    method, ci_method = family_methods(method, k, pairwise)
     finite = np.isfinite(z_all)
     z = z_all[finite]
-    if k == 1:  # a single test is never adjusted (emmeans does the same)
-        method = "none"
-    if method == "tukey" and not pairwise:
-        method = "sidak"
     absz = np.abs(z)
     p_raw = 2 * stats.norm.sf(absz)
-    alpha = 1 - conf_level
     if method in P_ADJUST_METHODS:
         p = _adjust(p_raw, method, k)
-        if method == "none":
-            crit = stats.norm.isf(alpha / 2)
-        elif method == "sidak":
-            crit = stats.norm.isf((1 - conf_level ** (1 / k)) / 2)
-        else:  # Bonferroni intervals for Bonferroni and the step-wise methods
-            crit = stats.norm.isf(alpha / k / 2)
+        crit = p_adjust_critical(method, conf_level, k, stats.norm.isf)
     elif method == "tukey":
         if n_means is None:
             raise ValueError("the Tukey adjustment needs the number of means compared")
@@ -340,5 +403,4 @@ def adjust_family(z: np.ndarray, method: str, *, conf_level: float, n_means: int
         crit = box.quantile(conf_level) if box else np.nan
     p_all = np.full(k, np.nan)
     p_all[finite] = np.clip(p, 0.0, 1.0)
-    ci_method = "bonferroni" if method in ("holm", "hochberg", "BH", "BY") else method
     return p_all, float(crit), method, ci_method

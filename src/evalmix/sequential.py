@@ -204,6 +204,16 @@ def _sequence(z: np.ndarray, method: str, alpha: float, grid: int, n_opt: float,
 # the stopping rule
 
 
+def _check_stop(target_width: float | None, null: float | None, max_n: int | None) -> None:
+    """The stopping rule's arguments: a width > 0, a finite null, a budget of whole items >= 1."""
+    if target_width is not None:
+        check_number(target_width, "target_width", minimum=0, strict=True)
+    if null is not None:
+        check_number(null, "null")
+    if max_n is not None:
+        check_count(max_n, "max_n")
+
+
 def stopping_time(conf_low: ArrayLike, conf_high: ArrayLike, *, null: float | None = None,
                   target_width: float | None = None, max_n: int | None = None) -> tuple[int | None, str]:
     """The first step at which the stopping rule holds, and why.
@@ -238,12 +248,7 @@ def stopping_time(conf_low: ArrayLike, conf_high: ArrayLike, *, null: float | No
     lo, hi = np.asarray(conf_low, dtype=float), np.asarray(conf_high, dtype=float)
     if lo.shape != hi.shape or lo.ndim != 1:
         raise DataError(f"conf_low and conf_high must be 1-D of one length, got {lo.shape} and {hi.shape}")
-    if target_width is not None:
-        check_number(target_width, "target_width", minimum=0, strict=True)
-    if null is not None:
-        check_number(null, "null")
-    if max_n is not None:
-        check_count(max_n, "max_n")
+    _check_stop(target_width, null, max_n)
     n = len(lo) if max_n is None else min(len(lo), max_n)
     for t in range(n):
         if null is not None and lo[t] > null:
@@ -356,12 +361,7 @@ def _check_common(method: str, conf_level: float, grid: int, n_opt: float | None
     check_count(grid, "grid", minimum=10)
     if n_opt is not None:
         check_number(n_opt, "n_opt", minimum=0, strict=True)
-    if target_width is not None:
-        check_number(target_width, "target_width", minimum=0, strict=True)
-    if null is not None:
-        check_number(null, "null")
-    if max_n is not None:
-        check_count(max_n, "max_n")
+    _check_stop(target_width, null, max_n)
     return 1 - level
 
 

@@ -34,9 +34,9 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["HEADERS", "SupportsFrame", "format_p", "format_table", "html_text", "is_p_column",
-           "latex_header", "latex_text", "markdown_text", "to_html", "to_latex", "to_markdown",
-           "to_text"]
+__all__ = ["HEADERS", "SupportsFrame", "aligned_columns", "format_p", "format_table", "html_text",
+           "is_p_column", "latex_header", "latex_text", "markdown_text", "significance_stars", "to_html",
+           "to_latex", "to_markdown", "to_text"]
 
 _P_NAMES = {"p", "p_value", "p.value", "pvalue", "p_adj", "p_adjusted", "p_exact", "p_chisq",
             "pr(>chisq)", "pr(>|z|)", "pr(>|t|)"}
@@ -94,6 +94,61 @@ def format_p(p: float | None, digits: int = 3, eps: float = 0.001) -> str:
     if p < eps:
         return f"<{_plain_number(eps)}"
     return _plain_number(float(f"{p:.{max(1, digits) - 1}e}"))
+
+
+def significance_stars(p: float) -> str:
+    """R's significance stars of a p-value (``printCoefmat``'s ``signif.stars``).
+
+    Parameters
+    ----------
+    p : float
+        A p-value.
+
+    Returns
+    -------
+    str
+        ``"***"`` below 0.001, ``"**"`` below 0.01, ``"*"`` below 0.05, ``"."`` below 0.1, else
+        (and for a missing p-value) ``""``.
+
+    Examples
+    --------
+    >>> [significance_stars(p) for p in (1e-5, 0.004, 0.03, 0.07, 0.5, float("nan"))]
+    ['***', '**', '*', '.', '', '']
+    """
+    if not math.isfinite(p):
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+
+
+def aligned_columns(rows: Sequence[Sequence[str]], head: Sequence[str],
+                    left: int | Iterable[int] = 1) -> list[str]:
+    """Lines of a table of text cells in aligned columns, as R prints a coefficient table.
+
+    Parameters
+    ----------
+    rows : sequence of sequences of str
+        The cells, one sequence a row, each as long as ``head``.
+    head : sequence of str
+        The header cells.
+    left : int or iterable of int
+        The left-justified columns (labels): the first ``left`` columns, or those indices; the
+        others are right-justified (numbers).
+
+    Returns
+    -------
+    list of str
+        The header line, then a line a row, trailing spaces removed.
+
+    Examples
+    --------
+    >>> aligned_columns([["a", "1.5"], ["bb", "10"]], ["term", "x"])
+    ['term    x', 'a     1.5', 'bb     10']
+    """
+    table = [list(head), *map(list, rows)]
+    lefts = set(range(left)) if isinstance(left, int) else set(left)
+    width = [max(len(r[k]) for r in table) for k in range(len(head))]
+    return [" ".join(r[k].ljust(width[k]) if k in lefts else r[k].rjust(width[k])
+                     for k in range(len(head))).rstrip() for r in table]
 
 
 def _plain_number(x: float) -> str:
@@ -210,6 +265,13 @@ def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.Dat
                        index=df.index, columns=range(df.shape[1]), dtype=object)
     out.columns = df.columns
     return out
+
+
+def _head_formatted(raw: pd.DataFrame, max_rows: int | None, digits: int) -> tuple[pd.DataFrame, int]:
+    """The first ``max_rows`` rows formatted (only the rows printed are, as R formats what it
+    prints) and the number of rows left out."""
+    more = len(raw) - max_rows if max_rows is not None and len(raw) > max_rows else 0
+    return format_table(raw.iloc[:max_rows] if more else raw, digits), more
 
 
 def _numeric_columns(df: pd.DataFrame) -> list[bool]:
@@ -538,10 +600,7 @@ def to_html(table: pd.DataFrame | SupportsFrame, digits: int = 3, caption: str |
     <table><thead><tr><th class="l">model</th><th>n</th></tr></thead><tbody><tr><td class="l">&lt;b&gt;</td><td>3</td></tr></tbody></table>
     """
     raw = _select(_as_frame(table), columns)
-    more = 0
-    if max_rows is not None and len(raw) > max_rows:
-        more = len(raw) - max_rows
-    shown = format_table(raw.iloc[:max_rows] if more else raw, digits)
+    shown, more = _head_formatted(raw, max_rows, digits)
     numeric = _numeric_columns(raw)
     left = ' class="l"'
     head = "".join(f"<th{'' if n else left}>{html_text(c)}</th>" for c, n in zip(raw.columns, numeric))
@@ -602,11 +661,7 @@ def to_text(table: pd.DataFrame | SupportsFrame, digits: int = 3, width: int | N
     raw = _as_frame(table)
     if raw.shape[1] == 0:
         return "(no columns)"
-    n_more = 0
-    if max_rows is not None and len(raw) > max_rows:
-        n_more = len(raw) - max_rows
-    # only the rows printed are formatted (as R formats what it prints)
-    shown = format_table(raw.iloc[:max_rows] if n_more else raw, digits)
+    shown, n_more = _head_formatted(raw, max_rows, digits)
     numeric = _numeric_columns(raw)
     heads = [_terminal_text(str(c)) for c in raw.columns]
     cols = [[_terminal_text(v) for v in shown.iloc[:, i]] for i in range(shown.shape[1])]

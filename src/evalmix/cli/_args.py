@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ArgumentError
 
 __all__ = ["CONTRAST_FAMILIES", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
-           "add_output_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
+           "add_output_arguments", "add_text_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
            "positive_number", "seed", "split_list"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
@@ -187,14 +187,27 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
     add_choice_argument(parser, "--missing", default="raise", choices=MISSING_CHOICES,
                         help="rows with missing values: raise an error (default) or drop them with a warning")
-    parser.add_argument("--encoding", default=None,
-                        help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
-    parser.add_argument("--sep", default=None,
-                        help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
+    add_text_arguments(parser)
     parser.add_argument("--score", default=None,
                         help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
                              "OpenAI evals event field to use")
     add_output_arguments(parser)
+
+
+def add_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--encoding`` and ``--sep``: how a CSV or JSON table is read (:func:`evalmix.load_table`).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_text_arguments(p)
+    >>> p.parse_args(["--sep", ";"]).sep
+    ';'
+    """
+    parser.add_argument("--encoding", default=None,
+                        help="text encoding of a CSV/JSON file (default: UTF-8), e.g. latin-1")
+    parser.add_argument("--sep", default=None,
+                        help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:

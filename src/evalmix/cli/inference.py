@@ -22,7 +22,8 @@ import textwrap
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..errors import FormulaError
-from ._args import CONTRAST_FAMILIES, WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level
+from ._args import (CONTRAST_FAMILIES, WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level,
+                    positive_int)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -230,19 +231,9 @@ def _control(items: list[str]) -> Any:
     return GlmerControl.from_text(settings)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
-    return value
-
-
 def _nagq(text: str) -> int:
     """lme4's ``nAGQ``: 0 (first stage), 1 (Laplace) or more points."""
-    return 0 if text.strip() == "0" else _positive_int(text)
+    return 0 if text.strip() == "0" else positive_int(text)
 
 
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:

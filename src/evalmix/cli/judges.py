@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DataError
-from ._args import (MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, choice_list, conf_level,
-                    positive_int, split_list)
+from ._args import (MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, add_text_arguments,
+                    choice_list, conf_level, positive_int, split_list)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,8 +160,7 @@ def add_judges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-judges", type=positive_int, default=10)
     p.add_argument("--judges", default="random", choices=["random", "fixed"],
                    help="plan: judges drawn from a population (default) or these judges only")
-    p.add_argument("--encoding", default=None, help="text encoding of a CSV/JSON file (default: UTF-8)")
-    p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
+    add_text_arguments(p)
     add_output_arguments(p)
     p.set_defaults(handler=run_judges)
 
@@ -187,8 +186,7 @@ def add_ppi(sub: argparse._SubParsersAction) -> None:
     method.methods = PPI_METHODS  # argparse fills %(methods)s from the action, at --help
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     add_choice_argument(p, "--missing", default="raise", choices=MISSING_CHOICES)
-    p.add_argument("--encoding", default=None, help="text encoding of a CSV/JSON file (default: UTF-8)")
-    p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
+    add_text_arguments(p)
     add_output_arguments(p)
     p.set_defaults(handler=run_ppi)
 

@@ -60,6 +60,22 @@ def _add_row(x: float, e: float, mi: float, ki: float, total: float, logs: float
     return total, logs, prod, count
 
 
+def _logit_mean(x: float, e: float) -> float:
+    """``mu = 1 / (1 + e^-x)`` from ``e = exp(-|x|)``, which overflows on neither side."""
+    inv = 1.0 / (1.0 + e)
+    return inv if x >= 0 else e * inv
+
+
+def _score(ki: float, mi: float, p: float) -> float:
+    """A row's score ``k - m mu`` at ``mu = p``."""
+    return ki - mi * p
+
+
+def _weight(mi: float, p: float) -> float:
+    """A row's Fisher weight ``m mu (1 - mu)`` at ``mu = p``."""
+    return mi * p * (1.0 - p)
+
+
 def _deviance_of(total: float, logs: float, prod: float) -> float:
     """The deviance from the sums :func:`_add_row` carried."""
     return 2.0 * (total + (logs + math.log(prod)))
@@ -70,9 +86,7 @@ def _deviance_mu(eta: np.ndarray, k: np.ndarray, m: np.ndarray, mu: np.ndarray) 
     for i in range(eta.size):
         x = eta[i]
         e = math.exp(-abs(x))
-        d = 1.0 + e
-        inv = 1.0 / d
-        mu[i] = inv if x >= 0 else e * inv
+        mu[i] = _logit_mean(x, e)
         mi = m[i]
         total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
     return _deviance_of(total, logs, prod)
@@ -82,8 +96,8 @@ def _score_weights(mu: np.ndarray, k: np.ndarray, m: np.ndarray, score: np.ndarr
                    w: np.ndarray) -> None:
     for i in range(mu.size):
         p = mu[i]
-        score[i] = k[i] - m[i] * p
-        w[i] = m[i] * p * (1.0 - p)
+        score[i] = _score(k[i], m[i], p)
+        w[i] = _weight(m[i], p)
 
 
 def _trial_deviance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray,
@@ -108,13 +122,11 @@ def _advance(eta: np.ndarray, zd: np.ndarray, step: float, k: np.ndarray, m: np.
         x = eta[i] + step * zd[i]
         eta[i] = x
         e = math.exp(-abs(x))
-        d = 1.0 + e
-        inv = 1.0 / d
-        p = inv if x >= 0 else e * inv
+        p = _logit_mean(x, e)
         mu[i] = p
         mi = m[i]
-        score[i] = k[i] - mi * p
-        w[i] = mi * p * (1.0 - p)
+        score[i] = _score(k[i], mi, p)
+        w[i] = _weight(mi, p)
         total, logs, prod, count = _add_row(x, e, mi, k[i], total, logs, prod, count)
     return _deviance_of(total, logs, prod)
 
@@ -143,7 +155,7 @@ def _level_gradient_sums(fi: np.ndarray, hj: np.ndarray, zvj: np.ndarray, xdp: n
         p = mu[i]
         g = hj[j] * wi
         g *= 1.0 - p * 2.0
-        r = k[i] - m[i] * p
+        r = _score(k[i], m[i], p)
         rho = g - r * 2.0
         if joint:
             rho -= wi * (zvj[j] + xdp[pat[i]])
@@ -167,7 +179,7 @@ def _joint_score_sums(fi: np.ndarray, pat: np.ndarray, cell: np.ndarray, hj: np.
         j = fi[i]
         c = pat[i]
         p = mu[i]
-        wi = m[i] * p * (1.0 - p)
+        wi = _weight(m[i], p)
         g = hj[j] * wi
         g *= 1.0 - p * 2.0
         gs[j] += g
@@ -212,13 +224,11 @@ def _advance_levels(eta: np.ndarray, dzf: np.ndarray, xdp: np.ndarray, fi: np.nd
             x = eta[i] + step * dzf[j]
         eta[i] = x
         e = math.exp(-abs(x))
-        d = 1.0 + e
-        inv = 1.0 / d
-        p = inv if x >= 0 else e * inv
+        p = _logit_mean(x, e)
         mu[i] = p
         mi = m[i]
-        sc = k[i] - mi * p
-        wi = mi * p * (1.0 - p)
+        sc = _score(k[i], mi, p)
+        wi = _weight(mi, p)
         score[i] = sc
         w[i] = wi
         sw[j] += wi
@@ -257,6 +267,9 @@ def _linear_levels(xbp: np.ndarray, pat: np.ndarray, lvl: np.ndarray, fi: np.nda
 if njit is not None:
     # the row step is inlined into each compiled loop (the loops stay one pass, as written out)
     _add_row = njit(cache=True, nogil=True, inline="always")(_add_row)
+    _logit_mean = njit(cache=True, nogil=True, inline="always")(_logit_mean)
+    _score = njit(cache=True, nogil=True, inline="always")(_score)
+    _weight = njit(cache=True, nogil=True, inline="always")(_weight)
     _deviance_of = njit(cache=True, nogil=True, inline="always")(_deviance_of)
     _linear_levels = njit(cache=True, nogil=True)(_linear_levels)
     _start_levels = njit(cache=True, nogil=True)(_start_levels)

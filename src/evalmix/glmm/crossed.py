@@ -29,6 +29,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..model import RandomTerm
+from ..intercepts import cholesky_inverse
 from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:
@@ -207,10 +208,7 @@ class CrossedGridSolver:
         """``S^-1``, ``(G S^-1)'`` as an (ns x nb) grid (``G = D_b^-1 C'``) and
         ``m_b = g_b' S^-1 g_b``, the pieces of ``H^-1`` the leverages and gradients read."""
         if self._parts_cache is None:
-            inv, info = sla.lapack.dpotri(self.cf[0], lower=1)
-            if info != 0:
-                raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
-            Sinv = np.tril(inv) + np.tril(inv, -1).T
+            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
             scale = (self.ts * self.tb) / self.Db  # G' = W diag(scale)
             with _all_cores(2 * self.ns**2 * self.nb):
                 GSt = Sinv @ self.W

@@ -29,6 +29,7 @@ import scipy.special as sp_special
 from ..model import RandomTerm, term_lambdas
 from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
+from ..intercepts import cholesky_inverse
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 
@@ -507,10 +508,7 @@ class SchurSolver(DenseSolver):
         the entries the rows use are kept.
         """
         if self._Sinv is None:
-            inv, info = sla.lapack.dpotri(self.cf[0], lower=1)  # S^-1 from its Cholesky factor
-            if info != 0:
-                raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
-            Sinv = np.tril(inv) + np.tril(inv, -1).T
+            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
             m = np.empty(self.q1)
             gs_rows = np.empty(self.rc.shape)
             chunk = self.control.schur_chunk if self.CHUNK is None else self.CHUNK
@@ -675,10 +673,7 @@ class BlockSchurSolver(DenseSolver):
     def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``S^-1``, ``G S^-1`` and the blocks ``A_l^-1 + (G S^-1 G')_ll`` of H^-1 on block A."""
         if self._parts_cache is None:
-            inv, info = sla.lapack.dpotri(self.cf[0], lower=1)
-            if info != 0:
-                raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
-            Sinv = np.tril(inv) + np.tril(inv, -1).T
+            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
             GS = self.G @ Sinv
             nl, b, qr = self.nl, self.b, self.qr
             blocks = np.linalg.inv(self.Ab) + np.einsum("lar,lcr->lac", GS.reshape(nl, b, qr),

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import tables
 from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..arguments import check_arguments
 from ..errors import DataError, FormulaError
+from ..fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
@@ -128,17 +128,12 @@ class GlmerResult(Result):
         ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high', 'odds_ratio', 'or_conf_low', 'or_conf_high']
         """
         check_arguments(conf_level=conf_level)
-        est = self.fixef.to_numpy()
-        se = np.sqrt(np.diag(self.vcov.to_numpy()))
-        z = est / se
-        q = stats.norm.ppf(0.5 + conf_level / 2)
-        lo, hi = est - q * se, est + q * se
+        tab = wald_z_table(self.fixef.index, self.fixef.to_numpy(), np.sqrt(np.diag(self.vcov.to_numpy())),
+                           conf_level)
         # exp(beta) is an odds ratio only on the logit scale
         ex = np.exp if self.link == "logit" else (lambda v: np.full_like(v, np.nan))
-        return pd.DataFrame({
-            "term": self.fixef.index, "estimate": est, "se": se, "statistic": z,
-            "p_value": 2 * stats.norm.sf(np.abs(z)), "conf_low": lo, "conf_high": hi,
-            "odds_ratio": ex(est), "or_conf_low": ex(lo), "or_conf_high": ex(hi)})
+        return tab.assign(odds_ratio=ex(tab["estimate"].to_numpy()), or_conf_low=ex(tab["conf_low"].to_numpy()),
+                          or_conf_high=ex(tab["conf_high"].to_numpy()))
 
     @property
     def scale(self) -> str:

@@ -361,8 +361,7 @@ class ProfiledDeviance:
         rows, cols, idx = d.lambda_rows, d.lambda_cols, d.lambda_index
         Lam = self.lambda_(st.theta)
         Zr = self.Zty - self.ZtX @ st.beta - self.ZtZ_dense @ (Lam @ st.u)  # Z' r
-        Ainv = lapack.dpotri(factor.chol, lower=1)[0]
-        Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
+        Ainv = intercepts.cholesky_inverse(factor.chol)
         # (A^-1 Lambda' Z'Z)[c, r] at Lambda's entries (r, c)
         m_diag = np.einsum("ij,ji->i", Ainv[cols], factor.LtW[:, rows])
         if reml:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from .. import tables
 from .._result import Result, Summary, frame_records
 from ..arguments import check_level
 from ..data import RunsData
@@ -153,15 +154,13 @@ class LmerCoefTable(Result):
         """As R prints ``summary(fit)$coefficients`` of an lmerTest fit (``printCoefmat``)."""
         t = self.table
         rows = [[str(term), _signif(e), _signif(s), _signif(d), _signif(z), _pvalue(p),
-                 _stars(p)] for term, e, s, d, z, p in zip(t["term"], t["estimate"], t["se"], t["df"],
-                                                          t["statistic"], t["p_value"])]
+                 tables.significance_stars(p)]
+                for term, e, s, d, z, p in zip(t["term"], t["estimate"], t["se"], t["df"],
+                                               t["statistic"], t["p_value"])]
         head = ["", "Estimate", "Std. Error", "df", "t value", "Pr(>|t|)", ""]
-        width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
-        lines = [f"{self._title()}:"]
-        for r in [head, *rows]:
-            lines.append(" ".join(r[k].ljust(width[k]) if k in (0, 6) else r[k].rjust(width[k])
-                                  for k in range(len(head))).rstrip())
-        lines += ["---", "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+        # the stars (last column) are left-justified, as printCoefmat writes them
+        lines = [f"{self._title()}:", *tables.aligned_columns(rows, head, left=(0, 6)), "---",
+                 "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
         return "\n".join(lines)
 
 
@@ -178,12 +177,6 @@ def _pvalue(p: float) -> str:
     if not np.isfinite(p):
         return "NaN"
     return "< 2e-16" if p < 2.2e-16 else f"{p:.3g}"
-
-
-def _stars(p: float) -> str:
-    if not np.isfinite(p):
-        return ""
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .fixed import FixedDesign, build_fixed, independent_columns
 from .frame import (FixedMatrix, GlmmDesign, build_design, check_data, complete_rows, drop_rank_deficient,
-                    fixed_on_patterns, fixed_patterns, model_columns, read_data, stateful)
+                    fitted_offset, fixed_on_patterns, fixed_patterns, model_columns, read_data, stateful)
 from .functions import (CONTRASTS, R_FUNCTIONS, LevelSpec, alias_calls, as_r_factor, factor_columns,
                         fixed_variables, r_context, r_deparse, r_factor, r_formula, r_names,
                         split_term,
@@ -31,7 +31,7 @@ from .random import (RandomTerm, ThetaLayout, build_random_terms, group_codes_fo
 __all__ = ["CONTRASTS", "FixedDesign", "FixedMatrix", "GlmmDesign", "LevelSpec", "ParsedFormula", "lower_triangle",
            "R_FUNCTIONS", "RandomSpec", "RandomTerm", "ThetaLayout", "alias_calls", "as_r_factor", "build_design",
            "build_fixed", "build_random_terms", "check_data", "check_expression", "complete_rows", "count_columns",
-           "drop_rank_deficient", "factor_columns", "fixed_on_patterns", "fixed_patterns", "fixed_variables",
+           "drop_rank_deficient", "factor_columns", "fitted_offset", "fixed_on_patterns", "fixed_patterns", "fixed_variables",
            "formula_functions", "group_codes_for", "independent_columns", "make_formula", "model_columns", "parse_mixed_formula", "numeric_column", "ordinal_codes", "parse_formula",
            "parse_specs", "split_term",
            "r_context", "r_deparse", "r_factor", "r_formula", "r_names", "random_columns", "read_data", "rows_text", "split_theta",

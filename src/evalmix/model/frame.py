@@ -32,9 +32,10 @@ from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
 from .parse import ParsedFormula, parse_formula
 from .random import RandomTerm, ThetaLayout, build_random_terms, random_columns
+from .response import rows_text
 
 __all__ = ["STATEFUL", "FixedMatrix", "GlmmDesign", "build_design", "check_data", "complete_rows", "drop_rank_deficient",
-           "fixed_on_patterns", "fixed_patterns", "model_columns", "read_data", "stateful"]
+           "fitted_offset", "fixed_on_patterns", "fixed_patterns", "model_columns", "read_data", "stateful"]
 
 
 @dataclass
@@ -204,6 +205,45 @@ def model_columns(parsed: ParsedFormula, data: pd.DataFrame) -> list[str]:
         raise FormulaError(f"fixed-effect term(s) name column(s) {absent} absent from the data "
                            f"(columns: {list(data.columns)})")
     return list(dict.fromkeys(parsed.columns + fixed_cols + random_columns(parsed.random, data)))
+
+
+def fitted_offset(fixed: FixedDesign, rows: pd.DataFrame, labels: pd.Index) -> tuple[np.ndarray, FixedDesign]:
+    """The formula's ``offset()`` terms on the fitted rows, checked finite, and the fixed design
+    fitted on those rows with their mean offset (what a reference grid adds to its means).
+
+    Parameters
+    ----------
+    fixed : FixedDesign
+        The fixed design, built with the formula's offsets.
+    rows : DataFrame
+        The fitted rows (complete, with a fresh index).
+    labels : Index
+        The rows' labels in the user's table (for the error).
+
+    Returns
+    -------
+    offset : ndarray
+        The offset of each row.
+    fixed : FixedDesign
+        ``fixed.fitted_on(rows, offset.mean())``.
+
+    Raises
+    ------
+    DataError
+        An offset is not finite, naming the rows.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"m": ["a", "b", "b"], "t": [1.0, 2.0, 4.0]})
+    >>> fixed, _ = build_fixed("m", d, None, ("log(t)",))
+    >>> off, fitted = fitted_offset(fixed, d, d.index)
+    >>> off.round(4).tolist(), round(fitted.offset_mean, 4)
+    ([0.0, 0.6931, 1.3863], 0.6931)
+    """
+    offset = np.asarray(fixed.offset(rows), dtype=float)
+    if not np.all(np.isfinite(offset)):
+        raise DataError(f"the offset is not finite in rows {rows_text(labels, ~np.isfinite(offset))}")
+    return offset, fixed.fitted_on(rows, float(offset.mean()))
 
 
 def complete_rows(frame: pd.DataFrame, *values: np.ndarray | None) -> np.ndarray:

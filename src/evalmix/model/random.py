@@ -299,10 +299,7 @@ def build_random_terms(specs: tuple[RandomSpec, ...], data: pd.DataFrame,
 
     terms = []
     for sp in specs:
-        for c in sp.group:
-            if c not in data.columns:
-                raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
-                                   f"{sp.group_label}) is not a column of the data")
+        _check_group_columns(sp, data)
         idx, levels = _group_index(sp.group, data, sp.group_label)
         if len(levels) < 2:
             raise DataError(f"grouping factor {sp.group_label!r} of random term ({sp.expr} | "
@@ -385,14 +382,20 @@ def _random_design(sp: RandomSpec, data: pd.DataFrame, labels: dict[str, str] | 
     return apply_contrasts(text, coding, factors, context), frame, factors, context
 
 
+def _check_group_columns(sp: RandomSpec, data: pd.DataFrame) -> None:
+    """Every grouping factor of a random term is a column of the data (a FormulaError naming it)."""
+    for c in sp.group:
+        if c not in data.columns:
+            raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
+                               f"{sp.group_label}) is not a column of the data")
+
+
 def random_columns(specs: tuple[RandomSpec, ...], data: pd.DataFrame) -> list[str]:
     """Data columns a set of random terms reads (grouping factors and slope covariates)."""
     cols: list[str] = []
     for sp in specs:
+        _check_group_columns(sp, data)
         for c in sp.group:
-            if c not in data.columns:
-                raise FormulaError(f"grouping factor {c!r} of random term ({sp.expr} | "
-                                   f"{sp.group_label}) is not a column of the data")
             if c not in cols:
                 cols.append(c)
         if sp.expr.strip() not in ("1", "0", "-1"):

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..arguments import check_choice
 from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
-from ..model import (build_fixed, build_random_terms, model_columns, ordinal_codes, parse_mixed_formula, read_data,
-                     rows_text)
+from ..model import (build_fixed, build_random_terms, fitted_offset, model_columns, ordinal_codes,
+                     parse_mixed_formula, read_data)
 from ..parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
@@ -99,11 +99,7 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     fixed, X = build_fixed(parsed.fixed, d, None, tuple(parsed.offsets))
     offset = None
     if parsed.offsets:  # ordinal's offset(): added to x beta, so subtracted from every threshold
-        offset = np.asarray(fixed.offset(d), dtype=float)
-        if not np.all(np.isfinite(offset)):
-            raise DataError(f"the offset is not finite in rows "
-                            f"{rows_text(data.index, ~np.isfinite(offset))}")
-        fixed = fixed.fitted_on(d, float(offset.mean()))
+        offset, fixed = fitted_offset(fixed, d, data.index)
     names = list(fixed.columns)
     keep = [k for k, n in enumerate(names) if n != "(Intercept)"]
     X = np.asarray(X, dtype=float)

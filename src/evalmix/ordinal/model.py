@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from ..intercepts import HessianFactor, InterceptHessian, hessian_at_modes
+from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes
 from ..links import dlog_mu_eta, inverse_link, mu_eta
 from ..numdiff import central_gradient
 
@@ -149,14 +149,10 @@ class OrdinalModel:
             if np.max(np.abs(grad)) < INNER_TOL:
                 break
             step = solve(grad)
-            for _half in range(30):
-                h_new, d1_n, d2_n = objective(u + step)
-                if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
-                    break
-                step = step / 2
-            else:
+            moved = ascent_step(objective, u, step, h)
+            if moved is None:
                 break
-            u, h, d1, d2 = u + step, h_new, d1_n, d2_n
+            u, (h, d1, d2) = moved
             logdet = np.nan
         if not np.isfinite(logdet):
             _, logdet = self._hessian_factor(sd_cols, -d2)

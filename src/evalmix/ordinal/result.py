@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import tables
 from .._result import Result, Summary
 from ..arguments import check_arguments
+from ..fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -22,16 +22,6 @@ def _signif(x: float, digits: int = 4) -> str:
     if not np.isfinite(x):
         return {True: "Inf", False: "-Inf"}[x > 0] if np.isinf(x) else "NaN"
     return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
-
-
-def _columns(rows: list[list[str]], head: list[str], left: int = 1) -> list[str]:
-    """Aligned columns; the first ``left`` are left-justified (labels), the rest right-justified."""
-    width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
-    out = []
-    for r in [head, *rows]:
-        out.append(" ".join(r[k].ljust(width[k]) if k < left else r[k].rjust(width[k])
-                            for k in range(len(head))).rstrip())
-    return out
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -142,13 +132,9 @@ class ClmmResult(Result):
         """
         check_arguments(conf_level=conf_level)
         est = self.coef.to_numpy()
-        se = np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)]
-        z = est / se
-        q = stats.norm.ppf(0.5 + conf_level / 2)
-        kind = ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds)
-        return pd.DataFrame({"term": list(self.coef.index), "kind": kind, "estimate": est, "se": se,
-                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
-                             "conf_low": est - q * se, "conf_high": est + q * se})
+        tab = wald_z_table(self.coef.index, est, np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)], conf_level)
+        tab.insert(1, "kind", ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds))
+        return tab
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
@@ -183,7 +169,8 @@ class ClmmResult(Result):
                   " " + " ".join(v.ljust(k) for v, k in zip(vals, w)), "", "Random effects:"]
         rows = [[str(g), "(Intercept)", _signif(v), _signif(s)]
                 for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
-        lines += [" " + r for r in _columns(rows, ["Groups", "Name", "Variance", "Std.Dev."], left=4)]
+        lines += [" " + r for r in tables.aligned_columns(rows, ["Groups", "Name", "Variance", "Std.Dev."],
+                                                          left=4)]
         lines += ["Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngrps.items()), ""]
         tab = self.coef_table()
         for title, part, with_p in (("Coefficients:", tab[tab["kind"] == "location"], True),
@@ -194,7 +181,7 @@ class ClmmResult(Result):
             head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)"] if with_p else [])
             rows = [[str(r.term), f"{r.estimate:.4f}", f"{r.se:.4f}", f"{r.statistic:.3f}"]
                     + ([f"{r.p_value:.3g}"] if with_p else []) for r in part.itertuples()]
-            lines += [title, *_columns(rows, head), ""]
+            lines += [title, *tables.aligned_columns(rows, head), ""]
         if not self.converged:
             lines.append("The optimiser did not converge: the largest gradient is "
                          f"{self.max_grad:.2e}.")

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from ..data import RunsData
 from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
-                     count_columns, model_columns, numeric_column, parse_mixed_formula, read_data, rows_text)
+                     count_columns, fitted_offset, model_columns, numeric_column, parse_mixed_formula, read_data, rows_text)
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -181,10 +181,6 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
                         "another determines")
     offset = np.zeros(len(rows))
     if parsed.offsets:
-        offset = np.asarray(fixed.offset(rows), dtype=float)
-        if not np.all(np.isfinite(offset)):
-            raise DataError(f"the offset is not finite in rows "
-                            f"{rows_text(d.index, ~np.isfinite(offset))}")
-        fixed = fixed.fitted_on(rows, float(offset.mean()))
+        offset, fixed = fitted_offset(fixed, rows, d.index)
     terms = build_random_terms(parsed.random, rows, len(rows))
     return TmbDesign(parsed, fixed, X, offset, response, terms, d, w)

@@ -83,6 +83,32 @@ def _polygamma12(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s1 + t1, t2 - 2.0 * s2
 
 
+def _logit_slopes(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``mu`` and its first two derivatives over ``eta`` (the logit link)."""
+    mu = special.expit(eta)
+    m1 = mu * (1.0 - mu)  # d mu / d eta
+    m2 = m1 * (1.0 - 2.0 * mu)  # d2 mu / d eta2
+    return mu, m1, m2
+
+
+def _binomial_loglik(resp: Response, eta: np.ndarray) -> np.ndarray:
+    """``k eta - n log(1 + e^eta)`` (with the constant), written with log_expit so that a large
+    ``|eta|`` stays finite."""
+    return resp.const + resp.k * special.log_expit(eta) + (resp.n - resp.k) * special.log_expit(-eta)
+
+
+def _shapes(eta: np.ndarray, log_phi: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """``phi`` and the beta shapes ``mu phi`` and ``(1 - mu) phi``, from expit(+-eta) so that
+    neither rounds to 0 for a large ``|eta|``."""
+    phi = float(np.exp(log_phi))
+    return phi, special.expit(eta) * phi, special.expit(-eta) * phi
+
+
+def _beta_loglik(phi: float, a: np.ndarray, b: np.ndarray, ly: np.ndarray, l1y: np.ndarray) -> np.ndarray:
+    """The beta log-density of ``y`` (``ly = log y``, ``l1y = log(1 - y)``) at shapes ``a``, ``b``."""
+    return special.gammaln(phi) - special.gammaln(a) - special.gammaln(b) + (a - 1.0) * ly + (b - 1.0) * l1y
+
+
 def row_terms(resp: Response, eta: np.ndarray, log_phi: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's log-density, its derivative and its second derivative over ``eta``.
@@ -94,21 +120,13 @@ def row_terms(resp: Response, eta: np.ndarray, log_phi: float
     >>> round(float(ll[0]), 4), float(d1[0]), float(d2[0])
     (-2.144, -2.0, -2.5)
     """
-    mu = special.expit(eta)
-    m1 = mu * (1.0 - mu)  # d mu / d eta
-    m2 = m1 * (1.0 - 2.0 * mu)  # d2 mu / d eta2
+    mu, m1, m2 = _logit_slopes(eta)
     if resp.family == "binomial":
-        # k eta - n log(1 + e^eta), written with log_expit so that large |eta| stays finite
-        ll = resp.const + resp.k * special.log_expit(eta) + (resp.n - resp.k) * special.log_expit(-eta)
-        return ll, resp.k - resp.n * mu, -resp.n * m1
-    phi = float(np.exp(log_phi))
-    # mu phi and (1 - mu) phi from expit(+-eta), so that neither rounds to 0 for a large |eta|
-    a = special.expit(eta) * phi
-    b = special.expit(-eta) * phi
+        return _binomial_loglik(resp, eta), resp.k - resp.n * mu, -resp.n * m1
+    phi, a, b = _shapes(eta, log_phi)
     if resp.family == "beta":
         ly, l1y = np.log(resp.y), np.log1p(-resp.y)
-        ll = (special.gammaln(phi) - special.gammaln(a) - special.gammaln(b)
-              + (a - 1.0) * ly + (b - 1.0) * l1y)
+        ll = _beta_loglik(phi, a, b, ly, l1y)
         g = phi * (ly - l1y - special.digamma(a) + special.digamma(b))  # d ll / d mu
         h = -phi * phi * (_polygamma12(a)[0] + _polygamma12(b)[0])  # d2 ll / d mu2
     else:  # betabinomial
@@ -118,6 +136,23 @@ def row_terms(resp: Response, eta: np.ndarray, log_phi: float
 
 #: the largest number of trials summed term by term (beyond it, log-gamma differences)
 SUM_TRIALS_MAX = 500
+
+
+def _betabinomial_gammaln(resp: Response, a: np.ndarray, b: np.ndarray, phi: float) -> np.ndarray:
+    """The beta-binomial log-density through log-gamma differences (counts beyond
+    :data:`SUM_TRIALS_MAX`)."""
+    k, n = resp.k, resp.n
+    return (resp.const + special.gammaln(k + a) + special.gammaln(n - k + b) - special.gammaln(n + phi)
+            - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
+
+
+def _ratio_logs(j: int, on_a: np.ndarray, on_b: np.ndarray, on_n: np.ndarray, a: np.ndarray, b: np.ndarray,
+                phi: float) -> np.ndarray:
+    """Term ``j`` of the beta-binomial log-density's sums beyond the binomial limit:
+    ``log1p(j / a)`` for rows with more than ``j`` successes, ``log1p(j / b)`` for failures, less
+    ``log1p(j / phi)`` for trials."""
+    return (np.where(on_a, np.log1p(j / a), 0.0) + np.where(on_b, np.log1p(j / b), 0.0)
+            - np.where(on_n, np.log1p(j / phi), 0.0))
 
 
 def _betabinomial(resp: Response, eta: np.ndarray, a: np.ndarray, b: np.ndarray, phi: float
@@ -132,21 +167,19 @@ def _betabinomial(resp: Response, eta: np.ndarray, a: np.ndarray, b: np.ndarray,
     k, n = resp.k, resp.n
     big = int(n.max()) if n.size else 0
     if big > SUM_TRIALS_MAX:
-        ll = (resp.const + special.gammaln(k + a) + special.gammaln(n - k + b) - special.gammaln(n + phi)
-              - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
+        ll = _betabinomial_gammaln(resp, a, b, phi)
         g = phi * (special.digamma(k + a) - special.digamma(n - k + b)
                    - special.digamma(a) + special.digamma(b))
         h = phi * phi * (_polygamma12(k + a)[0] + _polygamma12(n - k + b)[0]
                          - _polygamma12(a)[0] - _polygamma12(b)[0])
         return ll, g, h
-    ll = resp.const + k * special.log_expit(eta) + (n - k) * special.log_expit(-eta)
+    ll = _binomial_loglik(resp, eta)
     sa, sb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j), sum 1 / (b + j)
     qa, qb = np.zeros_like(a), np.zeros_like(b)  # sum 1 / (a + j)^2, ...
     fail = n - k
     for j in range(1, big):
         on_a, on_b, on_n = k > j, fail > j, n > j
-        ll += (np.where(on_a, np.log1p(j / a), 0.0) + np.where(on_b, np.log1p(j / b), 0.0)
-               - np.where(on_n, np.log1p(j / phi), 0.0))
+        ll += _ratio_logs(j, on_a, on_b, on_n, a, b, phi)
     for j in range(big):
         on_a, on_b = k > j, fail > j
         ra, rb = np.where(on_a, 1.0 / (a + j), 0.0), np.where(on_b, 1.0 / (b + j), 0.0)
@@ -185,23 +218,18 @@ def row_derivatives(resp: Response, eta: np.ndarray, log_phi: float) -> RowDeriv
     >>> float(d.d1[0]), float(d.d2[0]), float(d.d3[0])
     (-2.0, -2.5, -0.0)
     """
-    mu = special.expit(eta)
-    m1 = mu * (1.0 - mu)
-    m2 = m1 * (1.0 - 2.0 * mu)
+    mu, m1, m2 = _logit_slopes(eta)
     m3 = m1 * (1.0 - 6.0 * m1)  # d3 mu / d eta3
     zero = np.zeros_like(eta)
     if resp.family == "binomial":
-        ll = resp.const + resp.k * special.log_expit(eta) + (resp.n - resp.k) * special.log_expit(-eta)
-        return RowDerivatives(ll, resp.k - resp.n * mu, -resp.n * m1, -resp.n * m2, zero, zero, zero)
-    phi = float(np.exp(log_phi))
-    a = special.expit(eta) * phi
-    b = special.expit(-eta) * phi
+        return RowDerivatives(_binomial_loglik(resp, eta), resp.k - resp.n * mu, -resp.n * m1, -resp.n * m2,
+                              zero, zero, zero)
+    phi, a, b = _shapes(eta, log_phi)
     if resp.family == "beta":
         ly, l1y = np.log(resp.y), np.log1p(-resp.y)
         dg_a, dg_b = special.digamma(a), special.digamma(b)
         (p1a, p2a), (p1b, p2b) = _polygamma12(a), _polygamma12(b)
-        ll = (special.gammaln(phi) - special.gammaln(a) - special.gammaln(b)
-              + (a - 1.0) * ly + (b - 1.0) * l1y)
+        ll = _beta_loglik(phi, a, b, ly, l1y)
         g = phi * (ly - l1y - dg_a + dg_b)
         h = -phi * phi * (p1a + p1b)
         t = -phi**3 * (p2a - p2b)
@@ -223,8 +251,7 @@ def _betabinomial_derivatives(resp: Response, eta: np.ndarray, a: np.ndarray, b:
     big = int(n.max()) if n.size else 0
     if big > SUM_TRIALS_MAX:
         ka, fb = k + a, fail + b
-        ll = (resp.const + special.gammaln(ka) + special.gammaln(fb) - special.gammaln(n + phi)
-              - special.gammaln(a) - special.gammaln(b) + special.gammaln(phi))
+        ll = _betabinomial_gammaln(resp, a, b, phi)
         d0 = [special.digamma(x) for x in (ka, fb, a, b)]
         d1, d2 = zip(*(_polygamma12(x) for x in (ka, fb, a, b)))
         g = phi * (d0[0] - d0[1] - d0[2] + d0[3])
@@ -235,7 +262,7 @@ def _betabinomial_derivatives(resp: Response, eta: np.ndarray, a: np.ndarray, b:
         g_phi = g + phi * (a * d1[0] - b * d1[1] - a * d1[2] + b * d1[3])
         h_phi = 2.0 * h + phi * phi * (a * d2[0] + b * d2[1] - a * d2[2] - b * d2[3])
         return ll, g, h, t, ll_phi, g_phi, h_phi
-    ll = resp.const + k * special.log_expit(eta) + (n - k) * special.log_expit(-eta)
+    ll = _binomial_loglik(resp, eta)
     # power sums over j < k of 1 / (a + j)^p (p = 1, 2, 3), the same over the failures with b,
     # and over j < n of 1 / (phi + j)
     sa, qa, ca = np.zeros_like(a), np.zeros_like(a), np.zeros_like(a)
@@ -244,8 +271,7 @@ def _betabinomial_derivatives(resp: Response, eta: np.ndarray, a: np.ndarray, b:
     for j in range(big):
         on_a, on_b, on_n = k > j, fail > j, n > j
         if j:
-            ll += (np.where(on_a, np.log1p(j / a), 0.0) + np.where(on_b, np.log1p(j / b), 0.0)
-                   - np.where(on_n, np.log1p(j / phi), 0.0))
+            ll += _ratio_logs(j, on_a, on_b, on_n, a, b, phi)
         ra, rb = np.where(on_a, 1.0 / (a + j), 0.0), np.where(on_b, 1.0 / (b + j), 0.0)
         sa += ra
         sb += rb

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..intercepts import HessianFactor, InterceptHessian, hessian_at_modes
+from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes
 from ..numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
@@ -130,14 +130,10 @@ class LaplaceModel:
             if step_fac is None:
                 return np.inf
             step = step_fac.solve(grad)
-            for _half in range(30):
-                h_new, d1_n, d2_n = joint(u + step)
-                if np.isfinite(h_new) and h_new >= h - 1e-12 * abs(h):
-                    break
-                step = step / 2
-            else:
+            moved = ascent_step(joint, u, step, h)
+            if moved is None:
                 break
-            u, h, d1, d2 = u + step, h_new, d1_n, d2_n
+            u, (h, d1, d2) = moved
             fac = None
         if fac is None:
             fac = self._factor(sd_cols, -d2)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import tables
 from .._result import Result, Summary
 from ..arguments import check_arguments, check_choice
+from ..fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -27,16 +27,6 @@ def _fmt(x: float, digits: int = 4) -> str:
     if not np.isfinite(x):
         return "NaN" if np.isnan(x) else ("Inf" if x > 0 else "-Inf")
     return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
-
-
-def _columns(rows: list[list[str]], head: list[str], left: int = 1) -> list[str]:
-    width = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
-    return [" ".join(r[k].ljust(width[k]) if k < left else r[k].rjust(width[k])
-                     for k in range(len(head))).rstrip() for r in [head, *rows]]
-
-
-def _stars(p: float) -> str:
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -172,13 +162,8 @@ class GlmmTMBResult(Result):
         ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high']
         """
         check_arguments(conf_level=conf_level)
-        est = self.fixef.to_numpy()
-        se = np.sqrt(np.diag(self.vcov.to_numpy()))
-        z = est / se
-        q = stats.norm.ppf(0.5 + conf_level / 2)
-        return pd.DataFrame({"term": list(self.fixef.index), "estimate": est, "se": se,
-                             "statistic": z, "p_value": 2 * stats.norm.sf(np.abs(z)),
-                             "conf_low": est - q * se, "conf_high": est + q * se})
+        return wald_z_table(self.fixef.index, self.fixef.to_numpy(), np.sqrt(np.diag(self.vcov.to_numpy())),
+                            conf_level)
 
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table()
@@ -214,19 +199,21 @@ class GlmmTMBResult(Result):
                   "Conditional model:"]
         rows = [[str(g), "(Intercept)", _fmt(v), _fmt(s)]
                 for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
-        lines += [" " + r for r in _columns(rows, ["Groups", "Name", "Variance", "Std.Dev."], left=4)]
+        lines += [" " + r for r in tables.aligned_columns(rows, ["Groups", "Name", "Variance", "Std.Dev."],
+                                                          left=4)]
         lines.append(f"Number of obs: {self.nobs}, groups:  "
                      + "; ".join(f"{g}, {n}" for g, n in self.ngrps.items()))
         if self.family != "binomial":
             lines += ["", f"Dispersion parameter for {self.family} family (): {_fmt(self.dispersion, 3)}"]
         tab = self.coef_table()
-        rows = [[str(t), f"{e:.5g}", f"{s:.5g}", f"{z:.3f}", f"{p:.3g}", _stars(p)]
+        rows = [[str(t), f"{e:.5g}", f"{s:.5g}", f"{z:.3f}", f"{p:.3g}", tables.significance_stars(p)]
                 for t, e, s, z, p in zip(tab["term"], tab["estimate"].to_numpy(dtype=float),
                                          tab["se"].to_numpy(dtype=float),
                                          tab["statistic"].to_numpy(dtype=float),
                                          tab["p_value"].to_numpy(dtype=float))]
         lines += ["", "Conditional model:",
-                  *_columns(rows, ["", "Estimate", "Std. Error", "z value", "Pr(>|z|)", ""]), "---",
+                  *tables.aligned_columns(rows, ["", "Estimate", "Std. Error", "z value", "Pr(>|z|)", ""]),
+                  "---",
                   "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
         if not self.converged:
             lines.append(f"The optimiser did not converge: the largest gradient is {self.max_grad:.2e}.")
