@@ -535,3 +535,22 @@ def test_tukey_applies_to_families_registered_as_pairwise():
     mine = contrast(emm, "test_pairs", adjust="tukey").to_frame()
     builtin = contrast(emm, "pairwise", adjust="tukey").to_frame()
     pd.testing.assert_frame_equal(mine, builtin)
+
+
+def test_dunnettx_t_family_with_infinite_df_is_the_z_family():
+    # a contrast of an lmer fit may carry df = Inf (an asymptotic row); SciPy's studentized range
+    # has no infinite df, so those rows take emmeans' df = Inf approximation
+    from evalmix.emmeans import _adjust_family_t
+    from evalmix.multiplicity import adjust_family
+
+    t = np.array([2.5, 1.0, 0.3])
+    p_t, crit_t, _, _ = _adjust_family_t(t, np.full(3, np.inf), "dunnettx", conf_level=0.95,
+                                         n_means=None, pairwise=False)
+    p_z, crit_z, _, _ = adjust_family(t, "dunnettx", conf_level=0.95, n_means=None, pairwise=False)
+    np.testing.assert_allclose(p_t, p_z, rtol=1e-12)
+    np.testing.assert_allclose(crit_t, crit_z, rtol=1e-12)
+    # and a very large finite df is continuous with it
+    p_big, crit_big, _, _ = _adjust_family_t(t, np.array([1e7, np.inf, 40.0]), "dunnettx",
+                                             conf_level=0.95, n_means=None, pairwise=False)
+    assert abs(p_big[0] - p_z[0]) < 1e-5 and abs(crit_big[0] - crit_z) < 1e-4
+    assert crit_big[1] == pytest.approx(crit_z, rel=1e-12) and crit_big[2] > crit_big[1]  # 40 df: wider

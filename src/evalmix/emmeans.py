@@ -799,12 +799,17 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
         twt = (k - 1) / k
 
         def pdunnx(x: float, d: float) -> float:
+            if np.isinf(d):  # SciPy's studentized range has no infinite df: the z family's
+                return float(multiplicity.pdunnx(x, k)[0])
             return float(twt * (1 - stats.studentized_range.sf(np.sqrt(2) * x, nm, d))
                          + (1 - twt) * stats.f.cdf(x ** 2, 1, d) ** k)
 
         p[finite] = [1 - pdunnx(x, d) for x, d in zip(abst[finite], df_all[finite])]
         crit = np.empty(k)
         for i, d in enumerate(df_all):
+            if np.isinf(d):
+                crit[i] = multiplicity.qdunnx(conf_level, k)
+                continue
             lo_, hi_ = sorted((stats.studentized_range.ppf(conf_level, nm, d) / np.sqrt(2),
                                float(np.sqrt(stats.f.ppf(conf_level ** (1 / k), 1, d)))))
             crit[i] = lo_ if hi_ - lo_ < 5e-4 else _opt.brentq(
