@@ -48,33 +48,38 @@ def nested_counts(seed: int = 4, trials=2) -> pd.DataFrame:
                          "run": r.astype(str), "k": k, "n": n})
 
 
-def density(formula: str, data: pd.DataFrame) -> FusedDensity:
+def density(formula: str, data: pd.DataFrame, **kw) -> FusedDensity:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return FusedDensity.from_model(build_model(formula, data, likelihood="fused"))
+        return FusedDensity.from_model(build_model(formula, data, likelihood="fused", **kw))
 
 
-def layouts() -> dict[str, tuple[str, pd.DataFrame, str]]:
+def layouts() -> dict[str, tuple[str, pd.DataFrame, str, dict]]:
     d = crossed()
     ragged = nested_counts(trials=np.random.default_rng(5).integers(1, 6, 225))
+    x = np.random.default_rng(6).normal(size=len(d))
+    nested = "cbind(k, n - k) ~ model + (1|item) + (1|item:run)"
     return {
-        "complete crossed, binary": (CROSSED, d, "blocked"),
+        "complete crossed, binary": (CROSSED, d, "blocked", {}),
+        # the effects as s * z: the passes read the effects, whatever their parameterisation (item
+        # attributes only move into a centred term, so none here: they would make 90 cells)
+        "complete crossed, non-centred": ("correct ~ model + (1|item) + (1|prompt)", d, "blocked",
+                                          {"parameterization": "noncentered"}),
         # a tenth of the rows missing: levels no longer runs of consecutive combinations
-        "crossed with missing rows": (CROSSED, d.drop(index=np.arange(0, len(d), 10)), "grouped"),
-        "runs nested in items, 2 trials a row": ("cbind(k, n - k) ~ model + (1|item) + (1|item:run)",
-                                                  nested_counts(), "blocked"),
-        "runs nested in items, 1-5 trials": ("cbind(k, n - k) ~ model + (1|item) + (1|item:run)", ragged,
-                                             "grouped"),
+        "crossed with missing rows": (CROSSED, d.drop(index=np.arange(0, len(d), 10)), "grouped", {}),
+        "runs nested in items, 2 trials a row": (nested, nested_counts(), "blocked", {}),
+        "runs nested in items, 1-5 trials": (nested, ragged, "grouped", {}),
         # a row-level numeric column: as many cells as rows, so no grouping pays
-        "row-level covariate": ("correct ~ x + (1|item)", d.assign(x=np.random.default_rng(6).normal(size=len(d))),
-                                "factored"),
+        "row-level covariate": ("correct ~ x + (1|item)", d.assign(x=x), "factored", {}),
+        # a slope column is not 1: exp/log1p in every row
+        "random slope": ("correct ~ model + (0 + x|item)", d.assign(x=x), "rows", {}),
     }
 
 
 @pytest.mark.parametrize("case", sorted(layouts()))
 def test_fast_row_passes_equal_the_row_wise_pass(case):
-    formula, data, expected = layouts()[case]
-    dens = density(formula, data)
+    formula, data, expected, kw = layouts()[case]
+    dens = density(formula, data, **kw)
     assert dens.row_pass == expected
     rng = np.random.default_rng(1)
     for scale in (0.3, 1.0, 3.0):
@@ -89,7 +94,7 @@ def test_fast_row_passes_equal_the_row_wise_pass(case):
 
 
 def test_a_faster_pass_than_the_rows_allow_is_refused():
-    formula, data, _ = layouts()["crossed with missing rows"]
+    formula, data, _, _ = layouts()["crossed with missing rows"]
     dens = density(formula, data)
     with pytest.raises(ValueError, match="does not fit this model's rows"):
         dens.logp_dlogp(np.zeros(dens.n_dim), row_pass="blocked")
