@@ -19,7 +19,7 @@ from numba.extending import intrinsic
 
 from ._fused_kernel import TERM_FIELDS, log_density
 
-HEADER = 20  # int64 entries of the header
+HEADER = 27  # int64 entries of the header
 
 
 @intrinsic
@@ -45,8 +45,11 @@ def _unpack(hdr):
     Z = carray(_pointer(hdr[15]), (nt, n), np.float64)
     terms = carray(_pointer(hdr[16]), (nt, TERM_FIELDS), np.int64)
     pri = carray(_pointer(hdr[17]), (1 + p + nt, 5), np.float64)
-    WT = carray(_pointer(hdr[18]), (hdr[19], p), np.float64)
-    return k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT
+    WT = carray(_pointer(hdr[18]), (hdr[22], p), np.float64)
+    sub = carray(_pointer(hdr[19]), (n,), np.int64)
+    subkey = carray(_pointer(hdr[20]), (hdr[24], 1 + nt), np.int64)
+    mstart = carray(_pointer(hdr[21]), (hdr[25],), np.int64)
+    return k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart
 
 
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
@@ -63,7 +66,7 @@ def logp_cfunc(dim, x_, g_, lp_, user_data):
         return -1
     x = carray(x_, (dim,))
     g = carray(g_, (dim,))
-    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6])
+    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1)
     lp_[0] = lp
     for i in range(dim):
         if not math.isfinite(g[i]):

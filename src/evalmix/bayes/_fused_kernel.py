@@ -50,7 +50,8 @@ def prior_logp(row, x):
 
 
 @njit(cache=True, nogil=True)
-def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, i_int, add_int, o_th):
+def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart, i_int, add_int,
+                o_th, major, blocked):
     """Log density at ``x`` (unconstrained point); writes its gradient into ``g``.
 
     ``eta = c + Xu[cell] theta + sum_t u_t[idx_t] Z_t`` with ``c`` the intercept when no term holds
@@ -138,11 +139,16 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, i_int, add_
                 lp -= 0.5 * zl * zl + _HALF_LOG_2PI
                 g[o_v + l] -= zl
                 u[pos + l] = s * zl
-        bound += _max_abs(u[pos:pos + nl]) * _max_abs(Z[t])
+        # a unit column needs no pass over the rows (one per term and gradient otherwise)
+        bound += _max_abs(u[pos:pos + nl]) * (1.0 if terms[t, 5] == 1 else _max_abs(Z[t]))
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if unit and mi[0] >= 0 and bound < 600.0:
+    if unit and mi[0] >= 0 and bound < 600.0 and blocked:
+        lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
+    elif unit and mi[0] >= 0 and bound < 600.0 and major >= 0:
+        lp += _loglik_grouped(k, m, mi, sub, subkey, mstart, major, fx, u, start, gcell, gu)
+    elif unit and mi[0] >= 0 and bound < 600.0:
         lp += _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu)
     else:
         lp += _loglik_rows(k, m, cell, idx, Z, fx, u, start, gcell, gu)
@@ -235,3 +241,116 @@ def _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu):
         for t in range(nt):
             gu[start[t] + idx[t, i]] += r
     return lp + math.log(prod)
+
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _combinations(subkey, major, fx, u, start):
+    """The linear predictor of each combination of cell and levels of the terms other than
+    ``major`` (``subkey`` row: those levels, then the cell) and its exponential."""
+    nt = start.shape[0]
+    ns = subkey.shape[0]
+    etas = np.empty(ns)
+    es = np.empty(ns)
+    for s in range(ns):
+        v = fx[subkey[s, nt]]
+        for t in range(nt):
+            if t != major:
+                v += u[start[t] + subkey[s, t]]
+        etas[s] = v
+        es[s] = math.exp(v)
+    return etas, es
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scatter_combinations(subkey, major, gs, start, gcell, gu):
+    """Add each combination's derivative to its cell and to its levels of the other terms."""
+    nt = start.shape[0]
+    for s in range(subkey.shape[0]):
+        gcell[subkey[s, nt]] += gs[s]
+        for t in range(nt):
+            if t != major:
+                gu[start[t] + subkey[s, t]] += gs[s]
+
+
+@njit(cache=True, nogil=True)
+def _loglik_grouped(k, m, mi, sub, subkey, mstart, major, fx, u, start, gcell, gu):
+    """:func:`_loglik_factored` with the rows sorted by the levels of the term ``major``.
+
+    ``eta = eta_s + u_l``: the part ``eta_s`` of the row's combination ``s`` of cell and the other
+    terms' levels (few in a crossed design: models x prompts) is summed once per combination, so
+    a row gathers one combination and the level's effect and sum stay in registers.
+    """
+    etas, es = _combinations(subkey, major, fx, u, start)
+    gs = np.zeros(subkey.shape[0])
+    lp = 0.0
+    prod = 1.0
+    base = start[major]
+    for lev in range(mstart.shape[0] - 1):
+        ul = u[base + lev]
+        el = math.exp(ul)
+        gl = 0.0
+        for i in range(mstart[lev], mstart[lev + 1]):
+            s = sub[i]
+            eta = etas[s] + ul
+            e_eta = es[s] * el
+            q = 1.0 / (1.0 + e_eta)
+            prob = e_eta * q
+            lp += k[i] * eta - m[i] * max(eta, 0.0)
+            r = k[i] - m[i] * prob
+            w = max(prob, q)  # in [1/2, 1]
+            f = w
+            for _ in range(mi[i] - 1):
+                f *= w
+            prod *= f
+            if prod < 1e-250:  # as in _loglik_factored
+                lp += math.log(prod)
+                prod = 1.0
+            gs[s] += r
+            gl += r
+        gu[base + lev] += gl
+    _scatter_combinations(subkey, major, gs, start, gcell, gu)
+    return lp + math.log(prod)
+
+
+# numpy's error model: no ZeroDivisionError branch (1 + e^eta > 0), so the loop can use SIMD lanes
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu):
+    """:func:`_loglik_grouped` when each level's rows are consecutive combinations and every row
+    has the same number of trials (a complete design: items crossed with models x prompts, or runs
+    nested in items).
+
+    The inner loop then reads every array in order and gathers nothing, so it runs on SIMD lanes
+    (hence the reassociated sums: the order of a sum moves it by rounding only).  ``max(p, q)`` is
+    at least 1/2, so the product of ``max(p, q)`` over one level's at most 1000 rows stays above
+    2^-1000 (no underflow) and needs one log per level, times the common trials.
+    """
+    mc = m[0]
+    etas, es = _combinations(subkey, major, fx, u, start)
+    gs = np.zeros(subkey.shape[0])
+    lp = 0.0
+    base = start[major]
+    for lev in range(mstart.shape[0] - 1):
+        ul = u[base + lev]
+        el = math.exp(ul)
+        i0, nr = mstart[lev], mstart[lev + 1] - mstart[lev]
+        s0 = sub[i0]
+        # views indexed from 0: loads the vectoriser sees as consecutive
+        kl, esl, etal, gsl = k[i0:i0 + nr], es[s0:s0 + nr], etas[s0:s0 + nr], gs[s0:s0 + nr]
+        gl = 0.0
+        lin = 0.0
+        prod = 1.0
+        for j in range(nr):
+            e_eta = esl[j] * el
+            q = 1.0 / (1.0 + e_eta)
+            prob = e_eta * q
+            eta = etal[j] + ul
+            lin += kl[j] * eta - mc * (eta if eta > 0.0 else 0.0)
+            r = kl[j] - mc * prob
+            gl += r
+            gsl[j] += r
+            prod *= prob if prob > q else q
+        lp += lin + mc * math.log(prod)
+        gu[base + lev] += gl
+    _scatter_combinations(subkey, major, gs, start, gcell, gu)
+    return lp

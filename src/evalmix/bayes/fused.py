@@ -35,7 +35,9 @@ _CODES = {"normal": 0, "student_t": 1, "cauchy": 2, "laplace": 3, "half_normal":
           "half_student_t": 5, "half_cauchy": 6, "exponential": 7}
 _LOG_2 = math.log(2.0)
 # the kernel's arrays, in the order of its arguments and of the header's address slots 8...
-_ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT")
+_ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT", "sub", "subkey", "mstart")
+ROW_PASSES = ("blocked", "grouped", "factored", "rows")  # fastest first
+HEADER = 27  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag
 
 
 def fused_available() -> bool:
@@ -94,6 +96,49 @@ def fused_reason(bm: BayesModel) -> str | None:
     if names != set(FusedDensity.expected_free_rvs(bm)):
         return f"unexpected free variables {sorted(names)}"
     return None
+
+
+def _group_rows(arrays: dict[str, np.ndarray], factored: bool) -> tuple[int, bool]:
+    """Sort the rows by the levels of the random term with the most levels, for the kernel's
+    grouped row pass; returns that term's index (-1 when the grouping does not pay) and whether
+    the rows are blocked (the kernel's SIMD pass).
+
+    A row's linear predictor is the effect of its level of that term plus the part shared by its
+    combination of the other terms' levels and the fixed-effects cell (``sub``; the combinations
+    in ``subkey``, sorted by those levels then the cell; each level's first row in ``mstart``).
+    The grouping pays when the combinations are at most half the rows (crossed designs: models x
+    prompts; runs nested in items: models x items), and needs the kernel's factored form (unit
+    random-effect columns, small integer trials).  Blocked: every row has the same trials and each
+    level's rows are consecutive combinations (at most 1000), as in a complete design.
+    """
+    idx, n = arrays["idx"], len(arrays["k"])
+    nt = idx.shape[0]
+    arrays.update(sub=np.zeros(n, np.int64), subkey=np.zeros((0, 1 + nt), np.int64),
+                  mstart=np.zeros(1, np.int64))
+    if not factored or nt == 0 or n == 0:
+        return -1, False
+    major = int(np.argmax(arrays["terms"][:, 2]))
+    keys = np.column_stack([idx.T, arrays["cell"]])
+    keys[:, major] = 0
+    subkey, sub = np.unique(keys, axis=0, return_inverse=True)
+    if len(subkey) > n // 2:
+        return -1, False
+    sub = sub.ravel().astype(np.int64)
+    order = np.lexsort((sub, idx[major]))  # by level of the major term, then combination
+    for key in ("k", "m", "mi", "cell"):
+        arrays[key] = np.ascontiguousarray(arrays[key][order])
+    arrays["sub"] = np.ascontiguousarray(sub[order])
+    arrays["idx"] = np.ascontiguousarray(idx[:, order])
+    arrays["Z"] = np.ascontiguousarray(arrays["Z"][:, order])
+    counts = np.bincount(idx[major], minlength=int(arrays["terms"][major, 2]))
+    mstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    arrays["mstart"] = mstart
+    arrays["subkey"] = np.ascontiguousarray(subkey, np.int64)
+    # blocked: within each level, sub = first + 0, 1, 2, ... (its rows' offsets from the level's start)
+    first = np.repeat(arrays["sub"][mstart[:-1][counts > 0]], counts[counts > 0])
+    blocked = (bool(np.all(arrays["mi"] == arrays["mi"][0])) and int(counts.max()) <= 1000
+               and np.array_equal(arrays["sub"] - first, np.arange(n) - np.repeat(mstart[:-1], counts)))
+    return major, blocked
 
 
 @dataclasses.dataclass
@@ -181,21 +226,54 @@ class FusedDensity:
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
                   # the holder's levels' values of the fixed columns it holds (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
-        header = np.zeros(20, np.int64)
+        major, blocked = _group_rows(arrays, int(mi[0]) >= 0 and bool(np.all(terms[:, 5] == 1)))
+        header = np.zeros(HEADER, np.int64)
         header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
         for slot, key in enumerate(_ARRAYS, start=8):
             header[slot] = arrays[key].ctypes.data
-        header[19] = len(arrays["WT"])
+        header[22:] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
         return cls(bm, blocks, arrays, header, off)
 
     # ------------------------------------------------------------------ evaluation
-    def logp_dlogp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Log density and gradient at the flat point ``x`` (through the compiled kernel)."""
+    @property
+    def row_pass(self) -> str:
+        """How the kernel sums the likelihood over the rows (while every ``|eta| < 600``).
+
+        ``"blocked"``: rows sorted by the levels of the term with the most levels, each level's
+        rows consecutive combinations of the other terms and the cell, equal trials (SIMD lanes);
+        ``"grouped"``: sorted the same way, any layout; ``"factored"``: products of per-level
+        exponentials; ``"rows"``: ``exp``/``log1p`` in every row (non-unit random-effect columns,
+        non-integer or more than 64 trials).
+        """
+        return ROW_PASSES[self._pass_code()]
+
+    def _pass_code(self) -> int:
+        if self.header[26]:
+            return 0
+        if self.header[23] >= 0:
+            return 1
+        return 2 if self.arrays["mi"][0] >= 0 and np.all(self.arrays["terms"][:, 5] == 1) else 3
+
+    def logp_dlogp(self, x: np.ndarray, row_pass: str | None = None) -> tuple[float, np.ndarray]:
+        """Log density and gradient at the flat point ``x`` (through the compiled kernel).
+
+        ``row_pass`` names a slower pass than :attr:`row_pass` to use instead (the same sum in
+        another order: the tests compare them).
+        """
         from ._fused_kernel import log_density
 
+        if row_pass is not None and row_pass not in ROW_PASSES:
+            raise ValueError(f"row_pass must be one of {ROW_PASSES}, got {row_pass!r}")
+        code = self._pass_code() if row_pass is None else ROW_PASSES.index(row_pass)
+        if code < self._pass_code():
+            raise ValueError(f"row_pass {row_pass!r} does not fit this model's rows ({self.row_pass!r})")
+        arrays = dict(self.arrays)
+        if code == 3:  # the row-wise pass: as for non-integer trials
+            arrays["mi"] = np.full_like(arrays["mi"], -1)
         g = np.empty(self.n_dim)
-        lp = log_density(np.ascontiguousarray(x, float), g, *(self.arrays[key] for key in _ARRAYS),
-                         *(int(v) for v in self.header[4:7]))
+        lp = log_density(np.ascontiguousarray(x, float), g, *(arrays[key] for key in _ARRAYS),
+                         *(int(v) for v in self.header[4:7]), int(self.header[23]) if code <= 1 else -1,
+                         code == 0)
         return float(lp), g
 
     def point(self, x: np.ndarray) -> dict[str, np.ndarray]:

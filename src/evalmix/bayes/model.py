@@ -345,7 +345,9 @@ def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: l
                 pm.Deterministic(f"sd({p.label})", pt.abs(s_signed))
                 z = pm.Normal(f"z({p.label})", 0.0, 1.0, dims=lev)
                 u = pm.Deterministic(f"({p.label})", mu + s_signed * z, dims=lev)
-            contrib = u[t.index] if np.all(t.Z == 1.0) else u[t.index] * t.Z[:, 0]
+            # the index as one constant: PyTensor otherwise checks each of its entries for a bool
+            index = pt.as_tensor_variable(t.index)
+            contrib = u[index] if np.all(t.Z == 1.0) else u[index] * t.Z[:, 0]
         else:
             col = f"{p.label}__column"
             sd_dist = _sd_dists(sds)

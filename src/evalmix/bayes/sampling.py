@@ -176,8 +176,9 @@ class ChainJob:
         if self.sampler == "nutpie":
             import nutpie
 
-            if self._get("density", lambda: _kernel_density(self.model)) is not None:
-                return f"nutpie {nutpie.__version__} (compiled numba kernel)"
+            density = self._get("density", lambda: _kernel_density(self.model))
+            if density is not None:
+                return f"nutpie {nutpie.__version__} (compiled numba kernel, {density.row_pass} row pass)"
             return f"nutpie {nutpie.__version__} ({self._nutpie_backend()} gradient)"
         if self.sampler == "pymc":
             import pymc as pm
