@@ -525,35 +525,45 @@ class BayesGlmerResult(Result):
         """
         rng = np.random.default_rng(seed)
         design = self._rows("posterior_predictive()").design
-        data = design.data
+        idx, eta = self._predictive_draws(design.data, by, spread, n_draws, rng)
+        p = inverse_link(self.link, eta)[:, design.row_index]
+        yrep = rng.binomial(design.m_rows.astype(np.int64), p).astype(float)
+        return _ppc_table(design.data, by, spread, prob, design.k_rows, design.m_rows, yrep, "accuracy")
+
+    def _predictive_draws(self, data: pd.DataFrame, by: str | None, spread: str | None, n_draws: int,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The checked ``by``/``spread`` columns' draws: a random subset of the posterior draws
+        (their indices) and their linear predictors."""
         for col in (by, spread):
             if col is not None and col not in data.columns:
                 raise DataError(f"column {col!r} is not one the fit used; columns: {list(data.columns)}")
         eta = self._eta_cells()
         idx = rng.choice(len(eta), size=min(n_draws, len(eta)), replace=False)
-        p = inverse_link(self.link, eta[idx])[:, design.row_index]
-        yrep = rng.binomial(design.m_rows.astype(np.int64), p).astype(float)
-        k, m = design.k_rows, design.m_rows
-        rows = []
-        groups = [("all", np.ones(len(k), dtype=bool))] if by is None else \
-            [(lv, (data[by] == lv).to_numpy()) for lv in pd.unique(data[by])]
-        a = (1 - prob) / 2
-        for lv, sel in groups:
-            obs = k[sel].sum() / m[sel].sum()
-            rep = yrep[:, sel].sum(1) / m[sel].sum()
-            rows.append(("accuracy", lv, obs, rep.mean(), *np.quantile(rep, [a, 1 - a]),
-                         (rep >= obs).mean()))
-            if spread is not None:
-                codes, uniq = pd.factorize(data.loc[sel, spread])
-                mg = np.bincount(codes, m[sel], len(uniq))
-                obs_s = np.std(np.bincount(codes, k[sel], len(uniq)) / mg, ddof=1)
-                rep_s = np.array([np.std(np.bincount(codes, r[sel], len(uniq)) / mg, ddof=1)
-                                  for r in yrep])
-                rows.append((f"sd of accuracy across {spread}", lv, obs_s, rep_s.mean(),
-                             *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
-        tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean",
-                                          "conf_low", "conf_high", "ppp"])
-        return PPCResult(tab, prob)
+        return idx, eta[idx]
+
+
+def _ppc_table(data: pd.DataFrame, by: str | None, spread: str | None, prob: float, observed: np.ndarray,
+               denom: np.ndarray, yrep: np.ndarray, check: str) -> PPCResult:
+    """Observed against replicated ``sum(observed) / sum(denom)``, overall or within each level of
+    ``by``, and its SD across the levels of ``spread``."""
+    a = (1 - prob) / 2
+    rows = []
+    groups = [("all", np.ones(len(observed), dtype=bool))] if by is None else \
+        [(lv, (data[by] == lv).to_numpy()) for lv in pd.unique(data[by])]
+    for lv, sel in groups:
+        obs = observed[sel].sum() / denom[sel].sum()
+        rep = yrep[:, sel].sum(1) / denom[sel].sum()
+        rows.append((check, lv, obs, rep.mean(), *np.quantile(rep, [a, 1 - a]), (rep >= obs).mean()))
+        if spread is not None:
+            codes, uniq = pd.factorize(data.loc[sel, spread])
+            dg = np.bincount(codes, denom[sel], len(uniq))
+            obs_s = np.std(np.bincount(codes, observed[sel], len(uniq)) / dg, ddof=1)
+            rep_s = np.array([np.std(np.bincount(codes, r[sel], len(uniq)) / dg, ddof=1) for r in yrep])
+            rows.append((f"sd of {check} across {spread}", lv, obs_s, rep_s.mean(),
+                         *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
+    tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean", "conf_low",
+                                      "conf_high", "ppp"])
+    return PPCResult(tab, prob)
 
 
 _FAMILY_TEXT = {"gaussian": "Gaussian (identity link)", "cumulative": "cumulative link",
@@ -721,13 +731,7 @@ class BayesFamilyResult(BayesGlmerResult):
 
         rng = np.random.default_rng(seed)
         design = self._family_design("posterior_predictive()")
-        data = design.data
-        for col in (by, spread):
-            if col is not None and col not in data.columns:
-                raise DataError(f"column {col!r} is not one the fit used; columns: {list(data.columns)}")
-        eta_all = self._eta_cells()
-        idx = rng.choice(len(eta_all), size=min(n_draws, len(eta_all)), replace=False)
-        eta = eta_all[idx]
+        idx, eta = self._predictive_draws(design.data, by, spread, n_draws, rng)
         y, m = design.y, design.m
         if self.family == "gaussian":
             yrep = rng.normal(eta, self._flat("sigma")[idx][:, None])
@@ -747,21 +751,4 @@ class BayesFamilyResult(BayesGlmerResult):
             yrep = 1.0 + (cuts[:, None, :] < (eta + e)[:, :, None]).sum(axis=2)
             obs_y, check = y + 1.0, "mean rating (1..J)"
         denom = m if self.family == "betabinomial" else np.ones(len(y))
-        a = (1 - prob) / 2
-        rows = []
-        groups = [("all", np.ones(len(y), dtype=bool))] if by is None else \
-            [(lv, (data[by] == lv).to_numpy()) for lv in pd.unique(data[by])]
-        for lv, sel in groups:
-            obs = obs_y[sel].sum() / denom[sel].sum()
-            rep = yrep[:, sel].sum(1) / denom[sel].sum()
-            rows.append((check, lv, obs, rep.mean(), *np.quantile(rep, [a, 1 - a]), (rep >= obs).mean()))
-            if spread is not None:
-                codes, uniq = pd.factorize(data.loc[sel, spread])
-                dg = np.bincount(codes, denom[sel], len(uniq))
-                obs_s = np.std(np.bincount(codes, obs_y[sel], len(uniq)) / dg, ddof=1)
-                rep_s = np.array([np.std(np.bincount(codes, r[sel], len(uniq)) / dg, ddof=1) for r in yrep])
-                rows.append((f"sd of {check} across {spread}", lv, obs_s, rep_s.mean(),
-                             *np.quantile(rep_s, [a, 1 - a]), (rep_s >= obs_s).mean()))
-        tab = pd.DataFrame(rows, columns=["check", by or "group", "observed", "pred_mean", "conf_low",
-                                          "conf_high", "ppp"])
-        return PPCResult(tab, prob)
+        return _ppc_table(design.data, by, spread, prob, obs_y, denom, yrep, check)
