@@ -202,6 +202,25 @@ def _loglik_rows(k, m, cell, idx, Z, fx, u, start, gcell, gu):
     return lp
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_step(k, m, mi, eta, e_eta, lp, prod):
+    """One row of the exp-free sum (see :func:`_loglik_factored`): ``k eta - m max(eta, 0)`` added
+    to ``lp``, ``max(p, q)^mi`` multiplied into ``prod`` (its log taken into ``lp`` before it could
+    underflow), and the row's derivative ``k - m p`` returned."""
+    q = 1.0 / (1.0 + e_eta)
+    prob = e_eta * q
+    lp += k * eta - m * max(eta, 0.0)
+    w = max(prob, q)  # in [1/2, 1]
+    f = w
+    for _ in range(mi - 1):
+        f *= w
+    prod *= f
+    if prod < 1e-250:  # w^m >= 2^-64 for m <= 64: no underflow before the next check
+        lp += math.log(prod)
+        prod = 1.0
+    return lp, prod, k - m * prob
+
+
 @njit(cache=True, nogil=True)
 def _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu):
     """The same sum when every term has unit Z and |eta| < 600 in every row.
@@ -225,18 +244,7 @@ def _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu):
             j = start[t] + idx[t, i]
             eta += u[j]
             e_eta *= eu[j]
-        q = 1.0 / (1.0 + e_eta)
-        prob = e_eta * q
-        lp += k[i] * eta - m[i] * max(eta, 0.0)
-        r = k[i] - m[i] * prob
-        w = max(prob, q)  # in [1/2, 1]
-        f = w
-        for _ in range(mi[i] - 1):
-            f *= w
-        prod *= f
-        if prod < 1e-250:  # w^m >= 2^-64 for m <= 64: no underflow before the next check
-            lp += math.log(prod)
-            prod = 1.0
+        lp, prod, r = _row_step(k[i], m[i], mi[i], eta, e_eta, lp, prod)
         gcell[c] += r
         for t in range(nt):
             gu[start[t] + idx[t, i]] += r
@@ -294,18 +302,7 @@ def _loglik_grouped(k, m, mi, sub, subkey, mstart, major, fx, u, start, gcell, g
             s = sub[i]
             eta = etas[s] + ul
             e_eta = es[s] * el
-            q = 1.0 / (1.0 + e_eta)
-            prob = e_eta * q
-            lp += k[i] * eta - m[i] * max(eta, 0.0)
-            r = k[i] - m[i] * prob
-            w = max(prob, q)  # in [1/2, 1]
-            f = w
-            for _ in range(mi[i] - 1):
-                f *= w
-            prod *= f
-            if prod < 1e-250:  # as in _loglik_factored
-                lp += math.log(prod)
-                prod = 1.0
+            lp, prod, r = _row_step(k[i], m[i], mi[i], eta, e_eta, lp, prod)
             gs[s] += r
             gl += r
         gu[base + lev] += gl
