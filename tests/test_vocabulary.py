@@ -513,7 +513,8 @@ def test_results_print_short_tables(outputs, name):
     assert str(obj.to_frame().columns[0]) in text  # the table is there
     html = obj._repr_html_()
     assert "<table" in html
-    assert isinstance(obj.to_latex(), str) and "\\begin{tabular}" in obj.to_latex()
+    latex = obj.to_latex()
+    assert isinstance(latex, str) and "\\begin{tabular}" in latex
     assert "|" in obj.to_markdown()
     summ = obj if isinstance(obj, Summary) else obj.summary()
     assert str(summ).strip() and "<table" in summ._repr_html_()
