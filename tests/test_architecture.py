@@ -65,19 +65,49 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _type_only(tree: ast.Module) -> set[int]:
-    """Nodes under ``if TYPE_CHECKING:`` (imports for annotations only, never executed)."""
+def _type_only(ifs: list[ast.If]) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:`` (imports for annotations only, never executed), of the
+    ``if`` statements of a module."""
     out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
-                                         or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
+    for node in ifs:
+        if getattr(node.test, "id", None) == "TYPE_CHECKING" or getattr(node.test, "attr", None) == "TYPE_CHECKING":
             out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     return out
 
 
-@functools.cache  # parsed once for the several tests that read the import graph
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text())
+class _Nodes:
+    """The nodes of one module that the checks read, gathered in one walk of its tree (a walk of
+    every module costs about as much as parsing them: the checks share this one)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports: list[ast.Import | ast.ImportFrom] = []
+        self.calls: list[ast.Call] = []
+        self.joined: list[ast.JoinedStr] = []
+        self.adds: list[ast.BinOp] = []
+        self.docstrings: set[int] = set()
+        type_checking: list[ast.If] = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imports.append(node)
+            elif isinstance(node, ast.Call):
+                self.calls.append(node)
+            elif isinstance(node, ast.JoinedStr):
+                self.joined.append(node)
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+                self.adds.append(node)
+            elif isinstance(node, ast.If):
+                type_checking.append(node)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                        and isinstance(first.value.value, str):
+                    self.docstrings.add(id(first.value))
+        self.type_only = _type_only(type_checking)
+
+
+@functools.cache  # parsed and walked once for the several tests that read the import graph
+def _nodes(path: Path) -> _Nodes:
+    return _Nodes(ast.parse(path.read_text()))
 
 
 @functools.cache
@@ -87,9 +117,9 @@ def _imports(name: str, type_only: bool = True) -> tuple[tuple[str, str], ...]:
     path = MODULES[name]
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     pairs = []
-    tree = _tree(path)
-    skip = set() if type_only else _type_only(tree)
-    for node in ast.walk(tree):
+    nodes = _nodes(path)
+    skip = set() if type_only else nodes.type_only
+    for node in nodes.imports:
         if id(node) in skip:
             continue
         if isinstance(node, ast.ImportFrom):
@@ -256,31 +286,22 @@ def test_only_the_model_package_parses_formulas():
     for name, path in MODULES.items():
         if _in_model(name):
             continue
-        for node in ast.walk(_tree(path)):
+        nodes = _nodes(path)
+        for node in nodes.imports:
             if isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
+            elif not node.level:
                 mods = [node.module or ""]
             else:
                 mods = []
             bad += [f"{name}:{node.lineno} imports {m}" for m in mods if m.split(".")[0] == "formulaic"]
+        for node in nodes.calls:
             # splitting formula text on '~' is parsing it
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
+            if isinstance(node.func, ast.Attribute) and node.args \
                     and node.func.attr in ("split", "partition", "rpartition", "rsplit", "index", "find") \
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value == "~":
                 bad.append(f"{name}:{node.lineno} splits formula text on '~'")
     assert not bad, "formulas are read by evalmix.model (parse_formula, parse_specs):\n" + "\n".join(bad)
-
-
-def _docstrings(tree: ast.Module) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                out.add(id(first.value))
-    return out
 
 
 def _formula_like(text: str) -> bool:
@@ -291,18 +312,18 @@ def _formula_like(text: str) -> bool:
     return bool(re.search(r"\w\s*~|~\s*[\w(]|(?<![\w.])\([^()|]*\|\|?[^()|]*\)(?!\[)", text))
 
 
-def formula_assembly(source: str | ast.Module) -> list[tuple[int, str]]:
-    """(line, text) of every formula built from pieces in ``source``: an f-string whose text
-    around an interpolation is a ``~`` or a bar, or ``+`` on a string that reads as a formula
-    (docstrings left out)."""
+def formula_assembly(source: str | _Nodes) -> list[tuple[int, str]]:
+    """(line, text) of every formula built from pieces in ``source`` (text, or the nodes of a
+    parsed module): an f-string whose text around an interpolation is a ``~`` or a bar, or ``+``
+    on a string that reads as a formula (docstrings left out)."""
     import re
 
-    tree = ast.parse(source) if isinstance(source, str) else source
-    skip = _docstrings(tree)
+    nodes = _Nodes(ast.parse(source)) if isinstance(source, str) else source
+    skip = nodes.docstrings
     edge_end = re.compile(r"(~|\|)\s*$|\(\s*1\s*\|\s*$")
     edge_start = re.compile(r"^\s*(~|\|)")
     out = []
-    for node in ast.walk(tree):
+    for node in [*nodes.joined, *nodes.adds]:
         if isinstance(node, ast.JoinedStr):
             parts = node.values
             text = "".join(p.value if isinstance(p, ast.Constant) else "{}" for p in parts)
@@ -317,7 +338,7 @@ def formula_assembly(source: str | ast.Module) -> list[tuple[int, str]]:
                 if edge_end.search(str(before)) or edge_start.search(str(after)):
                     out.append((node.lineno, text))
                     break
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        else:
             for side in (node.left, node.right):
                 if isinstance(side, ast.Constant) and isinstance(side.value, str) and id(side) not in skip \
                         and _formula_like(side.value):
@@ -338,6 +359,6 @@ def test_formula_assembly_is_detected():
 
 def test_no_module_outside_the_model_package_builds_formula_text():
     bad = [f"{name}:{line}: {text}" for name, path in MODULES.items() if not _in_model(name)
-           for line, text in formula_assembly(_tree(path))]  # the trees parsed for the import graph
+           for line, text in formula_assembly(_nodes(path))]  # the trees walked for the import graph
     assert not bad, ("build formulas with evalmix.model (make_formula, ParsedFormula.with_fixed, "
                      "without_random, with_random, text), not from pieces of text:\n" + "\n".join(bad))

@@ -314,11 +314,14 @@ _PYMC_FNS: dict = {}
 
 def _pymc_logp_dlogp(bm, density, x):
     point = density.point(x)
-    if id(bm) not in _PYMC_FNS:  # compile PyMC's functions once per model
-        # the model is kept with its functions: a freed model's id can be reused by another
-        _PYMC_FNS[id(bm)] = (bm, bm.model.compile_logp(), bm.model.compile_dlogp())
-    _, logp_fn, dlogp_fn = _PYMC_FNS[id(bm)]
-    lp, g = float(logp_fn(point)), dlogp_fn(point)
+    if id(bm) not in _PYMC_FNS:  # compile PyMC's log density and its gradient once per model
+        # the model is kept with its function: a freed model's id can be reused by another.  One
+        # function of both (the graphs of compile_logp and compile_dlogp) compiles their shared
+        # part once
+        _PYMC_FNS[id(bm)] = (bm, bm.model.compile_fn([bm.model.logp(), bm.model.dlogp()]))
+    _, logp_dlogp_fn = _PYMC_FNS[id(bm)]
+    lp, g = logp_dlogp_fn(point)
+    lp = float(lp)
     sizes = [point[v.name].size for v in bm.model.value_vars]
     parts = dict(zip([v.name for v in bm.model.value_vars], np.split(g, np.cumsum(sizes)[:-1])))
     return lp, np.concatenate([parts[vname] for _, vname, _, _ in density.blocks])

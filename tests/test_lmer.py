@@ -7,6 +7,7 @@ interval ends follow from those and are checked at 1% relative (or 1e-6 absolute
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -171,12 +172,24 @@ def test_emmeans_match_r(fits, key, spec, ddf):
     np.testing.assert_allclose(t["conf_high"], re_["upper.CL"], rtol=2e-3)
 
 
+@pytest.fixture(scope="module")
+def pairwise(fits):
+    """``pairwise(key, spec, ddf, adjust)``: the pairwise contrasts' table, made once per module
+    (a Tukey adjustment with finite df takes most of a second: the studentized range quantile)."""
+
+    @functools.cache
+    def table(key: str, spec: str, ddf: str, adjust: str) -> pd.DataFrame:
+        emm = evalmix.emmeans(fits[key], spec, ddf=ddf.replace("_", "-"))
+        return evalmix.contrast(emm, "pairwise", adjust=adjust).to_frame()
+
+    return table
+
+
 @pytest.mark.parametrize("adjust", ["tukey", "holm", "none", "bonferroni", "sidak"])
 @pytest.mark.parametrize("key,spec,ddf", _EMM)
-def test_pairwise_contrasts_match_emmeans(fits, key, spec, ddf, adjust):
-    emm = evalmix.emmeans(fits[key], spec, ddf=ddf.replace("_", "-"))
+def test_pairwise_contrasts_match_emmeans(pairwise, key, spec, ddf, adjust):
     ref = pd.DataFrame(R[key][f"emm_{ddf}"][f"pairs_{adjust}"])
-    con = evalmix.contrast(emm, "pairwise", adjust=adjust).to_frame()
+    con = pairwise(key, spec, ddf, adjust).copy()
     assert con["contrast"].tolist() == _labels(ref, spec)
     _close_beta(con["estimate"].to_numpy(), ref["estimate"])
     np.testing.assert_allclose(con["se"], ref["SE"], rtol=SE_TOL)
@@ -210,10 +223,14 @@ def test_mvt_matches_emmeans(fits, key, spec, ddf):
                                atol=5e-3 * float(np.max(ref["SE"])))
 
 
-def test_mvt_with_finite_df_is_between_bonferroni_and_none(fits):
+def test_mvt_with_finite_df_is_between_bonferroni_and_none(fits, pairwise):
     emm = evalmix.emmeans(fits["judges"], "model")
-    p = {a: evalmix.contrast(emm, "pairwise", adjust=a).to_frame()["p_adjusted"].to_numpy()
-         for a in ("mvt", "tukey", "bonferroni", "none")}
+    # an lmer's marginal means take Satterthwaite's df by default: the contrasts of the tests above
+    pd.testing.assert_frame_equal(emm.to_frame(), evalmix.emmeans(fits["judges"], "model",
+                                                                  ddf="satterthwaite").to_frame())
+    p = {a: pairwise("judges", "model", "satterthwaite", a)["p_adjusted"].to_numpy()
+         for a in ("tukey", "bonferroni", "none")}
+    p["mvt"] = evalmix.contrast(emm, "pairwise", adjust="mvt").to_frame()["p_adjusted"].to_numpy()
     # all pairwise differences: the exact multivariate t equals Tukey's studentized range
     np.testing.assert_allclose(p["mvt"], p["tukey"], rtol=0.02, atol=2e-4)
     assert np.all(p["mvt"] <= p["bonferroni"] + 1e-9) and np.all(p["mvt"] >= p["none"] - 1e-9)

@@ -32,9 +32,17 @@ def _run(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     return out, time.perf_counter() - start
 
 
+QUICK = 1.0  # seconds a quick answer may take
+
+
 def _best_of(n: int, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    """The fastest of ``n`` runs: the time without the noise of a shared machine."""
-    runs = [_run(*args) for _ in range(n)]
+    """The fastest of up to ``n`` runs: the time without the noise of a shared machine.  The runs
+    stop at the first one within QUICK (a faster run would not change the verdict)."""
+    runs = []
+    for _ in range(n):
+        runs.append(_run(*args))
+        if runs[-1][1] < QUICK:
+            break
     return min(runs, key=lambda r: r[1])
 
 
@@ -44,7 +52,7 @@ def test_help_is_quick_and_lists_every_command():
     for command in ("describe", "fit", "select", "reliability", "ranks", "se-runs", "plan", "compare",
                     "calibrate", "leaderboard", "report"):
         assert f"\n    {command}" in out.stdout, command
-    assert seconds < 1.0, f"evalmix --help took {seconds:.2f} s"
+    assert seconds < QUICK, f"evalmix --help took {seconds:.2f} s"
 
 
 def test_mistyped_command_is_one_quick_line():
@@ -52,7 +60,7 @@ def test_mistyped_command_is_one_quick_line():
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "invalid choice: 'fitt'" in lines[0] and "Traceback" not in out.stderr
-    assert seconds < 1.0, f"evalmix fitt took {seconds:.2f} s"
+    assert seconds < QUICK, f"evalmix fitt took {seconds:.2f} s"
 
 
 def test_building_the_parser_loads_no_heavy_module():
@@ -88,7 +96,7 @@ def test_an_unknown_option_of_a_command_is_one_quick_line(command):
     assert len(lines) == 1 and lines[0].startswith("evalmix") and "error: " in lines[0], out.stderr
     assert "--nope" in lines[0] or "required" in lines[0], lines[0]
     assert "Traceback" not in out.stderr and out.stdout == ""
-    assert seconds < 1.0, f"evalmix {command} x.csv --nope took {seconds:.2f} s"
+    assert seconds < QUICK, f"evalmix {command} x.csv --nope took {seconds:.2f} s"
 
 
 def test_a_choice_owned_elsewhere_is_checked_against_its_owner():

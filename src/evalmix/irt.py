@@ -529,7 +529,7 @@ class IrtFit(Result):
         Examples
         --------
         >>> from evalmix.simulate import simulate_irt
-        >>> fit = fit_irt(simulate_irt(n_items=20, n_models=6, seed=1))
+        >>> fit = fit_irt(simulate_irt(n_items=20, n_models=6, seed=2))
         >>> fit.predict([0.0, 1.0]).shape
         (20, 2)
         """
@@ -783,7 +783,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, seed=4))
+    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, seed=2))
     >>> len(select_items(fit, 10, method="information"))
     10
     """

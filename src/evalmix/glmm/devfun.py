@@ -109,7 +109,7 @@ class DevianceFunction:
     >>> f.theta_names + f.beta_names
     ['item.(Intercept)', '(Intercept)', 'modelM2']
     >>> res = minimize(f, f.start, method="Nelder-Mead",
-    ...                options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 5000})
+    ...                options={"xatol": 1e-6, "fatol": 1e-9})
     >>> fit = glmer("correct ~ model + (1|item)", runs)
     >>> bool(abs(res.fun - fit.deviance) < 1e-6), bool(abs(f(res.x) - f.profiled(res.x[:1])) < 1e-6)
     (True, True)
