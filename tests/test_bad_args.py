@@ -183,8 +183,11 @@ def test_valid_arguments_pass_unchanged():
 
 # ------------------------------------------------------------------------- property tests
 
+# text arguments from printable ASCII and a few non-ASCII characters (st.text() of any character
+# builds hypothesis' Unicode table first: about 3 CPU s in a fresh clone)
+ASCII = st.sampled_from([chr(c) for c in range(32, 127)] + list("\téχ中😀"))
 VALID_SEEDS = st.one_of(st.none(), st.integers(0, 2**63), st.integers(0, 2**31).map(np.random.default_rng))
-BAD_SEEDS = st.one_of(st.integers(max_value=-1), st.floats(allow_nan=True), st.text(max_size=5), st.booleans(),
+BAD_SEEDS = st.one_of(st.integers(max_value=-1), st.floats(allow_nan=True), st.text(ASCII, max_size=5), st.booleans(),
                       st.lists(st.integers(0, 5), max_size=2))
 
 
@@ -205,7 +208,7 @@ def test_invalid_seeds_always_raise_the_evalmix_error(seed):
 
 
 @settings(max_examples=100, deadline=None)
-@given(value=st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
+@given(value=st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(ASCII, max_size=4),
                        st.booleans(), st.none()))
 def test_counts_and_levels_accept_exactly_the_valid_values(value):
     count_ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
