@@ -83,5 +83,8 @@ def expand_cfunc(dim, expanded, x_, out_, user_data):
         return -1
     x = carray(x_, (dim,))
     out = carray(out_, (dim,))
-    out[:] = x
+    # element by element: a slice assignment from an array makes numba compile its shape-mismatch
+    # error message (string formatting), a few CPU seconds of every cold compile
+    for i in range(dim):
+        out[i] = x[i]
     return 0
