@@ -42,7 +42,8 @@ import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes"]
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes",
+           "newton_polish"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
 DENSE_MAX = 2000
@@ -51,6 +52,80 @@ DENSE_B_MAX = 4_000_000
 #: two nested terms go through the diagonal Schur complement (off: the dense Schur complement or
 #: the sparse LU, as for other designs; the tests compare the three)
 NESTED_FAST = True
+
+
+def newton_polish(par: np.ndarray, value: float, objective: Callable[[np.ndarray], float],
+                  gradient: Callable[[np.ndarray], np.ndarray],
+                  hessian: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                  interior: Callable[[np.ndarray], np.ndarray], *, max_steps: int, gtol: float,
+                  keep_step: float | None = None) -> tuple[np.ndarray, float, int, np.ndarray | None]:
+    """Newton steps over the interior parameters of a Laplace objective from where L-BFGS-B
+    stopped (it stops a little short on flat ridges): the polish of :mod:`evalmix.tmb` and
+    :mod:`evalmix.ordinal`.
+
+    A step is taken while the largest interior gradient component is at least ``gtol`` and the
+    step lowers the objective; otherwise the objective is evaluated again at the last point (it
+    leaves the conditional modes where it was last called).
+
+    Parameters
+    ----------
+    par, value : ndarray, float
+        The optimiser's parameters and ``objective(par)``.
+    objective, gradient : callable
+        ``objective(par) -> float`` and its exact gradient over every parameter.
+    hessian : callable
+        ``hessian(par, interior) -> ndarray``: the Hessian over the interior parameters.
+    interior : callable
+        ``interior(par) -> bool mask`` of the parameters off the boundary.
+    max_steps : int
+    gtol : float
+    keep_step : float, optional
+        Keep the Hessian after a step shorter than this (it moved by less than that relative to
+        itself) and return the Hessian at the returned point; None: a Hessian at every step, none
+        returned.
+
+    Returns
+    -------
+    (par, value, steps, hessian)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> f = lambda x: float((x[0] - 1) ** 2 + 2 * x[1] ** 2)
+    >>> grad = lambda x: np.array([2 * (x[0] - 1), 4 * x[1]])
+    >>> hess = lambda x, keep: np.diag([2.0, 4.0])[np.ix_(keep, keep)]
+    >>> par, value, steps, _ = newton_polish(np.array([0.9, 0.1]), f(np.array([0.9, 0.1])), f, grad,
+    ...                                      hess, lambda x: np.ones(2, bool), max_steps=5, gtol=1e-8)
+    >>> par.tolist(), value, steps
+    ([1.0, 0.0], 0.0, 1)
+    """
+    H: np.ndarray | None = None
+    steps = 0
+    for _ in range(max_steps):
+        inside = interior(par)
+        g = gradient(par)[inside]
+        if keep_step is not None and (H is None or H.shape[0] != len(g)):
+            H = hessian(par, inside)  # the caller needs it at the returned point anyway
+        if np.max(np.abs(g), initial=0.0) < gtol:
+            break
+        if keep_step is None:
+            H = hessian(par, inside)
+        assert H is not None
+        try:
+            step = np.linalg.solve(H, g)
+        except np.linalg.LinAlgError:
+            break
+        trial = par.copy()
+        trial[inside] -= step
+        v = objective(trial)
+        if not v < value:
+            objective(par)
+            break
+        par, value = trial, v
+        if keep_step is None or not np.max(np.abs(step)) < keep_step:
+            H = None
+        steps += 1
+    return par, value, steps, H
 
 
 def ascent_step(objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]], u: np.ndarray,

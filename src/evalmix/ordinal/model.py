@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes
+from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
 from ..links import dlog_mu_eta, inverse_link, mu_eta
 from ..numdiff import central_gradient
 
@@ -304,25 +304,10 @@ class OrdinalModel:
         par = self.from_free(res.x)
         value = self.nla(par)
         iterations = int(res.nit)
-        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat ridges)
+        par, value, steps, _ = newton_polish(par, value, self.nla, self.gradient, self.hessian, self.interior,
+                                             max_steps=5, gtol=1e-6)
+        iterations += steps
         interior = self.interior(par)
-        for _ in range(5):
-            g = self.gradient(par)[interior]
-            if np.max(np.abs(g)) < 1e-6:
-                break
-            H = self.hessian(par, interior)
-            try:
-                step = np.linalg.solve(H, g)
-            except np.linalg.LinAlgError:
-                break
-            trial = par.copy()
-            trial[interior] -= step
-            v = self.nla(trial)
-            if not v < value:
-                self.nla(par)
-                break
-            par, value = trial, v
-            iterations += 1
         grad = self.gradient(par)[interior]
         converged = bool(np.all(np.isfinite(grad)) and np.max(np.abs(grad)) < 1e-3)
         self.nla(par)  # leave the conditional modes at the estimates

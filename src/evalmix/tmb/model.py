@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes
+from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
 from ..numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
@@ -257,32 +257,13 @@ class LaplaceModel:
         par = np.asarray(res.x, dtype=float)
         value = self.nll(par)
         iterations = int(res.nit)
-        # Newton polish over the interior parameters (L-BFGS-B stops a little short on flat
-        # ridges); the Hessian at the last point is the one the SEs need, but a step shorter than
-        # HESS_KEEP_STEP moves it by less than that relative to itself, far below the SEs'
-        # accuracy, so it is kept rather than differenced again
-        H: np.ndarray | None = None
-        for _ in range(8):
-            interior = self.interior(par)
-            g = self.gradient(par)[interior]
-            if H is None or H.shape[0] != len(g):
-                H = self.hessian(par, interior)
-            if np.max(np.abs(g), initial=0.0) < 1e-7:
-                break
-            try:
-                step = np.linalg.solve(H, g)
-            except np.linalg.LinAlgError:
-                break
-            trial = par.copy()
-            trial[interior] -= step
-            v = self.nll(trial)
-            if not v < value:
-                self.nll(par)
-                break
-            par, value = trial, v
-            if not np.max(np.abs(step)) < HESS_KEEP_STEP:
-                H = None
-            iterations += 1
+        # Newton polish (L-BFGS-B stops a little short on flat ridges); the Hessian at the last
+        # point is the one the SEs need, but a step shorter than HESS_KEEP_STEP moves it by less
+        # than that relative to itself, far below the SEs' accuracy, so it is kept rather than
+        # differenced again
+        par, value, steps, H = newton_polish(par, value, self.nll, self.gradient, self.hessian, self.interior,
+                                             max_steps=8, gtol=1e-7, keep_step=HESS_KEEP_STEP)
+        iterations += steps
         interior = self.interior(par)
         grad = self.gradient(par)[interior]
         if H is None or H.shape[0] != int(interior.sum()):
