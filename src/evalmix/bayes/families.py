@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 from ..data import RunsData
 from ..errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
-                     fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
+                     fitted_offset, fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
                      read_data, rows_text)
 from .model import BayesModel, choose_forms, linear_predictor, model_coords
 from .priors import FAMILIES as PRIOR_FAMILIES
@@ -219,11 +219,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
                         f"{', '.join(fixed.columns)}; drop a term or a level that another determines")
     offset = None
     if parsed.offsets:
-        offset = np.asarray(grid_fixed.offset(rows), dtype=float)
-        if not np.all(np.isfinite(offset)):
-            raise DataError(f"the offset is not finite in rows "
-                            f"{rows_text(d.index, ~np.isfinite(offset))}")
-        grid_fixed = grid_fixed.fitted_on(rows, float(offset.mean()))
+        offset, grid_fixed = fitted_offset(grid_fixed, rows, d.index)
         fixed = fixed.fitted_on(rows, float(offset.mean()))
     terms = build_random_terms(parsed.random, rows, len(rows))
     if family == "gaussian":
