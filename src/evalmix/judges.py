@@ -202,6 +202,13 @@ def _agreement_row(res: Any, name: str) -> dict[str, Any]:
             "n_items": res.n_items, "n_raters": res.n_raters}
 
 
+def _require_shared(long: _Long, tab: pd.DataFrame) -> None:
+    """Refuse a verdicts table (responses x judges) in which no response has two judges' verdicts."""
+    if not (tab.notna().sum(axis=1) >= 2).any():
+        raise DataError(f"no response (model, item, run) was graded by two or more judges of "
+                        f"{long.cols['judge']!r}: agreement needs judges grading the same responses")
+
+
 def _agreement(long: _Long, level: Level, conf_level: float) -> JudgeAgreement:
     tab = _ratings(long)
     values = np.unique(long.frame["y"].to_numpy())
@@ -210,9 +217,7 @@ def _agreement(long: _Long, level: Level, conf_level: float) -> JudgeAgreement:
     rows = []
     if len(values) < 2:
         raise DataError(f"every verdict in {long.cols['outcome']!r} is {values[0]:g}: agreement is undefined")
-    if not (tab.notna().sum(axis=1) >= 2).any():
-        raise DataError(f"no response (model, item, run) was graded by two or more judges of "
-                        f"{long.cols['judge']!r}: agreement needs judges grading the same responses")
+    _require_shared(long, tab)
     # alpha takes the incomplete rows; the kappas and the ICC need every judge on a response
     rows.append(_agreement_row(krippendorff_alpha(tab.to_numpy(), level=level), "krippendorff_alpha"))
     complete = tab.dropna()
@@ -1191,6 +1196,7 @@ def judge_study(data: RunsData, *, judge: str = "judge", outcome: str | None = N
     if long.frame["y"].nunique() < 2:
         raise DataError(f"every verdict in {long.cols['outcome']!r} is {long.frame['y'].iloc[0]:g}: there is no "
                         "variation for a logistic model (nor agreement) to describe")
+    _require_shared(long, _ratings(long))  # before the fits
     df = long.frame
     levels = sorted(df["judge"].unique().tolist())
     ref_s = None if ref is None else str(ref)
