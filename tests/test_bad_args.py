@@ -207,6 +207,7 @@ def test_invalid_seeds_always_raise_the_evalmix_error(seed):
         evalmix.bootstrap_ci(VALUES, n_boot=50, seed=seed)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy's warnings never reach the user
 @settings(max_examples=100, deadline=None)
 @given(value=st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(ASCII, max_size=4),
                        st.booleans(), st.none()))

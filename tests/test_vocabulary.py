@@ -554,8 +554,9 @@ def test_results_are_immutable_and_hashable(outputs, name):
 def test_fixef_edit_cannot_change_the_fit(ctx):
     fit = ctx["fit"]
     before = fit.coef_table()
-    fit.fixef.iloc[0] = 99
-    fit.vcov.iloc[0, 0] = 99
+    fixef, vcov = fit.fixef, fit.vcov  # the caller's copies, edited
+    fixef.iloc[0] = 99
+    vcov.iloc[0, 0] = 99
     pd.testing.assert_frame_equal(fit.coef_table(), before)
     assert not fit.hessian.flags.writeable
     # random effects come from values computed when the fit ended, not from a live solver

@@ -335,7 +335,8 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
                              "available for stat='mean'; use 'bca' or 'percentile' for other statistics")
     lo, hi, extra = _interval(boot, theta, method, conf_level, jack=jack, t_boot=t_boot, se_hat=se_hat)
     details = {"bias": float(boot.mean() - theta), "n": n, **extra}
-    return BootstrapResult(estimate=theta, se=float(boot.std(ddof=1)), conf_low=lo, conf_high=hi,
+    se = float(boot.std(ddof=1)) if n_boot > 1 else math.nan  # one replicate has no spread
+    return BootstrapResult(estimate=theta, se=se, conf_low=lo, conf_high=hi,
                            method=method, conf_level=conf_level, n_boot=n_boot, distribution=boot,
                            details=details)
 
@@ -621,7 +622,8 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
         boot = metric_from_cells(cells, k, metric, pos)
         name = metric
     lo, hi, _ = _interval(boot, theta, "percentile", conf_level)
-    return BootstrapResult(estimate=theta, se=float(boot.std(ddof=1)), conf_low=lo, conf_high=hi,
+    se = float(boot.std(ddof=1)) if n_boot > 1 else math.nan  # one replicate has no spread
+    return BootstrapResult(estimate=theta, se=se, conf_low=lo, conf_high=hi,
                            method="instance", conf_level=conf_level, n_boot=n_boot,
                            distribution=boot, details={"metric": name, "n_runs": m,
                                                        "n_instances": l_,
