@@ -808,15 +808,17 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
                          + (1 - twt) * stats.f.cdf(x ** 2, 1, d) ** k)
 
         p[finite] = [1 - pdunnx(x, d) for x, d in zip(abst[finite], df_all[finite])]
-        crit = np.empty(k)
-        for i, d in enumerate(df_all):
+        dfs, where = np.unique(df_all, return_inverse=True)  # one quantile per distinct df
+        crit_df = np.empty(len(dfs))
+        for i, d in enumerate(dfs):
             if np.isinf(d):
-                crit[i] = multiplicity.qdunnx(conf_level, k)
+                crit_df[i] = multiplicity.qdunnx(conf_level, k)
                 continue
             lo_, hi_ = sorted((stats.studentized_range.ppf(conf_level, nm, d) / np.sqrt(2),
                                float(np.sqrt(stats.f.ppf(conf_level ** (1 / k), 1, d)))))
-            crit[i] = lo_ if hi_ - lo_ < 5e-4 else _opt.brentq(
+            crit_df[i] = lo_ if hi_ - lo_ < 5e-4 else _opt.brentq(
                 lambda x: pdunnx(x, d) - conf_level, lo_, hi_, xtol=1e-8)
+        crit = crit_df[where]
     else:  # mvt: mvtnorm's multivariate t, df as an integer (emmeans' .my.pmvt)
         if corr is None:
             raise ValueError("the mvt adjustment needs the contrasts' correlation matrix")

@@ -146,12 +146,13 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if unit and mi[0] >= 0 and bound < 600.0 and blocked:
-        lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
-    elif unit and mi[0] >= 0 and bound < 600.0 and major >= 0:
-        lp += _loglik_grouped(k, m, mi, sub, subkey, mstart, major, fx, u, start, gcell, gu)
-    elif unit and mi[0] >= 0 and bound < 600.0:
-        lp += _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu)
+    if unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
+        if blocked:
+            lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
+        elif major >= 0:
+            lp += _loglik_grouped(k, m, mi, sub, subkey, mstart, major, fx, u, start, gcell, gu)
+        else:
+            lp += _loglik_factored(k, m, mi, cell, idx, fx, u, start, gcell, gu)
     else:
         lp += _loglik_rows(k, m, cell, idx, Z, fx, u, start, gcell, gu)
     gc = 0.0

@@ -98,7 +98,13 @@ def fused_reason(bm: BayesModel) -> str | None:
     return None
 
 
-def _group_rows(arrays: dict[str, np.ndarray], factored: bool) -> tuple[int, bool]:
+def _factored(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether the kernel's exp-free factored form fits the rows: unit random-effect columns and
+    small integer trials (``mi[0] = -1`` otherwise)."""
+    return bool(arrays["mi"][0] >= 0 and np.all(arrays["terms"][:, 5] == 1))
+
+
+def _group_rows(arrays: dict[str, np.ndarray]) -> tuple[int, bool]:
     """Sort the rows by the levels of the random term with the most levels, for the kernel's
     grouped row pass; returns that term's index (-1 when the grouping does not pay) and whether
     the rows are blocked (the kernel's SIMD pass).
@@ -115,7 +121,7 @@ def _group_rows(arrays: dict[str, np.ndarray], factored: bool) -> tuple[int, boo
     nt = idx.shape[0]
     arrays.update(sub=np.zeros(n, np.int64), subkey=np.zeros((0, 1 + nt), np.int64),
                   mstart=np.zeros(1, np.int64))
-    if not factored or nt == 0 or n == 0:
+    if not _factored(arrays) or nt == 0 or n == 0:
         return -1, False
     major = int(np.argmax(arrays["terms"][:, 2]))
     keys = np.column_stack([idx.T, arrays["cell"]])
@@ -226,7 +232,7 @@ class FusedDensity:
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
                   # the holder's levels' values of the fixed columns it holds (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
-        major, blocked = _group_rows(arrays, int(mi[0]) >= 0 and bool(np.all(terms[:, 5] == 1)))
+        major, blocked = _group_rows(arrays)
         header = np.zeros(HEADER, np.int64)
         header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
         for slot, key in enumerate(_ARRAYS, start=8):
@@ -252,7 +258,7 @@ class FusedDensity:
             return 0
         if self.header[23] >= 0:
             return 1
-        return 2 if self.arrays["mi"][0] >= 0 and np.all(self.arrays["terms"][:, 5] == 1) else 3
+        return 2 if _factored(self.arrays) else 3
 
     def logp_dlogp(self, x: np.ndarray, row_pass: str | None = None) -> tuple[float, np.ndarray]:
         """Log density and gradient at the flat point ``x`` (through the compiled kernel).
