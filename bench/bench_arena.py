@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests" / "reference"))
 
 from arena_fastchat import compute_mle_elo_with_tie  # noqa: E402
 
-from evalmix.arena import bradley_terry  # noqa: E402
+from evalmix.studies.arena import bradley_terry  # noqa: E402
 
 
 def simulate(n: int, k: int, seed: int = 1) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import evalmix  # noqa: E402
-from evalmix.repetitions import se_vs_runs, sign_flip_rate  # noqa: E402
+from evalmix.studies.repetitions import se_vs_runs, sign_flip_rate  # noqa: E402
 
 SLICE = ["model", "language", "prompt"]
 

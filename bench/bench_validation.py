@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from evalmix.data import ensure_runs, read_runs
+from evalmix.data.runs import ensure_runs, read_runs
 
 
 def table(n_rows: int, seed: int = 0) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import ray
 from ray.util.joblib import register_ray
 
 import evalmix
-from evalmix.parallel import parallel_map
+from evalmix.core.parallel import parallel_map
 
 
 def draw(t, seq):

@@ -1,6 +1,6 @@
 """Comparisons of a fit with the emmeans and car numbers an R reference script stored.
 
-Shared by the formula parity tests (tests/test_formula_parity.py, tests/test_formula_sweep.py),
+Shared by the formula parity tests (tests/model/test_formula_parity.py, tests/model/test_formula_sweep.py),
 whose JSON cases hold ``emmeans`` (spec, level, estimate, se) and ``anova`` (term, df, chisq).
 """
 

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from .core.errors import (
     ArgumentError,
     ArgumentTypeError,
     ConvergenceWarning,
@@ -20,6 +22,7 @@ from .errors import (
     FitWarning,
     FormulaError,
     SamplingWarning,
+    SeparationWarning,
     SingularFitWarning,
 )
 
@@ -28,90 +31,107 @@ __version__ = "0.1.0"
 # public name -> module that owns it (relative to the package)
 _EXPORTS: dict[str, str] = {
     # the runs table and descriptive accuracy
-    "RunsSchema": "data", "ensure_runs": "data", "load_table": "data", "read_runs": "data",
-    "schema_of": "data",
-    "aggregate_runs": "scan",
-    "AccuracyTable": "descriptive", "accuracy": "descriptive", "binom_ci": "descriptive",
+    "RunsSchema": "data.runs", "ensure_runs": "data.runs", "load_table": "data.runs", "read_runs": "data.runs",
+    "schema_of": "data.runs",
+    "aggregate_runs": "data.scan",
+    "AccuracyTable": "stats.descriptive", "accuracy": "stats.descriptive", "binom_ci": "stats.descriptive",
     # paper-ready tables
-    "format_p": "tables", "to_latex": "tables", "to_markdown": "tables",
+    "format_p": "core.tables", "to_latex": "core.tables", "to_markdown": "core.tables",
     # mixed models
     "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm",
     "LmerResult": "lmm", "lmer": "lmm",
-    "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "fit_many", "fit_many": "fit_many",
+    "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "studies.fit_many", "fit_many": "studies.fit_many",
     "GlmmTMBResult": "tmb", "OverdispersionCheck": "tmb", "check_overdispersion": "tmb", "glmmtmb": "tmb",
     # log loaders (Inspect AI, lm-evaluation-harness, HELM) and format detection
     "read_helm": "io", "read_inspect": "io", "read_lm_eval": "io", "read_logs": "io",
     "read_openai_evals": "io", "read_inspect_evals": "io", "read_arena_battles": "io",
     # run-to-run reliability, leaderboard stability
-    "rank_instability": "ranking", "rank_uncertainty": "ranking", "rank_uncertainty_glmm": "ranking",
-    "flip_rate": "reliability", "icc": "reliability", "latent_icc": "reliability",
+    "rank_instability": "studies.ranking", "rank_uncertainty": "studies.ranking", "rank_uncertainty_glmm": "studies.ranking",
+    "flip_rate": "studies.reliability", "icc": "studies.reliability", "latent_icc": "studies.reliability",
     # comparisons, resampling, multiplicity, agreement, power and calibration
-    "cohens_d": "comparisons", "compare_pair": "comparisons", "friedman": "comparisons",
-    "mcnemar": "comparisons", "paired_t_runs": "comparisons", "permutation_test": "comparisons",
-    "wilcoxon": "comparisons",
-    "bootstrap_ci": "resampling", "cluster_bootstrap": "resampling",
-    "instance_bootstrap": "resampling", "paired_bootstrap": "resampling", "run_level_ci": "resampling",
-    "adjust_pvalues": "multiplicity",
-    "cohen_kappa": "agreement", "fleiss_kappa": "agreement", "krippendorff_alpha": "agreement",
-    "power_clustered": "power", "power_paired_proportions": "power", "power_two_proportions": "power",
-    "sample_size_clustered": "power", "sample_size_paired_proportions": "power",
-    "sample_size_two_proportions": "power",
-    "calibrate": "calibration", "coverage_study": "calibration",
+    "cohens_d": "stats.comparisons", "compare_pair": "stats.comparisons", "friedman": "stats.comparisons",
+    "mcnemar": "stats.comparisons", "paired_t_runs": "stats.comparisons", "permutation_test": "stats.comparisons",
+    "wilcoxon": "stats.comparisons",
+    "bootstrap_ci": "stats.resampling", "cluster_bootstrap": "stats.resampling",
+    "instance_bootstrap": "stats.resampling", "paired_bootstrap": "stats.resampling", "run_level_ci": "stats.resampling",
+    "adjust_pvalues": "inference.multiplicity",
+    "cohen_kappa": "stats.agreement", "fleiss_kappa": "stats.agreement", "krippendorff_alpha": "stats.agreement",
+    "power_clustered": "studies.power", "power_paired_proportions": "studies.power", "power_two_proportions": "studies.power",
+    "sample_size_clustered": "studies.power", "sample_size_paired_proportions": "studies.power",
+    "sample_size_two_proportions": "studies.power",
+    "calibrate": "studies.calibration", "coverage_study": "studies.calibration",
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
-    "Contrasts": "emmeans", "EMMeans": "emmeans", "contrast": "emmeans", "emmeans": "emmeans",
-    "ContrastRow": "emmeans", "contrast_families": "emmeans", "register_contrast": "emmeans",
-    "reference_grid": "emmeans", "regrid": "emmeans", "ref_grid": "grid", "RefGrid": "grid",
-    "LinearHypothesis": "fitted", "linear_hypothesis": "fitted",
-    "AnovaTable": "selection", "ModelComparison": "selection", "anova": "selection",
-    "bic_evidence": "selection", "compare_models": "selection",
+    "Contrasts": "inference.emmeans", "EMMeans": "inference.emmeans", "contrast": "inference.emmeans", "emmeans": "inference.emmeans",
+    "ContrastRow": "inference.emmeans", "contrast_families": "inference.emmeans", "register_contrast": "inference.emmeans",
+    "reference_grid": "inference.emmeans", "regrid": "inference.emmeans", "ref_grid": "mixed.grid", "RefGrid": "mixed.grid",
+    "LinearHypothesis": "mixed.fitted", "linear_hypothesis": "mixed.fitted",
+    "AnovaTable": "inference.selection", "ModelComparison": "inference.selection", "anova": "inference.selection",
+    "bic_evidence": "inference.selection", "compare_models": "inference.selection",
     # leaderboards: simultaneous rank sets and tie groups; errored samples
-    "RankSets": "leaderboard", "rank_sets": "leaderboard", "rank_sets_draws": "leaderboard",
-    "rank_sets_glmm": "leaderboard",
-    "rank_sets_normal": "leaderboard", "rank_sets_posterior": "leaderboard", "tie_groups": "leaderboard",
+    "RankSets": "studies.leaderboard", "rank_sets": "studies.leaderboard", "rank_sets_draws": "studies.leaderboard",
+    "rank_sets_glmm": "studies.leaderboard",
+    "rank_sets_normal": "studies.leaderboard", "rank_sets_posterior": "studies.leaderboard", "tie_groups": "studies.leaderboard",
     # pairwise-preference (arena) leaderboards: Bradley-Terry ratings
-    "BradleyTerryResult": "arena", "bradley_terry": "arena", "read_battles": "arena",
-    "ErroredAccuracy": "descriptive", "accuracy_bounds": "descriptive",
+    "BradleyTerryResult": "studies.arena", "bradley_terry": "studies.arena", "read_battles": "studies.arena",
+    "ErroredAccuracy": "stats.descriptive", "accuracy_bounds": "stats.descriptive",
     # the whole study in one call: tables, figures and the HTML page
     "Report": "reporting", "report": "reporting",
     # pass@k and pass^k
-    "PassKResult": "passk", "pass_k": "passk", "pass_k_model": "passk",
+    "PassKResult": "studies.passk", "pass_k": "studies.passk", "pass_k_model": "studies.passk",
     # sources of noise: items, templates, runs, judge passes
-    "VarianceSources": "variance", "variance_sources": "variance", "plan_sources": "variance",
+    "VarianceSources": "studies.variance", "variance_sources": "studies.variance", "plan_sources": "studies.variance",
     # LLM-as-judge scores corrected by a few human labels (prediction-powered inference)
-    "PPICoverage": "ppi", "PPIEstimates": "ppi", "ppi_coverage_study": "ppi", "ppi_difference": "ppi",
-    "ppi_mean": "ppi", "simulate_judged": "ppi",
+    "PPICoverage": "studies.ppi", "PPIEstimates": "studies.ppi", "ppi_coverage_study": "studies.ppi", "ppi_difference": "studies.ppi",
+    "ppi_mean": "studies.ppi", "simulate_judged": "studies.ppi",
     # several judges in one model: bias, interaction, agreement, variance share and the planner
-    "JudgeAgreement": "judges", "JudgeParts": "judges", "JudgePlan": "judges", "JudgeStudy": "judges",
-    "judge_agreement": "judges",
-    "judge_components": "judges", "judge_components_from_fit": "judges", "judge_plan_components": "judges",
-    "judge_se": "judges", "judge_study": "judges", "plan_judges": "judges",
+    "JudgeAgreement": "studies.judges", "JudgeParts": "studies.judges", "JudgePlan": "studies.judges", "JudgeStudy": "studies.judges",
+    "judge_agreement": "studies.judges",
+    "judge_components": "studies.judges", "judge_components_from_fit": "studies.judges", "judge_plan_components": "studies.judges",
+    "judge_se": "studies.judges", "judge_study": "studies.judges", "plan_judges": "studies.judges",
     "read_mt_bench": "io",
     # item response theory with repeated runs: 2PL/1PL fits, item information, subset selection
-    "IrtFit": "irt", "SubsetAccuracy": "irt", "adaptive_accuracy": "irt", "estimate_accuracy": "irt",
-    "fit_irt": "irt", "item_information": "irt", "select_items": "irt", "IrtPosterior": "irt",
-    "fit_irt_bayes": "irt",
+    "IrtFit": "studies.irt", "SubsetAccuracy": "studies.irt", "adaptive_accuracy": "studies.irt", "estimate_accuracy": "studies.irt",
+    "fit_irt": "studies.irt", "item_information": "studies.irt", "select_items": "studies.irt", "IrtPosterior": "studies.irt",
+    "fit_irt_bayes": "studies.irt",
     # agent benchmarks and other harnesses
     "read_lighteval": "io", "read_mteb": "io", "read_opencompass": "io", "read_swebench": "io", "read_tau_bench": "io",
     # anytime-valid confidence sequences and the stopping rule
-    "SequenceResult": "sequential", "confidence_sequence": "sequential", "sequential_accuracy": "sequential",
-    "sequential_difference": "sequential",
+    "SequenceResult": "studies.sequential", "confidence_sequence": "studies.sequential", "sequential_accuracy": "studies.sequential",
+    "sequential_difference": "studies.sequential",
     # variance reduction: a proxy score with a known mean as a control variate
-    "ControlVariateResult": "control_variates", "control_variate_accuracy": "control_variates",
-    "control_variate_difference": "control_variates", "control_variate_mean": "control_variates",
+    "ControlVariateResult": "studies.control_variates", "control_variate_accuracy": "studies.control_variates",
+    "control_variate_difference": "studies.control_variates", "control_variate_mean": "studies.control_variates",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
-# (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``); ``emmeans`` and ``fit_many`` stay the functions
-# of those names, and ``evalmix.tests`` is a deprecated alias left out
-_SUBPACKAGES = {"bayes", "cli", "glmm", "integrations", "io", "lmm", "model", "ordinal", "plots", "simulate", "tmb"}
-_SUBMODULES = _SUBPACKAGES | {
-    "agreement", "arena", "arguments", "calibration", "comparisons", "control_variates", "data", "descriptive", "draws", "errors",
-    "fitted", "grid", "irt", "judges", "leaderboard", "links", "methods", "multiplicity", "paired", "parallel",
-    "parquet", "passk", "power", "ppi", "ranking", "reliability", "repetitions", "reporting", "resampling",
-    "scan", "selection", "sequential", "status", "tables", "variance"}
+# (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``, ``evalmix.power.sample_size_clustered``); the
+# layer folders themselves (``evalmix.core``, ``evalmix.studies``...) are reached the same way
+_SUBPACKAGES = {"bayes", "cli", "core", "data", "glmm", "inference", "integrations", "io", "lmm", "mixed", "model",
+                "ordinal", "plots", "simulate", "stats", "studies", "tmb"}
+# modules that moved into the layer folders: old name -> module (relative to the package). As
+# attributes of ``evalmix`` they stay public names (``evalmix.power``); imported by their old path
+# (``import evalmix.grid``) they still work for one release, with a DeprecationWarning
+_MOVED: dict[str, str] = {
+    "errors": "core.errors", "arguments": "core.arguments", "methods": "core.methods",
+    "_random": "core.seeds", "_result": "core.result", "tables": "core.tables", "parallel": "core.parallel",
+    "draws": "core.draws",
+    "_slicing": "data.slicing", "parquet": "data.parquet", "scan": "data.scan", "status": "data.status",
+    "fitted": "mixed.fitted", "grid": "mixed.grid", "intercepts": "mixed.intercepts",
+    "numdiff": "mixed.numdiff", "links": "mixed.links",
+    "descriptive": "stats.descriptive", "comparisons": "stats.comparisons", "resampling": "stats.resampling",
+    "paired": "stats.paired", "agreement": "stats.agreement", "tests": "stats.comparisons",
+    "emmeans": "inference.emmeans", "selection": "inference.selection", "multiplicity": "inference.multiplicity",
+    **{name: f"studies.{name}" for name in (
+        "reliability", "ranking", "repetitions", "power", "calibration", "leaderboard", "passk", "variance",
+        "fit_many", "ppi", "arena", "judges", "irt", "sequential", "control_variates")},
+}
+_SUBMODULES: dict[str, str] = {
+    **{name: name for name in _SUBPACKAGES}, "reporting": "reporting",
+    **{old: new for old, new in _MOVED.items() if not old.startswith("_") and old != "tests"},
+}
 
 __all__ = sorted(
     ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "DataWarning", "FitWarning",
-     "FormulaError", "SamplingWarning", "SingularFitWarning", *_EXPORTS, "bayes", "glmm", "io", "plots", "power",
+     "FormulaError", "SamplingWarning", "SeparationWarning", "SingularFitWarning", *_EXPORTS, "bayes", "glmm", "io", "plots", "power",
      "reporting", "repetitions", "simulate"])
 
 
@@ -119,7 +139,7 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     else:
         raise AttributeError(f"module 'evalmix' has no attribute {name!r}")
     globals()[name] = value  # later look-ups skip this function
@@ -127,15 +147,16 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
 
 
 class _Package(types.ModuleType):
-    """The package module; importing the submodule ``evalmix.emmeans`` must not hide the function
-    ``evalmix.emmeans`` of the same name (the import system binds a loaded submodule on its parent)."""
+    """The package module; importing a module by the name of a public function (the old path
+    ``evalmix.emmeans``) must not hide the function ``evalmix.emmeans`` (the import system binds a
+    loaded submodule on its parent)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+        if isinstance(value, types.ModuleType) and name in _EXPORTS:
             return  # the function stays reachable through __getattr__
         super().__setattr__(name, value)
 
@@ -143,68 +164,139 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
+class _MovedLoader(importlib.abc.Loader):
+    """Loads an old module path as the module that now owns it (the same module object, so that
+    patches and ``isinstance`` checks agree), with a DeprecationWarning naming the new path."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        import warnings
+
+        old = module.__name__
+        new = f"{__name__}.{_MOVED[old.split('.', 1)[1]]}"
+        warnings.warn(f"{old} moved to {new}; import it from there (the old path goes in the next release)",
+                      DeprecationWarning, stacklevel=2)
+        sys.modules[old] = importlib.import_module(new)  # the import system returns what sys.modules holds
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    """Finds the old paths of the modules that moved into the layer folders."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        head, _, tail = fullname.partition(".")
+        if head != __name__ or tail not in _MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _MovedLoader())
+
+
+if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _MovedFinder())
+
+
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
-    from . import (
-        agreement, arena, arguments, bayes, calibration, cli, comparisons, control_variates, data, descriptive, draws, errors,
-        fitted, glmm, grid, integrations, io, irt, judges, leaderboard, links, lmm, methods, model, multiplicity,
-        ordinal, paired, parallel, parquet, passk, plots, power, ppi, ranking, reliability, repetitions, reporting,
-        resampling, scan, selection, sequential, simulate, status, tables, tmb, variance,
-    )
-    from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
-    from .arena import BradleyTerryResult, bradley_terry, read_battles
-    from .calibration import calibrate, coverage_study
-    from .control_variates import (
+    from .stats import agreement
+    from .studies import arena
+    from .core import arguments
+    from . import bayes
+    from .studies import calibration
+    from . import cli
+    from .stats import comparisons
+    from .studies import control_variates
+    from .data import runs as data
+    from .stats import descriptive
+    from .core import draws
+    from .core import errors
+    from .mixed import fitted
+    from . import glmm
+    from .mixed import grid
+    from . import integrations
+    from . import io
+    from .studies import irt
+    from .studies import judges
+    from .studies import leaderboard
+    from .mixed import links
+    from . import lmm
+    from .core import methods
+    from . import model
+    from .inference import multiplicity
+    from . import ordinal
+    from .stats import paired
+    from .core import parallel
+    from .data import parquet
+    from .studies import passk
+    from . import plots
+    from .studies import power
+    from .studies import ppi
+    from .studies import ranking
+    from .studies import reliability
+    from .studies import repetitions
+    from . import reporting
+    from .stats import resampling
+    from .data import scan
+    from .inference import selection
+    from .studies import sequential
+    from . import simulate
+    from .data import status
+    from .core import tables
+    from . import tmb
+    from .studies import variance
+    from .stats.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+    from .studies.arena import BradleyTerryResult, bradley_terry, read_battles
+    from .studies.calibration import calibrate, coverage_study
+    from .studies.control_variates import (
         ControlVariateResult, control_variate_accuracy, control_variate_difference, control_variate_mean,
     )
-    from .irt import (
+    from .studies.irt import (
         IrtFit, IrtPosterior, SubsetAccuracy, adaptive_accuracy, estimate_accuracy, fit_irt, fit_irt_bayes,
         item_information, select_items,
     )
-    from .comparisons import (
+    from .stats.comparisons import (
         cohens_d, compare_pair, friedman, mcnemar, paired_t_runs, permutation_test, wilcoxon,
     )
-    from .data import RunsSchema, ensure_runs, load_table, read_runs, schema_of
-    from .descriptive import AccuracyTable, ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
-    from .emmeans import (
+    from .data.runs import RunsSchema, ensure_runs, load_table, read_runs, schema_of
+    from .stats.descriptive import AccuracyTable, ErroredAccuracy, accuracy, accuracy_bounds, binom_ci
+    from .inference.emmeans import (
         ContrastRow, Contrasts, EMMeans, contrast, contrast_families, emmeans, reference_grid, regrid,
         register_contrast,
     )
-    from .fitted import LinearHypothesis, linear_hypothesis
-    from .grid import RefGrid, ref_grid
+    from .mixed.fitted import LinearHypothesis, linear_hypothesis
+    from .mixed.grid import RefGrid, ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
     from .lmm import LmerResult, lmer
     from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
     from .tmb import GlmmTMBResult, OverdispersionCheck, check_overdispersion, glmmtmb
-    from .fit_many import FitManyResult, fit_many
-    from .scan import aggregate_runs
+    from .studies.fit_many import FitManyResult, fit_many
+    from .data.scan import aggregate_runs
     from .io import (
         read_arena_battles, read_helm, read_inspect, read_inspect_evals, read_lighteval, read_lm_eval, read_logs,
         read_mt_bench, read_mteb, read_openai_evals, read_opencompass, read_swebench, read_tau_bench,
     )
-    from .judges import (
+    from .studies.judges import (
         JudgeAgreement, JudgeParts, JudgePlan, JudgeStudy, judge_agreement, judge_components,
         judge_components_from_fit, judge_plan_components, judge_se, judge_study, plan_judges,
     )
-    from .leaderboard import (
+    from .studies.leaderboard import (
         RankSets, rank_sets, rank_sets_draws, rank_sets_glmm, rank_sets_normal, rank_sets_posterior,
         tie_groups,
     )
-    from .multiplicity import adjust_pvalues
-    from .passk import PassKResult, pass_k, pass_k_model
-    from .ppi import (
+    from .inference.multiplicity import adjust_pvalues
+    from .studies.passk import PassKResult, pass_k, pass_k_model
+    from .studies.ppi import (
         PPICoverage, PPIEstimates, ppi_coverage_study, ppi_difference, ppi_mean, simulate_judged,
     )
-    from .power import (
+    from .studies.power import (
         power_clustered, power_paired_proportions, power_two_proportions, sample_size_clustered,
         sample_size_paired_proportions, sample_size_two_proportions,
     )
-    from .ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
-    from .sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
-    from .reliability import flip_rate, icc, latent_icc
+    from .studies.ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
+    from .studies.sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
+    from .studies.reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
-    from .resampling import (
+    from .stats.resampling import (
         bootstrap_ci, cluster_bootstrap, instance_bootstrap, paired_bootstrap, run_level_ci,
     )
-    from .selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
-    from .tables import format_p, to_latex, to_markdown
-    from .variance import VarianceSources, plan_sources, variance_sources
+    from .inference.selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
+    from .core.tables import format_p, to_latex, to_markdown
+    from .studies.variance import VarianceSources, plan_sources, variance_sources

@@ -27,18 +27,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from .arguments import check_arguments
-from . import repetitions, tables
-from ._result import Result
-from .data import read_runs, schema_of
-from .descriptive import accuracy
-from .emmeans import contrast, emmeans
-from .errors import DataError
+from .core.arguments import check_arguments
+from .studies import repetitions
+from .core import tables
+from .core.result import Result
+from .data.runs import read_runs, schema_of
+from .stats.descriptive import accuracy
+from .inference.emmeans import contrast, emmeans
+from .core.errors import DataError
 from .glmm import glmer
 from .model import ParsedFormula, make_formula
-from .ranking import rank_instability, rank_uncertainty
-from .reliability import KOO_LI_BANDS, flip_rate, icc, quality_band
-from .selection import anova, compare_models
+from .studies.ranking import rank_instability, rank_uncertainty
+from .studies.reliability import KOO_LI_BANDS, flip_rate, icc, quality_band
+from .inference.selection import anova, compare_models
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -742,8 +743,8 @@ def _ppi_table(data: pd.DataFrame, schema: Any, judge: str | None, labels: pd.Da
                human: str, conf_level: float) -> tuple[pd.DataFrame, str]:
     """PPI++, human-only and judge-only means per model: the judge score of a response is the mean
     verdict of its judges, the labels are the human scores of some responses."""
-    from .data import load_table, require_columns
-    from .ppi import ppi_mean
+    from .data.runs import load_table, require_columns
+    from .studies.ppi import ppi_mean
 
     lab = load_table(labels)
     where = f"{labels}: " if isinstance(labels, (str, Path)) else "labels: "
@@ -818,7 +819,7 @@ def judges_section(data: pd.DataFrame, *, judge: str | None = None,
     >>> [name for name, _, _ in sec.tables]
     ['judge_agreement', 'judge_agreement_pairs', 'judge_bias', 'judge_means', 'judge_variance']
     """
-    from .judges import judge_study
+    from .studies.judges import judge_study
 
     check_arguments(conf_level=conf_level)
     schema = schema_of(data)
@@ -928,7 +929,7 @@ def arena_section(battles: pd.DataFrame | str | Path, *, cluster: str | None = N
 def _battle_table(battles: pd.DataFrame | str | Path, cluster: str | None) -> pd.DataFrame:
     """The battles read and checked (the cluster column kept as ``prompt``): the report reads them
     before its first fit, so that a bad battle file fails at once."""
-    from .arena import read_battles
+    from .studies.arena import read_battles
 
     if isinstance(battles, (str, Path)):
         from .io.detect import detect_format, is_log_source, read_logs
@@ -941,7 +942,7 @@ def _battle_table(battles: pd.DataFrame | str | Path, cluster: str | None) -> pd
 
 
 def _arena_section(table: pd.DataFrame, cluster: str | None, conf_level: float) -> ReportSection:
-    from .arena import bradley_terry
+    from .studies.arena import bradley_terry
     from .plots.leaderboard import leaderboard_plot
 
     ties: Literal["davidson", "drop"] = "davidson" if (table["winner"] == "tie").any() else "drop"
@@ -1293,7 +1294,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     n_boot : int
         Bootstrap replicates for the rank intervals.
     plan_se, cost_item, cost_run : float
-        Target SE per slice and costs for the study planner (:func:`evalmix.repetitions.plan`).
+        Target SE per slice and costs for the study planner (:func:`evalmix.studies.repetitions.plan`).
     title : str, optional
     item, outcome : str
         Item and outcome columns when ``runs`` is not yet validated (it is read with

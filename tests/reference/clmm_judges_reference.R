@@ -1,4 +1,4 @@
-# Reference values for the ordinal judge study and the clmm contrasts of tests/test_judges_ordinal.py:
+# Reference values for the ordinal judge study and the clmm contrasts of tests/studies/test_judges_ordinal.py:
 #
 #   Rscript tests/reference/clmm_judges_reference.R
 #

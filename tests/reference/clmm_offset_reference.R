@@ -1,4 +1,4 @@
-# Reference values for test_offset_enters_the_location_as_ordinal_adds_it (tests/test_clmm.py):
+# Reference values for test_offset_enters_the_location_as_ordinal_adds_it (tests/ordinal/test_clmm.py):
 #
 #   Rscript tests/reference/clmm_offset_reference.R
 #

@@ -1,4 +1,4 @@
-# Reference values for the cumulative-link mixed model parity tests of tests/test_clmm.py:
+# Reference values for the cumulative-link mixed model parity tests of tests/ordinal/test_clmm.py:
 #
 #   Rscript tests/reference/clmm_reference.R
 #

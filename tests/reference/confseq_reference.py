@@ -1,4 +1,4 @@
-"""Reference confidence sequences of ``confseq`` for tests/test_sequential.py.
+"""Reference confidence sequences of ``confseq`` for tests/studies/test_sequential.py.
 
 Run from the repository root with an environment that has ``confseq`` (kept out of evalmix's own
 environment; confseq 0.0.11 builds against pybind11 >= 2.11 without build isolation and imports

@@ -1,5 +1,5 @@
 # lme4 reference fits of two crossed random intercepts on a (nearly) complete grid, for
-# tests/test_crossed.py. Data: python tests/reference/make_crossed_grid_data.py
+# tests/glmm/test_crossed.py. Data: python tests/reference/make_crossed_grid_data.py
 # Run from the repository root:  Rscript tests/reference/crossed_grid_reference.R
 # Writes tests/reference/crossed_grid_reference.json (lme4 version, one record per fit).
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})

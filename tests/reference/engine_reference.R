@@ -1,4 +1,4 @@
-# Reference values for the GLMM engine checks of tests/test_engine_r.py:
+# Reference values for the GLMM engine checks of tests/glmm/test_engine_r.py:
 #
 #   Rscript tests/reference/engine_reference.R
 #

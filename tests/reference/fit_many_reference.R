@@ -1,4 +1,4 @@
-# lme4 reference for tests/test_fit_many.py: one glmer per benchmark, as evalmix.fit_many fits them.
+# lme4 reference for tests/studies/test_fit_many.py: one glmer per benchmark, as evalmix.fit_many fits them.
 # Run from the repository root:  Rscript tests/reference/fit_many_reference.R
 # Writes tests/reference/fit_many_reference.json (versions, one record per benchmark).
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})

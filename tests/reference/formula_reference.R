@@ -1,4 +1,4 @@
-# Reference values for R formulas read verbatim by evalmix.glmer (tests/test_formula_parity.py).
+# Reference values for R formulas read verbatim by evalmix.glmer (tests/model/test_formula_parity.py).
 #
 #   Rscript tests/reference/formula_reference.R
 #

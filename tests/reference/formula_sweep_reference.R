@@ -1,4 +1,4 @@
-# Reference values for formulas lme4 users write for evaluation data (tests/test_formula_sweep.py):
+# Reference values for formulas lme4 users write for evaluation data (tests/model/test_formula_sweep.py):
 # factor level orders (factor(x, levels = ...), relevel, ordered), factor() in random terms, and
 # a sweep of common fixed and random parts, on four data sets.
 #

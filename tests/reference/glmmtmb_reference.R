@@ -1,4 +1,4 @@
-# Reference values for the parity tests of tests/test_glmmtmb.py:
+# Reference values for the parity tests of tests/tmb/test_glmmtmb.py:
 #
 #   Rscript tests/reference/glmmtmb_reference.R
 #

@@ -1,4 +1,4 @@
-# lme4 reference intervals for tests/test_intervals.py: profile-likelihood intervals
+# lme4 reference intervals for tests/glmm/test_intervals.py: profile-likelihood intervals
 # (confint(fit, method = "profile")) and the parametric bootstrap (bootMer).
 # Run from the repository root:  Rscript tests/reference/intervals_reference.R
 # Writes tests/reference/intervals_reference.json.

@@ -1,4 +1,4 @@
-"""Reference values of girth's marginal maximum-likelihood IRT fits, read by tests/test_irt.py.
+"""Reference values of girth's marginal maximum-likelihood IRT fits, read by tests/studies/test_irt.py.
 
 Run with a Python that has girth (kept out of evalmix's environment):
 

@@ -1,4 +1,4 @@
-# lme4 reference values for tests/test_glmm_parity.py.
+# lme4 reference values for tests/glmm/test_glmm_parity.py.
 # Run from the repository root:  Rscript tests/reference/lme4_reference.R
 # Writes tests/reference/lme4_reference.json (lme4 version, one record per fit).
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})

@@ -4,7 +4,7 @@
 #   Rscript tests/reference/lmer_reference.R
 #
 # Writes the data of each design beside this script (lmer_sleepstudy.csv, lmer_insteval.csv,
-# lmer_judges.csv) and lmer_reference.json, which tests/test_lmer.py reads.
+# lmer_judges.csv) and lmer_reference.json, which tests/lmm/test_lmer.py reads.
 #   sleepstudy: Reaction ~ Days + (Days | Subject), REML and ML (lme4's data set);
 #   insteval:   y ~ service + (1 | s) + (1 | d) on the first 2,000 rows of lme4's InstEval
 #               (79 students, 667 lecturers; pbkrtest's dense n x n algebra keeps it this size);

@@ -1,4 +1,4 @@
-"""Write the crossed-grid datasets that crossed_grid_reference.R and tests/test_crossed.py fit.
+"""Write the crossed-grid datasets that crossed_grid_reference.R and tests/glmm/test_crossed.py fit.
 
 Run from the repository root: ``python tests/reference/make_crossed_grid_data.py``. Seeded; the
 CSVs are committed so that R and Python read identical rows.

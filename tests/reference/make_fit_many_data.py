@@ -1,4 +1,4 @@
-"""Write the multi-benchmark table that fit_many_reference.R and tests/test_fit_many.py both fit.
+"""Write the multi-benchmark table that fit_many_reference.R and tests/studies/test_fit_many.py both fit.
 
 Run from the repository root: ``python tests/reference/make_fit_many_data.py``.  Seeded; the CSV is
 committed so that R and Python read identical rows.  Benchmarks: ``math`` and ``code`` (four models,

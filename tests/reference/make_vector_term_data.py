@@ -1,5 +1,5 @@
 """Write the simulated data sets of vector-valued random-effect terms with three or four
-coefficients (tests/test_vector_terms.py, vector_term_reference.R).
+coefficients (tests/model/test_vector_terms.py, vector_term_reference.R).
 
 Run from the repository root: ``python tests/reference/make_vector_term_data.py``. Seeded, so the
 CSV is reproducible; it is committed so that R and Python read identical rows. Several sets put a

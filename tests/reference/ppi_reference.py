@@ -1,4 +1,4 @@
-"""Reference numbers of ``ppi-python`` (``ppi_py``) for tests/test_ppi.py.
+"""Reference numbers of ``ppi-python`` (``ppi_py``) for tests/studies/test_ppi.py.
 
 Run from the repository root with an environment that has ``ppi-python`` (kept out of evalmix's
 own environment)::

@@ -1,4 +1,4 @@
-"""Reference values of py-irt's variational 1PL and 2PL fits, read by tests/test_irt.py.
+"""Reference values of py-irt's variational 1PL and 2PL fits, read by tests/studies/test_irt.py.
 
 Run with a Python that has py-irt (it needs torch and pyro, kept out of evalmix's environment):
 

@@ -1,7 +1,7 @@
 """Reference output of ``evalmix.rank_sets_normal`` on a seeded 30-model case.
 
 Written by the implementation that computed the per-model critical values one model row at a time
-(before they were vectorised over models); tests/test_leaderboard.py checks the current code
+(before they were vectorised over models); tests/studies/test_leaderboard.py checks the current code
 against it to 1e-10.  Regenerate only on purpose:
 
     PYTHONPATH=src python tests/reference/rank_sets_normal_30.py > tests/reference/rank_sets_normal_30.json
@@ -14,7 +14,7 @@ import json
 import numpy as np
 
 from evalmix import leaderboard
-from evalmix.leaderboard import rank_sets_normal
+from evalmix.studies.leaderboard import rank_sets_normal
 
 
 def case() -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-# Reference values for tests/test_separation.py: separation verdicts, limit fits and blme fits.
+# Reference values for tests/glmm/test_separation.py: separation verdicts, limit fits and blme fits.
 # Run from the repository root:  Rscript tests/reference/separation_reference.R
 # Reads tests/reference/separation_runs.csv and separation_counts.csv (make_separation_data.py),
 # writes tests/reference/separation_reference.json and endometrial.csv (brglm2's data set).

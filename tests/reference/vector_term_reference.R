@@ -1,5 +1,5 @@
 # Reference fits of vector-valued random-effect terms with three or four coefficients
-# (tests/test_vector_terms.py): correlated factor slopes by group, (0 + factor(run)|group) with a
+# (tests/model/test_vector_terms.py): correlated factor slopes by group, (0 + factor(run)|group) with a
 # rank-one or rank-two covariance on few groups, numeric slopes.
 #
 #   Rscript tests/reference/vector_term_reference.R

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..arguments import check_arguments
-from ..data import RunsData
-from ..errors import SamplingWarning
+from ..core.arguments import check_arguments
+from ..data.runs import RunsData
+from ..core.errors import SamplingWarning
 from .model import BayesModel, build_model
 from .priors import DEFAULT_PRIORS, Prior, PriorSpec, PriorTable, resolve_priors
 from .result import BayesFamilyResult, BayesGlmerResult, PPCResult, RankResult, flatten_chains
@@ -108,7 +108,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         Chains run at once (default: all cores, up to ``chains``): nutpie's in threads of this
         process, PyMC's and numpyro's in worker processes (``cores=1``: one after the other here).
         Inside ``joblib.parallel_config(backend="dask")`` (or ``"ray"``, ``"loky"``) each chain
-        is a task on that backend's workers instead (see :func:`evalmix.parallel.parallel_map`
+        is a task on that backend's workers instead (see :func:`evalmix.core.parallel.parallel_map`
         and ``docs/scale.md``).
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
@@ -181,7 +181,7 @@ def _result(formula: str, bm: BayesModel, idata: Any, seconds: float, desc: str)
 
 
 def _varcorr(fit: BayesGlmerResult) -> pd.DataFrame:
-    from ..draws import hdi
+    from ..core.draws import hdi
 
     params = fit._param_draws()
     rows = []
@@ -238,7 +238,7 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     contrasts : dict, optional
         Factor codings, as in :func:`evalmix.lmer`.
     weights : None
-        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.lmer` fits no
+        Refused with an :class:`~evalmix.core.errors.ArgumentError`: :func:`evalmix.lmer` fits no
         prior weights, so neither does its twin.  ``offset()`` terms of the formula are fitted.
 
     Returns
@@ -297,7 +297,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
         logit link, and 0.9 an occasional one with the probit link: 1 in 4,000 draws).
     contrasts : dict, optional
     weights : None
-        Refused with an :class:`~evalmix.errors.ArgumentError`: :func:`evalmix.clmm` fits no case
+        Refused with an :class:`~evalmix.core.errors.ArgumentError`: :func:`evalmix.clmm` fits no case
         weights.  ``offset()`` terms of the formula are fitted, added to ``x beta`` as ordinal
         adds them.
 

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..data import RunsData
-from ..errors import ArgumentError, DataError, FormulaError
+from ..data.runs import RunsData
+from ..core.errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
                      fitted_offset, fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
                      read_data, rows_text)
@@ -163,7 +163,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
     """Parse ``formula`` and build the design of ``family`` on ``data``.
 
     Rows with a missing value in a column the model reads are dropped with a
-    :class:`~evalmix.errors.DataWarning`; the response is checked for the family (numbers; integer
+    :class:`~evalmix.core.errors.DataWarning`; the response is checked for the family (numbers; integer
     ratings with at least three categories; scores in (0, 1); whole counts ``0 <= k <= n``) with
     the column and rows named.  ``weights`` (a column or one value per row) are what the
     maximum-likelihood engine takes: the trials of a beta-binomial proportion response, as

@@ -4,7 +4,7 @@ For binomial-logit models whose random terms each have one column (``(1|g)``, ``
 ``(0 + x|g)``, nested intercepts), the log density of the PyMC model built by
 :func:`evalmix.bayes.model.build_model` and its gradient are evaluated by one hand-written numba
 kernel (:mod:`evalmix.bayes._fused_kernel`): the same parameters, priors, transforms and
-likelihood, so the same posterior (``tests/test_bayes.py`` checks the log density and gradient
+likelihood, so the same posterior (``tests/bayes/test_bayes.py`` checks the log density and gradient
 against PyMC's at random points).  nutpie calls the kernel through a C pointer from its worker
 threads, so the chains run in parallel instead of taking turns on the Python interpreter, and the
 kernel is compiled once per installation (numba's disk cache) instead of once per fit.

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import FitWarning
+from ..core.errors import FitWarning
 from ..model import RandomTerm
 from .priors import Prior, PriorSpec, resolve_priors
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from pytensor.tensor.variable import TensorVariable
 
-    from ..fitted import MixedFit
+    from ..mixed.fitted import MixedFit
     from ..model import GlmmDesign
     from .families import FamilyDesign
 
@@ -138,7 +138,7 @@ def _ml_fit(formula: str, data: pd.DataFrame, **model_args: Any) -> MixedFit | N
     """Maximum-likelihood fit (shared GLMM engine) used for the parameterisation; None on failure.
 
     ``model_args`` are the model's ``weights``, ``offset``, ``link``, ``contrasts`` and ``trials``."""
-    # the one engine-to-engine call, allowed by tests/test_architecture.py: the ML fit picks the
+    # the one engine-to-engine call, allowed by tests/project/test_architecture.py: the ML fit picks the
     # parameterisation and the scale of the start
     from ..glmm import glmer as ml_glmer
 
@@ -167,7 +167,7 @@ def _ml_sds(ml: MixedFit | None, plans_terms: list[RandomTerm]) -> list[np.ndarr
 def _info_weights(design: GlmmDesign, ml: MixedFit | None, link: str = "logit") -> np.ndarray:
     """Fisher information weight of each pooled row at the ML fixed effects: ``m mu'(eta)^2 /
     (mu (1 - mu))`` (``m p (1 - p)`` for the logit link)."""
-    from ..links import inverse_link, mu_eta
+    from ..mixed.links import inverse_link, mu_eta
 
     X, m = dense_x(design), design.m
     if ml is not None and len(ml.fixef) == X.shape[1]:
@@ -397,7 +397,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     from ..model import drop_rank_deficient
     from ..model import build_design
 
-    from ..links import LINKS
+    from ..mixed.links import LINKS
 
     if link not in LINKS:
         raise ValueError(f"link must be one of {LINKS}, not {link!r}")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from .._result import Result
+from ..core.result import Result
 
 if TYPE_CHECKING:
     from pytensor.tensor.variable import TensorVariable

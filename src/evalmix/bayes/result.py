@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._result import Result, Summary, frame_records
-from ..draws import hdi
-from ..errors import DataError
-from ..grid import level_means
-from ..links import inverse_link, log_probabilities
+from ..core.result import Result, Summary, frame_records
+from ..core.draws import hdi
+from ..core.errors import DataError
+from ..mixed.grid import level_means
+from ..mixed.links import inverse_link, log_probabilities
 from .model import BayesModel, TermPlan, dense_x
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import arviz as az
     from numpy.typing import ArrayLike
 
-    from ..fitted import LinearHypothesis
+    from ..mixed.fitted import LinearHypothesis
     from ..model import FixedDesign
     from .families import FamilyDesign
 
@@ -94,7 +94,7 @@ class BayesGlmerResult(Result):
         Posterior means of the fixed effects (formulaic column names, as :func:`evalmix.glmer`).
     fixef_draws : DataFrame
         One row per posterior draw (chains stacked), one column per fixed effect; this is what
-        :func:`evalmix.emmeans` and :func:`evalmix.contrast` use.
+        :func:`evalmix.inference.emmeans` and :func:`evalmix.contrast` use.
     vcov : DataFrame
         Posterior covariance of the fixed effects.
     varcorr : DataFrame
@@ -396,7 +396,7 @@ class BayesGlmerResult(Result):
         return out.copy()
 
     def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> Summary:
-        """The posterior as one :class:`~evalmix._result.Summary`, like :meth:`GlmerResult.summary`.
+        """The posterior as one :class:`~evalmix.core.result.Summary`, like :meth:`GlmerResult.summary`.
 
         Tables: ``Parameters`` (:meth:`posterior_table`) and ``Random effects`` (``varcorr``);
         the header has the sampler, chains and draws; the notes list what the convergence checks
@@ -458,14 +458,14 @@ class BayesGlmerResult(Result):
         """Wald chi-square test of linear hypotheses about the fixed effects on the posterior's
         normal approximation (posterior means ``fixef`` and covariance ``vcov``); see
         :func:`evalmix.linear_hypothesis`.  The posterior of ``L beta`` itself is
-        :func:`evalmix.contrast` on :func:`evalmix.emmeans` of this fit.
+        :func:`evalmix.contrast` on :func:`evalmix.inference.emmeans` of this fit.
 
         Examples
         --------
         >>> post.wald_test("modelM2 = modelM3").df  # doctest: +SKIP
         1
         """
-        from ..fitted import linear_hypothesis
+        from ..mixed.fitted import linear_hypothesis
 
         return linear_hypothesis(self, hypotheses, rhs)
 
@@ -475,9 +475,9 @@ class BayesGlmerResult(Result):
 
         Each level's marginal mean on the logit scale (fixed effects averaged over the other
         factors with equal weights, covariates at their means: the grid of
-        :func:`evalmix.emmeans`) is computed for every draw and the levels are ranked within the
+        :func:`evalmix.inference.emmeans`) is computed for every draw and the levels are ranked within the
         draw.  A level whose mean is not estimable (an empty cell of a rank-deficient fit) is
-        left out, with a :class:`~evalmix.errors.DataWarning` naming it.
+        left out, with a :class:`~evalmix.core.errors.DataWarning` naming it.
 
         Examples
         --------
@@ -581,7 +581,7 @@ class BayesFamilyResult(BayesGlmerResult):
     beta families, glmmTMB's ``sigma(fit)``) or the thresholds ``1|2``, ``2|3``... of a
     cumulative model (whose ``link`` is ``"identity"``, the latent scale, and ``cumulative_link``
     the logit or probit).  For a cumulative model ``fixef`` has an ``(Intercept)`` equal to minus
-    the mean threshold, the origin of emmeans' latent scale, so that :func:`evalmix.emmeans` gives
+    the mean threshold, the origin of emmeans' latent scale, so that :func:`evalmix.inference.emmeans` gives
     ``x beta - mean(theta)`` as emmeans' ``mode = "latent"`` does; the posterior table lists the
     thresholds and the slopes instead.
     """
@@ -685,7 +685,7 @@ class BayesFamilyResult(BayesGlmerResult):
         return ll
 
     def summary(self, hdi_prob: float = 0.95, random_effects: bool = False) -> Summary:
-        """The posterior as one :class:`~evalmix._result.Summary` (see
+        """The posterior as one :class:`~evalmix.core.result.Summary` (see
         :meth:`BayesGlmerResult.summary`), the family's parameters among the ``Parameters``.
 
         Examples

@@ -7,7 +7,7 @@ model has only one-column random terms (:mod:`evalmix.bayes.fused`: no Python pe
 parallel, compiled once per installation); otherwise with a JAX-compiled gradient (compiles in
 about a second) or, without JAX, PyTensor's numba backend.
 
-Each chain is one task of :func:`evalmix.parallel.parallel_map` with its own seed stream, the child
+Each chain is one task of :func:`evalmix.core.parallel.parallel_map` with its own seed stream, the child
 ``i`` of ``np.random.SeedSequence(seed)``, and the chains are joined into one InferenceData as a
 multi-chain run would return it.  Locally the chains run in threads of this process (nutpie's
 Rust sampler and the numba kernel run without the GIL); inside
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..parallel import parallel_map, record_warnings
+from ..core.parallel import parallel_map, record_warnings
 
 if TYPE_CHECKING:
     import arviz as az
@@ -268,7 +268,7 @@ def run_sampler(recipe: Callable[[], BayesModel], *, sampler: str, draws: int, t
                 ) -> tuple[az.InferenceData, float, str]:
     """Sample the model that ``recipe()`` builds; returns (InferenceData, seconds, description).
 
-    Chain ``i`` is one task of :func:`evalmix.parallel.parallel_map` seeded from
+    Chain ``i`` is one task of :func:`evalmix.core.parallel.parallel_map` seeded from
     ``np.random.SeedSequence(seed).spawn(chains)[i]``.  ``built`` is the model ``recipe()``
     returns, when the caller has it already (the chains that run in this process use it).
     ``cores`` is the number of chains run at once locally; an enclosing

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from ..errors import DataError, FormulaError
+from ..core.errors import DataError, FormulaError
 
 __all__ = ["COMMANDS", "add_data_arguments", "build_parser", "emit", "load_data", "main"]
 

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-from ..errors import ArgumentError
+from ..core.errors import ArgumentError
 
 __all__ = ["CONTRAST_FAMILIES", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
            "add_output_arguments", "add_text_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
@@ -33,7 +33,7 @@ class OwnedChoices(Collection[str]):
 
     Examples
     --------
-    >>> policies = OwnedChoices("evalmix.methods", "MISSING_POLICIES")
+    >>> policies = OwnedChoices("evalmix.core.methods", "MISSING_POLICIES")
     >>> "drop" in policies, str(policies)
     (True, 'raise, drop')
     """
@@ -77,7 +77,7 @@ def add_choice_argument(parser: argparse.ArgumentParser, *flags: str, choices: O
     Examples
     --------
     >>> p = argparse.ArgumentParser()
-    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.methods", "MISSING_POLICIES"))
+    >>> _ = add_choice_argument(p, "--missing", choices=OwnedChoices("evalmix.core.methods", "MISSING_POLICIES"))
     >>> p.parse_args(["--missing", "drop"]).missing
     'drop'
     """
@@ -88,7 +88,7 @@ def add_choice_argument(parser: argparse.ArgumentParser, *flags: str, choices: O
 
 def _parsed(text: str, convert: Callable[[str], Any], check: Callable[[Any, str], Any], what: str,
             own: bool = False) -> Any:
-    """``text`` converted, then checked by the :mod:`evalmix.arguments` validator of the same
+    """``text`` converted, then checked by the :mod:`evalmix.core.arguments` validator of the same
     argument in the library, so that the command line and the functions accept the same values."""
     try:
         value = convert(text)
@@ -139,28 +139,28 @@ def positive_number(text: str) -> float:
 # not when the parser is built
 def conf_level(text: str) -> float:
     """argparse type of ``--conf-level``: a number strictly between 0 and 1."""
-    from ..arguments import check_level
+    from ..core.arguments import check_level
 
     return float(_parsed(text, float, check_level, "a number strictly between 0 and 1 (e.g. 0.95)"))
 
 
 def positive_int(text: str) -> int:
     """argparse type of counts (runs, simulations): a whole number >= 1."""
-    from ..arguments import check_count
+    from ..core.arguments import check_count
 
     return int(_parsed(text, int, check_count, "a whole number >= 1"))
 
 
 def seed(text: str) -> int:
     """argparse type of ``--seed``: a whole number >= 0."""
-    from ..arguments import check_seed
+    from ..core.arguments import check_seed
 
     return int(_parsed(text, int, check_seed, "a whole number >= 0", own=True))
 
 
 def n_jobs(text: str) -> int:
     """argparse type of ``--jobs``: a nonzero whole number (-1: every core)."""
-    from ..arguments import check_n_jobs
+    from ..core.arguments import check_n_jobs
 
     return int(_parsed(text, int, check_n_jobs, "a nonzero whole number (-1: every core)", own=True))
 
@@ -169,10 +169,10 @@ WHERE_HELP = ("row filter COLUMN=VALUE; repeat it to filter on several columns (
               "column) or on one column with several values (rows matching any of them)")
 
 #: ``--missing``'s values, owned by evalmix.arguments.
-MISSING_CHOICES = OwnedChoices("evalmix.methods", "MISSING_POLICIES")
+MISSING_CHOICES = OwnedChoices("evalmix.core.methods", "MISSING_POLICIES")
 
 #: ``--contrast``'s values: the contrast families registered with ``evalmix.register_contrast``.
-CONTRAST_FAMILIES = OwnedChoices("evalmix.emmeans", "contrast_families")
+CONTRAST_FAMILIES = OwnedChoices("evalmix.inference.emmeans", "contrast_families")
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,7 +229,7 @@ def choice_list(choices: OwnedChoices) -> Callable[[str], list[str]]:
 
     Examples
     --------
-    >>> methods = choice_list(OwnedChoices("evalmix.methods", "MISSING_POLICIES"))
+    >>> methods = choice_list(OwnedChoices("evalmix.core.methods", "MISSING_POLICIES"))
     >>> methods("drop, raise")
     ['drop', 'raise']
     >>> methods("dorp")

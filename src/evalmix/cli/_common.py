@@ -14,10 +14,10 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from .. import tables
-from .._result import Result
-from ..data import load_table, read_runs
-from ..errors import DataError
+from ..core import tables
+from ..core.result import Result
+from ..data.runs import load_table, read_runs
+from ..core.errors import DataError
 from ..io import detect_format, is_log_source, read_logs
 from ..io.inspect_logs import is_evals_df
 from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_arguments, conf_level, n_jobs,

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._args import conf_level, positive_int
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def battles_of(args: argparse.Namespace) -> str | pd.DataFrame:
 
 
 def run_arena(args: argparse.Namespace) -> int:
-    from ..arena import bradley_terry
+    from ..studies.arena import bradley_terry
     from ._common import dump_json, emit, records
 
     if args.ci != "bootstrap" and args.n_boot is not None:

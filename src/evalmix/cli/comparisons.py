@@ -11,7 +11,7 @@ PAIR_METHODS = ["paired_t", "mcnemar", "bootstrap", "permutation", "wilcoxon"]
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from ..comparisons import compare_pair
+    from ..stats.comparisons import compare_pair
     from ._common import emit, load_data, parse_where
 
     data = load_data(args)
@@ -23,7 +23,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration import calibrate
+    from ..studies.calibration import calibrate
     from ._common import emit
 
     methods = split_list(args.methods) or None

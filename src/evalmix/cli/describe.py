@@ -8,7 +8,7 @@ from ._args import OwnedChoices, add_choice_argument, add_data_arguments, conf_l
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..descriptive import accuracy
+    from ..stats.descriptive import accuracy
     from ._common import emit, load_data
 
     data = load_data(args)
@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("--by", default=None,
                    help="comma-separated grouping columns (default: model and every slice column)")
-    add_choice_argument(p, "--ci", default="wilson", choices=OwnedChoices("evalmix.methods", "CI_METHODS"),
+    add_choice_argument(p, "--ci", default="wilson", choices=OwnedChoices("evalmix.core.methods", "CI_METHODS"),
                         help="interval method (default: wilson)")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval coverage (default: 0.95)")
     p.set_defaults(handler=run)

@@ -21,7 +21,7 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from ..errors import FormulaError
+from ..core.errors import FormulaError
 from ._args import (CONTRAST_FAMILIES, WIDTH, OwnedChoices, add_choice_argument, add_data_arguments, conf_level,
                     positive_int)
 
@@ -169,12 +169,12 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
                         help="contrasts among the marginal means: a family registered with "
                              "evalmix.register_contrast (%(choices)s)")
     p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
-    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.methods", "ADJUST_METHODS"), default="holm",
+    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.core.methods", "ADJUST_METHODS"), default="holm",
                         help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anova", action="store_true",
                    help="type-III tests: Wald chi-square; F with --ddf df for --family gaussian")
-    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.methods", "VCOV_METHODS"), default=None,
+    add_choice_argument(p, "--vcov", choices=OwnedChoices("evalmix.core.methods", "VCOV_METHODS"), default=None,
                         help="binomial: standard errors: hessian (as lme4 1.1-31 reports them; default), "
                              "hessian_exact (exact Laplace deviance) or rx (variance parameters known)")
     p.add_argument("--link", choices=["logit", "probit", "cloglog"], default=None,
@@ -280,7 +280,7 @@ def load_scores(args: argparse.Namespace) -> pd.DataFrame:
     ``lmer``, R's ``na.omit`` with a warning)."""
     import warnings
 
-    from ..errors import DataWarning
+    from ..core.errors import DataWarning
     from ..model import model_columns, parse_formula
     from ._common import load_data
 
@@ -329,8 +329,8 @@ def _contrast_codings(args: argparse.Namespace) -> dict[str, str] | None:
 
 def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
-    from ..emmeans import contrast, emmeans
-    from ..selection import anova
+    from ..inference.emmeans import contrast, emmeans
+    from ..inference.selection import anova
     from ._common import dump_json, load_data, result_doc
 
     out = out or sys.stdout
@@ -436,7 +436,7 @@ def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     import numpy as np
     import pandas as pd
 
-    from ..selection import compare_models
+    from ..inference.selection import compare_models
     from ._common import dump_json, load_data, result_doc
 
     out = out or sys.stdout

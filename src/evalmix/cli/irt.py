@@ -11,8 +11,8 @@ from ._args import OwnedChoices, add_choice_argument, conf_level, positive_int
 def run_irt(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .. import tables
-    from ..irt import fit_irt, select_items
+    from ..core import tables
+    from ..studies.irt import fit_irt, select_items
     from ._common import dump_json, emit, records
 
     run = [c.strip() for c in args.run.split(",") if c.strip()] if args.run else None
@@ -62,12 +62,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", default=None, metavar="COLUMNS",
                    help="run column(s), comma-separated (e.g. language,prompt,run); each item:run gets "
                         "a random intercept (default: none)")
-    add_choice_argument(p, "--model-type", choices=OwnedChoices("evalmix.methods", "IRT_MODELS"), default="2pl", help="2PL (default) or 1PL")
+    add_choice_argument(p, "--model-type", choices=OwnedChoices("evalmix.core.methods", "IRT_MODELS"), default="2pl", help="2PL (default) or 1PL")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--items", action="store_true", help="also print the item table")
     p.add_argument("--select", type=positive_int, default=None, metavar="N",
                    help="choose N items for estimating full-benchmark accuracy")
-    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.methods", "ITEM_SELECTIONS"), default="stratified",
+    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.core.methods", "ITEM_SELECTIONS"), default="stratified",
                    help="how --select chooses (default: stratified)")
     p.add_argument("--seed", type=int, default=1, help="seed of --method random (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._args import (MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, add_text_arguments,
                     choice_list, conf_level, positive_int, split_list)
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: The methods of evalmix.ppi, read from it when ``--help`` or a run needs them.
-PPI_METHODS = OwnedChoices("evalmix.methods", "PPI_METHODS")
+PPI_METHODS = OwnedChoices("evalmix.core.methods", "PPI_METHODS")
 
 
 def _is_mt_bench(path: str) -> bool:
@@ -30,7 +30,7 @@ def _is_mt_bench(path: str) -> bool:
 def _load(args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
-    from ..data import load_table
+    from ..data.runs import load_table
     from ..io.detect import detect_format, is_log_source
     from ..io.inspect_logs import read_inspect
     from ..io.mt_bench import read_mt_bench
@@ -58,7 +58,7 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
 
 
 def run_judges(args: argparse.Namespace) -> int:
-    from ..judges import judge_agreement, judge_study, plan_judges
+    from ..studies.judges import judge_agreement, judge_study, plan_judges
     from ._common import dump_json, emit, print_table, records
 
     data = _load(args)
@@ -109,8 +109,8 @@ def run_judges(args: argparse.Namespace) -> int:
 
 def run_ppi(args: argparse.Namespace) -> int:
     methods = args.method
-    from ..data import load_table
-    from ..ppi import ppi_difference, ppi_mean
+    from ..data.runs import load_table
+    from ..studies.ppi import ppi_difference, ppi_mean
     from ._common import emit
 
     by = split_list(args.by)

@@ -7,7 +7,7 @@ import argparse
 import warnings
 from typing import TYPE_CHECKING
 
-from ..errors import DataError, DataWarning
+from ..core.errors import DataError, DataWarning
 from ._args import add_data_arguments, conf_level, positive_int, seed, split_list
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def _glmm_formula(scored: pd.DataFrame, by: list[str]) -> ParsedFormula:
     """The leaderboard's model: the models (within each ``by`` level) with random intercepts of
     items, and of runs within items when there are several runs; the columns are the table's
     recorded roles (read_runs), the conventional names otherwise."""
-    from ..data import schema_of
+    from ..data.runs import schema_of
     from ..model import make_formula
 
     schema = schema_of(scored)
@@ -50,9 +50,9 @@ def _glmm_formula(scored: pd.DataFrame, by: list[str]) -> ParsedFormula:
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
-    from ..descriptive import accuracy
-    from ..leaderboard import rank_sets, rank_sets_glmm
-    from ..status import scored_rows, status_column
+    from ..stats.descriptive import accuracy
+    from ..studies.leaderboard import rank_sets, rank_sets_glmm
+    from ..data.status import scored_rows, status_column
     from ._common import emit
 
     data = _load(args)

@@ -23,7 +23,7 @@ def _default_by(data: pd.DataFrame, given: str | None) -> list[str]:
 
 
 def _bands(text: str | None) -> tuple[float, ...]:
-    from ..reliability import KOO_LI_BANDS
+    from ..studies.reliability import KOO_LI_BANDS
 
     try:
         return tuple(float(v) for v in split_list(text)) if text else KOO_LI_BANDS
@@ -32,7 +32,7 @@ def _bands(text: str | None) -> tuple[float, ...]:
 
 
 def run_reliability(args: argparse.Namespace) -> int:
-    from ..reliability import flip_rate, icc
+    from ..studies.reliability import flip_rate, icc
     from ._common import emit, load_data
 
     data = load_data(args)
@@ -47,7 +47,7 @@ def run_reliability(args: argparse.Namespace) -> int:
 
 
 def run_ranks(args: argparse.Namespace) -> int:
-    from ..ranking import rank_instability
+    from ..studies.ranking import rank_instability
     from ._common import emit, load_data
 
     data = load_data(args)
@@ -64,7 +64,7 @@ def run_ranks(args: argparse.Namespace) -> int:
 
 
 def run_se_runs(args: argparse.Namespace) -> int:
-    from .. import repetitions
+    from ..studies import repetitions
     from ._common import emit, load_data
 
     data = load_data(args)
@@ -93,7 +93,7 @@ def _expected_stops(args: argparse.Namespace, data: pd.DataFrame, by: list[str],
                     max_items: int) -> pd.DataFrame:
     import pandas as pd
 
-    from ..sequential import expected_stop
+    from ..studies.sequential import expected_stop
 
     rows = []
     for key, obs in _pilot_items(data, by):
@@ -113,7 +113,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
     from scipy import stats
 
-    from .. import repetitions
+    from ..studies import repetitions
     from ._common import emit, load_data, records
 
     chosen = {k: v for k, v in (("se", args.se), ("mdd", args.mdd), ("width", args.width)) if v is not None}
@@ -176,8 +176,8 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _plan_judges(args: argparse.Namespace, chosen: dict[str, float]) -> int:
     """``evalmix plan --judges COLUMN``: items, runs and judges from the judges' variance parts."""
-    from ..data import load_table
-    from ..judges import judge_plan_components, plan_judges
+    from ..data.runs import load_table
+    from ..studies.judges import judge_plan_components, plan_judges
     from ._common import emit, records
 
     if "mdd" in chosen or len(chosen) > 1:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._args import add_data_arguments, conf_level, positive_int, seed
 
 if TYPE_CHECKING:

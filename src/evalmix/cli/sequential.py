@@ -13,7 +13,7 @@ from ._args import (WHERE_HELP, OwnedChoices, add_choice_argument, add_data_argu
 
 
 def run_sequential(args: argparse.Namespace) -> int:
-    from ..sequential import sequential_accuracy, sequential_difference
+    from ..studies.sequential import sequential_accuracy, sequential_difference
     from ._common import emit, load_data, parse_where
 
     data = load_data(args)
@@ -29,7 +29,7 @@ def run_sequential(args: argparse.Namespace) -> int:
     if args.expect is not None:  # DATA is a pilot: where will a study like it stop?
         import numpy as np
 
-        from ..sequential import expected_stop
+        from ..studies.sequential import expected_stop
 
         pilot = result.to_frame()
         obs = pilot["estimate"].to_numpy() * pilot["n"].to_numpy()
@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("a", metavar="A", help="the model (or the first model of a comparison)")
     p.add_argument("b", metavar="B", nargs="?", default=None, help="second model (estimate = B - A)")
-    add_choice_argument(p, "--method", default="betting", choices=OwnedChoices("evalmix.methods", "CS_METHODS"))
+    add_choice_argument(p, "--method", default="betting", choices=OwnedChoices("evalmix.core.methods", "CS_METHODS"))
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--width", type=positive_number, default=None, help="stop when the interval is this narrow")
     p.add_argument("--null", type=finite_number, default=None,

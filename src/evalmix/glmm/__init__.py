@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..data import RunsData
-from ..errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
+from ..data.runs import RunsData
+from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
-from ..methods import VCOV_METHODS
+from ..core.methods import VCOV_METHODS
 from ..model import GlmmDesign, RandomTerm, build_design, drop_rank_deficient, term_lambdas
-from ..parallel import single_thread_blas
+from ..core.parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
 from .devfun import DevianceFunction, build_deviance

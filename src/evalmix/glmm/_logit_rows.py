@@ -21,7 +21,7 @@ For nested scalar intercepts (:class:`evalmix.glmm.deviance.NestedSolver`) the `
 one value per fine level (and per pattern), so that PIRLS, its joint ``(u, beta)`` form and the
 exact gradients take one or two passes over the rows instead of a NumPy pass per sum or gather.
 The sums are in row order, as ``numpy.bincount``'s, so the results are NumPy's to the bit or to
-rounding; the NumPy path stays the reference (tests/test_pirls.py compares the two).
+rounding; the NumPy path stays the reference (tests/glmm/test_pirls.py compares the two).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from ..model import RandomTerm
-from ..links import log_probabilities
+from ..mixed.links import log_probabilities
 from .deviance import Evaluation, LaplaceDeviance
 
 

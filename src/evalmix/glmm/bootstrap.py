@@ -4,7 +4,7 @@ Each replicate draws new random effects ``b* ~ N(0, Lambda Lambda')`` for every 
 default ``use.u = FALSE``), responses ``y* ~ Binomial(m, expit(X beta + Z b*))`` on the pooled
 rows (rows with identical covariates and levels share one probability, so their sum is
 binomial), and refits the model from the original estimates. Replicates run through
-:func:`evalmix.parallel.parallel_map`: each has its own seed stream, so the result depends on
+:func:`evalmix.core.parallel.parallel_map`: each has its own seed stream, so the result depends on
 ``seed`` only, not on ``n_jobs`` or the backend. A replicate whose simulated data are separated
 reports its divergent coefficients as ``+-inf`` (as :func:`evalmix.glmer` does), which the
 percentile intervals handle as such.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .._result import Result
-from ..errors import FitWarning
+from ..core.result import Result
+from ..core.errors import FitWarning
 
 if TYPE_CHECKING:
     from .result import GlmerResult
@@ -79,14 +79,14 @@ def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
 
 def _replicate(spec: dict, task: int, seq: np.random.SeedSequence) -> tuple[np.ndarray, bool]:
     """One parametric-bootstrap replicate: simulate, refit, return (beta, sds), separated."""
-    from ..parallel import single_thread_blas
+    from ..core.parallel import single_thread_blas
 
     with single_thread_blas():
         return _simulate_and_refit(spec, np.random.default_rng(seq))
 
 
 def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    from ..links import inverse_link
+    from ..mixed.links import inverse_link
     from .deviance import LaplaceDeviance
     from .optimize import optimize
     from .prior import PenalizedDeviance
@@ -141,7 +141,7 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
     seed : int, optional
         Seed of the replicates' random streams (results depend on it alone).
     n_jobs : int, optional
-        Parallel workers (joblib; see :func:`evalmix.parallel.parallel_map`).
+        Parallel workers (joblib; see :func:`evalmix.core.parallel.parallel_map`).
     progress : bool
         Show a progress bar as replicates finish.
     maxiter : int, optional
@@ -161,7 +161,7 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
     >>> boot.replicates.shape
     (20, 3)
     """
-    from ..parallel import parallel_map
+    from ..core.parallel import parallel_map
     from .profile import sd_parameters
 
     if fit.separation is not None:

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..model import RandomTerm
-from ..intercepts import cholesky_inverse
+from ..mixed.intercepts import cholesky_inverse
 from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:

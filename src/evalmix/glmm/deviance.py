@@ -27,9 +27,9 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..model import RandomTerm, term_lambdas
-from ..links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
+from ..mixed.links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
-from ..intercepts import cholesky_inverse
+from ..mixed.intercepts import cholesky_inverse
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._result import Result
-from ..errors import FitWarning
+from ..core.result import Result
+from ..core.errors import FitWarning
 
 if TYPE_CHECKING:
     from .bootstrap import BootResult

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence, TypeAlias
 
 import numpy as np
 
-from ..errors import FormulaError
+from ..core.errors import FormulaError
 from .deviance import Evaluation, LaplaceDeviance
 
 __all__ = ["NormalPrior", "parse_fixef_prior", "PenalizedDeviance"]
@@ -154,7 +154,7 @@ def _expand(sds: list[float], p: int) -> np.ndarray:
     if len(sds) > p:  # blme warns and keeps the first p
         import warnings
 
-        from ..errors import FitWarning
+        from ..core.errors import FitWarning
 
         warnings.warn(f"fixef_prior gives {len(sds)} sds for {p} fixed effect(s): using the "
                       f"first {p}", FitWarning, stacklevel=4)

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .. import tables
-from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
-from ..arguments import check_arguments
-from ..errors import DataError, FormulaError
-from ..fitted import wald_z_table
+from ..core import tables
+from ..core.result import REPR_MAX_ROWS, Result, Summary, frame_records
+from ..core.arguments import check_arguments
+from ..core.errors import DataError, FormulaError
+from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
-from ..links import inverse_link
+from ..mixed.links import inverse_link
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from ..fitted import LinearHypothesis
+    from ..mixed.fitted import LinearHypothesis
 
     from .deviance import Evaluation, LaplaceDeviance
     from ..model import GlmmDesign
@@ -365,7 +365,7 @@ class GlmerResult(Result):
         >>> res.df, res.hypotheses
         (1, ('modelM2 - modelM3 = 0',))
         """
-        from ..fitted import linear_hypothesis
+        from ..mixed.fitted import linear_hypothesis
 
         return linear_hypothesis(self, hypotheses, rhs)
 

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linprog
 
-from .._result import Result
+from ..core.result import Result
 from ..model import independent_columns
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class Separation(Result):
     n_rows : int
         How many of the given rows are fitted perfectly.
     message : str
-        The text of the :class:`~evalmix.errors.SeparationWarning`.
+        The text of the :class:`~evalmix.core.errors.SeparationWarning`.
     """
 
     kind: str

@@ -37,11 +37,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .._result import frame_records
-from ..descriptive import accuracy
-from ..errors import DataError, DataWarning
+from ..core.result import frame_records
+from ..stats.descriptive import accuracy
+from ..core.errors import DataError, DataWarning
 from ..io import read_inspect
-from ..leaderboard import rank_sets
+from ..studies.leaderboard import rank_sets
 
 __all__ = ["leaderboard_report"]
 
@@ -152,7 +152,7 @@ try:  # the hook exists only where Inspect is installed; the report above works 
 except ImportError:  # pragma: no cover - depends on the environment
     _HAVE_INSPECT = False
 
-if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/test_inspect_live.py)
+if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/integrations/test_inspect_live.py)
 
     @hooks(name="evalmix_leaderboard", description="evalmix: rank sets, tie groups and paired "
                                                    "comparisons at the end of a run")

@@ -4,7 +4,7 @@ Inspect (0.3.285 and later) asks a task's ``early_stopping`` manager, before eac
 whether to skip it, and tells it each sample's scores when they are in.  :class:`SequentialStopping`
 follows the confidence sequence of the task's accuracy over items (an item counts once all its
 epochs are scored: its observation is the mean of its epochs) and, once the stopping rule of
-:func:`evalmix.sequential.stopping_time` holds (the interval is narrower than ``target_width``,
+:func:`evalmix.studies.sequential.stopping_time` holds (the interval is narrower than ``target_width``,
 excludes ``null``, or ``max_items`` items are scored), skips every sample not yet started::
 
     from inspect_ai import Task, eval
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..sequential import METHODS, Method, confidence_sequence
+from ..core.errors import DataError
+from ..studies.sequential import METHODS, Method, confidence_sequence
 
 __all__ = ["SequentialStopping", "score_value"]
 

@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from ..data import read_runs
-from ..errors import DataError, DataWarning
+from ..data.runs import read_runs
+from ..core.errors import DataError, DataWarning
 
 __all__ = [
     "file_head",

@@ -15,7 +15,7 @@ shown second (``model_b``) and the outcome (``winner``):
 
 Files are recognised by their content (the first record, or the Parquet schema, has ``model_a``
 and ``model_b``), whatever their name.  The outcome spellings are those of
-:data:`evalmix.arena.WINNERS`; the rating itself is :func:`evalmix.bradley_terry`'s.
+:data:`evalmix.studies.arena.WINNERS`; the rating itself is :func:`evalmix.bradley_terry`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._common import At, PathLike, find_sources, load_json, read_each, read_jsonl
 
 __all__ = ["is_arena_battles", "read_arena_battles"]
@@ -96,9 +96,9 @@ def _records(path: Path) -> tuple[list[tuple[At, dict[str, Any]]], str]:
 
 
 def _check(path: Path, frame: pd.DataFrame, places: list[At] | None) -> pd.DataFrame:
-    """The battles of one file with the winner spelled as :data:`evalmix.arena.WINNERS` reads it;
+    """The battles of one file with the winner spelled as :data:`evalmix.studies.arena.WINNERS` reads it;
     an unknown winner, a blank model or a model battling itself is an error naming the record."""
-    from ..arena import WINNERS  # imported when battles are read, not when logs are recognised
+    from ..studies.arena import WINNERS  # imported when battles are read, not when logs are recognised
 
     def place(i: int, field: str | None = None) -> str:
         if places is not None:
@@ -136,7 +136,7 @@ def _check(path: Path, frame: pd.DataFrame, places: list[At] | None) -> pd.DataF
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":
-        from ..data import load_table
+        from ..data.runs import load_table
 
         frame = load_table(path)
         return _check(path, frame.reset_index(drop=True), None)
@@ -205,7 +205,7 @@ def read_arena_battles(paths: PathLike | list[PathLike]) -> pd.DataFrame:
     DataError
         Naming the file and the record (``battles.json: [3].winner``, ``votes.jsonl, line 4:
         winner``) or the row and column (Parquet): a missing ``model_a``, ``model_b`` or
-        ``winner``, a winner that is none of :data:`evalmix.arena.WINNERS`, a model battling
+        ``winner``, a winner that is none of :data:`evalmix.studies.arena.WINNERS`, a model battling
         itself, a file that is not JSON or Parquet; the same battle (models, winner, time stamp) in
         two files (FastChat's ``simple`` and ``conv_release`` files of one cut read together).
 

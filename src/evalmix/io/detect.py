@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._common import PathLike
 from .battles import is_arena_battles, read_arena_battles
 from .helm import is_helm_stats, read_helm

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._common import NUMBER, At, json_kind, PathLike, find_sources, load_json, outcome, read_each, runs_table
 
 __all__ = ["is_helm_stats", "read_helm"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError, DataWarning
+from ..core.errors import DataError, DataWarning
 from ._common import (
     At,
     PathLike,
@@ -230,7 +230,7 @@ def read_inspect_evals(frame: pd.DataFrame | PathLike) -> pd.DataFrame:
     >>> read_inspect_evals(evals)[["model", "task", "evaluation", "score_match_accuracy"]].values.tolist()
     [['mockllm/a', 'arith', 1, 0.75], ['mockllm/b', 'arith', 1, 0.5]]
     """
-    from ..data import as_pandas, load_table
+    from ..data.runs import as_pandas, load_table
 
     source = "the evals_df frame"
     if isinstance(frame, (str, Path)):

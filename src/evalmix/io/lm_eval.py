@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError, DataWarning
+from ..core.errors import DataError, DataWarning
 from ._common import (
     At,
     PathLike,

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..errors import DataError, DataWarning
+from ..core.errors import DataError, DataWarning
 from ._common import NUMBER, At, PathLike, find_sources, read_each, read_jsonl
 
 __all__ = ["is_mt_bench_judgment", "read_mt_bench"]

@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..data import ensure_runs
-from ..errors import DataError
+from ..data.runs import ensure_runs
+from ..core.errors import DataError
 from ._common import file_head, NUMBER, At, PathLike, as_list, expand, load_json, read_each
 
 __all__ = ["is_mteb_result", "read_mteb"]

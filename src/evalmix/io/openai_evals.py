@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ._common import (
     At,
     PathLike,

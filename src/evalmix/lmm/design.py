@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..data import RunsData
-from ..errors import DataError, DataWarning, FormulaError
+from ..data.runs import RunsData
+from ..core.errors import DataError, DataWarning, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, ThetaLayout, build_random_terms, complete_rows,
                      fixed_patterns, independent_columns, model_columns, parse_mixed_formula, read_data)
 
@@ -95,7 +95,7 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     """Parse an lme4 formula and build the design of a linear mixed model on ``data``.
 
     The response must be numeric; rows with a missing value in a column the formula uses are
-    dropped with a :class:`~evalmix.errors.DataWarning`.  A fixed-effect column aliased with
+    dropped with a :class:`~evalmix.core.errors.DataWarning`.  A fixed-effect column aliased with
     earlier ones is dropped (with a warning), as lme4 does.
 
     Examples

@@ -11,7 +11,7 @@ squares problem is solved through ``A = Lambda' Z' Z Lambda + I`` (``L L'`` in t
 Only products with ``A^-1`` and ``log|A|`` are needed, so ``A`` is factored by its structure:
 ``(1|item)`` alone is a diagonal; ``(1|item) + (1|item:run)`` goes through the diagonal Schur
 complement over ``item:run`` (O(q)); other scalar intercepts (``(1|item) + (1|model)``) through
-:class:`evalmix.intercepts.InterceptHessian` (the first term's diagonal block and a dense Schur
+:class:`evalmix.mixed.intercepts.InterceptHessian` (the first term's diagonal block and a dense Schur
 complement of the others); other designs densely (Cholesky) when ``q`` is moderate and otherwise
 by SuperLU with a minimum-degree ordering.
 
@@ -46,14 +46,14 @@ from scipy import linalg, sparse
 from scipy.linalg import lapack
 from scipy.sparse import linalg as splinalg
 
-from .. import intercepts
+from ..mixed import intercepts
 from .design import LmmDesign
 
 __all__ = ["PlsState", "ProfiledDeviance"]
 
 #: Largest q factored densely: beyond it a sparse LU is faster (measured on nested designs).
 DENSE_Q_MAX = 600
-#: Scalar intercepts that are not nested go through :mod:`evalmix.intercepts` (off: the dense or
+#: Scalar intercepts that are not nested go through :mod:`evalmix.mixed.intercepts` (off: the dense or
 #: sparse factorisation, as other designs; the tests compare them).
 SCALAR_INTERCEPTS = True
 

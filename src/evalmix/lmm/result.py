@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .. import tables
-from .._result import Result, Summary, frame_records
-from ..arguments import check_level
-from ..data import RunsData
-from ..errors import ConvergenceWarning, SingularFitWarning
+from ..core import tables
+from ..core.result import Result, Summary, frame_records
+from ..core.arguments import check_level
+from ..data.runs import RunsData
+from ..core.errors import ConvergenceWarning, SingularFitWarning
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
-from ..parallel import single_thread_blas
+from ..core.parallel import single_thread_blas
 from .deviance import PlsState, ProfiledDeviance
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from ..fitted import LinearHypothesis
+    from ..mixed.fitted import LinearHypothesis
 
 __all__ = ["LmerCoefTable", "LmerResult", "lmer"]
 
@@ -82,7 +82,7 @@ class _LmerModel:
 @dataclass(frozen=True)
 class LmerDf:
     """An lmer fit's denominator degrees of freedom for Wald tests of linear functions of its fixed
-    effects (it satisfies :class:`evalmix.fitted.DfMethod`): the covariance the tests use (``vcov``,
+    effects (it satisfies :class:`evalmix.mixed.fitted.DfMethod`): the covariance the tests use (``vcov``,
     adjusted for Kenward-Roger), the df of single linear functions (``df``) and F tests
     (``f_test``)."""
 
@@ -280,9 +280,9 @@ class LmerResult(Result):
 
     def contest(self, L: ArrayLike, ddf: str | None = "Satterthwaite") -> LinearHypothesis:
         """F test of ``L beta = 0`` (lmerTest's ``contest``): a
-        :class:`~evalmix.fitted.LinearHypothesis` whose table has ``statistic`` (F), ``df1`` and
+        :class:`~evalmix.mixed.fitted.LinearHypothesis` whose table has ``statistic`` (F), ``df1`` and
         ``df2`` (numerator and denominator df) and ``p_value``."""
-        from ..fitted import linear_hypothesis
+        from ..mixed.fitted import linear_hypothesis
 
         return linear_hypothesis(self, np.atleast_2d(np.asarray(L, dtype=float)), test="F",
                                  ddf=normalise_ddf(ddf))
@@ -308,7 +308,7 @@ class LmerResult(Result):
         >>> fit.wald_test("judgeb = judgec").df, fit.wald_test("judgeb = judgec", test="F").test
         (1, 'F')
         """
-        from ..fitted import linear_hypothesis
+        from ..mixed.fitted import linear_hypothesis
 
         return linear_hypothesis(self, hypotheses, rhs, test=test, ddf=ddf)
 
@@ -584,7 +584,7 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
     The profiled deviance of lme4 (Bates et al. 2015) is minimised over the relative covariance
     factors theta; fixed effects, sigma and the conditional modes follow from the penalised least
     squares solution at the optimum.  Fixed-effect tests (``coef_table``, ``summary``,
-    :func:`evalmix.anova`, :func:`evalmix.emmeans`, :func:`evalmix.contrast`) use t and F
+    :func:`evalmix.anova`, :func:`evalmix.inference.emmeans`, :func:`evalmix.contrast`) use t and F
     reference distributions with Satterthwaite degrees of freedom by default, Kenward-Roger with
     ``ddf="Kenward-Roger"``.
 
@@ -628,7 +628,7 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
     design = build_lmm_design(formula, data, contrasts=contrasts)
     n, p = design.X.shape
     if REML and n <= p:
-        from ..errors import DataError
+        from ..core.errors import DataError
 
         raise DataError(f"{n} rows for {p} fixed effects: REML needs more rows than fixed effects")
     dev = ProfiledDeviance(design)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import FormulaError
+from ..core.errors import FormulaError
 from .functions import (alias_calls, apply_contrasts, contrast_kind, fixed_variables, formula_factor_parts,
                         formulaic_message, level_test, level_where, r_context, r_factor, r_names,
                         strip_contrasts, translate_fixed, translate_terms, unalias)

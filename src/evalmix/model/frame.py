@@ -26,8 +26,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from ..data import RunsData, as_pandas, check_weights, ensure_runs, is_foreign_table, load_table, schema_of
-from ..errors import DataError, DataWarning, FormulaError
+from ..data.runs import RunsData, as_pandas, check_weights, ensure_runs, is_foreign_table, load_table, schema_of
+from ..core.errors import DataError, DataWarning, FormulaError
 from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
 from .parse import ParsedFormula, parse_formula
@@ -166,7 +166,7 @@ def _drop_unused_incomplete(data: pd.DataFrame, parsed: ParsedFormula, weights: 
 
 
 def read_data(data: RunsData) -> pd.DataFrame:
-    """The table of a model: a DataFrame as given, a path read with :func:`evalmix.data.load_table`.
+    """The table of a model: a DataFrame as given, a path read with :func:`evalmix.data.runs.load_table`.
 
     Examples
     --------
@@ -249,7 +249,7 @@ def fitted_offset(fixed: FixedDesign, rows: pd.DataFrame, labels: pd.Index) -> t
 def complete_rows(frame: pd.DataFrame, *values: np.ndarray | None) -> np.ndarray:
     """Which rows of ``frame`` a model keeps: those without a missing value in its columns and
     with finite ``values`` (per-row weights, offsets); the rows dropped are announced with a
-    :class:`~evalmix.errors.DataWarning`, as R's ``na.omit`` drops them silently.
+    :class:`~evalmix.core.errors.DataWarning`, as R's ``na.omit`` drops them silently.
 
     Raises
     ------
@@ -365,14 +365,14 @@ def fixed_on_patterns(parsed: ParsedFormula, rows: pd.DataFrame,
 
 def check_data(formula: str, data: RunsData, *, trials: str | None = None, missing: str = "raise",
                weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None) -> pd.DataFrame:
-    """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.ensure_runs`.
+    """Validate the data of a GLMM with the runs-table rules of :func:`evalmix.data.runs.ensure_runs`.
 
     The response is the formula's: 0/1 (proportions in [0, 1] with ``weights``), k-of-n counts, or
     a factor/string/boolean column, which :func:`build_design` codes by R's rule.  The item, model
     and run roles are the recorded or conventional ones when the table has them (a duplicated
     (model, item, run, slices) key is refused); a factor of the fixed part with a single level is a
     FormulaError naming the term (lme4 stops there too: "contrasts can be applied only to factors
-    with 2 or more levels").  A path is read with :func:`evalmix.data.load_table`.  Returns the
+    with 2 or more levels").  A path is read with :func:`evalmix.data.runs.load_table`.  Returns the
     validated table.
 
     Examples

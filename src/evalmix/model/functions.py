@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, FormulaError
+from ..core.errors import DataError, FormulaError
 from .parse import NAME, closing_paren, expression_names, formula_functions, split_args, split_outside
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def r_factor(s: pd.Series, spec: LevelSpec | None = None, where: str = "") -> pd
     """
     import warnings
 
-    from ..errors import DataWarning
+    from ..core.errors import DataWarning
 
     base = as_r_factor(s)
     if spec is None or spec == LevelSpec():

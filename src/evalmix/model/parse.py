@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import FormulaError
+from ..core.errors import FormulaError
 
 __all__ = ["CONSTANTS", "NAME", "ParsedFormula", "R_MATH_FUNCTIONS", "RandomSpec", "check_expression",
            "closing_paren", "make_formula", "expression_names", "formula_functions", "parse_formula", "parse_specs", "split_args",
@@ -381,7 +381,7 @@ def parse_mixed_formula(formula: object, engine: str) -> ParsedFormula:
     >>> parse_mixed_formula("score ~ model", "lmer")
     Traceback (most recent call last):
     ...
-    evalmix.errors.FormulaError: formula 'score ~ model' has no random term such as (1|item); lmer needs at least one
+    evalmix.FormulaError: formula 'score ~ model' has no random term such as (1|item); lmer needs at least one
     """
     if not isinstance(formula, str):
         raise FormulaError(f"formula must be a string such as 'score ~ model + (1|item)', got "
@@ -491,7 +491,7 @@ def check_expression(expr: str) -> ast.Expression:
     >>> check_expression("__import__('os')")
     Traceback (most recent call last):
     ...
-    evalmix.errors.FormulaError: term "__import__('os')": the function __import__() is not allowed in a formula ...
+    evalmix.FormulaError: term "__import__('os')": the function __import__() is not allowed in a formula ...
     """
 
     try:

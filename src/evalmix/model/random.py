@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, FormulaError
+from ..core.errors import DataError, FormulaError
 from .functions import (alias_calls, apply_contrasts, as_r_factor, formula_factor_parts, formula_factors,
                         level_where, r_context, r_factor, r_names, translate_terms)
 from .parse import RandomSpec

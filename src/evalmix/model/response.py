@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .parse import ParsedFormula
 
 __all__ = ["count_columns", "numeric_column", "ordinal_codes", "rows_text"]

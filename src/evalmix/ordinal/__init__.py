@@ -14,11 +14,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_choice
-from ..errors import ConvergenceWarning, DataError, FitWarning, FormulaError
+from ..core.arguments import check_choice
+from ..core.errors import ConvergenceWarning, DataError, FitWarning, FormulaError
 from ..model import (build_fixed, build_random_terms, fitted_offset, model_columns, ordinal_codes,
                      parse_mixed_formula, read_data)
-from ..parallel import single_thread_blas
+from ..core.parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
 from .result import ClmmResult, convergence_check
@@ -39,7 +39,7 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         with at least three categories.  ``offset()`` terms are added to ``x beta``, as ordinal
         adds them.
     data : DataFrame or path
-        One row per rating; a path is read with :func:`evalmix.data.load_table`.
+        One row per rating; a path is read with :func:`evalmix.data.runs.load_table`.
     link : {"logit", "probit"}
     threshold : {"flexible", "equidistant"}
         ``"flexible"``: one free threshold per adjacent pair of categories (``1|2``, ``2|3``...);

@@ -13,7 +13,7 @@ is the posterior mean, ``se`` the posterior SD and ``conf_low``/``conf_high`` th
 credible interval (the quantiles ``(1 -+ level) / 2``; equal-tailed rather than highest-density
 because it maps onto every monotone transform of a value, a probability's logit or a threshold's
 cumulative probability, without moving).  :func:`clmm_ref_grid` gives the grid of any of the three
-modes, for :func:`evalmix.emmeans` and :func:`evalmix.contrast` (with posterior draws their
+modes, for :func:`evalmix.inference.emmeans` and :func:`evalmix.contrast` (with posterior draws their
 summaries are those of every posterior grid: means, SDs, highest-density intervals and
 ``prob_positive``).
 """
@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._result import Result
-from ..grid import RefGrid
-from ..arguments import check_choice, check_level
-from ..errors import ArgumentError
-from ..links import inverse_link, mu_eta
+from ..core.result import Result
+from ..mixed.grid import RefGrid
+from ..core.arguments import check_choice, check_level
+from ..core.errors import ArgumentError
+from ..mixed.links import inverse_link, mu_eta
 from .result import ClmmResult
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _grid(fit: ClmmResult | CumulativePosterior) -> pd.DataFrame:
 
 def _location(fit: ClmmResult | CumulativePosterior, grid: pd.DataFrame) -> tuple[np.ndarray, list[str], float]:
     """The grid's location design (its rows without the intercept column), the columns' names and
-    the offset of every cell: the mean offset over the fitted rows, where :func:`evalmix.grid.ref_grid`
+    the offset of every cell: the mean offset over the fitted rows, where :func:`evalmix.mixed.grid.ref_grid`
     puts a GLMM's (R's emmeans reports a clmm with an offset as non-estimable)."""
     fd = fit.fixed_design
     keep = [k for k, c in enumerate(fd.columns) if c != "(Intercept)"]
@@ -296,7 +296,7 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
     ``category`` column) and ``mode="mean.class"`` (the mean rating 1..J of each cell): the rows
     are those values themselves, with their delta-method covariance, as emmeans regrids them.  A
     posterior fit (:func:`evalmix.bayes.clmm`) gives the same rows on its posterior draws.
-    :func:`evalmix.emmeans` and :func:`evalmix.contrast` take the grid as they take a GLMM's, so
+    :func:`evalmix.inference.emmeans` and :func:`evalmix.contrast` take the grid as they take a GLMM's, so
     contrasts get every adjustment (Tukey, Dunnett, Holm...) with asymptotic (z) tests, as emmeans
     gives them for ``clmm``, or posterior summaries.  Name ``category`` in ``specs`` or ``by`` of
     ``emmeans`` on a ``"prob"`` grid (averaging the probabilities of different categories has no

@@ -8,7 +8,7 @@ Laplace log-likelihood at the conditional modes ``u_hat`` is
 
 ``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
 ``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` factored by
-:class:`evalmix.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
+:class:`evalmix.mixed.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
 complement for two nested ones, a dense one for a few crossed effects, sparse LU beyond); the outer problem runs L-BFGS-B over
 ``(thresholds, beta, log sigma)`` with the exact gradient of the Laplace objective
 (:meth:`OrdinalModel.nla_grad`; central differences where the factorisation gives no selected
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
-from ..links import dlog_mu_eta, inverse_link, mu_eta
-from ..numdiff import central_gradient
+from ..mixed.intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
+from ..mixed.links import dlog_mu_eta, inverse_link, mu_eta
+from ..mixed.numdiff import central_gradient
 
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
@@ -113,7 +113,7 @@ class OrdinalModel:
 
     def _hessian_factor(self, sd_cols: np.ndarray, w: np.ndarray
                         ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
-        """Factor D = Lambda Z' W Z Lambda + I (:class:`evalmix.intercepts.InterceptHessian`);
+        """Factor D = Lambda Z' W Z Lambda + I (:class:`evalmix.mixed.intercepts.InterceptHessian`);
         returns a solve function and log det D.  ``W`` is positive for a cumulative link (its
         log-probability is concave in the linear predictor), so ``D`` is positive definite; a
         factorisation that fails (NaN weights far out) gives a NaN log det, which the objective

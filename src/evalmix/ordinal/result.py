@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .. import tables
-from .._result import Result, Summary
-from ..arguments import check_arguments
-from ..fitted import wald_z_table
+from ..core import tables
+from ..core.result import Result, Summary
+from ..core.arguments import check_arguments
+from ..mixed.fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign

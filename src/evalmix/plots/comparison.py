@@ -13,7 +13,7 @@ from .style import COLUMN_WIDTH, colour, figure_text, styled, text_width
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from ..comparisons import FriedmanResult
+    from ..stats.comparisons import FriedmanResult
     from matplotlib.figure import Figure, SubFigure
 
 __all__ = ["critical_difference_plot"]

@@ -22,9 +22,9 @@ from .style import (
 )
 
 if TYPE_CHECKING:
-    from .._result import Result
-    from ..emmeans import Contrasts, EMMeans
-    from ..selection import ModelComparison
+    from ..core.result import Result
+    from ..inference.emmeans import Contrasts, EMMeans
+    from ..inference.selection import ModelComparison
     from matplotlib.figure import Figure
 
 __all__ = ["accuracy_heatmap", "accuracy_intervals", "delta_bic_bars", "marginal_means",
@@ -269,7 +269,7 @@ def marginal_means(emm: EMMeans | pd.DataFrame, *, sort: bool = True, percent: b
     Parameters
     ----------
     emm : EMMeans or DataFrame
-        From :func:`evalmix.emmeans` with ``type="response"`` (probabilities); one spec column.
+        From :func:`evalmix.inference.emmeans` with ``type="response"`` (probabilities); one spec column.
     sort : bool
         Order the levels by their mean (highest on top).
     percent : bool

@@ -10,7 +10,7 @@ import numpy as np
 from .style import figure_text, styled
 
 if TYPE_CHECKING:
-    from ..leaderboard import RankSets
+    from ..studies.leaderboard import RankSets
     from matplotlib.figure import Figure
 
 __all__ = ["leaderboard_plot"]
@@ -52,13 +52,13 @@ def leaderboard_plot(result: RankSets, *, where: Mapping[str, Any] | None = None
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> from evalmix.leaderboard import rank_sets_normal
+    >>> from evalmix.studies.leaderboard import rank_sets_normal
     >>> rs = rank_sets_normal([0.80, 0.78, 0.75, 0.70], se=[0.01] * 4, labels=list("ABCD"))
     >>> fig = leaderboard_plot(rs)
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['A', 'B', 'C', 'D']
     """
-    from ..errors import DataError
+    from ..core.errors import DataError
 
     plt = _plt()
     table = result.table

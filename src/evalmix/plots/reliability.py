@@ -20,9 +20,9 @@ from .style import (
 )
 
 if TYPE_CHECKING:
-    from ..ranking import RankInstabilityResult, RankUncertaintyResult
-    from ..reliability import FlipRateResult, ICCResult
-    from ..repetitions import SEvsRunsResult
+    from ..studies.ranking import RankInstabilityResult, RankUncertaintyResult
+    from ..studies.reliability import FlipRateResult, ICCResult
+    from ..studies.repetitions import SEvsRunsResult
     from matplotlib.figure import Figure
 
 __all__ = ["flip_rate_bars", "icc_dots", "rank_bump", "rank_intervals", "se_curves"]
@@ -244,7 +244,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
     Parameters
     ----------
     result : SEvsRunsResult
-        From :func:`evalmix.repetitions.se_vs_runs`.
+        From :func:`evalmix.studies.repetitions.se_vs_runs`.
     show_projection : bool
         Add the decomposition-based curves.
 
@@ -256,7 +256,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
     --------
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
-    >>> from evalmix.repetitions import se_vs_runs
+    >>> from evalmix.studies.repetitions import se_vs_runs
     >>> df = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
     >>> fig = se_curves(se_vs_runs(df, "model", max_runs=3))
     """

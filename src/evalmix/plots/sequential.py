@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
 
-    from ..sequential import SequenceResult
+    from ..studies.sequential import SequenceResult
 
 __all__ = ["sequence_plot"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_arguments
+from ..core.arguments import check_arguments
 from ..model import make_formula
 
 __all__ = ["glmm_runs"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._random import as_generator
-from ..arguments import check_count, check_number
+from ..core.seeds import as_generator
+from ..core.arguments import check_count, check_number
 
 __all__ = ["simulate_irt", "simulate_irt_parameters"]
 

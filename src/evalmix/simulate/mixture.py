@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._random import as_generator
-from ..arguments import check_arguments
+from ..core.seeds import as_generator
+from ..core.arguments import check_arguments
 
 __all__ = ["mixture_arrays", "mixture_benchmark", "mixture_predictions", "sample_difficulty",
            "promote_hard"]

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..data import RunsData
-from ..errors import ArgumentError, DataError, FormulaError
+from ..data.runs import RunsData
+from ..core.errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
                      count_columns, fitted_offset, model_columns, numeric_column, parse_mixed_formula, read_data, rows_text)
 from .family import Response
@@ -118,7 +118,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
     """Parse ``formula`` and build the design of a glmmTMB-style fit on ``data``.
 
     Random terms are scalar intercepts, nested or crossed.  Rows with a missing value in a
-    column the model reads are dropped with a :class:`~evalmix.errors.DataWarning`, as R's
+    column the model reads are dropped with a :class:`~evalmix.core.errors.DataWarning`, as R's
     ``na.omit``.
 
     Examples

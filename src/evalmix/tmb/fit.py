@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..arguments import check_choice
-from ..data import RunsData
-from ..errors import ConvergenceWarning, FitWarning
-from ..parallel import single_thread_blas
+from ..core.arguments import check_choice
+from ..data.runs import RunsData
+from ..core.errors import ConvergenceWarning, FitWarning
+from ..core.parallel import single_thread_blas
 from .design import build_tmb_design
 from .family import FAMILIES, variance
 from .model import LaplaceModel
@@ -52,7 +52,7 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
     squeeze : bool
         Beta family: map the scores into (0, 1) with Smithson and Verkuilen's
         ``(y (N - 1) + 1/2) / N`` (N the number of rows) so that scores of exactly 0 or 1 can be
-        fitted.  Without it such scores are a :class:`~evalmix.errors.DataError`.
+        fitted.  Without it such scores are a :class:`~evalmix.core.errors.DataError`.
 
     Returns
     -------

@@ -23,7 +23,7 @@ derivative of ``u_hat``, taken in adjoint form).  Where the factorisation gives 
 (the sparse LU, or a Schur block too large to store dense) the gradient is central differences.
 
 The conditional modes ``u_hat`` come from Newton steps with step halving; ``H`` is factored by
-:class:`evalmix.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
+:class:`evalmix.mixed.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
 two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond).
 """
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
-from ..numdiff import central_gradient
+from ..mixed.intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
+from ..mixed.numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
 __all__ = ["LaplaceModel"]

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._result import Result
-from ..arguments import check_arguments
-from ..errors import ArgumentError, DataError, FitWarning
+from ..core.result import Result
+from ..core.arguments import check_arguments
+from ..core.errors import ArgumentError, DataError, FitWarning
 from .fit import glmmtmb
 from .result import GlmmTMBResult
 

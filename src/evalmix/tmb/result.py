@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .. import tables
-from .._result import Result, Summary
-from ..arguments import check_arguments, check_choice
-from ..fitted import wald_z_table
+from ..core import tables
+from ..core.result import Result, Summary
+from ..core.arguments import check_arguments, check_choice
+from ..mixed.fitted import wald_z_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -34,7 +34,7 @@ class GlmmTMBResult(Result):
     """A GLMM fitted by the Laplace approximation with all parameters optimised jointly, as
     ``glmmTMB``: beta, beta-binomial or binomial response, logit link, random intercepts.
 
-    It satisfies :class:`evalmix.fitted.MixedFit`, so :func:`evalmix.emmeans`,
+    It satisfies :class:`evalmix.mixed.fitted.MixedFit`, so :func:`evalmix.inference.emmeans`,
     :func:`evalmix.contrast`, :func:`evalmix.anova` and :func:`evalmix.compare_models` (fits of one
     family) read it.
 
@@ -126,7 +126,7 @@ class GlmmTMBResult(Result):
 
     @property
     def response_scale(self) -> str:
-        """What the inverse link gives, as :func:`evalmix.emmeans` labels it: a mean score for the
+        """What the inverse link gives, as :func:`evalmix.inference.emmeans` labels it: a mean score for the
         beta family, a probability for the binomial families."""
         return "mean score" if self.family == "beta" else "probability"
 
