@@ -188,7 +188,10 @@ confints <- function(fit, name) {
     out$Wald <- attempt(matrix_rec(confint(fit)))
   } else {
     out$Wald <- attempt(matrix_rec(confint(fit, method = "Wald")))
-    out$profile <- attempt(matrix_rec(suppressWarnings(confint(fit, method = "profile"))))
+    # profiling changes the state a merMod shares with its deviance function (predict(newdata,
+    # re.form = NULL) on the profiled fit gives other values): profile a copy
+    copy <- update(fit)
+    out$profile <- attempt(matrix_rec(suppressWarnings(confint(copy, method = "profile"))))
   }
   out
 }
@@ -295,6 +298,11 @@ for (name in c("lmer_factor", "glmer", "tmb_betabinomial", "tmb_beta")) {
 }
 # the lmer slope fit: emmeans at the mean of Days
 out$lmer$emmeans <- list(spec = "Days", emmeans_link = emm_frame(emmeans(fits$lmer, ~ Days)))
+# the ML fit: emmeans' default Kenward-Roger df has pbkrtest adjust the covariance of the REML refit
+out$lmer_ml$emmeans <- list(
+  spec = "Days", emmeans_link = emm_frame(emmeans(fits$lmer_ml, ~ Days)),
+  emmeans_satterthwaite = emm_frame(emmeans(fits$lmer_ml, ~ Days, lmer.df = "satterthwaite")),
+  emmeans_asymptotic = emm_frame(emmeans(fits$lmer_ml, ~ Days, lmer.df = "asymptotic")))
 
 # clmm: every mode of emmeans' ordinal support
 cm <- fits$clmm
