@@ -168,6 +168,11 @@ def deviance(fit: Any, r: dict, fits: dict, key: str) -> None:
     assert fit.deviance == pytest.approx(r["deviance"], abs=2e-3)
 
 
+def df_residual(fit: Any, r: dict, fits: dict, key: str) -> None:
+    # glmmtmb's df_residual: rows minus parameters (df.residual)
+    assert fit.df_residual == r["df_residual"]
+
+
 def nobs(fit: Any, r: dict, fits: dict, key: str) -> None:
     assert fit.nobs == r["nobs"]
 
@@ -412,9 +417,9 @@ MATRIX: dict[str, list[Callable[..., None]]] = {
               contrast_ratio, anova, compare_models],
     "clmm": [fixef, vcov, loglik, aic_bic, nobs, ngroups, varcorr, ranef, confint_wald, clmm_emmeans,
              clmm_contrast, clmm_wald_terms, compare_models],
-    "tmb_betabinomial": [*COMMON, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio, anova,
+    "tmb_betabinomial": [*COMMON, df_residual, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio, anova,
                          compare_models],
-    "tmb_beta": [*COMMON, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio, anova,
+    "tmb_beta": [*COMMON, df_residual, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio, anova,
                  compare_models],
 }
 CELLS = [(key, check) for key, checks in MATRIX.items() for check in checks]
