@@ -38,7 +38,7 @@ import pytest
 
 import evalmix
 
-REF_DIR = Path(__file__).parent / "reference"
+REF_DIR = Path(__file__).parents[1] / "reference"
 R = json.loads((REF_DIR / "verbs_engines_reference.json").read_text())
 SLEEP = pd.read_csv(REF_DIR / "lmer_sleepstudy.csv", dtype={"Subject": str}).assign(
     Dayf=lambda d: np.minimum(d["Days"], 3).astype(str))
