@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "evalmix.multiplicity": 0, "evalmix.simulate": 0, "evalmix.parallel": 0, "evalmix.roles": 0,
     "evalmix.parquet": 0, "evalmix.scan": 0,
     "evalmix.status": 0, "evalmix.links": 0, "evalmix.grid": 0, "evalmix.arguments": 0, "evalmix.methods": 0, "evalmix.numdiff": 0,
-    "evalmix.intercepts": 0,
+    "evalmix.intercepts": 0, "evalmix._files": 0,
     # 1 engines
     "evalmix.glmm": 1, "evalmix.lmm": 1, "evalmix.bayes": 1, "evalmix.comparisons": 1, "evalmix.resampling": 1,
     "evalmix.descriptive": 1, "evalmix.agreement": 1, "evalmix.paired": 1,

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .._files import write_text
 from .._result import frame_records
 from ..descriptive import accuracy
 from ..errors import DataError, DataWarning
@@ -181,7 +182,7 @@ if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tes
                 return
             report["logs"] = [Path(p).name for p in locations]
             target = Path(os.environ.get("EVALMIX_OUT") or Path(locations[0]).parent / "evalmix-leaderboard.json")
-            target.write_text(json.dumps(report, indent=2) + "\n")
+            write_text(target, json.dumps(report, indent=2) + "\n")
             for task, rep in report["tasks"].items():
                 print(f"evalmix leaderboard: {task} (joint {report['conf_level']:.0%} rank sets)")
                 for row in rep["leaderboard"]:
