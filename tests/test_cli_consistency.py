@@ -349,3 +349,40 @@ def test_progress_bars_only_on_a_terminal_and_on_stderr(tables, monkeypatch, cap
     doc = _strict(capsys.readouterr().out)  # stdout is still exactly the JSON document
     assert doc["command"] == "leaderboard"
     assert "rank sets" in terminal.getvalue()  # the bar went to the terminal's stderr
+
+
+# ---------------------------------------------------------------------------------------------------
+# the flags the docs name exist, under the spelling the docs use
+
+
+def _documented_uses() -> list[tuple[str, str, str]]:
+    """(page, command, flag) for every ``evalmix COMMAND ... --flag`` command line and every command
+    row of docs/cli.md's table (``| `COMMAND DATA [--flag ...]` |``)."""
+    import re
+
+    uses = []
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        lines = [m.group(1) for m in re.finditer(r"(?:^|\s|`)evalmix ([a-z-]+[^\n`]*)", text)]
+        if page.name == "cli.md":
+            lines += [m.group(1) for m in re.finditer(r"^\| `([a-z-]+ [^`]*)` \|", text, re.M)]
+        for line in lines:
+            command = line.split()[0]
+            if command not in _COMMANDS:
+                continue
+            for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-o)(?![\w-])", line):
+                uses.append((page.name, command, flag))
+    return uses
+
+
+def test_every_flag_the_docs_name_exists_and_is_current():
+    options = _options()
+    uses = _documented_uses()
+    assert len(uses) > 100
+    # performance.md times a deliberately unknown option
+    missing = sorted({u for u in uses if u[1] not in options.get(u[2], {}) and u[2] != "--nope"})
+    assert not missing, missing
+    deprecated = sorted({u for u in uses if u[2] != "--nope" and options[u[2]][u[1]].help is argparse.SUPPRESS
+                         and u[0] != "cli.md"})  # cli.md lists the old spellings on purpose
+    assert not deprecated, deprecated
