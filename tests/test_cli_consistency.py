@@ -138,7 +138,7 @@ def _options() -> dict[str, dict[str, argparse.Action]]:
 
 
 # the same setting under another attribute name inside a command (the option strings are the same)
-_SAME = {"ref": "reference", "labelled": "labels", "sims": "n_sims", "out": "output"}
+_SAME = {"ref": "reference", "labelled": "labels", "sims": "n_sims", "out": "output", "slice_by": "by"}
 
 
 def _meaning(action: argparse.Action) -> tuple[str, bool, tuple | None]:

@@ -239,7 +239,8 @@ def add_ranks(sub: argparse._SubParsersAction) -> None:
                                    "leaderboards that strictly invert a model pair against the "
                                    "all-runs order (--ties paper: the AI4Math paper's count).")
     add_data_arguments(p)
-    p.add_argument("--slice-by", default=None, help="comma-separated columns defining the leaderboards")
+    p.add_argument("--slice-by", "--by", dest="slice_by", default=None,
+                   help="comma-separated columns defining the leaderboards (one per slice, as leaderboard --by)")
     p.add_argument("--runs", default="1", help="runs pooled per leaderboard, e.g. 1,2 (default: 1)")
     p.add_argument("--leaderboards", action="store_true", help="print one row per leaderboard")
     p.add_argument("--ties", choices=["strict", "paper"], default="strict",
