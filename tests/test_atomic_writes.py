@@ -282,3 +282,11 @@ def test_cli_report_interrupted_keeps_the_previous_report(tmp_path, monkeypatch,
         main(["report", str(small), "-o", str(out)])
     assert _snapshot(out) == before
     assert _leftovers(out) == []
+
+
+def test_a_missing_folder_is_one_line_naming_the_file(tmp_path, capsys):
+    target = tmp_path / "absent" / "out.json"
+    assert main(["describe", str(EXAMPLE), "--by", "model", "--json", "-o", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"evalmix describe: error: [Errno 2] No such file or directory: '{target}'"
+    assert not target.parent.exists()

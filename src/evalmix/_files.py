@@ -44,7 +44,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     folder = target.parent
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=folder)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=folder)
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp = Path(name)
     try:
