@@ -65,11 +65,24 @@ def _keep_mode(target: Path, tmp: Path) -> None:
     try:
         mode = target.stat().st_mode & 0o7777
     except OSError:  # a new file: what open() would have made
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = 0o666 & ~_umask()
     with contextlib.suppress(OSError):
         os.chmod(tmp, mode)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells it (Linux), since
+    setting it, even for a moment, affects files other threads create meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 @contextlib.contextmanager
