@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,6 +18,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+# tests/ mirrors the package's folders, and a few test files use another's helpers by module name
+# (test file names are unique): every test folder is importable, whatever order the files run in
+for _folder in sorted((ROOT / "tests").iterdir()):
+    if _folder.is_dir() and any(_folder.glob("test_*.py")) and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 SHARED = Path(os.environ.get("EVALMIX_SHARED", ROOT.parent / "shared"))
 AI4MATH = SHARED / "data" / "ai4math"
 REFERENCE = ROOT / "tests" / "reference"

@@ -15,6 +15,7 @@ Sections whose ingredient is absent (a slice, several runs) are left out with a 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import platform
@@ -30,6 +31,7 @@ import pandas as pd
 from .core.arguments import check_arguments
 from .studies import repetitions
 from .core import tables
+from .core.files import atomic_path, write_bytes, write_text, write_with
 from .core.result import Result
 from .data.runs import read_runs, schema_of
 from .stats.descriptive import accuracy
@@ -146,10 +148,10 @@ class Report(Result):
             for ext, text in (("tex", tables.to_latex(tab, caption=captions[name], label=f"tab:{name}")),
                               ("md", tables.to_markdown(tab))):
                 p = out / "tables" / f"{name}.{ext}"
-                p.write_text(text + "\n", encoding="utf-8")
+                write_text(p, text + "\n")
                 paths[f"{name}.{ext}"] = p
             p = out / "tables" / f"{name}.csv"
-            tab.to_csv(p, index=False)
+            write_with(p, functools.partial(_write_csv, tab))
             paths[f"{name}.csv"] = p
         import matplotlib as mpl
 
@@ -159,7 +161,7 @@ class Report(Result):
         for name, fig in self.figures.items():
             images[name] = _png(fig)
             p = out / "figures" / f"{name}.png"
-            p.write_bytes(images[name])
+            write_bytes(p, images[name])
             paths[f"{name}.png"] = p
             p = out / "figures" / f"{name}.pdf"
             # the PNG's drawing already placed everything: reuse that layout for the PDF, with no
@@ -168,15 +170,19 @@ class Report(Result):
             with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
                 fig.set_layout_engine(None)
             try:  # TrueType fonts (no Type 3), whatever the caller's matplotlib settings
-                with paper_style():
-                    fig.savefig(p, format="pdf")
+                with paper_style(), atomic_path(p) as tmp:
+                    fig.savefig(tmp, format="pdf")
             finally:
                 fig.set_layout_engine(engine)
             paths[f"{name}.pdf"] = p
         p = out / "index.html"
-        p.write_text(self.to_html(images), encoding="utf-8")
+        write_text(p, self.to_html(images))
         paths["html"] = p
         return paths
+
+
+def _write_csv(table: pd.DataFrame, path: Path) -> None:
+    table.to_csv(path, index=False)
 
 
 _DPI = 300  # PNG resolution journals ask for; the page shows figures at 100 CSS pixels per inch

@@ -59,7 +59,7 @@ def test_mistyped_command_is_one_quick_line():
     out, seconds = _best_of(3, "-m", "evalmix", "fitt", "data.csv")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "invalid choice: 'fitt'" in lines[0] and "Traceback" not in out.stderr
+    assert len(lines) == 1 and "unknown command 'fitt'; did you mean 'fit'?" in lines[0] and "Traceback" not in out.stderr
     assert seconds < QUICK, f"evalmix fitt took {seconds:.2f} s"
 
 

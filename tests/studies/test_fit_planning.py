@@ -315,7 +315,7 @@ def test_cli_plan_judges_gives_the_library_design(capsys, tmp_path):
     df = _judged(40, 2, 4, truth, seed=14).drop(columns="response")
     path = tmp_path / "ratings.csv"
     df.to_csv(path, index=False)
-    args = ["plan", str(path), "--judges", "judge", "--outcome", "score", "--width", "0.8", "--cost-per-item", "2",
+    args = ["plan", str(path), "--judge", "judge", "--outcome", "score", "--width", "0.8", "--cost-per-item", "2",
             "--cost-judge", "0.5"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -327,8 +327,8 @@ def test_cli_plan_judges_gives_the_library_design(capsys, tmp_path):
     assert doc["se"] == pytest.approx(want.se, rel=1e-12) and doc["scale"] == "the score (observed scale)"
     assert 2 * 1.959963984540054 * doc["se"] <= 0.8
     # user errors: one line, exit 2
-    for bad, words in ((["--mdd", "0.3"], "with --judges give one target"),
-                       (["--judges", "nope", "--budget", "100"], "missing column(s) 'nope'")):
+    for bad, words in ((["--mdd", "0.3"], "with --judge give one target"),
+                       (["--judge", "nope", "--budget", "100"], "missing column(s) 'nope'")):
         extra = [a for a in args[1:] if a not in ("--width", "0.8")] if "--mdd" in bad else [str(path), "--outcome", "score"]
         assert main(["plan", *extra, *bad]) == 2
         err = capsys.readouterr().err

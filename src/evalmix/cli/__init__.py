@@ -84,6 +84,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
 
 
+def _unknown_command(argv: Sequence[str]) -> str | None:
+    """A one-line error for a first word that is no command, naming the closest one."""
+    import difflib
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in _COMMANDS:
+        return None
+    close = difflib.get_close_matches(first, list(_COMMANDS), n=2, cutoff=0.6)
+    if not close:  # a prefix, or the start of a hyphenated command ("se" for se-runs)
+        close = [c for c in _COMMANDS if c.startswith(first[:3].lower())][:2]
+    hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+            else f"the commands are {', '.join(_COMMANDS)}")
+    return f"evalmix: error: unknown command {first!r}; {hint} (see evalmix --help)"
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The command named on the line: the first word that is not an option (the top level has
     only ``--help`` and ``--version``, which take no value)."""
@@ -125,6 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_command(argv)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
@@ -140,8 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("ignore", PendingDeprecationWarning)
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy overflow noise; evalmix warns in words
             _common.RECORDED_WARNINGS = caught  # the JSON writer lists the warnings raised so far
+            for note in getattr(args, "deprecations", None) or []:
+                warnings.warn(note, FutureWarning, stacklevel=1)
             try:
-                return int(args.handler(args) or 0)
+                return _common.run_handler(args)
             finally:
                 for line in dict.fromkeys(_common.warning_lines()):
                     print(f"{prefix}: warning: {line}", file=sys.stderr)

@@ -15,9 +15,9 @@ from typing import Any
 
 from ..core.errors import ArgumentError
 
-__all__ = ["CONTRAST_FAMILIES", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
+__all__ = ["CONTRAST_FAMILIES", "DeprecatedOption", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
            "add_output_arguments", "add_text_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
-           "positive_number", "seed", "split_list"]
+           "positive_number", "run_role", "seed", "split_list"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
 WIDTH = 100
@@ -175,13 +175,15 @@ MISSING_CHOICES = OwnedChoices("evalmix.core.methods", "MISSING_POLICIES")
 CONTRAST_FAMILIES = OwnedChoices("evalmix.inference.emmeans", "contrast_families")
 
 
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """The DATA argument and the column-role options every command shares."""
+def add_data_arguments(parser: argparse.ArgumentParser, output_file: bool = True) -> None:
+    """The DATA argument and the column-role options every command shares (``output_file``: see
+    :func:`add_output_arguments`)."""
     parser.add_argument("data", metavar="DATA", help="runs table (.csv, .tsv, .parquet or .jsonl), or harness "
                         "logs (a folder or log file of Inspect, lm-evaluation-harness, HELM or OpenAI evals)")
     parser.add_argument("--item", default=None, help="item column (default: item, or problem_id if present)")
     parser.add_argument("--model", default="model", help="model column (default: model)")
-    parser.add_argument("--run", default="run", help="run column (default: run; 'none' for a single run)")
+    parser.add_argument("--run", default=None,
+                        help="run column (default: run, if the table has one; 'none' for a single run)")
     parser.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
     parser.add_argument("--successes", default=None, help="k-of-n successes column (with --trials)")
     parser.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
@@ -191,7 +193,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--score", default=None,
                         help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
                              "OpenAI evals event field to use")
-    add_output_arguments(parser)
+    add_output_arguments(parser, output_file)
 
 
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
@@ -210,12 +212,69 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CSV delimiter (default: ',' or, when the header has no comma, ';', tab or '|')")
 
 
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--json`` and ``--all``, the options of how a command prints its tables."""
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+def add_output_arguments(parser: argparse.ArgumentParser, output_file: bool = True) -> None:
+    """``--json``, ``--all`` and ``-o/--output FILE``, the options of how a command prints its tables.
+
+    ``output_file=False`` leaves out ``-o/--output`` (``evalmix report``, whose ``-o`` is a folder).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_output_arguments(p)
+    >>> p.parse_args(["--json", "-o", "out.json"]).output
+    'out.json'
+    """
+    parser.add_argument("--json", action="store_true", help="print strict JSON (no NaN or Infinity) instead of a table")
     parser.add_argument("--all", dest="all_rows", action="store_true",
                         help=f"print every row of long tables (default: the first {MAX_ROWS} and a count "
                              "of the rest)")
+    if output_file:
+        parser.add_argument("-o", "--output", default=None, metavar="FILE",
+                            help="write what would be printed (text, or JSON with --json) to FILE; FILE is "
+                                 "replaced only once the command has succeeded")
+
+
+class DeprecatedOption(argparse.Action):
+    """An old spelling of an option, kept working: it sets what its replacement sets (``convert``
+    maps the value given to the new option's value) and notes the replacement in
+    ``namespace.deprecations``, which :func:`evalmix.cli.main` reports as a warning.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("--outcome", default="correct")
+    >>> _ = p.add_argument("--correct", dest="outcome", action=DeprecatedOption, replacement="--outcome COLUMN")
+    >>> args = p.parse_args(["--correct", "y"])
+    >>> args.outcome, args.deprecations
+    ('y', ['--correct is deprecated; use --outcome COLUMN'])
+    """
+
+    def __init__(self, option_strings: list[str], dest: str, replacement: str,
+                 convert: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("help", argparse.SUPPRESS)  # --help lists the new spelling only
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement, self.convert = replacement, convert
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, self.convert(values) if self.convert else values)
+        notes = list(getattr(namespace, "deprecations", None) or [])
+        notes.append(f"{option_string} is deprecated; use {self.replacement}")
+        namespace.deprecations = notes
+
+
+def run_role(given: str | None, columns: Collection[str]) -> str | None:
+    """The run column that ``--run`` names: ``none`` (any case) for a table of one run, the column
+    ``run`` when the option is left out and the table has one, else none.
+
+    Examples
+    --------
+    >>> run_role(None, ["model", "item", "run"]), run_role(None, ["model", "item"]), run_role("None", ["run"])
+    ('run', None, None)
+    """
+    if given is None:
+        return "run" if "run" in columns else None
+    return None if given.strip().lower() == "none" else given
 
 
 def split_list(value: str | None) -> list[str]:

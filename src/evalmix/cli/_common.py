@@ -21,14 +21,40 @@ from ..core.errors import DataError
 from ..io import detect_format, is_log_source, read_logs
 from ..io.inspect_logs import is_evals_df
 from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_arguments, conf_level, n_jobs,
-                    positive_int, seed, split_list)
+                    positive_int, run_role, seed, split_list)
 
 __all__ = ["MAX_ROWS", "WHERE_HELP", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level",
            "dump_json", "emit", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
-           "result_doc", "seed", "split_list", "strict_json"]
+           "require_runs", "result_doc", "run_handler", "seed", "show_progress", "split_list", "strict_json"]
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
 RECORDED_WARNINGS: list[Any] = []
+
+
+def run_handler(args: argparse.Namespace) -> int:
+    """Run the command's handler; with ``-o/--output FILE`` what it prints goes to FILE, written
+    atomically once the handler has succeeded (an error or an interruption leaves FILE as it was)."""
+    target = getattr(args, "output", None)
+    if not target:
+        return int(args.handler(args) or 0)
+    import contextlib
+    import io
+
+    from ..core.files import write_text
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = int(args.handler(args) or 0)
+    if code == 0:
+        write_text(target, buffer.getvalue())
+    return code
+
+
+def show_progress() -> bool:
+    """Whether a command draws progress bars: only on a terminal (they go to stderr, so that
+    stdout stays the table or the JSON document)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def warning_lines() -> list[str]:
@@ -80,7 +106,8 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
 SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
 
 
-def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bool = False) -> pd.DataFrame:
+def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bool = False,
+              raw: pd.DataFrame | None = None) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file.
 
@@ -113,7 +140,8 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
                             f"(evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path)) in Python) or "
                             f"evalmix report")
         return logs
-    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+    if raw is None:  # (a caller that already read the table to look at its columns passes it)
+        raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
     if is_evals_df(raw):
         raise DataError(f"{args.data} is an Inspect evals_df table: one row per evaluation with scores averaged "
                         "over samples and epochs, and this command needs per-sample outcomes; give it the logs "
@@ -121,7 +149,7 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
     if scores:
         return raw
     item = args.item or ("item" if "item" in raw.columns or "problem_id" not in raw.columns else "problem_id")
-    run = None if str(args.run).lower() == "none" else args.run
+    run = run_role(args.run, raw.columns)
     try:
         return read_runs(raw, item=item, model=args.model, run=run, outcome=args.outcome,
                          successes=args.successes, trials=args.trials,
@@ -129,6 +157,16 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
                          allow_fractional="any" if any_outcome else False)
     except DataError as exc:
         raise DataError(f"{args.data}: {exc}") from exc
+
+
+def require_runs(args: argparse.Namespace, data: pd.DataFrame, what: str) -> None:
+    """A one-line error when DATA was read with no run column (``--run none``, or a table without
+    one) for a command that compares the runs of each item."""
+    schema = data.attrs.get("evalmix") or {}
+    if schema.get("run") is None and "run" in schema:
+        how = ("--run none reads one run per item" if args.run is not None
+               else "DATA has no run column (name it with --run COLUMN)")
+        raise SystemExit(f"evalmix {args.command} needs several runs of each item ({what}), and {how}")
 
 
 def _non_finite(value: float) -> str:

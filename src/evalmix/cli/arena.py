@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import DataError
-from ._args import conf_level, positive_int
+from ._args import add_output_arguments, conf_level, positive_int, seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +41,8 @@ def run_arena(args: argparse.Namespace) -> int:
     from ..studies.arena import bradley_terry
     from ._common import dump_json, emit, records
 
+    if args.latex and args.json:
+        raise SystemExit("--latex and --json each print the leaderboard: give one")
     if args.ci != "bootstrap" and args.n_boot is not None:
         raise SystemExit("--n-boot is used with --ci bootstrap only")
     fit = bradley_terry(battles_of(args), model_a=args.model_a, model_b=args.model_b, winner=args.winner,
@@ -85,13 +87,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ci", choices=["sandwich", "hessian", "bootstrap"], default="sandwich",
                    help="interval: sandwich (default), inverse information, or percentile bootstrap")
     p.add_argument("--n-boot", type=positive_int, default=None, help="bootstrap replicates (default 1000)")
-    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--seed", type=seed, default=1, help="bootstrap seed (default 1)")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--reference", default=None, metavar="MODEL",
+    p.add_argument("--reference", "--ref", dest="reference", default=None, metavar="MODEL",
                    help="model whose rating is fixed at 1000 (default: the mean rating is 1000)")
     p.add_argument("--scale", choices=["elo", "logit"], default="elo", help="rating scale (default: elo)")
     p.add_argument("--no-rank-sets", action="store_true",
                    help="skip the rank sets and tie groups (slow for hundreds of models)")
     p.add_argument("--latex", action="store_true", help="print the leaderboard as a LaTeX table")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_output_arguments(p)
     p.set_defaults(handler=run_arena)

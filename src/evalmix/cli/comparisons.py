@@ -24,11 +24,11 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from ..studies.calibration import calibrate
-    from ._common import emit
+    from ._common import emit, show_progress
 
     methods = split_list(args.methods) or None
     result = calibrate(args.scenario, methods, n_sims=args.n_sims, seed=args.seed, n_jobs=args.jobs,
-                       progress=not args.json)
+                       progress=show_progress())
     emit(args, result)
     return 0
 
@@ -51,7 +51,8 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
                        description="Simulate benchmarks under a null and an alternative and score each method.")
     p.add_argument("--scenario", default="mixture", choices=["mixture", "glmm"])
     p.add_argument("--methods", default=None, help="comma-separated method names (default: the built-in set)")
-    p.add_argument("--n-sims", type=positive_int, default=200)
+    p.add_argument("--n-sims", type=positive_int, default=200,
+                   help="simulated benchmarks (default 200)")
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--jobs", type=n_jobs, default=1, help="parallel workers (-1: all cores)")
     add_output_arguments(p)

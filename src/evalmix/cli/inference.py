@@ -160,15 +160,17 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p.add_argument("--formula", required=True,
                    help="e.g. 'correct ~ model + language + (1|problem_id) + (1|problem_id:run)'")
     _add_family_argument(p)
-    p.add_argument("--emmeans", metavar="FACTOR", nargs="+",
-                   help="factor(s) whose marginal means to report")
-    p.add_argument("--by", metavar="FACTOR", nargs="+", help="conditioning factor(s)")
+    p.add_argument("--emmeans", metavar="FACTOR", nargs="+", type=_factors, action=_Extend,
+                   help="factor(s) whose marginal means to report (space- or comma-separated)")
+    p.add_argument("--by", metavar="FACTOR", nargs="+", type=_factors, action=_Extend,
+                   help="conditioning factor(s) (space- or comma-separated, as --by of every command)")
     p.add_argument("--type", choices=["link", "response"], default="link",
                    help="scale of the marginal means (default: link)")
     add_choice_argument(p, "--contrast", choices=CONTRAST_FAMILIES,
                         help="contrasts among the marginal means: a family registered with "
                              "evalmix.register_contrast (%(choices)s)")
-    p.add_argument("--ref", help="control level for --contrast trt.vs.ctrl")
+    p.add_argument("--reference", "--ref", dest="ref", metavar="LEVEL",
+                   help="control level for --contrast trt.vs.ctrl")
     add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.core.methods", "ADJUST_METHODS"), default="holm",
                         help="multiplicity adjustment within each --by group (default: holm)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
@@ -209,6 +211,19 @@ def add_fit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
                         "maxiter=1000 or grad_tol=1e-3; repeat for several")
     p.set_defaults(handler=run_fit)
     return p
+
+
+def _factors(text: str) -> list[str]:
+    """One word of ``--emmeans``/``--by``: ``a,b`` is two factors, as ``--by`` of every command."""
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+class _Extend(argparse.Action):
+    """``nargs="+"`` of lists (from :func:`_factors`) flattened into one list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [v for part in values for v in part] or None)
 
 
 def _control(items: list[str]) -> Any:
@@ -271,7 +286,7 @@ def _ddf_name(ddf: str | None) -> str:
     return "Kenward-Roger" if ddf == "kenward-roger" else "Satterthwaite"
 
 
-def load_scores(args: argparse.Namespace) -> pd.DataFrame:
+def load_scores(args: argparse.Namespace, raw: pd.DataFrame | None = None) -> pd.DataFrame:
     """DATA for a fit of another family than binomial: the table as read (the formula names its
     columns, and the engine checks the response), or harness logs with continuous scores kept.
 
@@ -284,7 +299,7 @@ def load_scores(args: argparse.Namespace) -> pd.DataFrame:
     from ..model import model_columns, parse_formula
     from ._common import load_data
 
-    data = load_data(args, scores=True)
+    data = load_data(args, scores=True, raw=raw)
     if getattr(args, "missing", "raise") == "drop":
         for formula in (args.formula if isinstance(args.formula, list) else [args.formula]):
             used = [c for c in model_columns(parse_formula(formula), data) if c in data.columns]
@@ -294,6 +309,65 @@ def load_scores(args: argparse.Namespace) -> pd.DataFrame:
                               f"{', '.join(used)} left out (--missing drop)", DataWarning, stacklevel=2)
                 data = data[keep].reset_index(drop=True)
     return data
+
+
+def _formula_roles(formula: str, columns: Any) -> dict[str, str] | None:
+    """The runs-table roles that a binomial formula names, for a table read with no role options:
+    the response (``correct ~``, or ``cbind(k, n - k) ~`` for k-of-n counts), the item (the
+    grouping factor of the first random term, when the table has no ``item`` column) and the model
+    (the first fixed term, when it has no ``model`` column).  None when the formula does not name
+    them as columns (``cbind(k, f)``, a transformed response, no fixed term): the table is then
+    read as it is, and the fit checks its response."""
+    from ..model import parse_formula
+
+    f = parse_formula(formula)
+    cols = set(map(str, columns))
+    roles: dict[str, str] = {}
+    if f.successes is not None:
+        if f.trials is None or f.successes not in cols or f.trials not in cols:
+            return None
+        roles.update(successes=f.successes, trials=f.trials)
+    elif str(f.response) in cols:
+        roles["outcome"] = str(f.response)
+    else:
+        return None
+    if "item" not in cols and "problem_id" not in cols:
+        groups = [r.group for r in f.random if len(r.group) == 1 and r.group[0] in cols]
+        if not groups:
+            return None
+        roles["item"] = groups[0][0]
+    if "model" not in cols:
+        terms = [t for t in f.fixed_terms if t in cols]
+        if not terms:
+            return None
+        roles["model"] = terms[0]
+    return roles
+
+
+def load_binomial(args: argparse.Namespace, formula: str) -> pd.DataFrame:
+    """DATA for a binomial fit.  With no role option given (``--outcome``, ``--successes``,
+    ``--trials``, ``--item``, ``--model``) the formula names the roles (:func:`_formula_roles`):
+    ``cbind(k, n - k) ~ llm + (1|question)`` needs no other option."""
+    from ..data.runs import load_table
+    from ..core.errors import DataError
+    from ..io import is_log_source
+    from ._common import load_data
+
+    given = (args.successes is not None or args.trials is not None or args.item is not None
+             or args.model != "model" or args.outcome != "correct")
+    if given or is_log_source(args.data):
+        return load_data(args)
+    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+    roles = _formula_roles(formula, raw.columns)
+    if roles == {"outcome": args.outcome}:  # the default roles: as every command reads them
+        return load_data(args, raw=raw)
+    if roles is None:
+        return load_scores(args, raw=raw)
+    named = argparse.Namespace(**{**vars(args), "outcome": None, **roles})
+    try:
+        return load_data(named, raw=raw)
+    except DataError:  # the roles do not make a runs table (e.g. a duplicated key): the formula's columns
+        return load_scores(args, raw=raw)
 
 
 def fit_family(args: argparse.Namespace, formula: str, data: pd.DataFrame
@@ -331,7 +405,7 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``evalmix fit`` from parsed arguments; returns the exit code."""
     from ..inference.emmeans import contrast, emmeans
     from ..inference.selection import anova
-    from ._common import dump_json, load_data, result_doc
+    from ._common import dump_json, result_doc
 
     out = out or sys.stdout
     family = getattr(args, "family", "binomial")
@@ -344,7 +418,7 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if family == "ordinal" and args.type == "response" and args.by:
         raise SystemExit("evalmix fit: --type response with --family ordinal gives the mean rating of each "
                          "level (clmm's mean.class) and takes no --by")
-    data = load_data(args) if family == "binomial" else load_scores(args)
+    data = load_binomial(args, args.formula) if family == "binomial" else load_scores(args)
     fit: Any = fit_family(args, args.formula, data)
     result: dict[str, Any] = {"fit": _fit_summary(fit, args)}
     emm: Any = None
@@ -437,14 +511,14 @@ def run_select(args: argparse.Namespace, out: TextIO | None = None) -> int:
     import pandas as pd
 
     from ..inference.selection import compare_models
-    from ._common import dump_json, load_data, result_doc
+    from ._common import dump_json, result_doc
 
     out = out or sys.stdout
     if len(args.formula) < 2:
         raise SystemExit("evalmix select: give at least two --formula")
     family = getattr(args, "family", "binomial")
     _check_family_options(args, "select")
-    data = load_data(args) if family == "binomial" else load_scores(args)
+    data = load_binomial(args, args.formula[0]) if family == "binomial" else load_scores(args)
     if family == "binomial":
         fitter = _fitter()
         fits = {f: fitter(f, data) for f in args.formula}

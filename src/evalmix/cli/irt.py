@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import OwnedChoices, add_choice_argument, conf_level, positive_int
+from ._args import (DeprecatedOption, OwnedChoices, add_choice_argument, add_output_arguments, conf_level,
+                    positive_int, seed)
 
 
 def run_irt(args: argparse.Namespace) -> int:
@@ -13,12 +14,15 @@ def run_irt(args: argparse.Namespace) -> int:
 
     from ..core import tables
     from ..studies.irt import fit_irt, select_items
-    from ._common import dump_json, emit, records
+    from ._common import dump_json, emit, print_table, records
 
+    # --run none, as for every command: no run column (the default here)
     run = [c.strip() for c in args.run.split(",") if c.strip()] if args.run else None
-    fit = fit_irt(args.data, item=args.item, model=args.model, correct=args.correct, run=run,
+    if run is not None and [c.lower() for c in run] == ["none"]:
+        run = None
+    fit = fit_irt(args.data, item=args.item, model=args.model, correct=args.outcome, run=run,
                   model_type=args.model_type, conf_level=args.conf_level)
-    chosen = (select_items(fit, args.select, method=args.method, seed=args.seed)
+    chosen = (select_items(fit, args.select, method=args.select_method, seed=args.seed)
               if args.select is not None else None)
     if args.json:
         doc = {"command": args.command} | fit.to_dict()
@@ -33,16 +37,12 @@ def run_irt(args: argparse.Namespace) -> int:
     for line in (summary.title, *summary.header):
         print(line)
     emit(args, fit.abilities)
-    print()
-    print("item population:")
-    print(tables.to_text(fit.population))
+    print_table(args, fit.population, title="item population:")
     if args.items:
-        print()
-        print("items:")
-        print(tables.to_text(fit.items))
+        print_table(args, fit.items, title="items:")
     if chosen is not None:
         print()
-        print(f"{len(chosen)} items chosen ({args.method}):")
+        print(f"{len(chosen)} items chosen ({args.select_method}):")
         print(tables.to_text(pd.DataFrame({"item": chosen})))  # to_text makes labels safe for a terminal
     return 0
 
@@ -58,17 +58,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data", metavar="DATA", help="runs table")
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--model", default="model", help="model column (default: model)")
-    p.add_argument("--correct", default="correct", help="0/1 outcome column (default: correct)")
+    p.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
+    p.add_argument("--correct", dest="outcome", action=DeprecatedOption, replacement="--outcome COLUMN")
     p.add_argument("--run", default=None, metavar="COLUMNS",
                    help="run column(s), comma-separated (e.g. language,prompt,run); each item:run gets "
-                        "a random intercept (default: none)")
+                        "a random intercept (default: none, as --run none)")
     add_choice_argument(p, "--model-type", choices=OwnedChoices("evalmix.core.methods", "IRT_MODELS"), default="2pl", help="2PL (default) or 1PL")
     p.add_argument("--conf-level", type=conf_level, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--items", action="store_true", help="also print the item table")
     p.add_argument("--select", type=positive_int, default=None, metavar="N",
                    help="choose N items for estimating full-benchmark accuracy")
-    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.core.methods", "ITEM_SELECTIONS"), default="stratified",
-                   help="how --select chooses (default: stratified)")
-    p.add_argument("--seed", type=int, default=1, help="seed of --method random (default 1)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    selections = OwnedChoices("evalmix.core.methods", "ITEM_SELECTIONS")
+    add_choice_argument(p, "--select-method", choices=selections, default="stratified",
+                        help="how --select chooses (default: stratified)")
+    add_choice_argument(p, "--method", dest="select_method", choices=selections, action=DeprecatedOption,
+                        replacement="--select-method (--method names the estimation method elsewhere)")
+    p.add_argument("--seed", type=seed, default=1, help="seed of --select-method random (default 1)")
+    add_output_arguments(p)
     p.set_defaults(handler=run_irt)

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError
-from ._args import (MISSING_CHOICES, OwnedChoices, add_choice_argument, add_output_arguments, add_text_arguments,
-                    choice_list, conf_level, positive_int, split_list)
+from ._args import (MISSING_CHOICES, DeprecatedOption, OwnedChoices, add_choice_argument, add_output_arguments,
+                    add_text_arguments, choice_list, conf_level, finite_number, positive_int, positive_number,
+                    split_list)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,10 +48,10 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
     if args.threshold is not None:
         col = args.outcome or "score"
         if col not in df.columns:
-            raise DataError(f"{args.data}: no column {col!r} to compare with --threshold (name it with --outcome)")
+            raise DataError(f"{args.data}: no column {col!r} to compare with --pass-threshold (name it with --outcome)")
         num = pd.to_numeric(df[col], errors="coerce")
         if num.isna().any():
-            raise DataError(f"{args.data}: column {col!r} holds non-numeric or missing values; --threshold "
+            raise DataError(f"{args.data}: column {col!r} holds non-numeric or missing values; --pass-threshold "
                             "needs numeric ratings")
         df = df.assign(correct=(num >= args.threshold).astype("int64"))
         args.outcome = "correct"
@@ -78,7 +79,7 @@ def run_judges(args: argparse.Namespace) -> int:
     if args.se is not None:
         plan = plan_judges(study, se=args.se, cost_item=args.cost_item, cost_run=args.cost_run,
                            cost_judge=args.cost_judge, max_runs=args.max_runs, max_judges=args.max_judges,
-                           judges=args.judges)
+                           judges="fixed" if args.fixed_judges else "random")
     if args.json:
         doc: dict[str, Any] = {"command": args.command}
         for name in ("bias", "means", "by_judge", "variance", "components"):
@@ -114,7 +115,8 @@ def run_ppi(args: argparse.Namespace) -> int:
     from ._common import emit
 
     by = split_list(args.by)
-    common: dict[str, Any] = {"judge": args.judge, "human": args.human, "item": args.item, "run": args.run,
+    run = None if args.run is not None and args.run.strip().lower() == "none" else args.run
+    common: dict[str, Any] = {"judge": args.judge, "human": args.human, "item": args.item, "run": run,
                               "method": methods, "conf_level": args.conf_level, "missing": args.missing}
     judged = load_table(args.data, encoding=args.encoding, sep=args.sep)
     labelled = None if args.labelled is None else load_table(args.labelled, encoding=args.encoding, sep=args.sep)
@@ -144,22 +146,32 @@ def add_judges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=None, help="model column (default: model)")
     p.add_argument("--item", default=None, help="item column (default: item)")
     p.add_argument("--run", default=None, help="run column (default: run if present; 'none' for one run)")
-    p.add_argument("--threshold", type=float, default=None,
-                   help="turn ratings into verdicts: correct = score >= THRESHOLD")
-    p.add_argument("--ref", default=None, help="reference judge for the bias contrasts (default: the mean judge)")
+    p.add_argument("--pass-threshold", dest="threshold", type=finite_number, default=None, metavar="SCORE",
+                   help="turn ratings into verdicts: correct = score >= SCORE")
+    p.add_argument("--threshold", dest="threshold", type=finite_number, action=DeprecatedOption,
+                   replacement="--pass-threshold SCORE (--threshold is fit's clmm threshold structure)")
+    p.add_argument("--reference", "--ref", dest="ref", default=None, metavar="JUDGE",
+                   help="reference judge for the bias contrasts (default: the mean judge)")
     p.add_argument("--agreement", action="store_true",
                    help="agreement only (for ordinal ratings; the ordinal mixed model is not in evalmix yet)")
     p.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
                    help="measurement level of the verdicts for --agreement (default: nominal)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--se", type=float, default=None, help="plan: target SE of every model's accuracy")
-    p.add_argument("--cost-item", type=float, default=0.0, help="plan: cost of one item (default 0)")
-    p.add_argument("--cost-run", type=float, default=1.0, help="plan: cost of one generation (default 1)")
-    p.add_argument("--cost-judge", type=float, default=0.0, help="plan: cost of one judge call (default 0)")
+    p.add_argument("--se", type=positive_number, default=None, help="plan: target SE of every model's accuracy")
+    p.add_argument("--cost-per-item", "--cost-item", dest="cost_item", type=finite_number, default=0.0,
+                   help="plan: cost of one item (default 0)")
+    p.add_argument("--cost-per-sample", "--cost-run", dest="cost_run", type=finite_number, default=1.0,
+                   help="plan: cost of one generation (default 1)")
+    p.add_argument("--cost-judge", type=finite_number, default=0.0, help="plan: cost of one judge call (default 0)")
     p.add_argument("--max-runs", type=positive_int, default=20)
     p.add_argument("--max-judges", type=positive_int, default=10)
-    p.add_argument("--judges", default="random", choices=["random", "fixed"],
-                   help="plan: judges drawn from a population (default) or these judges only")
+    p.add_argument("--fixed-judges", action="store_true",
+                   help="plan: the estimand averages over these judges only (default: judges drawn from a "
+                        "population)")
+    p.add_argument("--judges", dest="fixed_judges", choices=["random", "fixed"], action=DeprecatedOption,
+                   convert=lambda v: v == "fixed",
+                   replacement="--fixed-judges for fixed judges (random is the default); --judges COLUMN of "
+                               "evalmix plan is now --judge COLUMN")
     add_text_arguments(p)
     add_output_arguments(p)
     p.set_defaults(handler=run_judges)
@@ -171,14 +183,17 @@ def add_ppi(sub: argparse._SubParsersAction) -> None:
                                    "score, from judge scores on every response and human scores on a few "
                                    "(evalmix.ppi_mean, evalmix.ppi_difference).")
     p.add_argument("data", metavar="JUDGED", help="table of judged responses (.csv, .parquet, .jsonl)")
-    p.add_argument("--labelled", default=None,
+    p.add_argument("--labels", "--labelled", dest="labelled", default=None, metavar="FILE",
                    help="table of human-scored responses with the judge score (default: the human column "
                         "of JUDGED, empty where unlabelled)")
-    p.add_argument("--judge", default="judge_score", help="judge score column (default: judge_score)")
+    p.add_argument("--judge-score", dest="judge", default="judge_score",
+                   help="judge score column (default: judge_score)")
+    p.add_argument("--judge", dest="judge", action=DeprecatedOption,
+                   replacement="--judge-score COLUMN (--judge names the judge column elsewhere)")
     p.add_argument("--human", default="human_score", help="human score column (default: human_score)")
     p.add_argument("--by", default="model", help="comma-separated grouping columns (default: model)")
     p.add_argument("--item", default=None, help="item column (default: item)")
-    p.add_argument("--run", default=None, help="run column (default: run if present)")
+    p.add_argument("--run", default=None, help="run column (default: run if present; 'none' for one run)")
     p.add_argument("--a", default=None, help="difference: this level of --by ...")
     p.add_argument("--b", default=None, help="... minus this one")
     method = p.add_argument("--method", default=["ppi++"], type=choice_list(PPI_METHODS),

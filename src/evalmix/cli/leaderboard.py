@@ -20,12 +20,15 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
     from ..io import read_inspect, read_lm_eval
     from ._common import load_data
 
+    # --score names the scorer or metric of any logs (as for every command); --scorer and --metric
+    # are the spellings of --logs inspect and --logs lm-eval
     if args.logs == "inspect":
-        return read_inspect(args.data, scorer=args.scorer, errors="keep")
+        return read_inspect(args.data, scorer=args.scorer or args.score, errors="keep")
     if args.logs == "lm-eval":
-        if not args.metric:
+        metric = args.metric or args.score
+        if not metric:
             raise DataError("--logs lm-eval needs --metric (e.g. acc or exact_match)")
-        return read_lm_eval(args.data, args.metric, filter_name=args.filter)
+        return read_lm_eval(args.data, metric, filter_name=args.filter)
     return load_data(args)
 
 
@@ -53,8 +56,10 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     from ..stats.descriptive import accuracy
     from ..studies.leaderboard import rank_sets, rank_sets_glmm
     from ..data.status import scored_rows, status_column
-    from ._common import emit
+    from ._common import emit, show_progress
 
+    if args.latex and args.json:
+        raise SystemExit("--latex and --json each print the leaderboard: give one")
     data = _load(args)
     by = split_list(args.by)
     if status_column(data) is None:
@@ -72,7 +77,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
                                 conf_level=args.conf_level)
     else:
         result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed,
-                           progress=not args.json)
+                           progress=show_progress())
     if args.plot:
         from ..plots.leaderboard import leaderboard_plot
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._args import add_data_arguments, conf_level, finite_number, positive_int, seed, split_list
+from ._args import DeprecatedOption, add_data_arguments, conf_level, finite_number, positive_int, run_role, seed, split_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,9 +33,10 @@ def _bands(text: str | None) -> tuple[float, ...]:
 
 def run_reliability(args: argparse.Namespace) -> int:
     from ..studies.reliability import flip_rate, icc
-    from ._common import emit, load_data
+    from ._common import emit, load_data, require_runs
 
     data = load_data(args)
+    require_runs(args, data, "the flip rate and the ICC across runs")
     by = _default_by(data, args.by)
     flips = flip_rate(data, by).to_frame()
     iccs = icc(data, by, model=args.icc_model, type=args.icc_type, unit=args.icc_unit,
@@ -48,9 +49,10 @@ def run_reliability(args: argparse.Namespace) -> int:
 
 def run_ranks(args: argparse.Namespace) -> int:
     from ..studies.ranking import rank_instability
-    from ._common import emit, load_data
+    from ._common import emit, load_data, require_runs
 
     data = load_data(args)
+    require_runs(args, data, "rank instability across runs")
     slices = split_list(args.slice_by) or None
     result = rank_instability(data, slices, runs_per_leaderboard=[int(r) for r in split_list(args.runs)] or 1,
                               ties=args.ties)
@@ -65,9 +67,10 @@ def run_ranks(args: argparse.Namespace) -> int:
 
 def run_se_runs(args: argparse.Namespace) -> int:
     from ..studies import repetitions
-    from ._common import emit, load_data
+    from ._common import emit, load_data, require_runs
 
     data = load_data(args)
+    require_runs(args, data, "the SE against the number of runs")
     by = _default_by(data, args.by)
     result = repetitions.se_vs_runs(data, by, max_runs=args.max_runs, curves=args.curves)
     emit(args, result)
@@ -114,15 +117,15 @@ def run_plan(args: argparse.Namespace) -> int:
     from scipy import stats
 
     from ..studies import repetitions
-    from ._common import emit, load_data, records
+    from ._common import emit, load_data, records, require_runs
 
     chosen = {k: v for k, v in (("se", args.se), ("mdd", args.mdd), ("width", args.width)) if v is not None}
-    if args.judges is not None:
+    if args.judge is not None:
         return _plan_judges(args, chosen)
     for flag, given in (("--cost-judge", args.cost_judge is not None), ("--max-judges", args.max_judges is not None),
                         ("--fixed-judges", args.fixed_judges)):
         if given:
-            raise SystemExit(f"{flag} plans judges: add --judges COLUMN")
+            raise SystemExit(f"{flag} plans judges: add --judge COLUMN")
     if len(chosen) > 1:
         raise SystemExit("give one target, --se, --mdd or --width, not " + " and ".join(f"--{k}" for k in chosen))
     if not chosen and args.budget is None:
@@ -138,6 +141,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.max_items is not None and not args.sequential:
         raise SystemExit("--max-items sets the budget in items of --sequential; add --sequential")
     data = load_data(args)
+    require_runs(args, data, "the planner (run-to-run variance)")
     by = _default_by(data, args.by)
     comps = repetitions.variance_components(data, by)
     result = repetitions.plan(comps, cost_item=args.cost_item, cost_run=args.cost_run, budget=args.budget,
@@ -175,26 +179,26 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def _plan_judges(args: argparse.Namespace, chosen: dict[str, float]) -> int:
-    """``evalmix plan --judges COLUMN``: items, runs and judges from the judges' variance parts."""
+    """``evalmix plan --judge COLUMN``: items, runs and judges from the judges' variance parts."""
     from ..data.runs import load_table
     from ..studies.judges import judge_plan_components, plan_judges
     from ._common import emit, records
 
     if "mdd" in chosen or len(chosen) > 1:
-        raise SystemExit("with --judges give one target, --se or --width (of every model's mean), or --budget")
+        raise SystemExit("with --judge give one target, --se or --width (of every model's mean), or --budget")
     if not chosen and args.budget is None:
         raise SystemExit("give a target (--se or --width), or --budget for the most precise design it buys")
     if args.sequential:
-        raise SystemExit("--sequential plans items and runs; leave out --judges")
+        raise SystemExit("--sequential plans items and runs; leave out --judge")
     for flag, value, strict in (("--cost-per-sample", args.cost_run, True), ("--cost-per-item", args.cost_item, False),
                                 ("--cost-judge", args.cost_judge, False), ("--budget", args.budget, True),
                                 *((f"--{k}", v, True) for k, v in chosen.items())):
         if value is not None and not (value > 0 if strict else value >= 0):
             raise SystemExit(f"{flag} must be {'> 0' if strict else '>= 0'}, got {value:g}")
     data = load_table(args.data, encoding=args.encoding, sep=args.sep)
-    run = None if str(args.run).lower() == "none" else args.run
+    run = run_role(args.run, data.columns)
     outcome = args.outcome if args.outcome in data.columns or args.outcome != "correct" else None
-    parts = judge_plan_components(data, judge=args.judges, outcome=outcome, model=args.model, item=args.item,
+    parts = judge_plan_components(data, judge=args.judge, outcome=outcome, model=args.model, item=args.item,
                                   run=run if run is None or run in data.columns else None)
     result = plan_judges(parts, se=chosen.get("se"), width=chosen.get("width"), budget=args.budget, alpha=ALPHA, cost_item=args.cost_item,
                          cost_run=args.cost_run, cost_judge=args.cost_judge or 0.0,
@@ -235,7 +239,8 @@ def add_ranks(sub: argparse._SubParsersAction) -> None:
                                    "leaderboards that strictly invert a model pair against the "
                                    "all-runs order (--ties paper: the AI4Math paper's count).")
     add_data_arguments(p)
-    p.add_argument("--slice-by", default=None, help="comma-separated columns defining the leaderboards")
+    p.add_argument("--slice-by", "--by", dest="slice_by", default=None,
+                   help="comma-separated columns defining the leaderboards (one per slice, as leaderboard --by)")
     p.add_argument("--runs", default="1", help="runs pooled per leaderboard, e.g. 1,2 (default: 1)")
     p.add_argument("--leaderboards", action="store_true", help="print one row per leaderboard")
     p.add_argument("--ties", choices=["strict", "paper"], default="strict",
@@ -263,7 +268,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="how many items, runs and judges, at what cost, and when to stop",
                        description="Variance components from DATA, then the cheapest (items, runs) design "
                                    "for a target, or the most precise one within --budget; --sequential adds "
-                                   "the expected stop of the anytime-valid rule; --judges plans items, runs "
+                                   "the expected stop of the anytime-valid rule; --judge plans items, runs "
                                    "and judges from a long table of judge verdicts or ratings.")
     add_data_arguments(p)
     _add_by(p)
@@ -284,17 +289,19 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-items", type=positive_int, default=None,
                    help="--sequential: the budget in items (default: what --budget buys at the planned "
                         "runs, else four times the planned items)")
-    p.add_argument("--sims", type=positive_int, default=200, help="--sequential: simulated studies (default 200)")
+    p.add_argument("--n-sims", "--sims", dest="sims", type=positive_int, default=200,
+                   help="--sequential: simulated studies (default 200)")
     p.add_argument("--seed", type=seed, default=0, help="--sequential: seed of the simulation (default 0)")
-    p.add_argument("--judges", default=None, metavar="COLUMN",
+    p.add_argument("--judge", default=None, metavar="COLUMN",
                    help="plan items, runs and judges: DATA is a long table of verdicts or ratings, one row per "
                         "model, item, run and judge, and COLUMN names the judge (--se/--width: of every "
                         "model's mean; --outcome the verdict or rating column)")
+    p.add_argument("--judges", dest="judge", action=DeprecatedOption, replacement="--judge COLUMN")
     p.add_argument("--cost-judge", type=finite_number, default=None,
-                   help="--judges: cost of one judge call (default 0)")
-    p.add_argument("--max-judges", type=positive_int, default=None, help="--judges: most judges considered (default 10)")
+                   help="--judge: cost of one judge call (default 0)")
+    p.add_argument("--max-judges", type=positive_int, default=None, help="--judge: most judges considered (default 10)")
     p.add_argument("--fixed-judges", action="store_true",
-                   help="--judges: the estimand averages over these judges only (default: judges drawn from a "
+                   help="--judge: the estimand averages over these judges only (default: judges drawn from a "
                         "population, whose variance puts a floor under the SE)")
     p.set_defaults(handler=run_plan)
 

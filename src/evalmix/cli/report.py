@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError
-from ._args import add_data_arguments, conf_level, positive_int, seed
+from ._args import add_data_arguments, conf_level, finite_number, positive_int, positive_number, seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,12 +26,13 @@ def _read(args: argparse.Namespace) -> pd.DataFrame:
     if logs == "auto":
         is_eval = path.suffix == ".eval" or (path.is_dir() and any(path.glob("**/*.eval")))
         logs = "inspect" if is_eval else "table"
-    if logs == "inspect":
-        return read_inspect(path, args.scorer)
+    if logs == "inspect":  # --score names the scorer of any logs, as for every command
+        return read_inspect(path, args.scorer or args.score)
     if logs == "lm-eval":
-        if not args.metric:
+        metric = args.metric or args.score
+        if not metric:
             raise DataError("--logs lm-eval needs --metric (e.g. exact_match)")
-        return read_lm_eval(path, args.metric)
+        return read_lm_eval(path, metric)
     return load_data(args, any_outcome=True)  # ratings and scores are fitted as what they are
 
 
@@ -80,14 +81,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "OUT/index.html, OUT/tables/*.{tex,md,csv} and OUT/figures/*.{png,pdf}. An outcome "
                     "that is not 0/1 (--outcome rating: judge ratings, continuous scores) is fitted by "
                     "clmm or lmer, and overdispersed k-of-n counts by a beta-binomial model.")
-    add_data_arguments(p)
-    p.add_argument("-o", "--out", required=True, help="output folder (created if needed)")
+    add_data_arguments(p, output_file=False)  # -o is the report's folder
+    p.add_argument("-o", "--out", required=True,
+                   help="output folder (created if needed); each file in it is replaced only once complete")
     p.add_argument("--logs", choices=["auto", "table", "lm-eval", "inspect"], default="auto",
                    help="DATA is a runs table, lm-evaluation-harness samples or Inspect logs "
                         "(default: auto, Inspect for .eval files, else a table)")
     p.add_argument("--metric", default=None, help="lm-evaluation-harness metric (with --logs lm-eval)")
     p.add_argument("--scorer", default=None, help="Inspect scorer (default: the only one)")
-    p.add_argument("--reference", default=None,
+    p.add_argument("--reference", "--ref", dest="reference", default=None, metavar="MODEL",
                    help="model the odds ratios are taken against (default: the most accurate)")
     p.add_argument("--slice", default=None,
                    help="slice for marginal means, heatmap and robustness (default: the first item "
@@ -103,9 +105,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap and sampler (default: 0)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap replicates for rank intervals")
-    p.add_argument("--plan-se", type=float, default=0.03, help="target SE per slice for the planner")
-    p.add_argument("--cost-item", type=float, default=10.0, help="cost of one item for the planner")
-    p.add_argument("--cost-run", type=float, default=1.0, help="cost of one answer for the planner")
+    p.add_argument("--plan-se", type=positive_number, default=0.03, help="target SE per slice for the planner")
+    p.add_argument("--cost-per-item", "--cost-item", dest="cost_item", type=finite_number, default=10.0,
+                   help="cost of one item for the planner (default 10)")
+    p.add_argument("--cost-per-sample", "--cost-run", dest="cost_run", type=finite_number, default=1.0,
+                   help="cost of one answer for the planner (default 1)")
     p.add_argument("--title", default=None, help="page title")
     p.add_argument("--judge", default=None,
                    help="column naming the judge of each verdict: adds the judges section (default: a "

@@ -70,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--expect", type=positive_int, default=None, metavar="MAX_ITEMS",
                    help="treat DATA as a pilot: where a study of at most MAX_ITEMS items like it is expected "
                         "to stop (its items resampled into --sims simulated studies)")
-    p.add_argument("--sims", type=positive_int, default=200, help="simulated studies of --expect (default 200)")
+    p.add_argument("--n-sims", "--sims", dest="sims", type=positive_int, default=200,
+                   help="simulated studies of --expect (default 200)")
     p.add_argument("--steps", action="store_true", help="print every step of the sequence, not only the stop")
     p.set_defaults(handler=run_sequential)

@@ -160,8 +160,11 @@ def parallel_map(func: Callable[..., R], tasks: Iterable[T], *, n_jobs: int | No
     gen = par(delayed(call)(i, t, s) for i, (t, s) in enumerate(zip(items, seqs)))
     bar = None
     if progress:
+        import sys
+
         from tqdm.auto import tqdm
-        bar = tqdm(total=n, desc=desc)
+
+        bar = tqdm(total=n, desc=desc, file=sys.stderr)  # stdout keeps the results
     out: list[Any] = [None] * n
     try:
         for i, res in gen:

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core.files import write_text
 from ..core.result import frame_records
 from ..stats.descriptive import accuracy
 from ..core.errors import DataError, DataWarning
@@ -152,7 +153,7 @@ try:  # the hook exists only where Inspect is installed; the report above works 
 except ImportError:  # pragma: no cover - depends on the environment
     _HAVE_INSPECT = False
 
-if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/integrations/test_inspect_live.py)
+if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/test_inspect_live.py)
 
     @hooks(name="evalmix_leaderboard", description="evalmix: rank sets, tie groups and paired "
                                                    "comparisons at the end of a run")
@@ -181,7 +182,7 @@ if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tes
                 return
             report["logs"] = [Path(p).name for p in locations]
             target = Path(os.environ.get("EVALMIX_OUT") or Path(locations[0]).parent / "evalmix-leaderboard.json")
-            target.write_text(json.dumps(report, indent=2) + "\n")
+            write_text(target, json.dumps(report, indent=2) + "\n")
             for task, rep in report["tasks"].items():
                 print(f"evalmix leaderboard: {task} (joint {report['conf_level']:.0%} rank sets)")
                 for row in rep["leaderboard"]:

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
+
+from ..core.files import atomic_path, is_path
 
 __all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours", "figure_text", "first_column",
            "hide_unused", "legend_columns", "marker", "panel_columns", "panel_figure_width",
@@ -130,16 +133,30 @@ def figure_text(value: object) -> str:
 
 class _SaveInStyle:
     """A figure's ``savefig`` that applies :data:`SAVE_RC`: the figure is saved long after the
-    plotting function left :func:`paper_style`, under the caller's settings."""
+    plotting function left :func:`paper_style`, under the caller's settings.  A file name is
+    written atomically (:func:`evalmix.core.files.atomic_path`): an interrupted save leaves the
+    previous file as it was."""
 
     def __init__(self, save: Callable[..., Any]) -> None:
         self.save = save
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, fname: Any, *args: Any, **kwargs: Any) -> Any:
         import matplotlib as mpl
 
         with mpl.rc_context(SAVE_RC):  # type: ignore[arg-type]  # rc keys typed as Literal
-            return self.save(*args, **kwargs)
+            if not is_path(fname):  # an open file or buffer: the caller owns it
+                return self.save(fname, *args, **kwargs)
+            target = os.fspath(fname)
+            if kwargs.get("format") is None:
+                # as matplotlib names the file: its suffix gives the format, else the default
+                # format is appended to the name
+                ext = os.path.splitext(target)[1][1:]
+                if not ext:
+                    ext = str(mpl.rcParams["savefig.format"])
+                    target = target.rstrip(".") + "." + ext
+                kwargs["format"] = ext
+            with atomic_path(target) as tmp:
+                return self.save(tmp, *args, **kwargs)
 
 
 def styled(func: F) -> F:

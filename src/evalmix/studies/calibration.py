@@ -653,8 +653,10 @@ def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", run
     run_scores = metric_from_cells(cells, k, metric, pos)
     it = runs
     if progress:
+        import sys
+
         from tqdm import tqdm
-        it = tqdm(runs, desc="coverage")
+        it = tqdm(runs, desc="coverage", file=sys.stderr)  # stdout keeps the results
     rows = []
     for m in it:
         for meth in methods:

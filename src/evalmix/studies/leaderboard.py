@@ -438,9 +438,11 @@ def _progress(show: bool, total: int, desc: str) -> Any:
     """A tqdm bar (as :func:`evalmix.core.parallel.parallel_map` shows), or None when not asked for."""
     if not show:
         return None
+    import sys
+
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc)
+    return tqdm(total=total, desc=desc, file=sys.stderr)  # stdout keeps the results
 
 
 def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: str | None = None,
@@ -465,7 +467,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     model, item, run, outcome : str, optional
         Column names (defaults from :func:`evalmix.read_runs` roles, else conventional names).
     status : str, optional
-        Sample status column (see :func:`evalmix.data.status.scored_rows`); rows that are not ``"ok"``
+        Sample status column (see :func:`evalmix.data.runs.status.scored_rows`); rows that are not ``"ok"``
         are left out (the accuracy is that of the scored samples).  Defaults to ``"status"`` when
         the table has it.
     n_boot : int
@@ -513,8 +515,9 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
+    # the item bootstrap pools each item's runs: a table of one run (no run column) is fine
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
-                            by=by_, missing=missing)
+                            need_run=False, by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     slices = list(sl.groups(data, by_))
     seeds = sl.rng_of(seed).spawn(len(slices))
