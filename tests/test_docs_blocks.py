@@ -13,6 +13,9 @@ expression (its cells for a table shown as one, its ``repr`` otherwise).  The tw
 compared word by word (whitespace and Markdown table padding do not matter); numbers agree to
 half a unit in the last digit the page shows, and ``...`` in the page stands for any words.
 
+**Command lines.**  A ```console block shows ``$ evalmix ...`` commands, each followed by what it
+prints: each runs (``evalmix.cli.main``) in the same folder and must print that (as above).
+
 **Blocks that do not run.**  A block marked ```python no-run``` (or preceded by an
 ``<!-- no-run: why -->`` comment) is a sketch that cannot run here (it needs a Dask cluster, or
 Inspect AI and a model API): it is compiled, not run, and counted (``test_few_blocks_do_not_run``).
@@ -27,6 +30,7 @@ import contextlib
 import io
 import math
 import re
+import shlex
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +53,7 @@ SLOW: dict[str, str] = {
     "scale.md": "fit_many in worker processes",
 }
 # the most blocks that may be marked no-run over all pages: raise it only with a reason
-MAX_NO_RUN = 5
+MAX_NO_RUN = 6
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,37 @@ def blocks(page: Path) -> list[Block]:
         elif after in openings and openings[after][0] in OUTPUT_INFO:
             expected = openings[after][1]
         found.append(Block(page.name, start + 2, body, runs, expected, table))
+    return found
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``$ evalmix ...`` line of a console block and the output the page shows after it."""
+
+    page: str
+    line: int
+    argv: list[str]
+    runs: bool
+    expected: str
+
+
+def console_commands(page: Path) -> list[Command]:
+    """The evalmix commands of a page's console blocks, in order."""
+    text = page.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    found = []
+    for info, body, start, _ in _fences(text):
+        if info.split()[:1] != ["console"]:
+            continue
+        before = next((lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+        runs = not re.fullmatch(r"<!-- no-run(:.*)? -->", before)
+        body_lines = body.rstrip("\n").split("\n")
+        prompts = [k for k, line in enumerate(body_lines) if line.startswith("$ ")] + [len(body_lines)]
+        for k, nxt in zip(prompts, prompts[1:]):
+            argv = shlex.split(body_lines[k][2:])
+            if argv[:1] == ["evalmix"]:
+                found.append(Command(page.name, start + 2 + k, argv[1:], runs,
+                                     "\n".join(body_lines[k + 1:nxt])))
     return found
 
 
@@ -198,6 +233,22 @@ def test_page_blocks_run_and_print_what_the_page_shows(page: Path, workdir: Path
                 f"{block.page}:{block.line} prints\n{printed}\nbut the page shows\n{block.expected}")
 
 
+COMMANDS = [c for p in PAGES for c in console_commands(p)]
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.runs], ids=lambda c: f"{c.page}:{c.line}")
+def test_console_command_prints_what_the_page_shows(command: Command, workdir: Path) -> None:
+    from evalmix.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(command.argv)
+    assert code == 0, f"{command.page}:{command.line}: evalmix {' '.join(command.argv)} exited {code}"
+    assert _matches(_words(command.expected), _words(out.getvalue())), (
+        f"{command.page}:{command.line} prints\n{out.getvalue()}\nbut the page shows\n{command.expected}")
+
+
 def test_readme_blocks_are_the_tour_test_readme_runs() -> None:
     """README's blocks run in tests/test_readme.py, each on its own (stricter than one namespace),
     with every line's result checked to be a short table; they show no output of their own."""
@@ -207,6 +258,7 @@ def test_readme_blocks_are_the_tour_test_readme_runs() -> None:
 
 def test_few_blocks_do_not_run() -> None:
     sketches = [f"{b.page}:{b.line}" for p in PAGES for b in blocks(p) if not b.runs]
+    sketches += [f"{c.page}:{c.line}" for c in COMMANDS if not c.runs]
     assert len(sketches) <= MAX_NO_RUN, sketches
     assert sum(len(blocks(p)) for p in PAGES) >= 55  # the reader finds the blocks
 
