@@ -11,7 +11,7 @@ glmmTMB 1.1.5, emmeans 1.8.4-1, car 3.1-1, pbkrtest 0.5.2):
   ``tmb_beta``: ``score ~ arm + (1|item)`` with ``beta_family()`` on verbs_beta.csv (simulated).
 
 Each cell (engine, verb) is one check of the test matrix; only the cells evalmix reproduces with
-today's API are listed. Tolerances (the GLMM parity ones of tests/test_lmer.py):
+today's API are listed. Tolerances (the GLMM parity ones of tests/lmm/test_lmer.py):
 log-likelihood at least R's - 1e-3 and within 1e-3; AIC, BIC and deviance 2e-3 absolute; fixed
 effects and thresholds 2e-3 relative (absolute below 1e-2); SEs and degrees of freedom 1 %;
 correlations of the estimates 0.01; SDs 2e-3 and variances 4e-3 relative; conditional modes 2e-3

@@ -1,4 +1,4 @@
-# Reference values for the verbs x engines matrix of tests/test_verbs_engines.py:
+# Reference values for the verbs x engines matrix of tests/inference/test_verbs_engines.py:
 #
 #   Rscript tests/reference/verbs_engines_reference.R
 #

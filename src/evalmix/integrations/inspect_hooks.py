@@ -153,7 +153,7 @@ try:  # the hook exists only where Inspect is installed; the report above works 
 except ImportError:  # pragma: no cover - depends on the environment
     _HAVE_INSPECT = False
 
-if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/test_inspect_live.py)
+if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tests/integrations/test_inspect_live.py)
 
     @hooks(name="evalmix_leaderboard", description="evalmix: rank sets, tie groups and paired "
                                                    "comparisons at the end of a run")
