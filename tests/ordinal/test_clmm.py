@@ -86,7 +86,7 @@ def test_result_tables_and_print(fits):
     assert "tempwarm" in fit.to_latex()
     assert "1\\|2" in fit.to_markdown()
     assert set(fit.summary().tables) == {"Coefficients", "Random effects"}
-    ranef = fit.ranef
+    ranef = fit.ranef()
     assert ranef["group"].eq("judge").all() and len(ranef) == 9
     coef = fit.coef
     coef.iloc[0] = 99.0  # a copy: the fit is unchanged

@@ -4,49 +4,21 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..core.result import Result
+from ..mixed.result import ConfidenceIntervals
 from ..core.errors import FitWarning
 
 if TYPE_CHECKING:
-    from .bootstrap import BootResult
     from .result import GlmerResult
 
 __all__ = ["ConfidenceIntervals", "confint"]
 
 METHODS = ("wald", "profile", "boot")
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class ConfidenceIntervals(Result):
-    """Intervals for the fixed effects and the random-effect standard deviations.
-
-    ``table``: ``term`` (fixed effects by name; standard deviations as lme4 names them with
-    ``signames = FALSE``, ``sd_(Intercept)|item``), ``estimate``, ``conf_low``, ``conf_high``,
-    ``method``. ``boot`` holds the bootstrap replicates for ``method="boot"``.
-    """
-
-    table: pd.DataFrame
-    level: float
-    method: str
-    boot: BootResult | None = None
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.table.copy()
-
-    def _title(self) -> str:
-        return f"{self.level:.0%} {self.method} confidence intervals"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out.update(level=self.level, method=self.method)
-        return out
 
 
 def _which(parm: str) -> str:

@@ -11,31 +11,28 @@ import numpy as np
 import pandas as pd
 
 from ..core import tables
-from ..core.result import REPR_MAX_ROWS, Result, Summary, frame_records
+from ..core.result import REPR_MAX_ROWS, Summary, frame_records
 from ..core.arguments import check_arguments
-from ..core.errors import DataError, FormulaError
+from ..core.errors import ArgumentError, DataError, FormulaError
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.links import inverse_link
+from ..mixed.result import ConfidenceIntervals, MixedResult, ModelRows, population_level
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     from numpy.typing import ArrayLike
 
-    from ..mixed.fitted import LinearHypothesis
-
     from .deviance import Evaluation, LaplaceDeviance
     from ..model import GlmmDesign
-    from .intervals import ConfidenceIntervals
     from .prior import NormalPrior
     from .separation import Separation
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
-class GlmerResult(Result):
+class GlmerResult(MixedResult):
     """A binomial-logit GLMM fitted by maximum likelihood (Laplace), as ``lme4::glmer``.
 
     Attributes
@@ -93,8 +90,6 @@ class GlmerResult(Result):
     vcov: pd.DataFrame
     theta: pd.Series
     loglik: float
-    aic: float
-    bic: float
     deviance: float
     df: int
     nobs: int
@@ -256,13 +251,9 @@ class GlmerResult(Result):
                     "prior_deviance": self.prior_deviance})
         return out
 
-    @property
-    def ngroups(self) -> dict[str, int]:
-        """Number of levels of each grouping factor."""
-        out: dict[str, int] = {}
-        for t in self._model.terms:
-            out.setdefault(t.group, t.nl)
-        return out
+    def _model_rows(self) -> ModelRows:
+        m = self._model
+        return ModelRows(data=m.data if self.has_data else None, terms=m.terms, offset=m.offset_rows)
 
     # --------------------------------------------------------------- random effects
     def ranef(self) -> pd.DataFrame:
@@ -278,28 +269,31 @@ class GlmerResult(Result):
         return self._model.ranef_frame()
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, newdata: pd.DataFrame | None = None, re: bool = True,
-                type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
+    def predict(self, newdata: pd.DataFrame | None = None, re_form: object = None, type: str = "link",
+                allow_new_levels: bool = False, *, re: bool | None = None) -> np.ndarray:
         """Predictions on the link (log-odds) or response (probability) scale.
 
         Parameters
         ----------
         newdata : DataFrame, optional
             Defaults to the fitted data (rows as given).
-        re : bool
-            Include the conditional modes of the random effects (lme4's ``re.form = NULL``);
-            ``False`` is ``re.form = NA``.
+        re_form : None, "NA", "~0" or False
+            ``None`` (lme4's ``re.form = NULL``): with the conditional modes of the random
+            effects; ``"NA"``, ``"~0"`` or ``False``: population level (``re.form = NA``).
         type : {"link", "response"}
         allow_new_levels : bool
             Levels of a grouping factor not seen in the fit contribute 0 (else an error).
+        re : bool, optional
+            The earlier spelling: ``re=False`` is ``re_form="NA"``.
 
         Examples
         --------
         >>> fit.predict(runs.head(), type="response")  # doctest: +SKIP
-        >>> fit.predict(runs.head(), re=False)  # population-level log-odds  # doctest: +SKIP
+        >>> fit.predict(runs.head(), re_form="NA")  # population-level log-odds  # doctest: +SKIP
         """
         if type not in ("link", "response"):
-            raise ValueError("type must be 'link' or 'response'")
+            raise ArgumentError(f"type={type!r}: use 'link' or 'response'")
+        population = population_level(re_form) if re is None else not re
         nd = (self._model.require_data("predict() without newdata", "pass newdata=")
               if newdata is None else newdata)
         Xn = self.fixed_design.model_matrix(nd)
@@ -313,7 +307,7 @@ class GlmerResult(Result):
                 eta = eta + off
         elif self.fixed_design.offsets:  # new rows: the formula's offset() terms, as lme4
             eta = eta + self.fixed_design.offset(nd)
-        if re and self._model.u is not None:
+        if not population and self._model.u is not None:
             eta = eta + self._model.random_part(nd, allow_new_levels)
         return inverse_link(self.link, eta) if type == "response" else eta
 
@@ -350,24 +344,6 @@ class GlmerResult(Result):
 
         return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
                        progress=progress)
-
-    def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
-                  rhs: ArrayLike | None = None) -> LinearHypothesis:
-        """Wald chi-square test of linear hypotheses about the fixed effects
-        (``car::linearHypothesis``); see :func:`evalmix.linear_hypothesis`.
-
-        Examples
-        --------
-        >>> from evalmix import glmer
-        >>> from evalmix.simulate import glmm_runs
-        >>> fit = glmer("correct ~ model + (1|item)", glmm_runs(3, 60, 3, seed=2))
-        >>> res = fit.wald_test("modelM2 = modelM3")
-        >>> res.df, res.hypotheses
-        (1, ('modelM2 - modelM3 = 0',))
-        """
-        from ..mixed.fitted import linear_hypothesis
-
-        return linear_hypothesis(self, hypotheses, rhs)
 
     # ---------------------------------------------------------------- the snapshot
     @property

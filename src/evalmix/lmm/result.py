@@ -13,6 +13,7 @@ from scipy import optimize, stats
 
 from ..core import tables
 from ..core.result import Result, Summary, frame_records
+from ..mixed.result import MixedResult, ModelRows
 from ..core.arguments import check_level
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, SingularFitWarning
@@ -180,7 +181,7 @@ def _pvalue(p: float) -> str:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LmerResult(Result):
+class LmerResult(MixedResult):
     """A linear mixed model fitted by REML or ML, as ``lme4::lmer`` (with lmerTest's tests).
 
     Attributes
@@ -237,8 +238,6 @@ class LmerResult(Result):
     loglik: float
     remlcrit: float | None
     deviance: float
-    aic: float
-    bic: float
     df: int
     nobs: int
     varcorr: pd.DataFrame
@@ -324,13 +323,9 @@ class LmerResult(Result):
     def to_frame(self) -> pd.DataFrame:
         return self.coef_table().to_frame()
 
-    @property
-    def ngroups(self) -> dict[str, int]:
-        """Number of levels of each grouping factor (lme4's ``ngrps``)."""
-        out: dict[str, int] = {}
-        for t in self._model.design.terms:
-            out.setdefault(t.group, t.nl)
-        return out
+    def _model_rows(self) -> ModelRows:
+        d = self._model.design
+        return ModelRows(data=d.data, terms=d.terms, offset=d.offset)
 
     def ranef(self) -> pd.DataFrame:
         """Conditional modes of the random effects (``as.data.frame(ranef(fit))``): ``group``,
@@ -643,8 +638,6 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
     ntheta = theta.size
     npar = p + ntheta + 1
     loglik = -crit / 2
-    aic = crit + 2 * npar
-    bic = crit + np.log(n) * npar
     # singular: a diagonal element of Lambda at (or within 1e-4 of) its bound, as lme4's isSingular
     lower = design.theta_lower
     singular = bool(np.any(np.isfinite(lower) & (theta < _SINGULAR_TOL)))
@@ -663,7 +656,7 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
         vcov=pd.DataFrame(V, index=names, columns=names),
         theta=pd.Series(theta, index=design.theta_names, name="theta"),
         sigma=sigma, loglik=float(loglik), remlcrit=float(crit) if reml else None,
-        deviance=float(crit), aic=float(aic), bic=float(bic), df=int(npar), nobs=int(n),
+        deviance=float(crit), df=int(npar), nobs=int(n),
         varcorr=_varcorr(design, theta, sigma), converged=bool(report["converged"]),
         singular=singular, messages=tuple(messages), fixed_design=design.fixed,
         optimizer=report, _model=model)

@@ -21,6 +21,7 @@ from ..model import (build_fixed, build_random_terms, fitted_offset, model_colum
 from ..core.parallel import single_thread_blas
 from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
+from ..mixed.result import ModelRows
 from .result import ClmmResult, convergence_check
 
 __all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans", "clmm_ref_grid", "convergence_check"]
@@ -155,8 +156,8 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     if not converged:
         warnings.warn(f"clmm({formula!r}) did not converge: the largest gradient of minus the "
                       f"log-likelihood is {np.max(np.abs(grad)):.2g}", ConvergenceWarning, stacklevel=2)
-    ranef = pd.concat([pd.DataFrame({"group": t.group, "level": list(map(str, t.levels)),
-                                     "estimate": sd[k] * model.u[model.offsets[k]:model.offsets[k + 1]]})
+    ranef = pd.concat([pd.DataFrame({"group": t.group, "term": "(Intercept)", "level": list(map(str, t.levels)),
+                                     "mode": sd[k] * model.u[model.offsets[k]:model.offsets[k + 1]]})
                        for k, t in enumerate(terms)], ignore_index=True)
     df = len(par)
     loglik = -value
@@ -165,9 +166,11 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
         coef=pd.Series(par[: nt + p], index=cnames, dtype=float),
         vcov=pd.DataFrame(vcov, index=all_names, columns=all_names),
         n_thresholds=nt,
-        varcorr=pd.DataFrame({"group": [t.group for t in terms], "variance": sd**2, "sd": sd}),
+        varcorr=pd.DataFrame({"group": [t.group for t in terms], "var1": "(Intercept)", "var2": None,
+                              "variance": sd**2, "sd": sd}),
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
-        loglik=loglik, aic=-2 * loglik + 2 * df, bic=-2 * loglik + np.log(len(y)) * df, df=df,
+        loglik=loglik, df=df,
         nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 and not singular else math.inf, max_grad=float(np.max(np.abs(grad))),
-        niter=niter, converged=converged, levels=tuple(levels), ranef=ranef,
-        fixed_design=fixed, convergence={"code": code, "messages": messages})
+        niter=niter, converged=converged, levels=tuple(levels), random_effects=ranef,
+        fixed_design=fixed, convergence={"code": code, "messages": messages},
+        _rows=ModelRows(data=d, terms=terms, offset=offset))

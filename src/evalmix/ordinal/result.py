@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..core import tables
-from ..core.result import Result, Summary
+from ..core.errors import ArgumentError
+from ..core.result import Summary
 from ..core.arguments import check_arguments
 from ..mixed.fitted import wald_z_table
+from ..mixed.result import MixedResult, ModelRows
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -25,7 +27,7 @@ def _signif(x: float, digits: int = 4) -> str:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class ClmmResult(Result):
+class ClmmResult(MixedResult):
     """A cumulative-link mixed model fitted by the Laplace approximation, as ``ordinal::clmm``.
 
     The model is ``P(Y <= j) = F(theta_j - x beta - u)``: thresholds ``theta_j``, location
@@ -47,11 +49,16 @@ class ClmmResult(Result):
         them, these are log SDs for one random term and SDs for several; an SD below 1e-3 of a
         model with several terms is on the boundary and left out, as ordinal leaves it out.
     n_thresholds : int
+    fixef : Series
+        The location effects (``fit$beta``), as every fit's ``fixef``; the thresholds stand
+        beside them (:attr:`thresholds`).
     varcorr : DataFrame
-        ``group``, ``variance``, ``sd`` per random term (lme4 order: most levels first).
+        ``group``, ``var1``, ``var2``, ``variance``, ``sd`` per random term (lme4's layout and
+        order: most levels first).
     ngrps : Series
         Levels per grouping factor.
-    loglik, aic, bic : float
+    loglik, aic, bic, deviance : float
+        ``deviance`` is ``-2 logLik``.
     df : int
         Coefficients plus random-effect SDs.
     nobs : int
@@ -66,8 +73,8 @@ class ClmmResult(Result):
     convergence : dict
         ``code`` and ``messages`` of ordinal's convergence check (:func:`convergence_check`):
         ``(0,)`` and ``("successful convergence",)`` for a sound fit.
-    ranef : DataFrame
-        ``group``, ``level``, ``estimate``: conditional modes of the random effects (``ranef``).
+    random_effects : DataFrame
+        The conditional modes of the random effects, as :meth:`ranef` gives them.
     fixed_design : FixedDesign
         The fixed part's coding (the reference grid of :func:`evalmix.ordinal.clmm_emmeans`).
 
@@ -97,8 +104,6 @@ class ClmmResult(Result):
     varcorr: pd.DataFrame
     ngrps: pd.Series
     loglik: float
-    aic: float
-    bic: float
     df: int
     nobs: int
     cond_h: float
@@ -106,9 +111,10 @@ class ClmmResult(Result):
     niter: int
     converged: bool
     levels: tuple[str, ...]
-    ranef: pd.DataFrame = field(repr=False)
+    random_effects: pd.DataFrame = field(repr=False)
     fixed_design: FixedDesign = field(repr=False)
     convergence: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _rows: ModelRows | None = field(default=None, repr=False, compare=False)
 
     @property
     def thresholds(self) -> pd.Series:
@@ -119,6 +125,39 @@ class ClmmResult(Result):
     def beta(self) -> pd.Series:
         """The location effects (``fit$beta``)."""
         return self.coef.iloc[self.n_thresholds:]
+
+    @property
+    def fixef(self) -> pd.Series:
+        """The location effects, by R's names (as every fit's ``fixef``; :attr:`thresholds` beside
+        them)."""
+        return self.beta
+
+    @property
+    def deviance(self) -> float:
+        """``-2 logLik``."""
+        return -2.0 * self.loglik
+
+    def ranef(self) -> pd.DataFrame:
+        """Conditional modes of the random effects (``ranef(fit)``): ``group``, ``term``,
+        ``level``, ``mode``."""
+        return self.random_effects
+
+    def _model_rows(self) -> ModelRows:
+        if self._rows is None:
+            raise ArgumentError("this clmm fit was made without its rows; refit it with evalmix.clmm")
+        return self._rows
+
+    def _wald_parameters(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        # thresholds and location effects, as confint(clmm) lists them
+        names = [str(n) for n in self.coef.index]
+        se = np.sqrt(np.diag(self.vcov.to_numpy(dtype=float)))[: len(names)]
+        return names, self.coef.to_numpy(dtype=float), se
+
+    def _response(self, eta: np.ndarray) -> np.ndarray:
+        raise ArgumentError("a cumulative-link model has no single response-scale prediction: "
+                            "predict(type='link') gives the location x beta (+ random effects); "
+                            "category probabilities and the mean rating are "
+                            "evalmix.emmeans(fit, specs, mode='prob' or 'mean.class')")
 
     def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """Coefficients with Wald SE, z, p and CI (``summary(fit)$coefficients``).

@@ -16,6 +16,7 @@ from ..core.parallel import single_thread_blas
 from .design import build_tmb_design
 from .family import FAMILIES, variance
 from .model import LaplaceModel
+from ..mixed.result import ModelRows
 from .result import GlmmTMBResult
 
 __all__ = ["glmmtmb"]
@@ -133,8 +134,8 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
     npar = len(par)
     nobs = len(resp.y)
     u = model.u
-    ranef = pd.concat([pd.DataFrame({"group": t.group, "level": list(map(str, t.levels)),
-                                     "estimate": sd[k] * u[model.offsets[k]:model.offsets[k + 1]]})
+    ranef = pd.concat([pd.DataFrame({"group": t.group, "term": "(Intercept)", "level": list(map(str, t.levels)),
+                                     "mode": sd[k] * u[model.offsets[k]:model.offsets[k + 1]]})
                        for k, t in enumerate(terms)], ignore_index=True)
     vfull = pd.DataFrame(V, index=kept, columns=kept)
     return GlmmTMBResult(
@@ -143,12 +144,12 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
         vcov=vfull.loc[cols, cols].copy(), vcov_full=vfull,
         varcorr=pd.DataFrame({"group": [t.group for t in terms], "var1": "(Intercept)",
                               "var2": None, "variance": sd**2, "sd": sd}),
-        dispersion=phi, loglik=loglik, aic=-2 * loglik + 2 * npar,
-        bic=-2 * loglik + np.log(nobs) * npar, df=npar, nobs=nobs,
+        dispersion=phi, loglik=loglik, df=npar, nobs=nobs,
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int), converged=converged,
-        max_grad=max_grad, niter=niter, ranef=ranef, fitted=mu, pearson_residuals=pearson,
+        max_grad=max_grad, niter=niter, random_effects=ranef, fitted=mu, pearson_residuals=pearson,
         observed=resp.y.copy(), trials=resp.n.copy(), fixed_design=design.fixed,
         # the rows fitted, not the caller's frame: a refit must not see later edits of it
         call={"formula": formula, "data": design.data.reset_index(drop=True),
               "weights": weights if isinstance(weights, str) or design.weights is None
-              else design.weights.copy(), "contrasts": contrasts})
+              else design.weights.copy(), "contrasts": contrasts},
+        _rows=ModelRows(data=design.data, terms=terms, offset=design.offset))

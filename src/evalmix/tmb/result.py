@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from ..core import tables
-from ..core.result import Result, Summary
+from ..core.result import Summary
 from ..core.arguments import check_arguments, check_choice
 from ..mixed.fitted import wald_z_table
+from ..mixed.result import MixedResult, ModelRows
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -30,7 +31,7 @@ def _fmt(x: float, digits: int = 4) -> str:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class GlmmTMBResult(Result):
+class GlmmTMBResult(MixedResult):
     """A GLMM fitted by the Laplace approximation with all parameters optimised jointly, as
     ``glmmTMB``: beta, beta-binomial or binomial response, logit link, random intercepts.
 
@@ -71,8 +72,9 @@ class GlmmTMBResult(Result):
     max_grad : float
         Largest absolute gradient of minus the log-likelihood at the estimates.
     niter : int
-    ranef : DataFrame
-        ``group``, ``level``, ``estimate``: the conditional modes of the random effects.
+    random_effects : DataFrame
+        The conditional modes of the random effects, as ``ranef()`` gives them (``group``,
+        ``term``, ``level``, ``mode``).
     fitted : ndarray
         Conditional means per row (random effects at their modes), on the response's scale
         (scores, or the proportion ``k / n``).
@@ -106,15 +108,13 @@ class GlmmTMBResult(Result):
     varcorr: pd.DataFrame
     dispersion: float
     loglik: float
-    aic: float
-    bic: float
     df: int
     nobs: int
     ngrps: pd.Series
     converged: bool
     max_grad: float
     niter: int
-    ranef: pd.DataFrame = field(repr=False)
+    random_effects: pd.DataFrame = field(repr=False)
     fitted: np.ndarray = field(repr=False)
     pearson_residuals: np.ndarray = field(repr=False)
     observed: np.ndarray = field(repr=False)
@@ -123,6 +123,7 @@ class GlmmTMBResult(Result):
     link: str = "logit"
     # what a refit of another family needs (formula, data, weights, contrasts)
     call: dict[str, Any] = field(repr=False, default_factory=dict)
+    _rows: ModelRows | None = field(default=None, repr=False, compare=False)
 
     @property
     def response_scale(self) -> str:
@@ -132,8 +133,20 @@ class GlmmTMBResult(Result):
 
     @property
     def df_residual(self) -> int:
-        """``nobs - df`` (R's ``df.residual``)."""
-        return self.nobs - self.df
+        """``nobs - df`` (R's ``df.residual``; :attr:`df_resid`, as every fit names it)."""
+        return self.df_resid
+
+    def ranef(self) -> pd.DataFrame:
+        """Conditional modes of the random effects (``ranef(fit)``): ``group``, ``term``,
+        ``level``, ``mode``."""
+        return self.random_effects
+
+    def _model_rows(self) -> ModelRows:
+        if self._rows is None:
+            from ..core.errors import ArgumentError
+
+            raise ArgumentError("this glmmtmb fit was made without its rows; refit it with evalmix.glmmtmb")
+        return self._rows
 
     @property
     def deviance(self) -> float:
