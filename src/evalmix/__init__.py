@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     # inference on fitted models: marginal means, contrasts, Wald tests, model selection
     "Contrasts": "inference.emmeans", "EMMeans": "inference.emmeans", "contrast": "inference.emmeans", "emmeans": "inference.emmeans",
     "ContrastRow": "inference.emmeans", "contrast_families": "inference.emmeans", "register_contrast": "inference.emmeans",
-    "reference_grid": "inference.emmeans", "regrid": "inference.emmeans", "ref_grid": "mixed.grid", "RefGrid": "mixed.grid",
+    "reference_grid": "inference.emmeans", "regrid": "inference.emmeans", "ref_grid": "inference.emmeans", "RefGrid": "mixed.grid",
     "LinearHypothesis": "mixed.fitted", "linear_hypothesis": "mixed.fitted",
     "AnovaTable": "inference.selection", "ModelComparison": "inference.selection", "anova": "inference.selection",
     "bic_evidence": "inference.selection", "compare_models": "inference.selection",
@@ -263,7 +263,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         register_contrast,
     )
     from .mixed.fitted import LinearHypothesis, linear_hypothesis
-    from .mixed.grid import RefGrid, ref_grid
+    from .mixed.grid import RefGrid
+    from .inference.emmeans import ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
     from .mixed.result import ConfidenceIntervals, MixedResult
     from .lmm import LmerResult, lmer

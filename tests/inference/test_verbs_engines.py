@@ -409,6 +409,67 @@ def clmm_contrast(fit: Any, r: dict, fits: dict, key: str) -> None:
                 _check_contrasts(evalmix.contrast(means, "pairwise", adjust=adjust).to_frame(), ref, "temp")
 
 
+CLMM_COLUMNS = {"latent": "emmean", "linear.predictor": "emmean", "cum.prob": "cumprob",
+                "exc.prob": "exc.prob", "mean.class": "mean.class"}
+
+
+def clmm_modes(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """evalmix.emmeans(fit, "temp", mode=) against emmeans(fit, ~ temp, mode=) for every ordinal mode,
+    the cut points averaged over as emmeans does; then its pairwise contrasts (Tukey, Holm)."""
+    for mode, column in CLMM_COLUMNS.items():
+        means = evalmix.emmeans(fit, "temp", mode=mode)
+        _check_means(means.to_frame(), r["emmeans"][mode]["emmeans"], column, ["temp"])
+        for adjust in ("tukey", "holm"):
+            con = evalmix.contrast(means, "pairwise", adjust=adjust).to_frame()
+            _check_contrasts(con, r["emmeans"][mode]["contrasts"][adjust], "temp")
+
+
+def clmm_prob(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """R's ~ rating | temp: the response names the categories, compared within each temperature."""
+    means = evalmix.emmeans(fit, "rating", by="temp", mode="prob")
+    tab = means.to_frame()
+    ref = r["emmeans"]["prob"]["emmeans"]
+    tab = tab.sort_values(["temp", "category"], kind="stable").reset_index(drop=True)
+    assert _str(tab["category"]) == _str(ref["rating"])
+    _check_means(tab, ref, "prob", ["temp"])
+    for adjust in ("tukey", "holm"):
+        con = evalmix.contrast(means, "pairwise", adjust=adjust).to_frame()
+        _check_contrasts(con, r["emmeans"]["prob"]["contrasts"][adjust], "rating")
+
+
+def clmm_by_cut(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """~ temp | cut: P(Y <= j) and P(Y > j) at each cut point."""
+    for mode, column in (("cum.prob", "cumprob"), ("exc.prob", "exc.prob")):
+        ref = r["emmeans"][f"{mode}_by_cut"]["emmeans"]
+        tab = evalmix.emmeans(fit, "temp", by="cut", mode=mode).to_frame()
+        assert _str(tab["cut"]) == _str(ref["cut"])
+        _check_means(tab, ref, column, ["temp"])
+
+
+def clmm_ref_grid(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """ref_grid(fit): the latent scale of every cell, as emmeans' default mode for clmm."""
+    tab = evalmix.ref_grid(fit).to_frame()
+    ref = r["ref_grid"]
+    assert _str(tab["temp"]) == _str(ref["temp"]) and _str(tab["contact"]) == _str(ref["contact"])
+    np.testing.assert_allclose(tab["estimate"].to_numpy(float), _num(ref["prediction"]), rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(tab["se"].to_numpy(float), _num(ref["SE"]), rtol=0.01)
+
+
+def clmm_anova(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """Type-III Wald chi-square of each location term (car has no Anova method for clmm: R's
+    linearHypothesis of each term's coefficients)."""
+    tab, ref = evalmix.anova(fit).to_frame(), r["anova"]["wald_type3_by_linear_hypothesis"]
+    assert _str(tab["term"]) == _str(ref["term"])
+    np.testing.assert_allclose(tab["statistic"].to_numpy(float), _num(ref["Chisq"]), rtol=0.01)
+    _close_p(tab["p_value"], ref["Pr(>Chisq)"])
+
+
+def clmm_contrast_of_table(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """contrast() takes clmm_emmeans' result (its means as a grid) as it takes emmeans'."""
+    con = evalmix.contrast(evalmix.clmm_emmeans(fit, "temp", mode="mean.class"), "pairwise", adjust="holm")
+    _check_contrasts(con.to_frame(), r["emmeans"]["mean.class"]["contrasts"]["holm"], "temp")
+
+
 def clmm_wald_terms(fit: Any, r: dict, fits: dict, key: str) -> None:
     """The type-III Wald chi-square of each location term (R: car::linearHypothesis on beta, car
     having no Anova method for clmm) from the coefficient table, evalmix.anova refusing clmm fits."""
@@ -431,7 +492,8 @@ MATRIX: dict[str, list[Callable[..., None]]] = {
                     anova_kenward_roger, compare_models],
     "glmer": [*COMMON, confint_profile, predict, emmeans, emmeans_response, regrid, contrast,
               contrast_ratio, anova, compare_models],
-    "clmm": [*COMMON[:-1], clmm_predict, clmm_emmeans, clmm_contrast, clmm_wald_terms, compare_models],
+    "clmm": [*COMMON[:-1], clmm_predict, clmm_ref_grid, clmm_emmeans, clmm_contrast, clmm_modes, clmm_prob,
+             clmm_by_cut, clmm_anova, clmm_contrast_of_table, clmm_wald_terms, compare_models],
     "tmb_betabinomial": [*COMMON, predict, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio,
                          anova, compare_models],
     "tmb_beta": [*COMMON, predict, fitted, emmeans, emmeans_response, regrid, contrast, contrast_ratio, anova,

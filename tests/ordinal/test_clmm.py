@@ -183,7 +183,7 @@ def test_emmeans_bad_arguments(fits):
     with pytest.raises(ArgumentError, match="'judge'"):
         evalmix.clmm_emmeans(fits["wine_logit"], "judge")
     with pytest.raises(ArgumentError, match="mode"):
-        evalmix.clmm_emmeans(fits["wine_logit"], "temp", mode="cum.prob")
+        evalmix.clmm_emmeans(fits["wine_logit"], "temp", mode="cumulative")
     em = evalmix.clmm_emmeans(fits["wine_equidistant"], "temp", mode="mean.class")
     assert em.averaged_over == ("contact",) and "averaged over contact" in repr(em)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, overload
+from typing import Any, TypeGuard, overload
 
 import numpy as np
 import pandas as pd
@@ -35,9 +35,12 @@ from ..core.errors import ArgumentError, ArgumentTypeError
 from . import multiplicity
 from ..core.draws import hdi
 from ..mixed.fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
-from ..mixed.grid import LOG_ODDS_RATIO, WEIGHTS, RefGrid, ref_grid
+from ..mixed.grid import LOG_ODDS_RATIO, WEIGHTS, RefGrid
+from ..mixed.grid import ref_grid as model_grid
 from ..mixed.links import LINKS
 from ..model import parse_specs
+from ..ordinal.emmeans import ClmmEMMeans, CumulativePosterior
+from ..ordinal.result import ClmmResult
 from ..core.result import Result, level_label
 
 __all__ = ["ContrastFamily", "ContrastRow", "EMMeans", "Contrasts", "RefGrid", "ref_grid", "reference_grid",
@@ -163,7 +166,7 @@ class EMMeans(_GridView, Result):
 
 def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str], by: str | Sequence[str] | None = None, *,
             type: str = "link", at: Mapping[str, Any] | None = None, weights: str = "equal",
-            conf_level: float = 0.95, ddf: str | None = None) -> EMMeans:
+            conf_level: float = 0.95, ddf: str | None = None, mode: str | None = None) -> EMMeans:
     """Estimated marginal means of a fitted model (R: ``emmeans::emmeans``).
 
     Parameters
@@ -192,6 +195,12 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     conf_level : float
         Level of the z intervals (df = Inf), of the t intervals of a linear mixed model, or of
         the highest-density intervals.
+    mode : str, optional
+        For a cumulative-link model (:func:`evalmix.clmm` or its Bayesian twin), emmeans'
+        ordinal modes: ``"latent"`` (default), ``"linear.predictor"``, ``"prob"`` (name the
+        response or ``category`` in ``specs`` or ``by``, R's ``~ rating | temp``),
+        ``"cum.prob"``, ``"exc.prob"`` (a ``cut`` column, averaged over unless named) and
+        ``"mean.class"``; see :func:`evalmix.clmm_emmeans`. Other fits refuse it.
     ddf : {"Satterthwaite", "Kenward-Roger"}, optional
         Degrees of freedom of a linear mixed model (:func:`evalmix.lmer`; emmeans' ``lmer.df``):
         Satterthwaite by default; Kenward-Roger also uses pbkrtest's adjusted covariance.  The
@@ -219,18 +228,63 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     check_choice(weights, "weights", WEIGHTS)
     spec_list, by_list = _parse_specs(specs, by)
     if isinstance(fit, RefGrid):
-        if at is not None or ddf is not None:
-            raise ValueError("at= and ddf= apply to a fit; this reference grid is already built "
-                             "(use ref_grid(fit, at=..., ddf=...))")
+        if at is not None or ddf is not None or mode is not None:
+            raise ValueError("at=, ddf= and mode= apply to a fit; this reference grid is already built "
+                             "(use ref_grid(fit, at=..., ddf=..., mode=...))")
         rg = fit
     else:
-        rg = ref_grid(fit, at, ddf=ddf)
+        rg = ref_grid(fit, at, ddf=ddf, mode=mode)
+        if _is_cumulative(fit):
+            spec_list, by_list = _category_names(fit, spec_list), _category_names(fit, by_list)
     means = replace(rg.marginal(spec_list, by_list, weights), type=type, conf_level=conf_level)
     labels = [_label(r) for r in means.frame.itertuples(index=False, name=None)]
     warn_divergent(means.L, means.separation, labels, "the marginal mean of", stacklevel=2)
     table = pd.concat([means.frame, means.estimates()], axis=1)
     return EMMeans(table=table, grid=means, specs=tuple(spec_list), conf_level=conf_level,
                    weights=weights)
+
+
+def _is_cumulative(fit: object) -> TypeGuard[ClmmResult | CumulativePosterior]:
+    """A cumulative-link fit (evalmix.clmm or its Bayesian twin): its grid comes from the ordinal
+    engine, as emmeans' ``ordinal`` support builds it."""
+    return isinstance(fit, ClmmResult) or isinstance(fit, CumulativePosterior) and fit.family == "cumulative"
+
+
+def _category_names(fit: object, names: list[str]) -> list[str]:
+    """R names the categories of ``mode = "prob"`` by the response (``~ rating | temp``): the grid's
+    ``category`` column."""
+    from ..model import parse_formula
+
+    formula = getattr(fit, "formula", None)
+    response = parse_formula(formula).successes if isinstance(formula, str) else None
+    return ["category" if n == response else n for n in names]
+
+
+def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None, *, ddf: str | None = None,
+             mode: str | None = None, conf_level: float = 0.95) -> RefGrid:
+    """The reference grid of any fit, built by the engine that knows it (R: ``ref_grid(fit)``,
+    emmeans' ``*-support`` methods): a cumulative-link model's grid in one of emmeans' ordinal
+    ``mode`` values (:func:`evalmix.ordinal.clmm_ref_grid`), every other fit's from its fixed
+    effects (:func:`evalmix.mixed.grid.ref_grid`).
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> ref_grid(fit).frame["model"].tolist()
+    ['M1', 'M2', 'M3']
+    """
+    if _is_cumulative(fit):
+        if at is not None or ddf is not None:
+            raise ArgumentError("at= and ddf= do not apply to a cumulative-link model: its grid is every "
+                                "combination of the factor levels, tested with z statistics")
+        from ..ordinal.emmeans import clmm_ref_grid
+
+        return clmm_ref_grid(fit, conf_level=conf_level, mode="latent" if mode is None else mode)
+    if mode is not None:
+        raise ArgumentError(f"mode={mode!r} applies to cumulative-link models (evalmix.clmm: emmeans' "
+                            f"ordinal modes); a {type(fit).__name__} takes type='link' or 'response'")
+    return model_grid(fit, at, ddf=ddf, conf_level=conf_level)
 
 
 # --- contrasts ------------------------------------------------------------------------------------
@@ -508,16 +562,18 @@ class _Inherit:
 _INHERIT: Any = _Inherit()
 
 
-def _as_grid(obj: EMMeans | Contrasts | RefGrid) -> RefGrid:
+def _as_grid(obj: EMMeans | Contrasts | RefGrid | ClmmEMMeans) -> RefGrid:
     if isinstance(obj, (EMMeans, Contrasts)):
         return obj.grid
     if isinstance(obj, RefGrid):
         return obj
-    raise TypeError(f"contrast() takes the result of emmeans(), contrast() or ref_grid(), "
-                    f"not {type(obj).__name__}")
+    if isinstance(obj, ClmmEMMeans) and obj.grid is not None:
+        return obj.grid
+    raise ArgumentTypeError(f"contrast() takes the result of emmeans(), contrast() or ref_grid(), "
+                            f"not {type(obj).__name__}")
 
 
-def contrast(emm: EMMeans | Contrasts | RefGrid,
+def contrast(emm: EMMeans | Contrasts | RefGrid | ClmmEMMeans,
              method: str | Mapping[str, Sequence[float]] = "pairwise", *,
              by: str | Sequence[str] | None = _INHERIT, ref: Hashable | list[Hashable] | None = None,
              interaction: str | Sequence[str] | None = None, adjust: str | None = None,
@@ -841,7 +897,9 @@ def regrid(obj: EMMeans) -> EMMeans: ...
 def regrid(obj: Contrasts) -> Contrasts: ...
 @overload
 def regrid(obj: RefGrid) -> RefGrid: ...
-def regrid(obj: EMMeans | Contrasts | RefGrid) -> EMMeans | Contrasts | RefGrid:
+@overload
+def regrid(obj: ClmmEMMeans) -> ClmmEMMeans: ...
+def regrid(obj: EMMeans | Contrasts | RefGrid | ClmmEMMeans) -> EMMeans | Contrasts | RefGrid | ClmmEMMeans:
     """The means, contrasts or grid on the response scale (R: ``emmeans::regrid``).
 
     Means: each estimate becomes the inverse link of its linear predictor, with the
@@ -895,7 +953,9 @@ def regrid(obj: EMMeans | Contrasts | RefGrid) -> EMMeans | Contrasts | RefGrid:
         table = pd.concat([new.frame, new.estimates(obj.conf_level)], axis=1)
         return EMMeans(table=table, grid=new, specs=obj.specs, conf_level=obj.conf_level,
                        weights=obj.weights)
-    raise TypeError(f"regrid() takes the result of emmeans(), contrast() or ref_grid(), "
+    if isinstance(obj, ClmmEMMeans):  # its values are already on their own scale (emmeans' modes)
+        return obj
+    raise ArgumentTypeError(f"regrid() takes the result of emmeans(), contrast() or ref_grid(), "
                     f"not {type(obj).__name__}")
 
 

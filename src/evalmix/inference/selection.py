@@ -93,6 +93,11 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
     names = coefs.names
     beta, vcov = coefs.normal
     column_terms = list(fit.fixed_design.column_terms)
+    term_of = dict(zip(map(str, fit.fixed_design.columns), column_terms))
+    if len(column_terms) != len(names) and all(n in term_of for n in names):
+        # the fixed effects are some of the design's columns: a clmm's thresholds take the
+        # intercept's place, so its location effects are tested without it
+        column_terms = [term_of[n] for n in names]
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")

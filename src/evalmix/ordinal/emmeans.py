@@ -21,7 +21,7 @@ summaries are those of every posterior grid: means, SDs, highest-density interva
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MODES", "ClmmEMMeans", "CumulativePosterior", "clmm_emmeans", "clmm_ref_grid"]
 
-MODES = ("latent", "prob", "mean.class")
+MODES = ("latent", "linear.predictor", "prob", "cum.prob", "exc.prob", "mean.class")
+#: modes with one row per grid cell and threshold (a ``cut`` column, as emmeans names it)
+CUT_MODES = ("linear.predictor", "cum.prob", "exc.prob")
 
 
 @runtime_checkable
@@ -94,6 +96,8 @@ class ClmmEMMeans(Result):
     conf_level: float
     averaged_over: tuple[str, ...]
     n_draws: int = 0  # posterior draws the summaries are over (0: a maximum-likelihood fit)
+    # the means as a grid, which evalmix.contrast and evalmix.regrid take
+    grid: RefGrid | None = field(default=None, repr=False)
 
     @property
     def is_posterior(self) -> bool:
@@ -117,7 +121,8 @@ class ClmmEMMeans(Result):
 def _grid(fit: ClmmResult | CumulativePosterior) -> pd.DataFrame:
     fd = fit.fixed_design
     names = list(fd.factors)
-    rows = list(itertools.product(*(fd.factors[n] for n in names))) or [()]
+    # every combination of the levels, the first factor varying fastest (emmeans' ref_grid order)
+    rows = [r[::-1] for r in itertools.product(*(fd.factors[n] for n in reversed(names)))] or [()]
     grid = pd.DataFrame(rows, columns=names)
     for c, mean in fd.covariates.items():
         grid[c] = mean
@@ -160,6 +165,12 @@ def _cell_draws(fit: CumulativePosterior, X: np.ndarray, names: list[str], shift
     eta = beta @ X.T + shift  # draws x cells
     if mode == "latent":
         return (eta - theta.mean(axis=1, keepdims=True))[:, :, None]
+    if mode in CUT_MODES:  # draws x cells x cuts
+        z = theta[:, None, :] - eta[:, :, None]
+        if mode == "linear.predictor":
+            return z
+        cum = inverse_link(fit.cumulative_link, z)
+        return cum if mode == "cum.prob" else 1.0 - cum
     probs = _probabilities(fit.cumulative_link, theta, eta)
     if mode == "prob":
         return probs
@@ -186,6 +197,13 @@ def _cell_functions(fit: ClmmResult, X: np.ndarray, shift: float, mode: str) -> 
     dF = np.concatenate([f[:, :, None] * T[None, :, :], -f[:, :, None] * X[:, None, :]], axis=2)
     dFz = np.concatenate([np.zeros((n_cells, 1, len(coef))), dF,
                           np.zeros((n_cells, 1, len(coef)))], axis=1)
+    if mode == "linear.predictor":  # theta_j - x beta: cells x cuts, gradient [T_j, -x]
+        dz = np.concatenate([np.broadcast_to(T[None, :, :], (n_cells, *T.shape)),
+                             np.broadcast_to(-X[:, None, :], (n_cells, len(theta), X.shape[1]))], axis=2)
+        return z, dz
+    if mode in ("cum.prob", "exc.prob"):
+        cum = inverse_link(fit.link, z)
+        return (cum, dF) if mode == "cum.prob" else (1.0 - cum, -dF)
     probs, dprobs = _probabilities(fit.link, theta, eta), np.diff(dFz, axis=1)  # cells x J (x coefs)
     if mode == "prob":
         return probs, dprobs
@@ -204,10 +222,13 @@ def clmm_emmeans(fit: ClmmResult | CumulativePosterior, specs: str | list[str], 
         (posterior mean, posterior SD and equal-tailed credible interval of each value).
     specs : str or list of str
         Factors of the fixed part whose levels get a mean; the others are averaged over.
-    mode : {"latent", "prob", "mean.class"}
-        ``"latent"``: the linear predictor ``x beta`` minus the mean threshold; ``"prob"``: the
-        probability of each category (a ``category`` column); ``"mean.class"``: the mean rating
-        with categories numbered 1..J.
+    mode : {"latent", "linear.predictor", "prob", "cum.prob", "exc.prob", "mean.class"}
+        emmeans' modes for ordinal models: ``"latent"``: the linear predictor ``x beta`` minus
+        the mean threshold; ``"linear.predictor"``: ``theta_j - x beta`` of each cut point (a
+        ``cut`` column: ``1|2``, ``2|3``...); ``"prob"``: the probability of each category (a
+        ``category`` column); ``"cum.prob"`` and ``"exc.prob"``: ``P(Y <= j)`` and
+        ``P(Y > j)`` at each cut; ``"mean.class"``: the mean rating with categories numbered
+        1..J.  A cut column that ``specs`` does not name is averaged over, as emmeans does.
     conf_level : float
 
     Returns
@@ -271,11 +292,21 @@ def clmm_emmeans(fit: ClmmResult | CumulativePosterior, specs: str | list[str], 
             rec = {s: first[s] for s in specs}
             if mode == "prob":
                 rec["category"] = fit.levels[o]
+            elif mode in CUT_MODES:
+                rec["cut"] = _cut_names(fit)[o]
             rec.update(estimate=v[o], se=se[o], conf_low=lo[o], conf_high=hi[o])
             records.append(rec)
     over = tuple(n for n in fd.factors if n not in specs)
+    columns = specs + (["category"] if mode == "prob" else ["cut"] if mode in CUT_MODES else [])
+    means = clmm_ref_grid(fit, conf_level=conf_level, mode=mode).marginal(columns, [], "equal")
     return ClmmEMMeans(table=pd.DataFrame(records), mode=mode, conf_level=conf_level,
-                       averaged_over=over, n_draws=0 if draws is None else len(draws))
+                       averaged_over=over, n_draws=0 if draws is None else len(draws),
+                       grid=replace(means, conf_level=conf_level))
+
+
+def _cut_names(fit: ClmmResult | CumulativePosterior) -> list[str]:
+    """The cut points between adjacent categories, as emmeans labels them (``1|2``, ``2|3``...)."""
+    return [f"{a}|{b}" for a, b in zip(fit.levels[:-1], fit.levels[1:])]
 
 
 def _threshold_map(fit: ClmmResult) -> np.ndarray:
@@ -307,7 +338,8 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
     fit : ClmmResult or the result of evalmix.bayes.clmm
     conf_level : float
         Level of the intervals a summary shows.
-    mode : {"latent", "prob", "mean.class"}
+    mode : {"latent", "linear.predictor", "prob", "cum.prob", "exc.prob", "mean.class"}
+        As :func:`clmm_emmeans`.
 
     Returns
     -------
@@ -355,6 +387,10 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
     if mode == "prob":
         frame = grid.loc[grid.index.repeat(len(fit.levels))].reset_index(drop=True)
         frame["category"] = list(fit.levels) * len(grid)
+    elif mode in CUT_MODES:
+        cuts = _cut_names(fit)
+        frame = grid.loc[grid.index.repeat(len(cuts))].reset_index(drop=True)
+        frame["cut"] = cuts * len(grid)
     else:
         frame = grid.reset_index(drop=True)
     cells = [", ".join(f"{c}={v}" for c, v in zip(frame.columns, row)) or "(all)"
