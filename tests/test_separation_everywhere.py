@@ -201,3 +201,13 @@ def test_bradley_terry_names_who_never_loses_and_who_never_wins(tmp_path, capsys
 
 def test_separation_error_is_a_data_error():
     assert issubclass(SeparationError, DataError)
+
+
+# ------------------------------------------------------------------------------------------- glmmtmb
+
+@pytest.mark.parametrize("family", ["binomial", "betabinomial"])
+def test_glmmtmb_refuses_k_of_n_separation_naming_the_coefficient(family):
+    runs = _runs(top=["m3"])
+    counts = runs.groupby(["model", "item"], as_index=False).agg(k=("correct", "sum"), n=("correct", "size"))
+    with pytest.raises(SeparationError, match=r"'modelm3' \(\+inf\)"):
+        evalmix.glmmtmb("cbind(k, n - k) ~ model + (1|item)", counts, family=family)
