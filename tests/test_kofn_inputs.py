@@ -35,3 +35,14 @@ def test_irt_cli_takes_counts(tmp_path, capsys):
     counts.to_csv(path, index=False)
     assert main(["irt", str(path), "--successes", "k", "--trials", "n", "--json"]) == 0
     assert "table" in capsys.readouterr().out
+
+
+def test_item_bootstraps_take_counts_without_a_run_column():
+    runs = evalmix.read_runs("data/example_runs.csv")
+    sub = runs[(runs["language"] == "EN") & (runs["prompt"] == "ZS")]
+    counts = sub.groupby(["model", "item"], as_index=False).agg(k=("correct", "sum"), n=("correct", "size"))
+    counts = evalmix.read_runs(counts, successes="k", trials="n", run=None)
+    for fn in (evalmix.rank_sets, evalmix.rank_uncertainty):
+        from_runs = fn(sub, n_boot=300, seed=2)
+        from_counts = fn(counts, n_boot=300, seed=2)
+        pd.testing.assert_frame_equal(from_counts.table, from_runs.table)

@@ -604,6 +604,11 @@ class IrtFit(Result):
             notes.append(f"separation: {len(self.separated)} model(s) answer every response the same way "
                          f"({', '.join(self.separated[:10])}{', ...' if len(self.separated) > 10 else ''}): "
                          "ability +-inf, left out of the fit")
+        acc = self.items["accuracy"].to_numpy()
+        top, bottom = int((acc >= 1).sum()), int((acc <= 0).sum())
+        if top or bottom:  # random effects: finite, shrunken towards the item population
+            notes.append(f"{top} item(s) at 100% and {bottom} at 0%: random effects, kept with finite "
+                         "shrunken estimates")
         if self.converged:
             return notes + [f"EM converged in {self.iterations} iterations"]
         return notes + [f"EM did not converge in {self.iterations} iterations"]

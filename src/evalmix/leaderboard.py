@@ -514,7 +514,8 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     by_ = sl.as_list(by)
     data = scored_rows(data, status=status)
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
-                            by=by_, missing=missing)
+                            by=by_, missing=missing,
+                            need_run=False)  # items are resampled; runs pool into k of n per cell
     models = sl.levels(data[cols.model])
     slices = list(sl.groups(data, by_))
     seeds = sl.rng_of(seed).spawn(len(slices))
