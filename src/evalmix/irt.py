@@ -555,6 +555,9 @@ class IrtFit(Result):
     misfit_identified : bool
         Whether some model answered some item more than once: with one response per model and
         item the misfit cannot be told from the Bernoulli noise, and ``misfit_sd`` is 0.
+    separated : tuple of str
+        Models left out of the fit because they answer every response the same way (their
+        abilities are infinite); they close the abilities table at ``inf``/``-inf``.
     """
 
     abilities: pd.DataFrame
