@@ -124,10 +124,11 @@ _MOVED: dict[str, str] = {
     **{name: f"studies.{name}" for name in (
         "reliability", "ranking", "repetitions", "power", "calibration", "leaderboard", "passk", "variance",
         "fit_many", "ppi", "arena", "judges", "irt", "sequential", "control_variates")},
+    "glmm.separation": "mixed.separation",  # separation checks of every engine
 }
 _SUBMODULES: dict[str, str] = {
     **{name: name for name in _SUBPACKAGES}, "reporting": "reporting",
-    **{old: new for old, new in _MOVED.items() if not old.startswith("_") and old != "tests"},
+    **{old: new for old, new in _MOVED.items() if not old.startswith("_") and "." not in old and old != "tests"},
 }
 
 __all__ = sorted(

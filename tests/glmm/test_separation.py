@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from evalmix import glmer
 from evalmix.core.errors import FitWarning, FormulaError, SeparationWarning
-from evalmix.glmm.separation import detect_separation
+from evalmix.mixed.separation import detect_separation
 
 REF = Path(__file__).parents[1] / "reference"
 R = json.loads((REF / "separation_reference.json").read_text())
@@ -146,7 +146,7 @@ def test_endometrial_verdicts():
 def test_verdicts_do_not_depend_on_row_order_or_replication(rows, rep):
     """Infinite or finite is a property of the set of (x, y) pairs: permuting or replicating the
     rows never changes which coefficients diverge."""
-    from evalmix.glmm.separation import independent_columns
+    from evalmix.mixed.separation import independent_columns
     lev = np.array([r[0] for r in rows])
     x = np.array([r[1] for r in rows], dtype=float)
     y = np.array([r[2] for r in rows], dtype=float)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import evalmix
-from evalmix.core.errors import DataError, FitWarning
+from evalmix.core.errors import DataError, FitWarning, SeparationError
 from evalmix.ordinal import clmm_ref_grid, convergence_check
 
 REF_DIR = Path(__file__).parents[1] / "reference"
@@ -149,21 +149,13 @@ def test_convergence_check_codes_are_ordinals(hessian, gradient, increasing, cod
 
 
 @SLOW
-def test_a_separated_fit_warns_as_ordinal_does():
-    # model b always gets the top rating: its effect is not identified (ordinal: "(1) Hessian is
-    # numerically singular: parameters are not uniquely determined")
+def test_a_separated_fit_is_refused_naming_the_level():
+    # model b always gets the top rating: its effect is infinite (ordinal fits it anyway and says
+    # "(1) Hessian is numerically singular"); evalmix names the level and the category instead
     rng = np.random.default_rng(3)
     item = np.repeat(np.arange(30), 4)
     model = np.tile(["a", "b"], 60)
     rating = np.digitize(rng.normal(0, 1, 30)[item] + rng.logistic(size=120), [-1.5, 0, 1.5]) + 1
     rating[model == "b"] = 4
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = evalmix.clmm("rating ~ model + (1|item)", pd.DataFrame({"item": item, "model": model,
-                                                                      "rating": rating}))
-    # one warning, evalmix's own, in ordinal's words: no numpy warning reaches the user
-    assert [w.category for w in caught] == [FitWarning]
-    assert "Hessian is numerically singular: parameters are not uniquely determined" in str(caught[0].message)
-    assert "SEs are NaN" in str(caught[0].message)
-    assert fit.convergence["code"] == (1,) and fit.cond_h == np.inf
-    assert np.isnan(fit.coef_table()["se"]).all()
+    with pytest.raises(SeparationError, match=r"model = 'b': every rating is '4' \(60 rows\).*'modelb' \(\+inf\)"):
+        evalmix.clmm("rating ~ model + (1|item)", pd.DataFrame({"item": item, "model": model, "rating": rating}))

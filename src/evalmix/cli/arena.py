@@ -23,6 +23,7 @@ def battles_of(args: argparse.Namespace) -> str | pd.DataFrame:
 
     renamed = [f"--{flag.replace('_', '-')}" for flag in ("model_a", "model_b", "winner")
                if getattr(args, flag) != flag]
+    renamed += [f"--{flag}" for flag in ("counts", "weights") if getattr(args, flag, None)]
     path = Path(args.data)
     if not is_log_source(path) or (renamed and path.is_file()):
         return str(path)  # a table, or a file whose columns the command line names: read as it is
@@ -45,10 +46,15 @@ def run_arena(args: argparse.Namespace) -> int:
         raise SystemExit("--latex and --json each print the leaderboard: give one")
     if args.ci != "bootstrap" and args.n_boot is not None:
         raise SystemExit("--n-boot is used with --ci bootstrap only")
+    counts = [c.strip() for c in args.counts.split(",") if c.strip()] if args.counts else None
+    if counts is not None and len(counts) not in (2, 3):
+        raise SystemExit(f"--counts takes 2 or 3 comma-separated columns (wins of model A, wins of model B"
+                         f"[, ties]), got {args.counts!r}")
     fit = bradley_terry(battles_of(args), model_a=args.model_a, model_b=args.model_b, winner=args.winner,
                         ties=args.ties, position=not args.no_position, cluster=args.cluster, ci=args.ci,
                         n_boot=args.n_boot or 1000, seed=args.seed, conf_level=args.conf_level,
-                        reference=args.reference, scale=args.scale, rank_sets=not args.no_rank_sets)
+                        reference=args.reference, scale=args.scale, rank_sets=not args.no_rank_sets,
+                        counts=counts, weights=args.weights)
     if args.latex:
         print(fit.to_latex())
         return 0
@@ -79,6 +85,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-a", default="model_a", help="column of the model shown first (default: model_a)")
     p.add_argument("--model-b", default="model_b", help="column of the model shown second (default: model_b)")
     p.add_argument("--winner", default="winner", help="outcome column (default: winner)")
+    p.add_argument("--counts", default=None, metavar="WINS_A,WINS_B[,TIES]",
+                   help="aggregated battles (BradleyTerry2's format): columns of the first model's wins, the "
+                        "second model's wins and optionally the ties per row; --winner is not read")
+    p.add_argument("--weights", default=None, metavar="COLUMN",
+                   help="column of whole numbers: each battle row counts that many times")
     p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
                    help="Davidson's tie model (default), half a win each (FastChat), or left out")
     p.add_argument("--no-position", action="store_true", help="do not fit the first-shown advantage")

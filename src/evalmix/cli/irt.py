@@ -21,7 +21,8 @@ def run_irt(args: argparse.Namespace) -> int:
     if run is not None and [c.lower() for c in run] == ["none"]:
         run = None
     fit = fit_irt(args.data, item=args.item, model=args.model, correct=args.outcome, run=run,
-                  model_type=args.model_type, conf_level=args.conf_level)
+                  model_type=args.model_type, conf_level=args.conf_level, successes=args.successes,
+                  trials=args.trials)
     chosen = (select_items(fit, args.select, method=args.select_method, seed=args.seed)
               if args.select is not None else None)
     if args.json:
@@ -36,6 +37,8 @@ def run_irt(args: argparse.Namespace) -> int:
     summary = fit.summary()
     for line in (summary.title, *summary.header):
         print(line)
+    if fit.separated:  # said before the table too, not only in the warning after it
+        print(f"separation: left out of the fit (ability +-Inf, no SE): {', '.join(fit.separated)}")
     emit(args, fit.abilities)
     print_table(args, fit.population, title="item population:")
     if args.items:
@@ -44,6 +47,9 @@ def run_irt(args: argparse.Namespace) -> int:
         print()
         print(f"{len(chosen)} items chosen ({args.select_method}):")
         print(tables.to_text(pd.DataFrame({"item": chosen})))  # to_text makes labels safe for a terminal
+    for line in summary.notes:
+        if not line.startswith("separation"):  # printed above the table
+            print(line)
     return 0
 
 
@@ -60,6 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="model", help="model column (default: model)")
     p.add_argument("--outcome", default="correct", help="0/1 outcome column (default: correct)")
     p.add_argument("--correct", dest="outcome", action=DeprecatedOption, replacement="--outcome COLUMN")
+    p.add_argument("--successes", default=None, help="k-of-n successes column (with --trials), instead of --outcome")
+    p.add_argument("--trials", default=None, help="k-of-n trials column (with --successes)")
     p.add_argument("--run", default=None, metavar="COLUMNS",
                    help="run column(s), comma-separated (e.g. language,prompt,run); each item:run gets "
                         "a random intercept (default: none, as --run none)")

@@ -44,6 +44,11 @@ class SeparationWarning(FitWarning):
     """Complete or quasi-complete separation: some fixed-effect estimates are infinite."""
 
 
+class SeparationError(DataError):
+    """Separation makes some maximum-likelihood estimates infinite and the method cannot drop the
+    culprits (too few would remain); the message names them.  Also a :class:`DataError`."""
+
+
 class SamplingWarning(UserWarning):
     """MCMC diagnostics (divergences, r_hat, ESS) say the posterior draws are not trustworthy."""
 

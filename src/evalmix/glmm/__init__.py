@@ -32,7 +32,7 @@ from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian,
                        optimize_joint)
 from .result import FittedModel, GlmerResult
 from .prior import FixefPriorSpec, NormalPrior, parse_fixef_prior
-from .separation import Separation, expand_limit, find_separation
+from ..mixed.separation import Separation, expand_limit, find_separation
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
            "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",

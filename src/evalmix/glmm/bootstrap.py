@@ -91,7 +91,7 @@ def _simulate_and_refit(spec: dict, rng: np.random.Generator) -> tuple[np.ndarra
     from .optimize import optimize
     from .prior import PenalizedDeviance
     from .profile import sd_parameters
-    from .separation import expand_limit, find_separation, limit_problem
+    from ..mixed.separation import expand_limit, find_separation, limit_problem
 
     design, ld0 = spec["design"], spec["ld"]
     theta, beta = spec["theta"], spec["beta"]

@@ -20,7 +20,7 @@ from .deviance import Evaluation, LaplaceDeviance, saturated_deviance
 from ..model import GlmmDesign
 from .optimize import ProfiledFit
 from .prior import NormalPrior, PenalizedDeviance
-from .separation import Separation, limit_problem
+from ..mixed.separation import Separation, limit_problem
 
 __all__ = ["DevianceFunction", "build_deviance"]
 
@@ -35,7 +35,7 @@ def build_deviance(design: GlmmDesign, *, link: str = "logit", control: GlmerCon
     solver is the fastest exact one for the random terms within the limits of ``control``
     (:func:`~evalmix.glmm.deviance.make_solver`); ``prior`` adds a normal penalty on beta
     (:class:`~evalmix.glmm.prior.PenalizedDeviance`, ``blme``'s ``fixef.prior``). With a
-    ``separation`` (:func:`~evalmix.glmm.separation.find_separation`) the deviance is the one of
+    ``separation`` (:func:`~evalmix.mixed.separation.find_separation`) the deviance is the one of
     its limit: the rows not fitted perfectly and the coefficients that stay finite. Its
     ``saturated`` is the saturated model's deviance of the design's rows as given
     (:func:`~evalmix.glmm.deviance.saturated_deviance`), which lme4's PIRLS stopping rule and its

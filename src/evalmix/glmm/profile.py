@@ -245,7 +245,7 @@ def deviance_of(fit: Any) -> tuple[LaplaceDeviance, list, np.ndarray, np.ndarray
     """The deviance function a fit was maximised on (its limit problem when separated, the
     penalised one with a prior), its terms, the kept fixed-effect columns and their estimates."""
     from .prior import PenalizedDeviance
-    from .separation import limit_problem
+    from ..mixed.separation import limit_problem
 
     if getattr(fit, "nagq", 1) != 1:
         raise ValueError(f"profiles and the bootstrap need the Laplace fit (nAGQ = 1); this fit "

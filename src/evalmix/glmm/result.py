@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .deviance import Evaluation, LaplaceDeviance
     from ..model import GlmmDesign
     from .prior import NormalPrior
-    from .separation import Separation
+    from ..mixed.separation import Separation
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
@@ -71,7 +71,7 @@ class GlmerResult(MixedResult):
     separation : Separation or None
         Set when the fixed effects are separated (some estimates are ``+-inf``): which
         coefficients diverge, the rows fitted perfectly, and the finite limit fit
-        (see :mod:`evalmix.glmm.separation`).
+        (see :mod:`evalmix.mixed.separation`).
 
     Examples
     --------

@@ -91,7 +91,7 @@ class MixedFit(FittedModel, VarCorrFit, Protocol):
 
 
 class SeparationLimit(Protocol):
-    """The limit of a separated fit, as inference reads it (:class:`evalmix.glmm.separation.Separation`):
+    """The limit of a separated fit, as inference reads it (:class:`evalmix.mixed.separation.Separation`):
     the finite parametrisation of the limit and which linear functions diverge."""
 
     @property

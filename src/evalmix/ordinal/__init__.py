@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.arguments import check_choice
-from ..core.errors import ConvergenceWarning, DataError, FitWarning, FormulaError
+from ..core.errors import ConvergenceWarning, DataError, FitWarning, FormulaError, SeparationError
 from ..model import (build_fixed, build_random_terms, fitted_offset, model_columns, ordinal_codes,
                      parse_mixed_formula, read_data)
 from ..core.parallel import single_thread_blas
@@ -23,6 +23,7 @@ from .emmeans import ClmmEMMeans, clmm_emmeans, clmm_ref_grid
 from .model import OrdinalModel
 from ..mixed.result import ModelRows
 from .result import ClmmResult, convergence_check
+from .separation import describe_separation, ordinal_separation
 
 __all__ = ["ClmmEMMeans", "ClmmResult", "clmm", "clmm_emmeans", "clmm_ref_grid", "convergence_check"]
 
@@ -109,6 +110,16 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     if np.linalg.matrix_rank(full) < full.shape[1]:
         raise DataError(f"fixed-effect columns of {formula!r} are aliased (linearly dependent, with "
                         f"the thresholds too): {', '.join(names[k] for k in keep)}")
+    sep = ordinal_separation(X[:, keep], np.asarray(y, dtype=np.int64), len(levels))
+    if sep is not None:
+        rows, direction = sep
+        cols = [c for c in list(fixed.factors) + list(fixed.covariates) if c in d.columns]
+        diverge = ", ".join(f"{names[k]!r} ({'+' if v > 0 else '-'}inf)" for k, v in zip(keep, direction) if v)
+        raise SeparationError(
+            f"clmm({formula!r}): separation: " + describe_separation(d, cols, response, list(levels),
+                                                                      np.asarray(y), rows)
+            + f", so the maximum-likelihood estimates of {diverge or 'the thresholds'} are infinite; merge the "
+            "rating categories that a level never leaves, or leave that level out")
     terms = build_random_terms(parsed.random, d)
     model = OrdinalModel(y=np.asarray(y, dtype=np.int64), X=X[:, keep],
                          groups=[np.asarray(t.index, dtype=np.int64) for t in terms],

@@ -32,7 +32,7 @@ from __future__ import annotations
 import html
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
+from scipy import sparse, special, stats
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
@@ -49,7 +49,7 @@ from ..core import tables
 from ..core.result import Result, Summary, frame_records
 from ..data.slicing import rng_of
 from ..data.runs import load_table
-from ..core.errors import DataError, SamplingWarning
+from ..core.errors import DataError, SamplingWarning, SeparationError
 from .leaderboard import RankSets, rank_sets_normal
 from ..core.parallel import parallel_map
 
@@ -194,6 +194,53 @@ def _code_battles(table: pd.DataFrame, where: str, model_a: str, model_b: str, w
             if role == "prompt":
                 cluster = codes
     return _Coded(labels=labels, a=ia.astype(np.int64), b=ib.astype(np.int64), outcome=wcode[cw], cluster=cluster)
+
+
+def _whole_counts(table: pd.DataFrame, col: str, where: str, role: str) -> np.ndarray:
+    """A column of battle counts: whole numbers >= 0 (an error names the column and the row)."""
+    if col not in table.columns:
+        raise DataError(f"{where}no column {col!r} (the {role} column); columns: {list(table.columns)[:20]}")
+    values = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        raise DataError(f"{where}column {col!r} ({role}) must hold whole numbers >= 0, got "
+                        f"{table[col].iloc[int(np.flatnonzero(bad)[0])]!r} in row {_row(table, bad)}")
+    return values.astype(np.int64)
+
+
+def _code_aggregated(table: pd.DataFrame, where: str, model_a: str, model_b: str, winner: str,
+                     counts: tuple[str, ...] | None, weights: str | None, cluster: str | None
+                     ) -> tuple[_Coded, float]:
+    """Battles given as counts: per row, the first model's wins, the second's and optionally the
+    ties (BradleyTerry2's ``cbind(win1, win2)``), or a battle row repeated ``weights`` times.
+    Expanded to one battle per count, so that every later step (the sandwich, the bootstrap)
+    sees the battles as if listed one per row.  Also returns the log multinomial coefficients of
+    the count rows (0 for weights), which a log-likelihood of counts includes (BTm's, glm's)."""
+    if counts is not None and weights is not None:
+        raise DataError("give either counts= (wins per pair) or weights= (a count per battle row), not both")
+    if counts is not None:
+        names = (counts,) if isinstance(counts, str) else tuple(counts)
+        if len(names) not in (2, 3):
+            raise DataError(f"counts must name 2 or 3 columns (wins of {model_a!r}, wins of {model_b!r}"
+                            f"[, ties]), got {names!r}")
+        coded = _code_battles(table.assign(**{"\0winner": "tie"}), where, model_a, model_b, "\0winner",
+                              {"prompt": cluster})
+        roles = (f"wins of {model_a!r}", f"wins of {model_b!r}", "ties")
+        per = np.column_stack([_whole_counts(table, c, where, r) for c, r in zip(names, roles)])
+        rows = np.repeat(np.arange(len(table)), per.sum(axis=1))
+        outcome = np.concatenate([np.repeat(np.arange(per.shape[1]), r) for r in per]) if len(per) else rows
+        log_coef = float((special.gammaln(per.sum(axis=1) + 1.0) - special.gammaln(per + 1.0).sum(axis=1)).sum())
+    else:
+        assert weights is not None
+        coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": cluster})
+        w = _whole_counts(table, weights, where, "weights")
+        rows = np.repeat(np.arange(len(table)), w)
+        outcome = coded.outcome[rows]
+        log_coef = 0.0
+    if len(rows) == 0:
+        raise DataError(f"{where}the counts add up to no battle")
+    return _Coded(labels=coded.labels, a=coded.a[rows], b=coded.b[rows], outcome=outcome.astype(np.int64),
+                  cluster=None if coded.cluster is None else coded.cluster[rows]), log_coef
 
 
 def _row(table: pd.DataFrame, mask: np.ndarray) -> object:
@@ -474,7 +521,8 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
                   ci: Literal["sandwich", "hessian", "bootstrap"] = "sandwich", n_boot: int = 1000,
                   seed: int | np.random.Generator | None = None, conf_level: float = 0.95,
                   reference: str | None = None, scale: Literal["elo", "logit"] = "elo",
-                  anchor: float | None = None, rank_sets: bool = True, n_jobs: int | None = None) -> BradleyTerryResult:
+                  anchor: float | None = None, rank_sets: bool = True, n_jobs: int | None = None,
+                  counts: Sequence[str] | None = None, weights: str | None = None) -> BradleyTerryResult:
     """Bradley-Terry ratings of arena battles (model A vs model B: a winner or a tie).
 
     Maximum likelihood by Newton's method on the battle counts of each ordered pair.  Ratings
@@ -520,6 +568,16 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         normal draws, which takes long for hundreds of models.
     n_jobs : int, optional
         Workers of the bootstrap (joblib; ``-1``: all cores).
+    counts : sequence of str, optional
+        Aggregated battles, BradleyTerry2's format (``BTm(cbind(win1, win2), player1, player2)``):
+        the columns of the first model's wins and the second model's wins (and optionally the
+        ties) per row of (``model_a``, ``model_b``); ``winner`` is not read.  With
+        ``ties="drop"``, ``position=False``, ``ci="hessian"``, ``scale="logit"`` and ``reference``
+        the first model, the ratings and SEs are ``BTabilities(BTm(...))``; ``position=True`` is
+        BTm's home advantage (``~ player + at.home`` with the first model at home).
+    weights : str, optional
+        A column of whole numbers: each battle row counts that many times (a count per
+        (model_a, model_b, winner) row).
 
     Returns
     -------
@@ -530,7 +588,8 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     DataError
         Bad battle table (see :func:`read_battles`); models that cannot be rated because the
         battles do not connect them, or because a group of models never loses (or never wins)
-        against the rest (the maximum-likelihood ratings are infinite); no ties with
+        against the rest (the maximum-likelihood ratings are infinite: a
+        :class:`~evalmix.core.errors.SeparationError` naming both groups); no ties with
         ``ties="davidson"``; an unknown ``reference``; a position effect that the battles cannot
         tell from the ratings.
 
@@ -563,7 +622,13 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     where = f"{battles}: " if isinstance(battles, (str, Path)) else ""
     if cluster is not None and cluster not in table.columns:
         raise DataError(f"{where}no cluster column {cluster!r}; columns: {list(table.columns)[:20]}")
-    coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": cluster})
+    log_coef = 0.0
+    if counts is not None or weights is not None:
+        coded, log_coef = _code_aggregated(table, where, model_a, model_b, winner,
+                                 None if counts is None else tuple([counts] if isinstance(counts, str) else counts),
+                                 weights, cluster)
+    else:
+        coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": cluster})
     del table
     keep = coded.outcome != 2 if ties == "drop" else None
     ia, ib, outcome = coded.a, coded.b, coded.outcome
@@ -582,7 +647,8 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
     if k < 2:
         raise DataError("a leaderboard needs decisive battles between at least two models")
     if ties == "davidson" and not (outcome == 2).any():
-        raise DataError(f"column {winner!r} has no ties, so Davidson's tie parameter cannot be estimated; "
+        source = "the counts have" if counts is not None else f"column {winner!r} has"
+        raise DataError(f"{source} no ties, so Davidson's tie parameter cannot be estimated; "
                         "use ties='drop'")
     if reference is not None and reference not in set(labels):
         raise DataError(f"reference model {reference!r} does not battle in column {model_a!r} or {model_b!r}")
@@ -598,8 +664,8 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
             pair_of = lookup[pair_code]
         else:
             uniq, pair_of = np.unique(pair_code, return_inverse=True)
-        counts = np.bincount(pair_of * 3 + outcome, minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
-        pairs = _Pairs(a=uniq // k, b=uniq % k, counts=counts, k=k)
+        pair_counts = np.bincount(pair_of * 3 + outcome, minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
+        pairs = _Pairs(a=uniq // k, b=uniq % k, counts=pair_counts, k=k)
         _check_connected(labels, pairs, ties)
         if position:
             _check_position(pairs, k)
@@ -607,12 +673,15 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         model = _Model(k, fixed, position, ties)
         x0 = np.zeros(model.n_par)
         if model.davidson:
-            x0[-1] = math.log(max(counts[:, 2].sum(), 0.5) / n)
+            x0[-1] = math.log(max(pair_counts[:, 2].sum(), 0.5) / n)
         x, ll, info, iterations, converged = _newton(model, pairs, x0)
+        ll += log_coef
         theta, h, tau = model.unpack(x)
         if not converged or np.ptp(theta) > _DIVERGED:
-            raise DataError("the ratings did not converge to finite values: some models win (or lose) nearly every "
-                            "battle against the others; more battles are needed")
+            far = labels[np.argsort(theta)[[0, -1]]]
+            raise SeparationError("the ratings did not converge to finite values: some models win (or lose) nearly "
+                                  f"every battle against the others (the extremes: {far[1]!r} and {far[0]!r}); "
+                                  "more battles are needed")
 
         # the anchored ratings as a linear map of the free parameters: ratings = A x (+ anchor)
         unit = ELO_PER_LOGIT if scale == "elo" else 1.0
@@ -704,11 +773,15 @@ def _check_connected(labels: np.ndarray, pairs: _Pairs, ties: str) -> None:
         cond.setdiag(0)
         cond.eliminate_zeros()
         top = int(np.flatnonzero(np.asarray(cond.sum(axis=1)).ravel() == 0)[0])
+        bottom = int(np.flatnonzero(np.asarray(cond.sum(axis=0)).ravel() == 0)[0])
         members = labels[comp == top].tolist()
+        losers = labels[comp == bottom].tolist()
         what = "wins or ties" if ties != "drop" else "wins"
-        raise DataError(f"model(s) {members[:5]} never lose a battle to the other models ({what} only), so "
-                        "their maximum-likelihood ratings are infinite; more battles are needed"
-                        + (" (or keep ties: ties='davidson' or 'half')" if ties == "drop" else ""))
+        raise SeparationError(
+            f"separation: model(s) {members[:5]} never lose a battle to the other models ({what} only) and "
+            f"model(s) {losers[:5]} never win one against them, so their maximum-likelihood ratings are "
+            "infinite; more battles are needed"
+            + (" (or keep ties: ties='davidson' or 'half')" if ties == "drop" else ""))
 
 
 def _check_position(pairs: _Pairs, k: int) -> None:

@@ -25,8 +25,8 @@ place of persons): the item effects are integrated by adaptive Gauss-Hermite qua
 at each item's mode, scaled by its curvature) and the item:run effects by Gauss-Hermite quadrature;
 the M step updates the item population in closed form and the abilities and ``run_sd`` by Newton
 steps.  Items that every model solves (or fails) keep finite, shrunken estimates.  Standard errors
-of the abilities come from the cross-product of the per-item scores (mirt's ``SE.type =
-"crossprod"``), projected onto the identification constraints.
+of the abilities invert the observed information (the Jacobian of the score by central
+differences, as glmer's Wald standard errors), projected onto the identification constraints.
 
 Subset selection
 ----------------
@@ -61,9 +61,10 @@ from ..core.seeds import as_generator
 from ..core.result import Result
 from ..core.arguments import check_choice, check_count, check_level, check_number
 from ..data.runs import ensure_runs, load_table
-from ..core.errors import ArgumentError, ConvergenceWarning, DataError
+from ..core.errors import ArgumentError, ConvergenceWarning, DataError, SeparationError, SeparationWarning
 from ..core.methods import IRT_MODELS, IRT_TARGETS, ITEM_SELECTIONS, IrtModel, IrtTarget, ItemSelection
 from ..model import lower_triangle
+from ..core.parallel import single_thread_blas
 
 __all__ = ["IrtFit", "IrtPosterior", "SubsetAccuracy", "adaptive_accuracy", "estimate_accuracy", "fit_irt",
            "fit_irt_bayes", "item_information", "select_items"]
@@ -107,20 +108,27 @@ def _codes(table: pd.DataFrame, cols: Sequence[str], where: str) -> tuple[np.nda
 
 
 def _counts(data: pd.DataFrame | str | Path, item: str, model: str, correct: str,
-            run: str | Sequence[str] | None) -> _Counts:
+            run: str | Sequence[str] | None, successes: str | None = None,
+            trials: str | None = None) -> _Counts:
     run_cols = [] if run is None else ([run] if isinstance(run, str) else list(run))
+    # k-of-n counts: named here, or the roles read_runs recorded when the default outcome column
+    # is absent (the default name must not override them)
+    outcome: str | None = correct
+    if successes is not None or trials is not None or (
+            correct == "correct" and isinstance(data, pd.DataFrame) and "correct" not in data.columns):
+        outcome = None
     # the package's runs-table rules (columns, 0/1 outcomes or k-of-n counts, missing values,
     # duplicated keys); the last run column is the run role, the others make the run key with it
-    table, schema = ensure_runs(data, item=item, model=model, outcome=correct,
-                                run=run_cols[-1] if run_cols else None, need_item=True, need_model=True,
-                                by=run_cols[:-1])
+    table, schema = ensure_runs(data, item=item, model=model, outcome=outcome, successes=successes,
+                                trials=trials, run=run_cols[-1] if run_cols else None, need_item=True,
+                                need_model=True, by=run_cols[:-1])
     where = f"{data}: " if isinstance(data, (str, Path)) else ""
     if schema.counts:
         y = table[schema.successes].to_numpy(dtype=float)
-        trials = table[schema.trials].to_numpy(dtype=float)
+        attempts = table[schema.trials].to_numpy(dtype=float)
     else:
         y = table[schema.scores].to_numpy(dtype=float)
-        trials = np.ones(len(table))
+        attempts = np.ones(len(table))
     ic, items = _codes(table, [item], where)
     mc, models = _codes(table, [model], where)
     if len(models) < 3:
@@ -138,8 +146,44 @@ def _counts(data: pd.DataFrame | str | Path, item: str, model: str, correct: str
                         f"for the count table ({cells} cells, at most {_MAX_CELLS})")
     flat = (ic * n_runs + rc) * len(models) + mc
     k = np.bincount(flat, weights=y, minlength=cells).reshape(len(items), n_runs, len(models))
-    n = np.bincount(flat, weights=trials, minlength=cells).reshape(len(items), n_runs, len(models))
+    n = np.bincount(flat, weights=attempts, minlength=cells).reshape(len(items), n_runs, len(models))
     return _Counts(k=k, n=n, items=items, models=models, runs=n_runs, has_runs=bool(run_cols))
+
+
+def _separated_models(cnt: _Counts, where: str, model: str) -> tuple[_Counts, pd.DataFrame]:
+    """Leave out the models whose maximum-likelihood ability is infinite, naming them.
+
+    Abilities are fixed effects: a model that answers every response correctly (or none) has
+    its likelihood rising without bound in its ability, and the standardisation of the others
+    (mean 0, SD 1 over the fitted models) would collapse them onto one value.  Such models are
+    fitted no further; a :class:`~evalmix.core.errors.SeparationWarning` names them, and the
+    abilities table reports them at ``+inf`` (all correct) or ``-inf`` (none) with NaN
+    standard errors.  Items are random effects, so an item at 0% or 100% keeps a finite,
+    shrunken estimate and is not separation.  Fewer than 3 models left is a
+    :class:`~evalmix.core.errors.SeparationError`.
+    """
+    ksum, nsum = cnt.k.sum(axis=(0, 1)), cnt.n.sum(axis=(0, 1))
+    top, bottom = (ksum >= nsum) & (nsum > 0), (ksum <= 0) & (nsum > 0)
+    out = top | bottom
+    if not out.any():
+        return cnt, pd.DataFrame(columns=["model", "estimate", "accuracy"])
+    named = [f"{m!r} ({'100%' if t else '0%'} correct)" for m, t in zip(cnt.models[out], top[out])]
+    shown = ", ".join(named[:10]) + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+    keep = ~out
+    if keep.sum() < 3:
+        raise SeparationError(
+            f"{where}separation: model(s) {shown} in column {model!r} answer every response the same way, so "
+            f"their abilities are infinite; only {int(keep.sum())} model(s) would remain and an IRT fit needs "
+            "at least 3")
+    warnings.warn(
+        f"fit_irt: separation: model(s) {shown} in column {model!r} answer every response the same way, so "
+        "their maximum-likelihood abilities are infinite; they are left out of the fit and reported at "
+        f"+inf/-inf with NaN standard errors, and the other {int(keep.sum())} models are standardised among "
+        "themselves", SeparationWarning, stacklevel=3)
+    dropped = pd.DataFrame({"model": cnt.models[out], "estimate": np.where(top[out], np.inf, -np.inf),
+                            "accuracy": ksum[out] / nsum[out]})
+    return _Counts(k=cnt.k[..., keep], n=cnt.n[..., keep], items=cnt.items, models=cnt.models[keep],
+                   runs=cnt.runs, has_runs=cnt.has_runs), dropped
 
 
 # ----------------------------------------------------------------------------------------------
@@ -340,11 +384,54 @@ def _item_scores(cnt: _Counts, st: _State, e: _EStep, two_pl: bool, zk: np.ndarr
     return np.concatenate(parts, axis=1)
 
 
-def _ability_cov(scores: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """Covariance of the abilities: the inverse cross-product information restricted to the
+def _observed_information(cnt: _Counts, st: _State, e: _EStep, two_pl: bool, z: np.ndarray,
+                          logv: np.ndarray, zk: np.ndarray, vk: np.ndarray, fit_sd: bool) -> np.ndarray:
+    """The observed information of (theta, [alpha,] mu, vech(cov), [run_sd]): minus the Jacobian of
+    the total score (Fisher's identity, :func:`_item_scores`) by forward differences (one E step
+    per parameter; the score's curvature makes their error about 1e-4 of the information).
+
+    Why not the cross-product of the per-item scores (mirt's ``SE.type = "crossprod"``): it has
+    rank at most the number of items, so with few items and many models (persons as models,
+    e.g. VerbAgg's 316 persons on 24 items) most directions get no information and their
+    variance is lost in the pseudo-inverse (abilities' SEs about 0.08 of glmer's); and even with
+    many items it is the noisier estimate.  The observed information is what glmer's Wald
+    standard errors invert.
+    """
+    M = len(st.theta)
+    D = len(st.mu)
+    rows, cols = lower_triangle(D)
+    x0 = np.concatenate([st.theta, [] if two_pl else [st.alpha], st.mu, st.cov[rows, cols],
+                         [st.run_sd] if fit_sd else []])
+    n_mu = M + (0 if two_pl else 1)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        cov = np.zeros((D, D))
+        cov[rows, cols] = x[n_mu + D:n_mu + D + len(rows)]
+        cov[cols, rows] = cov[rows, cols]
+        state = _State(x[:M], x[n_mu:n_mu + D], cov, float(x[-1]) if fit_sd else st.run_sd,
+                       st.alpha if two_pl else float(x[M]))
+        ex = _e_step(cnt, state, two_pl, z, logv, zk, vk, e.mode)
+        return _item_scores(cnt, state, ex, two_pl, zk, fit_sd).sum(axis=0)
+
+    P = len(x0)
+    jac = np.empty((P, P))
+    with single_thread_blas():   # many small products: threads only contend
+        s0 = score(x0)
+        for j in range(P):
+            h = 1e-5 * max(1.0, abs(float(x0[j])))
+            if D == 2 and n_mu + D <= j < n_mu + D + 3:   # the covariance stays positive definite
+                h = 1e-5 * math.sqrt(st.cov[0, 0] * st.cov[1, 1]) or 1e-7
+            up = x0.copy()
+            up[j] += h
+            jac[:, j] = (score(up) - s0) / h
+    return -0.5 * (jac + jac.T)
+
+
+def _ability_cov(info: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Covariance of the abilities: the inverse observed information restricted to the
     directions that keep mean(theta) = 0 and mean(theta^2) = 1."""
     M = len(theta)
-    J = scores.T @ scores
+    J = info
     con = np.zeros((2, J.shape[0]))
     con[0, :M] = 1.0 / M
     con[1, :M] = 2.0 * theta / M
@@ -468,6 +555,9 @@ class IrtFit(Result):
     misfit_identified : bool
         Whether some model answered some item more than once: with one response per model and
         item the misfit cannot be told from the Bernoulli noise, and ``misfit_sd`` is 0.
+    separated : tuple of str
+        Models left out of the fit because they answer every response the same way (their
+        abilities are infinite); they close the abilities table at ``inf``/``-inf``.
     """
 
     abilities: pd.DataFrame
@@ -489,6 +579,7 @@ class IrtFit(Result):
     _node_c: np.ndarray
     _node_w: np.ndarray
     _run_sd: float
+    separated: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -511,16 +602,26 @@ class IrtFit(Result):
                 else "model-by-item misfit not identified (one response per model and item): taken as 0"]
 
     def _notes(self) -> list[str]:
+        notes = []
+        if self.separated:
+            notes.append(f"separation: {len(self.separated)} model(s) answer every response the same way "
+                         f"({', '.join(self.separated[:10])}{', ...' if len(self.separated) > 10 else ''}): "
+                         "ability +-inf, left out of the fit")
+        acc = self.items["accuracy"].to_numpy()
+        top, bottom = int((acc >= 1).sum()), int((acc <= 0).sum())
+        if top or bottom:  # random effects: finite, shrunken towards the item population
+            notes.append(f"{top} item(s) at 100% and {bottom} at 0%: random effects, kept with finite "
+                         "shrunken estimates")
         if self.converged:
-            return [f"EM converged in {self.iterations} iterations"]
-        return [f"EM did not converge in {self.iterations} iterations"]
+            return notes + [f"EM converged in {self.iterations} iterations"]
+        return notes + [f"EM did not converge in {self.iterations} iterations"]
 
     def to_dict(self) -> dict[str, object]:
         from ..core.result import frame_records
         return {"table": frame_records(self.abilities), "items": frame_records(self.items),
                 "population": frame_records(self.population), "loglik": self.loglik,
                 "model_type": self.model_type, "misfit_sd": self.misfit_sd,
-                "misfit_identified": self.misfit_identified}
+                "misfit_identified": self.misfit_identified, "separated": list(self.separated)}
 
     def predict(self, theta: npt.ArrayLike) -> np.ndarray:
         """Probability correct of each item (rows) at each ability (columns), the item parameters
@@ -540,7 +641,8 @@ class IrtFit(Result):
 def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str = "model",
             correct: str = "correct", run: str | Sequence[str] | None = None,
             model_type: IrtModel = "2pl", n_quad: int = 7, n_quad_run: int = 9,
-            conf_level: float = 0.95, tol: float = 1e-7, max_iter: int = 2000) -> IrtFit:
+            conf_level: float = 0.95, tol: float = 1e-7, max_iter: int = 2000,
+            successes: str | None = None, trials: str | None = None) -> IrtFit:
     """Fit a 2PL or 1PL (Rasch) model with an item:run nuisance layer by marginal maximum likelihood.
 
     Parameters
@@ -568,15 +670,26 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
         moves more than ``sqrt(tol)``.
     max_iter : int
         At most this many EM iterations (a ``ConvergenceWarning`` when reached).
+    successes, trials : str, optional
+        k-of-n count columns (correct answers of ``trials`` attempts per row) instead of
+        ``correct``; a :func:`evalmix.read_runs` table of counts needs neither.
 
     Returns
     -------
     IrtFit
 
+    Warns
+    -----
+    SeparationWarning
+        Models that answer every response correctly (or none): their abilities are infinite;
+        they are left out of the fit, named, and reported at ``+inf``/``-inf`` with NaN SEs.
+
     Raises
     ------
     DataError
         A column is missing, an outcome is not 0/1, a key is missing, or fewer than 3 models or items.
+    SeparationError
+        Fewer than 3 models would remain once the separated ones are left out.
 
     Examples
     --------
@@ -594,7 +707,8 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     conf_level = check_level(conf_level)
     tol = check_number(tol, "tol", minimum=0.0, strict=True)
     max_iter = check_count(max_iter, "max_iter")
-    cnt = _counts(data, item, model, correct, run)
+    cnt = _counts(data, item, model, correct, run, successes, trials)
+    cnt, dropped = _separated_models(cnt, f"{data}: " if isinstance(data, (str, Path)) else "", model)
     two_pl = model_type == "2pl"
     fit_sd = cnt.has_runs
     x, v = _gh(n_quad)
@@ -652,13 +766,15 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     if not converged:
         warnings.warn(f"fit_irt: EM did not converge in {max_iter} iterations", ConvergenceWarning,
                       stacklevel=2)
-    scores = _item_scores(cnt, st, e, two_pl, zk, fit_sd)
-    cov = _ability_cov(scores, st.theta)
+    cov = _ability_cov(_observed_information(cnt, st, e, two_pl, z, logv, zk, vk, fit_sd), st.theta)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     zq = stats.norm.ppf(0.5 + conf_level / 2.0)
     abilities = pd.DataFrame({"model": cnt.models, "estimate": st.theta, "se": se,
                               "conf_low": st.theta - zq * se, "conf_high": st.theta + zq * se,
                               "accuracy": ksum / np.maximum(nsum, 1)})
+    if len(dropped):  # the separated models, at +-inf with no standard error
+        abilities = pd.concat([abilities, dropped.assign(se=np.nan, conf_low=np.nan, conf_high=np.nan)
+                               [abilities.columns]], ignore_index=True)
     a_mean = np.einsum("ig,ig->i", e.w, e.a)
     c_mean = np.einsum("ig,ig->i", e.w, e.c)
     a_sd = np.sqrt(np.clip(np.einsum("ig,ig->i", e.w, e.a ** 2) - a_mean ** 2, 0.0, None))
@@ -686,7 +802,7 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
                   converged=converged, conf_level=conf_level, misfit_sd=misfit_sd,
                   misfit_identified=identified, _cell_w=cell_w, _design=_item_design(st.theta, two_pl),
                   _item_prec=np.linalg.pinv(st.cov), _node_a=e.a, _node_c=e.c, _node_w=e.w,
-                  _run_sd=st.run_sd)
+                  _run_sd=st.run_sd, separated=tuple(str(m) for m in dropped["model"]))
 
 
 # ----------------------------------------------------------------------------------------------

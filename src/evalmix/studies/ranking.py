@@ -373,7 +373,8 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     by_ = sl.as_list(by)
     data, cols = sl.resolve(data, item=item, run=run, outcome=outcome, model=model, need_model=True,
-                            by=by_, missing=missing)
+                            by=by_, missing=missing,
+                            need_run=False)  # items are resampled; runs pool into k of n per cell
     models = sl.levels(data[cols.model])
     alpha = 1 - conf_level
     n_chunks = -(-n_boot // chunk_size)

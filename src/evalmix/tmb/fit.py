@@ -11,7 +11,8 @@ from numpy.typing import ArrayLike
 
 from ..core.arguments import check_choice
 from ..data.runs import RunsData
-from ..core.errors import ConvergenceWarning, FitWarning
+from ..core.errors import ConvergenceWarning, FitWarning, SeparationError
+from ..mixed.separation import detect_separation
 from ..core.parallel import single_thread_blas
 from .design import build_tmb_design
 from .family import FAMILIES, variance
@@ -96,6 +97,15 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
     check_choice(family, "family", tuple(FAMILIES))
     design = build_tmb_design(formula, data, family=family, weights=weights, contrasts=contrasts,
                               squeeze=squeeze)
+    if family != "beta":   # k of n: a direction of beta that fits some rows perfectly diverges
+        X = np.asarray(design.X, dtype=float)
+        verdicts = detect_separation(X, design.response.k, design.response.n, list(design.fixed.columns))
+        if np.isinf(verdicts).any():
+            named = ", ".join(f"{n!r} ({'+' if v > 0 else '-'}inf)" for n, v in verdicts.items() if np.isinf(v))
+            raise SeparationError(
+                f"glmmtmb({formula!r}): separation: every response is a success (or a failure) in the rows "
+                f"that {named} pick out, so their maximum-likelihood estimates are infinite; glmer reports the "
+                "limit of such a fit (infinite coefficients named, the rest estimated), or leave those rows out")
     terms = design.terms
     model = LaplaceModel(design.response, design.X, design.offset,
                          [np.asarray(t.index, dtype=np.int64) for t in terms], [t.nl for t in terms])
