@@ -206,7 +206,7 @@ def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: flo
                     ) -> pd.DataFrame:
     """The table of :func:`accuracy`."""
     if isinstance(data, (str, Path)):
-        data = load_table(data)
+        data = load_table(data, ids=(item or "item", "model", "run", *by_cols))
     scol = status_column(data, status) if isinstance(data, pd.DataFrame) else None
     attempted = None
     if scol is not None:

@@ -184,7 +184,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
         raise ArgumentError(f"weights= {_NO_WEIGHTS[family]}; the Bayesian twin takes none either "
                             "(it would have no maximum-likelihood fit to agree with)")
     parsed = parse_mixed_formula(formula, f"the Bayesian {family} model")
-    frame = read_data(data)
+    frame = read_data(data, parsed.random)
     for c in parsed.columns:
         if c not in frame.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -24,7 +25,7 @@ from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_
                     positive_int, seed, split_list)
 
 __all__ = ["MAX_ROWS", "WHERE_HELP", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level",
-           "dump_json", "emit", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
+           "dump_json", "emit", "id_columns", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
            "result_doc", "seed", "split_list", "strict_json"]
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
@@ -80,6 +81,21 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
 SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
 
 
+def id_columns(args: argparse.Namespace) -> list[str]:
+    """The identifier columns a command names (model, item, run, judge, the grouping factors of
+    its formula), read from a file as written: models ``1`` and ``1.0`` stay two models."""
+    cols = ["model", "item", "problem_id", "run", "judge"]
+    for name in ("model", "item", "run", "judge", "judges", "cluster", "by"):
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            cols += [v.strip() for v in value.split(",") if v.strip()]
+    formula = getattr(args, "formula", None)
+    if isinstance(formula, str):  # grouping factors of (expr | g1:g2) terms
+        for group in re.findall(r"\|\s*([^()|]+)\)", formula):
+            cols += [g.strip(" `") for g in re.split(r"[:/*+]", group) if g.strip()]
+    return cols
+
+
 def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bool = False) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
     the file.
@@ -113,7 +129,8 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
                             f"(evalmix.lmer('score ~ model + (1|item)', evalmix.read_logs(path)) in Python) or "
                             f"evalmix report")
         return logs
-    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None),
+                     ids=id_columns(args))
     if is_evals_df(raw):
         raise DataError(f"{args.data} is an Inspect evals_df table: one row per evaluation with scores averaged "
                         "over samples and epochs, and this command needs per-sample outcomes; give it the logs "
