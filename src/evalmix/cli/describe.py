@@ -11,13 +11,16 @@ def run(args: argparse.Namespace) -> int:
     from ..descriptive import accuracy
     from ._common import emit, load_data
 
-    data = load_data(args)
+    data = load_data(args, any_outcome=True)  # ratings and scores are described by their means
     by = split_list(args.by)
     if not by:
         schema = data.attrs["evalmix"]
         by = [schema["model"]] + list(schema["slices"])
     table = accuracy(data, by, ci=args.ci, conf_level=args.conf_level)
-    emit(args, table, {"ci": args.ci, "conf_level": args.conf_level})
+    extra: dict[str, object] = {"ci": table.ci, "conf_level": args.conf_level}
+    if table.kind == "mean":  # ratings or scores: means with item-clustered t intervals
+        extra["outcome"] = "mean score"
+    emit(args, table, extra)
     return 0
 
 
