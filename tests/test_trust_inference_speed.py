@@ -114,3 +114,23 @@ def test_tukey_pvalues_are_rs_given_the_df() -> None:
     np.testing.assert_allclose(p, ref["p_value"], rtol=1e-8, atol=1e-11)
     se = np.array(ref["se"])
     np.testing.assert_allclose(np.array(ref["estimate"]) - crit * se, ref["lower"], rtol=1e-9, atol=1e-10)
+
+
+def test_families_share_their_quantiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The families of a by= grid with the same df pay for one quantile between them."""
+    solved: list[int] = []
+    secant = multiplicity._qtukey_secant
+
+    def spy(p: float, nmeans: float, df: np.ndarray) -> np.ndarray:
+        solved.append(len(df))
+        return secant(p, nmeans, df)
+
+    monkeypatch.setattr(multiplicity, "_qtukey_secant", spy)
+    monkeypatch.setattr(multiplicity, "_QTUKEY_CACHE", {})
+    t = np.array([0.5, -1.5, 2.5])
+    for _ in range(5):  # five by= families of three contrasts among three means, df 17.25
+        emmeans_module._adjust_family_t(t, np.full(3, 17.25), "tukey", conf_level=0.95, n_means=3, pairwise=True)
+    assert solved == [1]
+    multiplicity.qdunnx.cache_clear()
+    first = multiplicity.qdunnx(0.95, 7)
+    assert multiplicity.qdunnx(0.95, 7) == first and multiplicity.qdunnx.cache_info().hits == 1

@@ -31,6 +31,7 @@ directions give its box probability exactly, with the F CDF in place of the chi-
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import overload
 
 import numpy as np
@@ -282,6 +283,22 @@ def studentized_range_quantile(p: float, nmeans: float, df: ArrayLike) -> np.nda
     3.9583
     """
     df = np.atleast_1d(np.asarray(df, dtype=float))
+    # each (level, means, df) once per process: the families of a by= grid share their df
+    keys = [(float(p), float(nmeans), float(f"{d:.10g}")) for d in df.ravel()]
+    todo = sorted({k for k in keys if k not in _QTUKEY_CACHE})
+    if todo:
+        values = _qtukey_secant(float(p), float(nmeans), np.array([k[2] for k in todo]))
+        for k, v in zip(todo, values):
+            _QTUKEY_CACHE[k] = float(v)
+        while len(_QTUKEY_CACHE) > 4096:
+            _QTUKEY_CACHE.pop(next(iter(_QTUKEY_CACHE)))
+    return np.array([_QTUKEY_CACHE[k] for k in keys]).reshape(df.shape)
+
+
+_QTUKEY_CACHE: dict[tuple[float, float, float], float] = {}
+
+
+def _qtukey_secant(p: float, nmeans: float, df: np.ndarray) -> np.ndarray:
     x0 = _qinv(p, nmeans, df)
     v0 = studentized_range_cdf(x0, nmeans, df) - p
     x1 = np.where(v0 > 0, np.maximum(0.0, x0 - 1.0), x0 + 1.0)
@@ -361,6 +378,7 @@ def pdunnx(x: np.ndarray | float, k: int) -> np.ndarray:
     return twt * tukey + (1 - twt) * sidak
 
 
+@lru_cache(maxsize=256)  # one root-finding per (level, k): every by= family shares it
 def qdunnx(level: float, k: int) -> float:
     """Quantile of emmeans' approximate Dunnett distribution (df = Inf)."""
     if k < 1.005:
