@@ -254,3 +254,24 @@ def test_ranks_runs_list_is_used(runs_csv: Path, capsys: pytest.CaptureFixture[s
     assert main(["ranks", str(runs_csv), "--runs", "1,2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["n_runs"] for r in doc["table"]] == [1, 2]
+
+
+def test_backticked_response_and_specs() -> None:
+    d = _odd_names().rename(columns={"y": "my score", "r": "r r"})
+    plain = d.rename(columns={"my score": "y", "r r": "r", "lang name": "lang", "g h": "g"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = em.lmer("`my score` ~ `lang name` + (1|`g h`)", d)
+        ref = em.lmer("y ~ lang + (1|g)", plain)
+        ordinal = em.clmm("`r r` ~ `lang name` + (1|`g h`)", d)
+        ordinal_ref = em.clmm("r ~ lang + (1|g)", plain)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(ordinal.coef.to_numpy(), ordinal_ref.coef.to_numpy(), rtol=1e-6)
+    # emmeans specs name the column as the formula does, backticks or not
+    for spec in ("`lang name`", "lang name"):
+        means = em.emmeans(fit, spec).table
+        assert means["lang name"].astype(str).tolist() == ["de", "en", "fr"]
+        np.testing.assert_allclose(means["estimate"], em.emmeans(ref, "lang").table["estimate"], rtol=1e-8)
+    from evalmix.model.parse import parse_formula
+
+    assert parse_formula("`my score` ~ x + (1|g)").without_random().text == "`my score` ~ x"

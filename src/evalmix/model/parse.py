@@ -122,7 +122,7 @@ class ParsedFormula:
             return f"cbind({self.successes}, {self.trials} - {self.successes})"
         if self.failures is not None:
             return f"cbind({self.successes}, {self.failures})"
-        return self.successes
+        return self.successes if NAME.match(self.successes) else f"`{self.successes}`"
 
     @property
     def fixed_terms(self) -> list[str]:
@@ -260,7 +260,9 @@ def parse_specs(specs: str) -> tuple[list[str], list[str]]:
         out: list[str] = []
         for plus in split_top(part, "+"):
             for star in split_top(plus, "*"):
-                out += [v.strip() for v in split_outside(star, ":") if v.strip()]
+                # a backticked name (`lang name`) is the column inside the backticks, as in R
+                out += [v.strip().strip("`") if v.strip()[:1] == "`" else v.strip()
+                        for v in split_outside(star, ":") if v.strip()]
         return out
 
     return variables(parts[0]), variables(parts[1]) if len(parts) == 2 else []
@@ -268,6 +270,8 @@ def parse_specs(specs: str) -> tuple[list[str], list[str]]:
 
 def _parse_response(lhs: str) -> tuple[str, str | None, str | None]:
     lhs = lhs.strip()
+    if len(lhs) > 2 and lhs[0] == lhs[-1] == "`" and "`" not in lhs[1:-1]:
+        return lhs[1:-1], None, None  # a non-syntactic column name, as R writes it
     m = re.fullmatch(r"cbind\s*\((.*)\)", lhs)
     if not m:
         ratio = re.fullmatch(r"([A-Za-z_.][\w.]*)\s*/\s*([A-Za-z_.][\w.]*)", lhs)
