@@ -123,3 +123,17 @@ def test_cli_fit_points_to_the_family(tmp_path: Path, capsys: pytest.CaptureFixt
         code = main(["fit", str(path), "--formula", f"{column} ~ model + (1|item)", "--family", family])
     assert code != 0
     assert pointer in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["lmer", "clmm", "glmer", "glmmtmb"])
+def test_bayesian_twins_name_the_row_too(engine: str) -> None:
+    d = _data().astype({"rating": object})
+    d.loc[7, "rating"] = "good"
+    fit = getattr(em.bayes, engine)
+    extra = {"family": "beta"} if engine == "glmmtmb" else {}
+    with pytest.raises(DataError) as exc:
+        fit("rating ~ model + (1|item)", d, **extra)
+    msg = str(exc.value)
+    assert re.search(r"row 7(:| has)", msg) and "good" in msg, msg
+    if engine != "glmer":
+        assert msg.startswith("response column 'rating' must be numeric (row 7 has 'good')"), msg
