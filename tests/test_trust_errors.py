@@ -67,11 +67,19 @@ def test_a_random_term_without_its_bar(engine: str, term: str, fixed: str) -> No
         fit(f"{y} ~ model + {term}", _data())
 
 
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_random_term_without_its_parentheses(engine: str) -> None:
+    y = {"lmer": "score", "glmer": "correct", "clmm": "rating", "glmmtmb": "score"}[engine]
+    with pytest.raises(FormulaError, match=re.escape("without its parentheses: write (1|item)")):
+        ENGINES[engine](f"{y} ~ model + 1|item", _data())
+
+
 def test_parenthesised_fixed_terms_are_not_taken_for_bars() -> None:
     from evalmix.model.parse import parse_formula
 
     assert parse_formula("y ~ (a + b) + (1|g)").fixed == "(a + b)"
     assert parse_formula("y ~ (x)").fixed == "(x)"
+    assert parse_formula("y ~ I(a | b) + (1|g)").fixed == "I(a | b)"  # R's 'or' inside a call
 
 
 # --- the wrong engine points to the right one ------------------------------------------------------

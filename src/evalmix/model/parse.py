@@ -369,6 +369,10 @@ def parse_formula(formula: str) -> ParsedFormula:
             expr, group = _MISSING_BAR.fullmatch(head[1:-1].strip()).groups()  # type: ignore[union-attr]
             raise FormulaError(f"term {head!r} in {formula!r} is missing the bar of a random term: "
                                f"write ({expr} | {group})")
+        if not head and len(split_top(term, "|")) > 1:
+            # 1|item: R would read the bar as 'or' of the whole formula
+            raise FormulaError(f"term {term.strip()!r} in {formula!r} is a random term without its "
+                               f"parentheses: write ({term.strip()})")
         if "|" in head:
             random.extend(_parse_random(head))
             rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
