@@ -113,3 +113,16 @@ def test_describe_binary_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
     row = doc["table"][0]
     assert set(row) == {"model", "n", "k", "estimate", "conf_low", "conf_high"}
     assert np.isclose(row["estimate"], row["k"] / row["n"])
+
+
+def test_a_two_in_a_correct_column_is_still_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Scores are read from a named outcome column; a 2 among 0/1 'correct' values is a typo."""
+    path = tmp_path / "bad.csv"
+    path.write_text("model,item,run,correct\na,1,1,1\na,2,1,0\nb,1,1,2\nb,2,1,1\n")
+    assert main(["describe", str(path)]) == 2
+    assert "outcome column 'correct' must be 0/1" in capsys.readouterr().err
+    with pytest.raises(DataError, match=r"'correct' must lie in \[0, 1\]"):
+        em.accuracy(pd.read_csv(path), "model")
+    # the same numbers as a rating column are means
+    rated = pd.read_csv(path).rename(columns={"correct": "rating"})
+    assert em.accuracy(rated, "model", outcome="rating").kind == "mean"

@@ -161,7 +161,9 @@ def accuracy(
         numeric score (partial credit, judge ratings, similarity scores), no missing values, no
         duplicated (model, item, run, slices) key.  Outcomes other than 0/1 are described by
         their mean with an item-clustered t interval whatever ``ci`` says: a binomial interval
-        of a score would be a wrong number, not an answer.
+        of a score would be a wrong number, not an answer.  A column named ``correct`` must hold
+        0/1 or partial credit in [0, 1] (a 2 there is reported as an error); ratings and scores
+        on other scales are read from any other outcome column (``outcome="rating"``).
     by : str or list of str, optional
         Grouping columns, e.g. ``["model", "language", "prompt"]``.  None for one overall row.
     ci : str
@@ -254,8 +256,12 @@ def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: flo
         if not len(data):
             raise DataError("no sample is scored (every status differs from 'ok'); accuracy_bounds() "
                             "gives the bounds")
+    recorded = schema_of(data) if isinstance(data, pd.DataFrame) else None
+    name = outcome or (recorded.outcome if recorded is not None else None) or "correct"
+    # a column named 'correct' holds 0/1 (or partial credit): a 2 there is a typo to report, not a
+    # rating to average; any other outcome column (rating, score, reward) may hold any number
     frame, schema = ensure_runs(data, outcome=outcome, item=item, by=by_cols, need_item=ci == "cluster",
-                                allow_fractional="any", missing=missing)
+                                allow_fractional=True if name == "correct" else "any", missing=missing)
     if not schema.counts:
         y = frame[schema.outcome].to_numpy(dtype=float)
         if not np.isin(y, (0.0, 1.0)).all():

@@ -9,9 +9,12 @@ from ._args import OwnedChoices, add_choice_argument, add_data_arguments, conf_l
 
 def run(args: argparse.Namespace) -> int:
     from ..descriptive import accuracy
+    from ..io import is_log_source
     from ._common import emit, load_data
 
-    data = load_data(args, any_outcome=True)  # ratings and scores are described by their means
+    # ratings and scores (an outcome column other than 'correct', or harness logs' scores) are
+    # described by their means; a 'correct' column is read as 0/1, where a 2 is an error
+    data = load_data(args, any_outcome=args.outcome not in (None, "correct") or is_log_source(args.data))
     by = split_list(args.by)
     if not by:
         schema = data.attrs["evalmix"]
