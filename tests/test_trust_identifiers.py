@@ -275,3 +275,14 @@ def test_backticked_response_and_specs() -> None:
     from evalmix.model.parse import parse_formula
 
     assert parse_formula("`my score` ~ x + (1|g)").without_random().text == "`my score` ~ x"
+
+
+def test_anova_names_backticked_terms_as_r() -> None:
+    """lmerTest's anova() prints the term `lang name` in backticks; so do the F and Wald tables."""
+    d = _odd_names()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = em.lmer("y ~ `I(x)` + `lang name` + (1|`g h`)", d)
+        gl = em.glmer("c ~ `I(x)` + `lang name` + (1|`g h`)", d)
+    assert em.anova(lm).table["term"].tolist() == ["`I(x)`", "`lang name`"]
+    assert em.anova(gl).table["term"].tolist()[-2:] == ["`I(x)`", "`lang name`"]
