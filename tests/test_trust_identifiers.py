@@ -286,3 +286,24 @@ def test_anova_names_backticked_terms_as_r() -> None:
         gl = em.glmer("c ~ `I(x)` + `lang name` + (1|`g h`)", d)
     assert em.anova(lm).table["term"].tolist() == ["`I(x)`", "`lang name`"]
     assert em.anova(gl).table["term"].tolist()[-2:] == ["`I(x)`", "`lang name`"]
+
+
+def test_formula_grouping_columns_keep_names(tmp_path: Path) -> None:
+    """A grouping factor named in a formula is an identifier too, in every engine and in the CLI."""
+    rng = np.random.default_rng(5)
+    groups = np.repeat(["1", "1.0", "2", "01"], 30)
+    d = pd.DataFrame({"grp": groups, "x": rng.normal(size=120)})
+    d["score"] = d["x"] + rng.normal(size=120) + pd.Series(groups).map({"1": 0, "1.0": 1, "2": -1, "01": 2})
+    d["rating"] = pd.cut(d["score"], [-9, -1, 0, 1, 9], labels=False) + 1
+    path = tmp_path / "g.csv"
+    d.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert em.lmer("score ~ x + (1|grp)", path).ngroups["grp"] == 4
+        assert em.clmm("rating ~ x + (1|grp)", path).ngrps["grp"] == 4
+    import argparse
+
+    from evalmix.cli._common import id_columns
+
+    args = argparse.Namespace(model="model", formula=["y ~ (1|grp)", "y ~ x + (1|`g h`:run)"])
+    assert {"grp", "g h", "run"} <= set(id_columns(args))

@@ -89,9 +89,10 @@ def id_columns(args: argparse.Namespace) -> list[str]:
         value = getattr(args, name, None)
         if isinstance(value, str):
             cols += [v.strip() for v in value.split(",") if v.strip()]
-    formula = getattr(args, "formula", None)
-    if isinstance(formula, str):  # grouping factors of (expr | g1:g2) terms
-        for group in re.findall(r"\|\s*([^()|]+)\)", formula):
+    formulas = getattr(args, "formula", None)
+    for formula in [formulas] if isinstance(formulas, str) else list(formulas or []):
+        # grouping factors of (expr | g1:g2) terms (select takes several formulas)
+        for group in re.findall(r"\|\s*([^()|]+)\)", str(formula)):
             cols += [g.strip(" `") for g in re.split(r"[:/*+]", group) if g.strip()]
     return cols
 
