@@ -752,7 +752,7 @@ def _ppi_table(data: pd.DataFrame, schema: Any, judge: str | None, labels: pd.Da
     from .data.runs import load_table, require_columns
     from .studies.ppi import ppi_mean
 
-    lab = load_table(labels)
+    lab = load_table(labels, ids=[c for c in (schema.item, schema.model, schema.run) if c is not None])
     where = f"{labels}: " if isinstance(labels, (str, Path)) else "labels: "
     keys = [c for c in _response_keys(schema) if c in lab.columns or c != schema.run]
     require_columns(lab, [*keys, human], labels if isinstance(labels, (str, Path)) else None,

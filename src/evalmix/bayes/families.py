@@ -115,7 +115,7 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame, weights: np.n
             if parsed.trials is not None or parsed.failures is not None:
                 raise ArgumentError("weights= gives the trials of a proportion response; with "
                                     "cbind(k, n - k) the trials are in the formula already")
-            p = numeric_column(d[name], name)
+            p = numeric_column(d[name], name, "response column")
             bad = ~np.isfinite(p) | (p < 0) | (p > 1)
             if bad.any():
                 raise DataError(f"response column {name!r} must lie in [0, 1] with weights= (rows "
@@ -141,7 +141,7 @@ def _response(family: str, parsed: ParsedFormula, d: pd.DataFrame, weights: np.n
     if family == "cumulative":
         codes, levels = ordinal_codes(d[name], name)
         return codes.astype(float), np.ones(len(codes)), tuple(levels)
-    y = numeric_column(d[name], name)
+    y = numeric_column(d[name], name, "response column")
     if not np.all(np.isfinite(y)):
         bad = ~np.isfinite(y)
         raise DataError(f"response column {name!r} is not finite in rows {rows_text(d.index, bad)}")
@@ -184,7 +184,7 @@ def build_family_design(formula: str, data: RunsData, family: str, *,
         raise ArgumentError(f"weights= {_NO_WEIGHTS[family]}; the Bayesian twin takes none either "
                             "(it would have no maximum-likelihood fit to agree with)")
     parsed = parse_mixed_formula(formula, f"the Bayesian {family} model")
-    frame = read_data(data)
+    frame = read_data(data, parsed.random)
     for c in parsed.columns:
         if c not in frame.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "

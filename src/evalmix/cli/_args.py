@@ -17,7 +17,7 @@ from ..core.errors import ArgumentError
 
 __all__ = ["CONTRAST_FAMILIES", "DeprecatedOption", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
            "add_output_arguments", "add_text_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
-           "positive_number", "run_role", "seed", "split_list"]
+           "positive_int_list", "positive_number", "run_role", "seed", "split_list"]
 
 #: Widest line of a printed table (wider tables are split into blocks of columns).
 WIDTH = 100
@@ -280,6 +280,35 @@ def run_role(given: str | None, columns: Collection[str]) -> str | None:
 def split_list(value: str | None) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; None -> ``[]``."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def positive_int_list(text: str) -> list[int]:
+    """An argparse type for a comma-separated list of whole numbers >= 1 (``--runs 1,2,4``): a bad
+    value is answered as the option's own error, not as Python's ``int()`` message.
+
+    Examples
+    --------
+    >>> positive_int_list("1, 2")
+    [1, 2]
+    >>> positive_int_list("a,b")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected whole numbers >= 1 separated by commas (e.g. 1,2,4), got 'a,b'
+    """
+    values = split_list(text)
+    out = []
+    for v in values:
+        try:
+            number = int(v)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise argparse.ArgumentTypeError(
+                f"expected whole numbers >= 1 separated by commas (e.g. 1,2,4), got {text!r}")
+        out.append(number)
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one whole number >= 1 (e.g. 1,2,4)")
+    return out
 
 
 def choice_list(choices: OwnedChoices) -> Callable[[str], list[str]]:

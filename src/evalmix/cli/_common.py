@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -24,8 +25,9 @@ from ._args import (MAX_ROWS, WHERE_HELP, WIDTH, add_data_arguments, add_output_
                     positive_int, run_role, seed, split_list)
 
 __all__ = ["MAX_ROWS", "WHERE_HELP", "WIDTH", "add_data_arguments", "add_output_arguments", "conf_level",
-           "dump_json", "emit", "load_data", "n_jobs", "parse_where", "positive_int", "print_table", "records",
-           "require_runs", "result_doc", "run_handler", "seed", "show_progress", "split_list", "strict_json"]
+           "dump_json", "emit", "id_columns", "load_data", "n_jobs", "parse_where", "positive_int", "print_table",
+           "records", "require_runs", "result_doc", "run_handler", "seed", "show_progress", "split_list",
+           "strict_json"]
 
 #: Warnings recorded while a command runs (set by :func:`evalmix.cli.main`); listed in --json output.
 RECORDED_WARNINGS: list[Any] = []
@@ -106,6 +108,22 @@ def parse_where(items: Sequence[str], data: pd.DataFrame, command: str) -> dict[
 SCORE_FIXED = {"tau-bench": "the reward", "swebench": "resolved", "opencompass": "the correct field of its details"}
 
 
+def id_columns(args: argparse.Namespace) -> list[str]:
+    """The identifier columns a command names (model, item, run, judge, the grouping factors of
+    its formula), read from a file as written: models ``1`` and ``1.0`` stay two models."""
+    cols = ["model", "item", "problem_id", "run", "judge"]
+    for name in ("model", "item", "run", "judge", "judges", "cluster", "by"):
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            cols += [v.strip() for v in value.split(",") if v.strip()]
+    formulas = getattr(args, "formula", None)
+    for formula in [formulas] if isinstance(formulas, str) else list(formulas or []):
+        # grouping factors of (expr | g1:g2) terms (select takes several formulas)
+        for group in re.findall(r"\|\s*([^()|]+)\)", str(formula)):
+            cols += [g.strip(" `") for g in re.split(r"[:/*+]", group) if g.strip()]
+    return cols
+
+
 def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bool = False,
               raw: pd.DataFrame | None = None) -> pd.DataFrame:
     """Read DATA with the column roles given on the command line (or as harness logs); errors name
@@ -141,7 +159,8 @@ def load_data(args: argparse.Namespace, *, scores: bool = False, any_outcome: bo
                             f"evalmix report")
         return logs
     if raw is None:  # (a caller that already read the table to look at its columns passes it)
-        raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+        raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None),
+                         ids=id_columns(args))
     if is_evals_df(raw):
         raise DataError(f"{args.data} is an Inspect evals_df table: one row per evaluation with scores averaged "
                         "over samples and epochs, and this command needs per-sample outcomes; give it the logs "

@@ -9,15 +9,21 @@ from ._args import OwnedChoices, add_choice_argument, add_data_arguments, conf_l
 
 def run(args: argparse.Namespace) -> int:
     from ..stats.descriptive import accuracy
+    from ..io import is_log_source
     from ._common import emit, load_data
 
-    data = load_data(args)
+    # ratings and scores (an outcome column other than 'correct', or harness logs' scores) are
+    # described by their means; a 'correct' column is read as 0/1, where a 2 is an error
+    data = load_data(args, any_outcome=args.outcome not in (None, "correct") or is_log_source(args.data))
     by = split_list(args.by)
     if not by:
         schema = data.attrs["evalmix"]
         by = [schema["model"]] + list(schema["slices"])
     table = accuracy(data, by, ci=args.ci, conf_level=args.conf_level)
-    emit(args, table, {"ci": args.ci, "conf_level": args.conf_level})
+    extra: dict[str, object] = {"ci": table.ci, "conf_level": args.conf_level}
+    if table.kind == "mean":  # ratings or scores: means with item-clustered t intervals
+        extra["outcome"] = "mean score"
+    emit(args, table, extra)
     return 0
 
 

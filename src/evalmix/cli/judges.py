@@ -32,6 +32,7 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
     from ..data.runs import load_table
+    from ._common import id_columns
     from ..io.detect import detect_format, is_log_source
     from ..io.inspect_logs import read_inspect
     from ..io.mt_bench import read_mt_bench
@@ -44,7 +45,7 @@ def _load(args: argparse.Namespace) -> pd.DataFrame:
     if is_log_source(args.data) and detect_format(args.data) == "inspect":
         # every scorer of the samples is a judge (model-graded scorers with their grader models)
         return read_inspect(args.data, judges=True)
-    df = load_table(args.data, encoding=args.encoding, sep=args.sep)
+    df = load_table(args.data, encoding=args.encoding, sep=args.sep, ids=id_columns(args))
     if args.threshold is not None:
         col = args.outcome or "score"
         if col not in df.columns:
@@ -111,6 +112,7 @@ def run_judges(args: argparse.Namespace) -> int:
 def run_ppi(args: argparse.Namespace) -> int:
     methods = args.method
     from ..data.runs import load_table
+    from ._common import id_columns
     from ..studies.ppi import ppi_difference, ppi_mean
     from ._common import emit
 
@@ -118,8 +120,9 @@ def run_ppi(args: argparse.Namespace) -> int:
     run = None if args.run is not None and args.run.strip().lower() == "none" else args.run
     common: dict[str, Any] = {"judge": args.judge, "human": args.human, "item": args.item, "run": run,
                               "method": methods, "conf_level": args.conf_level, "missing": args.missing}
-    judged = load_table(args.data, encoding=args.encoding, sep=args.sep)
-    labelled = None if args.labelled is None else load_table(args.labelled, encoding=args.encoding, sep=args.sep)
+    judged = load_table(args.data, encoding=args.encoding, sep=args.sep, ids=id_columns(args))
+    labelled = None if args.labelled is None else load_table(args.labelled, encoding=args.encoding, sep=args.sep,
+                                                             ids=id_columns(args))
     if (args.a is None) != (args.b is None):
         raise SystemExit("give both --a and --b for a difference, or neither for the means")
     if args.a is not None:

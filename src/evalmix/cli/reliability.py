@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._args import DeprecatedOption, add_data_arguments, conf_level, finite_number, positive_int, run_role, seed, split_list
+from ._args import (DeprecatedOption, add_data_arguments, conf_level, finite_number, positive_int, positive_int_list,
+                    run_role, seed, split_list)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,7 +55,7 @@ def run_ranks(args: argparse.Namespace) -> int:
     data = load_data(args)
     require_runs(args, data, "rank instability across runs")
     slices = split_list(args.slice_by) or None
-    result = rank_instability(data, slices, runs_per_leaderboard=[int(r) for r in split_list(args.runs)] or 1,
+    result = rank_instability(data, slices, runs_per_leaderboard=args.runs,
                               ties=args.ties)
     extra = {"n_unstable": result.n_unstable, "n_leaderboards": result.n_leaderboards, "rate": result.rate,
              "ties": result.ties, "n_unstable_paper": result.n_unstable_paper}
@@ -182,7 +183,7 @@ def _plan_judges(args: argparse.Namespace, chosen: dict[str, float]) -> int:
     """``evalmix plan --judge COLUMN``: items, runs and judges from the judges' variance parts."""
     from ..data.runs import load_table
     from ..studies.judges import judge_plan_components, plan_judges
-    from ._common import emit, records
+    from ._common import emit, id_columns, records
 
     if "mdd" in chosen or len(chosen) > 1:
         raise SystemExit("with --judge give one target, --se or --width (of every model's mean), or --budget")
@@ -195,7 +196,7 @@ def _plan_judges(args: argparse.Namespace, chosen: dict[str, float]) -> int:
                                 *((f"--{k}", v, True) for k, v in chosen.items())):
         if value is not None and not (value > 0 if strict else value >= 0):
             raise SystemExit(f"{flag} must be {'> 0' if strict else '>= 0'}, got {value:g}")
-    data = load_table(args.data, encoding=args.encoding, sep=args.sep)
+    data = load_table(args.data, encoding=args.encoding, sep=args.sep, ids=id_columns(args))
     run = run_role(args.run, data.columns)
     outcome = args.outcome if args.outcome in data.columns or args.outcome != "correct" else None
     parts = judge_plan_components(data, judge=args.judge, outcome=outcome, model=args.model, item=args.item,
@@ -241,7 +242,7 @@ def add_ranks(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("--slice-by", "--by", dest="slice_by", default=None,
                    help="comma-separated columns defining the leaderboards (one per slice, as leaderboard --by)")
-    p.add_argument("--runs", default="1", help="runs pooled per leaderboard, e.g. 1,2 (default: 1)")
+    p.add_argument("--runs", default=[1], type=positive_int_list, help="runs pooled per leaderboard, e.g. 1,2 (default: 1)")
     p.add_argument("--leaderboards", action="store_true", help="print one row per leaderboard")
     p.add_argument("--ties", choices=["strict", "paper"], default="strict",
                    help="unstable = a model pair strictly inverted, ties are not inversions (strict, "

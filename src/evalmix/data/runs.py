@@ -233,7 +233,7 @@ def as_pandas(table: object) -> pd.DataFrame:
 
 def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
                sep: str | None = None, columns: Sequence[str] | None = None,
-               filters: Filters = None) -> pd.DataFrame:
+               filters: Filters = None, ids: Sequence[str | None] = ()) -> pd.DataFrame:
     """Load a table from a file, or copy a DataFrame; no validation of its contents.
 
     Parameters
@@ -253,7 +253,13 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         Parquet only (a file or a folder of them): read only these columns, and only the rows
         matching ``filters`` (a pyarrow expression, ``[("benchmark", "==", "math")]`` or
         ``{"benchmark": ["math", "code"]}``), both pushed down to the Parquet reader (see
-        :func:`evalmix.data.runs.parquet.read_parquet`).
+        :func:`evalmix.data.parquet.read_parquet`).
+    ids : sequence of str, optional
+        Identifier columns (model, item, run, judge...) of a CSV or JSON file, read as the user
+        wrote them: a column whose values would not print back exactly as written once parsed as
+        numbers (``1`` beside ``1.0``, ``007``, ``1e3``) stays text, so no two names merge; its
+        levels keep the numeric order R's ``read.csv`` would give them.  A column of plain
+        numbers (``1, 2, 10``) is read as numbers, as before.
 
     Raises
     ------
@@ -269,6 +275,9 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     >>> _ = path.write_text("model;item;run;correct\\na;1;1;1\\n")
     >>> load_table(path).columns.tolist()
     ['model', 'item', 'run', 'correct']
+    >>> _ = path.write_text("model,correct\\n1,1\\n1.0,0\\n2,1\\n")
+    >>> load_table(path, ids=["model"])["model"].tolist()
+    ['1', '1.0', '2']
     """
     if isinstance(source, pd.DataFrame):
         return source.copy()
@@ -313,14 +322,18 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     try:
         if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz"):
             delim = sep or ("\t" if suffix.startswith(".tsv") else _sniff_delimiter(text))
-            df = pd.read_csv(io.StringIO(text), sep=delim)
+            text_ids = {str(c): str for c in ids if c is not None}
+            df = pd.read_csv(io.StringIO(text), sep=delim, dtype=text_ids or None)
+            for col in text_ids:
+                if col in df.columns:
+                    df[col] = _as_written(df[col])
             if df.shape[1] == 1 and sep is None and any(d in str(df.columns[0]) for d in ";\t| "):
                 raise _file_error(path, f"has a single column {str(df.columns[0])!r}: another delimiter? "
                                         "pass sep=")
             return df
-        if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
-            return pd.read_json(io.StringIO(text), lines=True)
-        return pd.DataFrame(json.loads(text))
+        lines = suffix in (".jsonl", ".jsonl.gz", ".ndjson")
+        df = pd.read_json(io.StringIO(text), lines=True) if lines else pd.DataFrame(json.loads(text))
+        return _json_ids(df, text, lines, [str(c) for c in ids if c is not None])
     except DataError:
         raise
     except pd.errors.EmptyDataError as exc:
@@ -329,6 +342,44 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
         raise _file_error(path, f"cannot be parsed as CSV: {str(exc).strip()}") from exc
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise _file_error(path, f"cannot be parsed as {suffix.lstrip('.')}: {exc}") from exc
+
+
+def _as_written(text: pd.Series) -> pd.Series:
+    """An identifier column read as text: numbers when every value prints back as written (what
+    pandas would have read), else the text itself, as a categorical in R's numeric level order
+    when every value is a number (``1 < 1.0 < 2 < 10``)."""
+    present = text.dropna()
+    numbers = pd.to_numeric(present, errors="coerce")
+    if present.empty or numbers.isna().any():
+        return text  # not all numbers: pandas would have kept the text too
+    as_int = numbers.astype("int64") if (numbers == numbers.round()).all() and \
+        present.str.fullmatch(r"-?\d+").all() else None
+    back = as_int.astype(str) if as_int is not None else numbers.map(str)
+    if (back.to_numpy() == present.to_numpy()).all():
+        return pd.to_numeric(text)
+    order = sorted(pd.unique(present), key=lambda v: (float(v), v))
+    return pd.Series(pd.Categorical(text, categories=order), index=text.index, name=text.name)
+
+
+def _json_ids(df: pd.DataFrame, text: str, lines: bool, ids: list[str]) -> pd.DataFrame:
+    """Identifier columns of a JSON file as written: JSON's ``1`` and ``1.0`` are one number to
+    pandas, two names to the user, and pandas' JSON Lines reader turns the string ``"01"`` into
+    the number 1."""
+    numeric = [c for c in ids if c in df.columns and pd.api.types.is_numeric_dtype(df[c])
+               and not pd.api.types.is_bool_dtype(df[c])]
+    if not numeric:
+        return df
+    records = [json.loads(line) for line in text.splitlines() if line.strip()] if lines else json.loads(text)
+    if not isinstance(records, list) or len(records) != len(df) or not all(isinstance(r, dict) for r in records):
+        return df  # not one record per row (a dict of columns): pandas' reading stands
+    for col in numeric:
+        # each record's own value (a DataFrame of the records would merge 1 and 1.0 again)
+        values = [r.get(col) for r in records]
+        written = [None if v is None or (isinstance(v, float) and np.isnan(v))
+                   else v if isinstance(v, str) else json.dumps(v) for v in values]
+        df[col] = _as_written(pd.Series(written, index=df.index, dtype=object, name=col).astype("str")
+                              .where(pd.notna(pd.Series(written, index=df.index, dtype=object))))
+    return df
 
 
 #: Names under which pandas reads back an index written with a table: ``df.to_csv(path)`` leaves
@@ -663,7 +714,8 @@ def read_runs(
     >>> runs.attrs["evalmix"]["item"], runs["correct"].tolist()
     ('item', [1, 0, 1, 1])
     """
-    df = drop_written_index(load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters),
+    df = drop_written_index(load_table(source, encoding=encoding, sep=sep, columns=columns, filters=filters,
+                                       ids=(model, item, run)),
                             source, keep=(item, model, run, outcome, successes, trials))
     if (successes is None) != (trials is None):
         raise DataError("give both successes= and trials= for k-of-n counts, or neither")
@@ -996,7 +1048,7 @@ def ensure_runs(
     if isinstance(data, pd.DataFrame):
         df, source = data, None
     elif isinstance(data, (str, Path)):
-        df, source = load_table(data, encoding=encoding), data
+        df, source = load_table(data, encoding=encoding, ids=(model or "model", item or "item", run or "run", *by, *factors)), data
     else:
         raise DataError(f"expected a runs table (DataFrame) or a path to one, got {type(data).__name__}")
     df = drop_written_index(df, source, keep=(item, model, run, outcome, successes, trials, *by, *factors))

@@ -826,13 +826,38 @@ def _test_contrasts(con: RefGrid, families: list[tuple[np.ndarray, int]], method
 
 # --- t families (linear mixed models: each contrast has its own df) --------------------------------
 
+def _bracketed_root(f: Any, lo: np.ndarray, hi: np.ndarray, xtol: float = 1e-10) -> np.ndarray:
+    """Roots of ``f(x, at)`` (``at``: the indices of the entries ``x`` is for) in [lo, hi],
+    elementwise, by the Illinois method: one call of ``f`` per step for every entry at once."""
+    a, b = lo.astype(float).copy(), hi.astype(float).copy()
+    everywhere = np.arange(len(a))
+    fa, fb = f(a, everywhere), f(b, everywhere)
+    x = np.where(np.abs(fa) < np.abs(fb), a, b)
+    todo = np.flatnonzero((fa != 0) & (fb != 0) & (np.sign(fa) != np.sign(fb)))
+    side = np.zeros(len(a))
+    for _ in range(100):
+        if not len(todo):
+            break
+        c = b[todo] - fb[todo] * (b[todo] - a[todo]) / (fb[todo] - fa[todo])
+        fc = f(c, todo)
+        x[todo] = c
+        left = np.sign(fc) == np.sign(fa[todo])
+        # keep the bracket: replace the end with the same sign; halve the stale end's value
+        a[todo] = np.where(left, c, a[todo])
+        fa[todo] = np.where(left, fc, np.where(side[todo] == 1, fa[todo] / 2, fa[todo]))
+        b[todo] = np.where(left, b[todo], c)
+        fb[todo] = np.where(left, np.where(side[todo] == -1, fb[todo] / 2, fb[todo]), fc)
+        side[todo] = np.where(left, -1, 1)
+        done = (fc == 0) | (np.abs(b[todo] - a[todo]) < xtol)
+        todo = todo[~done]
+    return x
+
+
 def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: float,
                      n_means: int | None, pairwise: bool, corr: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, str, str]:
     """Adjusted p-values and per-row interval critical values of one family of t statistics,
     as emmeans' ``.adj.p.value`` and its confidence intervals with each row's df."""
-    from scipy import optimize as _opt
-
     t_all = np.asarray(t, dtype=float)
     df_all = np.where(np.isfinite(np.asarray(df, dtype=float)), df, np.inf)
     k = len(t_all)
@@ -848,32 +873,40 @@ def _adjust_family_t(t: np.ndarray, df: np.ndarray, method: str, *, conf_level: 
     elif method == "tukey":
         if n_means is None:
             raise ValueError("the Tukey adjustment needs the number of means compared")
-        p[finite] = stats.studentized_range.sf(np.sqrt(2) * abst[finite], n_means, df_all[finite])
-        # one quantile per distinct df (a tenth of a second each; contrasts of a balanced design
-        # share their df)
-        dfs, where = np.unique(df_all, return_inverse=True)
-        crit = stats.studentized_range.ppf(conf_level, n_means, dfs)[where] / np.sqrt(2)
+        # R's ptukey and qtukey, vectorised over the rows (SciPy's integration took a second or
+        # more per row); one quantile per distinct df, df equal to 1e-9 sharing theirs
+        p[finite] = 1.0 - multiplicity.studentized_range_cdf(np.sqrt(2) * abst[finite], n_means, df_all[finite])
+        dfs, where = multiplicity.unique_within(df_all)
+        crit = multiplicity.studentized_range_quantile(conf_level, n_means, dfs)[where] / np.sqrt(2)
     elif method == "dunnettx":
         nm = (1 + np.sqrt(1 + 8 * k)) / 2
         twt = (k - 1) / k
 
-        def pdunnx(x: float, d: float) -> float:
-            if np.isinf(d):  # SciPy's studentized range has no infinite df: the z family's
-                return float(multiplicity.pdunnx(x, k)[0])
-            return float(twt * (1 - stats.studentized_range.sf(np.sqrt(2) * x, nm, d))
-                         + (1 - twt) * stats.f.cdf(x ** 2, 1, d) ** k)
+        def pdunnx_rows(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+            out = np.empty(len(x))
+            inf = np.isinf(d)  # the z family's (its Tukey part exact at infinite df)
+            out[inf] = multiplicity.pdunnx(x[inf], k) if inf.any() else out[inf]
+            fin = ~inf
+            out[fin] = (twt * multiplicity.studentized_range_cdf(np.sqrt(2) * x[fin], nm, d[fin])
+                        + (1 - twt) * stats.f.cdf(x[fin] ** 2, 1, d[fin]) ** k)
+            return out
 
-        p[finite] = [1 - pdunnx(x, d) for x, d in zip(abst[finite], df_all[finite])]
-        dfs, where = np.unique(df_all, return_inverse=True)  # one quantile per distinct df
+        p[finite] = 1 - pdunnx_rows(abst[finite], df_all[finite])
+        dfs, where = multiplicity.unique_within(df_all)  # one quantile per distinct df
         crit_df = np.empty(len(dfs))
-        for i, d in enumerate(dfs):
-            if np.isinf(d):
-                crit_df[i] = multiplicity.qdunnx(conf_level, k)
-                continue
-            lo_, hi_ = sorted((stats.studentized_range.ppf(conf_level, nm, d) / np.sqrt(2),
-                               float(np.sqrt(stats.f.ppf(conf_level ** (1 / k), 1, d)))))
-            crit_df[i] = lo_ if hi_ - lo_ < 5e-4 else _opt.brentq(
-                lambda x: pdunnx(x, d) - conf_level, lo_, hi_, xtol=1e-8)
+        inf = np.isinf(dfs)
+        if inf.any():
+            crit_df[inf] = multiplicity.qdunnx(conf_level, k)
+        fin = np.flatnonzero(~inf)
+        if len(fin):
+            # emmeans' .qdunnx: the root of pdunnx between the Tukey and Sidak bounds, solved for
+            # every distinct df at once (one vectorised pass of ptukey per step)
+            d = dfs[fin]
+            xtuk = multiplicity.studentized_range_quantile(conf_level, nm, d) / np.sqrt(2)
+            xsid = np.sqrt(stats.f.ppf(conf_level ** (1 / k), 1, d))
+            lo_, hi_ = np.minimum(xtuk, xsid), np.maximum(xtuk, xsid)
+            crit_df[fin] = np.where(hi_ - lo_ < 5e-4, lo_,
+                                    _bracketed_root(lambda x, at: pdunnx_rows(x, d[at]) - conf_level, lo_, hi_))
         crit = crit_df[where]
     else:  # mvt: mvtnorm's multivariate t, df as an integer (emmeans' .my.pmvt)
         if corr is None:

@@ -124,7 +124,8 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
                 continue
             L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
             F, ndf, ddf_, p = dfm.f_test(L, beta)
-            f_rows.append((term, F, ndf, ddf_, p))
+            # the term as R prints it (`lang name`, I(age^2)), as the Wald rows below
+            f_rows.append((getattr(fit.fixed_design, "term_label", lambda t: t)(term), F, ndf, ddf_, p))
         return AnovaTable(pd.DataFrame(f_rows, columns=["term", "statistic", "df1", "df2",
                                                         "p_value"]), ddf=dfm.name)
     rows = []

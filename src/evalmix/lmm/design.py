@@ -20,6 +20,7 @@ from scipy import sparse
 
 from ..data.runs import RunsData
 from ..core.errors import DataError, DataWarning, FormulaError
+from ..model.response import non_numeric_message
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, ThetaLayout, build_random_terms, complete_rows,
                      fixed_patterns, independent_columns, model_columns, parse_mixed_formula, read_data)
 
@@ -111,7 +112,7 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
     if parsed.trials is not None or parsed.failures is not None:
         raise FormulaError(f"formula {formula!r} has a cbind() response: lmer fits a numeric "
                            "response; use evalmix.glmer for counts")
-    data = read_data(data)
+    data = read_data(data, parsed.random)
     yname = parsed.successes
     if yname not in data.columns:
         raise FormulaError(f"response column {yname!r} is absent from the data "
@@ -123,13 +124,10 @@ def build_lmm_design(formula: str, data: RunsData, *, contrasts: dict[str, Any] 
         raise DataError(f"response column {yname!r} must be numeric, it holds booleans: give "
                         "0/1 numbers, or fit a binary response with evalmix.glmer")
     if not pd.api.types.is_numeric_dtype(ycol):
-        num = pd.to_numeric(ycol, errors="coerce")
-        bad = num.isna() & ycol.notna()
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"response column {yname!r} must be numeric (row {d.index[i]!r} has "
-                            f"{ycol.iloc[i]!r})")
-        d = d.assign(**{yname: num})
+        message = non_numeric_message(ycol, yname)
+        if message:
+            raise DataError(message)
+        d = d.assign(**{yname: pd.to_numeric(ycol, errors="coerce")})
     yv = d[yname].to_numpy(dtype=float)
     if np.isinf(yv).any():
         i = int(np.flatnonzero(np.isinf(yv))[0])

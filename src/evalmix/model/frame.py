@@ -32,7 +32,7 @@ from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
 from .parse import ParsedFormula, parse_formula
 from .random import RandomTerm, ThetaLayout, build_random_terms, random_columns
-from .response import rows_text
+from .response import engine_hint, rows_text
 
 __all__ = ["STATEFUL", "FixedMatrix", "GlmmDesign", "build_design", "check_data", "complete_rows", "drop_rank_deficient",
            "fitted_offset", "fixed_on_patterns", "fixed_patterns", "model_columns", "read_data", "stateful"]
@@ -165,8 +165,12 @@ def _drop_unused_incomplete(data: pd.DataFrame, parsed: ParsedFormula, weights: 
     return data.drop(columns=drop) if drop else data
 
 
-def read_data(data: RunsData) -> pd.DataFrame:
+def read_data(data: RunsData, groups: tuple[Any, ...] = ()) -> pd.DataFrame:
     """The table of a model: a DataFrame as given, a path read with :func:`evalmix.data.runs.load_table`.
+
+    ``groups``: the random terms of the formula (:class:`~evalmix.model.parse.RandomSpec`); their
+    grouping columns, with ``model``, ``item`` and ``run``, are identifiers read from a file as
+    written (``1`` and ``1.0`` stay two levels).
 
     Examples
     --------
@@ -174,7 +178,8 @@ def read_data(data: RunsData) -> pd.DataFrame:
     (1, 1)
     """
     if isinstance(data, (str, Path)):
-        return load_table(data)
+        ids = ["model", "item", "run", *(g for spec in groups for g in getattr(spec, "group", ()))]
+        return load_table(data, ids=ids)
     if is_foreign_table(data):  # polars and Arrow tables, converted at the door as everywhere
         return as_pandas(data)
     if not isinstance(data, pd.DataFrame):
@@ -388,7 +393,7 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     """
     check_weights(data, weights, missing=missing)  # named by its own column, not the model's
     parsed = _parse(formula, trials)
-    data = read_data(data)
+    data = read_data(data, parsed.random)
     for c in parsed.columns:
         if c not in data.columns:
             raise FormulaError(f"response column {c!r} is absent from the data "
@@ -416,8 +421,9 @@ def check_data(formula: str, data: RunsData, *, trials: str | None = None, missi
     except DataError as exc:
         if "must be 0/1" not in str(exc):
             raise
+        hint = engine_hint(y, "glmer") if not str(exc).count("non-numeric") else ""
         raise DataError(f"{exc}; in a GLMM write cbind(k, n - k) for counts, or give proportions "
-                        "with weights= the trials") from None
+                        "with weights= the trials" + (f"; {hint}" if hint else "")) from None
     for c in fixed_variables(parsed.fixed, parsed.offsets):
         if c not in df.columns:
             continue

@@ -463,8 +463,9 @@ def alias_calls(text: str, context: dict[str, Any]) -> tuple[str, dict[str, str]
     from formulaic.transforms import TRANSFORMS
 
     aliases: dict[str, str] = {}
-    # quoted text (a level compared with, I(g == "log(x)")) is left as written
-    pieces = re.split(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""", text)
+    # quoted text (a level compared with, I(g == "log(x)")) and backticked names (`I(x)`, a
+    # column) are left as written
+    pieces = re.split(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)""", text)
     for name in sorted(set(formula_functions()) | {"C"}):
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(\s*\()")
         alias = f"_fn_{name}"
@@ -511,7 +512,10 @@ def formula_factor_parts(rhs: str) -> tuple[tuple[str, str], ...]:
                 continue
             if f.eval_method.name == "LOOKUP" and s.startswith("__"):
                 raise FormulaError(f"term {s!r}: the name {s} is not allowed in a formula")
-            names = [s] if f.eval_method.name == "LOOKUP" else expression_names(s)
+            # formulaic keeps the backticks of a name it must quote to print (`a:b`); the
+            # column is the name inside them, as R's backticks mean
+            look = s[1:-1] if len(s) > 1 and s[0] == s[-1] == "`" else s
+            names = [look] if f.eval_method.name == "LOOKUP" else expression_names(s)
             for v in names:
                 if (v, s) not in out:
                     out.append((v, s))
@@ -670,6 +674,21 @@ def _is_logical(expr: str) -> bool:
     return isinstance(node, ast.Compare)
 
 
+def _column_parts(column: str, quoted: list[str]) -> list[str]:
+    """The parts of a model-matrix column name split on ``:``, a backticked column's name
+    (formulaic writes `` `a:b` `` as ``a:b`` in column names) kept whole."""
+    if not quoted or not any(":" in q for q in quoted):
+        return split_term(column)
+    parts: list[str] = []
+    rest = column
+    while rest:
+        name = next((q for q in sorted(quoted, key=len, reverse=True) if rest.startswith(q)), None)
+        head = split_term(rest)[0] if name is None else name + split_term(rest[len(name):])[0]
+        parts.append(head)
+        rest = rest[len(head) + 1:]
+    return parts
+
+
 def split_term(term: str) -> list[str]:
     """The factors of an interaction term (or the parts of a column name) split on ``:`` outside
     brackets, parentheses and quotes.
@@ -682,13 +701,20 @@ def split_term(term: str) -> list[str]:
     return split_outside(term, ":")
 
 
-def _r_level(text: str) -> str:
-    """A level as R prints it in a name (``TRUE``, ``2`` for a float 2.0)."""
+def _r_level(text: str, levels: Any = ()) -> str:
+    """A level as R prints it in a name (``TRUE``, ``2`` for a float 2.0); a level that is text
+    among ``levels`` (a model named ``1.0``) is kept as written."""
+    if any(isinstance(v, str) and v == text for v in levels):
+        return text
     if text in ("True", "False"):
         return text.upper()
     if re.fullmatch(r"-?\d+\.0", text):
         return text[:-2]
     return text
+
+
+#: R's syntactic names (``make.names`` leaves them as they are); others print in backticks.
+_R_SYNTACTIC = re.compile(r"(?:[A-Za-z]|\.(?![0-9]))[A-Za-z0-9._]*|\.")
 
 
 def r_names(spec: ModelSpec, factors: dict[str, list[Any]], labels: dict[str, str],
@@ -712,6 +738,13 @@ def r_names(spec: ModelSpec, factors: dict[str, list[Any]], labels: dict[str, st
         kinds = []  # (variable or None, R label, logical)
         for f in fs:
             ux = unalias(str(f), aliases)
+            if f.eval_method.name == "LOOKUP" and not _R_SYNTACTIC.fullmatch(ux.strip("`")):
+                # a non-syntactic column (`lang name`, `I(x)`): R writes its name in backticks
+                name = ux.strip("`")
+                var = name if name in factors else None
+                r_factor_labels.append(f"`{name}`")
+                kinds.append((var, f"`{name}`", False))
+                continue
             m = _C_WRAPPED.fullmatch(ux) or re.fullmatch(r"C\(([A-Za-z_.][\w.]*)\)", ux)
             var = m.group(1) if m else (ux if ux in factors else None)
             lab = labels.get(var, var) if var is not None else r_deparse(ux)
@@ -721,9 +754,12 @@ def r_names(spec: ModelSpec, factors: dict[str, list[Any]], labels: dict[str, st
         # formulaic numbers the columns of poly(raw = TRUE) from 0, R from 1
         zero_based = {str(f) for f in fs if any(
             p.startswith(str(f) + "[0]") for col in st.columns for p in split_term(str(col)))}
+        quoted = [str(f)[1:-1] if str(f)[:1] == str(f)[-1:] == "`" and len(str(f)) > 1 else None for f in fs]
         for col in st.columns:
             out = []
-            for part in split_term(str(col)):
+            for part in _column_parts(str(col), [q for q in quoted if q is not None]):
+                part = next((str(f) + part[len(q):] for f, q in zip(fs, quoted)
+                             if q is not None and part.startswith(q)), part)
                 # the factor the part names (a column of a term may span a subset of its
                 # factors: formulaic's scoped terms under a missing main effect)
                 hits = [k for k, f in enumerate(fs) if part.startswith(str(f))]
@@ -739,14 +775,15 @@ def r_names(spec: ModelSpec, factors: dict[str, list[Any]], labels: dict[str, st
                         inner = str(int(inner) + 1)
                     out.append(lab + inner + ("TRUE" if logical and not inner else ""))
                     continue
+                levels = factors.get(var, ())
                 if inner.startswith("T."):
-                    suffix = _r_level(inner[2:])
+                    suffix = _r_level(inner[2:], levels)
                 elif inner.startswith("S."):  # contr.sum columns are numbered
-                    lv = [_r_level(str(v)) for v in factors[var]]
-                    key = _r_level(inner[2:])
+                    lv = [_r_level(str(v), levels) for v in levels]
+                    key = _r_level(inner[2:], levels)
                     suffix = str(lv.index(key) + 1) if key in lv else key
                 else:
-                    suffix = _r_level(inner)
+                    suffix = _r_level(inner, levels)
                 out.append(lab + suffix)
             columns.append(":".join(out))
     return columns, term_labels

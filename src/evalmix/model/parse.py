@@ -33,13 +33,18 @@ NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
 
 def split_top(text: str, sep: str) -> list[str]:
-    """Split ``text`` on ``sep`` outside parentheses."""
+    """Split ``text`` on ``sep`` outside parentheses and backticked names (`` `a:b` ``)."""
     parts: list[str] = []
     cur: list[str] = []
     depth = 0
     i = 0
     while i < len(text):
         ch = text[i]
+        if ch == "`" and "`" in text[i + 1:]:  # a backticked name is one token, whatever it holds
+            end = text.index("`", i + 1)
+            cur.append(text[i:end + 1])
+            i = end + 1
+            continue
         if ch == "(":
             depth += 1
         elif ch == ")":
@@ -117,7 +122,7 @@ class ParsedFormula:
             return f"cbind({self.successes}, {self.trials} - {self.successes})"
         if self.failures is not None:
             return f"cbind({self.successes}, {self.failures})"
-        return self.successes
+        return self.successes if NAME.match(self.successes) else f"`{self.successes}`"
 
     @property
     def fixed_terms(self) -> list[str]:
@@ -255,7 +260,9 @@ def parse_specs(specs: str) -> tuple[list[str], list[str]]:
         out: list[str] = []
         for plus in split_top(part, "+"):
             for star in split_top(plus, "*"):
-                out += [v.strip() for v in split_outside(star, ":") if v.strip()]
+                # a backticked name (`lang name`) is the column inside the backticks, as in R
+                out += [v.strip().strip("`") if v.strip()[:1] == "`" else v.strip()
+                        for v in split_outside(star, ":") if v.strip()]
         return out
 
     return variables(parts[0]), variables(parts[1]) if len(parts) == 2 else []
@@ -263,6 +270,8 @@ def parse_specs(specs: str) -> tuple[list[str], list[str]]:
 
 def _parse_response(lhs: str) -> tuple[str, str | None, str | None]:
     lhs = lhs.strip()
+    if len(lhs) > 2 and lhs[0] == lhs[-1] == "`" and "`" not in lhs[1:-1]:
+        return lhs[1:-1], None, None  # a non-syntactic column name, as R writes it
     m = re.fullmatch(r"cbind\s*\((.*)\)", lhs)
     if not m:
         ratio = re.fullmatch(r"([A-Za-z_.][\w.]*)\s*/\s*([A-Za-z_.][\w.]*)", lhs)
@@ -301,6 +310,8 @@ def _grouping_column(text: str, term: str) -> str:
     m = _GROUP_CALL.fullmatch(c)
     if m:
         return m.group(1)
+    if len(c) > 2 and c[0] == c[-1] == "`":  # a non-syntactic column name, as R writes it
+        return c[1:-1]
     if not NAME.match(c):
         raise FormulaError(f"grouping factor {c!r} in {term!r} is not a column name (or "
                            "factor(column))")
@@ -314,12 +325,12 @@ def _parse_random(term: str) -> list[RandomSpec]:
     if len(parts) != 2 or not parts[0] or not parts[1]:
         raise FormulaError(f"random term {term!r} must read (expr | group)")
     expr, grp = parts
-    nest = [p.strip() for p in grp.split("/")]
+    nest = [p.strip() for p in split_top(grp, "/")]
     groups: list[tuple[str, ...]] = []
     for i in range(len(nest)):
         cols: list[str] = []
         for p in nest[: i + 1]:
-            cols += [_grouping_column(c, term) for c in p.split(":")]
+            cols += [_grouping_column(c, term) for c in split_top(p, ":")]
         # lme4 names the nested term inner-first: (1|item/run) -> (1|item) + (1|run:item)
         groups.append(tuple(cols) if i == 0 else tuple(reversed(cols)))
     exprs = [expr]
@@ -329,6 +340,10 @@ def _parse_random(term: str) -> list[RandomSpec]:
         slopes = [p for p in pieces if p not in ("0", "1", "-1")]
         exprs = (["1"] if has_int else []) + [f"0 + {p}" for p in slopes]
     return [RandomSpec(e, g) for g in groups for e in exprs]
+
+
+#: A parenthesised term of an expression and a grouping name with only a space between them.
+_MISSING_BAR = re.compile(r"(.*[\w.)`])\s+([A-Za-z_.][\w.]*(?:\s*[:/]\s*[A-Za-z_.][\w.]*)*|`[^`]+`)")
 
 
 def parse_formula(formula: str) -> ParsedFormula:
@@ -349,6 +364,15 @@ def parse_formula(formula: str) -> ParsedFormula:
         if not term:
             continue
         head = term[:closing_paren(term, 0) + 1] if term.startswith("(") else ""
+        if head and "|" not in head and _MISSING_BAR.fullmatch(head[1:-1].strip()):
+            # (1 item), (1 + x g): R would fail on the syntax; the bar is what is missing
+            expr, group = _MISSING_BAR.fullmatch(head[1:-1].strip()).groups()  # type: ignore[union-attr]
+            raise FormulaError(f"term {head!r} in {formula!r} is missing the bar of a random term: "
+                               f"write ({expr} | {group})")
+        if not head and len(split_top(term, "|")) > 1:
+            # 1|item: R would read the bar as 'or' of the whole formula
+            raise FormulaError(f"term {term.strip()!r} in {formula!r} is a random term without its "
+                               f"parentheses: write ({term.strip()})")
         if "|" in head:
             random.extend(_parse_random(head))
             rest = term[len(head):].strip()  # ``(1|g) - 1`` splits as one term
@@ -412,7 +436,7 @@ def split_outside(text: str, sep: str) -> list[str]:
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "'\"":
+        elif ch in "'\"`":
             quote = ch
         elif ch in "([":
             depth += 1

@@ -9,7 +9,75 @@ import pandas as pd
 from ..core.errors import DataError
 from .parse import ParsedFormula
 
-__all__ = ["count_columns", "numeric_column", "ordinal_codes", "rows_text"]
+__all__ = ["count_columns", "engine_hint", "non_numeric_message", "numeric_column", "ordinal_codes",
+           "rows_text"]
+
+#: The engine of each kind of outcome, as the Python call and the command line's --family.
+_ENGINES = {
+    "binary": ("glmer", "a 0/1 outcome", "evalmix.glmer (a binomial GLMM; on the command line: --family binomial)"),
+    "ordinal": ("clmm", "integer ratings", "evalmix.clmm (a cumulative-link mixed model; on the command line: "
+                "--family ordinal), or evalmix.lmer as numeric scores (--family gaussian)"),
+    "unit": ("lmer", "continuous scores in [0, 1]", "evalmix.lmer (--family gaussian), or "
+             "evalmix.glmmtmb(family='beta') for scores strictly between 0 and 1 (--family beta)"),
+    "continuous": ("lmer", "continuous scores", "evalmix.lmer (a linear mixed model; on the command line: "
+                   "--family gaussian)"),
+}
+
+
+def engine_hint(values: pd.Series | np.ndarray, engine: str) -> str:
+    """A sentence naming the engine that fits an outcome like ``values``, for the error of an
+    engine that cannot (``engine``: ``"glmer"``, ``"clmm"``, ``"glmmtmb"``, ``"lmer"``); empty when
+    the values are not numbers or ``engine`` is already the right one.
+
+    Examples
+    --------
+    >>> engine_hint(pd.Series([1, 3, 5, 2]), "glmer")
+    'these are integer ratings (1 to 5): fit them with evalmix.clmm (a cumulative-link mixed model; on \
+the command line: --family ordinal), or evalmix.lmer as numeric scores (--family gaussian)'
+    """
+    x = pd.to_numeric(pd.Series(np.asarray(values, dtype=object).ravel()), errors="coerce").to_numpy(dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return ""
+    uniq = np.unique(x)
+    if np.isin(uniq, (0.0, 1.0)).all():
+        kind = "binary"
+    elif (uniq == np.round(uniq)).all() and len(uniq) >= 3:
+        kind = "ordinal"
+    elif uniq.min() >= 0 and uniq.max() <= 1:
+        kind = "unit"
+    else:
+        kind = "continuous"
+    right, what, how = _ENGINES[kind]
+    if right == engine or (engine == "glmmtmb" and kind == "unit"):
+        return ""
+    span = f" ({uniq[0]:g} to {uniq[-1]:g})" if kind == "ordinal" else ""
+    if kind == "binary":
+        return f"this is {what}: fit it with {how}"
+    return f"these are {what}{span}: fit them with {how}"
+
+
+def non_numeric_message(col: pd.Series, name: str, what: str = "response column") -> str | None:
+    """The message every engine gives for text in a numeric response, naming the first row (and
+    how many more), or None when every value is a number.
+
+    Examples
+    --------
+    >>> non_numeric_message(pd.Series([1, "good", 3, "bad"]), "rating")
+    "response column 'rating' must be numeric (row 1 has 'good'; 1 more row holds text)"
+    """
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        return None
+    num = pd.to_numeric(col, errors="coerce")
+    bad = (num.isna() & col.notna()).to_numpy()
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    more = int(bad.sum()) - 1
+    tail = f"; {more} more row{'s' if more > 1 else ''} hold{'' if more > 1 else 's'} text" if more else ""
+    row = col.index[i]
+    row = row.item() if hasattr(row, "item") else row  # 11, not np.int64(11)
+    return f"{what} {name!r} must be numeric (row {row!r} has {col.iloc[i]!r}{tail})"
 
 
 def rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
@@ -25,7 +93,7 @@ def rows_text(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
     return ", ".join(rows) + (f" and {more} more" if more > 0 else "")
 
 
-def numeric_column(col: pd.Series, name: str) -> np.ndarray:
+def numeric_column(col: pd.Series, name: str, what: str = "column") -> np.ndarray:
     """A column as float numbers; booleans and text that is not a number are a DataError naming
     the column and the rows.
 
@@ -37,12 +105,10 @@ def numeric_column(col: pd.Series, name: str) -> np.ndarray:
     if pd.api.types.is_bool_dtype(col):
         raise DataError(f"column {name!r} holds booleans, not numbers")
     if not pd.api.types.is_numeric_dtype(col):
-        num = pd.to_numeric(col, errors="coerce")
-        bad = (num.isna() & col.notna()).to_numpy()
-        if bad.any():
-            raise DataError(f"column {name!r} must be numeric (rows {rows_text(col.index, bad)} hold "
-                            f"{col[bad].iloc[0]!r})")
-        col = num
+        message = non_numeric_message(col, name, what)
+        if message:
+            raise DataError(message)
+        col = pd.to_numeric(col, errors="coerce")
     return col.to_numpy(dtype=float)
 
 
@@ -97,15 +163,24 @@ def ordinal_codes(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]
         codes = values.cat.codes.to_numpy().astype(np.int64)
         levels = [str(c) for c in cats]
     else:
-        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+        if pd.api.types.is_bool_dtype(values):
+            raise DataError(f"response {column!r} holds booleans: a cumulative-link model needs integer "
+                            f"ratings or an ordered categorical; {engine_hint(values.astype(int), 'clmm')}")
+        if not pd.api.types.is_numeric_dtype(values):
+            message = non_numeric_message(values, column)
+            if message:  # text that is not a rating, named by its row as every engine does
+                raise DataError(f"{message}: a cumulative-link model needs integer ratings or an "
+                                "ordered categorical (pd.Categorical(..., ordered=True))")
             raise DataError(f"response {column!r} must be integer scores or an ordered "
-                            f"categorical, not {values.dtype}")
+                            f"categorical, not {values.dtype} (numbers written as text: convert them "
+                            f"with pd.to_numeric, or order them with pd.Categorical(..., ordered=True))")
         x = values.to_numpy(dtype=float)
         bad = ~np.isfinite(x) | (x != np.round(x))
         if bad.any():
+            hint = engine_hint(x, "clmm")
             raise DataError(f"response {column!r} has a non-integer score {x[bad][0]:g} in rows "
                             f"{rows_text(values.index, bad)}; a cumulative-link model needs integer "
-                            "ratings or an ordered categorical")
+                            "ratings or an ordered categorical" + (f"; {hint}" if hint else ""))
         uniq = np.unique(x).astype(np.int64)
         missing = sorted(set(range(int(uniq[0]), int(uniq[-1]) + 1)) - set(uniq.tolist()))
         if missing:
@@ -116,6 +191,6 @@ def ordinal_codes(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]
         levels = [str(v) for v in uniq]
     if len(levels) < 3:
         raise DataError(f"response {column!r} has {len(levels)} categories; a cumulative-link "
-                        "model needs at least 3 (fit a binary response with a binomial GLMM, "
-                        "evalmix.glmer or evalmix.bayes.glmer)")
+                        "model needs at least 3: fit a binary response with a binomial GLMM, "
+                        "evalmix.glmer (on the command line: --family binomial) or evalmix.bayes.glmer")
     return codes, levels

@@ -79,8 +79,8 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     """
     check_choice(link, "link", ("logit", "probit"))
     check_choice(threshold, "threshold", ("flexible", "equidistant"))
-    data = read_data(data)
     parsed = parse_mixed_formula(formula, "clmm")
+    data = read_data(data, parsed.random)
     if parsed.failures is not None or parsed.trials is not None:
         raise FormulaError(f"the response of a cumulative-link model is one column of ratings, "
                            f"not {parsed.successes!r} with failures or trials")

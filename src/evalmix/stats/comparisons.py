@@ -395,7 +395,9 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     """
     check_arguments(alpha=alpha)
     k, n = check_count(k, "k", minimum=2), check_count(n, "n")
-    q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2)
+    from ..inference.multiplicity import qtukey
+
+    q = qtukey(1 - alpha, k) / math.sqrt(2)  # R's qtukey(1 - alpha, k, Inf), kept per (level, k)
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
 
@@ -524,14 +526,18 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
     names = [str(c) for c in wide.columns]
     mean_ranks = pd.Series(rank_sums / n, index=names).sort_values(kind="stable")
     scale = math.sqrt(k * (k + 1) / (12 * n))
+    from ..inference.multiplicity import ptukey_upper
+
     rows = []
     for i, j in itertools.combinations(range(k), 2):
         diff = abs(rank_sums[i] - rank_sums[j]) / n
-        q = diff / scale
         rows.append({"model_1": names[i], "model_2": names[j], "mean_rank_1": rank_sums[i] / n,
-                     "mean_rank_2": rank_sums[j] / n, "rank_difference": diff,
-                     "p_value": float(stats.studentized_range.sf(q, k, np.inf))})
+                     "mean_rank_2": rank_sums[j] / n, "rank_difference": diff})
     pairwise = pd.DataFrame(rows)
+    # every pair's p-value in one pass of R's ptukey (PMCMRplus' Nemenyi test), not one SciPy
+    # integration per pair
+    pairwise["p_value"] = ptukey_upper(pairwise["rank_difference"].to_numpy(dtype=float) / scale, k) \
+        if len(pairwise) else np.array([], dtype=float)
     pairwise["significant"] = pairwise["p_value"] < alpha
     return FriedmanResult(statistic=float(chi2), df=float(k - 1), p_value=p, mean_ranks=mean_ranks,
                           n_items=n, critical_difference=nemenyi_critical_difference(k, n, alpha),

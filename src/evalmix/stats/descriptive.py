@@ -121,11 +121,18 @@ class AccuracyTable(Result):
     by: tuple[str, ...]
     ci: str
     conf_level: float
+    #: "binary" (0/1 outcomes or k-of-n counts: proportions) or "mean" (ordinal ratings and
+    #: continuous scores: means with item-clustered t intervals)
+    kind: str = "binary"
 
     def _title(self) -> str:
-        return "Accuracy" + (f" by {', '.join(self.by)}" if self.by else "")
+        what = "Accuracy" if self.kind == "binary" else "Mean score"
+        return what + (f" by {', '.join(self.by)}" if self.by else "")
 
     def _header(self) -> list[str]:
+        if self.kind == "mean":
+            return [f"scale: mean score (the outcome's own units); conf_low/conf_high: {self.conf_level:.0%} "
+                    "item-clustered t interval (item means, n_items - 1 df)"]
         return [f"scale: probability; conf_low/conf_high: {self.conf_level:.0%} "
                 f"{_CI_NAMES.get(self.ci, self.ci)} interval"]
 
@@ -150,8 +157,13 @@ def accuracy(
     ----------
     data : DataFrame or path
         A runs table (from :func:`evalmix.read_runs`, any DataFrame with the outcome column, or a
-        file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 or scores in [0, 1] (or
-        k-of-n counts), no missing values, no duplicated (model, item, run, slices) key.
+        file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 (or k-of-n counts), or any
+        numeric score (partial credit, judge ratings, similarity scores), no missing values, no
+        duplicated (model, item, run, slices) key.  Outcomes other than 0/1 are described by
+        their mean with an item-clustered t interval whatever ``ci`` says: a binomial interval
+        of a score would be a wrong number, not an answer.  A column named ``correct`` must hold
+        0/1 or partial credit in [0, 1] (a 2 there is reported as an error); ratings and scores
+        on other scales are read from any other outcome column (``outcome="rating"``).
     by : str or list of str, optional
         Grouping columns, e.g. ``["model", "language", "prompt"]``.  None for one overall row.
     ci : str
@@ -184,7 +196,10 @@ def accuracy(
         accuracy, a proportion), ``conf_low``, ``conf_high``; with ``ci="cluster"`` also
         ``n_items`` and ``se``.  With a status column also
         ``n_attempted`` and ``coverage`` (``n / n_attempted``): the estimate and interval are those
-        of the scored samples.
+        of the scored samples.  Scores other than 0/1 (``kind="mean"``): ``n`` (rows),
+        ``n_items``, ``estimate`` (the mean of the item means, which is the row mean when every
+        item has as many rows), ``se`` (their SD over ``sqrt(n_items)``), ``conf_low`` and
+        ``conf_high`` (t quantile with ``n_items - 1`` df, as R's ``t.test`` of the item means).
 
     Examples
     --------
@@ -194,11 +209,17 @@ def accuracy(
       model  n  k  estimate
     0     a  4  3      0.75
     1     b  4  1      0.25
+    >>> ratings = pd.DataFrame({"model": ["a"] * 4, "item": [1, 1, 2, 2], "run": [1, 2] * 2,
+    ...                         "rating": [4, 5, 2, 3]})
+    >>> accuracy(ratings, "model", outcome="rating").table[["model", "n_items", "estimate", "se"]]
+      model  n_items  estimate   se
+    0     a        2       3.5  1.0
     """
     check_arguments(conf_level=conf_level, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
-    return AccuracyTable(table, tuple(by_cols), ci, conf_level)
+    kind = str(table.attrs.pop("kind", "binary"))
+    return AccuracyTable(table, tuple(by_cols), "t" if kind == "mean" else ci, conf_level, kind)
 
 
 def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: float,
@@ -206,7 +227,7 @@ def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: flo
                     ) -> pd.DataFrame:
     """The table of :func:`accuracy`."""
     if isinstance(data, (str, Path)):
-        data = load_table(data)
+        data = load_table(data, ids=(item or "item", "model", "run", *by_cols))
     scol = status_column(data, status) if isinstance(data, pd.DataFrame) else None
     attempted = None
     if scol is not None:
@@ -235,8 +256,19 @@ def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: flo
         if not len(data):
             raise DataError("no sample is scored (every status differs from 'ok'); accuracy_bounds() "
                             "gives the bounds")
+    recorded = schema_of(data) if isinstance(data, pd.DataFrame) else None
+    name = outcome or (recorded.outcome if recorded is not None else None) or "correct"
+    # a column named 'correct' holds 0/1 (or partial credit): a 2 there is a typo to report, not a
+    # rating to average; any other outcome column (rating, score, reward) may hold any number
     frame, schema = ensure_runs(data, outcome=outcome, item=item, by=by_cols, need_item=ci == "cluster",
-                                allow_fractional=True, missing=missing)
+                                allow_fractional=True if name == "correct" else "any", missing=missing)
+    if not schema.counts:
+        y = frame[schema.outcome].to_numpy(dtype=float)
+        if not np.isin(y, (0.0, 1.0)).all():
+            means = _with_coverage(_mean_table(frame, str(schema.outcome), schema.item, by_cols, conf_level),
+                                   attempted, by_cols)
+            means.attrs["kind"] = "mean"
+            return means
     if schema.counts:
         frame = frame.assign(_k=frame[schema.successes].astype(float),
                              _n=frame[schema.trials].astype(float))
@@ -280,6 +312,38 @@ def _accuracy_table(data: RunsData, by_cols: list[str], ci: str, conf_level: flo
                           attempted, by_cols)
 
 
+def _mean_table(frame: pd.DataFrame, outcome: str, item: str | None, by_cols: list[str],
+                conf_level: float) -> pd.DataFrame:
+    """Means of a score that is not 0/1 (ratings, partial credit, similarity scores), with the
+    item-clustered t interval: the runs of an item are averaged first, then the item means are
+    the sample (R: ``t.test(item_means)``)."""
+    if item is None or item not in frame.columns:
+        raise DataError(f"outcome column {outcome!r} holds scores other than 0/1, described by their mean "
+                        "over items with an item-clustered interval: name the item column (item=)")
+    y = frame[outcome].astype(float)
+    per_item = y.groupby([frame[c] for c in [*by_cols, item]], observed=True, sort=True).mean()
+    rows = y.groupby([frame[c] for c in by_cols], observed=True, sort=True).size() if by_cols \
+        else pd.Series([len(y)])
+    if by_cols:
+        g = per_item.groupby(level=list(range(len(by_cols))), observed=True)
+        table = pd.DataFrame({"estimate": g.mean(), "sd": g.std(ddof=1), "n_items": g.size()})
+        table.insert(0, "n", rows.reindex(table.index).to_numpy())
+        table = table.reset_index()
+    else:
+        table = pd.DataFrame({"n": [len(y)], "estimate": [per_item.mean()], "sd": [per_item.std(ddof=1)],
+                              "n_items": [len(per_item)]})
+    table["n"] = table["n"].astype("int64")
+    table["n_items"] = table["n_items"].astype("int64")
+    table["se"] = table.pop("sd") / np.sqrt(table["n_items"])
+    # one item has no spread to estimate: the interval is missing, as t.test refuses it
+    q = stats.t.ppf(1 - (1 - conf_level) / 2, np.where(table["n_items"] > 1, table["n_items"] - 1, np.nan))
+    table["conf_low"] = table["estimate"] - q * table["se"]
+    table["conf_high"] = table["estimate"] + q * table["se"]
+    out = table[[*by_cols, "n", "n_items", "estimate", "se", "conf_low", "conf_high"]]
+    out.attrs["kind"] = "mean"
+    return out
+
+
 def _with_coverage(table: pd.DataFrame, attempted: pd.Series | None, by_cols: list[str]) -> pd.DataFrame:
     """Add ``n_attempted`` and ``coverage`` after ``n`` when the table had a status column."""
     if attempted is None:
@@ -289,8 +353,9 @@ def _with_coverage(table: pd.DataFrame, attempted: pd.Series | None, by_cols: li
         att = attempted.reset_index()
         table = att.merge(table, on=by_cols, how="left", sort=False)
         table["n"] = table["n"].fillna(0).astype("int64")
-        k = table["k"].fillna(0)
-        table["k"] = k.round().astype("int64") if np.allclose(k, np.round(k)) else k
+        if "k" in table:  # (means of scores have no count of successes)
+            k = table["k"].fillna(0)
+            table["k"] = k.round().astype("int64") if np.allclose(k, np.round(k)) else k
     else:
         table = table.assign(n_attempted=int(attempted.iloc[0]))
     table["n_attempted"] = table["n_attempted"].astype("int64")

@@ -122,7 +122,7 @@ def read_battles(source: str | Path | pd.DataFrame, *, model_a: str = "model_a",
     >>> read_battles(raw)["winner"].tolist()
     ['model_a', 'tie']
     """
-    table = load_table(source)
+    table = load_table(source, ids=(model_a, model_b, prompt, judge))
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
     coded = _code_battles(table, where, model_a, model_b, winner, {"prompt": prompt, "judge": judge, "turn": turn})
     out = pd.DataFrame({"model_a": coded.labels[coded.a], "model_b": coded.labels[coded.b],
@@ -618,7 +618,7 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         raise ValueError(f"conf_level must be in (0, 1), got {conf_level}")
     if ci == "bootstrap" and (isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 100):
         raise ValueError(f"n_boot must be a whole number >= 100 for bootstrap intervals, got {n_boot!r}")
-    table = load_table(battles)
+    table = load_table(battles, ids=(model_a, model_b, cluster))
     where = f"{battles}: " if isinstance(battles, (str, Path)) else ""
     if cluster is not None and cluster not in table.columns:
         raise DataError(f"{where}no cluster column {cluster!r}; columns: {list(table.columns)[:20]}")

@@ -1123,7 +1123,7 @@ def _misfit_sd(fit: IrtFit, misfit_sd: float | None) -> float:
 
 def _responses(fit: IrtFit, responses: pd.DataFrame | str | Path, item: str, model: str,
                correct: str) -> tuple[pd.DataFrame, dict[object, int]]:
-    table = load_table(responses)
+    table = load_table(responses, ids=(item, model))
     for role, col in (("item", item), ("model", model), ("correct", correct)):
         if col not in table.columns:
             raise DataError(f"no column {col!r} (the {role} column); columns: {list(table.columns)[:20]}")

@@ -103,7 +103,7 @@ def _long(data: RunsData, *, judge: str, outcome: str | None, model: str | None,
           run: str | None) -> _Long:
     if not isinstance(judge, str):
         raise TypeError(f"judge= names a column (str), got {judge!r}")
-    df = load_table(data)
+    df = load_table(data, ids=(judge, model or "model", item or "item", run or "run"))
     require_columns(df, [judge], None, " (the judge column, judge=)")
     y_col = _pick(df, outcome, "correct", "outcome")
     if y_col is None:

@@ -191,6 +191,7 @@ def power_two_proportions(p1: float, p2: float, n: float, *, alpha: float = 0.05
     >>> round(power_two_proportions(0.70, 0.75, 1250), 3)
     0.8
     """
+    _check_p(p1=p1, p2=p2)  # in the signature's order: cohens_h(p2, p1) would blame p2 for p1
     _check_design(n=n, ratio=ratio)
     h = cohens_h(p2, p1)
     effect = h * math.sqrt(n / (1 + 1 / ratio))

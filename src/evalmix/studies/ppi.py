@@ -192,7 +192,7 @@ def _read_tables(judged: RunsData, labelled: RunsData | None, *, by: list[str], 
         raise TypeError(f"judge= and human= name columns (str), got {judge!r} and {human!r}")
     if judge == human:
         raise ValueError(f"judge= and human= name the same column {judge!r}")
-    table = load_table(judged)
+    table = load_table(judged, ids=(item or "item", run or "run", "model", *by))
     judged_df: pd.DataFrame
     labelled_df: RunsData
     if labelled is None:

@@ -20,6 +20,7 @@ from ..data.runs import RunsData
 from ..core.errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_fixed, build_random_terms, complete_rows,
                      count_columns, fitted_offset, model_columns, numeric_column, parse_mixed_formula, read_data, rows_text)
+from ..model.response import engine_hint
 from .family import Response
 
 __all__ = ["TmbDesign", "build_tmb_design", "squeeze_scores"]
@@ -54,14 +55,18 @@ def squeeze_scores(y: ArrayLike) -> np.ndarray:
 
 
 def _beta_response(col: pd.Series, name: str, squeeze: bool) -> Response:
-    y = numeric_column(col, name)
+    y = numeric_column(col, name, "response column")
     outside = (y < 0) | (y > 1) | ~np.isfinite(y)
     if outside.any():
         raise DataError(f"response column {name!r} must hold scores between 0 and 1 for the beta "
                         f"family; rows {rows_text(col.index, outside)} are outside "
-                        f"(e.g. {float(y[outside][0]):g}): rescale it, e.g. (rating - min) / (max - min)")
+                        f"(e.g. {float(y[outside][0]):g}): rescale it, e.g. (rating - min) / (max - min)"
+                        + (f"; {hint}" if (hint := engine_hint(y, "glmmtmb")) else ""))
     ends = (y == 0) | (y == 1)
     if ends.any() and not squeeze:
+        if ends.all():  # every score is 0 or 1: an outcome, not a proportion
+            raise DataError(f"response column {name!r} holds only 0 and 1: the beta family needs "
+                            f"0 < y < 1; {engine_hint(y, 'glmmtmb')}")
         raise DataError(f"response column {name!r} is exactly 0 or 1 in rows "
                         f"{rows_text(col.index, ends)}: the beta family needs 0 < y < 1; pass "
                         "squeeze=True for Smithson and Verkuilen's (y (N - 1) + 1/2) / N, or fit "
@@ -141,7 +146,7 @@ def build_tmb_design(formula: str, data: RunsData, *, family: str,
     if family == "beta" and weights is not None:
         raise ArgumentError("weights= are the trials of a proportion response (binomial "
                             "families); the beta family takes none")
-    frame = read_data(data)
+    frame = read_data(data, parsed.random)
     response_cols = [c for c in (parsed.successes, parsed.trials, parsed.failures) if c is not None]
     for c in response_cols:
         if c not in frame.columns:
