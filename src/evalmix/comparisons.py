@@ -28,6 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from . import tables
 from .arguments import check_arguments, check_choice, check_count, check_level
 from ._random import as_generator
 from ._result import Result, Summary, contrast_label
@@ -444,7 +445,7 @@ class FriedmanResult(Result):
 
     def _header(self) -> list[str]:
         return [f"statistic (chi-square) = {self.statistic:.3f}, df = {self.df:.0f}, "
-                f"p_value = {self.p_value:.4g}, n_items = {self.n_items}, "
+                f"p_value = {tables.format_p(self.p_value)}, n_items = {self.n_items}, "
                 f"critical difference = {self.critical_difference:.3f} (alpha = {self.alpha})"]
 
     def summary(self) -> Summary:
