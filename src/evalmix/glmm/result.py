@@ -220,7 +220,7 @@ class GlmerResult(Result):
             code = 0 if self.optimizer.converged else 1
             lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
                       f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
-                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *msgs]
+                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *tables.wrap_lines(msgs, width)]
         return "\n".join(lines)
 
     def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:

@@ -393,7 +393,7 @@ class LmerResult(Result):
         lines.append(f"Number of obs: {self.nobs}, groups:  {groups}")
         lines.append("Fixed Effects:")
         lines += tables.named_values(list(map(str, self.fixef.index)), tables.r_format(self.fixef.to_numpy()))
-        lines += self.messages
+        lines += tables.wrap_lines(self.messages)
         return "\n".join(lines)
 
 

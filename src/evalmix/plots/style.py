@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["COLUMN_WIDTH", "MIN_CONTRAST", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours",
-           "contrast_on_white", "figure_text", "first_column", "hide_unused", "legend_columns", "log_ticks",
+           "contrast_on_white", "figure_text", "first_column", "fit_label", "hide_unused", "legend_columns",
+           "log_ticks",
            "marker", "p_value_label", "panel_columns", "panel_figure_width",
            "panel_title_width", "paper_style", "shared_xlabel", "styled", "text_width", "wrap"]
 
@@ -223,7 +224,8 @@ def _log_tick_values(vmin: float, vmax: float, min_ticks: int) -> list[float]:
         return [1.0]
     lo = lo if lo > 0 else hi / 1e3
     e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    for subs in ((1.0,), (1.0, 2.0, 5.0), tuple(float(k) for k in range(1, 10))):
+    subs_choices: tuple[tuple[float, ...], ...] = ((1.0,), (1.0, 2.0, 5.0), tuple(float(k) for k in range(1, 10)))
+    for subs in subs_choices:
         ticks = [float(f"{s * 10.0 ** e:.12g}") for e in range(e0, e1 + 1) for s in subs]
         inside = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
         if len(inside) >= min_ticks:
@@ -232,8 +234,8 @@ def _log_tick_values(vmin: float, vmax: float, min_ticks: int) -> list[float]:
                 inside = inside[::step]
             return inside
     # a range under a factor of about two: evenly spaced nice numbers
-    ticks = ticker.MaxNLocator(nbins=min_ticks + 1, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
-    return [float(t) for t in ticks if t > 0 and lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+    nice = ticker.MaxNLocator(nbins=min_ticks + 1, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+    return [float(t) for t in nice if t > 0 and lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
 
 
 def _make_log_locator() -> Any:
@@ -246,6 +248,8 @@ def _make_log_locator() -> Any:
             self.min_ticks = min_ticks
 
         def __call__(self) -> list[float]:
+            if self.axis is None:
+                return []
             vmin, vmax = self.axis.get_view_interval()
             return self.tick_values(vmin, vmax)
 
@@ -263,6 +267,25 @@ def _LogTicks(min_ticks: int) -> Any:  # noqa: N802 - a class made on first use 
 
 
 _LOG_TICKS: Any = None
+
+
+def fit_label(text: str, length: float, size: float | None = None, short: str | None = None) -> str:
+    """An axis label broken into lines at most ``length`` inches long (0.6 at least), so that a y
+    label never runs past its axes' height and off the canvas of a short figure; ``short`` is
+    used instead when the full text would take more than two lines.
+
+    Examples
+    --------
+    >>> fit_label("standard error of slice accuracy (proportion)", 1.5)
+    'standard error of slice\\naccuracy (proportion)'
+    >>> fit_label("rank (1 = best; ties side by side)", 0.8, short="rank (1 = best)")
+    'rank (1 =\\nbest)'
+    """
+    fs = float(size if size is not None else RC["axes.labelsize"])
+    out = wrap(text, max(0.6, length), fs)
+    if short is not None and out.count("\n") > 1:
+        out = wrap(short, max(0.6, length), fs)
+    return out
 
 
 def p_value_label(column: str, alpha: float, below: bool, adjust: str | None = None) -> str:
