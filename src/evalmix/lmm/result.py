@@ -12,7 +12,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from .. import tables
-from .._result import Result, Summary, frame_records
+from .._result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..arguments import check_level
 from ..data import RunsData
 from ..errors import ConvergenceWarning, SingularFitWarning
@@ -375,7 +375,29 @@ class LmerResult(Result):
         return out
 
     def __repr__(self) -> str:
-        """As lme4 prints an ``lmerMod`` (``print(fit)``, R's digits)."""
+        """lme4's print of the fit (:meth:`lme4_text`), then the table of :meth:`coef_table`."""
+        table = tables.to_text(self.coef_table().to_frame(), max_rows=REPR_MAX_ROWS,
+                               more="; coef_table() has them all")
+        return f"{self.lme4_text()}\n\nFixed effects (t tests with Satterthwaite df, lmerTest):\n{table}"
+
+    def lme4_text(self) -> str:
+        """The fit as lme4's ``print(fit)`` shows an ``lmerMod``, with R's digits: formula, REML
+        criterion (or AIC, BIC, logLik, deviance), random effects (``VarCorr``), numbers of
+        observations and groups, the fixed effects as a named vector.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import evalmix
+        >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+        ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+        >>> print(evalmix.lmer("rating ~ model + (1|item)", d).lme4_text())  # doctest: +ELLIPSIS
+        Linear mixed model fit by REML
+        ...
+        Fixed Effects:
+        (Intercept)       modelB
+               5.75         1.25
+        """
         how = "REML" if self.reml else "maximum likelihood"
         lines = [f"Linear mixed model fit by {how}", f"Formula: {self.formula}"]
         if self.reml:

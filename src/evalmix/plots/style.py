@@ -57,6 +57,7 @@ RC: dict[str, Any] = {
 SAVE_RC: dict[str, Any] = {k: RC[k] for k in ("savefig.dpi", "pdf.fonttype", "ps.fonttype", "svg.fonttype")}
 
 if TYPE_CHECKING:
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,7 +164,8 @@ def styled(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def contrast_on_white(color: Any, alpha: float | None = None) -> float:
+def contrast_on_white(color: str | tuple[float, float, float] | tuple[float, float, float, float],
+                      alpha: float | None = None) -> float:
     """WCAG contrast ratio of ``color`` drawn on white (``alpha`` blended), 1 (invisible) to 21.
 
     Examples
@@ -181,7 +183,7 @@ def contrast_on_white(color: Any, alpha: float | None = None) -> float:
     return 1.05 / (lum + 0.05)
 
 
-def log_ticks(axis: Any, min_ticks: int = 3) -> None:
+def log_ticks(axis: Axis, min_ticks: int = 3) -> None:
     """Label a log-scaled axis with at least ``min_ticks`` plain numbers (``0.2, 0.5, 1, 2``).
 
     matplotlib labels only the powers of ten, so an axis from 0.3 to 3 shows one label (``1``).
