@@ -81,6 +81,14 @@ def test_every_results_markdown_reads_less_than(tmp_path):
     assert "<0.001" in con.to_markdown()
 
 
+def test_the_reports_markdown_files_read_less_than(example_report):
+    files = [p for k, p in example_report.paths.items() if str(k).endswith(".md")]
+    assert files
+    texts = {p.name: p.read_text(encoding="utf-8") for p in files}
+    assert not [n for n, t in texts.items() if "&lt;" in t or "&gt;" in t or "&amp;" in t]
+    assert any("<0.001" in t for t in texts.values())
+
+
 # ---- repr width --------------------------------------------------------------------------------------
 
 
