@@ -203,6 +203,14 @@ def test_legends_say_whether_p_values_were_adjusted():
     assert all(t.startswith("adjusted p") for t in texts), texts  # a frame: adjusted, method unknown
 
 
+def test_the_critical_difference_says_it_is_family_wise():
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.random((40, 4)) + [0, 0.1, 0.3, 0.6], columns=list("abcd"))
+    fig = plots.critical_difference_plot(evalmix.friedman(wide, alpha=0.1))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any(t.startswith("Nemenyi CD = ") and "family-wise α = 0.1" in t for t in texts), texts
+
+
 # ---- nothing clipped ---------------------------------------------------------------------------------
 
 
