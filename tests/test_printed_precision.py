@@ -35,9 +35,9 @@ R_NAMES = {"Estimate": "estimate", "Std. Error": "se", "df": "df", "t value": "s
 
 
 def _r_table(block: dict) -> pd.DataFrame:
-    df = pd.DataFrame({"term": block["rownames"]})
+    df = pd.DataFrame({"term": np.atleast_1d(block["rownames"])})  # one row: JSON scalars
     for name, values in zip(block["colnames"], block["values"]):
-        df[R_NAMES[name]] = np.asarray(values, dtype=float)
+        df[R_NAMES[name]] = np.atleast_1d(np.asarray(values, dtype=float))
     return df
 
 
@@ -110,6 +110,14 @@ def test_coefmat_prints_rs_coefficient_table_exactly(fit, block, test):
     df = _r_table(ref)
     p = "p_value" if "p_value" in df else None
     assert tables.coefmat_lines(df, ref["colnames"], p=p, stars=False) == [ln.rstrip() for ln in ref["text"]]
+
+
+@pytest.mark.parametrize("case", range(len(R["coefmat_random"])))
+def test_coefmat_prints_random_tables_as_r(case):
+    # estimates and SEs across eight orders of magnitude, with and without df, tiny p-values
+    ref = R["coefmat_random"][case]
+    df = _r_table(ref)
+    assert tables.coefmat_lines(df, ref["colnames"], stars=False) == [ln.rstrip() for ln in ref["text"]]
 
 
 def test_the_sleepstudy_slope_prints_10_467_beside_1_546():

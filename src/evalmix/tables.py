@@ -217,14 +217,17 @@ def _format_numbers(values: Sequence[float], digits: int, nan: str = "") -> list
         return [_special(v, nan) if not math.isfinite(v) else "0" for v in values]
     parts = [_mantissa(v, digits) for v in nonzero]
     rgt = max(max(0, sig - 1 - exp) for sig, exp in parts)
-    left = max(max(1, exp + 1) for _, exp in parts)
+    # R's formatReal: the sign counts in the fixed width of the value that has it, in the
+    # scientific width of the column
+    left = max((v < 0) + max(1, exp + 1) for v, (_, exp) in zip(nonzero, parts))
     neg = any(v < 0 for v in nonzero)
     sig_max = max(sig for sig, _ in parts)
-    fixed_width = neg + left + (rgt > 0) + rgt
+    fixed_width = left + (rgt > 0) + rgt
     sci_width = neg + sig_max + (sig_max > 1) + (5 if any(abs(e) >= 100 for _, e in parts) else 4)
+    # R writes a signed zero as 0
     if fixed_width <= sci_width:
-        return [f"{v:.{rgt}f}" if math.isfinite(v) else _special(v, nan) for v in values]
-    return [f"{v:.{sig_max - 1}e}" if math.isfinite(v) else _special(v, nan) for v in values]
+        return [f"{v + 0.0:.{rgt}f}" if math.isfinite(v) else _special(v, nan) for v in values]
+    return [f"{v + 0.0:.{sig_max - 1}e}" if math.isfinite(v) else _special(v, nan) for v in values]
 
 
 def r_format(values: Iterable[float] | np.ndarray, digits: int = DIGITS) -> list[str]:
@@ -269,7 +272,7 @@ def _r_round(x: float, d: int) -> float:
     """R's ``round(x, d)`` (to even only on exact ties of the decimal expansion)."""
     if not math.isfinite(x):
         return x
-    return float(np.round(x, d))
+    return float(np.round(x, d)) + 0.0  # no signed zero
 
 
 def _format_pval_r(pv: Sequence[float], digits: int, eps: float = 2.220446049250313e-16) -> list[str]:

@@ -89,6 +89,20 @@ out$format <- lapply(vecs, function(x) list(x = x, digits3 = format(x, digits = 
                                             digits5 = format(x, digits = 5), digits7 = format(x, digits = 7)))
 pvecs <- list(c(1.47e-09, 0.000474, 0.000182, 0.001068), c(1e-20, 3.26e-06), c(0.00118, 0.0796), c(0.5, 1),
               c(1e-20, 0.3), c(0.04567, 0.9999), c(2e-16, 0.012))
+# printCoefmat of random coefficient tables: estimates and SEs over eight orders of magnitude, z or
+# t tests (with df, as lmerTest's), p-values from 1 down to below machine epsilon
+out$coefmat_random <- lapply(1:40, function(i) {
+  k <- sample(1:5, 1)
+  est <- rnorm(k) * 10^sample(-4:4, 1)
+  se <- abs(rnorm(k)) * 10^sample(-4:3, 1) + 1e-12
+  stat <- est / se
+  with_df <- i %% 3 == 0
+  df <- if (with_df) runif(k, 2, 300) else NULL
+  p <- if (with_df) 2 * pt(-abs(stat), df) else 2 * pnorm(-abs(stat))
+  cm <- cbind(Estimate = est, `Std. Error` = se, df = df, `z value` = stat, `Pr(>|z|)` = p)
+  rownames(cm) <- paste0("b", seq_len(k))
+  coefmat_cells(cm, digits = 4)
+})
 out$format_pval <- lapply(pvecs, function(p) list(p = p, text = format.pval(p, digits = 3)))
 
 writeLines(toJSON(out, auto_unbox = TRUE, pretty = TRUE, digits = NA),
