@@ -273,3 +273,31 @@ def test_markdown_and_cli_print_four_digits(sleepstudy, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^Days +10\.467 +1\.546 ", out, re.M), out
     assert "     251.41        10.47" in out  # lme4's print of fixef: format(digits = 4)
+
+
+def test_cli_prints_glmer_and_clmm_with_rs_digits(capsys):
+    from evalmix.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        main(["fit", str(HERE / "engine_cbpp.csv"), "--formula", "cbind(incidence, size - incidence) ~ period + (1|herd)",
+              "--successes", "incidence", "--trials", "size", "--item", "herd", "--model", "period", "--run", "none"])
+    out = capsys.readouterr().out.split("\n")
+    i = out.index("Random effects:")
+    assert_prints_like_r(out[i + 1:i + 3], _block(R["cbpp"]["summary"], "Random effects:", "Number of obs"))
+    # the Wald table: R's decimals for the estimates and SEs (printCoefmat's -0.9919 0.3032)
+    rows: dict[str, list[str]] = {}
+    for ln in out:  # the first block of the table (a wide table prints in blocks)
+        if ln.startswith("period"):
+            rows.setdefault(ln.split()[0], ln.split())
+    r_rows = {ln.split()[0]: ln.split() for ln in R["cbpp"]["coefmat"]["text"][1:]}
+    for term in ("period2", "period3", "period4"):
+        assert_prints_like_r([" ".join(rows[term][:3])], [" ".join(r_rows[term][:3])], rel=5e-3)
+
+    main(["fit", str(HERE / "clmm_wine.csv"), "--formula", "rating ~ temp + contact + (1|judge)",
+          "--family", "ordinal", "--item", "judge", "--model", "temp", "--run", "none"])
+    out = capsys.readouterr().out.split("\n")
+    for title in ("Coefficients:", "Threshold coefficients:"):
+        want = [ln for ln in _block(R["wine"]["summary"], title) if not ln.startswith(("---", "Signif"))]
+        i = out.index(title)
+        assert_prints_like_r(out[i + 1:i + 1 + len(want)], want)
