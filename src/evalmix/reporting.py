@@ -109,7 +109,12 @@ class Report(Result):
         return pd.DataFrame(rows, columns=["section", "kind", "name", "caption"])
 
     def __repr__(self) -> str:
-        return f"Report {self.title!r}\n{tables.to_text(self.to_frame(), width=None)}"
+        # captions are sentences: cut to what is left of the 100-character line (to_frame() has them)
+        frame = self.to_frame()
+        rest = sum(max([len(str(c))] + [len(str(v)) for v in frame[c]]) + 2 for c in frame.columns if c != "caption")
+        room = max(20, tables.REPR_WIDTH - rest)
+        frame["caption"] = [c if len(c) <= room else c[:room - 3] + "..." for c in frame["caption"].astype(str)]
+        return "\n".join(tables.wrap_lines([f"Report {self.title!r}"]) + [tables.to_text(frame, width=None)])
 
     def _repr_html_(self) -> str:
         return f"<p><b>{tables.html_text(self.title)}</b></p>\n{tables.to_html(self.to_frame())}"

@@ -105,9 +105,9 @@ def test_plan_prints_counts_as_integers_and_cuts_long_tables(capsys):
     assert main(args) == 0
     out = _lines(capsys)
     assert out[1].split() == ["n_runs", "n_items", "cost", "se"]
-    assert out[2].split() == ["1", "101", "606", "0.0499"]  # not 1.0000 101.0000 606.0000
+    assert out[2].split() == ["1", "101", "606", "0.04990"]  # not 1.0000 101.0000 606.0000
     assert out[22] == "... 30 more rows (--all prints every row)"
-    assert out[23:] == ["n_items: 76", "n_runs: 2", "cost: 532", "achieved: 0.0498"]
+    assert out[23:] == ["n_items: 76", "n_runs: 2", "cost: 532", "achieved: 0.04978"]
     assert main(args + ["--all"]) == 0
     out = _lines(capsys)
     assert len(out) == 1 + 1 + 50 + 4 and not any(line.startswith("...") for line in out)

@@ -66,9 +66,9 @@ def test_one_number_policy():
     got = format_table(df)
     assert got["df1"].tolist() == ["104", "3"] and got["cost"].tolist() == ["3080", "12"]
     assert got["n_runs"].tolist() == ["3", "1"] and got["df2"].tolist() == ["12.50", "3.25"]
-    # R: format(c(0.51234, -12.3456), digits = 3)
-    assert got["estimate"].tolist() == ["0.512", "-12.346"]
-    # R: format(c(2.03e-150, 0.5), digits = 3): scientific for the column, never 0.000
+    # R: format(c(0.51234, -12.3456), digits = 4)
+    assert got["estimate"].tolist() == ["0.5123", "-12.3456"]
+    # R: format(c(2.03e-150, 0.5), digits = 4): scientific for the column, never 0.000
     assert got["tiny"].tolist() == ["2.03e-150", "5.00e-01"]
     assert got["p_value"].tolist() == ["<0.001", "0.0457"]
     # a probability that is not a p-value prints as every other number, the same in both columns
@@ -83,7 +83,7 @@ def test_repr_uses_the_policy():
             return pd.DataFrame({"term": ["x"], "statistic": [700.6], "df1": [104.0], "p_value": [2.03e-150]})
 
     text = repr(Toy())
-    assert text.splitlines()[1:] == ["term  statistic  df1  p_value", "x           701  104   <0.001"]
+    assert text.splitlines()[1:] == ["term  statistic  df1  p_value", "x         700.6  104   <0.001"]
     assert "e-150" not in text and "104.0" not in text
 
 

@@ -55,7 +55,8 @@ def test_hand_worked_example():
     assert (t["marginal_rank_high"] <= t["rank_high"]).all()
     # printed forms
     md = rs.to_markdown()
-    assert "| B     | 0.780" in md and "1-3" in md and "ab" in md
+    # R's format(c(0.80, 0.78, 0.75, 0.70), digits = 4) and of the interval ends
+    assert "| B     | 0.78 " in md and "[0.7604, 0.7996]" in md.replace("\\", "") and "1-3" in md and "ab" in md
     tex = rs.to_latex()
     assert "\\begin{table}" in tex and "1-3" in tex
     d = rs.to_dict()

@@ -127,7 +127,7 @@ class BayesModel:
             "levels": [p.term.nl for p in self.plans],
             "rows_per_level": [float(np.bincount(p.term.index, weights=self.design.m).mean())
                                for p in self.plans],
-            "sd_ml": [", ".join(f"{v:.3g}" for v in p.sigma_ml) for p in self.plans],
+            "sd_ml": [", ".join(f"{v:.4g}" for v in p.sigma_ml) for p in self.plans],
             "info_ratio": [p.ratio for p in self.plans],
             "form": [p.form for p in self.plans],
             "holds_intercept": [p.absorbs_intercept for p in self.plans],

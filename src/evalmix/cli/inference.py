@@ -455,7 +455,7 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(fit.lme4_text(), file=out)
         print(f"\n{fit.wald_text(max_rows=None)}", file=out)
     elif family == "gaussian":
-        print(repr(fit), file=out)
+        print(fit.lme4_text(), file=out)
         _print_table(args, f"Fixed effects (t tests with {ddf} df, lmerTest)", _coef_frame(fit, args), out)
     elif family == "ordinal":
         print(fit.ordinal_text(), file=out)

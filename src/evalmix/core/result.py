@@ -26,6 +26,10 @@ VOCABULARY = ("estimate", "se", "conf_low", "conf_high", "statistic", "df", "p_v
 
 #: Rows shown by ``repr`` before the table is elided (``to_frame()`` has them all).
 REPR_MAX_ROWS = 20
+#: The widest line of a printed result (wider tables print in blocks of columns, as R's).
+REPR_WIDTH = tables.REPR_WIDTH
+#: Significant digits of printed and Markdown tables (R's), and of LaTeX tables (papers).
+DIGITS, LATEX_DIGITS = tables.DIGITS, tables.LATEX_DIGITS
 
 
 _PARENS = re.compile(r"-|\+|/|\*")
@@ -75,9 +79,19 @@ def _table_text(df: pd.DataFrame, max_rows: int | None = None) -> str:
     if df.empty:
         return "(no rows)"
     if max_rows is None or len(df) <= max_rows:
-        return tables.to_text(df, width=None)
+        return tables.to_text(df, width=REPR_WIDTH)
     shown = pd.concat([df.head(max_rows // 2), df.tail(max_rows // 2)])
     lines = tables.to_text(shown, width=None).split("\n")
+    if max(map(len, lines)) > REPR_WIDTH:  # blocks of columns, each elided in its middle
+        n_blocks = len(tables.to_text(shown, width=REPR_WIDTH).split("\n\n"))
+        half = max(3, max_rows // (2 * n_blocks))  # as many lines in all as one block would take
+        shown = pd.concat([df.head(half), df.tail(half)])
+        out: list[str] = []
+        for b, block in enumerate(tables.to_text(shown, width=REPR_WIDTH).split("\n\n")):
+            rows = block.split("\n")
+            rows.insert(1 + half, f"... ({len(df) - 2 * half} more rows; to_frame() has them all)")
+            out += ([""] if b else []) + rows
+        return "\n".join(out)
     lines.insert(1 + max_rows // 2, f"... ({len(df) - max_rows} more rows; to_frame() has them all)")
     return "\n".join(lines)
 
@@ -162,7 +176,7 @@ class Summary:
         return {"title": self._title, "header": list(self._header), "notes": list(self._notes),
                 "tables": {n or "table": frame_records(t) for n, t in self._tables}}
 
-    def to_latex(self, digits: int = 3, label: str | None = None) -> str:
+    def to_latex(self, digits: int = LATEX_DIGITS, label: str | None = None) -> str:
         """Each table as a LaTeX table captioned with the title and the table's name."""
         out = []
         for i, (n, t) in enumerate(self._tables):
@@ -171,7 +185,7 @@ class Summary:
             out.append(tables.to_latex(t, caption=cap, label=lab, digits=digits))
         return "\n".join(out)
 
-    def to_markdown(self, digits: int = 3) -> str:
+    def to_markdown(self, digits: int = DIGITS) -> str:
         """Title, header lines, each table in Markdown, and the notes."""
         esc = tables.markdown_text
         parts = [f"**{esc(self._title)}**", ""] + [f"{esc(h)}  " for h in self._header]
@@ -184,14 +198,14 @@ class Summary:
         return "\n".join(parts)
 
     def __str__(self) -> str:
-        lines = [self._title, *self._header]
+        lines = tables.wrap_lines([self._title, *self._header])
         for n, t in self._tables:
             lines.append("")
             if n:
                 lines.append(f"{n}:")
             lines.append(_table_text(t))
         if self._notes:
-            lines += ["", *self._notes]
+            lines += ["", *tables.wrap_lines(self._notes)]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -256,11 +270,12 @@ class Result:
         """Title, header lines, the result table and notes, as one :class:`Summary`."""
         return Summary(self._title(), self._header(), self.to_frame(), self._notes())
 
-    def to_latex(self, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
+    def to_latex(self, caption: str | None = None, label: str | None = None,
+                 digits: int = LATEX_DIGITS) -> str:
         """The result table as a LaTeX table (see :func:`evalmix.core.tables.to_latex`)."""
         return tables.to_latex(self.to_frame(), caption=caption, label=label, digits=digits)
 
-    def to_markdown(self, digits: int = 3) -> str:
+    def to_markdown(self, digits: int = DIGITS) -> str:
         """The result table as a Markdown table (see :func:`evalmix.core.tables.to_markdown`)."""
         return tables.to_markdown(self.to_frame(), digits=digits)
 
@@ -269,8 +284,8 @@ class Result:
         return {"table": frame_records(self.to_frame())}
 
     def __repr__(self) -> str:
-        lines = [self._title(), *self._header(), _table_text(self.to_frame(), REPR_MAX_ROWS)]
-        lines += self._notes()
+        lines = [*tables.wrap_lines([self._title(), *self._header()]), _table_text(self.to_frame(), REPR_MAX_ROWS)]
+        lines += tables.wrap_lines(self._notes())
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

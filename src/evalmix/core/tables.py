@@ -3,17 +3,31 @@
 Every evalmix result is (or converts to) a tidy :class:`pandas.DataFrame`; the helpers here turn any
 such table into text for a terminal, a paper (LaTeX), a README (Markdown) or a web page (HTML).
 
-Number formatting (:func:`format_table`, the same in ``repr``, the command line, the report and
-LaTeX):
+This module is the one owner of number formatting as R prints it. :func:`format_table` is the
+policy of every result table (``repr``, the command line, Markdown, HTML; LaTeX with its own default,
+below); :func:`r_format` is R's ``format(x, digits)`` of a vector, :func:`format_coefmat` R's
+``printCoefmat`` (the coefficient tables of the lmer, glmer, clmm and glmmtmb printouts) and
+:func:`varcorr_lines` lme4's print of ``VarCorr``.
 
 - p-values (columns ``p_value``, ``p_adjusted``, ``p``, ``p_exact``, ``p_chisq`` ...) as R's
   ``format.pval(p, digits = 3, eps = 0.001)`` applied value by value: ``<0.001`` below one in a
   thousand, else three significant digits (``0.0312``, ``0.5``, ``1``);
 - integer columns, and float columns whose every value is a whole number (counts such as ``n``,
   ``df1``, ``cost``, ``n_runs``), as integers;
-- other numbers as R's ``format(x, digits = 3)`` does a column: every value to at least three
-  significant digits with one number of decimals per column, or scientific notation for the whole
-  column when that is narrower (``2.03e-150`` never prints as ``0.000``);
+- estimates beside their standard errors (columns ``estimate`` and ``se``) as ``printCoefmat``
+  formats them, together (:func:`format_coefmat`);
+- Bayesian convergence diagnostics as the posterior package prints them: ``r_hat`` to three
+  decimals (``1.000``, ``1.012``), effective sample sizes (``ess_bulk``, ``ess_tail``) as whole
+  numbers;
+- test statistics (column ``statistic``) rounded to ``digits - 1`` decimals first, as
+  ``printCoefmat`` rounds them;
+- other numbers as R's ``format(x, digits = 4)`` does a column (:data:`DIGITS`, the digits
+  ``summary()`` of lme4 and ``printCoefmat`` print with): every value to at least four significant
+  digits, with one number of decimals per column, or scientific notation for the whole column when
+  that is narrower (``2.03e-150`` never prints as ``0.000``); so sleepstudy's ``Days`` slope prints
+  ``10.467`` beside its SE ``1.546``, never ``10.5`` and ``1.55``;
+- LaTeX tables (:func:`to_latex`, papers) print three significant digits by default
+  (:data:`LATEX_DIGITS`); ``digits=4`` gives R's;
 - probabilities that are not p-values (``p_best``, ``rank_1``) are ordinary numbers, so one quantity
   prints one way; missing values print as an empty cell, infinities as ``Inf`` / ``-Inf``.
 
@@ -27,6 +41,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import textwrap
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -34,12 +49,26 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["HEADERS", "SupportsFrame", "aligned_columns", "format_p", "format_table", "html_text",
-           "is_p_column", "latex_header", "latex_text", "markdown_text", "significance_stars", "to_html",
-           "to_latex", "to_markdown", "to_text"]
+__all__ = ["DIGITS", "HEADERS", "LATEX_DIGITS", "SupportsFrame", "aligned_columns", "coefmat_lines",
+           "format_coefmat", "format_p", "format_table", "html_text", "is_p_column", "latex_header",
+           "latex_text", "markdown_text", "named_values", "r_format", "REPR_WIDTH", "wrap_lines", "significance_stars", "to_html", "to_latex",
+           "to_markdown", "to_text", "varcorr_lines"]
+
+#: Significant digits of estimates, SEs and statistics in every printout: R's
+#: ``max(3, getOption("digits") - 3)``, what ``summary()`` of lme4, lmerTest and ordinal print with.
+DIGITS = 4
+#: Significant digits of LaTeX tables (papers): three, unless ``digits=`` says otherwise.
+LATEX_DIGITS = 3
+#: Significant digits of p-values (R's ``format.pval(p, digits = 3)``).
+P_DIGITS = 3
+#: The line printCoefmat writes under a table with stars.
+SIGNIF_LEGEND = "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"
 
 _P_NAMES = {"p", "p_value", "p.value", "pvalue", "p_adj", "p_adjusted", "p_exact", "p_chisq",
             "pr(>chisq)", "pr(>|z|)", "pr(>|t|)"}
+
+_RHAT_NAMES = {"r_hat", "rhat", "r-hat"}
+_ESS_NAMES = {"ess_bulk", "ess_tail", "ess"}
 
 #: Human LaTeX headers of the shared column vocabulary and common domain columns (LaTeX markup).
 #: Other identifiers print with spaces for underscores and a capital first letter.
@@ -178,29 +207,321 @@ def _mantissa(x: float, digits: int) -> tuple[int, int]:
     return sig, int(exp)
 
 
-def _format_numbers(values: Sequence[float], digits: int) -> list[str]:
+def _format_numbers(values: Sequence[float], digits: int, nan: str = "") -> list[str]:
     """R's ``format(x, digits)`` of one column: shared decimals, or scientific when narrower."""
     finite = [v for v in values if math.isfinite(v)]
     if finite and all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
-        return [_special(v) if not math.isfinite(v) else str(int(v)) for v in values]
+        return [_special(v, nan) if not math.isfinite(v) else str(int(v)) for v in values]
     nonzero = [v for v in finite if v != 0]
     if not nonzero:
-        return [_special(v) if not math.isfinite(v) else "0" for v in values]
+        return [_special(v, nan) if not math.isfinite(v) else "0" for v in values]
     parts = [_mantissa(v, digits) for v in nonzero]
     rgt = max(max(0, sig - 1 - exp) for sig, exp in parts)
-    left = max(max(1, exp + 1) for _, exp in parts)
+    # R's formatReal: the sign counts in the fixed width of the value that has it, in the
+    # scientific width of the column
+    left = max((v < 0) + max(1, exp + 1) for v, (_, exp) in zip(nonzero, parts))
     neg = any(v < 0 for v in nonzero)
     sig_max = max(sig for sig, _ in parts)
-    fixed_width = neg + left + (rgt > 0) + rgt
+    fixed_width = left + (rgt > 0) + rgt
     sci_width = neg + sig_max + (sig_max > 1) + (5 if any(abs(e) >= 100 for _, e in parts) else 4)
+    # R writes a signed zero as 0
     if fixed_width <= sci_width:
-        return [f"{v:.{rgt}f}" if math.isfinite(v) else _special(v) for v in values]
-    return [f"{v:.{sig_max - 1}e}" if math.isfinite(v) else _special(v) for v in values]
+        return [f"{v + 0.0:.{rgt}f}" if math.isfinite(v) else _special(v, nan) for v in values]
+    return [f"{v + 0.0:.{sig_max - 1}e}" if math.isfinite(v) else _special(v, nan) for v in values]
 
 
-def _special(v: float) -> str:
+def r_format(values: Iterable[float] | np.ndarray, digits: int = DIGITS) -> list[str]:
+    """Numbers as R's ``format(x, digits = digits)`` writes a vector: every value to at least
+    ``digits`` significant digits with the decimals the most demanding one needs (trailing zeros
+    of each left out first), or all in scientific notation when that is narrower; ``NaN``, ``NA``
+    (None), ``Inf`` and ``-Inf`` as R writes them.
+
+    Parameters
+    ----------
+    values : iterable of float
+    digits : int
+        R's ``digits`` (default :data:`DIGITS`).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> r_format([10.467, 251.405]), r_format([1.62875, 0.16998]), r_format([0.0, 1.5])
+    (['10.47', '251.41'], ['1.629', '0.170'], ['0.0', '1.5'])
+    >>> r_format([2.03e-150, 0.5], digits=3), r_format([float("nan"), 2.0])
+    (['2.03e-150', '5.00e-01'], ['NaN', '2'])
+    """
+    x = [math.nan if v is None else float(v) for v in values]
+    return _format_numbers(x, digits, nan="NaN")
+
+
+def _format_matrix(columns: Sequence[Sequence[float]], digits: int) -> list[list[str]]:
+    """R's ``format`` of a matrix: one format for all its cells, cut back into columns."""
+    flat = [v for col in columns for v in col]
+    cells = _padded(_format_numbers(flat, digits, nan="NaN"))
+    out, k = [], 0
+    for col in columns:
+        out.append(cells[k:k + len(col)])
+        k += len(col)
+    return out
+
+
+def _r_round(x: float, d: int) -> float:
+    """R's ``round(x, d)`` (to even only on exact ties of the decimal expansion)."""
+    if not math.isfinite(x):
+        return x
+    return float(np.round(x, d)) + 0.0  # no signed zero
+
+
+def _format_pval_r(pv: Sequence[float], digits: int, eps: float = 2.220446049250313e-16) -> list[str]:
+    """R's ``format.pval(pv, digits, eps)`` (printCoefmat's p-value column: ``< 2e-16``)."""
+    out = ["NA" if math.isnan(v) else "" for v in pv]
+    keep = [i for i, v in enumerate(pv) if not math.isnan(v)]
+    small = [i for i in keep if pv[i] < eps]
+    rest = [i for i in keep if pv[i] >= eps]
+    expo = {i: math.floor(math.log10(pv[i] if pv[i] > 0 else 1e-50)) for i in rest}
+    fixp = [i for i in rest if expo[i] >= -3 or (expo[i] == -4 and digits > 1)]
+    sci = [i for i in rest if i not in fixp]
+    for group in (fixp, sci):
+        for i, text in zip(group, _format_numbers([pv[i] for i in group], digits, nan="NaN")):
+            out[i] = text
+    if small:
+        d = max(1, digits - 2)
+        if rest:
+            nc = max(len(out[i]) for i in rest)
+            if d > 1 and d + 6 > nc:
+                d = max(1, nc - 7)
+            sep = "" if d == 1 and nc <= 6 else " "
+        else:
+            sep = "" if d == 1 else " "
+        for i in small:
+            out[i] = "<" + sep + _format_numbers([eps], d)[0]
+    return out
+
+
+def format_coefmat(table: pd.DataFrame, digits: int = DIGITS, cs: Sequence[str] | None = None,
+                   statistic: str | None = "statistic", p: str | None = "p_value") -> pd.DataFrame:
+    """A coefficient table's cells as R's ``printCoefmat(x, digits)`` formats them.
+
+    The estimates and their standard errors are rounded and formatted together (as one matrix)
+    so that every one keeps at least ``digits`` significant digits, the statistic is rounded to
+    ``digits - 1`` decimals, every other numeric column (such as ``df``) is formatted on its own
+    with ``digits``, and p-values as ``format.pval(p, digits - 1)`` (``< 2e-16`` below R's machine
+    epsilon). This is what ``summary()`` of lme4, lmerTest, ordinal and glmmTMB print.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The coefficient table, one row a coefficient.
+    digits : int
+        R's ``digits`` (lme4's summary prints with 4, :data:`DIGITS`).
+    cs : sequence of str, optional
+        The columns of estimates and SEs (printCoefmat's ``cs.ind``); by default, as R's, every
+        numeric column before the statistic (lmerTest's ``df`` is one of them, so it prints
+        ``17.000`` beside ``10.467``).
+    statistic, p : str or None
+        The column of the test statistic (``tst.ind``) and of the p-values, if any.
+
+    Returns
+    -------
+    DataFrame
+        The numeric columns of ``table`` (non-numeric ones left out), every cell a string.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"estimate": [251.4051, 10.46729], "se": [6.824597, 1.545790],
+    ...                   "statistic": [36.838, 6.771], "p_value": [1e-20, 3.26e-6]})
+    >>> format_coefmat(t).values.tolist()  # estimates and SEs padded to one width, as R's matrix
+    [['251.405', '  6.825', '36.838', '< 2e-16'], [' 10.467', '  1.546', '6.771', '3.26e-06']]
+    """
+    num = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])
+           and not pd.api.types.is_bool_dtype(table[c])]
+    x = {c: table[c].to_numpy(dtype=float) for c in num}
+    dig_tst = max(1, min(5, digits - 1))
+    cells: dict[str, list[str]] = {}
+    if cs is None:
+        cs = num[:num.index(statistic)] if statistic in x else [c for c in num if c != p]
+    cs = [c for c in cs if c in x]
+    acs = [abs(v) for c in cs for v in x[c] if math.isfinite(v) and v != 0]
+    if cs:
+        digmin = [1 + math.floor(math.log10(min(acs))), 1 + math.floor(math.log10(max(acs)))] if acs else [1, 1]
+        dec = max(1, digits - digmin[0], digits - digmin[1])
+        for c, col in zip(cs, _format_matrix([[_r_round(v, dec) for v in x[c]] for c in cs], digits)):
+            cells[c] = col
+    if statistic in x:
+        cells[statistic] = _format_numbers([_r_round(v, dig_tst) for v in x[statistic]], digits, nan="NaN")
+    for c in num:
+        if c not in cells and c != p:
+            cells[c] = _format_numbers(list(x[c]), digits, nan="NaN")
+    # a non-zero value printed as zero (or the reverse) is printed again with one digit fewer
+    redo = [(c, i) for c in num if c not in (statistic, p) for i, v in enumerate(x[c])
+            if math.isfinite(v) and (v == 0) != (_as_float(cells[c][i]) == 0)]
+    if redo:
+        for (c, i), text in zip(redo, _format_numbers([x[c][i] for c, i in redo], max(1, digits - 1))):
+            cells[c][i] = text
+    if p in x:
+        cells[p] = _format_pval_r(list(x[p]), dig_tst)
+    for c in num:  # a missing value prints as R's na.print
+        cells[c] = ["NA" if math.isnan(v) else cells[c][i] for i, v in enumerate(x[c])]
+    return pd.DataFrame({c: cells[c] for c in num}, index=table.index, dtype=object)
+
+
+def named_values(names: list[str], cells: list[str], width: int = 80, gap: int = 2) -> list[str]:
+    """A named vector as R prints it: one common column width, names over values, right-aligned,
+    ``gap`` spaces after each column, as many columns per line as fit in ``width`` (lme4's
+    ``Fixed Effects:`` block of ``print(fit)``).
+
+    Examples
+    --------
+    >>> named_values(["(Intercept)", "Days"], r_format([251.4051, 10.46729]))
+    ['(Intercept)         Days  ', '     251.41        10.47  ']
+    """
+    if not names:
+        return ["numeric(0)"]
+    w = max(max(map(len, names)), max(map(len, cells)))
+    per = max(1, width // (w + gap))
+    out: list[str] = []
+    for start in range(0, len(names), per):
+        part = range(start, min(start + per, len(names)))
+        out.append("".join(names[k].rjust(w) + " " * gap for k in part))
+        out.append("".join(cells[k].rjust(w) + " " * gap for k in part))
+    return out
+
+
+def _padded(cells: list[str]) -> list[str]:
+    """Cells padded on the left to one width, as R's ``format`` returns them."""
+    width = max((len(c) for c in cells), default=0)
+    return [c.rjust(width) for c in cells]
+
+
+def _as_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def coefmat_lines(table: pd.DataFrame, head: Sequence[str], label: str = "term", digits: int = DIGITS,
+                  stars: bool = True, **columns: str | None) -> list[str]:
+    """The lines R prints for a coefficient table: printCoefmat's cells (:func:`format_coefmat`)
+    under R's column names, the row names left-aligned, the significance stars and their legend.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The coefficient table; ``label`` names its column of row names.
+    head : sequence of str
+        R's names of the numeric columns, in their order (``"Estimate", "Std. Error", ...``).
+    label : str
+        The column of row names.
+    digits : int
+        R's ``digits``.
+    stars : bool
+        Whether to add the stars (when the table has p-values) and the legend.
+    **columns
+        ``cs``, ``statistic`` and ``p`` of :func:`format_coefmat`.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"term": ["(Intercept)", "Days"], "estimate": [251.4051, 10.46729],
+    ...                   "se": [6.824597, 1.545790], "statistic": [36.838, 6.771]})
+    >>> print("\\n".join(coefmat_lines(t, ["Estimate", "Std. Error", "t value"], p=None)))
+                Estimate Std. Error t value
+    (Intercept)  251.405      6.825  36.838
+    Days          10.467      1.546   6.771
+    """
+    cells = format_coefmat(table, digits=digits, **columns)
+    rows = [[str(t), *row] for t, row in zip(table[label], cells.itertuples(index=False, name=None))]
+    p = columns.get("p", "p_value")
+    with_stars = stars and p is not None and p in cells.columns
+    if with_stars:
+        pv = table[p].to_numpy(dtype=float)
+        marks = [significance_stars(v) for v in pv]
+        with_stars = any(m for m in marks)
+        rows = [r + [m] for r, m in zip(rows, marks)]
+    lines = aligned_columns(rows, ["", *head] + ([""] if with_stars else []),
+                            left=(0, len(head) + 1) if with_stars else 1)
+    if with_stars:
+        lines += ["---", SIGNIF_LEGEND]
+    return lines
+
+
+def varcorr_lines(varcorr: pd.DataFrame, digits: int = DIGITS,
+                  comp: Sequence[str] = ("Variance", "Std.Dev."), indent: str = " ") -> list[str]:
+    """lme4's print of ``VarCorr`` (``formatVC``): Groups, Name, the variances and standard
+    deviations each formatted as one column with ``digits``, and the correlations of each term's
+    effects rounded to ``max(2, digits - 2)`` decimals, lower triangle, columns left-aligned.
+
+    Parameters
+    ----------
+    varcorr : DataFrame
+        lme4's ``as.data.frame(VarCorr(fit))`` layout: ``group, var1, var2, variance, sd`` (rows
+        with ``var2`` hold a covariance in ``variance`` and the correlation in ``sd``).
+    digits : int
+        R's ``digits``: 4 in ``summary()`` and ``print(fit)`` (:data:`DIGITS`), 5 in
+        ``print(VarCorr(fit))``.
+    comp : sequence of str
+        The columns to show, ``"Variance"`` and/or ``"Std.Dev."``.
+    indent : str
+        Text before each line (lme4 prints one space).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> vc = pd.DataFrame({"group": ["herd"], "var1": ["(Intercept)"], "var2": [""],
+    ...                    "variance": [0.41225], "sd": [0.64207]})
+    >>> print("\\n".join(varcorr_lines(vc)))
+     Groups Name        Variance Std.Dev.
+     herd   (Intercept) 0.4123   0.6421
+    """
+    var2 = varcorr["var2"].fillna("").astype(str) if "var2" in varcorr else pd.Series([""] * len(varcorr))
+    var_rows = varcorr[(var2 == "").to_numpy()]
+    variances = _padded(r_format(var_rows["variance"].to_numpy(dtype=float), digits))
+    sds = _padded(r_format(var_rows["sd"].to_numpy(dtype=float), digits))
+    dig = max(2, digits - 2)
+    rows: list[list[str]] = []
+    ncorr, k = 0, 0
+    for group, vc in varcorr.groupby("group", sort=False):
+        v2 = vc["var2"].fillna("").astype(str) if "var2" in vc else pd.Series([""] * len(vc), index=vc.index)
+        var = vc[(v2 == "").to_numpy()]
+        cor = vc[(v2 != "").to_numpy()]
+        names = list(var["var1"])
+        for i, name in enumerate(names):
+            cors = []
+            for j in range(i):
+                hit = cor[(cor["var1"] == names[j]) & (cor["var2"] == name)]
+                cors.append(f"{_r_round(float(hit['sd'].iloc[0]), dig):.{dig}f}" if len(hit) else "")
+            ncorr = max(ncorr, len(cors))
+            shown = [variances[k]] * ("Variance" in comp) + [sds[k]] * ("Std.Dev." in comp)
+            rows.append([str(group) if i == 0 else "", str(name), *shown, *cors])
+            k += 1
+    head = ["Groups", "Name", *(c for c in ("Variance", "Std.Dev.") if c in comp)]
+    ncol = len(head) + ncorr
+    if ncorr:
+        head += ["Corr"]
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
+    ncomp = len(head) - 2 - bool(ncorr)
+    corr_width = max([len(r[c]) for r in rows for c in range(2 + ncomp, ncol)] or [0])
+    rows = [r[:2 + ncomp] + [v.rjust(corr_width) if v else v for v in r[2 + ncomp:]] for r in rows]
+    widths = [max([len(head[c]) if c < len(head) else 0] + [len(r[c]) for r in rows]) for c in range(ncol)]
+    # numbers are right-justified among themselves, as format() pads them, then left-aligned
+    out = [indent + " ".join((head[c] if c < len(head) else "").ljust(widths[c]) for c in range(ncol))]
+    out += [indent + " ".join(r[c].ljust(widths[c]) for c in range(ncol)) for r in rows]
+    return [line.rstrip() for line in out]
+
+
+def _special(v: float, nan: str = "") -> str:
     if math.isnan(v):
-        return ""
+        return nan
     return "Inf" if v > 0 else "-Inf"
 
 
@@ -222,7 +543,13 @@ def _format_column(name: object, values: list[object], digits: int) -> list[str]
     if numbers and all(_is_number(v) for v in numbers) or not numbers:
         floats = [float(v) if _is_number(v) else math.nan for v in values]  # type: ignore[arg-type]
         if is_p_column(name):
-            return [format_p(v, digits) for v in floats]
+            return [format_p(v, P_DIGITS) for v in floats]
+        if str(name).lower() in _RHAT_NAMES:  # posterior's summarise_draws: r-hat to 3 decimals
+            return ["" if math.isnan(v) else _special(v) if math.isinf(v) else f"{v:.3f}" for v in floats]
+        if str(name).lower() in _ESS_NAMES:  # effective sample sizes as whole numbers
+            return ["" if math.isnan(v) else _special(v) if math.isinf(v) else f"{v:.0f}" for v in floats]
+        if str(name) == "statistic":  # printCoefmat: rounded to digits - 1 decimals first
+            floats = [_r_round(v, max(1, min(5, digits - 1))) for v in floats]
         return _format_numbers(floats, digits)
     out = []
     for v in values:
@@ -237,7 +564,7 @@ def _format_column(name: object, values: list[object], digits: int) -> list[str]
     return out
 
 
-def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.DataFrame:
+def format_table(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS) -> pd.DataFrame:
     """Return a copy of ``table`` with every cell formatted as a string by the package's policy.
 
     Parameters
@@ -257,12 +584,25 @@ def format_table(table: pd.DataFrame | SupportsFrame, digits: int = 3) -> pd.Dat
     >>> df = pd.DataFrame({"df1": [104.0], "cost": [3080.0], "estimate": [0.51234],
     ...                    "p_value": [2.03e-150], "p_best": [0.0004]})
     >>> format_table(df).iloc[0].tolist()
-    ['104', '3080', '0.512', '<0.001', '4e-04']
+    ['104', '3080', '0.5123', '<0.001', '4e-04']
+
+    Estimates print beside their SEs as ``printCoefmat`` prints them (sleepstudy's slope):
+
+    >>> format_table(pd.DataFrame({"estimate": [251.4051, 10.46729], "se": [6.824597, 1.54579]})).values.tolist()
+    [['251.405', '6.825'], ['10.467', '1.546']]
     """
     df = _as_frame(table)
     # by position: a table may repeat a column name
     out = pd.DataFrame({i: _format_column(col, df.iloc[:, i].tolist(), digits) for i, col in enumerate(df.columns)},
                        index=df.index, columns=range(df.shape[1]), dtype=object)
+    names = [str(c) for c in df.columns]
+    if "estimate" in names and "se" in names and names.count("estimate") == names.count("se") == 1:
+        pair = df.iloc[:, [names.index("estimate"), names.index("se")]]
+        if all(pd.api.types.is_float_dtype(pair.iloc[:, k]) for k in (0, 1)):
+            cells = format_coefmat(pair.set_axis(["estimate", "se"], axis=1), digits=digits, cs=("estimate", "se"),
+                                   statistic=None, p=None)
+            for k, name in enumerate(("estimate", "se")):
+                out.iloc[:, names.index(name)] = [c.strip() if c != "NA" else "" for c in cells.iloc[:, k]]
     out.columns = df.columns
     return out
 
@@ -301,20 +641,31 @@ def _select(df: pd.DataFrame, columns: Iterable[str] | None) -> pd.DataFrame:
 # encoders
 
 
-def markdown_text(text: object) -> str:
-    """Text as one cell of a GitHub-flavoured Markdown table.
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what could open an HTML tag, comment or declaration
+_MD_ENTITY = re.compile(r"&(?=#[0-9]+;|#[xX][0-9A-Fa-f]+;|[A-Za-z][A-Za-z0-9]*;)")  # what could be an entity
 
-    ``<``, ``>`` and ``&`` become HTML entities (no tag or script survives), ``|``, ``\\``,
-    backticks, ``*``, ``[``, ``]`` and ``$`` are backslash-escaped (no column break, code span,
-    emphasis, link or math), and every line break becomes ``<br>`` (no row is injected).
+
+def markdown_text(text: object) -> str:
+    """Text as one cell of a GitHub-flavoured Markdown table, escaped only where Markdown needs it.
+
+    Backslash escapes (CommonMark's escaped punctuation, shown as the character itself) keep
+    every cell literal: ``|`` (no column break), ``\\``, backticks, ``*``, ``_`` at a word
+    boundary, ``[``, ``]`` and ``$`` (no code span, emphasis, link or math), a ``<`` that could open
+    an HTML tag or comment (``<script>``, ``</b>``, ``<!--``) and an ``&`` that could start an entity
+    (``&amp;``); every line break becomes ``<br>`` (no row is injected). A ``<`` before a number
+    or a space stays as it is, so p-values read ``<0.001``, never ``&lt;0.001``.
 
     Examples
     --------
-    >>> markdown_text("<script>a|b\\nc")
-    '&lt;script&gt;a\\\\|b<br>c'
+    >>> print(markdown_text("<script>a|b\\nc"))
+    \\<script>a\\|b<br>c
+    >>> markdown_text("<0.001"), markdown_text("x < 3 & y")
+    ('<0.001', 'x < 3 & y')
     """
-    s = html.escape(str(text), quote=False)
-    s = re.sub(r"([\\|`*\[\]$])", r"\\\1", s)
+    s = re.sub(r"([\\|`*\[\]$])", r"\\\1", str(text))
+    s = re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", s)
+    s = _MD_TAG.sub(r"\\<", s)
+    s = _MD_ENTITY.sub(r"\\&", s)
     s = s.replace("\r\n", "\n").replace("\r", "\n")
     return s.replace("\n", "<br>")
 
@@ -464,7 +815,8 @@ def _plain_header(name: object) -> str:
     return re.sub(r"\\[A-Za-z]+|[${}_^]", "", latex_header(name))
 
 
-def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, label: str | None = None, digits: int = 3,
+def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, label: str | None = None,
+             digits: int = LATEX_DIGITS,
              columns: Iterable[str] | None = None) -> str:
     """Render a result table as a LaTeX ``table`` float with booktabs rules.
 
@@ -529,7 +881,7 @@ def to_latex(table: pd.DataFrame | SupportsFrame, caption: str | None = None, la
     return "\n".join(lines)
 
 
-def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = 3, columns: Iterable[str] | None = None) -> str:
+def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, columns: Iterable[str] | None = None) -> str:
     """Render a result table as a GitHub-flavoured Markdown table.
 
     Numbers are formatted by :func:`format_table`; every header and cell is escaped by
@@ -554,7 +906,7 @@ def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = 3, columns: I
     >>> print(to_markdown(pd.DataFrame({"model": ["a|b"], "estimate": [0.51234]})))
     | model | estimate |
     |:------|---------:|
-    | a\\|b  |    0.512 |
+    | a\\|b  |   0.5123 |
     """
     raw = _select(_as_frame(table), columns)
     shown = format_table(raw, digits)
@@ -572,7 +924,7 @@ def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = 3, columns: I
     return "\n".join([fmt_row(heads), rule] + [fmt_row(r) for r in cells])
 
 
-def to_html(table: pd.DataFrame | SupportsFrame, digits: int = 3, caption: str | None = None,
+def to_html(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, caption: str | None = None,
             columns: Iterable[str] | None = None, max_rows: int | None = None,
             attrs: str = "") -> str:
     """Render a result table as an HTML ``<table>`` (numbers right-aligned, every text escaped).
@@ -614,6 +966,31 @@ def to_html(table: pd.DataFrame | SupportsFrame, digits: int = 3, caption: str |
     return f"{open_tag}{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+#: The widest line a result prints (``repr``, ``summary()``): longer lines are wrapped, wider
+#: tables are split into blocks of columns.
+REPR_WIDTH = 100
+
+
+def wrap_lines(lines: Iterable[str], width: int = REPR_WIDTH) -> list[str]:
+    """Lines of prose at most ``width`` characters wide: a longer line is broken between words,
+    its continuation indented by two spaces (tables are split by :func:`to_text` instead).
+
+    Examples
+    --------
+    >>> wrap_lines(["short", "a " * 30], width=20)
+    ['short', 'a a a a a a a a a a', '  a a a a a a a a a', '  a a a a a a a a a', '  a a']
+    """
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width=width, initial_indent="", subsequent_indent=indent + "  ",
+                             break_on_hyphens=False, break_long_words=True) or [""]
+    return out
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -624,7 +1001,7 @@ def _terminal_text(text: str) -> str:
                         text)
 
 
-def to_text(table: pd.DataFrame | SupportsFrame, digits: int = 3, width: int | None = 100,
+def to_text(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, width: int | None = 100,
             max_rows: int | None = None, more: str = "") -> str:
     """Render a table for a terminal: aligned columns at most ``width`` characters wide.
 

@@ -23,7 +23,6 @@ from .optimize import OptimizerReport
 
 if TYPE_CHECKING:
 
-    from numpy.typing import ArrayLike
 
     from .deviance import Evaluation, LaplaceDeviance
     from ..model import GlmmDesign
@@ -205,17 +204,17 @@ class GlmerResult(MixedResult):
         vals.append(str(self.nobs - self.df))
         w = max(len(t) for t in head + vals)
         lines += ["".join(h.rjust(w) + " " for h in head), "".join(v.rjust(w) + " " for v in vals)]
-        lines += ["Random effects:", *_random_block(self.varcorr)]
+        lines += ["Random effects:", *tables.varcorr_lines(self.varcorr)]
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         lines += [f"Number of obs: {self.nobs}, groups:  {groups}", "Fixed Effects:"]
-        lines += _named_values(list(map(str, self.fixef.index)), r_format(self.fixef.to_numpy()),
-                               width)
+        lines += tables.named_values(list(map(str, self.fixef.index)), tables.r_format(self.fixef.to_numpy()),
+                                     width)
         msgs = list(self.messages)
         if msgs or not self.converged:
             code = 0 if self.optimizer.converged else 1
             lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
                       f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
-                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *msgs]
+                      f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *tables.wrap_lines(msgs, width)]
         return "\n".join(lines)
 
     def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
@@ -418,76 +417,6 @@ class GlmerResult(MixedResult):
                        f"({self.approximation}) ['glmerMod']", header,
                        [("Fixed effects", self.coef_table(conf_level)),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
-
-
-def r_format(values: ArrayLike, digits: int = 4) -> list[str]:
-    """Numbers as R's ``format(x, digits = digits)`` writes a vector: each rounded to ``digits``
-    significant digits, all with the decimals the most demanding one needs (trailing zeros of
-    each left out first), ``Inf``/``-Inf``/``NaN`` as R writes them.
-
-    Examples
-    --------
-    >>> r_format([1.629536, 0.169866]), r_format([1.62875, 0.16998]), r_format([0.0, 1.5])
-    (['1.6295', '0.1699'], ['1.629', '0.170'], ['0.0', '1.5'])
-    """
-    x = np.atleast_1d(np.asarray(values, dtype=float))
-    dec = 0
-    for v in x[np.isfinite(x) & (x != 0)]:
-        e = int(np.floor(np.log10(abs(v))))
-        d = max(0, digits - 1 - e)
-        text = f"{round(float(v), d):.{d}f}"
-        if "." in text:
-            text = text.rstrip("0").rstrip(".")
-        dec = max(dec, len(text.split(".")[1]) if "." in text else 0)
-    dec = min(dec, 15)
-    return [("NaN" if np.isnan(v) else "Inf" if v > 0 else "-Inf") if not np.isfinite(v)
-            else f"{v:.{dec}f}" for v in x]
-
-
-def _random_block(varcorr: pd.DataFrame) -> list[str]:
-    """lme4's random-effects table: Groups, Name, Variance, Std.Dev. and the correlations of
-    each term's effects (lower triangle, one column per earlier effect), columns left-aligned and
-    padded as lme4 pads them."""
-    var_rows = varcorr[varcorr["var2"] == ""]
-    variances = r_format(var_rows["variance"].to_numpy(dtype=float))
-    sds = r_format(var_rows["sd"].to_numpy(dtype=float))
-    rows: list[list[str]] = []
-    ncorr, k = 0, 0
-    for group, vc in varcorr.groupby("group", sort=False):
-        var = vc[vc["var2"] == ""]
-        cor = vc[vc["var2"] != ""]
-        names = list(var["var1"])
-        for i, name in enumerate(names):
-            cors = []
-            for j in range(i):
-                hit = cor[(cor["var1"] == names[j]) & (cor["var2"] == name)]
-                cors.append(f"{float(hit['sd'].iloc[0]):.2f}" if len(hit) else "")
-            ncorr = max(ncorr, len(cors))
-            rows.append([str(group) if i == 0 else "", str(name), variances[k], sds[k], *cors])
-            k += 1
-    head = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if ncorr else [])
-    ncol = 4 + ncorr
-    rows = [r + [""] * (ncol - len(r)) for r in rows]
-    widths = [max([len(head[c]) if c < len(head) else 0] + [len(r[c]) for r in rows])
-              for c in range(ncol)]
-    out = [" " + " ".join(h.ljust(widths[c]) for c, h in enumerate(head))]
-    out += [" " + " ".join(r[c].ljust(widths[c]) for c in range(ncol)) for r in rows]
-    return out
-
-
-def _named_values(names: list[str], cells: list[str], width: int, gap: int = 2) -> list[str]:
-    """A named vector as R prints it: one common column width, names over values, right-aligned,
-    ``gap`` spaces after each column, as many columns per line as fit in ``width``."""
-    if not names:
-        return ["numeric(0)"]
-    w = max(max(map(len, names)), max(map(len, cells)))
-    per = max(1, width // (w + gap))
-    out: list[str] = []
-    for start in range(0, len(names), per):
-        part = range(start, min(start + per, len(names)))
-        out.append("".join(names[k].rjust(w) + " " * gap for k in part))
-        out.append("".join(cells[k].rjust(w) + " " * gap for k in part))
-    return out
 
 
 _VCOV_NOTES = {

@@ -186,6 +186,6 @@ if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tes
             for task, rep in report["tasks"].items():
                 print(f"evalmix leaderboard: {task} (joint {report['conf_level']:.0%} rank sets)")
                 for row in rep["leaderboard"]:
-                    print(f"  {row['model']:<30} {row['estimate']:.3f}  rank {row['rank_low']}-"
+                    print(f"  {row['model']:<30} {row['estimate']:.4g}  rank {row['rank_low']}-"
                           f"{row['rank_high']}  group {row['tie_group']}  coverage {row['coverage']:.2f}")
             print(f"evalmix leaderboard written to {target}")

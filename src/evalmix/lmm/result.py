@@ -12,11 +12,11 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..core import tables
-from ..core.result import Result, Summary, frame_records
-from ..mixed.result import MixedResult, ModelRows
+from ..core.result import REPR_MAX_ROWS, Result, Summary, frame_records
 from ..core.arguments import check_level
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, SingularFitWarning
+from ..mixed.result import MixedResult, ModelRows
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
@@ -122,9 +122,9 @@ class LmerCoefTable(Result):
     ([5.75, 1.25], 'Satterthwaite')
     >>> print(ct)  # doctest: +NORMALIZE_WHITESPACE
     Fixed effects (t tests with Satterthwaite's df, lmerTest):
-                Estimate Std. Error    df t value Pr(>|t|)
-    (Intercept)     5.75     0.6693 3.861   8.592  0.00118 **
-    modelB          1.25     0.4787     3   2.611   0.0796 .
+                Estimate Std. Error     df t value Pr(>|t|)
+    (Intercept)   5.7500     0.6693 3.8615   8.592  0.00118 **
+    modelB        1.2500     0.4787 3.0000   2.611  0.07960 .
     ---
     Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1
     """
@@ -153,31 +153,9 @@ class LmerCoefTable(Result):
 
     def __repr__(self) -> str:
         """As R prints ``summary(fit)$coefficients`` of an lmerTest fit (``printCoefmat``)."""
-        t = self.table
-        rows = [[str(term), _signif(e), _signif(s), _signif(d), _signif(z), _pvalue(p),
-                 tables.significance_stars(p)]
-                for term, e, s, d, z, p in zip(t["term"], t["estimate"], t["se"], t["df"],
-                                               t["statistic"], t["p_value"])]
-        head = ["", "Estimate", "Std. Error", "df", "t value", "Pr(>|t|)", ""]
-        # the stars (last column) are left-justified, as printCoefmat writes them
-        lines = [f"{self._title()}:", *tables.aligned_columns(rows, head, left=(0, 6)), "---",
-                 "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
-        return "\n".join(lines)
-
-
-def _signif(x: float, digits: int = 4) -> str:
-    """``x`` to ``digits`` significant digits, as R prints a coefficient table's numbers."""
-    if not np.isfinite(x):
-        return "NaN" if np.isnan(x) else ("Inf" if x > 0 else "-Inf")
-    return f"{float(f'{x:.{digits}g}'):.{digits}g}"
-
-
-def _pvalue(p: float) -> str:
-    """A p-value as ``printCoefmat`` shows it: three significant digits, ``< 2e-16`` below R's
-    machine epsilon."""
-    if not np.isfinite(p):
-        return "NaN"
-    return "< 2e-16" if p < 2.2e-16 else f"{p:.3g}"
+        t = self.table[["term", "estimate", "se", "df", "statistic", "p_value"]]
+        head = ["Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]
+        return "\n".join([f"{self._title()}:", *tables.coefmat_lines(t, head)])
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -392,44 +370,48 @@ class LmerResult(MixedResult):
         return out
 
     def __repr__(self) -> str:
-        """As lme4 prints an ``lmerMod``."""
+        """lme4's print of the fit (:meth:`lme4_text`), then the table of :meth:`coef_table`."""
+        table = tables.to_text(self.coef_table().to_frame(), max_rows=REPR_MAX_ROWS,
+                               more="; coef_table() has them all")
+        return f"{self.lme4_text()}\n\nFixed effects (t tests with Satterthwaite df, lmerTest):\n{table}"
+
+    def lme4_text(self) -> str:
+        """The fit as lme4's ``print(fit)`` shows an ``lmerMod``, with R's digits: formula, REML
+        criterion (or AIC, BIC, logLik, deviance), random effects (``VarCorr``), numbers of
+        observations and groups, the fixed effects as a named vector.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import evalmix
+        >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+        ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+        >>> print(evalmix.lmer("rating ~ model + (1|item)", d).lme4_text())  # doctest: +ELLIPSIS
+        Linear mixed model fit by REML
+        ...
+        Fixed Effects:
+        (Intercept)       modelB
+               5.75         1.25
+        """
         how = "REML" if self.reml else "maximum likelihood"
         lines = [f"Linear mixed model fit by {how}", f"Formula: {self.formula}"]
         if self.reml:
-            lines.append(f"REML criterion at convergence: {self.remlcrit:.4f}")
+            crit = float(self.remlcrit) if self.remlcrit is not None else float("nan")
+            lines.append(f"REML criterion at convergence: {tables.r_format([round(crit, 4)], 7)[0]}")
         else:
-            lines.append("      AIC       BIC    logLik  deviance  df.resid")
-            lines.append(f"{self.aic:9.4f} {self.bic:9.4f} {self.loglik:9.4f} "
-                         f"{self.deviance:9.4f} {self.nobs - self.df:9d}")
+            head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
+            vals = [tables.r_format([round(v, 4)], 7)[0] for v in (self.aic, self.bic, self.loglik, self.deviance)]
+            vals.append(str(self.nobs - self.df))
+            w = max(len(t) for t in head + vals)
+            lines += [" ".join(h.rjust(w) for h in head), " ".join(v.rjust(w) for v in vals)]
         lines.append("Random effects:")
-        lines += ["  " + ln for ln in _varcorr_text(self.varcorr).split("\n")]
+        lines += tables.varcorr_lines(self.varcorr, comp=("Std.Dev.",))
         groups = ", ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         lines.append(f"Number of obs: {self.nobs}, groups:  {groups}")
         lines.append("Fixed Effects:")
-        fe = self.fixef
-        width = max(4, *(len(str(k)) for k in fe.index))
-        lines.append(f"{'term':<{width}}  {'estimate':>10}")
-        lines += [f"{str(k):<{width}}  {v:>10.5g}" for k, v in fe.items()]
-        lines += self.messages
+        lines += tables.named_values(list(map(str, self.fixef.index)), tables.r_format(self.fixef.to_numpy()))
+        lines += tables.wrap_lines(self.messages)
         return "\n".join(lines)
-
-
-def _varcorr_text(vc: pd.DataFrame) -> str:
-    """lme4's print of ``VarCorr``: groups, names, standard deviations, correlations."""
-    rows = []
-    for _, r in vc.iterrows():
-        if r["var2"]:
-            continue
-        rows.append((r["group"], r["var1"], r["sd"]))
-    lines = [f"{'Groups':<10} {'Name':<14} {'Std.Dev.':>10}"]
-    last = None
-    for g, name, sd in rows:
-        lines.append(f"{(g if g != last else ''):<10} {name:<14} {sd:>10.4f}")
-        last = g
-    cors = vc[vc["var2"] != ""]
-    for _, r in cors.iterrows():
-        lines.append(f"{'':<10} corr({r['var1']}, {r['var2']}) = {r['sd']:.3f} ({r['group']})")
-    return "\n".join(lines)
 
 
 def _varcorr(design: LmmDesign, theta: np.ndarray, sigma: float) -> pd.DataFrame:

@@ -19,11 +19,14 @@ if TYPE_CHECKING:
     from ..model import FixedDesign
 
 
-def _signif(x: float, digits: int = 4) -> str:
-    """A number with ``digits`` significant digits, as R's ``format`` writes a scalar."""
-    if not np.isfinite(x):
-        return {True: "Inf", False: "-Inf"}[x > 0] if np.isinf(x) else "NaN"
-    return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
+def _lme4_layout(varcorr: pd.DataFrame) -> pd.DataFrame:
+    """Scalar random intercepts in lme4's ``VarCorr`` layout (``var1``, ``var2``) for printing."""
+    out = varcorr.copy()
+    if "var1" not in out:
+        out["var1"] = "(Intercept)"
+    if "var2" not in out:
+        out["var2"] = ""
+    return out
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -206,10 +209,7 @@ class ClmmResult(MixedResult):
         w = [max(len(h), len(v)) for h, v in zip(head, vals)]
         lines += [" " + " ".join(h.ljust(k) for h, k in zip(head, w)),
                   " " + " ".join(v.ljust(k) for v, k in zip(vals, w)), "", "Random effects:"]
-        rows = [[str(g), "(Intercept)", _signif(v), _signif(s)]
-                for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
-        lines += [" " + r for r in tables.aligned_columns(rows, ["Groups", "Name", "Variance", "Std.Dev."],
-                                                          left=4)]
+        lines += tables.varcorr_lines(_lme4_layout(self.varcorr))
         lines += ["Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngrps.items()), ""]
         tab = self.coef_table()
         for title, part, with_p in (("Coefficients:", tab[tab["kind"] == "location"], True),
@@ -217,10 +217,9 @@ class ClmmResult(MixedResult):
             if part.empty:
                 lines += ["No Coefficients", ""] if with_p else []
                 continue
-            head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)"] if with_p else [])
-            rows = [[str(r.term), f"{r.estimate:.4f}", f"{r.se:.4f}", f"{r.statistic:.3f}"]
-                    + ([f"{r.p_value:.3g}"] if with_p else []) for r in part.itertuples()]
-            lines += [title, *tables.aligned_columns(rows, head), ""]
+            head = ["Estimate", "Std. Error", "z value"] + (["Pr(>|z|)"] if with_p else [])
+            cols = ["term", "estimate", "se", "statistic"] + (["p_value"] if with_p else [])
+            lines += [title, *tables.coefmat_lines(part[cols], head, p="p_value" if with_p else None), ""]
         if not self.converged:
             lines.append("The optimiser did not converge: the largest gradient is "
                          f"{self.max_grad:.2e}.")

@@ -39,7 +39,8 @@ def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, 
 
     Models are placed on the mean-rank axis (rank 1 = best, on the left); a thick bar joins
     models whose mean ranks differ by less than the Nemenyi critical difference (not significantly
-    different), and the CD is drawn as a scale bar above the axis.  The canvas is cropped to what is
+    different), and the CD is drawn as a scale bar above the axis, labelled as the family-wise
+    (multiplicity-adjusted) threshold it is.  The canvas is cropped to what is
     drawn.
 
     Parameters
@@ -98,7 +99,9 @@ def critical_difference_plot(result: FriedmanResult, *, ax: Axes | None = None, 
     # CD scale bar
     ax.hlines(0.75, lo, lo + cd, color="black", lw=1.2)
     ax.vlines([lo, lo + cd], 0.68, 0.82, color="black", lw=1.2)
-    ax.text(lo + cd / 2, 0.85, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=7)
+    # the CD is a family-wise (Nemenyi, Tukey-type) threshold: the label says so
+    ax.text(lo + cd / 2, 0.85, f"Nemenyi CD = {cd:.2f} (family-wise α = {result.alpha:g})", ha="center",
+            va="bottom", fontsize=7)
     # bars joining models that are not significantly different, just under the axis
     for j, (a, b) in enumerate(cliques):
         y = -0.2 - step * 0.6 * j

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .style import (
-    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, hide_unused, panel_columns,
-    panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
+    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, hide_unused, log_ticks, p_value_label,
+    panel_columns, panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
 )
 
 if TYPE_CHECKING:
@@ -186,8 +186,9 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
                       max_cols: int = 4, figsize: tuple[float, float] | None = None) -> Figure:
     """Forest plot of odds ratios with their intervals (the paper's Figure 3, Supp. Figure 2).
 
-    Odds ratios on a log axis with a reference line at 1; contrasts whose (adjusted) p-value is
-    below ``alpha`` are drawn in blue, the others in orange.  With ``by`` one panel per level.
+    Odds ratios on a log axis (at least three labelled ticks) with a reference line at 1;
+    contrasts whose (adjusted) p-value is below ``alpha`` are drawn in blue, the others in orange,
+    and the legend says whether, and by which method, the p-values were adjusted.  With ``by`` one panel per level.
 
     Parameters
     ----------
@@ -220,6 +221,7 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
     tab = _frame(contrasts)
     lo, hi = _interval(tab, "or_")
     pcol = first_column(tab, "p_adjusted", "p_value", "p")
+    adjust = getattr(contrasts, "adjust", None) if not isinstance(contrasts, pd.DataFrame) else None
     tab = tab.assign(_lo=lo, _hi=hi, _sig=tab[pcol].to_numpy(float) < alpha)
     labels = list(dict.fromkeys(tab["contrast"]))
     panels = [(None, tab)] if by is None else [(k, tab[tab[by] == k]) for k in _levels(tab[by])]
@@ -234,7 +236,8 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
     where = dict(zip(labels, pos))
     for ax, (key, g) in zip(axes.ravel(), panels):
         y = g["contrast"].map(where).to_numpy(float)
-        for sig, c, name in ((True, colour(0), f"p < {alpha:g}"), (False, colour(1), f"p ≥ {alpha:g}")):
+        for sig, c, name in ((True, colour(0), p_value_label(pcol, alpha, True, adjust)),
+                             (False, colour(1), p_value_label(pcol, alpha, False, adjust))):
             m = g["_sig"].to_numpy() == sig
             if m.any():
                 ax.hlines(y[m], g["_lo"].to_numpy(float)[m], g["_hi"].to_numpy(float)[m], color=c, lw=1)
@@ -244,10 +247,8 @@ def odds_ratio_forest(contrasts: Contrasts | pd.DataFrame, *, by: str | None = N
         if key is not None:
             ax.set_title(figure_text(wrap(str(key), panel_title_width(ncol, label_w) if not figsize else width / ncol - 0.3)))
     axes[0, 0].set_yticks(pos, [figure_text(v) for v in shown])
-    ticker = plt.matplotlib.ticker
-    for ax in axes.ravel():  # plain numbers (0.1, 1), not powers of ten
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    for ax in axes.ravel():  # at least three plain numbers (0.5, 1, 2), not powers of ten
+        log_ticks(ax.xaxis)
     hide_unused(axes, n)
     shared_xlabel(fig, axes, n, "odds ratio (log scale, 95% CI)")
     handles, names = [], []

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .style import (
-    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, hide_unused, legend_columns, marker,
+    COLUMN_WIDTH, PAGE_WIDTH, colour, colours, figure_text, first_column, fit_label, hide_unused, legend_columns, marker,
     panel_columns, panel_figure_width, panel_title_width, shared_xlabel, styled, text_width, wrap,
 )
 
@@ -223,8 +223,12 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[
     axes[0, 0].invert_yaxis()  # shared: flips every panel
     axes[0, 0].set_ylim(len(models) + 0.5, 0.5)
     axes[0, 0].yaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True, min_n_ticks=1))
+    # a label no longer than a row of panels: under the legend and the titles, what is left of the height
+    fig_h = fig.get_figheight()
+    legend_rows = -(-len(models) // legend_columns([str(m) for m in models], width, max_cols=4))
+    room = (fig_h - 0.17 * legend_rows - 0.6) / nrow - (0.2 if by else 0.0)
     for row in axes:
-        row[0].set_ylabel("rank (1 = best; ties side by side)")
+        row[0].set_ylabel(fit_label("rank (1 = best; ties side by side)", room, short="rank (1 = best)"))
     # below the panels, in as many columns as the names allow: a legend beside them would squeeze
     # the panels to nothing with long names
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", title="model",
@@ -292,7 +296,10 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
         styles += [Line2D([], [], color="black", lw=1.5, ls="-.", label="projection, items random"),
                    Line2D([], [], color="black", lw=1.5, ls=":", label="projection, run noise only")]
     ax.set_xlabel("runs averaged (R)")
-    ax.set_ylabel("standard error of slice accuracy (proportion)")
+    # no longer than the axes: the figure's height less both legends and the x axis
+    rows = -(-len(curves) // ncol) + -(-len(styles) // (2 if len(styles) > 3 else 3))
+    ax.set_ylabel(fit_label("standard error of slice accuracy (proportion)",
+                            fig.get_figheight() - 0.17 * rows - 0.75))
     ax.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True))
     handles = [h for h in ax.get_lines() if h.get_label() in {str(c) for c in curves}]
     fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncol=ncol)

@@ -25,14 +25,19 @@ import pandas as pd
 
 from ..core.files import atomic_path, is_path
 
-__all__ = ["COLUMN_WIDTH", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours", "figure_text", "first_column",
-           "hide_unused", "legend_columns", "marker", "panel_columns", "panel_figure_width",
+__all__ = ["COLUMN_WIDTH", "MIN_CONTRAST", "OKABE_ITO", "PAGE_WIDTH", "RC", "SAVE_RC", "colour", "colours",
+           "contrast_on_white", "figure_text", "first_column", "fit_label", "hide_unused", "legend_columns",
+           "log_ticks",
+           "marker", "p_value_label", "panel_columns", "panel_figure_width",
            "panel_title_width", "paper_style", "shared_xlabel", "styled", "text_width", "wrap"]
 
-#: Okabe & Ito (2008) colour-blind-safe palette without black (reserved for references); yellow
-#: last, as it is the weakest on white.
+#: Okabe & Ito (2008) colour-blind-safe palette without black (reserved for references); its yellow
+#: (#F0E442, contrast 1.3:1 on white, a line that cannot be seen on paper) darkened to a mustard
+#: (#A89200, 3.1:1) and kept last. Every colour has at least :data:`MIN_CONTRAST` against white.
 OKABE_ITO: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7",
-                              "#999999", "#F0E442")
+                              "#999999", "#A89200")
+#: The least contrast (WCAG ratio against white) of a data series' colour, as drawn (alpha blended).
+MIN_CONTRAST = 2.0
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 #: Width of one column of a two-column paper, inches.
@@ -55,6 +60,7 @@ RC: dict[str, Any] = {
 SAVE_RC: dict[str, Any] = {k: RC[k] for k in ("savefig.dpi", "pdf.fonttype", "ps.fonttype", "svg.fonttype")}
 
 if TYPE_CHECKING:
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -173,6 +179,161 @@ def styled(func: F) -> F:
         return fig
 
     return wrapper  # type: ignore[return-value]
+
+
+def contrast_on_white(color: str | tuple[float, float, float] | tuple[float, float, float, float],
+                      alpha: float | None = None) -> float:
+    """WCAG contrast ratio of ``color`` drawn on white (``alpha`` blended), 1 (invisible) to 21.
+
+    Examples
+    --------
+    >>> round(contrast_on_white("#F0E442"), 2), round(contrast_on_white("#0072B2"), 2)
+    (1.32, 5.19)
+    """
+    from matplotlib.colors import to_rgba
+
+    r, g, b, a = to_rgba(color)
+    a = a if alpha is None else a * alpha
+    rgb = [a * c + (1 - a) for c in (r, g, b)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return 1.05 / (lum + 0.05)
+
+
+def log_ticks(axis: Axis, min_ticks: int = 3) -> None:
+    """Label a log-scaled axis with at least ``min_ticks`` plain numbers (``0.2, 0.5, 1, 2``).
+
+    matplotlib labels only the powers of ten, so an axis from 0.3 to 3 shows one label (``1``).
+    Ticks are taken from 1-2-5 of each decade, or every digit when that is too few, or evenly
+    spaced nice numbers over a range shorter than a factor of two; labels are ``%g``.
+
+    Parameters
+    ----------
+    axis : matplotlib Axis
+        ``ax.xaxis`` or ``ax.yaxis`` of a log-scaled axes.
+    min_ticks : int
+        The fewest labelled ticks.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set_xscale("log"), ax.set_xlim(0.3, 3)
+    >>> log_ticks(ax.xaxis)
+    >>> fig.canvas.draw()
+    >>> [t.get_text() for t in ax.get_xticklabels() if 0.3 <= t.get_position()[0] <= 3]
+    ['0.5', '1', '2']
+    """
+    from matplotlib import ticker
+
+    axis.set_major_locator(_LogTicks(min_ticks))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _log_tick_values(vmin: float, vmax: float, min_ticks: int) -> list[float]:
+    import math
+
+    from matplotlib import ticker
+
+    lo, hi = sorted((vmin, vmax))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= 0:
+        return [1.0]
+    lo = lo if lo > 0 else hi / 1e3
+    e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    subs_choices: tuple[tuple[float, ...], ...] = ((1.0,), (1.0, 2.0, 5.0), tuple(float(k) for k in range(1, 10)))
+    for subs in subs_choices:
+        ticks = [float(f"{s * 10.0 ** e:.12g}") for e in range(e0, e1 + 1) for s in subs]
+        inside = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+        if len(inside) >= min_ticks:
+            if subs == (1.0,) and len(inside) > 9:  # many decades: every k-th power of ten
+                step = -(-len(inside) // 8)
+                inside = inside[::step]
+            return inside
+    # a range under a factor of about two: evenly spaced nice numbers
+    nice = ticker.MaxNLocator(nbins=min_ticks + 1, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+    return [float(t) for t in nice if t > 0 and lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+
+
+def _make_log_locator() -> Any:
+    from matplotlib import ticker
+
+    class LogTicks(ticker.Locator):
+        """At least ``min_ticks`` ticks inside the view of a log axis (see :func:`log_ticks`)."""
+
+        def __init__(self, min_ticks: int = 3) -> None:
+            self.min_ticks = min_ticks
+
+        def __call__(self) -> list[float]:
+            if self.axis is None:
+                return []
+            vmin, vmax = self.axis.get_view_interval()
+            return self.tick_values(vmin, vmax)
+
+        def tick_values(self, vmin: float, vmax: float) -> list[float]:
+            return _log_tick_values(vmin, vmax, self.min_ticks)
+
+    return LogTicks
+
+
+def _LogTicks(min_ticks: int) -> Any:  # noqa: N802 - a class made on first use (matplotlib is lazy)
+    global _LOG_TICKS
+    if _LOG_TICKS is None:
+        _LOG_TICKS = _make_log_locator()
+    return _LOG_TICKS(min_ticks)
+
+
+_LOG_TICKS: Any = None
+
+
+def fit_label(text: str, length: float, size: float | None = None, short: str | None = None) -> str:
+    """An axis label broken into lines at most ``length`` inches long (0.6 at least), so that a y
+    label never runs past its axes' height and off the canvas of a short figure; ``short`` is
+    used instead when the full text would take more than two lines.
+
+    Examples
+    --------
+    >>> fit_label("standard error of slice accuracy (proportion)", 1.5)
+    'standard error of slice\\naccuracy (proportion)'
+    >>> fit_label("rank (1 = best; ties side by side)", 0.8, short="rank (1 = best)")
+    'rank (1 =\\nbest)'
+    """
+    fs = float(size if size is not None else RC["axes.labelsize"])
+    out = wrap(text, max(0.6, length), fs)
+    if short is not None and out.count("\n") > 1:
+        out = wrap(short, max(0.6, length), fs)
+    return out
+
+
+def p_value_label(column: str, alpha: float, below: bool, adjust: str | None = None) -> str:
+    """A legend entry for the contrasts that pass (or fail) a p-value threshold, saying whether the
+    p-values were adjusted for multiplicity and by which method.
+
+    Parameters
+    ----------
+    column : str
+        The p-value column the threshold is applied to (``p_adjusted`` is adjusted).
+    alpha : float
+    below : bool
+        The entry of ``p < alpha`` (True) or ``p ≥ alpha`` (False).
+    adjust : str, optional
+        The adjustment method (``holm``, ``tukey``...), when known.
+
+    Examples
+    --------
+    >>> p_value_label("p_adjusted", 0.05, True, "holm"), p_value_label("p_value", 0.05, False)
+    ('holm-adjusted p < 0.05', 'unadjusted p ≥ 0.05')
+    """
+    sign = "<" if below else "≥"
+    if column == "p_adjusted" and adjust not in (None, "", "none"):
+        kind = f"{adjust}-adjusted"
+    elif column == "p_adjusted" and adjust is None:
+        kind = "adjusted"
+    else:
+        kind = "unadjusted"
+    return f"{kind} p {sign} {alpha:g}"
 
 
 def text_width(labels: Sequence[object], size: float | None = None) -> float:

@@ -28,6 +28,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from ..core import tables
 from ..core.arguments import check_arguments, check_choice, check_count, check_level
 from ..core.seeds import as_generator
 from ..core.result import Result, Summary, contrast_label
@@ -446,7 +447,7 @@ class FriedmanResult(Result):
 
     def _header(self) -> list[str]:
         return [f"statistic (chi-square) = {self.statistic:.3f}, df = {self.df:.0f}, "
-                f"p_value = {self.p_value:.4g}, n_items = {self.n_items}, "
+                f"p_value = {tables.format_p(self.p_value)}, n_items = {self.n_items}, "
                 f"critical difference = {self.critical_difference:.3f} (alpha = {self.alpha})"]
 
     def summary(self) -> Summary:

@@ -455,7 +455,7 @@ class BradleyTerryResult(Result):
                 f"{self.loglik:.3f}"]
 
     def _notes(self) -> list[str]:
-        return [f"{r.term}: {r.estimate:.4g} (se {r.se:.3g}) [{r.conf_low:.4g}, {r.conf_high:.4g}]"
+        return [f"{r.term}: {r.estimate:.4g} (se {r.se:.4g}) [{r.conf_low:.4g}, {r.conf_high:.4g}]"
                 for r in self.params.itertuples()]
 
     def to_frame(self) -> pd.DataFrame:

@@ -597,8 +597,8 @@ class IrtFit(Result):
     def _header(self) -> list[str]:
         return [f"{len(self.items)} items, {len(self.abilities)} models, {self.n_runs} runs, "
                 f"{self.n_obs} responses; logLik {self.loglik:.2f}",
-                f"abilities (estimate) at mean 0, SD 1 over the fitted models; run SD {self._run_sd:.3g}",
-                f"model-by-item misfit SD {self.misfit_sd:.3g} (logit scale)" if self.misfit_identified
+                f"abilities (estimate) at mean 0, SD 1 over the fitted models; run SD {self._run_sd:.4g}",
+                f"model-by-item misfit SD {self.misfit_sd:.4g} (logit scale)" if self.misfit_identified
                 else "model-by-item misfit not identified (one response per model and item): taken as 0"]
 
     def _notes(self) -> list[str]:
@@ -954,7 +954,7 @@ class SubsetAccuracy(Result):
     def _header(self) -> list[str]:
         return [f"items chosen: {self.selection}; {self.conf_level:.0%} intervals",
                 f"target: the {self.target} accuracy over all items; model-by-item misfit SD "
-                f"{self.misfit_sd:.3g} (logit scale)"]
+                f"{self.misfit_sd:.4g} (logit scale)"]
 
 
 @dataclass(frozen=True)
@@ -1388,7 +1388,7 @@ class IrtPosterior(Result):
     def _header(self) -> list[str]:
         return [f"{len(self.items)} items, {len(self.abilities)} models; {self.theta_draws.shape[0]} draws; "
                 f"max R-hat {self.r_hat:.3f}; {self.divergences} divergences",
-                f"model-by-item misfit SD {self.misfit_sd:.3g} (logit scale; not in the model)"
+                f"model-by-item misfit SD {self.misfit_sd:.4g} (logit scale; not in the model)"
                 if self.misfit_identified
                 else "model-by-item misfit not identified (one response per model and item)"]
 

@@ -119,30 +119,33 @@ class RankSets(Result):
         return super().to_dict() | {"pairs": frame_records(self.pairs), "groups": frame_records(groups),
                                     "conf_level": self.conf_level, "method": self.method}
 
-    def display_frame(self, digits: int = 3) -> pd.DataFrame:
-        """The leaderboard as printed in a paper: estimate with its interval, rank sets as text."""
+    def display_frame(self, digits: int = tables.DIGITS) -> pd.DataFrame:
+        """The leaderboard as printed in a paper: estimate with its interval (each number to at
+        least ``digits`` significant digits, as R's ``format``), rank sets as text."""
         t = self.table
         pct = f"{100 * self.conf_level:g}%"
         value = "accuracy" if "accuracy" in t.columns else "estimate"
         out = t[list(self.by) + ["model"]].copy()
-        out[value] = t[value].map(lambda v: f"{v:.{digits}f}")
+        out[value] = [c.strip() for c in tables.r_format(t[value].to_numpy(dtype=float), digits)]
         if value == "estimate":
-            out[f"{pct} CI"] = [f"[{lo:.{digits}f}, {hi:.{digits}f}]"
-                                for lo, hi in zip(t["conf_low"], t["conf_high"])]
+            low = tables.r_format(t["conf_low"].to_numpy(dtype=float), digits)
+            high = tables.r_format(t["conf_high"].to_numpy(dtype=float), digits)
+            out[f"{pct} CI"] = [f"[{lo.strip()}, {hi.strip()}]" for lo, hi in zip(low, high)]
         out["rank"] = t["rank"]
         out["rank set"] = [_span(lo, hi) for lo, hi in zip(t["rank_low"], t["rank_high"])]
         out["marginal"] = [_span(lo, hi) for lo, hi in zip(t["marginal_rank_low"], t["marginal_rank_high"])]
         out["tie group"] = t["tie_group"]
         return out
 
-    def to_latex(self, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
+    def to_latex(self, caption: str | None = None, label: str | None = None,
+                 digits: int = tables.LATEX_DIGITS) -> str:
         """The leaderboard as a LaTeX table (rank sets as ``lo-hi``, tie groups as letters)."""
         if caption is None:
             caption = (f"Leaderboard with simultaneous {100 * self.conf_level:g}% rank sets "
                        f"({self.method}); models sharing a letter are not separable.")
         return tables.to_latex(self.display_frame(digits), caption=caption, label=label, digits=digits)
 
-    def to_markdown(self, digits: int = 3) -> str:
+    def to_markdown(self, digits: int = tables.DIGITS) -> str:
         """The leaderboard as a Markdown table."""
         return tables.to_markdown(self.display_frame(digits), digits=digits)
 

@@ -548,8 +548,8 @@ def _latent_residual(fit: object, vc: pd.DataFrame, mean: float | None) -> tuple
                             f"got mean={mu:g}, phi={phi:g}")
         over = float(special.polygamma(1, mu * phi) + special.polygamma(1, (1 - mu) * phi))
         rows.insert(0, ("overdispersion", over))
-        return rows, "latent", (f"logistic (pi^2/3) and the beta-binomial overdispersion at mean {mu:.3g} "
-                                f"(phi {phi:.3g})")
+        return rows, "latent", (f"logistic (pi^2/3) and the beta-binomial overdispersion at mean {mu:.4g} "
+                                f"(phi {phi:.4g})")
     return rows, "latent", _LINK_NAMES[link]
 
 

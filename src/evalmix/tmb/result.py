@@ -23,13 +23,6 @@ __all__ = ["GlmmTMBResult"]
 FAMILY_LABEL = {"beta": "beta", "betabinomial": "betabinomial", "binomial": "binomial"}
 
 
-def _fmt(x: float, digits: int = 4) -> str:
-    """A number as R's ``format`` writes a scalar with ``digits`` significant digits."""
-    if not np.isfinite(x):
-        return "NaN" if np.isnan(x) else ("Inf" if x > 0 else "-Inf")
-    return f"{float(f'{x:.{digits}g}'):g}" if abs(x) >= 1e-4 else f"{x:.{digits - 1}e}"
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class GlmmTMBResult(MixedResult):
     """A GLMM fitted by the Laplace approximation with all parameters optimised jointly, as
@@ -210,24 +203,18 @@ class GlmmTMBResult(MixedResult):
         lines += ["".join(h.rjust(k) for h, k in zip(head, w)),
                   "".join(v.rjust(k) for v, k in zip(vals, w)), "", "Random effects:", "",
                   "Conditional model:"]
-        rows = [[str(g), "(Intercept)", _fmt(v), _fmt(s)]
-                for g, v, s in zip(self.varcorr["group"], self.varcorr["variance"], self.varcorr["sd"])]
-        lines += [" " + r for r in tables.aligned_columns(rows, ["Groups", "Name", "Variance", "Std.Dev."],
-                                                          left=4)]
+        vc = self.varcorr
+        if "var1" not in vc:
+            vc = vc.assign(var1="(Intercept)", var2="")
+        lines += tables.varcorr_lines(vc)
         lines.append(f"Number of obs: {self.nobs}, groups:  "
                      + "; ".join(f"{g}, {n}" for g, n in self.ngrps.items()))
         if self.family != "binomial":
-            lines += ["", f"Dispersion parameter for {self.family} family (): {_fmt(self.dispersion, 3)}"]
+            lines += ["", f"Dispersion parameter for {self.family} family (): {tables.r_format([self.dispersion], 3)[0]}"]
         tab = self.coef_table()
-        rows = [[str(t), f"{e:.5g}", f"{s:.5g}", f"{z:.3f}", f"{p:.3g}", tables.significance_stars(p)]
-                for t, e, s, z, p in zip(tab["term"], tab["estimate"].to_numpy(dtype=float),
-                                         tab["se"].to_numpy(dtype=float),
-                                         tab["statistic"].to_numpy(dtype=float),
-                                         tab["p_value"].to_numpy(dtype=float))]
         lines += ["", "Conditional model:",
-                  *tables.aligned_columns(rows, ["", "Estimate", "Std. Error", "z value", "Pr(>|z|)", ""]),
-                  "---",
-                  "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+                  *tables.coefmat_lines(tab[["term", "estimate", "se", "statistic", "p_value"]],
+                                        ["Estimate", "Std. Error", "z value", "Pr(>|z|)"])]
         if not self.converged:
             lines.append(f"The optimiser did not converge: the largest gradient is {self.max_grad:.2e}.")
         return "\n".join(lines)
