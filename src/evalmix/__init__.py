@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "wilcoxon": "stats.comparisons",
     "bootstrap_ci": "stats.resampling", "cluster_bootstrap": "stats.resampling",
     "instance_bootstrap": "stats.resampling", "paired_bootstrap": "stats.resampling", "run_level_ci": "stats.resampling",
-    "adjust_pvalues": "inference.multiplicity",
+    "adjust_pvalues": "stats.multiplicity",
     "cohen_kappa": "stats.agreement", "fleiss_kappa": "stats.agreement", "krippendorff_alpha": "stats.agreement",
     "power_clustered": "studies.power", "power_paired_proportions": "studies.power", "power_two_proportions": "studies.power",
     "sample_size_clustered": "studies.power", "sample_size_paired_proportions": "studies.power",
@@ -120,7 +120,7 @@ _MOVED: dict[str, str] = {
     "numdiff": "mixed.numdiff", "links": "mixed.links",
     "descriptive": "stats.descriptive", "comparisons": "stats.comparisons", "resampling": "stats.resampling",
     "paired": "stats.paired", "agreement": "stats.agreement", "tests": "stats.comparisons",
-    "emmeans": "inference.emmeans", "selection": "inference.selection", "multiplicity": "inference.multiplicity",
+    "emmeans": "inference.emmeans", "selection": "inference.selection", "multiplicity": "stats.multiplicity",
     **{name: f"studies.{name}" for name in (
         "reliability", "ranking", "repetitions", "power", "calibration", "leaderboard", "passk", "variance",
         "fit_many", "ppi", "arena", "judges", "irt", "sequential", "control_variates")},
@@ -222,7 +222,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from . import lmm
     from .core import methods
     from . import model
-    from .inference import multiplicity
+    from .stats import multiplicity
     from . import ordinal
     from .stats import paired
     from .core import parallel
@@ -285,7 +285,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         RankSets, rank_sets, rank_sets_draws, rank_sets_glmm, rank_sets_normal, rank_sets_posterior,
         tie_groups,
     )
-    from .inference.multiplicity import adjust_pvalues
+    from .stats.multiplicity import adjust_pvalues
     from .studies.passk import PassKResult, pass_k, pass_k_model
     from .studies.ppi import (
         PPICoverage, PPIEstimates, ppi_coverage_study, ppi_difference, ppi_mean, simulate_judged,

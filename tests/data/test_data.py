@@ -177,7 +177,7 @@ def test_ai4math_validates(ai4math_raw):
 def test_roles_travel_as_one_schema_object():
     # the slicing helpers and the paired comparisons name their columns with the same RunsSchema
     # that read_runs records, not with a shape of their own
-    import evalmix.data.runs.slicing as sl
+    import evalmix.data.slicing as sl
     from evalmix.stats.comparisons import resolve_columns
     from evalmix.data.runs import RunsSchema
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import evalmix
 from evalmix import DataError, glmer, read_runs
 from evalmix import scan as scan_module
-from evalmix.data.runs.scan import aggregate_runs
+from evalmix.data.scan import aggregate_runs
 
 
 def _runs(seed: int = 1) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import evalmix
 from evalmix.stats.descriptive import accuracy, accuracy_bounds
 from evalmix.core.errors import DataError
-from evalmix.data.runs.status import scored_rows
+from evalmix.data.status import scored_rows
 
 
 def _table():

@@ -541,7 +541,7 @@ def test_dunnettx_t_family_with_infinite_df_is_the_z_family():
     # a contrast of an lmer fit may carry df = Inf (an asymptotic row); SciPy's studentized range
     # has no infinite df, so those rows take emmeans' df = Inf approximation
     from evalmix.inference.emmeans import _adjust_family_t
-    from evalmix.inference.multiplicity import adjust_family
+    from evalmix.stats.multiplicity import adjust_family
 
     t = np.array([2.5, 1.0, 0.3])
     p_t, crit_t, _, _ = _adjust_family_t(t, np.full(3, np.inf), "dunnettx", conf_level=0.95,

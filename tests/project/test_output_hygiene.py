@@ -133,7 +133,7 @@ def test_reprs_are_at_most_100_characters_wide(printed, name):
 def test_a_wide_long_table_keeps_its_rows_short_and_its_columns_all():
     df = pd.DataFrame({f"column_{i}": np.arange(60) + 0.123456 * i for i in range(14)}).assign(label="x")
 
-    class Wide(evalmix._result.Result):
+    class Wide(evalmix.core.result.Result):
         def to_frame(self):
             return df
 

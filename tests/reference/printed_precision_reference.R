@@ -1,4 +1,4 @@
-# R's printed output of three fits, for the printed-precision tests of tests/test_printed_precision.py:
+# R's printed output of three fits, for the printed-precision tests of tests/project/test_printed_precision.py:
 #
 #   Rscript tests/reference/printed_precision_reference.R
 #

@@ -297,7 +297,7 @@ def load_scores(args: argparse.Namespace, raw: pd.DataFrame | None = None) -> pd
 
     from ..core.errors import DataWarning
     from ..model import model_columns, parse_formula
-    from ._common import load_data
+    from ._common import id_columns, load_data
 
     data = load_data(args, scores=True, raw=raw)
     if getattr(args, "missing", "raise") == "drop":
@@ -351,13 +351,14 @@ def load_binomial(args: argparse.Namespace, formula: str) -> pd.DataFrame:
     from ..data.runs import load_table
     from ..core.errors import DataError
     from ..io import is_log_source
-    from ._common import load_data
+    from ._common import id_columns, load_data
 
     given = (args.successes is not None or args.trials is not None or args.item is not None
              or args.model != "model" or args.outcome != "correct")
     if given or is_log_source(args.data):
         return load_data(args)
-    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None))
+    raw = load_table(args.data, encoding=getattr(args, "encoding", None), sep=getattr(args, "sep", None),
+                     ids=id_columns(args))
     roles = _formula_roles(formula, raw.columns)
     if roles == {"outcome": args.outcome}:  # the default roles: as every command reads them
         return load_data(args, raw=raw)

@@ -24,7 +24,7 @@ MISSING_POLICIES = ("raise", "drop")
 CI_METHODS = ("wilson", "wilson_cc", "clopper_pearson", "jeffreys", "agresti_coull", "wald", "cluster")
 #: Adjustments of a plain vector of p-values (R's ``p.adjust`` methods, plus Sidak).
 P_ADJUST_METHODS = ("holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none")
-#: Every adjustment of a family of contrasts (:func:`evalmix.inference.multiplicity.adjust_family`, :func:`evalmix.contrast`).
+#: Every adjustment of a family of contrasts (:func:`evalmix.stats.multiplicity.adjust_family`, :func:`evalmix.contrast`).
 ADJUST_METHODS = P_ADJUST_METHODS + ("tukey", "dunnettx", "mvt")
 #: Covariance of the fixed effects of a GLMM fit (:func:`evalmix.glmer`'s ``vcov_method``).
 VCOV_METHODS = ("hessian", "hessian_exact", "rx")

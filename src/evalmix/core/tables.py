@@ -479,7 +479,7 @@ def varcorr_lines(varcorr: pd.DataFrame, digits: int = DIGITS,
     --------
     >>> vc = pd.DataFrame({"group": ["herd"], "var1": ["(Intercept)"], "var2": [""],
     ...                    "variance": [0.41225], "sd": [0.64207]})
-    >>> print("\\n".join(varcorr_lines(vc)))
+    >>> print("\\n".join(line.rstrip() for line in varcorr_lines(vc)))
      Groups Name        Variance Std.Dev.
      herd   (Intercept) 0.4123   0.6421
     """
@@ -516,7 +516,7 @@ def varcorr_lines(varcorr: pd.DataFrame, digits: int = DIGITS,
     # numbers are right-justified among themselves, as format() pads them, then left-aligned
     out = [indent + " ".join((head[c] if c < len(head) else "").ljust(widths[c]) for c in range(ncol))]
     out += [indent + " ".join(r[c].ljust(widths[c]) for c in range(ncol)) for r in rows]
-    return [line.rstrip() for line in out]
+    return out  # every column padded to its width, trailing spaces too, as R prints a matrix
 
 
 def _special(v: float, nan: str = "") -> str:

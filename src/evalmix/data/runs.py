@@ -662,7 +662,7 @@ def read_runs(
     source : path or DataFrame
         A ``.csv``, ``.parquet`` or ``.jsonl`` file, a folder of Parquet files (hive partitions
         such as ``benchmark=math/`` become columns), or a DataFrame (which is copied, never
-        modified).  For tables too large to load, :func:`evalmix.data.runs.scan.aggregate_runs` reads
+        modified).  For tables too large to load, :func:`evalmix.data.scan.aggregate_runs` reads
         Parquet in batches and returns k-of-n counts.
     item, model, run : str
         Names of the item, model and run columns.  ``run=None`` for a table with a single run (or

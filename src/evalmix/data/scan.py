@@ -217,7 +217,7 @@ def aggregate_runs(
         of the data that plays no role, as in :func:`evalmix.read_runs`).  They are read for the
         duplicate-key check only, unless they are keys.
     filters : optional
-        Row filter pushed down to the Parquet reader (see :func:`evalmix.data.runs.parquet.as_filter`).
+        Row filter pushed down to the Parquet reader (see :func:`evalmix.data.parquet.as_filter`).
     batch_rows : int
         Rows per record batch.
 

@@ -32,7 +32,7 @@ from scipy import sparse, stats
 
 from ..core.arguments import check_arguments, check_choice
 from ..core.errors import ArgumentError, ArgumentTypeError
-from . import multiplicity
+from ..stats import multiplicity
 from ..core.draws import hdi
 from ..mixed.fitted import FittedModel, PosteriorFit, SeparationLimit, warn_divergent
 from ..mixed.grid import LOG_ODDS_RATIO, WEIGHTS, RefGrid
@@ -609,7 +609,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid | ClmmEMMeans,
         (e.g. ``model_pairwise``, ``domain_pairwise``: every difference between two models of
         their difference between two domains).  ``method`` is then not used.
     adjust : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "tukey", "dunnettx", "mvt", "none"}
-        Multiplicity adjustment within each family (see :mod:`evalmix.inference.multiplicity`); default
+        Multiplicity adjustment within each family (see :mod:`evalmix.stats.multiplicity`); default
         ``"holm"``, and ``"none"`` for interaction contrasts (as emmeans).  Intervals
         are adjusted the emmeans way: the step-wise methods (Holm, Hochberg, BH, BY) cannot adjust
         intervals, so they get Bonferroni intervals (noted in ``notes``); ``tukey`` applies to pairwise families only and otherwise becomes ``sidak``.

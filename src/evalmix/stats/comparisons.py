@@ -396,7 +396,7 @@ def nemenyi_critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     """
     check_arguments(alpha=alpha)
     k, n = check_count(k, "k", minimum=2), check_count(n, "n")
-    from ..inference.multiplicity import qtukey
+    from .multiplicity import qtukey
 
     q = qtukey(1 - alpha, k) / math.sqrt(2)  # R's qtukey(1 - alpha, k, Inf), kept per (level, k)
     return float(q * math.sqrt(k * (k + 1) / (6 * n)))
@@ -527,7 +527,7 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
     names = [str(c) for c in wide.columns]
     mean_ranks = pd.Series(rank_sums / n, index=names).sort_values(kind="stable")
     scale = math.sqrt(k * (k + 1) / (12 * n))
-    from ..inference.multiplicity import ptukey_upper
+    from .multiplicity import ptukey_upper
 
     rows = []
     for i, j in itertools.combinations(range(k), 2):

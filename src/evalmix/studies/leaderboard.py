@@ -47,7 +47,7 @@ from scipy import special, stats
 from ..core.arguments import check_arguments, check_choice
 from ..data import slicing as sl
 from ..core import tables
-from ..inference.multiplicity import mvn_box_probability, mvn_box_quantile
+from ..stats.multiplicity import mvn_box_probability, mvn_box_quantile
 from ..core.result import Result, frame_records
 from ..data.runs import RunsData
 from ..core.errors import DataError, DataWarning
@@ -470,7 +470,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     model, item, run, outcome : str, optional
         Column names (defaults from :func:`evalmix.read_runs` roles, else conventional names).
     status : str, optional
-        Sample status column (see :func:`evalmix.data.runs.status.scored_rows`); rows that are not ``"ok"``
+        Sample status column (see :func:`evalmix.data.status.scored_rows`); rows that are not ``"ok"``
         are left out (the accuracy is that of the scored samples).  Defaults to ``"status"`` when
         the table has it.
     n_boot : int

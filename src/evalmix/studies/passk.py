@@ -87,7 +87,7 @@ def item_counts(data: RunsData, by: str | Sequence[str] | None = "model", *, ite
                 outcome: str | None = None, status: str | None = None, missing: str = "raise") -> pd.DataFrame:
     """Attempts ``n`` and successes ``c`` per item (and ``by`` group) of a runs table.
 
-    Rows whose status is not ``"ok"`` are left out (see :func:`evalmix.data.runs.status.scored_rows`); k-of-n
+    Rows whose status is not ``"ok"`` are left out (see :func:`evalmix.data.status.scored_rows`); k-of-n
     count tables are summed.  Outcomes must be 0/1.
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),

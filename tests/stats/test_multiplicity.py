@@ -71,7 +71,7 @@ def test_equals_r_p_adjust(method):
 
 
 def test_family_methods_follow_emmeans_rules():
-    from evalmix.inference.multiplicity import family_methods
+    from evalmix.stats.multiplicity import family_methods
 
     assert family_methods("fdr_bh", 4, True) == ("BH", "bonferroni")  # step-wise: Bonferroni intervals
     assert family_methods("tukey", 4, True) == ("tukey", "tukey")
@@ -82,7 +82,7 @@ def test_family_methods_follow_emmeans_rules():
 def test_p_adjust_critical_on_normal_and_t_scales():
     from scipy import stats
 
-    from evalmix.inference.multiplicity import p_adjust_critical
+    from evalmix.stats.multiplicity import p_adjust_critical
 
     assert p_adjust_critical("none", 0.95, 3, stats.norm.isf) == pytest.approx(1.959963984540054, rel=1e-15)
     # Sidak: 1 - 0.95^(1/3) = 0.016952... two-sided; Bonferroni (also for holm): 0.05 / 3
