@@ -297,7 +297,7 @@ def load_scores(args: argparse.Namespace, raw: pd.DataFrame | None = None) -> pd
 
     from ..core.errors import DataWarning
     from ..model import model_columns, parse_formula
-    from ._common import id_columns, load_data
+    from ._common import load_data
 
     data = load_data(args, scores=True, raw=raw)
     if getattr(args, "missing", "raise") == "drop":
