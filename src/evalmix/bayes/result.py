@@ -252,6 +252,12 @@ class BayesGlmerResult(Result):
             else:
                 u = u.copy()
                 u[:, :, p.term.cnames.index("(Intercept)")] -= mu[:, None]
+        if p.slope_cols:  # the fixed slopes of its own columns it holds
+            b = flatten_chains(np.asarray(self._posterior.posterior["b"]))
+            xbar = self._model.fixed_basis["xbar"]
+            for j, c in p.slope_cols:
+                u[:, :, c] -= b[:, j, None]
+                u[:, :, p.term.cnames.index("(Intercept)")] += xbar[j] * b[:, j, None]
         if p.level_x is not None:  # the item-level columns it holds
             b = flatten_chains(np.asarray(self._posterior.posterior["b"]))
             u = u - b @ p.level_x.T

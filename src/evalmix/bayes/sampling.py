@@ -92,9 +92,9 @@ def likelihood_for(sampler: str) -> str:
 
 
 def stored_variables(model: Any) -> list[str]:
-    """Variables the result reads; the sampling-only ones (z, s, b_qr) are not stored."""
+    """Variables the result reads; the sampling-only ones (z, s, b_qr, cpc) are not stored."""
     names = [v.name for v in model.free_RVs + model.deterministics]
-    return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "chol("))]
+    return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "cpc("))]
 
 
 def _kernel_density(bm: Any) -> Any:
@@ -208,7 +208,7 @@ class ChainJob:
                 return pm.sample(draws=self.draws, tune=self.tune, chains=1, cores=1, random_seed=seed,
                                  progressbar=False, nuts_sampler=self.sampler,
                                  target_accept=self.target_accept, compute_convergence_checks=False,
-                                 **kwargs)
+                                 initvals=bm.initial_points() or None, **kwargs)
 
     def _nutpie_chain(self, bm: Any, seed: int) -> Any:
         import nutpie
@@ -219,7 +219,8 @@ class ChainJob:
         else:
             backend = self._nutpie_backend()
             compiled = self._get("nutpie", lambda: nutpie.compile_pymc_model(
-                bm.model, backend=backend, gradient_backend=backend, var_names=stored_variables(bm.model)))
+                bm.model, backend=backend, gradient_backend=backend, var_names=stored_variables(bm.model),
+                initial_points=bm.initial_points() or None))
         return nutpie.sample(compiled, draws=self.draws, tune=self.tune, chains=1, cores=1, seed=seed,
                              progress_bar=False, target_accept=self.target_accept, save_warmup=False,
                              maxdepth=self.max_treedepth)
