@@ -30,6 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["BayesFamilyResult", "BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
 _SCALES = {"logit": "log-odds", "probit": "probit (normal quantile)", "cloglog": "complementary log-log"}
+def _diagnostics_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The posterior table as printed: r_hat with 3 decimals (1.004 and 1.009 differ, and both
+    differ from the 1.01 limit), effective sample sizes as whole draws."""
+    out = table.copy()
+    out["r_hat"] = [f"{v:.3f}" if np.isfinite(v) else "NA" for v in out["r_hat"]]
+    for c in ("ess_bulk", "ess_tail"):
+        out[c] = np.floor(out[c].fillna(0)).astype("int64")
+    return out
+
+
 RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the chains disagree
 ESS_MIN = 400  # bulk and tail ESS of at least 100 per chain for 4 chains
 
@@ -413,7 +423,7 @@ class BayesGlmerResult(Result):
         >>> print(fit.summary())  # doctest: +SKIP
         """
         return Summary(self._title(), self._header(hdi_prob),
-                       [("Parameters", self.posterior_table(hdi_prob, random_effects)),
+                       [("Parameters", _diagnostics_shown(self.posterior_table(hdi_prob, random_effects))),
                         ("Random effects", self.varcorr)], self._notes())
 
     scale = "log-odds"
@@ -451,12 +461,13 @@ class BayesGlmerResult(Result):
         bad = s[s["r_hat"] > RHAT_MAX]
         if len(bad):
             msgs.append(f"r_hat > {RHAT_MAX} for {', '.join(bad['parameter'])} "
-                        f"(max {bad['r_hat'].max():.3f}): the chains disagree; draw more")
+                        f"(max {bad['r_hat'].max():.3f}): the chains disagree; run longer (e.g. tune=2000, "
+                        "draws=2000) or change the form of the term at fault (parameterization=)")
         low = s[(s["ess_bulk"] < ESS_MIN) | (s["ess_tail"] < ESS_MIN)]
         if len(low):
             msgs.append(f"effective sample size < {ESS_MIN} for {', '.join(low['parameter'])} "
                         f"(min bulk {low['ess_bulk'].min():.0f}, tail {low['ess_tail'].min():.0f}); "
-                        "draw more")
+                        "draw more (draws=, chains=)")
         return msgs
 
     def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,
