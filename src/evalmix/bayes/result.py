@@ -327,6 +327,13 @@ class BayesGlmerResult(Result):
         return ll
 
     @property
+    def posterior(self) -> Any:
+        """The draws as the sampler returned them: ArviZ 1's ``xarray.DataTree`` on PyMC 6 /
+        ArviZ 1, ``arviz.InferenceData`` on PyMC 5 / ArviZ 0.x (groups ``posterior`` and
+        ``sample_stats``; :attr:`idata` adds the per-row log-likelihood and observed data)."""
+        return self._posterior
+
+    @property
     def idata(self) -> az.InferenceData:
         """ArviZ InferenceData: posterior, sample_stats, log_likelihood (per row) and observed data."""
         if "idata" in self._cache:
@@ -334,15 +341,20 @@ class BayesGlmerResult(Result):
         import arviz as az
         import xarray as xr
 
-        idata = self._posterior.copy()
+        from ._arviz import group_names, with_groups
+
+        have = group_names(self._posterior)
         ll = self.log_likelihood()
-        ds = xr.Dataset({"y": (("chain", "draw", "row"), ll)},
-                        coords={"chain": np.arange(self.chains), "draw": np.arange(self.draws),
-                                "row": np.arange(ll.shape[-1])})
-        idata.add_groups(log_likelihood=ds) if "log_likelihood" not in idata.groups() else None
-        if "observed_data" not in idata.groups():
+        add: dict[str, Any] = {}
+        if "log_likelihood" not in have:
+            add["log_likelihood"] = xr.Dataset(
+                {"y": (("chain", "draw", "row"), ll)},
+                coords={"chain": np.arange(self.chains), "draw": np.arange(self.draws),
+                        "row": np.arange(ll.shape[-1])})
+        if "observed_data" not in have:
             d = self._rows("idata").design
-            idata.add_groups(observed_data=xr.Dataset({"y": (("row",), d.k_rows)}))
+            add["observed_data"] = xr.Dataset({"y": (("row",), d.k_rows)})
+        idata = with_groups(self._posterior, **add)
         self._cache["idata"] = idata
         _ = az  # arviz is the reader of this object
         return idata
@@ -356,12 +368,17 @@ class BayesGlmerResult(Result):
             return az.loo(self.idata, pointwise=pointwise)
 
     def waic(self, pointwise: bool = False) -> az.ELPDData:
-        """WAIC (``arviz.waic``) on the rows as given."""
+        """WAIC (``arviz.waic``) on the rows as given (ArviZ 0.x; ArviZ 1 has only :meth:`loo`)."""
         import arviz as az
+
+        idata = self.idata  # a fit without its rows says so first
+        if not hasattr(az, "waic"):
+            raise NotImplementedError(f"ArviZ {az.__version__} has no WAIC (ArviZ 1 dropped it); "
+                                      "use loo(), PSIS-LOO, which estimates the same quantity more reliably")
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return az.waic(self.idata, pointwise=pointwise)
+            return az.waic(idata, pointwise=pointwise)
 
     # ------------------------------------------------------------------ summaries
     def posterior_table(self, hdi_prob: float = 0.95, random_effects: bool = False) -> pd.DataFrame:
