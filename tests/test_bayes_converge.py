@@ -216,3 +216,15 @@ def test_glmmtmb_betabinomial_twin_converges_on_cbpp():
     tab = ml.to_frame().set_index("term")
     for n in ("(Intercept)", "period2", "period3", "period4"):
         assert abs(fit.fixef[n] - tab.loc[n, "estimate"]) <= 0.5 * tab.loc[n, "se"], n
+
+
+@pytest.mark.slow
+def test_glmmtmb_beta_twin_converges_on_scores():
+    d = pd.read_csv(REF / "glmmtmb_sim.csv")
+    f = "score ~ model + (1|item)"
+    fit = bayes.glmmtmb(f, d, family="beta", seed=5, progressbar=False)
+    _converged(fit)
+    ml = evalmix.glmmtmb(f, d, family="beta")
+    tab = ml.to_frame().set_index("term")
+    for n in fit.fixef.index:
+        assert abs(fit.fixef[n] - tab.loc[n, "estimate"]) <= 0.5 * tab.loc[n, "se"], n
