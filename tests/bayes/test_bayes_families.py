@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("pymc") is None, reason
 import evalmix  # noqa: E402
 from evalmix import bayes  # noqa: E402
 from evalmix.bayes.families import build_family_design, build_family_model, pilot  # noqa: E402
+from evalmix.bayes._arviz import elpd  # noqa: E402
 from evalmix.core.errors import DataError, FormulaError  # noqa: E402
 
 REF = Path(__file__).parents[1] / "reference"
@@ -276,7 +277,7 @@ def test_lmer_twin_matches_lmer_on_sleepstudy(lmer_fit, sleep):
     assert abs(em["estimate"][0] - expect) < 0.3 * em["se"][0]
     ll = fit.log_likelihood()
     assert ll.shape == (fit.chains, fit.draws, 180)
-    assert np.isfinite(fit.loo().elpd_loo)
+    assert np.isfinite(elpd(fit.loo()))
     ppc = fit.posterior_predictive(seed=1).to_frame()
     assert 0.05 < ppc["ppp"][0] < 0.95
 
@@ -341,7 +342,7 @@ def test_betabinomial_twin_matches_glmmtmb(bb_fit, tmb_sim):
     # the row log-likelihoods count lchoose(n, k), as glmmTMB's logLik; given the item effects
     # they sum to more than the marginal ML log-likelihood (-1276.9), by at most a few dozen
     assert ml["loglik"] < fit.log_likelihood().sum(axis=2).max() < ml["loglik"] + 100
-    assert np.isfinite(fit.loo().elpd_loo)
+    assert np.isfinite(elpd(fit.loo()))
 
 
 @pytest.mark.slow
@@ -391,14 +392,16 @@ def test_probit_clmm_twin_matches_ordinal_on_wine(wine):
     ll = fit.log_likelihood()
     assert ll.shape == (fit.chains, fit.draws, 72) and np.isfinite(ll).all()
     assert ml["loglik"] - 15 < ll.sum(axis=2).mean() < ml["loglik"] + 15
-    assert np.isfinite(fit.loo().elpd_loo)
+    assert np.isfinite(elpd(fit.loo()))
     ppc = fit.posterior_predictive(by="temp", seed=1).to_frame()
     assert ((ppc["ppp"] > 0.02) & (ppc["ppp"] < 0.98)).all()
     ml_fit = evalmix.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit")
-    for mode in ("latent", "mean.class"):  # within 0.4 posterior SD, as the logit twin's
+    # within 0.5 posterior SD: the posterior's wider judge SD moves the latent means by 0.35-0.41 SD
+    # from the ML ones (0.41 with PyMC 6's draws, 0.36 with PyMC 5's)
+    for mode in ("latent", "mean.class"):
         em = evalmix.ordinal.clmm_emmeans(fit, "temp", mode=mode).to_frame()
         ref_em = evalmix.ordinal.clmm_emmeans(ml_fit, "temp", mode=mode).to_frame()
-        assert (np.abs(em["estimate"] - ref_em["estimate"]) < 0.4 * em["se"]).all(), mode
+        assert (np.abs(em["estimate"] - ref_em["estimate"]) < 0.5 * em["se"]).all(), mode
     assert fit.ranks("temp").to_frame()["temp"].tolist() == ["warm", "cold"]
     # the ICC of judges on the probit latent scale: residual 1, as latent_icc of the ML probit fit
     icc = evalmix.latent_icc(fit, item="judge")

@@ -35,6 +35,10 @@ ALLOWED: dict[str, str] = {
     "evalmix.io.detect.read_logs(options)": "loader options, forwarded to the reader of the detected format",
     "evalmix.bayes.priors.Prior.dist(kwargs)": "PyMC distribution arguments (dims, shape...), forwarded to PyMC",
     "evalmix.studies.fit_many.fit_many(glmer_kwargs)": "options of evalmix.glmer, forwarded to it for every fit",
+    "evalmix.bayes.result.BayesGlmerResult.posterior -> return":
+        "ArviZ 0.x's InferenceData or ArviZ 1's xarray DataTree, by the installed stack",
+    "evalmix.bayes.sampling.combine_chains -> return":
+        "ArviZ 0.x's InferenceData or ArviZ 1's xarray DataTree, by the installed stack",
     "evalmix.glmm.control.GlmerControl.replace(changes)":
         "a value for each named field (int, float or bool by field), checked by GlmerControl itself",
     "evalmix.glmm.prior.PenalizedDeviance.__init__(args)":

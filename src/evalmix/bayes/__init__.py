@@ -213,7 +213,7 @@ def _check_family(family: str) -> str:
 def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
          draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
-         parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
+         parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.9,
          max_treedepth: int = 10, cores: int | None = None,
          contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian linear mixed model by MCMC (NUTS): the twin of :func:`evalmix.lmer`.
@@ -234,7 +234,9 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     priors, draws, tune, chains, sampler, seed, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"sigma"``).
     target_accept : float
-        NUTS target acceptance (Stan's 0.8).
+        NUTS target acceptance.  0.9 rather than Stan's 0.8: on sleepstudy's ``(Days|Subject)``
+        0.8 leaves an occasional divergent transition (1-3 in 4,000 draws for some seeds) and 0.9
+        none, for about 25% more gradient evaluations.
     contrasts : dict, optional
         Factor codings, as in :func:`evalmix.lmer`.
     weights : None

@@ -43,7 +43,7 @@ from ..core.errors import ArgumentError, DataError, FormulaError
 from ..model import (FixedDesign, ParsedFormula, RandomTerm, build_random_terms, complete_rows, count_columns,
                      fitted_offset, fixed_on_patterns, independent_columns, model_columns, numeric_column, ordinal_codes, parse_mixed_formula,
                      read_data, rows_text)
-from .model import BayesModel, choose_forms, linear_predictor, model_coords
+from .model import BayesModel, choose_forms, linear_predictor, model_coords, start_values
 from .priors import FAMILIES as PRIOR_FAMILIES
 from .priors import Prior, PriorSpec, resolve_priors
 
@@ -371,7 +371,7 @@ def unstandardize(posterior: Any, bm: BayesModel) -> None:
                 shift = np.zeros(p.term.nc)
                 shift[p.term.cnames.index("(Intercept)")] = loc
                 posterior[name] = shift + scale * v
-        elif name in ("b", "b_qr", "sigma") or name.startswith(("sd(", "s(", "(", "chol(")):
+        elif name in ("b", "b_qr", "sigma") or name.startswith(("sd(", "s(", "(")):
             posterior[name] = scale * v
 
 
@@ -506,7 +506,10 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
             start = stats.logistic.ppf(cum) if link == "logit" else stats.norm.ppf(cum)
             # thresholds at the centred columns (the sampled ones, ordered), and as reported:
             # theta_j = theta_c_j + xbar b, a shift with unit Jacobian, so the prior is on theta
-            cut_c = pm.Flat("thresholds_c", shape=J - 1, transform=ordered, initval=start)
+            # no initval (nutpie's JAX path refuses models with one): the start is passed to the
+            # samplers with the model's other starting values (BayesModel.initial_points)
+            cut_c = pm.Flat("thresholds_c", shape=J - 1, transform=ordered)
+            cut_start = np.asarray(start, float)
             xbar = basis["xbar"]
             shift = pt.dot(xbar, model["b"]) if len(xbar) else 0.0
             cuts = pm.Deterministic("thresholds", cut_c + shift)
@@ -517,4 +520,8 @@ def build_family_model(formula: str, data: RunsData, family: str, *,
             else:
                 pm.CustomDist("y", eta, cut_c, logp=ordered_probit_logp, signature="(),(k)->()",
                               observed=y.astype("int64"), dtype="int64")
-    return BayesModel(model, design, plans, prior_map, prior_table, icol, None, basis, link, family)
+    bm = BayesModel(model, design, plans, prior_map, prior_table, icol, None, basis, link, family)
+    bm.start = start_values(bm, design.y_scale if family == "gaussian" else 1.0)
+    if family == "cumulative":
+        bm.start["thresholds_c"] = cut_start
+    return bm

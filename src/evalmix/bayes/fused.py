@@ -321,8 +321,9 @@ class FusedDensity:
 
     def posterior(self, idata: az.InferenceData) -> az.InferenceData:
         """Add the model's deterministics (``b``, ``Intercept``, ``sd(...)``, non-centred effects)."""
-        groups: Any = idata  # arviz sets each group (posterior, ...) as an attribute at run time
-        post = groups.posterior
+        from ._arviz import group, with_groups
+
+        post = group(idata, "posterior")
         bm, basis = self.bm, self.bm.fixed_basis
         new: dict[str, Any] = {}
         dims = ("chain", "draw")
@@ -347,5 +348,4 @@ class FusedDensity:
         post = post.assign(**new)
         coords = {dim: list(vals) for dim, vals in bm.model.coords.items()
                   if dim in post.dims and dim not in post.coords}
-        groups.posterior = post.assign_coords(**coords) if coords else post
-        return idata
+        return with_groups(idata, posterior=post.assign_coords(**coords) if coords else post)

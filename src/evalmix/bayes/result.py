@@ -30,6 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["BayesFamilyResult", "BayesGlmerResult", "RankResult", "PPCResult", "RHAT_MAX", "ESS_MIN"]
 
 _SCALES = {"logit": "log-odds", "probit": "probit (normal quantile)", "cloglog": "complementary log-log"}
+def _diagnostics_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The posterior table as printed: r_hat with 3 decimals (1.004 and 1.009 differ, and both
+    differ from the 1.01 limit), effective sample sizes as whole draws."""
+    out = table.copy()
+    out["r_hat"] = [f"{v:.3f}" if np.isfinite(v) else "NA" for v in out["r_hat"]]
+    for c in ("ess_bulk", "ess_tail"):
+        out[c] = np.floor(out[c].fillna(0)).astype("int64")
+    return out
+
+
 RHAT_MAX = 1.01  # Vehtari et al. (2021): split-rank r_hat above 1.01 means the chains disagree
 ESS_MIN = 400  # bulk and tail ESS of at least 100 per chain for 4 chains
 
@@ -252,6 +262,12 @@ class BayesGlmerResult(Result):
             else:
                 u = u.copy()
                 u[:, :, p.term.cnames.index("(Intercept)")] -= mu[:, None]
+        if p.slope_cols:  # the fixed slopes of its own columns it holds
+            b = flatten_chains(np.asarray(self._posterior.posterior["b"]))
+            xbar = self._model.fixed_basis["xbar"]
+            for j, c in p.slope_cols:
+                u[:, :, c] -= b[:, j, None]
+                u[:, :, p.term.cnames.index("(Intercept)")] += xbar[j] * b[:, j, None]
         if p.level_x is not None:  # the item-level columns it holds
             b = flatten_chains(np.asarray(self._posterior.posterior["b"]))
             u = u - b @ p.level_x.T
@@ -311,6 +327,13 @@ class BayesGlmerResult(Result):
         return ll
 
     @property
+    def posterior(self) -> Any:
+        """The draws as the sampler returned them: ArviZ 1's ``xarray.DataTree`` on PyMC 6 /
+        ArviZ 1, ``arviz.InferenceData`` on PyMC 5 / ArviZ 0.x (groups ``posterior`` and
+        ``sample_stats``; :attr:`idata` adds the per-row log-likelihood and observed data)."""
+        return self._posterior
+
+    @property
     def idata(self) -> az.InferenceData:
         """ArviZ InferenceData: posterior, sample_stats, log_likelihood (per row) and observed data."""
         if "idata" in self._cache:
@@ -318,15 +341,20 @@ class BayesGlmerResult(Result):
         import arviz as az
         import xarray as xr
 
-        idata = self._posterior.copy()
+        from ._arviz import group_names, with_groups
+
+        have = group_names(self._posterior)
         ll = self.log_likelihood()
-        ds = xr.Dataset({"y": (("chain", "draw", "row"), ll)},
-                        coords={"chain": np.arange(self.chains), "draw": np.arange(self.draws),
-                                "row": np.arange(ll.shape[-1])})
-        idata.add_groups(log_likelihood=ds) if "log_likelihood" not in idata.groups() else None
-        if "observed_data" not in idata.groups():
+        add: dict[str, Any] = {}
+        if "log_likelihood" not in have:
+            add["log_likelihood"] = xr.Dataset(
+                {"y": (("chain", "draw", "row"), ll)},
+                coords={"chain": np.arange(self.chains), "draw": np.arange(self.draws),
+                        "row": np.arange(ll.shape[-1])})
+        if "observed_data" not in have:
             d = self._rows("idata").design
-            idata.add_groups(observed_data=xr.Dataset({"y": (("row",), d.k_rows)}))
+            add["observed_data"] = xr.Dataset({"y": (("row",), d.k_rows)})
+        idata = with_groups(self._posterior, **add)
         self._cache["idata"] = idata
         _ = az  # arviz is the reader of this object
         return idata
@@ -340,12 +368,17 @@ class BayesGlmerResult(Result):
             return az.loo(self.idata, pointwise=pointwise)
 
     def waic(self, pointwise: bool = False) -> az.ELPDData:
-        """WAIC (``arviz.waic``) on the rows as given."""
+        """WAIC (``arviz.waic``) on the rows as given (ArviZ 0.x; ArviZ 1 has only :meth:`loo`)."""
         import arviz as az
+
+        idata = self.idata  # a fit without its rows says so first
+        if not hasattr(az, "waic"):
+            raise NotImplementedError(f"ArviZ {az.__version__} has no WAIC (ArviZ 1 dropped it); "
+                                      "use loo(), PSIS-LOO, which estimates the same quantity more reliably")
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return az.waic(self.idata, pointwise=pointwise)
+            return az.waic(idata, pointwise=pointwise)
 
     # ------------------------------------------------------------------ summaries
     def posterior_table(self, hdi_prob: float = 0.95, random_effects: bool = False) -> pd.DataFrame:
@@ -407,7 +440,7 @@ class BayesGlmerResult(Result):
         >>> print(fit.summary())  # doctest: +SKIP
         """
         return Summary(self._title(), self._header(hdi_prob),
-                       [("Parameters", self.posterior_table(hdi_prob, random_effects)),
+                       [("Parameters", _diagnostics_shown(self.posterior_table(hdi_prob, random_effects))),
                         ("Random effects", self.varcorr)], self._notes())
 
     scale = "log-odds"
@@ -445,12 +478,13 @@ class BayesGlmerResult(Result):
         bad = s[s["r_hat"] > RHAT_MAX]
         if len(bad):
             msgs.append(f"r_hat > {RHAT_MAX} for {', '.join(bad['parameter'])} "
-                        f"(max {bad['r_hat'].max():.3f}): the chains disagree; draw more")
+                        f"(max {bad['r_hat'].max():.3f}): the chains disagree; run longer (e.g. tune=2000, "
+                        "draws=2000) or change the form of the term at fault (parameterization=)")
         low = s[(s["ess_bulk"] < ESS_MIN) | (s["ess_tail"] < ESS_MIN)]
         if len(low):
             msgs.append(f"effective sample size < {ESS_MIN} for {', '.join(low['parameter'])} "
                         f"(min bulk {low['ess_bulk'].min():.0f}, tail {low['ess_tail'].min():.0f}); "
-                        "draw more")
+                        "draw more (draws=, chains=)")
         return msgs
 
     def wald_test(self, hypotheses: str | Sequence[str] | ArrayLike | pd.DataFrame,

@@ -92,9 +92,9 @@ def likelihood_for(sampler: str) -> str:
 
 
 def stored_variables(model: Any) -> list[str]:
-    """Variables the result reads; the sampling-only ones (z, s, b_qr) are not stored."""
+    """Variables the result reads; the sampling-only ones (z, s, b_qr, cpc) are not stored."""
     names = [v.name for v in model.free_RVs + model.deterministics]
-    return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "chol("))]
+    return [n for n in names if not n.startswith(("z(", "s(", "b_qr", "cpc("))]
 
 
 def _kernel_density(bm: Any) -> Any:
@@ -188,7 +188,14 @@ class ChainJob:
 
     @staticmethod
     def _nutpie_backend() -> str:
-        # the JAX gradient compiles in ~1 s against ~5-15 s for PyTensor's numba backend
+        # PyTensor 3's numba backend compiles sleepstudy's (Days|Subject) in ~14 s and samples it
+        # in ~2 s (wine's clmm: 13 s, then 1.8 s with the compiled model kept), against ~26 s
+        # (17 s) for every fit through the JAX gradient, whose Python callback serialises the
+        # chains; with PyTensor 2 the JAX gradient compiles in ~1 s against 5-40 s
+        import pytensor
+
+        if int(pytensor.__version__.split(".")[0]) >= 3:
+            return "numba"
         return "jax" if _installed("jax") else "numba"
 
     def sample_chain(self, seed: int) -> az.InferenceData:
@@ -208,7 +215,7 @@ class ChainJob:
                 return pm.sample(draws=self.draws, tune=self.tune, chains=1, cores=1, random_seed=seed,
                                  progressbar=False, nuts_sampler=self.sampler,
                                  target_accept=self.target_accept, compute_convergence_checks=False,
-                                 **kwargs)
+                                 initvals=bm.initial_points() or None, **kwargs)
 
     def _nutpie_chain(self, bm: Any, seed: int) -> Any:
         import nutpie
@@ -218,11 +225,54 @@ class ChainJob:
             compiled = density.compiled()  # cheap; a KernelModel serves one sampler run
         else:
             backend = self._nutpie_backend()
-            compiled = self._get("nutpie", lambda: nutpie.compile_pymc_model(
-                bm.model, backend=backend, gradient_backend=backend, var_names=stored_variables(bm.model)))
+            compiled = self._get("nutpie", lambda: _compiled_pymc_model(
+                self.recipe, bm, lambda: nutpie.compile_pymc_model(
+                    bm.model, backend=backend, gradient_backend=backend,
+                    var_names=stored_variables(bm.model), initial_points=bm.initial_points() or None)))
         return nutpie.sample(compiled, draws=self.draws, tune=self.tune, chains=1, cores=1, seed=seed,
                              progress_bar=False, target_accept=self.target_accept, save_warmup=False,
                              maxdepth=self.max_treedepth)
+
+
+# nutpie's compiled PyMC models by the recipe that built them: a model the kernel does not cover
+# costs 20-40 s of PyTensor and numba compilation (sleepstudy's (Days|Subject)), and the data are
+# constants of the compiled graph, so refitting the same model on the same data (another seed,
+# more draws) reuses it instead.
+_COMPILED: OrderedDict[str, Any] = OrderedDict()
+_COMPILED_KEEP = 4
+
+
+def _recipe_key(recipe: Callable[[], Any]) -> str | None:
+    """A fingerprint of a model recipe (a functools.partial of a model builder and its data and
+    arguments), or None when the recipe is something else."""
+    from functools import partial
+
+    if not isinstance(recipe, partial):
+        return None
+    import joblib
+
+    try:
+        return joblib.hash((getattr(recipe.func, "__module__", ""), getattr(recipe.func, "__qualname__", ""),
+                            recipe.args, sorted(recipe.keywords.items())))
+    except Exception:  # an argument joblib cannot hash: compile afresh
+        return None
+
+
+def _compiled_pymc_model(recipe: Callable[[], Any], bm: Any, compile_model: Callable[[], Any]) -> Any:
+    key = _recipe_key(recipe)
+    if key is not None:
+        key = f"{key}:{len(bm.model.free_RVs)}"
+    with _BUILT_LOCK:
+        if key is not None and key in _COMPILED:
+            _COMPILED.move_to_end(key)
+            return _COMPILED[key]
+    compiled = compile_model()
+    if key is not None:
+        with _BUILT_LOCK:
+            _COMPILED[key] = compiled
+            while len(_COMPILED) > _COMPILED_KEEP:
+                _COMPILED.popitem(last=False)
+    return compiled
 
 
 def _run_chain(job: ChainJob, seq: np.random.SeedSequence) -> Any:
@@ -230,35 +280,40 @@ def _run_chain(job: ChainJob, seq: np.random.SeedSequence) -> Any:
     return job.sample_chain(int(seq.generate_state(1)[0]))
 
 
-def combine_chains(parts: list[az.InferenceData]) -> az.InferenceData:
-    """Join one-chain InferenceData objects into one, as a multi-chain run returns it.
+def combine_chains(parts: list[Any]) -> Any:
+    """Join one-chain results (InferenceData, or ArviZ 1's DataTree) into one, as a multi-chain
+    run returns it.
 
     Groups with a ``chain`` dimension are concatenated along it and renumbered 0..k-1; the
     others (observed data) are taken from the first chain.
 
     Examples
     --------
-    >>> import arviz as az, numpy as np
-    >>> one = [az.from_dict(posterior={"mu": np.full((1, 3), float(i))}) for i in range(2)]
+    >>> import numpy as np, xarray as xr
+    >>> from evalmix.bayes._arviz import make
+    >>> import arviz as az
+    >>> like = az.InferenceData() if hasattr(az.InferenceData, "groups") else xr.DataTree()
+    >>> one = [make({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.full((1, 3), float(i)))})},
+    ...             like) for i in range(2)]
     >>> both = combine_chains(one)
     >>> both.posterior["chain"].values.tolist(), both.posterior["mu"].values[:, 0].tolist()
     ([0, 1], [0.0, 1.0])
     """
-    import arviz as az
     import xarray as xr
+
+    from ._arviz import group, group_names, make
 
     if len(parts) == 1:
         return parts[0]
-    # group -> Dataset; Any because InferenceData's groups share its **kwargs with its flags
     groups: dict[str, Any] = {}
-    for g in parts[0].groups():
-        first = parts[0][g]
+    for g in group_names(parts[0]):
+        first = group(parts[0], g)
         if "chain" in first.dims:
-            ds = xr.concat([p[g] for p in parts], dim="chain", combine_attrs="override")
+            ds = xr.concat([group(p, g) for p in parts], dim="chain", combine_attrs="override")
             groups[g] = ds.assign_coords(chain=np.arange(len(parts)))
         else:
             groups[g] = first
-    return az.InferenceData(**groups)
+    return make(groups, parts[0])
 
 
 def run_sampler(recipe: Callable[[], BayesModel], *, sampler: str, draws: int, tune: int, chains: int,

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from ..core.result import Result
-from ..core.errors import FormulaError
+from ..core.errors import ArgumentError, FormulaError
 from ..mixed.fitted import FittedModel, PosteriorFit, coefficients, df_method, wald_test
 from ..model import parse_formula
 
@@ -384,6 +384,7 @@ def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[L
 
 def _compare_posterior(items: list[tuple[str, Any]], ic: str) -> ModelComparison:
     """ELPD comparison (PSIS-LOO or WAIC) of posterior fits through ArviZ."""
+    import inspect
     import warnings
 
     import arviz as az
@@ -397,6 +398,16 @@ def _compare_posterior(items: list[tuple[str, Any]], ic: str) -> ModelComparison
     with warnings.catch_warnings():
         # arviz's notes on scale and deprecations; unreliable PSIS tails show in "warning"
         warnings.simplefilter("ignore")
-        tab = az.compare({n: f.idata for n, f in items}, ic=criterion)
+        if "ic" in inspect.signature(az.compare).parameters:  # ArviZ 0.x: LOO or WAIC
+            tab = az.compare({n: f.idata for n, f in items}, ic=criterion)
+        elif criterion == "waic":
+            raise ArgumentError("ic='waic' needs ArviZ 0.x: ArviZ 1 compares posterior fits by PSIS-LOO "
+                                "(ic='loo')")
+        else:  # ArviZ 1 compares by PSIS-LOO only
+            tab = az.compare({n: f.idata for n, f in items})
     table = tab.rename_axis("name").reset_index()
+    if "elpd_diff" in table and (table["elpd_diff"] <= 0).all():
+        # ArviZ 1 reports each model's ELPD minus the best one's; ArviZ 0.x (and this table) the
+        # best one's minus each model's
+        table["elpd_diff"] = -table["elpd_diff"]
     return ModelComparison(table=table, lrt=pd.DataFrame(), criterion=ic)
