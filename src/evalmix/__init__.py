@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     # paper-ready tables
     "format_p": "core.tables", "to_latex": "core.tables", "to_markdown": "core.tables",
     # mixed models
-    "MixedResult": "mixed.result", "ConfidenceIntervals": "mixed.result",
+    "MixedResult": "mixed.result", "ConfidenceIntervals": "mixed.result", "CoefTable": "mixed.result",
     "GlmerControl": "glmm", "GlmerResult": "glmm", "glmer": "glmm",
     "LmerResult": "lmm", "lmer": "lmm",
     "ClmmEMMeans": "ordinal", "ClmmResult": "ordinal", "clmm": "ordinal", "clmm_emmeans": "ordinal", "FitManyResult": "studies.fit_many", "fit_many": "studies.fit_many",
@@ -267,7 +267,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .mixed.grid import RefGrid
     from .inference.emmeans import ref_grid
     from .glmm import GlmerControl, GlmerResult, glmer
-    from .mixed.result import ConfidenceIntervals, MixedResult
+    from .mixed.result import CoefTable, ConfidenceIntervals, MixedResult
     from .lmm import LmerResult, lmer
     from .ordinal import ClmmEMMeans, ClmmResult, clmm, clmm_emmeans
     from .tmb import GlmmTMBResult, OverdispersionCheck, check_overdispersion, glmmtmb

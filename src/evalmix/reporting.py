@@ -1134,7 +1134,7 @@ def _score_sections(data: pd.DataFrame, roles: dict[str, Any], kind: str, fixed:
     if kind == "ordinal":
         from .ordinal import clmm_emmeans, clmm_ref_grid
 
-        coef = fit.coef_table(conf_level)
+        coef = fit.coef_table(conf_level).to_frame()
         grid: Any = clmm_ref_grid(fit, conf_level=conf_level)
         emm = emmeans(grid, m, conf_level=conf_level)
         shown = clmm_emmeans(fit, m, mode="mean.class", conf_level=conf_level).to_frame()
@@ -1149,7 +1149,7 @@ def _score_sections(data: pd.DataFrame, roles: dict[str, Any], kind: str, fixed:
                          f"{_pct(conf_level)} t intervals with Satterthwaite df.")
         scale = "the score's own scale (t tests with Satterthwaite df)"
     else:
-        coef = fit.coef_table(conf_level)
+        coef = fit.coef_table(conf_level).to_frame()
         emm = emmeans(fit, m, conf_level=conf_level)
         shown = emmeans(fit, m, type="response", conf_level=conf_level).to_frame()
         means_caption = (f"Expected share of the n trials by model (beta-binomial, averaged over the other "

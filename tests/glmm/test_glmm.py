@@ -189,7 +189,7 @@ def test_summary_reads_like_lme4(fit):
     for piece in ("Laplace Approximation", "Random effects:", "item:run", "Number of obs: 960",
                   "groups:  item:run, 240; item, 60", "Fixed effects:", "scale: log-odds"):
         assert piece in text
-    assert summ.to_frame().equals(fit.coef_table())
+    assert summ.to_frame().equals(fit.coef_table().to_frame())
     assert list(summ.tables) == ["Fixed effects", "Random effects", "Scaled residuals"]
 
 

@@ -146,6 +146,21 @@ def fixef(fit: Any, r: dict, fits: dict, key: str) -> None:
         _close_beta(fit.thresholds.to_numpy(), list(r["thresholds"].values()))
 
 
+def coef_table(fit: Any, r: dict, fits: dict, key: str) -> None:
+    """One coefficient table class for every engine: R's estimates and SEs, printed as printCoefmat."""
+    ct = fit.coef_table()
+    assert isinstance(ct, evalmix.CoefTable)
+    tab = ct.to_frame().set_index("term")
+    names = list(r["fixef"])
+    _close_beta(tab.loc[names, "estimate"].to_numpy(), list(r["fixef"].values()))
+    se = np.sqrt(np.diag(_matrix(r["vcov"]).loc[names, names].to_numpy()))
+    np.testing.assert_allclose(tab.loc[names, "se"].to_numpy(float), se, rtol=0.01)
+    head = repr(ct).split("\n")[1].split()
+    assert head[:2] == ["Estimate", "Std."] and head[-2:] == (["t", "value", "Pr(>|t|)"][-2:]
+                                                            if ct.test == "t" else ["value", "Pr(>|z|)"])
+    assert ct.test == ("t" if key.startswith("lmer") else "z")
+
+
 def vcov(fit: Any, r: dict, fits: dict, key: str) -> None:
     ref = _matrix(r["vcov"])
     ours = fit.vcov.loc[ref.index, ref.columns].to_numpy()
@@ -482,7 +497,7 @@ def clmm_wald_terms(fit: Any, r: dict, fits: dict, key: str) -> None:
 
 
 # ------------------------------------------------------------------------------- the matrix
-COMMON = [fixef, vcov, loglik, aic_bic, nobs, ngroups, df_residual, varcorr, ranef, confint_wald,
+COMMON = [fixef, coef_table, vcov, loglik, aic_bic, nobs, ngroups, df_residual, varcorr, ranef, confint_wald,
           linear_hypothesis, ref_grid]
 MATRIX: dict[str, list[Callable[..., None]]] = {
     "lmer": [*COMMON, deviance, predict, fitted, emmeans, anova_satterthwaite, anova_kenward_roger,

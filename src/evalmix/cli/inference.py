@@ -98,14 +98,21 @@ def _wrapped(text: str, out: TextIO, indent: str = "") -> None:
     print(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  "), file=out)
 
 
+def _table(table: Any) -> pd.DataFrame:
+    """A result's table as a frame (a coefficient table, or a frame already)."""
+    import pandas as pd
+
+    return table if isinstance(table, pd.DataFrame) else table.to_frame()
+
+
 def _coef_frame(fit: Any, args: argparse.Namespace) -> pd.DataFrame:
     """The fit's coefficient table (t tests with ``--ddf`` df for a linear mixed model)."""
     family = getattr(args, "family", "binomial")
     if family == "gaussian":
         return fit.coef_table(args.ddf, conf_level=args.conf_level).to_frame()
     if family == "binomial":
-        return fit.coef_table()
-    return fit.coef_table(conf_level=args.conf_level)
+        return _table(fit.coef_table())
+    return fit.coef_table(conf_level=args.conf_level).to_frame()
 
 
 def _fit_summary(fit: Any, args: argparse.Namespace | None = None) -> dict[str, Any]:
@@ -130,7 +137,7 @@ def _fit_summary(fit: Any, args: argparse.Namespace | None = None) -> dict[str, 
         return doc
     return {**doc,
             "vcov_method": str(getattr(fit, "vcov_method", "glm")),
-            "coefficients": records(fit.coef_table()),
+            "coefficients": records(_table(fit.coef_table())),
             # the settings that differ from GlmerControl's defaults (--control)
             "control": (fit.control.changed() if getattr(fit, "control", None) is not None
                         else None),
@@ -466,7 +473,7 @@ def run_fit(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"{info['formula']}\nnobs = {info['nobs']}  df = {info['df']}  "
               f"logLik = {info['loglik']:.3f}  AIC = {info['aic']:.3f}  BIC = {info['bic']:.3f}",
               file=out)
-        _print_table(args, "Fixed effects", fit.coef_table(), out)
+        _print_table(args, "Fixed effects", _table(fit.coef_table()), out)
     if emm is not None:
         scale = ("the mean rating, clmm's mean.class" if family == "ordinal" and args.type == "response"
                  else "latent scale" if family == "ordinal" else f"{args.type} scale")

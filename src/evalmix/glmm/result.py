@@ -17,7 +17,7 @@ from ..core.errors import ArgumentError, DataError, FormulaError
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.links import inverse_link
-from ..mixed.result import ConfidenceIntervals, MixedResult, ModelRows, population_level
+from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows, population_level
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
@@ -110,7 +110,7 @@ class GlmerResult(MixedResult):
     control: GlmerControl = field(repr=False, default=DEFAULT_CONTROL)
 
     # ------------------------------------------------------------------ tables
-    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+    def coef_table(self, conf_level: float = 0.95) -> CoefTable:
         """Fixed effects with Wald SE, z, p, CI and odds ratios (``summary(fit)$coefficients``).
 
         ``estimate``, ``conf_low`` and ``conf_high`` are on the log-odds scale; ``statistic`` is
@@ -126,8 +126,9 @@ class GlmerResult(MixedResult):
                            conf_level)
         # exp(beta) is an odds ratio only on the logit scale
         ex = np.exp if self.link == "logit" else (lambda v: np.full_like(v, np.nan))
-        return tab.assign(odds_ratio=ex(tab["estimate"].to_numpy()), or_conf_low=ex(tab["conf_low"].to_numpy()),
-                          or_conf_high=ex(tab["conf_high"].to_numpy()))
+        tab = tab.assign(odds_ratio=ex(tab["estimate"].to_numpy()), or_conf_low=ex(tab["conf_low"].to_numpy()),
+                         or_conf_high=ex(tab["conf_high"].to_numpy()))
+        return CoefTable(table=tab, test="z", conf_level=conf_level)
 
     @property
     def scale(self) -> str:
@@ -135,7 +136,7 @@ class GlmerResult(MixedResult):
         return "log-odds" if self.link == "logit" else f"{self.link} scale"
 
     def to_frame(self) -> pd.DataFrame:
-        return self.coef_table()
+        return self.coef_table().to_frame()
 
     def _title(self) -> str:
         return f"GlmerResult: {self.formula}"
@@ -220,7 +221,7 @@ class GlmerResult(MixedResult):
     def wald_text(self, max_rows: int | None = REPR_MAX_ROWS) -> str:
         """The Wald table (:meth:`coef_table`) under its heading, as ``print(fit)`` and
         ``evalmix fit`` show it after the lme4 block (long tables cut to ``max_rows``)."""
-        text = tables.to_text(self.coef_table(), max_rows=max_rows, more="; coef_table() has them all")
+        text = tables.to_text(self.coef_table().to_frame(), max_rows=max_rows, more="; coef_table() has them all")
         return f"Fixed effects (Wald z; {self.scale}):\n{text}"
 
     def __repr__(self) -> str:
@@ -233,7 +234,7 @@ class GlmerResult(MixedResult):
 
         return (f"<pre>{html.escape(self.lme4_text())}</pre>\n"
                 f"<p><i>Fixed effects (Wald z; {html.escape(self.scale)})</i></p>\n"
-                + self.coef_table().to_html(index=False))
+                + self.coef_table().to_frame().to_html(index=False))
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -415,7 +416,7 @@ class GlmerResult(MixedResult):
         notes += self.messages
         return Summary("Generalized linear mixed model fit by maximum likelihood "
                        f"({self.approximation}) ['glmerMod']", header,
-                       [("Fixed effects", self.coef_table(conf_level)),
+                       [("Fixed effects", self.coef_table(conf_level).to_frame()),
                         ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
 
 

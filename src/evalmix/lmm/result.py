@@ -12,11 +12,11 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..core import tables
-from ..core.result import REPR_MAX_ROWS, Result, Summary, frame_records
+from ..core.result import REPR_MAX_ROWS, Summary, frame_records
 from ..core.arguments import check_level
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, SingularFitWarning
-from ..mixed.result import MixedResult, ModelRows
+from ..mixed.result import CoefTable, MixedResult, ModelRows
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
@@ -98,64 +98,8 @@ class LmerDf:
         return self._impl.f_test(L, beta)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class LmerCoefTable(Result):
-    """The fixed effects of an lmer fit with t tests (lmerTest's ``coef(summary(fit))``).
-
-    Attributes
-    ----------
-    table : DataFrame
-        ``term``, ``estimate``, ``se``, ``df``, ``statistic`` (t), ``p_value``, ``conf_low``,
-        ``conf_high``.
-    ddf : str
-        The denominator-df method: ``"Satterthwaite"`` or ``"Kenward-Roger"``.
-    conf_level : float
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> import evalmix
-    >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
-    ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
-    >>> ct = evalmix.lmer("rating ~ model + (1|item)", d).coef_table()
-    >>> ct["estimate"].round(3).tolist(), ct.ddf
-    ([5.75, 1.25], 'Satterthwaite')
-    >>> print(ct)  # doctest: +NORMALIZE_WHITESPACE
-    Fixed effects (t tests with Satterthwaite's df, lmerTest):
-                Estimate Std. Error     df t value Pr(>|t|)
-    (Intercept)   5.7500     0.6693 3.8615   8.592  0.00118 **
-    modelB        1.2500     0.4787 3.0000   2.611  0.07960 .
-    ---
-    Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1
-    """
-
-    table: pd.DataFrame
-    ddf: str
-    conf_level: float = 0.95
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.table
-
-    def __getitem__(self, column: str) -> pd.Series:
-        """A column of the table (``fit.coef_table()["se"]``)."""
-        return self.table[column]
-
-    @property
-    def columns(self) -> pd.Index:
-        """The table's column names."""
-        return self.table.columns
-
-    def _title(self) -> str:
-        return f"Fixed effects (t tests with {self.ddf}'s df, lmerTest)"
-
-    def _header(self) -> list[str]:
-        return [f"{self.conf_level:g} confidence intervals: conf_low, conf_high (t with those df)"]
-
-    def __repr__(self) -> str:
-        """As R prints ``summary(fit)$coefficients`` of an lmerTest fit (``printCoefmat``)."""
-        t = self.table[["term", "estimate", "se", "df", "statistic", "p_value"]]
-        head = ["Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]
-        return "\n".join([f"{self._title()}:", *tables.coefmat_lines(t, head)])
+#: the coefficient table of an lmer fit: the one class of every engine (t tests with their df)
+LmerCoefTable = CoefTable
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -237,11 +181,11 @@ class LmerResult(MixedResult):
         return LmerDf(name, np.array(impl.vcov), impl)
 
     def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
-                   ) -> LmerCoefTable:
+                   ) -> CoefTable:
         """Fixed effects with SE, df, t, p and t intervals (lmerTest's ``summary(fit, ddf=)``).
 
         ``ddf="Kenward-Roger"`` uses the adjusted covariance for the SEs, as lmerTest does.  The
-        table is an :class:`LmerCoefTable` (``to_frame()``; a column is also ``table["se"]``).
+        table is a :class:`~evalmix.mixed.result.CoefTable` (``to_frame()``; a column is also ``table["se"]``).
         """
         check_level(conf_level)
         m = self.df_method(ddf)
@@ -253,7 +197,7 @@ class LmerResult(MixedResult):
         table = pd.DataFrame({"term": self.fixef.index, "estimate": est, "se": se, "df": dfs,
                               "statistic": t, "p_value": 2 * stats.t.sf(np.abs(t), dfs),
                               "conf_low": est - crit * se, "conf_high": est + crit * se})
-        return LmerCoefTable(table=table, ddf=m.name, conf_level=conf_level)
+        return CoefTable(table=table, test="t", ddf=m.name, conf_level=conf_level)
 
     def contest(self, L: ArrayLike, ddf: str | None = "Satterthwaite") -> LinearHypothesis:
         """F test of ``L beta = 0`` (lmerTest's ``contest``): a

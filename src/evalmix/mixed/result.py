@@ -23,6 +23,7 @@ from scipy import stats
 
 from ..core.arguments import check_level
 from ..core.errors import ArgumentError, DataError, FormulaError
+from ..core import tables
 from ..core.result import Result
 from .fitted import LinearHypothesis, linear_hypothesis
 from .links import inverse_link
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
     from ..model import FixedDesign, RandomTerm
 
-__all__ = ["ConfidenceIntervals", "MixedResult", "ModelRows", "information_criteria", "population_level"]
+__all__ = ["CoefTable", "ConfidenceIntervals", "MixedResult", "ModelRows", "information_criteria",
+           "population_level"]
 
 
 def information_criteria(loglik: float, df: int, nobs: int) -> tuple[float, float]:
@@ -113,6 +115,76 @@ class ConfidenceIntervals(Result):
         out = super().to_dict()
         out.update(level=self.level, method=self.method)
         return out
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class CoefTable(Result):
+    """The coefficient table of every fit (``coef(summary(fit))``), printed as R prints it
+    (``printCoefmat``).
+
+    It reads like its table: ``ct["se"]``, ``ct.columns``, ``ct.set_index("term")``... are the
+    table's (``to_frame()`` gives the table itself).
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``term`` (a clmm's ``kind`` beside it: ``threshold`` or ``location``), ``estimate``,
+        ``se``, ``df`` (t tests), ``statistic`` (z or t), ``p_value``, ``conf_low``,
+        ``conf_high``.
+    test : {"z", "t"}
+        Wald z tests (glmer, clmm, glmmtmb) or t tests with finite df (lmer).
+    ddf : str or None
+        The denominator-df method of t tests (``"Satterthwaite"``, ``"Kenward-Roger"``).
+    conf_level : float
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> ct = fit.coef_table()
+    >>> ct.test, ct.columns.tolist()[:3], len(ct)
+    ('z', ['term', 'estimate', 'se'], 3)
+    """
+
+    table: pd.DataFrame
+    test: str = "z"
+    ddf: str | None = None
+    conf_level: float = 0.95
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+    def __getitem__(self, column: str) -> pd.Series:
+        """A column of the table (``fit.coef_table()["se"]``)."""
+        return self.table[column]
+
+    def __getattr__(self, name: str) -> Any:
+        # what the result does not define, its table does (set_index, loc, itertuples...)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "table"), name)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def _title(self) -> str:
+        if self.test == "t":
+            return f"Fixed effects (t tests with {self.ddf}'s df, lmerTest)"
+        return "Fixed effects (Wald z tests)"
+
+    def _header(self) -> list[str]:
+        scale = "t with those df" if self.test == "t" else "Wald z"
+        return [f"{self.conf_level:g} confidence intervals: conf_low, conf_high ({scale})"]
+
+    def __repr__(self) -> str:
+        """As R prints ``summary(fit)$coefficients`` (``printCoefmat``)."""
+        if self.test == "t":
+            t = self.table[["term", "estimate", "se", "df", "statistic", "p_value"]]
+            head = ["Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]
+        else:
+            t = self.table[["term", "estimate", "se", "statistic", "p_value"]]
+            head = ["Estimate", "Std. Error", "z value", "Pr(>|z|)"]
+        return "\n".join([f"{self._title()}:", *tables.coefmat_lines(t, head)])
 
 
 _PARMS = ("all", "beta_", "theta_")

@@ -13,7 +13,7 @@ from ..core.errors import ArgumentError
 from ..core.result import Summary
 from ..core.arguments import check_arguments
 from ..mixed.fitted import wald_z_table
-from ..mixed.result import MixedResult, ModelRows
+from ..mixed.result import CoefTable, MixedResult, ModelRows
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -162,7 +162,7 @@ class ClmmResult(MixedResult):
                             "category probabilities and the mean rating are "
                             "evalmix.emmeans(fit, specs, mode='prob' or 'mean.class')")
 
-    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+    def coef_table(self, conf_level: float = 0.95) -> CoefTable:
         """Coefficients with Wald SE, z, p and CI (``summary(fit)$coefficients``).
 
         ``kind`` is ``"threshold"`` or ``"location"``; thresholds come first, as R lists them.
@@ -176,10 +176,10 @@ class ClmmResult(MixedResult):
         est = self.coef.to_numpy()
         tab = wald_z_table(self.coef.index, est, np.sqrt(np.diag(self.vcov.to_numpy()))[: len(est)], conf_level)
         tab.insert(1, "kind", ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds))
-        return tab
+        return CoefTable(table=tab, test="z", conf_level=conf_level)
 
     def to_frame(self) -> pd.DataFrame:
-        return self.coef_table()
+        return self.coef_table().to_frame()
 
     def _title(self) -> str:
         return f"ClmmResult: {self.formula}"
@@ -211,7 +211,7 @@ class ClmmResult(MixedResult):
                   " " + " ".join(v.ljust(k) for v, k in zip(vals, w)), "", "Random effects:"]
         lines += tables.varcorr_lines(_lme4_layout(self.varcorr))
         lines += ["Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngrps.items()), ""]
-        tab = self.coef_table()
+        tab = self.coef_table().to_frame()
         for title, part, with_p in (("Coefficients:", tab[tab["kind"] == "location"], True),
                                     ("Threshold coefficients:", tab[tab["kind"] == "threshold"], False)):
             if part.empty:
@@ -228,7 +228,7 @@ class ClmmResult(MixedResult):
     def __repr__(self) -> str:
         # ordinal's summary, then the table in evalmix's vocabulary (what to_frame returns)
         return (f"{self.ordinal_text()}\n\nCoefficients (Wald z; latent {self.link} scale):\n"
-                f"{tables.to_text(self.coef_table())}")
+                f"{tables.to_text(self.coef_table().to_frame())}")
 
     __str__ = __repr__
 
@@ -243,7 +243,7 @@ class ClmmResult(MixedResult):
         """
         check_arguments(conf_level=conf_level)
         return Summary("Cumulative Link Mixed Model fitted with the Laplace approximation",
-                       self._header(), [("Coefficients", self.coef_table(conf_level)),
+                       self._header(), [("Coefficients", self.coef_table(conf_level).to_frame()),
                                         ("Random effects", self.varcorr)],
                        [f"cond.H {self.cond_h:.1e}; max.grad {self.max_grad:.2e}; "
                         f"iterations {self.niter}"])

@@ -102,7 +102,7 @@ def _fit_group(task: tuple[tuple, pd.DataFrame], formula: str, conf_level: float
             out["error"] = f"{type(exc).__name__}: {exc}"
         else:
             out.update(nobs=fit.nobs, converged=bool(fit.converged), singular=bool(fit.singular),
-                       messages="; ".join(fit.messages), coef=fit.coef_table(conf_level),
+                       messages="; ".join(fit.messages), coef=fit.coef_table(conf_level).to_frame(),
                        fit=fit if keep_fit else None)
             said = set(fit.messages)
     # the fit's convergence and separation messages and its singular flag are in the row already

@@ -1236,7 +1236,7 @@ def _fit_contrasts(data: pd.DataFrame, formula: str, term: str, ref: Hashable, c
     from ..glmm import glmer
 
     fit = glmer(formula, data)
-    tab = fit.coef_table(conf_level)
+    tab = fit.coef_table(conf_level).to_frame()
     design = fit.fixed_design
     mask = [t == term for t in design.column_terms]
     tab = tab[mask].copy()

@@ -12,7 +12,7 @@ from ..core import tables
 from ..core.result import Summary
 from ..core.arguments import check_arguments, check_choice
 from ..mixed.fitted import wald_z_table
-from ..mixed.result import MixedResult, ModelRows
+from ..mixed.result import CoefTable, MixedResult, ModelRows
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -159,7 +159,7 @@ class GlmmTMBResult(MixedResult):
             return self.pearson_residuals.copy()
         return self.observed - self.fitted
 
-    def coef_table(self, conf_level: float = 0.95) -> pd.DataFrame:
+    def coef_table(self, conf_level: float = 0.95) -> CoefTable:
         """Fixed effects with Wald SE, z, p and CI (``summary(fit)$coefficients$cond``).
 
         Examples
@@ -168,11 +168,12 @@ class GlmmTMBResult(MixedResult):
         ['term', 'estimate', 'se', 'statistic', 'p_value', 'conf_low', 'conf_high']
         """
         check_arguments(conf_level=conf_level)
-        return wald_z_table(self.fixef.index, self.fixef.to_numpy(), np.sqrt(np.diag(self.vcov.to_numpy())),
-                            conf_level)
+        tab = wald_z_table(self.fixef.index, self.fixef.to_numpy(), np.sqrt(np.diag(self.vcov.to_numpy())),
+                           conf_level)
+        return CoefTable(table=tab, test="z", conf_level=conf_level)
 
     def to_frame(self) -> pd.DataFrame:
-        return self.coef_table()
+        return self.coef_table().to_frame()
 
     def _title(self) -> str:
         return f"GlmmTMBResult: {self.formula}"
@@ -211,7 +212,7 @@ class GlmmTMBResult(MixedResult):
                      + "; ".join(f"{g}, {n}" for g, n in self.ngrps.items()))
         if self.family != "binomial":
             lines += ["", f"Dispersion parameter for {self.family} family (): {tables.r_format([self.dispersion], 3)[0]}"]
-        tab = self.coef_table()
+        tab = self.coef_table().to_frame()
         lines += ["", "Conditional model:",
                   *tables.coefmat_lines(tab[["term", "estimate", "se", "statistic", "p_value"]],
                                         ["Estimate", "Std. Error", "z value", "Pr(>|z|)"])]
@@ -221,7 +222,7 @@ class GlmmTMBResult(MixedResult):
 
     def __repr__(self) -> str:
         return (f"{self.glmmtmb_text()}\n\nCoefficients (Wald z; log-odds of the mean):\n"
-                f"{tables.to_text(self.coef_table())}")
+                f"{tables.to_text(self.coef_table().to_frame())}")
 
     __str__ = __repr__
 
@@ -236,6 +237,6 @@ class GlmmTMBResult(MixedResult):
         check_arguments(conf_level=conf_level)
         return Summary(f"Generalized linear mixed model ({self.family}, logit) fitted by the "
                        "Laplace approximation (glmmTMB)", self._header(),
-                       [("Coefficients", self.coef_table(conf_level)),
+                       [("Coefficients", self.coef_table(conf_level).to_frame()),
                         ("Random effects", self.varcorr)],
                        [f"max gradient {self.max_grad:.2e}; iterations {self.niter}"])
