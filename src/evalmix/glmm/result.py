@@ -13,11 +13,10 @@ import pandas as pd
 from ..core import tables
 from ..core.result import REPR_MAX_ROWS, Summary, frame_records
 from ..core.arguments import check_arguments
-from ..core.errors import ArgumentError, DataError, FormulaError
+from ..core.errors import DataError, FormulaError
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
-from ..mixed.links import inverse_link
-from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows, population_level
+from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
 from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import OptimizerReport
 
@@ -269,47 +268,15 @@ class GlmerResult(MixedResult):
         return self._model.ranef_frame()
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, newdata: pd.DataFrame | None = None, re_form: object = None, type: str = "link",
-                allow_new_levels: bool = False, *, re: bool | None = None) -> np.ndarray:
-        """Predictions on the link (log-odds) or response (probability) scale.
-
-        Parameters
-        ----------
-        newdata : DataFrame, optional
-            Defaults to the fitted data (rows as given).
-        re_form : None, "NA", "~0" or False
-            ``None`` (lme4's ``re.form = NULL``): with the conditional modes of the random
-            effects; ``"NA"``, ``"~0"`` or ``False``: population level (``re.form = NA``).
-        type : {"link", "response"}
-        allow_new_levels : bool
-            Levels of a grouping factor not seen in the fit contribute 0 (else an error).
-        re : bool, optional
-            The earlier spelling: ``re=False`` is ``re_form="NA"``.
-
-        Examples
-        --------
-        >>> fit.predict(runs.head(), type="response")  # doctest: +SKIP
-        >>> fit.predict(runs.head(), re_form="NA")  # population-level log-odds  # doctest: +SKIP
-        """
-        if type not in ("link", "response"):
-            raise ArgumentError(f"type={type!r}: use 'link' or 'response'")
-        population = population_level(re_form) if re is None else not re
-        nd = (self._model.require_data("predict() without newdata", "pass newdata=")
-              if newdata is None else newdata)
-        Xn = self.fixed_design.model_matrix(nd)
+    def _fixed_part(self, X: np.ndarray) -> np.ndarray:
         if self.separation is not None:  # rows on a divergent direction predict 0 or 1
-            eta = self.separation.combine(Xn)[0]
-        else:
-            eta = Xn @ self.fixef.to_numpy()
-        if newdata is None:
-            off = self._model.offset_rows
-            if off is not None:
-                eta = eta + off
-        elif self.fixed_design.offsets:  # new rows: the formula's offset() terms, as lme4
-            eta = eta + self.fixed_design.offset(nd)
-        if not population and self._model.u is not None:
-            eta = eta + self._model.random_part(nd, allow_new_levels)
-        return inverse_link(self.link, eta) if type == "response" else eta
+            return np.asarray(self.separation.combine(X)[0], dtype=float)
+        return super()._fixed_part(X)
+
+    def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
+        if self._model.u is None:  # complete separation: no random effects were estimated
+            return np.zeros(len(nd))
+        return np.asarray(self._model.random_part(nd, allow_new_levels), dtype=float)
 
     # --------------------------------------------------------------------- intervals
     def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,

@@ -346,7 +346,7 @@ class MixedResult(Result):
         return inverse_link(self.link, eta)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: object = None, type: str = "link",
-                allow_new_levels: bool = False) -> np.ndarray:
+                allow_new_levels: bool = False, *, re: bool | None = None) -> np.ndarray:
         """Predictions on the link or response scale (lme4's ``predict.merMod``).
 
         Parameters
@@ -360,6 +360,8 @@ class MixedResult(Result):
             The linear predictor, or its inverse link (a probability, a mean score).
         allow_new_levels : bool
             Levels of a grouping factor not seen in the fit contribute 0 (else an error).
+        re : bool, optional
+            The earlier spelling of glmer fits: ``re=False`` is ``re_form="NA"``.
 
         Examples
         --------
@@ -372,16 +374,13 @@ class MixedResult(Result):
         """
         if type not in ("link", "response"):
             raise ArgumentError(f"type={type!r}: use 'link' or 'response'")
-        population = population_level(re_form)
+        population = population_level(re_form) if re is None else not re
         rows = self._model_rows()
         nd = rows.data if newdata is None else newdata
         if nd is None:
             raise DataError("predict() without newdata needs the fitted rows, which this fit no longer "
                             "holds (remove_data()): pass newdata=")
-        names = [str(n) for n in self.fixef.index]
-        columns = [str(c) for c in self.fixed_design.columns]
-        X = np.asarray(self.fixed_design.model_matrix(nd), dtype=float)
-        eta = X[:, [columns.index(n) for n in names]] @ self.fixef.to_numpy(dtype=float)
+        eta = self._fixed_part(np.asarray(self.fixed_design.model_matrix(nd), dtype=float))
         if newdata is None:
             if rows.offset is not None:
                 eta = eta + rows.offset
@@ -390,6 +389,13 @@ class MixedResult(Result):
         if not population:
             eta = eta + self._random_part(nd, allow_new_levels)
         return self._response(eta) if type == "response" else eta
+
+    def _fixed_part(self, X: np.ndarray) -> np.ndarray:
+        """``X beta`` of rows, ``X`` in the fixed design's columns (a clmm's fixef leaves out the
+        intercept, whose place its thresholds take)."""
+        names = [str(n) for n in self.fixef.index]
+        columns = [str(c) for c in self.fixed_design.columns]
+        return X[:, [columns.index(n) for n in names]] @ self.fixef.to_numpy(dtype=float)
 
     def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         """``Z b`` of rows: each term's covariates times the modes of the rows' levels."""
