@@ -126,6 +126,35 @@ class DfMethod(Protocol):
     def f_test(self, L: np.ndarray, beta: np.ndarray) -> tuple[float, int, float, float]: ...
 
 
+@dataclass(frozen=True)
+class ResidualDf:
+    """One finite df for every test of a fit: the residual df (``nobs - df``), which emmeans gives
+    the means and contrasts of a glmmTMB fit (its ``df.residual``), where car's type-III tests stay
+    chi-square.
+
+    Examples
+    --------
+    >>> rd = ResidualDf(50, np.eye(2))
+    >>> rd.df(np.eye(2)).tolist(), rd.name
+    ([50.0, 50.0], 'df.residual')
+    """
+
+    residual_df: float
+    vcov: np.ndarray
+    name: str = "df.residual"
+
+    def df(self, L: np.ndarray) -> np.ndarray:
+        return np.full(np.atleast_2d(L).shape[0], float(self.residual_df))
+
+    def f_test(self, L: np.ndarray, beta: np.ndarray) -> tuple[float, int, float, float]:
+        from scipy import stats
+
+        L = np.atleast_2d(L)
+        chisq, q, _ = wald_test(L, beta, self.vcov)
+        F = chisq / q
+        return float(F), int(q), float(self.residual_df), float(stats.f.sf(F, q, self.residual_df))
+
+
 def df_method(fit: object, ddf: str | None = None) -> DfMethod | None:
     """The denominator-df method of a fit (its ``df_method(ddf)``), or None for a fit whose tests
     are asymptotic (z and chi-square, df = Inf: binomial GLMMs).

@@ -337,19 +337,20 @@ class RefGrid(Result):
             se = np.sqrt(np.clip(np.einsum("ij,ij->i", L @ V, L), 0.0, None))
         est = est + shift
         dfm = self._raw("dfm")
-        if dfm is not None:  # t intervals with each row's df, as emmeans does for lmer fits
-            dfs = dfm.df(L)
-            crit = stats.t.isf((1 - conf_level) / 2, dfs)
-            return pd.DataFrame({"estimate": est, "se": se, "df": dfs, "conf_low": est - crit * se,
-                                 "conf_high": est + crit * se})
-        crit = stats.norm.isf((1 - conf_level) / 2)
+        # t intervals with each row's df where the fit has finite df (lmer; glmmTMB's df.residual),
+        # as emmeans gives them; z intervals otherwise
+        dfs = dfm.df(L) if dfm is not None else None
+        crit = stats.t.isf((1 - conf_level) / 2, dfs) if dfs is not None else stats.norm.isf((1 - conf_level) / 2)
         lo, hi = est - crit * se, est + crit * se
         if back is not None:
             # back-transform estimate and interval ends; delta-method SE, as emmeans does
-            return pd.DataFrame({"estimate": inverse_link(back, est), "se": mu_eta(back, est) * se,
-                                 "conf_low": inverse_link(back, lo),
-                                 "conf_high": inverse_link(back, hi)})
-        return pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
+            out = pd.DataFrame({"estimate": inverse_link(back, est), "se": mu_eta(back, est) * se,
+                                "conf_low": inverse_link(back, lo), "conf_high": inverse_link(back, hi)})
+        else:
+            out = pd.DataFrame({"estimate": est, "se": se, "conf_low": lo, "conf_high": hi})
+        if dfs is not None:
+            out.insert(2, "df", dfs)
+        return out
 
     def check_estimable(self, what: str, stacklevel: int = 3) -> np.ndarray:
         """Whether each row is estimable; warns (:class:`~evalmix.core.errors.DataWarning`) naming
@@ -583,6 +584,9 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
         raise ValueError(f"ddf={ddf!r} applies to linear mixed models fitted by REML or ML; a "
                          "posterior fit is summarised by its draws")
     dfm = None if coefs.is_posterior else df_method(fit, ddf)
+    emmeans_df = getattr(fit, "emmeans_df", None)  # the df emmeans gives this fit (glmmTMB: df.residual)
+    if dfm is None and not coefs.is_posterior and callable(emmeans_df):
+        dfm = emmeans_df()
     if dfm is not None:
         coefs = replace(coefs, vcov=np.asarray(dfm.vcov, dtype=float))
     design = fit.fixed_design

@@ -11,7 +11,7 @@ import pandas as pd
 from ..core import tables
 from ..core.result import Summary
 from ..core.arguments import check_arguments, check_choice
-from ..mixed.fitted import wald_z_table
+from ..mixed.fitted import ResidualDf, wald_z_table
 from ..mixed.result import CoefTable, MixedResult, ModelRows
 
 if TYPE_CHECKING:
@@ -128,6 +128,11 @@ class GlmmTMBResult(MixedResult):
     def df_residual(self) -> int:
         """``nobs - df`` (R's ``df.residual``; :attr:`df_resid`, as every fit names it)."""
         return self.df_resid
+
+    def emmeans_df(self) -> ResidualDf:
+        """The df of the fit's marginal means and contrasts: ``df.residual``, as emmeans gives a
+        glmmTMB fit t intervals and tests (car's type-III tests stay chi-square)."""
+        return ResidualDf(self.df_resid, self.vcov.to_numpy(dtype=float))
 
     def ranef(self) -> pd.DataFrame:
         """Conditional modes of the random effects (``ranef(fit)``): ``group``, ``term``,
