@@ -25,7 +25,7 @@ def peak_gb() -> float:
 
 
 def aggregate(folder: Path) -> dict:
-    from evalmix.data.runs.scan import aggregate_runs
+    from evalmix.data.scan import aggregate_runs
 
     t0 = time.perf_counter()
     counts = aggregate_runs(folder, "correct ~ model + (1|item)")
@@ -57,7 +57,7 @@ def fit(folder: Path, n_models: int) -> dict:
     import numpy as np
 
     import evalmix
-    from evalmix.data.runs.scan import aggregate_runs
+    from evalmix.data.scan import aggregate_runs
 
     t0 = time.perf_counter()
     keep = [f"m{m:05d}" for m in range(n_models)]

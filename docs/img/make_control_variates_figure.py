@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from evalmix.control_variates import control_variate_difference
+from evalmix.studies.control_variates import control_variate_difference
 
 HERE = Path(__file__).resolve().parent
 THETA = {"a": 0.2, "b": 0.6}

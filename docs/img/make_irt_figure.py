@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalmix.irt import adaptive_accuracy, estimate_accuracy, fit_irt, select_items
+from evalmix.studies.irt import adaptive_accuracy, estimate_accuracy, fit_irt, select_items
 from evalmix.simulate import simulate_irt, simulate_irt_parameters
 
 SIZES = (10, 25, 50, 100, 200, 400)

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from evalmix.sequential import simulate_stopping, _sequences_many  # noqa: E402
+from evalmix.studies.sequential import simulate_stopping, _sequences_many  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPS, N, RUNS, LOOK = 300, 1000, 3, 10

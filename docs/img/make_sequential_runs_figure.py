@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evalmix.repetitions import optimal_runs
-from evalmix.sequential import confidence_sequence
+from evalmix.studies.repetitions import optimal_runs
+from evalmix.studies.sequential import confidence_sequence
 
 HERE = Path(__file__).resolve().parent
 RUNS = (1, 2, 4, 8)

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalmix
+from evalmix.core.result import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "data" / "example_runs.csv"
@@ -120,7 +121,7 @@ def test_score_report_tables_with_hostile_names_compile(tmp_path):
     assert r"\$x\$" in found["rating_score_means"] and r"\textless{}script\textgreater{}" in found["rating_scores"]
     compile_tables(found, tmp_path / "tex")
 
-def _readme_results() -> dict[str, evalmix._result.Result]:
+def _readme_results() -> dict[str, Result]:
     """Run README's Python tour and collect every result it makes."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
@@ -135,7 +136,7 @@ def _readme_results() -> dict[str, evalmix._result.Result]:
                 exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the tour's own code
     finally:
         os.chdir(cwd)
-    return {k: v for k, v in namespace.items() if isinstance(v, evalmix._result.Result)}
+    return {k: v for k, v in namespace.items() if isinstance(v, Result)}
 
 
 def test_readme_results_to_latex_compile(tmp_path):

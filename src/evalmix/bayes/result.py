@@ -452,9 +452,10 @@ class BayesGlmerResult(Result):
         return f"BayesGlmerResult: {self.formula}"
 
     def _header(self, hdi_prob: float = 0.95) -> list[str]:
-        return [f"binomial ({self.link}), {self.chains} chains x {self.draws} draws, sampler "
-                f"{self.sampler}, {self.divergences} divergences, {self.seconds:.1f} s; "
-                f"{self.nobs} obs",
+        # the sampler's name is long: the divergence count opens a line of its own (a wrapped
+        # line never splits it from its number)
+        return [f"binomial ({self.link}), {self.chains} chains x {self.draws} draws, sampler {self.sampler}",
+                f"{self.divergences} divergences, {self.seconds:.1f} s; {self.nobs} obs",
                 f"scale: {_SCALES.get(self.link, self.link)}; estimate = posterior mean, se = posterior SD, "
                 f"conf_low/conf_high = {hdi_prob:.0%} highest-density interval"]
 
@@ -735,7 +736,7 @@ class BayesFamilyResult(BayesGlmerResult):
         fam = _FAMILY_TEXT.get(self.family, self.family)
         if self.family == "cumulative":
             fam = f"cumulative link ({self.cumulative_link}; P(Y <= j) = F(theta_j - eta))"
-        return [f"{fam}, {self.chains} chains x {self.draws} draws, sampler {self.sampler}, "
+        return [f"{fam}, {self.chains} chains x {self.draws} draws, sampler {self.sampler}",
                 f"{self.divergences} divergences, {self.seconds:.1f} s; {self.nobs} obs",
                 f"scale: {self.scale}; estimate = posterior mean, se = posterior SD, "
                 f"conf_low/conf_high = {hdi_prob:.0%} highest-density interval"]

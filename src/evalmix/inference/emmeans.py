@@ -247,7 +247,10 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
 def _is_cumulative(fit: object) -> TypeGuard[ClmmResult | CumulativePosterior]:
     """A cumulative-link fit (evalmix.clmm or its Bayesian twin): its grid comes from the ordinal
     engine, as emmeans' ``ordinal`` support builds it."""
-    return isinstance(fit, ClmmResult) or isinstance(fit, CumulativePosterior) and fit.family == "cumulative"
+    # the family first: a posterior of another family refuses threshold_draws, which the protocol
+    # check would read
+    return isinstance(fit, ClmmResult) or (getattr(fit, "family", None) == "cumulative"
+                                           and isinstance(fit, CumulativePosterior))
 
 
 def _category_names(fit: object, names: list[str]) -> list[str]:
