@@ -250,6 +250,21 @@ def test_remove_data_keeps_what_does_not_need_the_rows(fit):
         evalmix.emmeans(small, "model", weights="proportional")
 
 
+def test_the_ml_vocabulary_where_it_carries_over(fit, sim):
+    # ngroups and confint() as every maximum-likelihood fit answers them; confint's intervals are
+    # the posterior's highest-density intervals of the fixed effects
+    ml = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", sim)
+    assert fit.ngroups == dict(ml.ngroups)
+    ci = fit.confint(0.9).to_frame().set_index("term")
+    assert ci.index.tolist() == ml.fixef.index.tolist() and (ci["method"] == "hdi").all()
+    draws = fit.fixef_draws["modelM3"].to_numpy()
+    assert ci.loc["modelM3", "estimate"] == pytest.approx(draws.mean())
+    inside = ((draws >= ci.loc["modelM3", "conf_low"]) & (draws <= ci.loc["modelM3", "conf_high"])).mean()
+    assert inside == pytest.approx(0.9, abs=0.01)
+    with pytest.raises(evalmix.ArgumentError, match="level"):
+        fit.confint(95)
+
+
 def test_emmeans_and_contrasts_from_draws(fit):
     emm = evalmix.emmeans(fit, "model")
     draws = fit.fixef_draws

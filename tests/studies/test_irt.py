@@ -42,6 +42,9 @@ def test_girth_onepl_is_the_same_likelihood(reference):
     np.testing.assert_allclose(difficulty, ref["girth_difficulty"], atol=2e-3)
 
 
+# the second step: girth's data has many persons, and the abilities' observed information takes one
+# E step per ability (about 20 s here)
+@pytest.mark.slow
 def test_girth_twopl_agrees_up_to_the_ability_scale(reference):
     # girth: items fixed, abilities N(0, 1); evalmix: items random, the models' abilities at mean 0,
     # SD 1.  After the linear map of the scale that best matches the difficulties, the two agree to
