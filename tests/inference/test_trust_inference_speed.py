@@ -1,12 +1,11 @@
 """Cost hidden in inference: a family of contrasts on an lmer fit, each contrast with its own
 Satterthwaite df, pays for one vectorised pass of R's ptukey and one quantile per distinct df
-(within a tolerance), not one SciPy integration per row.  Tukey on a 20-level factor takes under a
-second, with R's numbers (emmeans + lmerTest: tests/reference/tukey20_reference.R)."""
+(within a tolerance), not one SciPy integration per row, with R's numbers (emmeans + lmerTest:
+tests/reference/tukey20_reference.R); bench/bench_tukey20.py times the families."""
 
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from pathlib import Path
 
@@ -87,15 +86,14 @@ def fit20():
 @pytest.mark.parametrize("method, family, adjust", [
     ("tukey", "pairwise", "tukey"), ("holm", "pairwise", "holm"), ("dunnettx", "trt.vs.ctrl", "dunnettx"),
 ])
-def test_twenty_level_family_is_fast_and_rs(fit20, method: str, family: str, adjust: str) -> None:
+def test_twenty_level_family_is_rs(fit20, method: str, family: str, adjust: str) -> None:
+    # its time is measured by bench/bench_tukey20.py (docs/performance.md), not asserted here; the
+    # one-quantile-per-df tests above pin what makes it fast
     means = em.emmeans(fit20, "model")
-    start = time.perf_counter()
     con = em.contrast(means, family, adjust=adjust)
-    elapsed = time.perf_counter() - start
     ref = R[method]
     tab = con.table
     assert tab["contrast"].tolist() == ref["contrast"]
-    assert elapsed < 1.0, f"{method}: {elapsed:.2f} s"
     # Satterthwaite df agree with lmerTest to about 1e-6, so the numbers that follow them do too
     np.testing.assert_allclose(tab["df"], ref["df"], rtol=1e-5)
     np.testing.assert_allclose(tab["estimate"], ref["estimate"], rtol=1e-6, atol=1e-8)

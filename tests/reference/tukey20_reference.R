@@ -1,6 +1,6 @@
 # Tukey, dunnettx and Holm families of pairwise (and treatment-vs-control) contrasts on an lmer fit
 # of a 20-level factor with Satterthwaite df (lmerTest), as emmeans gives them; every contrast has
-# its own df.  tests/inference/test_trust_inference_speed.py compares evalmix with these numbers and times it.
+# its own df.  tests/inference/test_trust_inference_speed.py compares evalmix with these numbers; bench/bench_tukey20.py times it.
 # Also R's ptukey and qtukey at a few df (finite and infinite).
 # Run: Rscript tests/reference/tukey20_reference.R > tests/reference/tukey20_reference.json
 suppressPackageStartupMessages({library(lme4); library(lmerTest); library(emmeans); library(jsonlite)})

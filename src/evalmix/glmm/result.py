@@ -13,7 +13,7 @@ import pandas as pd
 from ..core import tables
 from ..core.result import REPR_MAX_ROWS, Summary, frame_records
 from ..core.arguments import check_arguments
-from ..core.errors import DataError, FormulaError
+from ..core.errors import DataError
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
@@ -276,7 +276,10 @@ class GlmerResult(MixedResult):
     def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         if self._model.u is None:  # complete separation: no random effects were estimated
             return np.zeros(len(nd))
-        return np.asarray(self._model.random_part(nd, allow_new_levels), dtype=float)
+        return super()._random_part(nd, allow_new_levels)
+
+    def _term_modes(self, k: int, term: RandomTerm) -> np.ndarray:
+        return self._model.term_modes(k)
 
     # --------------------------------------------------------------------- intervals
     def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,
@@ -492,23 +495,10 @@ class FittedModel:
     def ranef_frame(self) -> pd.DataFrame:
         return self._ranef.copy()
 
-    def random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
-        from ..model import group_codes_for
-
-        out = np.zeros(len(nd))
-        for t, uoff, L in self._blocks():
-            code = group_codes_for(t, nd)
-            new = code < 0
-            if new.any() and not allow_new_levels:
-                raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
-                                   f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
-                                   "pass allow_new_levels=True to predict them with zero effect")
-            U = self._modes()[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc)
-            B = U @ L.T
-            Z = t.model_rows(nd)
-            contrib = np.einsum("nc,nc->n", Z, B[np.maximum(code, 0)])
-            out += np.where(new, 0.0, contrib)
-        return out
+    def term_modes(self, k: int) -> np.ndarray:
+        """The modes ``b = L u`` of random term ``k``: its levels x its coefficients."""
+        t, uoff, L = self._blocks()[k]
+        return self._modes()[uoff: uoff + t.nl * t.nc].reshape(t.nl, t.nc) @ L.T
 
     def pearson_residuals(self) -> np.ndarray:
         if self._resid is None:

@@ -397,24 +397,28 @@ class MixedResult(Result):
         columns = [str(c) for c in self.fixed_design.columns]
         return X[:, [columns.index(n) for n in names]] @ self.fixef.to_numpy(dtype=float)
 
+    def _term_modes(self, k: int, term: RandomTerm) -> np.ndarray:
+        """The conditional modes of random term ``k``: its levels x its coefficients (read from
+        :meth:`ranef`; an engine that holds them as arrays returns those)."""
+        modes = self.ranef()
+        own = modes[modes["group"] == term.group]
+        return np.column_stack([own[own["term"] == c].set_index("level")["mode"]
+                                .reindex([str(v) for v in term.levels]).to_numpy(dtype=float)
+                                for c in term.cnames])
+
     def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         """``Z b`` of rows: each term's covariates times the modes of the rows' levels."""
         from ..model import group_codes_for
 
-        modes = self.ranef()
         out = np.zeros(len(nd))
-        for t in self._model_rows().terms:
+        for k, t in enumerate(self._model_rows().terms):
             code = group_codes_for(t, nd)
             new = code < 0
             if new.any() and not allow_new_levels:
                 raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
                                    f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
                                    "pass allow_new_levels=True to predict them with zero effect")
-            own = modes[modes["group"] == t.group]
-            B = np.column_stack([own[own["term"] == c].set_index("level")["mode"]
-                                 .reindex([str(v) for v in t.levels]).to_numpy(dtype=float)
-                                 for c in t.cnames])
-            Z = t.model_rows(nd)
-            contrib = np.einsum("nc,nc->n", Z, B[np.maximum(code, 0)])
+            B = self._term_modes(k, t)
+            contrib = np.einsum("nc,nc->n", t.model_rows(nd), B[np.maximum(code, 0)])
             out += np.where(new, 0.0, contrib)
         return out
