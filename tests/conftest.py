@@ -145,11 +145,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 # pytest-xdist hands them out before the others, so that no worker starts a long file while the
 # other runs dry (the wall time of two workers is then about half the total).
 LONGEST_FIRST = (
-    "test_reporting.py", "test_doctests.py", "test_bayes.py", "test_report_judges.py",
-    "test_figure_layout.py", "test_vocabulary.py", "test_irt.py", "test_leaderboard.py",
-    "test_formula_sweep.py", "test_lmer.py", "test_arena.py", "test_bayes_model_args.py",
-    "test_calibration.py", "test_rank_scale.py", "test_bad_input.py", "test_readme_cli.py",
-    "test_output_safety.py", "test_bad_logs.py", "test_judges.py", "test_report_scores.py",
+    "test_doctests.py", "test_output_hygiene.py", "test_irt.py", "test_reporting.py", "test_bayes.py",
+    "test_cli_consistency.py", "test_figure_layout.py", "test_docs_blocks.py", "test_report_judges.py",
+    "test_vocabulary.py", "test_arena.py", "test_formula_sweep.py", "test_bayes_model_args.py",
+    "test_leaderboard.py", "test_output_safety.py", "test_rank_scale.py", "test_bad_input.py",
+    "test_readme_cli.py", "test_separation_everywhere.py", "test_io_judges.py", "test_calibration.py",
 )
 
 
