@@ -1,4 +1,5 @@
-"""Regenerate data/example_runs.csv: `python data/make_example.py` from the repository root."""
+"""Regenerate the bundled example_runs.csv (src/evalmix/data/examples/, which data/example_runs.csv
+links to): `python data/make_example.py` from the repository root."""
 
 from pathlib import Path
 
@@ -18,6 +19,6 @@ def make():
 
 
 if __name__ == "__main__":
-    out = Path(__file__).with_name("example_runs.csv")
+    out = Path(__file__).parents[1] / "src" / "evalmix" / "data" / "examples" / "example_runs.csv"
     make().to_csv(out, index=False)
     print(f"wrote {out}")

@@ -1,4 +1,5 @@
-"""Regenerate data/example_ratings.csv and data/example_battles.csv: `python data/make_scores.py`.
+"""Regenerate the bundled example_ratings.csv and example_battles.csv (src/evalmix/data/examples/, which
+data/example_*.csv link to): `python data/make_scores.py`.
 
 Both are simulated with a known truth (see data/README.md): judge ratings on a 1-5 scale of four
 models by two judges (a cumulative-logit model with item and item:run effects and a lenient second
@@ -47,7 +48,7 @@ def battles(rng: np.random.Generator) -> pd.DataFrame:
 
 if __name__ == "__main__":
     rng = np.random.default_rng(2026)
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1] / "src" / "evalmix" / "data" / "examples"  # the package data
     ratings(rng).to_csv(here / "example_ratings.csv", index=False)
     battles(rng).to_csv(here / "example_battles.csv", index=False)
     print(f"wrote {here / 'example_ratings.csv'} and {here / 'example_battles.csv'}")

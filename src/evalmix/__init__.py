@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "RunsSchema": "data.runs", "ensure_runs": "data.runs", "load_table": "data.runs", "read_runs": "data.runs",
     "schema_of": "data.runs",
     "aggregate_runs": "data.scan",
+    "example_path": "data.examples", "load_example": "data.examples",
     "AccuracyTable": "stats.descriptive", "accuracy": "stats.descriptive", "binom_ci": "stats.descriptive",
     # paper-ready tables
     "format_p": "core.tables", "to_latex": "core.tables", "to_markdown": "core.tables",
@@ -273,6 +274,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .tmb import GlmmTMBResult, OverdispersionCheck, check_overdispersion, glmmtmb
     from .studies.fit_many import FitManyResult, fit_many
     from .data.scan import aggregate_runs
+    from .data.examples import example_path, load_example
     from .io import (
         read_arena_battles, read_helm, read_inspect, read_inspect_evals, read_lighteval, read_lm_eval, read_logs,
         read_mt_bench, read_mteb, read_openai_evals, read_opencompass, read_swebench, read_tau_bench,

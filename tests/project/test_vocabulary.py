@@ -311,6 +311,7 @@ NOT_RESULTS = {
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
     "bayes.available_samplers", "select_items", "item_information", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
     "register_contrast", "contrast_families",  # the contrast-family registry: no table
+    "load_example", "example_path",  # the bundled example tables: data, as read_runs
 }
 
 

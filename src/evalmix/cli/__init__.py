@@ -125,6 +125,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (_, _, help_) in _COMMANDS.items():
         if name == command:
             _parser_function(name)(sub)
+            from ._args import add_example_option
+
+            add_example_option(sub.choices[name])
         else:
             sub.add_parser(name, help=help_)
     return parser
@@ -162,7 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for note in getattr(args, "deprecations", None) or []:
                 warnings.warn(note, FutureWarning, stacklevel=1)
             try:
-                return _common.run_handler(args)
+                from ._args import resolve_example
+
+                return _common.run_handler(resolve_example(args))
             finally:
                 for line in dict.fromkeys(_common.warning_lines()):
                     print(f"{prefix}: warning: {line}", file=sys.stderr)

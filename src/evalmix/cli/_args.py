@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import ArgumentError
 
-__all__ = ["CONTRAST_FAMILIES", "DeprecatedOption", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments",
+__all__ = ["CONTRAST_FAMILIES", "DeprecatedOption", "MAX_ROWS", "MISSING_CHOICES", "WHERE_HELP", "WIDTH", "OwnedChoices", "add_choice_argument", "add_data_arguments", "add_example_option", "resolve_example",
            "add_output_arguments", "add_text_arguments", "choice_list", "conf_level", "finite_number", "n_jobs", "positive_int",
            "positive_int_list", "positive_number", "run_role", "seed", "split_list"]
 
@@ -194,6 +194,53 @@ def add_data_arguments(parser: argparse.ArgumentParser, output_file: bool = True
                         help="when DATA is logs: the Inspect scorer, the lm-eval/HELM metric or the "
                              "OpenAI evals event field to use")
     add_output_arguments(parser, output_file)
+
+
+#: ``--example``'s values: the tables of :data:`evalmix.data.examples.EXAMPLES` (a test checks they agree;
+#: listed here so that building a parser imports nothing).
+EXAMPLE_NAMES = ("runs", "ratings", "battles")
+
+
+def add_example_option(parser: argparse.ArgumentParser) -> None:
+    """``--example NAME`` in place of a command's DATA (the bundled tables of
+    :func:`evalmix.example_path`), so that an installed evalmix runs every command without a file at
+    hand.  DATA becomes optional in the parser; :func:`resolve_example` requires one of the two.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("data", metavar="DATA")
+    >>> add_example_option(p)
+    >>> args = resolve_example(p.parse_args(["--example", "runs"]))
+    >>> args.data.endswith("example_runs.csv")
+    True
+    """
+    data = next((a for a in parser._actions if a.dest == "data" and not a.option_strings), None)
+    if data is None:  # a command that reads no table (calibrate)
+        return
+    data.nargs, data.required, data.default = "?", False, None
+    parser.add_argument("--example", choices=EXAMPLE_NAMES, default=None,
+                        help="read a table that ships with evalmix instead of DATA: runs (binary outcomes), "
+                             "ratings (1-5 judge ratings) or battles (arena battles)")
+
+
+def resolve_example(args: argparse.Namespace) -> argparse.Namespace:
+    """``args.data`` set to the bundled table that ``--example`` names; a usage error
+    (``SystemExit`` with a message) when both or neither of DATA and ``--example`` are given."""
+    if not hasattr(args, "example"):
+        return args
+    prefix = f"evalmix {getattr(args, 'command', '')}".rstrip()
+    if args.example is not None and args.data is not None:
+        raise SystemExit(f"{prefix}: give DATA or --example, not both (got {args.data!r} and "
+                         f"--example {args.example})")
+    if args.example is None and args.data is None:
+        raise SystemExit(f"{prefix}: DATA is required (a table or a folder of logs), or --example "
+                         f"{'|'.join(EXAMPLE_NAMES)} for a table that ships with evalmix")
+    if args.example is not None:
+        from ..data.examples import example_path
+
+        args.data = str(example_path(args.example))
+    return args
 
 
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
