@@ -36,6 +36,15 @@ def _listing(category: str) -> list[str]:
     return re.findall(r"^- \*\*\[([^\]]+)\]\(([^)]+)\)\*\* — (\S+)", section, flags=re.M)
 
 
+SITE = "https://evalmix.github.io/evalmix/"  # mkdocs.yml's site_url
+
+
+def _docs_page(link: str) -> Path:
+    """The docs/ page a link into the documentation site shows (site/ -> index.md, site/x/ -> x.md)."""
+    assert link.startswith(SITE), link
+    return ROOT / "docs" / f"{link.removeprefix(SITE).strip('/') or 'index'}.md"
+
+
 def test_the_early_stopping_manager_is_listed_as_inspect_lists_extensions():
     import inspect as pyinspect
 
@@ -45,7 +54,7 @@ def test_the_early_stopping_manager_is_listed_as_inspect_lists_extensions():
     (entry,) = _listing("Early Stopping")
     name, link, author = entry
     assert name == f"evalmix: {SequentialStopping.__name__}" and author == "evalmix"
-    assert (ROOT / "docs" / link).is_file() and "SequentialStopping" in (ROOT / "docs" / link).read_text()
+    assert _docs_page(link).is_file() and "SequentialStopping" in _docs_page(link).read_text()
     # the manager's registered name, module and options, as the page states them
     assert f"`{SequentialStopping.name}`" in PAGE
     assert f"`{inspect_stopping.__name__}`" in PAGE and STOPPING.is_file()
@@ -68,4 +77,4 @@ def test_the_early_stopping_manager_is_listed_as_inspect_lists_extensions():
 
 def test_the_analysis_entry_is_still_the_package():
     (entry,) = _listing("Analysis")
-    assert entry == ("evalmix", "index.md", "evalmix")
+    assert entry == ("evalmix", SITE, "evalmix") and _docs_page(SITE).is_file()

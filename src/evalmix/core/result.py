@@ -13,12 +13,15 @@ import math
 import re
 import types
 from dataclasses import dataclass, fields
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import tables
+
+if TYPE_CHECKING:
+    from great_tables import GT
 
 #: Column names with one meaning across every result table.
 VOCABULARY = ("estimate", "se", "conf_low", "conf_high", "statistic", "df", "p_value",
@@ -210,6 +213,12 @@ class Summary:
 
     __repr__ = __str__
 
+    def to_gt(self, table: str | None = None, digits: int = DIGITS) -> GT:
+        """The main table, or the one named ``table``, as a great_tables ``GT`` titled with the
+        summary's title and header (needs great_tables; see :func:`evalmix.core.tables.to_gt`)."""
+        return tables.to_gt(self.to_frame(table), digits=digits, title=self._title, subtitle=self._header,
+                            notes=self._notes)
+
     def _repr_html_(self) -> str:
         esc = tables.html_text
         parts = [f"<p><b>{esc(self._title)}</b>" + "".join(f"<br>{esc(h)}" for h in self._header) + "</p>"]
@@ -278,6 +287,19 @@ class Result:
     def to_markdown(self, digits: int = DIGITS) -> str:
         """The result table as a Markdown table (see :func:`evalmix.core.tables.to_markdown`)."""
         return tables.to_markdown(self.to_frame(), digits=digits)
+
+    def to_gt(self, digits: int = DIGITS) -> GT:
+        """The result table as a great_tables ``GT``, titled and noted as the result prints, for
+        notebooks and HTML beside the result's own display (needs great_tables: ``pip install
+        great_tables`` or the ``gt`` extra; see :func:`evalmix.core.tables.to_gt`).
+
+        Examples
+        --------
+        >>> import evalmix
+        >>> gt = evalmix.accuracy(evalmix.load_example("runs"), "model").to_gt()  # doctest: +SKIP
+        """
+        return tables.to_gt(self.to_frame(), digits=digits, title=self._title(), subtitle=self._header(),
+                            notes=self._notes())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: ``{"table": [records...]}`` plus subclass extras."""

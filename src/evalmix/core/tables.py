@@ -44,14 +44,17 @@ import re
 import textwrap
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
 
+if TYPE_CHECKING:
+    from great_tables import GT
+
 __all__ = ["DIGITS", "HEADERS", "LATEX_DIGITS", "SupportsFrame", "aligned_columns", "coefmat_lines",
            "format_coefmat", "format_p", "format_table", "html_text", "is_p_column", "latex_header",
-           "latex_text", "markdown_text", "named_values", "r_format", "REPR_WIDTH", "wrap_lines", "significance_stars", "to_html", "to_latex",
+           "latex_text", "markdown_text", "named_values", "r_format", "REPR_WIDTH", "wrap_lines", "significance_stars", "to_gt", "to_html", "to_latex",
            "to_markdown", "to_text", "varcorr_lines"]
 
 #: Significant digits of estimates, SEs and statistics in every printout: R's
@@ -922,6 +925,62 @@ def to_markdown(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, colum
     rule = "|" + "|".join(("-" * (w + 1) + ":") if num else (":" + "-" * (w + 1))
                           for w, num in zip(widths, numeric)) + "|"
     return "\n".join([fmt_row(heads), rule] + [fmt_row(r) for r in cells])
+
+
+def to_gt(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, title: str | None = None,
+          subtitle: Sequence[str] = (), notes: Sequence[str] = ()) -> GT:
+    """Render a result table as a great_tables ``GT`` table (notebooks, HTML, images).
+
+    Cells are formatted by :func:`format_table`, so the numbers read as in every other form of the
+    result (R's significant digits, p-values as ``<0.001``); number columns are right-aligned.
+    great_tables is optional (``pip install great_tables``, or the ``gt`` extra).
+
+    Parameters
+    ----------
+    table : DataFrame or evalmix result
+    digits : int
+        Significant digits.
+    title : str, optional
+        The table's title.
+    subtitle : sequence of str
+        Lines under the title (a result's scale and interval).
+    notes : sequence of str
+        Source notes under the table.
+
+    Returns
+    -------
+    great_tables.GT
+
+    Raises
+    ------
+    ImportError
+        great_tables is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> gt = to_gt(pd.DataFrame({"model": ["a"], "estimate": [0.51234], "p_value": [1e-9]}),
+    ...            title="Accuracy")  # doctest: +SKIP
+    >>> gt._tbl_data.iloc[0].tolist()  # doctest: +SKIP
+    ['a', '0.5123', '<0.001']
+    """
+    try:
+        import great_tables
+    except ImportError as exc:
+        raise ImportError("to_gt() needs great_tables: pip install great_tables "
+                          "(or pip install 'evalmix[gt]')") from exc
+    frame = table if isinstance(table, pd.DataFrame) else table.to_frame()
+    numeric = [str(c) for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])]
+    shown = format_table(frame, digits=digits).reset_index(drop=True)
+    shown.columns = [str(c) for c in shown.columns]
+    gt = great_tables.GT(shown)
+    if title is not None or subtitle:
+        gt = gt.tab_header(title=title or "", subtitle="; ".join(subtitle) or None)
+    if numeric:
+        gt = gt.cols_align("right", columns=numeric)
+    for note in notes:
+        gt = gt.tab_source_note(note)
+    return gt
 
 
 def to_html(table: pd.DataFrame | SupportsFrame, digits: int = DIGITS, caption: str | None = None,

@@ -1,23 +1,26 @@
 """Inspect AI logs: ``.eval`` archives (deflate or Zstandard members), ``.json`` logs, and the
 frames of ``inspect_ai.analysis.samples_df`` (per sample) and ``evals_df`` (per evaluation).
 
-The logs are read with :mod:`zipfile` and :mod:`json` rather than with
-``inspect_ai.log.read_eval_log``.  An ``.eval`` file is a zip archive with a stable, simple layout
-(``header.json``, or only ``_journal/start.json`` for a log still being written or whose process
-died; ``samples/<id>_epoch_<n>.json``), and evalmix needs only the model, the task and each
-sample's scores.  Depending on inspect_ai would pull in its whole runtime to read a few fields and
-tie evalmix to its release cycle.  inspect_ai 0.3.2xx compresses the members with Zstandard (zip
-method 93), which :mod:`zipfile` decodes only from Python 3.14 on; such members are decoded with
-the ``zstandard`` package (see :func:`evalmix.io._common.read_zip_member`).
+Where inspect_ai is installed, logs are read with ``inspect_ai.log.read_eval_log``: Inspect's
+maintainers call the ``.eval`` layout versioned but not frozen, and their reader follows it (and
+migrates old logs).  Without inspect_ai, or when its reader fails on a file, evalmix reads the
+logs itself with :mod:`zipfile` and :mod:`json` (``reader="evalmix"`` forces it): an ``.eval``
+file is a zip archive (``header.json``, or only ``_journal/start.json`` for a log still being
+written or whose process died; ``samples/<id>_epoch_<n>.json``), and evalmix needs only the model,
+the task and each sample's scores, so inspect_ai is not a dependency.  Both give the same table
+(``tests/io/test_io_inspect_readers.py``).  inspect_ai 0.3.2xx compresses the members with
+Zstandard (zip method 93), which :mod:`zipfile` decodes only from Python 3.14 on; such members are
+decoded with the ``zstandard`` package (see :func:`evalmix.io._common.read_zip_member`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import warnings
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ from ._common import (
     runs_table,
 )
 
-__all__ = ["is_evals_df", "is_inspect_log", "read_inspect", "read_inspect_evals"]
+__all__ = ["READERS", "is_evals_df", "is_inspect_log", "read_inspect", "read_inspect_evals"]
 
 # A .json log starts with its version, then its status (inspect_ai's EvalLog field order).
 _JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
@@ -150,6 +153,57 @@ def _read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     header = _check_header(load_json(path, "an Inspect log (.eval archive or .json log)"), at)
     listed = at.get(header, "samples", (list, type(None)), default=None) or []
     return header, [_sample(s, at.key("samples").index(i), header) for i, s in enumerate(listed)]
+
+
+#: How logs are read: ``"auto"`` (inspect_ai's reader where installed, evalmix's otherwise or when
+#: inspect_ai's fails on a file), ``"inspect_ai"`` (only inspect_ai's), ``"evalmix"`` (only evalmix's).
+READERS = ("auto", "inspect_ai", "evalmix")
+# the fields of a sample evalmix reads (the rest of an EvalSample, messages and events, is not copied)
+_SAMPLE_FIELDS = {"id", "epoch", "scores", "error"}
+
+
+def _read_log_inspect_ai(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, checked samples) of one log read by ``inspect_ai.log.read_eval_log``, in the form
+    of :func:`_read_log`'s (the header is the log without its samples, as ``header.json``)."""
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path))
+    header = _check_header(log.model_dump(mode="json", exclude={"samples"}), At(str(path)))
+    return header, [_sample(s.model_dump(mode="json", include=_SAMPLE_FIELDS),
+                            At(f"{path}, sample {s.id!r} epoch {s.epoch}"), header)
+                    for s in log.samples or []]
+
+
+def _read_log_with(reader: str) -> Callable[[Path], tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The function that reads one log for ``reader`` (see :data:`READERS`)."""
+    if reader not in READERS:
+        raise DataError(f"reader must be one of {', '.join(map(repr, READERS))}, not {reader!r}")
+    if reader == "evalmix" or (reader == "auto" and importlib.util.find_spec("inspect_ai") is None):
+        return _read_log
+    if reader == "inspect_ai":
+        return _read_inspect_ai_only
+    return _read_log_auto
+
+
+def _read_inspect_ai_only(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        return _read_log_inspect_ai(path)
+    except ImportError as exc:
+        raise DataError("reader='inspect_ai' needs inspect_ai: pip install inspect_ai "
+                        "(or reader='auto')") from exc
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - inspect_ai's own errors (validation, I/O), in one line
+        raise DataError(f"{path}: inspect_ai.log.read_eval_log failed: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:300]}") from exc
+
+
+def _read_log_auto(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        return _read_log_inspect_ai(path)
+    except Exception:  # noqa: BLE001 - any failure of inspect_ai's reader: evalmix's own reads the
+        # file, and its errors name the file and the field at fault
+        return _read_log(path)
 
 
 def _missing(value: Any) -> bool:
@@ -368,6 +422,7 @@ def read_inspect(
     errors: str = "drop",
     drop_unscored: bool | None = None,
     judges: bool | Sequence[str] = False,
+    reader: str = "auto",
 ) -> pd.DataFrame:
     """Read Inspect AI evaluation logs into a runs table.
 
@@ -405,6 +460,12 @@ def read_inspect(
         scorer options, missing where the header does not name one).  The result is a plain long
         table for :func:`evalmix.judge_study` (``judge="judge"``, or ``judge="grader"``) rather
         than a runs table; ``scorer=`` is then not used.
+    reader : {"auto", "inspect_ai", "evalmix"}
+        How log files are read. ``"auto"``: with ``inspect_ai.log.read_eval_log`` where inspect_ai
+        is installed (Inspect's own reader of its versioned layout), and with evalmix's reader where
+        it is not or where inspect_ai's fails on a file; ``"inspect_ai"``: only inspect_ai's (an
+        error if it is not installed); ``"evalmix"``: only evalmix's, which needs no inspect_ai
+        and reads every log version evalmix was tested on. Both readers give the same table.
 
     Returns
     -------
@@ -464,7 +525,7 @@ def read_inspect(
         what = "the samples_df frame"
     else:
         sources = find_sources(paths, _is_log_file, "Inspect .eval/.json log")
-        read = read_each(sources, _read_log, "Inspect logs (.eval archives or .json logs)")
+        read = read_each(sources, _read_log_with(reader), "Inspect logs (.eval archives or .json logs)")
         logs = [(str(src.path), header, samples) for src, (header, samples) in read]
         what = ", ".join(str(src.path) for src, _ in read)
 
