@@ -169,9 +169,16 @@ def _read_log_inspect_ai(path: Path) -> tuple[dict[str, Any], list[dict[str, Any
 
     log = read_eval_log(str(path))
     header = _check_header(log.model_dump(mode="json", exclude={"samples"}), At(str(path)))
-    return header, [_sample(s.model_dump(mode="json", include=_SAMPLE_FIELDS),
-                            At(f"{path}, sample {s.id!r} epoch {s.epoch}"), header)
-                    for s in log.samples or []]
+    archive = _is_archive(path)
+
+    def place(i: int, sample: Any) -> At:
+        # where evalmix's own reader finds the sample, so that errors name the same place
+        if archive:
+            return At(f"{path}, member samples/{sample.id}_epoch_{sample.epoch}.json")
+        return At(str(path)).key("samples").index(i)
+
+    return header, [_sample(s.model_dump(mode="json", include=_SAMPLE_FIELDS), place(i, s), header)
+                    for i, s in enumerate(log.samples or [])]
 
 
 def _read_log_with(reader: str) -> Callable[[Path], tuple[dict[str, Any], list[dict[str, Any]]]]:
