@@ -104,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "control_variate_difference": "studies.control_variates", "control_variate_mean": "studies.control_variates",
     # drift between waves, and contamination by training data
     "DriftResult": "studies.drift", "drift": "studies.drift",
+    "ContaminationResult": "studies.contamination", "contamination_test": "studies.contamination",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``, ``evalmix.power.sample_size_clustered``); the
@@ -299,6 +300,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .studies.ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
     from .studies.sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
     from .studies.drift import DriftResult, drift
+    from .studies.contamination import ContaminationResult, contamination_test
     from .studies.reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
     from .stats.resampling import (
