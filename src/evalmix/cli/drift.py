@@ -36,7 +36,7 @@ def run_drift(args: argparse.Namespace) -> int:
         return load_data(argparse.Namespace(**{**vars(args), "data": path}), any_outcome=True)
 
     result = drift(wave(args.data), wave(args.after), anchors=_anchors(args.anchors), margin=args.margin,
-                   judge=None if args.judge is None else wave(args.judge), conf_level=args.conf_level,
+                   judge=None if args.rejudged is None else wave(args.rejudged), conf_level=args.conf_level,
                    anytime=args.anytime, method=args.method)
     emit(args, result, {"margin": result.margin, "conf_level": result.conf_level, "anytime": result.anytime}
          if args.json else None)
@@ -61,7 +61,7 @@ def add_drift(sub: argparse._SubParsersAction) -> None:
                        description="The change of each model between two waves of the same items (BEFORE and "
                                    "AFTER: runs tables or harness logs), on anchor items or every shared item: "
                                    "the mean over items of after - before, its interval, and an equivalence "
-                                   "(TOST) verdict at --margin. --judge FILE (the first wave re-scored by the "
+                                   "(TOST) verdict at --margin. --rejudged FILE (the first wave re-scored by the "
                                    "new judge) splits the change into judge drift and system change.")
     add_data_arguments(p)
     for action in p._actions:  # the first table is the first wave
@@ -73,7 +73,7 @@ def add_drift(sub: argparse._SubParsersAction) -> None:
                         "item both waves share)")
     p.add_argument("--margin", type=positive_number, default=0.02,
                    help="equivalence margin on the score scale (default 0.02)")
-    p.add_argument("--judge", default=None, metavar="FILE",
+    p.add_argument("--rejudged", default=None, metavar="FILE",
                    help="the first wave's answers re-scored by the new judge")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
     p.add_argument("--anytime", action="store_true",
@@ -96,6 +96,6 @@ def add_contamination(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control", default="post_cutoff", metavar="COLUMN",
                    help="True/False column: the item is post-cutoff for that row's model (default post_cutoff)")
     p.add_argument("--conf-level", type=conf_level, default=0.95)
-    p.add_argument("--adjust", default="holm", choices=["holm", "bonferroni", "hochberg", "BH", "none"],
-                   help="adjustment over models (default holm)")
+    add_choice_argument(p, "--adjust", choices=OwnedChoices("evalmix.core.methods", "ADJUST_METHODS"), default="holm",
+                        help="p-value adjustment over models (default holm; a p.adjust method)")
     p.set_defaults(handler=run_contamination)

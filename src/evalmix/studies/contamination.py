@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from ..core.arguments import check_choice, check_level
+from ..core.methods import P_ADJUST_METHODS
 from ..core.errors import DataError, DataWarning, SingularFitWarning
 from ..core.result import Result
 from ..data.runs import RunsData, ensure_runs
@@ -54,7 +55,6 @@ from ..stats.multiplicity import adjust_pvalues
 
 __all__ = ["ContaminationResult", "contamination_test"]
 
-_ADJUST = ("holm", "bonferroni", "hochberg", "BH", "none")
 # working column names of the fit (the user's columns are copied under them)
 _Y, _MODEL, _ITEM, _ERA = "y", "model", "item", "era"
 
@@ -155,8 +155,8 @@ def contamination_test(data: RunsData, control: str = "post_cutoff", *, conf_lev
         model on an item.
     conf_level : float
         Level of the intervals; ``1 - conf_level`` is the level of the ``contaminated`` flags.
-    adjust : {"holm", "bonferroni", "hochberg", "BH", "none"}
-        Multiplicity adjustment over the models tested.
+    adjust : {"holm", "hochberg", "BH", "BY", "bonferroni", "sidak", "none"}
+        Multiplicity adjustment over the models tested (:func:`evalmix.adjust_pvalues`).
     model, item, run, outcome : str, optional
         Column names (default: the roles of :func:`evalmix.read_runs`).
     missing : {"raise", "drop"}
@@ -186,7 +186,7 @@ def contamination_test(data: RunsData, control: str = "post_cutoff", *, conf_lev
     3  model-4         False
     """
     level = check_level(conf_level)
-    check_choice(adjust, "adjust", _ADJUST)
+    check_choice(adjust, "adjust", P_ADJUST_METHODS)
     df, roles = ensure_runs(data, model=model, item=item, run=run, outcome=outcome, need_model=True,
                             need_item=True, by=[control], missing=missing)
     if roles.counts:
@@ -262,7 +262,7 @@ def contamination_test(data: RunsData, control: str = "post_cutoff", *, conf_lev
     table["p_adjusted"] = np.nan
     if tested.any():
         p = table.loc[tested, "p_value"].to_numpy()
-        table.loc[tested, "p_adjusted"] = p if adjust == "none" else adjust_pvalues(p, adjust)
+        table.loc[tested, "p_adjusted"] = adjust_pvalues(p, adjust)
     table["contaminated"] = table["p_adjusted"] < 1 - level
     shown = formula.replace(_Y, "correct", 1)
     for m, c in xcols.items():
