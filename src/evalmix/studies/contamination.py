@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,9 @@ from ..data.runs import RunsData, ensure_runs
 from ..glmm import glmer
 from ..model.parse import make_formula
 from ..stats.multiplicity import adjust_pvalues
+
+if TYPE_CHECKING:
+    from ..glmm.result import GlmerResult
 
 __all__ = ["ContaminationResult", "contamination_test"]
 
@@ -69,7 +72,7 @@ class ContaminationResult(Result):
     ``conf_high``, ``odds_ratio``, ``statistic`` (z), ``p_value`` (one-sided: an advantage),
     ``p_adjusted`` and ``contaminated`` (``p_adjusted < 1 - conf_level``).  A model with no exposed
     item is a reference (NaN estimate); so is one with no control item, whose advantage cannot be
-    told from its ability.
+    told from its ability.  ``fit`` is the :func:`evalmix.glmer` fit the table reads.
     """
 
     table: pd.DataFrame
@@ -77,7 +80,7 @@ class ContaminationResult(Result):
     adjust: str
     formula: str
     n_eras: int
-    fit: Any
+    fit: GlmerResult
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
