@@ -245,14 +245,15 @@ def drift_sections(data: pd.DataFrame, conf_level: float = 0.95) -> list[ReportS
     from .studies.drift import drift
 
     schema = schema_of(data)
-    roles = {} if schema is None else {"model": schema.model, "item": schema.item, "run": schema.run,
-                                       "outcome": schema.outcome}
+    model, item, run, outcome = ((schema.model, schema.item, schema.run, schema.outcome) if schema is not None
+                                 else (None, None, None, None))
     out = []
     pct = f"{conf_level:.0%}"
     if "post_cutoff" in data.columns:
         title = "Contamination: advantage on pre-cutoff items beyond item difficulty"
         try:
-            res = contamination_test(data, "post_cutoff", conf_level=conf_level, **roles)
+            res = contamination_test(data, "post_cutoff", conf_level=conf_level, model=model, item=item,
+                                     run=run, outcome=outcome)
         except DataError as exc:
             out.append(ReportSection("contamination", title, skipped=f"Left out: {exc}"))
         else:
@@ -273,7 +274,7 @@ def drift_sections(data: pd.DataFrame, conf_level: float = 0.95) -> list[ReportS
                                                              "not two (the earlier and the later wave)"))
         else:
             before, after = (data[data["wave"] == w].drop(columns="wave") for w in waves)
-            res_d = drift(before, after, conf_level=conf_level, **roles)
+            res_d = drift(before, after, conf_level=conf_level, model=model, item=item, run=run, outcome=outcome)
             out.append(ReportSection(
                 "drift", title,
                 f"Each model's change from wave {waves[0]!r} to wave {waves[1]!r} on the items both share: the mean "
