@@ -18,6 +18,7 @@ def _waves() -> pd.DataFrame:
     return pd.concat([before.assign(wave="2026-01"), after.assign(wave="2026-02")], ignore_index=True)
 
 
+@pytest.mark.slow  # a GLMM fit and a figure: the drift section below stands for the pair in the first step
 def test_contamination_section_when_the_table_has_post_cutoff():
     df = evalmix.read_runs(evalmix.simulate.contaminated_runs(100, 1, contamination={2: 2.0}, rng=7))
     (sec,) = drift_sections(df)

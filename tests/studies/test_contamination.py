@@ -80,6 +80,7 @@ def test_bad_control_columns_are_named():
         contamination_test(df, adjust="tukey")
 
 
+@pytest.mark.slow  # a second fit; the first step's fits are the fixture's and the CLI's
 def test_words_for_the_control_flag_and_a_model_without_control_items():
     df = contaminated_runs(80, 1, cutoffs=(0.0, 0.5, 2.0), rng=3)
     words = df.assign(post_cutoff=df["post_cutoff"].map({True: "yes", False: "no"}))
