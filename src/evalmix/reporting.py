@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RATING_LEVELS_MAX", "Report", "ReportSection", "arena_section", "candidate_formulas", "judges_section",
            "outcome_kind", "report"]
+__all__ += ["DRIFT_COLUMNS", "drift_sections"]
 
 #: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent),
 #: shown beside the Koo & Li (2016) bands the report (and :func:`evalmix.icc`) uses.
@@ -216,9 +217,73 @@ def _roles(data: pd.DataFrame) -> dict[str, Any]:
     item = schema.item
     item_level = [s for s in slices if item is not None and _item_level(data, item, s)
                   and data[s].nunique() < data[item].nunique()]
-    conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20]
+    conditions = [s for s in slices if s not in item_level and data[s].nunique() <= 20
+                  and s not in DRIFT_COLUMNS]
     return {"schema": schema, "item_level": item_level, "conditions": conditions,
             "others": [s for s in schema.slices if s not in item_level + conditions]}
+
+
+#: Columns the drift and contamination sections read (a wave of two levels; True where an item is
+#: post-cutoff for the row's model): not conditions that models are compared across
+DRIFT_COLUMNS = ("wave", "post_cutoff")
+
+
+def drift_sections(data: pd.DataFrame, conf_level: float = 0.95) -> list[ReportSection]:
+    """The contamination section when the table has a ``post_cutoff`` column, and the drift section
+    when it has a ``wave`` column of two levels (the first in the table's order is the earlier
+    wave); a section that cannot be computed on the table says why.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> df = evalmix.simulate.contaminated_runs(100, 1, contamination={2: 2.0}, rng=7)
+    >>> [s.key for s in drift_sections(evalmix.read_runs(df))]
+    ['contamination']
+    """
+    from .plots.drift import contamination_plot, drift_plot
+    from .studies.contamination import contamination_test
+    from .studies.drift import drift
+
+    schema = schema_of(data)
+    model, item, run, outcome = ((schema.model, schema.item, schema.run, schema.outcome) if schema is not None
+                                 else (None, None, None, None))
+    out = []
+    pct = f"{conf_level:.0%}"
+    if "post_cutoff" in data.columns:
+        title = "Contamination: advantage on pre-cutoff items beyond item difficulty"
+        try:
+            res = contamination_test(data, "post_cutoff", conf_level=conf_level, model=model, item=item,
+                                     run=run, outcome=outcome)
+        except DataError as exc:
+            out.append(ReportSection("contamination", title, skipped=f"Left out: {exc}"))
+        else:
+            out.append(ReportSection(
+                "contamination", title,
+                "Each model's log-odds advantage on the items published before its training cutoff, beyond "
+                f"its ability and the items' difficulty ({res.formula}); {pct} Wald intervals, one-sided "
+                f"p-values adjusted by {res.adjust} over models. naive_gap is the raw accuracy gap, which "
+                "mixes contamination with the difficulty of items published at different times.",
+                tables=(("contamination", "Advantage on pre-cutoff items per model.", res.to_frame()),),
+                figures=(("contamination", f"Advantage on pre-cutoff items with {pct} intervals.",
+                          _close(contamination_plot(res))),)))
+    if "wave" in data.columns:
+        title = "Drift between two waves"
+        waves = list(pd.unique(data["wave"]))
+        if len(waves) != 2:
+            out.append(ReportSection("drift", title, skipped=f"Left out: column 'wave' has {len(waves)} levels, "
+                                                             "not two (the earlier and the later wave)"))
+        else:
+            before, after = (data[data["wave"] == w].drop(columns="wave") for w in waves)
+            res_d = drift(before, after, conf_level=conf_level, model=model, item=item, run=run, outcome=outcome)
+            out.append(ReportSection(
+                "drift", title,
+                f"Each model's change from wave {waves[0]!r} to wave {waves[1]!r} on the items both share: the mean "
+                f"over items of after - before with its {pct} paired t interval, and an equivalence (TOST) "
+                f"verdict at +-{res_d.margin:g}.",
+                tables=(("drift", "Change between the waves per model.", res_d.to_frame()),),
+                figures=(("drift", f"Change between the waves with {pct} intervals and the margin.",
+                          _close(drift_plot(res_d))),)))
+    return out
 
 
 def candidate_formulas(conditions: Sequence[str], model: str = "model") -> list[str]:
@@ -1445,6 +1510,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                                        conf_level=conf_level, log=log))
     if battles is not None:
         sections.append(_arena_section(battles, battle_cluster, conf_level))
+    sections += drift_sections(data, conf_level)
     sections.append(_fits_section(log, "a singular fit has a variance at zero (in single-run fits the "
                                   "item:run term is dropped, as it is aliased with the item term)", check))
     formulas: dict[str, str] = {}

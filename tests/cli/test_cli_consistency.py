@@ -47,6 +47,8 @@ def tables(tmp_path_factory) -> dict[str, Path]:
     ratings = pd.read_csv(RATINGS)
     ratings.assign(correct=(ratings["rating"] >= 3).astype(int)).to_csv(out["verdicts"], index=False)
     evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1).to_csv(out["judged"], index=False)
+    out["cutoffs"] = folder / "cutoffs.csv"
+    evalmix.simulate.contaminated_runs(60, 1, rng=1).to_csv(out["cutoffs"], index=False)
     return out
 
 
@@ -80,6 +82,8 @@ def _json_argv(name: str, t: dict[str, Path]) -> list[str]:
         "report": ["report", runs, "-o", str(t["runs"].parent / "report")],
         "judges": ["judges", str(t["verdicts"]), "--agreement"],
         "ppi": ["ppi", str(t["judged"])],
+        "drift": ["drift", runs, runs],
+        "contamination": ["contamination", str(t["cutoffs"])],
     }[name]
 
 

@@ -176,7 +176,27 @@ BUILDERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
                outcome="correct")),
     "leaderboard_plot": lambda df: _leaderboard(df),
     "sequence_plot": lambda df: _sequence(df),
+    "drift_plot": lambda df: _drift(df),
+    "contamination_plot": lambda df: _contamination(df),
 }
+
+
+def _drift(df: pd.DataFrame) -> Figure:
+    one = df[(df["language"] == df["language"].iloc[0]) & (df["prompt"] == df["prompt"].iloc[0])]
+    one = one.drop(columns=["language", "prompt", "domain"])
+    flip = np.random.default_rng(1).random(len(one)) < 0.1
+    after = one.assign(correct=np.where(flip, 1 - one["correct"], one["correct"]))
+    rejudged = one.assign(correct=np.where(flip[::-1], 1, one["correct"]))
+    return plots.drift_plot(_quiet(evalmix.drift, one, after, judge=rejudged, margin=0.05))
+
+
+def _contamination(df: pd.DataFrame) -> Figure:
+    # the table a contamination_test result holds (fitting 40 models here would take seconds)
+    models = list(dict.fromkeys(df["model"]))
+    est = np.linspace(-0.3, 1.2, len(models))
+    return plots.contamination_plot(pd.DataFrame({
+        "model": models, "estimate": est, "conf_low": est - 0.4, "conf_high": est + 0.4,
+        "contaminated": est - 0.4 > 0}))
 
 
 def _sequence(df: pd.DataFrame) -> Figure:

@@ -70,6 +70,10 @@ DOMAIN = {
     "deviance", "delta_bic", "bic_weight", "delta_aic", "aic_weight", "lrt_vs", "nested",
     "converged", "singular", "messages", "warnings", "error", "formula", "min", "q1", "median", "q3",
     "max",
+    # drift between waves (before/after means, TOST, the judge/system split) and contamination
+    "before", "after", "p_tost", "equivalent", "changed", "judge_drift", "judge_conf_low", "judge_conf_high",
+    "judge_p_value", "system_change", "system_conf_low", "system_conf_high", "system_p_value", "system_changed",
+    "naive_gap", "contaminated",
     # calibration and planning
     "honest", "false_positive_rate", "power", "median_ci_halfwidth", "coverage_null",
     "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
@@ -299,6 +303,9 @@ CALLS = {
         _with_proxy(c["one"]), "model-A", "model-B", proxy="proxy", proxy_mean=0.0),
     "repetitions.optimal_runs": lambda c: repetitions.optimal_runs(
         repetitions.variance_components(c["one"], "model"), budget=2000, cost_item=3),
+    # drift between waves, contamination by training data
+    "drift": lambda c: evalmix.drift(c["one"], c["one"], judge=c["one"]),
+    "contamination_test": lambda c: evalmix.contamination_test(evalmix.simulate.contaminated_runs(60, 1, rng=1)),
 }
 
 # public functions that return no table: readers, formatters, scalars, arrays

@@ -49,6 +49,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                                        "tables, PNG/PDF figures"),
     "judges": ("judges", "add_judges", "several LLM judges in one model: bias, interaction, agreement, variance"),
     "ppi": ("judges", "add_ppi", "prediction-powered means of judge scores corrected by a few human labels"),
+    "drift": ("drift", "add_drift", "per-model change between two waves on anchor items, with a TOST verdict"),
+    "contamination": ("drift", "add_contamination", "per-model advantage on pre-cutoff items beyond item difficulty"),
 }
 
 #: Errors that user input causes: reported in one line with exit code 2.

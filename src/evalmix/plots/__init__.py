@@ -12,6 +12,7 @@ Supplementary Figure 2 :func:`odds_ratio_forest`, Figure 4 :func:`marginal_means
 from __future__ import annotations
 
 from .comparison import critical_difference_plot
+from .drift import contamination_plot, drift_plot
 from .inference import (
     accuracy_heatmap, accuracy_intervals, delta_bic_bars, marginal_means, odds_ratio_forest,
 )
@@ -19,6 +20,7 @@ from .reliability import flip_rate_bars, icc_dots, rank_bump, rank_intervals, se
 from .sequential import sequence_plot
 from .style import paper_style
 
-__all__ = ["accuracy_heatmap", "accuracy_intervals", "critical_difference_plot", "delta_bic_bars",
+__all__ = ["accuracy_heatmap", "accuracy_intervals", "contamination_plot", "critical_difference_plot",
+           "delta_bic_bars", "drift_plot",
            "flip_rate_bars", "icc_dots", "marginal_means", "odds_ratio_forest", "paper_style",
            "rank_bump", "rank_intervals", "se_curves", "sequence_plot"]
