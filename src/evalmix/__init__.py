@@ -102,6 +102,8 @@ _EXPORTS: dict[str, str] = {
     # variance reduction: a proxy score with a known mean as a control variate
     "ControlVariateResult": "studies.control_variates", "control_variate_accuracy": "studies.control_variates",
     "control_variate_difference": "studies.control_variates", "control_variate_mean": "studies.control_variates",
+    # the release gate: a pre-registered, multi-metric, anytime-valid PASS/FAIL/INCONCLUSIVE verdict
+    "GateResult": "studies.gate", "gate": "studies.gate", "read_rule": "studies.gate",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``, ``evalmix.power.sample_size_clustered``); the
@@ -296,6 +298,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from .studies.ranking import rank_instability, rank_uncertainty, rank_uncertainty_glmm
     from .studies.sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
+    from .studies.gate import GateResult, gate, read_rule
     from .studies.reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
     from .stats.resampling import (
