@@ -659,8 +659,9 @@ class GateResult(Result):
         return self.metrics.copy()
 
     def to_dict(self) -> dict[str, Any]:
+        rule = json.loads(json.dumps(object.__getattribute__(self, "rule")))  # plain dicts and lists
         return super().to_dict() | {"verdict": self.verdict, "exit_code": self.exit_code,
-                                    "rule_hash": self.rule_hash, "rule": self.rule, "mde": dict(self.mde),
+                                    "rule_hash": self.rule_hash, "rule": rule, "mde": dict(self.mde),
                                     "stopped_at": self.stopped_at, "n_items": self.n_items,
                                     "baseline": self.baseline, "candidate": self.candidate, "shadow": self.shadow,
                                     "path": self.path.to_dict(orient="records")}
@@ -860,8 +861,8 @@ def gate(data: pd.DataFrame | str | Path, baseline: str, candidate: str,
         metric = m
         if m.bounds is None and m.quantile is None and r.method != "asymptotic":
             vals = pd.to_numeric(sub[m.column])
-            if m.trials is not None or (m.column == (df.attrs.get("evalmix") or {}).get("outcome")
-                                        and vals.between(0, 1).all()):
+            outcome = m.column == (df.attrs.get("evalmix") or {}).get("outcome") and vals.between(0, 1).all()
+            if m.trials is not None or outcome or vals.isin([0, 1]).all():
                 metric = GateMetric(**{**m.__dict__, "bounds": (0.0, 1.0)})  # accuracy: bounded by definition
         if m.quantile is None:
             c = _item_values(cand_rows, item_col, metric, items)[None, :]
