@@ -335,7 +335,7 @@ def _kearns_saul(p: float) -> float:
 
 
 # grid of the betting CS shown (decisions test the margins themselves, not grid points)
-_GRID = 1000
+_GRID = 500
 # the bets are truncated at half the largest bet that keeps the capital positive
 _TRUNCATION = 0.5
 
@@ -364,8 +364,10 @@ def _log_capital(z: np.ndarray, m: np.ndarray, design: float | None) -> tuple[np
         dev = mu_b - m
         g_up = dev / (s2_b + dev**2)
         g_down = -g_up
-    up = np.clip(g_up, 0.0, _TRUNCATION / m)
-    down = np.clip(g_down, 0.0, _TRUNCATION / (1 - m))
+    if design is None:
+        g_up, g_down = np.maximum(g_up, 0.0), np.maximum(g_down, 0.0)
+    up = np.minimum(g_up, _TRUNCATION / m)
+    down = np.minimum(g_down, _TRUNCATION / (1 - m))
     log_up = np.cumsum(np.log1p(up * (x - m)), axis=1)
     log_down = np.cumsum(np.log1p(down * (m - x)), axis=1)
     return log_up, log_down
@@ -695,12 +697,13 @@ def _item_values(sub: pd.DataFrame, item: str, metric: GateMetric, items: pd.Ind
 
 def _run_values(sub: pd.DataFrame, item: str, column: str, items: pd.Index) -> np.ndarray:
     """items x runs values (NaN-padded)."""
-    groups = sub.groupby(item, observed=True, sort=False)[column].apply(lambda s: s.to_numpy(dtype=float))
-    groups = groups.reindex(items)
-    width = max(len(v) for v in groups)
-    out = np.full((len(items), width), np.nan)
-    for i, v in enumerate(groups):
-        out[i, : len(v)] = v
+    pos = items.get_indexer(sub[item])
+    keep = pos >= 0
+    pos = pos[keep]
+    values = pd.to_numeric(sub[column]).to_numpy(dtype=float)[keep]
+    slot = pd.Series(pos).groupby(pos).cumcount().to_numpy()  # the run's place within its item
+    out = np.full((len(items), int(slot.max()) + 1 if slot.size else 1), np.nan)
+    out[pos, slot] = values
     return out
 
 
