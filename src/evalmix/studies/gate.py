@@ -697,7 +697,7 @@ def _item_values(sub: pd.DataFrame, item: str, metric: GateMetric, items: pd.Ind
 
 def _run_values(sub: pd.DataFrame, item: str, column: str, items: pd.Index) -> np.ndarray:
     """items x runs values (NaN-padded)."""
-    pos = items.get_indexer(sub[item])
+    pos = items.get_indexer(pd.Index(sub[item]))
     keep = pos >= 0
     pos = pos[keep]
     values = pd.to_numeric(sub[column]).to_numpy(dtype=float)[keep]
