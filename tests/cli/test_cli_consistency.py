@@ -80,6 +80,8 @@ def _json_argv(name: str, t: dict[str, Path]) -> list[str]:
         "report": ["report", runs, "-o", str(t["runs"].parent / "report")],
         "judges": ["judges", str(t["verdicts"]), "--agreement"],
         "ppi": ["ppi", str(t["judged"])],
+        "gate": ["gate", runs, "--baseline", "model-A", "--candidate", "model-B", "--rule",
+                 str(ROOT / "tests" / "cli" / "gate_rule.toml"), "--shadow"],
     }[name]
 
 
