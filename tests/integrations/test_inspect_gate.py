@@ -75,6 +75,7 @@ def test_a_worse_candidate_is_stopped_with_fail(arith80):
     assert summary["metrics"][0]["decision"] == "FAIL" and summary["metrics"][0]["conf_high"] < -0.25 + 0.01
 
 
+@pytest.mark.slow
 def test_shadow_never_skips(arith80):
     stop = GateStopping(arith80, RULE, shadow=True)
     wrong = [(item, 0.0) for item, _ in _first_epoch(arith80)]

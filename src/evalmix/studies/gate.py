@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 import tomllib
+from statistics import NormalDist
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from ..core.errors import ArgumentError, DataError, DataWarning
 from ..core.result import Result
@@ -67,7 +67,7 @@ METHODS = ("auto", "betting", "asymptotic")
 
 _TEST_ALIASES = {"non-inferiority": "non-inferiority", "noninferiority": "non-inferiority", "ni": "non-inferiority",
                  "superiority": "superiority", "equivalence": "equivalence", "tost": "equivalence"}
-_POWER_Z = float(sps.norm.ppf(0.8))
+_POWER_Z = NormalDist().inv_cdf(0.8)
 _RULE_KEYS = {"alpha", "looks", "max_items", "min_items", "method", "metrics"}
 _METRIC_KEYS = {"name", "column", "statistic", "direction", "margin", "relative", "test", "bounds", "trials",
                 "weight"}
@@ -722,7 +722,7 @@ def _check_column(df: pd.DataFrame, column: str, metric: str, model_col: str) ->
 def _mde(metric: GateMetric, paths: _Paths, n: int, alpha: float, sequential: bool, n_opt: float,
          last: int) -> float:
     """Smallest distance from the margin boundary detected with 80% power at ``n`` items."""
-    z = float(sps.norm.ppf(1 - alpha / 2))
+    z = NormalDist().inv_cdf(1 - alpha / 2)
     if metric.quantile is None:
         sd = float(paths.sd[0, last]) if paths.sd is not None else math.nan
         mult = (float(normal_mixture_radius(n, conf_level=1 - alpha, n_opt=n_opt, scale=1.0)[()]) * math.sqrt(n)
