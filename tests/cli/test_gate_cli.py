@@ -112,3 +112,14 @@ def test_harness_logs_as_data(capsys):
     doc = _strict(out)
     assert doc["n_items"] == 8 and doc["table"][0]["method"].startswith("betting")
     assert "unbalanced design" in err  # the loader's warnings are passed on
+
+
+def test_a_crash_is_not_a_fail(files, capsys, monkeypatch):
+    import evalmix.studies.gate as gate_module
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(gate_module, "gate", broken)
+    code, _, err = _run(["gate", files / "runs.csv", "--baseline", "base", "--candidate", "same", "--rule",
+                         files / "rule.toml"], capsys)
+    assert code == 4 and "internal error" in err and "ZeroDivisionError" in err

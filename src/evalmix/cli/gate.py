@@ -1,22 +1,41 @@
 """``evalmix gate``: a pre-registered, multi-metric, anytime-valid release verdict of a candidate
 against a baseline, with an exit code a CI pipeline can act on.
 
-Exit codes: 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 a usage or data error (as every command).  With
-``--shadow`` the verdict is reported at every look and the exit code is 0 whatever it is (a gate
-watched before it is enforced).
+Exit codes: 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 a usage or data error (as every command), and 4 an
+internal error (a bug: Python would exit 1, which a pipeline would read as FAIL).  With ``--shadow``
+the verdict is reported at every look and the exit code is 0 whatever it is (a gate watched before
+it is enforced).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ._args import WHERE_HELP, add_data_arguments, seed
 
 #: The verdicts' exit codes (2 stays the usage or data error of every command).
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+#: An unexpected exception: not 1, which is FAIL.
+INTERNAL_ERROR = 4
 
 
 def run_gate(args: argparse.Namespace) -> int:
+    import traceback
+
+    from . import USER_ERRORS
+
+    try:
+        return _gate(args)
+    except (*USER_ERRORS, SystemExit):
+        raise
+    except Exception:  # a bug must not read as a FAIL verdict
+        traceback.print_exc()
+        print(f"evalmix gate: internal error (exit code {INTERNAL_ERROR})", file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+def _gate(args: argparse.Namespace) -> int:
     from ..studies.gate import gate, read_rule
     from ._common import dump_json, load_data, parse_where, print_table, records, result_doc
 
