@@ -70,6 +70,9 @@ DOMAIN = {
     "deviance", "delta_bic", "bic_weight", "delta_aic", "aic_weight", "lrt_vs", "nested",
     "converged", "singular", "messages", "warnings", "error", "formula", "min", "q1", "median", "q3",
     "max",
+    # the release gate: a metric's column, summary (mean or a quantile), test, direction, margin, the
+    # boundary the interval must clear, and the metric's decision
+    "column", "summary", "test", "direction", "margin", "boundary", "decision",
     # calibration and planning
     "honest", "false_positive_rate", "power", "median_ci_halfwidth", "coverage_null",
     "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
@@ -291,6 +294,9 @@ CALLS = {
     "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
     "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
     "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
+    # the release gate
+    "gate": lambda c: evalmix.gate(c["one"], "model-A", "model-B",
+                                   {"looks": 20, "metrics": [{"column": "correct", "margin": 0.1}]}),
     # control variates and the runs-per-item allocation
     "control_variate_mean": lambda c: evalmix.control_variate_mean(c["b"], c["a"], proxy_mean=0.5),
     "control_variate_accuracy": lambda c: evalmix.control_variate_accuracy(
@@ -311,6 +317,7 @@ NOT_RESULTS = {
     "sample_size_clustered", "sample_size_paired_proportions", "sample_size_two_proportions",
     "bayes.available_samplers", "select_items", "item_information", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
     "register_contrast", "contrast_families",  # the contrast-family registry: no table
+    "read_rule",  # the gate's rule, parsed
 }
 
 

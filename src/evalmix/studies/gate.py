@@ -888,7 +888,7 @@ def gate(data: pd.DataFrame | str | Path, baseline: str, candidate: str,
         dec = np.where(paths.failed[0], "FAIL", np.where(paths.passed[0], "PASS", "INCONCLUSIVE"))
         bnd = metric.boundaries()
         rows.append({"metric": metric.name, "column": metric.column,
-                     "statistic": metric.canonical()["statistic"], "test": metric.test,
+                     "summary": metric.canonical()["statistic"], "test": metric.test,
                      "direction": metric.direction,
                      "scale": "ratio" if metric.relative else "difference",
                      "estimate": float(paths.estimate[0, stop_j]), "conf_low": float(paths.conf_low[0, stop_j]),
