@@ -290,3 +290,19 @@ def test_each_test_and_direction_decides(metric, cost, verdict):
                     pd.DataFrame({"model": "new", "item": range(200), "cost": base * cost + rng.normal(0, 0.01, 200)})])
     res = gate(df, "base", "new", {"looks": 50, "metrics": [{"column": "cost", "relative": True, **metric}]})
     assert res.verdict == verdict and res.stopped_at == 50
+
+
+def test_k_of_n_counts_and_weights():
+    rng = np.random.default_rng(2)
+    n = 300
+    p = rng.beta(2, 1, n)
+    trials = rng.integers(1, 4, size=(2, n))
+    df = pd.concat([pd.DataFrame({"model": m, "item": range(n), "k": rng.binomial(trials[i], p), "n": trials[i]})
+                    for i, m in enumerate(("base", "new"))])
+    rule = {"metrics": [{"name": "acc", "column": "k", "trials": "n", "margin": 0.1, "weight": 3},
+                        {"name": "other", "column": "n", "margin": 5}]}
+    res = gate(df, "base", "new", rule)
+    row = res.metrics.iloc[0]
+    d = df.query("model == 'new'")["k"].to_numpy() / trials[1] - df.query("model == 'base'")["k"].to_numpy() / trials[0]
+    assert row["estimate"] == pytest.approx(d.mean()) and row["method"].startswith("betting")
+    assert row["alpha"] == pytest.approx(0.05 * 3 / 4) and res.metrics.iloc[1]["alpha"] == pytest.approx(0.0125)
