@@ -181,7 +181,8 @@ class GateStopping:
     the baseline; at each look of the rule the gate (:func:`evalmix.gate`) is computed on the items
     paired so far, in the order they completed, and a PASS or FAIL verdict skips every sample not
     yet started.  The verdict keeps the gate's guarantee (family-wise error at most the rule's
-    ``alpha`` over metrics and looks) because every metric's sequence is valid at every look.
+    ``alpha`` over metrics and looks) because every metric's sequence is valid at every look.  A
+    rule without ``looks`` looks once, at ``max_items`` paired items; none after ``max_items``.
 
     Parameters
     ----------
