@@ -123,3 +123,9 @@ def test_a_crash_is_not_a_fail(files, capsys, monkeypatch):
     code, _, err = _run(["gate", files / "runs.csv", "--baseline", "base", "--candidate", "same", "--rule",
                          files / "rule.toml"], capsys)
     assert code == 4 and "internal error" in err and "ZeroDivisionError" in err
+
+
+def test_counts_belong_in_the_rule(files, capsys):
+    code, _, err = _run(["gate", files / "runs.csv", "--baseline", "base", "--candidate", "same", "--rule",
+                         files / "rule.toml", "--successes", "k", "--trials", "n"], capsys)
+    assert code == 2 and "trials = TRIALS" in err

@@ -40,7 +40,13 @@ def _gate(args: argparse.Namespace) -> int:
     from ._common import dump_json, load_data, parse_where, print_table, records, result_doc
 
     rule = read_rule(args.rule)  # a bad rule is reported before DATA is read
+    if args.successes or args.trials:
+        raise SystemExit("evalmix gate: the rule names each metric's columns; for k-of-n counts write "
+                         "column = SUCCESSES and trials = TRIALS in the metric, not --successes/--trials")
     data = load_data(args, scores=True)
+    if not data.attrs.get("evalmix") and args.outcome in data.columns:
+        # a plain table: --outcome (default correct) is the 0/1 or partial-credit outcome, bounded in [0, 1]
+        data.attrs["evalmix"] = {"outcome": args.outcome}
     for col, values in (parse_where(args.where, data, "gate") or {}).items():
         data = data[data[col].isin(values)]
     run = None if args.run in (None, "none") else args.run  # an item's runs are averaged either way
