@@ -34,13 +34,16 @@ from collections.abc import Hashable
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
 from ..studies.sequential import METHODS, Method, confidence_sequence
+
+if TYPE_CHECKING:
+    from ..studies.gate import GateRule
 
 __all__ = ["GateStopping", "SequentialStopping", "score_value"]
 
@@ -216,8 +219,8 @@ class GateStopping:
 
     name = "evalmix_gate"
 
-    def __init__(self, baseline: pd.DataFrame | str | Path, rule: Any, *, by_task: bool = True,
-                 shadow: bool = False, scorer: str | None = None):
+    def __init__(self, baseline: pd.DataFrame | str | Path, rule: GateRule | Mapping[str, Any] | str | Path, *,
+                 by_task: bool = True, shadow: bool = False, scorer: str | None = None):
         from ..studies.gate import read_rule
 
         self.rule = read_rule(rule)
