@@ -106,6 +106,8 @@ _EXPORTS: dict[str, str] = {
     # drift between waves, and contamination by training data
     "DriftResult": "studies.drift", "drift": "studies.drift",
     "ContaminationResult": "studies.contamination", "contamination_test": "studies.contamination",
+    # the release gate: a pre-registered, multi-metric, anytime-valid PASS/FAIL/INCONCLUSIVE verdict
+    "GateResult": "studies.gate", "gate": "studies.gate", "read_rule": "studies.gate",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``, ``evalmix.power.sample_size_clustered``); the
@@ -303,6 +305,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .studies.sequential import SequenceResult, confidence_sequence, sequential_accuracy, sequential_difference
     from .studies.drift import DriftResult, drift
     from .studies.contamination import ContaminationResult, contamination_test
+    from .studies.gate import GateResult, gate, read_rule
     from .studies.reliability import flip_rate, icc, latent_icc
     from .reporting import Report, report
     from .stats.resampling import (

@@ -84,6 +84,8 @@ def _json_argv(name: str, t: dict[str, Path]) -> list[str]:
         "ppi": ["ppi", str(t["judged"])],
         "drift": ["drift", runs, runs],
         "contamination": ["contamination", str(t["cutoffs"])],
+        "gate": ["gate", runs, "--baseline", "model-A", "--candidate", "model-B", "--rule",
+                 str(ROOT / "tests" / "cli" / "gate_rule.toml"), "--shadow"],
     }[name]
 
 

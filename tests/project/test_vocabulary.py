@@ -74,6 +74,9 @@ DOMAIN = {
     "before", "after", "p_tost", "equivalent", "changed", "judge_drift", "judge_conf_low", "judge_conf_high",
     "judge_p_value", "system_change", "system_conf_low", "system_conf_high", "system_p_value", "system_changed",
     "naive_gap", "contaminated",
+    # the release gate: a metric's column, summary (mean or a quantile), test, direction, margin, the
+    # boundary the interval must clear, and the metric's decision
+    "column", "summary", "test", "direction", "margin", "boundary", "decision",
     # calibration and planning
     "honest", "false_positive_rate", "power", "median_ci_halfwidth", "coverage_null",
     "coverage_alt", "fpr_mc_se", "power_mc_se", "cost", "n_prompts", "n_judges",
@@ -295,6 +298,9 @@ CALLS = {
     "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
     "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
     "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
+    # the release gate
+    "gate": lambda c: evalmix.gate(c["one"], "model-A", "model-B",
+                                   {"looks": 20, "metrics": [{"column": "correct", "margin": 0.1}]}),
     # control variates and the runs-per-item allocation
     "control_variate_mean": lambda c: evalmix.control_variate_mean(c["b"], c["a"], proxy_mean=0.5),
     "control_variate_accuracy": lambda c: evalmix.control_variate_accuracy(
@@ -319,6 +325,7 @@ NOT_RESULTS = {
     "bayes.available_samplers", "select_items", "item_information", "simulate_judged", "read_mt_bench", "judge_components", "judge_se",
     "register_contrast", "contrast_families",  # the contrast-family registry: no table
     "load_example", "example_path",  # the bundled example tables: data, as read_runs
+    "read_rule",  # the gate's rule, parsed
 }
 
 

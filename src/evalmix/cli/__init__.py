@@ -11,7 +11,7 @@ command module builds its parser from ``_args`` and imports its engines in its h
 argument error is reported before they load too.
 
 Exit codes: 0 success; 2 a user error (bad file, column, value, option or formula), reported as
-one line on stderr, never a traceback.  Warnings are printed one per line on stderr (and listed
+one line on stderr, never a traceback; ``evalmix gate`` alone adds 1 (FAIL) and 3 (INCONCLUSIVE).  Warnings are printed one per line on stderr (and listed
 under ``"warnings"`` in ``--json`` output).
 """
 
@@ -51,6 +51,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "ppi": ("judges", "add_ppi", "prediction-powered means of judge scores corrected by a few human labels"),
     "drift": ("drift", "add_drift", "per-model change between two waves on anchor items, with a TOST verdict"),
     "contamination": ("drift", "add_contamination", "per-model advantage on pre-cutoff items beyond item difficulty"),
+    "gate": ("gate", "add_parser", "pre-registered release gate: PASS, FAIL or INCONCLUSIVE over several metrics"),
 }
 
 #: Errors that user input causes: reported in one line with exit code 2.

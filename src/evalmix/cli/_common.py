@@ -47,7 +47,7 @@ def run_handler(args: argparse.Namespace) -> int:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = int(args.handler(args) or 0)
-    if code == 0:
+    if code == 0 or code in getattr(args, "output_codes", ()):  # gate: a FAIL verdict is a result too
         write_text(target, buffer.getvalue())
     return code
 

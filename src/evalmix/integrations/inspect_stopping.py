@@ -18,6 +18,14 @@ it is written to the log (``results.early_stopping.metadata``).  Items must reac
 random order (shuffle the dataset), and one manager follows one model: give each model its own
 task when several run in one ``eval()``.  Scores are read from ``scorer`` (default the first):
 ``"C"``/``"I"`` (Inspect's CORRECT/INCORRECT), booleans or numbers in [0, 1].
+
+:class:`GateStopping` applies a release gate (:func:`evalmix.gate`) instead: it compares the
+candidate's scores, item by item, with a baseline log on the same items, and stops the candidate's
+run as soon as the gate's verdict is PASS or FAIL (``shadow=True`` records what it would have
+decided at each look and stops nothing)::
+
+    eval(Task(dataset=..., solver=..., scorer=..., epochs=3,
+              early_stopping=GateStopping("logs/baseline/", rule="gate.toml")), model="openai/gpt-5")
 """
 
 from __future__ import annotations
@@ -25,14 +33,19 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from ..core.errors import DataError
 from ..studies.sequential import METHODS, Method, confidence_sequence
 
-__all__ = ["SequentialStopping", "score_value"]
+if TYPE_CHECKING:
+    from ..studies.gate import GateRule
+
+__all__ = ["GateStopping", "SequentialStopping", "score_value"]
 
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5}  # Inspect's CORRECT, INCORRECT, PARTIAL
 
@@ -162,3 +175,181 @@ class SequentialStopping:
                 "null": self.null, "max_items": self.max_items, "epochs": self.epochs,
                 "stopped_at": self.stopped_at, "decision": self.decision, "n_items": len(self.means),
                 "items": [str(i) for i in self.items], "skipped": self.skipped, **self.interval}
+
+
+class GateStopping:
+    """Inspect ``EarlyStopping`` manager: stop a candidate's task once the release gate decides.
+
+    Every completed item of the candidate (all its epochs scored) is paired with the same item of
+    the baseline; at each look of the rule the gate (:func:`evalmix.gate`) is computed on the items
+    paired so far, in the order they completed, and a PASS or FAIL verdict skips every sample not
+    yet started.  The verdict keeps the gate's guarantee (family-wise error at most the rule's
+    ``alpha`` over metrics and looks) because every metric's sequence is valid at every look.  A
+    rule without ``looks`` looks once, at ``max_items`` paired items; none after ``max_items``.
+
+    Parameters
+    ----------
+    baseline : DataFrame or path
+        The baseline's runs on the same items: a runs table, or Inspect logs (read with
+        :func:`evalmix.read_logs`; with ``scorer`` when they carry several scores).
+    rule : dict or path
+        The gate rule (:func:`evalmix.read_rule`).  A metric's ``column`` is the baseline's column
+        and, on the candidate's side, the scorer of that name (the outcome column, ``correct``,
+        is the followed ``scorer``, default the first).
+    by_task : bool
+        Compare each task with the baseline rows of the task of the same name (a ``task`` column;
+        items written ``task:id`` or ``id``).  Otherwise every baseline row is used.
+    shadow : bool
+        Never stop: record the verdict at each look (``looks`` in the log) and the one the gate
+        would have stopped at.
+    scorer : str, optional
+        The candidate's scorer followed for the outcome, and the scorer read from baseline logs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = pd.DataFrame({"model": "base", "item": range(100), "correct": [1, 0] * 50})
+    >>> stop = GateStopping(base, {"looks": 10, "metrics": [{"name": "acc", "column": "correct",
+    ...                                                     "margin": 0.2}]})
+    >>> for i in range(100):
+    ...     stop.record(i, 1.0 if i % 2 == 0 else 0.0)
+    >>> stop.verdict, stop.stopped_at
+    ('PASS', 40)
+    """
+
+    name = "evalmix_gate"
+
+    def __init__(self, baseline: pd.DataFrame | str | Path, rule: GateRule | Mapping[str, Any] | str | Path, *,
+                 by_task: bool = True, shadow: bool = False, scorer: str | None = None):
+        from ..studies.gate import read_rule
+
+        self.rule = read_rule(rule)
+        if isinstance(baseline, (str, Path)):
+            from ..io import read_logs
+
+            baseline = read_logs(baseline, **({"scorer": scorer} if scorer else {}))
+        if not isinstance(baseline, pd.DataFrame):
+            raise DataError(f"baseline must be a runs table or a path of logs, got {type(baseline).__name__}")
+        schema = baseline.attrs.get("evalmix") or {}
+        self.item_col = schema.get("item") or "item"
+        self.outcome = schema.get("outcome") or "correct"
+        for col in [self.item_col] + [m.column for m in self.rule.metrics]:
+            if col not in baseline.columns:
+                raise DataError(f"baseline has no column {col!r} (columns: {', '.join(map(str, baseline.columns))})")
+        self.baseline = baseline
+        self.by_task, self.shadow, self.scorer = by_task, shadow, scorer
+        self._reset(None, 1)
+
+    def _reset(self, task: str | None, epochs: int) -> None:
+        self.task, self.epochs = task, epochs
+        base = self.baseline
+        if self.by_task and task is not None and "task" in base.columns:
+            base = base[base["task"].astype(str) == str(task)]
+            if base.empty:
+                raise DataError(f"the baseline has no rows of task {task!r}")
+        self._base = base
+        self._base_items = {str(i) for i in pd.unique(base[self.item_col])}
+        self._pending: dict[Any, list[dict[str, float]]] = {}
+        self.items: list[Any] = []  # paired items, in the order they completed
+        self._rows: list[dict[str, Any]] = []
+        self.unpaired: list[Any] = []
+        self.verdict = "INCONCLUSIVE"
+        self.stopped_at: int | None = None
+        self.looks: list[dict[str, Any]] = []
+        self.result: Any = None
+        self.skipped = 0
+
+    def _base_key(self, item: Hashable) -> str | None:
+        for key in (str(item), f"{self.task}:{item}"):
+            if key in self._base_items:
+                return key
+        return None
+
+    async def start_task(self, task: object, samples: list[Any], epochs: int) -> str:
+        """A new task: pair it with the baseline rows of the same task (``by_task``)."""
+        self._reset(getattr(task, "name", task if isinstance(task, str) else None), int(epochs))
+        return self.name
+
+    async def schedule_sample(self, id: str | int, epoch: int) -> object | None:
+        """Skip the sample once the gate has decided (never in shadow mode)."""
+        if self.stopped_at is None or self.shadow:
+            return None
+        from inspect_ai.util import EarlyStop  # only ever called by Inspect
+
+        self.skipped += 1
+        return EarlyStop(id=id, epoch=epoch, reason=f"evalmix gate: {self.verdict} after {self.stopped_at} items",
+                         metadata={"stopped_at": self.stopped_at, "verdict": self.verdict})
+
+    async def complete_sample(self, id: str | int, epoch: int, scores: Mapping[str, Any]) -> None:
+        """Record a sample's scores; when its item has all its epochs, look if the rule says so."""
+        if not scores:
+            raise DataError("a sample came back without scores")
+        main = self.scorer if self.scorer is not None else next(iter(scores))
+        values = {}
+        for m in self.rule.metrics:
+            key = main if m.column == self.outcome else m.column
+            if key not in scores:
+                raise DataError(f"metric {m.name!r}: scorer {key!r} is not among the sample's scores {sorted(scores)}")
+            score = scores[key]
+            value = getattr(getattr(score, "score", score), "value", score)
+            values[m.column] = score_value(value) if m.column == self.outcome else float(value)
+        self.record(id, values)
+
+    def record(self, item: Hashable, values: float | Mapping[str, float]) -> None:
+        """Add one scored epoch of ``item`` (a number for the outcome, or values by metric column)."""
+        row = {self.outcome: float(values)} if isinstance(values, (int, float, np.number)) else dict(values)
+        runs = self._pending.setdefault(item, [])
+        runs.append(row)
+        if len(runs) < self.epochs:
+            return
+        self._pending.pop(item)
+        key = self._base_key(item)
+        if key is None:
+            self.unpaired.append(item)
+            return
+        self.items.append(key)
+        for run, r in enumerate(runs, start=1):
+            self._rows.append({"model": "candidate", "item": key, "run": run, **r})
+        n = len(self.items)
+        if self._is_look(n) and (self.stopped_at is None or self.shadow):
+            self._look(n)
+
+    def _is_look(self, n: int) -> bool:
+        looks = self.rule.looks
+        if looks is None:
+            return self.rule.max_items is not None and n == self.rule.max_items
+        if isinstance(looks, int):
+            return n % looks == 0 or n == self.rule.max_items
+        return n in looks
+
+    def _look(self, n: int) -> None:
+        from ..studies.gate import gate
+
+        if self.rule.max_items is not None and n > self.rule.max_items:
+            return
+        cols = [m.column for m in self.rule.metrics]
+        base = self._base[[self.item_col, *dict.fromkeys(cols)]].copy()
+        base[self.item_col] = base[self.item_col].astype(str)
+        base = base[base[self.item_col].isin(self.items)].rename(columns={self.item_col: "item"})
+        cand = pd.DataFrame(self._rows)
+        data = pd.concat([cand, base.assign(model="baseline")], ignore_index=True)
+        data.attrs["evalmix"] = {"model": "model", "item": "item", "run": None, "outcome": self.outcome}
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a look sees a part of the baseline's items on purpose
+            result = gate(data, "baseline", "candidate", self.rule)
+        verdict = result.verdict
+        self.looks.append({"n_items": n, "verdict": verdict})
+        if verdict != "INCONCLUSIVE" and self.stopped_at is None:
+            self.verdict, self.stopped_at, self.result = verdict, n, result
+        elif self.stopped_at is None:
+            self.result = result
+
+    async def complete_task(self) -> dict[str, Any]:
+        """What the log keeps: the rule and its hash, the verdict, where it stopped, the metrics."""
+        metrics = [] if self.result is None else self.result.to_frame().to_dict(orient="records")
+        return {"rule_hash": self.rule.hash, "rule": self.rule.canonical(), "verdict": self.verdict,
+                "stopped_at": self.stopped_at, "shadow": self.shadow, "task": self.task, "epochs": self.epochs,
+                "n_items": len(self.items), "unpaired": [str(i) for i in self.unpaired], "looks": self.looks,
+                "metrics": metrics, "skipped": self.skipped}
