@@ -34,7 +34,7 @@ from ..stats.multiplicity import adjust_pvalues
 __all__ = ["DifResult", "logistic_dif"]
 
 DifKind = Literal["uniform", "both"]
-_KINDS = ("uniform", "both")
+_KINDS: tuple[DifKind, ...] = ("uniform", "both")
 # Newton iterations of each item's logistic regression; a separated item (all correct in a group)
 # drifts towards its limit, where the deviance, and so the likelihood-ratio statistic, settles
 _MAX_NEWTON = 60
