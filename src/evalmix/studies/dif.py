@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from ..core.arguments import check_choice, check_level
 from ..core.errors import DataError
@@ -47,10 +47,14 @@ class DifResult(Result):
     ``table`` columns: ``item``, ``n`` (responses), ``level`` (the group level whose uniform shift
     has the largest absolute z), ``estimate`` (that shift, log-odds, against the reference level),
     ``se``, ``statistic`` (likelihood-ratio chi-square, divided by ``dispersion`` when given),
-    ``df``, ``p_value``, ``p_adjusted`` and ``flagged`` (``p_adjusted < alpha``).
+    ``df``, ``p_value``, ``p_adjusted``, ``flagged`` (``p_adjusted < alpha``), and the fit of the
+    item's full regression: ``pearson`` (Pearson chi-square) on ``resid_df`` degrees of freedom
+    (their sums over items give a quasi-likelihood dispersion when rows are k-of-n counts).
+    ``shifts`` has every level's uniform shift: ``item``, ``level``, ``estimate``, ``se``.
     """
 
     table: pd.DataFrame
+    shifts: pd.DataFrame
     group: str
     reference: str
     kind: str
@@ -74,18 +78,18 @@ class DifResult(Result):
         return [f"{n} of {len(self.table)} items flagged"]
 
 
-def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Binomial logistic regression by Newton's method: coefficients, covariance, deviance.
 
     The deviance is ``-2 logLik`` without the binomial coefficients (they cancel in a
-    likelihood-ratio statistic)."""
+    likelihood-ratio statistic); the last value is the Pearson chi-square."""
     beta = np.zeros(X.shape[1])
     dev_old = math.inf
     cov = np.full((X.shape[1], X.shape[1]), np.nan)
     dev = math.inf
     for _ in range(_MAX_NEWTON):
         eta = X @ beta
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = special.expit(eta)
         w = n * p * (1.0 - p)
         H = X.T @ (X * w[:, None])
         g = X.T @ (k - n * p)
@@ -107,10 +111,12 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
             break
         dev_old = dev
     eta = X @ beta
-    p = 1.0 / (1.0 + np.exp(-eta))
+    p = special.expit(eta)
     H = X.T @ (X * (n * p * (1.0 - p))[:, None])
     cov = np.linalg.pinv(H, hermitian=True)
-    return beta, cov, dev
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pearson = float(np.sum(np.where(n * p * (1 - p) > 0, (k - n * p) ** 2 / (n * p * (1 - p)), 0.0)))
+    return beta, cov, dev, pearson
 
 
 def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "item",
@@ -205,14 +211,14 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
         raise DataError("logistic_dif: dispersion must be positive and finite")
     order = np.argsort(icodes, kind="stable")
     bounds = np.searchsorted(icodes[order], np.arange(len(items) + 1))
-    rows = []
+    rows, shifts = [], []
     for j, label in enumerate(items):
         idx = order[bounds[j]:bounds[j + 1]]
         xj, gj = x[idx], G[idx]
         X0 = np.column_stack([np.ones(len(idx)), xj])
         X1 = np.column_stack([X0, gj] + ([gj * xj[:, None]] if kind == "both" else []))
-        _, _, d0 = _logit_fit(X0, k[idx], n[idx])
-        b1, c1, d1 = _logit_fit(X1, k[idx], n[idx])
+        _, _, d0, _ = _logit_fit(X0, k[idx], n[idx])
+        b1, c1, d1, pearson = _logit_fit(X1, k[idx], n[idx])
         present = gj.sum(axis=0) > 0
         stat = max(d0 - d1, 0.0) / disp[j]
         df_j = int(present.sum()) * (2 if kind == "both" else 1)
@@ -221,13 +227,19 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(present & (se > 0), np.abs(shift) / se, -1.0)
         best = int(np.argmax(z))
+        shifts += [{"item": label, "level": str(lv), "estimate": float(shift[q]),
+                    "se": float(se[q]) * math.sqrt(disp[j])} for q, lv in enumerate(others) if present[q]]
         rows.append({"item": label, "n": int(n[idx].sum()), "level": str(others[best]) if present.any() else "",
                      "estimate": float(shift[best]) if present.any() else math.nan,
                      "se": float(se[best]) * math.sqrt(disp[j]) if present.any() else math.nan,
                      "statistic": stat, "df": df_j,
-                     "p_value": float(stats.chi2.sf(stat, df_j)) if df_j > 0 else math.nan})
+                     "p_value": float(stats.chi2.sf(stat, df_j)) if df_j > 0 else math.nan,
+                     "pearson": pearson, "resid_df": len(idx) - X1.shape[1]})
     table = pd.DataFrame(rows)
     table["p_adjusted"] = adjust_pvalues(table["p_value"].to_numpy(), adjust)
     table["flagged"] = table["p_adjusted"] < alpha
-    return DifResult(table=table, group=group, reference=str(ref), kind=kind, adjust=adjust, alpha=alpha)
+    table = table[["item", "n", "level", "estimate", "se", "statistic", "df", "p_value", "p_adjusted", "flagged",
+                   "pearson", "resid_df"]]
+    return DifResult(table=table, shifts=pd.DataFrame(shifts, columns=["item", "level", "estimate", "se"]),
+                     group=group, reference=str(ref), kind=kind, adjust=adjust, alpha=alpha)
 
