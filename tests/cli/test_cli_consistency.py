@@ -80,6 +80,7 @@ def _json_argv(name: str, t: dict[str, Path]) -> list[str]:
         "report": ["report", runs, "-o", str(t["runs"].parent / "report")],
         "judges": ["judges", str(t["verdicts"]), "--agreement"],
         "ppi": ["ppi", str(t["judged"])],
+        "health": ["health", runs],
     }[name]
 
 

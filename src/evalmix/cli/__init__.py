@@ -49,6 +49,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                                        "tables, PNG/PDF figures"),
     "judges": ("judges", "add_judges", "several LLM judges in one model: bias, interaction, agreement, variance"),
     "ppi": ("judges", "add_ppi", "prediction-powered means of judge scores corrected by a few human labels"),
+    "health": ("health", "add_parser", "dead items, effective items, signal-to-noise and run noise per model; "
+                                       "version shifts"),
 }
 
 #: Errors that user input causes: reported in one line with exit code 2.

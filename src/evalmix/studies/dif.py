@@ -78,7 +78,8 @@ class DifResult(Result):
         return [f"{n} of {len(self.table)} items flagged"]
 
 
-def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray, off: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Binomial logistic regression by Newton's method: coefficients, covariance, deviance.
 
     The deviance is ``-2 logLik`` without the binomial coefficients (they cancel in a
@@ -88,7 +89,7 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
     cov = np.full((X.shape[1], X.shape[1]), np.nan)
     dev = math.inf
     for _ in range(_MAX_NEWTON):
-        eta = X @ beta
+        eta = X @ beta + off
         p = special.expit(eta)
         w = n * p * (1.0 - p)
         H = X.T @ (X * w[:, None])
@@ -101,7 +102,7 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
         t = 1.0
         while True:  # halve the step until the deviance does not rise
             cand = beta + t * step
-            e2 = X @ cand
+            e2 = X @ cand + off
             dev = float(-2.0 * np.sum(k * -np.logaddexp(0.0, -e2) + (n - k) * -np.logaddexp(0.0, e2)))
             if dev <= dev_old + 1e-10 or t < 1e-8:
                 break
@@ -110,7 +111,7 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
         if abs(dev_old - dev) < 1e-10 * (1.0 + abs(dev)):
             break
         dev_old = dev
-    eta = X @ beta
+    eta = X @ beta + off
     p = special.expit(eta)
     H = X.T @ (X * (n * p * (1.0 - p))[:, None])
     cov = np.linalg.pinv(H, hermitian=True)
@@ -122,7 +123,7 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
 def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "item",
                  outcome: str = "correct", trials: str | None = None, reference: object | None = None,
                  kind: DifKind = "uniform", adjust: str = "BH", alpha: float = 0.05,
-                 dispersion: pd.Series | npt.ArrayLike | None = None) -> DifResult:
+                 dispersion: pd.Series | npt.ArrayLike | None = None, offset: str | None = None) -> DifResult:
     """Swaminathan-Rogers logistic-regression DIF test of every item, adjusted over items.
 
     Parameters
@@ -152,6 +153,9 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
         Per-item factor (>= 1) dividing each likelihood-ratio statistic: the variance of the
         group shift that the binomial model misses (shared run noise), as a quasi-likelihood test.
         A Series is matched on the item labels; an array follows the sorted items.
+    offset : str, optional
+        Numeric column added to every linear predictor with coefficient 1 (e.g. a group shift
+        common to all items, so that the test is of the item's shift beyond it).
 
     Returns
     -------
@@ -172,7 +176,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     """
     kind = check_choice(kind, "kind", _KINDS)
     alpha = check_level(alpha, "alpha")
-    need = [item, outcome, group, matching] + ([trials] if trials is not None else [])
+    need = [item, outcome, group, matching] + [c for c in (trials, offset) if c is not None]
     missing = [c for c in need if c not in data.columns]
     if missing:
         raise DataError(f"logistic_dif: column(s) {missing} not in the table; it has {list(data.columns)}")
@@ -184,6 +188,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     if not np.all(np.isfinite(x)):
         row = data.index[np.flatnonzero(~np.isfinite(x))[0]]
         raise DataError(f"logistic_dif: matching column {matching!r} is not a finite number in row {row}")
+    off = data[offset].to_numpy(dtype=float) if offset is not None else np.zeros(len(data))
     k = data[outcome].to_numpy(dtype=float)
     n = data[trials].to_numpy(dtype=float) if trials is not None else np.ones(len(data))
     if np.any(k < 0) or np.any(k > n):
@@ -217,8 +222,8 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
         xj, gj = x[idx], G[idx]
         X0 = np.column_stack([np.ones(len(idx)), xj])
         X1 = np.column_stack([X0, gj] + ([gj * xj[:, None]] if kind == "both" else []))
-        _, _, d0, _ = _logit_fit(X0, k[idx], n[idx])
-        b1, c1, d1, pearson = _logit_fit(X1, k[idx], n[idx])
+        _, _, d0, _ = _logit_fit(X0, k[idx], n[idx], off[idx])
+        b1, c1, d1, pearson = _logit_fit(X1, k[idx], n[idx], off[idx])
         present = gj.sum(axis=0) > 0
         stat = max(d0 - d1, 0.0) / disp[j]
         df_j = int(present.sum()) * (2 if kind == "both" else 1)

@@ -56,6 +56,8 @@ __all__ = ["ItemHealth", "VersionShift", "item_health", "version_shift"]
 
 HealthMethod = Literal["auto", "2pl", "point_biserial"]
 _METHODS: tuple[HealthMethod, ...] = ("auto", "2pl", "point_biserial")
+# refits of the matching without the flagged items (DIF purification); it stops when the flags repeat
+_PURIFY_ROUNDS = 3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,11 +206,6 @@ class ItemHealth(Result):
         """The dead items' labels, in table order."""
         t = self.items
         return [str(i) for i in t.loc[t["dead"], "item"]]
-
-    def plot(self) -> object:
-        """The item map and the run noise per model (:func:`evalmix.plots.health.item_health_plot`)."""
-        from ..plots.health import item_health_plot  # noqa: PLC0415 - plots import matplotlib
-        return item_health_plot(self)
 
 
 def item_health(data: pd.DataFrame | str | Path, top_k: int | None = None, *, item: str = "item",
@@ -417,11 +414,6 @@ class VersionShift(Result):
         t = self.items
         return [str(i) for i in t.loc[t["flagged"], "item"]]
 
-    def plot(self) -> object:
-        """The per-item shifts and the equated scores (:func:`evalmix.plots.health.version_shift_plot`)."""
-        from ..plots.health import version_shift_plot  # noqa: PLC0415 - plots import matplotlib
-        return version_shift_plot(self)
-
 
 def _linked(pairs: pd.DataFrame, mcol: str, vcol: str) -> bool:
     """Whether the model-version graph is connected (every version reachable through models run
@@ -526,17 +518,53 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
     use_runs = bool(rcol) and bool((runs_per >= 2).any())
     formula = make_formula("k_", ["0", "m_"] + (["v_"] if identified else []),
                            ["i_"] + (["i_:r_"] if use_runs else []), trials="n_")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        fit = glmer(formula.text, work)
-    beta = fit.fixef
-    theta = {m: float(beta.get(f"m_{c}", math.nan)) for m, c in mcode.items()}
-    gamma = {v: (float(beta.get(f"v_{c}", 0.0)) if identified else 0.0) for v, c in vcode.items()}
-    run_sd = 0.0
-    if use_runs:
-        vc = fit.varcorr
-        run_sd = float(vc.loc[vc["group"] == "i_:r_", "sd"].iloc[0])
-    # the systematic shifts: Wald z of the version effects
+    cells = work.groupby(["m_", "i_", "v_"], observed=True, as_index=False)[["k_", "n_"]].sum()
+    inv_m = {c: m for m, c in mcode.items()}
+    inv_v = {c: v for v, c in vcode.items()}
+    cells["model"] = [inv_m[c] for c in cells["m_"]]
+    cells["version"] = [inv_v[str(c)] for c in cells["v_"]]
+    cells["item"] = cells["i_"]
+    r_ref = runs_per.xs(vcode[ref], level="v_") if vcode[ref] in runs_per.index.get_level_values("v_") \
+        else pd.Series(dtype=float)
+    # purification (as in DIF practice): the abilities and the systematic shift are refitted on the
+    # items not flagged, so that shifted items do not bend the matching of the others
+    flagged_set: set[str] = set()
+    for _ in range(_PURIFY_ROUNDS):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            anchors = work[~work["i_"].isin(flagged_set)]
+            fit = glmer(formula.text, anchors if anchors["i_"].nunique() >= 3 else work)
+        beta = fit.fixef
+        theta = {m: float(beta.get(f"m_{c}", math.nan)) for m, c in mcode.items()}
+        gamma = {v: (float(beta.get(f"v_{c}", 0.0)) if identified else 0.0) for v, c in vcode.items()}
+        run_sd = 0.0
+        if use_runs:
+            vc = fit.varcorr
+            run_sd = float(vc.loc[vc["group"] == "i_:r_", "sd"].iloc[0])
+        # each item matched on the model's ability, the version's systematic shift an offset: the
+        # test is of the item's shift beyond it
+        cells["ability"] = [theta[m] for m in cells["model"]]
+        cells["systematic"] = [gamma[v] for v in cells["version"]]
+        first = logistic_dif(cells, group="version", matching="ability", outcome="k_", trials="n_",
+                             reference=ref, kind=kind, alpha=alpha, offset="systematic").to_frame()
+        pooled = float(first["pearson"].sum() / max(first["resid_df"].sum(), 1))
+        phi = max(1.0, pooled) if bool((cells["n_"] >= 2).any()) else 1.0
+        disp = np.full(len(first), phi)
+        if use_runs:  # each version's runs share an item:run effect: a shift of the item the binomial misses
+            for j, (it, level, se_j) in enumerate(zip(first["item"], first["level"], first["se"])):
+                lv = vcode.get(next((v for v in others if str(v) == level), others[0]))
+                r_v = float(runs_per.get((it, lv), math.nan))
+                r_0 = float(r_ref.get(it, math.nan))
+                se2 = float(se_j) ** 2
+                if np.isfinite(r_v) and np.isfinite(r_0) and se2 > 0 and np.isfinite(se2):
+                    disp[j] = phi + run_sd ** 2 * (1.0 / r_0 + 1.0 / r_v) / se2
+        dif = logistic_dif(cells, group="version", matching="ability", outcome="k_", trials="n_", reference=ref,
+                           kind=kind, alpha=alpha, dispersion=disp, offset="systematic")
+        now = set(dif.to_frame().query("flagged")["item"].astype(str))
+        if now == flagged_set:
+            break
+        flagged_set = now
+    # the systematic shifts: Wald z of the version effects (on the anchor items)
     ct = fit.coef_table()
     zq = stats.norm.ppf(0.5 + conf_level / 2.0)
     rows: list[dict[str, object]] = []
@@ -562,31 +590,6 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
         rows.append({"test": "systematic (joint)", "version": "all", "estimate": math.nan, "se": math.nan,
                      "conf_low": math.nan, "conf_high": math.nan, "statistic": w, "df": len(idx),
                      "p_value": float(stats.chi2.sf(w, len(idx)))})
-    # the item by version tests: cells (model, item, version), matched on ability under the version
-    cells = work.groupby(["m_", "i_", "v_"], observed=True, as_index=False)[["k_", "n_"]].sum()
-    inv_m = {c: m for m, c in mcode.items()}
-    inv_v = {c: v for v, c in vcode.items()}
-    cells["model"] = cells["m_"].map(inv_m)
-    cells["version"] = cells["v_"].astype(str).map(inv_v)
-    cells["ability"] = cells["model"].map(theta) + cells["version"].map(gamma)
-    cells["item"] = cells["i_"]
-    first = logistic_dif(cells, group="version", matching="ability", outcome="k_", trials="n_",
-                         reference=ref, kind=kind, alpha=alpha).to_frame()
-    pooled = float(first["pearson"].sum() / max(first["resid_df"].sum(), 1))
-    phi = max(1.0, pooled) if bool((cells["n_"] >= 2).any()) else 1.0
-    disp = np.full(len(first), phi)
-    if use_runs:  # each version's runs share an item:run effect: a shift of the item the binomial misses
-        r_ref = runs_per.xs(vcode[ref], level="v_") if vcode[ref] in runs_per.index.get_level_values("v_") \
-            else pd.Series(dtype=float)
-        for j, (it, level, se_j) in enumerate(zip(first["item"], first["level"], first["se"])):
-            lv = vcode.get(next((v for v in others if str(v) == level), others[0]))
-            r_v = float(runs_per.get((it, lv), math.nan))
-            r_0 = float(r_ref.get(it, math.nan))
-            se2 = float(se_j) ** 2
-            if np.isfinite(r_v) and np.isfinite(r_0) and se2 > 0 and np.isfinite(se2):
-                disp[j] = phi + run_sd ** 2 * (1.0 / r_0 + 1.0 / r_v) / se2
-    dif = logistic_dif(cells, group="version", matching="ability", outcome="k_", trials="n_", reference=ref,
-                       kind=kind, alpha=alpha, dispersion=disp)
     items = dif.to_frame().drop(columns=["pearson", "resid_df"])
     items.insert(list(items.columns).index("statistic") + 1, "dispersion", disp)
     tot, tot_df = float(items["statistic"].sum()), int(items["df"].sum())
