@@ -1,6 +1,6 @@
 """Benchmark health (evalmix.item_health) and version shifts (evalmix.version_shift): definitions
-checked against direct computations on small tables, the 2PL path against fit_irt, errors.
-The seeded simulations (recall, error rates) are in test_health_simulations.py (slow)."""
+checked against direct computations on small tables, and errors.  The 2PL path, the seeded
+simulations (recall, error rates) and the confounded design are in test_health_simulations.py (slow)."""
 
 import math
 
@@ -10,7 +10,7 @@ import pytest
 
 import evalmix
 from evalmix.core.errors import ArgumentError, DataError
-from evalmix.simulate import simulate_dead_items, simulate_versions
+from evalmix.simulate import simulate_versions
 
 # model x item accuracies over two runs: i0 all solve among the top 3, i1 none solve, i2 flat
 # (the top models' accuracies do not follow their strength), i3-i5 live
@@ -66,17 +66,6 @@ def test_item_health_definitions(table):
     assert h.method == "point_biserial"
 
 
-def test_two_pl_columns_are_fit_irts():
-    runs, _ = simulate_dead_items(n_items=30, n_models=10, n_runs=2, n_all=2, n_none=2, n_flat=2, rng=4)
-    h = evalmix.item_health(runs, top_k=5, run="run")
-    assert h.method == "2pl"   # 10 models: the 2PL with run noise (fit_irt, checked against girth and py-irt)
-    fit = evalmix.fit_irt(runs, run="run")
-    got = h.items.set_index("item")
-    want = fit.items.set_index("item")
-    np.testing.assert_allclose(got["discrimination"], want.loc[got.index, "discrimination"], rtol=1e-10)
-    np.testing.assert_allclose(got["difficulty"], want.loc[got.index, "difficulty"], rtol=1e-10)
-
-
 def test_item_health_outputs_and_errors(table):
     h = evalmix.item_health(table)
     assert h.top_k == 5 and h.benchmark["top_k"].iloc[0] == 5
@@ -92,26 +81,8 @@ def test_item_health_outputs_and_errors(table):
         evalmix.item_health(table, outcome="grade")
 
 
-def test_version_shift_conditions_on_the_model():
-    # v2 only for the stronger models, two bridge models, no shift: nothing flagged, the systematic
-    # shift estimated near 0 (the naive gap between versions is large)
-    runs, truth = simulate_versions(n_items=40, n_models=12, n_runs=2, rng=11)
-    naive = runs.groupby("harness_version")["correct"].mean()
-    assert naive["v2"] - naive["v1"] > 0.2
-    res = evalmix.version_shift(runs, run="run")
-    assert res.identified and res.reference == "v1"
-    sys_row = res.overall.set_index("test").loc["systematic"]
-    assert abs(sys_row["estimate"]) < 2.5 * sys_row["se"]
-    assert res.affected_items() == []
-    assert set(res.overall["test"]) == {"systematic", "item x version"}
-    m = res.models
-    assert set(zip(m["model"], m["version"])) == {(k, v) for k, vs in truth["versions"].items() for v in vs}
-    # equated = accuracy - shifts; nothing significant here leaves the scores as they are
-    np.testing.assert_allclose(m["equated"], m["accuracy"] - m["shift_systematic"] - m["shift_items"])
-
-
 def test_version_shift_without_bridge_models_is_not_identified():
-    runs, _ = simulate_versions(n_items=30, n_models=8, n_runs=1, n_bridge=0, rng=3)
+    runs, _ = simulate_versions(n_items=20, n_models=6, n_runs=1, n_bridge=0, rng=3)
     res = evalmix.version_shift(runs)
     assert not res.identified
     assert res.overall.set_index("test").loc["systematic", "estimate"] != res.overall.set_index(
