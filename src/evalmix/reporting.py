@@ -1021,6 +1021,11 @@ def health_section(data: pd.DataFrame, *, top_k: int | None = None, version: str
     item, model = schema.role("item"), schema.role("model")
     outcome = "correct" if counts else schema.role("outcome")
     successes, trials = (schema.successes, schema.trials) if counts else (None, None)
+    n_models, n_items = data[model].nunique(), data[item].nunique()
+    if n_models < 3 or n_items < 3:
+        return ReportSection("health", "Benchmark health", skipped=(
+            f"Left out: item health compares at least 3 models on at least 3 items (the table has {n_models} "
+            f"model(s) and {n_items} item(s))."))
     # item-rest correlations: no model fit, so the section costs little (evalmix.item_health(...,
     # method="2pl") gives the 2PL parameters)
     h = item_health(data, top_k, method="point_biserial", item=item, model=model, outcome=outcome,
@@ -1038,7 +1043,7 @@ def health_section(data: pd.DataFrame, *, top_k: int | None = None, version: str
         ("health_items", f"Items, dead first: discrimination among the top {h.top_k} models and the reason an "
                          "item is dead.", dead),
         ("health_models", "Run-to-run noise per model.", h.models)]
-    figs = [("health_items", "Items by accuracy and discrimination among the top models (dead items by "
+    figs = [("health_map", "Items by accuracy and discrimination among the top models (dead items by "
              "reason), and the run noise of each model.", _close(item_health_plot(h)))]
     if version is not None:
         vs = version_shift(data, version, alpha=alpha, item=item, model=model, outcome=outcome, run=schema.run,

@@ -19,7 +19,7 @@ def test_section_with_a_version_column():
     names = [n for n, _, _ in sec.tables]
     assert names == ["health_benchmark", "health_items", "health_models", "version_overall", "version_items",
                      "version_models"]
-    assert [n for n, _, _ in sec.figures] == ["health_items", "version_shift"]
+    assert [n for n, _, _ in sec.figures] == ["health_map", "version_shift"]
     tabs = {n: t for n, _, t in sec.tables}
     assert len(tabs["health_items"]) == 20 and tabs["health_items"]["dead"].iloc[0] == tabs["health_items"][
         "dead"].max()   # dead items first
@@ -35,3 +35,10 @@ def test_section_without_versions_and_errors():
     assert b["top_k"] == 4 and f"{int(b['dead'])} of 105" in sec.note
     with pytest.raises(DataError, match="read_runs"):
         health_section(runs.copy().pipe(lambda d: d.__class__(d.to_dict())))
+
+
+def test_section_left_out_with_two_models():
+    runs = evalmix.read_runs("data/example_runs.csv")
+    two = evalmix.read_runs(runs[runs["model"].isin(["model-A", "model-B"])].reset_index(drop=True))
+    sec = health_section(two)
+    assert sec.skipped.startswith("Left out: item health compares at least 3 models") and not sec.tables

@@ -78,14 +78,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                    help="the best K models an item must separate (default: all models; at least 3)")
-    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.studies.health", "_METHODS"),
+    add_choice_argument(p, "--method", choices=OwnedChoices("evalmix.core.methods", "HEALTH_METHODS"),
                         default="auto", help="item parameters: 2PL with run noise, point-biserial, or auto "
                                              "(2PL with at least 10 models)")
     p.add_argument("--min-discrimination", type=finite_number, default=0.1, metavar="R",
                    help="items whose discrimination among the top-k is below R are flat (default 0.1)")
     p.add_argument("--version", default=None, metavar="COLUMN",
                    help="also test for shifts between the versions named in COLUMN (e.g. harness_version)")
-    add_choice_argument(p, "--dif", choices=OwnedChoices("evalmix.studies.dif", "_KINDS"), default="uniform",
+    add_choice_argument(p, "--dif", choices=OwnedChoices("evalmix.core.methods", "DIF_KINDS"), default="uniform",
                         help="item shifts tested with --version: uniform (default) or both (also the slope)")
     p.add_argument("--figure", default=None, metavar="FILE", help="save the item map and run noise figure")
     p.set_defaults(handler=run_health)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,13 +27,12 @@ from scipy import special, stats
 
 from ..core.arguments import check_choice, check_level
 from ..core.errors import DataError
+from ..core.methods import DIF_KINDS, DifKind
 from ..core.result import Result
 from ..stats.multiplicity import adjust_pvalues
 
 __all__ = ["DifResult", "logistic_dif"]
 
-DifKind = Literal["uniform", "both"]
-_KINDS: tuple[DifKind, ...] = ("uniform", "both")
 # Newton iterations of each item's logistic regression; a separated item (all correct in a group)
 # drifts towards its limit, where the deviance, and so the likelihood-ratio statistic, settles
 _MAX_NEWTON = 60
@@ -174,7 +172,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     >>> res.to_frame()[["item", "df"]].to_dict("list")
     {'item': ['q1', 'q2', 'q3'], 'df': [1, 1, 1]}
     """
-    kind = check_choice(kind, "kind", _KINDS)
+    kind = check_choice(kind, "kind", DIF_KINDS)
     alpha = check_level(alpha, "alpha")
     need = [item, outcome, group, matching] + [c for c in (trials, offset) if c is not None]
     missing = [c for c in need if c not in data.columns]

@@ -40,7 +40,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -50,12 +49,11 @@ from ..core.arguments import check_choice, check_count, check_level, check_numbe
 from ..core.errors import ArgumentError, DataError
 from ..core.result import Result, Summary, frame_records
 from ..data.runs import ensure_runs
-from .dif import DifKind, logistic_dif
+from ..core.methods import DIF_KINDS, HEALTH_METHODS, DifKind, HealthMethod
+from .dif import logistic_dif
 
 __all__ = ["ItemHealth", "VersionShift", "item_health", "version_shift"]
 
-HealthMethod = Literal["auto", "2pl", "point_biserial"]
-_METHODS: tuple[HealthMethod, ...] = ("auto", "2pl", "point_biserial")
 # refits of the matching without the flagged items (DIF purification); it stops when the flags repeat
 _PURIFY_ROUNDS = 3
 
@@ -250,7 +248,7 @@ def item_health(data: pd.DataFrame | str | Path, top_k: int | None = None, *, it
     >>> sorted(set(h.items["reason"]) - {""}) <= ["all solve", "flat", "none solve"]
     True
     """
-    method = check_choice(method, "method", _METHODS)
+    method = check_choice(method, "method", HEALTH_METHODS)
     min_discrimination = check_number(min_discrimination, "min_discrimination", minimum=-1.0, maximum=1.0)
     min_models_2pl = check_count(min_models_2pl, "min_models_2pl", minimum=3)
     table, schema, mcol, rcol = _read(data, item, model, outcome, run, successes, trials)
@@ -487,7 +485,7 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
     >>> res.identified, res.reference
     (True, 'v1')
     """
-    kind = check_choice(kind, "kind", ("uniform", "both"))
+    kind = check_choice(kind, "kind", DIF_KINDS)
     alpha = check_level(alpha, "alpha")
     conf_level = check_level(conf_level)
     table, schema, mcol, rcol = _read(data, item, model, outcome, run, successes, trials, by=[version])
