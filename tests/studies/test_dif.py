@@ -67,3 +67,12 @@ def test_bad_input_names_the_culprit(data):
     with pytest.raises(DataError, match="row 5"):
         logistic_dif(data.assign(ability=data["ability"].where(data.index != 5)), group="version",
                      matching="ability")
+
+
+@pytest.mark.parametrize("kind", ["uniform", "both"])
+def test_score_tests_match_glms_rao(data, ref, kind):
+    res = logistic_dif(data, group="version", matching="ability", kind=kind, test="score").to_frame()
+    stat = np.array([ref[f"score_{kind}"][i]["statistic"] for i in ref["items"]])
+    p = np.array([ref[f"score_{kind}"][i]["p_value"] for i in ref["items"]])
+    np.testing.assert_allclose(res["statistic"], stat, rtol=1e-6)
+    np.testing.assert_allclose(res["p_value"], p, rtol=1e-6, atol=1e-12)

@@ -121,7 +121,8 @@ def _logit_fit(X: np.ndarray, k: np.ndarray, n: np.ndarray, off: np.ndarray
 def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "item",
                  outcome: str = "correct", trials: str | None = None, reference: object | None = None,
                  kind: DifKind = "uniform", adjust: str = "BH", alpha: float = 0.05,
-                 dispersion: pd.Series | npt.ArrayLike | None = None, offset: str | None = None) -> DifResult:
+                 dispersion: pd.Series | npt.ArrayLike | None = None, offset: str | None = None,
+                 test: str = "lr") -> DifResult:
     """Swaminathan-Rogers logistic-regression DIF test of every item, adjusted over items.
 
     Parameters
@@ -154,6 +155,11 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     offset : str, optional
         Numeric column added to every linear predictor with coefficient 1 (e.g. a group shift
         common to all items, so that the test is of the item's shift beyond it).
+    test : {"lr", "score"}
+        The likelihood-ratio test (R: ``anova(m0, m1, test = "Chisq")``) or Rao's score test
+        (``test = "Rao"``), computed at the null fit: it needs no fit of the group terms, so an
+        item that one group always solves gives a finite statistic, and it is closer to its
+        nominal level with few examinees per group.
 
     Returns
     -------
@@ -173,6 +179,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     {'item': ['q1', 'q2', 'q3'], 'df': [1, 1, 1]}
     """
     kind = check_choice(kind, "kind", DIF_KINDS)
+    test = check_choice(test, "test", ("lr", "score"))
     alpha = check_level(alpha, "alpha")
     need = [item, outcome, group, matching] + [c for c in (trials, offset) if c is not None]
     missing = [c for c in need if c not in data.columns]
@@ -220,10 +227,20 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
         xj, gj = x[idx], G[idx]
         X0 = np.column_stack([np.ones(len(idx)), xj])
         X1 = np.column_stack([X0, gj] + ([gj * xj[:, None]] if kind == "both" else []))
-        _, _, d0, _ = _logit_fit(X0, k[idx], n[idx], off[idx])
+        b0, _, d0, _ = _logit_fit(X0, k[idx], n[idx], off[idx])
         b1, c1, d1, pearson = _logit_fit(X1, k[idx], n[idx], off[idx])
         present = gj.sum(axis=0) > 0
-        stat = max(d0 - d1, 0.0) / disp[j]
+        if test == "score":  # Rao: the score of the group terms at the null fit, its efficient information
+            p0 = special.expit(X0 @ b0 + off[idx])
+            Z = X1[:, 2:]
+            w = n[idx] * p0 * (1 - p0)
+            u = Z.T @ (k[idx] - n[idx] * p0)
+            i00, i0z, izz = X0.T @ (X0 * w[:, None]), X0.T @ (Z * w[:, None]), Z.T @ (Z * w[:, None])
+            eff = izz - i0z.T @ np.linalg.pinv(i00, hermitian=True) @ i0z
+            raw = float(u @ np.linalg.pinv(eff, hermitian=True) @ u)
+        else:
+            raw = d0 - d1
+        stat = max(raw, 0.0) / disp[j]
         df_j = int(present.sum()) * (2 if kind == "both" else 1)
         shift = b1[2:2 + len(others)]
         se = np.sqrt(np.clip(np.diag(c1)[2:2 + len(others)], 0.0, None))
