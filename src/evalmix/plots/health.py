@@ -94,7 +94,7 @@ def version_shift_plot(result: VersionShift) -> Figure:
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import evalmix
-    >>> runs, _ = evalmix.simulate.simulate_versions(n_items=30, n_models=8, n_runs=1, rng=2)
+    >>> runs, _ = evalmix.simulate.simulate_versions(n_items=20, n_models=6, n_runs=1, rng=2)
     >>> fig = version_shift_plot(evalmix.version_shift(runs))
     >>> fig.axes[1].get_xlabel()
     'accuracy'

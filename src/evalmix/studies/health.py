@@ -481,8 +481,8 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
     Examples
     --------
     >>> from evalmix.simulate import simulate_versions
-    >>> runs, truth = simulate_versions(n_items=40, n_models=8, n_runs=2, dif_items=3, rng=1)
-    >>> res = version_shift(runs, run="run")
+    >>> runs, truth = simulate_versions(n_items=20, n_models=6, n_runs=1, rng=1)
+    >>> res = version_shift(runs)
     >>> res.identified, res.reference
     (True, 'v1')
     """
