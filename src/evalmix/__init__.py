@@ -108,6 +108,9 @@ _EXPORTS: dict[str, str] = {
     "ContaminationResult": "studies.contamination", "contamination_test": "studies.contamination",
     # the release gate: a pre-registered, multi-metric, anytime-valid PASS/FAIL/INCONCLUSIVE verdict
     "GateResult": "studies.gate", "gate": "studies.gate", "read_rule": "studies.gate",
+    # benchmark health: dead items, signal-to-noise, run noise per model; version shifts (DIF)
+    "ItemHealth": "studies.health", "VersionShift": "studies.health", "item_health": "studies.health",
+    "version_shift": "studies.health", "DifResult": "studies.dif", "logistic_dif": "studies.dif",
 }
 # public subpackages and modules reached as attributes, imported on first use like the names above
 # (``evalmix.io.read_logs``, ``evalmix.bayes.glmer``, ``evalmix.power.sample_size_clustered``); the
@@ -314,3 +317,5 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from .inference.selection import AnovaTable, ModelComparison, anova, bic_evidence, compare_models
     from .core.tables import format_p, to_latex, to_markdown
     from .studies.variance import VarianceSources, plan_sources, variance_sources
+    from .studies.health import ItemHealth, VersionShift, item_health, version_shift
+    from .studies.dif import DifResult, logistic_dif

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["RATING_LEVELS_MAX", "Report", "ReportSection", "arena_section", "candidate_formulas", "judges_section",
-           "outcome_kind", "report"]
+           "outcome_kind", "report", "health_section"]
 __all__ += ["DRIFT_COLUMNS", "drift_sections"]
 
 #: ICC cut points of the AI4Math paper (poor < 0.60 <= moderate < 0.75 <= good < 0.90 <= excellent),
@@ -1042,6 +1042,94 @@ def _arena_section(table: pd.DataFrame, cluster: str | None, conf_level: float) 
                   "groups.", _close(leaderboard_plot(bt.rank_sets))),))
 
 
+#: Slice columns read as the harness or benchmark version of a response (the version-shift tables).
+VERSION_COLUMNS = ("harness_version", "benchmark_version", "version")
+
+
+def health_section(data: pd.DataFrame, *, top_k: int | None = None, version: str | None = None,
+                   alpha: float = 0.05) -> ReportSection:
+    """The report's benchmark-health section: dead items among the top models, effective items,
+    signal-to-noise and run noise per model; version shifts when the table has a version column.
+
+    Parameters
+    ----------
+    data : DataFrame
+        A runs table from :func:`evalmix.read_runs` with 0/1 outcomes (or k-of-n counts).
+    top_k : int, optional
+        The top models items must separate (default: all models).
+    version : str, optional
+        Column of harness or benchmark versions (default: the first slice named as in
+        :data:`VERSION_COLUMNS`; none, no version tables).
+    alpha : float
+        FDR level of the item-by-version flags.
+
+    Returns
+    -------
+    ReportSection
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> sec = health_section(evalmix.read_runs("data/example_runs.csv"))
+    >>> [name for name, _, _ in sec.tables]
+    ['health_benchmark', 'health_items', 'health_models']
+    """
+    from .plots.health import item_health_plot, version_shift_plot
+    from .studies.health import item_health, version_shift
+
+    schema = schema_of(data)
+    if schema is None:
+        raise DataError("health_section needs a runs table from evalmix.read_runs")
+    if version is None:
+        version = next((c for c in VERSION_COLUMNS if c in schema.slices), None)
+    counts = schema.counts
+    item, model = schema.role("item"), schema.role("model")
+    outcome = "correct" if counts else schema.role("outcome")
+    successes, trials = (schema.successes, schema.trials) if counts else (None, None)
+    n_models, n_items = data[model].nunique(), data[item].nunique()
+    if n_models < 3 or n_items < 3:
+        return ReportSection("health", "Benchmark health", skipped=(
+            f"Left out: item health compares at least 3 models on at least 3 items (the table has {n_models} "
+            f"model(s) and {n_items} item(s))."))
+    # item-rest correlations: no model fit, so the section costs little (evalmix.item_health(...,
+    # method="2pl") gives the 2PL parameters)
+    h = item_health(data, top_k, method="point_biserial", item=item, model=model, outcome=outcome,
+                    run=schema.run, successes=successes, trials=trials)
+    b = h.benchmark.iloc[0]
+    note = (f"Items that no longer separate the top {h.top_k} models: {int(b['dead'])} of {int(b['n_items'])} "
+            f"({b['dead_share']:.0%}; all solve {int(b['all_solve'])}, none solve {int(b['none_solve'])}, flat "
+            f"{int(b['flat'])}: discrimination among the top models below {h.min_discrimination:g}). The benchmark "
+            f"is worth about {b['effective_items']:.0f} equally discriminating items; the models' scores stand "
+            f"{b['snr']:.3g} times further apart than item sampling and run noise would put them (about 1: "
+            "they cannot be ranked). Run noise is given per model.")
+    dead = h.items.sort_values(["dead", "top_discrimination"], ascending=[False, True], kind="stable")
+    tabs: list[tuple[str, str, pd.DataFrame]] = [
+        ("health_benchmark", "Benchmark health: dead share, effective items, signal-to-noise.", h.benchmark),
+        ("health_items", f"Items, dead first: discrimination among the top {h.top_k} models and the reason an "
+                         "item is dead.", dead),
+        ("health_models", "Run-to-run noise per model.", h.models)]
+    figs = [("health_map", "Items by accuracy and discrimination among the top models (dead items by "
+             "reason), and the run noise of each model.", _close(item_health_plot(h)))]
+    if version is not None:
+        vs = version_shift(data, version, alpha=alpha, item=item, model=model, outcome=outcome, run=schema.run,
+                           successes=successes, trials=trials)
+        flagged = vs.affected_items()
+        note += (f" Versions ({version!r}, against {vs.reference!r}): "
+                 + ("a systematic shift is tested through the models run under several versions"
+                    if vs.identified else "no model ran under two versions, so a systematic shift cannot be "
+                                          "told from model strength")
+                 + f"; {len(flagged)} item(s) shifted beyond it (Benjamini-Hochberg at {alpha:g}), matched on "
+                   "model ability; scores equated to the reference version.")
+        tabs += [("version_overall", "Version shifts: systematic (GLMM with model fixed effects) and item by "
+                                     "version.", vs.overall),
+                 ("version_items", "Per-item version shifts (logistic-regression DIF), BH-adjusted.", vs.items),
+                 ("version_models", "Scores per model and version, equated to the reference version.",
+                  vs.models)]
+        figs.append(("version_shift", "Item shifts beyond the systematic one, and scores before and after "
+                                      "equating.", _close(version_shift_plot(vs))))
+    return ReportSection("health", "Benchmark health", note, tables=tuple(tabs), figures=tuple(figs))
+
+
 # ----------------------------------------------------------------------------------------------
 # scores beyond 0/1: judge ratings, continuous scores, overdispersed k-of-n counts
 
@@ -1505,6 +1593,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
                      pd.DataFrame(corrections)),)))
     if bayes:
         sections.append(_bayes_section(data, base.with_fixed(best).text, m, seed))
+    sections.append(health_section(data))
     if judge_col is not None or labels is not None:
         sections.append(judges_section(data, judge=judge_col, labels=labels, human=human,
                                        conf_level=conf_level, log=log))

@@ -86,6 +86,7 @@ def _json_argv(name: str, t: dict[str, Path]) -> list[str]:
         "contamination": ["contamination", str(t["cutoffs"])],
         "gate": ["gate", runs, "--baseline", "model-A", "--candidate", "model-B", "--rule",
                  str(ROOT / "tests" / "cli" / "gate_rule.toml"), "--shadow"],
+        "health": ["health", runs],
     }[name]
 
 

@@ -50,6 +50,7 @@ SLOW: dict[str, str] = {
     "irt.md": "the 2PL fit of the AI4Math-sized example and an adaptive subset (about 10 s)",
     "report.md": "every table and figure of the example's report",
     "scale.md": "fit_many in worker processes",
+    "health.md": "the version-shift example: GLMM refits of the purified matching (about 5 s)",
 }
 # the most blocks that may be marked no-run over all pages: raise it only with a reason
 MAX_NO_RUN = 6

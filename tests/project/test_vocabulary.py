@@ -96,6 +96,13 @@ DOMAIN = {
     "judge", "judge_a", "judge_b", "difference", "item:judge", "response", "residual",
     # control variates: the unadjusted mean beside the adjusted one, and the gain; runs for a budget
     "plain_estimate", "plain_se", "variance_ratio", "se_one_run",
+    # benchmark health: items among the top-k, the dead flag, the benchmark's noise, run noise per model
+    "top_accuracy", "top_discrimination", "dead", "reason", "top", "run_sd", "score_se_run", "score_se_item",
+    "top_k", "dead_share", "all_solve", "none_solve", "flat", "effective_items", "signal_var", "noise_item",
+    "noise_run", "snr", "reliability", "difficulty", "discrimination",
+    # version shifts and logistic-regression DIF: the test, the shifted level, the flag, the equating
+    "test", "version", "level", "dispersion", "flagged", "pearson", "resid_df", "models", "shift_systematic",
+    "shift_items", "equated", "affected",
 }
 
 
@@ -307,6 +314,13 @@ CALLS = {
         _with_proxy(c["one"]), "model-A", proxy="proxy", proxy_mean=0.5),
     "control_variate_difference": lambda c: evalmix.control_variate_difference(
         _with_proxy(c["one"]), "model-A", "model-B", proxy="proxy", proxy_mean=0.0),
+    # benchmark health and version shifts
+    "item_health": lambda c: evalmix.item_health(c["runs"], top_k=4),
+    "version_shift": lambda c: evalmix.version_shift(
+        evalmix.simulate.simulate_versions(n_items=20, n_models=6, n_runs=1, rng=1)[0]),
+    "logistic_dif": lambda c: evalmix.logistic_dif(
+        pd.read_csv(Path(__file__).resolve().parents[1] / "reference" / "dif_responses.csv"),
+        group="version", matching="ability"),
     "repetitions.optimal_runs": lambda c: repetitions.optimal_runs(
         repetitions.variance_components(c["one"], "model"), budget=2000, cost_item=3),
     # drift between waves, contamination by training data

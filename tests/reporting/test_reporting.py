@@ -331,7 +331,7 @@ def test_table_without_slices_or_runs(tmp_path, capsys):
     assert html.count("Left out: the table has a single run.") == 3
     assert _tab(out, "model_selection")["name"].tolist() == ["model"]
     assert sorted(p.stem for p in (out / "figures").glob("*.png")) == \
-        ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios"]
+        ["fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios", "health_map"]
 
 
 def test_user_errors_exit_2(tmp_path, capsys):

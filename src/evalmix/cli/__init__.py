@@ -52,6 +52,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "drift": ("drift", "add_drift", "per-model change between two waves on anchor items, with a TOST verdict"),
     "contamination": ("drift", "add_contamination", "per-model advantage on pre-cutoff items beyond item difficulty"),
     "gate": ("gate", "add_parser", "pre-registered release gate: PASS, FAIL or INCONCLUSIVE over several metrics"),
+    "health": ("health", "add_parser", "dead items, effective items, signal-to-noise and run noise per model; "
+                                       "version shifts"),
 }
 
 #: Errors that user input causes: reported in one line with exit code 2.

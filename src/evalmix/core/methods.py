@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = ["ADJUST_METHODS", "CI_METHODS", "CS_METHODS", "CsMethod", "IRT_MODELS", "IRT_TARGETS", "IrtModel",
-           "IrtTarget", "ITEM_SELECTIONS", "ItemSelection", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS"]
+           "IrtTarget", "ITEM_SELECTIONS", "ItemSelection", "MISSING_POLICIES", "PPI_METHODS", "P_ADJUST_METHODS", "PpiMethod", "VCOV_METHODS",
+           "DIF_KINDS", "DifKind", "HEALTH_METHODS", "HealthMethod"]
 
 #: What to do with a row holding a missing value: ``missing=`` of every function taking a table.
 MISSING_POLICIES = ("raise", "drop")
@@ -45,3 +46,9 @@ ITEM_SELECTIONS: tuple[ItemSelection, ...] = ("information", "stratified", "rand
 #: would observe, or the model's expected accuracy over runs.
 IrtTarget = Literal["observed", "expected"]
 IRT_TARGETS: tuple[IrtTarget, ...] = ("observed", "expected")
+#: How :func:`evalmix.item_health` estimates item difficulty and discrimination.
+HealthMethod = Literal["auto", "2pl", "point_biserial"]
+HEALTH_METHODS: tuple[HealthMethod, ...] = ("auto", "2pl", "point_biserial")
+#: The item shifts a logistic-regression DIF test looks for (:func:`evalmix.logistic_dif`).
+DifKind = Literal["uniform", "both"]
+DIF_KINDS: tuple[DifKind, ...] = ("uniform", "both")

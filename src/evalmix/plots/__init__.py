@@ -19,10 +19,11 @@ from .inference import (
 from .reliability import flip_rate_bars, icc_dots, rank_bump, rank_intervals, se_curves
 from .sequential import sequence_plot
 from .gate import gate_plot
+from .health import item_health_plot, version_shift_plot
 from .style import paper_style
 
 __all__ = ["accuracy_heatmap", "accuracy_intervals", "contamination_plot", "critical_difference_plot",
            "delta_bic_bars", "drift_plot",
            "flip_rate_bars", "icc_dots", "marginal_means", "odds_ratio_forest", "paper_style",
            "rank_bump", "rank_intervals", "se_curves", "sequence_plot",
-           "gate_plot"]
+           "gate_plot", "item_health_plot", "version_shift_plot"]
