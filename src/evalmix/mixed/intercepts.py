@@ -16,7 +16,9 @@ by the structure of the terms:
 - beyond: SciPy's sparse LU of the whole ``H``.
 
 The selected inverse (:attr:`HessianFactor.rows_inv`: the entries of ``H^-1`` at each row's levels)
-is what the derivative of ``log det H`` needs; the first three structures give it.
+is what the derivative of ``log det H`` needs; the first three structures give it.  The Schur
+complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`, which glmer's and lmer's
+factorisations share; the loop that finds the modes is :func:`evalmix.mixed.modes.laplace_modes`.
 
 Examples
 --------

@@ -7,7 +7,8 @@ Laplace log-likelihood at the conditional modes ``u_hat`` is
     sum_i log p_i(u_hat) - ||u_hat||^2 / 2 - log det(D) / 2,   D = Lambda Z' W Z Lambda + I,
 
 ``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
-``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` factored by
+``getNLA``).  The conditional modes come from Newton steps with step halving
+(:func:`evalmix.mixed.modes.laplace_modes`, as glmmtmb's; ``D`` factored by
 :class:`evalmix.mixed.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
 complement for two nested ones, a dense one for a few crossed effects, sparse LU beyond); the outer problem runs L-BFGS-B over
 ``(thresholds, beta, log sigma)`` with the exact gradient of the Laplace objective

@@ -22,7 +22,8 @@ the third derivative of each row's log-density and one more solve with ``H`` (th
 derivative of ``u_hat``, taken in adjoint form).  Where the factorisation gives no selected inverse
 (the sparse LU, or a Schur block too large to store dense) the gradient is central differences.
 
-The conditional modes ``u_hat`` come from Newton steps with step halving; ``H`` is factored by
+The conditional modes ``u_hat`` come from Newton steps with step halving (the loop every Laplace
+engine shares, :func:`evalmix.mixed.modes.laplace_modes`); ``H`` is factored by
 :class:`evalmix.mixed.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
 two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond).
 """
