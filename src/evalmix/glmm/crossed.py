@@ -29,7 +29,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..model import RandomTerm
-from ..mixed.intercepts import cholesky_inverse
+from ..mixed.linalg import DenseCholesky
 from .control import DEFAULT_CONTROL, GlmerControl
 
 if TYPE_CHECKING:
@@ -187,9 +187,10 @@ class CrossedGridSolver:
                 S = _dsyrk(alpha=-1.0, a=Xs.T, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
         del Xs
         S[np.diag_indices_from(S)] += Ds
-        self.cf = sla.cho_factor(S, lower=True, check_finite=False)
+        # S is Fortran-ordered: factored in place, without a copy of ns x ns
+        self.chol = DenseCholesky(S, overwrite=True)
         self._parts_cache = None
-        return float(np.log(self.Db).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
+        return float(np.log(self.Db).sum() + self.chol.logdet)
 
     def _ct(self, x: np.ndarray) -> np.ndarray:
         """``C' x`` (big levels) for x over the small levels (vector or matrix)."""
@@ -199,8 +200,7 @@ class CrossedGridSolver:
         rb, rs = self._split(r)
         Db = self.Db if r.ndim == 1 else self.Db[:, None]
         # C D_b^-1 r_b, C = c W (small x big)
-        ys = sla.cho_solve(self.cf, rs - (self.ts * self.tb) * (self.W @ (rb / Db)),
-                           check_finite=False)
+        ys = self.chol.solve(rs - (self.ts * self.tb) * (self.W @ (rb / Db)))
         xb = (rb - self._ct(ys)) / Db
         return self._join(xb, ys)
 
@@ -208,7 +208,7 @@ class CrossedGridSolver:
         """``S^-1``, ``(G S^-1)'`` as an (ns x nb) grid (``G = D_b^-1 C'``) and
         ``m_b = g_b' S^-1 g_b``, the pieces of ``H^-1`` the leverages and gradients read."""
         if self._parts_cache is None:
-            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
+            Sinv = self.chol.inverse()
             scale = (self.ts * self.tb) / self.Db  # G' = W diag(scale)
             with _all_cores(2 * self.ns**2 * self.nb):
                 GSt = Sinv @ self.W

@@ -13,7 +13,8 @@ The random-effects system ``H = A' W A + I`` is handled by a solver satisfying t
 eliminating the largest factor first), :class:`BlockDiagSolver` (one vector-valued term),
 ``CrossedGridSolver`` (:mod:`evalmix.glmm.crossed`) and :class:`DenseSolver` (the general case,
 a dense Cholesky factor of ``H``). Their size limits are fields of
-:class:`~evalmix.glmm.control.GlmerControl`.
+:class:`~evalmix.glmm.control.GlmerControl`. Their dense factors and the diagonal-block Schur
+complement are those of :mod:`evalmix.mixed.linalg`, which every engine shares.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..model import RandomTerm, term_lambdas
 from ..mixed.links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
-from ..mixed.intercepts import cholesky_inverse
+from ..mixed.linalg import DenseCholesky, DiagonalSchur
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 
@@ -344,14 +344,14 @@ class DenseSolver:
         else:
             H = (self.AT @ self.A.multiply(w[:, None]).tocsr()).toarray()
         H[np.diag_indices_from(H)] += 1.0
-        self.cf = sla.cho_factor(H, lower=True, check_finite=False)
-        return float(2.0 * np.log(np.diag(self.cf[0])).sum())
+        self.chol = DenseCholesky(H, overwrite=True)
+        return self.chol.logdet
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        return sla.cho_solve(self.cf, r, check_finite=False)
+        return self.chol.solve(r)
 
     def hinv(self) -> np.ndarray:
-        return sla.cho_solve(self.cf, np.eye(self.q), check_finite=False)
+        return self.chol.solve(np.eye(self.q))
 
     def row_hinv(self) -> np.ndarray:
         """``H^-1[cols_i, cols_i]`` for every row (n x k x k)."""
@@ -481,25 +481,15 @@ class SchurSolver(DenseSolver):
             C = np.zeros(self.q1 * self.qr)
             C[self._pairs] = data  # pairs are flat (item, rest column) indices
             self.C = C.reshape(self.q1, self.qr)
-            self.G = self.C / self.D[:, None]
-            S = Hrr - self.C.T @ self.G
         else:
             self.C.data = data
-            self.G = sp.diags(1.0 / self.D) @ self.C
-            S = Hrr - (self.C.T @ self.G).toarray()
-        self.cf = sla.cho_factor(S, lower=True, check_finite=False)
+        self.schur = DiagonalSchur(self.D, self.C, Hrr)
+        self.G, self.chol = self.schur.G, self.schur.chol
         self._Sinv: np.ndarray | None = None
-        return float(np.log(self.D).sum() + 2.0 * np.log(np.diag(self.cf[0])).sum())
-
-    def _s_solve(self, r: np.ndarray) -> np.ndarray:
-        return sla.cho_solve(self.cf, r, check_finite=False)
+        return self.schur.logdet
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        r1, rr = r[: self.q1], r[self.q1:]
-        yr = self._s_solve(rr - self.G.T @ r1)
-        D = self.D if r.ndim == 1 else self.D[:, None]
-        x1 = (r1 - self.C @ yr) / D
-        return np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
+        return self.schur.solve(r)
 
     def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``S^-1``, ``(G S^-1)[item_i, rest cols_i]`` per row, and ``m_j = g_j' S^-1 g_j``.
@@ -508,7 +498,7 @@ class SchurSolver(DenseSolver):
         the entries the rows use are kept.
         """
         if self._Sinv is None:
-            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
+            Sinv = self.chol.inverse()
             m = np.empty(self.q1)
             gs_rows = np.empty(self.rc.shape)
             chunk = self.control.schur_chunk if self.CHUNK is None else self.CHUNK
@@ -652,10 +642,9 @@ class BlockSchurSolver(DenseSolver):
         self.La = np.linalg.cholesky(Ab)
         self.Ab, self.C = Ab, C
         self.G = np.linalg.solve(Ab, C.reshape(nl, b, qr)).reshape(self.q1, qr)  # A^-1 C
-        self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
+        self.chol = DenseCholesky(Hrr - C.T @ self.G, overwrite=True)
         self._parts_cache = None
-        return float(2.0 * np.log(np.diagonal(self.La, axis1=1, axis2=2)).sum()
-                     + 2.0 * np.log(np.diag(self.cf[0])).sum())
+        return float(2.0 * np.log(np.diagonal(self.La, axis1=1, axis2=2)).sum() + self.chol.logdet)
 
     def _a_solve(self, r: np.ndarray) -> np.ndarray:
         p = r.shape[1] if r.ndim == 2 else 1
@@ -665,7 +654,7 @@ class BlockSchurSolver(DenseSolver):
     def solve(self, r: np.ndarray) -> np.ndarray:
         rp = r[self.perm]
         r1, rr = rp[: self.q1], rp[self.q1:]
-        yr = sla.cho_solve(self.cf, rr - self.G.T @ r1, check_finite=False)
+        yr = self.chol.solve(rr - self.G.T @ r1)
         x1 = self._a_solve(r1 - self.C @ yr)
         xp = np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
         return xp[self.iperm]
@@ -673,7 +662,7 @@ class BlockSchurSolver(DenseSolver):
     def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``S^-1``, ``G S^-1`` and the blocks ``A_l^-1 + (G S^-1 G')_ll`` of H^-1 on block A."""
         if self._parts_cache is None:
-            Sinv = cholesky_inverse(self.cf[0])  # S^-1 from its Cholesky factor
+            Sinv = self.chol.inverse()
             GS = self.G @ Sinv
             nl, b, qr = self.nl, self.b, self.qr
             blocks = np.linalg.inv(self.Ab) + np.einsum("lar,lcr->lac", GS.reshape(nl, b, qr),
@@ -786,15 +775,15 @@ class NestedSchurSolver(DenseSolver):
         Hrr[np.diag_indices_from(Hrr)] += 1.0
         self.C = C
         self.G = inn.solve(C)
-        self.cf = sla.cho_factor(Hrr - C.T @ self.G, lower=True, check_finite=False)
+        self.chol = DenseCholesky(Hrr - C.T @ self.G, overwrite=True)
         self._Sinv: np.ndarray | None = None
-        return float(ld1 + 2.0 * np.log(np.diag(self.cf[0])).sum())
+        return float(ld1 + self.chol.logdet)
 
     def solve(self, r: np.ndarray) -> np.ndarray:
         ri = r[self.perm]
         r1, rr = ri[: self.q1], ri[self.q1:]
         x1a = self.inner.solve(r1)
-        yr = sla.cho_solve(self.cf, rr - self.C.T @ x1a, check_finite=False)
+        yr = self.chol.solve(rr - self.C.T @ x1a)
         x1 = x1a - self.G @ yr
         out = np.empty_like(ri)
         out[self.perm] = np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
@@ -802,7 +791,7 @@ class NestedSchurSolver(DenseSolver):
 
     def _sinv(self) -> np.ndarray:
         if self._Sinv is None:
-            self._Sinv = sla.cho_solve(self.cf, np.eye(self.qr), check_finite=False)
+            self._Sinv = self.chol.solve(np.eye(self.qr))
         return self._Sinv
 
     def leverage(self) -> np.ndarray:

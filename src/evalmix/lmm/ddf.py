@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import linalg, sparse, stats
+from scipy import sparse, stats
 
+from ..mixed.linalg import DenseCholesky
 from .deviance import ProfiledDeviance
 
 __all__ = ["Satterthwaite", "KenwardRoger", "DDF_METHODS", "normalise_ddf"]
@@ -184,7 +185,7 @@ class KenwardRoger:
         K = dev.ZtZ.toarray()
         Lam = design.lambda_(theta).toarray()
         A = Lam.T @ K @ Lam + np.eye(q)
-        M0 = Lam @ linalg.cho_solve(linalg.cho_factor(A, lower=True), Lam.T)  # q x q
+        M0 = Lam @ DenseCholesky(A).solve(Lam.T)  # q x q
 
         def S(V: np.ndarray) -> np.ndarray:  # Sigma^-1 V for an n x k matrix V
             return (V - Z @ (M0 @ np.asarray(Z.T @ V))) / s2

@@ -43,10 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, sparse
-from scipy.linalg import lapack
-from scipy.sparse import linalg as splinalg
 
 from ..mixed import intercepts
+from ..mixed.linalg import DenseCholesky, SparseCholesky
 from .design import LmmDesign
 
 __all__ = ["PlsState", "ProfiledDeviance"]
@@ -216,12 +215,6 @@ class ProfiledDeviance:
                                  shape=(self.q, self.q))
 
     # -- the factorisation of A = Lambda' Z'Z Lambda + I
-    def _chol(self, M: np.ndarray) -> np.ndarray:
-        c, info = lapack.dpotrf(M, lower=1, clean=1)
-        if info != 0:
-            raise np.linalg.LinAlgError("matrix is not positive definite")
-        return c
-
     def _pieces(self, theta: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, _Factor | None]:
         """``b``, ``B``, ``log|A|``, ``A^-1 b``, ``A^-1 B`` and the factor (None: sparse LU)."""
@@ -249,19 +242,17 @@ class ProfiledDeviance:
             LtW = np.asarray(Lam.T @ self.ZtZ_dense)  # Lambda' Z'Z
             A = np.asarray(Lam.T @ LtW.T)
             A[np.diag_indices_from(A)] += 1.0
-            c = self._chol(A)
-            sol, _ = lapack.dpotrs(c, np.column_stack([b, B]), lower=1)
-            logdet = 2.0 * float(np.sum(np.log(np.diag(c))))
-            return b, B, logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], chol=c, LtW=LtW)
+            chol = DenseCholesky(A, overwrite=True)
+            sol = chol.solve(np.column_stack([b, B]))
+            return b, B, chol.logdet, sol[:, 0], sol[:, 1:], _Factor(sol[:, 1:], chol=chol.L, LtW=LtW)
         b = np.asarray(Lam.T @ self.Zty).ravel()
         B = np.asarray(Lam.T @ self.ZtX)
         A = sparse.csc_matrix(Lam.T @ self.ZtZ @ Lam + self._eye)
-        lu = splinalg.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                           options={"SymmetricMode": True})
-        # A is symmetric positive definite: without pivoting U's diagonal is positive
-        logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))))
+        lu = SparseCholesky.of(A)
+        if lu is None:
+            raise np.linalg.LinAlgError("A is not positive definite")
         sol = lu.solve(np.column_stack([b, B]))
-        return b, B, logdet, sol[:, 0], sol[:, 1:], None
+        return b, B, lu.logdet, sol[:, 0], sol[:, 1:], None
 
     def _nested_solve(self, theta: np.ndarray) -> tuple[np.ndarray, float, _Nested]:
         """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
@@ -300,9 +291,9 @@ class ProfiledDeviance:
         XtVX = self.XtX - BAB
         XtVX = (XtVX + XtVX.T) / 2
         rhs = self.Xty - BAb
-        cx = self._chol(XtVX)
-        beta = lapack.dpotrs(cx, rhs, lower=1)[0]
-        ldRX2 = 2.0 * float(np.sum(np.log(np.diag(cx))))
+        cx = DenseCholesky(XtVX)
+        beta = cx.solve(rhs)
+        ldRX2 = cx.logdet
         pwrss = self.yty - bAb - float(rhs @ beta)
         if self.nested is not None:
             w = np.concatenate([[1.0], -beta])

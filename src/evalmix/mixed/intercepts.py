@@ -16,7 +16,9 @@ by the structure of the terms:
 - beyond: SciPy's sparse LU of the whole ``H``.
 
 The selected inverse (:attr:`HessianFactor.rows_inv`: the entries of ``H^-1`` at each row's levels)
-is what the derivative of ``log det H`` needs; the first three structures give it.
+is what the derivative of ``log det H`` needs; the first three structures give it.  The Schur
+complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`, which glmer's and lmer's
+factorisations share; the loop that finds the modes is :func:`evalmix.mixed.modes.laplace_modes`.
 
 Examples
 --------
@@ -39,8 +41,9 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import numpy as np
-from scipy import linalg, sparse
-from scipy.sparse import linalg as splinalg
+from scipy import sparse
+
+from .linalg import DiagonalSchur, SparseCholesky, cholesky_inverse
 
 __all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes",
            "newton_polish"]
@@ -176,38 +179,6 @@ def ascent_step(objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.nd
     return None
 
 
-def cholesky_inverse(lower: np.ndarray) -> np.ndarray:
-    """The inverse of a symmetric positive definite matrix from its lower Cholesky factor
-    (LAPACK's ``dpotri``, R's ``chol2inv``), made symmetric.
-
-    Parameters
-    ----------
-    lower : ndarray
-        The factor ``L`` of ``S = L L'`` in the lower triangle (``scipy.linalg.cho_factor(S,
-        lower=True)[0]``; the upper triangle is not read).
-
-    Returns
-    -------
-    ndarray
-        ``S^-1``.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        A zero on the factor's diagonal (``S`` singular).
-
-    Examples
-    --------
-    >>> S = np.array([[4.0, 2.0], [2.0, 3.0]])
-    >>> bool(np.allclose(cholesky_inverse(np.linalg.cholesky(S)) @ S, np.eye(2), atol=1e-14))
-    True
-    """
-    inv, info = linalg.lapack.dpotri(lower, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dpotri failed (info = {info})")
-    return np.tril(inv) + np.tril(inv, -1).T
-
-
 @dataclass
 class HessianFactor:
     """A factorisation of ``H``: its solve, ``log det H`` and, where cheap, the selected inverse
@@ -289,17 +260,8 @@ class InterceptHessian:
             return self._factor_schur(sd_cols, w)
         zl = self.Z @ sparse.diags(sd_cols)
         Hs = (zl.T @ sparse.diags(w) @ zl + sparse.identity(self.q)).tocsc()
-        try:
-            # symmetric mode without pivoting: the LU of a positive definite H is then its
-            # L D L' (a positive pivot each), so the pivots tell whether H is positive definite
-            lu = splinalg.splu(Hs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                               options={"SymmetricMode": True})
-        except RuntimeError:
-            return None
-        diag = lu.U.diagonal()
-        if np.any(diag <= 0):
-            return None
-        return HessianFactor(lu.solve, float(np.sum(np.log(diag))))
+        lu = SparseCholesky.of(Hs)  # None: a pivot not positive, H not positive definite
+        return None if lu is None else HessianFactor(lu.solve, lu.logdet)  # no selected inverse
 
     def _factor_nested(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Two nested terms: H = [[D1, B], [B', D2]] with D1, D2 diagonal and one entry per row of
@@ -355,26 +317,18 @@ class InterceptHessian:
         flat = np.bincount(self._pairs, weights=np.tile(w, self._rest_pairs), minlength=qr * qr)
         low = flat.reshape(qr, qr)  # the blocks on and below the diagonal
         Hr = (low + low.T - np.diag(np.diag(low))) * np.outer(sr, sr) + np.eye(qr)
-        if isinstance(B, np.ndarray):
-            BD = B / d1[:, None]
-            S = Hr - B.T @ BD
-        else:
-            BD = sparse.diags(1.0 / d1) @ B
-            S = Hr - np.asarray((B.T @ BD).todense())
         try:
-            c = linalg.cho_factor(S, lower=True, check_finite=False)
-        except linalg.LinAlgError:
+            schur = DiagonalSchur(d1, B, Hr)
+        except np.linalg.LinAlgError:
             return None
-
-        def solve(r: np.ndarray) -> np.ndarray:
-            r1, r2 = r[:q1], r[q1:]
-            x2 = linalg.cho_solve(c, r2 - BD.T @ r1, check_finite=False)
-            return np.concatenate([(r1 - B @ x2) / d1, x2])
 
         def rows_inv() -> np.ndarray:
             # H^-1 = [[D1^-1 + M BD', -M], [-M', S^-1]] with M = BD S^-1
+            BD = schur.G
             assert isinstance(BD, np.ndarray)
-            Sinv = linalg.cho_solve(c, np.eye(qr), check_finite=False)
+            # S^-1 by solves against I (dpotri's inverse rounds differently and moves the
+            # optimiser's path of the exact-gradient fits by about 1e-8)
+            Sinv = schur.chol.solve(np.eye(qr))
             M = BD @ Sinv
             diag11 = 1.0 / d1 + np.einsum("ij,ij->i", M, BD)
             g0 = self.groups[0]
@@ -388,8 +342,7 @@ class InterceptHessian:
                 out[:, k, k] = Sinv[ck, ck]
             return out
 
-        logdet = float(np.sum(np.log(d1)) + 2.0 * np.sum(np.log(np.diag(c[0]))))
-        return HessianFactor(solve, logdet, rows_inv if isinstance(B, np.ndarray) else None)
+        return HessianFactor(schur.solve, schur.logdet, rows_inv if isinstance(B, np.ndarray) else None)
 
 
 _T = TypeVar("_T")

@@ -7,7 +7,8 @@ Laplace log-likelihood at the conditional modes ``u_hat`` is
     sum_i log p_i(u_hat) - ||u_hat||^2 / 2 - log det(D) / 2,   D = Lambda Z' W Z Lambda + I,
 
 ``W`` the negative second derivative of ``log p_i`` over the linear predictor (ordinal's
-``getNLA``).  The conditional modes come from Newton steps with step halving (``D`` factored by
+``getNLA``).  The conditional modes come from Newton steps with step halving
+(:func:`evalmix.mixed.modes.laplace_modes`, as glmmtmb's; ``D`` factored by
 :class:`evalmix.mixed.intercepts.InterceptHessian`: diagonal for one grouping factor, a diagonal Schur
 complement for two nested ones, a dense one for a few crossed effects, sparse LU beyond); the outer problem runs L-BFGS-B over
 ``(thresholds, beta, log sigma)`` with the exact gradient of the Laplace objective
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from ..mixed.intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
+from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
+from ..mixed.modes import laplace_modes
 from ..mixed.links import dlog_mu_eta, inverse_link, mu_eta
 from ..mixed.numdiff import central_gradient
 
@@ -64,7 +66,6 @@ class OrdinalModel:
         self.q = int(self.offsets[-1])
         self.u = np.zeros(self.q)
         self.hess = InterceptHessian(self.groups, self.nlevels)
-        self._last_factor: HessianFactor | None = None
         self._mode: HessianFactor | None = None  # the factorisation at the last modes found
         self._z_times, self._zt_times = self.hess.z_times, self.hess.zt_times
         self.n_theta = self.n_cat - 1 if self.threshold == "flexible" else 2
@@ -111,18 +112,6 @@ class OrdinalModel:
         d1 = -g
         return logp, d1, d2
 
-    def _hessian_factor(self, sd_cols: np.ndarray, w: np.ndarray
-                        ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
-        """Factor D = Lambda Z' W Z Lambda + I (:class:`evalmix.mixed.intercepts.InterceptHessian`);
-        returns a solve function and log det D.  ``W`` is positive for a cumulative link (its
-        log-probability is concave in the linear predictor), so ``D`` is positive definite; a
-        factorisation that fails (NaN weights far out) gives a NaN log det, which the objective
-        turns into infinity."""
-        fac = self._last_factor = self.hess.factor(sd_cols, w)
-        if fac is None:
-            return (lambda r: np.full_like(r, np.nan)), np.nan
-        return fac.solve, fac.logdet
-
     def nla(self, par: np.ndarray) -> float:
         """Minus the Laplace log-likelihood at ordinal's parameters (conditional modes updated)."""
         cuts = self.cutpoints(par[: self.n_theta])
@@ -139,28 +128,19 @@ class OrdinalModel:
             logp, d1, d2 = self._rows(cuts, lp)
             return float(np.sum(logp) - 0.5 * u @ u), d1, d2
 
-        h, d1, d2 = objective(u)
-        if not np.isfinite(h):
-            u = np.zeros(self.q)
-            h, d1, d2 = objective(u)
-        for _ in range(INNER_MAXIT):
-            grad = sd_cols * self._zt_times(d1) - u
-            solve, logdet = self._hessian_factor(sd_cols, -d2)
-            if np.max(np.abs(grad)) < INNER_TOL:
-                break
-            step = solve(grad)
-            moved = ascent_step(objective, u, step, h)
-            if moved is None:
-                break
-            u, (h, d1, d2) = moved
-            logdet = np.nan
-        if not np.isfinite(logdet):
-            _, logdet = self._hessian_factor(sd_cols, -d2)
+        # W is positive for a cumulative link (its log-probability is concave in the linear
+        # predictor), so H is positive definite; a factorisation that fails (NaN weights far out)
+        # stops the loop, and the objective is then infinite
+        modes = laplace_modes(objective, u, sd_cols, self._zt_times, self.hess.factor,
+                              maxit=INNER_MAXIT, tol=INNER_TOL)
+        assert modes is not None  # only with clip
+        u, h, fac = modes.u, modes.value, modes.factor
+        logdet = fac.logdet if fac is not None else np.nan
         if not (np.isfinite(h) and np.isfinite(logdet)):
             self._mode = None
             return np.inf
         self.u = u
-        self._mode = self._last_factor
+        self._mode = fac
         return -(h - 0.5 * logdet)
 
     def _link_derivatives(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

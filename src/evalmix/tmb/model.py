@@ -22,7 +22,8 @@ the third derivative of each row's log-density and one more solve with ``H`` (th
 derivative of ``u_hat``, taken in adjoint form).  Where the factorisation gives no selected inverse
 (the sparse LU, or a Schur block too large to store dense) the gradient is central differences.
 
-The conditional modes ``u_hat`` come from Newton steps with step halving; ``H`` is factored by
+The conditional modes ``u_hat`` come from Newton steps with step halving (the loop every Laplace
+engine shares, :func:`evalmix.mixed.modes.laplace_modes`); ``H`` is factored by
 :class:`evalmix.mixed.intercepts.InterceptHessian` (diagonal for one term, a diagonal Schur complement for
 two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond).
 """
@@ -34,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..mixed.intercepts import HessianFactor, InterceptHessian, ascent_step, hessian_at_modes, newton_polish
+from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
+from ..mixed.modes import laplace_modes
 from ..mixed.numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
@@ -112,31 +114,13 @@ class LaplaceModel:
             ll, d1, d2 = row_terms(self.response, fixed + self._z_times(sd_cols * u), log_phi)
             return float(np.sum(ll) - 0.5 * u @ u), d1, d2
 
-        u = self.u.copy()
-        h, d1, d2 = joint(u)
-        if not np.isfinite(h):
-            u = np.zeros(self.q)
-            h, d1, d2 = joint(u)
-        fac = None
-        for _ in range(INNER_MAXIT):
-            grad = sd_cols * self._zt_times(d1) - u
-            fac = self._factor(sd_cols, -d2)
-            if np.max(np.abs(grad)) < INNER_TOL:
-                break
-            # away from the mode the observed information of a row can be negative (a beta-binomial
-            # with a small phi) and H indefinite: step along the clipped one, which is positive
-            # definite, so the step still goes uphill
-            step_fac = fac if fac is not None else self._factor(sd_cols, np.maximum(-d2, 0.0))
-            if step_fac is None:
-                return np.inf
-            step = step_fac.solve(grad)
-            moved = ascent_step(joint, u, step, h)
-            if moved is None:
-                break
-            u, (h, d1, d2) = moved
-            fac = None
-        if fac is None:
-            fac = self._factor(sd_cols, -d2)
+        # away from the mode the observed information of a row can be negative (a beta-binomial
+        # with a small phi) and H indefinite: the loop then steps along the clipped one (clip)
+        modes = laplace_modes(joint, self.u.copy(), sd_cols, self._zt_times, self._factor,
+                              maxit=INNER_MAXIT, tol=INNER_TOL, clip=True)
+        if modes is None:
+            return np.inf
+        u, h, fac = modes.u, modes.value, modes.factor
         if fac is None or not np.isfinite(h):
             self._mode = None
             return np.inf  # no mode here: H at the last point is not positive definite
