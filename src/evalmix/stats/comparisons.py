@@ -32,7 +32,7 @@ from ..core import tables
 from ..core.arguments import check_arguments, check_choice, check_count, check_level
 from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result, Summary, contrast_label
-from ..data.runs import RunsData, RunsSchema, ensure_runs, schema_of
+from ..data.runs import RunsData, RunsSchema, at_the_door, ensure_runs, schema_of
 from ..core.errors import DataError, DataWarning
 from .paired import ComparisonResult, item_means
 from .resampling import paired_bootstrap
@@ -496,6 +496,7 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
     (['c', 'b', 'a'], 8.0)
     """
     check_arguments(alpha=alpha, missing=missing)
+    scores = at_the_door(scores)
     long = isinstance(scores, (str, Path)) or isinstance(scores, pd.DataFrame) and (
         schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
         or {"model", "item"} <= set(scores.columns))
