@@ -18,6 +18,7 @@ from scipy import stats
 
 from ..core.arguments import check_arguments
 from ..core.result import Result
+from ..data.pushdown import counts_in_engine
 from ..data.runs import RunsData, at_the_door, ensure_runs, load_table, require_columns, schema_of, show_rows
 from ..core.errors import DataError, DataWarning
 from ..core.methods import CI_METHODS
@@ -216,6 +217,8 @@ def accuracy(
     0     a        2       3.5  1.0
     """
     check_arguments(conf_level=conf_level, missing=missing)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        data = counts_in_engine(data, item=item, outcome=outcome)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
     kind = str(table.attrs.pop("kind", "binary"))

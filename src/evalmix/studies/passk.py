@@ -38,6 +38,7 @@ from ..data import slicing as sl
 from ..core.seeds import accepts_seed, as_generator
 from ..core.arguments import check_choice, check_count, check_counts, check_level, check_seed
 from ..core.result import Result
+from ..data.pushdown import counts_in_engine
 from ..data.runs import RunsData, schema_of
 from ..stats.descriptive import binom_ci
 from ..core.errors import DataError, SingularFitWarning
@@ -221,6 +222,8 @@ def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | Non
     n_boot, rng = check_count(n_boot, "n_boot"), check_seed(rng, "rng")
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        data = counts_in_engine(data, item=item, outcome=outcome)
     counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
     item_col = counts.columns[len(by_)]
     z = stats.norm.isf((1 - conf_level) / 2)
