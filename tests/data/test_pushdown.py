@@ -66,7 +66,16 @@ def _same(runs: pd.DataFrame, lazy: Any, accuracy: dict[str, Any], pass_k: dict[
 @pytest.mark.parametrize("kind", sorted(LAZY))
 def test_accuracy_and_pass_k_equal_the_pandas_path(kind: str) -> None:
     runs = _runs()
-    _same(runs, LAZY[kind](runs), {"by": ["model", "language"]}, {"k": 2})
+    _same(runs, LAZY[kind](runs), {"by": ["model", "language"]}, {"k": 2, "outcome": "correct"})
+
+
+@pytest.mark.parametrize("kind", sorted(LAZY))
+def test_rank_sets_equal_the_pandas_path(kind: str) -> None:
+    runs = _runs()
+    for kw in ({"n_boot": 200, "rng": 1}, {"by": "language", "n_boot": 100, "rng": 2, "run": "run", "outcome": "correct"}):
+        want, got = evalmix.rank_sets(runs, **kw), evalmix.rank_sets(LAZY[kind](runs), **kw)
+        pd.testing.assert_frame_equal(got.to_frame(), want.to_frame())
+        assert repr(got) == repr(want)
 
 
 @pytest.mark.slow

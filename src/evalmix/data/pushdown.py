@@ -25,9 +25,13 @@ _T = TypeVar("_T")
 _RESERVED = {"Unnamed: 0", "", "k", "n"}
 
 
-def counts_in_engine(data: _T, *, item: str | None = None, outcome: str | None = None) -> _T | pd.DataFrame:
+def counts_in_engine(data: _T, *, model: str | None = None, item: str | None = None, run: str | None = None,
+                     outcome: str | None = None) -> _T | pd.DataFrame:
     """A lazy runs table reduced by its own engine to a k-of-n table (``k``, ``n`` per cell), or
     ``data`` unchanged when it is not lazy or the reduction does not apply.
+
+    The counts table has no run and no outcome column: a caller passes ``run=None`` and
+    ``outcome=None`` on with it.
 
     Examples
     --------
@@ -44,9 +48,10 @@ def counts_in_engine(data: _T, *, item: str | None = None, outcome: str | None =
 
     schema = frame.collect_schema()
     cols = list(schema.names())
-    item_col, out_col = item or "item", outcome or "correct"
-    run_col = "run" if "run" in cols else None
-    if {item_col, out_col, "model"} - set(cols) or _RESERVED & set(cols) or out_col == item_col:
+    model_col, item_col, out_col = model or "model", item or "item", outcome or "correct"
+    run_col = run or ("run" if "run" in cols else None)
+    roles = {model_col, item_col, out_col, run_col} - {None}
+    if roles - set(cols) or _RESERVED & set(cols) or len(roles) < 3 + (run_col is not None):
         return data
     dtype = schema[out_col]
     if not (dtype.is_integer() or dtype == nw.Boolean):
@@ -64,4 +69,4 @@ def counts_in_engine(data: _T, *, item: str | None = None, outcome: str | None =
     if len(counts) == 0 or bad.any():
         return data  # the whole table goes through the door, and the rules name the offending rows
     counts = counts[[*keys, "k", "n"]].sort_values(keys, kind="stable").reset_index(drop=True)
-    return ensure_runs(counts, item=item_col, successes="k", trials="n")[0]
+    return ensure_runs(counts, model=model_col, item=item_col, successes="k", trials="n")[0]

@@ -218,7 +218,8 @@ def accuracy(
     """
     check_arguments(conf_level=conf_level, missing=missing)
     if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
-        data = counts_in_engine(data, item=item, outcome=outcome)
+        pushed = counts_in_engine(data, item=item, outcome=outcome)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
     kind = str(table.attrs.pop("kind", "binary"))

@@ -49,6 +49,7 @@ from ..data import slicing as sl
 from ..core import tables
 from ..stats.multiplicity import mvn_box_probability, mvn_box_quantile
 from ..core.result import Result, frame_records
+from ..data.pushdown import counts_in_engine
 from ..data.runs import RunsData
 from ..core.errors import DataError, DataWarning
 from ..core.seeds import accepts_seed
@@ -516,6 +517,9 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
     """
     check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng, chunk_size=chunk_size, missing=missing)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        pushed = counts_in_engine(data, model=model, item=item, run=run, outcome=outcome)
+        data, run, outcome = (pushed, None, None) if pushed is not data else (data, run, outcome)
     if n_boot < 10:
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)

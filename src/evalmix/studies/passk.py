@@ -223,7 +223,8 @@ def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | Non
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
     if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
-        data = counts_in_engine(data, item=item, outcome=outcome)
+        pushed = counts_in_engine(data, item=item, outcome=outcome)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
     item_col = counts.columns[len(by_)]
     z = stats.norm.isf((1 - conf_level) / 2)
