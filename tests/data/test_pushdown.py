@@ -106,3 +106,19 @@ def test_eager_and_other_tables_pass_through_unchanged() -> None:
     assert counts_in_engine(eager) is eager and counts_in_engine(runs) is runs
     ratings = pl.from_pandas(runs.assign(correct=runs["correct"] + 3)).lazy()  # not 0/1: a mean, not counts
     assert counts_in_engine(ratings) is ratings
+
+
+def test_a_parquet_glob_is_scanned_and_reduced_in_the_engine(tmp_path: Path) -> None:
+    runs = _runs()
+    half = len(runs) // 2
+    runs.iloc[:half].to_parquet(tmp_path / "part-1.parquet")
+    runs.iloc[half:].to_parquet(tmp_path / "part-2.parquet")
+    files = str(tmp_path / "part-*.parquet")
+    counts = counts_in_engine(files)
+    assert isinstance(counts, pd.DataFrame) and len(counts) == len(runs) // 3
+    _same(runs, files, {"by": ["model", "language"]}, {"k": 2})
+    # a broken rule: the files are read whole and the rules name the row
+    runs.assign(correct=runs["correct"].where(runs.index != 4, 2)).iloc[:half].to_parquet(tmp_path / "part-1.parquet")
+    with pytest.raises(DataError, match=r"outcome column 'correct' .*row 4: correct=2"):
+        evalmix.accuracy(files, "model")
+    assert counts_in_engine(str(tmp_path / "none-*.parquet")) == str(tmp_path / "none-*.parquet")
