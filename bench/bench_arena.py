@@ -83,7 +83,7 @@ def main() -> None:
     half, *out["half_ties_sandwich_wall_cpu_s"] = timed(bradley_terry, battles, ties="half", position=False,
                                                         rank_sets=False)
     boot, *out["half_ties_bootstrap_wall_cpu_s"] = timed(
-        bradley_terry, battles, ties="half", position=False, ci="bootstrap", n_boot=args.n_boot, seed=1,
+        bradley_terry, battles, ties="half", position=False, ci="bootstrap", n_boot=args.n_boot, rng=1,
         rank_sets=False, n_jobs=args.jobs)
     out["bootstrap_se_over_sandwich_se_median"] = float(np.median(boot.table["se"] / half.table["se"]))
     if not args.skip_fastchat:

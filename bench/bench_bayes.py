@@ -81,7 +81,7 @@ def fit_evalmix(d, seed: int, sampler: str = "auto", design: str = "ai4math") ->
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULAS[design], d, seed=seed, progressbar=False, sampler=sampler)
+        fit = bayes.glmer(FORMULAS[design], d, rng=seed, progressbar=False, sampler=sampler)
     el = time.perf_counter() - t
     return {"seconds": el, "sampling": fit.seconds, "sampler": fit.sampler,
             "divergences": fit.divergences, **convergence(fit.posterior_table())}

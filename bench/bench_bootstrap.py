@@ -40,23 +40,23 @@ def main() -> None:
     rng = np.random.default_rng(0)
     binary = (rng.random(10_000) < 0.6).astype(float)
     continuous = rng.normal(size=10_000)
-    runs = mixture_benchmark(1250, 8, seed=1)
+    runs = mixture_benchmark(1250, 8, rng=1)
     base = runs[runs["model"] == "base"]  # 10,000 rows: 1,250 items x 8 runs
-    preds, gold = mixture_predictions(800, 30, seed=2)
+    preds, gold = mixture_predictions(800, 30, rng=2)
 
     rows = [
         ("bootstrap_ci mean, 10,000 binary rows, percentile",
-         lambda: bootstrap_ci(binary, n_boot=B, seed=1)),
+         lambda: bootstrap_ci(binary, n_boot=B, rng=1)),
         ("bootstrap_ci mean, 10,000 binary rows, bca",
-         lambda: bootstrap_ci(binary, method="bca", n_boot=B, seed=1)),
+         lambda: bootstrap_ci(binary, method="bca", n_boot=B, rng=1)),
         ("bootstrap_ci mean, 10,000 continuous rows, percentile",
-         lambda: bootstrap_ci(continuous, n_boot=B, seed=1)),
+         lambda: bootstrap_ci(continuous, n_boot=B, rng=1)),
         ("cluster_bootstrap, 10,000-row runs table (1,250 items x 8 runs)",
-         lambda: cluster_bootstrap(base, n_boot=B, seed=1)),
+         lambda: cluster_bootstrap(base, n_boot=B, rng=1)),
         ("cluster_bootstrap by model, 30,000 rows, 3 models",
-         lambda: cluster_bootstrap(runs, by="model", n_boot=B, seed=1)),
+         lambda: cluster_bootstrap(runs, by="model", n_boot=B, rng=1)),
         ("instance_bootstrap F1, 30 runs x 800 instances",
-         lambda: instance_bootstrap(preds, gold, metric="f1", n_boot=B, seed=1)),
+         lambda: instance_bootstrap(preds, gold, metric="f1", n_boot=B, rng=1)),
         ("reference: python loop, 10,000 continuous rows",
          lambda: loop_bootstrap(continuous, B, 1)),
         ("reference: scipy.stats.bootstrap mean, 10,000 continuous rows, percentile",
@@ -67,7 +67,7 @@ def main() -> None:
     for label, fn in rows:
         print(f"{best(fn):8.3f} s  {label}")
     t0 = time.perf_counter()
-    calibrate("mixture", n_sims=100, seed=1)
+    calibrate("mixture", n_sims=100, rng=1)
     print(f"{time.perf_counter() - t0:8.3f} s  calibrate('mixture'), 4,000 x 8, 100 sims, 7 methods, n_jobs=1")
 
 

@@ -97,7 +97,7 @@ def simulate_big(items: int = 5000) -> pd.DataFrame:
     """40 models x ``items`` items x 5 runs, item SD 1.5, item:run SD 0.5 (evalmix's simulator)."""
     from evalmix.simulate import glmm_runs
 
-    return glmm_runs(40, items, 5, seed=1)
+    return glmm_runs(40, items, 5, rng=1)
 
 
 def _fit_big(q, items: int) -> None:

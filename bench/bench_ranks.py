@@ -88,7 +88,7 @@ def compare() -> None:
         df = runs_table(n_models, n_items, n_runs)
         size = f"{n_models} x {n_items} x {n_runs}, {n_boot}"
         a, t_old = timed(old.leaderboard.rank_sets, df, n_boot=n_boot, seed=1)
-        b, t_new = timed(leaderboard.rank_sets, df, n_boot=n_boot, seed=1)
+        b, t_new = timed(leaderboard.rank_sets, df, n_boot=n_boot, rng=1)
         same = a.table.equals(b.table) and a.groups.equals(b.groups) and (
             a.pairs[["model_a", "model_b", "separated"]].equals(b.pairs[["model_a", "model_b", "separated"]]))
         num = ["se", "conf_low", "conf_high", "statistic", "p_adjusted", "critical_value"]
@@ -107,12 +107,12 @@ def target() -> None:
 
     df, t_make = timed(runs_table, 1000, 500, 5)
     print(f"1,000 models x 500 items x 5 runs: {len(df):,} rows (built in {t_make:.1f} s)")
-    rs, t = timed(leaderboard.rank_sets, df, n_boot=1000, seed=1)
+    rs, t = timed(leaderboard.rank_sets, df, n_boot=1000, rng=1)
     print(f"rank_sets, 1,000 replicates: {t:.1f} s ({len(rs.pairs):,} pairs, {len(rs.groups)} tie groups)")
     ri, t = timed(ranking.rank_instability, df, runs_per_leaderboard=[1, 2])
     print(f"rank_instability, single runs and pairs of runs: {t:.1f} s ({ri.n_unstable} of "
           f"{ri.n_leaderboards} single-run leaderboards invert a pair)")
-    ru, t = timed(ranking.rank_uncertainty, df, n_boot=1000, seed=1)
+    ru, t = timed(ranking.rank_uncertainty, df, n_boot=1000, rng=1)
     print(f"rank_uncertainty, 1,000 replicates: {t:.1f} s")
 
 

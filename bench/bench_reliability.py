@@ -41,7 +41,7 @@ def main() -> None:
         df, ["language", "prompt"], runs_per_leaderboard=[1, 2, 3], **cols))
     for jobs in (1, 2):
         timed(f"rank_uncertainty, 4 slices x 2000 replicates, n_jobs={jobs}",
-              lambda: evalmix.rank_uncertainty(df, ["language", "prompt"], n_boot=2000, seed=1,
+              lambda: evalmix.rank_uncertainty(df, ["language", "prompt"], n_boot=2000, rng=1,
                                                n_jobs=jobs, **cols))
     timed("se_vs_runs with pairs, 32 slices, 112 pairs", lambda: se_vs_runs(
         df, SLICE, max_runs=10, paired="model", **cols))

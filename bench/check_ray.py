@@ -27,14 +27,14 @@ local = parallel_map(draw, range(10), seed=4)
 with joblib.parallel_config(backend="ray"):
     remote = parallel_map(draw, range(10), seed=4, progress=True, desc="ray")
 print("parallel_map equal:", local == remote)
-df = evalmix.simulate.glmm_runs(4, 60, 2, model_effects=[-0.5, 0, 0.1, 0.6], seed=4)
-a = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, seed=3)
+df = evalmix.simulate.glmm_runs(4, 60, 2, model_effects=[-0.5, 0, 0.1, 0.6], rng=4)
+a = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, rng=3)
 with joblib.parallel_config(backend="ray"):
-    b = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, seed=3)
+    b = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, rng=3)
 print("rank_uncertainty equal:", a.table.equals(b.table))
 # Bayesian chains: one Ray task per chain, the model rebuilt from its recipe on the workers
-small = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0.0, 0.8], seed=6)
-kw = dict(draws=100, tune=100, chains=2, seed=5, progressbar=False)
+small = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0.0, 0.8], rng=6)
+kw = dict(draws=100, tune=100, chains=2, rng=5, progressbar=False)
 f1 = evalmix.bayes.glmer("correct ~ model + (1|item)", small, cores=1, **kw)
 with joblib.parallel_config(backend="ray"):
     f2 = evalmix.bayes.glmer("correct ~ model + (1|item)", small, **kw)

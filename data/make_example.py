@@ -15,7 +15,7 @@ SLICES = {"language": {"EN": 0.0, "ES": -0.1}, "prompt": {"COT": 0.0, "ZS": 0.1}
 def make():
     """The example table: the AI4Math design (8 models, 105 items, 3 runs, 2 languages, 2 prompts)."""
     return glmm_runs(8, 105, 3, slices=SLICES, model_effects=MODEL_EFFECTS,
-                     sd_item=1.8, sd_item_run=0.6, seed=2025)
+                     sd_item=1.8, sd_item_run=0.6, rng=2025)
 
 
 if __name__ == "__main__":

@@ -58,10 +58,10 @@ truth = {"(Intercept)": EFFECTS[0], "modelM2": EFFECTS[1] - EFFECTS[0],
 
 rows, best = [], []
 for rep in range(N_SIM):
-    d = glmm_runs(4, 30, 3, model_effects=EFFECTS, sd_item=1.5, sd_item_run=0.3, seed=1000 + rep)
+    d = glmm_runs(4, 30, 3, model_effects=EFFECTS, sd_item=1.5, sd_item_run=0.3, rng=1000 + rep)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = bayes.glmer(FORMULA, d, draws=500, tune=500, chains=2, seed=rep, progressbar=False,
+        fit = bayes.glmer(FORMULA, d, draws=500, tune=500, chains=2, rng=rep, progressbar=False,
                           cores=1)
     s50 = fit.posterior_table(hdi_prob=0.5).set_index("parameter")
     s90 = fit.posterior_table(hdi_prob=0.9).set_index("parameter")
@@ -152,13 +152,13 @@ if path.exists():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ml = evalmix.glmer(f, runs)
-    fit = bayes.glmer(f, runs, seed=1, progressbar=False, cores=1)
+    fit = bayes.glmer(f, runs, rng=1, progressbar=False, cores=1)
     cmp = pd.DataFrame({"ml": ml.fixef, "posterior_mean": fit.fixef})
     cmp["difference"] = cmp["posterior_mean"] - cmp["ml"]
     display(cmp.round(3))
     display(fit.varcorr.round(3))
     display(fit.ranks("model").to_frame().round(3).iloc[:, :6])
-    display(fit.posterior_predictive(by="model", spread="problem_id", seed=1).to_frame().round(3))
+    display(fit.posterior_predictive(by="model", spread="problem_id", rng=1).to_frame().round(3))
 else:
     print("AI4Math data not found beside the checkout; skipped")
 """)

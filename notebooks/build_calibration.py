@@ -64,7 +64,7 @@ The clone shares it exactly; the finetune promotes 1% of all questions from hard
 """)
 
 nb.code("""
-df = mixture_benchmark(N_QUESTIONS, N_RUNS, easy=0.42, hard=0.28, uplift=UPLIFT, seed=SEED)
+df = mixture_benchmark(N_QUESTIONS, N_RUNS, easy=0.42, hard=0.28, uplift=UPLIFT, rng=SEED)
 truth = df.attrs["truth"]["accuracy"]
 
 def scores(model):
@@ -186,7 +186,7 @@ than the document's loop, so agreement is within Monte-Carlo error (the `*_mc_se
 
 nb.code("""
 t0 = time.time()
-cal = calibrate("mixture", n_sims=N_SIMS, seed=SEED, n_jobs=N_JOBS, progress=False,
+cal = calibrate("mixture", n_sims=N_SIMS, rng=SEED, n_jobs=N_JOBS, progress=False,
                 n_questions=N_QUESTIONS, n_runs=N_RUNS, uplift=UPLIFT)
 print(f"calibrate: {time.time() - t0:.1f}s on {N_JOBS} worker(s)")
 table = cal.table.set_index("method")
@@ -245,7 +245,7 @@ nb.code("""
 t0 = time.time()
 cal_glmm = calibrate("glmm", ["mcnemar_single_run", "paired_t_runs", "paired_bootstrap", "glmm_contrast",
                               "question_bootstrap", "run_bootstrap", "run_bootstrap_sqrt_b"],
-                     n_sims=300, seed=SEED, n_jobs=N_JOBS, progress=False,
+                     n_sims=300, rng=SEED, n_jobs=N_JOBS, progress=False,
                      n_items=200, n_runs=3, effect=0.3)
 print(f"calibrate('glmm'): {time.time() - t0:.1f}s; true accuracy difference "
       f"{cal_glmm.design['true_diff']:.4f}")
@@ -266,9 +266,9 @@ and the share of plausible F1 scores it contains, as in the published table (B =
 """)
 
 nb.code("""
-preds, gold = mixture_predictions(800, 30, prevalence=0.15, easy=0.55, hard=0.15, seed=2025)
+preds, gold = mixture_predictions(800, 30, prevalence=0.15, easy=0.55, hard=0.15, rng=2025)
 t0 = time.time()
-cov = coverage_study(preds, gold, metric="f1", n_plausible=25_000, n_boot=5000, seed=SEED)
+cov = coverage_study(preds, gold, metric="f1", n_plausible=25_000, n_boot=5000, rng=SEED)
 print(f"coverage study: {time.time() - t0:.1f}s; plausible F1 2.5-97.5%:",
       np.percentile(cov.plausible, [2.5, 97.5]).round(3))
 wide = (100 * cov.wide()).round(0)

@@ -93,7 +93,7 @@ Markdown tables and PNG/PDF figures.
 
 nb.code("""
 out = tempfile.mkdtemp(prefix="evalmix-report-")
-rep = evalmix.report(runs, out, n_boot=200, seed=1)
+rep = evalmix.report(runs, out, n_boot=200, rng=1)
 rep.to_frame()
 """)
 

@@ -27,13 +27,13 @@ def simulated_study(n_items: int = 5000, n_calib: int = 20, n_test: int = 100, s
     """Calibrate on ``n_calib`` models (one run), then estimate ``n_test`` new models' expected
     full-benchmark accuracy (true item parameters, mean over items of P(correct)) from subsets."""
     rng = np.random.default_rng(seed)
-    items, theta = simulate_irt_parameters(n_items, n_calib, seed=rng)
-    fit = fit_irt(simulate_irt(items=items, theta=theta, seed=rng))
+    items, theta = simulate_irt_parameters(n_items, n_calib, rng=rng)
+    fit = fit_irt(simulate_irt(items=items, theta=theta, rng=rng))
     new_theta = rng.normal(0.0, 1.0, n_test)
     a = items["discrimination"].to_numpy()[:, None]
     b = items["difficulty"].to_numpy()[:, None]
     truth = (1.0 / (1.0 + np.exp(-a * (new_theta[None, :] - b)))).mean(axis=0)
-    new = simulate_irt(items=items, theta=new_theta, seed=rng)
+    new = simulate_irt(items=items, theta=new_theta, rng=rng)
     rows = []
     for n in sizes:
         for method in METHODS:
@@ -41,7 +41,7 @@ def simulated_study(n_items: int = 5000, n_calib: int = 20, n_test: int = 100, s
             if method == "adaptive":
                 est = adaptive_accuracy(fit, new, n_items=n, target="expected").table
             else:
-                chosen = select_items(fit, n, method=method, seed=rng)
+                chosen = select_items(fit, n, method=method, rng=rng)
                 est = estimate_accuracy(fit, new[new["item"].isin(chosen)], target="expected").table
             order = np.argsort(est["model"].to_numpy())   # m000, m001... in the order of new_theta
             e = est["estimate"].to_numpy()[order]
@@ -69,7 +69,7 @@ def ai4math_study(path: Path, sizes=(5, 10, 20, 40), seed: int = 7) -> pd.DataFr
                 if method == "adaptive":
                     est = adaptive_accuracy(fit, new, item="problem_id", n_items=n).table.iloc[0]
                 else:
-                    chosen = select_items(fit, n, method=method, seed=rng)
+                    chosen = select_items(fit, n, method=method, rng=rng)
                     est = estimate_accuracy(fit, new[new["problem_id"].isin(chosen)], item="problem_id").table.iloc[0]
                 rows.append({"model": held, "n_items": n, "method": method, "error": est["estimate"] - observed,
                              "covered": est["conf_low"] <= observed <= est["conf_high"],

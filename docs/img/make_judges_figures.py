@@ -33,7 +33,7 @@ def main() -> None:
     fig.axes[0].set_xlabel("answers rated 7 or more (%, 95% CI)")
     fig.savefig(OUT / "judges_by_judge.png", dpi=150)
 
-    judged = evalmix.simulate_judged(n_items=400, n_labelled=80, n_runs=3, accuracy=(0.72, 0.64), seed=2026)
+    judged = evalmix.simulate_judged(n_items=400, n_labelled=80, n_runs=3, accuracy=(0.72, 0.64), rng=2026)
     res = evalmix.ppi_mean(judged, method=["judge_only", "ppi++", "classical"])
     fig = accuracy_intervals(res, y="model", hue="method")
     for ax in fig.axes[:1]:

@@ -37,6 +37,7 @@ from .data.runs import read_runs, schema_of
 from .stats.descriptive import accuracy
 from .inference.emmeans import contrast, emmeans
 from .core.errors import DataError
+from .core.seeds import accepts_seed
 from .glmm import glmer
 from .model import ParsedFormula, make_formula
 from .studies.ranking import rank_instability, rank_uncertainty
@@ -641,7 +642,7 @@ def _ranks_section(data: pd.DataFrame, roles: dict[str, Any], n_runs: int, n_boo
     cond = roles["conditions"]
     sizes = list(range(1, n_runs))
     ri = rank_instability(data, cond or None, runs_per_leaderboard=sizes)
-    ru = rank_uncertainty(data, cond or None, n_boot=n_boot, seed=seed)
+    ru = rank_uncertainty(data, cond or None, n_boot=n_boot, rng=seed)
     singles = ri.table[ri.table["n_runs"] == 1]
     n_lb = len(singles)
     n_paper = int((singles["n_moved"] > 0).sum())
@@ -787,7 +788,7 @@ def _bayes_section(data: pd.DataFrame, formula: str, model: str, seed: int) -> R
                                      "(pip install 'evalmix[bayes]').")
     from . import bayes
 
-    fit = bayes.glmer(formula, data, draws=500, tune=500, chains=2, seed=seed, progressbar=False)
+    fit = bayes.glmer(formula, data, draws=500, tune=500, chains=2, rng=seed, progressbar=False)
     ranks = fit.ranks(model).to_frame()
     return ReportSection(
         "bayes", "Posterior rank probabilities",
@@ -1419,9 +1420,10 @@ def _fits_section(log: list[dict[str, Any]], singular: str = "", check: Any = No
         tables=(("fits", "Models fitted, with convergence and warnings.", fit_log),))
 
 
+@accepts_seed
 def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
            reference: str | None = None, slice: str | None = None, candidates: Sequence[str] | None = None,
-           formula: str | None = None, bayes: bool = False, seed: int = 0, conf_level: float = 0.95,
+           formula: str | None = None, bayes: bool = False, rng: int = 0, conf_level: float = 0.95,
            n_boot: int = 1000, plan_se: float = 0.03, cost_item: float = 10.0, cost_run: float = 1.0,
            title: str | None = None, item: str = "item", outcome: str = "correct", judge: str | None = None,
            labels: pd.DataFrame | str | Path | None = None, human: str = "human",
@@ -1451,7 +1453,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         the saturated candidate, model × every condition).
     bayes : bool
         Add posterior rank probabilities (needs the ``bayes`` extra; samples for a while).
-    seed : int
+    rng : int
         Seed of the bootstrap (rank intervals) and the sampler.
     conf_level : float
         Level of every interval.
@@ -1483,14 +1485,14 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, rng=1)
     >>> rep = evalmix.report(df, n_boot=100)
     >>> [s.key for s in rep.sections][:4]
     ['data', 'accuracy', 'selection', 'odds_ratios']
     >>> rep.section("slice_means").skipped.startswith("Left out")
     True
     """
-    check_arguments(seed=seed, conf_level=conf_level, n_boot=n_boot)
+    check_arguments(rng=rng, conf_level=conf_level, n_boot=n_boot)
     if not isinstance(runs, pd.DataFrame) or schema_of(runs) is None:
         # any numeric outcome is read: 0/1 goes the binomial way, scores are fitted as what they are
         runs = read_runs(runs, item=item, outcome=outcome, allow_fractional="any")
@@ -1522,7 +1524,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         return _score_report(data, out, roles=roles, kind=kind, fixed=formula or candidate_formulas(cond, m)[0],
                              reference=reference, slice_=slice_, conf_level=conf_level, title=title,
                              judge_col=judge_col, labels=labels, battles=battles, battle_cluster=battle_cluster,
-                             check=check, bayes=bayes, seed=seed, n_boot=n_boot)
+                             check=check, bayes=bayes, seed=rng, n_boot=n_boot)
     if not schema.counts and data[schema.outcome].dtype != np.int8:
         data = data.assign(**{schema.outcome: data[schema.outcome].astype("int8")})  # 0/1 read as numbers
 
@@ -1565,7 +1567,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
         rel_sec, corr = _reliability_section(data, roles)
         sections.append(rel_sec)
         corrections += corr
-        rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, seed)
+        rank_sec, corr = _ranks_section(data, roles, n_runs, n_boot, rng)
         sections.append(rank_sec)
         corrections += corr
         rep_sec, corr = _repetitions_section(data, roles, n_runs, plan_se, cost_item, cost_run)
@@ -1592,7 +1594,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
             tables=(("corrections", "The paper's procedure against the corrected one.",
                      pd.DataFrame(corrections)),)))
     if bayes:
-        sections.append(_bayes_section(data, base.with_fixed(best).text, m, seed))
+        sections.append(_bayes_section(data, base.with_fixed(best).text, m, rng))
     sections.append(health_section(data))
     if judge_col is not None or labels is not None:
         sections.append(judges_section(data, judge=judge_col, labels=labels, human=human,
@@ -1606,7 +1608,7 @@ def report(runs: pd.DataFrame | str | Path, out: str | Path | None = None, *,
     for row in log:  # formula -> what it was fitted for
         formulas[row["formula"]] = "; ".join(filter(None, [formulas.get(row["formula"]), row["use"]]))
     options = {"reference": ref, "slice": slice_, "conditions": cond, "selected": best,
-               "contrast_model": full, "conf_level": conf_level, "seed": seed, "n_boot": n_boot,
+               "contrast_model": full, "conf_level": conf_level, "seed": rng, "n_boot": n_boot,
                "bayes": bayes, "judge": judge_col, "labels": labels is not None,
                "battles": battles is not None, "outcome": str(schema.scores),
                "outcome_kind": "counts" if schema.counts else "binary", "engine": "glmer"}

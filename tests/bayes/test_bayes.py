@@ -35,12 +35,12 @@ def quiet_fit(formula, data, **kw):
 
 @pytest.fixture(scope="module")
 def sim():
-    return glmm_runs(3, 40, 3, model_effects=[-0.5, 0.3, 1.2], sd_item=1.2, sd_item_run=0.3, seed=11)
+    return glmm_runs(3, 40, 3, model_effects=[-0.5, 0.3, 1.2], sd_item=1.2, sd_item_run=0.3, rng=11)
 
 
 @pytest.fixture(scope="module")
 def fit(sim):
-    return quiet_fit("correct ~ model + (1|item) + (1|item:run)", sim, seed=3)
+    return quiet_fit("correct ~ model + (1|item) + (1|item:run)", sim, rng=3)
 
 
 def test_posterior_means_near_truth(fit, sim):
@@ -94,7 +94,7 @@ def test_rank_probabilities(fit):
 
 
 def test_posterior_predictive_check(fit, sim):
-    ppc = fit.posterior_predictive(by="model", spread="item", seed=1).to_frame()
+    ppc = fit.posterior_predictive(by="model", spread="item", rng=1).to_frame()
     acc = ppc[ppc["check"] == "accuracy"].set_index("model")
     obs = sim.groupby("model")["correct"].mean()
     np.testing.assert_allclose(acc.loc[obs.index, "observed"], obs.to_numpy())
@@ -112,8 +112,8 @@ def test_interval_coverage_over_repeated_simulations():
     """90% HDIs of the model effects and the item SD cover the truth at about the nominal rate."""
     hits = []
     for rep in range(12):
-        d = glmm_runs(2, 25, 2, model_effects=[-0.4, 0.6], sd_item=1.0, sd_item_run=0.0, seed=100 + rep)
-        f = quiet_fit("correct ~ model + (1|item)", d, seed=rep, draws=250, tune=250)
+        d = glmm_runs(2, 25, 2, model_effects=[-0.4, 0.6], sd_item=1.0, sd_item_run=0.0, rng=100 + rep)
+        f = quiet_fit("correct ~ model + (1|item)", d, rng=rep, draws=250, tune=250)
         s = f.posterior_table(hdi_prob=0.9).set_index("parameter")
         for name, value in (("(Intercept)", -0.4), ("modelM2", 1.0), ("sd((Intercept)|item)", 1.0)):
             hits.append(s.loc[name, "conf_low"] <= value <= s.loc[name, "conf_high"])
@@ -130,7 +130,7 @@ def test_prior_override_and_table(sim):
     assert tab.set_index("parameter").loc["sd((Intercept)|item)", "source"] == "user"
     assert tab.set_index("parameter").loc["modelM2", "prior"] == "Normal(mu=0, sigma=2.5)"
     # a very tight prior on the model effects pulls them to zero
-    f = quiet_fit("correct ~ model + (1|item)", sim, seed=2, priors={"fixed": ("normal", 0, 0.01)})
+    f = quiet_fit("correct ~ model + (1|item)", sim, rng=2, priors={"fixed": ("normal", 0, 0.01)})
     assert abs(f.fixef["modelM3"]) < 0.05
     assert (f.priors["source"] == "user").sum() == 2
     with pytest.raises(ValueError, match="unknown parameter"):
@@ -141,16 +141,16 @@ def test_prior_override_and_table(sim):
 
 def test_sampling_warning_on_short_chains(sim):
     with pytest.warns(SamplingWarning, match="effective sample size"):
-        bayes.glmer("correct ~ model + (1|item)", sim, draws=30, tune=30, chains=2, seed=1,
+        bayes.glmer("correct ~ model + (1|item)", sim, draws=30, tune=30, chains=2, rng=1,
                     progressbar=False, cores=FAST["cores"])
 
 
 @pytest.mark.slow  # sampling or a simulation: the second test step
 def test_counts_give_the_same_posterior_as_rows(sim):
-    rows = quiet_fit("correct ~ model + (1|item)", sim, seed=5)
+    rows = quiet_fit("correct ~ model + (1|item)", sim, rng=5)
     agg = sim.groupby(["model", "item"], observed=True)["correct"].agg(["sum", "count"]).reset_index()
     agg = agg.rename(columns={"sum": "k", "count": "n"})
-    counts = quiet_fit("cbind(k, n - k) ~ model + (1|item)", agg, seed=5)
+    counts = quiet_fit("cbind(k, n - k) ~ model + (1|item)", agg, rng=5)
     # identical pooled counts: the same posterior up to Monte Carlo error
     se = np.sqrt(rows.fixef_draws.var() / 150 + counts.fixef_draws.var() / 150)
     assert (np.abs(rows.fixef - counts.fixef) < 4 * se).all()
@@ -159,22 +159,22 @@ def test_counts_give_the_same_posterior_as_rows(sim):
 
 @pytest.mark.slow
 def test_correlated_slope_and_nested_terms():
-    d = glmm_runs(2, 30, 2, slices={"language": ["EN", "ES"]}, sd_item=1.0, sd_slope=0.8, seed=4)
-    f = quiet_fit("correct ~ model + language + (1 + language|item)", d, seed=1)
+    d = glmm_runs(2, 30, 2, slices={"language": ["EN", "ES"]}, sd_item=1.0, sd_slope=0.8, rng=4)
+    f = quiet_fit("correct ~ model + language + (1 + language|item)", d, rng=1)
     names = f.posterior_table()["parameter"].tolist()
     assert "cor(languageES,(Intercept)|item)" in names
     vc = f.varcorr
     cor = vc[vc["var2"] != ""]["sd"].iloc[0]
     assert -1 < cor < 1
-    f2 = quiet_fit("correct ~ model + (1|item/run)", d, seed=1)
+    f2 = quiet_fit("correct ~ model + (1|item/run)", d, rng=1)
     assert set(f2.varcorr["group"]) == {"item", "run:item"}  # lme4 names the nested term run:item
 
 
 @pytest.mark.slow
 def test_loo_comparison_prefers_the_true_model():
-    d = glmm_runs(3, 30, 2, model_effects=[-1.5, 0.0, 1.5], sd_item=1.0, sd_item_run=0.0, seed=8)
-    a = quiet_fit("correct ~ model + (1|item)", d, seed=1)
-    b = quiet_fit("correct ~ 1 + (1|item)", d, seed=1)
+    d = glmm_runs(3, 30, 2, model_effects=[-1.5, 0.0, 1.5], sd_item=1.0, sd_item_run=0.0, rng=8)
+    a = quiet_fit("correct ~ model + (1|item)", d, rng=1)
+    b = quiet_fit("correct ~ 1 + (1|item)", d, rng=1)
     cmp = evalmix.compare_models({"model": a, "null": b})
     tab = cmp.to_frame()
     assert cmp.criterion == "loo"
@@ -242,7 +242,7 @@ def test_remove_data_keeps_what_does_not_need_the_rows(fit):
     for call, says in ((lambda f: f.log_likelihood(), "log_likelihood"),
                        (lambda f: f.loo(), "log_likelihood"), (lambda f: f.waic(), "waic"),
                        (lambda f: f.idata, "log_likelihood"),
-                       (lambda f: f.posterior_predictive(by="model", seed=1),
+                       (lambda f: f.posterior_predictive(by="model", rng=1),
                         "posterior_predictive")):
         with pytest.raises(DataError, match=f"{says}.*remove_data"):
             call(small)
@@ -312,7 +312,7 @@ def test_ai4math_posterior_means_match_ml(ai4math_raw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ml = ml_glmer(formula, ai4math_raw)
-    f = quiet_fit(formula, ai4math_raw, seed=7)
+    f = quiet_fit(formula, ai4math_raw, rng=7)
     diff = (f.fixef - ml.fixef).abs()
     assert diff.max() < 0.1, diff
     # and lme4's own ML estimates (tests/reference/lme4_reference.R), R's column order
@@ -439,7 +439,7 @@ def test_held_item_attributes_give_the_ml_estimates(sim_x):
     """Sampled with the item attributes held, the coefficients and the item effects (deviations
     from their regression mean) agree with glmer's within a fraction of their posterior SD."""
     formula = "correct ~ model + w + dom + (1|item)"
-    post = quiet_fit(formula, sim_x, seed=2, draws=400, tune=400, chains=2)
+    post = quiet_fit(formula, sim_x, rng=2, draws=400, tune=400, chains=2)
     ml = evalmix.glmer(formula, sim_x)
     tab = post.posterior_table().set_index("parameter")
     for name, est in ml.fixef.items():
@@ -476,7 +476,7 @@ def test_fused_initial_point_and_coverage(sim):
     np.testing.assert_array_equal(a, b)
     assert np.isfinite(density.logp_dlogp(a)[0])
     assert len(a) == sum(v.size for v in bm.model.initial_point().values())
-    d = glmm_runs(2, 20, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.5, seed=1)
+    d = glmm_runs(2, 20, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.5, rng=1)
     corr = build_model("correct ~ model + language + (1 + language|item)", d)
     assert "correlated" in fused_reason(corr)
     with pytest.raises(ValueError, match="does not cover"):
@@ -490,8 +490,8 @@ def test_default_sampler_matches_pymc_sampler(sim):
     from evalmix.bayes.fused import fused_available
 
     formula = "correct ~ model + (1|item) + (1|item:run)"
-    auto = quiet_fit(formula, sim, seed=4, draws=500, tune=500)
-    ref = quiet_fit(formula, sim, seed=4, draws=500, tune=500, sampler="pymc")
+    auto = quiet_fit(formula, sim, rng=4, draws=500, tune=500)
+    ref = quiet_fit(formula, sim, rng=4, draws=500, tune=500, sampler="pymc")
     assert ("compiled numba kernel" in auto.sampler) == fused_available()
     se = np.sqrt(auto.fixef_draws.var() / 250 + ref.fixef_draws.var() / 250)
     assert (np.abs(auto.fixef - ref.fixef) < 4 * se).all()
@@ -509,11 +509,11 @@ def test_ranks_leave_out_a_non_estimable_level():
     the other means are the posterior means of the shared reference grid."""
     from evalmix.core.errors import DataWarning, FitWarning
 
-    data = glmm_runs(3, 30, 2, seed=5)
+    data = glmm_runs(3, 30, 2, rng=5)
     data["lang"] = np.where(data["item"].astype(str).str[-1].isin(list("02468")), "ES", "EN")
     data = data[~((data["model"] == "M3") & (data["lang"] == "ES"))]
     with pytest.warns(FitWarning, match="rank deficient"):
-        fit = quiet_fit("correct ~ model * lang + (1|item)", data, seed=4)
+        fit = quiet_fit("correct ~ model * lang + (1|item)", data, rng=4)
     with pytest.warns(DataWarning, match="model=M3"):
         r = fit.ranks("model")
     assert sorted(r.table["model"]) == ["M1", "M2"] and r.draws.shape[1] == 2
@@ -528,8 +528,8 @@ def test_ranks_leave_out_a_non_estimable_level():
 
 
 def _tiny_fit(**kw):
-    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, seed=21)
-    return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "seed": 8, **kw})
+    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, rng=21)
+    return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "rng": 8, **kw})
 
 
 @pytest.mark.slow  # sampling or a simulation: the second test step
@@ -553,13 +553,13 @@ def test_chains_give_the_same_draws_whatever_runs_them() -> None:
         np.testing.assert_array_equal(other.fixef_draws.values, one.fixef_draws.values)
         np.testing.assert_array_equal(other.idata.sample_stats["diverging"], one.idata.sample_stats["diverging"])
     assert not np.array_equal(post["Intercept"][0], post["Intercept"][1])  # chains are distinct
-    assert not np.array_equal(_tiny_fit(cores=1, seed=9, chains=1).fixef_draws.values,
+    assert not np.array_equal(_tiny_fit(cores=1, rng=9, chains=1).fixef_draws.values,
                               one.fixef_draws.values[:60])
     # chain 1 is the sampler run with the second child of SeedSequence(8), on a model rebuilt
     # from the pickled job
     from functools import partial
 
-    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, seed=21)
+    d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, rng=21)
     from evalmix.bayes.sampling import choose_sampler, likelihood_for
     from evalmix.model import check_data
 

@@ -173,7 +173,7 @@ def test_lmer_twin_converges_on_sleepstudy_correlated_slopes():
     sleep = pd.read_csv(REF / "lmer_sleepstudy.csv")
     with warnings.catch_warnings():
         warnings.simplefilter("error", evalmix.errors.SamplingWarning)
-        fit = bayes.lmer("Reaction ~ Days + (Days|Subject)", sleep, seed=1, progressbar=False)
+        fit = bayes.lmer("Reaction ~ Days + (Days|Subject)", sleep, rng=1, progressbar=False)
     assert fit.sampler.startswith(("nutpie", "pymc"))
     _converged(fit)
     ml = evalmix.lmer("Reaction ~ Days + (Days|Subject)", sleep)
@@ -187,7 +187,7 @@ def test_lmer_twin_converges_on_sleepstudy_correlated_slopes():
 @pytest.mark.slow
 def test_glmer_twin_converges_on_a_correlated_binomial_slope():
     d = pd.read_csv(REF / "glmm_slope.csv")
-    fit = bayes.glmer("correct ~ x + (1 + x|g)", d, seed=2, progressbar=False)
+    fit = bayes.glmer("correct ~ x + (1 + x|g)", d, rng=2, progressbar=False)
     _converged(fit)
     ml = evalmix.glmer("correct ~ x + (1 + x|g)", d)
     _near_ml(fit, ml.fixef, pd.Series(np.sqrt(np.diag(ml.vcov)), index=ml.fixef.index), ["(Intercept)", "x"])
@@ -196,7 +196,7 @@ def test_glmer_twin_converges_on_a_correlated_binomial_slope():
 @pytest.mark.slow
 def test_clmm_twin_converges_on_wine():
     wine = pd.read_csv(REF / "clmm_wine.csv")
-    fit = bayes.clmm("rating ~ temp + contact + (1|judge)", wine, seed=3, progressbar=False)
+    fit = bayes.clmm("rating ~ temp + contact + (1|judge)", wine, rng=3, progressbar=False)
     _converged(fit)
     ml = evalmix.clmm("rating ~ temp + contact + (1|judge)", wine)
     coef = ml.coef if hasattr(ml, "coef") else ml.fixef
@@ -210,7 +210,7 @@ def test_clmm_twin_converges_on_wine():
 def test_glmmtmb_betabinomial_twin_converges_on_cbpp():
     cbpp = pd.read_csv(REF / "engine_cbpp.csv", dtype={"herd": str, "period": str})
     f = "cbind(incidence, size - incidence) ~ period + (1|herd)"
-    fit = bayes.glmmtmb(f, cbpp, family="betabinomial", seed=4, progressbar=False)
+    fit = bayes.glmmtmb(f, cbpp, family="betabinomial", rng=4, progressbar=False)
     _converged(fit)
     ml = evalmix.glmmtmb(f, cbpp, family="betabinomial")
     tab = ml.to_frame().set_index("term")
@@ -222,7 +222,7 @@ def test_glmmtmb_betabinomial_twin_converges_on_cbpp():
 def test_glmmtmb_beta_twin_converges_on_scores():
     d = pd.read_csv(REF / "glmmtmb_sim.csv")
     f = "score ~ model + (1|item)"
-    fit = bayes.glmmtmb(f, d, family="beta", seed=5, progressbar=False)
+    fit = bayes.glmmtmb(f, d, family="beta", rng=5, progressbar=False)
     _converged(fit)
     ml = evalmix.glmmtmb(f, d, family="beta")
     tab = ml.to_frame().set_index("term")

@@ -255,7 +255,7 @@ def converged(fit) -> None:
 
 @pytest.fixture(scope="module")
 def lmer_fit(sleep):
-    return bayes.lmer("Reaction ~ Days + (1|Subject)", sleep, seed=20261126, progressbar=False)
+    return bayes.lmer("Reaction ~ Days + (1|Subject)", sleep, rng=20261126, progressbar=False)
 
 
 @pytest.mark.slow
@@ -278,13 +278,13 @@ def test_lmer_twin_matches_lmer_on_sleepstudy(lmer_fit, sleep):
     ll = fit.log_likelihood()
     assert ll.shape == (fit.chains, fit.draws, 180)
     assert np.isfinite(elpd(fit.loo()))
-    ppc = fit.posterior_predictive(seed=1).to_frame()
+    ppc = fit.posterior_predictive(rng=1).to_frame()
     assert 0.05 < ppc["ppp"][0] < 0.95
 
 
 @pytest.fixture(scope="module")
 def clmm_fit(wine):
-    return bayes.clmm("rating ~ temp + contact + (1|judge)", wine, seed=20261126, progressbar=False)
+    return bayes.clmm("rating ~ temp + contact + (1|judge)", wine, rng=20261126, progressbar=False)
 
 
 @pytest.mark.slow
@@ -304,13 +304,13 @@ def test_clmm_twin_matches_ordinal_on_wine(clmm_fit):
     assert em["temp"].tolist() == lat["level"]
     assert np.all(np.abs(em["estimate"] - lat["estimate"]) < 0.5 * em["se"])
     assert set(fit.ranks("temp").to_frame().columns) >= {"temp", "mean_latent", "p_best"}
-    ppc = fit.posterior_predictive(by="temp", seed=1).to_frame()
+    ppc = fit.posterior_predictive(by="temp", rng=1).to_frame()
     assert ((ppc["ppp"] > 0.02) & (ppc["ppp"] < 0.98)).all()
 
 
 @pytest.fixture(scope="module")
 def beta_fit(tmb_sim):
-    return bayes.glmmtmb("score ~ model + (1|item)", tmb_sim, seed=20261126, progressbar=False)
+    return bayes.glmmtmb("score ~ model + (1|item)", tmb_sim, rng=20261126, progressbar=False)
 
 
 @pytest.mark.slow
@@ -329,7 +329,7 @@ def test_beta_twin_matches_glmmtmb(beta_fit):
 @pytest.fixture(scope="module")
 def bb_fit(tmb_sim):
     return bayes.glmmtmb("cbind(k, n - k) ~ model + (1|item)", tmb_sim, family="betabinomial",
-                         seed=20261126, progressbar=False)
+                         rng=20261126, progressbar=False)
 
 
 @pytest.mark.slow
@@ -378,7 +378,7 @@ def test_clmm_twin_emmeans_of_every_mode_match_ordinal_on_wine(clmm_fit):
 @pytest.mark.slow
 def test_probit_clmm_twin_matches_ordinal_on_wine(wine):
     # the ordered-probit likelihood: every output of the logit twin, against ordinal's probit fit
-    fit = bayes.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit", seed=20261126,
+    fit = bayes.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit", rng=20261126,
                      progressbar=False)
     ml = ref("clmm_reference.json")["wine_probit"]
     converged(fit)
@@ -393,7 +393,7 @@ def test_probit_clmm_twin_matches_ordinal_on_wine(wine):
     assert ll.shape == (fit.chains, fit.draws, 72) and np.isfinite(ll).all()
     assert ml["loglik"] - 15 < ll.sum(axis=2).mean() < ml["loglik"] + 15
     assert np.isfinite(elpd(fit.loo()))
-    ppc = fit.posterior_predictive(by="temp", seed=1).to_frame()
+    ppc = fit.posterior_predictive(by="temp", rng=1).to_frame()
     assert ((ppc["ppp"] > 0.02) & (ppc["ppp"] < 0.98)).all()
     ml_fit = evalmix.clmm("rating ~ temp + contact + (1|judge)", wine, link="probit")
     # within 0.5 posterior SD: the posterior's wider judge SD moves the latent means by 0.35-0.41 SD

@@ -157,7 +157,7 @@ def test_posterior_matches_ml_and_truth_on_a_large_data_set(formula, kw, link):
         warnings.simplefilter("ignore", SamplingWarning)
         warnings.simplefilter("ignore", FitWarning)
         ml = evalmix.glmer(formula, data, link=link, **kw)
-        fit = bayes.glmer(formula, data, link=link, draws=400, tune=400, chains=2, seed=5,
+        fit = bayes.glmer(formula, data, link=link, draws=400, tune=400, chains=2, rng=5,
                           progressbar=False, **kw)
     assert fit.link == link and f"binomial ({link})" in repr(fit)
     sd = fit.fixef_draws.std()
@@ -174,7 +174,7 @@ def test_posterior_matches_ml_and_truth_on_a_large_data_set(formula, kw, link):
     np.testing.assert_allclose(e_b["se"], e_ml["se"], rtol=0.2)
     ll = fit.log_likelihood()
     assert ll.shape == (2, 400, len(data)) and np.isfinite(ll).all()
-    ppc = fit.posterior_predictive(seed=1).to_frame()
+    ppc = fit.posterior_predictive(rng=1).to_frame()
     assert 0.05 < ppc["ppp"].iloc[0] < 0.95
 
 

@@ -116,7 +116,7 @@ def test_large_linear_predictors_fall_back_to_the_row_wise_form():
 def test_a_fit_reports_the_row_pass():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
-        fit = bayes.glmer(CROSSED, crossed(), draws=20, tune=20, chains=1, seed=1, progressbar=False,
+        fit = bayes.glmer(CROSSED, crossed(), draws=20, tune=20, chains=1, rng=1, progressbar=False,
                           parameterization="centered")  # no maximum-likelihood fit to choose forms
     assert fit.sampler.endswith("(compiled numba kernel, blocked row pass)")
 
@@ -128,7 +128,7 @@ def test_crossed_design_with_item_predictors_converges_by_default():
     for every fixed effect and SD (the convergence goal of issue 22)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
-        fit = bayes.glmer(CROSSED, crossed(seed=7, n_models=4, n_items=80, n_prompts=6), seed=11,
+        fit = bayes.glmer(CROSSED, crossed(seed=7, n_models=4, n_items=80, n_prompts=6), rng=11,
                           progressbar=False)
     table = fit.posterior_table()
     assert "blocked row pass" in fit.sampler

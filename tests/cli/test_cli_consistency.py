@@ -46,7 +46,7 @@ def tables(tmp_path_factory) -> dict[str, Path]:
     counts.rename(columns={"model": "llm", "item": "question"}).to_csv(out["counts"], index=False)
     ratings = pd.read_csv(RATINGS)
     ratings.assign(correct=(ratings["rating"] >= 3).astype(int)).to_csv(out["verdicts"], index=False)
-    evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1).to_csv(out["judged"], index=False)
+    evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, rng=1).to_csv(out["judged"], index=False)
     out["cutoffs"] = folder / "cutoffs.csv"
     evalmix.simulate.contaminated_runs(60, 1, rng=1).to_csv(out["cutoffs"], index=False)
     return out
@@ -258,7 +258,7 @@ def test_run_none_works(argv, tables, capsys):
 def test_run_none_matches_the_library(tables, capsys):
     one = pd.read_csv(tables["one"])
     lb, _ = _doc(["leaderboard", str(tables["one"]), "--run", "none", "--n-boot", "200"], capsys)
-    want = evalmix.rank_sets(evalmix.read_runs(one, run=None), n_boot=200, seed=1).to_frame()
+    want = evalmix.rank_sets(evalmix.read_runs(one, run=None), n_boot=200, rng=1).to_frame()
     got = pd.DataFrame(lb["table"])
     np.testing.assert_allclose(got["estimate"], want["estimate"], rtol=1e-12)
     assert got["rank_low"].tolist() == want["rank_low"].tolist()

@@ -30,7 +30,7 @@ def test_runs_table_json_equals_library(capsys):
     assert main(["leaderboard", str(EXAMPLE), "--n-boot", "300", "--seed", "4", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     runs = _quiet(evalmix.read_runs, EXAMPLE)
-    lib = rank_sets(runs, n_boot=300, seed=4)
+    lib = rank_sets(runs, n_boot=300, rng=4)
     got = pd.DataFrame(doc["table"])
     assert got["model"].tolist() == lib.table["model"].tolist()
     for col in ("estimate", "se", "conf_low", "conf_high"):
@@ -63,7 +63,7 @@ def test_inspect_logs_equal_library_numbers(capsys, tmp_path):
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     logs = _quiet(evalmix.read_inspect, tmp_path, scorer="match", errors="keep")
-    lib = rank_sets(logs, n_boot=400, seed=1)
+    lib = rank_sets(logs, n_boot=400, rng=1)
     got = pd.DataFrame(doc["table"])
     assert set(got["model"]) == {"mockllm/alpha", "mockllm/beta"}
     np.testing.assert_allclose(got["estimate"], lib.table["estimate"], rtol=1e-12)
@@ -93,7 +93,7 @@ def test_lm_eval_output_folder_equals_library(capsys, task, metric):
     doc = json.loads(capsys.readouterr().out)
     runs = _quiet(evalmix.read_lm_eval, pattern, metric)
     assert runs["run"].nunique() == 3 and set(runs["model"]) == {"org/tiny-a", "org/tiny-b"}
-    lib = rank_sets(runs, n_boot=500, seed=1)
+    lib = rank_sets(runs, n_boot=500, rng=1)
     got = pd.DataFrame(doc["table"])
     np.testing.assert_allclose(got["estimate"], lib.table["estimate"], rtol=1e-12)
     np.testing.assert_allclose(got["conf_low"], lib.table["conf_low"], rtol=1e-12)

@@ -25,7 +25,7 @@ def test_difference_stop_equals_library(capsys):
     assert main(["sequential", str(EXAMPLE), "model-A", "model-B", *WHERE, "--width", "0.3", "--seed", "2",
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    lib = sequential_difference(_one(), "model-A", "model-B", target_width=0.3, seed=2)
+    lib = sequential_difference(_one(), "model-A", "model-B", target_width=0.3, rng=2)
     assert doc["stopped_at"] == lib.stopped_at and doc["decision"] == lib.decision == "width"
     assert doc["conf_low"] == pytest.approx(lib.conf_low, abs=1e-12)
     assert doc["table"][0]["n"] == lib.stopped_at and doc["table"][0]["n_answers"] == lib.n_answers
@@ -69,6 +69,6 @@ def test_expect_plans_from_the_pilot(capsys):
     ma = one[one.model == "model-A"].groupby("item", sort=False)["correct"].mean()
     mc = one[one.model == "model-C"].groupby("item", sort=False)["correct"].mean()
     lib = expected_stop((mc - ma.loc[mc.index]).to_numpy(), bounds=(-1, 1), null=0.0, target_width=0.1,
-                        max_n=500, n_sims=20, seed=0)
+                        max_n=500, n_sims=20, rng=0)
     assert doc["table"][0]["mean_items"] == pytest.approx(lib["mean_items"].item())
     assert doc["table"][0]["decided"] == pytest.approx(lib["decided"].item())

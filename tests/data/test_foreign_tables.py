@@ -36,7 +36,7 @@ def test_arrow_nulls_are_reported_by_row_as_for_pandas():
 
 def test_other_objects_are_refused_by_name():
     assert not is_foreign_table([1, 2]) and not is_foreign_table(pd.DataFrame(ROWS))
-    with pytest.raises(DataError, match=r"expected a pandas, polars or Arrow table, got list"):
+    with pytest.raises(DataError, match=r"expected a pandas, polars, Arrow or DuckDB table .*got list"):
         as_pandas([1, 2])
     with pytest.raises(DataError, match=r"a pyarrow ChunkedArray converted to Series, not a table"):
         as_pandas(pa.chunked_array([[1, 2]]))  # an Arrow column converts to a Series, not a table

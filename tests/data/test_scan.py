@@ -19,7 +19,7 @@ from evalmix.data.scan import aggregate_runs
 
 
 def _runs(seed: int = 1) -> pd.DataFrame:
-    d = evalmix.simulate.glmm_runs(3, 40, 3, model_effects=[-0.5, 0.0, 0.7], seed=seed)
+    d = evalmix.simulate.glmm_runs(3, 40, 3, model_effects=[-0.5, 0.0, 0.7], rng=seed)
     d["language"] = np.where(d["item"].str[-1].astype(int) % 2 == 0, "EN", "FR")
     d["benchmark"] = np.where(d["item"] < "q21", "math", "code")
     return d

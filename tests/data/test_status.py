@@ -178,7 +178,7 @@ def test_bounds_on_real_inspect_logs(version):
 
 
 def test_other_analyses_name_the_unscored_rows():
-    df = evalmix.simulate.glmm_runs(2, 10, 2, seed=1)
+    df = evalmix.simulate.glmm_runs(2, 10, 2, rng=1)
     df["status"] = "ok"
     df.loc[0, "correct"] = np.nan
     df.loc[0, "status"] = "error"

@@ -218,7 +218,7 @@ def test_recovers_simulated_truth_at_scale():
     """A scaled-down version of the 1M-row benchmark design: truth sd_item 1.5, sd_item_run 0.5."""
     from evalmix.simulate import glmm_runs
 
-    d = glmm_runs(10, 400, 4, seed=11)
+    d = glmm_runs(10, 400, 4, rng=11)
     truth = d.attrs["truth"]
     f = quiet_fit(truth["formula"], d)
     assert f.converged and not f.singular
@@ -251,7 +251,7 @@ def test_vector_term_leaves_a_degenerate_boundary():
                                  int(rng.integers(2, 4)))
     d = glmm_runs(n_models, n_items, n_runs, slices={"lang": ["EN", "ES"]},
                   sd_item=float(rng.uniform(0, 2)), sd_item_run=float(rng.uniform(0, 1)),
-                  sd_slope=float(rng.uniform(0, 1)), seed=0)
+                  sd_slope=float(rng.uniform(0, 1)), rng=0)
     a = quiet_fit("correct ~ model + (1 + lang|item)", d)
     b = quiet_fit("correct ~ model + (1 + lang|item)", d, start={"theta": [0.5, 0.5, 0.5]})
     assert a.loglik >= b.loglik - 1e-6

@@ -418,7 +418,7 @@ def test_remove_data_keeps_what_does_not_need_the_rows():
     with pytest.raises(err.DataError, match="profile.*remove_data"):
         small.confint("profile")
     with pytest.raises(err.DataError, match="bootmer.*remove_data"):
-        small.confint("boot", nsim=2, seed=1)
+        small.confint("boot", nsim=2, rng=1)
     with pytest.raises(ValueError, match="weights"):
         evalmix.emmeans(small, "model", weights="proportional")
 

@@ -380,7 +380,7 @@ def test_count_at_the_optimum_of_a_large_fit_is_the_stencils():
     from evalmix.simulate import glmm_runs
 
     design = build_design("correct ~ model + (1|item) + (1|item:run)",
-                          glmm_runs(8, 500, 3, seed=4))
+                          glmm_runs(8, 500, 3, rng=4))
     ld = build_deviance(design)
     ev, _ = optimize(ld, design.theta_start, design.theta_lower, np.zeros(design.X.shape[1]))
     eta0 = lme4_start(ld, ev.theta, design.theta_lower, ev.beta, ev.u)

@@ -101,7 +101,7 @@ def test_bootstrap_matches_bootmer_within_monte_carlo_error():
     within 3 x s (1/sqrt(200) + 1/sqrt(500))."""
     fit = _fit("counts")
     ref = R["cases"]["counts"]["boot"]
-    ci = fit.confint("boot", nsim=200, seed=11)
+    ci = fit.confint("boot", nsim=200, rng=11)
     reps = ci.boot.replicates
     tab = ci.to_frame().set_index("term")
     for t, lo, hi, mean, sd in zip(ref["term"], ref["lower"], ref["upper"], ref["mean"],
@@ -147,7 +147,7 @@ def test_intervals_of_a_separated_fit():
     lo, hi = ci.loc["(Intercept)", ["conf_low", "conf_high"]]
     assert lo < fit.fixef["(Intercept)"] < hi
     with pytest.raises(ValueError, match="fixef_prior"):
-        fit.confint("boot", nsim=5, seed=1)
+        fit.confint("boot", nsim=5, rng=1)
 
 
 def test_bad_arguments():
@@ -189,7 +189,7 @@ def test_profile_and_bootstrap_coverage_with_known_truth():
             hits_sd.append(ci.loc["sd_(Intercept)|item", "conf_low"] <= 1.0
                            <= ci.loc["sd_(Intercept)|item", "conf_high"])
             if i < 40:
-                bt = fit.confint("boot", parm="beta_", nsim=99, seed=i).to_frame().set_index("term")
+                bt = fit.confint("boot", parm="beta_", nsim=99, rng=i).to_frame().set_index("term")
                 hits_b.append(bt.loc["modelb", "conf_low"] <= 0.8 <= bt.loc["modelb", "conf_high"])
     assert len(hits_p) >= 55
     assert np.mean(hits_p) >= 0.85 and np.mean(hits_sd) >= 0.85

@@ -146,7 +146,7 @@ def test_there_is_one_pirls_loop():
 
 @pytest.fixture(scope="module")
 def nested():
-    design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(4, 60, 3, seed=5))
+    design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(4, 60, 3, rng=5))
     return design, build_deviance(design)
 
 
@@ -259,7 +259,7 @@ def test_stopping_at_a_stall_gives_the_fit_of_a_search_to_the_end():
     evaluations."""
     from evalmix import glmer
 
-    d = glmm_runs(10, 300, 3, seed=6)
+    d = glmm_runs(10, 300, 3, rng=6)
     formula = "correct ~ model + (1|item) + (1|item:run)"
     fast = glmer(formula, d)
     slow = glmer(formula, d, control=GlmerControl(stall_evals=10**9))
@@ -280,7 +280,7 @@ def test_early_stop_term_from_level_sums_is_the_row_sum(formula):
     from evalmix.glmm.deviance import NestedSolver
     from evalmix.glmm.optimize import hessian
 
-    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    design = build_design(formula, glmm_runs(4, 60, 3, rng=5))
     ld = build_deviance(design)
     assert isinstance(ld.solver, NestedSolver)
     nt = design.theta_start.size
@@ -309,7 +309,7 @@ def test_compiled_gradient_sums_give_the_numpy_gradients(formula):
     """With compiled rows and nested intercepts the exact gradients come from two fused passes
     (sums per fine level and per pattern, or the rows of ``rho`` for a dense X): the same
     gradients as the NumPy passes, also when theta's is asked for after beta's."""
-    runs = glmm_runs(4, 60, 3, seed=5)
+    runs = glmm_runs(4, 60, 3, rng=5)
     runs["x"] = np.random.default_rng(1).normal(size=len(runs))  # X kept dense
     design = build_design(formula, runs)
     nt = design.theta_start.size
@@ -337,7 +337,7 @@ def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
     the modes."""
     from evalmix.glmm import _logit_rows
 
-    design = build_design(formula, glmm_runs(4, 60, 3, seed=5))
+    design = build_design(formula, glmm_runs(4, 60, 3, rng=5))
     nt = design.theta_start.size
     theta, beta = np.array([0.7, 1.3])[:nt], np.array([0.2, -0.3, 0.1, 0.4])
     plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)
@@ -371,7 +371,7 @@ def test_compiled_level_sums_pirls_gives_the_numpy_modes(formula):
 def test_mode_derivatives_of_all_columns_are_those_of_each(formula):
     """``du_dbeta_columns`` (one ``A'WX`` for every column, the Hessian's warm starts) is
     ``du_dbeta`` along each unit vector, for the nested and the general solvers."""
-    design = build_design(formula, glmm_runs(4, 30, 3, seed=5))
+    design = build_design(formula, glmm_runs(4, 30, 3, rng=5))
     ld = build_deviance(design)
     ev = ld.pirls(np.array([0.7, 1.3]), np.array([0.2, -0.3, 0.1, 0.4]))
     each = np.column_stack([ld.du_dbeta(ev, e) for e in np.eye(4)])
@@ -383,7 +383,7 @@ def test_joint_mode_sums_in_either_row_order(order):
     """The joint mode's table of weights per fine level and pattern is laid out along the order
     of the rows (pattern-major for a table sorted by model, level-major for one sorted by item):
     either gives NumPy's joint mode and its theta gradient."""
-    runs = glmm_runs(4, 60, 3, seed=5).sort_values(order).reset_index(drop=True)
+    runs = glmm_runs(4, 60, 3, rng=5).sort_values(order).reset_index(drop=True)
     design = build_design("correct ~ model + (1|item) + (1|item:run)", runs)
     theta = np.array([0.7, 1.3])
     plain = LaplaceDeviance(design.X, design.k, design.m, design.terms)

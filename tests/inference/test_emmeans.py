@@ -450,7 +450,7 @@ def _glmer_three_models():
 
     import evalmix
 
-    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1).replace({"model": {"M2": "M2-b"}})
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=1).replace({"model": {"M2": "M2-b"}})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return evalmix.glmer("correct ~ model + (1|item)", runs)

@@ -38,7 +38,7 @@ def test_the_run_produced_one_log_per_model(written, logs):
 
 
 def test_hook_numbers_equal_evalmix(written, logs):
-    mine = leaderboard_report(logs, baseline="mockllm/beta", n_boot=1000, seed=7, task="arith8")
+    mine = leaderboard_report(logs, baseline="mockllm/beta", n_boot=1000, rng=7, task="arith8")
     assert set(mine["tasks"]) == set(written["tasks"]) == {"arith8"}
     for key in ("leaderboard", "versus_baseline"):
         a = pd.DataFrame(written["tasks"]["arith8"][key])
@@ -51,7 +51,7 @@ def test_report_is_rank_sets_on_the_logs(written, logs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         data = evalmix.read_inspect(logs, errors="keep")
-    rs = rank_sets(data, n_boot=1000, seed=7)
+    rs = rank_sets(data, n_boot=1000, rng=7)
     board = pd.DataFrame(written["tasks"]["arith8"]["leaderboard"])
     assert board["model"].tolist() == rs.table["model"].tolist()
     np.testing.assert_allclose(board["estimate"], rs.table["estimate"], rtol=1e-12)

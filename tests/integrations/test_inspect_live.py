@@ -103,7 +103,7 @@ def test_a_real_eval_stops_by_the_rule_and_the_hook_writes_its_leaderboard(tmp_p
     # the run-end hook wrote the leaderboard of the run's two logs, as evalmix computes it from them
     written = json.loads(out.read_text())
     assert sorted(written["logs"]) == sorted(p.name for p in paths)
-    again = leaderboard_report(paths, baseline="mockllm/alpha", n_boot=200, seed=3, task="arith60")
+    again = leaderboard_report(paths, baseline="mockllm/alpha", n_boot=200, rng=3, task="arith60")
     board = written["tasks"]["arith60"]
     assert board["leaderboard"] == again["tasks"]["arith60"]["leaderboard"]
     assert {row["model"] for row in board["leaderboard"]} == set(MODELS)

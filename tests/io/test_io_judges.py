@@ -209,7 +209,7 @@ def test_cli_user_errors_exit_2_with_one_line(verdicts, capsys, argv, match):
 
 
 def test_cli_ppi_matches_the_library(tmp_path, capsys):
-    judged = evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+    judged = evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, rng=1)
     path = tmp_path / "judged.csv"
     judged.to_csv(path, index=False)
     assert main(["ppi", str(path), "--method", "ppi++,classical", "--json"]) == 0

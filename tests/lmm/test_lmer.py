@@ -259,7 +259,7 @@ def test_compare_models_refuses_lmer_against_glmer():
 
 
 def test_binomial_inference_keeps_z():
-    runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", evalmix.SingularFitWarning)
         fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)

@@ -465,7 +465,7 @@ def test_offsets_ride_on_the_grid_rows():
     from evalmix.glmm import glmer
     from evalmix.studies.ranking import rank_uncertainty_glmm
 
-    runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=3).assign(c=0.7)
+    runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=3).assign(c=0.7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         base = glmer("correct ~ model + (1|item)", runs)
@@ -479,5 +479,5 @@ def test_offsets_ride_on_the_grid_rows():
     assert keep["estimate"].iloc[0] == pytest.approx(e1.to_frame()["estimate"].iloc[0], rel=1e-12)
     np.testing.assert_allclose(contrast(e1).to_frame()["estimate"],
                                contrast(e0).to_frame()["estimate"], **tol)
-    ranks = rank_uncertainty_glmm(off, n_draws=200, seed=1).table
+    ranks = rank_uncertainty_glmm(off, n_draws=200, rng=1).table
     np.testing.assert_allclose(ranks["estimate"], e0.to_frame()["estimate"], **tol)

@@ -26,7 +26,7 @@ REFERENCE = Path(__file__).parents[1] / "reference" / "irt_verbagg_reference.jso
 
 def _runs(top=(), bottom=()):
     """8 models x 60 items x 3 runs; the models in ``top`` answer everything right, in ``bottom`` nothing."""
-    runs = simulate_irt(n_items=60, n_models=8, n_runs=3, seed=3)
+    runs = simulate_irt(n_items=60, n_models=8, n_runs=3, rng=3)
     for m in top:
         runs.loc[runs["model"] == m, "correct"] = 1
     for m in bottom:

@@ -109,7 +109,7 @@ LONG = {"language": ["EN", "ES"], "prompt": ["zero-shot-direct-answer", "chain-o
 @functools.lru_cache(maxsize=None)
 def runs(n_models: int, long: bool) -> pd.DataFrame:
     df = evalmix.simulate.glmm_runs(n_models, 24, 3, slices=LONG if long else SHORT,
-                                    model_effects=list(np.linspace(-1.5, 1.5, n_models)), seed=7)
+                                    model_effects=list(np.linspace(-1.5, 1.5, n_models)), rng=7)
     df = df.copy()
     df.attrs = {}  # without the simulation's record of the truth
     if long:
@@ -168,7 +168,7 @@ BUILDERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "icc_dots": lambda df: plots.icc_dots(_quiet(evalmix.icc, _english(df), ["model", "prompt"])),
     "rank_bump": lambda df: plots.rank_bump(_quiet(evalmix.rank_instability, df, ["language", "prompt"])),
     "rank_intervals": lambda df: plots.rank_intervals(
-        _quiet(evalmix.rank_uncertainty, df, ["language", "prompt"], n_boot=50, seed=1)),
+        _quiet(evalmix.rank_uncertainty, df, ["language", "prompt"], n_boot=50, rng=1)),
     "se_curves": lambda df: plots.se_curves(
         _quiet(evalmix.repetitions.se_vs_runs, _english(df), ["model", "prompt"], max_runs=3), show_projection=True),
     "critical_difference_plot": lambda df: plots.critical_difference_plot(
@@ -202,7 +202,7 @@ def _contamination(df: pd.DataFrame) -> Figure:
 def _sequence(df: pd.DataFrame) -> Figure:
     one = df[(df["language"] == df["language"].iloc[0]) & (df["prompt"] == df["prompt"].iloc[0])]
     a, b = list(pd.unique(one["model"]))[:2]
-    return plots.sequence_plot(evalmix.sequential_difference(one, a, b, seed=1))
+    return plots.sequence_plot(evalmix.sequential_difference(one, a, b, rng=1))
 
 
 def _leaderboard(df: pd.DataFrame) -> Figure:
@@ -269,7 +269,7 @@ def test_the_check_sees_overlaps_and_clipping():
 @functools.lru_cache(maxsize=None)
 def long_report(n_models: int) -> Any:
     df = runs(n_models, True)
-    return _quiet(evalmix.report, df, slice="domain", n_boot=50, seed=1)
+    return _quiet(evalmix.report, df, slice="domain", n_boot=50, rng=1)
 
 
 @pytest.mark.slow

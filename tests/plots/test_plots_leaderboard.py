@@ -39,8 +39,8 @@ def test_hand_example_figure():
 
 
 def test_sliced_result_needs_where():
-    df = evalmix.simulate.glmm_runs(3, 30, 2, slices={"language": ["EN", "ES"]}, seed=1)
-    rs = rank_sets(df, "language", n_boot=100, seed=1)
+    df = evalmix.simulate.glmm_runs(3, 30, 2, slices={"language": ["EN", "ES"]}, rng=1)
+    rs = rank_sets(df, "language", n_boot=100, rng=1)
     with pytest.raises(DataError, match="where="):
         leaderboard_plot(rs)
     fig = leaderboard_plot(rs, where={"language": "ES"})

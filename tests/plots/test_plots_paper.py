@@ -24,7 +24,7 @@ from evalmix.plots.style import COLUMN_WIDTH, OKABE_ITO, PAGE_WIDTH  # noqa: E40
 @pytest.fixture(scope="module")
 def sim():
     return evalmix.simulate.glmm_runs(4, 40, 3, slices={"language": ["EN", "ES"], "prompt": ["ZS", "COT"]},
-                                      seed=3)
+                                      rng=3)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_every_figure_fits_a_page(sim):
     figs = [plots.flip_rate_bars(evalmix.flip_rate(sim, ["model", "language", "prompt"])),
             plots.icc_dots(evalmix.icc(sim, ["model", "language", "prompt"])),
             plots.rank_bump(evalmix.rank_instability(sim, ["language", "prompt"])),
-            plots.rank_intervals(evalmix.rank_uncertainty(sim, "language", n_boot=100, seed=1)),
+            plots.rank_intervals(evalmix.rank_uncertainty(sim, "language", n_boot=100, rng=1)),
             plots.se_curves(evalmix.repetitions.se_vs_runs(sim, ["model", "language", "prompt"]),
                             show_projection=True)]
     for fig in figs:

@@ -20,7 +20,7 @@ from evalmix.studies.repetitions import se_vs_runs  # noqa: E402
 @pytest.fixture(scope="module")
 def sim():
     return evalmix.simulate.glmm_runs(4, 40, 3, slices={"language": ["EN", "ES"], "prompt": ["ZS", "COT"]},
-                                      seed=3)
+                                      rng=3)
 
 
 @pytest.fixture(autouse=True)

@@ -247,7 +247,7 @@ def test_engines_satisfy_the_fitted_model_protocol():
     import evalmix
     from evalmix.mixed.fitted import FittedModel, coefficients
 
-    runs = evalmix.simulate.glmm_runs(3, 30, 2, seed=3)
+    runs = evalmix.simulate.glmm_runs(3, 30, 2, rng=3)
     fit = evalmix.glmer("correct ~ model + (1|item)", runs)
     assert isinstance(fit, FittedModel)
     coefs = coefficients(fit)

@@ -27,7 +27,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example_runs.csv"
 RNG = np.random.default_rng(7)
 VALUES = RNG.random(40)
 A, B = (RNG.random((3, 30)) < 0.6).astype(float), (RNG.random((3, 30)) < 0.7).astype(float)
-RUNS = glmm_runs(3, 20, 3, seed=5)
+RUNS = glmm_runs(3, 20, 3, rng=5)
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,12 @@ def fit():
 CALLS = {
     "bootstrap_ci.n_boot": (lambda v: evalmix.bootstrap_ci(VALUES, n_boot=v), "n_boot"),
     "bootstrap_ci.conf_level": (lambda v: evalmix.bootstrap_ci(VALUES, conf_level=v), "conf_level"),
-    "bootstrap_ci.seed": (lambda v: evalmix.bootstrap_ci(VALUES, seed=v), "seed"),
+    "bootstrap_ci.rng": (lambda v: evalmix.bootstrap_ci(VALUES, rng=v), "rng"),
     "paired_bootstrap.n_boot": (lambda v: evalmix.paired_bootstrap(A, B, n_boot=v), "n_boot"),
     "permutation_test.n_resamples": (lambda v: evalmix.permutation_test(A, B, n_resamples=v), "n_resamples"),
-    "permutation_test.seed": (lambda v: evalmix.permutation_test(A, B, seed=v), "seed"),
+    "permutation_test.rng": (lambda v: evalmix.permutation_test(A, B, rng=v), "rng"),
     "run_level_ci.conf_level": (lambda v: evalmix.run_level_ci(VALUES[:5], conf_level=v), "conf_level"),
-    "cluster_bootstrap.seed": (lambda v: evalmix.cluster_bootstrap(RUNS, seed=v), "seed"),
+    "cluster_bootstrap.rng": (lambda v: evalmix.cluster_bootstrap(RUNS, rng=v), "rng"),
     "accuracy.conf_level": (lambda v: evalmix.accuracy(RUNS, conf_level=v), "conf_level"),
     "binom_ci.conf_level": (lambda v: evalmix.binom_ci(3, 10, conf_level=v), "conf_level"),
     "paired_t_runs.conf_level": (lambda v: evalmix.paired_t_runs(A, B, conf_level=v), "conf_level"),
@@ -60,13 +60,13 @@ CALLS = {
     "sample_size_clustered.alpha": (lambda v: evalmix.sample_size_clustered(
         0.02, omega2=0.01, sigma2_a=0.05, sigma2_b=0.05, alpha=v), "alpha"),
     "calibrate.n_sims": (lambda v: evalmix.calibrate(n_sims=v), "n_sims"),
-    "calibrate.seed": (lambda v: evalmix.calibrate(n_sims=1, seed=v), "seed"),
-    "rank_sets.seed": (lambda v: evalmix.rank_sets(RUNS, seed=v), "seed"),
-    "glmm_runs.seed": (lambda v: glmm_runs(2, 5, 2, seed=v), "seed"),
+    "calibrate.rng": (lambda v: evalmix.calibrate(n_sims=1, rng=v), "rng"),
+    "rank_sets.rng": (lambda v: evalmix.rank_sets(RUNS, rng=v), "rng"),
+    "glmm_runs.rng": (lambda v: glmm_runs(2, 5, 2, rng=v), "rng"),
     "plan_sources.se": (lambda v: evalmix.plan_sources({"item": 0.03, "run": 0.1}, se=v), "se"),
     "rank_uncertainty.n_jobs": (lambda v: evalmix.rank_uncertainty(RUNS, n_jobs=v), "n_jobs"),
     "bayes.glmer.draws": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, draws=v), "draws"),
-    "bayes.glmer.seed": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, seed=v), "seed"),
+    "bayes.glmer.rng": (lambda v: evalmix.bayes.glmer("correct ~ model + (1|item)", RUNS, rng=v), "rng"),
 }
 BAD = {
     "n_boot": ["1000", -5, 0, 2.5, 1e3, math.nan, True],
@@ -77,7 +77,7 @@ BAD = {
     "conf_level": [95, 1.5, 0, 1, -0.1, math.nan, "0.95"],
     "power": [80, 0, math.nan],
     "alpha": [0, 1, 5],
-    "seed": ["abc", -1, 1.5, True],
+    "rng": ["abc", -1, 1.5, True],
     "n_jobs": [0, "2", 1.5],
     "draws": [0, "100", 100.5],
     "se": [0, -0.01, "0.02", math.inf],
@@ -98,7 +98,7 @@ def test_bad_argument_is_named_with_its_value(call, name, bad):
         call(bad)
     _message_names(info.value, name, bad)
     if isinstance(bad, (str, bool)) or (isinstance(bad, float) and name in ("n_boot", "n_resamples", "n_sims", "k",
-                                                                            "n_jobs", "draws", "seed")):
+                                                                            "n_jobs", "draws", "rng")):
         assert isinstance(info.value, TypeError)  # the wrong type: also a TypeError
 
 
@@ -194,17 +194,17 @@ BAD_SEEDS = st.one_of(st.integers(max_value=-1), st.floats(allow_nan=True), st.t
 @settings(max_examples=60, deadline=None)
 @given(seed=VALID_SEEDS)
 def test_valid_seeds_are_accepted_and_reproduce(seed):
-    r = evalmix.bootstrap_ci(VALUES, n_boot=50, seed=seed)
+    r = evalmix.bootstrap_ci(VALUES, n_boot=50, rng=seed)
     assert 0 <= r.conf_low <= r.estimate <= r.conf_high <= 1
     if isinstance(seed, int):
-        assert evalmix.bootstrap_ci(VALUES, n_boot=50, seed=seed).conf_low == r.conf_low
+        assert evalmix.bootstrap_ci(VALUES, n_boot=50, rng=seed).conf_low == r.conf_low
 
 
 @settings(max_examples=80, deadline=None)
 @given(seed=BAD_SEEDS)
 def test_invalid_seeds_always_raise_the_evalmix_error(seed):
-    with pytest.raises(ArgumentError, match="seed must be None, an integer >= 0"):
-        evalmix.bootstrap_ci(VALUES, n_boot=50, seed=seed)
+    with pytest.raises(ArgumentError, match="rng must be None, an integer >= 0"):
+        evalmix.bootstrap_ci(VALUES, n_boot=50, rng=seed)
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy's warnings never reach the user
@@ -214,7 +214,7 @@ def test_invalid_seeds_always_raise_the_evalmix_error(seed):
 def test_counts_and_levels_accept_exactly_the_valid_values(value):
     count_ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
     try:
-        out = evalmix.bootstrap_ci(VALUES, n_boot=value, seed=1)
+        out = evalmix.bootstrap_ci(VALUES, n_boot=value, rng=1)
     except ArgumentError as exc:
         assert not count_ok and str(exc).startswith("n_boot must be")
     else:
@@ -244,7 +244,7 @@ def _as_csv(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_written_pandas_index_is_dropped_with_a_note(tmp_path):
-    runs = glmm_runs(3, 15, 2, slices={"language": ["EN", "ES"]}, seed=2)
+    runs = glmm_runs(3, 15, 2, slices={"language": ["EN", "ES"]}, rng=2)
     plain = pd.DataFrame(runs)
     path = tmp_path / "runs.csv"
     plain.to_csv(path)  # pandas' default: the index is written as a first, unnamed column
@@ -331,7 +331,7 @@ def test_attempts_without_a_run_column_are_still_attempts():
 
 
 def test_utf16_csv_is_read_to_the_same_table(tmp_path):
-    runs = pd.DataFrame(glmm_runs(2, 10, 2, slices={"language": ["EN", "ES"]}, seed=3))
+    runs = pd.DataFrame(glmm_runs(2, 10, 2, slices={"language": ["EN", "ES"]}, rng=3))
     runs["prompt"] = "pregunta en español"
     for enc in ("utf-16", "utf-32"):
         path = tmp_path / f"{enc}.csv"

@@ -190,7 +190,7 @@ def test_one_model_log_reads_without_a_warning():
 def test_one_model_table_reads_without_a_warning_and_a_fit_still_refuses_the_factor():
     import evalmix
 
-    runs = evalmix.simulate.glmm_runs(1, 20, 2, slices={"language": ["EN", "ES"]}, seed=1)
+    runs = evalmix.simulate.glmm_runs(1, 20, 2, slices={"language": ["EN", "ES"]}, rng=1)
     runs = runs[runs["language"] == "EN"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")

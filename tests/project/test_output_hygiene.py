@@ -73,7 +73,7 @@ def test_markdown_still_escapes_what_markdown_acts_on():
 
 
 def test_every_results_markdown_reads_less_than(tmp_path):
-    runs_ = evalmix.simulate.glmm_runs(3, 40, 2, seed=1)
+    runs_ = evalmix.simulate.glmm_runs(3, 40, 2, rng=1)
     fit = _quiet(evalmix.glmer, "correct ~ model + (1|item)", runs_)
     con = evalmix.contrast(evalmix.emmeans(fit, "model"), "pairwise")
     for md in (con.to_markdown(), con.summary().to_markdown(), fit.summary().to_markdown()):
@@ -187,7 +187,7 @@ def test_log_ticks_on_any_axis():
 
 
 def test_legends_say_whether_p_values_were_adjusted():
-    runs_ = evalmix.simulate.glmm_runs(4, 60, 2, seed=3)
+    runs_ = evalmix.simulate.glmm_runs(4, 60, 2, rng=3)
     fit = _quiet(evalmix.glmer, "correct ~ model + (1|item)", runs_)
     for adjust in ("holm", "tukey", "none"):
         con = evalmix.contrast(evalmix.emmeans(fit, "model", type="response"), "pairwise", adjust=adjust)
@@ -217,7 +217,7 @@ def test_the_critical_difference_says_it_is_family_wise():
 @pytest.mark.parametrize("figsize", [None, (3.5, 2.0), (3.5, 2.6), (4.55, 2.4), (7.2, 2.5)])
 @pytest.mark.parametrize("n_models", [2, 8])
 def test_long_axis_labels_stay_on_short_figures(figsize, n_models):
-    df = evalmix.simulate.glmm_runs(n_models, 30, 3, seed=1, slices={"language": ["EN", "ES"]})
+    df = evalmix.simulate.glmm_runs(n_models, 30, 3, rng=1, slices={"language": ["EN", "ES"]})
     res = _quiet(evalmix.repetitions.se_vs_runs, df, ["model", "language"], max_runs=3, curve_by="model")
     fig = plots.se_curves(res, show_projection=True, figsize=figsize)
     assert not layout_problems(fig), ("se_curves", figsize)

@@ -246,7 +246,7 @@ def test_figure_text_is_never_mathtext():
 @pytest.fixture(scope="module")
 def hostile_report(tmp_path_factory):
     matplotlib.use("Agg")
-    runs = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, seed=1)
+    runs = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, rng=1)
     rename = dict(zip(sorted(runs["model"].unique()), ["$x$", "<script>alert(1)</script>", "a\nb|c"]))
     runs["model"] = runs["model"].map(rename)
     runs["language"] = runs["language"].map({"EN": "<img src=x onerror=alert(1)>", "ES": "$\\bad{$"})

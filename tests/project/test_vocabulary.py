@@ -107,12 +107,12 @@ DOMAIN = {
 
 
 def _judged() -> pd.DataFrame:
-    return evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+    return evalmix.simulate_judged(n_items=60, n_labelled=15, n_runs=2, rng=1)
 
 
 @functools.cache
 def _irt_runs() -> pd.DataFrame:
-    return evalmix.simulate.simulate_irt(n_items=40, n_models=5, seed=1)
+    return evalmix.simulate.simulate_irt(n_items=40, n_models=5, rng=1)
 
 
 @functools.cache
@@ -154,13 +154,13 @@ def ctx():
         small = evalmix.glmer("correct ~ model + (1|item)", three)
         lin = evalmix.lmer("correct ~ model + (1|item)", three)
         post = bayes.glmer("correct ~ model + (1|item)", three, draws=50, tune=50, chains=2,
-                           seed=1, progressbar=False)
+                           rng=1, progressbar=False)
     return {"runs": runs, "one": one, "three": three, "fit": fit, "small": small, "post": post,
             "lin": lin,
             "a": a, "b": b, "ya": (a > 0.5).astype(int), "yb": (b > 0.5).astype(int)}
 
 
-TINY = dict(draws=50, tune=50, chains=2, seed=1, progressbar=False, cores=1)
+TINY = dict(draws=50, tune=50, chains=2, rng=1, progressbar=False, cores=1)
 
 
 def _with_proxy(df: pd.DataFrame) -> pd.DataFrame:
@@ -178,17 +178,17 @@ CALLS = {
     "accuracy": lambda c: evalmix.accuracy(c["runs"], ["model", "language"]),
     "accuracy_bounds": lambda c: evalmix.accuracy_bounds(c["one"], "model"),
     "anova": lambda c: evalmix.anova(c["fit"]),
-    "bootstrap_ci": lambda c: evalmix.bootstrap_ci(c["a"], n_boot=200, seed=1),
-    "calibrate": lambda c: evalmix.calibrate("mixture", n_sims=4, seed=1, n_questions=100,
+    "bootstrap_ci": lambda c: evalmix.bootstrap_ci(c["a"], n_boot=200, rng=1),
+    "calibrate": lambda c: evalmix.calibrate("mixture", n_sims=4, rng=1, n_questions=100,
                                              n_runs=3),
     "cluster_bootstrap": lambda c: evalmix.cluster_bootstrap(c["one"], by="model", n_boot=100,
-                                                             seed=1),
+                                                             rng=1),
     "cohen_kappa": lambda c: evalmix.cohen_kappa(c["ya"], c["yb"]),
     "compare_models": lambda c: evalmix.compare_models({"full": c["fit"], "small": c["small"]}),
     "compare_pair": lambda c: evalmix.compare_pair(c["one"], "model-A", "model-B"),
     "contrast": lambda c: evalmix.contrast(_emm(c), "trt.vs.ctrl", ref="model-A"),
     "coverage_study": lambda c: evalmix.coverage_study(c["ya"], c["yb"], n_plausible=100,
-                                                       n_boot=100, seed=1),
+                                                       n_boot=100, rng=1),
     "emmeans": lambda c: _emm(c, type="response"),
     "ref_grid": lambda c: evalmix.ref_grid(c["fit"]),
     "regrid": lambda c: evalmix.regrid(_emm(c)),
@@ -215,16 +215,16 @@ CALLS = {
         "binomial")),
     "icc": lambda c: evalmix.icc(c["runs"], ["model", "language", "prompt"]),
     "instance_bootstrap": lambda c: evalmix.instance_bootstrap(c["ya"], c["yb"], n_boot=100,
-                                                               seed=1),
+                                                               rng=1),
     "krippendorff_alpha": lambda c: evalmix.krippendorff_alpha(np.c_[c["ya"], c["yb"]].T),
     "latent_icc": lambda c: evalmix.latent_icc(c["fit"]),
     "mcnemar": lambda c: evalmix.mcnemar(c["ya"], c["yb"]),
-    "paired_bootstrap": lambda c: evalmix.paired_bootstrap(c["a"], c["b"], n_boot=200, seed=1),
+    "paired_bootstrap": lambda c: evalmix.paired_bootstrap(c["a"], c["b"], n_boot=200, rng=1),
     "paired_t_runs": lambda c: evalmix.paired_t_runs(c["a"][:6], c["b"][:6]),
     "pass_k": lambda c: evalmix.pass_k(c["one"], 2),
     "pass_k_model": lambda c: evalmix.pass_k_model(c["one"], 5),
     "permutation_test": lambda c: evalmix.permutation_test(c["a"], c["b"], n_resamples=200,
-                                                           seed=1),
+                                                           rng=1),
     "rank_instability": lambda c: evalmix.rank_instability(c["runs"], ["language", "prompt"]),
     "rank_sets": lambda c: evalmix.rank_sets(c["one"]),
     "rank_sets_draws": lambda c: evalmix.rank_sets_draws(pd.DataFrame(
@@ -233,9 +233,9 @@ CALLS = {
     "rank_sets_normal": lambda c: evalmix.rank_sets_normal([0.1, 0.5, 0.6], se=[0.1, 0.1, 0.1],
                                                            labels=["x", "y", "z"]),
     "rank_sets_posterior": lambda c: evalmix.rank_sets_posterior(c["post"]),
-    "rank_uncertainty": lambda c: evalmix.rank_uncertainty(c["one"], n_boot=50, seed=1),
+    "rank_uncertainty": lambda c: evalmix.rank_uncertainty(c["one"], n_boot=50, rng=1),
     "rank_uncertainty_glmm": lambda c: evalmix.rank_uncertainty_glmm(c["fit"], n_draws=200,
-                                                                     seed=1),
+                                                                     rng=1),
     "run_level_ci": lambda c: evalmix.run_level_ci(c["a"][:5]),
     "variance_sources": lambda c: evalmix.variance_sources(c["runs"], ["model", "language"],
                                                            prompt="prompt"),
@@ -247,7 +247,7 @@ CALLS = {
     "ppi_mean": lambda c: evalmix.ppi_mean(_judged(), method=["ppi++", "judge_only"]),
     "ppi_difference": lambda c: evalmix.ppi_difference(_judged(), a="a", b="b", method=["ppi", "judge_only"]),
     "ppi_coverage_study": lambda c: evalmix.ppi_coverage_study(n_items=60, n_labelled=15, n_runs=2,
-                                                               n_sims=5, seed=1),
+                                                               n_sims=5, rng=1),
     "bradley_terry": lambda c: evalmix.bradley_terry(ROOT / "tests" / "reference" / "arena_battles.csv"),
     "judge_study": lambda c: evalmix.judge_study(_verdicts()),
     "fit_irt": lambda c: _irt(),
@@ -293,7 +293,7 @@ CALLS = {
                                                  ROOT / "tests" / "reference" / "clmm_wine.csv").summary(),
     "BayesGlmerResult.ranks": lambda c: c["post"].ranks("model"),
     "BayesGlmerResult.posterior_predictive": lambda c: c["post"].posterior_predictive(
-        by="model", seed=1),
+        by="model", rng=1),
     "BayesGlmerResult.summary": lambda c: c["post"].summary(),
     "contrast (odds ratio)": lambda c: evalmix.contrast(_emm(c, type="response"), "pairwise"),
     "contrast (posterior)": lambda c: evalmix.contrast(evalmix.emmeans(c["post"], "model")),
@@ -303,7 +303,7 @@ CALLS = {
     "BayesGlmerResult.wald_test": lambda c: c["post"].wald_test("modelmodel-B = modelmodel-C"),
     # anytime-valid confidence sequences
     "confidence_sequence": lambda c: evalmix.confidence_sequence(c["a"], target_width=0.5),
-    "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", seed=1),
+    "sequential_accuracy": lambda c: evalmix.sequential_accuracy(c["one"], "model-A", rng=1),
     "sequential_difference": lambda c: evalmix.sequential_difference(c["one"], "model-A", "model-B"),
     # the release gate
     "gate": lambda c: evalmix.gate(c["one"], "model-A", "model-B",

@@ -196,7 +196,7 @@ def test_overdispersed_counts_report_is_betabinomial():
 
 
 def test_binary_outcome_read_as_numbers_keeps_the_binary_report():
-    runs = evalmix.simulate.glmm_runs(3, 20, 2, seed=3)
+    runs = evalmix.simulate.glmm_runs(3, 20, 2, rng=3)
     as_numbers = evalmix.read_runs(runs.astype({"correct": float}), allow_fractional="any")
     rep = quiet_report(as_numbers)
     assert [s.key for s in rep.sections][:4] == ["data", "accuracy", "selection", "odds_ratios"]

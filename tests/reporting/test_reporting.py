@@ -370,7 +370,7 @@ def test_candidate_formulas_invariants(conditions):
 
 def test_bayes_section_off_by_default_and_without_pymc(example_report, monkeypatch):
     assert "bayes" not in [s.key for s in example_report.report.sections]
-    df = evalmix.simulate.glmm_runs(3, 20, 2, seed=5)
+    df = evalmix.simulate.glmm_runs(3, 20, 2, rng=5)
     monkeypatch.setitem(__import__("sys").modules, "pymc", None)  # as if the extra were missing
     rep = evalmix.report(df, n_boot=50, bayes=True)
     assert rep.section("bayes").skipped.startswith("Left out: the Bayesian section needs the bayes extra")
@@ -379,10 +379,10 @@ def test_bayes_section_off_by_default_and_without_pymc(example_report, monkeypat
 @pytest.mark.slow
 def test_bayes_section_rank_probabilities():
     pytest.importorskip("pymc")
-    df = evalmix.simulate.glmm_runs(3, 30, 2, model_effects=[-1.0, 0.0, 1.0], seed=1)
+    df = evalmix.simulate.glmm_runs(3, 30, 2, model_effects=[-1.0, 0.0, 1.0], rng=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rep = evalmix.report(df, n_boot=50, bayes=True, seed=3)
+        rep = evalmix.report(df, n_boot=50, bayes=True, rng=3)
     ranks = rep.tables["bayes_ranks"]
     probs = ranks[[f"rank_{r}" for r in (1, 2, 3)]].to_numpy()
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)

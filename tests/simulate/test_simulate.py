@@ -16,26 +16,26 @@ from evalmix.simulate import glmm_runs
 
 
 def test_design_and_reproducibility():
-    a = glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, seed=7)
-    b = glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, seed=7)
+    a = glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, rng=7)
+    b = glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, rng=7)
     pd.testing.assert_frame_equal(a, b)
     assert len(a) == 4 * 30 * 3 * 2 * 2
     assert list(a.columns) == ["model", "item", "run", "language", "prompt", "correct"]
     runs = read_runs(a)  # a valid, balanced runs table: no warning, no error
     assert len(runs) == len(a)
-    assert not a.equals(glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, seed=8))
+    assert not a.equals(glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"], "prompt": ["COT", "ZS"]}, rng=8))
 
 
 def test_marginal_accuracy_matches_truth():
     # With sd_item = sd_item_run = 0 the rows are independent Bernoulli(logit^-1(effect)).
-    df = glmm_runs(2, 4000, 2, model_effects=[-1.0, 0.5], sd_item=0.0, sd_item_run=0.0, seed=3)
+    df = glmm_runs(2, 4000, 2, model_effects=[-1.0, 0.5], sd_item=0.0, sd_item_run=0.0, rng=3)
     acc = df.groupby("model")["correct"].mean()
     expected = 1 / (1 + np.exp(-np.array([-1.0, 0.5])))
     np.testing.assert_allclose(acc.to_numpy(), expected, atol=4 * np.sqrt(0.25 / 8000))
 
 
 def test_random_effects_have_the_stated_spread():
-    df = glmm_runs(2, 3000, 4, sd_item=1.2, sd_item_run=0.4, seed=11)
+    df = glmm_runs(2, 3000, 4, sd_item=1.2, sd_item_run=0.4, rng=11)
     truth = df.attrs["truth"]
     items = np.array(list(truth["item_effects"].values()))
     item_runs = np.array(list(truth["item_run_effects"].values()))
@@ -46,17 +46,17 @@ def test_random_effects_have_the_stated_spread():
 
 def test_slice_effects_and_slope():
     df = glmm_runs(1, 6000, 1, slices={"language": {"EN": 0.0, "ES": 1.0}}, model_effects=[0.0],
-                   sd_item=0.0, sd_item_run=0.0, sd_slope=0.0, seed=5)
+                   sd_item=0.0, sd_item_run=0.0, sd_slope=0.0, rng=5)
     acc = df.groupby("language", observed=True)["correct"].mean()
     assert acc["ES"] == pytest.approx(1 / (1 + np.exp(-1.0)), abs=0.03)
     assert acc["EN"] == pytest.approx(0.5, abs=0.03)
-    sl = glmm_runs(2, 50, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.8, seed=1).attrs["truth"]["slope"]
+    sl = glmm_runs(2, 50, 2, slices={"language": ["EN", "ES"]}, sd_slope=0.8, rng=1).attrs["truth"]["slope"]
     assert sl["factor"] == "language" and sl["reference"] == "EN" and len(sl["effects"]) == 50
 
 
 def test_truth_is_read_only_and_shared_by_copies():
     # pandas deep-copies attrs on every operation: the large maps are immutable and shared
-    df = glmm_runs(2, 30, 3, slices={"language": ["EN", "ES"]}, sd_slope=0.5, seed=2)
+    df = glmm_runs(2, 30, 3, slices={"language": ["EN", "ES"]}, sd_slope=0.5, rng=2)
     truth = df.attrs["truth"]
     maps = [truth["item_effects"], truth["item_run_effects"], truth["slope"]["effects"]]
     assert [len(m) for m in maps] == [30, 90, 30]

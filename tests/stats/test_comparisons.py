@@ -23,7 +23,7 @@ from evalmix.stats.comparisons import nemenyi_critical_difference, runs_matrices
 @pytest.fixture(scope="module")
 def seed_benchmark():
     """The display benchmark of the mixture document: 4,000 questions, 8 runs, seed 20260504."""
-    return mixture_benchmark(4000, 8, easy=0.42, hard=0.28, uplift=0.01, seed=20260504)
+    return mixture_benchmark(4000, 8, easy=0.42, hard=0.28, uplift=0.01, rng=20260504)
 
 
 def _scores(df, model):
@@ -163,13 +163,13 @@ def test_permutation_monte_carlo_close_to_exact():
     a = rng.random(14)
     b = a + rng.normal(0.15, 0.3, 14)
     exact = permutation_test(a, b, exact=True).p_value
-    mc = permutation_test(a, b, exact=False, n_resamples=40_000, seed=1).p_value
+    mc = permutation_test(a, b, exact=False, n_resamples=40_000, rng=1).p_value
     assert abs(mc - exact) < 4 * np.sqrt(exact * (1 - exact) / 40_000) + 1e-4
 
 
 def test_permutation_null_is_calibrated():
     rng = np.random.default_rng(8)
-    ps = [permutation_test(rng.random(40), rng.random(40), n_resamples=499, seed=rng).p_value
+    ps = [permutation_test(rng.random(40), rng.random(40), n_resamples=499, rng=rng).p_value
           for _ in range(300)]
     assert 0.02 < np.mean(np.array(ps) < 0.05) < 0.09  # 5% +/- 3 MC SE
 
@@ -235,7 +235,7 @@ def test_friedman_from_long_table_and_plot():
     import matplotlib
     matplotlib.use("Agg")
     from evalmix.plots.comparison import critical_difference_plot
-    df = mixture_benchmark(300, 2, seed=1)
+    df = mixture_benchmark(300, 2, rng=1)
     r = friedman(df)
     assert set(r.mean_ranks.index) == {"base", "clone", "finetune"}
     assert r.mean_ranks.iloc[0] == r.mean_ranks.min()
@@ -253,7 +253,7 @@ def test_compare_pair_dispatches(seed_benchmark):
     assert r.estimate == pytest.approx(paired_t_runs(a, c).estimate)
     r = compare_pair(seed_benchmark, "base", "finetune", method="wilcoxon")
     assert r.p_value == pytest.approx(wilcoxon(a, c).p_value)
-    r = compare_pair(seed_benchmark, "base", "finetune", method="bootstrap", n_boot=500, seed=1)
+    r = compare_pair(seed_benchmark, "base", "finetune", method="bootstrap", n_boot=500, rng=1)
     assert r.conf_low < r.estimate < r.conf_high
     with pytest.warns(DataWarning, match="one run"):
         r = compare_pair(seed_benchmark, "base", "finetune", method="mcnemar")
@@ -263,7 +263,7 @@ def test_compare_pair_dispatches(seed_benchmark):
 
 
 def test_compare_pair_filters_and_errors():
-    df = mixture_benchmark(200, 2, seed=2)
+    df = mixture_benchmark(200, 2, rng=2)
     df["half"] = np.where(df["item"] < 100, "first", "second")
     r = compare_pair(df, "base", "clone", where={"half": "first"})
     assert r.n == 100
@@ -282,7 +282,7 @@ def test_compare_pair_filters_and_errors():
 
 
 def test_runs_matrices_shape():
-    df = mixture_benchmark(50, 3, seed=3)
+    df = mixture_benchmark(50, 3, rng=3)
     a, b, items = runs_matrices(df, "base", "finetune")
     assert a.shape == b.shape == (3, 50) and len(items) == 50
 
@@ -299,7 +299,7 @@ def test_result_rendering():
 
 def test_compare_pair_reads_the_runs_schema():
     from evalmix import read_runs
-    df = mixture_benchmark(300, 3, seed=4)
+    df = mixture_benchmark(300, 3, rng=4)
     direct = compare_pair(df, "base", "finetune")
     runs = read_runs(df.rename(columns={"correct": "ok", "item": "q"}), item="q", outcome="ok")
     assert compare_pair(runs, "base", "finetune").estimate == pytest.approx(direct.estimate)

@@ -247,9 +247,9 @@ def test_bad_arguments(kwargs, match):
 
 def test_bootstrap_is_reproducible_and_agrees_with_the_sandwich():
     kw = dict(ci="bootstrap", n_boot=200, cluster="prompt", rank_sets=False)
-    one = bradley_terry(BATTLES, seed=5, **kw)
-    two = bradley_terry(BATTLES, seed=5, **kw)
-    other = bradley_terry(BATTLES, seed=6, **kw)
+    one = bradley_terry(BATTLES, rng=5, **kw)
+    two = bradley_terry(BATTLES, rng=5, **kw)
+    other = bradley_terry(BATTLES, rng=6, **kw)
     np.testing.assert_array_equal(one.boot, two.boot)
     assert not np.array_equal(one.boot, other.boot)
     assert one.boot.shape == (200, 6) and one.n_boot == 200
@@ -262,7 +262,7 @@ def test_bootstrap_is_reproducible_and_agrees_with_the_sandwich():
 
 
 def test_bootstrap_does_not_depend_on_workers():
-    kw = dict(ci="bootstrap", n_boot=100, seed=3, rank_sets=False, position=False, ties="half")
+    kw = dict(ci="bootstrap", n_boot=100, rng=3, rank_sets=False, position=False, ties="half")
     np.testing.assert_array_equal(bradley_terry(BATTLES, n_jobs=1, **kw).boot,
                                   bradley_terry(BATTLES, n_jobs=2, **kw).boot)
 

@@ -26,7 +26,7 @@ def seed001():
     # Full benchmark size of the document (4,000 questions, 8 runs, +1pp), 100 instead of 500 sims.
     return calibrate("mixture", ["mcnemar_single_run", "paired_t_runs", "paired_bootstrap",
                                  "question_bootstrap", "run_bootstrap", "run_bootstrap_sqrt_b"],
-                     n_sims=N_SIMS, seed=20260504,
+                     n_sims=N_SIMS, rng=20260504,
                      method_options={"paired_bootstrap": {"n_boot": 1000}}).table.set_index("method")
 
 
@@ -72,7 +72,7 @@ def test_run_bootstrap_is_conservative(seed001):
 
 
 def test_results_do_not_depend_on_n_jobs():
-    kw = dict(n_sims=6, seed=7, n_questions=300, n_runs=3, uplift=0.03,
+    kw = dict(n_sims=6, rng=7, n_questions=300, n_runs=3, uplift=0.03,
               methods=["paired_t_runs", "run_bootstrap"])
     one = calibrate("mixture", n_jobs=1, **kw).sims
     two = calibrate("mixture", n_jobs=2, **kw).sims
@@ -82,8 +82,8 @@ def test_results_do_not_depend_on_n_jobs():
 
 def test_seed_accepts_a_generator():
     kw = dict(methods=["paired_t_runs"], n_sims=3, n_questions=200, n_runs=2)
-    a = calibrate("mixture", seed=np.random.default_rng(5), **kw).sims
-    b = calibrate("mixture", seed=np.random.default_rng(5), **kw).sims
+    a = calibrate("mixture", rng=np.random.default_rng(5), **kw).sims
+    b = calibrate("mixture", rng=np.random.default_rng(5), **kw).sims
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -93,7 +93,7 @@ def test_custom_method_and_errors():
         return MethodOutput(1.0, 0.0, 0.0, 1.0, 1.0)
 
     try:
-        res = calibrate("mixture", ["always_reject"], n_sims=3, seed=1, n_questions=200, n_runs=2,
+        res = calibrate("mixture", ["always_reject"], n_sims=3, rng=1, n_questions=200, n_runs=2,
                         uplift=0.02)
         row = res.table.iloc[0]
         assert row["false_positive_rate"] == 1.0 and row["power"] == 1.0
@@ -109,8 +109,8 @@ def test_custom_method_and_errors():
 
     try:
         with pytest.raises(RuntimeError, match="no fit"):
-            calibrate("mixture", ["flaky"], n_sims=2, seed=1, n_questions=200, n_runs=2)
-        res = calibrate("mixture", ["flaky"], n_sims=3, seed=1, n_questions=200, n_runs=2,
+            calibrate("mixture", ["flaky"], n_sims=2, rng=1, n_questions=200, n_runs=2)
+        res = calibrate("mixture", ["flaky"], n_sims=3, rng=1, n_questions=200, n_runs=2,
                         on_error="record")
         row = res.table.iloc[0]
         assert row["n_failed"] == 3 and np.isnan(row["false_positive_rate"]) and row["power"] == 1.0
@@ -128,7 +128,7 @@ def test_custom_method_and_errors():
 # both methods on the mixture scenario (seed001)
 @pytest.mark.slow
 def test_glmm_scenario():
-    res = calibrate("glmm", ["paired_t_runs", "mcnemar_single_run"], n_sims=40, seed=3,
+    res = calibrate("glmm", ["paired_t_runs", "mcnemar_single_run"], n_sims=40, rng=3,
                     n_items=300, n_runs=3, effect=0.4)
     tab = res.table.set_index("method")
     assert res.design["true_diff"] > 0.03  # a 0.4 logit shift near p = 0.5 moves accuracy ~6pp
@@ -149,9 +149,9 @@ def test_registries_hold_the_builtins():
 
 @pytest.fixture(scope="module")
 def coverage():
-    preds, gold = mixture_predictions(800, 12, seed=2025)
+    preds, gold = mixture_predictions(800, 12, rng=2025)
     return coverage_study(preds, gold, metric="f1", runs=[1, 2, 3, 8, 12], n_plausible=5000,
-                          n_boot=2000, seed=1)
+                          n_boot=2000, rng=1)
 
 
 def test_instance_bootstrap_covers_plausible_runs(coverage):
@@ -186,7 +186,7 @@ def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
     from evalmix import calibration
     monkeypatch.setattr(calibration, "_glmer_function", lambda: _standin_glmer)
     try:
-        res = calibrate("glmm", ["glmm_contrast"], n_sims=6, seed=2, n_items=150, n_runs=2, effect=0.8)
+        res = calibrate("glmm", ["glmm_contrast"], n_sims=6, rng=2, n_items=150, n_runs=2, effect=0.8)
         row = res.table.iloc[0]
         assert METHODS["glmm_contrast"].scale == "logit"
         assert row["power"] > 0.5 and np.isfinite(row["coverage_alt"])
@@ -197,7 +197,7 @@ def test_glmm_contrast_registers_when_glmer_is_available(monkeypatch):
 
 @pytest.mark.slow  # 30 simulated studies, each a glmer fit
 def test_glmm_contrast_with_glmer_on_the_glmm_scenario():
-    res = calibrate("glmm", ["glmm_contrast", "paired_t_runs"], n_sims=30, seed=11, n_items=120,
+    res = calibrate("glmm", ["glmm_contrast", "paired_t_runs"], n_sims=30, rng=11, n_items=120,
                     n_runs=2, effect=0.5)
     tab = res.table.set_index("method")
     row = tab.loc["glmm_contrast"]

@@ -45,7 +45,7 @@ def test_parallel_map_runs_on_the_workers(client) -> None:
 
 
 def test_calibration_on_the_cluster_equals_the_local_run(client) -> None:
-    kw = dict(methods=["paired_t_runs", "run_bootstrap_sqrt_b", "mcnemar_single_run"], n_sims=24, seed=9,
+    kw = dict(methods=["paired_t_runs", "run_bootstrap_sqrt_b", "mcnemar_single_run"], n_sims=24, rng=9,
               n_questions=300, n_runs=3, uplift=0.04)
     local = evalmix.calibrate("mixture", **kw)
     with joblib.parallel_config(backend="dask"):
@@ -55,10 +55,10 @@ def test_calibration_on_the_cluster_equals_the_local_run(client) -> None:
 
 
 def test_rank_bootstrap_on_the_cluster_equals_the_local_run(client) -> None:
-    df = evalmix.simulate.glmm_runs(4, 60, 2, model_effects=[-0.5, 0, 0.1, 0.6], seed=4)
-    local = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, seed=3)
+    df = evalmix.simulate.glmm_runs(4, 60, 2, model_effects=[-0.5, 0, 0.1, 0.6], rng=4)
+    local = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, rng=3)
     with joblib.parallel_config(backend="dask"):
-        remote = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, seed=3)
+        remote = evalmix.rank_uncertainty(df, n_boot=400, chunk_size=50, rng=3)
     pd.testing.assert_frame_equal(remote.table, local.table)
     pd.testing.assert_frame_equal(remote.distribution, local.distribution)
 
@@ -91,7 +91,7 @@ def _bayes_fit(data: pd.DataFrame, seq: np.random.SeedSequence) -> np.ndarray:
     from evalmix import bayes
 
     # the fits are the tasks: their chains run one after the other inside each
-    fit = bayes.glmer("correct ~ model + (1|item)", data, draws=40, tune=40, chains=2, seed=seq,
+    fit = bayes.glmer("correct ~ model + (1|item)", data, draws=40, tune=40, chains=2, rng=seq,
                       progressbar=False, cores=1)
     return fit.fixef_draws.to_numpy()
 
@@ -105,8 +105,8 @@ def test_bayesian_chains_and_fits_on_the_cluster_equal_the_local_run(client) -> 
     from evalmix import bayes
     from evalmix.core.errors import SamplingWarning
 
-    d = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0.0, 0.8], sd_item=1.0, seed=6)
-    kw = dict(draws=40, tune=40, chains=2, seed=5, progressbar=False)
+    d = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0.0, 0.8], sd_item=1.0, rng=6)
+    kw = dict(draws=40, tune=40, chains=2, rng=5, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
         local = bayes.glmer("correct ~ model + (1|item)", d, cores=1, **kw)

@@ -211,7 +211,7 @@ def test_optimal_runs_is_the_best_whole_design(vb, vw, ci, cr, budget):
 
 
 def test_optimal_runs_reads_the_estimated_components():
-    df = evalmix.simulate.glmm_runs(2, 80, 4, seed=1)
+    df = evalmix.simulate.glmm_runs(2, 80, 4, rng=1)
     comp = variance_components(df, "model")
     r = optimal_runs(comp, budget=3000, cost_item=5)
     frame = r.to_frame()

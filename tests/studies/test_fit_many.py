@@ -157,8 +157,8 @@ def test_warnings_land_in_the_group_row_whatever_the_backend(bench: pd.DataFrame
 def test_singular_and_separated_groups_are_flagged_in_their_rows(backend: str) -> None:
     import joblib
 
-    flat = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0, 0.5], sd_item=0.0, seed=0)
-    sep = evalmix.simulate.glmm_runs(2, 30, 2, model_effects=[0, 0.5], sd_item=1.0, seed=4)
+    flat = evalmix.simulate.glmm_runs(2, 12, 2, model_effects=[0, 0.5], sd_item=0.0, rng=0)
+    sep = evalmix.simulate.glmm_runs(2, 30, 2, model_effects=[0, 0.5], sd_item=1.0, rng=4)
     sep.loc[sep["model"] == "M2", "correct"] = 1
     d = pd.concat([flat.assign(benchmark="flat"), sep.assign(benchmark="sep")], ignore_index=True)
     with warnings.catch_warnings(), joblib.parallel_config(backend=backend, n_jobs=2):

@@ -26,8 +26,8 @@ def _frame(rows: list[str]) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def sim():
-    items, theta = simulate_irt_parameters(120, 8, seed=1)
-    runs = simulate_irt(items=items, theta=theta, n_runs=3, run_sd=0.6, seed=2)
+    items, theta = simulate_irt_parameters(120, 8, rng=1)
+    runs = simulate_irt(items=items, theta=theta, n_runs=3, run_sd=0.6, rng=2)
     return items, theta, runs, fit_irt(runs, run="run")
 
 
@@ -131,7 +131,7 @@ def test_recovers_abilities_items_and_run_noise(sim):
 @pytest.mark.filterwarnings("ignore::evalmix.SingularFitWarning")  # item:run variance at 0 here
 def test_onepl_matches_the_glmm_with_model_fixed_effects():
     # the 1PL is correct ~ 0 + model + (1|item) + (1|item:run): alpha * theta_m + mu_c = beta_m
-    runs = simulate_irt(n_items=60, n_models=5, n_runs=2, disc_sd=0.0, run_sd=0.5, seed=7)
+    runs = simulate_irt(n_items=60, n_models=5, n_runs=2, disc_sd=0.0, run_sd=0.5, rng=7)
     fit = fit_irt(runs, run="run", model_type="1pl", n_quad=15, tol=1e-10)
     pop = fit.population.set_index("parameter")["estimate"]
     g = glmer("correct ~ 0 + model + (1 | item) + (1 | item:run)", runs)
@@ -162,7 +162,7 @@ def test_select_items(sim):
     strat = select_items(fit, 12, method="stratified")
     info = select_items(fit, 12, method="information")
     assert len(set(strat)) == 12 and len(set(info)) == 12
-    assert select_items(fit, 12, method="random", seed=3) == select_items(fit, 12, method="random", seed=3)
+    assert select_items(fit, 12, method="random", rng=3) == select_items(fit, 12, method="random", rng=3)
     # the information subset has the largest average information
     x = item_information(fit, np.linspace(-2, 2, 9)).groupby("item")["information"].mean()
     assert x[info].sum() >= x[strat].sum() - 1e-12
@@ -176,8 +176,8 @@ def test_select_items(sim):
 
 
 def test_subset_accuracy_of_a_held_out_model():
-    items, theta = simulate_irt_parameters(300, 9, seed=21)
-    runs = simulate_irt(items=items, theta=theta, seed=22)
+    items, theta = simulate_irt_parameters(300, 9, rng=21)
+    runs = simulate_irt(items=items, theta=theta, rng=22)
     fit = fit_irt(runs[runs["model"] != "m8"])
     # one response per model and item: the misfit cannot be told from the Bernoulli noise
     assert not fit.misfit_identified and fit.misfit_sd == 0.0
@@ -210,8 +210,8 @@ def test_misfit_estimate_recovers_a_known_model_by_item_variance():
     # so its truth is the closed form sqrt(sum Var q / sum (E q (1 - E q))^2) over the cells (by
     # quadrature over delta): 0.86 here, not 1 (the logistic curve compresses the tails).  Over 8
     # seeds the estimates were 0.81 to 0.89 (SD 0.025): a tolerance of 0.1 is 4 SDs
-    items, theta = simulate_irt_parameters(100, 8, seed=4)
-    fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=12, run_sd=0.0, misfit_sd=1.0, seed=104))
+    items, theta = simulate_irt_parameters(100, 8, rng=4)
+    fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=12, run_sd=0.0, misfit_sd=1.0, rng=104))
     a = items["discrimination"].to_numpy()[:, None, None]
     eta = a * (theta[None, :, None] - items["difficulty"].to_numpy()[:, None, None])
     x, v = np.polynomial.hermite_e.hermegauss(40)
@@ -228,7 +228,7 @@ def test_misfit_estimate_is_near_zero_when_the_2pl_holds():
     # the same design without the effect: the moment estimator truncated at 0 has a small upward
     # bias (0 to 0.17 over 8 seeds, i.e. tau^2 under 0.03); its tau^2 is under 0.1, against 0.74
     # for tau = 0.86 above and 1.3 on AI4Math
-    runs = simulate_irt(n_items=100, n_models=8, n_runs=12, run_sd=0.0, seed=7)
+    runs = simulate_irt(n_items=100, n_models=8, n_runs=12, run_sd=0.0, rng=7)
     fit = fit_irt(runs)
     assert fit.misfit_identified and fit.misfit_sd ** 2 < 0.1
 
@@ -236,7 +236,7 @@ def test_misfit_estimate_is_near_zero_when_the_2pl_holds():
 @pytest.fixture(scope="module")
 def pooled():
     # runs pooled as attempts (no item:run layer): the predictions on the ability grid are cheap
-    runs = simulate_irt(n_items=60, n_models=6, n_runs=4, run_sd=0.0, misfit_sd=0.8, seed=12)
+    runs = simulate_irt(n_items=60, n_models=6, n_runs=4, run_sd=0.0, misfit_sd=0.8, rng=12)
     return runs, fit_irt(runs)
 
 
@@ -309,7 +309,7 @@ def test_cli_irt(tmp_path, capsys):
 
     from evalmix.cli import main
 
-    runs = simulate_irt(n_items=40, n_models=5, n_runs=2, seed=9)
+    runs = simulate_irt(n_items=40, n_models=5, n_runs=2, rng=9)
     path = tmp_path / "runs.csv"
     runs.to_csv(path, index=False)
     assert main(["irt", str(path), "--select", "5", "--json"]) == 0
@@ -407,8 +407,8 @@ def test_subset_estimates_cover_the_full_data_accuracy_ai4math(ai4math_dir):
 def test_bayesian_fit_agrees_with_marginal_ml():
     from evalmix.studies.irt import fit_irt_bayes
 
-    runs = simulate_irt(n_items=60, n_models=6, n_runs=2, seed=3)
-    post = fit_irt_bayes(runs, run="run", draws=200, tune=200, chains=2, seed=1)
+    runs = simulate_irt(n_items=60, n_models=6, n_runs=2, rng=3)
+    post = fit_irt_bayes(runs, run="run", draws=200, tune=200, chains=2, rng=1)
     fit = fit_irt(runs, run="run")
     assert post.r_hat < 1.05
     # 400 draws: the posterior means are known to about 0.01; prior and shrinkage differ a little
@@ -457,11 +457,11 @@ def test_ability_intervals_cover():
     # 30 data sets x 8 models; abilities of a model are correlated within a data set, so the
     # Monte-Carlo SE of the pooled coverage is about 0.015 rather than sqrt(.95 .05 / 240) = 0.014
     rng = np.random.default_rng(5)
-    items, theta = simulate_irt_parameters(100, 8, seed=rng)
+    items, theta = simulate_irt_parameters(100, 8, rng=rng)
     truth = (theta - theta.mean()) / theta.std()
     hits = []
     for _ in range(30):
-        fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=2, run_sd=0.5, seed=rng), run="run")
+        fit = fit_irt(simulate_irt(items=items, theta=theta, n_runs=2, run_sd=0.5, rng=rng), run="run")
         ab = fit.abilities
         hits.append(((ab["conf_low"] <= truth) & (truth <= ab["conf_high"])).to_numpy())
     coverage = float(np.mean(hits))
@@ -471,7 +471,7 @@ def test_ability_intervals_cover():
 def test_for_given_abilities_the_2pl_is_the_glmm_with_a_random_slope():
     # the GLMM view: at the fitted abilities, correct ~ theta + (1 + theta | item) has the item
     # population as its fixed effects and random-effect covariance (Laplace against quadrature)
-    runs = simulate_irt(n_items=80, n_models=8, seed=11)
+    runs = simulate_irt(n_items=80, n_models=8, rng=11)
     fit = fit_irt(runs, n_quad=11, tol=1e-10)
     theta = dict(zip(fit.abilities["model"], fit.abilities["estimate"]))
     g = glmer("correct ~ theta + (1 + theta | item)", runs.assign(theta=runs["model"].map(theta)))

@@ -13,7 +13,7 @@ from evalmix.simulate import simulate_irt
 
 
 def _binary_and_counts():
-    runs = simulate_irt(n_items=40, n_models=6, n_runs=3, seed=4)
+    runs = simulate_irt(n_items=40, n_models=6, n_runs=3, rng=4)
     counts = runs.groupby(["model", "item"], as_index=False).agg(k=("correct", "sum"), n=("correct", "size"))
     return runs, counts
 
@@ -43,6 +43,6 @@ def test_item_bootstraps_take_counts_without_a_run_column():
     counts = sub.groupby(["model", "item"], as_index=False).agg(k=("correct", "sum"), n=("correct", "size"))
     counts = evalmix.read_runs(counts, successes="k", trials="n", run=None)
     for fn in (evalmix.rank_sets, evalmix.rank_uncertainty):
-        from_runs = fn(sub, n_boot=300, seed=2)
-        from_counts = fn(counts, n_boot=300, seed=2)
+        from_runs = fn(sub, n_boot=300, rng=2)
+        from_counts = fn(counts, n_boot=300, rng=2)
         pd.testing.assert_frame_equal(from_counts.table, from_runs.table)

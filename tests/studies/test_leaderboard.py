@@ -306,7 +306,7 @@ def test_bootstrap_joint_coverage_simulation():
     pairs_cover, ranks_cover, marg_cover = 0, 0, np.zeros(len(theta))
     for s in range(n_sims):
         df = _simulate(rng, theta, n_items=150, n_runs=2)
-        rs = rank_sets(df, n_boot=400, seed=s, conf_level=level)
+        rs = rank_sets(df, n_boot=400, rng=s, conf_level=level)
         p = rs.pairs
         d = np.array([true_diff[(x, y)] for x, y in zip(p["model_a"], p["model_b"])])
         pairs_cover += bool(((p["conf_low"] <= d) & (d <= p["conf_high"])).all())
@@ -323,29 +323,29 @@ def test_bootstrap_joint_coverage_simulation():
 
 
 def test_bootstrap_is_seeded_and_sliced():
-    df = evalmix.simulate.glmm_runs(3, 40, 2, slices={"language": ["EN", "ES"]}, seed=5)
-    r1 = rank_sets(df, "language", n_boot=200, seed=3)
-    r2 = rank_sets(df, "language", n_boot=200, seed=3)
+    df = evalmix.simulate.glmm_runs(3, 40, 2, slices={"language": ["EN", "ES"]}, rng=5)
+    r1 = rank_sets(df, "language", n_boot=200, rng=3)
+    r2 = rank_sets(df, "language", n_boot=200, rng=3)
     pd.testing.assert_frame_equal(r1.table, r2.table)
     assert r1.table["language"].tolist() == ["EN"] * 3 + ["ES"] * 3
     assert set(r1.groups.columns) >= {"language", "group", "models", "size"}
 
 
 def test_status_rows_are_left_out():
-    df = evalmix.simulate.glmm_runs(3, 40, 2, seed=5)
+    df = evalmix.simulate.glmm_runs(3, 40, 2, rng=5)
     df["status"] = "ok"
     extra = df.iloc[:5].copy()
     extra["run"] = 99
     extra["correct"] = np.nan
     extra["status"] = "error"
     both = pd.concat([df, extra], ignore_index=True)
-    r1 = rank_sets(df, n_boot=200, seed=3)
-    r2 = rank_sets(both, n_boot=200, seed=3)
+    r1 = rank_sets(df, n_boot=200, rng=3)
+    r2 = rank_sets(both, n_boot=200, rng=3)
     pd.testing.assert_frame_equal(r1.table, r2.table)
 
 
 def test_bad_inputs():
-    df = evalmix.simulate.glmm_runs(3, 20, 2, seed=5)
+    df = evalmix.simulate.glmm_runs(3, 20, 2, rng=5)
     with pytest.raises(DataError, match="has no scored answer to item"):
         rank_sets(df[~((df["model"] == "M2") & (df["item"] == df["item"].iloc[0]))], n_boot=50)
     with pytest.raises(DataError, match="at least two models"):

@@ -65,8 +65,8 @@ def test_table_and_bootstrap():
     t = r.table.set_index(["model", "metric", "k"])
     assert t.loc[("a", "pass^k", 1), "estimate"] == pytest.approx(a.mean())
     assert t.loc[("a", "pass@k", 1), "se"] == pytest.approx(a.std(ddof=1) / np.sqrt(len(a)))
-    b1 = pass_k(df, 3, ci="bootstrap", seed=5, n_boot=4000)
-    b2 = pass_k(df, 3, ci="bootstrap", seed=5, n_boot=4000)
+    b1 = pass_k(df, 3, ci="bootstrap", rng=5, n_boot=4000)
+    b2 = pass_k(df, 3, ci="bootstrap", rng=5, n_boot=4000)
     pd.testing.assert_frame_equal(b1.table, b2.table)
     c = pass_k(df, 3).table
     # the percentile bootstrap and the CLT interval agree to a fraction of an SE on 60 items

@@ -135,7 +135,7 @@ def test_cli_sequential_reuses_expected_stop(capsys, tmp_path):
     # the pilot's item means, the planned width, four times the planned items: the library's answer exactly
     obs = one.groupby("item")["correct"].mean().to_numpy(float)
     want = expected_stop(obs, bounds=(0.0, 1.0), max_n=4 * doc["n_items"], target_width=doc["achieved"],
-                         n_sims=20, seed=3).iloc[0]
+                         n_sims=20, rng=3).iloc[0]
     assert stop["max_items"] == 4 * doc["n_items"] and stop["target_width"] == pytest.approx(doc["achieved"])
     for col in ("mean_items", "median_items", "q90_items", "width", "budget"):
         assert stop[col] == pytest.approx(float(want[col]), rel=1e-12), col

@@ -77,6 +77,6 @@ def test_simulated_power_agrees_with_closed_form():
     # 2,000 questions, 4 runs, +2pp: analytic paired-t power from Miller's formula
     omega2 = 0.02 * 0.98
     analytic = pw.power_clustered(0.02, 2000, omega2=omega2, sigma2_a=SIGMA2, sigma2_b=SIGMA2, k_a=4)
-    sim = pw.simulated_power("paired_t_runs", n_sims=150, seed=3, n_questions=2000, n_runs=4,
+    sim = pw.simulated_power("paired_t_runs", n_sims=150, rng=3, n_questions=2000, n_runs=4,
                              uplift=0.02)
     assert abs(sim - analytic) < 3 * np.sqrt(analytic * (1 - analytic) / 150) + 0.01

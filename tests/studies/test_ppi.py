@@ -245,7 +245,7 @@ def test_too_few_items_and_unknown_levels():
 
 
 def test_paths_categoricals_and_bools_give_the_same_numbers(tmp_path):
-    df = simulate_judged(n_items=60, n_labelled=15, n_runs=2, seed=1)
+    df = simulate_judged(n_items=60, n_labelled=15, n_runs=2, rng=1)
     want = ppi_mean(df, method=list(METHODS)).to_frame()
     path = tmp_path / "judged.csv"
     df.to_csv(path, index=False)
@@ -316,7 +316,7 @@ def test_public_names():
 # ------------------------------------------------------------------------------ simulation
 
 def test_simulated_truth_is_the_item_averaged_probability():
-    df = simulate_judged(n_items=10, n_labelled=3, n_runs=1, accuracy=(0.8, 0.35), item_sd=1.3, seed=0)
+    df = simulate_judged(n_items=10, n_labelled=3, n_runs=1, accuracy=(0.8, 0.35), item_sd=1.3, rng=0)
     assert sorted(df["model"].unique()) == ["a", "b"]
     from evalmix.studies.ppi import _intercepts
     alpha = _intercepts((0.8, 0.35), 1.3)
@@ -328,8 +328,8 @@ def test_simulated_truth_is_the_item_averaged_probability():
 
 def test_study_replicate_equals_the_public_functions():
     # one replicate of the study is simulate_judged with the same seed, run through ppi_mean
-    study = ppi_coverage_study(n_items=120, n_labelled=30, n_runs=3, n_sims=1, seed=42).to_frame()
-    df = simulate_judged(n_items=120, n_labelled=30, n_runs=3, seed=42)
+    study = ppi_coverage_study(n_items=120, n_labelled=30, n_runs=3, n_sims=1, rng=42).to_frame()
+    df = simulate_judged(n_items=120, n_labelled=30, n_runs=3, rng=42)
     means = ppi_mean(df, method=list(METHODS)).to_frame()
     diffs = ppi_difference(df, a="a", b="b", method=list(METHODS)).to_frame()
     for m in METHODS:
@@ -358,7 +358,7 @@ def _check_coverage(res: pd.DataFrame, n_sims: int) -> None:
 
 def test_coverage_by_simulation_fast():
     n_sims = 300
-    res = ppi_coverage_study(n_items=600, n_labelled=150, n_runs=2, n_sims=n_sims, seed=7).to_frame()
+    res = ppi_coverage_study(n_items=600, n_labelled=150, n_runs=2, n_sims=n_sims, rng=7).to_frame()
     _check_coverage(res, n_sims)  # tolerance 0.038 on coverage
     judge = res[(res["target"] == "mean a") & (res["method"] == "judge_only")].iloc[0]
     # its bias is the judge's: 0.25 * (1 - 0.7) - 0.05 * 0.7 = 0.04
@@ -369,7 +369,7 @@ def test_coverage_by_simulation_fast():
 @pytest.mark.slow
 def test_coverage_by_simulation_slow():
     n_sims = 4000
-    res = ppi_coverage_study(n_items=600, n_labelled=150, n_runs=2, n_sims=n_sims, seed=2024).to_frame()
+    res = ppi_coverage_study(n_items=600, n_labelled=150, n_runs=2, n_sims=n_sims, rng=2024).to_frame()
     _check_coverage(res, n_sims)  # tolerance 0.0103 on coverage
     for target in ("mean a", "a - b"):
         sub = res[res["target"] == target].set_index("method")

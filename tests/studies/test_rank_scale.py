@@ -32,7 +32,7 @@ from evalmix.studies.repetitions import se_vs_runs
 @pytest.fixture(scope="module")
 def small() -> pd.DataFrame:
     return evalmix.simulate.glmm_runs(6, 40, 3, model_effects=[-0.8, -0.2, 0.0, 0.1, 0.5, 1.2],
-                                      slices={"language": ["EN", "ES"]}, seed=11)
+                                      slices={"language": ["EN", "ES"]}, rng=11)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ OLD_GROUPS = [["EN", "a", ("M6",)], ["EN", "b", ("M5", "M3", "M4")], ["EN", "c",
 
 
 def test_rank_sets_match_the_previous_implementation(small):
-    rs = rank_sets(small, "language", n_boot=300, seed=5)
+    rs = rank_sets(small, "language", n_boot=300, rng=5)
     t = rs.table
     cols = ["language", "model", "rank", "rank_low", "rank_high", "marginal_rank_low", "marginal_rank_high",
             "tie_group"]
@@ -110,7 +110,7 @@ def test_rank_instability_matches_the_previous_implementation(small):
 
 
 def test_rank_uncertainty_matches_the_previous_implementation(small):
-    ru = rank_uncertainty(small, "language", n_boot=300, seed=5).table
+    ru = rank_uncertainty(small, "language", n_boot=300, rng=5).table
     assert ru[["rank_low", "rank_high"]].values.tolist() == [
         [5, 6], [4, 6], [2, 4], [3, 5], [2, 3], [1, 1], [6, 6], [2, 5], [2, 5], [3, 5], [2, 3], [1, 1]]
     assert ru["mean_rank"].tolist() == [
@@ -165,7 +165,7 @@ def _leaderboard(k: int, n_items: int, seed: int = 0) -> pd.DataFrame:
 
 def test_many_models_rank_sets_are_consistent():
     k = 300
-    rs = rank_sets(_leaderboard(k, 400), n_boot=100, seed=1)
+    rs = rank_sets(_leaderboard(k, 400), n_boot=100, rng=1)
     t = rs.table
     assert len(rs.pairs) == k * (k - 1) // 2
     assert ((t["rank_low"] <= t["rank"]) & (t["rank"] <= t["rank_high"])).all()
@@ -182,7 +182,7 @@ def test_many_models_rank_sets_are_consistent():
 def test_too_many_tie_groups_are_left_out_with_a_warning():
     # 300 models on 30 items: the not-separated graph has ~10^5 maximal cliques
     with pytest.warns(DataWarning, match="more than 3000 tie groups"):
-        rs = rank_sets(_leaderboard(300, 30), n_boot=100, seed=1)
+        rs = rank_sets(_leaderboard(300, 30), n_boot=100, rng=1)
     assert len(rs.groups) == 0 and (rs.table["tie_group"] == "").all()
     assert len(rs.pairs) == 300 * 299 // 2 and rs.to_dict()["groups"] == []
     with pytest.raises(DataError, match="more than max_groups=2 tie groups"):
@@ -236,18 +236,18 @@ def test_rank_sets_refuse_a_single_item():
     df = pd.DataFrame({"model": ["a", "b", "a", "b"], "item": [1, 1, 1, 1], "run": [1, 1, 2, 2],
                        "correct": [1, 0, 1, 1]})
     with pytest.raises(DataError, match="'item' has 1 item; the item bootstrap needs at least two"):
-        rank_sets(df, n_boot=50, seed=1)
+        rank_sets(df, n_boot=50, rng=1)
     with pytest.raises(DataError, match="'item' has 1 item"):
-        rank_uncertainty(df, n_boot=50, seed=1)
+        rank_uncertainty(df, n_boot=50, rng=1)
     lang = df.assign(language=["EN"] * 4)
     with pytest.raises(DataError, match="language='EN': column 'item' has 1 item"):
-        rank_sets(lang, "language", n_boot=50, seed=1)
+        rank_sets(lang, "language", n_boot=50, rng=1)
 
 
 def test_rank_sets_refuse_one_model():
     df = pd.DataFrame({"model": ["a"] * 4, "item": [1, 2, 1, 2], "run": [1, 1, 2, 2], "correct": [1, 0, 1, 1]})
     with pytest.raises(DataError, match="at least two models"):
-        rank_sets(df, n_boot=50, seed=1)
+        rank_sets(df, n_boot=50, rng=1)
 
 
 def test_equal_accuracies_are_one_tie_group():
@@ -255,7 +255,7 @@ def test_equal_accuracies_are_one_tie_group():
     answers = rng.integers(0, 2, 40)
     df = pd.DataFrame({"model": np.repeat(list("abcd"), 40), "item": np.tile(np.arange(40), 4), "run": 1,
                        "correct": np.tile(answers, 4)})
-    rs = rank_sets(df, n_boot=100, seed=1)
+    rs = rank_sets(df, n_boot=100, rng=1)
     t = rs.table
     assert t["rank"].tolist() == [1, 1, 1, 1]
     assert t["rank_low"].tolist() == [1] * 4 and t["rank_high"].tolist() == [4] * 4
@@ -278,7 +278,7 @@ def test_a_constant_accuracy_has_an_exact_zero_se():
             rows.append({"model": "a", "item": i, "run": r, "correct": int(r < 2)})
             rows.append({"model": "b", "item": i, "run": r, "correct": int(rng.random() < 0.5)})
     df = pd.DataFrame(rows)
-    t = rank_sets(df, n_boot=200, seed=1).table.set_index("model")
+    t = rank_sets(df, n_boot=200, rng=1).table.set_index("model")
     assert t.loc["a", "se"] == 0.0 and t.loc["b", "se"] > 0.01
     assert t.loc["a", "estimate"] == pytest.approx(2 / 3, abs=1e-15)
 
@@ -374,7 +374,7 @@ def test_koo_li_bands():
 
 
 def test_one_banding_in_icc_cli_and_report(tmp_path, capsys):
-    df = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, sd_item_run=0.9, seed=1)
+    df = evalmix.simulate.glmm_runs(3, 30, 3, slices={"language": ["EN", "ES"]}, sd_item_run=0.9, rng=1)
     ic = icc(df, ["model", "language"]).to_frame()
     assert ic["quality"].tolist() == quality_band(ic["icc"].to_numpy(), KOO_LI_BANDS)
     path = tmp_path / "runs.csv"

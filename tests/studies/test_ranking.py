@@ -94,7 +94,7 @@ def test_discordant_pairs_and_tau_by_hand():
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000))
 def test_instability_invariants(seed):
-    df = evalmix.simulate.glmm_runs(4, 12, 3, seed=seed)
+    df = evalmix.simulate.glmm_runs(4, 12, 3, rng=seed)
     r = rank_instability(df, runs_per_leaderboard=[1, 2, 3])
     t = r.table
     assert (t["n_discordant"] <= t["n_pairs"]).all()
@@ -103,7 +103,7 @@ def test_instability_invariants(seed):
 
 
 def test_instability_errors():
-    df = evalmix.simulate.glmm_runs(2, 5, 2, seed=1)
+    df = evalmix.simulate.glmm_runs(2, 5, 2, rng=1)
     with pytest.raises(DataError, match="runs_per_leaderboard=3"):
         rank_instability(df, runs_per_leaderboard=3)
     with pytest.raises(DataError, match="every model in every run"):
@@ -114,11 +114,11 @@ def test_instability_errors():
 
 @pytest.fixture(scope="module")
 def two_models():
-    return evalmix.simulate.glmm_runs(2, 80, 2, model_effects=[0.0, 0.25], sd_item=1.0, seed=11)
+    return evalmix.simulate.glmm_runs(2, 80, 2, model_effects=[0.0, 0.25], sd_item=1.0, rng=11)
 
 
 def test_bootstrap_se_matches_cluster_formula(two_models):
-    r = rank_uncertainty(two_models, n_boot=4000, seed=5)
+    r = rank_uncertainty(two_models, n_boot=4000, rng=5)
     per_item = two_models.groupby(["model", "item"])["correct"].mean().unstack("item")
     n = per_item.shape[1]
     # ideal bootstrap SE of a mean of n item means: sqrt(sum((x - xbar)^2)) / n
@@ -136,17 +136,17 @@ def test_bootstrap_se_matches_cluster_formula(two_models):
 
 
 def test_bootstrap_reproducible_across_jobs(two_models):
-    a = rank_uncertainty(two_models, n_boot=600, seed=3, chunk_size=100, n_jobs=1)
-    b = rank_uncertainty(two_models, n_boot=600, seed=3, chunk_size=100, n_jobs=2)
+    a = rank_uncertainty(two_models, n_boot=600, rng=3, chunk_size=100, n_jobs=1)
+    b = rank_uncertainty(two_models, n_boot=600, rng=3, chunk_size=100, n_jobs=2)
     pd.testing.assert_frame_equal(a.table, b.table)
-    c = rank_uncertainty(two_models, n_boot=600, seed=np.random.default_rng(3), chunk_size=100)
+    c = rank_uncertainty(two_models, n_boot=600, rng=np.random.default_rng(3), chunk_size=100)
     assert c.table.shape == a.table.shape
 
 
 def test_bootstrap_table_consistent():
     df = evalmix.simulate.glmm_runs(4, 50, 2, slices={"language": ["EN", "ES"]},
-                                    model_effects=[-2, -0.5, 0.5, 2], seed=8)
-    r = rank_uncertainty(df, "language", n_boot=500, seed=2, progress=False)
+                                    model_effects=[-2, -0.5, 0.5, 2], rng=8)
+    r = rank_uncertainty(df, "language", n_boot=500, rng=2, progress=False)
     t = r.table
     assert len(t) == 8
     assert ((t["rank_low"] <= t["rank"]) | (t["rank_high"] >= t["rank"])).all()
@@ -161,13 +161,13 @@ def test_bootstrap_table_consistent():
 
 
 def test_bootstrap_needs_complete_items():
-    df = evalmix.simulate.glmm_runs(2, 5, 1, seed=1)
+    df = evalmix.simulate.glmm_runs(2, 5, 1, rng=1)
     with pytest.raises(DataError, match="every model on every item"):
         rank_uncertainty(df[~((df["model"] == "M1") & (df["item"] == "q1"))], n_boot=10)
 
 
 def test_subsets_enumerated():
-    df = evalmix.simulate.glmm_runs(3, 10, 4, seed=2)
+    df = evalmix.simulate.glmm_runs(3, 10, 4, rng=2)
     r = rank_instability(df, runs_per_leaderboard=2)
     assert sorted(r.table["runs"]) == sorted("+".join(map(str, c))
                                              for c in itertools.combinations([1, 2, 3, 4], 2))
@@ -179,11 +179,11 @@ def test_rank_uncertainty_glmm_matches_normal_theory():
     from evalmix.glmm import glmer
     from evalmix.studies.ranking import rank_uncertainty_glmm
 
-    df = evalmix.simulate.glmm_runs(2, 60, 2, model_effects=[0.0, 0.3], sd_item=1.0, seed=12)
+    df = evalmix.simulate.glmm_runs(2, 60, 2, model_effects=[0.0, 0.3], sd_item=1.0, rng=12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
-    r = rank_uncertainty_glmm(fit, n_draws=20000, seed=1)
+    r = rank_uncertainty_glmm(fit, n_draws=20000, rng=1)
     b, se = fit.fixef["modelM2"], np.sqrt(fit.vcov.loc["modelM2", "modelM2"])
     p = stats.norm.cdf(b / se)
     mc_se = np.sqrt(p * (1 - p) / 20000)
@@ -201,7 +201,7 @@ def test_rank_uncertainty_glmm_by_slice(ai4math_raw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = glmer("correct ~ model * language + (1|problem_id) + (1|problem_id:run)", ai4math_raw)
-    r = rank_uncertainty_glmm(fit, by="language", n_draws=2000, seed=3)
+    r = rank_uncertainty_glmm(fit, by="language", n_draws=2000, rng=3)
     assert len(r.table) == 16
     top = r.table.sort_values("p_best").groupby("language").tail(1)
     assert set(top["model"]) == {"Grok-4"}
@@ -210,15 +210,15 @@ def test_rank_uncertainty_glmm_by_slice(ai4math_raw):
 
 
 def test_counts_input_matches_binary():
-    df = evalmix.simulate.glmm_runs(3, 20, 2, seed=6)
+    df = evalmix.simulate.glmm_runs(3, 20, 2, rng=6)
     # the same answers given as k-of-n counts (two answers per item and run, duplicated)
     counts = df.assign(k=2 * df["correct"], n=2).drop(columns="correct")
     runs = evalmix.read_runs(counts, successes="k", trials="n")
     a = rank_instability(df).table
     b = rank_instability(runs).table
     pd.testing.assert_frame_equal(a, b)
-    u = rank_uncertainty(runs, n_boot=300, seed=4).table
-    v = rank_uncertainty(df, n_boot=300, seed=4).table
+    u = rank_uncertainty(runs, n_boot=300, rng=4).table
+    v = rank_uncertainty(df, n_boot=300, rng=4).table
     np.testing.assert_allclose(u["mean_rank"], v["mean_rank"])
 
 
@@ -246,7 +246,7 @@ def test_rank_uncertainty_glmm_flags_a_non_estimable_level(missing_cell_fit):
 
     fit = missing_cell_fit
     with pytest.warns(DataWarning, match=r"not estimable for lang=ES, model=m3"):
-        r = rank_uncertainty_glmm(fit, by="lang", n_draws=4000, seed=2)
+        r = rank_uncertainty_glmm(fit, by="lang", n_draws=4000, rng=2)
     tab = r.table.set_index(["lang", "model"])
     assert tab.loc[("ES", "m3")].isna().all()
     # the estimable means are emmeans' (checked against R in test_emmeans), ranked among
@@ -263,7 +263,7 @@ def test_rank_uncertainty_glmm_flags_a_non_estimable_level(missing_cell_fit):
     assert dist.loc[("ES", "m3")].isna().all()
     # averaged over languages, m3's mean involves the empty cell too
     with pytest.warns(DataWarning, match="model=m3"):
-        pooled = rank_uncertainty_glmm(fit, n_draws=500, seed=2).table.set_index("model")
+        pooled = rank_uncertainty_glmm(fit, n_draws=500, rng=2).table.set_index("model")
     assert np.isnan(pooled.loc["m3", "estimate"]) and pooled["rank"].notna().sum() == 2
 
 
@@ -302,7 +302,7 @@ def test_studies_evaluate_a_separated_fit_through_the_grid():
     finite = ["model-A", "model-C"]
 
     with pytest.warns(SeparationWarning, match=r"model=model-B \(\+inf\)"):
-        ru = evalmix.rank_uncertainty_glmm(fit, n_draws=2000, seed=1).table.set_index("model")
+        ru = evalmix.rank_uncertainty_glmm(fit, n_draws=2000, rng=1).table.set_index("model")
     b = ru.loc["model-B"]
     assert np.isposinf(b["estimate"]) and b["accuracy"] == 1.0 and np.isnan(b["se"])
     assert (b["rank"], b["rank_low"], b["rank_high"], b["p_best"], b["mean_rank"]) == (1, 1, 1, 1.0, 1.0)

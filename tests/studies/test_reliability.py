@@ -162,7 +162,7 @@ def test_flip_rate_counts_and_missing():
 
 
 def test_icc_uses_read_runs_roles():
-    sim = evalmix.simulate.glmm_runs(2, 30, 3, seed=3)
+    sim = evalmix.simulate.glmm_runs(2, 30, 3, rng=3)
     runs = evalmix.read_runs(sim.rename(columns={"item": "q", "correct": "ok"}), item="q", outcome="ok")
     a = icc(runs, "model").table
     b = icc(sim, "model").table
@@ -198,7 +198,7 @@ def test_latent_icc_from_fit_recovers_truth():
 
     from evalmix.glmm import glmer
 
-    df = evalmix.simulate.glmm_runs(4, 150, 3, sd_item=1.5, sd_item_run=0.8, seed=5)
+    df = evalmix.simulate.glmm_runs(4, 150, 3, sd_item=1.5, sd_item_run=0.8, rng=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)

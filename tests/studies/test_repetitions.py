@@ -26,7 +26,7 @@ ETA, SD_ITEM, SD_RUN = 0.4, 1.2, 0.7
 
 def _one_model(n_items, n_runs, seed, eta=ETA):
     return evalmix.simulate.glmm_runs(1, n_items, n_runs, model_effects=[eta], sd_item=SD_ITEM,
-                                      sd_item_run=SD_RUN, seed=seed)
+                                      sd_item_run=SD_RUN, rng=seed)
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +274,7 @@ def test_sign_flip_large_effects_never_flip():
     from evalmix.studies.repetitions import sign_flip_rate
 
     df = evalmix.simulate.glmm_runs(3, 60, 3, model_effects=[-2.5, 0.0, 2.5], sd_item=1.0,
-                                    sd_item_run=0.3, seed=9)
+                                    sd_item_run=0.3, rng=9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = sign_flip_rate(df, "correct ~ model + (1|item) + (1|item:run)", ref="M2")
@@ -291,7 +291,7 @@ def sim_fit():
     from evalmix.glmm import glmer
 
     df = evalmix.simulate.glmm_runs(2, 300, 3, model_effects=[ETA, ETA + 1.0], sd_item=SD_ITEM,
-                                    sd_item_run=SD_RUN, seed=21)
+                                    sd_item_run=SD_RUN, rng=21)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return df, glmer("correct ~ model + (1|item) + (1|item:run)", df)

@@ -209,8 +209,8 @@ def test_accuracy_arrival_order_and_shuffle():
     means = df[df["model"] == "A"].groupby("item", sort=False)["correct"].mean().to_numpy()
     assert a["estimate"].iloc[0] == pytest.approx(means[0])
     assert b["estimate"].iloc[0] == pytest.approx(means[-1])
-    c = sequential_accuracy(df, "A", method="normal_mixture", seed=3).to_frame()
-    d = sequential_accuracy(df, "A", method="normal_mixture", seed=3).to_frame()
+    c = sequential_accuracy(df, "A", method="normal_mixture", rng=3).to_frame()
+    d = sequential_accuracy(df, "A", method="normal_mixture", rng=3).to_frame()
     pd.testing.assert_frame_equal(c, d)
     # every order ends at the same overall mean
     for f in (a, b, c):
@@ -317,8 +317,8 @@ def test_expected_stop_from_a_pilot():
     rng = np.random.default_rng(8)
     pilot = rng.binomial(3, rng.beta(2, 2, 80) + 0.0) / 3 - rng.binomial(3, rng.beta(2, 2, 80)) / 3
     pilot = np.clip(pilot + 0.3, -1, 1)  # a clear difference: the rule decides early
-    e = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, seed=2)
-    again = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, seed=2)
+    e = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, rng=2)
+    again = expected_stop(pilot, bounds=(-1, 1), null=0.0, max_n=400, n_sims=30, rng=2)
     pd.testing.assert_frame_equal(e, again)
     assert e["decided"].item() == 1.0 and e["budget"].item() == 0.0
     # the same draws, stopped one by one

@@ -61,7 +61,7 @@ def test_icc_and_components_table():
 
 
 def test_matches_repetitions_variance_components_on_binary_runs():
-    runs = evalmix.simulate.glmm_runs(3, 60, 4, seed=2)
+    runs = evalmix.simulate.glmm_runs(3, 60, 4, rng=2)
     vs = variance_sources(runs, "model").table
     vc = variance_components(runs, "model").table
     for m in ("M1", "M2", "M3"):

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 from ..core.arguments import check_arguments
 from ..data.runs import RunsData
 from ..core.errors import SamplingWarning
+from ..core.seeds import accepts_seed
 from .model import BayesModel, build_model
 from .priors import DEFAULT_PRIORS, Prior, PriorSpec, PriorTable, resolve_priors
 from .result import BayesFamilyResult, BayesGlmerResult, PPCResult, RankResult, flatten_chains
@@ -43,7 +44,7 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     Examples
     --------
     >>> from evalmix.simulate import glmm_runs
-    >>> d = glmm_runs(2, 10, 2, seed=1)
+    >>> d = glmm_runs(2, 10, 2, rng=1)
     >>> default_priors("correct ~ model + (1|item)", d).table["prior"].tolist()
     ['Normal(mu=0, sigma=5)', 'Normal(mu=0, sigma=2.5)', 'HalfNormal(sigma=2.5)']
     """
@@ -59,9 +60,10 @@ def default_priors(formula: str, data: RunsData, priors: Mapping[str, PriorSpec]
     return PriorTable(table, formula)
 
 
+@accepts_seed
 def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
           draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-          seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
+          rng: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
           parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.65,
           max_treedepth: int = 10, cores: int | None = None, missing: str = "raise",
           weights: str | ArrayLike | None = None, offset: str | ArrayLike | None = None, link: str = "logit",
@@ -87,8 +89,8 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
         Posterior draws per chain after ``tune`` adaptation steps.
     sampler : {"auto", "nutpie", "numpyro", "pymc"}
         ``"auto"`` takes the fastest installed (nutpie, then numpyro, then PyMC's NUTS).
-    seed : int, numpy.random.Generator or numpy.random.SeedSequence, optional
-        Chain ``i`` samples with the stream ``np.random.SeedSequence(seed).spawn(chains)[i]``, so
+    rng : int, numpy.random.Generator or numpy.random.SeedSequence, optional
+        Chain ``i`` samples with the stream ``np.random.SeedSequence(rng).spawn(chains)[i]``, so
         a seed gives the same draws whatever ``cores`` and wherever the chains run.
     progressbar : bool
         A bar advanced as chains finish.
@@ -133,12 +135,12 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
     Examples
     --------
     >>> from evalmix.simulate import glmm_runs
-    >>> d = glmm_runs(3, 30, 2, seed=1)
-    >>> fit = glmer("correct ~ model + (1|item)", d, draws=200, tune=200, chains=2, seed=1,
+    >>> d = glmm_runs(3, 30, 2, rng=1)
+    >>> fit = glmer("correct ~ model + (1|item)", d, draws=200, tune=200, chains=2, rng=1,
     ...             progressbar=False)  # doctest: +SKIP
     >>> fit.to_frame()[["parameter", "estimate", "conf_low", "conf_high", "r_hat"]]  # doctest: +SKIP
     """
-    check_arguments(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, missing=missing)
+    check_arguments(draws=draws, tune=tune, chains=chains, rng=rng, cores=cores, missing=missing)
     from ..model import check_data
 
     data = check_data(formula, data, missing=missing, weights=weights, offset=offset, trials=trials)
@@ -149,7 +151,7 @@ def glmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | Non
                      contrasts=contrasts, trials=trials)
     bm = recipe()
     idata, seconds, desc = run_sampler(recipe, sampler=sampler, draws=int(draws), tune=int(tune),
-                                       chains=int(chains), seed=seed, progressbar=progressbar,
+                                       chains=int(chains), seed=rng, progressbar=progressbar,
                                        target_accept=target_accept, cores=cores,
                                        max_treedepth=max_treedepth, built=bm)
     return _result(formula, bm, idata, seconds, desc)
@@ -210,9 +212,10 @@ def _check_family(family: str) -> str:
     return family
 
 
+@accepts_seed
 def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None = None,
          draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-         seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
+         rng: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
          parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.9,
          max_treedepth: int = 10, cores: int | None = None,
          contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
@@ -231,7 +234,7 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     formula : str
     data : DataFrame or path
         Rows with a missing value in a column the model reads are dropped with a DataWarning.
-    priors, draws, tune, chains, sampler, seed, progressbar, parameterization, max_treedepth, cores
+    priors, draws, tune, chains, sampler, rng, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"sigma"``).
     target_accept : float
         NUTS target acceptance.  0.9 rather than Stan's 0.8: on sleepstudy's ``(Days|Subject)``
@@ -259,18 +262,19 @@ def lmer(formula: str, data: RunsData, *, priors: Mapping[str, PriorSpec] | None
     >>> d = pd.DataFrame({"y": [1.0, 2.0, 3.0, 2.5, 4.0, 3.5] * 2, "g": list("aabbcc") * 2})
     >>> str(default_priors("y ~ 1 + (1|g)", d, family="gaussian").table["prior"].iloc[-1])
     'HalfStudentT(nu=3, sigma=0.986013)'
-    >>> fit = lmer("y ~ 1 + (1|g)", d, draws=100, tune=100, chains=1, seed=1,
+    >>> fit = lmer("y ~ 1 + (1|g)", d, draws=100, tune=100, chains=1, rng=1,
     ...            progressbar=False)  # doctest: +SKIP
     """
     return _fit_family(formula, data, "gaussian", None, priors=priors, draws=draws, tune=tune,
-                       chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
+                       chains=chains, sampler=sampler, seed=rng, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
                        max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
+@accepts_seed
 def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[str, PriorSpec] | None = None,
          draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-         seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
+         rng: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
          parameterization: str | Mapping[str, str] = "auto", target_accept: float | None = None,
          max_treedepth: int = 10, cores: int | None = None,
          contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
@@ -290,7 +294,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
         Random terms as in :func:`glmer` (intercepts, slopes, nested, crossed).
     data : DataFrame or path
     link : {"logit", "probit"}
-    priors, draws, tune, chains, sampler, seed, progressbar, parameterization, max_treedepth, cores
+    priors, draws, tune, chains, sampler, rng, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"threshold"``).
     target_accept : float, optional
         NUTS target acceptance; by default 0.9 with the logit link, 0.95 with the probit.  With a
@@ -318,7 +322,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
     >>> d = pd.DataFrame({"rating": [1, 2, 3, 2, 3, 1] * 3, "judge": list("aabbcc") * 3})
     >>> default_priors("rating ~ 1 + (1|judge)", d, family="cumulative").table["parameter"].tolist()
     ['1|2', '2|3', 'sd((Intercept)|judge)']
-    >>> fit = clmm("rating ~ 1 + (1|judge)", d, draws=100, tune=100, chains=1, seed=1,
+    >>> fit = clmm("rating ~ 1 + (1|judge)", d, draws=100, tune=100, chains=1, rng=1,
     ...            progressbar=False)  # doctest: +SKIP
     """
     from .families import CUMULATIVE_LINKS
@@ -328,14 +332,15 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
     if target_accept is None:
         target_accept = 0.95 if link == "probit" else 0.9
     return _fit_family(formula, data, "cumulative", link, priors=priors, draws=draws, tune=tune,
-                       chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
+                       chains=chains, sampler=sampler, seed=rng, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
                        max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 
 
+@accepts_seed
 def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mapping[str, PriorSpec] | None = None,
             draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
-            seed: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
+            rng: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
             parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
             max_treedepth: int = 10, cores: int | None = None,
             contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
@@ -352,7 +357,7 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     formula : str
     data : DataFrame or path
     family : {"beta", "betabinomial"}
-    priors, draws, tune, chains, sampler, seed, progressbar, parameterization, max_treedepth, cores
+    priors, draws, tune, chains, sampler, rng, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"phi"``).
     target_accept : float
         NUTS target acceptance (Stan's 0.8).
@@ -374,13 +379,13 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     >>> d = pd.DataFrame({"score": [0.2, 0.4, 0.5, 0.7, 0.3, 0.6], "g": list("aabbcc")})
     >>> default_priors("score ~ 1 + (1|g)", d, family="beta").table["parameter"].tolist()
     ['(Intercept)', 'sd((Intercept)|g)', 'phi']
-    >>> fit = glmmtmb("score ~ 1 + (1|g)", d, draws=100, tune=100, chains=1, seed=1,
+    >>> fit = glmmtmb("score ~ 1 + (1|g)", d, draws=100, tune=100, chains=1, rng=1,
     ...               progressbar=False)  # doctest: +SKIP
     """
     if family not in ("beta", "betabinomial"):
         raise ValueError(f"family must be 'beta' or 'betabinomial', not {family!r}")
     return _fit_family(formula, data, family, None, priors=priors, draws=draws, tune=tune,
-                       chains=chains, sampler=sampler, seed=seed, progressbar=progressbar,
+                       chains=chains, sampler=sampler, seed=rng, progressbar=progressbar,
                        parameterization=parameterization, target_accept=target_accept,
                        max_treedepth=max_treedepth, cores=cores, contrasts=contrasts, weights=weights)
 

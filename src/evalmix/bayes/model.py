@@ -402,7 +402,7 @@ def build_model(formula: str, data: pd.DataFrame, *, priors: Mapping[str, PriorS
     Examples
     --------
     >>> from evalmix.simulate import glmm_runs
-    >>> d = glmm_runs(2, 20, 2, seed=1)
+    >>> d = glmm_runs(2, 20, 2, rng=1)
     >>> bm = build_model("correct ~ model + (1|item) + (1|item:run)", d)
     >>> sorted(bm.model.named_vars)[:3]
     ['(1|item)', '(1|item:run)', 'Intercept']

@@ -14,6 +14,7 @@ from ..core.result import Result, Summary, frame_records
 from ..core.arguments import check_level
 from ..core.draws import hdi
 from ..core.errors import DataError
+from ..core.seeds import accepts_seed
 from ..mixed.grid import level_means
 from ..mixed.links import inverse_link, log_probabilities
 from ..mixed.result import ConfidenceIntervals
@@ -563,9 +564,10 @@ class BayesGlmerResult(Result):
         return RankResult(tab, factor, draws)
 
     # ------------------------------------------------------------------ checks
+    @accepts_seed
     def posterior_predictive(self, by: str | None = None, spread: str | None = None,
                              prob: float = 0.9, n_draws: int = 1000,
-                             seed: int | np.random.Generator | None = None) -> PPCResult:
+                             rng: int | np.random.Generator | None = None) -> PPCResult:
         """Posterior predictive check: replicate the outcomes and compare statistics.
 
         Parameters
@@ -579,13 +581,14 @@ class BayesGlmerResult(Result):
             Probability of the central predictive interval.
         n_draws : int
             Posterior draws used (a random subset).
-        seed : int or Generator, optional
+        rng : int or Generator, optional
+            Random numbers: a seed or a numpy Generator.
 
         Examples
         --------
         >>> fit.posterior_predictive(by="model").to_frame()  # doctest: +SKIP
         """
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(rng)
         design = self._rows("posterior_predictive()").design
         idx, eta = self._predictive_draws(design.data, by, spread, n_draws, rng)
         p = inverse_link(self.link, eta)[:, design.row_index]
@@ -780,9 +783,10 @@ class BayesFamilyResult(BayesGlmerResult):
         tab = res.table.drop(columns="mean_prob").rename(columns={"mean_logit": name})
         return RankResult(tab, res.factor, res.draws)
 
+    @accepts_seed
     def posterior_predictive(self, by: str | None = None, spread: str | None = None,
                              prob: float = 0.9, n_draws: int = 1000,
-                             seed: int | np.random.Generator | None = None) -> PPCResult:
+                             rng: int | np.random.Generator | None = None) -> PPCResult:
         """Posterior predictive check of the mean response (and of its SD across the levels of
         ``spread``): the mean score (Gaussian, beta), the proportion of successes (beta-binomial)
         or the mean rating code 1..J (cumulative), observed against replicated.
@@ -791,7 +795,7 @@ class BayesFamilyResult(BayesGlmerResult):
         """
         from scipy import special
 
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(rng)
         design = self._family_design("posterior_predictive()")
         idx, eta = self._predictive_draws(design.data, by, spread, n_draws, rng)
         y, m = design.y, design.m

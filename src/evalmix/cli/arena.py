@@ -52,7 +52,7 @@ def run_arena(args: argparse.Namespace) -> int:
                          f"[, ties]), got {args.counts!r}")
     fit = bradley_terry(battles_of(args), model_a=args.model_a, model_b=args.model_b, winner=args.winner,
                         ties=args.ties, position=not args.no_position, cluster=args.cluster, ci=args.ci,
-                        n_boot=args.n_boot or 1000, seed=args.seed, conf_level=args.conf_level,
+                        n_boot=args.n_boot or 1000, rng=args.seed, conf_level=args.conf_level,
                         reference=args.reference, scale=args.scale, rank_sets=not args.no_rank_sets,
                         counts=counts, weights=args.weights)
     if args.latex:

@@ -27,7 +27,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from ._common import emit, show_progress
 
     methods = split_list(args.methods) or None
-    result = calibrate(args.scenario, methods, n_sims=args.n_sims, seed=args.seed, n_jobs=args.jobs,
+    result = calibrate(args.scenario, methods, n_sims=args.n_sims, rng=args.seed, n_jobs=args.jobs,
                        progress=show_progress())
     emit(args, result)
     return 0

@@ -23,7 +23,7 @@ def run_irt(args: argparse.Namespace) -> int:
     fit = fit_irt(args.data, item=args.item, model=args.model, correct=args.outcome, run=run,
                   model_type=args.model_type, conf_level=args.conf_level, successes=args.successes,
                   trials=args.trials)
-    chosen = (select_items(fit, args.select, method=args.select_method, seed=args.seed)
+    chosen = (select_items(fit, args.select, method=args.select_method, rng=args.seed)
               if args.select is not None else None)
     if args.json:
         doc = {"command": args.command} | fit.to_dict()

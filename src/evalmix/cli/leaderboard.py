@@ -76,7 +76,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         result = rank_sets_glmm(glmer(formula.text, scored), formula.fixed_terms[0], by=by or None,
                                 conf_level=args.conf_level)
     else:
-        result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, seed=args.seed,
+        result = rank_sets(data, by or None, n_boot=args.n_boot, conf_level=args.conf_level, rng=args.seed,
                            progress=show_progress())
     if args.plot:
         from ..plots.leaderboard import leaderboard_plot

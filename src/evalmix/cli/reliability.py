@@ -102,7 +102,7 @@ def _expected_stops(args: argparse.Namespace, data: pd.DataFrame, by: list[str],
     rows = []
     for key, obs in _pilot_items(data, by):
         stop = expected_stop(obs, bounds=(0.0, 1.0), max_n=max_items, conf_level=1 - ALPHA,
-                             target_width=width, n_sims=args.sims, seed=args.seed)
+                             target_width=width, n_sims=args.sims, rng=args.seed)
         rows.append(dict(zip(by, key)) | {"target_width": width, "max_items": max_items}
                     | stop.to_dict(orient="records")[0])
     return pd.DataFrame(rows)

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")  # files only: never open a window
     data = _read(args)
     rep = report(data, args.out, reference=args.reference, slice=args.slice,
-                 candidates=args.candidate, formula=args.formula, bayes=args.bayes, seed=args.seed,
+                 candidates=args.candidate, formula=args.formula, bayes=args.bayes, rng=args.seed,
                  conf_level=args.conf_level, n_boot=args.n_boot, plan_se=args.plan_se,
                  cost_item=args.cost_item, cost_run=args.cost_run, title=args.title, judge=args.judge,
                  labels=args.labels, human=args.human, battles=args.battles, battle_cluster=args.battle_cluster)

@@ -38,7 +38,7 @@ def run_sequential(args: argparse.Namespace) -> int:
         obs = np.clip(obs - np.concatenate(([0.0], obs[:-1])), *bounds)
         table = expected_stop(obs, bounds=bounds, max_n=args.expect,
                               method=args.method, conf_level=args.conf_level, null=result.null,
-                              target_width=args.width, n_sims=args.sims, seed=args.seed or 0)
+                              target_width=args.width, n_sims=args.sims, rng=args.seed or 0)
         emit(args, table)
         return 0
     extra = {"stopped_at": result.stopped_at, "decision": result.decision, "estimate": result.estimate,

@@ -279,7 +279,7 @@ def check_choice(value: _C, name: str, choices: Sequence[_C]) -> _C:
 _BY_NAME: dict[str, Callable[[Any, str], Any]] = {
     "conf_level": check_level,
     "alpha": check_probability, "power": check_probability,
-    "seed": check_seed, "n_jobs": check_n_jobs, "cores": check_n_jobs,
+    "seed": check_seed, "rng": check_seed, "n_jobs": check_n_jobs, "cores": check_n_jobs,
     "missing": lambda v, name: check_choice(v, name, MISSING_POLICIES),
     **{name: check_count for name in ("n_boot", "n_sims", "n_draws", "n_resamples", "n_plausible",
                                       "chunk_size", "max_runs", "draws", "tune", "chains")},
@@ -292,7 +292,7 @@ def check_arguments(**arguments: object) -> None:
     Each argument is checked as it is everywhere in evalmix: ``conf_level`` strictly between 0
     and 1; ``alpha`` and ``power`` probabilities in (0, 1); ``n_boot``, ``n_sims``, ``n_draws``,
     ``n_resamples``, ``n_plausible``, ``chunk_size``, ``max_runs``, ``draws``, ``tune`` and
-    ``chains`` whole numbers >= 1; ``seed`` None, an integer >= 0, a Generator or a SeedSequence;
+    ``chains`` whole numbers >= 1; ``rng`` (``seed``) None, an integer >= 0, a Generator or a SeedSequence;
     ``n_jobs`` (``cores``) None or a nonzero integer; ``missing`` "raise" or "drop".
 
     Raises

@@ -10,7 +10,7 @@ call::
 
     client = Client("tcp://scheduler:8786")
     with joblib.parallel_config(backend="dask"):
-        res = evalmix.calibrate("glmm", n_sims=2000, seed=1)
+        res = evalmix.calibrate("glmm", n_sims=2000, rng=1)
 
 Each task receives its own random stream, a child of ``np.random.SeedSequence(seed)``, so results
 depend on the seed only: not on ``n_jobs``, the backend, the number of workers or the order in

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 import numpy as np
 import pandas as pd
@@ -27,9 +27,12 @@ from ..core.arguments import MISSING_POLICIES, check_choice
 from ..core.errors import DataError, DataWarning
 from .parquet import Filters, read_parquet
 
-__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "as_pandas", "check_hashable", "check_weights",
-           "drop_written_index", "ensure_runs", "is_foreign_table", "load_table", "read_runs", "require_columns",
-           "schema_of", "show_rows"]
+if TYPE_CHECKING:
+    import narwhals.stable.v2 as nw
+
+__all__ = ["MISSING_POLICIES", "RunsData", "RunsSchema", "as_pandas", "at_the_door", "check_hashable", "check_weights",
+           "drop_written_index", "ensure_runs", "is_foreign_table", "load_table", "narwhals_frame", "read_runs",
+           "require_columns", "schema_of", "show_rows"]
 
 _MAX_SHOWN = 5
 
@@ -183,23 +186,53 @@ def _read_text(path: Path, compressed: bool) -> bytes:
     return path.read_bytes()
 
 
-# Table libraries whose frames are converted at the door, by the module that defines the type, with
-# the extra that installs what the conversion needs (pandas' Arrow bridge in both cases).
-_FOREIGN_TABLES = {"polars": "polars", "pyarrow": "parquet"}
+_T = TypeVar("_T")
+
+# Dataframe libraries whose tables are converted at the door, by the module that defines the type, with
+# the extra that installs what the conversion needs. narwhals (a dependency) is the one route from
+# any of them to pandas: a lazy frame (a polars LazyFrame, a DuckDB relation, a Dask or Spark frame)
+# runs its query in its own engine first, and only the result reaches pandas.
+_FOREIGN_TABLES = {"polars": "polars", "pyarrow": "parquet", "duckdb": "duckdb", "modin": "parquet",
+                   "cudf": "parquet", "dask": "parquet", "pyspark": "parquet", "ibis": "parquet",
+                   "sqlframe": "parquet"}
+
+
+def _module_root(obj: object) -> str:
+    return type(obj).__module__.partition(".")[0]
+
+
+def narwhals_frame(obj: object) -> nw.DataFrame[Any] | nw.LazyFrame[Any] | None:
+    """``obj`` as a narwhals DataFrame or LazyFrame, or None when narwhals does not take it (a pandas
+    frame is not asked: it is the form evalmix works on).
+
+    Only the libraries of ``_FOREIGN_TABLES`` are asked, so narwhals is imported only when such a table
+    is passed.
+    """
+    if isinstance(obj, pd.DataFrame) or _module_root(obj) not in _FOREIGN_TABLES:
+        return None
+    import narwhals.stable.v2 as nw
+
+    frame = nw.from_native(obj, pass_through=True)
+    return frame if isinstance(frame, (nw.DataFrame, nw.LazyFrame)) else None
 
 
 def is_foreign_table(obj: object) -> bool:
-    """Whether ``obj`` is a polars DataFrame/LazyFrame or a pyarrow Table/RecordBatch (not imported
-    to tell: neither library is needed unless such a table is passed)."""
-    root = type(obj).__module__.partition(".")[0]
-    return (root in _FOREIGN_TABLES and hasattr(obj, "to_pandas")) or (root == "polars" and hasattr(obj, "collect"))
+    """Whether ``obj`` is a table of another dataframe library that the door converts: a polars
+    DataFrame or LazyFrame, a pyarrow Table or RecordBatch, a DuckDB relation, or any other frame
+    narwhals supports (Modin, cuDF, Dask, PySpark, Ibis...). None of these libraries is imported to
+    tell."""
+    if narwhals_frame(obj) is not None:
+        return True
+    return _module_root(obj) == "pyarrow" and hasattr(obj, "to_pandas")  # a RecordBatch
 
 
 def as_pandas(table: object) -> pd.DataFrame:
-    """A polars or Arrow table as a pandas DataFrame, the one form evalmix works on.
+    """A table of any dataframe library narwhals supports as a pandas DataFrame, the one form
+    evalmix works on: the front door of every function that takes a runs table.
 
-    Text columns stay text, integers stay integers, and nulls become missing
-    values, which the runs-table rules then report by row as they do for pandas input.  A pandas
+    Text columns stay text, integers stay integers, and nulls become missing values, which the
+    runs-table rules then report by row as they do for pandas input.  A lazy frame (polars
+    LazyFrame, DuckDB relation, Dask, PySpark) is collected by its own engine first.  A pandas
     DataFrame is returned as it is.
 
     Raises
@@ -217,18 +250,39 @@ def as_pandas(table: object) -> pd.DataFrame:
     if isinstance(table, pd.DataFrame):
         return table
     if not is_foreign_table(table):
-        raise DataError(f"expected a pandas, polars or Arrow table, got {type(table).__name__}")
-    root = type(table).__module__.partition(".")[0]
-    if root == "polars" and hasattr(table, "collect") and not hasattr(table, "to_pandas"):
-        table = table.collect()  # a LazyFrame: run its query first
+        raise DataError("expected a pandas, polars, Arrow or DuckDB table (or another frame narwhals "
+                        f"supports), got {type(table).__name__}")
+    root = _module_root(table)
     try:
-        out = table.to_pandas()  # type: ignore[attr-defined]
+        frame = narwhals_frame(table)
+        if frame is None:  # an Arrow record batch or column: pyarrow converts it
+            out = table.to_pandas()  # type: ignore[attr-defined]
+        else:
+            if hasattr(frame, "collect"):  # lazy: the query runs in its own engine
+                frame = frame.collect()
+            out = frame.to_pandas()
     except ImportError as exc:
         raise DataError(f"converting a {root} table to pandas needs {exc.name or 'pyarrow'}: pip install "
                         f"'evalmix[{_FOREIGN_TABLES[root]}]'") from None
     if not isinstance(out, pd.DataFrame):
         raise DataError(f"a {root} {type(table).__name__} converted to {type(out).__name__}, not a table")
     return out
+
+
+def at_the_door(data: _T) -> _T | pd.DataFrame:
+    """``data`` as evalmix works on it: a table of another dataframe library converted to pandas by
+    :func:`as_pandas`; anything else (a pandas frame, a path, an array) returned as it is.
+
+    The one line every function that takes a table starts with (directly or through
+    :func:`ensure_runs`, :func:`load_table` or the model frame).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> type(at_the_door(pa.table({"a": [1]}))).__name__, at_the_door("runs.csv")
+    ('DataFrame', 'runs.csv')
+    """
+    return as_pandas(data) if is_foreign_table(data) else data
 
 
 def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None,
@@ -279,10 +333,10 @@ def load_table(source: str | Path | pd.DataFrame, *, encoding: str | None = None
     >>> load_table(path, ids=["model"])["model"].tolist()
     ['1', '1.0', '2']
     """
-    if isinstance(source, pd.DataFrame):
-        return source.copy()
     if is_foreign_table(source):
         return as_pandas(source)
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
     if not isinstance(source, (str, Path)):
         raise DataError(f"expected a DataFrame or a path to a table file, got {type(source).__name__}")
     path = Path(source)
@@ -1043,8 +1097,7 @@ def ensure_runs(
     >>> schema.keys, schema.outcome
     (['model', 'item', 'run'], 'correct')
     """
-    if is_foreign_table(data):
-        data = as_pandas(data)
+    data = at_the_door(data)
     if isinstance(data, pd.DataFrame):
         df, source = data, None
     elif isinstance(data, (str, Path)):

@@ -241,7 +241,7 @@ def aggregate_runs(
     >>> import tempfile, pathlib
     >>> from evalmix.simulate import glmm_runs
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> glmm_runs(3, 50, 4, seed=1).to_parquet(folder / "runs.parquet")
+    >>> glmm_runs(3, 50, 4, rng=1).to_parquet(folder / "runs.parquet")
     >>> counts = aggregate_runs(folder, "correct ~ model + (1|item)")
     >>> counts.shape, int(counts["trials"].sum()), counts.columns.tolist()
     ((150, 4), 600, ['model', 'item', 'correct', 'trials'])

@@ -155,7 +155,7 @@ def bootmer(fit: GlmerResult, nsim: int = 200, *, seed: int | None = None, n_job
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(2, 30, 2, seed=4)
+    >>> runs = evalmix.simulate.glmm_runs(2, 30, 2, rng=4)
     >>> fit = evalmix.glmer("correct ~ model + (1|item)", runs)
     >>> boot = bootmer(fit, nsim=20, seed=1)
     >>> boot.replicates.shape

@@ -45,7 +45,7 @@ def build_deviance(design: GlmmDesign, *, link: str = "logit", control: GlmerCon
     --------
     >>> from evalmix.glmm import build_design, build_deviance
     >>> from evalmix.simulate import glmm_runs
-    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, seed=1))
+    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, rng=1))
     >>> ld = build_deviance(design)
     >>> type(ld.solver).__name__
     'NestedSolver'
@@ -104,7 +104,7 @@ class DevianceFunction:
     >>> from scipy.optimize import minimize
     >>> from evalmix import glmer
     >>> from evalmix.simulate import glmm_runs
-    >>> runs = glmm_runs(2, 40, 2, seed=1)
+    >>> runs = glmm_runs(2, 40, 2, rng=1)
     >>> f = glmer("correct ~ model + (1|item)", runs, devfun_only=True)
     >>> f.theta_names + f.beta_names
     ['item.(Intercept)', '(Intercept)', 'modelM2']

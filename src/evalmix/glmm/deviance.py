@@ -834,7 +834,7 @@ def make_solver(terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL
     >>> from evalmix.glmm import GlmerControl, build_design
     >>> from evalmix.simulate import glmm_runs
     >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
-    ...                       glmm_runs(3, 50, 2, seed=1))
+    ...                       glmm_runs(3, 50, 2, rng=1))
     >>> s = make_solver(design.terms)
     >>> type(s).__name__, s.q, isinstance(s, Solver)
     ('NestedSolver', 150, True)
@@ -1022,7 +1022,7 @@ class LaplaceDeviance:
     >>> from evalmix.glmm import build_design
     >>> from evalmix.simulate import glmm_runs
     >>> design = build_design("correct ~ model + (1|item) + (1|item:run)",
-    ...                       glmm_runs(3, 50, 2, seed=1))
+    ...                       glmm_runs(3, 50, 2, rng=1))
     >>> ld = LaplaceDeviance(design.X, design.k, design.m, design.terms)
     >>> ev = ld.pirls(np.array([0.5, 1.0]), np.zeros(3))
     >>> round(ev.dev, 3), ev.u.size

@@ -299,7 +299,7 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
     --------
     >>> from evalmix.glmm import build_design, build_deviance, optimize
     >>> from evalmix.simulate import glmm_runs
-    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, seed=1))
+    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, rng=1))
     >>> ld = build_deviance(design)
     >>> ev, rep = optimize(ld, design.theta_start, design.theta_lower, np.zeros(2))
     >>> rep.converged, round(ev.dev - 2 * design.log_binom, 4) > 0
@@ -500,7 +500,7 @@ def optimize_joint(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, b
     --------
     >>> from evalmix.glmm import build_design, build_deviance
     >>> from evalmix.simulate import glmm_runs
-    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, seed=1))
+    >>> design = build_design("correct ~ model + (1|item)", glmm_runs(2, 40, 2, rng=1))
     >>> ev, rep = optimize_joint(build_deviance(design), design.theta_start, design.theta_lower,
     ...                          np.zeros(2))
     >>> rep.converged

@@ -14,6 +14,7 @@ from ..core import tables
 from ..core.result import REPR_MAX_ROWS, Summary, frame_records
 from ..core.arguments import check_arguments
 from ..core.errors import DataError
+from ..core.seeds import accepts_seed
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
@@ -75,7 +76,7 @@ class GlmerResult(MixedResult):
     --------
     >>> from evalmix import glmer
     >>> from evalmix.simulate import glmm_runs
-    >>> runs = glmm_runs(3, 60, 3, seed=2)
+    >>> runs = glmm_runs(3, 60, 3, rng=2)
     >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> fit.df, fit.nobs, list(fit.varcorr["group"])
     (5, 540, ['item:run', 'item'])
@@ -173,7 +174,7 @@ class GlmerResult(MixedResult):
         Examples
         --------
         >>> import evalmix
-        >>> runs = evalmix.simulate.glmm_runs(2, 40, 2, seed=1)
+        >>> runs = evalmix.simulate.glmm_runs(2, 40, 2, rng=1)
         >>> print(evalmix.glmer("correct ~ model + (1|item)", runs).lme4_text())
         Generalized linear mixed model fit by maximum likelihood (Laplace
           Approximation) [glmerMod]
@@ -282,8 +283,9 @@ class GlmerResult(MixedResult):
         return self._model.term_modes(k)
 
     # --------------------------------------------------------------------- intervals
+    @accepts_seed
     def confint(self, method: str = "wald", level: float = 0.95, parm: str = "all", *,
-                nsim: int = 200, seed: int | None = None, n_jobs: int | None = None,
+                nsim: int = 200, rng: int | None = None, n_jobs: int | None = None,
                 progress: bool = False) -> ConfidenceIntervals:
         """Confidence intervals of the fixed effects and random-effect SDs (lme4's ``confint``).
 
@@ -294,7 +296,7 @@ class GlmerResult(MixedResult):
             ``"profile"``: profile likelihood (``method = "profile"``): each end solves
             ``zeta = -+z`` for the signed root of the profile deviance; SDs on their own scale.
             ``"boot"``: percentile intervals of a parametric bootstrap (``bootMer`` with new
-            random effects per replicate; ``method = "boot"``), ``nsim`` refits with ``seed``,
+            random effects per replicate; ``method = "boot"``), ``nsim`` refits with ``rng``,
             on ``n_jobs`` joblib workers, with a progress bar if ``progress``.
         level : float
         parm : {"all", "beta_", "theta_"}
@@ -312,7 +314,7 @@ class GlmerResult(MixedResult):
         """
         from .intervals import confint
 
-        return confint(self, method, level, parm, nsim=nsim, seed=seed, n_jobs=n_jobs,
+        return confint(self, method, level, parm, nsim=nsim, seed=rng, n_jobs=n_jobs,
                        progress=progress)
 
     # ---------------------------------------------------------------- the snapshot
@@ -337,7 +339,7 @@ class GlmerResult(MixedResult):
         --------
         >>> from evalmix import glmer
         >>> from evalmix.simulate import glmm_runs
-        >>> runs = glmm_runs(2, 30, 2, seed=1)
+        >>> runs = glmm_runs(2, 30, 2, rng=1)
         >>> fit = glmer("correct ~ model + (1|item)", runs)
         >>> small = fit.remove_data()
         >>> small.fixef.equals(fit.fixef), small.has_data, fit.has_data

@@ -215,7 +215,7 @@ def emmeans(fit: FittedModel | PosteriorFit | RefGrid, specs: str | Sequence[str
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.emmeans(fit, "model", type="response").to_frame().round(2)
       model  estimate    se  conf_low  conf_high
@@ -273,7 +273,7 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
     Examples
     --------
     >>> import evalmix
-    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, rng=1))
     >>> ref_grid(fit).frame["model"].tolist()
     ['M1', 'M2', 'M3']
     """
@@ -364,7 +364,7 @@ def register_contrast(name: str, function: ContrastFunction, *, pairwise: bool =
     ...     eye = np.eye(len(levels))
     ...     return [ContrastRow(eye[i + 1] - eye[i], (i + 1,), (i,)) for i in range(len(levels) - 1)]
     >>> register_contrast("consecutive", consecutive)
-    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, rng=1))
     >>> evalmix.contrast(evalmix.emmeans(fit, "model"), "consecutive").to_frame()["contrast"].tolist()
     ['M2 - M1', 'M3 - M2']
     """
@@ -627,7 +627,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid | ClmmEMMeans,
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> emm = evalmix.emmeans(fit, "model")
     >>> res = evalmix.contrast(emm, "trt.vs.ctrl", ref="M1", adjust="dunnettx")
@@ -967,7 +967,7 @@ def regrid(obj: EMMeans | Contrasts | RefGrid | ClmmEMMeans) -> EMMeans | Contra
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> probs = evalmix.regrid(evalmix.emmeans(fit, "model"))
     >>> evalmix.contrast(probs, "trt.vs.ctrl").to_frame()[["contrast", "estimate", "se"]].round(3)
@@ -1028,7 +1028,7 @@ def reference_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> grid, X = evalmix.reference_grid(fit)
     >>> grid["model"].tolist(), X.shape

@@ -77,7 +77,7 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> evalmix.anova(fit).to_frame().round(3)
               term  statistic  df  p_value
@@ -311,7 +311,7 @@ def compare_models(fits: Mapping[str, LikelihoodFit | PosteriorFit] | Sequence[L
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> null = evalmix.glmer("correct ~ 1 + (1|item) + (1|item:run)", runs)
     >>> cmp = evalmix.compare_models({"null": null, "model": fit})

@@ -41,14 +41,16 @@ from ..core.files import write_text
 from ..core.result import frame_records
 from ..stats.descriptive import accuracy
 from ..core.errors import DataError, DataWarning
+from ..core.seeds import accepts_seed
 from ..io import read_inspect
 from ..studies.leaderboard import rank_sets
 
 __all__ = ["leaderboard_report"]
 
 
+@accepts_seed
 def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str | None = None, baseline: str | None = None,
-                       conf_level: float = 0.95, n_boot: int = 2000, seed: int = 1,
+                       conf_level: float = 0.95, n_boot: int = 2000, rng: int = 1,
                        task: str = "all") -> dict[str, Any]:
     """Rank sets, tie groups, comparisons against a baseline and coverage per task of Inspect logs.
 
@@ -62,7 +64,7 @@ def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str |
         Model compared with every other one (default: the first model of each task).  A name
         that is none of the logs' models is an error; a task the baseline did not run is listed
         under ``"skipped"``.
-    conf_level, n_boot, seed
+    conf_level, n_boot, rng
         As in :func:`evalmix.rank_sets`.
     task : str
         Label of the task when the logs hold a single one (several tasks are labelled by name).
@@ -99,7 +101,7 @@ def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str |
         data = data.assign(task=task)
     if baseline is not None:
         _check_baseline(baseline, sorted(map(str, data["model"].unique())))
-    out: dict[str, Any] = {"conf_level": conf_level, "n_boot": n_boot, "seed": seed, "tasks": {},
+    out: dict[str, Any] = {"conf_level": conf_level, "n_boot": n_boot, "seed": rng, "tasks": {},
                            "skipped": {}}
     for label, sub in data.groupby("task", sort=True):
         if sub["model"].nunique() < 2:
@@ -113,7 +115,7 @@ def leaderboard_report(logs: str | Path | Iterable[str | Path], *, scorer: str |
                           f"{out['skipped'][str(label)]}", DataWarning, stacklevel=2)
             continue
         try:
-            rs = rank_sets(sub, n_boot=n_boot, conf_level=conf_level, seed=seed)
+            rs = rank_sets(sub, n_boot=n_boot, conf_level=conf_level, rng=rng)
         except DataError as exc:
             out["skipped"][str(label)] = str(exc)
             continue
@@ -174,7 +176,7 @@ if _HAVE_INSPECT:  # pragma: no cover - exercised inside a real Inspect run (tes
                     baseline=os.environ.get("EVALMIX_BASELINE") or None,
                     conf_level=float(os.environ.get("EVALMIX_CONF_LEVEL", "0.95")),
                     n_boot=int(os.environ.get("EVALMIX_N_BOOT", "2000")),
-                    seed=int(os.environ.get("EVALMIX_SEED", "1")),
+                    rng=int(os.environ.get("EVALMIX_SEED", "1")),
                     task=names.pop() if len(names) == 1 else "all")
             except ValueError as exc:  # DataError, or a setting that is not a number
                 # one line in the run's output, as the command line does, not a traceback

@@ -573,7 +573,7 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> rg = evalmix.ref_grid(fit)
     >>> rg.frame["model"].tolist(), rg.L.shape
@@ -620,7 +620,7 @@ def level_means(fit: FittedModel | PosteriorFit, term: str, by: Sequence[str] = 
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", runs)
     >>> level_means(fit, "model").frame["model"].tolist()
     ['M1', 'M2', 'M3']

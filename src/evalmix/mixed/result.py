@@ -94,7 +94,7 @@ class ConfidenceIntervals(Result):
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item)", runs)
     >>> fit.confint(parm="beta_").to_frame().columns.tolist()
     ['term', 'estimate', 'conf_low', 'conf_high', 'method']
@@ -140,7 +140,7 @@ class CoefTable(Result):
     Examples
     --------
     >>> import evalmix
-    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+    >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, rng=1))
     >>> ct = fit.coef_table()
     >>> ct.test, ct.columns.tolist()[:3], len(ct)
     ('z', ['term', 'estimate', 'se'], 3)
@@ -205,7 +205,7 @@ class MixedResult(Result):
     Examples
     --------
     >>> import evalmix
-    >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1)
+    >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=1)
     >>> fit = evalmix.glmer("correct ~ model + (1|item)", runs)
     >>> isinstance(fit, evalmix.MixedResult), dict(fit.ngroups), fit.df_resid == fit.nobs - fit.df
     (True, {'item': 40}, True)
@@ -296,7 +296,7 @@ class MixedResult(Result):
         Examples
         --------
         >>> import evalmix
-        >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1)
+        >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=1)
         >>> fit = evalmix.glmer("correct ~ model + (1|item)", runs)
         >>> ci = fit.confint(parm="beta_").to_frame()
         >>> bool((ci.conf_low < ci.estimate).all() and (ci.estimate < ci.conf_high).all())
@@ -333,7 +333,7 @@ class MixedResult(Result):
         Examples
         --------
         >>> import evalmix
-        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 60, 3, seed=2))
+        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 60, 3, rng=2))
         >>> res = fit.wald_test("modelM2 = modelM3")
         >>> res.df, res.hypotheses
         (1, ('modelM2 - modelM3 = 0',))
@@ -366,7 +366,7 @@ class MixedResult(Result):
         Examples
         --------
         >>> import evalmix
-        >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, seed=1)
+        >>> runs = evalmix.simulate.glmm_runs(3, 40, 2, rng=1)
         >>> fit = evalmix.glmer("correct ~ model + (1|item)", runs)
         >>> p = fit.predict(runs.head(3), type="response")
         >>> bool(((p > 0) & (p < 1)).all()), fit.predict(runs.head(3), re_form="NA").shape

@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from ..data.runs import RunsData, as_pandas, check_weights, ensure_runs, is_foreign_table, load_table, schema_of
+from ..data.runs import RunsData, at_the_door, check_weights, ensure_runs, load_table, schema_of
 from ..core.errors import DataError, DataWarning, FormulaError
 from .fixed import FixedDesign, build_fixed, independent_columns
 from .functions import as_r_factor, fixed_variables
@@ -180,10 +180,9 @@ def read_data(data: RunsData, groups: tuple[Any, ...] = ()) -> pd.DataFrame:
     if isinstance(data, (str, Path)):
         ids = ["model", "item", "run", *(g for spec in groups for g in getattr(spec, "group", ()))]
         return load_table(data, ids=ids)
-    if is_foreign_table(data):  # polars and Arrow tables, converted at the door as everywhere
-        return as_pandas(data)
+    data = at_the_door(data)  # polars, Arrow, DuckDB... tables, converted at the door as everywhere
     if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a DataFrame or a path (pandas, polars or Arrow tables), got "
+        raise DataError(f"data must be a DataFrame or a path (pandas, polars, Arrow, DuckDB tables), got "
                         f"{type(data).__module__}.{type(data).__name__}")
     return data
 
@@ -453,7 +452,7 @@ def build_design(formula: str, data: RunsData, *, pool: bool = True, trials: str
     Examples
     --------
     >>> from evalmix.simulate import glmm_runs
-    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(3, 50, 2, seed=1))
+    >>> design = build_design("correct ~ model + (1|item) + (1|item:run)", glmm_runs(3, 50, 2, rng=1))
     >>> design.X.shape, design.nobs, [t.group for t in design.terms]
     ((300, 3), 300, ['item:run', 'item'])
     >>> design.theta_names, design.theta_lower.tolist()
@@ -653,7 +652,7 @@ def drop_rank_deficient(design: GlmmDesign, rank_tol: float = 1e-7) -> tuple[Glm
     Examples
     --------
     >>> from evalmix.simulate import glmm_runs
-    >>> runs = glmm_runs(2, 20, 2, seed=1).assign(copy=lambda d: d["model"])
+    >>> runs = glmm_runs(2, 20, 2, rng=1).assign(copy=lambda d: d["model"])
     >>> design, dropped = drop_rank_deficient(build_design("correct ~ model + copy + (1|item)", runs))
     >>> dropped, design.fixed.columns
     (['copyM2'], ['(Intercept)', 'modelM2'])

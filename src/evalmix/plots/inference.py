@@ -90,7 +90,7 @@ def accuracy_intervals(table: pd.DataFrame | Result, *, y: str = "model", hue: s
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(3, 30, 2, slices={"language": ["EN", "ES"]}, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 30, 2, slices={"language": ["EN", "ES"]}, rng=1)
     >>> fig = accuracy_intervals(evalmix.accuracy(df, ["model", "language"]), hue="language")
     >>> fig.axes[0].get_xlabel()
     'accuracy (%, 95% CI)'

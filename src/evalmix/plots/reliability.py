@@ -66,7 +66,7 @@ def flip_rate_bars(result: FlipRateResult | pd.DataFrame, *, x: str = "model", h
     --------
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
-    >>> df = evalmix.simulate.glmm_runs(3, 20, 3, slices={"language": ["EN", "ES"]}, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 20, 3, slices={"language": ["EN", "ES"]}, rng=1)
     >>> fig = flip_rate_bars(evalmix.flip_rate(df, ["model", "language"]), col=None)
     """
     plt = _plt()
@@ -131,7 +131,7 @@ def icc_dots(result: ICCResult, *, label: Sequence[str] | None = None, bands: Se
     --------
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
-    >>> df = evalmix.simulate.glmm_runs(3, 30, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 30, 3, rng=1)
     >>> fig = icc_dots(evalmix.icc(df, "model"))
     """
     plt = _plt()
@@ -184,7 +184,7 @@ def rank_bump(result: RankInstabilityResult, *, n_runs: int = 1, figsize: tuple[
     --------
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
-    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"]}, seed=2)
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"]}, rng=2)
     >>> fig = rank_bump(evalmix.rank_instability(df, "language"))
     """
     plt = _plt()
@@ -261,7 +261,7 @@ def se_curves(result: SEvsRunsResult, *, show_projection: bool = False, figsize:
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
     >>> from evalmix.studies.repetitions import se_vs_runs
-    >>> df = evalmix.simulate.glmm_runs(3, 40, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 3, rng=1)
     >>> fig = se_curves(se_vs_runs(df, "model", max_runs=3))
     """
     plt = _plt()
@@ -325,8 +325,8 @@ def rank_intervals(result: RankUncertaintyResult | pd.DataFrame, *, figsize: tup
     --------
     >>> import evalmix, matplotlib
     >>> matplotlib.use("Agg")
-    >>> df = evalmix.simulate.glmm_runs(4, 30, 2, seed=2)
-    >>> fig = rank_intervals(evalmix.rank_uncertainty(df, n_boot=200, seed=1))
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 2, rng=2)
+    >>> fig = rank_intervals(evalmix.rank_uncertainty(df, n_boot=200, rng=1))
     >>> fig.axes[0].get_xlabel()
     'rank (1 = best; 95% interval)'
     """

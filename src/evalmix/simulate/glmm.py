@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.arguments import check_arguments
+from ..core.seeds import accepts_seed
 from ..model import make_formula
 
 __all__ = ["glmm_runs"]
@@ -54,6 +55,7 @@ def _slice_spec(slices: Mapping[str, Sequence[str] | Mapping[str, float]] | None
     return spec
 
 
+@accepts_seed
 def glmm_runs(
     n_models: int,
     n_items: int,
@@ -64,7 +66,7 @@ def glmm_runs(
     sd_item: float = 1.5,
     sd_item_run: float = 0.5,
     sd_slope: float = 0.0,
-    seed: int | np.random.Generator | None = None,
+    rng: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Simulate a long runs table from a logistic GLMM with known parameters.
 
@@ -89,8 +91,8 @@ def glmm_runs(
         A dict gives the model names too.
     sd_item, sd_item_run, sd_slope : float
         Standard deviations of the random effects (logit scale).
-    seed : int or numpy.random.Generator, optional
-        Random seed.
+    rng : int or numpy.random.Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -102,7 +104,7 @@ def glmm_runs(
 
     Examples
     --------
-    >>> df = glmm_runs(3, 50, 2, slices={"language": ["EN", "ES"]}, seed=1)
+    >>> df = glmm_runs(3, 50, 2, slices={"language": ["EN", "ES"]}, rng=1)
     >>> df.shape, sorted(df.attrs["truth"])[:3]
     ((600, 5), ['formula', 'item_effects', 'item_run_effects'])
     """
@@ -112,8 +114,9 @@ def glmm_runs(
     for name, sd in (("sd_item", sd_item), ("sd_item_run", sd_item_run), ("sd_slope", sd_slope)):
         if sd < 0:
             raise ValueError(f"{name} must be >= 0, got {sd}")
-    check_arguments(seed=seed)
-    rng = np.random.default_rng(seed)
+    check_arguments(rng=rng)
+    seed = rng if isinstance(rng, int) else None
+    rng = np.random.default_rng(rng)
     if model_effects is None:
         effects = dict(zip([f"M{j + 1}" for j in range(n_models)],
                            np.linspace(-1.0, 1.0, n_models) if n_models > 1 else [0.0]))
@@ -163,6 +166,6 @@ def glmm_runs(
         "slope": ({"factor": next(iter(spec)), "reference": next(iter(next(iter(spec.values())))),
                    "sd": float(sd_slope), "effects": _Effects(zip(items, b.tolist()))}
                   if sd_slope > 0 and spec else None),
-        "seed": seed if isinstance(seed, int) else None,
+        "seed": seed,
     }
     return grid

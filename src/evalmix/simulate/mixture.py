@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.arguments import check_arguments
 
 __all__ = ["mixture_arrays", "mixture_benchmark", "mixture_predictions", "sample_difficulty",
@@ -56,9 +56,10 @@ def mixture_arrays(n_questions: int, n_runs: int, *, easy: float = 0.42, hard: f
     return scores, p
 
 
+@accepts_seed
 def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float = 0.42,
                       hard: float = 0.28, uplift: float = 0.01,
-                      seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+                      rng: int | np.random.Generator | None = None) -> pd.DataFrame:
     """Simulate a benchmark from the three-component mixture: base model, clone and finetune.
 
     Parameters
@@ -70,8 +71,8 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
         the rest have ``p_q ~ Uniform(0.2, 0.8)``.
     uplift : float
         Share of all questions that the finetune moves from hard to easy: its true accuracy gain.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -83,14 +84,14 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
     Examples
     --------
     >>> from evalmix.simulate import mixture_benchmark
-    >>> df = mixture_benchmark(400, 4, seed=1)
+    >>> df = mixture_benchmark(400, 4, rng=1)
     >>> sorted(df["model"].unique())
     ['base', 'clone', 'finetune']
     >>> round(df.attrs["truth"]["accuracy"]["finetune"] - df.attrs["truth"]["accuracy"]["base"], 3)
     0.01
     """
-    check_arguments(seed=seed)
-    rng = as_generator(seed)
+    check_arguments(rng=rng)
+    rng = as_generator(rng)
     scores, p = mixture_arrays(n_questions, n_runs, easy=easy, hard=hard, uplift=uplift, rng=rng)
     frames = []
     for name, s in scores.items():
@@ -111,9 +112,10 @@ def mixture_benchmark(n_questions: int = 4000, n_runs: int = 8, *, easy: float =
     return df
 
 
+@accepts_seed
 def mixture_predictions(n_instances: int = 800, n_runs: int = 30, *, prevalence: float = 0.15,
                         easy: float = 0.55, hard: float = 0.15,
-                        seed: int | np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        rng: int | np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Binary-classification runs whose per-instance correctness follows the mixture.
 
     Gold labels are Bernoulli(``prevalence``); each instance's probability of being classified
@@ -128,11 +130,11 @@ def mixture_predictions(n_instances: int = 800, n_runs: int = 30, *, prevalence:
 
     Examples
     --------
-    >>> preds, gold = mixture_predictions(100, 3, seed=0)
+    >>> preds, gold = mixture_predictions(100, 3, rng=0)
     >>> preds.shape, gold.shape
     ((3, 100), (100,))
     """
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     gold = (rng.random(n_instances) < prevalence).astype(np.int8)
     p_right = sample_difficulty(n_instances, easy, hard, rng)
     right = rng.random((n_runs, n_instances)) < p_right

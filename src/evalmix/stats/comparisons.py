@@ -30,9 +30,9 @@ from scipy import stats
 
 from ..core import tables
 from ..core.arguments import check_arguments, check_choice, check_count, check_level
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result, Summary, contrast_label
-from ..data.runs import RunsData, RunsSchema, ensure_runs, schema_of
+from ..data.runs import RunsData, RunsSchema, at_the_door, ensure_runs, schema_of
 from ..core.errors import DataError, DataWarning
 from .paired import ComparisonResult, item_means
 from .resampling import paired_bootstrap
@@ -218,8 +218,9 @@ def paired_t_runs(a: ArrayLike, b: ArrayLike, *, conf_level: float = 0.95) -> Co
 
 # ----------------------------------------------------------------------------- permutation
 
+@accepts_seed
 def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, exact: bool | None = None,
-                     seed: int | np.random.Generator | None = None) -> ComparisonResult:
+                     rng: int | np.random.Generator | None = None) -> ComparisonResult:
     """Paired permutation (sign-flip) test of the mean per-item difference.
 
     Under "no difference" the label of which model produced which score is exchangeable within
@@ -236,8 +237,8 @@ def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, e
         Enumerate all ``2^m`` patterns of the ``m`` non-zero differences (default: when
         ``2^m <= n_resamples``).  Zero differences do not change under a flip and are left out of
         the enumeration.
-    seed : int or Generator, optional
-        Random seed of the Monte-Carlo version.
+    rng : int or Generator, optional
+        Random numbers of the Monte-Carlo version.
 
     Returns
     -------
@@ -257,7 +258,7 @@ def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, e
     >>> r.p_value  # all four differences positive: 2 of 16 patterns are as extreme
     0.125
     """
-    check_arguments(n_resamples=n_resamples, seed=seed)
+    check_arguments(n_resamples=n_resamples, rng=rng)
     ma, mb = item_means(a, b)
     d = mb - ma
     n = d.size
@@ -276,7 +277,7 @@ def permutation_test(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, e
         sums = np.abs(signs @ nz)
         p = float(np.mean(sums >= abs(nz.sum()) - tol))
     else:
-        rng = as_generator(seed)
+        rng = as_generator(rng)
         hits = 0
         target = abs(nz.sum()) - tol
         chunk = max(1, 2_000_000 // m)
@@ -495,6 +496,7 @@ def friedman(scores: RunsData | ArrayLike, *, model: str | None = None, item: st
     (['c', 'b', 'a'], 8.0)
     """
     check_arguments(alpha=alpha, missing=missing)
+    scores = at_the_door(scores)
     long = isinstance(scores, (str, Path)) or isinstance(scores, pd.DataFrame) and (
         schema_of(scores) is not None or any(v is not None for v in (model, item, outcome))
         or {"model", "item"} <= set(scores.columns))
@@ -657,13 +659,13 @@ def compare_pair(data: RunsData, a: str, b: str, *, method: str = "paired_t",
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
     **options
-        Passed to the method (``n_boot``, ``seed``, ``exact``, ``correction``...).
+        Passed to the method (``n_boot``, ``rng``, ``exact``, ``correction``...).
 
     Examples
     --------
     >>> from evalmix import compare_pair
     >>> from evalmix.simulate import mixture_benchmark
-    >>> df = mixture_benchmark(2000, 4, seed=3)
+    >>> df = mixture_benchmark(2000, 4, rng=3)
     >>> r = compare_pair(df, "base", "finetune", method="paired_t")
     >>> r.n
     2000

@@ -18,7 +18,8 @@ from scipy import stats
 
 from ..core.arguments import check_arguments
 from ..core.result import Result
-from ..data.runs import RunsData, ensure_runs, load_table, require_columns, schema_of, show_rows
+from ..data.pushdown import counts_in_engine
+from ..data.runs import RunsData, at_the_door, ensure_runs, load_table, require_columns, schema_of, show_rows
 from ..core.errors import DataError, DataWarning
 from ..core.methods import CI_METHODS
 from ..data.status import OK, is_scored, scored_rows, status_column
@@ -216,6 +217,9 @@ def accuracy(
     0     a        2       3.5  1.0
     """
     check_arguments(conf_level=conf_level, missing=missing)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        pushed = counts_in_engine(data, item=item, outcome=outcome)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
     kind = str(table.attrs.pop("kind", "binary"))
@@ -457,6 +461,7 @@ def accuracy_bounds(data: pd.DataFrame, by: str | Sequence[str] | None = None, *
     [[0.75, 0.6667, 0.5, 0.75]]
     """
     check_arguments(conf_level=conf_level)
+    data = at_the_door(data)
     by_ = [by] if isinstance(by, str) else list(by or [])
     missing = [c for c in by_ if c not in data.columns]
     if missing:

@@ -31,7 +31,7 @@ from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from ..core.arguments import check_arguments, check_choice, check_level
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result
 from ..data.runs import RunsData, ensure_runs
 from ..core.errors import DataError
@@ -243,9 +243,10 @@ def _apply_stat(stat: Callable, samples: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- bootstrap_ci
 
+@accepts_seed
 def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *, method: str = "percentile",
                  n_boot: int = 10_000, conf_level: float = 0.95,
-                 seed: int | np.random.Generator | None = None) -> BootstrapResult:
+                 rng: int | np.random.Generator | None = None) -> BootstrapResult:
     """Bootstrap confidence interval of a statistic of one sample.
 
     Parameters
@@ -263,8 +264,8 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
         Number of resamples.
     conf_level : float
         Interval level.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -283,11 +284,11 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
     >>> import numpy as np
     >>> from evalmix import bootstrap_ci
     >>> x = np.r_[np.ones(70), np.zeros(30)]
-    >>> r = bootstrap_ci(x, method="bca", n_boot=2000, seed=1)
+    >>> r = bootstrap_ci(x, method="bca", n_boot=2000, rng=1)
     >>> r.estimate, r.conf_low < 0.7 < r.conf_high
     (0.7, True)
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng)
     x = np.asarray(values, dtype=float)
     if x.ndim != 1:
         raise DataError(f"`values` must be 1-D, got shape {x.shape}")
@@ -296,7 +297,7 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
     if np.isnan(x).any():
         raise DataError("`values` contains NaN")
     check_choice(method, "method", _METHODS)
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     n = x.size
     jack = t_boot = se_hat = None
     if _is_mean(stat):
@@ -343,10 +344,11 @@ def bootstrap_ci(values: ArrayLike, stat: str | Callable[..., float] = "mean", *
 
 # ----------------------------------------------------------------------------- cluster bootstrap
 
+@accepts_seed
 def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str | None = None,
                       by: str | list[str] | None = None, method: str = "percentile",
                       n_boot: int = 10_000, conf_level: float = 0.95,
-                      seed: int | np.random.Generator | None = None, missing: str = "raise") -> BootstrapResult | BootstrapTable:
+                      rng: int | np.random.Generator | None = None, missing: str = "raise") -> BootstrapResult | BootstrapTable:
     """Item (cluster) bootstrap of accuracy from a long runs table.
 
     Items, not rows, are resampled: each resample draws ``n_items`` items with replacement and
@@ -365,7 +367,7 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
         Grouping columns (e.g. ``"model"``); one interval per group from shared resamples.
     method : {"percentile", "basic", "bca"}
         Interval method (BCa uses the leave-one-item-out jackknife).
-    n_boot, conf_level, seed
+    n_boot, conf_level, rng
         As in :func:`bootstrap_ci`.
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
@@ -385,12 +387,12 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
     --------
     >>> from evalmix import cluster_bootstrap
     >>> from evalmix.simulate import mixture_benchmark
-    >>> df = mixture_benchmark(500, 3, seed=2)
-    >>> tab = cluster_bootstrap(df, by="model", n_boot=500, seed=1)
+    >>> df = mixture_benchmark(500, 3, rng=2)
+    >>> tab = cluster_bootstrap(df, by="model", n_boot=500, rng=1)
     >>> list(tab.table["group"])
     ['base', 'clone', 'finetune']
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, missing=missing)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng, missing=missing)
     by_cols = [by] if isinstance(by, str) else list(by or [])
     data, schema = ensure_runs(data, item=item, outcome=outcome, need_item=True, by=by_cols,
                                allow_fractional=True, missing=missing)
@@ -415,7 +417,7 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
     n_items = s.shape[0]
     if n_items < 2:
         raise DataError("cluster bootstrap needs at least 2 items")
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     sums = resample_sums(np.hstack([s, c]), n_boot, rng)
     g = len(groups)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -445,9 +447,10 @@ def cluster_bootstrap(data: RunsData, *, item: str | None = None, outcome: str |
 
 # ----------------------------------------------------------------------------- paired bootstrap
 
+@accepts_seed
 def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", n_boot: int = 10_000,
                      conf_level: float = 0.95,
-                     seed: int | np.random.Generator | None = None) -> ComparisonResult:
+                     rng: int | np.random.Generator | None = None) -> ComparisonResult:
     """Paired item bootstrap of the mean difference ``b - a``.
 
     Runs are averaged within item first; the per-item differences are then resampled with
@@ -459,7 +462,7 @@ def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", 
         Scores, ``(runs, items)`` or per-item ``(items,)``.
     method : {"percentile", "basic", "bca", "t"}
         Interval method (see :func:`bootstrap_ci`).
-    n_boot, conf_level, seed
+    n_boot, conf_level, rng
         As in :func:`bootstrap_ci`.
 
     Returns
@@ -474,14 +477,14 @@ def paired_bootstrap(a: ArrayLike, b: ArrayLike, *, method: str = "percentile", 
     >>> from evalmix import paired_bootstrap
     >>> rng = np.random.default_rng(0)
     >>> a = rng.integers(0, 2, (3, 200)); b = np.maximum(a, rng.integers(0, 2, (3, 200)))
-    >>> r = paired_bootstrap(a, b, n_boot=2000, seed=1)
+    >>> r = paired_bootstrap(a, b, n_boot=2000, rng=1)
     >>> r.conf_low > 0
     True
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng)
     ma, mb = item_means(a, b)
     d = mb - ma
-    res = bootstrap_ci(d, "mean", method=method, n_boot=n_boot, conf_level=conf_level, seed=seed)
+    res = bootstrap_ci(d, "mean", method=method, n_boot=n_boot, conf_level=conf_level, rng=rng)
     est = res.estimate
     tol = 1e-12 * max(1.0, abs(est))
     hits = int(np.sum(np.abs(res.distribution - est) >= abs(est) - tol))
@@ -547,10 +550,11 @@ def preds_gold(preds: ArrayLike, gold: ArrayLike) -> tuple[np.ndarray, np.ndarra
     return p, g
 
 
+@accepts_seed
 def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Callable[[np.ndarray, np.ndarray], float] = "f1",
                        n_boot: int = 5000, conf_level: float = 0.95, pos_label: str | int | float = 1,
                        resample_size: str = "instances",
-                       seed: int | np.random.Generator | None = None) -> BootstrapResult:
+                       rng: int | np.random.Generator | None = None) -> BootstrapResult:
     """Instance-level bootstrap over the pooled predictions of several runs.
 
     The prediction/label pairs of all ``m`` runs are concatenated into one set of ``l * m`` pairs;
@@ -574,8 +578,8 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
         Positive class of ``f1``, ``precision`` and ``recall``.
     resample_size : {"instances", "pooled"}
         Draw ``l`` pairs (one test set's worth; the default) or all ``l * m``.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -594,17 +598,17 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
     --------
     >>> from evalmix import instance_bootstrap
     >>> from evalmix.simulate.mixture import mixture_predictions
-    >>> preds, gold = mixture_predictions(400, 3, seed=0)
-    >>> r = instance_bootstrap(preds, gold, metric="f1", n_boot=1000, seed=1)
+    >>> preds, gold = mixture_predictions(400, 3, rng=0)
+    >>> r = instance_bootstrap(preds, gold, metric="f1", n_boot=1000, rng=1)
     >>> r.conf_low < r.estimate < r.conf_high
     True
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     check_choice(resample_size, "resample_size", ("instances", "pooled"))
     size = l_ if resample_size == "instances" else l_ * m
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     gold_pooled = np.tile(g, m)
     pred_pooled = p.ravel()
     if callable(metric):
@@ -630,9 +634,10 @@ def instance_bootstrap(preds: ArrayLike, gold: ArrayLike, *, metric: str | Calla
                                                        "boot_mean": float(boot.mean())})
 
 
+@accepts_seed
 def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", n_sims: int = 25_000,
                          pos_label: str | int | float = 1,
-                         seed: int | np.random.Generator | None = None) -> np.ndarray:
+                         rng: int | np.random.Generator | None = None) -> np.ndarray:
     """Scores of hypothetical runs built by picking, for every instance, one observed run's answer.
 
     This is the reference distribution of "plausible single-run scores on this test set" used
@@ -648,7 +653,7 @@ def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1
         Number of hypothetical runs.
     pos_label : label
         Positive class.
-    seed : int or Generator, optional
+    rng : int or Generator, optional
 
     Returns
     -------
@@ -658,15 +663,15 @@ def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1
     --------
     >>> from evalmix.stats.resampling import plausible_run_scores
     >>> from evalmix.simulate.mixture import mixture_predictions
-    >>> preds, gold = mixture_predictions(200, 5, seed=0)
-    >>> plausible_run_scores(preds, gold, metric="accuracy", n_sims=10, seed=1).shape
+    >>> preds, gold = mixture_predictions(200, 5, rng=0)
+    >>> plausible_run_scores(preds, gold, metric="accuracy", n_sims=10, rng=1).shape
     (10,)
     """
-    check_arguments(n_sims=n_sims, seed=seed)
+    check_arguments(n_sims=n_sims, rng=rng)
     p, g = preds_gold(preds, gold)
     m, l_ = p.shape
     codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     out = np.empty(n_sims)
     chunk = max(1, _CHUNK_CELLS // l_)
     cols = np.arange(l_)
@@ -681,8 +686,9 @@ def plausible_run_scores(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1
 
 # ----------------------------------------------------------------------------- run-level intervals
 
+@accepts_seed
 def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.95, n_boot: int = 5000,
-                 seed: int | np.random.Generator | None = None) -> BootstrapResult:
+                 rng: int | np.random.Generator | None = None) -> BootstrapResult:
     """Interval for the mean of per-run aggregate scores (one number per run).
 
     Parameters
@@ -692,7 +698,7 @@ def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.
     method : {"t", "percentile", "bca", "t_boot"}
         Student t interval ``mean +/- t_{m-1} sd / sqrt(m)``, or the percentile, BCa or
         bootstrap-t interval of the mean of the run scores.
-    conf_level, n_boot, seed
+    conf_level, n_boot, rng
         As in :func:`bootstrap_ci`.
 
     Returns
@@ -711,7 +717,7 @@ def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.
     >>> round(r.estimate, 3), round(r.conf_low, 3), round(r.conf_high, 3)
     (0.615, 0.594, 0.636)
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng)
     x = np.asarray(scores, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise DataError(f"run_level_ci needs at least 2 run scores, got shape {x.shape}")
@@ -726,7 +732,7 @@ def run_level_ci(scores: ArrayLike, *, method: str = "t", conf_level: float = 0.
     boot_method = {"percentile": "percentile", "bca": "bca", "t_boot": "t"}.get(method)
     if boot_method is None:
         raise ValueError(f"method must be 't', 'percentile', 'bca' or 't_boot', got {method!r}")
-    r = bootstrap_ci(x, "mean", method=boot_method, n_boot=n_boot, conf_level=conf_level, seed=seed)
+    r = bootstrap_ci(x, "mean", method=boot_method, n_boot=n_boot, conf_level=conf_level, rng=rng)
     return BootstrapResult(estimate=r.estimate, se=r.se, conf_low=r.conf_low, conf_high=r.conf_high,
                            method=method, conf_level=conf_level, n_boot=n_boot,
                            distribution=r.distribution, details={**r.details, "n_runs": x.size})

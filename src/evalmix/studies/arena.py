@@ -52,6 +52,7 @@ from ..data.runs import load_table
 from ..core.errors import DataError, SamplingWarning, SeparationError
 from .leaderboard import RankSets, rank_sets_normal
 from ..core.parallel import parallel_map
+from ..core.seeds import accepts_seed
 
 __all__ = ["ELO_PER_LOGIT", "WINNERS", "BradleyTerryResult", "bradley_terry", "read_battles"]
 
@@ -515,11 +516,12 @@ class BradleyTerryResult(Result):
 # the fit
 
 
+@accepts_seed
 def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a", model_b: str = "model_b",
                   winner: str = "winner", ties: Literal["davidson", "half", "drop"] = "davidson",
                   position: bool = True, cluster: str | None = None,
                   ci: Literal["sandwich", "hessian", "bootstrap"] = "sandwich", n_boot: int = 1000,
-                  seed: int | np.random.Generator | None = None, conf_level: float = 0.95,
+                  rng: int | np.random.Generator | None = None, conf_level: float = 0.95,
                   reference: str | None = None, scale: Literal["elo", "logit"] = "elo",
                   anchor: float | None = None, rank_sets: bool = True, n_jobs: int | None = None,
                   counts: Sequence[str] | None = None, weights: str | None = None) -> BradleyTerryResult:
@@ -551,7 +553,7 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         percentile bootstrap of battles (of clusters with ``cluster=``), each replicate refitted.
     n_boot : int
         Bootstrap replicates (``ci="bootstrap"``).
-    seed : int or Generator, optional
+    rng : int or Generator, optional
         Seed of the bootstrap; each chunk of replicates gets its own stream (see
         :func:`evalmix.core.parallel.parallel_map`), so the replicates do not depend on ``n_jobs``.
     conf_level : float
@@ -710,7 +712,7 @@ def bradley_terry(battles: pd.DataFrame | str | Path, *, model_a: str = "model_a
         z = stats.norm.isf((1 - conf_level) / 2)
         boot = None
         if ci == "bootstrap":
-            reps = _bootstrap(model, pairs, x, pair_of, outcome, groups, int(n_boot), seed, n_jobs)
+            reps = _bootstrap(model, pairs, x, pair_of, outcome, groups, int(n_boot), rng, n_jobs)
             ok = np.all(np.isfinite(reps), axis=1)
             if not ok.all():
                 warnings.warn(f"{int((~ok).sum())} of {n_boot} bootstrap replicates had infinite ratings (a model "

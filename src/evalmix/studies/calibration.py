@@ -31,7 +31,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.arguments import check_choice, check_count, check_counts, check_level, check_n_jobs, check_seed
 from ..core.result import Result
 from ..core.parallel import parallel_map
@@ -229,7 +229,7 @@ def _paired_t(pair: SimPair, rng: np.random.Generator, conf_level: float) -> Met
 @register_method("paired_bootstrap", description="paired item bootstrap of per-item mean differences")
 def _paired_bootstrap(pair: SimPair, rng: np.random.Generator, conf_level: float,
                       n_boot: int = 2000, method: str = "percentile") -> MethodOutput:
-    r = paired_bootstrap(pair.a, pair.b, method=method, n_boot=n_boot, conf_level=conf_level, seed=rng)
+    r = paired_bootstrap(pair.a, pair.b, method=method, n_boot=n_boot, conf_level=conf_level, rng=rng)
     return MethodOutput(r.estimate, r.se, r.p_value, r.conf_low, r.conf_high)
 
 
@@ -364,7 +364,7 @@ def _glmm_scenario(rng: np.random.Generator, n_items: int = 200, n_runs: int = 3
 
     def draw(effects: list[float]) -> pd.DataFrame:
         return _plain(glmm_runs(2, n_items, n_runs, model_effects=effects, sd_item=sd_item,
-                                sd_item_run=sd_item_run, seed=int(rng.integers(2**31 - 1)), **options))
+                                sd_item_run=sd_item_run, rng=int(rng.integers(2**31 - 1)), **options))
 
     if true_diff is None:
         raise ValueError("internal: calibrate computes the glmm scenario's true difference first")
@@ -377,7 +377,7 @@ def _glmm_true_diff(design: dict, seed: int) -> float:
     """True marginal accuracy difference of the glmm scenario, from one very large benchmark."""
     from ..simulate import glmm_runs
     opts = {k: v for k, v in design.items() if k not in ("n_items", "n_runs", "effect", "true_diff")}
-    df = _plain(glmm_runs(2, 200_000, 1, model_effects=[0.0, design.get("effect", 0.3)], seed=seed,
+    df = _plain(glmm_runs(2, 200_000, 1, model_effects=[0.0, design.get("effect", 0.3)], rng=seed,
                           **opts))
     models = list(pd.unique(df["model"]))
     y = df["correct"].to_numpy(dtype=float)
@@ -454,8 +454,9 @@ def _one_simulation_task(i: int, seq: np.random.SeedSequence, args: tuple) -> li
     return _one_simulation(i, seq, *args)
 
 
+@accepts_seed
 def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sims: int = 500,
-              seed: int | np.random.Generator | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
+              rng: int | np.random.Generator | np.random.SeedSequence | None = None, *, conf_level: float = 0.95,
               n_jobs: int | None = None, progress: bool = False,
               method_options: dict[str, dict[str, Any]] | None = None,
               on_error: str = "raise", **design: Any) -> CalibrationResult:
@@ -475,7 +476,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         without the ``independent_runs`` oracle outside the mixture scenario; see :data:`METHODS`).
     n_sims : int
         Simulated benchmarks per hypothesis.
-    seed : int, Generator or SeedSequence, optional
+    rng : int, Generator or SeedSequence, optional
         Master seed; each simulation gets its own independent stream, so results do not depend
         on ``n_jobs``.
     conf_level : float
@@ -502,7 +503,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     Examples
     --------
     >>> from evalmix import calibrate
-    >>> res = calibrate("mixture", ["paired_t_runs", "run_bootstrap_sqrt_b"], n_sims=20, seed=1,
+    >>> res = calibrate("mixture", ["paired_t_runs", "run_bootstrap_sqrt_b"], n_sims=20, rng=1,
     ...                 n_questions=1000, n_runs=4, uplift=0.02)
     >>> list(res.table["method"])
     ['paired_t_runs', 'run_bootstrap_sqrt_b']
@@ -510,7 +511,7 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
     _register_glmm_contrast()
     check_choice(scenario, "scenario", sorted(SCENARIOS))
     n_sims, conf_level = check_count(n_sims, "n_sims"), check_level(conf_level)
-    seed, n_jobs = check_seed(seed), check_n_jobs(n_jobs)
+    rng, n_jobs = check_seed(rng, "rng"), check_n_jobs(n_jobs)
     check_choice(on_error, "on_error", ("raise", "record"))
     if methods is None:
         # the oracle needs the true per-item probabilities, which only the mixture scenario keeps
@@ -522,9 +523,9 @@ def calibrate(scenario: str = "mixture", methods: list[str] | None = None, n_sim
         raise ValueError(f"unknown method(s) {unknown}; registered: {sorted(METHODS)}")
     specs = [METHODS[m] for m in names]
     method_options = dict(method_options or {})
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(2**63, size=4).tolist())
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    if isinstance(rng, np.random.Generator):
+        rng = np.random.SeedSequence(rng.integers(2**63, size=4).tolist())
+    root = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     truth_seq, sims_seq = root.spawn(2)
     design = dict(design)
     if scenario == "glmm" and design.get("true_diff") is None:
@@ -591,10 +592,11 @@ class CoverageResult(Result):
 _COVERAGE_METHODS = ("instance", "t", "percentile", "bca", "t_boot")
 
 
+@accepts_seed
 def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", runs: Iterable[int] | None = None,
                    methods: tuple[str, ...] = _COVERAGE_METHODS, n_plausible: int = 25_000,
                    n_boot: int = 5000, conf_level: float = 0.95, pos_label: str | int | float = 1,
-                   seed: int | np.random.Generator | None = None,
+                   rng: int | np.random.Generator | None = None,
                    progress: bool = False) -> CoverageResult:
     """Coverage of run-level and instance-level intervals for a single model's score.
 
@@ -620,8 +622,8 @@ def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", run
         Plausible runs drawn for the reference distribution.
     n_boot, conf_level, pos_label
         Passed to the interval methods.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
     progress : bool
         Show a progress bar over ``runs``.
 
@@ -633,21 +635,21 @@ def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", run
     --------
     >>> from evalmix.studies.calibration import coverage_study
     >>> from evalmix.simulate.mixture import mixture_predictions
-    >>> preds, gold = mixture_predictions(300, 6, seed=0)
-    >>> res = coverage_study(preds, gold, runs=[3, 6], n_plausible=2000, n_boot=500, seed=1)
+    >>> preds, gold = mixture_predictions(300, 6, rng=0)
+    >>> res = coverage_study(preds, gold, runs=[3, 6], n_plausible=2000, n_boot=500, rng=1)
     >>> bool(res.wide().loc[6, "instance"] > res.wide().loc[6, "t"])
     True
     """
     n_plausible, n_boot = check_count(n_plausible, "n_plausible"), check_count(n_boot, "n_boot")
-    conf_level, seed = check_level(conf_level), check_seed(seed)
+    conf_level, rng = check_level(conf_level), check_seed(rng, "rng")
     p, g = preds_gold(preds, gold)
     n_runs = p.shape[0]
     runs = list(range(1, n_runs + 1)) if runs is None else check_counts(runs, "runs")
     if any(m < 1 or m > n_runs for m in runs):
         raise ValueError(f"runs must lie in 1..{n_runs}")
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     plausible = plausible_run_scores(p, g, metric=metric, n_sims=n_plausible, pos_label=pos_label,
-                                     seed=rng)
+                                     rng=rng)
     codes, k, pos = encode_labels(p, np.broadcast_to(g, p.shape), pos_label)
     cells = np.stack([np.bincount(row, minlength=k * k) for row in codes])
     run_scores = metric_from_cells(cells, k, metric, pos)
@@ -662,12 +664,12 @@ def coverage_study(preds: ArrayLike, gold: ArrayLike, *, metric: str = "f1", run
         for meth in methods:
             if meth == "instance":
                 r = instance_bootstrap(p[:m], g, metric=metric, n_boot=n_boot, conf_level=conf_level,
-                                       pos_label=pos_label, seed=rng)
+                                       pos_label=pos_label, rng=rng)
             elif m < 2:
                 continue
             else:
                 r = run_level_ci(run_scores[:m], method=meth, conf_level=conf_level, n_boot=n_boot,
-                                 seed=rng)
+                                 rng=rng)
             lo, hi = r.conf_low, r.conf_high
             cov = float(np.mean((plausible >= lo) & (plausible <= hi))) if np.isfinite(lo) else math.nan
             rows.append({"n_runs": m, "method": meth, "estimate": r.estimate, "conf_low": lo,

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..core.arguments import check_arguments
 from ..data import slicing as sl
+from ..data.runs import at_the_door
 from ..core.result import Result
 from ..core.errors import DataError, FitWarning, FormulaError, SingularFitWarning
 from ..model import factor_columns, parse_formula, random_columns
@@ -175,13 +176,14 @@ def fit_many(formula: str, data: pd.DataFrame, by: str | Sequence[str] = "benchm
     --------
     >>> import pandas as pd
     >>> from evalmix import fit_many, simulate
-    >>> d = pd.concat([simulate.glmm_runs(2, 40, 2, model_effects=[0, e], seed=s).assign(benchmark=b)
+    >>> d = pd.concat([simulate.glmm_runs(2, 40, 2, model_effects=[0, e], rng=s).assign(benchmark=b)
     ...                for b, e, s in [("math", 1.0, 1), ("code", 0.0, 2)]])
     >>> res = fit_many("correct ~ model + (1|item)", d, by="benchmark")
     >>> res.table[["benchmark", "term"]].values.tolist()
     [['code', '(Intercept)'], ['code', 'modelM2'], ['math', '(Intercept)'], ['math', 'modelM2']]
     """
     check_arguments(conf_level=conf_level, n_jobs=n_jobs)
+    data = at_the_door(data)
     by_ = sl.as_list(by)
     if not by_:
         raise DataError("fit_many needs at least one by= column")

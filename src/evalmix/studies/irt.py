@@ -57,7 +57,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import linalg, special, stats
 
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result
 from ..core.arguments import check_choice, check_count, check_level, check_number
 from ..data.runs import ensure_runs, load_table
@@ -630,7 +630,7 @@ class IrtFit(Result):
         Examples
         --------
         >>> from evalmix.simulate import simulate_irt
-        >>> fit = fit_irt(simulate_irt(n_items=20, n_models=6, seed=2))
+        >>> fit = fit_irt(simulate_irt(n_items=20, n_models=6, rng=2))
         >>> fit.predict([0.0, 1.0]).shape
         (20, 2)
         """
@@ -694,7 +694,7 @@ def fit_irt(data: pd.DataFrame | str | Path, *, item: str = "item", model: str =
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> runs = simulate_irt(n_items=60, n_models=8, n_runs=2, seed=3)
+    >>> runs = simulate_irt(n_items=60, n_models=8, n_runs=2, rng=3)
     >>> fit = fit_irt(runs, run="run")
     >>> fit.abilities.columns.tolist()[:5]
     ['model', 'estimate', 'se', 'conf_low', 'conf_high']
@@ -856,7 +856,7 @@ def item_information(fit: IrtFit, theta: float | Sequence[float] = 0.0) -> pd.Da
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, seed=2))
+    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, rng=2))
     >>> info = item_information(fit, [-1.0, 0.0, 1.0])
     >>> len(info), bool((info["information"] >= 0).all())
     (90, True)
@@ -872,8 +872,9 @@ def item_information(fit: IrtFit, theta: float | Sequence[float] = 0.0) -> pd.Da
                          "probability": P.T.ravel(), "information": info.T.ravel()})
 
 
+@accepts_seed
 def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratified",
-                 prior_sd: float = 1.0, seed: int | np.random.Generator | None = None) -> list[object]:
+                 prior_sd: float = 1.0, rng: int | np.random.Generator | None = None) -> list[object]:
     """A fixed subset of ``n_items`` items for estimating any model's full-benchmark accuracy.
 
     Parameters
@@ -888,7 +889,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
         subset spans easy to hard); ``"random"``: a seeded random sample.
     prior_sd : float
         SD of the abilities the information is averaged over (1: the fitted models' spread).
-    seed : int or Generator, optional
+    rng : int or Generator, optional
         Seed of ``"random"``.
 
     Returns
@@ -899,7 +900,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, seed=2))
+    >>> fit = fit_irt(simulate_irt(n_items=30, n_models=6, rng=2))
     >>> len(select_items(fit, 10, method="information"))
     10
     """
@@ -911,7 +912,7 @@ def select_items(fit: IrtFit, n_items: int, *, method: SelectMethod = "stratifie
     prior_sd = check_number(prior_sd, "prior_sd", minimum=0.0, strict=True)
     labels = fit.items["item"].to_numpy()
     if method == "random":
-        return list(labels[np.sort(as_generator(seed).choice(total, n_items, replace=False))])
+        return list(labels[np.sort(as_generator(rng).choice(total, n_items, replace=False))])
     x, v = _gh(21)
     P, dP, _ = _predictive(fit, prior_sd * x)
     info = (dP ** 2 / np.clip(P * (1 - P), 1e-300, None)) @ v
@@ -1193,7 +1194,7 @@ def estimate_accuracy(fit: IrtFit, responses: pd.DataFrame | str | Path, *, item
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> runs = simulate_irt(n_items=40, n_models=8, seed=5)
+    >>> runs = simulate_irt(n_items=40, n_models=8, rng=5)
     >>> fit = fit_irt(runs[runs["model"] != "m7"])
     >>> new = runs[(runs["model"] == "m7")].head(20)
     >>> est = estimate_accuracy(fit, new)
@@ -1254,7 +1255,7 @@ def adaptive_accuracy(fit: IrtFit, answer: Callable[[object, object], float] | p
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> runs = simulate_irt(n_items=40, n_models=8, seed=5)
+    >>> runs = simulate_irt(n_items=40, n_models=8, rng=5)
     >>> fit = fit_irt(runs[runs["model"] != "m7"])
     >>> est = adaptive_accuracy(fit, runs, ["m7"], n_items=15)
     >>> int(est.table["n_items"].iloc[0])
@@ -1401,10 +1402,11 @@ class IrtPosterior(Result):
                 "misfit_identified": self.misfit_identified}
 
 
+@accepts_seed
 def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model: str = "model",
                   correct: str = "correct", run: str | Sequence[str] | None = None,
                   model_type: IrtModel = "2pl", draws: int = 300, tune: int = 300, chains: int = 2,
-                  conf_level: float = 0.95, seed: int | None = 1) -> IrtPosterior:
+                  conf_level: float = 0.95, rng: int | np.random.Generator | None = 1) -> IrtPosterior:
     """The model of :func:`fit_irt` fitted by PyMC's NUTS (the ``bayes`` extra).
 
     Priors: abilities ``N(0, 1)``; item effects ``(a_i, c_i) = mu + L z_i`` with ``z_i ~ N(0, I)``,
@@ -1422,7 +1424,8 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
         NUTS draws and tuning steps per chain, and chains (small defaults: a quick look).
     conf_level : float
         Level of the equal-tailed intervals.
-    seed : int, optional
+    rng : int or numpy.random.Generator, optional
+        The random numbers of PyMC's sampler (its ``random_seed``).
 
     Returns
     -------
@@ -1431,7 +1434,7 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
     Examples
     --------
     >>> from evalmix.simulate import simulate_irt
-    >>> post = fit_irt_bayes(simulate_irt(n_items=20, n_models=4, seed=1), draws=50, tune=50,
+    >>> post = fit_irt_bayes(simulate_irt(n_items=20, n_models=4, rng=1), draws=50, tune=50,
     ...                      chains=1)  # doctest: +SKIP
     """
     model_type = check_choice(model_type, "model_type", IRT_MODELS)
@@ -1468,7 +1471,7 @@ def fit_irt_bayes(data: pd.DataFrame | str | Path, *, item: str = "item", model:
             zr = pm.Normal("z_run", 0.0, 1.0, shape=(n_items, cnt.runs))
             eta = eta + run_sd * zr[ii, rr]
         pm.Binomial("y", n=nn.astype(np.int64), logit_p=eta, observed=kk.astype(np.int64))
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
                           progressbar=False, compute_convergence_checks=False)
     post = idata.posterior
     th = post["theta"].values.reshape(-1, n_models)

@@ -49,8 +49,10 @@ from ..data import slicing as sl
 from ..core import tables
 from ..stats.multiplicity import mvn_box_probability, mvn_box_quantile
 from ..core.result import Result, frame_records
+from ..data.pushdown import counts_in_engine
 from ..data.runs import RunsData
 from ..core.errors import DataError, DataWarning
+from ..core.seeds import accepts_seed
 from ..mixed.fitted import FittedModel, warn_divergent
 from ..mixed.grid import level_means
 from .ranking import cell_sums, grid_groups
@@ -448,10 +450,11 @@ def _progress(show: bool, total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, file=sys.stderr)  # stdout keeps the results
 
 
+@accepts_seed
 def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: str | None = None,
               item: str | None = None, run: str | None = None, outcome: str | None = None,
               status: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-              seed: int | np.random.Generator | None = None, chunk_size: int = 500, missing: str = "raise",
+              rng: int | np.random.Generator | None = None, chunk_size: int = 500, missing: str = "raise",
               progress: bool = False) -> RankSets:
     """Simultaneous rank sets and tie groups of the models of a runs table, by item bootstrap.
 
@@ -477,8 +480,8 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
         Bootstrap replicates.
     conf_level : float
         Joint coverage of the rank sets (and the level of the marginal intervals).
-    seed : int or numpy.random.Generator, optional
-        Random seed.
+    rng : int or numpy.random.Generator, optional
+        Random numbers: a seed or a numpy Generator.
     chunk_size : int
         Replicates drawn at once (memory: ``chunk_size`` x items).
     missing : {"raise", "drop"}
@@ -508,12 +511,15 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(4, 80, 2, model_effects=[-1.5, 0, 0.1, 1.5], seed=3)
-    >>> rs = rank_sets(df, n_boot=500, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(4, 80, 2, model_effects=[-1.5, 0, 0.1, 1.5], rng=3)
+    >>> rs = rank_sets(df, n_boot=500, rng=1)
     >>> rs.table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M4', 1, 1, 'a'], ['M2', 2, 3, 'b'], ['M3', 2, 3, 'b'], ['M1', 4, 4, 'c']]
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, chunk_size=chunk_size, missing=missing)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng, chunk_size=chunk_size, missing=missing)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        pushed = counts_in_engine(data, model=model, item=item, run=run, outcome=outcome)
+        data, run, outcome = (pushed, None, None) if pushed is not data else (data, run, outcome)
     if n_boot < 10:
         raise ValueError(f"n_boot must be >= 10, got {n_boot}")
     by_ = sl.as_list(by)
@@ -523,7 +529,7 @@ def rank_sets(data: RunsData, by: str | Sequence[str] | None = None, *, model: s
                             need_run=False, by=by_, missing=missing)
     models = sl.levels(data[cols.model])
     slices = list(sl.groups(data, by_))
-    seeds = sl.rng_of(seed).spawn(len(slices))
+    seeds = sl.rng_of(rng).spawn(len(slices))
     parts = []
     bar = _progress(progress, len(slices) * -(-n_boot // chunk_size), "rank sets")
     try:
@@ -757,7 +763,7 @@ def rank_sets_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(3, 60, 2, model_effects=[-1, 0, 1], sd_item_run=0.8, seed=5)
+    >>> df = evalmix.simulate.glmm_runs(3, 60, 2, model_effects=[-1, 0, 1], sd_item_run=0.8, rng=5)
     >>> fit = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", df)
     >>> rank_sets_glmm(fit).table[["model", "rank_low", "rank_high", "tie_group"]].values.tolist()
     [['M3', 1, 1, 'a'], ['M2', 2, 2, 'b'], ['M1', 3, 3, 'c']]

@@ -35,9 +35,10 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ..data import slicing as sl
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.arguments import check_choice, check_count, check_counts, check_level, check_seed
 from ..core.result import Result
+from ..data.pushdown import counts_in_engine
 from ..data.runs import RunsData, schema_of
 from ..stats.descriptive import binom_ci
 from ..core.errors import DataError, SingularFitWarning
@@ -167,11 +168,12 @@ def _logit_interval(est: float, se: float, z: float, n_items: int) -> tuple[floa
     return float(lo), float(hi)
 
 
+@accepts_seed
 def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | None = "model", *,
            metric: Metric | Sequence[Metric] | None = None, item: str | None = None,
            outcome: str | None = None, status: str | None = None,
            ci: Literal["cluster", "bootstrap"] = "cluster", conf_level: float = 0.95, n_boot: int = 2000,
-           seed: int | np.random.Generator | None = None, missing: str = "raise") -> PassKResult:
+           rng: int | np.random.Generator | None = None, missing: str = "raise") -> PassKResult:
     """Unbiased pass@k and pass^k per group, averaged over items, with item-clustered intervals.
 
     Parameters
@@ -197,8 +199,8 @@ def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | Non
         Interval coverage.
     n_boot : int
         Bootstrap replicates (``ci="bootstrap"``).
-    seed : int or numpy.random.Generator, optional
-        Random seed (``ci="bootstrap"``).
+    rng : int or numpy.random.Generator, optional
+        Random numbers (``ci="bootstrap"``).
     missing : {"raise", "drop"}
         A missing value in a key, slice or outcome column: a DataError naming the rows (default),
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
@@ -217,13 +219,16 @@ def pass_k(data: RunsData, k: int | Sequence[int], by: str | Sequence[str] | Non
     """
     conf_level = check_level(conf_level)
     check_choice(ci, "ci", ("cluster", "bootstrap"))
-    n_boot, seed = check_count(n_boot, "n_boot"), check_seed(seed)
+    n_boot, rng = check_count(n_boot, "n_boot"), check_seed(rng, "rng")
     ks, ms = _ks(k), _metrics(metric)
     by_ = sl.as_list(by)
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
+        pushed = counts_in_engine(data, item=item, outcome=outcome)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     counts = item_counts(data, by_, item=item, outcome=outcome, status=status, missing=missing)
     item_col = counts.columns[len(by_)]
     z = stats.norm.isf((1 - conf_level) / 2)
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     rows = []
     for key, sub in sl.groups(counts, by_):
         n, c = sub["n"].to_numpy(float), sub["c"].to_numpy(float)

@@ -22,6 +22,7 @@ from scipy import optimize, stats
 from ..core.arguments import check_choice, check_number, check_probability
 from ..stats.comparisons import item_means
 from ..core.errors import DataError, DataWarning
+from ..core.seeds import accepts_seed
 
 __all__ = ["check_pilot_variance", "cohens_h", "clustered_variance_components", "mde_clustered", "mde_paired_proportions",
            "mde_two_proportions", "power_clustered", "power_paired_proportions",
@@ -440,8 +441,9 @@ def clustered_variance_components(a: ArrayLike, b: ArrayLike) -> dict[str, float
     return {"omega2": omega2, "sigma2_a": s2a, "sigma2_b": s2b, "k_a": k_a, "k_b": k_b}
 
 
+@accepts_seed
 def simulated_power(method: str, *, scenario: str = "mixture", n_sims: int = 200,
-                    seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
+                    rng: int | np.random.Generator | None = None, n_jobs: int | None = None,
                     progress: bool = False, **design: Any) -> float:
     """Power of any calibration-harness method, by simulation (share of rejections under the uplift).
 
@@ -453,7 +455,7 @@ def simulated_power(method: str, *, scenario: str = "mixture", n_sims: int = 200
         Simulation scenario (``"mixture"`` or ``"glmm"``).
     n_sims : int
         Simulated benchmarks.
-    seed, n_jobs, progress
+    rng, n_jobs, progress
         As in :func:`evalmix.calibrate`.
     **design
         Scenario arguments (``n_questions``, ``n_runs``, ``uplift``...).
@@ -461,12 +463,12 @@ def simulated_power(method: str, *, scenario: str = "mixture", n_sims: int = 200
     Examples
     --------
     >>> from evalmix.studies.power import simulated_power
-    >>> p = simulated_power("paired_t_runs", n_sims=20, seed=1, n_questions=2000, n_runs=4,
+    >>> p = simulated_power("paired_t_runs", n_sims=20, rng=1, n_questions=2000, n_runs=4,
     ...                     uplift=0.03)
     >>> p > 0.8
     True
     """
-    from .calibration import calibrate  # which checks n_sims, seed and n_jobs
-    res = calibrate(scenario, methods=[method], n_sims=n_sims, seed=seed, n_jobs=n_jobs,
+    from .calibration import calibrate  # which checks n_sims, rng and n_jobs
+    res = calibrate(scenario, methods=[method], n_sims=n_sims, rng=rng, n_jobs=n_jobs,
                     progress=progress, **design)
     return float(res.table.loc[res.table["method"] == method, "power"].iloc[0])

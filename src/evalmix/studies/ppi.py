@@ -44,7 +44,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ..data import slicing as sl
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result, contrast_label
 from ..data.runs import RunsData, ensure_runs, load_table, require_columns, show_rows
 from ..core.errors import DataError, DataWarning
@@ -369,7 +369,7 @@ def ppi_mean(judged: RunsData, labelled: RunsData | None = None, *, by: str | Se
     Examples
     --------
     >>> import evalmix
-    >>> judged = evalmix.simulate_judged(n_items=300, n_labelled=60, n_runs=2, seed=1)
+    >>> judged = evalmix.simulate_judged(n_items=300, n_labelled=60, n_runs=2, rng=1)
     >>> res = evalmix.ppi_mean(judged, method=["ppi++", "judge_only"])
     >>> res.to_frame()[["model", "method", "n_labelled", "n_unlabelled"]].values.tolist()
     [['a', 'ppi++', 60, 240], ['a', 'judge_only', 60, 240], ['b', 'ppi++', 60, 240], ['b', 'judge_only', 60, 240]]
@@ -448,7 +448,7 @@ def ppi_difference(judged: RunsData, labelled: RunsData | None = None, *, a: obj
     Examples
     --------
     >>> import evalmix
-    >>> judged = evalmix.simulate_judged(n_items=300, n_labelled=60, n_runs=2, seed=1)
+    >>> judged = evalmix.simulate_judged(n_items=300, n_labelled=60, n_runs=2, rng=1)
     >>> res = evalmix.ppi_difference(judged, a="a", b="b")
     >>> res.to_frame()[["contrast", "method", "n_labelled", "n_unlabelled"]].values.tolist()
     [['a - b', 'ppi++', 60, 240]]
@@ -542,9 +542,10 @@ def _draw(rng: np.random.Generator, alpha: np.ndarray, n_items: int, n_labelled:
     return human, judge, labelled
 
 
+@accepts_seed
 def simulate_judged(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3, *,
                     accuracy: Sequence[float] = (0.7, 0.6), item_sd: float = 1.0, judge_fpr: float = 0.25,
-                    judge_fnr: float = 0.05, seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+                    judge_fnr: float = 0.05, rng: int | np.random.Generator | None = None) -> pd.DataFrame:
     """A judged benchmark with known truth: models answer shared items in repeated runs, a lenient
     judge scores every response and people score every run of a random subset of items.
 
@@ -564,8 +565,8 @@ def simulate_judged(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3, *
         Spread of item difficulty on the logit scale.
     judge_fpr, judge_fnr : float
         The judge's false-pass and false-fail rates.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -575,12 +576,12 @@ def simulate_judged(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3, *
 
     Examples
     --------
-    >>> df = simulate_judged(n_items=20, n_labelled=5, n_runs=2, seed=0)
+    >>> df = simulate_judged(n_items=20, n_labelled=5, n_runs=2, rng=0)
     >>> len(df), int(df["human_score"].notna().sum())
     (80, 20)
     """
     _check_design(n_items, n_labelled, n_runs, accuracy, item_sd, judge_fpr, judge_fnr)
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     alpha = _intercepts(accuracy, item_sd)
     human, judge, labelled = _draw(rng, alpha, n_items, n_labelled, n_runs, item_sd, judge_fpr, judge_fnr)
     n_models = len(alpha)
@@ -621,11 +622,12 @@ class PPICoverage(Result):
         return self.table.copy()
 
 
+@accepts_seed
 def ppi_coverage_study(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3, *,
                        accuracy: Sequence[float] = (0.7, 0.6), item_sd: float = 1.0, judge_fpr: float = 0.25,
                        judge_fnr: float = 0.05, n_sims: int = 500,
                        method: Method | Sequence[Method] = METHODS, conf_level: float = 0.95,
-                       seed: int | np.random.Generator | None = None) -> PPICoverage:
+                       rng: int | np.random.Generator | None = None) -> PPICoverage:
     """How often judge-only, human-only, PPI and PPI++ intervals cover the true mean human score.
 
     Each replicate draws a benchmark as :func:`simulate_judged` does (shared items, repeated runs,
@@ -643,8 +645,8 @@ def ppi_coverage_study(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3
         Methods to compare (default: all four).
     conf_level : float
         Nominal coverage.
-    seed : int or Generator, optional
-        Random seed.
+    rng : int or Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -653,7 +655,7 @@ def ppi_coverage_study(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3
 
     Examples
     --------
-    >>> res = ppi_coverage_study(n_items=200, n_labelled=40, n_runs=2, n_sims=20, seed=3)
+    >>> res = ppi_coverage_study(n_items=200, n_labelled=40, n_runs=2, n_sims=20, rng=3)
     >>> res.to_frame()[["target", "method"]].values.tolist()[:4]
     [['mean a', 'ppi++'], ['mean a', 'ppi'], ['mean a', 'classical'], ['mean a', 'judge_only']]
     """
@@ -664,7 +666,7 @@ def ppi_coverage_study(n_items: int = 500, n_labelled: int = 50, n_runs: int = 3
         raise ValueError(f"n_sims must be a positive integer, got {n_sims!r}")
     methods = _methods(method, None)
     z = _z(conf_level)
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     alpha = _intercepts(accuracy, item_sd)
     truth = {"mean a": float(accuracy[0]), "a - b": float(accuracy[0] - accuracy[1])}
     out: dict[tuple[str, str], list[tuple[float, float, float]]] = {(t, m): [] for t in truth for m in methods}

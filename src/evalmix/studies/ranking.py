@@ -27,6 +27,7 @@ from ..core.errors import DataError
 from ..mixed.fitted import FittedModel, warn_divergent
 from ..mixed.grid import level_means
 from ..core.parallel import parallel_map
+from ..core.seeds import accepts_seed
 
 __all__ = ["RankInstabilityResult", "RankUncertaintyResult", "cell_sums", "grid_groups",
            "rank_instability", "rank_uncertainty", "rank_uncertainty_glmm"]
@@ -197,7 +198,7 @@ def rank_instability(data: RunsData, slice_by: str | Sequence[str] | None = None
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"]}, seed=2)
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, slices={"language": ["EN", "ES"]}, rng=2)
     >>> r = rank_instability(df, "language")
     >>> r.n_leaderboards, r.ties
     (6, 'strict')
@@ -314,10 +315,11 @@ def _boot_chunk(n_boot: int, seed: np.random.SeedSequence, succ: np.ndarray,
     return acc, ranks
 
 
+@accepts_seed
 def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
                      model: str | None = None, item: str | None = None, run: str | None = None,
                      outcome: str | None = None, n_boot: int = 2000, conf_level: float = 0.95,
-                     seed: int | np.random.Generator | None = None, n_jobs: int | None = None,
+                     rng: int | np.random.Generator | None = None, n_jobs: int | None = None,
                      progress: bool = False, chunk_size: int = 250,
                      method: Literal["bootstrap"] = "bootstrap", missing: str = "raise") -> RankUncertaintyResult:
     """Each model's rank distribution, expected rank and rank interval from an item bootstrap.
@@ -339,8 +341,8 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
         Bootstrap replicates.
     conf_level : float
         Coverage of the equal-tailed rank interval (lower and upper quantiles of the ranks).
-    seed : int or numpy.random.Generator, optional
-        Random seed; results do not depend on ``n_jobs``.
+    rng : int or numpy.random.Generator, optional
+        Random numbers; results do not depend on ``n_jobs``.
     n_jobs : int, optional
         Parallel workers (joblib) over chunks of ``chunk_size`` replicates; default: an enclosing
         ``joblib.parallel_config``, else 1 (see :func:`evalmix.core.parallel.parallel_map`).
@@ -359,12 +361,12 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-1, 0, 1], seed=4)
-    >>> r = rank_uncertainty(df, n_boot=200, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-1, 0, 1], rng=4)
+    >>> r = rank_uncertainty(df, n_boot=200, rng=1)
     >>> r.table[["model", "rank"]].to_dict("list")
     {'model': ['M1', 'M2', 'M3'], 'rank': [3, 2, 1]}
     """
-    check_arguments(n_boot=n_boot, conf_level=conf_level, seed=seed, n_jobs=n_jobs, chunk_size=chunk_size, missing=missing)
+    check_arguments(n_boot=n_boot, conf_level=conf_level, rng=rng, n_jobs=n_jobs, chunk_size=chunk_size, missing=missing)
     if method != "bootstrap":
         raise ValueError(f"method must be 'bootstrap', got {method!r}")
     if n_boot < 1:
@@ -379,7 +381,7 @@ def rank_uncertainty(data: RunsData, by: str | Sequence[str] | None = None, *,
     alpha = 1 - conf_level
     n_chunks = -(-n_boot // chunk_size)
     sizes = [min(chunk_size, n_boot - c * chunk_size) for c in range(n_chunks)]
-    root = sl.rng_of(seed)
+    root = sl.rng_of(rng)
     slices = list(sl.groups(data, by_))
     seeds = root.spawn(len(slices))
     rows, dist_rows = [], []
@@ -430,9 +432,10 @@ def grid_groups(grid: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple, np.n
             for k, idx in grid.groupby(list(by), sort=False).indices.items()]
 
 
+@accepts_seed
 def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Sequence[str] | None = None,
                           n_draws: int = 4000, conf_level: float = 0.95,
-                          seed: int | np.random.Generator | None = None) -> RankUncertaintyResult:
+                          rng: int | np.random.Generator | None = None) -> RankUncertaintyResult:
     """Rank distribution of each level of ``term`` from a fitted GLMM's fixed effects.
 
     The fixed effects are drawn from their asymptotic normal distribution N(beta_hat, V); each draw
@@ -453,8 +456,8 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
         Draws of the fixed effects.
     conf_level : float
         Coverage of the equal-tailed rank interval.
-    seed : int or numpy.random.Generator, optional
-        Random seed.
+    rng : int or numpy.random.Generator, optional
+        Random numbers: a seed or a numpy Generator.
 
     Returns
     -------
@@ -471,12 +474,12 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     --------
     >>> import evalmix
     >>> from evalmix.glmm import glmer
-    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-1, 0, 1], seed=4)
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-1, 0, 1], rng=4)
     >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
-    >>> rank_uncertainty_glmm(fit, seed=1).table["rank"].tolist()
+    >>> rank_uncertainty_glmm(fit, rng=1).table["rank"].tolist()
     [3, 2, 1]
     """
-    check_arguments(n_draws=n_draws, conf_level=conf_level, seed=seed)
+    check_arguments(n_draws=n_draws, conf_level=conf_level, rng=rng)
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     by_ = sl.as_list(by)
@@ -492,7 +495,7 @@ def rank_uncertainty_glmm(fit: FittedModel, term: str = "model", *, by: str | Se
     est = means.linear_predictor()
     cov = means.covariance()
     se = np.where(np.isfinite(est), np.sqrt(np.clip(np.diag(cov), 0.0, None)), np.nan)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     eta_draws = np.repeat(est[None, :], n_draws, axis=0)
     fin = np.flatnonzero(np.isfinite(est))
     if fin.size:  # the normal approximation of the finite means, drawn jointly

@@ -407,7 +407,7 @@ def icc(data: RunsData, by: str | Sequence[str] | None = None, *, item: str | No
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(2, 40, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(2, 40, 3, rng=1)
     >>> r = icc(df, by="model")
     >>> list(r.table.columns[:4])
     ['model', 'form', 'n_items', 'n_runs']

@@ -105,7 +105,7 @@ def slice_se_by_runs(data: RunsData, slice_by: str | Sequence[str], *, run: str 
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(4, 30, 3, rng=1)
     >>> slice_se_by_runs(df, "model").table["n_runs"].tolist()
     [1, 2, 3]
     """
@@ -212,7 +212,7 @@ def variance_components(data: RunsData, by: str | Sequence[str] | None = None, *
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(2, 50, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(2, 50, 3, rng=1)
     >>> list(variance_components(df, "model").table.columns[:4])
     ['model', 'n_items', 'n_runs', 'accuracy']
     """
@@ -428,7 +428,7 @@ def se_vs_runs(data: RunsData | MixedFit | ClmmResult | VarianceComponents, by: 
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, rng=1)
     >>> r = se_vs_runs(df, "model", max_runs=5)
     >>> sorted(r.paper["kind"].unique()), int(r.projection["n_runs"].max())
     (['empirical', 'predicted'], 5)
@@ -1122,7 +1122,7 @@ def components_from_fit(fit: MixedFit | ClmmResult, term: str = "model", *, by: 
     --------
     >>> import evalmix
     >>> from evalmix.glmm import glmer
-    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, seed=2)
+    >>> df = evalmix.simulate.glmm_runs(2, 60, 3, rng=2)
     >>> fit = glmer("correct ~ model + (1|item) + (1|item:run)", df)
     >>> list(components_from_fit(fit).table.columns)
     ['model', 'eta', 'accuracy', 'var_between', 'var_within']
@@ -1300,7 +1300,7 @@ def sign_flip_rate(data: RunsData, formula: str, *, term: str = "model", ref: Ha
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-2, 0, 0.1], seed=3)
+    >>> df = evalmix.simulate.glmm_runs(3, 40, 2, model_effects=[-2, 0, 0.1], rng=3)
     >>> r = sign_flip_rate(df, "correct ~ model + (1|item) + (1|item:run)", ref="M1")
     >>> sorted(r.details["contrast"].unique())
     ['M2 - M1', 'M3 - M1']

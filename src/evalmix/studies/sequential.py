@@ -12,7 +12,7 @@ runs (a number in [0, 1]; for a paired difference the difference of the two mode
 [-1, 1]).  Items are the independent draws, so runs of an item never count as separate
 observations, and the CS covers the accuracy over the population of items at the number of runs
 used.  The items must arrive in a random order (a benchmark file sorted by difficulty is not a
-random order: pass ``seed=`` to shuffle it).
+random order: pass ``rng=`` to shuffle it).
 
 Methods (all for means of bounded outcomes, no variance assumption):
 
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..core.seeds import as_generator
+from ..core.seeds import accepts_seed, as_generator
 from ..core.result import Result, contrast_label
 from ..core.arguments import check_choice, check_count, check_level, check_number, check_seed
 from ..stats.comparisons import resolve_columns, runs_matrices, sole_model
@@ -453,7 +453,7 @@ def confidence_sequence(x: ArrayLike, *, method: Method = "betting", conf_level:
 
 
 def _arrival(order_source: pd.DataFrame, item: str, items: pd.Index, order: str | None,
-             seed: int | None) -> np.ndarray:
+             seed: int | np.random.Generator | None) -> np.ndarray:
     """Positions of ``items`` in arrival order: first appearance in the table, or by ``order``,
     or shuffled with ``seed``."""
     if order is not None:
@@ -471,10 +471,11 @@ def _arrival(order_source: pd.DataFrame, item: str, items: pd.Index, order: str 
     return pos
 
 
+@accepts_seed
 def sequential_accuracy(data: RunsData, model: str | None = None, *, method: Method = "betting",
                         conf_level: float = 0.95, null: float | None = None,
                         target_width: float | None = None, max_items: int | None = None,
-                        order: str | None = None, seed: int | None = None,
+                        order: str | None = None, rng: int | np.random.Generator | None = None,
                         model_column: str | None = None, item: str | None = None,
                         run: str | None = None, outcome: str | None = None,
                         grid: int = 1000, missing: str = "raise") -> SequenceResult:
@@ -497,7 +498,7 @@ def sequential_accuracy(data: RunsData, model: str | None = None, *, method: Met
     order : str, optional
         Column giving the arrival order (e.g. a timestamp or sample index); default the order in
         which items first appear in the table.
-    seed : int, optional
+    rng : int or numpy.random.Generator, optional
         Shuffle the items into a random order first (for a table sorted by anything related to
         difficulty).
     model_column, item, run, outcome : str, optional
@@ -512,19 +513,19 @@ def sequential_accuracy(data: RunsData, model: str | None = None, *, method: Met
     Examples
     --------
     >>> import evalmix
-    >>> df = evalmix.simulate.glmm_runs(2, 300, 3, seed=1)
+    >>> df = evalmix.simulate.glmm_runs(2, 300, 3, rng=1)
     >>> model = sorted(df["model"].unique())[0]
     >>> cs = sequential_accuracy(df, model, target_width=0.15)
     >>> cs.decision, cs.stopped_at is not None
     ('width', True)
     """
-    check_seed(seed)
+    check_seed(rng, "rng")
     df, model_col, item_col, run_col, score = _resolve(data, model_column, item, run, outcome, missing)
     model = sole_model(df, model_col, model)
     mats, _, items = runs_matrices(df, model, model, model=model_col, item=item_col, run=run_col,
                                    outcome=score)
     sub = df[df[model_col].astype(str) == str(model)]
-    pos = _arrival(sub, item_col, items, order, seed)
+    pos = _arrival(sub, item_col, items, order, rng)
     with np.errstate(invalid="ignore"):
         obs = ~np.isnan(mats)
         means = np.nansum(mats, axis=0) / obs.sum(axis=0)
@@ -544,10 +545,11 @@ def _resolve(data: RunsData, model: str | None, item: str | None, run: str | Non
     return df, model_col, item_col, run_col, score
 
 
+@accepts_seed
 def sequential_difference(data: RunsData, a: str, b: str, *, method: Method = "betting",
                           conf_level: float = 0.95, null: float = 0.0,
                           target_width: float | None = None, max_items: int | None = None,
-                          order: str | None = None, seed: int | None = None,
+                          order: str | None = None, rng: int | np.random.Generator | None = None,
                           model: str | None = None, item: str | None = None, run: str | None = None,
                           outcome: str | None = None, grid: int = 1000,
                           missing: str = "raise") -> SequenceResult:
@@ -573,7 +575,7 @@ def sequential_difference(data: RunsData, a: str, b: str, *, method: Method = "b
         The budget in items.
     order : str, optional
         Column giving the arrival order; default the order of first appearance.
-    seed : int, optional
+    rng : int or numpy.random.Generator, optional
         Shuffle the items into a random order first.
     model, item, run, outcome : str, optional
         Column names.
@@ -588,12 +590,12 @@ def sequential_difference(data: RunsData, a: str, b: str, *, method: Method = "b
     Examples
     --------
     >>> from evalmix.simulate import mixture_benchmark
-    >>> df = mixture_benchmark(2000, 4, seed=3)
+    >>> df = mixture_benchmark(2000, 4, rng=3)
     >>> cs = sequential_difference(df, "base", "finetune", target_width=0.05)
     >>> cs.decision, cs.stopped_at, round(cs.estimate, 4)
     ('width', 938, 0.0067)
     """
-    check_seed(seed)
+    check_seed(rng, "rng")
     df, model_col, item_col, run_col, score = _resolve(data, model, item, run, outcome, missing)
     xa, xb, items = runs_matrices(df, a, b, model=model_col, item=item_col, run=run_col, outcome=score)
     ka, kb = (~np.isnan(xa)).sum(axis=0), (~np.isnan(xb)).sum(axis=0)
@@ -602,7 +604,7 @@ def sequential_difference(data: RunsData, a: str, b: str, *, method: Method = "b
         raise DataError(f"item {items[empty[0]]!r} has no scored run for one of the models")
     d = np.nansum(xb, axis=0) / kb - np.nansum(xa, axis=0) / ka
     sub = df[df[model_col].astype(str).isin([str(a), str(b)])]
-    pos = _arrival(sub, item_col, items, order, seed)
+    pos = _arrival(sub, item_col, items, order, rng)
     return confidence_sequence(d[pos], method=method, conf_level=conf_level, bounds=(-1.0, 1.0), null=null,
                                target_width=target_width, max_n=max_items, weights=(ka + kb)[pos],
                                grid=grid, label=contrast_label(b, a, scale="accuracy"))
@@ -664,9 +666,10 @@ def simulate_stopping(observations: Sequence[ArrayLike] | np.ndarray, *, bounds:
     return pd.DataFrame(rows)
 
 
+@accepts_seed
 def expected_stop(pilot: ArrayLike, *, bounds: tuple[float, float], max_n: int,
                   method: Method = "betting", conf_level: float = 0.95, null: float | None = None,
-                  target_width: float | None = None, n_sims: int = 200, seed: int = 0,
+                  target_width: float | None = None, n_sims: int = 200, rng: int | np.random.Generator = 0,
                   grid: int = 250) -> pd.DataFrame:
     """Where the stopping rule is expected to stop, from a pilot's item observations.
 
@@ -685,7 +688,7 @@ def expected_stop(pilot: ArrayLike, *, bounds: tuple[float, float], max_n: int,
         The budget in items.
     n_sims : int
         Simulated studies.
-    seed : int
+    rng : int or numpy.random.Generator
         Seed of the resampling.
     grid : int
         Grid of the betting CS (coarser than the default: only widens it by a cell).
@@ -707,11 +710,11 @@ def expected_stop(pilot: ArrayLike, *, bounds: tuple[float, float], max_n: int,
     """
     check_count(n_sims, "n_sims")
     check_count(max_n, "max_n")
-    check_seed(seed)
+    check_seed(rng, "rng")
     x = np.asarray(pilot, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise DataError(f"pilot must hold one observation per item (at least 2), got shape {x.shape}")
-    rng = as_generator(seed)
+    rng = as_generator(rng)
     draws = x[rng.integers(0, x.size, size=(n_sims, max_n))]
     sims = simulate_stopping(draws, bounds=bounds, method=method, conf_level=conf_level, null=null,
                              target_width=target_width, max_n=max_n, grid=grid)
