@@ -111,6 +111,14 @@ def _ratings() -> pd.DataFrame:
     return df.assign(rating=np.random.default_rng(1).integers(1, 4, len(df)))
 
 
+def _dif_table() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=40)
+    df = pd.DataFrame({"item": np.repeat(["q1", "q2", "q3"], 40), "ability": np.tile(theta, 3),
+                       "version": np.tile(np.repeat(["v1", "v2"], 20), 3)})
+    return df.assign(correct=(rng.random(len(df)) < 1 / (1 + np.exp(-df["ability"]))).astype(int))
+
+
 TINY = dict(draws=30, tune=30, chains=1, rng=1, progressbar=False, cores=1)
 
 # ------------------------------------------------------------------ recipes: (make data, call on it)
@@ -169,6 +177,15 @@ RECIPES: dict[str, tuple[Callable[[], pd.DataFrame], Callable[[Any], Any]]] = {
     "bayes.lmer": (_scores, lambda t: bayes.lmer("score ~ model + (1|item)", t, **TINY)),
     "bayes.clmm": (_ratings, lambda t: bayes.clmm("rating ~ model + (1|item)", t, **TINY)),
     "bayes.glmmtmb": (_scores, lambda t: bayes.glmmtmb("score ~ model + (1|item)", t, **TINY)),
+    "gate": (_one, lambda t: evalmix.gate(t, "model-A", "model-B", {
+        "looks": 3, "metrics": [{"name": "accuracy", "column": "correct", "margin": 0.1}]}).metrics),
+    "drift": (_one, lambda t: evalmix.drift(t, t)),
+    "contamination_test": (lambda: evalmix.simulate.contaminated_runs(60, 1, rng=1),
+                           lambda t: evalmix.contamination_test(t)),
+    "item_health": (_one, lambda t: evalmix.item_health(t, method="point_biserial")),
+    "version_shift": (lambda: evalmix.simulate.simulate_versions(n_items=30, n_models=10, rng=1)[0],
+                      lambda t: evalmix.version_shift(t)),
+    "logistic_dif": (_dif_table, lambda t: evalmix.logistic_dif(t, group="version", matching="ability")),
 }
 
 # table parameters that are not a runs table, and entry points whose table is not one of this kind

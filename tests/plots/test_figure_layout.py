@@ -178,7 +178,26 @@ BUILDERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "sequence_plot": lambda df: _sequence(df),
     "drift_plot": lambda df: _drift(df),
     "contamination_plot": lambda df: _contamination(df),
+    "gate_plot": lambda df: _gate(df),
+    "item_health_plot": lambda df: plots.item_health_plot(
+        _quiet(evalmix.item_health, df, method="point_biserial")),
+    "version_shift_plot": lambda df: _version_shift(df),
 }
+
+
+def _gate(df: pd.DataFrame) -> Figure:
+    one = df[(df["language"] == df["language"].iloc[0]) & (df["prompt"] == df["prompt"].iloc[0])]
+    a, b = list(pd.unique(one["model"]))[:2]
+    rule = {"alpha": 0.05, "looks": 4, "metrics": [{"name": "accuracy", "column": "correct", "margin": 0.1}]}
+    return plots.gate_plot(_quiet(evalmix.gate, one, a, b, rule, shadow=True))
+
+
+def _version_shift(df: pd.DataFrame) -> Figure:
+    # the model names (long ones included) of the table, under two simulated harness versions
+    models = list(pd.unique(df["model"]))
+    sim, _ = evalmix.simulate.simulate_versions(n_items=40, n_models=len(models), dif_items=3, rng=1)
+    sim["model"] = sim["model"].map(dict(zip(pd.unique(sim["model"]), models)))
+    return plots.version_shift_plot(_quiet(evalmix.version_shift, sim))
 
 
 def _drift(df: pd.DataFrame) -> Figure:

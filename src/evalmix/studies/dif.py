@@ -29,6 +29,7 @@ from ..core.arguments import check_choice, check_level
 from ..core.errors import DataError
 from ..core.methods import DIF_KINDS, DifKind
 from ..core.result import Result
+from ..data.runs import at_the_door
 from ..stats.multiplicity import adjust_pvalues
 
 __all__ = ["DifResult", "logistic_dif"]
@@ -181,6 +182,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     kind = check_choice(kind, "kind", DIF_KINDS)
     test = check_choice(test, "test", ("lr", "score"))
     alpha = check_level(alpha, "alpha")
+    data = at_the_door(data)  # polars, Arrow, DuckDB... as pandas
     need = [item, outcome, group, matching] + [c for c in (trials, offset) if c is not None]
     missing = [c for c in need if c not in data.columns]
     if missing:

@@ -51,6 +51,7 @@ import pandas as pd
 from ..core.errors import ArgumentError, DataError, DataWarning
 from ..core.result import Result
 from ..core.seeds import as_generator
+from ..data.runs import at_the_door
 from .sequential import normal_mixture_radius
 
 __all__ = ["DIRECTIONS", "GateMetric", "GateResult", "GateRule", "METHODS", "TESTS", "VERDICTS", "gate",
@@ -818,6 +819,7 @@ def gate(data: pd.DataFrame | str | Path, baseline: str, candidate: str,
         from ..data.runs import load_table
 
         data = load_table(data)
+    data = at_the_door(data)  # polars, Arrow, DuckDB... as pandas
     if not isinstance(data, pd.DataFrame):
         raise ArgumentError(f"data must be a DataFrame or a path, got {type(data).__name__}")
     df = data
