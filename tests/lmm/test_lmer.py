@@ -406,7 +406,7 @@ def test_zero_variance_start_is_left_when_the_criterion_falls():
 
 def test_exact_gradient_takes_few_evaluations():
     fit = evalmix.lmer("rating ~ model + (1|item) + (1|item:run)", _data("lmer_judges.csv"))
-    assert fit.optimizer["evaluations"] <= 20
+    assert fit.optimizer.feval <= 20
 
 
 def test_singular_fit_lands_on_the_boundary():
@@ -417,7 +417,7 @@ def test_singular_fit_lands_on_the_boundary():
     d["y"] = 1 + 0.5 * d["x"] + rng.normal(size=150)
     with pytest.warns(evalmix.SingularFitWarning):
         fit = evalmix.lmer("y ~ x + (1|g)", d)
-    assert fit.singular and fit.theta.iloc[0] == 0.0 and fit.optimizer["converged"]
+    assert fit.singular and fit.theta.iloc[0] == 0.0 and fit.optimizer.converged
     dev = fit._model.dev
     assert fit.remlcrit == pytest.approx(dev(np.array([0.0])), abs=1e-9)
     assert all(dev(np.array([h])) > fit.remlcrit for h in (1e-3, 0.05, 0.2, 1.0))

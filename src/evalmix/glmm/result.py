@@ -18,7 +18,7 @@ from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
 from .control import DEFAULT_CONTROL, GlmerControl
-from .optimize import OptimizerReport
+from ..mixed.convergence import OptimizerReport
 
 if TYPE_CHECKING:
 
@@ -212,7 +212,7 @@ class GlmerResult(MixedResult):
         msgs = list(self.messages)
         if msgs or not self.converged:
             code = 0 if self.optimizer.converged else 1
-            lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
+            lines += [f"optimizer ({self.optimizer.optimizer}) convergence code: {code} "
                       f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
                       f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *tables.wrap_lines(msgs, width)]
         return "\n".join(lines)

@@ -11,6 +11,7 @@ import pandas as pd
 from ..core import tables
 from ..core.result import Summary
 from ..core.arguments import check_arguments, check_choice
+from ..mixed.convergence import OptimizerReport
 from ..mixed.fitted import ResidualDf, wald_z_table
 from ..mixed.result import CoefTable, MixedResult, ModelRows
 
@@ -62,9 +63,10 @@ class GlmmTMBResult(MixedResult):
     ngrps : Series
         Levels per grouping factor.
     converged : bool
-    max_grad : float
-        Largest absolute gradient of minus the log-likelihood at the estimates.
-    niter : int
+    optimizer : OptimizerReport
+        How the optimiser ran: iterations, evaluations, ``max_grad`` (the largest absolute
+        gradient of minus the log-likelihood at the estimates, also :attr:`max_grad`) and the
+        Hessian's condition number.
     random_effects : DataFrame
         The conditional modes of the random effects, as ``ranef()`` gives them (``group``,
         ``term``, ``level``, ``mode``).
@@ -105,8 +107,7 @@ class GlmmTMBResult(MixedResult):
     nobs: int
     ngrps: pd.Series
     converged: bool
-    max_grad: float
-    niter: int
+    optimizer: OptimizerReport
     random_effects: pd.DataFrame = field(repr=False)
     fitted: np.ndarray = field(repr=False)
     pearson_residuals: np.ndarray = field(repr=False)
@@ -117,6 +118,16 @@ class GlmmTMBResult(MixedResult):
     # what a refit of another family needs (formula, data, weights, contrasts)
     call: dict[str, Any] = field(repr=False, default_factory=dict)
     _rows: ModelRows | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def max_grad(self) -> float:
+        """Largest absolute gradient of minus the log-likelihood at the estimates."""
+        return self.optimizer.max_grad
+
+    @property
+    def niter(self) -> int:
+        """Iterations of the optimiser."""
+        return self.optimizer.iterations
 
     @property
     def response_scale(self) -> str:
