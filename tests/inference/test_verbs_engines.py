@@ -365,10 +365,9 @@ def anova_satterthwaite(fit: Any, r: dict, fits: dict, key: str) -> None:
 
 
 def anova_kenward_roger(fit: Any, r: dict, fits: dict, key: str) -> None:
-    if key == "lmer_ml":  # lmerTest refuses too: "only available for REML model fits"
-        assert "REML" in r["anova"]["kenward_roger"]["error"]
-        with pytest.raises(ValueError, match="REML"):
-            evalmix.anova(fit, ddf="Kenward-Roger")
+    if key == "lmer_ml":  # lmerTest refuses ("only available for REML model fits"); pbkrtest
+        assert "REML" in r["anova"]["kenward_roger"]["error"]  # refits by REML, and so does evalmix
+        _anova_f(fit, R["lmer"], "Kenward-Roger", "kenward_roger")
         return
     _anova_f(fit, r, "Kenward-Roger", "kenward_roger")
 

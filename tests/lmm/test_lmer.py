@@ -138,9 +138,11 @@ def test_anova_warns_where_lmertest_tests_other_hypotheses():
     assert table["df1"].tolist() == [3, 1, 3]
 
 
-def test_kenward_roger_refused_for_ml(fits):
-    with pytest.raises(ValueError, match="only available for REML"):
-        fits["sleepstudy_ml"].coef_table(ddf="Kenward-Roger")
+def test_kenward_roger_of_an_ml_fit_is_its_reml_refit_s(fits):
+    # pbkrtest refits an ML fit by REML (lmerTest refuses it): tests/lmm/test_lmer_anova_tests.py
+    ml = fits["sleepstudy_ml"].coef_table(ddf="Kenward-Roger").to_frame()
+    reml = fits["sleepstudy_reml"].coef_table(ddf="Kenward-Roger").to_frame()
+    pd.testing.assert_frame_equal(ml, reml, rtol=1e-6)
     with pytest.raises(ValueError, match="ddf='bogus'"):
         fits["sleepstudy_reml"].coef_table(ddf="bogus")
 

@@ -70,9 +70,6 @@ class _LmerModel:
 
     def _compute(self, method: str) -> None:
         if method == "Kenward-Roger":
-            if not self.reml:
-                raise ValueError("Kenward-Roger's method is only available for REML fits (refit "
-                                 "with REML=True), as in lmerTest and pbkrtest")
             self._ddf[method] = KenwardRoger(self.dev, self.state.theta, self.sigma, self.vcov)
             return
         with warnings.catch_warnings():
@@ -92,6 +89,9 @@ class LmerDf:
     name: str
     vcov: np.ndarray
     _impl: Satterthwaite | KenwardRoger = field(repr=False)
+    #: the fixed effects the tests use when they are not the fit's: an ML fit's Kenward-Roger
+    #: tests are those of its REML refit, as pbkrtest (``vcovAdj``, ``KRmodcomp``) refits it
+    beta: np.ndarray | None = field(default=None, repr=False)
 
     def df(self, L: np.ndarray) -> np.ndarray:
         return self._impl.df(L)
@@ -177,8 +177,20 @@ class LmerResult(MixedResult):
     # ------------------------------------------------------------------ inference
     def df_method(self, ddf: str | None = None) -> LmerDf:
         """The fit's denominator df: ``"Satterthwaite"`` (default, lmerTest) or
-        ``"Kenward-Roger"`` (pbkrtest; REML fits), with the covariance its tests use."""
+        ``"Kenward-Roger"`` (pbkrtest), with the covariance its tests use.
+
+        Kenward-Roger's method is defined for REML estimates: for an ML fit it is computed on
+        the REML refit (its fixed effects, adjusted covariance and df), as pbkrtest's
+        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).
+        """
         name = normalise_ddf(ddf)
+        if name == "Kenward-Roger" and not self.reml:
+            m = self._model
+            if "reml_refit" not in m.__dict__:
+                m.reml_refit = lmer(self.formula, m.design.data, REML=True, contrasts=m.contrasts)
+            refit: LmerResult = m.reml_refit
+            kr = refit.df_method(name)
+            return LmerDf(name, kr.vcov, kr._impl, beta=refit.fixef.to_numpy(dtype=float))
         impl = self._model.ddf(name)
         return LmerDf(name, np.array(impl.vcov), impl)
 
@@ -191,7 +203,7 @@ class LmerResult(MixedResult):
         """
         check_level(conf_level)
         m = self.df_method(ddf)
-        est = self.fixef.to_numpy()
+        est = self.fixef.to_numpy() if m.beta is None else m.beta
         se = np.sqrt(np.diag(m.vcov))
         dfs = m.df(np.eye(len(est)))
         t = est / se
