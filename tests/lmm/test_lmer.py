@@ -281,7 +281,7 @@ def test_print_and_summary_read_like_lme4(fits):
     assert "REML criterion at convergence: 1743.628" in text
     assert "Number of obs: 180, groups:  Subject, 18" in text
     s = fit.summary()
-    assert list(s.tables) == ["fixed effects", "Random effects"]
+    assert list(s.tables) == ["Fixed effects", "Random effects"]
     assert s.to_frame()["df"].round(2).tolist() == [17.0, 17.0]
     ml = repr(fits["sleepstudy_ml"])
     assert "maximum likelihood" in ml and "1763.939" in ml

@@ -12,13 +12,14 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..core import tables
-from ..core.result import REPR_MAX_ROWS, Summary, frame_records
+from ..core.result import REPR_MAX_ROWS, frame_records
 from ..core.arguments import check_level
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, SingularFitWarning
 from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
 from ..mixed.numdiff import central_gradient, central_hessian
 from ..mixed.result import CoefTable, MixedResult, ModelRows
+from ..mixed.summary import MixedSummary
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
@@ -309,13 +310,33 @@ class LmerResult(MixedResult):
     def _notes(self) -> list[str]:
         return list(self.messages)
 
-    def summary(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95) -> Summary:
-        """Fixed effects with ``ddf`` degrees of freedom (lmerTest's ``summary``) and the random
-        effects (``VarCorr``)."""
-        head = self._header()
-        head[-1] = f"statistic: t with {normalise_ddf(ddf)} df (lmerTest)"
-        return Summary(self._title(), head, [("fixed effects", self.coef_table(ddf, conf_level).to_frame()),
-                                             ("Random effects", self.varcorr)], self._notes())
+    def summary(self, ddf: str | None = "Satterthwaite",  # type: ignore[override]  # ddf first, as lmerTest
+                conf_level: float = 0.95) -> MixedSummary:
+        """The fit as lmerTest's ``print(summary(fit, ddf=))`` shows it (lme4's layout, as every
+        fit's :meth:`~evalmix.MixedResult.summary`): t tests with ``ddf`` degrees of freedom.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import evalmix
+        >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+        ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+        >>> str(evalmix.lmer("rating ~ model + (1|item)", d).summary()).splitlines()[3]
+        'REML criterion at convergence: 20.9'
+        """
+        return self._mixed_summary(self.coef_table(ddf, conf_level))
+
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        fit = "REML" if self.reml else "maximum likelihood"
+        return [f"Linear mixed model fit by {fit}. t-tests use {ct.ddf}'s method [lmerModLmerTest]"]
+
+    def _summary_criteria(self) -> list[str]:
+        if self.reml:
+            return [f"REML criterion at convergence: {round(float(self.remlcrit or 0.0), 1):.1f}"]
+        return super()._summary_criteria()
+
+    def _scaled_residuals(self) -> list[float]:
+        return np.quantile(self.residuals() / self.sigma, [0, 0.25, 0.5, 0.75, 1]).tolist()
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()

@@ -25,8 +25,11 @@ from ..core.arguments import check_level
 from ..core.errors import ArgumentError, DataError, FormulaError
 from ..core import tables
 from ..core.result import Result
+from .convergence import OptimizerReport
 from .fitted import LinearHypothesis, linear_hypothesis
 from .links import inverse_link
+from .summary import CoefBlock, MixedSummary, named_row
+from .summary import layout as summary_layout
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -232,6 +235,8 @@ class MixedResult(Result):
         def fixed_design(self) -> FixedDesign: ...
         @property
         def link(self) -> str: ...
+        @property
+        def optimizer(self) -> OptimizerReport: ...
 
     # ------------------------------------------------------------ information criteria
     @property
@@ -339,6 +344,89 @@ class MixedResult(Result):
         (1, ('modelM2 - modelM3 = 0',))
         """
         return linear_hypothesis(self, hypotheses, rhs)
+
+    # ---------------------------------------------------------------------- summary
+    def summary(self, conf_level: float = 0.95) -> MixedSummary:
+        """The fit as R's ``print(summary(fit))`` shows it, in lme4's layout for every engine:
+        title (and family), formula, the fit criteria, scaled residuals (glmer, lmer), random
+        effects and group sizes, the coefficient table(s) with R's digits, and the optimizer's
+        report (:attr:`optimizer`) with the fit's messages.
+
+        Its tables (``Fixed effects``, ``Random effects``, and what an engine adds) are
+        :meth:`coef_table` and :attr:`varcorr`, in evalmix's vocabulary.
+
+        Examples
+        --------
+        >>> import evalmix
+        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+        >>> s = fit.summary()
+        >>> list(s.tables)[:2], str(s).splitlines()[4]
+        (['Fixed effects', 'Random effects'], '     AIC      BIC   logLik deviance df.resid')
+        """
+        return self._mixed_summary(self.coef_table(conf_level=conf_level))
+
+    def _mixed_summary(self, ct: CoefTable) -> MixedSummary:
+        """The summary of coefficient table ``ct``, from the engine's hooks."""
+        closing = [self.optimizer.describe(), *self.optimizer.checks]
+        closing += [m for m in self._summary_messages() if m not in closing]
+        text = summary_layout(
+            title=self._summary_title(ct), formula_line=self._summary_formula(),
+            criteria=self._summary_criteria(), residuals=self._scaled_residuals(),
+            random_heading=self._random_heading(), varcorr=self._varcorr_printed(),
+            groups_line=self._groups_line(), extra=self._summary_extra(),
+            blocks=self._coef_blocks(ct), closing=closing)
+        tabs = [("Fixed effects", ct.to_frame()), ("Random effects", self.varcorr),
+                *self._summary_tables()]
+        return MixedSummary(self._summary_title(ct)[0].strip(), self._header(), tabs, closing, text)
+
+    # the hooks: what an engine's printout says differently
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        """The first lines: the kind of fit (and lme4's family line)."""
+        return [type(self).__name__]
+
+    def _summary_formula(self) -> str:
+        from ..model import r_formula
+
+        return f"Formula: {r_formula(self.formula)}"
+
+    def _summary_criteria(self) -> list[str]:
+        """lme4's AIC / BIC / logLik / deviance / df.resid line, rounded to 1 decimal."""
+        vals = [round(v, 1) for v in (self.aic, self.bic, self.loglik, self.deviance)]
+        cells = [f"{v:.1f}" for v in vals] + [str(self.df_resid)]
+        return named_row(["AIC", "BIC", "logLik", "deviance", "df.resid"], cells)
+
+    def _scaled_residuals(self) -> Sequence[float] | None:
+        """The quantiles (min, 1Q, median, 3Q, max) of the scaled residuals, where R prints them."""
+        return None
+
+    def _random_heading(self) -> list[str]:
+        return ["Random effects:"]
+
+    def _varcorr_printed(self) -> pd.DataFrame:
+        vc = self.varcorr
+        if "var1" not in vc:
+            vc = vc.assign(var1="(Intercept)")
+        if "var2" not in vc:
+            vc = vc.assign(var2="")
+        return vc
+
+    def _groups_line(self) -> str:
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        return f"Number of obs: {self.nobs}, groups:  {groups}"
+
+    def _summary_extra(self) -> list[str]:
+        return []
+
+    def _coef_blocks(self, ct: CoefTable) -> list[CoefBlock]:
+        head = (("Estimate", "Std. Error", "df", "t value", "Pr(>|t|)") if ct.test == "t"
+                else ("Estimate", "Std. Error", "z value", "Pr(>|z|)"))
+        return [CoefBlock("Fixed effects:", ct.to_frame(), head)]
+
+    def _summary_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return []
+
+    def _summary_messages(self) -> list[str]:
+        return list(getattr(self, "messages", ()))
 
     # -------------------------------------------------------------------- prediction
     def _response(self, eta: np.ndarray) -> np.ndarray:

@@ -16,11 +16,11 @@ import pandas as pd
 
 from ..core import tables
 from ..core.errors import ArgumentError
-from ..core.result import Summary
 from ..core.arguments import check_arguments
 from ..mixed.convergence import OptimizerReport, convergence_check
 from ..mixed.fitted import wald_z_table
 from ..mixed.result import CoefTable, MixedResult, ModelRows
+from ..mixed.summary import CoefBlock, r_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -251,18 +251,31 @@ class ClmmResult(MixedResult):
 
     __str__ = __repr__
 
-    def summary(self, conf_level: float = 0.95) -> Summary:
-        """Tables ``Coefficients`` (:meth:`coef_table`) and ``Random effects`` (``varcorr``)
-        under the fit line, as ``summary(clmm)``.
+    # summary() is MixedResult's (lme4's layout); these hooks print what ordinal's summary prints
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        return ["Cumulative Link Mixed Model fitted with the Laplace approximation", ""]
 
-        Examples
-        --------
-        >>> list(fit.summary().tables)  # doctest: +SKIP
-        ['Coefficients', 'Random effects']
-        """
-        check_arguments(conf_level=conf_level)
-        return Summary("Cumulative Link Mixed Model fitted with the Laplace approximation",
-                       self._header(), [("Coefficients", self.coef_table(conf_level).to_frame()),
-                                        ("Random effects", self.varcorr)],
-                       [f"cond.H {self.cond_h:.1e}; max.grad {self.max_grad:.2e}; "
-                        f"iterations {self.niter}"])
+    def _summary_formula(self) -> str:
+        from ..model import r_formula
+
+        return f"formula: {r_formula(self.formula)}"
+
+    def _summary_criteria(self) -> list[str]:
+        head = ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"]
+        vals = [self.link, self.threshold, str(self.nobs), f"{self.loglik:.2f}", f"{self.aic:.2f}",
+                str(self.niter), f"{self.max_grad:.2e}", f"{self.cond_h:.1e}"]
+        return r_table(head, vals)
+
+    def _groups_line(self) -> str:
+        return "Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngroups.items())
+
+    def _coef_blocks(self, ct: CoefTable) -> list[CoefBlock]:
+        tab = ct.to_frame()
+        return [CoefBlock("Coefficients:", tab[tab["kind"] == "location"],
+                          ("Estimate", "Std. Error", "z value", "Pr(>|z|)")),
+                CoefBlock("Threshold coefficients:", tab[tab["kind"] == "threshold"],
+                          ("Estimate", "Std. Error", "z value"))]
+
+    def _summary_messages(self) -> list[str]:
+        return [] if self.converged else [f"The optimiser did not converge: the largest gradient is "
+                                          f"{self.max_grad:.2e}."]
