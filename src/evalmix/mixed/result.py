@@ -134,8 +134,9 @@ class CoefTable(Result):
         ``term`` (a clmm's ``kind`` beside it: ``threshold`` or ``location``), ``estimate``,
         ``se``, ``df`` (t tests), ``statistic`` (z or t), ``p_value``, ``conf_low``,
         ``conf_high``.
-    test : {"z", "t"}
-        Wald z tests (glmer, clmm, glmmtmb) or t tests with finite df (lmer).
+    test : {"z", "t", "posterior"}
+        Wald z tests (glmer, clmm, glmmtmb), t tests with finite df (lmer), or a posterior's
+        summaries (the Bayesian fits: no statistic or p-value).
     ddf : str or None
         The denominator-df method of t tests (``"Satterthwaite"``, ``"Kenward-Roger"``).
     conf_level : float
@@ -171,16 +172,26 @@ class CoefTable(Result):
         return len(self.table)
 
     def _title(self) -> str:
+        if self.test == "posterior":
+            return "Fixed effects (posterior mean, SD and highest-density interval)"
         if self.test == "t":
             return f"Fixed effects (t tests with {self.ddf}'s df, lmerTest)"
         return "Fixed effects (Wald z tests)"
 
     def _header(self) -> list[str]:
+        if self.test == "posterior":
+            return [f"{self.conf_level:g} highest-density intervals: conf_low, conf_high"]
         scale = "t with those df" if self.test == "t" else "Wald z"
         return [f"{self.conf_level:g} confidence intervals: conf_low, conf_high ({scale})"]
 
     def __repr__(self) -> str:
-        """As R prints ``summary(fit)$coefficients`` (``printCoefmat``)."""
+        """As R prints ``summary(fit)$coefficients`` (``printCoefmat``); a posterior's as brms
+        prints its population-level effects."""
+        if self.test == "posterior":
+            t = self.table[["term", "estimate", "se", "conf_low", "conf_high"]]
+            pct = f"{self.conf_level:.0%}"
+            head = ["Estimate", "Est.Error", f"l-{pct} CI", f"u-{pct} CI"]
+            return "\n".join([f"{self._title()}:", *tables.coefmat_lines(t, head, statistic=None, p=None)])
         if self.test == "t":
             t = self.table[["term", "estimate", "se", "df", "statistic", "p_value"]]
             head = ["Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]
