@@ -17,10 +17,10 @@ import pandas as pd
 
 from ..core.arguments import check_level
 from ..core.draws import hdi
-from ..core.errors import ArgumentError, DataError, FormulaError
+from ..core.errors import ArgumentError, DataError
 from ..core.result import Result
 from ..mixed.links import inverse_link
-from ..mixed.result import CoefTable, ConfidenceIntervals, population_level
+from ..mixed.result import CoefTable, ConfidenceIntervals, level_codes, population_level
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -129,19 +129,12 @@ class PosteriorResult(Result):
 
     def _random_draws(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         """``Z b`` of rows for every draw: (draws, rows)."""
-        from ..model import group_codes_for
-
         out = np.zeros((len(self.fixef_draws), len(nd)))
         for p in self._term_plans:
             t = p.term
-            code = group_codes_for(t, nd)
-            new = code < 0
-            if new.any() and not allow_new_levels:
-                raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
-                                   f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
-                                   "pass allow_new_levels=True to predict them with zero effect")
+            code, new = level_codes(t, nd, allow_new_levels)
             u = self._deviations(p)
             u = u[..., None] if u.ndim == 2 else u
-            contrib = np.einsum("nc,dnc->dn", t.model_rows(nd), u[:, np.maximum(code, 0), :])
+            contrib = np.einsum("nc,dnc->dn", t.model_rows(nd), u[:, code, :])
             out += np.where(new[None, :], 0.0, contrib)
         return out

@@ -75,6 +75,21 @@ def population_level(re_form: object) -> bool:
                         "'NA', '~0' or False (none: population-level predictions, R's re.form = NA)")
 
 
+def level_codes(term: RandomTerm, nd: pd.DataFrame, allow_new_levels: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of the rows' levels of ``term``'s grouping factor (0 where new) and which rows
+    have a level the fit has not seen (an error unless ``allow_new_levels``: they then get no
+    random effect, as lme4's ``allow.new.levels``)."""
+    from ..model import group_codes_for
+
+    code = group_codes_for(term, nd)
+    new = code < 0
+    if new.any() and not allow_new_levels:
+        raise FormulaError(f"grouping factor {term.group!r} has level(s) not in the fit, e.g. "
+                           f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
+                           "pass allow_new_levels=True to predict them with zero effect")
+    return np.maximum(code, 0), new
+
+
 @dataclass(frozen=True)
 class ModelRows:
     """The rows a fit was made on and its random terms: what ``predict()`` reads for the fitted rows
@@ -248,6 +263,17 @@ class MixedResult(Result):
         def link(self) -> str: ...
         @property
         def optimizer(self) -> OptimizerReport: ...
+
+    @property
+    def max_grad(self) -> float:
+        """Largest absolute gradient at the optimum (``optimizer.max_grad``; ordinal's
+        ``max.grad``)."""
+        return self.optimizer.max_grad
+
+    @property
+    def niter(self) -> int:
+        """Iterations of the optimiser (``optimizer.iterations``; ordinal's ``niter``)."""
+        return self.optimizer.iterations
 
     # ------------------------------------------------------------ information criteria
     @property
@@ -507,17 +533,10 @@ class MixedResult(Result):
 
     def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         """``Z b`` of rows: each term's covariates times the modes of the rows' levels."""
-        from ..model import group_codes_for
-
         out = np.zeros(len(nd))
         for k, t in enumerate(self._model_rows().terms):
-            code = group_codes_for(t, nd)
-            new = code < 0
-            if new.any() and not allow_new_levels:
-                raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
-                                   f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
-                                   "pass allow_new_levels=True to predict them with zero effect")
+            code, new = level_codes(t, nd, allow_new_levels)
             B = self._term_modes(k, t)
-            contrib = np.einsum("nc,nc->n", t.model_rows(nd), B[np.maximum(code, 0)])
+            contrib = np.einsum("nc,nc->n", t.model_rows(nd), B[code])
             out += np.where(new, 0.0, contrib)
         return out

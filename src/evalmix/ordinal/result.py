@@ -129,16 +129,6 @@ class ClmmResult(MixedResult):
         return self.optimizer.hessian_cond
 
     @property
-    def max_grad(self) -> float:
-        """Largest absolute gradient of minus the log-likelihood at the estimates (``max.grad``)."""
-        return self.optimizer.max_grad
-
-    @property
-    def niter(self) -> int:
-        """Iterations of the optimiser (ordinal's ``niter``)."""
-        return self.optimizer.iterations
-
-    @property
     def thresholds(self) -> pd.Series:
         """The threshold parameters (``fit$alpha``; ``threshold.1`` and ``spacing`` when equidistant)."""
         return self.coef.iloc[: self.n_thresholds]

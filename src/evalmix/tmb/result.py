@@ -120,16 +120,6 @@ class GlmmTMBResult(MixedResult):
     _rows: ModelRows | None = field(default=None, repr=False, compare=False)
 
     @property
-    def max_grad(self) -> float:
-        """Largest absolute gradient of minus the log-likelihood at the estimates."""
-        return self.optimizer.max_grad
-
-    @property
-    def niter(self) -> int:
-        """Iterations of the optimiser."""
-        return self.optimizer.iterations
-
-    @property
     def response_scale(self) -> str:
         """What the inverse link gives, as :func:`evalmix.inference.emmeans` labels it: a mean score for the
         beta family, a probability for the binomial families."""
