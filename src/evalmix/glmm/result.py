@@ -17,6 +17,7 @@ from ..core.errors import DataError
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
+from ..mixed.summary import correlation_lines
 from .control import DEFAULT_CONTROL, GlmerControl
 from ..mixed.convergence import OptimizerReport
 
@@ -362,6 +363,9 @@ class GlmerResult(MixedResult):
         prior = [] if self.fixef_prior is None else [
             f"Fixef prior: {self.fixef_prior.describe()}", f"Prior dev  : {self.prior_deviance:.4f}", ""]
         return prior + super()._summary_criteria()
+
+    def _summary_correlation(self) -> list[str]:
+        return correlation_lines(self.vcov)
 
     def _scaled_residuals(self) -> list[float]:
         return list(self._model.residual_quantiles)

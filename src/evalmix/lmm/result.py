@@ -19,7 +19,7 @@ from ..core.errors import ConvergenceWarning, SingularFitWarning
 from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
 from ..mixed.numdiff import central_gradient, central_hessian
 from ..mixed.result import CoefTable, MixedResult, ModelRows
-from ..mixed.summary import MixedSummary
+from ..mixed.summary import MixedSummary, correlation_lines
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
@@ -334,6 +334,9 @@ class LmerResult(MixedResult):
         if self.reml:
             return [f"REML criterion at convergence: {round(float(self.remlcrit or 0.0), 1):.1f}"]
         return super()._summary_criteria()
+
+    def _summary_correlation(self) -> list[str]:
+        return correlation_lines(self.vcov)
 
     def _scaled_residuals(self) -> list[float]:
         return np.quantile(self.residuals() / self.sigma, [0, 0.25, 0.5, 0.75, 1]).tolist()

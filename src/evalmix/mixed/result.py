@@ -411,7 +411,7 @@ class MixedResult(Result):
             criteria=self._summary_criteria(), residuals=self._scaled_residuals(),
             random_heading=self._random_heading(), varcorr=self._varcorr_printed(),
             groups_line=self._groups_line(), extra=self._summary_extra(),
-            blocks=self._coef_blocks(ct), closing=closing)
+            blocks=self._coef_blocks(ct), correlation=self._summary_correlation(), closing=closing)
         tabs = [("Fixed effects", ct.to_frame()), ("Random effects", self.varcorr),
                 *self._summary_tables()]
         return MixedSummary(self._summary_title(ct)[0].strip(), self._header(), tabs, closing, text)
@@ -460,6 +460,10 @@ class MixedResult(Result):
         return [CoefBlock("Fixed effects:", ct.to_frame(), head)]
 
     def _summary_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return []
+
+    def _summary_correlation(self) -> list[str]:
+        """lme4's correlation of the fixed effects (glmer, lmer; ordinal and glmmTMB print none)."""
         return []
 
     def _summary_messages(self) -> list[str]:

@@ -19,7 +19,11 @@ import pandas as pd
 from ..core import tables
 from ..core.result import Summary
 
-__all__ = ["CoefBlock", "MixedSummary", "named_row", "r_table", "scaled_residual_lines", "zapsmall"]
+__all__ = ["CoefBlock", "MixedSummary", "correlation_lines", "named_row", "r_abbreviate", "r_table",
+           "scaled_residual_lines", "zapsmall"]
+
+#: lme4 prints the correlation of the fixed effects up to this many (``cor.max``)
+COR_MAX = 12
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,61 @@ def scaled_residual_lines(quantiles: Sequence[float]) -> list[str]:
     return ["Scaled residuals:", *(ln.rstrip() for ln in named_row(["Min", "1Q", "Median", "3Q", "Max"], cells))]
 
 
+def r_abbreviate(name: str, minlength: int) -> str:
+    """R's ``abbreviate(name, minlength)``: spaces, then lower-case vowels, then lower-case
+    letters dropped from the right (never the first character) until it is short enough.
+
+    Examples
+    --------
+    >>> [r_abbreviate(n, 6) for n in ["(Intercept)", "period2", "modeljudge-B", "poly(dose, 2)1"]]
+    ['(Intr)', 'perid2', 'mdlj-B', 'p(,2)1']
+    """
+    s = name.strip()
+    for drop in (" ", "aeiou", "abcdefghijklmnopqrstuvwxyz"):
+        i = len(s) - 1
+        while len(s) > minlength and i > 0:
+            if s[i] in drop:
+                s = s[:i] + s[i + 1:]
+            i -= 1
+    return s
+
+
+def correlation_lines(vcov: pd.DataFrame) -> list[str]:
+    """lme4's ``Correlation of Fixed Effects:`` block: the lower triangle to 3 decimals, rows
+    named by ``abbreviate(, 11)`` and columns by ``abbreviate(, 6)``; empty for one effect or
+    more than :data:`COR_MAX`.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame([[4.0, -0.5], [-0.5, 1.0]], index=["(Intercept)", "Days"],
+    ...                  columns=["(Intercept)", "Days"])
+    >>> print("\n".join(correlation_lines(v)))
+    Correlation of Fixed Effects:
+         (Intr)
+    Days -0.250
+    """
+    names = [str(n) for n in vcov.index]
+    p = len(names)
+    if not 1 < p <= COR_MAX:
+        return []
+    V = vcov.to_numpy(dtype=float)
+    sd = np.sqrt(np.diag(V))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        C = np.round(V / np.outer(sd, sd), 3) + 0.0
+    if not np.all(np.isfinite(C)):  # no standard errors (a separated fit's limit)
+        return []
+    cells = [[f"{C[i, j]:.3f}" if j < i else "" for j in range(p - 1)] for i in range(1, p)]
+    width = max(len(c) for row in cells for c in row if c)
+    cells = [[c.rjust(width) if c else "" for c in row] for row in cells]
+    rows = [r_abbreviate(n, 11) for n in names[1:]]
+    cols = [r_abbreviate(n, 6) for n in names[:-1]]
+    rw = max(len(r) for r in rows)
+    cw = [max(len(cols[j]), width) for j in range(p - 1)]
+    lines = [" " * rw + " " + " ".join(c.ljust(w) for c, w in zip(cols, cw))]
+    lines += [r.ljust(rw) + " " + " ".join(c.ljust(w) for c, w in zip(row, cw)) for r, row in zip(rows, cells)]
+    return ["Correlation of Fixed Effects:", *(ln.rstrip() for ln in lines)]
+
+
 class MixedSummary(Summary):
     """What ``summary()`` of a maximum-likelihood fit returns: the :class:`~evalmix.core.result.Summary`
     tables (``Fixed effects``, ``Random effects``, ...), header and notes, printed in lme4's
@@ -116,7 +175,7 @@ class MixedSummary(Summary):
 def layout(*, title: Sequence[str], formula_line: str, criteria: Sequence[str],
            residuals: Sequence[float] | None, random_heading: Sequence[str], varcorr: pd.DataFrame,
            groups_line: str, extra: Sequence[str], blocks: Sequence[CoefBlock],
-           closing: Sequence[str]) -> str:
+           correlation: Sequence[str], closing: Sequence[str]) -> str:
     """The lines of the printout, in lme4's order (see the module's docstring)."""
     lines = [*title, formula_line, ""]
     if criteria:
@@ -133,6 +192,8 @@ def layout(*, title: Sequence[str], formula_line: str, criteria: Sequence[str],
             cols.append("p_value")
         lines += ["", b.title, *tables.coefmat_lines(b.table[cols], list(b.head),
                                                      p="p_value" if with_p else None)]
+    if correlation:
+        lines += ["", *correlation]
     if closing:
         lines += ["", *tables.wrap_lines(closing)]
     return "\n".join(ln.rstrip() for ln in lines)
