@@ -187,8 +187,9 @@ def test_summary_reads_like_lme4(fit):
     summ = fit.summary()
     text = str(summ)
     for piece in ("Laplace Approximation", "Random effects:", "item:run", "Number of obs: 960",
-                  "groups:  item:run, 240; item, 60", "Fixed effects:", "scale: log-odds"):
+                  "groups:  item:run, 240; item, 60", "Fixed effects:", "Correlation of Fixed Effects:"):
         assert piece in text
+    assert "scale: log-odds" in summ.header[1]  # lme4's layout prints no scale line; the header has it
     assert summ.to_frame().equals(fit.coef_table().to_frame())
     assert list(summ.tables) == ["Fixed effects", "Random effects", "Scaled residuals"]
 
