@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.optimize import OptimizeResult
 
 __all__ = ["GRAD_TOL", "HESS_TOL", "OptimizerReport", "check_convergence", "convergence_check",
            "gradient_report", "hessian_condition"]
@@ -307,7 +308,7 @@ def convergence_check(hessian: np.ndarray, gradient: np.ndarray, thresholds_incr
     return tuple(codes), tuple(messages)
 
 
-def gradient_report(res: Any, gradient: np.ndarray, *, optimizer: str, grad_tol: float,
+def gradient_report(res: OptimizeResult, gradient: np.ndarray, *, optimizer: str, grad_tol: float,
                     extra_iterations: int = 0, seconds: float = 0.0) -> OptimizerReport:
     """The report of a scipy optimiser run (``res``) whose optimum is judged by the largest
     absolute ``gradient`` there: converged when it is finite and below ``grad_tol`` (the check of

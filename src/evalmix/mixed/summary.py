@@ -121,7 +121,7 @@ def correlation_lines(vcov: pd.DataFrame) -> list[str]:
     --------
     >>> v = pd.DataFrame([[4.0, -0.5], [-0.5, 1.0]], index=["(Intercept)", "Days"],
     ...                  columns=["(Intercept)", "Days"])
-    >>> print("\n".join(correlation_lines(v)))
+    >>> print("\\n".join(correlation_lines(v)))
     Correlation of Fixed Effects:
          (Intr)
     Days -0.250
