@@ -102,8 +102,8 @@ def main() -> None:
         fit = glmer(formula, df)
         t_em, c_em = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
-    print(f"evalmix {t_em:8.2f} s   logLik {fit.loglik:.4f}   ({fit.optimizer.method}, "
-          f"{fit.optimizer.deviance_evaluations} deviance evaluations)")
+    print(f"evalmix {t_em:8.2f} s   logLik {fit.loglik:.4f}   ({fit.optimizer.optimizer}, "
+          f"{fit.optimizer.feval} deviance evaluations)")
     print(f"evalmix CPU {c_em:.2f} s (all threads), peak RSS of the process {rss:.2f} GiB, "
           f"load average before/after {load0:.2f}/{os.getloadavg()[0]:.2f}")
     if args.no_r:

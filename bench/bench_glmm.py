@@ -125,7 +125,7 @@ def _fit_big(q, items: int) -> None:
     t_glm, c_glm = time.perf_counter() - t0, time.process_time() - c0
     q.put({"glmer_wall": t_glmer, "glmer_cpu": c_glmer, "optimizer": fit.optimizer.seconds,
            "loglik": fit.loglik, "theta": {k: round(float(v), 4) for k, v in fit.theta.items()},
-           "peak_gb": peak_gb, "evaluations": fit.optimizer.deviance_evaluations,
+           "peak_gb": peak_gb, "evaluations": fit.optimizer.feval,
            "se": float(np.sqrt(fit.vcov.to_numpy()[1, 1])), "glm_wall": t_glm, "glm_cpu": c_glm,
            "glm_loglik": float(glm.llf)})
 

@@ -102,7 +102,7 @@ def main() -> None:
         t_e, fit = median_time(lambda: lmer(formula, d), args.reps)
         t_s, _ = median_time(lambda: lmer(formula, d).coef_table(), args.reps)
         print(f"{'evalmix.lmer':34s} {t_e:8.3f} s CPU   REML logLik {fit.loglik:.4f}   "
-              f"{fit.optimizer['evaluations']} deviance evaluations")
+              f"{fit.optimizer.feval} deviance evaluations")
         print(f"{'evalmix.lmer + Satterthwaite table':34s} {t_s:8.3f} s")
         if k == 0:
             t_sm, sm = median_time(lambda: statsmodels_fit(d), args.reps)

@@ -57,7 +57,7 @@ def test_coef_table_prints_as_lmertest(fit):
     assert "\\begin{tabular}" in latex and "judgejudge-2" in latex
     assert "| term" in fit.coef_table().to_markdown()
     summ = fit.summary()
-    assert "fixed effects" in summ.tables
+    assert "Fixed effects" in summ.tables
 
 
 def test_contest_is_a_linear_hypothesis(fit):

@@ -16,7 +16,6 @@ log-likelihood and the number of parameters only.
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from pathlib import Path
 
@@ -100,10 +99,9 @@ def test_contrasts_follow_the_level_order(cid, method):
     spec = c["emmeans"]["spec"]
     ref = c["contrast_" + method.replace(".vs.", "_")]
     ct = evalmix.contrast(evalmix.emmeans(fit_case(cid), spec), method, adjust="none").to_frame()
-    # emmeans prefixes numeric-looking levels with the variable's name (site1 - site3)
+    # emmeans (and evalmix) prefix numeric-looking levels with the variable's name (site1 - site3)
     # (jsonlite writes a one-contrast vector as a scalar)
-    labels = [re.sub(rf"(?<![\w.]){spec}(?=[\w.])", "", lab) for lab in np.atleast_1d(ref["label"])]
-    assert list(ct["contrast"]) == labels
+    assert list(ct["contrast"]) == list(np.atleast_1d(ref["label"]))
     np.testing.assert_allclose(ct["estimate"], ref["estimate"], rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(ct["se"], ref["se"], rtol=0.01)
     np.testing.assert_allclose(ct["p_value"], ref["p_value"], rtol=0.02, atol=2e-3)

@@ -85,7 +85,7 @@ def test_result_tables_and_print(fits):
     assert fit.cond_h == pytest.approx(28, abs=0.5)
     assert "tempwarm" in fit.to_latex()
     assert "1\\|2" in fit.to_markdown()
-    assert set(fit.summary().tables) == {"Coefficients", "Random effects"}
+    assert set(fit.summary().tables) == {"Fixed effects", "Random effects"}
     ranef = fit.ranef()
     assert ranef["group"].eq("judge").all() and len(ranef) == 9
     coef = fit.coef

@@ -298,7 +298,7 @@ def test_print_and_tables(fits):
     tab = fit.to_frame()
     assert list(tab.columns) == ["term", "estimate", "se", "statistic", "p_value", "conf_low", "conf_high"]
     assert "modelm4" in fit.to_latex() and "| modelm4" in fit.to_markdown()
-    assert list(fit.summary().tables) == ["Coefficients", "Random effects"]
+    assert list(fit.summary().tables) == ["Fixed effects", "Random effects"]
     assert fit.ranef().groupby("group").size().to_dict() == {"item": 50}
     assert fit.residuals("response") == pytest.approx(fit.observed - fit.fitted)
     assert isinstance(fit, evalmix.fitted.MixedFit)

@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.result import Result, Summary, frame_records
-from ..core.arguments import check_level
 from ..core.draws import hdi
 from ..core.errors import DataError
 from ..core.seeds import accepts_seed
 from ..mixed.grid import level_means
 from ..mixed.links import inverse_link, log_probabilities
-from ..mixed.result import ConfidenceIntervals
+from .base import PosteriorResult
 from .model import BayesModel, TermPlan, dense_x
 
 if TYPE_CHECKING:
@@ -97,7 +96,7 @@ class PPCResult(Result):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class BayesGlmerResult(Result):
+class BayesGlmerResult(PosteriorResult):
     """A hierarchical Bayesian binomial GLMM fitted by MCMC (:func:`evalmix.bayes.glmer`).
 
     Attributes
@@ -288,31 +287,6 @@ class BayesGlmerResult(Result):
                 return pd.DataFrame(u.reshape(len(u), -1), columns=cols)
         raise KeyError(f"no random term with grouping factor {group!r}; "
                        f"groups: {[p.term.group for p in self._term_plans]}")
-
-    @property
-    def ngroups(self) -> dict[str, int]:
-        """Number of levels of each grouping factor (as every maximum-likelihood fit's ``ngroups``)."""
-        out: dict[str, int] = {}
-        for p in self._term_plans:
-            out.setdefault(p.term.group, p.term.nl)
-        return out
-
-    def confint(self, level: float = 0.95) -> ConfidenceIntervals:
-        """Highest-density intervals of the fixed effects: the posterior's counterpart of every
-        maximum-likelihood fit's ``confint()`` (``term``, ``estimate`` the posterior mean,
-        ``conf_low``, ``conf_high``, ``method`` ``"hdi"``).
-
-        Examples
-        --------
-        >>> fit.confint(0.9).to_frame().columns.tolist()  # doctest: +SKIP
-        ['term', 'estimate', 'conf_low', 'conf_high', 'method']
-        """
-        check_level(level, "level")
-        draws = self.fixef_draws
-        iv = hdi(draws.to_numpy(dtype=float), level)
-        table = pd.DataFrame({"term": [str(c) for c in draws.columns], "estimate": draws.mean().to_numpy(),
-                              "conf_low": iv[:, 0], "conf_high": iv[:, 1], "method": "hdi"})
-        return ConfidenceIntervals(table=table, level=level, method="hdi")
 
     def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
         """Every random effect (``group``, ``level``, ``term``): posterior mean ``estimate``,

@@ -32,6 +32,7 @@ from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian,
                        optimize_joint)
 from .result import FittedModel, GlmerResult
 from .prior import FixefPriorSpec, NormalPrior, parse_fixef_prior
+from ..mixed.convergence import check_convergence, hessian_condition
 from ..mixed.separation import Separation, expand_limit, find_separation
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
@@ -56,35 +57,6 @@ def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
             cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
             rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
     return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
-
-
-def _check_convergence(grad: np.ndarray, H: np.ndarray | None, free: np.ndarray,
-                       control: GlmerControl) -> list[str]:
-    """lme4's checkConv: scaled gradient and Hessian eigenvalues over the free parameters."""
-    grad_tol, hess_tol = control.grad_tol, control.hess_tol
-    msgs: list[str] = []
-    if H is None:
-        return msgs
-    g = grad[free]
-    Hf = H[np.ix_(free, free)]
-    try:
-        R = np.linalg.cholesky(Hf).T  # upper, H = R'R
-        scgrad = np.linalg.solve(R, g)
-    except np.linalg.LinAlgError:
-        ev = np.linalg.eigvalsh(Hf)
-        neg = int((ev < -hess_tol).sum())
-        msgs.append(f"Model failed to converge: degenerate Hessian with {neg} negative eigenvalues"
-                    if neg else "unable to evaluate scaled gradient")
-        return msgs
-    mingrad = np.minimum(np.abs(scgrad), np.abs(g))
-    if mingrad.size and mingrad.max() > grad_tol:
-        w = int(np.flatnonzero(free)[np.argmax(mingrad)]) + 1
-        msgs.append(f"Model failed to converge with max|grad| = {mingrad.max():.6g} "
-                    f"(tol = {grad_tol}, component {w})")
-    ev = np.linalg.eigvalsh(Hf)
-    if ev.size and ev.max() > 0 and ev.min() / ev.max() < hess_tol:
-        msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
-    return msgs
 
 
 @overload
@@ -300,11 +272,11 @@ def _fit_agq(ld: LaplaceDeviance, term: RandomTerm, ev: Evaluation, rep: Optimiz
     H = fd_hessian(f, x, ld.control.hessian_step)
     agq.evaluate(x[:ev.theta.size], x[ev.theta.size:])  # leave the modes at the optimum
     rep2 = OptimizerReport(
-        method=f"{rep.method}, then L-BFGS-B over (theta, beta) on the nAGQ = {nagq} deviance",
+        optimizer=f"{rep.optimizer}, then L-BFGS-B over (theta, beta) on the nAGQ = {nagq} deviance",
         converged=bool(res.success) and rep.converged, message=str(res.message),
-        outer_iterations=rep.outer_iterations + int(res.nit),
-        deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations,
-        gradient=grad, max_abs_gradient=float(np.max(np.abs(grad))),
+        iterations=rep.iterations + int(res.nit),
+        feval=ld.evaluations, pirls_iterations=ld.pirls_iterations,
+        gradient=grad, max_grad=float(np.max(np.abs(grad))),
         seconds=rep.seconds + time.perf_counter() - t0, log=rep.log)
     return ev2, rep2, dev, H
 
@@ -348,7 +320,7 @@ def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: s
     at_bound = np.zeros(nt + p, dtype=bool)
     at_bound[:nt] = (ev.theta <= lower + control.bound_tol) & (rep.gradient[:nt] >= 0)
     if nAGQ != 0:  # the nAGQ = 0 report holds the gradient over theta only
-        rep = dataclasses.replace(rep, max_abs_gradient=float(
+        rep = dataclasses.replace(rep, max_grad=float(
             np.max(np.abs(np.where(at_bound, 0.0, rep.gradient)))))
     # lme4 checks convergence on the Hessian of its own deviance function; so does evalmix
     # lme4's deviance function (and blme's) restarts PIRLS from the first-stage linear predictor
@@ -369,8 +341,9 @@ def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: s
         warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
                       f"(theta = {dict(zip(design.theta_names, [round(float(v), 6) for v in ev.theta]))})",
                       SingularFitWarning, stacklevel=3)
-    conv = [] if H is None else _check_convergence(rep.gradient, H, ~at_bound, control)
-    if not rep.converged and not conv and rep.max_abs_gradient > control.grad_tol:
+    conv = list(check_convergence(rep.gradient, H, ~at_bound, grad_tol=control.grad_tol,
+                                  hess_tol=control.hess_tol))
+    if not rep.converged and not conv and rep.max_grad > control.grad_tol:
         conv.append(f"optimizer stopped: {rep.message}")
     for msg in conv:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
@@ -378,6 +351,8 @@ def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: s
     if prior_note is not None:
         messages.append(prior_note)
     converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
+    rep = dataclasses.replace(rep, checks=tuple(conv), hessian_cond=hessian_condition(
+        None if H is None else H[np.ix_(~at_bound, ~at_bound)]))
     method, V = _vcov(ld, ev, H, vcov_method)
     names = design.fixed.columns
     beta = ev.beta
@@ -469,10 +444,8 @@ def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, lin
     sep = dataclasses.replace(sep, beta_limit=bp, vcov_limit=Vp)
     theta = np.full(nt, np.nan)
     dev = -2.0 * design.log_binom
-    rep = OptimizerReport(method="none (complete separation)", converged=False,
-                          message="not run: every row is fitted perfectly in the limit",
-                          outer_iterations=0, deviance_evaluations=0,
-                          pirls_iterations=0, gradient=np.zeros(0))
+    rep = OptimizerReport(optimizer="none (complete separation)", converged=False,
+                          message="not run: every row is fitted perfectly in the limit")
     df = nt + p
     return GlmerResult(
         formula=formula, fixef=pd.Series(beta, index=names, name="estimate"),

@@ -18,7 +18,7 @@ two Newton steps.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,69 +26,9 @@ import scipy.linalg as sla
 from scipy.optimize import OptimizeResult, minimize
 
 from ..model import RandomTerm, term_lambdas
+from ..mixed.convergence import OptimizerReport
 from .control import GlmerControl
 from .deviance import Evaluation, LaplaceDeviance, NestedSolver
-
-
-@dataclass(frozen=True)
-class OptimizerReport:
-    """How the optimiser ran and where it stopped (lme4's ``optinfo``).
-
-    Attributes
-    ----------
-    method : str
-        The optimiser(s) that ran.
-    converged : bool
-        The optimiser's own verdict (the fit's ``converged`` adds lme4's gradient and Hessian
-        checks).
-    message : str
-        How it ended, as the optimiser says it.
-    outer_iterations, deviance_evaluations, pirls_iterations : int
-        Iterations of the outer optimiser, PIRLS runs (deviance evaluations), and PIRLS
-        iterations over all of them.
-    gradient : ndarray
-        Gradient of the deviance over ``(theta, beta)`` at the optimum (read-only).
-    max_abs_gradient : float
-        Its largest absolute value, leaving out parameters held at a bound with the gradient
-        pointing out of the feasible set.
-    seconds : float
-        Wall-clock time of the optimisation.
-    log : tuple of OptimizerStep
-        One entry per outer objective evaluation when the control's ``log`` is set, else empty.
-    """
-
-    method: str
-    converged: bool
-    message: str
-    outer_iterations: int
-    deviance_evaluations: int
-    pirls_iterations: int
-    gradient: np.ndarray = field(repr=False)
-    max_abs_gradient: float = 0.0
-    seconds: float = 0.0
-    log: tuple[OptimizerStep, ...] = field(default=(), repr=False)
-
-    def __post_init__(self) -> None:
-        g = np.array(self.gradient, dtype=float)
-        g.flags.writeable = False
-        object.__setattr__(self, "gradient", g)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "converged": self.converged, "message": self.message,
-                "outer_iterations": self.outer_iterations,
-                "deviance_evaluations": self.deviance_evaluations,
-                "pirls_iterations": self.pirls_iterations,
-                "max_abs_gradient": self.max_abs_gradient, "seconds": self.seconds,
-                "gradient": [float(v) for v in self.gradient],
-                "log": [st.to_dict() for st in self.log]}
-
-    def describe(self) -> str:
-        """One line for ``summary()``: how it ended, evaluations and the final gradient."""
-        if self.deviance_evaluations == 0:
-            return f"optimizer: {self.method}; not run"
-        return (f"optimizer: {self.method}; {self.message.strip() or 'stopped'} after "
-                f"{self.outer_iterations} iterations, {self.deviance_evaluations} deviance "
-                f"evaluations; max|grad| = {self.max_abs_gradient:.3g}")
 
 
 @dataclass(frozen=True)
@@ -352,10 +292,10 @@ def optimize(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, beta0: 
             ev = pf.inner(theta)
     g = np.concatenate([pf.theta_grad(ev), ld.grad_beta(ev)])
     rep = OptimizerReport(
-        method="profiled L-BFGS-B (theta) + Newton (beta)", converged=bool(res.success),
-        message=str(res.message), outer_iterations=nit,
-        deviance_evaluations=ld.evaluations, pirls_iterations=ld.pirls_iterations, gradient=g,
-        max_abs_gradient=float(np.max(np.abs(g))) if g.size else 0.0,
+        optimizer="profiled L-BFGS-B (theta) + Newton (beta)", converged=bool(res.success),
+        message=str(res.message), iterations=nit,
+        feval=ld.evaluations, pirls_iterations=ld.pirls_iterations, gradient=g,
+        max_grad=float(np.max(np.abs(g))) if g.size else 0.0,
         seconds=time.perf_counter() - t0, log=tuple(pf.log or ()))
     return ev, rep
 
@@ -578,10 +518,10 @@ def optimize_joint(ld: LaplaceDeviance, theta0: np.ndarray, lower: np.ndarray, b
     ev = ld.pirls(theta, beta, u)  # the modes given the joint beta are the joint modes
     free = ~((theta <= lower + ctl.bound_tol) & (g >= 0))
     rep = OptimizerReport(
-        method="L-BFGS-B (theta), beta inside PIRLS (nAGQ = 0)", converged=bool(res.success),
-        message=str(res.message), outer_iterations=nit, deviance_evaluations=calls[0],
+        optimizer="L-BFGS-B (theta), beta inside PIRLS (nAGQ = 0)", converged=bool(res.success),
+        message=str(res.message), iterations=nit, feval=calls[0],
         pirls_iterations=ld.pirls_iterations, gradient=g,
-        max_abs_gradient=float(np.max(np.abs(g[free]))) if free.any() else 0.0,
+        max_grad=float(np.max(np.abs(g[free]))) if free.any() else 0.0,
         seconds=time.perf_counter() - t0)
     return ev, rep
 

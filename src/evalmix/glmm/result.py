@@ -11,15 +11,16 @@ import numpy as np
 import pandas as pd
 
 from ..core import tables
-from ..core.result import REPR_MAX_ROWS, Summary, frame_records
+from ..core.result import REPR_MAX_ROWS, frame_records
 from ..core.arguments import check_arguments
 from ..core.errors import DataError
 from ..core.seeds import accepts_seed
 from ..mixed.fitted import wald_z_table
 from ..model import FixedDesign, RandomTerm, r_formula, term_lambdas
 from ..mixed.result import CoefTable, ConfidenceIntervals, MixedResult, ModelRows
+from ..mixed.summary import correlation_lines
 from .control import DEFAULT_CONTROL, GlmerControl
-from .optimize import OptimizerReport
+from ..mixed.convergence import OptimizerReport
 
 if TYPE_CHECKING:
 
@@ -213,7 +214,7 @@ class GlmerResult(MixedResult):
         msgs = list(self.messages)
         if msgs or not self.converged:
             code = 0 if self.optimizer.converged else 1
-            lines += [f"optimizer ({self.optimizer.method}) convergence code: {code} "
+            lines += [f"optimizer ({self.optimizer.optimizer}) convergence code: {code} "
                       f"({'OK' if code == 0 else 'see fit.optimizer'}) ; "
                       f"0 optimizer warnings; {len(msgs)} lme4 warnings ", *tables.wrap_lines(msgs, width)]
         return "\n".join(lines)
@@ -355,41 +356,32 @@ class GlmerResult(MixedResult):
         return dataclasses.replace(self, fixed_design=fd, _model=self._model.without_data())
 
     # ------------------------------------------------------------------- summary
-    def summary(self, conf_level: float = 0.95) -> Summary:
-        """The fit as lme4's ``summary(fit)`` reports it, in evalmix's vocabulary.
+    # summary() is MixedResult's (lme4's layout); these hooks say what glmer prints differently
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        return [f"Generalized linear mixed model fit by maximum likelihood ({self.approximation}) "
+                "[glmerMod]", f" Family: binomial  ( {self.link} )"]
 
-        Tables: ``Fixed effects`` (:meth:`coef_table`), ``Random effects`` (``varcorr``) and
-        ``Scaled residuals`` (Pearson residuals' quantiles); the header has the family, formula,
-        information criteria and group sizes; the notes say how the SEs were computed.
+    def _summary_criteria(self) -> list[str]:
+        prior = [] if self.fixef_prior is None else [
+            f"Fixef prior: {self.fixef_prior.describe()}", f"Prior dev  : {self.prior_deviance:.4f}", ""]
+        return prior + super()._summary_criteria()
 
-        Examples
-        --------
-        >>> s = fit.summary()  # doctest: +SKIP
-        >>> list(s.tables)  # doctest: +SKIP
-        ['Fixed effects', 'Random effects', 'Scaled residuals']
-        """
-        check_arguments(conf_level=conf_level)
-        resid = pd.DataFrame([self._model.residual_quantiles],
-                             columns=["min", "q1", "median", "q3", "max"])
-        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
-        header = [f" Family: binomial  ( {self.link} )", f"Formula: {self.formula}",
-                  f"AIC {self.aic:.1f}  BIC {self.bic:.1f}  logLik {self.loglik:.1f}  "
-                  f"deviance {self.deviance:.1f}  df.resid {self.nobs - self.df}",
-                  f"Number of obs: {self.nobs}, groups:  {groups}",
-                  ("scale: log-odds (odds_ratio = exp(estimate)); statistic: Wald z"
-                   if self.link == "logit" else f"scale: {self.link} link; statistic: Wald z")]
-        if self.fixef_prior is not None:
-            header += [f"Fixef prior: {self.fixef_prior.describe()}",
-                       f"Prior dev  : {self.prior_deviance:.4f}"]
-        notes = [_VCOV_NOTES[self.vcov_method], self.optimizer.describe()]
+    def _summary_correlation(self) -> list[str]:
+        return correlation_lines(self.vcov)
+
+    def _scaled_residuals(self) -> list[float]:
+        return list(self._model.residual_quantiles)
+
+    def _summary_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [("Scaled residuals", pd.DataFrame([self._model.residual_quantiles],
+                                                  columns=["min", "q1", "median", "q3", "max"]))]
+
+    def _summary_messages(self) -> list[str]:
+        out = [_VCOV_NOTES[self.vcov_method]]
         changed = self.control.changed()
         if changed:
-            notes.append("control: " + ", ".join(f"{k} = {v!r}" for k, v in changed.items()))
-        notes += self.messages
-        return Summary("Generalized linear mixed model fit by maximum likelihood "
-                       f"({self.approximation}) ['glmerMod']", header,
-                       [("Fixed effects", self.coef_table(conf_level).to_frame()),
-                        ("Random effects", self.varcorr), ("Scaled residuals", resid)], notes)
+            out.append("control: " + ", ".join(f"{k} = {v!r}" for k, v in changed.items()))
+        return out + list(self.messages)
 
 
 _VCOV_NOTES = {

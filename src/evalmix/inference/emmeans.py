@@ -22,7 +22,8 @@ For a posterior fit, every linear function is evaluated on each draw: estimates 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import re
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard, overload
 
@@ -300,6 +301,25 @@ def _wrap(label: str) -> str:
     return level_label(label)
 
 
+# R's as.numeric: decimal (spaces around allowed), hexadecimal, Inf / infinity in any case
+_R_NUMBER = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+|(?i:inf|infinity))\s*")
+
+
+def looks_numeric(levels: Iterable[Any]) -> bool:
+    """Whether every level reads as a number, as R's ``as.numeric`` reads it (no ``NA``): then
+    emmeans puts the factor's name before the levels in contrast labels (``period1 - period2``,
+    ``contrast(enhance.levels = TRUE)``).
+
+    Examples
+    --------
+    >>> looks_numeric(["1", "2", "10"]), looks_numeric([0.5, 2]), looks_numeric(["1", "a"])
+    (True, True, False)
+    >>> looks_numeric(["NaN"]), looks_numeric(["Inf", " 3 ", "1e3", "0x1A"])
+    (False, True)
+    """
+    return all(not isinstance(v, bool) and _R_NUMBER.fullmatch(str(v)) is not None for v in levels)
+
+
 # --- contrast families: an open registry, as emmeans' ``*.emmc`` functions ----------------------
 
 @dataclass(frozen=True)
@@ -420,10 +440,13 @@ def _is_pairwise(method: str) -> bool:
 
 
 def _contrast_matrix(method: str | Mapping[str, Sequence[float]], levels: list[tuple[Any, ...]],
-                     ref: Any, sep: str = " - ") -> tuple[np.ndarray, list[str]]:
+                     ref: Any, sep: str = " - ", prefixes: Sequence[str] | None = None
+                     ) -> tuple[np.ndarray, list[str]]:
     """Contrast coefficients over one group's means and the contrast names (emmeans' order).
 
-    ``levels`` stay tuples until here, where the labels are written."""
+    ``levels`` stay tuples until here, where the labels are written; ``prefixes`` go before each
+    value of a level in the labels shown (a factor's name where its levels look numeric), while
+    ``ref`` is matched against the levels as they are."""
     k = len(levels)
     labels = [_label(lev) for lev in levels]
     if isinstance(method, Mapping):
@@ -445,7 +468,8 @@ def _contrast_matrix(method: str | Mapping[str, Sequence[float]], levels: list[t
     rows = list(family.function(levels, _ref_indices(ref, labels) if family.uses_ref else [0]))
     if not rows:
         raise ValueError(f"method={method!r} needs at least two means; got {labels}")
-    shown = [_wrap(lab) for lab in labels]
+    shown = [_wrap(lab) for lab in labels] if prefixes is None else \
+        [_wrap(_label([f"{p}{v}" for p, v in zip(prefixes, lev)])) for lev in levels]
 
     def side(pos: tuple[int, ...]) -> str:
         return shown[pos[0]] if len(pos) == 1 else "avg(" + ",".join(shown[p] for p in pos) + ")"
@@ -669,7 +693,7 @@ def contrast(emm: EMMeans | Contrasts | RefGrid | ClmmEMMeans,
         con = grid
         for var, meth in zip(spec, methods):
             others = [v for v in con.variables if v != var]
-            con, _ = _contrast_rows(con, meth, [var], others, ref, sep, f"{var}_{meth}")
+            con, _ = _contrast_rows(con, meth, [var], others, ref, sep, f"{var}_{meth}", enhance=False)
         # as emmeans orders them: the first variable's contrasts fastest, the by groups slowest
         cols = [f"{v}_{m}" for v, m in zip(spec, methods)] + spec[len(methods):] + by
         frame = con.frame[cols]
@@ -689,12 +713,16 @@ def contrast(emm: EMMeans | Contrasts | RefGrid | ClmmEMMeans,
 
 
 def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], spec: list[str],
-                   by: list[str], ref: Any, sep: str, label_col: str
+                   by: list[str], ref: Any, sep: str, label_col: str, enhance: bool = True
                    ) -> tuple[RefGrid, list[tuple[np.ndarray, int]]]:
     """The grid of contrasts of ``grid``'s rows over the ``spec`` levels within each ``by`` group:
     the new grid (variables ``label_col`` and ``by``) and, per group, its rows and the number of
-    means it compares."""
+    means it compares. ``enhance``: a variable whose levels all look numeric is named before
+    them in the labels, as emmeans' ``enhance.levels`` (not in interaction contrasts)."""
     frame = grid.frame
+    shown_names = dict(grid.label_names)
+    prefixes = [shown_names.get(v, v) if enhance and looks_numeric(pd.unique(frame[v])) else ""
+                for v in spec]
     groups = (frame.groupby(by, sort=False, observed=True).indices if by
               else {(): np.arange(len(frame))})
     # K is sparse: each contrast touches only its group's rows, and a chain on a large grid has
@@ -708,7 +736,7 @@ def _contrast_rows(grid: RefGrid, method: str | Mapping[str, Sequence[float]], s
     for idx in groups.values():
         idx = np.sort(np.asarray(idx))
         levels = [row_levels[i] for i in idx]
-        K, names = _contrast_matrix(method, levels, ref, sep)
+        K, names = _contrast_matrix(method, levels, ref, sep, prefixes if any(prefixes) else None)
         r, c = np.nonzero(K)
         k_rows.append(start + r)
         k_cols.append(idx[c])

@@ -50,7 +50,8 @@ class AnovaTable(Result):
         return ["statistic: F" if self.ddf is not None else "statistic: Wald chi-square"]
 
 
-def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> AnovaTable:
+def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
+          test: str | None = None) -> AnovaTable:
     """Type-III Wald chi-square tests of each fixed-effect term (R: ``car::Anova(fit, type = 3)``).
 
     For each term (the intercept included), ``L`` selects that term's coefficients and
@@ -68,7 +69,13 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
         For a linear mixed model (:func:`evalmix.lmer`): F tests of each term except the
         intercept with these denominator df, as ``lmerTest::anova(fit, ddf=)`` (Satterthwaite by
         default).  Each term's hypothesis sets its coefficients to zero, which is lmerTest's type
-        III hypothesis for models without interactions or with sum-to-zero contrasts.
+        III hypothesis for models without interactions or with sum-to-zero contrasts.  An ML
+        fit's Kenward-Roger tests are those of its REML refit, as pbkrtest's ``KRmodcomp``.
+    test : {"F", "Chisq"}, optional
+        ``"Chisq"``: Wald chi-square tests of every term, the intercept included, for any fit
+        (``car::Anova(fit, type = 3, test.statistic = "Chisq")``, lmer fits included);
+        ``"F"``: the F tests of a linear mixed model (the default for lmer fits; other fits
+        have no finite denominator df).
 
     Returns
     -------
@@ -89,6 +96,16 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
     if getattr(fit, "fixef_draws", None) is not None:
         raise TypeError("Wald tests need a maximum-likelihood fit (fixef and vcov); "
                         "for a posterior fit, look at contrasts with evalmix.contrast")
+    if test is not None and test not in ("F", "Chisq"):
+        raise ArgumentError(f"test={test!r}: use 'F' (lmer fits: F tests with Satterthwaite or "
+                            "Kenward-Roger df) or 'Chisq' (Wald chi-square tests, car::Anova)")
+    if test == "Chisq" and ddf is not None:
+        raise ArgumentError(f"ddf={ddf!r} goes with F tests: Wald chi-square tests (test='Chisq') "
+                            "have no denominator df; use test='F' with ddf=")
+    if test == "F" and getattr(fit, "df_method", None) is None:
+        raise ArgumentError(f"test='F': a {_type_name(fit)} has no finite denominator df (its tests "
+                            "are asymptotic); use test='Chisq' (Wald chi-square, car::Anova), or fit "
+                            "a linear mixed model with evalmix.lmer")
     coefs = coefficients(fit)
     names = coefs.names
     beta, vcov = coefs.normal
@@ -101,8 +118,10 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
     if len(column_terms) != len(names):
         raise ValueError(f"fixed_design.column_terms has {len(column_terms)} entries for "
                          f"{len(names)} fixed effects")
-    dfm = df_method(fit, ddf)
+    dfm = None if test == "Chisq" else df_method(fit, ddf)
     if dfm is not None:  # lmerTest: F tests with finite denominator df, no intercept row
+        if getattr(dfm, "beta", None) is not None:  # an ML fit's Kenward-Roger tests: its REML refit's
+            beta = np.asarray(dfm.beta, dtype=float)  # type: ignore[attr-defined]
         coding = dict(getattr(fit.fixed_design, "contrasts", {}) or {})
         treated = [f for f, kind in coding.items() if isinstance(kind, str) and kind == "treatment"]
         inter = [t for t in dict.fromkeys(column_terms) if ":" in t
@@ -144,6 +163,10 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None) -> A
                       "fit.separation); refit with fixef_prior='normal(0, 2.5)' or compare "
                       "likelihoods of nested fits", SeparationWarning, stacklevel=2)
     return AnovaTable(pd.DataFrame(rows, columns=["term", "statistic", "df", "p_value"]))
+
+
+def _type_name(fit: object) -> str:
+    return type(fit).__name__
 
 
 # --- model comparison -----------------------------------------------------------------------------

@@ -12,11 +12,14 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..core import tables
-from ..core.result import REPR_MAX_ROWS, Summary, frame_records
+from ..core.result import REPR_MAX_ROWS, frame_records
 from ..core.arguments import check_level
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, SingularFitWarning
+from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
+from ..mixed.numdiff import central_gradient, central_hessian
 from ..mixed.result import CoefTable, MixedResult, ModelRows
+from ..mixed.summary import MixedSummary, correlation_lines
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
@@ -68,9 +71,6 @@ class _LmerModel:
 
     def _compute(self, method: str) -> None:
         if method == "Kenward-Roger":
-            if not self.reml:
-                raise ValueError("Kenward-Roger's method is only available for REML fits (refit "
-                                 "with REML=True), as in lmerTest and pbkrtest")
             self._ddf[method] = KenwardRoger(self.dev, self.state.theta, self.sigma, self.vcov)
             return
         with warnings.catch_warnings():
@@ -90,6 +90,9 @@ class LmerDf:
     name: str
     vcov: np.ndarray
     _impl: Satterthwaite | KenwardRoger = field(repr=False)
+    #: the fixed effects the tests use when they are not the fit's: an ML fit's Kenward-Roger
+    #: tests are those of its REML refit, as pbkrtest (``vcovAdj``, ``KRmodcomp``) refits it
+    beta: np.ndarray | None = field(default=None, repr=False)
 
     def df(self, L: np.ndarray) -> np.ndarray:
         return self._impl.df(L)
@@ -167,7 +170,7 @@ class LmerResult(MixedResult):
     singular: bool
     messages: tuple[str, ...]
     fixed_design: FixedDesign = field(repr=False)
-    optimizer: dict[str, Any] = field(repr=False, default_factory=dict)
+    optimizer: OptimizerReport = field(repr=False, default=OptimizerReport("none", False))
     _model: Any = field(repr=False, default=None, compare=False)
     family: str = "gaussian"
     link: str = "identity"
@@ -175,8 +178,20 @@ class LmerResult(MixedResult):
     # ------------------------------------------------------------------ inference
     def df_method(self, ddf: str | None = None) -> LmerDf:
         """The fit's denominator df: ``"Satterthwaite"`` (default, lmerTest) or
-        ``"Kenward-Roger"`` (pbkrtest; REML fits), with the covariance its tests use."""
+        ``"Kenward-Roger"`` (pbkrtest), with the covariance its tests use.
+
+        Kenward-Roger's method is defined for REML estimates: for an ML fit it is computed on
+        the REML refit (its fixed effects, adjusted covariance and df), as pbkrtest's
+        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).
+        """
         name = normalise_ddf(ddf)
+        if name == "Kenward-Roger" and not self.reml:
+            m = self._model
+            if "reml_refit" not in m.__dict__:
+                m.reml_refit = lmer(self.formula, m.design.data, REML=True, contrasts=m.contrasts)
+            refit: LmerResult = m.reml_refit
+            kr = refit.df_method(name)
+            return LmerDf(name, kr.vcov, kr._impl, beta=refit.fixef.to_numpy(dtype=float))
         impl = self._model.ddf(name)
         return LmerDf(name, np.array(impl.vcov), impl)
 
@@ -189,7 +204,7 @@ class LmerResult(MixedResult):
         """
         check_level(conf_level)
         m = self.df_method(ddf)
-        est = self.fixef.to_numpy()
+        est = self.fixef.to_numpy() if m.beta is None else m.beta
         se = np.sqrt(np.diag(m.vcov))
         dfs = m.df(np.eye(len(est)))
         t = est / se
@@ -295,13 +310,36 @@ class LmerResult(MixedResult):
     def _notes(self) -> list[str]:
         return list(self.messages)
 
-    def summary(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95) -> Summary:
-        """Fixed effects with ``ddf`` degrees of freedom (lmerTest's ``summary``) and the random
-        effects (``VarCorr``)."""
-        head = self._header()
-        head[-1] = f"statistic: t with {normalise_ddf(ddf)} df (lmerTest)"
-        return Summary(self._title(), head, [("fixed effects", self.coef_table(ddf, conf_level).to_frame()),
-                                             ("Random effects", self.varcorr)], self._notes())
+    def summary(self, ddf: str | None = "Satterthwaite",  # type: ignore[override]  # ddf first, as lmerTest
+                conf_level: float = 0.95) -> MixedSummary:
+        """The fit as lmerTest's ``print(summary(fit, ddf=))`` shows it (lme4's layout, as every
+        fit's :meth:`~evalmix.MixedResult.summary`): t tests with ``ddf`` degrees of freedom.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import evalmix
+        >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+        ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+        >>> str(evalmix.lmer("rating ~ model + (1|item)", d).summary()).splitlines()[3]
+        'REML criterion at convergence: 20.9'
+        """
+        return self._mixed_summary(self.coef_table(ddf, conf_level))
+
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        fit = "REML" if self.reml else "maximum likelihood"
+        return [f"Linear mixed model fit by {fit}. t-tests use {ct.ddf}'s method [lmerModLmerTest]"]
+
+    def _summary_criteria(self) -> list[str]:
+        if self.reml:
+            return [f"REML criterion at convergence: {round(float(self.remlcrit or 0.0), 1):.1f}"]
+        return super()._summary_criteria()
+
+    def _summary_correlation(self) -> list[str]:
+        return correlation_lines(self.vcov)
+
+    def _scaled_residuals(self) -> list[float]:
+        return np.quantile(self.residuals() / self.sigma, [0, 0.25, 0.5, 0.75, 1]).tolist()
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -404,7 +442,7 @@ def _diagonal_positive(design: LmmDesign, theta: np.ndarray) -> np.ndarray:
 
 
 def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
-              ) -> tuple[np.ndarray, float, dict[str, Any]]:
+              ) -> tuple[np.ndarray, float, OptimizerReport]:
     """Minimise the profiled criterion over theta, returned within lme4's bounds (0 for a
     diagonal element of Lambda): L-BFGS-B from lme4's start on the exact gradient, theta free
     and columns of Lambda turned over at the end, restarted off any zero diagonal the criterion
@@ -415,6 +453,7 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
     lower = design.theta_lower
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     t0 = time.perf_counter()
+    nit = 0
 
     def f(th: np.ndarray) -> float:
         return dev(th, reml)
@@ -441,6 +480,7 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
         start = design.theta_start
         for _ in range(_RESTARTS):
             res = optimize.minimize(fge, start, jac=True, method="L-BFGS-B", options=opts)
+            nit += int(res.nit)
             x, fx = _diagonal_positive(design, res.x), float(res.fun)
             if not res.success and res.status == 2:
                 # ABNORMAL: no line-search step decreased the criterion, which at the optimum
@@ -464,6 +504,7 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
         opts = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 1000}
         res = optimize.minimize(fg, design.theta_start, args=(False,), jac=True, method="L-BFGS-B",
                                 bounds=bounds, options=opts)
+        nit += int(res.nit)
         x, fx = np.maximum(res.x, lower), float(res.fun)
         f1, g1 = fg(x, True)
         # the decrease a quasi-Newton step would still give (L-BFGS's inverse Hessian times the
@@ -475,6 +516,7 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
         else:
             res = optimize.minimize(fg, x, args=(True,), jac=True, method="L-BFGS-B", bounds=bounds,
                                     options=opts)
+            nit += int(res.nit)
             x, fx = np.maximum(res.x, lower), float(res.fun)
     # a probe at the boundary: lme4's bobyqa lands on theta = 0 exactly when the optimum is there
     diag = np.isfinite(lower)
@@ -490,12 +532,47 @@ def _optimize(dev: ProfiledDeviance, design: LmmDesign, reml: bool
         polish = optimize.minimize(f, x, method="Nelder-Mead", bounds=bounds,
                                    options={"xatol": 1e-8, "fatol": 1e-10, "maxfev": 400 * x.size})
         method += " + Nelder-Mead"
+        nit += int(polish.nit)
         converged = bool(polish.success)
         if polish.fun < fx:
             x, fx = np.maximum(polish.x, lower), float(polish.fun)
-    report = {"method": method, "message": str(res.message), "converged": converged,
-              "evaluations": dev.evaluations, "seconds": time.perf_counter() - t0}
+    report = OptimizerReport(method, converged, str(res.message), iterations=nit, feval=dev.evaluations,
+                             seconds=time.perf_counter() - t0)
     return x, fx, report
+
+
+#: lme4 computes the derivatives of its convergence checks only below this many rows
+#: (``lmerControl(calc.derivs = NULL)``); the checks are skipped above it, as in lme4
+_DERIVS_MAX_ROWS = 10_000
+#: step of lme4's ``deriv12`` finite differences
+_DERIV_STEP = 1e-4
+
+
+def _check(dev: ProfiledDeviance, design: LmmDesign, theta: np.ndarray, reml: bool,
+           report: OptimizerReport) -> OptimizerReport:
+    """lme4's ``checkConv`` of an lmer fit: the gradient and Hessian of the profiled criterion
+    over the theta off their bounds (lme4's ``deriv12``), checked by
+    :func:`evalmix.mixed.convergence.check_convergence`."""
+    import dataclasses
+
+    if design.X.shape[0] >= _DERIVS_MAX_ROWS or theta.size == 0:
+        return report
+    lower = design.theta_lower
+    free = ~(np.isfinite(lower) & (theta <= lower + _BOUNDARY_TOL))
+    if not free.any():
+        return report
+
+    def f(th: np.ndarray) -> float:
+        return dev(th, reml)
+
+    # lme4's deriv12: central differences of the criterion (a solve each; the exact gradient
+    # costs ten to a hundred solves)
+    g = central_gradient(f, theta, _DERIV_STEP)
+    H = central_hessian(f, theta, free, _DERIV_STEP)
+    dev(theta, reml)  # leave the solver's state at the estimates
+    checks = check_convergence(g[free], H)
+    return dataclasses.replace(report, max_grad=float(np.max(np.abs(g[free]))), gradient=g,
+                               hessian_cond=hessian_condition(H), checks=checks)
 
 
 def lmer(formula: str, data: RunsData, REML: bool = True, *,
@@ -572,9 +649,13 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
         messages.append("boundary (singular) fit: see help('isSingular')")
         warnings.warn("boundary (singular) fit: a random-effect variance is estimated as 0",
                       SingularFitWarning, stacklevel=2)
-    if not report["converged"]:
-        messages.append(f"the optimiser did not report convergence: {report['message']}")
+    report = _check(dev, design, theta, reml, report)
+    if not report.converged:
+        messages.append(f"the optimiser did not report convergence: {report.message}")
         warnings.warn(messages[-1], ConvergenceWarning, stacklevel=2)
+    for msg in report.checks:  # lme4's checkConv
+        messages.append(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     model = _LmerModel(design, dev, state, reml, sigma, V, contrasts)
     return LmerResult(
         formula=formula, reml=reml,
@@ -583,6 +664,6 @@ def lmer(formula: str, data: RunsData, REML: bool = True, *,
         theta=pd.Series(theta, index=design.theta_names, name="theta"),
         sigma=sigma, loglik=float(loglik), remlcrit=float(crit) if reml else None,
         deviance=float(crit), df=int(npar), nobs=int(n),
-        varcorr=_varcorr(design, theta, sigma), converged=bool(report["converged"]),
+        varcorr=_varcorr(design, theta, sigma), converged=report.converged and not report.checks,
         singular=singular, messages=tuple(messages), fixed_design=design.fixed,
         optimizer=report, _model=model)

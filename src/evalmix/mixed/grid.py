@@ -240,6 +240,9 @@ class RefGrid(Result):
     conf_level: float = 0.95
     response: str = "probability"  # what the inverse link gives: a probability, or a beta fit's mean score
     dfm: DfMethod | None = field(default=None, repr=False)  # finite df (lmer fits)
+    # the name emmeans writes before a variable's numeric-looking levels in contrast labels where it
+    # is not the column's: a cumulative-link model's ``category`` carries the response's name
+    label_names: tuple[tuple[str, str], ...] = ()
 
     # ---- what it holds
     @property

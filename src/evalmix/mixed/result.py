@@ -25,8 +25,11 @@ from ..core.arguments import check_level
 from ..core.errors import ArgumentError, DataError, FormulaError
 from ..core import tables
 from ..core.result import Result
+from .convergence import OptimizerReport
 from .fitted import LinearHypothesis, linear_hypothesis
 from .links import inverse_link
+from .summary import CoefBlock, MixedSummary, named_row
+from .summary import layout as summary_layout
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -70,6 +73,21 @@ def population_level(re_form: object) -> bool:
         return True
     raise ArgumentError(f"re_form={re_form!r}: use None (every random effect, R's re.form = NULL) or "
                         "'NA', '~0' or False (none: population-level predictions, R's re.form = NA)")
+
+
+def level_codes(term: RandomTerm, nd: pd.DataFrame, allow_new_levels: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of the rows' levels of ``term``'s grouping factor (0 where new) and which rows
+    have a level the fit has not seen (an error unless ``allow_new_levels``: they then get no
+    random effect, as lme4's ``allow.new.levels``)."""
+    from ..model import group_codes_for
+
+    code = group_codes_for(term, nd)
+    new = code < 0
+    if new.any() and not allow_new_levels:
+        raise FormulaError(f"grouping factor {term.group!r} has level(s) not in the fit, e.g. "
+                           f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
+                           "pass allow_new_levels=True to predict them with zero effect")
+    return np.maximum(code, 0), new
 
 
 @dataclass(frozen=True)
@@ -131,8 +149,9 @@ class CoefTable(Result):
         ``term`` (a clmm's ``kind`` beside it: ``threshold`` or ``location``), ``estimate``,
         ``se``, ``df`` (t tests), ``statistic`` (z or t), ``p_value``, ``conf_low``,
         ``conf_high``.
-    test : {"z", "t"}
-        Wald z tests (glmer, clmm, glmmtmb) or t tests with finite df (lmer).
+    test : {"z", "t", "posterior"}
+        Wald z tests (glmer, clmm, glmmtmb), t tests with finite df (lmer), or a posterior's
+        summaries (the Bayesian fits: no statistic or p-value).
     ddf : str or None
         The denominator-df method of t tests (``"Satterthwaite"``, ``"Kenward-Roger"``).
     conf_level : float
@@ -168,16 +187,26 @@ class CoefTable(Result):
         return len(self.table)
 
     def _title(self) -> str:
+        if self.test == "posterior":
+            return "Fixed effects (posterior mean, SD and highest-density interval)"
         if self.test == "t":
             return f"Fixed effects (t tests with {self.ddf}'s df, lmerTest)"
         return "Fixed effects (Wald z tests)"
 
     def _header(self) -> list[str]:
+        if self.test == "posterior":
+            return [f"{self.conf_level:g} highest-density intervals: conf_low, conf_high"]
         scale = "t with those df" if self.test == "t" else "Wald z"
         return [f"{self.conf_level:g} confidence intervals: conf_low, conf_high ({scale})"]
 
     def __repr__(self) -> str:
-        """As R prints ``summary(fit)$coefficients`` (``printCoefmat``)."""
+        """As R prints ``summary(fit)$coefficients`` (``printCoefmat``); a posterior's as brms
+        prints its population-level effects."""
+        if self.test == "posterior":
+            t = self.table[["term", "estimate", "se", "conf_low", "conf_high"]]
+            pct = f"{self.conf_level:.0%}"
+            head = ["Estimate", "Est.Error", f"l-{pct} CI", f"u-{pct} CI"]
+            return "\n".join([f"{self._title()}:", *tables.coefmat_lines(t, head, statistic=None, p=None)])
         if self.test == "t":
             t = self.table[["term", "estimate", "se", "df", "statistic", "p_value"]]
             head = ["Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]
@@ -232,6 +261,19 @@ class MixedResult(Result):
         def fixed_design(self) -> FixedDesign: ...
         @property
         def link(self) -> str: ...
+        @property
+        def optimizer(self) -> OptimizerReport: ...
+
+    @property
+    def max_grad(self) -> float:
+        """Largest absolute gradient at the optimum (``optimizer.max_grad``; ordinal's
+        ``max.grad``)."""
+        return self.optimizer.max_grad
+
+    @property
+    def niter(self) -> int:
+        """Iterations of the optimiser (``optimizer.iterations``; ordinal's ``niter``)."""
+        return self.optimizer.iterations
 
     # ------------------------------------------------------------ information criteria
     @property
@@ -340,6 +382,93 @@ class MixedResult(Result):
         """
         return linear_hypothesis(self, hypotheses, rhs)
 
+    # ---------------------------------------------------------------------- summary
+    def summary(self, conf_level: float = 0.95) -> MixedSummary:
+        """The fit as R's ``print(summary(fit))`` shows it, in lme4's layout for every engine:
+        title (and family), formula, the fit criteria, scaled residuals (glmer, lmer), random
+        effects and group sizes, the coefficient table(s) with R's digits, and the optimizer's
+        report (:attr:`optimizer`) with the fit's messages.
+
+        Its tables (``Fixed effects``, ``Random effects``, and what an engine adds) are
+        :meth:`coef_table` and :attr:`varcorr`, in evalmix's vocabulary.
+
+        Examples
+        --------
+        >>> import evalmix
+        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+        >>> s = fit.summary()
+        >>> list(s.tables)[:2], str(s).splitlines()[4]
+        (['Fixed effects', 'Random effects'], '     AIC      BIC   logLik deviance df.resid')
+        """
+        return self._mixed_summary(self.coef_table(conf_level=conf_level))
+
+    def _mixed_summary(self, ct: CoefTable) -> MixedSummary:
+        """The summary of coefficient table ``ct``, from the engine's hooks."""
+        closing = [self.optimizer.describe(), *self.optimizer.checks]
+        closing += [m for m in self._summary_messages() if m not in closing]
+        text = summary_layout(
+            title=self._summary_title(ct), formula_line=self._summary_formula(),
+            criteria=self._summary_criteria(), residuals=self._scaled_residuals(),
+            random_heading=self._random_heading(), varcorr=self._varcorr_printed(),
+            groups_line=self._groups_line(), extra=self._summary_extra(),
+            blocks=self._coef_blocks(ct), correlation=self._summary_correlation(), closing=closing)
+        tabs = [("Fixed effects", ct.to_frame()), ("Random effects", self.varcorr),
+                *self._summary_tables()]
+        return MixedSummary(self._summary_title(ct)[0].strip(), self._header(), tabs, closing, text)
+
+    # the hooks: what an engine's printout says differently
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        """The first lines: the kind of fit (and lme4's family line)."""
+        return [type(self).__name__]
+
+    def _summary_formula(self) -> str:
+        from ..model import r_formula
+
+        return f"Formula: {r_formula(self.formula)}"
+
+    def _summary_criteria(self) -> list[str]:
+        """lme4's AIC / BIC / logLik / deviance / df.resid line, rounded to 1 decimal."""
+        vals = [round(v, 1) for v in (self.aic, self.bic, self.loglik, self.deviance)]
+        cells = [f"{v:.1f}" for v in vals] + [str(self.df_resid)]
+        return named_row(["AIC", "BIC", "logLik", "deviance", "df.resid"], cells)
+
+    def _scaled_residuals(self) -> Sequence[float] | None:
+        """The quantiles (min, 1Q, median, 3Q, max) of the scaled residuals, where R prints them."""
+        return None
+
+    def _random_heading(self) -> list[str]:
+        return ["Random effects:"]
+
+    def _varcorr_printed(self) -> pd.DataFrame:
+        vc = self.varcorr
+        if "var1" not in vc:
+            vc = vc.assign(var1="(Intercept)")
+        if "var2" not in vc:
+            vc = vc.assign(var2="")
+        return vc
+
+    def _groups_line(self) -> str:
+        groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
+        return f"Number of obs: {self.nobs}, groups:  {groups}"
+
+    def _summary_extra(self) -> list[str]:
+        return []
+
+    def _coef_blocks(self, ct: CoefTable) -> list[CoefBlock]:
+        head = (("Estimate", "Std. Error", "df", "t value", "Pr(>|t|)") if ct.test == "t"
+                else ("Estimate", "Std. Error", "z value", "Pr(>|z|)"))
+        return [CoefBlock("Fixed effects:", ct.to_frame(), head)]
+
+    def _summary_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return []
+
+    def _summary_correlation(self) -> list[str]:
+        """lme4's correlation of the fixed effects (glmer, lmer; ordinal and glmmTMB print none)."""
+        return []
+
+    def _summary_messages(self) -> list[str]:
+        return list(getattr(self, "messages", ()))
+
     # -------------------------------------------------------------------- prediction
     def _response(self, eta: np.ndarray) -> np.ndarray:
         """The response scale of a linear predictor (the inverse link)."""
@@ -408,17 +537,10 @@ class MixedResult(Result):
 
     def _random_part(self, nd: pd.DataFrame, allow_new_levels: bool) -> np.ndarray:
         """``Z b`` of rows: each term's covariates times the modes of the rows' levels."""
-        from ..model import group_codes_for
-
         out = np.zeros(len(nd))
         for k, t in enumerate(self._model_rows().terms):
-            code = group_codes_for(t, nd)
-            new = code < 0
-            if new.any() and not allow_new_levels:
-                raise FormulaError(f"grouping factor {t.group!r} has level(s) not in the fit, e.g. "
-                                   f"row {nd.index[np.flatnonzero(new)[0]]!r}; "
-                                   "pass allow_new_levels=True to predict them with zero effect")
+            code, new = level_codes(t, nd, allow_new_levels)
             B = self._term_modes(k, t)
-            contrib = np.einsum("nc,nc->n", t.model_rows(nd), B[np.maximum(code, 0)])
+            contrib = np.einsum("nc,nc->n", t.model_rows(nd), B[code])
             out += np.where(new, 0.0, contrib)
         return out

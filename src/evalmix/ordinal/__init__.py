@@ -8,6 +8,7 @@ the Laplace approximation; see :mod:`evalmix.ordinal.model` for the algorithm an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -127,7 +128,8 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
                          threshold=threshold, offset=offset)
     # thousands of small Cholesky factorisations: a threaded BLAS only spins on them
     with single_thread_blas():
-        par, value, niter, converged = model.fit()
+        par, value, report = model.fit()
+        converged = report.converged
         nt, p, nsd = model.n_theta, model.p, len(terms)
         interior = model.interior(par)
         if nsd == 1:
@@ -164,9 +166,14 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
     cnames = tnames + [names[k] for k in keep]
     st_names = [f"ST{k + 1}" for k in range(nsd)]
     all_names = np.array(cnames + st_names)[interior]
+    # ordinal's niter, max.grad and cond.H (the gradient and Hessian in ordinal's parameters)
+    report = dataclasses.replace(
+        report, max_grad=float(np.max(np.abs(grad), initial=0.0)), gradient=grad,
+        hessian_cond=float(eig.max() / eig.min()) if eig.min() > 0 and not singular else math.inf,
+        checks=() if code == (0,) else tuple(messages))
     if not converged:
         warnings.warn(f"clmm({formula!r}) did not converge: the largest gradient of minus the "
-                      f"log-likelihood is {np.max(np.abs(grad)):.2g}", ConvergenceWarning, stacklevel=2)
+                      f"log-likelihood is {report.max_grad:.2g} (tol = 0.001)", ConvergenceWarning, stacklevel=2)
     ranef = pd.concat([pd.DataFrame({"group": t.group, "term": "(Intercept)", "level": list(map(str, t.levels)),
                                      "mode": sd[k] * model.u[model.offsets[k]:model.offsets[k + 1]]})
                        for k, t in enumerate(terms)], ignore_index=True)
@@ -181,7 +188,6 @@ def clmm(formula: str, data: pd.DataFrame | str, *, link: str = "logit",
                               "variance": sd**2, "sd": sd}),
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int),
         loglik=loglik, df=df,
-        nobs=len(y), cond_h=float(eig.max() / eig.min()) if eig.min() > 0 and not singular else math.inf, max_grad=float(np.max(np.abs(grad))),
-        niter=niter, converged=converged, levels=tuple(levels), random_effects=ranef,
+        nobs=len(y), optimizer=report, converged=converged, levels=tuple(levels), random_effects=ranef,
         fixed_design=fixed, convergence={"code": code, "messages": messages},
         _rows=ModelRows(data=d, terms=terms, offset=offset))

@@ -396,12 +396,23 @@ def clmm_ref_grid(fit: ClmmResult | CumulativePosterior, conf_level: float = 0.9
     cells = [", ".join(f"{c}={v}" for c, v in zip(frame.columns, row)) or "(all)"
              for row in frame.itertuples(index=False, name=None)]
     n = len(frame)
+    label_names = _response_label(fit) if mode == "prob" else ()
     if isinstance(fit, ClmmResult):
         vals, grads = _cell_functions(fit, X, shift, mode)
         V = fit.vcov.to_numpy(float)[: len(fit.coef), : len(fit.coef)]
         G = grads.reshape(n, -1)
         return RefGrid(frame=frame, L=np.eye(n), coef_names=tuple(cells), link="identity",
-                       beta=vals.reshape(n), vcov=G @ V @ G.T, conf_level=conf_level)
+                       beta=vals.reshape(n), vcov=G @ V @ G.T, conf_level=conf_level,
+                       label_names=label_names)
     draws = _cell_draws(fit, X, names, shift, mode)
     return RefGrid(frame=frame, L=np.eye(n), coef_names=tuple(cells), link="identity",
-                   draws=draws.reshape(len(draws), n), conf_level=conf_level)
+                   draws=draws.reshape(len(draws), n), conf_level=conf_level, label_names=label_names)
+
+
+def _response_label(fit: object) -> tuple[tuple[str, str], ...]:
+    """emmeans names the categories by the response (``rating1 - rating2``)."""
+    from ..model import parse_formula
+
+    formula = getattr(fit, "formula", None)
+    response = parse_formula(formula).successes if isinstance(formula, str) else None
+    return (("category", str(response)),) if response else ()

@@ -19,12 +19,14 @@ the one ``vcov`` inverts.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
 
+from ..mixed.convergence import OptimizerReport, gradient_report
 from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
 from ..mixed.modes import laplace_modes
 from ..mixed.links import dlog_mu_eta, inverse_link, mu_eta
@@ -273,8 +275,10 @@ class OrdinalModel:
         return hessian_at_modes(self, self.nla, self.gradient if exact else None, par, which,
                                 value_step=step, gradient_step=JAC_STEP)
 
-    def fit(self, maxiter: int = 1000) -> tuple[np.ndarray, float, int, bool]:
-        """Minimise ``nla``; returns ordinal's parameters, minus log-lik, iterations, converged."""
+    def fit(self, maxiter: int = 1000, grad_tol: float = 1e-3) -> tuple[np.ndarray, float, OptimizerReport]:
+        """Minimise ``nla``; returns ordinal's parameters, minus log-lik and the optimiser's report
+        (converged when the largest absolute gradient is below ``grad_tol``)."""
+        t0 = time.perf_counter()
         free0 = self.to_free(self.start())
         nsd = len(self.groups)
         bounds = [(None, None)] * (len(free0) - nsd) + [(LOG_SD_MIN, LOG_SD_MAX)] * nsd
@@ -283,15 +287,13 @@ class OrdinalModel:
                                 options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-7})
         par = self.from_free(res.x)
         value = self.nla(par)
-        iterations = int(res.nit)
         par, value, steps, _ = newton_polish(par, value, self.nla, self.gradient, self.hessian, self.interior,
                                              max_steps=5, gtol=1e-6)
-        iterations += steps
         interior = self.interior(par)
         grad = self.gradient(par)[interior]
-        converged = bool(np.all(np.isfinite(grad)) and np.max(np.abs(grad)) < 1e-3)
         self.nla(par)  # leave the conditional modes at the estimates
-        return par, value, iterations, converged
+        return par, value, gradient_report(res, grad, optimizer="L-BFGS-B + Newton", grad_tol=grad_tol,
+                                           extra_iterations=steps, seconds=time.perf_counter() - t0)
 
     def interior(self, par: np.ndarray) -> np.ndarray:
         """Parameters off the boundary (ordinal leaves an SD below 1e-3 out of the Hessian)."""

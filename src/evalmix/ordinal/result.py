@@ -1,6 +1,12 @@
-"""The fitted cumulative-link mixed model (``ordinal::clmm``'s ``clmm`` object)."""
+"""The fitted cumulative-link mixed model (``ordinal::clmm``'s ``clmm`` object).
+
+ordinal's ``conv.check`` (:func:`convergence_check`) lives with the other engines' checks in
+:mod:`evalmix.mixed.convergence`; it is re-exported here.
+"""
 
 from __future__ import annotations
+
+__all__ = ["ClmmResult", "convergence_check"]
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -10,10 +16,11 @@ import pandas as pd
 
 from ..core import tables
 from ..core.errors import ArgumentError
-from ..core.result import Summary
 from ..core.arguments import check_arguments
+from ..mixed.convergence import OptimizerReport, convergence_check
 from ..mixed.fitted import wald_z_table
 from ..mixed.result import CoefTable, MixedResult, ModelRows
+from ..mixed.summary import CoefBlock, r_table
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -65,11 +72,10 @@ class ClmmResult(MixedResult):
     df : int
         Coefficients plus random-effect SDs.
     nobs : int
-    cond_h : float
-        Condition number of the Hessian (ordinal's ``cond.H``).
-    max_grad : float
-        Largest absolute gradient of minus the log-likelihood at the estimates.
-    niter : int
+    optimizer : OptimizerReport
+        How the optimiser ran (iterations, evaluations, ``max_grad``, ``hessian_cond``: ordinal's
+        ``niter``, ``max.grad`` and ``cond.H``, which :attr:`niter`, :attr:`max_grad` and
+        :attr:`cond_h` also give).
     converged : bool
     levels : tuple of str
         The response categories, lowest first.
@@ -109,15 +115,18 @@ class ClmmResult(MixedResult):
     loglik: float
     df: int
     nobs: int
-    cond_h: float
-    max_grad: float
-    niter: int
+    optimizer: OptimizerReport
     converged: bool
     levels: tuple[str, ...]
     random_effects: pd.DataFrame = field(repr=False)
     fixed_design: FixedDesign = field(repr=False)
     convergence: dict[str, tuple] = field(default_factory=dict, repr=False)
     _rows: ModelRows | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cond_h(self) -> float:
+        """Condition number of the Hessian (ordinal's ``cond.H``; ``optimizer.hessian_cond``)."""
+        return self.optimizer.hessian_cond
 
     @property
     def thresholds(self) -> pd.Series:
@@ -232,94 +241,31 @@ class ClmmResult(MixedResult):
 
     __str__ = __repr__
 
-    def summary(self, conf_level: float = 0.95) -> Summary:
-        """Tables ``Coefficients`` (:meth:`coef_table`) and ``Random effects`` (``varcorr``)
-        under the fit line, as ``summary(clmm)``.
+    # summary() is MixedResult's (lme4's layout); these hooks print what ordinal's summary prints
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        return ["Cumulative Link Mixed Model fitted with the Laplace approximation", ""]
 
-        Examples
-        --------
-        >>> list(fit.summary().tables)  # doctest: +SKIP
-        ['Coefficients', 'Random effects']
-        """
-        check_arguments(conf_level=conf_level)
-        return Summary("Cumulative Link Mixed Model fitted with the Laplace approximation",
-                       self._header(), [("Coefficients", self.coef_table(conf_level).to_frame()),
-                                        ("Random effects", self.varcorr)],
-                       [f"cond.H {self.cond_h:.1e}; max.grad {self.max_grad:.2e}; "
-                        f"iterations {self.niter}"])
+    def _summary_formula(self) -> str:
+        from ..model import r_formula
 
+        return f"formula: {r_formula(self.formula)}"
 
-#: ordinal's numerical tolerance of the convergence check (``sqrt(.Machine$double.eps)``)
-CHECK_TOL = float(np.sqrt(np.finfo(float).eps))
-#: the largest |gradient| of a converged fit (evalmix's criterion; the optimiser stops far below it)
-GRAD_TOL = 1e-3
-#: ordinal's ``relTol``: a Newton step larger than this leaves parameters with fewer correct decimals
-REL_TOL = 1e-6
+    def _summary_criteria(self) -> list[str]:
+        head = ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"]
+        vals = [self.link, self.threshold, str(self.nobs), f"{self.loglik:.2f}", f"{self.aic:.2f}",
+                str(self.niter), f"{self.max_grad:.2e}", f"{self.cond_h:.1e}"]
+        return r_table(head, vals)
 
+    def _groups_line(self) -> str:
+        return "Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngroups.items())
 
-def convergence_check(hessian: np.ndarray, gradient: np.ndarray, thresholds_increasing: bool = True
-                      ) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """ordinal's ``conv.check`` of a fit: its codes and messages, in its order of tests.
+    def _coef_blocks(self, ct: CoefTable) -> list[CoefBlock]:
+        tab = ct.to_frame()
+        return [CoefBlock("Coefficients:", tab[tab["kind"] == "location"],
+                          ("Estimate", "Std. Error", "z value", "Pr(>|z|)")),
+                CoefBlock("Threshold coefficients:", tab[tab["kind"] == "threshold"],
+                          ("Estimate", "Std. Error", "z value"))]
 
-    ``-2``: a Hessian with negative eigenvalues (or not finite); ``-1``: a gradient above
-    ``GRAD_TOL``; ``-3``: thresholds not increasing; ``1``: a numerically singular Hessian
-    (parameters not uniquely determined, as a rating category that one level never receives makes
-    them); otherwise ``1`` when the Newton step from the estimates exceeds ``REL_TOL`` (some
-    parameters have few correct decimals), ``2`` a very large eigenvalue, ``3`` a large eigenvalue
-    ratio (nearly unidentifiable), and ``0``, ``"successful convergence"``, when none applies.
-
-    Parameters
-    ----------
-    hessian : (p, p) array
-        Hessian of minus the log-likelihood at the estimates.
-    gradient : (p,) array
-        Gradient of minus the log-likelihood at the estimates.
-    thresholds_increasing : bool
-        Whether the fitted thresholds increase.
-
-    Returns
-    -------
-    tuple of (codes, messages)
-
-    Examples
-    --------
-    >>> convergence_check(np.diag([4.0, 2.0]), np.zeros(2))
-    ((0,), ('successful convergence',))
-    >>> convergence_check(np.diag([4.0, -2.0]), np.zeros(2))[1]
-    ('Model failed to converge: degenerate Hessian with 1 negative eigenvalues',)
-    """
-    H = np.asarray(hessian, dtype=float)
-    g = np.asarray(gradient, dtype=float)
-    if not np.all(np.isfinite(H)):
-        return (-2,), ("Model failed to converge: the Hessian is not finite",)
-    evd = np.linalg.eigvalsh((H + H.T) / 2)
-    negative = int(np.sum(evd < -CHECK_TOL))
-    if negative:
-        return (-2,), (f"Model failed to converge: degenerate Hessian with {negative} negative eigenvalues",)
-    max_grad = float(np.max(np.abs(g))) if g.size else 0.0
-    if not max_grad <= GRAD_TOL:
-        return (-1,), (f"Model failed to converge with max|grad| = {max_grad:g} (tol = {GRAD_TOL:g})",)
-    if not thresholds_increasing:
-        return (-3,), ("not all thresholds are increasing: fit is invalid",)
-    try:
-        chol = np.linalg.cholesky(H)
-    except np.linalg.LinAlgError:
-        chol = None
-    if chol is None or np.any(np.abs(evd) < CHECK_TOL):
-        return (1,), ("Hessian is numerically singular: parameters are not uniquely determined",)
-    step = np.linalg.solve(H, g)
-    codes: list[int] = []
-    messages: list[str] = []
-    if step.size and np.max(np.abs(step)) > REL_TOL:
-        decimals = int(np.floor(-np.log10(np.max(np.abs(step)))))
-        codes.append(1)
-        messages.append(f"some parameters may have only {decimals} correct decimals")
-    if evd.max() * CHECK_TOL > 1:
-        codes.append(2)
-        messages.append("Model is nearly unidentifiable: very large eigenvalue - Rescale variables?")
-    if evd.min() / evd.max() < CHECK_TOL:
-        codes.append(3)
-        messages.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
-    if not codes:
-        return (0,), ("successful convergence",)
-    return tuple(codes), tuple(messages)
+    def _summary_messages(self) -> list[str]:
+        return [] if self.converged else [f"The optimiser did not converge: the largest gradient is "
+                                          f"{self.max_grad:.2e}."]

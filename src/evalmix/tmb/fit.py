@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -12,6 +13,7 @@ from numpy.typing import ArrayLike
 from ..core.arguments import check_choice
 from ..data.runs import RunsData
 from ..core.errors import ConvergenceWarning, FitWarning, SeparationError
+from ..mixed.convergence import hessian_condition
 from ..mixed.separation import detect_separation
 from ..core.parallel import single_thread_blas
 from .design import build_tmb_design
@@ -110,7 +112,9 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
     model = LaplaceModel(design.response, design.X, design.offset,
                          [np.asarray(t.index, dtype=np.int64) for t in terms], [t.nl for t in terms])
     with single_thread_blas():
-        par, value, niter, converged, max_grad, H = model.fit()
+        par, value, report, H = model.fit()
+    report = dataclasses.replace(report, hessian_cond=hessian_condition(H))
+    converged = report.converged
     interior = model.interior(par)
     p, nsd = model.p, model.nsd
     cols = list(design.fixed.columns)
@@ -134,8 +138,8 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
                       "data show no overdispersion, the binomial limit; its log has no standard "
                       "error and is left out of vcov_full", FitWarning, stacklevel=2)
     if not converged:
-        warnings.warn(f"glmmtmb({formula!r}) did not converge: the largest gradient of minus the "
-                      f"log-likelihood is {max_grad:.2g}", ConvergenceWarning, stacklevel=2)
+        warnings.warn(f"glmmtmb({formula!r}) did not converge: " + "; ".join(report.checks),
+                      ConvergenceWarning, stacklevel=2)
     phi = float(np.exp(par[-1])) if model.has_phi else 1.0
     resp = design.response
     mu = 1.0 / (1.0 + np.exp(-model.linear_predictor(par)))
@@ -156,7 +160,7 @@ def glmmtmb(formula: str, data: RunsData, family: str = "beta", *,
                               "var2": None, "variance": sd**2, "sd": sd}),
         dispersion=phi, loglik=loglik, df=npar, nobs=nobs,
         ngrps=pd.Series({t.group: t.nl for t in terms}, dtype=int), converged=converged,
-        max_grad=max_grad, niter=niter, random_effects=ranef, fitted=mu, pearson_residuals=pearson,
+        optimizer=report, random_effects=ranef, fitted=mu, pearson_residuals=pearson,
         observed=resp.y.copy(), trials=resp.n.copy(), fixed_design=design.fixed,
         # the rows fitted, not the caller's frame: a refit must not see later edits of it
         call={"formula": formula, "data": design.data.reset_index(drop=True),

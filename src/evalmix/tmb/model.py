@@ -30,11 +30,13 @@ two nested ones, a dense one for a few crossed effects, SciPy's sparse LU beyond
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize
 
+from ..mixed.convergence import OptimizerReport, gradient_report
 from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
 from ..mixed.modes import laplace_modes
 from ..mixed.numdiff import central_gradient
@@ -230,29 +232,30 @@ class LaplaceModel:
             keep[-1] = par[-1] < LOG_PHI_MAX - 1e-3
         return keep
 
-    def fit(self, start: np.ndarray | None = None, maxiter: int = 1000
-            ) -> tuple[np.ndarray, float, int, bool, float, np.ndarray]:
-        """Minimise :meth:`nll`; returns the parameters, minus the log-likelihood, iterations,
-        whether it converged, the largest absolute gradient and the Hessian (both over the
-        interior parameters, :meth:`interior`)."""
+    def fit(self, start: np.ndarray | None = None, maxiter: int = 1000, grad_tol: float = 1e-3
+            ) -> tuple[np.ndarray, float, OptimizerReport, np.ndarray]:
+        """Minimise :meth:`nll`; returns the parameters, minus the log-likelihood, the
+        optimiser's report (converged when the largest absolute gradient over the interior
+        parameters, :meth:`interior`, is below ``grad_tol``) and the Hessian over them."""
+        t0 = time.perf_counter()
         x0 = self.start() if start is None else np.asarray(start, dtype=float)
         res = optimize.minimize(self.nll_grad, x0, method="L-BFGS-B", jac=True, bounds=self.bounds(),
                                 options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-8})
         par = np.asarray(res.x, dtype=float)
         value = self.nll(par)
-        iterations = int(res.nit)
         # Newton polish (L-BFGS-B stops a little short on flat ridges); the Hessian at the last
         # point is the one the SEs need, but a step shorter than HESS_KEEP_STEP moves it by less
         # than that relative to itself, far below the SEs' accuracy, so it is kept rather than
         # differenced again
         par, value, steps, H = newton_polish(par, value, self.nll, self.gradient, self.hessian, self.interior,
                                              max_steps=8, gtol=1e-7, keep_step=HESS_KEEP_STEP)
-        iterations += steps
         interior = self.interior(par)
         grad = self.gradient(par)[interior]
         if H is None or H.shape[0] != int(interior.sum()):
             H = self.hessian(par, interior)
-        max_grad = float(np.max(np.abs(grad), initial=0.0))
-        converged = bool(np.isfinite(value) and np.isfinite(max_grad) and max_grad < 1e-3)
+        if not np.isfinite(value):
+            grad = np.full_like(grad, np.nan)  # a non-finite optimum has not converged
         self.nll(par)  # leave the conditional modes at the estimates
-        return par, float(value), iterations, converged, max_grad, H
+        report = gradient_report(res, grad, optimizer="L-BFGS-B + Newton", grad_tol=grad_tol,
+                                 extra_iterations=steps, seconds=time.perf_counter() - t0)
+        return par, float(value), report, H

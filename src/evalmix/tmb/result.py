@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..core import tables
-from ..core.result import Summary
 from ..core.arguments import check_arguments, check_choice
+from ..mixed.convergence import OptimizerReport
 from ..mixed.fitted import ResidualDf, wald_z_table
 from ..mixed.result import CoefTable, MixedResult, ModelRows
+from ..mixed.summary import CoefBlock
 
 if TYPE_CHECKING:
     from ..model import FixedDesign
@@ -62,9 +63,10 @@ class GlmmTMBResult(MixedResult):
     ngrps : Series
         Levels per grouping factor.
     converged : bool
-    max_grad : float
-        Largest absolute gradient of minus the log-likelihood at the estimates.
-    niter : int
+    optimizer : OptimizerReport
+        How the optimiser ran: iterations, evaluations, ``max_grad`` (the largest absolute
+        gradient of minus the log-likelihood at the estimates, also :attr:`max_grad`) and the
+        Hessian's condition number.
     random_effects : DataFrame
         The conditional modes of the random effects, as ``ranef()`` gives them (``group``,
         ``term``, ``level``, ``mode``).
@@ -105,8 +107,7 @@ class GlmmTMBResult(MixedResult):
     nobs: int
     ngrps: pd.Series
     converged: bool
-    max_grad: float
-    niter: int
+    optimizer: OptimizerReport
     random_effects: pd.DataFrame = field(repr=False)
     fitted: np.ndarray = field(repr=False)
     pearson_residuals: np.ndarray = field(repr=False)
@@ -231,17 +232,27 @@ class GlmmTMBResult(MixedResult):
 
     __str__ = __repr__
 
-    def summary(self, conf_level: float = 0.95) -> Summary:
-        """Tables ``Coefficients`` (:meth:`coef_table`) and ``Random effects`` (``varcorr``).
+    # summary() is MixedResult's (lme4's layout); these hooks print what glmmTMB's summary prints
+    def _summary_title(self, ct: CoefTable) -> list[str]:
+        return [f" Family: {FAMILY_LABEL[self.family]}  ( {self.link} )"]
 
-        Examples
-        --------
-        >>> list(fit.summary().tables)  # doctest: +SKIP
-        ['Coefficients', 'Random effects']
-        """
-        check_arguments(conf_level=conf_level)
-        return Summary(f"Generalized linear mixed model ({self.family}, logit) fitted by the "
-                       "Laplace approximation (glmmTMB)", self._header(),
-                       [("Coefficients", self.coef_table(conf_level).to_frame()),
-                        ("Random effects", self.varcorr)],
-                       [f"max gradient {self.max_grad:.2e}; iterations {self.niter}"])
+    def _summary_formula(self) -> str:
+        from ..model import r_formula
+
+        return f"Formula:          {r_formula(self.formula)}"
+
+    def _random_heading(self) -> list[str]:
+        return ["Random effects:", "", "Conditional model:"]
+
+    def _summary_extra(self) -> list[str]:
+        if self.family == "binomial":
+            return []
+        return [f"Dispersion parameter for {self.family} family (): "
+                f"{tables.r_format([self.dispersion], 3)[0]}"]
+
+    def _coef_blocks(self, ct: CoefTable) -> list[CoefBlock]:
+        return [CoefBlock("Conditional model:", ct.to_frame(), ("Estimate", "Std. Error", "z value", "Pr(>|z|)"))]
+
+    def _summary_messages(self) -> list[str]:
+        return [] if self.converged else [f"The optimiser did not converge: the largest gradient is "
+                                          f"{self.max_grad:.2e}."]
