@@ -18,8 +18,9 @@ that builds the model to the draws.  The libraries' priors differ (each its own 
 comparison is one of time to a converged posterior; each fit's largest r_hat, smallest bulk ESS and
 divergence count are printed beside its time.
 
-Run (bambi 0.17 needs arviz-plots, which needs matplotlib < 3.11: give an interpreter that has
-them, e.g. a ``python -m venv --system-site-packages`` with ``pip install bambi "matplotlib<3.11"``)::
+Run (on Python 3.11 pip picks bambi 0.17, whose arviz-plots needs matplotlib < 3.11: give an
+interpreter that has them, e.g. a ``python -m venv --system-site-packages`` with ``pip install bambi
+"matplotlib<3.11"``; on Python >= 3.12 bambi 0.21 runs on PyMC 6 and ArviZ 1 unchanged)::
 
     python bench/bench_bayes_twins.py --bambi-python VENV/bin/python [--models sleepstudy,wine]
         [--rounds 1] [--fits 2] [--cold-cache]
