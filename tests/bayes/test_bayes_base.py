@@ -21,12 +21,12 @@ from evalmix.mixed.result import CoefTable
 
 pytestmark = pytest.mark.slow
 
-RUNS = evalmix.simulate.glmm_runs(3, 30, 2, seed=1)
+RUNS = evalmix.simulate.glmm_runs(3, 30, 2, rng=1)
 
 
 @pytest.fixture(scope="module")
 def post():
-    return bayes.glmer("correct ~ model + (1|item)", RUNS, draws=200, tune=200, chains=2, seed=1,
+    return bayes.glmer("correct ~ model + (1|item)", RUNS, draws=200, tune=200, chains=2, rng=1,
                        progressbar=False, cores=1)
 
 

@@ -71,7 +71,7 @@ def test_f_is_the_lmer_default_and_chisq_has_no_ddf(fits):
 
 
 def test_f_needs_finite_df():
-    fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 30, 2, seed=1))
+    fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 30, 2, rng=1))
     with pytest.raises(ArgumentError, match=r"GlmerResult has no finite denominator df.*test='Chisq'"):
         evalmix.anova(fit, test="F")
     assert evalmix.anova(fit, test="Chisq").to_frame().equals(evalmix.anova(fit).to_frame())

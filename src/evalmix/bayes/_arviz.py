@@ -8,9 +8,11 @@ these helpers cover what differs: listing, replacing and adding groups, and buil
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["elpd", "group", "group_names", "is_datatree", "make", "with_groups"]
+__all__ = ["elpd", "group", "group_names", "is_datatree", "make", "plain_numpy", "with_groups"]
 
 
 def is_datatree(obj: Any) -> bool:
@@ -53,3 +55,24 @@ def elpd(result: Any) -> float:
     """The expected log predictive density of an ``arviz.loo`` result: ``elpd_loo`` in ArviZ 0.x,
     ``elpd`` in ArviZ 1."""
     return float(result.elpd_loo if hasattr(result, "elpd_loo") else result.elpd)
+
+
+@contextmanager
+def plain_numpy() -> Iterator[None]:
+    """ArviZ 0.x's diagnostics without its numba kernels while the block runs.
+
+    With numba installed ArviZ 0.x compiles its variance kernel in every process on the first
+    r_hat (1.5-2.5 s of a fit's wall time, more than the NumPy code needs for a fit's few dozen
+    parameters); ArviZ 1 has no such switch, and the block then changes nothing.
+    """
+    import arviz as az
+
+    switch = getattr(az, "Numba", None)
+    if switch is None or not getattr(switch, "numba_flag", False):
+        yield
+        return
+    switch.disable_numba()
+    try:
+        yield
+    finally:
+        switch.enable_numba()

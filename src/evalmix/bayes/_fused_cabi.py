@@ -20,6 +20,9 @@ from numba.extending import intrinsic
 from ._fused_kernel import TERM_FIELDS, log_density
 
 HEADER = 27  # int64 entries of the header
+# the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
+# numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns)
+KERNEL_REVISION = 2
 
 
 @intrinsic

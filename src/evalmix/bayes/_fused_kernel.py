@@ -24,7 +24,7 @@ except ImportError:  # plain Python: same arithmetic, for the tests
 # prior family codes; each prior row is (code, p0, p1, p2, log normalising constant)
 NORMAL, STUDENT_T, CAUCHY, LAPLACE, HALF_NORMAL, HALF_STUDENT_T, HALF_CAUCHY, EXPONENTIAL = range(8)
 TERM_FIELDS = 7  # centred, holds the intercept, levels, offset of the scale, offset of the effects, unit Z,
-# holds the fixed columns of WT
+# 1 + the first row of its levels in WT when it holds fixed columns (else 0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -62,8 +62,9 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     and ``u ~ Normal(mu, sigma)``, a non-centred one a signed scale ``s`` and ``z ~ Normal(0, 1)``
     with ``u = s z``.  The binomial constants are left out, as in the model.  ``mi`` holds the
     trials as integers when all are small integers (else ``mi[0] = -1``).  The term that holds the
-    intercept has the mean ``Intercept_c`` and the term that holds fixed columns adds
-    ``WT[l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled basis).
+    intercept has the mean ``Intercept_c`` and each term that holds fixed columns adds
+    ``WT[w0 + l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled
+    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).
     """
     nu, p = Xu.shape
     nt = terms.shape[0]
@@ -111,21 +112,22 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
             lp += lv + v  # + log-Jacobian of sigma = exp(v)
             gs = dv * sig + 1.0
             mu0 = x[i_int] if holds else 0.0
-            shifted = terms[t, 6] == 1
+            shifted = terms[t, 6] > 0
+            w0 = terms[t, 6] - 1
             gmu = 0.0
             for l in range(nl):
                 a = x[o_v + l]
                 mu = mu0
                 if shifted:
                     for j in range(p):
-                        mu += WT[l, j] * theta[j]
+                        mu += WT[w0 + l, j] * theta[j]
                 r = (a - mu) / sig
                 lp -= 0.5 * r * r + v + _HALF_LOG_2PI
                 g[o_v + l] -= r / sig
                 gmu += r / sig
                 if shifted:
                     for j in range(p):
-                        g[o_th + j] += WT[l, j] * r / sig
+                        g[o_th + j] += WT[w0 + l, j] * r / sig
                 gs += r * r - 1.0
                 u[pos + l] = a
             g[o_s] += gs

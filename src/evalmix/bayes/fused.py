@@ -209,6 +209,7 @@ class FusedDensity:
         rows = [prior_row(bm.priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
         coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
         rows += [prior_row(bm.priors[c]) for c in coef]
+        wt_row = 0  # each holder's first row in WT (the holders' rows stacked in plan order)
         for t_i, pl in enumerate(bm.plans):
             t = pl.term
             sd_prior = bm.priors[f"sd|{t.group}|{t.cnames[0]}"]
@@ -218,7 +219,8 @@ class FusedDensity:
             idx[t_i] = t.index
             Z[t_i] = t.Z[:, 0]
             terms[t_i] = (pl.centered, pl.absorbs_intercept, t.nl, o_s, o_v, bool(np.all(t.Z == 1.0)),
-                          pl.level_x is not None)
+                          0 if pl.level_x is None else 1 + wt_row)
+            wt_row += 0 if pl.level_x is None else t.nl
         add_int = i_int >= 0 and not any(pl.absorbs_intercept for pl in bm.plans)
         m = np.ascontiguousarray(design.m, float)
         # integer trials of at most 64 let the kernel sum log(1 + e^-|eta|) as one log of a product
@@ -230,7 +232,7 @@ class FusedDensity:
         arrays = {"k": np.ascontiguousarray(design.k, float), "m": m, "mi": mi,
                   "Xu": np.ascontiguousarray(Xu, float), "cell": cell.astype(np.int64).ravel(),
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
-                  # the holder's levels' values of the fixed columns it holds (no rows: none held)
+                  # the holders' levels' values of the fixed columns they hold (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
         major, blocked = _group_rows(arrays)
         header = np.zeros(HEADER, np.int64)
@@ -307,7 +309,8 @@ class FusedDensity:
                 if holds:
                     x[o_v:o_v + nl] += x[i_int]
                 if terms[t_i, 6]:
-                    WT = self.arrays["WT"]
+                    w0 = int(terms[t_i, 6]) - 1
+                    WT = self.arrays["WT"][w0:w0 + nl]
                     x[o_v:o_v + nl] += WT @ x[o_th:o_th + WT.shape[1]]
         return x
 

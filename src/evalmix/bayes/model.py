@@ -292,17 +292,25 @@ def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: l
         Xc = Xc - xbar
     if icol is not None:
         intercept = prior_map[names[icol]].dist("Intercept_c")
-    holder: TermPlan | None = None
+    holders: list[tuple[TermPlan, list[int]]] = []
     held: list[int] = []
     if hold_columns and coef:
         # the centred scalar term whose levels carry the most fixed columns (the coarsest grouping
         # on a tie: an item's attributes are constant within item:run too) holds them, when it
-        # has more levels than columns to regress its effects on
+        # has more levels than columns to regress its effects on; then the next term holds those
+        # of the remaining columns constant within its own levels (crossed terms: the items hold
+        # the item attributes, the respondents theirs, such as VerbAgg's Anger and Gender)
         options = [(level_constant(Xc, p.term), p) for p in plans
                    if p.centered and p.term.nc == 1 and np.all(p.term.Z == 1.0)]
-        options = [(cols, p) for cols, p in options if cols and p.term.nl > len(cols) + 1]
-        if options:
-            held, holder = max(options, key=lambda c: (len(c[0]), -c[1].term.nl))
+        while options:
+            options = [([j for j in cols if j not in held], p) for cols, p in options]
+            options = [(cols, p) for cols, p in options if cols and p.term.nl > len(cols) + 1]
+            if not options:
+                break
+            cols, holder = max(options, key=lambda c: (len(c[0]), -c[1].term.nl))
+            holders.append((holder, cols))
+            held += cols
+            options = [(c, p) for c, p in options if p is not holder]
     # A centred correlated term that holds the intercept holds the fixed slopes of its own columns
     # too (``u_l ~ MvNormal((Intercept_c - xbar b_x, b_x), S)`` and no ``x b_x`` in the rows):
     # on sleepstudy the ridge between the fixed Days slope and the subjects' slopes otherwise
@@ -339,11 +347,13 @@ def linear_predictor(X: np.ndarray, names: list[str], icol: int | None, plans: l
             b = _vector_prior("b", [prior_map[names[j]] for j in coef], dims="coef")
             eta = pt.dot(Xr, b)
         basis = {"Xt": Xr, "T": np.eye(len(coef)), "xbar": xbar}
-    if held and holder is not None:
+    for holder, cols in holders:
         W = np.zeros((holder.term.nl, len(coef)))
-        W[holder.term.index[:, None], np.array(held)[None, :]] = Xc[:, held]
+        W[holder.term.index[:, None], np.array(cols)[None, :]] = Xc[:, cols]
         holder.level_x = W
-        basis["WT"] = W @ basis["T"]
+    if holders:
+        # the holders' levels' rows, in the order of the plans (the kernel's row offsets)
+        basis["WT"] = np.vstack([p.level_x @ basis["T"] for p in plans if p.level_x is not None])
     if icol is not None:
         pm.Deterministic("Intercept", intercept - pt.dot(xbar, b) if coef else intercept)
     absorbed = False

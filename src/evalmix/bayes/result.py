@@ -18,6 +18,7 @@ from ..mixed.grid import level_means
 from ..mixed.links import inverse_link, log_probabilities
 from .base import PosteriorResult
 from .model import BayesModel, TermPlan, dense_x
+from ._arviz import plain_numpy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,7 +63,7 @@ class RankResult(Result):
 
     table: pd.DataFrame
     factor: str
-    draws: np.ndarray = field(repr=False)  # (n_draws, K) marginal means on the link scale
+    draws: np.ndarray = field(repr=False)  # (n_draws, K) marginal means on the link scale, columns as rows
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -415,9 +416,10 @@ class BayesGlmerResult(PosteriorResult):
             warnings.simplefilter("ignore")
             # arviz's rank-normalised split r_hat and bulk/tail ESS (Vehtari et al. 2021); the
             # full az.summary adds MCSE columns and costs ~20x more
-            rhat = az.rhat(ds)["x"].values
-            ess_bulk = az.ess(ds, method="bulk")["x"].values
-            ess_tail = az.ess(ds, method="tail")["x"].values
+            with plain_numpy():
+                rhat = az.rhat(ds)["x"].values
+                ess_bulk = az.ess(ds, method="bulk")["x"].values
+                ess_tail = az.ess(ds, method="tail")["x"].values
         flat = arr.reshape(-1, len(names))
         lo, hi = hdi(flat, hdi_prob).T
         out = pd.DataFrame({"parameter": names, "estimate": flat.mean(0),
@@ -534,8 +536,9 @@ class BayesGlmerResult(PosteriorResult):
                             "p_best": probs[:, 0]})
         for r in range(K):
             tab[f"rank_{r + 1}"] = probs[:, r]
-        tab = tab.sort_values("expected_rank", kind="stable").reset_index(drop=True)
-        return RankResult(tab, factor, draws)
+        # rows best first; the draws' columns follow the rows (rank_sets_posterior labels them so)
+        order = np.argsort(tab["expected_rank"].to_numpy(), kind="stable")
+        return RankResult(tab.iloc[order].reset_index(drop=True), factor, draws[:, order])
 
     # ------------------------------------------------------------------ checks
     @accepts_seed

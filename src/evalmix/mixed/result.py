@@ -395,7 +395,7 @@ class MixedResult(Result):
         Examples
         --------
         >>> import evalmix
-        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, seed=1))
+        >>> fit = evalmix.glmer("correct ~ model + (1|item)", evalmix.simulate.glmm_runs(3, 40, 2, rng=1))
         >>> s = fit.summary()
         >>> list(s.tables)[:2], str(s).splitlines()[4]
         (['Fixed effects', 'Random effects'], '     AIC      BIC   logLik deviance df.resid')
