@@ -145,11 +145,12 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 # pytest-xdist hands them out before the others, so that no worker starts a long file while the
 # other runs dry (the wall time of two workers is then about half the total).
 LONGEST_FIRST = (
-    "test_doctests.py", "test_output_hygiene.py", "test_irt.py", "test_reporting.py", "test_bayes.py",
-    "test_cli_consistency.py", "test_figure_layout.py", "test_docs_blocks.py", "test_report_judges.py",
-    "test_vocabulary.py", "test_arena.py", "test_formula_sweep.py", "test_bayes_model_args.py",
-    "test_leaderboard.py", "test_output_safety.py", "test_rank_scale.py", "test_bad_input.py",
-    "test_readme_cli.py", "test_separation_everywhere.py", "test_io_judges.py", "test_calibration.py",
+    "test_output_hygiene.py", "test_doctests.py", "test_figure_layout.py", "test_bayes.py",
+    "test_docs_blocks.py", "test_vocabulary.py", "test_formula_sweep.py", "test_output_safety.py",
+    "test_irt.py", "test_reporting.py", "test_leaderboard.py", "test_arena.py", "test_readme_cli.py",
+    "test_loop.py", "test_bad_input.py", "test_formula_parity.py", "test_separation_everywhere.py",
+    "test_rank_scale.py", "test_architecture.py", "test_report_judges.py", "test_bayes_model_args.py",
+    "test_bad_logs.py",
 )
 
 

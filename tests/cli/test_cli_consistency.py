@@ -194,6 +194,7 @@ def test_plan_judges_old_spelling_still_works_with_a_warning(tables, capsys):
         assert old[key] == new[key]
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_judges_old_spellings_still_work_with_a_warning(tables, capsys):
     data = str(tables["verdicts"])
     plan = ["--se", "0.1", "--outcome", "correct"]

@@ -41,6 +41,7 @@ def test_runs_table_json_equals_library(capsys):
     assert doc["method"] == "bootstrap" and doc["conf_level"] == 0.95
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_glmm_latex_and_plot(capsys, tmp_path):
     png = tmp_path / "lb.png"
     assert main(["leaderboard", str(EXAMPLE), "--method", "glmm", "--plot", str(png), "--json"]) == 0

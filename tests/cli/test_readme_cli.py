@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = readme_tour_commands()
 # the calibration runs 200 simulations: the second test step runs it; the report command runs once
 # per test process as the example_report fixture of conftest.py (test_reporting.py checks it)
-CASES = [pytest.param(c, id=c.split()[1], marks=pytest.mark.slow if " calibrate" in c else ())
+CASES = [pytest.param(c, id=c.split()[1], marks=pytest.mark.slow if c.split()[1] in {"calibrate", "irt"} else ())
          for c in COMMANDS if c.split()[1] != "report"]
 
 

@@ -115,6 +115,7 @@ def test_bootstrap_matches_bootmer_within_monte_carlo_error():
     assert (tab["method"] == "boot").all() and ci.boot.nsim == 200
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_bootstrap_depends_on_the_seed_only():
     fit = _fit("counts")
     a = bootmer(fit, 6, seed=3).replicates

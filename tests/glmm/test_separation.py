@@ -269,6 +269,7 @@ def test_anova_keeps_the_finite_terms():
     assert np.isfinite(tab.loc[["(Intercept)", "model", "language"], "statistic"]).all()
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_cli_fit_on_separated_data(tmp_path, capsys):
     import os
     import subprocess

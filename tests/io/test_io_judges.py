@@ -176,6 +176,7 @@ def test_cli_judges_json_is_strict_and_complete(verdicts, capsys):
     assert doc["plan"]["se"] <= 0.05
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_cli_judges_text_and_mt_bench_agreement(verdicts, capsys):
     assert main(["judges", str(verdicts)]) == 0
     out = capsys.readouterr().out

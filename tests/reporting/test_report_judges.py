@@ -137,6 +137,7 @@ def test_ppi_with_a_single_judge_and_labels_without_runs():
     assert "the judge score of a response is the verdict;" in sec.note
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_judges_section_left_out_and_errors(runs):
     plain = evalmix.read_runs(judged_runs().query("judge == 'fair'").drop(columns="judge"))
     assert judges_section(plain).skipped.startswith("Left out: the table has no judge column")
@@ -170,6 +171,7 @@ def test_arena_section_is_bradley_terry():
     assert [n for n, _, _ in sec.figures] == ["arena_leaderboard"]
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_report_cli_with_judges_labels_and_battles_escapes_names(tmp_path, capsys):
     raw = judged_runs(n_items=16, judges=("fair", HOSTILE_JUDGE))
     raw["model"] = raw["model"].replace({"A": HOSTILE_MODEL})

@@ -302,6 +302,7 @@ def test_report_saves_300_dpi_png_and_truetype_pdf(example_report):
         assert b"/Subtype /Type3" not in pdf, name
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_example_with_a_condition_as_slice():
     full = pd.read_csv(EXAMPLE)
     some = full[full["item"].isin(sorted(full["item"].unique())[:30])]  # 30 of the 105 items
@@ -314,6 +315,7 @@ def test_example_with_a_condition_as_slice():
     assert rep.section("robustness").tables[0][2]["model"].nunique() == 8
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_table_without_slices_or_runs(tmp_path, capsys):
     full = pd.read_csv(EXAMPLE)
     bare = full[(full["run"] == 1) & (full["language"] == "EN") & (full["prompt"] == "ZS")]
@@ -392,6 +394,7 @@ def test_bayes_section_rank_probabilities():
     assert ranks.sort_values("expected_rank")["model"].tolist() == ml
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_report_from_inspect_logs(tmp_path):
     """RUNS_OR_LOGS: Inspect .eval logs (auto-detected)."""
     import shutil

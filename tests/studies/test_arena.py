@@ -261,6 +261,7 @@ def test_bootstrap_is_reproducible_and_agrees_with_the_sandwich():
     assert (one.table["conf_high"] > one.table["estimate"]).all()
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_bootstrap_does_not_depend_on_workers():
     kw = dict(ci="bootstrap", n_boot=100, rng=3, rank_sets=False, position=False, ties="half")
     np.testing.assert_array_equal(bradley_terry(BATTLES, n_jobs=1, **kw).boot,

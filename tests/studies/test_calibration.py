@@ -71,6 +71,7 @@ def test_run_bootstrap_is_conservative(seed001):
     assert _band(0.43)[0] <= row["power"] <= _band(0.43)[1]
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_results_do_not_depend_on_n_jobs():
     kw = dict(n_sims=6, rng=7, n_questions=300, n_runs=3, uplift=0.03,
               methods=["paired_t_runs", "run_bootstrap"])

@@ -88,6 +88,7 @@ def test_pyirt_onepl_agrees_on_the_ability_scale(reference):
     assert np.corrcoef(b, truth)[0, 1] == pytest.approx(np.corrcoef(bp, truth)[0, 1], abs=0.01)
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_pyirt_twopl_agrees_up_to_the_ability_scale(reference):
     # py-irt's 2PL, logit = a_i (theta_s - b_i), hierarchical priors, SVI; 40 items x 300 models.
     # The product a theta fixes no scale in py-irt (its abilities came out with SD about 2.2), so
@@ -175,6 +176,7 @@ def test_select_items(sim):
         select_items(fit, 5, method="best")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_subset_accuracy_of_a_held_out_model():
     items, theta = simulate_irt_parameters(300, 9, rng=21)
     runs = simulate_irt(items=items, theta=theta, rng=22)
@@ -468,6 +470,7 @@ def test_ability_intervals_cover():
     assert 0.90 <= coverage <= 0.995, coverage
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_for_given_abilities_the_2pl_is_the_glmm_with_a_random_slope():
     # the GLMM view: at the fitted abilities, correct ~ theta + (1 + theta | item) has the item
     # population as its fixed effects and random-effect covariance (Laplace against quadrature)

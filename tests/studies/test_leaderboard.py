@@ -129,6 +129,7 @@ RANK_CASES = st.integers(2, 9).flatmap(lambda k: st.tuples(
     st.lists(st.floats(0.05, 1.0), min_size=k, max_size=k)))
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 @settings(max_examples=12, deadline=None)
 @given(RANK_CASES)
 def test_rank_set_invariants(case):
