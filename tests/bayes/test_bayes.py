@@ -529,7 +529,7 @@ def test_ranks_leave_out_a_non_estimable_level():
 
 def _tiny_fit(**kw):
     d = glmm_runs(2, 15, 2, model_effects=[0.0, 0.8], sd_item=1.0, sd_item_run=0.0, rng=21)
-    return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "rng": 8, **kw})
+    return quiet_fit("correct ~ model + (1|item)", d, **{"draws": 60, "tune": 60, "rng": 8, "target_accept": 0.65, **kw})
 
 
 @pytest.mark.slow  # sampling or a simulation: the second test step

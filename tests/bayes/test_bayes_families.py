@@ -415,7 +415,7 @@ def test_offsets_and_weights_move_the_twins_as_they_move_the_ml_fits(sleep, wine
     # each twin with an offset() (or a proportion with weights= the trials) against its ML engine
     # with the same formula: the posterior means move with the ML estimates, within the tolerances
     # of the fits without them above
-    kw = {"seed": 20261126, "progressbar": False}
+    kw = {"rng": 20261126, "progressbar": False}
     fit = bayes.lmer("Reaction ~ Days + offset(5 * Days) + (1|Subject)", sleep, **kw)
     ml = evalmix.lmer("Reaction ~ Days + offset(5 * Days) + (1|Subject)", sleep)
     converged(fit)

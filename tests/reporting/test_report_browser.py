@@ -58,7 +58,7 @@ def test_ai4math_report_page_in_chromium(ai4math_dir, tmp_path):
         warnings.simplefilter("ignore")
         assert main(["report", str(ai4math_dir / "ai4math_runs.csv"), "-o", str(out)]) == 0
     res = check_page(out / "index.html", tmp_path / "chromium")
-    assert res.n_images == 12 and res.n_broken == 0
+    assert res.n_images == 13 and res.n_broken == 0  # 12 figures of the paper and the health map
     assert res.console == []
     assert res.dominant_share < MAX_DOMINANT, res.dominant_share
 

@@ -74,7 +74,7 @@ def test_ai4math_writes_every_output(ai4math_out):
     # Figures 1-9 and Supplementary Figures 1-2, plus the rank intervals
     assert {"fig1_accuracy", "fig2_delta_bic", "fig3_odds_ratios", "fig4_slice_means", "fig5_heatmap",
             "fig6_flip_rate", "fig7_icc", "fig8_rank_bump", "fig9_se_curves", "supp_fig1_slice_fit",
-            "supp_fig2_conditional_contrasts", "rank_intervals"} == set(figs)
+            "supp_fig2_conditional_contrasts", "rank_intervals", "health_map"} == set(figs)
     # every figure embedded as a PNG that decodes to the file written
     embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(embedded) == len(figs)

@@ -60,7 +60,11 @@ def item_health_plot(result: ItemHealth) -> Figure:
     ax.set_xlim(-0.03, 1.03)
     ax.set_xlabel(f"accuracy among the top {result.top_k} models")
     ax.set_ylabel("discrimination among the top-k")
-    ax.legend(fontsize=7, loc="lower center")
+    # headroom above the points for a one-row legend, so that it covers no item
+    low, high = float(min(y.min(initial=0.0), result.min_discrimination)), float(y.max(initial=1.0))
+    span = max(high - low, 0.5)
+    ax.set_ylim(low - 0.06 * span, high + 0.3 * span)
+    ax.legend(fontsize=7, loc="upper center", ncol=4, frameon=False, handletextpad=0.2, columnspacing=0.9)
     b = result.benchmark.iloc[0]
     ax.set_title(f"dead {b['dead_share']:.0%}, effective items {b['effective_items']:.0f}, "
                  f"SNR {b['snr']:.3g}", fontsize=8)
