@@ -11,6 +11,9 @@ import pytest
 import evalmix
 from evalmix.core.errors import ArgumentError, DataError
 from evalmix.simulate import simulate_versions
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # model x item accuracies over two runs: i0 all solve among the top 3, i1 none solve, i2 flat
 # (the top models' accuracies do not follow their strength), i3-i5 live
@@ -92,3 +95,14 @@ def test_version_shift_without_bridge_models_is_not_identified():
         evalmix.version_shift(runs, version="release")
     with pytest.raises(DataError, match="one level"):
         evalmix.version_shift(runs.assign(harness_version="v1"))
+
+
+def test_the_roles_read_runs_recorded_are_the_defaults() -> None:
+    # a table read with its own column names needs no item=/model= again, as for evalmix.accuracy
+    plain = pd.read_csv(ROOT / "data" / "example_runs.csv")
+    renamed = evalmix.read_runs(plain.rename(columns={"item": "problem_id", "model": "llm"}),
+                                item="problem_id", model="llm")
+    a = evalmix.item_health(plain, top_k=4, method="point_biserial")
+    b = evalmix.item_health(renamed, top_k=4, method="point_biserial")
+    pd.testing.assert_frame_equal(a.benchmark, b.benchmark)
+    np.testing.assert_array_equal(a.items["dead"].to_numpy(), b.items["dead"].to_numpy())

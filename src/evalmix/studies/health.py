@@ -74,7 +74,8 @@ class _Grid:
     items: np.ndarray
 
 
-def _read(data: pd.DataFrame | str | Path, item: str, model: str, outcome: str, run: str | None,
+def _read(data: pd.DataFrame | str | Path, item: str | None, model: str | None, outcome: str | None,
+          run: str | None,
           successes: str | None, trials: str | None, by: Sequence[str] = ()
           ) -> tuple[pd.DataFrame, object, str, str | None]:
     out: str | None = outcome
@@ -206,8 +207,8 @@ class ItemHealth(Result):
         return [str(i) for i in t.loc[t["dead"], "item"]]
 
 
-def item_health(data: pd.DataFrame | str | Path, top_k: int | None = None, *, item: str = "item",
-                model: str = "model", outcome: str = "correct", run: str | None = None,
+def item_health(data: pd.DataFrame | str | Path, top_k: int | None = None, *, item: str | None = None,
+                model: str | None = None, outcome: str | None = None, run: str | None = None,
                 successes: str | None = None, trials: str | None = None, method: HealthMethod = "auto",
                 min_discrimination: float = 0.1, min_models_2pl: int = 10) -> ItemHealth:
     """Which items still separate the top models, and how healthy the benchmark is.
@@ -220,8 +221,9 @@ def item_health(data: pd.DataFrame | str | Path, top_k: int | None = None, *, it
         repeats that measure run noise.
     top_k : int, optional
         How many of the best models an item must separate (default: all models; at least 3).
-    item, model, outcome, run : str
-        Columns of the table.
+    item, model, outcome, run : str, optional
+        Columns of the table (default: the roles :func:`evalmix.read_runs` recorded, else
+        ``item``, ``model``, ``correct``).
     successes, trials : str, optional
         k-of-n count columns instead of ``outcome``.
     method : {"auto", "2pl", "point_biserial"}
@@ -429,8 +431,8 @@ def _linked(pairs: pd.DataFrame, mcol: str, vcol: str) -> bool:
     return len(roots) == 1
 
 
-def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_version", *, item: str = "item",
-                  model: str = "model", outcome: str = "correct", run: str | None = None,
+def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_version", *, item: str | None = None,
+                  model: str | None = None, outcome: str | None = None, run: str | None = None,
                   successes: str | None = None, trials: str | None = None, reference: object | None = None,
                   kind: DifKind = "uniform", alpha: float = 0.05, conf_level: float = 0.95) -> VersionShift:
     """Do scores shift between harness or benchmark versions beyond the models' own differences?
@@ -461,8 +463,9 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
         A runs table with a version column.
     version : str
         Column naming the harness or benchmark version of each response.
-    item, model, outcome, run : str
-        Columns; ``run`` (optional) adds the item:run noise term.
+    item, model, outcome, run : str, optional
+        Columns (default: the roles :func:`evalmix.read_runs` recorded, else ``item``, ``model``,
+        ``correct``); ``run`` adds the item:run noise term.
     successes, trials : str, optional
         k-of-n count columns instead of ``outcome``.
     reference : optional
