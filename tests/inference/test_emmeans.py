@@ -338,7 +338,8 @@ def test_hdi_matches_arviz():
     az = pytest.importorskip("arviz")
     x = np.random.default_rng(3).gamma(2.0, size=(3001, 3))
     ours = hdi(x, 0.9)
-    theirs = np.array([az.hdi(x[:, j], hdi_prob=0.9) for j in range(3)])
+    prob = {"prob": 0.9} if int(az.__version__.split(".")[0]) >= 1 else {"hdi_prob": 0.9}  # ArviZ 1 renamed it
+    theirs = np.array([az.hdi(x[:, j], **prob) for j in range(3)])
     np.testing.assert_allclose(ours, theirs)
 
 

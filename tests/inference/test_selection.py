@@ -116,23 +116,27 @@ def test_errors(glmer_fits, sim):
 
 def test_posterior_fits_are_compared_by_elpd():
     az = pytest.importorskip("arviz")
+    arviz_1 = int(az.__version__.split(".")[0]) >= 1
     rng = np.random.default_rng(0)
 
     class Post:
         def __init__(self, mean):
             self.fixef_draws = pd.DataFrame(rng.normal(size=(400, 2)))
             self.nobs = 50
-            self.idata = az.from_dict(posterior={"b": rng.normal(size=(2, 200))},
-                                      log_likelihood={"y": rng.normal(mean, 0.05, (2, 200, 50))})
+            groups = {"posterior": {"b": rng.normal(size=(2, 200))},
+                      "log_likelihood": {"y": rng.normal(mean, 0.05, (2, 200, 50))}}
+            # ArviZ 1 takes the groups as one dict; ArviZ 0.x as keyword arguments
+            self.idata = az.from_dict(groups) if arviz_1 else az.from_dict(**groups)
 
     fits = {"good": Post(-0.70), "worse": Post(-0.75)}
     res = compare_models(fits)
     with warnings.catch_warnings():  # arviz's own pandas deprecation notes
         warnings.simplefilter("ignore")
-        ref = az.compare({k: v.idata for k, v in fits.items()}, ic="loo")
+        ref = az.compare({k: v.idata for k, v in fits.items()}, **({} if arviz_1 else {"ic": "loo"}))
     tab = res.to_frame()
     assert tab["name"].tolist() == list(ref.index) == ["good", "worse"]
-    np.testing.assert_allclose(tab["elpd_loo"], ref["elpd_loo"])
+    np.testing.assert_allclose(tab["elpd_loo"], ref["elpd" if arviz_1 else "elpd_loo"])  # ArviZ 1 names it elpd
+    assert {"elpd_loo", "p_loo", "elpd_diff", "weight"} <= set(tab.columns)  # one vocabulary on both
     assert res.criterion == "loo" and res.verdict().startswith("good has the higher expected")
 
 

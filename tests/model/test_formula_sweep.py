@@ -27,6 +27,9 @@ import evalmix
 from r_checks import check_emmeans, check_type3
 from evalmix.core.errors import DataWarning, FitWarning
 
+# R parity of every formula form: the second test step (the first stays under 2 minutes)
+pytestmark = pytest.mark.slow
+
 REF_DIR = Path(__file__).parents[1] / "reference"
 REF = json.loads((REF_DIR / "formula_sweep_reference.json").read_text())
 CASES = REF["cases"]

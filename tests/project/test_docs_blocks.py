@@ -46,6 +46,8 @@ OUTPUT_INFO = {"", "text", "latex"}
 # pages whose blocks take longest: the second test step (why, by page)
 SLOW: dict[str, str] = {
     "bayes.md": "six MCMC fits",
+    "ppi.md": "PPI++ intervals of several simulated studies (kept out of the first step's 2 minutes)",
+    "arena.md": "Bradley-Terry with bootstrap rank sets (kept out of the first step's 2 minutes)",
     "scores.md": "an MCMC fit",
     "irt.md": "the 2PL fit of the AI4Math-sized example and an adaptive subset (about 10 s)",
     "report.md": "every table and figure of the example's report",

@@ -81,6 +81,7 @@ def test_every_results_markdown_reads_less_than(tmp_path):
     assert "<0.001" in con.to_markdown()
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_the_reports_markdown_files_read_less_than(example_report):
     files = [p for k, p in example_report.paths.items() if str(k).endswith(".md")]
     assert files
@@ -228,12 +229,14 @@ def test_long_axis_labels_stay_on_short_figures(figsize, n_models):
     assert not layout_problems(fig), ("rank_bump", figsize)
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_the_reports_repr_is_at_most_100_characters_wide(example_report):
     text = repr(example_report.report)
     assert max(map(len, text.split("\n"))) <= 100
     assert len(text.split("\n")) == 1 + 1 + len(example_report.report.to_frame())
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_report_figures_keep_every_text_inside_at_300_dpi(example_report):
     for name, fig in example_report.report.figures.items():
         dpi = fig.get_dpi()
@@ -288,6 +291,7 @@ def test_every_series_is_seen_on_white(name):
     assert not bad, f"{name}: {bad}"
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_report_series_are_seen_on_white(example_report):
     for name, fig in example_report.report.figures.items():
         bad = [(what, round(c, 2)) for what, c, need in _series_contrasts(fig) if c < need]

@@ -30,6 +30,7 @@ def seed001():
                      method_options={"paired_bootstrap": {"n_boot": 1000}}).table.set_index("method")
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_paired_t_is_honest_and_powerful(seed001):
     # Document: paired t 5.8% false positives, 99.4% power (analytic 97.3%).
     row = seed001.loc["paired_t_runs"]

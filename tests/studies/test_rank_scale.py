@@ -163,6 +163,7 @@ def _leaderboard(k: int, n_items: int, seed: int = 0) -> pd.DataFrame:
                          "correct": (rng.random(p.shape) < p).astype(int).ravel()})
 
 
+@pytest.mark.slow  # the second test step: keeps the first under 2 minutes
 def test_many_models_rank_sets_are_consistent():
     k = 300
     rs = rank_sets(_leaderboard(k, 400), n_boot=100, rng=1)

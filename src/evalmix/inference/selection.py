@@ -426,8 +426,8 @@ def _compare_posterior(items: list[tuple[str, Any]], ic: str) -> ModelComparison
         elif criterion == "waic":
             raise ArgumentError("ic='waic' needs ArviZ 0.x: ArviZ 1 compares posterior fits by PSIS-LOO "
                                 "(ic='loo')")
-        else:  # ArviZ 1 compares by PSIS-LOO only
-            tab = az.compare({n: f.idata for n, f in items})
+        else:  # ArviZ 1 compares by PSIS-LOO only; its columns take ArviZ 0.x's names, one table on both
+            tab = az.compare({n: f.idata for n, f in items}).rename(columns={"elpd": "elpd_loo", "p": "p_loo"})
     table = tab.rename_axis("name").reset_index()
     if "elpd_diff" in table and (table["elpd_diff"] <= 0).all():
         # ArviZ 1 reports each model's ELPD minus the best one's; ArviZ 0.x (and this table) the
