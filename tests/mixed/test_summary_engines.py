@@ -74,3 +74,19 @@ def test_tables_and_vocabulary():
     assert s.to_frame()["kind"].tolist()[:1] == ["threshold"]
     assert s.notes[0] == fit.optimizer.describe() and s.title.startswith("Cumulative Link Mixed Model")
     assert "**" in s.to_markdown() and "Fixed effects" in s.to_markdown()
+
+
+def test_more_than_twelve_fixed_effects_print_lme4s_note_instead_of_the_correlations() -> None:
+    # R 4.x, lme4: print(summary(lmer(y ~ f + (1|g)))) with a 13-level f ends with
+    # "Correlation matrix not shown by default, as p = 13 > 12." and the way to the matrix
+    import numpy as np
+    import pandas as pd
+
+    from evalmix.mixed.summary import correlation_lines
+
+    names = ["(Intercept)", *[f"f{c}" for c in "bcdefghijklm"]]
+    v = pd.DataFrame(np.eye(13), index=names, columns=names)
+    assert correlation_lines(v) == ["Correlation matrix not shown by default, as p = 13 > 12.",
+                                    "Use fit.vcov if you need it"]
+    assert correlation_lines(v.iloc[:12, :12])[0] == "Correlation of Fixed Effects:"
+    assert correlation_lines(v.iloc[:1, :1]) == []

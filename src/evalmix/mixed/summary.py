@@ -114,8 +114,8 @@ def r_abbreviate(name: str, minlength: int) -> str:
 
 def correlation_lines(vcov: pd.DataFrame) -> list[str]:
     """lme4's ``Correlation of Fixed Effects:`` block: the lower triangle to 3 decimals, rows
-    named by ``abbreviate(, 11)`` and columns by ``abbreviate(, 6)``; empty for one effect or
-    more than :data:`COR_MAX`.
+    named by ``abbreviate(, 11)`` and columns by ``abbreviate(, 6)``; empty for one effect, and
+    lme4's note instead of the block for more than :data:`COR_MAX` (naming ``vcov`` as the way to it).
 
     Examples
     --------
@@ -128,7 +128,10 @@ def correlation_lines(vcov: pd.DataFrame) -> list[str]:
     """
     names = [str(n) for n in vcov.index]
     p = len(names)
-    if not 1 < p <= COR_MAX:
+    if p > COR_MAX:  # lme4's words; its remedy, print(..., correlation=TRUE) or vcov(), is fit.vcov here
+        return [f"Correlation matrix not shown by default, as p = {p} > {COR_MAX}.",
+                "Use fit.vcov if you need it"]
+    if p <= 1:
         return []
     V = vcov.to_numpy(dtype=float)
     sd = np.sqrt(np.diag(V))
