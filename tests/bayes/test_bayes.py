@@ -571,3 +571,12 @@ def test_chains_give_the_same_draws_whatever_runs_them() -> None:
     chain1 = _run_chain(job, np.random.SeedSequence(8).spawn(2)[1])
     var = "Intercept_c"
     np.testing.assert_array_equal(np.asarray(chain1.posterior[var])[0], np.asarray(post[var])[1])
+
+
+def test_ranef_keys_are_the_ml_fits(fit, sim):
+    # one layout for every fit's random effects: group, term, level first, as glmer's ranef()
+    ml = evalmix.glmer("correct ~ model + (1|item) + (1|item:run)", sim)
+    post = fit.ranef()
+    assert list(post.columns[:3]) == list(ml.ranef().columns[:3]) == ["group", "term", "level"]
+    assert post[["group", "term"]].drop_duplicates().values.tolist() == \
+        ml.ranef()[["group", "term"]].drop_duplicates().values.tolist()

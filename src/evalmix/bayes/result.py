@@ -290,8 +290,9 @@ class BayesGlmerResult(PosteriorResult):
                        f"groups: {[p.term.group for p in self._term_plans]}")
 
     def ranef(self, hdi_prob: float = 0.95) -> pd.DataFrame:
-        """Every random effect (``group``, ``level``, ``term``): posterior mean ``estimate``,
-        posterior SD ``se`` and HDI ``conf_low``, ``conf_high``."""
+        """Every random effect (``group``, ``term``, ``level``, in the order of the maximum-likelihood
+        fits' ``ranef()``): posterior mean ``estimate``, posterior SD ``se`` and HDI ``conf_low``,
+        ``conf_high`` (where those have the conditional ``mode``)."""
         rows = []
         for p in self._term_plans:
             t = p.term
@@ -300,9 +301,9 @@ class BayesGlmerResult(PosteriorResult):
             for c_i, c in enumerate(t.cnames):
                 v = u[:, :, c_i]
                 lo, hi = hdi(v, hdi_prob).T
-                rows += [(t.group, lv, c, m, s, a, b) for lv, m, s, a, b in
+                rows += [(t.group, c, lv, m, s, a, b) for lv, m, s, a, b in
                          zip(t.levels, v.mean(0), v.std(0, ddof=1), lo, hi)]
-        return pd.DataFrame(rows, columns=["group", "level", "term", "estimate", "se", "conf_low",
+        return pd.DataFrame(rows, columns=["group", "term", "level", "estimate", "se", "conf_low",
                                            "conf_high"])
 
     # ------------------------------------------------------------------ likelihood
