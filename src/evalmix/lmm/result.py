@@ -93,6 +93,13 @@ class LmerDf:
     #: the fixed effects the tests use when they are not the fit's: an ML fit's Kenward-Roger
     #: tests are those of its REML refit, as pbkrtest (``vcovAdj``, ``KRmodcomp``) refits it
     beta: np.ndarray | None = field(default=None, repr=False)
+    #: the tests emmeans makes where they differ from these (an ML fit's Kenward-Roger): the
+    #: fit's own fixed effects, the REML refit's adjusted covariance, and df from the fit's
+    #: unadjusted covariance (``emmeans:::emm_basis.merMod`` with ``pbkrtest::Lb_ddf``)
+    emmeans: LmerDf | None = field(default=None, repr=False)
+    #: ``X'X`` of the fixed-effects design: lmerTest's anova tests the term of a one-term model
+    #: along rows of its Doolittle factor (type I rows), and Satterthwaite's F df depend on the rows
+    xtx: np.ndarray | None = field(default=None, repr=False)
 
     def df(self, L: np.ndarray) -> np.ndarray:
         return self._impl.df(L)
@@ -182,7 +189,9 @@ class LmerResult(MixedResult):
 
         Kenward-Roger's method is defined for REML estimates: for an ML fit it is computed on
         the REML refit (its fixed effects, adjusted covariance and df), as pbkrtest's
-        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).
+        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).  emmeans
+        keeps the ML fixed effects and takes the df from the ML covariance (the result's
+        ``emmeans``), and :func:`evalmix.emmeans` follows it.
         """
         name = normalise_ddf(ddf)
         if name == "Kenward-Roger" and not self.reml:
@@ -191,9 +200,14 @@ class LmerResult(MixedResult):
                 m.reml_refit = lmer(self.formula, m.design.data, REML=True, contrasts=m.contrasts)
             refit: LmerResult = m.reml_refit
             kr = refit.df_method(name)
-            return LmerDf(name, kr.vcov, kr._impl, beta=refit.fixef.to_numpy(dtype=float))
+            impl = kr._impl
+            assert isinstance(impl, KenwardRoger)
+            grid = LmerDf(name, kr.vcov, impl.with_unadjusted(self.vcov.to_numpy(dtype=float)))
+            return LmerDf(name, kr.vcov, impl, beta=refit.fixef.to_numpy(dtype=float), emmeans=grid,
+                          xtx=kr.xtx)
         impl = self._model.ddf(name)
-        return LmerDf(name, np.array(impl.vcov), impl)
+        X = self._model.design.X
+        return LmerDf(name, np.array(impl.vcov), impl, xtx=np.asarray(X.T @ X, dtype=float))
 
     def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
                    ) -> CoefTable:

@@ -587,6 +587,8 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
         raise ValueError(f"ddf={ddf!r} applies to linear mixed models fitted by REML or ML; a "
                          "posterior fit is summarised by its draws")
     dfm = None if coefs.is_posterior else df_method(fit, ddf)
+    if getattr(dfm, "emmeans", None) is not None:  # emmeans' tests where they differ from the fit's
+        dfm = dfm.emmeans  # type: ignore[union-attr]
     emmeans_df = getattr(fit, "emmeans_df", None)  # the df emmeans gives this fit (glmmTMB: df.residual)
     if dfm is None and not coefs.is_posterior and callable(emmeans_df):
         dfm = emmeans_df()
