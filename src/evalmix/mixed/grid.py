@@ -539,11 +539,16 @@ class RefGrid(Result):
         by = f" | {', '.join(self.by)}" if self.by else ""
         return f"Reference grid of {', '.join(self.variables) or '(intercept)'}{by}"
 
-    def _header(self) -> list[str]:
+    @property
+    def interval_kind(self) -> str:
+        """What the intervals are: highest-density (posterior), t with the df method's df, or
+        Wald."""
         dfm = self._raw("dfm")
-        what = ("highest-density intervals" if self.is_posterior else
+        return ("highest-density intervals" if self.is_posterior else
                 f"t intervals ({dfm.name} df)" if dfm is not None else "Wald intervals")
-        return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
+
+    def _header(self) -> list[str]:
+        return [f"scale: {self.scale}; {self.conf_level:.0%} {self.interval_kind}"]
 
 
 def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None, *,
