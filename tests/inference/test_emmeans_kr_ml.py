@@ -26,13 +26,23 @@ SLEEP = pd.read_csv(REF_DIR / "lmer_sleepstudy.csv", dtype={"Subject": str}).ass
 MACHINES = pd.read_csv(REF_DIR / "lmer_machines.csv", dtype={"Worker": str})
 CASES = {"sleepstudy": (SLEEP, "Reaction ~ Dayf + (Days | Subject)", "Dayf"),
          "machines": (MACHINES, "score ~ Machine + (1 | Worker) + (1 | Worker:Machine)", "Machine")}
+# the REML fits' numbers are checked in tests/lmm/test_lmer.py too: here in the second test step
+REML = [pytest.param(False, id="ml"), pytest.param(True, id="reml", marks=pytest.mark.slow)]
 MODES = {"kenward-roger": "Kenward-Roger", "satterthwaite": "Satterthwaite"}
+
+
+class _Fits(dict):
+    """Each fit on first use (the REML ones run in the second test step only)."""
+
+    def __missing__(self, key):
+        data, formula, _ = CASES[key[0]]
+        self[key] = evalmix.lmer(formula, data, REML=key[1])
+        return self[key]
 
 
 @pytest.fixture(scope="module")
 def fits():
-    return {(name, reml): evalmix.lmer(formula, data, REML=reml)
-            for name, (data, formula, _) in CASES.items() for reml in (False, True)}
+    return _Fits()
 
 
 def close(mine, ref, rtol):
@@ -40,7 +50,7 @@ def close(mine, ref, rtol):
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("reml", [False, True], ids=["ml", "reml"])
+@pytest.mark.parametrize("reml", REML)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_emmeans_and_pairs_are_r_s(fits, name, reml, mode):
     fit, spec = fits[(name, reml)], CASES[name][2]
@@ -79,7 +89,7 @@ def test_ml_kenward_roger_keeps_the_ml_estimates(fits):
     close(grid.vcov, dfm.vcov, 0)  # the REML refit's adjusted covariance, as vcovAdj
 
 
-@pytest.mark.parametrize("reml", [False, True], ids=["ml", "reml"])
+@pytest.mark.parametrize("reml", REML)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_anova_satterthwaite_is_lmertest_s(fits, name, reml):
     # one term: lmerTest's rows are the Doolittle factor's, on which the F test's df depend
@@ -92,7 +102,7 @@ def test_anova_satterthwaite_is_lmertest_s(fits, name, reml):
     close(tab["p_value"], [r["p_value"]], 1e-5)
 
 
-@pytest.mark.parametrize("reml", [False, True], ids=["ml", "reml"])
+@pytest.mark.parametrize("reml", REML)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_kenward_roger_f_test_is_krmodcomp(fits, name, reml):
     # an ML fit's F test is its REML refit's, as pbkrtest's KRmodcomp refits it

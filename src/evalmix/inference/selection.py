@@ -68,11 +68,12 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
     ddf : {"Satterthwaite", "Kenward-Roger"}, optional
         For a linear mixed model (:func:`evalmix.lmer`): F tests of each term except the
         intercept with these denominator df, as ``lmerTest::anova(fit, ddf=)`` (Satterthwaite by
-        default).  Each term's hypothesis sets its coefficients to zero, which is lmerTest's type
-        III hypothesis for models without interactions or with sum-to-zero contrasts; the term
-        of a one-term model is tested along lmerTest's rows (the Doolittle factor of ``X'X``),
-        on which Satterthwaite's df depend.  An ML fit's Kenward-Roger tests are those of its
-        REML refit, as pbkrtest's ``KRmodcomp``.
+        default), along lmerTest's own hypothesis rows (``fit.type3_hypotheses()``; the
+        Satterthwaite df depend on the rows), whatever the coding.  Where a term is no plain
+        variable or product of variables (``I(x^2)``), each term's hypothesis sets its
+        coefficients to zero, which is lmerTest's for models without interactions or with
+        sum-to-zero contrasts.  An ML fit's Kenward-Roger tests are those of its REML refit, as
+        pbkrtest's ``KRmodcomp``.
     test : {"F", "Chisq"}, optional
         ``"Chisq"``: Wald chi-square tests of every term, the intercept included, for any fit
         (``car::Anova(fit, type = 3, test.statistic = "Chisq")``, lmer fits included);
@@ -124,11 +125,13 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
     if dfm is not None:  # lmerTest: F tests with finite denominator df, no intercept row
         if getattr(dfm, "beta", None) is not None:  # an ML fit's Kenward-Roger tests: its REML refit's
             beta = np.asarray(dfm.beta, dtype=float)  # type: ignore[attr-defined]
+        hypotheses = getattr(fit, "type3_hypotheses", None)
+        rows_of = hypotheses() if callable(hypotheses) else None  # lmerTest's rows of each term
         coding = dict(getattr(fit.fixed_design, "contrasts", {}) or {})
         treated = [f for f, kind in coding.items() if isinstance(kind, str) and kind == "treatment"]
         inter = [t for t in dict.fromkeys(column_terms) if ":" in t
                  and any(f in t.split(":") for f in treated)]
-        if inter:
+        if inter and rows_of is None:
             import warnings
 
             from ..core.errors import DataWarning
@@ -140,12 +143,12 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
                           f"{ {f: 'sum' for f in treated} } for lmerTest's tests",
                           DataWarning, stacklevel=2)
         f_rows = []
-        tested = [t for t in dict.fromkeys(column_terms) if t != "(Intercept)"]
-        xtx = getattr(dfm, "xtx", None)
-        for term in tested:
+        for term in dict.fromkeys(column_terms):
+            if term == "(Intercept)":
+                continue
             L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
-            if len(tested) == 1 and xtx is not None:
-                L = _type1_rows(np.asarray(xtx, dtype=float), L)
+            if rows_of is not None and term in rows_of:
+                L = rows_of[term]
             F, ndf, ddf_, p = dfm.f_test(L, beta)
             # the term as R prints it (`lang name`, I(age^2)), as the Wald rows below
             f_rows.append((getattr(fit.fixed_design, "term_label", lambda t: t)(term), F, ndf, ddf_, p))
@@ -167,16 +170,6 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
                       "fit.separation); refit with fixef_prior='normal(0, 2.5)' or compare "
                       "likelihoods of nested fits", SeparationWarning, stacklevel=2)
     return AnovaTable(pd.DataFrame(rows, columns=["term", "statistic", "df", "p_value"]))
-
-
-def _type1_rows(xtx: np.ndarray, L: np.ndarray) -> np.ndarray:
-    """The rows of the Doolittle factor of ``X'X`` (``X'X = U' D U``, ``U`` unit upper-triangular)
-    that belong to the columns ``L`` selects: lmerTest's hypothesis rows for the one term of a
-    one-term model (``get_contrasts_type1``).  They span the same hypothesis as ``L``, but the
-    Satterthwaite df of the F test (one df per direction of ``L V L'``) depend on the rows."""
-    C = np.linalg.cholesky(xtx)
-    U = C.T / np.diag(C)[:, None]
-    return L @ U
 
 
 def _type_name(fit: object) -> str:
