@@ -124,18 +124,20 @@ def test_kenward_roger_matches_pbkrtest(fits, key):
     _close_p(a["p_value"], ra["p_value"])
 
 
-def test_anova_warns_where_lmertest_tests_other_hypotheses():
+def test_anova_tests_lmertest_s_hypotheses_in_any_coding():
+    # lmerTest's type III hypotheses (evalmix.lmm.hypotheses) do not depend on the coding; terms
+    # that are not plain variables keep car's rows with a warning:
+    # tests/lmm/test_lmer_type3_hypotheses.py
     d = _data("lmer_judges.csv").assign(half=lambda x: np.where(x["item"] < "q21", "a", "b"))
     fit = evalmix.lmer("rating ~ model * half + (1|item)", d)
-    with pytest.warns(evalmix.DataWarning, match="not lmerTest's type III"):
-        evalmix.anova(fit)
     summed = evalmix.lmer("rating ~ model * half + (1|item)", d,
                           contrasts={"model": "sum", "half": "sum"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        table = evalmix.anova(summed).to_frame()
+        treated, table = evalmix.anova(fit).to_frame(), evalmix.anova(summed).to_frame()
     assert table["term"].tolist() == ["model", "half", "model:half"]
     assert table["df1"].tolist() == [3, 1, 3]
+    pd.testing.assert_frame_equal(treated, table, rtol=1e-5)
 
 
 def test_kenward_roger_of_an_ml_fit_is_its_reml_refit_s(fits):

@@ -297,14 +297,18 @@ class DeprecatedOption(argparse.Action):
     """
 
     def __init__(self, option_strings: list[str], dest: str, replacement: str,
-                 convert: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+                 convert: Callable[[Any], Any] | None = None, append: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("help", argparse.SUPPRESS)  # --help lists the new spelling only
         super().__init__(option_strings, dest, **kwargs)
-        self.replacement, self.convert = replacement, convert
+        # append: the old spelling of a repeatable option adds to the same list as the new one
+        self.replacement, self.convert, self.append = replacement, convert, append
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, self.convert(values) if self.convert else values)
+        value = self.convert(values) if self.convert else values
+        if self.append:
+            value = [*(getattr(namespace, self.dest, None) or []), value]
+        setattr(namespace, self.dest, value)
         notes = list(getattr(namespace, "deprecations", None) or [])
         notes.append(f"{option_string} is deprecated; use {self.replacement}")
         namespace.deprecations = notes

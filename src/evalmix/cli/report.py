@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError
-from ._args import add_data_arguments, conf_level, finite_number, positive_int, positive_number, seed
+from ._args import (DeprecatedOption, add_data_arguments, conf_level, finite_number, positive_int, positive_number,
+                    seed)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,15 +47,15 @@ def _plain(value: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    data = _read(args)  # first: a table that cannot be read is named before the plotting imports
     import matplotlib
 
     from ..reporting import report
     from ._common import dump_json, records
 
     matplotlib.use("Agg")  # files only: never open a window
-    data = _read(args)
     rep = report(data, args.out, reference=args.reference, slice=args.slice,
-                 candidates=args.candidate, formula=args.formula, bayes=args.bayes, rng=args.seed,
+                 candidates=args.candidate_formula, formula=args.formula, bayes=args.bayes, rng=args.seed,
                  conf_level=args.conf_level, n_boot=args.n_boot, plan_se=args.plan_se,
                  cost_item=args.cost_item, cost_run=args.cost_run, title=args.title, judge=args.judge,
                  labels=args.labels, human=args.human, battles=args.battles, battle_cluster=args.battle_cluster)
@@ -94,9 +95,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slice", default=None,
                    help="slice for marginal means, heatmap and robustness (default: the first item "
                         "attribute, e.g. domain)")
-    p.add_argument("--candidate", action="append", default=None,
-                   help="fixed part of a candidate model for BIC selection (repeat; default: the "
-                        "paper's candidate set)")
+    p.add_argument("--candidate-formula", dest="candidate_formula", action="append", default=None,
+                   metavar="F", help="fixed part of a candidate model for BIC selection (repeat; default: "
+                                     "the paper's candidate set)")
+    # --candidate names the candidate model in gate; here it was the formula's old spelling
+    p.add_argument("--candidate", dest="candidate_formula", action=DeprecatedOption, append=True,
+                   replacement="--candidate-formula F")
     p.add_argument("--formula", default=None,
                    help="fixed part of the model behind the odds ratios (default: model x every "
                         "condition)")

@@ -149,9 +149,7 @@ class EMMeans(_GridView, Result):
         return f"Estimated marginal means of {', '.join(self.specs)}{by}"
 
     def _header(self) -> list[str]:
-        dfm = self.grid.dfm
-        what = ("highest-density intervals" if self.is_posterior else
-                f"t intervals ({dfm.name} df)" if dfm is not None else "Wald intervals")
+        what = self.grid.interval_kind
         regridded = " (regridded: contrasts are differences on this scale)" \
             if self.grid.tran is not None else ""
         return [f"scale: {self.scale}{regridded}; {self.conf_level:.0%} {what}"]

@@ -68,9 +68,12 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
     ddf : {"Satterthwaite", "Kenward-Roger"}, optional
         For a linear mixed model (:func:`evalmix.lmer`): F tests of each term except the
         intercept with these denominator df, as ``lmerTest::anova(fit, ddf=)`` (Satterthwaite by
-        default).  Each term's hypothesis sets its coefficients to zero, which is lmerTest's type
-        III hypothesis for models without interactions or with sum-to-zero contrasts.  An ML
-        fit's Kenward-Roger tests are those of its REML refit, as pbkrtest's ``KRmodcomp``.
+        default), along lmerTest's own hypothesis rows (``fit.type3_hypotheses()``; the
+        Satterthwaite df depend on the rows), whatever the coding.  Where a term is no plain
+        variable or product of variables (``I(x^2)``), each term's hypothesis sets its
+        coefficients to zero, which is lmerTest's for models without interactions or with
+        sum-to-zero contrasts.  An ML fit's Kenward-Roger tests are those of its REML refit, as
+        pbkrtest's ``KRmodcomp``.
     test : {"F", "Chisq"}, optional
         ``"Chisq"``: Wald chi-square tests of every term, the intercept included, for any fit
         (``car::Anova(fit, type = 3, test.statistic = "Chisq")``, lmer fits included);
@@ -122,11 +125,13 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
     if dfm is not None:  # lmerTest: F tests with finite denominator df, no intercept row
         if getattr(dfm, "beta", None) is not None:  # an ML fit's Kenward-Roger tests: its REML refit's
             beta = np.asarray(dfm.beta, dtype=float)  # type: ignore[attr-defined]
+        hypotheses = getattr(fit, "type3_hypotheses", None)
+        rows_of = hypotheses() if callable(hypotheses) else None  # lmerTest's rows of each term
         coding = dict(getattr(fit.fixed_design, "contrasts", {}) or {})
         treated = [f for f, kind in coding.items() if isinstance(kind, str) and kind == "treatment"]
         inter = [t for t in dict.fromkeys(column_terms) if ":" in t
                  and any(f in t.split(":") for f in treated)]
-        if inter:
+        if inter and rows_of is None:
             import warnings
 
             from ..core.errors import DataWarning
@@ -142,6 +147,8 @@ def anova(fit: FittedModel, type: int | str = 3, *, ddf: str | None = None,
             if term == "(Intercept)":
                 continue
             L = np.eye(len(names))[[i for i, t in enumerate(column_terms) if t == term]]
+            if rows_of is not None and term in rows_of:
+                L = rows_of[term]
             F, ndf, ddf_, p = dfm.f_test(L, beta)
             # the term as R prints it (`lang name`, I(age^2)), as the Wald rows below
             f_rows.append((getattr(fit.fixed_design, "term_label", lambda t: t)(term), F, ndf, ddf_, p))

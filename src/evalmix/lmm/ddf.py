@@ -16,6 +16,7 @@ O(n^3).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import numpy as np
@@ -244,6 +245,14 @@ class KenwardRoger:
         self.P = PP
         self.W = WW
         self.condition = cond
+
+    def with_unadjusted(self, phi: np.ndarray) -> KenwardRoger:
+        """The same adjustment with ``phi`` as the unadjusted covariance of its df (pbkrtest's
+        ``Lb_ddf(L, V0 = phi, Vadj)``): emmeans gives an ML fit the df of the ML covariance with
+        the ``P`` and ``W`` of the REML refit that ``vcovAdj`` makes."""
+        out = copy.copy(self)
+        out.phi = np.asarray(phi, dtype=float)
+        return out
 
     def _adjust(self, L: np.ndarray) -> tuple[float, float, float]:
         """``.KR_adjust``'s df2, F scaling and rank for the rows of ``L``."""

@@ -23,6 +23,7 @@ from ..mixed.summary import MixedSummary, correlation_lines
 from ..model import FixedDesign, term_lambdas
 from .ddf import KenwardRoger, Satterthwaite, normalise_ddf
 from .design import LmmDesign, build_lmm_design
+from .hypotheses import type3_hypotheses
 from ..core.parallel import single_thread_blas
 from .deviance import PlsState, ProfiledDeviance
 
@@ -93,6 +94,10 @@ class LmerDf:
     #: the fixed effects the tests use when they are not the fit's: an ML fit's Kenward-Roger
     #: tests are those of its REML refit, as pbkrtest (``vcovAdj``, ``KRmodcomp``) refits it
     beta: np.ndarray | None = field(default=None, repr=False)
+    #: the tests emmeans makes where they differ from these (an ML fit's Kenward-Roger): the
+    #: fit's own fixed effects, the REML refit's adjusted covariance, and df from the fit's
+    #: unadjusted covariance (``emmeans:::emm_basis.merMod`` with ``pbkrtest::Lb_ddf``)
+    emmeans: LmerDf | None = field(default=None, repr=False)
 
     def df(self, L: np.ndarray) -> np.ndarray:
         return self._impl.df(L)
@@ -182,7 +187,9 @@ class LmerResult(MixedResult):
 
         Kenward-Roger's method is defined for REML estimates: for an ML fit it is computed on
         the REML refit (its fixed effects, adjusted covariance and df), as pbkrtest's
-        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).
+        ``vcovAdj`` and ``KRmodcomp`` refit an ML fit (lmerTest and car refuse one).  emmeans
+        keeps the ML fixed effects and takes the df from the ML covariance (the result's
+        ``emmeans``), and :func:`evalmix.emmeans` follows it.
         """
         name = normalise_ddf(ddf)
         if name == "Kenward-Roger" and not self.reml:
@@ -191,9 +198,29 @@ class LmerResult(MixedResult):
                 m.reml_refit = lmer(self.formula, m.design.data, REML=True, contrasts=m.contrasts)
             refit: LmerResult = m.reml_refit
             kr = refit.df_method(name)
-            return LmerDf(name, kr.vcov, kr._impl, beta=refit.fixef.to_numpy(dtype=float))
+            impl = kr._impl
+            assert isinstance(impl, KenwardRoger)
+            grid = LmerDf(name, kr.vcov, impl.with_unadjusted(self.vcov.to_numpy(dtype=float)))
+            return LmerDf(name, kr.vcov, impl, beta=refit.fixef.to_numpy(dtype=float), emmeans=grid)
         impl = self._model.ddf(name)
         return LmerDf(name, np.array(impl.vcov), impl)
+
+    def type3_hypotheses(self) -> dict[str, np.ndarray] | None:
+        """lmerTest's hypothesis rows of each fixed term's type III F test (``anova(fit)``), by
+        term; None for a design they are not built for (see :mod:`evalmix.lmm.hypotheses`).
+
+        Examples
+        --------
+        >>> import pandas as pd, evalmix
+        >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "model": list("ABABABAB"),
+        ...                   "rating": [6.0, 7.0, 4.0, 6.0, 8.0, 8.0, 5.0, 7.0]})
+        >>> evalmix.lmer("rating ~ model + (1|item)", d).type3_hypotheses()["model"].tolist()
+        [[0.0, 1.0]]
+        """
+        m = self._model
+        if "type3" not in m.__dict__:
+            m.type3 = type3_hypotheses(self.fixed_design, m.design.data, m.design.X)
+        return m.type3
 
     def coef_table(self, ddf: str | None = "Satterthwaite", conf_level: float = 0.95
                    ) -> CoefTable:

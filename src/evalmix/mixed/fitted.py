@@ -750,7 +750,9 @@ def linear_hypothesis(fit: FittedModel | PosteriorFit,
                                 f"{type(fit).__name__} is tested with test='chisq'")
         # lmerTest's contest tests L beta = 0: move the right-hand side into beta along L
         shift = np.linalg.lstsq(L, r, rcond=None)[0]
-        F, ndf, ddf_, p = method.f_test(L, beta - shift)
+        # an ML fit's Kenward-Roger test is its REML refit's (pbkrtest's KRmodcomp), as anova's
+        tested = getattr(method, "beta", None)
+        F, ndf, ddf_, p = method.f_test(L, (beta if tested is None else np.asarray(tested)) - shift)
         return LinearHypothesis(tuple(labels), frame, r, est, se, float(F), int(ndf), float(p),
                                 test="F", df_denominator=float(ddf_), ddf=method.name)
     if ddf is not None:

@@ -539,11 +539,16 @@ class RefGrid(Result):
         by = f" | {', '.join(self.by)}" if self.by else ""
         return f"Reference grid of {', '.join(self.variables) or '(intercept)'}{by}"
 
-    def _header(self) -> list[str]:
+    @property
+    def interval_kind(self) -> str:
+        """What the intervals are: highest-density (posterior), t with the df method's df, or
+        Wald."""
         dfm = self._raw("dfm")
-        what = ("highest-density intervals" if self.is_posterior else
+        return ("highest-density intervals" if self.is_posterior else
                 f"t intervals ({dfm.name} df)" if dfm is not None else "Wald intervals")
-        return [f"scale: {self.scale}; {self.conf_level:.0%} {what}"]
+
+    def _header(self) -> list[str]:
+        return [f"scale: {self.scale}; {self.conf_level:.0%} {self.interval_kind}"]
 
 
 def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = None, *,
@@ -587,6 +592,8 @@ def ref_grid(fit: FittedModel | PosteriorFit, at: Mapping[str, Any] | None = Non
         raise ValueError(f"ddf={ddf!r} applies to linear mixed models fitted by REML or ML; a "
                          "posterior fit is summarised by its draws")
     dfm = None if coefs.is_posterior else df_method(fit, ddf)
+    if getattr(dfm, "emmeans", None) is not None:  # emmeans' tests where they differ from the fit's
+        dfm = dfm.emmeans  # type: ignore[union-attr]
     emmeans_df = getattr(fit, "emmeans_df", None)  # the df emmeans gives this fit (glmmTMB: df.residual)
     if dfm is None and not coefs.is_posterior and callable(emmeans_df):
         dfm = emmeans_df()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,29 @@ from ..data.runs import at_the_door
 from ..stats.multiplicity import adjust_pvalues
 
 __all__ = ["DifResult", "logistic_dif"]
+
+def reference_level(values: pd.Series, column: str, reference: Any, caller: str, why: str
+                    ) -> tuple[Any, list[Any]]:
+    """The reference level of a grouping column and its other levels, in sorted order.
+
+    The levels sort by their text; ``reference=None`` takes the first.  A column with one level is
+    a DataError that ends with ``why`` (what needs two), and so is a reference that is not a level.
+
+    Examples
+    --------
+    >>> reference_level(pd.Series(["b", "a", "c", "a"]), "group", None, "f", "it compares groups")
+    ('a', ['b', 'c'])
+    >>> reference_level(pd.Series(["b", "a"]), "group", "b", "f", "it compares groups")
+    ('b', ['a'])
+    """
+    levels = sorted(pd.unique(values), key=str)
+    if len(levels) < 2:
+        raise DataError(f"{caller}: column {column!r} has one level ({levels[0]!r}); {why}")
+    ref = levels[0] if reference is None else reference
+    if ref not in levels:
+        raise DataError(f"{caller}: reference={reference!r} is not a level of {column!r}: {levels}")
+    return ref, [lv for lv in levels if lv != ref]
+
 
 # Newton iterations of each item's logistic regression; a separated item (all correct in a group)
 # drifts towards its limit, where the deviance, and so the likelihood-ratio statistic, settles
@@ -201,13 +225,7 @@ def logistic_dif(data: pd.DataFrame, *, group: str, matching: str, item: str = "
     if np.any(k < 0) or np.any(k > n):
         raise DataError(f"logistic_dif: outcome column {outcome!r} must lie between 0 and "
                         f"{'the trials' if trials else '1'}")
-    levels = sorted(pd.unique(data[group]), key=str)
-    if len(levels) < 2:
-        raise DataError(f"logistic_dif: column {group!r} has one level ({levels[0]!r}); DIF compares groups")
-    ref = levels[0] if reference is None else reference
-    if ref not in levels:
-        raise DataError(f"logistic_dif: reference={reference!r} is not a level of {group!r}: {levels}")
-    others = [lv for lv in levels if lv != ref]
+    ref, others = reference_level(data[group], group, reference, "logistic_dif", "DIF compares groups")
     gcol = data[group].to_numpy()
     G = np.column_stack([(gcol == lv).astype(float) for lv in others])
     icodes, items = pd.factorize(data[item], sort=True)

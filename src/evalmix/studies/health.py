@@ -50,7 +50,7 @@ from ..core.errors import ArgumentError, DataError
 from ..core.result import Result, Summary, frame_records
 from ..data.runs import ensure_runs
 from ..core.methods import DIF_KINDS, HEALTH_METHODS, DifKind, HealthMethod
-from .dif import logistic_dif
+from .dif import logistic_dif, reference_level
 
 __all__ = ["ItemHealth", "VersionShift", "item_health", "version_shift"]
 
@@ -496,13 +496,7 @@ def version_shift(data: pd.DataFrame | str | Path, version: str = "harness_versi
     icol = str(schema.item)  # type: ignore[attr-defined]
     if version not in table.columns:
         raise DataError(f"version_shift: no version column {version!r}; the table has {list(table.columns)}")
-    levels = sorted(pd.unique(table[version]), key=str)
-    if len(levels) < 2:
-        raise DataError(f"version_shift: column {version!r} has one level ({levels[0]!r}); nothing to compare")
-    ref = levels[0] if reference is None else reference
-    if ref not in levels:
-        raise DataError(f"version_shift: reference={reference!r} is not a level of {version!r}: {levels}")
-    others = [lv for lv in levels if lv != ref]
+    ref, others = reference_level(table[version], version, reference, "version_shift", "nothing to compare")
     from ..glmm import glmer
     from ..model import make_formula
 
