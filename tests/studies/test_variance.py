@@ -13,21 +13,29 @@ import pytest
 import evalmix
 from evalmix.core.errors import DataError
 from evalmix.studies.repetitions import variance_components
-from evalmix.studies.variance import mean_se, plan_sources, variance_sources
+from evalmix.studies.variance import _anova, _components, mean_se, plan_sources, variance_sources
 
 TRUE = {"item": 0.8, "prompt": 0.3, "item:prompt": 0.2, "run": 0.5, "judge": 0.25}
 
 
-def _simulate(rng, N, T, G, J, comp=TRUE, mu=1.0):
+def _draw(rng, N, T, G, J, comp=TRUE, mu=1.0):
+    """Scores of one simulated study as an items x templates x runs x judges array."""
     sd = {k: math.sqrt(v) for k, v in comp.items()}
-    y = (mu + rng.normal(0, sd["item"], N)[:, None, None, None]
-         + rng.normal(0, sd["prompt"], T)[None, :, None, None]
-         + rng.normal(0, sd["item:prompt"], (N, T))[:, :, None, None]
-         + rng.normal(0, sd["run"], (N, T, G))[..., None]
-         + rng.normal(0, sd["judge"], (N, T, G, J)))
-    i, t, g, j = np.meshgrid(range(N), range(T), range(G), range(J), indexing="ij")
+    return (mu + rng.normal(0, sd["item"], N)[:, None, None, None]
+            + rng.normal(0, sd["prompt"], T)[None, :, None, None]
+            + rng.normal(0, sd["item:prompt"], (N, T))[:, :, None, None]
+            + rng.normal(0, sd["run"], (N, T, G))[..., None]
+            + rng.normal(0, sd["judge"], (N, T, G, J)))
+
+
+def _frame(y):
+    i, t, g, j = np.meshgrid(*(range(n) for n in y.shape), indexing="ij")
     return pd.DataFrame({"item": i.ravel(), "prompt": t.ravel(), "run": g.ravel(), "judge": j.ravel(),
                          "score": y.ravel()})
+
+
+def _simulate(rng, N, T, G, J, comp=TRUE, mu=1.0):
+    return _frame(_draw(rng, N, T, G, J, comp, mu))
 
 
 @pytest.mark.slow  # a simulation or a large fit: the second test step
@@ -84,13 +92,14 @@ def test_confounded_designs_are_labelled():
     t = variance_sources(one_run, prompt="prompt", run="run", judge="judge", outcome="score").table
     assert t.set_index("source")["includes"].to_dict() == {"item": "", "prompt": "", "item:prompt": "run",
                                                           "judge": ""}
-    # the merged variance estimates the sum of its parts (unbiased on average)
-    vals = []
-    for _ in range(200):
-        d = _simulate(rng, 30, 1, 3, 1)
-        s = variance_sources(d, prompt="prompt", run="run", judge="judge", outcome="score").table
-        vals.append(s.set_index("source")["variance_raw"].to_list())
-    vals = np.array(vals)
+    # the merged variance estimates the sum of its parts (unbiased on average).  The replicates go
+    # through variance_sources' estimator on the score array (the data-frame checks above cost
+    # ~20 times the arithmetic); the first is checked against variance_sources itself
+    ys = [_draw(rng, 30, 1, 3, 1) for _ in range(200)]
+    s = variance_sources(_frame(ys[0]), prompt="prompt", run="run", judge="judge", outcome="score").table
+    vals = np.array([[r["variance_raw"] for r in _components(_anova(y), y.shape)] for y in ys])
+    assert s["variance_raw"].to_list() == vals[0].tolist()
+    assert s["source"].to_list() == ["item", "run"]
     mcse = vals.std(0, ddof=1) / np.sqrt(len(vals))
     assert abs(vals[:, 0].mean() - (TRUE["item"] + TRUE["item:prompt"])) <= 3 * mcse[0]
     assert abs(vals[:, 1].mean() - (TRUE["run"] + TRUE["judge"])) <= 3 * mcse[1]
@@ -100,7 +109,7 @@ def test_mean_se_formula_by_simulation():
     """The SD of the grand mean over replicated studies (new items, templates, runs, judges)."""
     rng = np.random.default_rng(5)
     N, T, G, J = 20, 3, 2, 2
-    means = np.array([_simulate(rng, N, T, G, J)["score"].mean() for _ in range(2000)])
+    means = np.array([_draw(rng, N, T, G, J).mean() for _ in range(2000)])
     se = mean_se(TRUE, N, T, G, J)
     # the SD of 2,000 draws is within 3.2% of the truth with 95% probability
     assert means.std(ddof=1) == pytest.approx(se, rel=0.05)
