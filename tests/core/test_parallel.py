@@ -71,13 +71,6 @@ def test_parallel_config_is_honoured() -> None:
     assert set(parallel_map(_thread_name, range(3))) == {threading.current_thread().name}
 
 
-def test_errors_propagate_with_their_type() -> None:
-    with pytest.raises(ValueError, match="task 3 is bad"):
-        parallel_map(_fail_on_three, range(5))
-    with pytest.raises(ValueError, match="task 3 is bad"):
-        parallel_map(_fail_on_three, range(5), n_jobs=2)
-
-
 def test_progress_counts_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     parallel_map(_square, range(7), n_jobs=2, progress=True, desc="squares")
     err = capsys.readouterr().err
@@ -156,3 +149,12 @@ def test_record_warnings_leaves_other_threads_alone() -> None:
         t.join()
     assert [str(w.message) for w in seen] == ["not recorded"]
     assert theirs == ["recorded"]
+
+
+# Last in the file: an error in a worker process makes joblib end the pool of worker processes
+# (started by the tests above, ~1 s of CPU each), so a later test would have to start another
+def test_errors_propagate_with_their_type() -> None:
+    with pytest.raises(ValueError, match="task 3 is bad"):
+        parallel_map(_fail_on_three, range(5))
+    with pytest.raises(ValueError, match="task 3 is bad"):
+        parallel_map(_fail_on_three, range(5), n_jobs=2)
