@@ -48,6 +48,7 @@ def test_console_script_entry_point():
                            "--ci", "cluster", "--item", "item"], capture_output=True, text=True,
                           env={"PYTHONPATH": str(EXAMPLE.parents[1] / "src"), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # a fresh interpreter warns of nothing
     lines = proc.stdout.splitlines()
     assert lines[0] == "scale: probability; conf_low/conf_high: 95% item-clustered CLT interval"
     assert "n_items" in lines[1]

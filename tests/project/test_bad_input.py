@@ -2,13 +2,13 @@
 
 No case may give a number the validated table would refuse, or a foreign traceback (pandas,
 numpy, KeyError...).  Cases run on a small balanced runs table, on files written to a temporary
-folder, and on the command line (in-process through ``evalmix.cli.main`` and as a subprocess).
+folder, and on the command line (in-process through ``evalmix.cli.main`` and ``python -m evalmix``).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
+import runpy
 import sys
 import warnings
 from pathlib import Path
@@ -573,24 +573,32 @@ def test_cli_version(capsys):
     assert code == 0 and out.strip() == f"evalmix {evalmix.__version__}"
 
 
-def test_cli_subprocess_user_error_has_no_traceback(tmp_path):
+def run_module(capfd, *argv):
+    """``python -m evalmix ARGV`` run in this process (tests/cli/test_cli.py starts a real one): the
+    code of the module's SystemExit and what reached the stdout and stderr file descriptors."""
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(SystemExit) as exit_:
+        mp.setattr(sys, "argv", ["evalmix", *map(str, argv)])
+        runpy.run_module("evalmix", run_name="__main__", alter_sys=True)
+    out, err = capfd.readouterr()
+    return exit_.value.code, out, err
+
+
+def test_cli_module_user_error_has_no_traceback(capfd, tmp_path):
     path = tmp_path / "runs.csv"
     path.write_bytes(b"")
-    proc = subprocess.run([sys.executable, "-m", "evalmix", "reliability", str(path)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == f"evalmix reliability: error: {path}: is empty (0 bytes)"
-    assert proc.stdout == ""
+    code, out, err = run_module(capfd, "reliability", path)
+    assert code == 2
+    assert err.strip() == f"evalmix reliability: error: {path}: is empty (0 bytes)"
+    assert out == ""
 
 
-def test_cli_subprocess_fit_json_is_strict(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "evalmix", "fit", str(separated(tmp_path)), "--formula",
-                           "correct ~ model + (1|item)", "--json"], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    doc = strict_loads(proc.stdout)
+def test_cli_module_fit_json_is_strict(capfd, tmp_path):
+    code, out, err = run_module(capfd, "fit", separated(tmp_path), "--formula", "correct ~ model + (1|item)",
+                                "--json")
+    assert code == 0, err
+    doc = strict_loads(out)
     assert doc["notes"][0]["field"].startswith("fit.coefficients")
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
 
 
 def test_power_pilot_scores_outside_unit_interval():
