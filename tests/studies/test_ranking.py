@@ -91,7 +91,9 @@ def test_discordant_pairs_and_tau_by_hand():
     assert paper.table["unstable"].tolist() == [False, True]
 
 
-@settings(max_examples=25, deadline=None)
+# the invariants hold for any runs table, whatever its draws: ten tables of 4 models x 12 items
+# x 3 runs (each leaderboard of 1, 2 and 3 runs) exercise them
+@settings(max_examples=10, deadline=None)
 @given(st.integers(0, 10_000))
 def test_instability_invariants(seed):
     df = evalmix.simulate.glmm_runs(4, 12, 3, rng=seed)
