@@ -151,6 +151,10 @@ LONGEST_FIRST = (
     "test_loop.py", "test_bad_input.py", "test_formula_parity.py", "test_separation_everywhere.py",
     "test_rank_scale.py", "test_architecture.py", "test_report_judges.py", "test_bayes_model_args.py",
     "test_bad_logs.py",
+    # then the files whose slowest tests alone (--durations=80 of a whole run) add up to 7-20 s
+    "test_judges.py", "test_calibration.py", "test_repetitions.py", "test_fit_planning.py",
+    "test_report_scores.py", "test_fit_many.py", "test_glmmtmb.py", "test_cli.py", "test_readme.py",
+    "test_formula_r.py", "test_bayes_holders.py", "test_io_judges.py", "test_glmmtmb_gradient.py",
 )
 
 
