@@ -143,9 +143,15 @@ def test_latent_icc_of_a_betabinomial_glmmtmb_fit_reads_its_mean_and_precision()
 
 # ---------------------------------------------------------------- components and SE projection
 
-def test_lmer_components_are_the_fit_variances_exactly():
+@pytest.fixture(scope="module")
+def gaussian_fit():
+    """80 items x 2 runs of two models and the lmer fit of their sources (read only)."""
     df = _gaussian(80, 2, sd_item=1.0, sd_own=0.5, sd_run=0.5, sd_e=0.7, seed=12)
-    fit = evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", df)
+    return df, evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", df)
+
+
+def test_lmer_components_are_the_fit_variances_exactly(gaussian_fit):
+    df, fit = gaussian_fit
     var = dict(zip(fit.varcorr["group"], fit.varcorr["variance"]))
     one = components_from_fit(fit).table
     assert one["var_between"].to_numpy() == pytest.approx(var["item"] + var["model:item"], rel=1e-10)
@@ -208,9 +214,8 @@ def test_clmm_components_match_simulated_mean_ratings():
         assert se == pytest.approx(means.std(ddof=1), rel=0.04)
 
 
-def test_the_planner_takes_a_fit():
-    df = _gaussian(80, 2, sd_item=1.0, sd_own=0.5, sd_run=0.5, sd_e=0.7, seed=13)
-    fit = evalmix.lmer("score ~ model + (1|item) + (1|model:item) + (1|item:run)", df)
+def test_the_planner_takes_a_fit(gaussian_fit):
+    _, fit = gaussian_fit
     direct = plan(fit, se=0.1, cost_item=4)
     via = plan(components_from_fit(fit), se=0.1, cost_item=4)
     assert (direct.n_items, direct.n_runs, direct.cost) == (via.n_items, via.n_runs, via.cost)
