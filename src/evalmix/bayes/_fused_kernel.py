@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from . import _fused_terms  # correlated terms and the Gaussian likelihood (a module import: it imports this one)
+
 try:
     from numba import njit
 except ImportError:  # plain Python: same arithmetic, for the tests
@@ -53,7 +55,7 @@ def prior_logp(row, x):
 
 @njit(cache=True, nogil=True)
 def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart, i_int, add_int,
-                o_th, major, blocked):
+                o_th, major, blocked, ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam):
     """Log density at ``x`` (unconstrained point); writes its gradient into ``g``.
 
     ``eta = c + Xu[cell] theta + sum_t u_t[idx_t] Z_t`` with ``c`` the intercept when no term holds
@@ -64,7 +66,8 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     trials as integers when all are small integers (else ``mi[0] = -1``).  The term that holds the
     intercept has the mean ``Intercept_c`` and each term that holds fixed columns adds
     ``WT[w0 + l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled
-    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).
+    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).  ``ct`` ... ``o_fam``: the correlated
+    terms and the likelihood (``fam``), see :mod:`evalmix.bayes._fused_terms`.
     """
     nu, p = Xu.shape
     nt = terms.shape[0]
@@ -148,7 +151,10 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
+    if ct.shape[0] > 0 or fam != 0:  # correlated terms or the Gaussian likelihood: row by row
+        lp += _fused_terms.terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th, i_int,
+                                             ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam)
+    elif unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
         if blocked:
             lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
         elif major >= 0:
