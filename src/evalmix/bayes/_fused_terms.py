@@ -21,6 +21,12 @@ rounding (``tests/bayes/test_fused_correlated.py`` compares both and their gradi
 The rows then add ``sum_c u[l_i, c] Z[i, c]`` of every correlated term to the linear predictor of
 the kernel's scalar terms; the gradient flows back by hand-written reverse passes.
 
+Division by zero gives inf or nan here (numpy's error model), as in PyMC's graph: at the edge of
+the support (a correlation of exactly +-1, an SD that underflows) the callback then reports a
+non-finite density and nutpie rejects the step, instead of an exception inside its thread.  numba
+caches the callbacks under :mod:`evalmix.bayes._fused_cabi`'s file: a change here needs its
+``KERNEL_REVISION`` raised.
+
 Layout (built by :class:`evalmix.bayes.fused.FusedDensity`): one row of ``ct`` per correlated
 term (:data:`CT_FIELDS`); ``cpri`` the prior rows of every column's SD, stacked in term order,
 then the prior row of the family's own parameter; ``clkj`` the LKJ ``eta`` of each term; ``cmap``
@@ -54,7 +60,7 @@ CT_FIELDS = 9
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _cholesky(x, o_y, K, L, S):
     """The Cholesky factor ``L`` of the correlation matrix from ``tanh(x[o_y:])``; ``S[i, j]`` is
     ``1 - sum_{j' < j} L[i, j']^2`` (``S[i, i] = L[i, i]^2``).  Returns the map's log-Jacobian."""
@@ -81,7 +87,7 @@ def _cholesky(x, o_y, K, L, S):
     return lj
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _cholesky_grad(x, o_y, K, L, S, gL, g):
     """Add to ``g[o_y:]`` the derivative of ``F(L) + log-Jacobian`` in the free values, given
     ``gL = dF/dL`` (the reverse of :func:`_cholesky`, one row of ``L`` at a time)."""
@@ -98,7 +104,7 @@ def _cholesky_grad(x, o_y, K, L, S, gL, g):
                 a += 0.5 / S[i, j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _mean(x, ct, cmap, cxb, T, o_th, i_int, t, mean):
     """The mean of term ``t``'s effects (see the module notes)."""
     K, ic, c0 = ct[t, 0], ct[t, 3], ct[t, 7]
@@ -118,7 +124,7 @@ def _mean(x, ct, cmap, cxb, T, o_th, i_int, t, mean):
         mean[ic] += x[i_int]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _mean_grad(ct, cmap, cxb, T, o_th, i_int, t, gmean, g):
     """Add the derivative through :func:`_mean` of ``gmean`` to the intercept and coefficients."""
     K, ic, c0 = ct[t, 0], ct[t, 3], ct[t, 7]
@@ -133,14 +139,14 @@ def _mean_grad(ct, cmap, cxb, T, o_th, i_int, t, gmean, g):
                 g[o_th + jj] += T[j, jj] * gb
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sds(x, ct, t, sd):
     K, o_sd = ct[t, 0], ct[t, 4]
     for c in range(K):
         sd[c] = math.exp(x[o_sd + c])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def corr_forward(x, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, U):
     """Prior log density of every correlated term's parameters; writes their effects into ``U``
     (term ``t``'s level ``l``, column ``c`` at ``ct[t, 8] + l K + c``)."""
@@ -191,7 +197,7 @@ def corr_forward(x, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, U):
     return lp
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU):
     """Add to ``g`` the gradient of the correlated terms' prior (:func:`corr_forward`) and of the
     likelihood through their effects (``gU``: its derivative in each effect)."""
@@ -262,7 +268,7 @@ def corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU):
         _mean_grad(ct, cmap, cxb, T, o_th, i_int, t, gmean, g)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th, i_int,
                       ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam):
     """The kernel's likelihood (binomial-logit or Gaussian: ``fam``) row by row with the

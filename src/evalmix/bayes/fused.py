@@ -393,18 +393,11 @@ def sampled_priors(bm: BayesModel) -> dict[str, Prior]:
     return standardized_priors(bm.priors, bm.design)
 
 
-def _sd_names(bm: BayesModel, pl: Any) -> list[str]:
-    """The free variables of a correlated term's SDs: one vector, or one per column when their
-    priors differ in family (:func:`evalmix.bayes.model._vector_prior`)."""
-    rvs = {v.name for v in bm.model.free_RVs}
-    name = f"sd({pl.label})"
-    return [name] if name in rvs else [f"{name}[{i}]" for i in range(pl.term.nc)]
-
-
 def _corr_free_rvs(bm: BayesModel) -> list[str]:
     names = []
     for pl in _corr_plans(bm):
-        names += _sd_names(bm, pl) + [f"cpc({pl.label})", f"({pl.label})" if pl.centered else f"z({pl.label})"]
+        # the SDs are one vector variable (the columns of a term share a prior family)
+        names += [f"sd({pl.label})", f"cpc({pl.label})", f"({pl.label})" if pl.centered else f"z({pl.label})"]
     return names + (["sigma"] if bm.family == "gaussian" else [])
 
 
@@ -427,10 +420,7 @@ def _corr_arrays(bm: BayesModel, arrays: dict[str, np.ndarray], add: Any, o_th: 
         K = t.nc
         sds = [priors[f"sd|{t.group}|{c}"] for c in t.cnames]
         rows += [prior_row(p) for p in sds]
-        names = _sd_names(bm, pl)
-        o_sd = add(names[0], K if len(names) == 1 else 1)
-        for nm in names[1:]:
-            add(nm, 1)
+        o_sd = add(f"sd({pl.label})", K)
         o_y = add(f"cpc({pl.label})", K * (K - 1) // 2)
         o_v = add(f"({pl.label})" if pl.centered else f"z({pl.label})", t.nl * K)
         held = dict((c, j) for j, c in pl.slope_cols)
@@ -515,10 +505,7 @@ def _corr_posterior(density: FusedDensity, post: Any, dims: tuple[str, str]) -> 
     for pl in _corr_plans(bm):
         t = pl.term
         K, col = t.nc, f"{pl.label}__column"
-        names = _sd_names(bm, pl)
-        log_sd = (np.asarray(post[value[names[0]]]) if len(names) == 1
-                  else np.stack([np.asarray(post[value[nm]]) for nm in names], axis=-1))
-        sd = np.exp(log_sd)
+        sd = np.exp(np.asarray(post[value[f"sd({pl.label})"]]))
         new[f"sd({pl.label})"] = xr.DataArray(sd, dims=dims + (col,))
         y = np.asarray(post[value[f"cpc({pl.label})"]]).reshape(sd.shape[:2] + (-1,))
         L = cholesky_corr(y, K)
