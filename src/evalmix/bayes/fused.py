@@ -1,7 +1,8 @@
 """A compiled log density for the common model class, sampled by nutpie without Python per step.
 
-For binomial-logit models whose random terms each have one column (``(1|g)``, ``(1|a:b)``,
-``(0 + x|g)``, nested intercepts), the log density of the PyMC model built by
+For binomial-logit models with random terms of one column (``(1|g)``, ``(1|a:b)``,
+``(0 + x|g)``, nested intercepts) or several (``(1 + x|g)``), and for the Gaussian model of
+:func:`evalmix.bayes.lmer`, the log density of the PyMC model built by
 :func:`evalmix.bayes.model.build_model` and its gradient are evaluated by one hand-written numba
 kernel (:mod:`evalmix.bayes._fused_kernel`): the same parameters, priors, transforms and
 likelihood, so the same posterior (``tests/bayes/test_bayes.py`` checks the log density and gradient
