@@ -188,3 +188,12 @@ def test_sleepstudy_kernel_posterior_equals_the_pymc_graph(sleep, monkeypatch):
     assert post["cor(1 + Days|Subject)"].shape[2:] == (2, 2)
     assert not any(str(v).endswith("_log__") for v in post.data_vars)
     assert math.isclose(float(post["cor(1 + Days|Subject)"][0, 0, 0, 0]), 1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [{"g": "centered", "item": "noncentered"}, "noncentered"])
+def test_gaussian_scalar_terms_match_pymc(runs, form):
+    """``bayes.lmer``'s models without a correlated term take the kernel's Gaussian likelihood too."""
+    d = runs.assign(score=runs["x1"] * 3 + runs["y"] * 10 + 50.0)
+    bm = build_family_model("score ~ x2 + f + (1|g) + (1|item)", d, "gaussian", parameterization=form)
+    _check_against_pymc(bm)
