@@ -23,7 +23,7 @@ from ._fused_terms import CT_FIELDS
 HEADER = 38  # int64 entries of the header
 # the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
 # numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns;
-# 3: correlated terms and the Gaussian likelihood)
+# 3: correlated terms and the Gaussian likelihood; the priors in their own module)
 KERNEL_REVISION = 3
 
 

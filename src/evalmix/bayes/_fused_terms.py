@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from . import _fused_kernel  # prior_logp; a module import, as _fused_kernel imports this module
+from ._fused_priors import prior_logp
 
 try:
     from numba import njit
@@ -160,7 +160,7 @@ def corr_forward(x, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, U):
         S = np.empty((K, K))
         _sds(x, ct, t, sd)
         for c in range(K):
-            lv, _ = _fused_kernel.prior_logp(cpri[c0 + c], sd[c])
+            lv, _ = prior_logp(cpri[c0 + c], sd[c])
             lp += lv + x[o_sd + c]
         lp += _cholesky(x, o_y, K, L, S)
         ldl = 0.0  # log det L
@@ -262,7 +262,7 @@ def corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU):
                         gL[i, j] += gv * zj
                     gsd[i] += gu * v
         for c in range(K):
-            _, dv = _fused_kernel.prior_logp(cpri[c0 + c], sd[c])
+            _, dv = prior_logp(cpri[c0 + c], sd[c])
             g[o_sd + c] += (dv + gsd[c]) * sd[c] + 1.0
         _cholesky_grad(x, o_y, K, L, S, gL, g)
         _mean_grad(ct, cmap, cxb, T, o_th, i_int, t, gmean, g)
@@ -290,7 +290,7 @@ def terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th
         ls = x[o_fam]
         sig = math.exp(ls)
         inv2 = 1.0 / (sig * sig)
-        lv, dv = _fused_kernel.prior_logp(cpri[cpri.shape[0] - 1], sig)
+        lv, dv = prior_logp(cpri[cpri.shape[0] - 1], sig)
         lp += lv + ls
         g[o_fam] += dv * sig + 1.0
     ss = 0.0
