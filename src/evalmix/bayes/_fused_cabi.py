@@ -1,8 +1,8 @@
 """C callbacks for nutpie: the kernel of :mod:`evalmix.bayes._fused_kernel` behind numba ``cfunc``s.
 
 Importing this module compiles them, or loads them from numba's on-disk cache (``cache=True``).
-numba keys that cache on this file alone: a change to the kernel module (its code or
-``TERM_FIELDS``) needs this file touched too, or a stale callback is loaded.
+numba keys that cache on this file alone: a change to the kernel modules (their code or
+``TERM_FIELDS``, ``CT_FIELDS``) needs this file touched too, or a stale callback is loaded.
 They take their data through one ``user_data`` pointer to an int64 header (sizes and array
 addresses, built by :class:`evalmix.bayes.fused.FusedDensity`), and touch no Python object, so
 nutpie calls them from its worker threads in parallel.
@@ -18,11 +18,13 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._fused_kernel import TERM_FIELDS, log_density
+from ._fused_terms import CT_FIELDS
 
-HEADER = 27  # int64 entries of the header
+HEADER = 38  # int64 entries of the header
 # the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
-# numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns)
-KERNEL_REVISION = 2
+# numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns;
+# 3: correlated terms and the Gaussian likelihood; the priors in their own module)
+KERNEL_REVISION = 3
 
 
 @intrinsic
@@ -55,6 +57,21 @@ def _unpack(hdr):
     return k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_terms(hdr):
+    """The correlated terms' arrays (slots 27-33), the likelihood code and the offset of its
+    parameter (slots 36-37): see :mod:`evalmix.bayes._fused_terms`."""
+    n, nct, ncol = hdr[0], hdr[34], hdr[35]
+    ct = carray(_pointer(hdr[27]), (nct, CT_FIELDS), np.int64)
+    cpri = carray(_pointer(hdr[28]), (ncol + 1, 5), np.float64)
+    clkj = carray(_pointer(hdr[29]), (nct,), np.float64)
+    cmap = carray(_pointer(hdr[30]), (ncol,), np.int64)
+    cxb = carray(_pointer(hdr[31]), (ncol,), np.float64)
+    cidx = carray(_pointer(hdr[32]), (nct, n), np.int64)
+    cZ = carray(_pointer(hdr[33]), (ncol, n), np.float64)
+    return ct, cpri, clkj, cmap, cxb, cidx, cZ, hdr[36], hdr[37]
+
+
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
                         types.CPointer(types.double), types.voidptr)
 _EXPAND_SIG = types.int64(types.uint64, types.uint64, types.CPointer(types.double),
@@ -69,7 +86,7 @@ def logp_cfunc(dim, x_, g_, lp_, user_data):
         return -1
     x = carray(x_, (dim,))
     g = carray(g_, (dim,))
-    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1)
+    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1, *_unpack_terms(hdr))
     lp_[0] = lp
     for i in range(dim):
         if not math.isfinite(g[i]):

@@ -12,6 +12,9 @@ import math
 
 import numpy as np
 
+from . import _fused_terms  # correlated terms and the Gaussian likelihood
+from ._fused_priors import prior_logp  # the scalar priors (shared with _fused_terms)
+
 try:
     from numba import njit
 except ImportError:  # plain Python: same arithmetic, for the tests
@@ -21,39 +24,14 @@ except ImportError:  # plain Python: same arithmetic, for the tests
             return args[0]
         return lambda f: f
 
-# prior family codes; each prior row is (code, p0, p1, p2, log normalising constant)
-NORMAL, STUDENT_T, CAUCHY, LAPLACE, HALF_NORMAL, HALF_STUDENT_T, HALF_CAUCHY, EXPONENTIAL = range(8)
 TERM_FIELDS = 7  # centred, holds the intercept, levels, offset of the scale, offset of the effects, unit Z,
 # 1 + the first row of its levels in WT when it holds fixed columns (else 0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-# not inlined: called a few times a gradient, and inlining its five branches at three call sites
-# cost 0.8 CPU s of every cold compile
-@njit(cache=True, nogil=True)
-def prior_logp(row, x):
-    """Log density of a scalar prior at ``x`` and its derivative (half families: x > 0)."""
-    code = int(row[0])
-    if code == NORMAL or code == HALF_NORMAL:
-        r = (x - row[1]) / row[2]
-        return row[4] - 0.5 * r * r, -r / row[2]
-    if code == STUDENT_T or code == HALF_STUDENT_T:
-        nu, r = row[1], (x - row[2]) / row[3]
-        q = r * r / nu
-        return row[4] - 0.5 * (nu + 1.0) * math.log1p(q), -(nu + 1.0) * r / (nu * row[3] * (1.0 + q))
-    if code == CAUCHY or code == HALF_CAUCHY:
-        r = (x - row[1]) / row[2]
-        return row[4] - math.log1p(r * r), -2.0 * r / (row[2] * (1.0 + r * r))
-    if code == LAPLACE:
-        d = x - row[1]
-        return row[4] - abs(d) / row[2], -np.sign(d) / row[2]
-    # EXPONENTIAL
-    return row[4] - row[1] * x, -row[1]
-
-
 @njit(cache=True, nogil=True)
 def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart, i_int, add_int,
-                o_th, major, blocked):
+                o_th, major, blocked, ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam):
     """Log density at ``x`` (unconstrained point); writes its gradient into ``g``.
 
     ``eta = c + Xu[cell] theta + sum_t u_t[idx_t] Z_t`` with ``c`` the intercept when no term holds
@@ -64,7 +42,8 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     trials as integers when all are small integers (else ``mi[0] = -1``).  The term that holds the
     intercept has the mean ``Intercept_c`` and each term that holds fixed columns adds
     ``WT[w0 + l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled
-    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).
+    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).  ``ct`` ... ``o_fam``: the correlated
+    terms and the likelihood (``fam``), see :mod:`evalmix.bayes._fused_terms`.
     """
     nu, p = Xu.shape
     nt = terms.shape[0]
@@ -148,7 +127,10 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
+    if ct.shape[0] > 0 or fam != 0:  # correlated terms or the Gaussian likelihood: row by row
+        lp += _fused_terms.terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th, i_int,
+                                             ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam)
+    elif unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
         if blocked:
             lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
         elif major >= 0:

@@ -48,6 +48,8 @@ class KernelModel(CompiledModel):
         return self._coords
 
     def _shape(self, vname: str, size: int) -> tuple[int, ...]:
+        if vname in self.density.shapes:  # a correlated term's effects (levels x columns)
+            return self.density.shapes[vname]
         return (size,) if vname in self.dims else ()
 
     def _make_model(self, init_mean: Any) -> Any:

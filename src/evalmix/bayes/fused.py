@@ -1,14 +1,16 @@
 """A compiled log density for the common model class, sampled by nutpie without Python per step.
 
-For binomial-logit models whose random terms each have one column (``(1|g)``, ``(1|a:b)``,
-``(0 + x|g)``, nested intercepts), the log density of the PyMC model built by
+For binomial-logit models with random terms of one column (``(1|g)``, ``(1|a:b)``,
+``(0 + x|g)``, nested intercepts) or several (``(1 + x|g)``), and for the Gaussian model of
+:func:`evalmix.bayes.lmer`, the log density of the PyMC model built by
 :func:`evalmix.bayes.model.build_model` and its gradient are evaluated by one hand-written numba
 kernel (:mod:`evalmix.bayes._fused_kernel`): the same parameters, priors, transforms and
 likelihood, so the same posterior (``tests/bayes/test_bayes.py`` checks the log density and gradient
 against PyMC's at random points).  nutpie calls the kernel through a C pointer from its worker
 threads, so the chains run in parallel instead of taking turns on the Python interpreter, and the
 kernel is compiled once per installation (numba's disk cache) instead of once per fit.
-Correlated terms (``(1 + x|g)``) use the PyMC model through nutpie's own compilers.
+Correlated terms (``(1 + x|g)``, an LKJ prior on their Cholesky factor) and the Gaussian likelihood of
+:func:`evalmix.bayes.lmer` run on the same kernel (:mod:`evalmix.bayes._fused_terms`), row by row.
 """
 
 from __future__ import annotations
@@ -36,8 +38,12 @@ _CODES = {"normal": 0, "student_t": 1, "cauchy": 2, "laplace": 3, "half_normal":
 _LOG_2 = math.log(2.0)
 # the kernel's arrays, in the order of its arguments and of the header's address slots 8...
 _ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT", "sub", "subkey", "mstart")
+# the correlated terms' arrays (header slots 27-33, after the 4 sizes and the flag of slots 22-26)
+_CORR_ARRAYS = ("ct", "cpri", "clkj", "cmap", "cxb", "cidx", "cZ")
 ROW_PASSES = ("blocked", "grouped", "factored", "rows")  # fastest first
-HEADER = 27  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag
+HEADER = 38  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag,
+# 7 addresses of the correlated terms' arrays, their number and columns, the likelihood and its parameter
+_FAMILY_CODES = {"binomial": 0, "gaussian": 1}  # _fused_terms.BINOMIAL_LOGIT, GAUSSIAN
 
 
 def fused_available() -> bool:
@@ -79,19 +85,14 @@ def _support_point(p: Prior) -> float:
 
 def fused_reason(bm: BayesModel) -> str | None:
     """Why ``bm`` cannot use the compiled kernel, or None when it can."""
-    if bm.family != "binomial":
-        return f"the {bm.family} likelihood (the kernel is binomial-logit)"
+    if bm.family not in _FAMILY_CODES:
+        return f"the {bm.family} likelihood (the kernel is binomial-logit or Gaussian)"
     if bm.basis is None:
         return "the model records no fixed-effects basis"
-    if bm.link != "logit":
+    if bm.family == "binomial" and bm.link != "logit":
         return f"the {bm.link} link (the kernel is binomial-logit)"
     if bm.design.offset is not None:
         return "an offset"
-    for p in bm.plans:
-        if p.term.nc != 1:
-            return f"random term {p.label} has {p.term.nc} correlated columns"
-    if any(pr.family == "lkj" for pr in bm.priors.values()):
-        return "LKJ prior"
     names = {v.name for v in bm.model.free_RVs}
     if names != set(FusedDensity.expected_free_rvs(bm)):
         return f"unexpected free variables {sorted(names)}"
@@ -162,6 +163,8 @@ class FusedDensity:
     arrays: dict[str, np.ndarray]
     header: np.ndarray
     n_dim: int
+    # shapes of the blocks that are not scalars or vectors along their dims (value-variable names)
+    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     @staticmethod
     def expected_free_rvs(bm: BayesModel) -> list[str]:
@@ -172,9 +175,11 @@ class FusedDensity:
             rvs = {v.name for v in bm.model.free_RVs}
             names += ["b_qr"] if qr else (["b"] if "b" in rvs else [f"b[{i}]" for i in range(p)])
         for pl in bm.plans:
+            if pl.term.nc > 1:
+                continue
             names += ([f"sd({pl.label})", f"({pl.label})"] if pl.centered
                       else [f"s({pl.label})", f"z({pl.label})"])
-        return names
+        return names + _corr_free_rvs(bm)
 
     @classmethod
     def from_model(cls, bm: BayesModel) -> FusedDensity:
@@ -203,16 +208,18 @@ class FusedDensity:
                 add(f"b[{i}]", 1)
         elif p:
             add(theta_name, p)
-        terms = np.zeros((len(bm.plans), 7), np.int64)  # _fused_kernel.TERM_FIELDS per term
-        idx = np.zeros((len(bm.plans), n), np.int64)
-        Z = np.ones((len(bm.plans), n))
-        rows = [prior_row(bm.priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
+        scalar = _scalar_plans(bm)
+        terms = np.zeros((len(scalar), 7), np.int64)  # _fused_kernel.TERM_FIELDS per term
+        idx = np.zeros((len(scalar), n), np.int64)
+        Z = np.ones((len(scalar), n))
+        priors = sampled_priors(bm)
+        rows = [prior_row(priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
         coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
-        rows += [prior_row(bm.priors[c]) for c in coef]
+        rows += [prior_row(priors[c]) for c in coef]
         wt_row = 0  # each holder's first row in WT (the holders' rows stacked in plan order)
-        for t_i, pl in enumerate(bm.plans):
+        for t_i, pl in enumerate(scalar):
             t = pl.term
-            sd_prior = bm.priors[f"sd|{t.group}|{t.cnames[0]}"]
+            sd_prior = priors[f"sd|{t.group}|{t.cnames[0]}"]
             rows.append(prior_row(sd_prior if pl.centered else sd_prior.symmetric()))
             o_s = add(f"sd({pl.label})" if pl.centered else f"s({pl.label})", 1)
             o_v = add(f"({pl.label})" if pl.centered else f"z({pl.label})", t.nl)
@@ -234,13 +241,17 @@ class FusedDensity:
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
                   # the holders' levels' values of the fixed columns they hold (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
+        o_fam = _corr_arrays(bm, arrays, add, o_th)
         major, blocked = _group_rows(arrays)
         header = np.zeros(HEADER, np.int64)
-        header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
+        header[:8] = (n, p, len(scalar), off, i_int, add_int, o_th, len(arrays["Xu"]))
         for slot, key in enumerate(_ARRAYS, start=8):
             header[slot] = arrays[key].ctypes.data
-        header[22:] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
-        return cls(bm, blocks, arrays, header, off)
+        header[22:27] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
+        for slot, key in enumerate(_CORR_ARRAYS, start=27):
+            header[slot] = arrays[key].ctypes.data
+        header[34:] = (len(arrays["ct"]), len(arrays["cmap"]), _FAMILY_CODES[bm.family], o_fam)
+        return cls(bm, blocks, arrays, header, off, _block_shapes(bm, blocks))
 
     # ------------------------------------------------------------------ evaluation
     @property
@@ -281,13 +292,14 @@ class FusedDensity:
         g = np.empty(self.n_dim)
         lp = log_density(np.ascontiguousarray(x, float), g, *(arrays[key] for key in _ARRAYS),
                          *(int(v) for v in self.header[4:7]), int(self.header[23]) if code <= 1 else -1,
-                         code == 0)
+                         code == 0, *(arrays[key] for key in _CORR_ARRAYS), *(int(v) for v in self.header[36:38]))
         return float(lp), g
 
     def point(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as PyMC's point dict (value-variable names)."""
         dims = self.bm.model.named_vars_to_dims
-        return {vname: np.array(x[o:o + s]) if name in dims else np.array(x[o])
+        return {vname: np.array(x[o:o + s]).reshape(self.shapes[vname]) if vname in self.shapes
+                else np.array(x[o:o + s]) if name in dims else np.array(x[o])
                 for name, vname, o, s in self.blocks}
 
     def initial_point(self, seed: int) -> np.ndarray:
@@ -297,21 +309,23 @@ class FusedDensity:
         terms = self.arrays["terms"]
         i_int, o_th = int(self.header[4]), int(self.header[6])
         bm = self.bm
+        priors = sampled_priors(bm)
         if i_int >= 0:
-            x[i_int] += _support_point(bm.priors[bm.intercept_name])
+            x[i_int] += _support_point(priors[bm.intercept_name])
         if not any(name == "b_qr" for name, *_ in self.blocks):  # b_qr is flat: support point 0
             coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
-            x[o_th:o_th + len(coef)] += [_support_point(bm.priors[c]) for c in coef]
-        for t_i, pl in enumerate(bm.plans):
+            x[o_th:o_th + len(coef)] += [_support_point(priors[c]) for c in coef]
+        for t_i, pl in enumerate(_scalar_plans(bm)):
             centred, holds, nl, o_s, o_v = (int(v) for v in terms[t_i, :5])
             if centred:
-                x[o_s] += math.log(_support_point(bm.priors[f"sd|{pl.term.group}|{pl.term.cnames[0]}"]))
+                x[o_s] += math.log(_support_point(priors[f"sd|{pl.term.group}|{pl.term.cnames[0]}"]))
                 if holds:
                     x[o_v:o_v + nl] += x[i_int]
                 if terms[t_i, 6]:
                     w0 = int(terms[t_i, 6]) - 1
                     WT = self.arrays["WT"][w0:w0 + nl]
                     x[o_v:o_v + nl] += WT @ x[o_th:o_th + WT.shape[1]]
+        _corr_initial_point(self, x)
         return x
 
     # ------------------------------------------------------------------ sampling
@@ -341,7 +355,8 @@ class FusedDensity:
         if bm.intercept_col is not None:
             ic = np.asarray(post["Intercept_c"])
             new["Intercept"] = (dims, ic - b @ basis["xbar"] if p else ic)
-        for pl in bm.plans:
+        new.update(_corr_posterior(self, post, dims))
+        for pl in _scalar_plans(bm):
             if pl.centered:
                 new[f"sd({pl.label})"] = (dims, np.exp(np.asarray(post[f"sd({pl.label})_log__"])))
             else:
@@ -349,6 +364,158 @@ class FusedDensity:
                 new[f"sd({pl.label})"] = (dims, np.abs(s))
                 new[f"({pl.label})"] = (dims + (f"{pl.term.group}__level",), s[..., None] * z)
         post = post.assign(**new)
+        # the log-scale coordinates of the SDs: the PyMC path stores none (the deterministics hold them)
+        post = post.drop_vars([v for v in post.data_vars if str(v).endswith("_log__")])
         coords = {dim: list(vals) for dim, vals in bm.model.coords.items()
                   if dim in post.dims and dim not in post.coords}
         return with_groups(idata, posterior=post.assign_coords(**coords) if coords else post)
+
+
+# ---------------------------------------------------------------------- correlated terms, Gaussian
+
+def _scalar_plans(bm: BayesModel) -> list[Any]:
+    """The one-column terms (the kernel's ``terms`` table), in the model's order."""
+    return [pl for pl in bm.plans if pl.term.nc == 1]
+
+
+def _corr_plans(bm: BayesModel) -> list[Any]:
+    """The correlated terms (:mod:`evalmix.bayes._fused_terms`), in the model's order."""
+    return [pl for pl in bm.plans if pl.term.nc > 1]
+
+
+def sampled_priors(bm: BayesModel) -> dict[str, Prior]:
+    """The priors of the sampled parameters: the Gaussian model samples the standardised response
+    (:func:`evalmix.bayes.families.standardized_priors`), the others the priors as given."""
+    if bm.family != "gaussian":
+        return bm.priors
+    from .families import FamilyDesign, standardized_priors
+
+    assert isinstance(bm.design, FamilyDesign)
+    return standardized_priors(bm.priors, bm.design)
+
+
+def _corr_free_rvs(bm: BayesModel) -> list[str]:
+    names = []
+    for pl in _corr_plans(bm):
+        # the SDs are one vector variable (the columns of a term share a prior family)
+        names += [f"sd({pl.label})", f"cpc({pl.label})", f"({pl.label})" if pl.centered else f"z({pl.label})"]
+    return names + (["sigma"] if bm.family == "gaussian" else [])
+
+
+def _corr_arrays(bm: BayesModel, arrays: dict[str, np.ndarray], add: Any, o_th: int) -> int:
+    """Add the correlated terms' blocks (``add(name, size)``: their offsets in the flat vector) and
+    arrays (:mod:`evalmix.bayes._fused_terms`) and the family's parameter; returns its offset (-1:
+    none).  A Gaussian model's response is the standardised one."""
+    from ._fused_terms import CT_FIELDS
+
+    priors = sampled_priors(bm)
+    plans = _corr_plans(bm)
+    n = len(arrays["k"])
+    xbar = bm.fixed_basis["xbar"]
+    ct = np.zeros((len(plans), CT_FIELDS), np.int64)
+    cidx = np.zeros((len(plans), n), np.int64)
+    rows, cmap, cxb, zs, lkj = [], [], [], [], []
+    col, u0 = 0, 0
+    for t_i, pl in enumerate(plans):
+        t = pl.term
+        K = t.nc
+        sds = [priors[f"sd|{t.group}|{c}"] for c in t.cnames]
+        rows += [prior_row(p) for p in sds]
+        o_sd = add(f"sd({pl.label})", K)
+        o_y = add(f"cpc({pl.label})", K * (K - 1) // 2)
+        o_v = add(f"({pl.label})" if pl.centered else f"z({pl.label})", t.nl * K)
+        held = dict((c, j) for j, c in pl.slope_cols)
+        cmap += [held.get(c, -1) for c in range(K)]
+        cxb += [float(xbar[held[c]]) if c in held else 0.0 for c in range(K)]
+        ic = t.cnames.index("(Intercept)") if pl.absorbs_intercept else -1
+        ct[t_i] = (K, t.nl, pl.centered, ic, o_sd, o_y, o_v, col, u0)
+        cidx[t_i] = t.index
+        zs.append(np.asarray(t.Z, float).T)
+        lkj.append(float(priors[f"cor|{t.group}"].params[0]))
+        col += K
+        u0 += t.nl * K
+    o_fam = -1
+    if bm.family == "gaussian":
+        rows.append(prior_row(priors["sigma"]))
+        o_fam = add("sigma", 1)
+        design = bm.design
+        arrays["k"] = np.ascontiguousarray((design.k - design.y_loc) / design.y_scale, float)  # type: ignore[union-attr]
+    else:
+        rows.append(np.zeros(5))
+    if plans or bm.family != "binomial":
+        arrays["mi"] = np.full(n, -1, np.int64)  # the row-by-row pass (no grouping, no product form)
+    arrays.update(ct=ct, cpri=np.ascontiguousarray(np.vstack(rows), float), clkj=np.array(lkj, float),
+                  cmap=np.array(cmap, np.int64), cxb=np.array(cxb, float), cidx=cidx,
+                  cZ=np.ascontiguousarray(np.vstack(zs) if zs else np.zeros((0, n)), float))
+    return o_fam
+
+
+def _block_shapes(bm: BayesModel, blocks: list[tuple[str, str, int, int]]) -> dict[str, tuple[int, ...]]:
+    """The shapes of the correlated terms' partial correlations (a vector without dims) and effects
+    (levels x columns), by value-variable name."""
+    out: dict[str, tuple[int, ...]] = {}
+    for pl in _corr_plans(bm):
+        K = pl.term.nc
+        for name, vname, _, size in blocks:
+            if name == f"cpc({pl.label})":
+                out[vname] = (size,)
+            elif name in (f"({pl.label})", f"z({pl.label})"):
+                out[vname] = (pl.term.nl, K)
+    return out
+
+
+def _corr_initial_point(density: FusedDensity, x: np.ndarray) -> None:
+    """Add the starts of the correlated terms and the family parameter to the jitter ``x``: the
+    model's starting SDs (:func:`evalmix.bayes.model.start_values`), zero partial correlations and
+    effects (PyMC's support points of its flat variables), sigma at its prior's scale."""
+    bm = density.bm
+    start = bm.initial_points()
+    ct = density.arrays["ct"]
+    for t_i, pl in enumerate(_corr_plans(bm)):
+        o_sd, K = int(ct[t_i, 4]), int(ct[t_i, 0])
+        x[o_sd:o_sd + K] += np.log(np.asarray(start[f"sd({pl.label})"], float))
+    o_fam = int(density.header[37])
+    if o_fam >= 0:
+        x[o_fam] += math.log(_support_point(sampled_priors(bm)["sigma"]))
+
+
+def cholesky_corr(y: np.ndarray, K: int) -> np.ndarray:
+    """The Cholesky factors (``..., K, K``) of the correlation matrices of the free values ``y``
+    (``..., K (K - 1) / 2``): the map of :func:`evalmix.bayes.model.correlated_term`."""
+    z = np.tanh(np.asarray(y, float))
+    L = np.zeros(z.shape[:-1] + (K, K))
+    L[..., 0, 0] = 1.0
+    k = 0
+    for i in range(1, K):
+        rem = np.ones(z.shape[:-1])
+        for j in range(i):
+            L[..., i, j] = z[..., k] * np.sqrt(rem)
+            rem = rem - L[..., i, j] ** 2
+            k += 1
+        L[..., i, i] = np.sqrt(rem)
+    return L
+
+
+def _corr_posterior(density: FusedDensity, post: Any, dims: tuple[str, str]) -> dict[str, Any]:
+    """The correlated terms' SDs, correlation matrices and (non-centred) effects, and sigma."""
+    import xarray as xr
+
+    bm = density.bm
+    value = {name: vname for name, vname, _, _ in density.blocks}
+    new: dict[str, Any] = {}
+    for pl in _corr_plans(bm):
+        t = pl.term
+        K, col = t.nc, f"{pl.label}__column"
+        sd = np.exp(np.asarray(post[value[f"sd({pl.label})"]]))
+        new[f"sd({pl.label})"] = xr.DataArray(sd, dims=dims + (col,))
+        y = np.asarray(post[value[f"cpc({pl.label})"]]).reshape(sd.shape[:2] + (-1,))
+        L = cholesky_corr(y, K)
+        new[f"cor({pl.label})"] = xr.DataArray(L @ np.swapaxes(L, -1, -2),
+                                               dims=dims + (f"cor({pl.label})_dim_0", f"cor({pl.label})_dim_1"))
+        if not pl.centered:  # u_l = S L z_l (a non-centred term holds no mean)
+            z = np.asarray(post[value[f"z({pl.label})"]])
+            u = np.einsum("cdij,cdlj->cdli", L, z) * sd[:, :, None, :]
+            new[f"({pl.label})"] = xr.DataArray(u, dims=dims + (f"{t.group}__level", col))
+    if bm.family == "gaussian":
+        new["sigma"] = xr.DataArray(np.exp(np.asarray(post[value["sigma"]])), dims=dims)
+    return new
