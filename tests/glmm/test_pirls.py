@@ -1,4 +1,5 @@
-"""The one PIRLS loop of the GLMM engine (``LaplaceDeviance.run_pirls``) and its row kernels.
+"""The PIRLS of the GLMM engine (``LaplaceDeviance.run_pirls``, on the shared mode-finding loop)
+and its row kernels.
 
 The lme4-parity contract of the loop (Laplace deviance, lme4's second-stage deviance function and
 iteration counts, ``nAGQ = 0``) is tested against R in test_glmm_parity.py, test_glmm.py and
@@ -134,12 +135,17 @@ def test_compiled_kernel_on_one_trial_rows(n):
 
 
 def test_there_is_one_pirls_loop():
-    """Only ``run_pirls`` iterates over factorisations of H; the Laplace modes, lme4's replay
-    and the joint mode of nAGQ = 0 call it."""
+    """PIRLS iterates on the mode-finding loop every engine shares: ``run_pirls`` hands its
+    rules to ``evalmix.mixed.modes.find_modes`` (no loop of its own), and the Laplace modes,
+    lme4's replay and the joint mode of nAGQ = 0 call it."""
+    from evalmix.glmm import deviance
+
     methods = {name: inspect.getsource(f) for name, f in vars(LaplaceDeviance).items()
                if inspect.isfunction(f)}
-    loops = [name for name, src in methods.items() if "for it in range" in src]
-    assert loops == ["run_pirls"]
+    assert not [name for name, src in methods.items() if "for it in range" in src]
+    assert "find_modes(problem, maxit)" in methods["run_pirls"]
+    for rule in (deviance._NewtonPirls, deviance._Lme4Pirls):
+        assert "for it in range" not in inspect.getsource(rule)
     for caller in ("pirls", "lme4_pirls_state", "joint_mode"):
         assert "self.run_pirls(" in methods[caller]
 

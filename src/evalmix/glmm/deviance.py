@@ -30,6 +30,7 @@ from ..model import RandomTerm, term_lambdas
 from ..mixed.links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from ..mixed.linalg import DenseCholesky, DiagonalSchur
+from ..mixed.modes import find_modes
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 
@@ -1113,9 +1114,10 @@ class LaplaceDeviance:
     def run_pirls(self, xb: np.ndarray | None, u: np.ndarray, eta: np.ndarray, *,
                   rule: Literal["newton", "lme4"], tol: float, maxit: int,
                   beta: np.ndarray | None = None) -> PirlsState:
-        """The one PIRLS loop (MixedModels.jl's ``pirls!``): the conditional modes at the
-        solver's current theta, with the rows' deviance, scores and weights from :attr:`rows`
-        (NumPy or compiled, see :func:`row_kernel`) and every limit from the control.
+        """PIRLS (MixedModels.jl's ``pirls!``) on the mode-finding loop every engine shares
+        (:func:`evalmix.mixed.modes.find_modes`): the conditional modes at the solver's current
+        theta, with the rows' deviance, scores and weights from :attr:`rows` (NumPy or compiled,
+        see :func:`row_kernel`) and every limit from the control.
 
         ``eta`` is the starting linear predictor and is updated in place (it becomes the
         state's, as do the ``mu`` and ``w`` buffers made once per call).
@@ -1133,134 +1135,15 @@ class LaplaceDeviance:
           (``pwrss_halvings`` times at most) while it rises. ``log det`` is then taken at the
           weights of the iteration before the last, as lme4 does.
         """
-        s, rows, ctl, X = self.solver, self.rows, self.control, self.X
         self._grad_parts = None  # two per-row arrays no longer needed (see grads)
         eta = np.ascontiguousarray(eta, dtype=float)
-        mu, score, w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
-        prev = np.empty_like(eta) if rule == "newton" else eta  # eta before a step
-        changes: list[float] = []  # lme4's relative change of the penalised deviance
-        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: each pass over the rows
-        # also sums the weights and scores per fine level (sw, ss), which is all the solver
-        # factors and solves with, and a step is one value per fine level (no n-row step
-        # vector); with beta (a compressed X) also the sums per pattern that X'WX, A'WX and X's
-        # score are made of, and the step of beta one value per pattern. The same roundings as
-        # bincount and the gathered step.
-        lv = (s if rule == "newton" and isinstance(s, NestedSolver)
-              and hasattr(rows, "advance_levels") else None)
-        Xu, pat = X.Xu, X.pat
-        if lv is not None and beta is not None and (
-                Xu is None or pat is None or X.npat < 2
-                or lv.J * X.npat > ctl.group_table_max):
-            lv = None  # a dense X, one pattern, or a table past the limit: NumPy's passes
-        if lv is not None:
-            npat = X.npat if beta is not None else 0
-            lpat = pat if beta is not None and pat is not None else np.zeros(0, dtype=np.int64)
-            cell = self._cells(lv) if beta is not None else lpat
-            sw, ss, tab, sp, spw = (np.zeros(lv.J), np.zeros(lv.J), np.zeros(lv.J * npat),
-                                    np.zeros(npat), np.zeros(npat))
-            lbufs: tuple[np.ndarray, ...] = (mu, score, w, sw, ss, tab, sp, spw)
-            pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, cell, lbufs) + float(u @ u)
+        problem: _Lme4Pirls | _NewtonPirls
+        if rule == "lme4":
+            assert xb is not None
+            problem = _Lme4Pirls(self, xb, u, eta, tol)
         else:
-            pdev = rows.deviance_mu_into(eta, mu) + float(u @ u)
-        logdet, it, converged = np.inf, 0, False
-        old = np.inf
-        # whether score and w are those of the current eta (a step writes them)
-        fresh = lv is not None
-        for it in range(1, maxit + 1):
-            if not fresh:
-                rows.score_weights_into(eta, mu, score, w)
-            fresh = rule == "newton"
-            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
-            if rule == "lme4":
-                assert xb is not None
-                t = np.subtract(eta, xb)  # the working response, as w * (eta - xb) + score
-                t *= w
-                t += score
-                un = s.solve(s.zlt(t))
-                del t
-                np.add(xb, s.zl(un), out=eta)
-                pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
-                changes.append(abs((old - pn) / (pn + self.saturated)))
-                if changes[-1] < tol:
-                    u, pdev, converged = un, pn, True
-                    break
-                for _ in range(ctl.pwrss_halvings):
-                    if it == 1 or (np.isfinite(pn) and pn <= old):
-                        break
-                    un = (u + un) / 2.0
-                    np.add(xb, s.zl(un), out=eta)
-                    pn = rows.deviance_mu_into(eta, mu) + float(un @ un)
-                u, pdev, old = un, pn, pn
-                continue
-            gu = (s.zlt(score) if lv is None else lv.zlt_levels(ss)) - u
-            if beta is None:
-                du, db = s.solve(gu), None
-                dec = float(gu @ du)
-            else:
-                if lv is not None:
-                    assert Xu is not None
-                    gb = Xu.T @ sp
-                    B = lv.zlt_wx_table(Xu, self._table(lv, tab))
-                    G = Xu.T @ (spw[:, None] * Xu)
-                else:
-                    gb, B, G = X.tdot(score), s.zlt_wx(X, w), X.gram(w)
-                HiB = s.solve(B)
-                Hig = s.solve(gu)
-                db = np.linalg.lstsq(G - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
-                du = Hig - HiB @ db
-                dec = float(gu @ du + gb @ db)
-            if dec < tol * (1.0 + abs(pdev)):
-                converged = True
-                break
-            if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
-                break
-            if lv is not None:
-                # per fine level and per pattern
-                zd = np.ascontiguousarray(lv.level_values(du), dtype=float)
-                xd = np.zeros(0) if db is None else np.ascontiguousarray(Xu @ db, dtype=float)
-                lstep = (lv.fi, lpat, cell, xd)
-                bufs = lbufs
-            else:
-                zd = np.ascontiguousarray(s.zl(du), dtype=float)
-                if db is not None:
-                    zd += X.dot(db)
-                lstep = None
-                bufs = (mu, score, w)
-            # the full step first, straight into eta (one pass over the rows where it is taken,
-            # as it nearly always is); the halvings only sum trial deviances
-            np.copyto(prev, eta)
-            step = 1.0
-            un = u + du
-            pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
-            if not pn <= pdev + ctl.step_slack * abs(pdev):
-                np.copyto(eta, prev)
-                for _ in range(ctl.pirls_halvings - 1):
-                    step *= 0.5
-                    un = u + step * du
-                    pn = self._move(lstep, eta, zd, step, None) + float(un @ un)
-                    if pn <= pdev + ctl.step_slack * abs(pdev):
-                        break
-                else:
-                    if self.link != "logit":  # no decrease left: at the mode to rounding
-                        rows.deviance_mu_into(eta, mu)  # mu, score and w of this eta again
-                        rows.score_weights_into(eta, mu, score, w)
-                        converged = True
-                        break
-                pn = self._move(lstep, eta, zd, step, bufs) + float(un @ un)
-            pdev = pn
-            u = un
-            if beta is not None:
-                assert db is not None
-                beta = beta + step * db
-            del zd
-        if rule == "newton" and not converged:  # factor at the final u
-            if not fresh:
-                rows.score_weights_into(eta, mu, score, w)
-            logdet = s.factor(w) if lv is None else lv.factor_levels(sw.copy())
-        del score
-        if not (np.isfinite(logdet) and np.isfinite(pdev)):
-            logdet = np.inf  # no mode found: never a minimum for the optimiser
-        return PirlsState(u, eta, mu, w, logdet, pdev, it, converged, beta, changes)
+            problem = _NewtonPirls(self, u, eta, tol, beta)
+        return problem.state(find_modes(problem, maxit))
 
     def _move(self, lstep: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
               eta: np.ndarray,
@@ -1547,3 +1430,231 @@ class LaplaceDeviance:
         self._refresh(ev)
         s = self.solver
         return -s.solve(s.zlt(ev.w * self.X.dot(dbeta)))
+
+
+class _Pirls:
+    """The point of one PIRLS run (:meth:`LaplaceDeviance.run_pirls`) that
+    :func:`evalmix.mixed.modes.find_modes` steps: the modes ``u``, the linear predictor ``eta``
+    (updated in place) and the per-row buffers ``mu``, score and weight, made once per run."""
+
+    def __init__(self, ld: LaplaceDeviance, u: np.ndarray, eta: np.ndarray):
+        self.ld, self.s, self.rows, self.ctl = ld, ld.solver, ld.rows, ld.control
+        self.u, self.eta = u, eta
+        self.mu, self.score, self.w = np.empty_like(eta), np.empty_like(eta), np.empty_like(eta)
+        self.logdet, self.converged = np.inf, False
+        self.beta: np.ndarray | None = None
+        self.changes: list[float] = []  # lme4's relative change of the penalised deviance
+        self.fresh = False  # whether score and w are those of the current eta (a step writes them)
+        self.pdev = np.inf
+
+    def stops(self, value: float) -> bool:
+        return False
+
+    def state(self, it: int) -> PirlsState:
+        logdet = self.logdet
+        if not (np.isfinite(logdet) and np.isfinite(self.pdev)):
+            logdet = np.inf  # no mode found: never a minimum for the optimiser
+        return PirlsState(self.u, self.eta, self.mu, self.w, logdet, self.pdev, it, self.converged,
+                          self.beta, self.changes)
+
+
+class _Lme4Pirls(_Pirls):
+    """lme4 1.1-31's ``pwrssUpdate`` (see :meth:`LaplaceDeviance.run_pirls`): each iteration
+    solves the weighted least squares of the working response for ``u``, stops when the
+    penalised deviance changes by less than ``tol`` relative to the residual deviance, and
+    halves towards the previous ``u`` while it rises (never at the first iteration)."""
+
+    def __init__(self, ld: LaplaceDeviance, xb: np.ndarray, u: np.ndarray, eta: np.ndarray,
+                 tol: float):
+        super().__init__(ld, u, eta)
+        self.xb, self.tol, self.halvings = xb, tol, self.ctl.pwrss_halvings
+        self.pdev = self.rows.deviance_mu_into(eta, self.mu) + float(u @ u)
+        self.old = np.inf
+
+    def direction(self, it: int) -> bool:
+        self.it = it
+        s, w = self.s, self.w
+        self.rows.score_weights_into(self.eta, self.mu, self.score, w)
+        self.logdet = s.factor(w)
+        t = np.subtract(self.eta, self.xb)  # the working response, as w * (eta - xb) + score
+        t *= w
+        t += self.score
+        self.un = s.solve(s.zlt(t))
+        return False
+
+    def _at_un(self) -> float:
+        np.add(self.xb, self.s.zl(self.un), out=self.eta)
+        return self.rows.deviance_mu_into(self.eta, self.mu) + float(self.un @ self.un)
+
+    def take(self) -> float:
+        pn = self._at_un()
+        self.changes.append(abs((self.old - pn) / (pn + self.ld.saturated)))
+        return pn
+
+    def stops(self, value: float) -> bool:
+        if self.changes[-1] < self.tol:
+            self.u, self.pdev, self.converged = self.un, value, True
+            return True
+        return False
+
+    def accepts(self, value: float) -> bool:
+        return self.it == 1 or bool(np.isfinite(value) and value <= self.old)
+
+    def halve(self) -> float:
+        self.un = (self.u + self.un) / 2.0
+        return self._at_un()
+
+    def exhausted(self) -> bool:
+        return False  # the last halving is kept
+
+    def settle(self, value: float) -> float:
+        return value
+
+    def commit(self, value: float) -> None:
+        self.u, self.pdev, self.old = self.un, value, value
+
+
+class _NewtonPirls(_Pirls):
+    """Newton steps on the penalised deviance (see :meth:`LaplaceDeviance.run_pirls`), over
+    ``u`` or, with ``beta``, over ``(u, beta)`` jointly: the full step is taken straight into
+    ``eta`` (one pass over the rows where it is accepted, as it nearly always is), the halvings
+    only sum trial deviances, and the loop stops when the Newton decrement is below
+    ``tol * (1 + |pdev|)``."""
+
+    def __init__(self, ld: LaplaceDeviance, u: np.ndarray, eta: np.ndarray, tol: float,
+                 beta: np.ndarray | None):
+        super().__init__(ld, u, eta)
+        s, rows, ctl, X = self.s, self.rows, self.ctl, ld.X
+        self.tol, self.beta, self.halvings = tol, beta, ctl.pirls_halvings - 1
+        self.prev = np.empty_like(eta)  # eta before a step
+        self.moved = False  # whether eta holds a refused full step
+        # compiled rows (evalmix.glmm._logit_rows) and nested intercepts: each pass over the rows
+        # also sums the weights and scores per fine level (sw, ss), which is all the solver
+        # factors and solves with, and a step is one value per fine level (no n-row step
+        # vector); with beta (a compressed X) also the sums per pattern that X'WX, A'WX and X's
+        # score are made of, and the step of beta one value per pattern. The same roundings as
+        # bincount and the gathered step.
+        lv = s if isinstance(s, NestedSolver) and hasattr(rows, "advance_levels") else None
+        Xu, pat = X.Xu, X.pat
+        if lv is not None and beta is not None and (
+                Xu is None or pat is None or X.npat < 2
+                or lv.J * X.npat > ctl.group_table_max):
+            lv = None  # a dense X, one pattern, or a table past the limit: NumPy's passes
+        self.lv, self.Xu = lv, Xu
+        if lv is not None:
+            npat = X.npat if beta is not None else 0
+            lpat = pat if beta is not None and pat is not None else np.zeros(0, dtype=np.int64)
+            cell = ld._cells(lv) if beta is not None else lpat
+            self.sw, self.ss, self.tab, self.sp, self.spw = (
+                np.zeros(lv.J), np.zeros(lv.J), np.zeros(lv.J * npat), np.zeros(npat), np.zeros(npat))
+            self.lbufs: tuple[np.ndarray, ...] = (self.mu, self.score, self.w, self.sw, self.ss,
+                                                  self.tab, self.sp, self.spw)
+            self.lpat, self.cell = lpat, cell
+            self.pdev = getattr(rows, "start_levels")(eta, lv.fi, lpat, cell, self.lbufs) + float(u @ u)
+        else:
+            self.pdev = rows.deviance_mu_into(eta, self.mu) + float(u @ u)
+        self.fresh = lv is not None
+
+    def _factor(self) -> float:
+        lv = self.lv
+        return self.s.factor(self.w) if lv is None else lv.factor_levels(self.sw.copy())
+
+    def direction(self, it: int) -> bool:
+        s, lv, X, u = self.s, self.lv, self.ld.X, self.u
+        if not self.fresh:
+            self.rows.score_weights_into(self.eta, self.mu, self.score, self.w)
+        self.fresh = True
+        self.logdet = self._factor()
+        gu = (s.zlt(self.score) if lv is None else lv.zlt_levels(self.ss)) - u
+        if self.beta is None:
+            du, db = s.solve(gu), None
+            dec = float(gu @ du)
+        else:
+            if lv is not None:
+                Xu = self.Xu
+                assert Xu is not None
+                gb = Xu.T @ self.sp
+                B = lv.zlt_wx_table(Xu, self.ld._table(lv, self.tab))
+                G = Xu.T @ (self.spw[:, None] * Xu)
+            else:
+                gb, B, G = X.tdot(self.score), s.zlt_wx(X, self.w), X.gram(self.w)
+            HiB = s.solve(B)
+            Hig = s.solve(gu)
+            db = np.linalg.lstsq(G - B.T @ HiB, gb - B.T @ Hig, rcond=None)[0]
+            du = Hig - HiB @ db
+            dec = float(gu @ du + gb @ db)
+        if dec < self.tol * (1.0 + abs(self.pdev)):
+            self.converged = True
+            return True
+        if not np.isfinite(dec):  # diverged (extreme linear predictor): no mode here
+            return True
+        if lv is not None:
+            # per fine level and per pattern
+            zd = np.ascontiguousarray(lv.level_values(du), dtype=float)
+            xd = np.zeros(0)
+            if db is not None:
+                assert self.Xu is not None
+                xd = np.ascontiguousarray(self.Xu @ db, dtype=float)
+            self.lstep: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = (
+                lv.fi, self.lpat, self.cell, xd)
+            self.bufs = self.lbufs
+        else:
+            zd = np.ascontiguousarray(s.zl(du), dtype=float)
+            if db is not None:
+                zd += X.dot(db)
+            self.lstep = None
+            self.bufs = (self.mu, self.score, self.w)
+        self.zd: np.ndarray | None = zd
+        self.du, self.db = du, db
+        return False
+
+    def _move(self, bufs: tuple[np.ndarray, ...] | None) -> float:
+        """The penalised deviance at ``u + step du`` (into ``eta`` and the buffers with ``bufs``)."""
+        assert self.zd is not None
+        self.un = self.u + self.du if self.step == 1.0 else self.u + self.step * self.du
+        return self.ld._move(self.lstep, self.eta, self.zd, self.step, bufs) + float(self.un @ self.un)
+
+    def take(self) -> float:
+        np.copyto(self.prev, self.eta)
+        self.step, self.moved = 1.0, True
+        return self._move(self.bufs)
+
+    def accepts(self, value: float) -> bool:
+        return value <= self.pdev + self.ctl.step_slack * abs(self.pdev)
+
+    def _restore(self) -> None:
+        if self.moved:
+            np.copyto(self.eta, self.prev)
+            self.moved = False
+
+    def halve(self) -> float:
+        self._restore()
+        self.step *= 0.5
+        return self._move(None)
+
+    def exhausted(self) -> bool:
+        self._restore()
+        if self.ld.link != "logit":  # no decrease left: at the mode to rounding
+            self.rows.deviance_mu_into(self.eta, self.mu)  # mu, score and w of this eta again
+            self.rows.score_weights_into(self.eta, self.mu, self.score, self.w)
+            self.converged = True
+            return True
+        return False
+
+    def settle(self, value: float) -> float:
+        self._restore()
+        return self._move(self.bufs)
+
+    def commit(self, value: float) -> None:
+        self.pdev, self.u, self.moved = value, self.un, False
+        if self.beta is not None:
+            assert self.db is not None
+            self.beta = self.beta + self.step * self.db
+        self.zd = None
+
+    def state(self, it: int) -> PirlsState:
+        if not self.converged:  # factor at the final u
+            if not self.fresh:
+                self.rows.score_weights_into(self.eta, self.mu, self.score, self.w)
+            self.logdet = self._factor()
+        return super().state(it)
