@@ -16,9 +16,10 @@ by the structure of the terms:
 - beyond: SciPy's sparse LU of the whole ``H``.
 
 The selected inverse (:attr:`HessianFactor.rows_inv`: the entries of ``H^-1`` at each row's levels)
-is what the derivative of ``log det H`` needs; the first three structures give it.  The Schur
-complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`, which glmer's and lmer's
-factorisations share; the loop that finds the modes is :func:`evalmix.mixed.modes.laplace_modes`.
+is what the derivative of ``log det H`` needs; the first three structures give it.  The nested
+factorisation, the Schur complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`,
+which glmer's and lmer's factorisations share; the loop that finds the modes is
+:func:`evalmix.mixed.modes.laplace_modes`.
 
 Examples
 --------
@@ -43,7 +44,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 from scipy import sparse
 
-from .linalg import DiagonalSchur, SparseCholesky, cholesky_inverse
+from .linalg import DiagonalSchur, NestedSchur, SparseCholesky, cholesky_inverse
 
 __all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes",
            "newton_polish"]
@@ -265,37 +266,29 @@ class InterceptHessian:
 
     def _factor_nested(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Two nested terms: H = [[D1, B], [B', D2]] with D1, D2 diagonal and one entry per row of
-        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal."""
+        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal
+        (:class:`~evalmix.mixed.linalg.NestedSchur`)."""
         parent = self._parent
         assert parent is not None
         q1, q2 = self.q1, self.qr
         s1, s2 = sd_cols[:q1], sd_cols[q1:]
         w1 = np.bincount(self.groups[0], weights=w, minlength=q1)
-        d1 = 1.0 + s1**2 * w1
-        if np.any(d1 <= 0):
+        try:
+            nest = NestedSchur(1.0 + s1**2 * w1, w1 * s1 * s2[parent],  # B[l, parent(l)]
+                               1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2), parent)
+        except np.linalg.LinAlgError:
             return None
-        b = w1 * s1 * s2[parent]  # B[l, parent(l)]
-        bd = b / d1
-        S = 1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2) - np.bincount(
-            parent, weights=b * bd, minlength=q2)
-        if np.any(S <= 0):
-            return None
-
-        def solve(r: np.ndarray) -> np.ndarray:
-            r1 = r[:q1]
-            x2 = (r[q1:] - np.bincount(parent, weights=bd * r1, minlength=q2)) / S
-            return np.concatenate([(r1 - b * x2[parent]) / d1, x2])
 
         def rows_inv() -> np.ndarray:
             g0, g1 = self.groups
-            sp = S[parent]
+            h11, h12, _ = nest.inverse_blocks()
             out = np.empty((len(g0), 2, 2))
-            out[:, 0, 0] = (1.0 / d1 + bd * bd / sp)[g0]
-            out[:, 0, 1] = out[:, 1, 0] = (-bd / sp)[g0]
-            out[:, 1, 1] = (1.0 / S)[g1]
+            out[:, 0, 0] = h11[g0]
+            out[:, 0, 1] = out[:, 1, 0] = h12[g0]
+            out[:, 1, 1] = (1.0 / nest.S)[g1]
             return out
 
-        return HessianFactor(solve, float(np.sum(np.log(d1)) + np.sum(np.log(S))), rows_inv)
+        return HessianFactor(nest.solve, nest.logdet, rows_inv)
 
     def _factor_schur(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Several terms, the rest small: the dense Cholesky factor of the Schur complement of the
