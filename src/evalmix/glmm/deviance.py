@@ -27,9 +27,10 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..model import RandomTerm, term_lambdas
+from ..mixed.linalg import BlockCholesky, NestedSchur
 from ..mixed.links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
-from ..mixed.linalg import BlockCholesky, DenseCholesky, DiagonalSchur, NestedSchur
+from ..mixed.linalg import DenseCholesky, DiagonalSchur
 from .control import DEFAULT_CONTROL, GlmerControl
 from .crossed import CrossedGridSolver
 
