@@ -39,14 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from scipy import sparse
 
 from .linalg import DiagonalSchur, NestedSchur, SparseCholesky, cholesky_inverse
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes",
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "LaplaceAdjoint", "ascent_step", "cholesky_inverse", "hessian_at_modes",
            "newton_polish"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
@@ -191,6 +191,17 @@ class HessianFactor:
     rows_inv: Callable[[], np.ndarray] | None = None
 
 
+class LaplaceAdjoint(NamedTuple):
+    """What :meth:`InterceptHessian.laplace_adjoint` returns: ``r`` (the gradient over each
+    row's linear predictor), ``at = Z Lambda H^-1 Lambda Z' c``, the leverages ``lev`` and the
+    gradient over each term's log SD, ``g_sd``."""
+
+    r: np.ndarray
+    at: np.ndarray
+    lev: np.ndarray
+    g_sd: np.ndarray
+
+
 class InterceptHessian:
     """The structure of ``H`` for the random intercepts ``groups`` (each row's level, per term;
     the term with the most levels first, lme4's order, makes the Schur complement smallest) with
@@ -244,6 +255,53 @@ class InterceptHessian:
         """``Z' r``: the sums of ``r`` over each level, term after term."""
         return np.concatenate([np.bincount(g, weights=r, minlength=nl)
                                for g, nl in zip(self.groups, self.nlevels)])
+
+    def laplace_adjoint(self, fac: HessianFactor, sd: np.ndarray, sd_cols: np.ndarray, u: np.ndarray,
+                        effects: Sequence[np.ndarray], d1: np.ndarray, d2: np.ndarray,
+                        d3: np.ndarray) -> LaplaceAdjoint:
+        """The pieces of the exact gradient of minus a Laplace log-likelihood at the modes ``u``
+        that every family shares (glmmtmb's and clmm's: the rows' log-density enters only through
+        its derivatives ``d1``, ``d2``, ``d3`` over the linear predictor).
+
+        With ``P`` the selected inverse scaled by the SDs (``P[i, k, m] = s_k s_m H^-1`` at row
+        i's levels of terms k and m), the leverage ``lev_i = sum P[i]``, ``c = -lev d3 / 2``,
+        ``a = H^-1 Lambda Z' c`` (the adjoint of the modes' derivative), ``at = Z Lambda a`` and
+        ``r = -d1 + c + d2 at``: the gradient over the fixed effects is ``X' r`` and over the log
+        SD of term k ``b_k' r + u_k' a_k + sum_i w_i sum_m P[i, k, m]`` (``b_k`` each row's
+        effect of term k, ``effects[k]``; ``w = -d2``).
+
+        Parameters
+        ----------
+        fac : HessianFactor
+            The factor of ``H`` at the modes, with its selected inverse.
+        sd, sd_cols : ndarray
+            The SD of each term and of each effect.
+        u : ndarray
+            The spherical modes.
+        effects : sequence of ndarray
+            Each term's effect on each row (``sd[k] * u`` at the row's level).
+        d1, d2, d3 : ndarray
+            The rows' first three derivatives of the log-density over the linear predictor.
+
+        Returns
+        -------
+        LaplaceAdjoint
+            ``r``, ``at``, ``lev`` and ``g_sd`` (the gradient over each term's log SD).
+        """
+        assert fac.rows_inv is not None
+        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
+        by_term = P.sum(axis=2)  # sum over m of P[i, k, m]
+        lev = by_term.sum(axis=1)
+        c = -0.5 * lev * d3
+        a = fac.solve(sd_cols * self.zt_times(c))
+        at = self.z_times(sd_cols * a)
+        r = -d1 + c + d2 * at
+        w = -d2
+        g_sd = np.empty(self.nsd)
+        for k in range(self.nsd):
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+            g_sd[k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        return LaplaceAdjoint(r, at, lev, g_sd)
 
     def factor(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Factor ``H = Lambda Z' W Z Lambda + I`` at the SD of each effect (``sd_cols``) and the
