@@ -72,10 +72,12 @@ class PlsState:
 
 @dataclass(frozen=True)
 class _Nested:
-    """One solve of the nested path: ``x = A^-1 R`` for ``R = Lambda' [Z'y Z'X]`` and the
-    factorisation of ``A``."""
+    """One solve of the nested path, for ``R = Lambda' [Z'y Z'X]``: ``y1 = A11^-1 R1`` (its
+    inner rows), the outer rows ``x2`` of ``A^-1 R`` (its inner rows are
+    ``y1 - A11^-1 A12 x2``) and the factorisation of ``A``."""
 
-    x: np.ndarray
+    y1: np.ndarray
+    x2: np.ndarray
     factor: NestedSchur
 
 
@@ -261,9 +263,12 @@ class ProfiledDeviance:
         rhs1, rhs2 = self._rhs
         # A12: inner level i meets outer level m[i] in d1[i] rows
         nest = NestedSchur(t1 * t1 * d1 + 1.0, t1 * t2 * d1, t2 * t2 * d2 + 1.0, m, self._outer)
-        R = np.vstack([t1 * rhs1, t2 * rhs2])
-        x = nest.solve(R)
-        return R.T @ x, nest.logdet, _Nested(x, nest)
+        R1, R2 = t1 * rhs1, t2 * rhs2
+        F = nest.reduce(R1, R2)
+        x2 = F / nest.S[:, None]
+        # R' A^-1 R = R1' A11^-1 R1 + F' S^-1 F, the inner rows of A^-1 R not formed
+        y1 = R1 / nest.D1[:, None]
+        return R1.T @ y1 + F.T @ x2, nest.logdet, _Nested(y1, x2, nest)
 
     def solve(self, theta: np.ndarray) -> PlsState:
         """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
@@ -285,7 +290,10 @@ class ProfiledDeviance:
         ldRX2 = cx.logdet
         pwrss = self.yty - bAb - float(rhs @ beta)
         if self.nested is not None:
-            u, factor = nest.x @ np.concatenate([[1.0], -beta]), _Factor(nested=nest)
+            w = np.concatenate([[1.0], -beta])
+            u2 = nest.x2 @ w
+            u1 = nest.y1 @ w - nest.factor.cd * np.take(u2, self.nested[2])
+            u, factor = np.concatenate([u1, u2]), _Factor(nested=nest)
         else:
             u = Ab - AB @ beta
         return PlsState(theta, ldL2, ldRX2, max(pwrss, 0.0), beta, u, XtVX), factor
@@ -395,8 +403,9 @@ class ProfiledDeviance:
         t1, t2 = float(st.theta[0]), float(st.theta[1])
         rhs1, rhs2 = self._rhs
         q1 = rhs1.shape[0]
-        x1, x2 = nest.x[:q1], nest.x[q1:]  # A^-1 R
+        x2 = nest.x2
         x2m = np.take(x2, m, axis=0)
+        x1 = nest.y1 - nest.factor.cd[:, None] * x2m  # A^-1 R, inner rows
         # T = [Z'y Z'X] - Z'Z Lambda A^-1 R: T w is Z' r (w = (1, -beta)), its X columns G
         d1x1 = (t1 * d1)[:, None] * x1
         T1 = rhs1 - d1x1 - (t2 * d1)[:, None] * x2m

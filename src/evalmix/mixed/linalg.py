@@ -268,7 +268,7 @@ class NestedSchur:
         self.D1, self.c, self.parent, self._pool = D1, c, parent, pool
         self.cd = c / D1
         self.S = D2 - np.bincount(parent, c * self.cd, D2.size)
-        if np.any(D1 <= 0) or np.any(self.S <= 0):
+        if min(D1.min(), self.S.min()) <= 0:
             raise np.linalg.LinAlgError("matrix is not positive definite (nested pivot)")
         self.logdet = float(np.log(D1).sum() + np.log(self.S).sum())
         self._blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -282,20 +282,34 @@ class NestedSchur:
                                            shape=(self.S.size, q1))
         return self._pool
 
+    def reduce(self, r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+        """``r2 - C' D1^-1 r1`` (vectors or matrices): the right-hand side left for the outer
+        levels once the inner ones are eliminated; ``S^-1`` of it is the outer part of
+        ``H^-1 r``, and ``r' H^-1 r = r1' D1^-1 r1 + reduce' S^-1 reduce``."""
+        if r1.ndim == 1:
+            return r2 - np.bincount(self.parent, self.cd * r1, self.S.size)
+        return r2 - self.pool @ (self.cd[:, None] * r1)
+
+    def back(self, r1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+        """The inner part of ``H^-1 r``, ``D1^-1 (r1 - C x2)``, from its outer part ``x2``."""
+        x2p = np.take(x2, self.parent, axis=0)
+        if r1.ndim == 1:
+            return (r1 - self.c * x2p) / self.D1
+        return (r1 - self.c[:, None] * x2p) / self.D1[:, None]
+
     def solve(self, r: np.ndarray) -> np.ndarray:
         """``H^-1 r`` for a vector or a q x k matrix (a new array; the same roundings in both)."""
         q1 = self.D1.size
         rf, rc = r[:q1], r[q1:]
         if r.ndim == 1:
-            xc = (rc - np.bincount(self.parent, self.cd * rf, self.S.size)) / self.S
-            xf = (rf - self.c * xc[self.parent]) / self.D1
-            return np.concatenate([xf, xc])
+            xc = self.reduce(rf, rc) / self.S
+            return np.concatenate([self.back(rf, xc), xc])
         # in place in one q x k array
         out = np.empty(r.shape)
         xf, xc = out[:q1], out[q1:]
         np.subtract(rc, self.pool @ (self.cd[:, None] * rf), out=xc)
         xc /= self.S[:, None]
-        np.multiply(self.c[:, None], xc[self.parent], out=xf)
+        np.multiply(self.c[:, None], np.take(xc, self.parent, axis=0), out=xf)
         np.subtract(rf, xf, out=xf)
         xf /= self.D1[:, None]
         return out
