@@ -27,6 +27,7 @@ import scipy.sparse as sp
 import scipy.special as sp_special
 
 from ..model import RandomTerm, term_lambdas
+from ..mixed.linalg import BlockCholesky, NestedSchur
 from ..mixed.links import (LINKS, binomial_variance, dlog_mu_eta, inverse_link, log_probabilities,
                      mu_eta)
 from ..mixed.linalg import DenseCholesky, DiagonalSchur
@@ -104,7 +105,7 @@ class NestedSolver:
 
     ``H = [[Df, C], [C', Dc]]`` with ``Df``, ``Dc`` diagonal and one non-zero per row of ``C``
     (each fine level sits in one coarse level), so the Schur complement
-    ``Dc - C' Df^-1 C`` is diagonal.
+    ``Dc - C' Df^-1 C`` is diagonal (:class:`evalmix.mixed.linalg.NestedSchur`).
     """
 
     def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
@@ -192,32 +193,18 @@ class NestedSolver:
     def factor_levels(self, sf: np.ndarray) -> float:
         """:meth:`factor` from ``sf``, the weights summed per fine level (``bincount(fi, w)``)."""
         self.sf = sf
-        self.Df = 1.0 + self.tf**2 * sf
+        Df = 1.0 + self.tf**2 * sf
         if not self.two:
-            return float(np.log(self.Df).sum())
-        self.C = self.tf * self.tc * sf
-        self.CD = self.C / self.Df
-        sc = np.bincount(self.parent, sf, self.K)
-        self.S = 1.0 + self.tc**2 * sc - np.bincount(self.parent, self.C * self.CD, self.K)
-        return float(np.log(self.Df).sum() + np.log(self.S).sum())
+            self.Df = Df
+            return float(np.log(Df).sum())
+        self.nest = NestedSchur(Df, self.tf * self.tc * sf,
+                                1.0 + self.tc**2 * np.bincount(self.parent, sf, self.K), self.parent, self.Pc)
+        return self.nest.logdet
 
     def solve(self, r: np.ndarray) -> np.ndarray:
         if not self.two:
             return r / (self.Df if r.ndim == 1 else self.Df[:, None])
-        rf, rc = r[: self.J], r[self.J:]
-        if r.ndim == 1:
-            xc = (rc - np.bincount(self.parent, self.CD * rf, self.K)) / self.S
-            xf = (rf - self.C * xc[self.parent]) / self.Df
-            return np.concatenate([xf, xc])
-        # in place in one q x k array, with the roundings of the vector case
-        out = np.empty(r.shape)
-        xf, xc = out[: self.J], out[self.J:]
-        np.subtract(rc, self.Pc @ (self.CD[:, None] * rf), out=xc)
-        xc /= self.S[:, None]
-        np.multiply(self.C[:, None], xc[self.parent], out=xf)
-        np.subtract(rf, xf, out=xf)
-        xf /= self.Df[:, None]
-        return out
+        return self.nest.solve(r)
 
     def leverage(self) -> np.ndarray:
         """``h_i = a_i' H^-1 a_i`` for each row (``a_i`` the row of ``Z Lambda``)."""
@@ -227,9 +214,7 @@ class NestedSolver:
         """The leverages per fine level (the rows of a fine level share theirs)."""
         if not self.two:
             return self.tf**2 / self.Df
-        Sp = self.S[self.parent]
-        hff = 1.0 / self.Df + self.CD**2 / Sp
-        hfc = -self.CD / Sp
+        hff, hfc, Sp = self.nest.inverse_blocks()
         return self.tf**2 * hff + 2 * self.tf * self.tc * hfc + self.tc**2 / Sp
 
     def grad_theta(self, rho: np.ndarray, r: np.ndarray, u: np.ndarray,
@@ -250,9 +235,7 @@ class NestedSolver:
         rf = pf * u[:J] + qf * v[:J]
         if not self.two:
             return np.array([rf.sum() + 2.0 * np.sum(self.sf * self.tf / self.Df)])
-        Sp = self.S[self.parent]
-        hff = 1.0 / self.Df + self.CD**2 / Sp
-        hfc = -self.CD / Sp
+        hff, hfc, Sp = self.nest.inverse_blocks()
         # the coarse indicator sums are the fine sums pooled by parent
         rc = np.bincount(self.parent, pf, self.K) * u[J:] + np.bincount(self.parent, qf, self.K) * v[J:]
         tr_f = 2.0 * np.sum(self.sf * (self.tf * hff + self.tc * hfc))
@@ -267,8 +250,7 @@ class NestedSolver:
         """Diagonal of ``H^-1`` (the conditional variances of the spherical modes)."""
         if not self.two:
             return 1.0 / self.Df
-        Sp = self.S[self.parent]
-        return np.concatenate([1.0 / self.Df + self.CD**2 / Sp, 1.0 / self.S])
+        return self.nest.diagonal_inverse()
 
 
 def exact_theta_gradient(solver: DenseSolver, hav: np.ndarray, rho: np.ndarray, r: np.ndarray,
@@ -377,7 +359,8 @@ class DenseSolver:
 
 class BlockDiagSolver(DenseSolver):
     """A single term with correlated effects, ``(1 + x|g)``: H is block diagonal (one nc x nc
-    block per level), factorised level by level in one batched call."""
+    block per level), factorised level by level in one batched call
+    (:class:`evalmix.mixed.linalg.BlockCholesky`)."""
 
     def __init__(self, terms: list[RandomTerm], control: GlmerControl = DEFAULT_CONTROL):
         super().__init__(terms, control)
@@ -398,30 +381,20 @@ class BlockDiagSolver(DenseSolver):
         wv = (w[:, None] * self.V)[:, :, None] * self.V[:, None, :]
         B: np.ndarray = np.bincount(self._bflat.ravel(), wv.ravel(), nl * nc * nc).reshape(nl, nc, nc)
         B += np.eye(nc)
-        self.B = B
-        self.Lb = np.linalg.cholesky(B)
-        self._Binv: np.ndarray | None = None
-        return float(2.0 * np.log(np.diagonal(self.Lb, axis1=1, axis2=2)).sum())
+        self.bchol = BlockCholesky(B)
+        return self.bchol.logdet
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        if r.ndim == 1:
-            return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, 1)).ravel()
-        p = r.shape[1]
-        return np.linalg.solve(self.B, r.reshape(self.nl, self.nc, p)).reshape(-1, p)
-
-    def _inv(self) -> np.ndarray:
-        if self._Binv is None:
-            self._Binv = np.linalg.inv(self.B)
-        return self._Binv
+        return self.bchol.solve(r)
 
     def row_hinv(self) -> np.ndarray:
-        return self._inv()[self.cols[:, 0] // self.nc]
+        return self.bchol.inverse()[self.cols[:, 0] // self.nc]
 
     def cond_var(self) -> np.ndarray:
-        return np.diagonal(self._inv(), axis1=1, axis2=2).ravel().copy()
+        return self.bchol.diagonal_inverse()
 
     def hinv_blocks(self, idx: np.ndarray) -> np.ndarray:
-        return self._inv()[idx[:, 0] // self.nc]
+        return self.bchol.inverse()[idx[:, 0] // self.nc]
 
 
 class SchurSolver(DenseSolver):
@@ -640,23 +613,18 @@ class BlockSchurSolver(DenseSolver):
                                       ((w[:, None] * Vr)[:, :, None] * Vr[:, None, :]).ravel(),
                                       qr * qr).reshape(qr, qr)
         Hrr[np.diag_indices_from(Hrr)] += 1.0
-        self.La = np.linalg.cholesky(Ab)
-        self.Ab, self.C = Ab, C
-        self.G = np.linalg.solve(Ab, C.reshape(nl, b, qr)).reshape(self.q1, qr)  # A^-1 C
+        self.bchol = BlockCholesky(Ab)
+        self.C = C
+        self.G = self.bchol.solve(C)  # A^-1 C
         self.chol = DenseCholesky(Hrr - C.T @ self.G, overwrite=True)
         self._parts_cache = None
-        return float(2.0 * np.log(np.diagonal(self.La, axis1=1, axis2=2)).sum() + self.chol.logdet)
-
-    def _a_solve(self, r: np.ndarray) -> np.ndarray:
-        p = r.shape[1] if r.ndim == 2 else 1
-        out = np.linalg.solve(self.Ab, r.reshape(self.nl, self.b, p))
-        return out.reshape(r.shape)
+        return self.bchol.logdet + self.chol.logdet
 
     def solve(self, r: np.ndarray) -> np.ndarray:
         rp = r[self.perm]
         r1, rr = rp[: self.q1], rp[self.q1:]
         yr = self.chol.solve(rr - self.G.T @ r1)
-        x1 = self._a_solve(r1 - self.C @ yr)
+        x1 = self.bchol.solve(r1 - self.C @ yr)
         xp = np.concatenate([x1, yr]) if r.ndim == 1 else np.vstack([x1, yr])
         return xp[self.iperm]
 
@@ -666,7 +634,7 @@ class BlockSchurSolver(DenseSolver):
             Sinv = self.chol.inverse()
             GS = self.G @ Sinv
             nl, b, qr = self.nl, self.b, self.qr
-            blocks = np.linalg.inv(self.Ab) + np.einsum("lar,lcr->lac", GS.reshape(nl, b, qr),
+            blocks = self.bchol.inverse() + np.einsum("lar,lcr->lac", GS.reshape(nl, b, qr),
                                                        self.G.reshape(nl, b, qr))
             self._parts_cache = (Sinv, GS, blocks)
         return self._parts_cache

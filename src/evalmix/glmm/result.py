@@ -136,12 +136,6 @@ class GlmerResult(MixedResult):
         """Scale of ``estimate``: log-odds for the logit link, else the link's own scale."""
         return "log-odds" if self.link == "logit" else f"{self.link} scale"
 
-    def to_frame(self) -> pd.DataFrame:
-        return self.coef_table().to_frame()
-
-    def _title(self) -> str:
-        return f"GlmerResult: {self.formula}"
-
     def _header(self) -> list[str]:
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngroups.items())
         state = "singular; " if self.singular else ""

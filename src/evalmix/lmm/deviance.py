@@ -45,7 +45,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 from ..mixed import intercepts
-from ..mixed.linalg import DenseCholesky, SparseCholesky
+from ..mixed.linalg import DenseCholesky, NestedSchur, SparseCholesky
 from .design import LmmDesign
 
 __all__ = ["PlsState", "ProfiledDeviance"]
@@ -72,15 +72,13 @@ class PlsState:
 
 @dataclass(frozen=True)
 class _Nested:
-    """One solve of the nested path: ``y1 = A11^-1 R1`` and ``x2 = S^-1 (R2 - A21 y1)`` for
-    ``R = Lambda' [Z'y Z'X]`` (so ``A^-1 R`` is ``x1 = y1 - A11^-1 A12 x2`` over ``x2``), with
-    ``1 / A11``, ``A12``'s entries and ``1 / S``."""
+    """One solve of the nested path, for ``R = Lambda' [Z'y Z'X]``: ``y1 = A11^-1 R1`` (its
+    inner rows), the outer rows ``x2`` of ``A^-1 R`` (its inner rows are
+    ``y1 - A11^-1 A12 x2``) and the factorisation of ``A``."""
 
     y1: np.ndarray
     x2: np.ndarray
-    ia11: np.ndarray
-    c: np.ndarray
-    iS: np.ndarray
+    factor: NestedSchur
 
 
 @dataclass(frozen=True)
@@ -175,9 +173,9 @@ class ProfiledDeviance:
                          np.column_stack([self.Zty[q1:], self.ZtX[q1:]]))
             m = self.nested[2]
             # sums over the inner levels of each outer level, as one sparse product
-            outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
-                                      shape=(design.terms[1].nl, q1))
-            self._osum: Callable[[np.ndarray], np.ndarray] = lambda v: outer @ v
+            self._outer = sparse.csr_matrix((np.ones(q1), (m, np.arange(q1))),
+                                            shape=(design.terms[1].nl, q1))
+            self._osum: Callable[[np.ndarray], np.ndarray] = lambda v: self._outer @ v
         self.evaluations = 0
 
     # the general paths' matrices, formed on first use (the nested path needs none of them)
@@ -256,25 +254,21 @@ class ProfiledDeviance:
 
     def _nested_solve(self, theta: np.ndarray) -> tuple[np.ndarray, float, _Nested]:
         """(1|a:b) + (1|a): A is 2 x 2 blocks of diagonals, and so is its Schur complement over
-        the inner factor (each inner level sits in one outer level): O(q) per evaluation.
+        the inner factor (each inner level sits in one outer level,
+        :class:`~evalmix.mixed.linalg.NestedSchur`): O(q) per evaluation.
         Returns ``R' A^-1 R`` (``R = Lambda' [Z'y Z'X]``), ``log|A|`` and the solve's pieces."""
         assert self.nested is not None
         d1, d2, m = self.nested
         t1, t2 = float(theta[0]), float(theta[1])
         rhs1, rhs2 = self._rhs
-        ia11 = 1.0 / (t1 * t1 * d1 + 1.0)
-        c = t1 * t2 * d1  # A12: inner level i meets outer level m[i] in d1[i] rows
-        S = t2 * t2 * d2 + 1.0 - self._osum(c * c * ia11)
-        if np.any(S <= 0):
-            raise np.linalg.LinAlgError("A is not positive definite")
-        iS = 1.0 / S
-        y1 = (t1 * ia11)[:, None] * rhs1
-        F = t2 * rhs2 - self._osum(c[:, None] * y1)
-        x2 = iS[:, None] * F
-        # R' A^-1 R = R1' y1 + (R2 - A21 y1)' S^-1 (R2 - A21 y1)
-        Q = t1 * (rhs1.T @ y1) + F.T @ x2
-        logdet = float(np.sum(np.log(S)) - np.sum(np.log(ia11)))
-        return Q, logdet, _Nested(y1, x2, ia11, c, iS)
+        # A12: inner level i meets outer level m[i] in d1[i] rows
+        nest = NestedSchur(t1 * t1 * d1 + 1.0, t1 * t2 * d1, t2 * t2 * d2 + 1.0, m, self._outer)
+        R1, R2 = t1 * rhs1, t2 * rhs2
+        F = nest.reduce(R1, R2)
+        x2 = F / nest.S[:, None]
+        # R' A^-1 R = R1' A11^-1 R1 + F' S^-1 F, the inner rows of A^-1 R not formed
+        y1 = R1 / nest.D1[:, None]
+        return R1.T @ y1 + F.T @ x2, nest.logdet, _Nested(y1, x2, nest)
 
     def solve(self, theta: np.ndarray) -> PlsState:
         """Penalised least squares at ``theta``: beta, u, the log determinants and r2."""
@@ -298,7 +292,7 @@ class ProfiledDeviance:
         if self.nested is not None:
             w = np.concatenate([[1.0], -beta])
             u2 = nest.x2 @ w
-            u1 = nest.y1 @ w - nest.c * nest.ia11 * np.take(u2, self.nested[2])
+            u1 = nest.y1 @ w - nest.factor.cd * np.take(u2, self.nested[2])
             u, factor = np.concatenate([u1, u2]), _Factor(nested=nest)
         else:
             u = Ab - AB @ beta
@@ -408,23 +402,22 @@ class ProfiledDeviance:
         d1, d2, m = self.nested
         t1, t2 = float(st.theta[0]), float(st.theta[1])
         rhs1, rhs2 = self._rhs
-        ia11, c, iS, x2 = nest.ia11, nest.c, nest.iS, nest.x2
+        q1 = rhs1.shape[0]
+        x2 = nest.x2
         x2m = np.take(x2, m, axis=0)
-        x1 = nest.y1 - (c * ia11)[:, None] * x2m  # A^-1 R, inner rows
+        x1 = nest.y1 - nest.factor.cd[:, None] * x2m  # A^-1 R, inner rows
         # T = [Z'y Z'X] - Z'Z Lambda A^-1 R: T w is Z' r (w = (1, -beta)), its X columns G
         d1x1 = (t1 * d1)[:, None] * x1
         T1 = rhs1 - d1x1 - (t2 * d1)[:, None] * x2m
         T2 = rhs2 - (t2 * d2)[:, None] * x2 - self._osum(d1x1)
-        iSm = np.take(iS, m)
-        off = -c * ia11 * iSm  # A^-1[i, m[i]]
-        tr1 = t1 * float(d1 @ (ia11 + c * c * ia11 * ia11 * iSm)) + t2 * float(d1 @ off)
-        tr2 = t2 * float(d2 @ iS) + t1 * float(d1 @ off)
+        h11, h12, _ = nest.factor.inverse_blocks()  # A^-1[i, i] and A^-1[i, m[i]]
+        tr1 = t1 * float(d1 @ h11) + t2 * float(d1 @ h12)
+        tr2 = t2 * float(d2 @ (1.0 / nest.factor.S)) + t1 * float(d1 @ h12)
         if reml:
             Cinv = np.linalg.inv(st.XtVX)
             tr1 -= float(np.sum(Cinv * (x1[:, 1:].T @ T1[:, 1:])))
             tr2 -= float(np.sum(Cinv * (x2[:, 1:].T @ T2[:, 1:])))
         w = np.concatenate([[1.0], -st.beta])
-        q1 = rhs1.shape[0]
         k = 2.0 * (self.n - self.p if reml else self.n) / st.pwrss
         return np.array([2.0 * tr1 - k * float((T1 @ w) @ st.u[:q1]),
                          2.0 * tr2 - k * float((T2 @ w) @ st.u[q1:])])

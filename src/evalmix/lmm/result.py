@@ -284,9 +284,6 @@ class LmerResult(MixedResult):
         return lmer(self.formula, m.design.data, REML=False, contrasts=m.contrasts)
 
     # ------------------------------------------------------------------ tables
-    def to_frame(self) -> pd.DataFrame:
-        return self.coef_table().to_frame()
-
     def _model_rows(self) -> ModelRows:
         d = self._model.design
         return ModelRows(data=d.data, terms=d.terms, offset=d.offset)
@@ -320,9 +317,6 @@ class LmerResult(MixedResult):
     @property
     def scale(self) -> str:
         return "response (identity link)"
-
-    def _title(self) -> str:
-        return f"LmerResult: {self.formula}"
 
     def _header(self) -> list[str]:
         crit = (f"REML criterion {self.remlcrit:.1f}" if self.reml

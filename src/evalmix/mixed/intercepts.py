@@ -16,9 +16,10 @@ by the structure of the terms:
 - beyond: SciPy's sparse LU of the whole ``H``.
 
 The selected inverse (:attr:`HessianFactor.rows_inv`: the entries of ``H^-1`` at each row's levels)
-is what the derivative of ``log det H`` needs; the first three structures give it.  The Schur
-complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`, which glmer's and lmer's
-factorisations share; the loop that finds the modes is :func:`evalmix.mixed.modes.laplace_modes`.
+is what the derivative of ``log det H`` needs; the first three structures give it.  The nested
+factorisation, the Schur complement and the sparse LU are those of :mod:`evalmix.mixed.linalg`,
+which glmer's and lmer's factorisations share; the loop that finds the modes is
+:func:`evalmix.mixed.modes.laplace_modes`.
 
 Examples
 --------
@@ -38,14 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from scipy import sparse
 
-from .linalg import DiagonalSchur, SparseCholesky, cholesky_inverse
+from .linalg import DiagonalSchur, NestedSchur, SparseCholesky, cholesky_inverse
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "ascent_step", "cholesky_inverse", "hessian_at_modes",
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "LaplaceAdjoint", "ascent_step", "cholesky_inverse", "hessian_at_modes",
            "newton_polish"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
@@ -190,6 +191,17 @@ class HessianFactor:
     rows_inv: Callable[[], np.ndarray] | None = None
 
 
+class LaplaceAdjoint(NamedTuple):
+    """What :meth:`InterceptHessian.laplace_adjoint` returns: ``r`` (the gradient over each
+    row's linear predictor), ``at = Z Lambda H^-1 Lambda Z' c``, the leverages ``lev`` and the
+    gradient over each term's log SD, ``g_sd``."""
+
+    r: np.ndarray
+    at: np.ndarray
+    lev: np.ndarray
+    g_sd: np.ndarray
+
+
 class InterceptHessian:
     """The structure of ``H`` for the random intercepts ``groups`` (each row's level, per term;
     the term with the most levels first, lme4's order, makes the Schur complement smallest) with
@@ -244,6 +256,53 @@ class InterceptHessian:
         return np.concatenate([np.bincount(g, weights=r, minlength=nl)
                                for g, nl in zip(self.groups, self.nlevels)])
 
+    def laplace_adjoint(self, fac: HessianFactor, sd: np.ndarray, sd_cols: np.ndarray, u: np.ndarray,
+                        effects: Sequence[np.ndarray], d1: np.ndarray, d2: np.ndarray,
+                        d3: np.ndarray) -> LaplaceAdjoint:
+        """The pieces of the exact gradient of minus a Laplace log-likelihood at the modes ``u``
+        that every family shares (glmmtmb's and clmm's: the rows' log-density enters only through
+        its derivatives ``d1``, ``d2``, ``d3`` over the linear predictor).
+
+        With ``P`` the selected inverse scaled by the SDs (``P[i, k, m] = s_k s_m H^-1`` at row
+        i's levels of terms k and m), the leverage ``lev_i = sum P[i]``, ``c = -lev d3 / 2``,
+        ``a = H^-1 Lambda Z' c`` (the adjoint of the modes' derivative), ``at = Z Lambda a`` and
+        ``r = -d1 + c + d2 at``: the gradient over the fixed effects is ``X' r`` and over the log
+        SD of term k ``b_k' r + u_k' a_k + sum_i w_i sum_m P[i, k, m]`` (``b_k`` each row's
+        effect of term k, ``effects[k]``; ``w = -d2``).
+
+        Parameters
+        ----------
+        fac : HessianFactor
+            The factor of ``H`` at the modes, with its selected inverse.
+        sd, sd_cols : ndarray
+            The SD of each term and of each effect.
+        u : ndarray
+            The spherical modes.
+        effects : sequence of ndarray
+            Each term's effect on each row (``sd[k] * u`` at the row's level).
+        d1, d2, d3 : ndarray
+            The rows' first three derivatives of the log-density over the linear predictor.
+
+        Returns
+        -------
+        LaplaceAdjoint
+            ``r``, ``at``, ``lev`` and ``g_sd`` (the gradient over each term's log SD).
+        """
+        assert fac.rows_inv is not None
+        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
+        by_term = P.sum(axis=2)  # sum over m of P[i, k, m]
+        lev = by_term.sum(axis=1)
+        c = -0.5 * lev * d3
+        a = fac.solve(sd_cols * self.zt_times(c))
+        at = self.z_times(sd_cols * a)
+        r = -d1 + c + d2 * at
+        w = -d2
+        g_sd = np.empty(self.nsd)
+        for k in range(self.nsd):
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+            g_sd[k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        return LaplaceAdjoint(r, at, lev, g_sd)
+
     def factor(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Factor ``H = Lambda Z' W Z Lambda + I`` at the SD of each effect (``sd_cols``) and the
         row weights ``w``; None when ``H`` is not positive definite."""
@@ -265,37 +324,29 @@ class InterceptHessian:
 
     def _factor_nested(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Two nested terms: H = [[D1, B], [B', D2]] with D1, D2 diagonal and one entry per row of
-        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal."""
+        B (a level's parent), so the Schur complement S = D2 - B' D1^-1 B is diagonal
+        (:class:`~evalmix.mixed.linalg.NestedSchur`)."""
         parent = self._parent
         assert parent is not None
         q1, q2 = self.q1, self.qr
         s1, s2 = sd_cols[:q1], sd_cols[q1:]
         w1 = np.bincount(self.groups[0], weights=w, minlength=q1)
-        d1 = 1.0 + s1**2 * w1
-        if np.any(d1 <= 0):
+        try:
+            nest = NestedSchur(1.0 + s1**2 * w1, w1 * s1 * s2[parent],  # B[l, parent(l)]
+                               1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2), parent)
+        except np.linalg.LinAlgError:
             return None
-        b = w1 * s1 * s2[parent]  # B[l, parent(l)]
-        bd = b / d1
-        S = 1.0 + s2**2 * np.bincount(parent, weights=w1, minlength=q2) - np.bincount(
-            parent, weights=b * bd, minlength=q2)
-        if np.any(S <= 0):
-            return None
-
-        def solve(r: np.ndarray) -> np.ndarray:
-            r1 = r[:q1]
-            x2 = (r[q1:] - np.bincount(parent, weights=bd * r1, minlength=q2)) / S
-            return np.concatenate([(r1 - b * x2[parent]) / d1, x2])
 
         def rows_inv() -> np.ndarray:
             g0, g1 = self.groups
-            sp = S[parent]
+            h11, h12, _ = nest.inverse_blocks()
             out = np.empty((len(g0), 2, 2))
-            out[:, 0, 0] = (1.0 / d1 + bd * bd / sp)[g0]
-            out[:, 0, 1] = out[:, 1, 0] = (-bd / sp)[g0]
-            out[:, 1, 1] = (1.0 / S)[g1]
+            out[:, 0, 0] = h11[g0]
+            out[:, 0, 1] = out[:, 1, 0] = h12[g0]
+            out[:, 1, 1] = (1.0 / nest.S)[g1]
             return out
 
-        return HessianFactor(solve, float(np.sum(np.log(d1)) + np.sum(np.log(S))), rows_inv)
+        return HessianFactor(nest.solve, nest.logdet, rows_inv)
 
     def _factor_schur(self, sd_cols: np.ndarray, w: np.ndarray) -> HessianFactor | None:
         """Several terms, the rest small: the dense Cholesky factor of the Schur complement of the

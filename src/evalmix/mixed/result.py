@@ -263,6 +263,7 @@ class MixedResult(Result):
         def link(self) -> str: ...
         @property
         def optimizer(self) -> OptimizerReport: ...
+        def coef_table(self, *, conf_level: float = 0.95) -> CoefTable: ...
 
     @property
     def max_grad(self) -> float:
@@ -381,6 +382,13 @@ class MixedResult(Result):
         (1, ('modelM2 - modelM3 = 0',))
         """
         return linear_hypothesis(self, hypotheses, rhs)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The coefficient table (:meth:`coef_table`'s, at its defaults) as a DataFrame."""
+        return self.coef_table().to_frame()
+
+    def _title(self) -> str:
+        return f"{type(self).__name__}: {self.formula}"
 
     # ---------------------------------------------------------------------- summary
     def summary(self, conf_level: float = 0.95) -> MixedSummary:

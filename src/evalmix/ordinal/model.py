@@ -202,19 +202,11 @@ class OrdinalModel:
         d1 = -(lA + lB)
         d2 = lAA + 2.0 * lAB + lBB
         d3 = -(lAAA + 3.0 * lAAB + 3.0 * lABB + lBBB)
-        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
-        by_term = P.sum(axis=2)
-        lev = by_term.sum(axis=1)
-        c = -0.5 * lev * d3
-        a = fac.solve(sd_cols * self._zt_times(c))
-        at = self._z_times(sd_cols * a)
-        r = -d1 + c + d2 * at
+        adj = self.hess.laplace_adjoint(fac, sd, sd_cols, u, effects, d1, d2, d3)
+        at, lev = adj.at, adj.lev
         g = np.empty(self.n_par)
-        g[nt: nt + p] = self.X.T @ r
-        w = -d2
-        for k in range(len(self.groups)):
-            lo, hi = self.offsets[k], self.offsets[k + 1]
-            g[nt + p + k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        g[nt: nt + p] = self.X.T @ adj.r
+        g[nt + p:] = adj.g_sd
         # threshold j moves A of the rows in category j and B of those in category j + 1
         vA = -lA - at * (lAA + lAB) - 0.5 * lev * (lAAA + 2.0 * lAAB + lABB)
         vB = -lB - at * (lAB + lBB) - 0.5 * lev * (lAAB + 2.0 * lABB + lBBB)

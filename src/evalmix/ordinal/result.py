@@ -187,12 +187,6 @@ class ClmmResult(MixedResult):
         tab.insert(1, "kind", ["threshold"] * self.n_thresholds + ["location"] * (len(est) - self.n_thresholds))
         return CoefTable(table=tab, test="z", conf_level=conf_level)
 
-    def to_frame(self) -> pd.DataFrame:
-        return self.coef_table().to_frame()
-
-    def _title(self) -> str:
-        return f"ClmmResult: {self.formula}"
-
     def _header(self) -> list[str]:
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngrps.items())
         return [f"cumulative link ({self.link}, {self.threshold} thresholds), Laplace ML; "

@@ -163,22 +163,12 @@ class LaplaceModel:
         effects = [sd[k] * u[self._cols[k]] for k in range(self.nsd)]  # b_k per row
         eta = self.X @ beta + self.offset + np.sum(effects, axis=0)
         rd = row_derivatives(self.response, eta, log_phi)
-        assert fac.rows_inv is not None
-        P = fac.rows_inv() * (sd[None, :, None] * sd[None, None, :])
-        by_term = P.sum(axis=2)  # sum over m of P[i, k, m]
-        lev = by_term.sum(axis=1)
-        c = -0.5 * lev * rd.d3
-        a = fac.solve(sd_cols * self._zt_times(c))
-        at = self._z_times(sd_cols * a)
-        r = -rd.d1 + c + rd.d2 * at
+        adj = self.hess.laplace_adjoint(fac, sd, sd_cols, u, effects, rd.d1, rd.d2, rd.d3)
         g = np.empty(self.n_par)
-        g[: self.p] = self.X.T @ r
-        w = -rd.d2
-        for k in range(self.nsd):
-            lo, hi = self.offsets[k], self.offsets[k + 1]
-            g[self.p + k] = effects[k] @ r + u[lo:hi] @ a[lo:hi] + w @ by_term[:, k]
+        g[: self.p] = self.X.T @ adj.r
+        g[self.p: self.p + self.nsd] = adj.g_sd
         if self.has_phi:
-            g[-1] = -np.sum(rd.ll_phi) + at @ rd.d1_phi - 0.5 * lev @ rd.d2_phi
+            g[-1] = -np.sum(rd.ll_phi) + adj.at @ rd.d1_phi - 0.5 * adj.lev @ rd.d2_phi
         return g
 
     # -- the outer problem -------------------------------------------------------------------------

@@ -178,12 +178,6 @@ class GlmmTMBResult(MixedResult):
                            conf_level)
         return CoefTable(table=tab, test="z", conf_level=conf_level)
 
-    def to_frame(self) -> pd.DataFrame:
-        return self.coef_table().to_frame()
-
-    def _title(self) -> str:
-        return f"GlmmTMBResult: {self.formula}"
-
     def _header(self) -> list[str]:
         groups = "; ".join(f"{g}, {n}" for g, n in self.ngrps.items())
         phi = "" if self.family == "binomial" else f", phi {self.dispersion:.4g}"
