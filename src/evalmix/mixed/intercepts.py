@@ -46,7 +46,7 @@ from scipy import sparse
 
 from .linalg import DiagonalSchur, NestedSchur, SparseCholesky, cholesky_inverse
 
-__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "LaplaceAdjoint", "ascent_step", "cholesky_inverse", "hessian_at_modes",
+__all__ = ["HasModes", "HessianFactor", "InterceptHessian", "LaplaceAdjoint", "cholesky_inverse", "hessian_at_modes",
            "newton_polish"]
 
 #: the most random effects outside the first term whose Schur complement is factored dense
@@ -130,54 +130,6 @@ def newton_polish(par: np.ndarray, value: float, objective: Callable[[np.ndarray
             H = None
         steps += 1
     return par, value, steps, H
-
-
-def ascent_step(objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]], u: np.ndarray,
-                step: np.ndarray, value: float, halvings: int = 30, slack: float = 1e-12
-                ) -> tuple[np.ndarray, tuple[float, np.ndarray, np.ndarray]] | None:
-    """A Newton step of the inner maximisation over the random effects, halved until the
-    objective does not fall: the step of the conditional modes of :mod:`evalmix.tmb` and
-    :mod:`evalmix.ordinal`.
-
-    Parameters
-    ----------
-    objective : callable
-        ``objective(u) -> (value, d1, d2)``: the joint log-density and the rows' first and second
-        derivatives over the linear predictor.
-    u : ndarray
-        The current effects.
-    step : ndarray
-        The Newton step from ``u``.
-    value : float
-        ``objective(u)[0]``.
-    halvings : int
-        Halvings before giving up: ``2^-30`` of a Newton step that still lowers the objective means
-        the mode is reached to rounding.
-    slack : float
-        A step may lower the objective by this share of it (rounding of the sum over rows), so
-        that a step taken at the mode is not halved to nothing.
-
-    Returns
-    -------
-    tuple or None
-        ``(u + step, objective(u + step))`` of the first accepted (halved) step; None when every
-        halving lowered the objective or made it non-finite.
-
-    Examples
-    --------
-    >>> f = lambda u: (float(-(u @ u)), -2 * u, np.full_like(u, -2.0))
-    >>> u, (value, _, _) = ascent_step(f, np.array([1.0]), np.array([-4.0]), -1.0)
-    >>> u.tolist(), value
-    ([-1.0], -1.0)
-    >>> ascent_step(f, np.array([0.0]), np.array([1.0]), 0.0, halvings=3) is None
-    True
-    """
-    for _ in range(halvings):
-        trial = objective(u + step)
-        if np.isfinite(trial[0]) and trial[0] >= value - slack * abs(value):
-            return u + step, trial
-        step = step / 2
-    return None
 
 
 @dataclass

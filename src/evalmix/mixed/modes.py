@@ -46,7 +46,7 @@ import numpy as np
 
 from .intercepts import HessianFactor
 
-__all__ = ["ModeProblem", "Modes", "find_modes", "laplace_modes"]
+__all__ = ["INNER_MAXIT", "INNER_TOL", "ModeProblem", "Modes", "find_modes", "laplace_modes"]
 
 
 class ModeProblem(Protocol):
@@ -173,6 +173,10 @@ class Modes:
 # lowers it means the mode is reached to rounding
 _SLACK = 1e-12
 _HALVINGS = 29
+# the inner maximisation of glmmtmb and clmm: Newton steps until the largest change of the
+# effects is below INNER_TOL, at most INNER_MAXIT of them
+INNER_TOL = 1e-10
+INNER_MAXIT = 100
 
 
 class _Ascent:
@@ -242,8 +246,8 @@ class _Ascent:
 
 def laplace_modes(joint: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]], u: np.ndarray,
                   sd_cols: np.ndarray, zt_times: Callable[[np.ndarray], np.ndarray],
-                  factor: Callable[[np.ndarray, np.ndarray], HessianFactor | None], *, maxit: int,
-                  tol: float, clip: bool = False) -> Modes | None:
+                  factor: Callable[[np.ndarray, np.ndarray], HessianFactor | None], *, maxit: int = INNER_MAXIT,
+                  tol: float = INNER_TOL, clip: bool = False) -> Modes | None:
     """Maximise ``joint`` over the spherical effects by Newton steps halved until it does not fall
     (:func:`find_modes`).
 

@@ -28,14 +28,12 @@ from scipy import optimize, special
 
 from ..mixed.convergence import OptimizerReport, gradient_report
 from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
-from ..mixed.modes import laplace_modes
+from ..mixed.modes import INNER_MAXIT, INNER_TOL, laplace_modes
 from ..mixed.links import dlog_mu_eta, inverse_link, mu_eta
 from ..mixed.numdiff import central_gradient
 
 #: inner Newton: stop when the largest gradient component of the conditional modes is below this
 #: (tight: the Hessian for the SEs is a second difference of the objective at step 1e-4)
-INNER_TOL = 1e-10
-INNER_MAXIT = 100
 #: ordinal drops a random-effect SD below this from the Hessian (``paratBoundary2``'s tol)
 BOUNDARY_SD = 1e-3
 #: central-difference step of the gradient and of the Hessian (ordinal's ``deriv12`` uses 1e-4)

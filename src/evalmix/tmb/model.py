@@ -38,7 +38,7 @@ from scipy import optimize
 
 from ..mixed.convergence import OptimizerReport, gradient_report
 from ..mixed.intercepts import HessianFactor, InterceptHessian, hessian_at_modes, newton_polish
-from ..mixed.modes import laplace_modes
+from ..mixed.modes import INNER_MAXIT, INNER_TOL, laplace_modes
 from ..mixed.numdiff import central_gradient
 from .family import FAMILIES, Response, row_derivatives, row_terms
 
@@ -46,8 +46,6 @@ __all__ = ["LaplaceModel"]
 
 #: inner Newton stops when the largest gradient component over u is below this (tight: the
 #: Hessian for the SEs is a second difference of the objective with step 1e-4)
-INNER_TOL = 1e-10
-INNER_MAXIT = 100
 #: central-difference steps of the gradient (optimiser) and of the Hessian (SEs); the Hessian's
 #: 1e-3 balances truncation (h^2 ~ 1e-6) against rounding of an objective in the thousands
 #: (1e-12 / h^2 ~ 1e-6): 1e-4 left SEs of the nested AI4Math fit 6e-4 from glmmTMB's
