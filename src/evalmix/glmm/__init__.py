@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ..data.pushdown import formula_counts, scan_columns
 from ..data.runs import RunsData
 from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..core.methods import VCOV_METHODS
-from ..model import GlmmDesign, RandomTerm, build_design, drop_rank_deficient, term_lambdas
+from ..model import (GlmmDesign, RandomTerm, build_design, check_data, drop_rank_deficient, model_columns,
+                     parse_formula, term_lambdas)
 from ..core.parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
@@ -211,18 +213,55 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     control = _control(control, maxiter)
     build = {"trials": trials, "pool": pool, "weights": weights, "offset": offset,
              "contrasts": contrasts, "missing": missing}
+    pushed = None
+    if trials is None and weights is None and offset is None and missing == "raise":
+        # a lazy table (Parquet, DuckDB, polars, Dask, Spark): k-of-n per cell of the formula's
+        # variables, counted by its own engine; the checks of the rows name a broken rule
+        pushed = _counted_in_engine(formula, data, missing)
+    if pushed is not None:
+        data, build["trials"] = pushed, _PUSHED_TRIALS
     if devfun_only:
         # the objective over all rows (separation is not resolved: the function is finite
         # everywhere, its infimum at infinity then)
         design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
                                  nAGQ=int(nAGQ), control=control)
+        design = design if pushed is None else _as_rows(design)
         return DevianceFunction(design, build_deviance(design, link=link, control=control,
                                                        prior=prior), nagq=int(nAGQ))
     with single_thread_blas():
         design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
                                  nAGQ=int(nAGQ), control=control)
+        design = design if pushed is None else _as_rows(design)
         return _fit(formula, design, prior, link=link, nAGQ=int(nAGQ), vcov_method=vcov_method,
                     start=start, control=control)
+
+
+_PUSHED_TRIALS = "_trials"  # the trials column of a table counted in its engine
+
+
+def _counted_in_engine(formula: str, data: RunsData, missing: str) -> pd.DataFrame | None:
+    """The k-of-n counts of a lazy table per cell of the formula's variables (None: not lazy, or a
+    response of counts already, whose rows' binomial coefficients would be lost)."""
+    cols = scan_columns(data)
+    if cols is None:
+        return None
+    parsed = parse_formula(formula)
+    if parsed.failures is not None or parsed.trials is not None:
+        return None
+    try:
+        keys = [c for c in model_columns(parsed, pd.DataFrame(columns=cols)) if c != parsed.successes]
+    except FormulaError:
+        keys = [parsed.successes]  # an absent column: the checks of the first rows name it
+    return formula_counts(data, parsed.successes, keys, trials=_PUSHED_TRIALS,
+                          check=lambda rows: check_data(formula, rows, missing=missing))
+
+
+def _as_rows(design: GlmmDesign) -> GlmmDesign:
+    """The design of k-of-n counts a lazy table was reduced to, reporting what lme4 reports for the
+    rows they count: 0/1 rows carry no binomial coefficient in the log-likelihood, and the
+    number of observations is the number of rows."""
+    return dataclasses.replace(design, log_binom=0.0, nobs=int(np.sum(design.m_rows)),
+                               log_binom_rows=np.zeros(len(design.m_rows)))
 
 
 def _prepare(formula: str, data: RunsData, *, build: dict[str, Any], fixef_prior: Any,
