@@ -30,7 +30,8 @@ import pandas as pd
 
 from .runs import as_pandas, ensure_runs, narwhals_frame
 
-__all__ = ["WHOLE_MAX", "counts_in_engine", "formula_counts", "lazy_frame"]
+__all__ = ["WHOLE_MAX", "counts_in_engine", "formula_counts", "lazy_frame", "parquet_files", "read_source",
+           "scan_columns"]
 
 _T = TypeVar("_T")
 # written pandas indexes and the count columns: a table holding them takes the whole-table path
@@ -57,14 +58,16 @@ def lazy_frame(data: object) -> Any:
 
 
 def counts_in_engine(data: _T, *, model: str | None = None, item: str | None = None, run: str | None = None,
-                     outcome: str | None = None) -> _T | pd.DataFrame:
+                     outcome: str | None = None, by: Sequence[str] | None = None) -> _T | pd.DataFrame:
     """A lazy runs table reduced by its own engine to a k-of-n table (``k``, ``n`` per cell), or
     ``data`` unchanged when it is not lazy or the reduction does not apply. A Parquet file, folder
     or glob (``"runs/*.parquet"``) is scanned lazily by DuckDB or polars, whichever is installed,
     and reduced the same way (read whole when a rule is broken, so the error names the rows).
 
     The counts table has no run and no outcome column: a caller passes ``run=None`` and
-    ``outcome=None`` on with it.
+    ``outcome=None`` on with it. With ``by`` (grouping columns) the counts are summed further to
+    one row per group in the engine (the checks still per cell): what a binomial interval per
+    group needs, with no model or item role unless ``by`` holds them.
 
     Examples
     --------
@@ -77,24 +80,32 @@ def counts_in_engine(data: _T, *, model: str | None = None, item: str | None = N
     frame = lazy_frame(data)
     if frame is None:  # eager tables go through the door whole
         return data
+    import narwhals.stable.v2 as nw
+
     cols = list(frame.collect_schema().names())
     model_col, item_col, out_col = model or "model", item or "item", outcome or "correct"
     run_col = run or ("run" if "run" in cols else None)
     roles = {model_col, item_col, out_col, run_col} - {None}
 
-    def check(rows: pd.DataFrame) -> object:
-        return ensure_runs(rows, model=model, item=item, run=run, outcome=outcome)
+    by_cols = None if by is None else list(dict.fromkeys(by))
 
-    if roles - set(cols):  # a role absent: the checks name it (or a recorded role makes it right)
-        _check_head(frame, check)
+    def check(rows: pd.DataFrame) -> object:
+        return ensure_runs(rows, model=model, item=item, run=run, outcome=outcome, by=by_cols or ())
+
+    if roles - set(cols) or set(by_cols or ()) - set(cols):
+        _check_head(frame, check)  # an absent column: the checks name it (or a recorded role makes it right)
         return _whole(data, frame)
-    if _RESERVED & set(cols) or len(roles) < 3 + (run_col is not None):
-        return _whole(data, frame)
-    keys = [c for c in cols if c not in (out_col, run_col)]
-    counts = _reduce(frame, keys, keys, out_col, run_col, check)
+    dtype = frame.collect_schema()[out_col]
+    if _RESERVED & set(cols) or len(roles) < 3 + (run_col is not None) \
+            or not (dtype.is_numeric() or dtype == nw.Boolean):
+        return _whole(data, frame)  # text outcomes: the pandas path reads (or refuses) them
+    cells = [c for c in cols if c not in (out_col, run_col)]
+    keys = cells if by_cols is None else [c for c in cells if c in by_cols]
+    counts = _reduce(frame, cells, keys, out_col, run_col, check)
     if counts is None:
         return _whole(data, frame)
-    return ensure_runs(counts, model=model_col, item=item_col, successes="k", trials="n")[0]
+    return ensure_runs(counts, model=model_col if model_col in keys else None,
+                       item=item_col if item_col in keys else None, successes="k", trials="n")[0]
 
 
 def formula_counts(data: object, outcome: str, keys: Sequence[str], *,
@@ -126,7 +137,7 @@ def formula_counts(data: object, outcome: str, keys: Sequence[str], *,
     schema = frame.collect_schema()
     cols = list(schema.names())
     keys = list(keys)
-    if outcome not in cols or any(c not in cols for c in keys) or trials in cols:
+    if not keys or outcome not in cols or any(c not in cols or c == outcome for c in keys) or trials in cols:
         _check_head(frame, check)
         return None
     dtype = schema[outcome]
@@ -165,10 +176,22 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
         pre = pre.with_columns(_rnull=nw.col(run_col).is_null().cast(nw.Int64))
         aggs += [nw.col(run_col).n_unique().alias("_runs"), nw.col("_rnull").sum().alias("_run_nulls")]
     flags = ["_bad", "_ynull", "_knull"] + (["_dup", "_run_nulls"] if run_col is not None else [])
-    grouped = pre.group_by(cells, drop_null_keys=False).agg(*aggs) if cells else pre.select(*aggs)
-    if run_col is not None:
-        grouped = grouped.with_columns(_dup=(nw.col("_runs") != nw.col("n")).cast(nw.Int64))
-    elif unique_cells:  # the run is a key of the cells: each cell is one row
+    if run_col is not None and frame.implementation.is_dask():
+        # Dask's grouped n_unique counts each partition's values: count the rows per run instead
+        per_run = pre.group_by([*cells, run_col], drop_null_keys=False).agg(
+            nw.col("_y").sum(), nw.len().alias("_n"),
+            *[nw.col(c).sum() for c in ("_bad", "_ynull", "_knull", "_rnull")])
+        grouped = per_run.with_columns(_d=(nw.col("_n") > 1).cast(nw.Int64)).group_by(
+            cells, drop_null_keys=False).agg(
+            nw.col("_y").sum().alias("k"), nw.col("_n").sum().alias("n"), nw.col("_bad").sum(),
+            nw.col("_ynull").sum(), nw.col("_knull").sum(), nw.col("_rnull").sum().alias("_run_nulls"),
+            nw.col("_d").sum().alias("_dup"))
+    elif run_col is not None:
+        grouped = pre.group_by(cells, drop_null_keys=False).agg(*aggs).with_columns(
+            _dup=(nw.col("_runs") != nw.col("n")).cast(nw.Int64))
+    else:
+        grouped = pre.group_by(cells, drop_null_keys=False).agg(*aggs) if cells else pre.select(*aggs)
+    if run_col is None and unique_cells:  # the run is a key of the cells: each cell is one row
         grouped = grouped.with_columns(_dup=(nw.col("n") > 1).cast(nw.Int64))
         flags.append("_dup")
     if keys != cells:
@@ -183,14 +206,21 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
         _check_offending(pre, cells, run_col, check, list(frame.collect_schema().names()))
         return None  # the checks passed the rows (a rule of this function only): the whole path
     counts = counts[[*keys, "k", "n"]].sort_values(keys, kind="stable").reset_index(drop=True)
+    for c in keys:  # Dask and Spark give text as pandas' NA-backed strings: pandas' own text dtype
+        if isinstance(counts[c].dtype, pd.StringDtype) and counts[c].dtype.na_value is pd.NA:
+            counts[c] = counts[c].astype(str)
     counts["k"] = counts["k"].round().astype("int64")
     counts["n"] = counts["n"].astype("int64")
     return counts
 
 
 def _check_head(frame: Any, check: Callable[[pd.DataFrame], object]) -> None:
-    """The checks on the first rows: an absent column is named as for the whole table."""
-    check(as_pandas(frame.head(_HEAD).collect().to_native()))
+    """The checks on a large table's first rows, which name an absent column as they would for the
+    whole table (a small table: nothing here, the caller's whole-table path names it)."""
+    import narwhals.stable.v2 as nw
+
+    if int(frame.select(nw.len()).collect().item()) > WHOLE_MAX:
+        check(as_pandas(frame.head(_HEAD).collect().to_native()))
 
 
 def _check_offending(pre: Any, cells: list[str], run_col: str | None,
@@ -204,10 +234,25 @@ def _check_offending(pre: Any, cells: list[str], run_col: str | None,
         flag = flag | (nw.col("_rnull") > 0)
     rows = pre.filter(flag).select(*cols).head(_HEAD).collect().to_pandas()
     if not len(rows) and run_col is not None:
-        dup = (pre.group_by(cells).agg(nw.len().alias("_len"), nw.col(run_col).n_unique().alias("_runs"))
-               .filter(nw.col("_len") != nw.col("_runs")).select(*cells).head(5))
+        dup = (pre.group_by([*cells, run_col]).agg(nw.len().alias("_len")).filter(nw.col("_len") > 1)
+               .select(*cells).head(5))
         rows = pre.join(dup, on=cells, how="inner").select(*cols).head(_HEAD).collect().to_pandas()
     check(rows)
+
+
+def read_source(data: _T) -> _T | pd.DataFrame:
+    """A folder or glob of Parquet files read whole (through DuckDB or polars) as a pandas frame,
+    which the file readers cannot open; anything else unchanged.
+
+    Examples
+    --------
+    >>> read_source("runs.csv")
+    'runs.csv'
+    """
+    if not isinstance(data, (str, Path)) or Path(data).is_file():
+        return data
+    frame = _parquet_scan(data)
+    return data if frame is None else as_pandas(frame.collect().to_native())
 
 
 def _whole(data: Any, frame: Any) -> Any:

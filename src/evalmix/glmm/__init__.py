@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..data.pushdown import formula_counts, scan_columns
+from ..data.pushdown import formula_counts, read_source, scan_columns
 from ..data.runs import RunsData
 from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
@@ -220,6 +220,8 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         pushed = _counted_in_engine(formula, data, missing)
     if pushed is not None:
         data, build["trials"] = pushed, _PUSHED_TRIALS
+    else:
+        data = read_source(data)  # a folder or glob of Parquet files: the rows, read whole
     if devfun_only:
         # the objective over all rows (separation is not resolved: the function is finite
         # everywhere, its infimum at infinity then)
@@ -251,7 +253,7 @@ def _counted_in_engine(formula: str, data: RunsData, missing: str) -> pd.DataFra
     try:
         keys = [c for c in model_columns(parsed, pd.DataFrame(columns=cols)) if c != parsed.successes]
     except FormulaError:
-        keys = [parsed.successes]  # an absent column: the checks of the first rows name it
+        keys = []  # an absent column: the checks name it
     return formula_counts(data, parsed.successes, keys, trials=_PUSHED_TRIALS,
                           check=lambda rows: check_data(formula, rows, missing=missing))
 
@@ -259,9 +261,10 @@ def _counted_in_engine(formula: str, data: RunsData, missing: str) -> pd.DataFra
 def _as_rows(design: GlmmDesign) -> GlmmDesign:
     """The design of k-of-n counts a lazy table was reduced to, reporting what lme4 reports for the
     rows they count: 0/1 rows carry no binomial coefficient in the log-likelihood, and the
-    number of observations is the number of rows."""
+    number of observations is the number of rows, and lme4's PIRLS stopping rule (behind its
+    standard errors) measures the deviance of the rows (their saturated model's is 0)."""
     return dataclasses.replace(design, log_binom=0.0, nobs=int(np.sum(design.m_rows)),
-                               log_binom_rows=np.zeros(len(design.m_rows)))
+                               log_binom_rows=np.zeros(len(design.m_rows)), binary_rows=True)
 
 
 def _prepare(formula: str, data: RunsData, *, build: dict[str, Any], fixef_prior: Any,

@@ -217,10 +217,12 @@ def accuracy(
     0     a        2       3.5  1.0
     """
     check_arguments(conf_level=conf_level, missing=missing)
-    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
-        pushed = counts_in_engine(data, item=item, outcome=outcome)
-        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     by_cols = [by] if isinstance(by, str) else list(by or [])
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine: per group, or per
+        # (group, item) for the item-clustered interval
+        keys = by_cols + [item or "item"] if ci == "cluster" else by_cols
+        pushed = counts_in_engine(data, item=item, outcome=outcome, by=keys)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
     kind = str(table.attrs.pop("kind", "binary"))
     return AccuracyTable(table, tuple(by_cols), "t" if kind == "mean" else ci, conf_level, kind)
