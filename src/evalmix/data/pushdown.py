@@ -235,8 +235,12 @@ def _check_offending(pre: Any, cells: list[str], run_col: str | None,
     rows = pre.filter(flag).select(*cols).head(_HEAD).collect().to_pandas()
     if not len(rows) and run_col is not None:
         dup = (pre.group_by([*cells, run_col]).agg(nw.len().alias("_len")).filter(nw.col("_len") > 1)
-               .select(*cells).head(5))
-        rows = pre.join(dup, on=cells, how="inner").select(*cols).head(_HEAD).collect().to_pandas()
+               .select(*cells).head(5).collect().to_pandas())
+        # the rows of those cells, by a filter (joins of lazy frames differ between engines)
+        in_cells = nw.any_horizontal(*[nw.all_horizontal(*[nw.col(c) == v for c, v in zip(cells, key)],
+                                                         ignore_nulls=True)
+                                       for key in dup.itertuples(index=False)], ignore_nulls=True)
+        rows = pre.filter(in_cells).select(*cols).head(_HEAD).collect().to_pandas()
     check(rows)
 
 
