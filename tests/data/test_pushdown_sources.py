@@ -181,3 +181,21 @@ def test_describe_reads_a_parquet_source_in_the_engine(tmp_path: Path, capsys: p
         tmp_path / "bad.parquet", index=False)
     assert main(["describe", str(tmp_path / "bad.parquet")]) == 2
     assert "bad.parquet: outcome column 'correct' has 1 missing value" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_duplicate_check_with_run_bits_and_with_distinct_counts() -> None:
+    runs = _runs()
+    # runs 1 and 7 (not consecutive) are distinct: counted; text run labels take COUNT(DISTINCT)
+    spread = runs.assign(run=runs["run"].map({1: 1, 2: 7}))
+    labels = runs.assign(run="r" + runs["run"].astype(str))
+    for table in (spread, labels):
+        counts = pushdown.counts_in_engine(pl.from_pandas(table).lazy())
+        assert isinstance(counts, pd.DataFrame) and set(counts["n"]) == {2}
+        repeated = pd.concat([table, table.iloc[[7]]], ignore_index=True)
+        want = _error(lambda d: evalmix.accuracy(d, "model"), repeated)
+        assert _error(lambda d: evalmix.accuracy(d, "model"), duckdb.from_df(repeated)) == want
+    # a run repeated so often that its bits would carry into the next run's: still a duplicate
+    many = pd.concat([runs.iloc[[0]].assign(run=1)] * 2 + [runs.iloc[[0]].assign(run=2)], ignore_index=True)
+    with pytest.raises(DataError, match="share a key"):
+        evalmix.accuracy(pl.from_pandas(many).lazy(), "model")
