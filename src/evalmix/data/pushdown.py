@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from .runs import as_pandas, ensure_runs, narwhals_frame
@@ -41,6 +42,9 @@ _RESERVED = {"Unnamed: 0", "", "k", "n"}
 # above it only the offending rows reach Python
 WHOLE_MAX = 5_000_000
 _HEAD = 1000  # rows the checks read to name a missing column
+# the duplicate-run check by bits: runs per 64-bit word (a cell of at most _RUN_SPAN rows sums to
+# below 2^59 in each), and the widest span of run values it takes
+_WORD, _RUN_SPAN = 50, 400
 
 
 def lazy_frame(data: object) -> Any:
@@ -174,20 +178,34 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     aggs = [nw.col("_y").sum().alias("k"), nw.len().alias("n"), nw.col("_bad").sum(), nw.col("_ynull").sum(),
             nw.col("_knull").sum()]
     span = None if run_col is None else _run_span(frame, run_col)
+    bit_sums: list[str] = []
     if run_col is not None:
         pre = pre.with_columns(_rnull=nw.col(run_col).is_null().cast(nw.Int64))
         aggs.append(nw.col("_rnull").sum().alias("_run_nulls"))
     flags = ["_bad", "_ynull", "_knull"] + (["_dup", "_run_nulls"] if run_col is not None else [])
     if run_col is not None and span is not None:
-        # integer runs within 31 of each other: run r is the bit 2^(r - lo), and a cell's runs are
-        # distinct exactly when the sum of its bits has as many ones as the cell has rows (a repeated
-        # run carries); sums and counts only, far cheaper than COUNT(DISTINCT) in every engine
+        # integer runs spanning at most _RUN_SPAN values: run r is a bit, 2^(r - lo), summed in words of
+        # _WORD bits; a cell's runs are distinct exactly when its sums hold as many ones as it has
+        # runs (a repeated run carries). Sums and counts only: far cheaper than COUNT(DISTINCT)
         lo, width = span
-        pre = pre.with_columns(_bit=(nw.lit(2.0) ** (nw.col(run_col).cast(nw.Float64) - lo)).cast(nw.Int64))
-        ones = functools.reduce(lambda a, b: a + b, [(nw.col("_bits") // 2 ** b) % 2 for b in range(width + 5)])
-        grouped = pre.group_by(cells, drop_null_keys=False).agg(*aggs, nw.col("_bit").sum().alias("_bits"))
-        grouped = grouped.with_columns(
-            _dup=((nw.col("n") > width) | (ones != nw.col("n") - nw.col("_run_nulls"))).cast(nw.Int64))
+        off = nw.col(run_col).cast(nw.Float64) - lo
+        words = range(-(-width // _WORD))
+        pre = pre.with_columns(**{
+            f"_w{w}": (nw.lit(2.0) ** (off - _WORD * w) if len(words) == 1 else
+                       nw.when((off >= _WORD * w) & (off < _WORD * (w + 1))).then(nw.lit(2.0) ** (off - _WORD * w))
+                       .otherwise(nw.lit(0.0))).cast(nw.Int64) for w in words})
+        sums = [f"_s{w}" for w in words]
+        grouped = pre.group_by(cells, drop_null_keys=False).agg(
+            *aggs, *[nw.col(f"_w{w}").sum().alias(s) for w, s in zip(words, sums)]).with_columns(
+            *[nw.col(s).cast(nw.Int64) for s in sums])
+        if keys == cells:  # the cells reach Python: their ones are counted there (numpy, at once)
+            bit_sums = sums
+            flags.remove("_dup")
+        else:  # summed further in the engine: the ones counted there, digit by digit
+            ones = functools.reduce(lambda a, b: a + b, [(nw.col(s) // 2 ** b) % 2
+                                                         for s in sums for b in range(min(width, _WORD) + 9)])
+            grouped = grouped.with_columns(
+                _dup=((nw.col("n") > width) | (ones != nw.col("n") - nw.col("_run_nulls"))).cast(nw.Int64))
     elif run_col is not None and frame.implementation.is_dask():
         # Dask's grouped n_unique counts each partition's values: count the rows per run instead
         per_run = pre.group_by([*cells, run_col], drop_null_keys=False).agg(
@@ -208,10 +226,14 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
         grouped = grouped.with_columns(_dup=(nw.col("n") > 1).cast(nw.Int64))
         flags.append("_dup")
     if keys != cells:
-        sums = [nw.col(c).sum() for c in ("k", "n", *flags)]
-        grouped = grouped.group_by(keys, drop_null_keys=False).agg(*sums) if keys else grouped.select(*sums)
+        totals = [nw.col(c).sum() for c in ("k", "n", *flags)]
+        grouped = grouped.group_by(keys, drop_null_keys=False).agg(*totals) if keys else grouped.select(*totals)
     with _stage(f"{frame.implementation}: GROUP BY {', '.join(keys) or '()'}"):
         counts = grouped.collect().to_pandas()
+    if bit_sums and span is not None:
+        ones = sum(_popcount(counts[s].fillna(0).to_numpy(dtype=np.int64)) for s in bit_sums)
+        counts["_dup"] = ((counts["n"] > span[1]) | (ones != counts["n"] - counts["_run_nulls"])).astype(np.int64)
+        flags.append("_dup")
     broken = counts[flags].fillna(0).to_numpy().sum() > 0 if len(counts) else True
     if broken:
         if counts["n"].sum() <= WHOLE_MAX:
@@ -227,16 +249,26 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     return counts
 
 
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """The number of one bits of each (non-negative) int64."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(x).astype(np.int64)
+    out = np.zeros(x.shape, dtype=np.int64)
+    for b in range(63):
+        out += (x >> b) & 1
+    return out
+
+
 def _run_span(frame: Any, run_col: str) -> tuple[int, int] | None:
-    """``(lowest run, number of run values it spans)`` of an integer run column spanning at most 31
-    values, read by one cheap query (Parquet statistics where the engine has them); None otherwise
-    (the duplicate check then counts distinct runs)."""
+    """``(lowest run, number of run values it spans)`` of an integer run column spanning at most
+    ``_RUN_SPAN`` values, read by one cheap query (Parquet statistics where the engine has them);
+    None otherwise (the duplicate check then counts distinct runs)."""
     import narwhals.stable.v2 as nw
 
     if not frame.collect_schema()[run_col].is_integer():
         return None
     lo, hi = frame.select(nw.col(run_col).min().alias("lo"), nw.col(run_col).max().alias("hi")).collect().row(0)
-    if lo is None or hi is None or hi - lo >= 31:
+    if lo is None or hi is None or hi - lo >= _RUN_SPAN:
         return None
     return int(lo), int(hi - lo + 1)
 

@@ -108,7 +108,11 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         :func:`evalmix.ensure_runs` and :func:`evalmix.model.check_data`): a 0/1 response
         (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
         (model, item, run, slices) key when the table has a run column, no fixed-effect factor
-        with a single level.
+        with a single level. A lazy table (a Parquet file, folder or glob; a DuckDB relation; a
+        polars LazyFrame; a Dask or PySpark DataFrame) is counted in its own engine, k-of-n per
+        cell of the formula's variables, with the same checks; the fit equals the fit of the rows
+        and reports their log-likelihood and number of rows (docs/scale.md). Not with
+        ``trials``, ``weights``, ``offset`` or ``missing="drop"``, which read the table whole.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.

@@ -160,7 +160,9 @@ def accuracy(
         A runs table (from :func:`evalmix.read_runs`, any DataFrame with the outcome column, or a
         file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 (or k-of-n counts), or any
         numeric score (partial credit, judge ratings, similarity scores), no missing values, no
-        duplicated (model, item, run, slices) key.  Outcomes other than 0/1 are described by
+        duplicated (model, item, run, slices) key.  A lazy table (Parquet file, folder or glob,
+        DuckDB, polars LazyFrame, Dask, Spark) is summed per group in its own engine.  Outcomes
+        other than 0/1 are described by
         their mean with an item-clustered t interval whatever ``ci`` says: a binomial interval
         of a score would be a wrong number, not an answer.  A column named ``correct`` must hold
         0/1 or partial credit in [0, 1] (a 2 there is reported as an error); ratings and scores
