@@ -6,6 +6,7 @@ same result objects, and the same errors for a bad column (missing, wrong type, 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -199,3 +200,21 @@ def test_the_duplicate_check_with_run_bits_and_with_distinct_counts() -> None:
     many = pd.concat([runs.iloc[[0]].assign(run=1)] * 2 + [runs.iloc[[0]].assign(run=2)], ignore_index=True)
     with pytest.raises(DataError, match="share a key"):
         evalmix.accuracy(pl.from_pandas(many).lazy(), "model")
+
+
+def test_a_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    lazy = pl.from_pandas(_runs()).lazy()
+    pushdown.counts_in_engine(lazy)
+    assert capsys.readouterr().err == ""  # not a terminal: nothing
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    pushdown.counts_in_engine(lazy)
+    assert re.fullmatch(r"evalmix: polars: GROUP BY model, item, language \.\.\. \d+\.\d s\n", terminal.getvalue())

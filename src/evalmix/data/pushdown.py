@@ -369,11 +369,17 @@ def _parquet_scan(data: object) -> Any:
         return None
     import narwhals.stable.v2 as nw
 
-    for backend in ("duckdb", "polars"):
-        if importlib.util.find_spec(backend) is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
-                return nw.scan_parquet(pattern, backend=backend)
+    if importlib.util.find_spec("duckdb") is not None:
+        import duckdb
+
+        # a connection of its own, without DuckDB's progress bar (stdout is the command's output)
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        return nw.from_native(con.read_parquet(pattern))
+    if importlib.util.find_spec("polars") is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return nw.scan_parquet(pattern, backend="polars")
     return None
 
 
