@@ -1,7 +1,7 @@
 """A crossed GLMM fitted on a Parquet runs table whose rows are counted in the engine they live in.
 
     nice python bench/make_leaderboard_parquet.py /tmp/evalmix_push_1e7 50 2000 100    # 10^7 rows
-    nice python bench/bench_pushdown.py /tmp/evalmix_push_1e7 duckdb polars spark
+    nice python bench/bench_pushdown.py /tmp/evalmix_push_1e7 duckdb polars spark dask [--rounds=2]
 
 For each source, in fresh processes (peak RSS is the Python process's ``ru_maxrss``, imports and
 data included; Spark's JVM is a process of its own and not counted):
@@ -144,4 +144,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "--one":
         print(json.dumps(one(sys.argv[2], Path(sys.argv[3]), sys.argv[4])))
     else:
-        main(Path(sys.argv[1]), sys.argv[2:] or ["duckdb", "polars"])
+        rounds = [int(a.split("=")[1]) for a in sys.argv[2:] if a.startswith("--rounds=")]
+        kinds = [a for a in sys.argv[2:] if not a.startswith("--")]
+        main(Path(sys.argv[1]), kinds or ["duckdb", "polars"], *rounds[:1])

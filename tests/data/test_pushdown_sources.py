@@ -190,7 +190,9 @@ def test_the_duplicate_check_with_run_bits_and_with_distinct_counts() -> None:
     # runs 1 and 7 (not consecutive) are distinct: counted; text run labels take COUNT(DISTINCT)
     spread = runs.assign(run=runs["run"].map({1: 1, 2: 7}))
     labels = runs.assign(run="r" + runs["run"].astype(str))
-    for table in (spread, labels):
+    # runs past 0-99 (their span found by a second query), and runs too far apart for bits
+    late, apart = runs.assign(run=runs["run"] + 1000), runs.assign(run=runs["run"].map({1: 1, 2: 5000}))
+    for table in (spread, labels, late, apart):
         counts = pushdown.counts_in_engine(pl.from_pandas(table).lazy())
         assert isinstance(counts, pd.DataFrame) and set(counts["n"]) == {2}
         repeated = pd.concat([table, table.iloc[[7]]], ignore_index=True)

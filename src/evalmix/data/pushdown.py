@@ -160,7 +160,8 @@ def formula_counts(data: object, outcome: str, keys: Sequence[str], *,
 
 
 def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col: str | None,
-            check: Callable[[pd.DataFrame], object], *, unique_cells: bool = False) -> pd.DataFrame | None:
+            check: Callable[[pd.DataFrame], object], *, unique_cells: bool = False,
+            span: tuple[int, int] | None | bool = True) -> pd.DataFrame | None:
     """The GROUP BY: checks per ``cells`` (the rows' keys without the run), counts per ``keys`` (a
     subset of ``cells``); the counts sorted by ``keys``, or None when a rule is broken and the
     table is small enough to be read whole (a large one: the offending rows go to ``check``)."""
@@ -177,27 +178,33 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     )
     aggs = [nw.col("_y").sum().alias("k"), nw.len().alias("n"), nw.col("_bad").sum(), nw.col("_ynull").sum(),
             nw.col("_knull").sum()]
-    span = None if run_col is None else _run_span(frame, run_col)
+    guessed = span is True and run_col is not None and frame.collect_schema()[run_col].is_integer()
+    if guessed:  # runs 0-99 (most tables), checked in the same query: no pass over the data to find them
+        span = (0, 2 * _WORD)
+    elif span is True:
+        span = None
     bit_sums: list[str] = []
     if run_col is not None:
         pre = pre.with_columns(_rnull=nw.col(run_col).is_null().cast(nw.Int64))
         aggs.append(nw.col("_rnull").sum().alias("_run_nulls"))
     flags = ["_bad", "_ynull", "_knull"] + (["_dup", "_run_nulls"] if run_col is not None else [])
-    if run_col is not None and span is not None:
+    if run_col is not None and isinstance(span, tuple):
         # integer runs spanning at most _RUN_SPAN values: run r is a bit, 2^(r - lo), summed in words of
         # _WORD bits; a cell's runs are distinct exactly when its sums hold as many ones as it has
         # runs (a repeated run carries). Sums and counts only: far cheaper than COUNT(DISTINCT)
         lo, width = span
         off = nw.col(run_col).cast(nw.Float64) - lo
         words = range(-(-width // _WORD))
-        pre = pre.with_columns(**{
-            f"_w{w}": (nw.lit(2.0) ** (off - _WORD * w) if len(words) == 1 else
-                       nw.when((off >= _WORD * w) & (off < _WORD * (w + 1))).then(nw.lit(2.0) ** (off - _WORD * w))
-                       .otherwise(nw.lit(0.0))).cast(nw.Int64) for w in words})
+        pre = pre.with_columns(_rout=((off < 0) | (off >= width)).fill_null(False).cast(nw.Int64), **{
+            f"_w{w}": nw.when((off >= _WORD * w) & (off < _WORD * (w + 1)))
+            .then(nw.lit(2.0) ** (off - _WORD * w).clip(0, _WORD - 1)).otherwise(nw.lit(0.0)).cast(nw.Int64)
+            for w in words})
         sums = [f"_s{w}" for w in words]
         grouped = pre.group_by(cells, drop_null_keys=False).agg(
-            *aggs, *[nw.col(f"_w{w}").sum().alias(s) for w, s in zip(words, sums)]).with_columns(
+            *aggs, nw.col("_rout").sum().alias("_run_out"),
+            *[nw.col(f"_w{w}").sum().alias(s) for w, s in zip(words, sums)]).with_columns(
             *[nw.col(s).cast(nw.Int64) for s in sums])
+        flags.append("_run_out")
         if keys == cells:  # the cells reach Python: their ones are counted there (numpy, at once)
             bit_sums = sums
             flags.remove("_dup")
@@ -230,7 +237,10 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
         grouped = grouped.group_by(keys, drop_null_keys=False).agg(*totals) if keys else grouped.select(*totals)
     with _stage(f"{frame.implementation}: GROUP BY {', '.join(keys) or '()'}"):
         counts = grouped.collect().to_pandas()
-    if bit_sums and span is not None:
+    if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past 0-99: their span
+        return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
+                       span=_run_span(frame, run_col))
+    if bit_sums and isinstance(span, tuple):
         ones = sum(_popcount(counts[s].fillna(0).to_numpy(dtype=np.int64)) for s in bit_sums)
         counts["_dup"] = ((counts["n"] > span[1]) | (ones != counts["n"] - counts["_run_nulls"])).astype(np.int64)
         flags.append("_dup")
