@@ -25,12 +25,15 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from .runs import as_pandas, ensure_runs, narwhals_frame
+
+if TYPE_CHECKING:
+    import narwhals.stable.v2 as nw
 
 __all__ = ["WHOLE_MAX", "counts_in_engine", "formula_counts", "lazy_frame", "parquet_files", "read_source",
            "scan_columns"]
@@ -47,7 +50,7 @@ _HEAD = 1000  # rows the checks read to name a missing column
 _WORD, _RUN_SPAN = 50, 400
 
 
-def lazy_frame(data: object) -> Any:
+def lazy_frame(data: object) -> nw.LazyFrame[Any] | None:
     """``data`` as a narwhals LazyFrame when it is lazy (a Parquet path, directory or glob; a DuckDB
     relation; a polars LazyFrame; a Dask or PySpark DataFrame), else None.
 
@@ -57,9 +60,11 @@ def lazy_frame(data: object) -> Any:
     >>> type(lazy_frame(pl.LazyFrame({"a": [1]}))).__name__, lazy_frame(pl.DataFrame({"a": [1]}))
     ('LazyFrame', None)
     """
+    import narwhals.stable.v2 as nw
+
     scanned = _parquet_scan(data)
     frame = scanned if scanned is not None else narwhals_frame(data)
-    return frame if frame is not None and hasattr(frame, "collect") else None
+    return frame if isinstance(frame, nw.LazyFrame) else None
 
 
 def counts_in_engine(data: _T, *, model: str | None = None, item: str | None = None, run: str | None = None,
