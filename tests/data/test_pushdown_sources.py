@@ -220,3 +220,12 @@ def test_a_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(sys, "stderr", terminal)
     pushdown.counts_in_engine(lazy)
     assert re.fullmatch(r"evalmix: polars: GROUP BY model, item, language \.\.\. \d+\.\d s\n", terminal.getvalue())
+
+
+def test_a_hive_partitioned_folder_keeps_its_partition_columns(tmp_path: Path) -> None:
+    runs = _runs()
+    runs.to_parquet(tmp_path / "hive", partition_cols=["language"], index=False)
+    assert pushdown.scan_columns(tmp_path / "hive") == ["model", "item", "run", "correct", "language"]
+    got = evalmix.accuracy(tmp_path / "hive", ["model", "language"]).to_frame()
+    want = evalmix.accuracy(runs, ["model", "language"]).to_frame()
+    assert got.astype(str).values.tolist() == want.astype(str).values.tolist()

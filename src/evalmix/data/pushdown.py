@@ -334,10 +334,10 @@ def read_source(data: _T) -> _T | pd.DataFrame:
 
 
 def _whole(data: Any, frame: Any) -> Any:
-    """What the reduction falls back to: the table, through the door (a glob or folder of Parquet
-    files read whole)."""
-    if not isinstance(data, (str, Path)) or Path(data).is_file():
-        return data  # a file is read by the pandas path itself (with the roles it records)
+    """What the reduction falls back to: the table, through the door (a glob of Parquet files read
+    whole; a file or folder is left to the pandas path's reader)."""
+    if not isinstance(data, (str, Path)) or Path(data).exists():
+        return data  # a file or folder is read by the pandas path itself (with the roles it records)
     return as_pandas(frame.collect().to_native())
 
 
@@ -390,7 +390,8 @@ def _parquet_scan(data: object) -> Any:
         # a connection of its own, without DuckDB's progress bar (stdout is the command's output)
         con = duckdb.connect()
         con.execute("SET enable_progress_bar = false")
-        return nw.from_native(con.read_parquet(pattern))
+        # a folder's key=value subfolders are columns, as read_runs reads them
+        return nw.from_native(con.read_parquet(pattern, hive_partitioning=Path(str(data)).is_dir()))
     if importlib.util.find_spec("polars") is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
