@@ -212,7 +212,9 @@ def narwhals_frame(obj: object) -> nw.DataFrame[Any] | nw.LazyFrame[Any] | None:
         return None
     import narwhals.stable.v2 as nw
 
-    frame = nw.from_native(obj, pass_through=True)
+    with warnings.catch_warnings():  # narwhals' notice that Dask support moves to a plugin package
+        warnings.filterwarnings("ignore", "Dask support is moving", FutureWarning)
+        frame = nw.from_native(obj, pass_through=True)
     return frame if isinstance(frame, (nw.DataFrame, nw.LazyFrame)) else None
 
 

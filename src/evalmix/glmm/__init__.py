@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ..data.pushdown import formula_counts, read_source, scan_columns
 from ..data.runs import RunsData
 from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..core.methods import VCOV_METHODS
-from ..model import GlmmDesign, RandomTerm, build_design, drop_rank_deficient, term_lambdas
+from ..model import (GlmmDesign, RandomTerm, build_design, check_data, drop_rank_deficient, model_columns,
+                     parse_formula, term_lambdas)
 from ..core.parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
@@ -106,7 +108,11 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         :func:`evalmix.ensure_runs` and :func:`evalmix.model.check_data`): a 0/1 response
         (or valid counts, or a factor), no missing values (see ``missing``), no duplicated
         (model, item, run, slices) key when the table has a run column, no fixed-effect factor
-        with a single level.
+        with a single level. A lazy table (a Parquet file, folder or glob; a DuckDB relation; a
+        polars LazyFrame; a Dask or PySpark DataFrame) is counted in its own engine, k-of-n per
+        cell of the formula's variables, with the same checks; the fit equals the fit of the rows
+        and reports their log-likelihood and number of rows (docs/scale.md). Not with
+        ``trials``, ``weights``, ``offset`` or ``missing="drop"``, which read the table whole.
     trials : str, optional
         Column of trials when the response is a count of successes: ``glmer("k ~ model +
         (1|item)", d, trials="n")`` is ``glmer("cbind(k, n - k) ~ model + (1|item)", d)``.
@@ -211,18 +217,58 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
     control = _control(control, maxiter)
     build = {"trials": trials, "pool": pool, "weights": weights, "offset": offset,
              "contrasts": contrasts, "missing": missing}
+    pushed = None
+    if trials is None and weights is None and offset is None and missing == "raise":
+        # a lazy table (Parquet, DuckDB, polars, Dask, Spark): k-of-n per cell of the formula's
+        # variables, counted by its own engine; the checks of the rows name a broken rule
+        pushed = _counted_in_engine(formula, data, missing)
+    if pushed is not None:
+        data, build["trials"] = pushed, _PUSHED_TRIALS
+    else:
+        data = read_source(data)  # a folder or glob of Parquet files: the rows, read whole
     if devfun_only:
         # the objective over all rows (separation is not resolved: the function is finite
         # everywhere, its infimum at infinity then)
         design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
                                  nAGQ=int(nAGQ), control=control)
+        design = design if pushed is None else _as_rows(design)
         return DevianceFunction(design, build_deviance(design, link=link, control=control,
                                                        prior=prior), nagq=int(nAGQ))
     with single_thread_blas():
         design, prior = _prepare(formula, data, build=build, fixef_prior=fixef_prior,
                                  nAGQ=int(nAGQ), control=control)
+        design = design if pushed is None else _as_rows(design)
         return _fit(formula, design, prior, link=link, nAGQ=int(nAGQ), vcov_method=vcov_method,
                     start=start, control=control)
+
+
+_PUSHED_TRIALS = "_trials"  # the trials column of a table counted in its engine
+
+
+def _counted_in_engine(formula: str, data: RunsData, missing: str) -> pd.DataFrame | None:
+    """The k-of-n counts of a lazy table per cell of the formula's variables (None: not lazy, or a
+    response of counts already, whose rows' binomial coefficients would be lost)."""
+    cols = scan_columns(data)
+    if cols is None:
+        return None
+    parsed = parse_formula(formula)
+    if parsed.failures is not None or parsed.trials is not None:
+        return None
+    try:
+        keys = [c for c in model_columns(parsed, pd.DataFrame(columns=cols)) if c != parsed.successes]
+    except FormulaError:
+        keys = []  # an absent column: the checks name it
+    return formula_counts(data, parsed.successes, keys, trials=_PUSHED_TRIALS,
+                          check=lambda rows: check_data(formula, rows, missing=missing))
+
+
+def _as_rows(design: GlmmDesign) -> GlmmDesign:
+    """The design of k-of-n counts a lazy table was reduced to, reporting what lme4 reports for the
+    rows they count: 0/1 rows carry no binomial coefficient in the log-likelihood, and the
+    number of observations is the number of rows, and lme4's PIRLS stopping rule (behind its
+    standard errors) measures the deviance of the rows (their saturated model's is 0)."""
+    return dataclasses.replace(design, log_binom=0.0, nobs=int(np.sum(design.m_rows)),
+                               log_binom_rows=np.zeros(len(design.m_rows)), binary_rows=True)
 
 
 def _prepare(formula: str, data: RunsData, *, build: dict[str, Any], fixef_prior: Any,

@@ -61,7 +61,8 @@ def build_deviance(design: GlmmDesign, *, link: str = "logit", control: GlmerCon
     ld = (LaplaceDeviance(X, k, m, terms, offset=offset, link=link, control=ctl)
           if prior is None else PenalizedDeviance(X, k, m, terms, prior=prior, offset=offset,
                                                   link=link, control=ctl))
-    ld.saturated = saturated_deviance(design.k_rows, design.m_rows)
+    # 0/1 rows are their own saturated model: counts that stand for such rows keep lme4's rule of the rows
+    ld.saturated = 0.0 if design.binary_rows else saturated_deviance(design.k_rows, design.m_rows)
     return ld
 
 

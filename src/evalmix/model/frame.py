@@ -59,6 +59,7 @@ class GlmmDesign(ThetaLayout):
     offset_rows: np.ndarray | None = None  # per given row
     weights_rows: np.ndarray | None = None  # prior weights of the given rows (None: all 1)
     log_binom_rows: np.ndarray | None = None  # each given row's share of ``log_binom``
+    binary_rows: bool = False  # k-of-n counts standing for 0/1 rows (a table counted in its engine)
 
 
 def _binary_response(col: pd.Series, name: str) -> np.ndarray:

@@ -160,7 +160,9 @@ def accuracy(
         A runs table (from :func:`evalmix.read_runs`, any DataFrame with the outcome column, or a
         file), validated by :func:`evalmix.ensure_runs`: outcomes 0/1 (or k-of-n counts), or any
         numeric score (partial credit, judge ratings, similarity scores), no missing values, no
-        duplicated (model, item, run, slices) key.  Outcomes other than 0/1 are described by
+        duplicated (model, item, run, slices) key.  A lazy table (Parquet file, folder or glob,
+        DuckDB, polars LazyFrame, Dask, Spark) is summed per group in its own engine.  Outcomes
+        other than 0/1 are described by
         their mean with an item-clustered t interval whatever ``ci`` says: a binomial interval
         of a score would be a wrong number, not an answer.  A column named ``correct`` must hold
         0/1 or partial credit in [0, 1] (a 2 there is reported as an error); ratings and scores
@@ -217,10 +219,12 @@ def accuracy(
     0     a        2       3.5  1.0
     """
     check_arguments(conf_level=conf_level, missing=missing)
-    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine
-        pushed = counts_in_engine(data, item=item, outcome=outcome)
-        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     by_cols = [by] if isinstance(by, str) else list(by or [])
+    if status is None:  # a lazy table is reduced to k-of-n counts by its own engine: per group, or per
+        # (group, item) for the item-clustered interval
+        keys = by_cols + [item or "item"] if ci == "cluster" else by_cols
+        pushed = counts_in_engine(data, item=item, outcome=outcome, by=keys)
+        data, outcome = (pushed, None) if pushed is not data else (data, outcome)
     table = _accuracy_table(data, by_cols, ci, conf_level, outcome, item, status, missing)
     kind = str(table.attrs.pop("kind", "binary"))
     return AccuracyTable(table, tuple(by_cols), "t" if kind == "mean" else ci, conf_level, kind)
