@@ -32,6 +32,8 @@ deviance's Hessian over beta) and the exact gradient, and theta by L-BFGS-B on t
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,13 +47,25 @@ from ..core.parallel import single_thread_blas
 from ..core.result import Result
 from ..core.seeds import as_generator
 from . import _grid_kernels as K
-from .crossed import _all_cores
 
 __all__ = ["GridFit", "glmer_grid", "simulate_grid"]
 
 _BLOCK = 1 << 20  # cells formed at a time (8 MB a float64 block; glibc reuses such blocks)
 _dsyrk = sla.blas.dsyrk
 _COMPILED_MIN = 200_000  # cells from which the compiled passes are used by default
+
+
+def _blas_threads(flops: float) -> contextlib.AbstractContextManager[Any]:
+    """BLAS threads for the ``syrk``/GEMM of a block: one unless ``EVALMIX_GRID_BLAS_THREADS``
+    asks for more. Between two blocks' products the compiled pass runs on one thread, and
+    OpenBLAS's idle workers spin (``sched_yield``) through it, so a second thread roughly
+    doubles the CPU time of the passes for a shorter wall time on an idle machine only."""
+    n = int(os.environ.get("EVALMIX_GRID_BLAS_THREADS", "1"))
+    if n <= 1 or flops < 2e9:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n, user_api="blas")
 _FORMULAS = {"correct ~ 1 + (1|model) + (1|item)": "crossed",
              "correct ~ 0 + model + (1|item)": "fixed"}
 _FORMULA_OF = {v: k for k, v in _FORMULAS.items()}
@@ -200,7 +214,7 @@ class _Grid:
             if self.W32 is None:
                 self.W32 = np.empty((ns, nb), dtype=np.float32)
         W32 = self.W32 if store and self.W32 is not None else np.empty((1, 1), dtype=np.float32)
-        with _all_cores(ns**2 * nb if store else 0):
+        with _blas_threads(ns**2 * nb if store else 0):
             for sl in self.blocks():
                 m = sl.stop - sl.start
                 if self.compiled:
@@ -349,7 +363,7 @@ class _Crossed:
         gc = np.empty(g.nb)
         m = np.empty(g.nb)
         wg = 0.0
-        with _all_cores(2 * g.ns**2 * g.nb):
+        with _blas_threads(2 * g.ns**2 * g.nb):
             for sl in g.blocks():
                 if g.compiled:
                     w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
@@ -545,7 +559,7 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
                             f"{ns} x {nb} grid")
     if compiled is None:
         compiled = ns * nb >= _COMPILED_MIN
-    with single_thread_blas():  # BLAS on every core only for the large products (_all_cores)
+    with single_thread_blas():  # see _blas_threads
         if kind == "crossed" and ns > nb:
             # the Schur complement goes onto the smaller factor: items x items here
             fit = _fit(_Grid(np.ascontiguousarray(y.T), compiled), kind, items, models, conf_level)
