@@ -13,6 +13,7 @@ import scipy.linalg as sla
 
 import evalmix
 from evalmix.core.errors import ArgumentError, DataError
+from evalmix.core.parallel import single_thread_blas
 from evalmix.glmm import gridfit as gf
 
 REF = Path(__file__).resolve().parents[1] / "reference"
@@ -63,8 +64,8 @@ def test_orientation_and_compiled_passes_agree():
 def test_logdet_is_float64_where_float32_would_not_do():
     # large variances, many items: the Schur complement is a difference of nearly equal sums,
     # so float32 accumulation would move log det H by more than the fit's resolution
-    y, _ = gf.simulate_grid(12, 1500, model_sd=0.3, item_sd=0.3, rng=7)
-    ts, tb = 6.0, 6.0
+    y, _ = gf.simulate_grid(12, 800, model_sd=0.3, item_sd=0.3, rng=7)
+    ts, tb = 10.0, 10.0
     grid = gf._Grid(y, compiled=False)
     dev = gf._Crossed(grid)
     dev.deviance(ts, tb, 0.1)
@@ -79,7 +80,8 @@ def test_logdet_is_float64_where_float32_would_not_do():
     H[ns:, ns:] = np.diag(1 + tb**2 * W.sum(axis=0))
     H[:ns, ns:] = ts * tb * W
     H[ns:, :ns] = ts * tb * W.T
-    exact = 2 * np.log(np.diag(sla.cholesky(H))).sum()
+    with single_thread_blas():
+        exact = 2 * np.log(np.diag(sla.cholesky(H))).sum()
     assert fac["logdet"] == pytest.approx(exact, abs=1e-9)
     # the same Schur complement accumulated in float32
     W32 = W.astype(np.float32)
@@ -87,7 +89,7 @@ def test_logdet_is_float64_where_float32_would_not_do():
     X = W32 * (np.float32(ts * tb) / np.sqrt(Db))[None, :]
     S32 = np.diag((1 + ts**2 * W32.sum(axis=1, dtype=np.float32)).astype(np.float32)) - X @ X.T
     ld32 = float(np.log(Db.astype(float)).sum() + 2 * np.log(np.diag(sla.cholesky(S32.astype(float)))).sum())
-    # float32: off by 2.5e-5 here, more than the 1e-6 to which the fits match glmer's log-likelihood
+    # float32: off by 2.7e-5 here, more than the 1e-6 to which the fits match glmer's log-likelihood
     assert abs(ld32 - exact) > 1e-5
 
 
