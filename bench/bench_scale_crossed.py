@@ -66,6 +66,39 @@ def one(rows: int, models: int, formula: str, seed: int) -> dict:
     return out
 
 
+def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
+    """Cost per evaluation: ``k`` evaluations of the deviance and its exact gradient (crossed) or
+    ``k`` profiled evaluations over theta (fixed) along a fixed path of parameters, warm-started
+    as in a fit, for sizes a whole fit does not reach on a shared machine in the time at hand."""
+    import numpy as np
+
+    from evalmix.core.parallel import single_thread_blas
+    from evalmix.glmm import gridfit as gf
+
+    items = rows // models
+    y, truth = gf.simulate_grid(models, items, rng=seed, intercept=0.5)
+    t1, c1 = time.perf_counter(), _cpu()
+    grid = gf._Grid(y, True)
+    with single_thread_blas():
+        if formula == "crossed":
+            dv = gf._Crossed(grid)
+            for i in range(k):  # towards the truth, as the optimiser's first steps go
+                f = i / max(k - 1, 1)
+                dv.fun(np.array([1.0 + f * (truth["model_sd"] - 1.0),
+                                 1.0 + f * (truth["item_sd"] - 1.0), 0.5]))
+        else:
+            fx = gf._Fixed(grid)
+            beta = np.zeros(models)
+            for i in range(k):
+                f = i / max(k - 1, 1)
+                _, _, beta = fx.profile(1.0 + f * (truth["item_sd"] - 1.0), beta)
+    t2, c2 = time.perf_counter(), _cpu()
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
+            "evals": k, "wall": t2 - t1, "cpu": c2 - c1, "peak_rss": ru.ru_maxrss * 1024,
+            "factorizations": grid.factorizations, "load": os.getloadavg()[0]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6,1e7", help="rows, comma-separated (1e6,1e7,1e8)")
@@ -73,10 +106,14 @@ def main() -> None:
     ap.add_argument("--formula", choices=[*FORMULAS, "both"], default="crossed")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--json", help="write the records here as well")
+    ap.add_argument("--evals", type=int, default=0,
+                    help="time this many evaluations instead of a whole fit (cost per evaluation)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.models, args.formula, args.seed)))
+        rec = (evals(args.one, args.models, args.formula, args.seed, args.evals) if args.evals
+               else one(args.one, args.models, args.formula, args.seed))
+        print(json.dumps(rec))
         return
     forms = list(FORMULAS) if args.formula == "both" else [args.formula]
     sizes = [int(float(s)) for s in args.sizes.split(",")]
@@ -84,10 +121,17 @@ def main() -> None:
     for form in forms:
         for rows in sizes:
             cmd = [sys.executable, __file__, "--one", str(rows), "--models", str(args.models),
-                   "--formula", form, "--seed", str(args.seed)]
+                   "--formula", form, "--seed", str(args.seed), "--evals", str(args.evals)]
             done = subprocess.run(cmd, check=True, capture_output=True, text=True)
             rec = json.loads(done.stdout.strip().splitlines()[-1])
             records.append(rec)
+            if args.evals:
+                print(f"{form} {rec['models']} x {rec['items']} = {rec['rows']:,} rows, {args.evals} "
+                      f"evaluations: wall {rec['wall']:.1f} s, CPU {rec['cpu']:.1f} s "
+                      f"({1e6 * rec['cpu'] / rec['rows']:.3f} s per M rows), {rec['factorizations']} "
+                      f"factorizations, peak RSS {rec['peak_rss'] / 2**30:.2f} GiB "
+                      f"({rec['peak_rss'] / rec['rows']:.1f} B/row); load {rec['load']:.1f}", flush=True)
+                continue
             est = (f"model SD {rec['model_sd']:.4f} (truth {rec['model_sd_truth']:.4f}), "
                    f"intercept {rec['intercept']:.4f} (truth {rec['intercept_truth']:.4f}), "
                    if form == "crossed" else f"beta RMSE {rec['beta_rmse']:.4f}, ")
