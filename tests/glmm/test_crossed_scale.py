@@ -132,16 +132,21 @@ def test_compiled_passes_match_numpy():
 
 @pytest.mark.slow
 def test_fixed_model_effects_match_lme4():
-    ref = json.loads((REF / "grid_fixed_reference.json").read_text())
+    # lme4 1.1-31, nAGQ = 1 with tolPwrss = 1e-12 (the exact Laplace deviance), bobyqa over the
+    # 21 parameters (tests/reference/grid_fixed_reference.R)
+    ref = json.loads((REF / "grid_fixed_reference_20.json").read_text())
     lme4 = {f["nAGQ"]: f for f in ref["fits"]}[1]
-    y, _ = gf.simulate_grid(100, 2000, rng=20261205, intercept=0.5)
+    y, _ = gf.simulate_grid(20, 2000, rng=20261205, intercept=0.5)
     fit = gf.glmer_grid(y, FIXED)
-    # evalmix reaches the optimum of the same deviance (never below lme4's)
-    assert fit.loglik >= lme4["loglik"] - 1e-6
-    assert fit.loglik == pytest.approx(lme4["loglik"], abs=1e-3)
-    assert fit.sd["item"] == pytest.approx(lme4["theta"], rel=1e-4)
-    np.testing.assert_allclose(fit.fixef["estimate"], lme4["fixef"], atol=1e-4)
-    np.testing.assert_allclose(fit.fixef["se"], lme4["se_rx"], rtol=1e-4)
+    assert fit.loglik >= lme4["loglik"] - 1e-6  # never below lme4's optimum
+    # observed: log-likelihood +7.6e-6 (bobyqa stops a little short), theta 2.8e-7 relative,
+    # betas 4.6e-6, standard errors 4.4e-7 relative
+    assert fit.loglik == pytest.approx(lme4["loglik"], abs=1e-4)
+    assert fit.sd["item"] == pytest.approx(lme4["theta"], rel=1e-5)
+    np.testing.assert_allclose(fit.fixef["estimate"], lme4["fixef"], atol=2e-5)
+    np.testing.assert_allclose(fit.fixef["se"], lme4["se_rx"], rtol=1e-5)
+    # nAGQ = 0 (beta within PIRLS) is another objective: 5 log-likelihood units lower here
+    assert fit.loglik - {f["nAGQ"]: f for f in ref["fits"]}[0]["loglik"] > 4.0
 
 
 @pytest.mark.slow
