@@ -1,0 +1,642 @@
+"""Crossed logit GLMMs on a complete models x items grid of 0/1 answers, in a few bytes a cell.
+
+:func:`glmer_grid` fits ``correct ~ 1 + (1|model) + (1|item)`` and ``correct ~ 0 + model +
+(1|item)`` (Laplace, lme4's ``nAGQ = 1`` objective with beta in the outer optimisation) from the
+answers alone: an ``int8`` array with one row per model and one column per item. Nothing per cell
+is kept but the answers (1 byte) and, for the first formula, the float32 PIRLS weights (4 bytes)
+of the last factorisation; every other per-cell quantity (``eta``, ``mu``, the weights in float64,
+the residuals, the leverages) is formed for a block of columns at a time and reduced at once to
+sums per model and per item, so the peak is about 5 bytes a cell plus the blocks.
+
+Why it is exact (the same objective and the same optimum as the general path):
+
+- the mode ``u~`` is found by Newton's method on the penalised deviance with its gradient in float64
+  (sums of float64 residuals); the Hessian that gives each step may be the one of an earlier point
+  (a chord step, solved with the float32 weights of that point), which changes how fast the
+  iteration converges, never where it stops;
+- ``log det H`` is ``sum log D_b + log det S``, ``S`` the Schur complement onto the smaller factor
+  accumulated by ``syrk`` in float64 from float64 weights at the mode itself;
+- the gradient over ``(theta, beta)`` is the exact one of the Laplace deviance (leverages from
+  ``S^-1`` by one GEMM per block of columns), so L-BFGS-B stops at the optimum of the deviance;
+- the standard errors are lme4's: for the first formula the inverse of the Hessian of the deviance
+  over ``(theta, beta)`` (``vcov_method="hessian_exact"`` of :func:`evalmix.glmer`), here by central
+  differences of the exact gradient; for the second, with 2,000 fixed effects, lme4's
+  ``use.hessian = FALSE`` matrix (``vcov_method="rx"``): ``S^-1``, ``S`` the Schur complement of the
+  items' block in the joint system at the optimum.
+
+For ``0 + model + (1|item)`` the items' block of ``H`` is diagonal, so the Laplace deviance is a
+sum over items given beta: the modes are one-dimensional Newton steps and ``log det H`` a sum of
+logs; the 2,000 fixed effects are found by Newton steps with ``S`` (the Gauss-Newton part of the
+deviance's Hessian over beta) and the exact gradient, and theta by L-BFGS-B on the profile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.linalg as sla
+from scipy import optimize, special, stats
+
+from ..core.errors import ArgumentError, DataError
+from ..core.parallel import single_thread_blas
+from ..core.result import Result
+from ..core.seeds import as_generator
+from . import _grid_kernels as K
+
+__all__ = ["GridFit", "glmer_grid", "simulate_grid"]
+
+_BLOCK = 1 << 20  # cells formed at a time (8 MB a float64 block; glibc reuses such blocks)
+_dsyrk = sla.blas.dsyrk
+_COMPILED_MIN = 200_000  # cells from which the compiled passes are used by default
+
+
+def _blas_threads(flops: float) -> contextlib.AbstractContextManager[Any]:
+    """BLAS threads for the ``syrk``/GEMM of a block: one unless ``EVALMIX_GRID_BLAS_THREADS``
+    asks for more. Between two blocks' products the compiled pass runs on one thread, and
+    OpenBLAS's idle workers spin (``sched_yield``) through it, so a second thread roughly
+    doubles the CPU time of the passes for a shorter wall time on an idle machine only."""
+    n = int(os.environ.get("EVALMIX_GRID_BLAS_THREADS", "1"))
+    if n <= 1 or flops < 2e9:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n, user_api="blas")
+_FORMULAS = {"correct ~ 1 + (1|model) + (1|item)": "crossed",
+             "correct ~ 0 + model + (1|item)": "fixed"}
+_FORMULA_OF = {v: k for k, v in _FORMULAS.items()}
+
+
+def _norm_formula(formula: str) -> str:
+    return " ".join(formula.replace("~", " ~ ").replace("+", " + ").split()).replace("( ", "(") \
+        .replace(" )", ")").replace(" | ", "|").replace("| ", "|").replace(" |", "|")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class GridFit(Result):
+    """A crossed logit GLMM fitted on a models x items grid (see :func:`glmer_grid`).
+
+    Attributes
+    ----------
+    formula : str
+    fixef : pandas.DataFrame
+        ``term, estimate, se, z, p_value, conf_low, conf_high`` (Wald, 95%).
+    sd : dict
+        Standard deviations of the random intercepts by group (``model``, ``item``).
+    theta : numpy.ndarray
+        The relative covariance factors in the order of ``sd``.
+    loglik, deviance : float
+        Laplace log-likelihood and ``-2 loglik``.
+    ranef : dict
+        Conditional modes of the random intercepts by group (on the logit scale).
+    nobs : int
+    evaluations : int
+        Deviance evaluations of the optimisation.
+    factorizations : int
+        Schur complements formed (one ``syrk`` over the grid each).
+    vcov_method : str
+    converged : bool
+    """
+
+    formula: str
+    fixef: pd.DataFrame
+    sd: dict[str, float]
+    theta: np.ndarray
+    loglik: float
+    deviance: float
+    ranef: dict[str, np.ndarray]
+    nobs: int
+    evaluations: int
+    factorizations: int
+    vcov_method: str
+    converged: bool
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.fixef
+
+    def _title(self) -> str:
+        return f"Generalized linear mixed model fit on a grid (Laplace): {self.formula}"
+
+    def _header(self) -> list[str]:
+        sds = ", ".join(f"{g} SD {v:.4f}" for g, v in self.sd.items())
+        return [f"logLik {self.loglik:.4f}, {self.nobs} observations; {sds}"]
+
+    def _notes(self) -> list[str]:
+        return [] if self.converged else ["The optimiser did not report convergence."]
+
+
+def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd: float = 1.5,
+                  intercept: float = 0.0, rng: Any = None, block_rows: int = 64
+                  ) -> tuple[np.ndarray, dict[str, Any]]:
+    """A seeded models x items grid of 0/1 answers, ``logit p = intercept + ability + easiness``.
+
+    Generated a block of models at a time (float32 probabilities of ``block_rows`` models), so a
+    10^8-cell grid needs its 100 MB of answers and little more.
+
+    Returns
+    -------
+    y : numpy.ndarray
+        ``int8``, shape ``(n_models, n_items)``.
+    truth : dict
+        ``ability`` and ``easiness`` (the simulated effects), their sample SDs ``model_sd`` and
+        ``item_sd``, and ``intercept``.
+
+    Examples
+    --------
+    >>> y, truth = simulate_grid(3, 4, rng=1)
+    >>> y.shape, y.dtype.name
+    ((3, 4), 'int8')
+    """
+    g = as_generator(rng)
+    ability = g.normal(0.0, model_sd, n_models)
+    easiness = g.normal(0.0, item_sd, n_items)
+    y = np.empty((n_models, n_items), dtype=np.int8)
+    e32 = easiness.astype(np.float32)
+    for i in range(0, n_models, block_rows):
+        sl = slice(i, min(i + block_rows, n_models))
+        lin = (intercept + ability[sl]).astype(np.float32)[:, None] + e32[None, :]
+        np.negative(lin, out=lin)
+        np.exp(lin, out=lin)
+        lin += 1.0
+        u = g.random((lin.shape[0], n_items), dtype=np.float32)
+        np.multiply(u, lin, out=u)  # u < p  <=>  u (1 + exp(-eta)) < 1
+        np.less(u, 1.0, out=y[sl])
+    truth = {"ability": ability, "easiness": easiness, "intercept": intercept,
+             "model_sd": float(np.std(ability, ddof=1)), "item_sd": float(np.std(easiness, ddof=1))}
+    return y, truth
+
+
+class _Grid:
+    """The answers and the block passes over them (``eta = a_s + c_b`` for model s, item b)."""
+
+    def __init__(self, y: np.ndarray, compiled: bool | None = None):
+        self.y = y
+        self.ns, self.nb = y.shape
+        self.cols = max(1, _BLOCK // self.ns)
+        self.W32: np.ndarray | None = None
+        self.factorizations = 0
+        self.compiled = K.HAVE if compiled is None else bool(compiled and K.HAVE)
+
+    def blocks(self) -> Any:
+        for j in range(0, self.nb, self.cols):
+            yield slice(j, min(j + self.cols, self.nb))
+
+    def cell_block(self, sl: slice, a: np.ndarray, c: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+        """eta, mu, w = mu(1-mu), r = y - mu for the columns ``sl``, and the block's deviance
+        (NumPy; the compiled passes below do the same a cell at a time)."""
+        yb = self.y[:, sl]
+        eta = np.add(a[:, None], c[None, sl])
+        dev = 2.0 * (float(np.logaddexp(0.0, eta).sum()) - float(np.einsum("sb,sb->", yb, eta)))
+        mu = special.expit(eta)
+        w = np.multiply(mu, mu)
+        np.subtract(mu, w, out=w)
+        r = np.subtract(yb, mu)
+        return eta, mu, w, r, dev
+
+    def sweep(self, a: np.ndarray, c: np.ndarray, schur: tuple[float, float] | None = None
+              ) -> dict[str, Any]:
+        """Deviance and sums of residuals and weights per model and per item; with ``schur =
+        (kappa, tau)`` also ``sum_b kappa^2 / (1 + tau^2 W_+b) W_.b W_.b'`` (lower triangle, by
+        ``syrk`` per block) and the float32 weights kept in ``W32``."""
+        ns, nb = self.ns, self.nb
+        rr, wr = np.zeros(ns), np.zeros(ns)
+        rc, wc = np.empty(nb), np.empty(nb)
+        dev = 0.0
+        S = None
+        store = schur is not None
+        if store:
+            S = np.zeros((ns, ns), order="F")
+            if self.W32 is None:
+                self.W32 = np.empty((ns, nb), dtype=np.float32)
+        W32 = self.W32 if store and self.W32 is not None else np.empty((1, 1), dtype=np.float32)
+        with _blas_threads(ns**2 * nb if store else 0):
+            for sl in self.blocks():
+                m = sl.stop - sl.start
+                if self.compiled:
+                    wblk = np.empty((ns, m)) if store else np.empty((1, 1))
+                    dev += K.stats_block(self.y, a, c, sl.start, sl.stop, rr, wr, rc, wc, store,
+                                         W32, wblk)
+                else:
+                    _, _, wblk, r, d = self.cell_block(sl, a, c)
+                    dev += d
+                    rr += r.sum(axis=1)
+                    rc[sl] = r.sum(axis=0)
+                    wr += wblk.sum(axis=1)
+                    wc[sl] = wblk.sum(axis=0)
+                    if store:
+                        assert self.W32 is not None
+                        self.W32[:, sl] = wblk
+                if schur is not None:
+                    kappa, tau = schur
+                    wblk *= (kappa / np.sqrt(1.0 + tau**2 * wc[sl]))[None, :]
+                    S = _dsyrk(alpha=-1.0, a=wblk.T, beta=1.0, c=S, trans=1, lower=1,
+                               overwrite_c=1)
+        if store:
+            self.factorizations += 1
+        return {"dev": dev, "rr": rr, "rc": rc, "wr": wr, "wc": wc, "S": S}
+
+    def wdot(self, x: np.ndarray) -> np.ndarray:
+        """``W x`` (per model) with the stored float32 weights, accumulated in float64."""
+        assert self.W32 is not None
+        out = np.zeros(self.ns)
+        if self.compiled:
+            K.wdot(self.W32, np.ascontiguousarray(x, dtype=np.float64), out)
+            return out
+        for sl in self.blocks():
+            out += self.W32[:, sl].astype(np.float64) @ x[sl]
+        return out
+
+    def wtdot(self, x: np.ndarray) -> np.ndarray:
+        """``W' x`` (per item) with the stored float32 weights."""
+        assert self.W32 is not None
+        out = np.empty(self.nb)
+        if self.compiled:
+            K.wtdot(self.W32, np.ascontiguousarray(x, dtype=np.float64), out)
+            return out
+        for sl in self.blocks():
+            out[sl] = x @ self.W32[:, sl].astype(np.float64)
+        return out
+
+
+class _Crossed:
+    """Laplace deviance of ``1 + (1|model) + (1|item)``; s = models (rows), b = items (columns)."""
+
+    tol = 1e-10  # largest Newton step of the modes at convergence
+    chord = True  # reuse an earlier factorisation for the Newton directions (False: refactor each step)
+
+    def __init__(self, grid: _Grid):
+        self.g = grid
+        self.us = np.zeros(grid.ns)
+        self.ub = np.zeros(grid.nb)
+        self.fac: dict[str, Any] | None = None  # the last factorisation (may be of an earlier point)
+        self.evaluations = 0
+        self._theta_prev: tuple[float, float] | None = None
+
+    # -- passes -----------------------------------------------------------------------------------
+    def _stats(self, a: np.ndarray, c: np.ndarray) -> dict[str, Any]:
+        return self.g.sweep(a, c)
+
+    def _factor(self, a: np.ndarray, c: np.ndarray, ts: float, tb: float) -> dict[str, Any]:
+        """Stats and the Schur complement at one point (stores the float32 weights)."""
+        st = self.g.sweep(a, c, schur=(ts * tb, tb))
+        S = st.pop("S")
+        S[np.diag_indices_from(S)] += 1.0 + ts**2 * st["wr"]
+        chol = sla.cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
+        Db = 1.0 + tb**2 * st["wc"]
+        logdet = float(np.log(Db).sum() + 2.0 * np.log(np.diag(chol[0])).sum())
+        st.update(chol=chol, Db=Db, ts=ts, tb=tb, logdet=logdet)
+        return st
+
+    def _solve(self, fac: dict[str, Any], rs: np.ndarray, rb: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``H^-1 (r_s, r_b)`` with a factorisation (and the float32 weights stored with it)."""
+        c = fac["ts"] * fac["tb"]
+        Db = fac["Db"]
+        ys = sla.cho_solve(fac["chol"], rs - c * self.g.wdot(rb / Db), check_finite=False)
+        xb = (rb - c * self.g.wtdot(ys)) / Db
+        return ys, xb
+
+    # -- the deviance -----------------------------------------------------------------------------
+    def deviance(self, ts: float, tb: float, beta: float) -> float:
+        self.evaluations += 1
+        if self._theta_prev is not None:  # keep the random effects on the logit scale
+            ps, pb = self._theta_prev
+            self.us = self.us * (ps / ts) if ts > 0 and ps > 0 else self.us
+            self.ub = self.ub * (pb / tb) if tb > 0 and pb > 0 else self.ub
+        self._theta_prev = (ts, tb)
+        us, ub = self.us, self.ub
+        fac = self.fac  # may be of an earlier point: its steps are chord steps
+        prev_step = np.inf
+        pdev_prev = np.inf
+        since = 0
+        old: tuple[np.ndarray, np.ndarray] | None = None
+        for _ in range(300):
+            a, c = beta + ts * us, tb * ub
+            fresh = fac is None
+            st = fac = self._factor(a, c, ts, tb) if fac is None else fac
+            if not fresh:
+                st = self._stats(a, c)
+            pdev = st["dev"] + us @ us + ub @ ub
+            if old is not None and pdev > pdev_prev + 1e-12 * abs(pdev_prev):
+                # the step overshot: halve it (a descent direction for any positive definite H)
+                us, ub = (old[0] + us) / 2, (old[1] + ub) / 2
+                continue
+            gs = ts * st["rr"] - us
+            gb = tb * st["rc"] - ub
+            ds, db = self._solve(fac, gs, gb)
+            step = max(float(np.abs(ds).max(initial=0.0)), float(np.abs(db).max(initial=0.0)))
+            if step < self.tol:
+                if fresh:
+                    break
+                fac, old = None, None  # converged on an earlier Hessian: factor here
+                continue
+            if not self.chord or not fresh and (step > 0.3 * prev_step or since > 8):
+                fac = None  # the chord iteration contracts slowly: refactor at the next point
+                since = 0
+            old = (us, ub)
+            us, ub = us + ds, ub + db
+            prev_step, pdev_prev = step, pdev
+            since += 1
+        self.us, self.ub, self.fac = us, ub, fac
+        self.state = st
+        self.point = (ts, tb, beta)
+        assert fac is not None
+        return float(pdev + fac["logdet"])
+
+    def gradient(self) -> np.ndarray:
+        """Exact gradient of the Laplace deviance over ``(ts, tb, beta)`` at the last point."""
+        g, st, fac = self.g, self.state, self.fac
+        assert fac is not None
+        ts, tb, beta = self.point
+        us, ub = self.us, self.ub
+        a, c = beta + ts * us, tb * ub
+        Db = fac["Db"]
+        Sinv = sla.cho_solve(fac["chol"], np.eye(g.ns), check_finite=False)
+        dS = np.diag(Sinv).copy()
+        scale = ts * tb / Db
+        gr = np.zeros(g.ns)
+        gc = np.empty(g.nb)
+        m = np.empty(g.nb)
+        wg = 0.0
+        with _blas_threads(2 * g.ns**2 * g.nb):
+            for sl in g.blocks():
+                if g.compiled:
+                    w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
+                    K.weights_block(g.y, a, c, sl.start, sl.stop, w, p)
+                    P = Sinv @ w
+                    wg += K.leverage_block(w, p, P, scale, Db, dS, ts, tb, sl.start, m, gr, gc)
+                    continue
+                _, mu, w, _, _ = g.cell_block(sl, a, c)
+                G = Sinv @ w
+                G *= scale[None, sl]
+                m[sl] = np.einsum("sb,sb->b", w, G) * scale[sl]
+                wg += float(np.einsum("sb,sb->", w, G))
+                h = G
+                h *= -2.0 * tb * ts
+                h += (tb**2 * (1.0 / Db[sl] + m[sl]))[None, :]
+                h += (ts**2 * dS)[:, None]
+                # g = h w (1 - 2 mu)
+                np.multiply(mu, -2.0, out=mu)
+                mu += 1.0
+                h *= w
+                h *= mu
+                gr += h.sum(axis=1)
+                gc[sl] = h.sum(axis=0)
+        vs, vb = self._solve(fac, ts * gr, tb * gc)
+        wr, wc, rr, rc = st["wr"], st["wc"], st["rr"], st["rc"]
+        rho_r = gr - 2.0 * rr - (ts * vs * wr + tb * g.wdot(vb))
+        rho_c = gc - 2.0 * rc - (ts * g.wtdot(vs) + tb * vb * wc)
+        tr_s = ts * float(wr @ dS) - tb * wg
+        tr_b = tb * float(wc @ (1.0 / Db + m)) - ts * wg
+        return np.array([us @ rho_r + vs @ rr + 2.0 * tr_s,
+                         ub @ rho_c + vb @ rc + 2.0 * tr_b,
+                         float(rho_r.sum())])
+
+    def fun(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        f = self.deviance(float(x[0]), float(x[1]), float(x[2]))
+        return f, self.gradient()
+
+
+class _Fixed:
+    """Laplace deviance of ``0 + model + (1|item)``: separable over items given beta."""
+
+    tol = 1e-10
+
+    def __init__(self, grid: _Grid):
+        self.g = grid
+        self.ub = np.zeros(grid.nb)
+        self.evaluations = 0
+        self.chol: Any = None
+        self._t_prev: float | None = None
+
+    def evaluate(self, t: float, beta: np.ndarray) -> tuple[float, np.ndarray, float]:
+        """Deviance, its exact gradient over beta and over t (modes by Newton per item)."""
+        self.evaluations += 1
+        g = self.g
+        if self._t_prev is not None and self._t_prev > 0 and t > 0:
+            self.ub = self.ub * (self._t_prev / t)
+        self._t_prev = t
+        ub = self.ub
+        for _ in range(100):
+            c = t * ub
+            dev = 0.0
+            rr, gr, wvr, wr = (np.zeros(g.ns) for _ in range(4))
+            rc, wc, gc = np.empty(g.nb), np.empty(g.nb), np.empty(g.nb)
+            for sl in g.blocks():
+                if g.compiled:
+                    w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
+                    dev += K.fixed_block(g.y, beta, c, t, sl.start, sl.stop, rr, wr, rc, wc, gc, gr,
+                                         wvr, w, p)
+                    continue
+                _, mu, w, r, d = g.cell_block(sl, beta, c)
+                dev += d
+                rr += r.sum(axis=1)
+                wr += w.sum(axis=1)
+                rc[sl] = r.sum(axis=0)
+                wc[sl] = colw = w.sum(axis=0)
+                Db = 1.0 + t**2 * colw
+                hb = t**2 / Db
+                np.multiply(mu, -2.0, out=mu)
+                mu += 1.0
+                mu *= w  # w' = w (1 - 2 mu)
+                gc[sl] = hb * mu.sum(axis=0)
+                gr += mu @ hb
+                vb = t * gc[sl] / Db
+                wvr += w @ (t * vb)
+            Db = 1.0 + t**2 * wc
+            step = (t * rc - ub) / Db
+            if float(np.abs(step).max(initial=0.0)) < self.tol:
+                break
+            ub = ub + np.clip(step, -3.0, 3.0)
+        self.ub = ub
+        vb = t * gc / Db
+        rho_c = gc - 2.0 * rc - t * vb * wc
+        grad_beta = gr - 2.0 * rr - wvr
+        grad_t = float(ub @ rho_c + vb @ rc + 2.0 * t * float((wc / Db).sum()))
+        f = dev + float(ub @ ub) + float(np.log(Db).sum())
+        self.wr = wr
+        return f, grad_beta, grad_t
+
+    def schur(self, t: float, beta: np.ndarray) -> Any:
+        """Cholesky factor of ``S = diag(W 1) - t^2 W D^-1 W'`` at the current modes."""
+        st = self.g.sweep(beta, t * self.ub, schur=(t, t))
+        S, wr = st["S"], st["wr"]
+        S[np.diag_indices_from(S)] += wr
+        return sla.cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
+
+    def profile(self, t: float, beta: np.ndarray) -> tuple[float, float, np.ndarray]:
+        """min over beta at fixed t (Newton steps with ``S``, refactored when they slow down)."""
+        f, gb, gt = self.evaluate(t, beta)
+        prev = np.inf
+        for _ in range(100):
+            if self.chol is None:
+                self.chol = self.schur(t, beta)
+            # the deviance is -2 loglik: its Hessian over beta is about 2 S
+            step = -0.5 * sla.cho_solve(self.chol, gb, check_finite=False)
+            size = float(np.abs(step).max(initial=0.0))
+            if size < 1e-9:
+                break
+            lam = 1.0
+            while True:
+                nb_ = beta + lam * step
+                f2, gb2, gt2 = self.evaluate(t, nb_)
+                if f2 <= f + 1e-10 * abs(f) or lam < 1e-3:
+                    break
+                lam /= 2.0
+            if lam < 1.0 or size > 0.3 * prev:
+                self.chol = None
+            beta, f, gb, gt, prev = nb_, f2, gb2, gt2, size
+        return f, gt, beta
+
+
+def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)", *,
+               models: Any = None, items: Any = None, conf_level: float = 0.95,
+               compiled: bool | None = None) -> GridFit:
+    """Fit a crossed logit GLMM on a complete models x items grid of 0/1 answers.
+
+    The low-memory path for leaderboards of up to 10^8 cells (see the module docstring and
+    docs/performance.md, "10^8 rows"): the answers are an ``int8`` array, one row per model and
+    one column per item, no data frame is formed, and the fit is the one :func:`evalmix.glmer`
+    gives on the same rows (``vcov_method="hessian_exact"`` for the first formula, ``"rx"`` for
+    the second).
+
+    Parameters
+    ----------
+    y : numpy.ndarray
+        0/1 answers, shape ``(n_models, n_items)`` (any integer or boolean dtype; ``int8`` is used
+        as is, others are converted once).
+    formula : str
+        ``"correct ~ 1 + (1|model) + (1|item)"`` or ``"correct ~ 0 + model + (1|item)"``.
+    models, items : sequence, optional
+        Level names (default ``0..n-1``).
+    conf_level : float
+        Level of the Wald intervals.
+    compiled : bool, optional
+        Run the passes over the cells as compiled loops (numba, when installed; the same
+        arithmetic as the NumPy blocks otherwise used). Default: from 200,000 cells, where they
+        pay for loading the compiled kernels.
+
+    Returns
+    -------
+    GridFit
+
+    Examples
+    --------
+    >>> y, truth = simulate_grid(20, 200, rng=3)
+    >>> fit = glmer_grid(y)
+    >>> round(fit.sd["item"], 2), round(truth["item_sd"], 2)
+    (1.47, 1.48)
+    >>> round(fit.sd["model"], 2), round(truth["model_sd"], 2)
+    (1.18, 1.26)
+    """
+    kind = _FORMULAS.get(_norm_formula(formula))
+    if kind is None:
+        raise ArgumentError(f"glmer_grid: formula {formula!r} is not one of "
+                            + ", ".join(repr(f) for f in _FORMULAS))
+    y = np.asarray(y)
+    if y.ndim != 2 or min(y.shape) < 2:
+        raise DataError(f"glmer_grid: y must be a (models x items) grid with at least 2 of each; "
+                        f"got shape {y.shape}")
+    if y.dtype != np.int8:
+        if not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
+            raise DataError(f"glmer_grid: y must hold 0/1 integers; got dtype {y.dtype}")
+        y = y.astype(np.int8)
+    y = np.ascontiguousarray(y)
+    bad = np.flatnonzero((y != 0) & (y != 1))
+    if bad.size:
+        s, b = np.unravel_index(int(bad[0]), y.shape)
+        raise DataError(f"glmer_grid: y must be 0/1; model row {s}, item column {b} holds {y[s, b]}")
+    ns, nb = y.shape
+    models = list(range(ns)) if models is None else list(models)
+    items = list(range(nb)) if items is None else list(items)
+    if len(models) != ns or len(items) != nb:
+        raise ArgumentError(f"glmer_grid: {len(models)} model and {len(items)} item names for a "
+                            f"{ns} x {nb} grid")
+    if compiled is None:
+        compiled = ns * nb >= _COMPILED_MIN
+    with single_thread_blas():  # see _blas_threads
+        if kind == "crossed" and ns > nb:
+            # the Schur complement goes onto the smaller factor: items x items here
+            fit = _fit(_Grid(np.ascontiguousarray(y.T), compiled), kind, items, models, conf_level)
+            sd = {"model": fit.sd["item"], "item": fit.sd["model"]}
+            ranef = {"model": fit.ranef["item"], "item": fit.ranef["model"]}
+            return GridFit(formula=fit.formula, fixef=fit.fixef, sd=sd,
+                           theta=np.array([sd["model"], sd["item"]]), loglik=fit.loglik,
+                           deviance=fit.deviance, ranef=ranef, nobs=fit.nobs,
+                           evaluations=fit.evaluations, factorizations=fit.factorizations,
+                           vcov_method=fit.vcov_method, converged=fit.converged)
+        return _fit(_Grid(y, compiled), kind, models, items, conf_level)
+
+
+def _fit(grid: _Grid, kind: str, models: list[Any], items: list[Any], conf_level: float) -> GridFit:
+    y = grid.y
+    ns, nb = y.shape
+    z = stats.norm.ppf(0.5 + conf_level / 2)
+    p0 = float(np.clip(y.mean(dtype=np.float64), 1e-6, 1 - 1e-6))
+    if kind == "crossed":
+        dv = _Crossed(grid)
+        x0 = np.array([1.0, 1.0, np.log(p0 / (1 - p0))])
+        res = optimize.minimize(dv.fun, x0, jac=True, method="L-BFGS-B",
+                                bounds=[(0.0, None), (0.0, None), (None, None)],
+                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 500})
+        x = res.x
+        fopt = dv.deviance(*x)
+        # Hessian by central differences of the exact gradient (lme4's default vcov)
+        Hm = np.empty((3, 3))
+        for i in range(3):
+            hstep = 1e-4 * max(1.0, abs(x[i]))
+            xp, xm = x.copy(), x.copy()
+            xp[i] += hstep
+            xm[i] -= hstep
+            dv.deviance(*xp)
+            gp = dv.gradient()
+            dv.deviance(*xm)
+            gm = dv.gradient()
+            Hm[:, i] = (gp - gm) / (2 * hstep)
+        Hm = (Hm + Hm.T) / 2
+        dv.deviance(*x)  # back at the optimum for the modes
+        var = 2.0 * np.linalg.inv(Hm)[2, 2]
+        est, se = np.array([x[2]]), np.array([np.sqrt(var)])
+        terms = ["(Intercept)"]
+        theta = np.array([x[0], x[1]])
+        sd = {"model": float(x[0]), "item": float(x[1])}
+        ranef = {"model": x[0] * dv.us, "item": x[1] * dv.ub}
+        evaluations, converged, vm = dv.evaluations, bool(res.success), "hessian_exact"
+    else:
+        fx = _Fixed(grid)
+        # start: each model's logit accuracy
+        pm = np.clip(y.mean(axis=1, dtype=np.float64), 0.5 / nb, 1 - 0.5 / nb)
+        beta = np.log(pm / (1 - pm))
+        state = {"beta": beta}
+
+        def prof(tt: np.ndarray) -> tuple[float, np.ndarray]:
+            f, gt, b = fx.profile(float(tt[0]), state["beta"])
+            state["beta"] = b
+            return f, np.array([gt])
+
+        res = optimize.minimize(prof, np.array([1.0]), jac=True, method="L-BFGS-B",
+                                bounds=[(0.0, None)],
+                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 200})
+        t = float(res.x[0])
+        fopt, _, beta = fx.profile(t, state["beta"])
+        chol = fx.schur(t, beta)
+        cov = sla.cho_solve(chol, np.eye(ns), check_finite=False)
+        est, se = beta, np.sqrt(np.diag(cov))
+        terms = [f"model{m}" for m in models]
+        theta = np.array([t])
+        sd = {"item": t}
+        ranef = {"item": t * fx.ub}
+        evaluations, converged, vm = fx.evaluations, bool(res.success), "rx"
+    zval = est / se
+    fixef = pd.DataFrame({"term": terms, "estimate": est, "se": se, "z": zval,
+                          "p_value": 2 * stats.norm.sf(np.abs(zval)),
+                          "conf_low": est - z * se, "conf_high": est + z * se})
+    return GridFit(formula=_FORMULA_OF[kind], fixef=fixef, sd=sd, theta=theta,
+                   loglik=-fopt / 2, deviance=float(fopt), ranef=ranef, nobs=ns * nb,
+                   evaluations=evaluations, factorizations=grid.factorizations,
+                   vcov_method=vm, converged=converged)
