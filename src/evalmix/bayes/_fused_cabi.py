@@ -19,10 +19,11 @@ from numba.extending import intrinsic
 
 from ._fused_kernel import TERM_FIELDS, log_density
 
-HEADER = 27  # int64 entries of the header
+HEADER = 32  # int64 entries of the header
 # the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
-# numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns)
-KERNEL_REVISION = 2
+# numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns;
+# 3: the other families' likelihoods, _fused_families)
+KERNEL_REVISION = 3
 
 
 @intrinsic
@@ -55,6 +56,14 @@ def _unpack(hdr):
     return k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_family(hdr):
+    """The family slots 27-31: code, offset and number of its parameters, its prior, constants."""
+    fpri = carray(_pointer(hdr[30]), (1, 5), np.float64)
+    fc = carray(_pointer(hdr[31]), (1 + hdr[1],), np.float64)
+    return hdr[27], hdr[28], hdr[29], fpri, fc
+
+
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
                         types.CPointer(types.double), types.voidptr)
 _EXPAND_SIG = types.int64(types.uint64, types.uint64, types.CPointer(types.double),
@@ -69,7 +78,8 @@ def logp_cfunc(dim, x_, g_, lp_, user_data):
         return -1
     x = carray(x_, (dim,))
     g = carray(g_, (dim,))
-    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1)
+    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1,
+                     *_unpack_family(hdr))
     lp_[0] = lp
     for i in range(dim):
         if not math.isfinite(g[i]):

@@ -53,7 +53,7 @@ def prior_logp(row, x):
 
 @njit(cache=True, nogil=True)
 def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart, i_int, add_int,
-                o_th, major, blocked):
+                o_th, major, blocked, fam, o_f, nf, fpri, fc):
     """Log density at ``x`` (unconstrained point); writes its gradient into ``g``.
 
     ``eta = c + Xu[cell] theta + sum_t u_t[idx_t] Z_t`` with ``c`` the intercept when no term holds
@@ -64,7 +64,9 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     trials as integers when all are small integers (else ``mi[0] = -1``).  The term that holds the
     intercept has the mean ``Intercept_c`` and each term that holds fixed columns adds
     ``WT[w0 + l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled
-    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).
+    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).  ``fam > 0``: the likelihood of another
+    family (:func:`evalmix.bayes._fused_families.family_loglik`, its parameters at ``x[o_f:o_f + nf]``,
+    ``k`` its response).
     """
     nu, p = Xu.shape
     nt = terms.shape[0]
@@ -148,7 +150,10 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
+    if fam > 0:  # the other twins' likelihoods (evalmix.bayes._fused_families)
+        lp += _fused_families.family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, k, m, cell, idx, Z, fx, u,
+                                            start, gcell, gu)
+    elif unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
         if blocked:
             lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
         elif major >= 0:
@@ -356,3 +361,8 @@ def _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu):
         gu[base + lev] += gl
     _scatter_combinations(subkey, major, gs, start, gcell, gu)
     return lp
+
+
+# the other families' row passes (that module imports njit and prior_logp from this one: the
+# module, not its function, so that either can be imported first)
+from . import _fused_families  # noqa: E402

@@ -8,7 +8,10 @@ likelihood, so the same posterior (``tests/bayes/test_bayes.py`` checks the log 
 against PyMC's at random points).  nutpie calls the kernel through a C pointer from its worker
 threads, so the chains run in parallel instead of taking turns on the Python interpreter, and the
 kernel is compiled once per installation (numba's disk cache) instead of once per fit.
-Correlated terms (``(1 + x|g)``) use the PyMC model through nutpie's own compilers.
+The other twins' models (:func:`evalmix.bayes.families.build_family_model`: Gaussian, beta,
+beta-binomial, cumulative logit and probit) run on the same kernel with their own row pass
+(:mod:`evalmix.bayes._fused_families`).  Correlated terms (``(1 + x|g)``) use the PyMC model
+through nutpie's own compilers.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ _LOG_2 = math.log(2.0)
 # the kernel's arrays, in the order of its arguments and of the header's address slots 8...
 _ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT", "sub", "subkey", "mstart")
 ROW_PASSES = ("blocked", "grouped", "factored", "rows")  # fastest first
-HEADER = 27  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag
+HEADER = 32  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag, then
+# the family slots 27-31: its code, the offset and number of its parameters, the addresses of
+# _FAMILY_ARRAYS (its parameters' prior row; a constant and the thresholds' shift)
+_FAMILY_ARRAYS = ("fpri", "fc")
+# family codes of evalmix.bayes._fused_families (0: the binomial-logit passes of _fused_kernel)
+_FAMILY_CODES = {("binomial", "logit"): 0, ("gaussian", "identity"): 1, ("beta", "logit"): 2,
+                 ("betabinomial", "logit"): 3, ("cumulative", "logit"): 4, ("cumulative", "probit"): 5}
+# each family's own free variable (after the linear predictor's in the kernel's vector)
+_FAMILY_RVS = {"gaussian": "sigma", "beta": "phi", "betabinomial": "phi", "cumulative": "thresholds_c"}
 
 
 def fused_available() -> bool:
@@ -77,14 +88,22 @@ def _support_point(p: Prior) -> float:
     return kw.get("sigma", kw.get("beta", 1.0))
 
 
+def _sampled_priors(bm: BayesModel) -> dict[str, Prior]:
+    """The priors as the model samples them (the Gaussian model's on the standardised scale)."""
+    if bm.family == "gaussian":
+        from .families import FamilyDesign, standardized_priors
+
+        assert isinstance(bm.design, FamilyDesign)
+        return standardized_priors(bm.priors, bm.design)
+    return bm.priors
+
+
 def fused_reason(bm: BayesModel) -> str | None:
     """Why ``bm`` cannot use the compiled kernel, or None when it can."""
-    if bm.family != "binomial":
-        return f"the {bm.family} likelihood (the kernel is binomial-logit)"
+    if (bm.family, bm.link) not in _FAMILY_CODES:
+        return f"the {bm.family} likelihood with the {bm.link} link (the kernel has no such row pass)"
     if bm.basis is None:
         return "the model records no fixed-effects basis"
-    if bm.link != "logit":
-        return f"the {bm.link} link (the kernel is binomial-logit)"
     if bm.design.offset is not None:
         return "an offset"
     for p in bm.plans:
@@ -147,6 +166,29 @@ def _group_rows(arrays: dict[str, np.ndarray]) -> tuple[int, bool]:
     return major, blocked
 
 
+def _family_arrays(bm: BayesModel, fam: int, priors: dict[str, Prior]) -> dict[str, np.ndarray]:
+    """The arrays of the family's row pass (:func:`evalmix.bayes._fused_families.family_loglik`):
+    its response in ``k`` (the sampled scale), no integer trials (its own row pass), the prior row
+    of its parameters and its constants: the sum of the beta-binomial's log binomial
+    coefficients, the thresholds' shift ``T' xbar`` per fixed coordinate."""
+    basis = bm.fixed_basis
+    p = basis["T"].shape[0]
+    fc = np.zeros(1 + p)
+    if not fam:
+        return {"fpri": np.zeros((1, 5)), "fc": fc}
+    design: Any = bm.design
+    y = np.array(design.y, float)  # a writable copy: the kernel's type for every family
+    key = {"gaussian": "sigma", "cumulative": "threshold"}.get(bm.family, "phi")
+    if bm.family == "gaussian":
+        y = (y - design.y_loc) / design.y_scale
+    if bm.family == "betabinomial":
+        fc[0] = float(np.sum(design.log_binom_rows))
+    if bm.family == "cumulative" and p:
+        fc[1:] = basis["T"].T @ basis["xbar"]
+    return {"k": np.ascontiguousarray(y), "mi": np.full(len(y), -1, np.int64),
+            "fpri": prior_row(priors[key])[None, :], "fc": fc}
+
+
 @dataclasses.dataclass
 class FusedDensity:
     """The log density of a :class:`BayesModel` on a flat unconstrained vector.
@@ -174,6 +216,8 @@ class FusedDensity:
         for pl in bm.plans:
             names += ([f"sd({pl.label})", f"({pl.label})"] if pl.centered
                       else [f"s({pl.label})", f"z({pl.label})"])
+        if bm.family in _FAMILY_RVS:
+            names.append(_FAMILY_RVS[bm.family])
         return names
 
     @classmethod
@@ -182,6 +226,7 @@ class FusedDensity:
         if reason:
             raise ValueError(f"the compiled kernel does not cover this model: {reason}")
         model, design, basis = bm.model, bm.design, bm.fixed_basis
+        priors = _sampled_priors(bm)
         value_name = {v.name: model.rvs_to_values[v].name for v in model.free_RVs}
         Xt, T = np.ascontiguousarray(basis["Xt"], float), np.ascontiguousarray(basis["T"], float)
         n, p = Xt.shape
@@ -206,13 +251,13 @@ class FusedDensity:
         terms = np.zeros((len(bm.plans), 7), np.int64)  # _fused_kernel.TERM_FIELDS per term
         idx = np.zeros((len(bm.plans), n), np.int64)
         Z = np.ones((len(bm.plans), n))
-        rows = [prior_row(bm.priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
+        rows = [prior_row(priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
         coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
-        rows += [prior_row(bm.priors[c]) for c in coef]
+        rows += [prior_row(priors[c]) for c in coef]
         wt_row = 0  # each holder's first row in WT (the holders' rows stacked in plan order)
         for t_i, pl in enumerate(bm.plans):
             t = pl.term
-            sd_prior = bm.priors[f"sd|{t.group}|{t.cnames[0]}"]
+            sd_prior = priors[f"sd|{t.group}|{t.cnames[0]}"]
             rows.append(prior_row(sd_prior if pl.centered else sd_prior.symmetric()))
             o_s = add(f"sd({pl.label})" if pl.centered else f"s({pl.label})", 1)
             o_v = add(f"({pl.label})" if pl.centered else f"z({pl.label})", t.nl)
@@ -221,6 +266,10 @@ class FusedDensity:
             terms[t_i] = (pl.centered, pl.absorbs_intercept, t.nl, o_s, o_v, bool(np.all(t.Z == 1.0)),
                           0 if pl.level_x is None else 1 + wt_row)
             wt_row += 0 if pl.level_x is None else t.nl
+        fam, o_f, nf = _FAMILY_CODES[(bm.family, bm.link)], off, 0
+        if fam:  # the family's own parameters last
+            nf = len(getattr(design, "levels", ())) - 1 if bm.family == "cumulative" else 1
+            add(_FAMILY_RVS[bm.family], nf)
         add_int = i_int >= 0 and not any(pl.absorbs_intercept for pl in bm.plans)
         m = np.ascontiguousarray(design.m, float)
         # integer trials of at most 64 let the kernel sum log(1 + e^-|eta|) as one log of a product
@@ -234,12 +283,14 @@ class FusedDensity:
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
                   # the holders' levels' values of the fixed columns they hold (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
+        arrays.update(_family_arrays(bm, fam, priors))
         major, blocked = _group_rows(arrays)
         header = np.zeros(HEADER, np.int64)
         header[:8] = (n, p, len(bm.plans), off, i_int, add_int, o_th, len(arrays["Xu"]))
         for slot, key in enumerate(_ARRAYS, start=8):
             header[slot] = arrays[key].ctypes.data
-        header[22:] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
+        header[22:27] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
+        header[27:32] = (fam, o_f, nf, *(arrays[key].ctypes.data for key in _FAMILY_ARRAYS))
         return cls(bm, blocks, arrays, header, off)
 
     # ------------------------------------------------------------------ evaluation
@@ -281,13 +332,14 @@ class FusedDensity:
         g = np.empty(self.n_dim)
         lp = log_density(np.ascontiguousarray(x, float), g, *(arrays[key] for key in _ARRAYS),
                          *(int(v) for v in self.header[4:7]), int(self.header[23]) if code <= 1 else -1,
-                         code == 0)
+                         code == 0, *(int(v) for v in self.header[27:30]),
+                         *(arrays[key] for key in _FAMILY_ARRAYS))
         return float(lp), g
 
     def point(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as PyMC's point dict (value-variable names)."""
-        dims = self.bm.model.named_vars_to_dims
-        return {vname: np.array(x[o:o + s]) if name in dims else np.array(x[o])
+        model = self.bm.model
+        return {vname: np.array(x[o:o + s]) if model[name].ndim else np.array(x[o])
                 for name, vname, o, s in self.blocks}
 
     def initial_point(self, seed: int) -> np.ndarray:
@@ -297,21 +349,28 @@ class FusedDensity:
         terms = self.arrays["terms"]
         i_int, o_th = int(self.header[4]), int(self.header[6])
         bm = self.bm
+        priors = _sampled_priors(bm)
         if i_int >= 0:
-            x[i_int] += _support_point(bm.priors[bm.intercept_name])
+            x[i_int] += _support_point(priors[bm.intercept_name])
         if not any(name == "b_qr" for name, *_ in self.blocks):  # b_qr is flat: support point 0
             coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
-            x[o_th:o_th + len(coef)] += [_support_point(bm.priors[c]) for c in coef]
+            x[o_th:o_th + len(coef)] += [_support_point(priors[c]) for c in coef]
         for t_i, pl in enumerate(bm.plans):
             centred, holds, nl, o_s, o_v = (int(v) for v in terms[t_i, :5])
             if centred:
-                x[o_s] += math.log(_support_point(bm.priors[f"sd|{pl.term.group}|{pl.term.cnames[0]}"]))
+                x[o_s] += math.log(_support_point(priors[f"sd|{pl.term.group}|{pl.term.cnames[0]}"]))
                 if holds:
                     x[o_v:o_v + nl] += x[i_int]
                 if terms[t_i, 6]:
                     w0 = int(terms[t_i, 6]) - 1
                     WT = self.arrays["WT"][w0:w0 + nl]
                     x[o_v:o_v + nl] += WT @ x[o_th:o_th + WT.shape[1]]
+        o_f, nf = int(self.header[28]), int(self.header[29])
+        if bm.family == "cumulative":  # the model's start, under the ordered transform
+            cut = np.asarray(bm.initial_points()["thresholds_c"], float)
+            x[o_f:o_f + nf] += np.concatenate([cut[:1], np.log(np.diff(cut))])
+        elif nf:
+            x[o_f] += math.log(_support_point(priors[_FAMILY_RVS[bm.family]]))
         return x
 
     # ------------------------------------------------------------------ sampling
@@ -348,7 +407,18 @@ class FusedDensity:
                 s, z = np.asarray(post[f"s({pl.label})"]), np.asarray(post[f"z({pl.label})"])
                 new[f"sd({pl.label})"] = (dims, np.abs(s))
                 new[f"({pl.label})"] = (dims + (f"{pl.term.group}__level",), s[..., None] * z)
+        if bm.family in ("gaussian", "beta", "betabinomial"):
+            name = _FAMILY_RVS[bm.family]
+            new[name] = (dims, np.exp(np.asarray(post[f"{name}_log__"])))
+        elif bm.family == "cumulative":  # PyMC's ordered transform, then the shift to the reported ones
+            xo = np.asarray(post["thresholds_c_ordered__"])
+            cut = np.cumsum(np.concatenate([xo[..., :1], np.exp(xo[..., 1:])], axis=-1), axis=-1)
+            new["thresholds_c"] = (dims + ("thresholds_c_dim_0",), cut)
+            shift = (b @ basis["xbar"])[..., None] if p else 0.0
+            new["thresholds"] = (dims + ("thresholds_dim_0",), cut + shift)
         post = post.assign(**new)
+        if bm.family != "binomial":  # the draws as the PyMC path stores them: no transformed values
+            post = post.drop_vars([v for v in post.data_vars if str(v).endswith("__")])
         coords = {dim: list(vals) for dim, vals in bm.model.coords.items()
                   if dim in post.dims and dim not in post.coords}
         return with_groups(idata, posterior=post.assign_coords(**coords) if coords else post)
