@@ -59,6 +59,7 @@ CASES = {
                                    dict(parameterization="noncentered",
                                         priors={"sigma": ("exponential", 0.05), "sd": ("half_cauchy", 20)})),
     "gaussian_crossed": ("y ~ 1 + (1|model) + (1|item)", "crossed", "gaussian", {}),
+    "gaussian_slope_column": ("Reaction ~ Days + (1|Subject) + (0 + Days|Subject)", "sleep", "gaussian", {}),
     "beta_nested": ("score ~ model + (1|item) + (1|item:run)", "sim", "beta",
                     dict(parameterization={"item": "centered", "item:run": "noncentered"})),
     "beta_noncentred": ("score ~ model + (1|item)", "sim", "beta", dict(parameterization="noncentered")),
