@@ -62,7 +62,6 @@ CASES = {
     "gaussian_slope_column": ("Reaction ~ Days + (1|Subject) + (0 + Days|Subject)", "sleep", "gaussian", {}),
     "beta_nested": ("score ~ model + (1|item) + (1|item:run)", "sim", "beta",
                     dict(parameterization={"item": "centered", "item:run": "noncentered"})),
-    "beta_noncentred": ("score ~ model + (1|item)", "sim", "beta", dict(parameterization="noncentered")),
     "betabinomial": (CBPP, "cbpp", "betabinomial", {}),
     "betabinomial_phi_prior": (CBPP, "cbpp", "betabinomial",
                                dict(priors={"phi": ("half_normal", 20)}, parameterization="noncentered")),
