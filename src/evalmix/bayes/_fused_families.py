@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ._fused_kernel import njit, prior_logp
+from ._fused_prior import njit, prior_logp
 
 GAUSSIAN, BETA, BETABINOMIAL, CUMULATIVE_LOGIT, CUMULATIVE_PROBIT = 1, 2, 3, 4, 5
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)

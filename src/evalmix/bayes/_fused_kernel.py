@@ -12,43 +12,14 @@ import math
 
 import numpy as np
 
-try:
-    from numba import njit
-except ImportError:  # plain Python: same arithmetic, for the tests
+# the other families' row passes; numba's njit (or its plain-Python stand-in) and the scalar
+# priors, which those passes use too
+from ._fused_families import family_loglik
+from ._fused_prior import njit, prior_logp
 
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-# prior family codes; each prior row is (code, p0, p1, p2, log normalising constant)
-NORMAL, STUDENT_T, CAUCHY, LAPLACE, HALF_NORMAL, HALF_STUDENT_T, HALF_CAUCHY, EXPONENTIAL = range(8)
 TERM_FIELDS = 7  # centred, holds the intercept, levels, offset of the scale, offset of the effects, unit Z,
 # 1 + the first row of its levels in WT when it holds fixed columns (else 0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-# not inlined: called a few times a gradient, and inlining its five branches at three call sites
-# cost 0.8 CPU s of every cold compile
-@njit(cache=True, nogil=True)
-def prior_logp(row, x):
-    """Log density of a scalar prior at ``x`` and its derivative (half families: x > 0)."""
-    code = int(row[0])
-    if code == NORMAL or code == HALF_NORMAL:
-        r = (x - row[1]) / row[2]
-        return row[4] - 0.5 * r * r, -r / row[2]
-    if code == STUDENT_T or code == HALF_STUDENT_T:
-        nu, r = row[1], (x - row[2]) / row[3]
-        q = r * r / nu
-        return row[4] - 0.5 * (nu + 1.0) * math.log1p(q), -(nu + 1.0) * r / (nu * row[3] * (1.0 + q))
-    if code == CAUCHY or code == HALF_CAUCHY:
-        r = (x - row[1]) / row[2]
-        return row[4] - math.log1p(r * r), -2.0 * r / (row[2] * (1.0 + r * r))
-    if code == LAPLACE:
-        d = x - row[1]
-        return row[4] - abs(d) / row[2], -np.sign(d) / row[2]
-    # EXPONENTIAL
-    return row[4] - row[1] * x, -row[1]
 
 
 @njit(cache=True, nogil=True)
@@ -151,8 +122,8 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
     if fam > 0:  # the other twins' likelihoods (evalmix.bayes._fused_families)
-        lp += _fused_families.family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, k, m, cell, idx, Z, fx, u,
-                                            start, gcell, gu)
+        lp += family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, k, m, cell, idx, Z, fx, u, start, gcell,
+                            gu)
     elif unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
         if blocked:
             lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)
@@ -361,8 +332,3 @@ def _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu):
         gu[base + lev] += gl
     _scatter_combinations(subkey, major, gs, start, gcell, gu)
     return lp
-
-
-# the other families' row passes (that module imports njit and prior_logp from this one: the
-# module, not its function, so that either can be imported first)
-from . import _fused_families  # noqa: E402
