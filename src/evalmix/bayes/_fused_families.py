@@ -101,7 +101,9 @@ def _plogis(v):
     return e * q, q
 
 
-@njit(cache=True, nogil=True, inline="always")
+# _eta and _scatter are left to LLVM's inliner: numba's own inlining (inline="always") of these
+# array-taking helpers cost about 60 ns a row (12 us against 0.6 us a Gaussian pass of 180 rows)
+@njit(cache=True, nogil=True)
 def _eta(i, cell, idx, Z, fx, u, start, ce):
     v = fx[cell[i]]
     for t in range(start.shape[0]):
@@ -111,7 +113,7 @@ def _eta(i, cell, idx, Z, fx, u, start, ce):
     return v
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _scatter(i, d, cell, idx, Z, start, gcell, gu, gce):
     gcell[cell[i]] += d
     for t in range(start.shape[0]):
