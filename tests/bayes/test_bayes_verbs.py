@@ -6,8 +6,11 @@ and glmmTMB in their own tests).  With weakly informative priors and these sampl
 posterior of a marginal mean or a contrast is close to the ML estimate's normal approximation, so
 the posterior means must lie within 0.5 ML standard errors of the ML estimates (the issue's
 criterion; all but the cumulative model's latent means, whose origin is the mean threshold, lie
-within 0.25) and the posterior SDs within 15% of the ML standard errors (30% for those latent
-means, which carry the thresholds' and the judge SD's uncertainty).  Monte-Carlo error:
+within 0.25) and the posterior SDs within 15% of the ML standard errors (40% for those latent
+means, which carry the thresholds' and the judge SD's uncertainty: about 1.2 ML SEs, and the SD of
+2 x 600 draws of this heavy-tailed posterior moves by about 0.1 ML SE between seeds; seeds 11-13
+gave 0.57-0.70 for warm's against an ML SE of 0.53, with the compiled kernel as with PyMC's graph).
+Monte-Carlo error:
 2 chains x 600 draws give an effective sample size of about 500 or more for each mean, so the Monte-Carlo SE of a posterior
 mean is under 0.05 posterior SD, a fifth of the tolerance.  The rank sets of the posterior draws
 must order the levels as the ML marginal means do and, on these well-separated levels, give the
@@ -67,9 +70,9 @@ def test_emmeans_of_every_twin_match_the_ml_fit(pair):
     name, fit, ml, term = pair
     assert fit.draws == 600 and fit.chains == 2
     # the cumulative model's latent means carry the thresholds' and the judges' SD's posterior
-    # uncertainty, which the ML SE (at the estimated SD) leaves out: 0.67 against 0.53 for warm
+    # uncertainty, which the ML SE (at the estimated SD) leaves out: 0.57-0.70 against 0.53 for warm
     _close(evalmix.emmeans(fit, term).to_frame(), evalmix.emmeans(ml, term).to_frame(), term,
-           se_rtol=0.3 if name == "clmm" else 0.15)
+           se_rtol=0.4 if name == "clmm" else 0.15)
 
 
 def test_pairwise_contrasts_of_every_twin_match_the_ml_fit(pair):

@@ -8,7 +8,8 @@ Gaussian (standardised) likelihood: relative 1e-9 on the log density, 1e-8 of th
 gradient entry.  The default step compares sleepstudy's ``(Days|Subject)`` with PyMC (one PyMC
 compilation) and checks the gradient of two three-column binomial terms against central
 differences of the kernel's own log density (no compilation); the second step compares the other
-structures with PyMC, and the posterior of a sampled fit with that of PyMC's graph under nutpie.
+structures with PyMC (the beta, beta-binomial and cumulative logit / probit row passes with a
+correlated term too), and the posterior of a sampled fit with that of PyMC's graph under nutpie.
 """
 
 from __future__ import annotations
@@ -197,3 +198,38 @@ def test_gaussian_scalar_terms_match_pymc(runs, form):
     d = runs.assign(score=runs["x1"] * 3 + runs["y"] * 10 + 50.0)
     bm = build_family_model("score ~ x2 + f + (1|g) + (1|item)", d, "gaussian", parameterization=form)
     _check_against_pymc(bm)
+
+
+def _family_data(runs, family):
+    """The runs' design with a response of ``family``: scores in (0, 1), successes of 6 trials, or
+    ratings 0-3."""
+    rng = np.random.default_rng(11)
+    eta = 0.6 * runs["x1"] - 0.4 * runs["x2"] + rng.normal(scale=0.7, size=len(runs))
+    if family == "beta":
+        return runs.assign(s=np.clip(1 / (1 + np.exp(-eta)), 0.02, 0.98))
+    if family == "betabinomial":
+        return runs.assign(s=rng.binomial(6, 1 / (1 + np.exp(-eta))), n=6)
+    return runs.assign(s=np.digitize(eta, [-0.8, 0.0, 0.8]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,link,form", [("beta", "logit", "centered"),
+                                              ("betabinomial", "logit", "noncentered"),
+                                              ("cumulative", "logit", "centered"),
+                                              ("cumulative", "probit", "noncentered")])
+def test_other_families_with_a_correlated_term_match_pymc(runs, family, link, form):
+    """The correlated term's part of each row's linear predictor feeds the beta, beta-binomial and
+    cumulative row passes too."""
+    formula = "s ~ x1 + x2 + (1 + x1|g)" if family != "betabinomial" else "cbind(s, n - s) ~ x1 + x2 + (1 + x1|g)"
+    bm = build_family_model(formula, _family_data(runs, family), family,
+                            link=link if family == "cumulative" else None, parameterization=form)
+    # the probit's PyTensor erf/erfc are accurate to ~1e-8 (tests/bayes/test_fused_families.py)
+    if link == "probit":
+        density = FusedDensity.from_model(bm)
+        xs = [np.random.default_rng(2).normal(size=density.n_dim) * s for s in (0.3, 1.0)]
+        for x, (lp_ref, g_ref) in zip(xs, _pymc_logp_dlogp(bm, density, xs)):
+            lp, g = density.logp_dlogp(x)
+            assert lp == pytest.approx(lp_ref, rel=1e-6)
+            np.testing.assert_allclose(g, g_ref, rtol=1e-6, atol=1e-6 * np.abs(g_ref).max())
+    else:
+        _check_against_pymc(bm, scales=(0.3, 1.0))

@@ -20,11 +20,12 @@ from numba.extending import intrinsic
 from ._fused_kernel import TERM_FIELDS, log_density
 from ._fused_terms import CT_FIELDS
 
-HEADER = 38  # int64 entries of the header
+HEADER = 41  # int64 entries of the header
 # the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
 # numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns;
-# 3: correlated terms and the Gaussian likelihood; the priors in their own module)
-KERNEL_REVISION = 3
+# 3: correlated terms, or the other families' likelihoods; 4: both, one likelihood dispatch and
+# one header)
+KERNEL_REVISION = 4
 
 
 @intrinsic
@@ -59,17 +60,26 @@ def _unpack(hdr):
 
 @njit(cache=True, nogil=True, inline="always")
 def _unpack_terms(hdr):
-    """The correlated terms' arrays (slots 27-33), the likelihood code and the offset of its
-    parameter (slots 36-37): see :mod:`evalmix.bayes._fused_terms`."""
+    """The correlated terms' arrays (slots 27-33, sizes in 34-35): see
+    :mod:`evalmix.bayes._fused_terms`."""
     n, nct, ncol = hdr[0], hdr[34], hdr[35]
     ct = carray(_pointer(hdr[27]), (nct, CT_FIELDS), np.int64)
-    cpri = carray(_pointer(hdr[28]), (ncol + 1, 5), np.float64)
+    cpri = carray(_pointer(hdr[28]), (ncol, 5), np.float64)
     clkj = carray(_pointer(hdr[29]), (nct,), np.float64)
     cmap = carray(_pointer(hdr[30]), (ncol,), np.int64)
     cxb = carray(_pointer(hdr[31]), (ncol,), np.float64)
     cidx = carray(_pointer(hdr[32]), (nct, n), np.int64)
     cZ = carray(_pointer(hdr[33]), (ncol, n), np.float64)
-    return ct, cpri, clkj, cmap, cxb, cidx, cZ, hdr[36], hdr[37]
+    return ct, cpri, clkj, cmap, cxb, cidx, cZ
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_family(hdr):
+    """The family slots 36-40: code, offset and number of its parameters, its prior, constants
+    (see :mod:`evalmix.bayes._fused_families`)."""
+    fpri = carray(_pointer(hdr[39]), (1, 5), np.float64)
+    fc = carray(_pointer(hdr[40]), (1 + hdr[1],), np.float64)
+    return hdr[36], hdr[37], hdr[38], fpri, fc
 
 
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
@@ -86,7 +96,8 @@ def logp_cfunc(dim, x_, g_, lp_, user_data):
         return -1
     x = carray(x_, (dim,))
     g = carray(g_, (dim,))
-    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1, *_unpack_terms(hdr))
+    lp = log_density(x, g, *_unpack(hdr), hdr[4], hdr[5], hdr[6], hdr[23], hdr[26] == 1,
+                     *_unpack_terms(hdr), *_unpack_family(hdr))
     lp_[0] = lp
     for i in range(dim):
         if not math.isfinite(g[i]):

@@ -1,4 +1,5 @@
-"""Log density and gradient of a binomial-logit GLMM with scalar random terms, for numba.
+"""Log density and gradient of the twins' GLMMs (binomial-logit here; the other families in
+:mod:`evalmix.bayes._fused_families`, correlated terms in :mod:`evalmix.bayes._fused_terms`), for numba.
 
 With numba installed the functions are compiled (and cached on disk, so the compilation is paid
 once per installation); without it they run as plain Python, which is slow but lets the tests
@@ -12,17 +13,11 @@ import math
 
 import numpy as np
 
-from . import _fused_terms  # correlated terms and the Gaussian likelihood
-from ._fused_priors import prior_logp  # the scalar priors (shared with _fused_terms)
-
-try:
-    from numba import njit
-except ImportError:  # plain Python: same arithmetic, for the tests
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+# correlated terms; the likelihoods of the other families (and of any family row by row); numba's
+# njit (or its plain-Python stand-in) and the scalar priors, shared by all three
+from . import _fused_terms
+from ._fused_families import family_loglik
+from ._fused_priors import njit, prior_logp
 
 TERM_FIELDS = 7  # centred, holds the intercept, levels, offset of the scale, offset of the effects, unit Z,
 # 1 + the first row of its levels in WT when it holds fixed columns (else 0)
@@ -31,7 +26,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 @njit(cache=True, nogil=True)
 def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey, mstart, i_int, add_int,
-                o_th, major, blocked, ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam):
+                o_th, major, blocked, ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_f, nf, fpri, fc):
     """Log density at ``x`` (unconstrained point); writes its gradient into ``g``.
 
     ``eta = c + Xu[cell] theta + sum_t u_t[idx_t] Z_t`` with ``c`` the intercept when no term holds
@@ -42,8 +37,11 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
     trials as integers when all are small integers (else ``mi[0] = -1``).  The term that holds the
     intercept has the mean ``Intercept_c`` and each term that holds fixed columns adds
     ``WT[w0 + l] theta`` at its level ``l`` (its levels' values of those columns, in the sampled
-    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).  ``ct`` ... ``o_fam``: the correlated
-    terms and the likelihood (``fam``), see :mod:`evalmix.bayes._fused_terms`.
+    basis; its rows of WT start at ``w0 = terms[t, 6] - 1``).  ``ct`` ... ``cZ``: the correlated
+    terms (:mod:`evalmix.bayes._fused_terms`), whose effects add to every row's linear predictor.
+    ``fam``: the likelihood, 0 the binomial-logit passes here (or row by row with correlated terms),
+    ``fam > 0`` another family's (:func:`evalmix.bayes._fused_families.family_loglik`, its
+    parameters at ``x[o_f:o_f + nf]``, ``k`` its response).
     """
     nu, p = Xu.shape
     nt = terms.shape[0]
@@ -127,9 +125,13 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         pos += nl
     gu = np.zeros(nlev)
     gcell = np.zeros(nu)
-    if ct.shape[0] > 0 or fam != 0:  # correlated terms or the Gaussian likelihood: row by row
-        lp += _fused_terms.terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th, i_int,
-                                             ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam)
+    if ct.shape[0] > 0:  # correlated terms: their prior, then the family's row pass with their effects
+        lp += _fused_terms.terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th,
+                                             i_int, ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_f, nf, fpri,
+                                             fc)
+    elif fam > 0:  # the other twins' likelihoods (evalmix.bayes._fused_families)
+        lp += family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, k, m, cell, idx, Z, fx, u, start, gcell,
+                            gu, np.empty(0), np.empty(0))  # no correlated terms' part of eta
     elif unit and mi[0] >= 0 and bound < 600.0:  # the exp-free passes, fastest the rows allow
         if blocked:
             lp += _loglik_blocked(k, m, sub, subkey, mstart, major, fx, u, start, gcell, gu)

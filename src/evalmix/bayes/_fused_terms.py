@@ -1,9 +1,8 @@
-"""Correlated random terms ``(1 + x|g)`` and the Gaussian likelihood in the compiled kernel.
+"""Correlated random terms ``(1 + x|g)`` in the compiled kernel.
 
-The parameters, priors and transforms are those of
-:func:`evalmix.bayes.model.correlated_term` and of the Gaussian model of
-:func:`evalmix.bayes.families.build_family_model`, so the kernel's log density is PyMC's up to
-rounding (``tests/bayes/test_fused_correlated.py`` compares both and their gradients):
+The parameters, priors and transforms are those of :func:`evalmix.bayes.model.correlated_term`,
+so the kernel's log density is PyMC's up to rounding (``tests/bayes/test_fused_correlated.py``
+compares both and their gradients):
 
 - the SDs ``sd_c`` of the ``K`` columns, sampled as ``log sd_c`` (PyMC's log transform: the prior
   plus the log-Jacobian ``log sd_c``);
@@ -14,12 +13,13 @@ rounding (``tests/bayes/test_fused_correlated.py`` compares both and their gradi
   the density by forward substitution, ``w = L^-1 S^-1 (u_l - mean)``); non-centred: standard
   normal ``z_l`` and ``u_l = mean + S L z_l``.  ``mean`` is zero, or, for a centred term that holds
   the intercept, ``Intercept_c - xbar b_x`` in the intercept's column and ``b_x`` in the columns of
-  the fixed slopes it holds;
-- the Gaussian likelihood ``y ~ Normal(eta, sigma)`` of the standardised response, ``sigma``
-  sampled as ``log sigma``.
+  the fixed slopes it holds.
 
 The rows then add ``sum_c u[l_i, c] Z[i, c]`` of every correlated term to the linear predictor of
-the kernel's scalar terms; the gradient flows back by hand-written reverse passes.
+the kernel's scalar terms, and the family's row pass
+(:func:`evalmix.bayes._fused_families.family_loglik`: binomial-logit, Gaussian, beta,
+beta-binomial, cumulative) takes it from there; the gradient flows back by hand-written reverse
+passes.
 
 Division by zero gives inf or nan here (numpy's error model), as in PyMC's graph: at the edge of
 the support (a correlation of exactly +-1, an SD that underflows) the callback then reports a
@@ -28,8 +28,8 @@ caches the callbacks under :mod:`evalmix.bayes._fused_cabi`'s file: a change her
 ``KERNEL_REVISION`` raised.
 
 Layout (built by :class:`evalmix.bayes.fused.FusedDensity`): one row of ``ct`` per correlated
-term (:data:`CT_FIELDS`); ``cpri`` the prior rows of every column's SD, stacked in term order,
-then the prior row of the family's own parameter; ``clkj`` the LKJ ``eta`` of each term; ``cmap``
+term (:data:`CT_FIELDS`); ``cpri`` the prior rows of every column's SD, stacked in term order;
+``clkj`` the LKJ ``eta`` of each term; ``cmap``
 the coefficient each column holds as its mean (-1: none) and ``cxb`` that coefficient's centring
 value; ``cidx`` each term's level of every row and ``cZ`` every column's values in the rows.
 """
@@ -40,19 +40,9 @@ import math
 
 import numpy as np
 
-from ._fused_priors import prior_logp
+from ._fused_families import family_loglik
+from ._fused_priors import njit, prior_logp
 
-try:
-    from numba import njit
-except ImportError:  # plain Python: same arithmetic, for the tests
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-# likelihood codes of the kernel
-BINOMIAL_LOGIT, GAUSSIAN = 0, 1
 # per correlated term: columns K, levels, centred, the column of the intercept it holds (-1: none),
 # offset of its log SDs, of its partial correlations, of its effects (u or z, levels x columns),
 # its first column in cpri/cmap/cxb/cZ, its first effect in the kernel's array of effects
@@ -270,60 +260,38 @@ def corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def terms_log_density(x, g, k, m, cell, idx, Z, fx, u, start, gcell, gu, T, o_th, i_int,
-                      ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_fam):
-    """The kernel's likelihood (binomial-logit or Gaussian: ``fam``) row by row with the
-    correlated terms' effects added to each row's linear predictor, plus the correlated terms'
-    prior and the family parameter's (its log at ``x[o_fam]``, its prior the last row of
-    ``cpri``).  Adds the derivative in the cells' and scalar levels' predictors to ``gcell`` and
-    ``gu`` (as the kernel's row passes do) and every other derivative to ``g``."""
+                      ct, cpri, clkj, cmap, cxb, cidx, cZ, fam, o_f, nf, fpri, fc):
+    """The correlated terms' prior plus the family's likelihood
+    (:func:`evalmix.bayes._fused_families.family_loglik`, code ``fam``, its parameters at
+    ``x[o_f:o_f + nf]``) with their effects added to each row's linear predictor.  Adds the
+    derivative in the cells' and scalar levels' predictors to ``gcell`` and ``gu`` (as the kernel's
+    row passes do) and every other derivative to ``g``."""
     nu_ = 0
     for t in range(ct.shape[0]):
         nu_ += ct[t, 0] * ct[t, 1]
     U = np.empty(nu_)
     gU = np.zeros(nu_)
     lp = corr_forward(x, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, U)
-    nt = start.shape[0]
+    n = k.shape[0]
     nct = ct.shape[0]
-    sig = 1.0
-    inv2 = 1.0
-    if fam == GAUSSIAN:
-        ls = x[o_fam]
-        sig = math.exp(ls)
-        inv2 = 1.0 / (sig * sig)
-        lv, dv = prior_logp(cpri[cpri.shape[0] - 1], sig)
-        lp += lv + ls
-        g[o_fam] += dv * sig + 1.0
-    ss = 0.0
-    for i in range(k.shape[0]):
-        c = cell[i]
-        eta = fx[c]
-        for t in range(nt):
-            eta += u[start[t] + idx[t, i]] * Z[t, i]
+    ce = np.zeros(n)  # each row's part of eta from the correlated terms
+    for i in range(n):
+        v = 0.0
         for t in range(nct):
             K, c0 = ct[t, 0], ct[t, 7]
             b = ct[t, 8] + cidx[t, i] * K
             for col in range(K):
-                eta += U[b + col] * cZ[c0 + col, i]
-        if fam == GAUSSIAN:
-            d = k[i] - eta
-            ss += d * d
-            r = d * inv2
-        else:
-            e = math.exp(-abs(eta))
-            q = 1.0 / (1.0 + e)
-            lp += k[i] * eta - m[i] * (max(eta, 0.0) + math.log1p(e))
-            r = k[i] - m[i] * (q if eta > 0.0 else e * q)
-        gcell[c] += r
-        for t in range(nt):
-            gu[start[t] + idx[t, i]] += r * Z[t, i]
+                v += U[b + col] * cZ[c0 + col, i]
+        ce[i] = v
+    gce = np.zeros(n)
+    lp += family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, T.shape[0], k, m, cell, idx, Z, fx, u, start,
+                        gcell, gu, ce, gce)
+    for i in range(n):
+        r = gce[i]
         for t in range(nct):
             K, c0 = ct[t, 0], ct[t, 7]
             b = ct[t, 8] + cidx[t, i] * K
             for col in range(K):
                 gU[b + col] += r * cZ[c0 + col, i]
-    if fam == GAUSSIAN:
-        n = k.shape[0]
-        lp -= 0.5 * ss * inv2 + n * (math.log(sig) + _HALF_LOG_2PI)
-        g[o_fam] += ss * inv2 - n
     corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU)
     return lp

@@ -29,6 +29,10 @@ class KernelModel(CompiledModel):
         coords = {k: pd.Index(v) for k, v in model.coords.items() if v is not None}
         dims = {vname: tuple(model.named_vars_to_dims[name])
                 for name, vname, _, _ in density.blocks if name in model.named_vars_to_dims}
+        for name, vname, _, size in density.blocks:  # a vector without named dims (thresholds)
+            if vname not in dims and vname not in density.shapes and model[name].ndim:
+                dims[vname] = (f"{vname}_dim_0",)
+                coords[f"{vname}_dim_0"] = pd.Index(np.arange(size))
         coords["unconstrained_parameter"] = pd.Index(
             [vname if size == 1 and vname not in dims else f"{vname}_{i}"
              for _, vname, _, size in density.blocks for i in range(size)])

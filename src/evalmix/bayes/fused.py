@@ -1,16 +1,18 @@
 """A compiled log density for the common model class, sampled by nutpie without Python per step.
 
-For binomial-logit models with random terms of one column (``(1|g)``, ``(1|a:b)``,
-``(0 + x|g)``, nested intercepts) or several (``(1 + x|g)``), and for the Gaussian model of
-:func:`evalmix.bayes.lmer`, the log density of the PyMC model built by
-:func:`evalmix.bayes.model.build_model` and its gradient are evaluated by one hand-written numba
-kernel (:mod:`evalmix.bayes._fused_kernel`): the same parameters, priors, transforms and
-likelihood, so the same posterior (``tests/bayes/test_bayes.py`` checks the log density and gradient
-against PyMC's at random points).  nutpie calls the kernel through a C pointer from its worker
-threads, so the chains run in parallel instead of taking turns on the Python interpreter, and the
-kernel is compiled once per installation (numba's disk cache) instead of once per fit.
-Correlated terms (``(1 + x|g)``, an LKJ prior on their Cholesky factor) and the Gaussian likelihood of
-:func:`evalmix.bayes.lmer` run on the same kernel (:mod:`evalmix.bayes._fused_terms`), row by row.
+For the twins' models without an offset (the binomial-logit ones of
+:func:`evalmix.bayes.model.build_model`; the Gaussian, beta, beta-binomial and cumulative logit
+and probit ones of :func:`evalmix.bayes.families.build_family_model`), with random terms of one
+column (``(1|g)``, ``(1|a:b)``, ``(0 + x|g)``, nested intercepts), several (``(1 + x|g)``, an
+LKJ prior on their Cholesky factor: :mod:`evalmix.bayes._fused_terms`) or both, the log density
+of the PyMC model and its gradient are evaluated by one hand-written numba kernel
+(:mod:`evalmix.bayes._fused_kernel`, each family's row pass in
+:mod:`evalmix.bayes._fused_families`): the same parameters, priors, transforms and likelihood, so
+the same posterior (``tests/bayes/test_bayes.py``, ``test_fused_correlated.py`` and
+``test_fused_families.py`` check the log density and gradient against PyMC's at random points).
+nutpie calls the kernel through a C pointer from its worker threads, so the chains run in parallel
+instead of taking turns on the Python interpreter, and the kernel is compiled once per
+installation (numba's disk cache) instead of once per fit.
 """
 
 from __future__ import annotations
@@ -41,9 +43,16 @@ _ARRAYS = ("k", "m", "mi", "Xu", "cell", "T", "idx", "Z", "terms", "pri", "WT", 
 # the correlated terms' arrays (header slots 27-33, after the 4 sizes and the flag of slots 22-26)
 _CORR_ARRAYS = ("ct", "cpri", "clkj", "cmap", "cxb", "cidx", "cZ")
 ROW_PASSES = ("blocked", "grouped", "factored", "rows")  # fastest first
-HEADER = 38  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag,
-# 7 addresses of the correlated terms' arrays, their number and columns, the likelihood and its parameter
-_FAMILY_CODES = {"binomial": 0, "gaussian": 1}  # _fused_terms.BINOMIAL_LOGIT, GAUSSIAN
+HEADER = 41  # _fused_cabi.HEADER: 8 sizes and offsets, 14 addresses, 4 more sizes, a flag (slots 0-26),
+# 7 addresses of the correlated terms' arrays and their number and columns (27-35), then the family
+# slots 36-40: its code, the offset and number of its parameters, the addresses of _FAMILY_ARRAYS
+# (its parameters' prior row; a constant and the thresholds' shift)
+_FAMILY_ARRAYS = ("fpri", "fc")
+# family codes of evalmix.bayes._fused_families (0: the binomial-logit passes of _fused_kernel)
+_FAMILY_CODES = {("binomial", "logit"): 0, ("gaussian", "identity"): 1, ("beta", "logit"): 2,
+                 ("betabinomial", "logit"): 3, ("cumulative", "logit"): 4, ("cumulative", "probit"): 5}
+# each family's own free variable (after the linear predictor's in the kernel's vector)
+_FAMILY_RVS = {"gaussian": "sigma", "beta": "phi", "betabinomial": "phi", "cumulative": "thresholds_c"}
 
 
 def fused_available() -> bool:
@@ -85,12 +94,10 @@ def _support_point(p: Prior) -> float:
 
 def fused_reason(bm: BayesModel) -> str | None:
     """Why ``bm`` cannot use the compiled kernel, or None when it can."""
-    if bm.family not in _FAMILY_CODES:
-        return f"the {bm.family} likelihood (the kernel is binomial-logit or Gaussian)"
+    if (bm.family, bm.link) not in _FAMILY_CODES:
+        return f"the {bm.family} likelihood with the {bm.link} link (the kernel has no such row pass)"
     if bm.basis is None:
         return "the model records no fixed-effects basis"
-    if bm.family == "binomial" and bm.link != "logit":
-        return f"the {bm.link} link (the kernel is binomial-logit)"
     if bm.design.offset is not None:
         return "an offset"
     names = {v.name for v in bm.model.free_RVs}
@@ -148,6 +155,29 @@ def _group_rows(arrays: dict[str, np.ndarray]) -> tuple[int, bool]:
     return major, blocked
 
 
+def _family_arrays(bm: BayesModel, fam: int, priors: dict[str, Prior]) -> dict[str, np.ndarray]:
+    """The arrays of the family's row pass (:func:`evalmix.bayes._fused_families.family_loglik`):
+    its response in ``k`` (the sampled scale), no integer trials (its own row pass), the prior row
+    of its parameters and its constants: the sum of the beta-binomial's log binomial
+    coefficients, the thresholds' shift ``T' xbar`` per fixed coordinate."""
+    basis = bm.fixed_basis
+    p = basis["T"].shape[0]
+    fc = np.zeros(1 + p)
+    if not fam:
+        return {"fpri": np.zeros((1, 5)), "fc": fc}
+    design: Any = bm.design
+    y = np.array(design.y, float)  # a writable copy: the kernel's type for every family
+    key = {"gaussian": "sigma", "cumulative": "threshold"}.get(bm.family, "phi")
+    if bm.family == "gaussian":
+        y = (y - design.y_loc) / design.y_scale
+    if bm.family == "betabinomial":
+        fc[0] = float(np.sum(design.log_binom_rows))
+    if bm.family == "cumulative" and p:
+        fc[1:] = basis["T"].T @ basis["xbar"]
+    return {"k": np.ascontiguousarray(y), "mi": np.full(len(y), -1, np.int64),
+            "fpri": prior_row(priors[key])[None, :], "fc": fc}
+
+
 @dataclasses.dataclass
 class FusedDensity:
     """The log density of a :class:`BayesModel` on a flat unconstrained vector.
@@ -179,7 +209,10 @@ class FusedDensity:
                 continue
             names += ([f"sd({pl.label})", f"({pl.label})"] if pl.centered
                       else [f"s({pl.label})", f"z({pl.label})"])
-        return names + _corr_free_rvs(bm)
+        names += _corr_free_rvs(bm)
+        if bm.family in _FAMILY_RVS:
+            names.append(_FAMILY_RVS[bm.family])
+        return names
 
     @classmethod
     def from_model(cls, bm: BayesModel) -> FusedDensity:
@@ -187,6 +220,7 @@ class FusedDensity:
         if reason:
             raise ValueError(f"the compiled kernel does not cover this model: {reason}")
         model, design, basis = bm.model, bm.design, bm.fixed_basis
+        priors = sampled_priors(bm)
         value_name = {v.name: model.rvs_to_values[v].name for v in model.free_RVs}
         Xt, T = np.ascontiguousarray(basis["Xt"], float), np.ascontiguousarray(basis["T"], float)
         n, p = Xt.shape
@@ -212,7 +246,6 @@ class FusedDensity:
         terms = np.zeros((len(scalar), 7), np.int64)  # _fused_kernel.TERM_FIELDS per term
         idx = np.zeros((len(scalar), n), np.int64)
         Z = np.ones((len(scalar), n))
-        priors = sampled_priors(bm)
         rows = [prior_row(priors[bm.intercept_name]) if i_int >= 0 else np.zeros(5)]
         coef = [c for j, c in enumerate(bm.fixed_names) if j != bm.intercept_col]
         rows += [prior_row(priors[c]) for c in coef]
@@ -241,7 +274,14 @@ class FusedDensity:
                   "T": T, "idx": idx, "Z": Z, "terms": terms, "pri": np.vstack(rows),
                   # the holders' levels' values of the fixed columns they hold (no rows: none held)
                   "WT": np.ascontiguousarray(basis.get("WT", np.zeros((0, p))), float)}
-        o_fam = _corr_arrays(bm, arrays, add, o_th)
+        _corr_arrays(bm, arrays, add)
+        fam, o_f, nf = _FAMILY_CODES[(bm.family, bm.link)], off, 0
+        if fam:  # the family's own parameters last (after the correlated terms')
+            nf = len(getattr(design, "levels", ())) - 1 if bm.family == "cumulative" else 1
+            add(_FAMILY_RVS[bm.family], nf)
+        arrays.update(_family_arrays(bm, fam, priors))
+        if len(arrays["ct"]):  # the row-by-row pass of _fused_families (no grouping, no product form)
+            arrays["mi"] = np.full(n, -1, np.int64)
         major, blocked = _group_rows(arrays)
         header = np.zeros(HEADER, np.int64)
         header[:8] = (n, p, len(scalar), off, i_int, add_int, o_th, len(arrays["Xu"]))
@@ -250,7 +290,8 @@ class FusedDensity:
         header[22:27] = (len(arrays["WT"]), major, len(arrays["subkey"]), len(arrays["mstart"]), blocked)
         for slot, key in enumerate(_CORR_ARRAYS, start=27):
             header[slot] = arrays[key].ctypes.data
-        header[34:] = (len(arrays["ct"]), len(arrays["cmap"]), _FAMILY_CODES[bm.family], o_fam)
+        header[34:36] = (len(arrays["ct"]), len(arrays["cmap"]))
+        header[36:41] = (fam, o_f, nf, *(arrays[key].ctypes.data for key in _FAMILY_ARRAYS))
         return cls(bm, blocks, arrays, header, off, _block_shapes(bm, blocks))
 
     # ------------------------------------------------------------------ evaluation
@@ -292,14 +333,15 @@ class FusedDensity:
         g = np.empty(self.n_dim)
         lp = log_density(np.ascontiguousarray(x, float), g, *(arrays[key] for key in _ARRAYS),
                          *(int(v) for v in self.header[4:7]), int(self.header[23]) if code <= 1 else -1,
-                         code == 0, *(arrays[key] for key in _CORR_ARRAYS), *(int(v) for v in self.header[36:38]))
+                         code == 0, *(arrays[key] for key in _CORR_ARRAYS),
+                         *(int(v) for v in self.header[36:39]), *(arrays[key] for key in _FAMILY_ARRAYS))
         return float(lp), g
 
     def point(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The flat vector as PyMC's point dict (value-variable names)."""
-        dims = self.bm.model.named_vars_to_dims
+        model = self.bm.model
         return {vname: np.array(x[o:o + s]).reshape(self.shapes[vname]) if vname in self.shapes
-                else np.array(x[o:o + s]) if name in dims else np.array(x[o])
+                else np.array(x[o:o + s]) if model[name].ndim else np.array(x[o])
                 for name, vname, o, s in self.blocks}
 
     def initial_point(self, seed: int) -> np.ndarray:
@@ -326,6 +368,12 @@ class FusedDensity:
                     WT = self.arrays["WT"][w0:w0 + nl]
                     x[o_v:o_v + nl] += WT @ x[o_th:o_th + WT.shape[1]]
         _corr_initial_point(self, x)
+        o_f, nf = int(self.header[37]), int(self.header[38])
+        if bm.family == "cumulative":  # the model's start, under the ordered transform
+            cut = np.asarray(bm.initial_points()["thresholds_c"], float)
+            x[o_f:o_f + nf] += np.concatenate([cut[:1], np.log(np.diff(cut))])
+        elif nf:
+            x[o_f] += math.log(_support_point(priors[_FAMILY_RVS[bm.family]]))
         return x
 
     # ------------------------------------------------------------------ sampling
@@ -363,9 +411,18 @@ class FusedDensity:
                 s, z = np.asarray(post[f"s({pl.label})"]), np.asarray(post[f"z({pl.label})"])
                 new[f"sd({pl.label})"] = (dims, np.abs(s))
                 new[f"({pl.label})"] = (dims + (f"{pl.term.group}__level",), s[..., None] * z)
+        if bm.family in ("gaussian", "beta", "betabinomial"):
+            name = _FAMILY_RVS[bm.family]
+            new[name] = (dims, np.exp(np.asarray(post[f"{name}_log__"])))
+        elif bm.family == "cumulative":  # PyMC's ordered transform, then the shift to the reported ones
+            xo = np.asarray(post["thresholds_c_ordered__"])
+            cut = np.cumsum(np.concatenate([xo[..., :1], np.exp(xo[..., 1:])], axis=-1), axis=-1)
+            new["thresholds_c"] = (dims + ("thresholds_c_dim_0",), cut)
+            shift = (b @ basis["xbar"])[..., None] if p else 0.0
+            new["thresholds"] = (dims + ("thresholds_dim_0",), cut + shift)
         post = post.assign(**new)
-        # the log-scale coordinates of the SDs: the PyMC path stores none (the deterministics hold them)
-        post = post.drop_vars([v for v in post.data_vars if str(v).endswith("_log__")])
+        # the draws as the PyMC path stores them: no transformed values (the deterministics hold them)
+        post = post.drop_vars([v for v in post.data_vars if str(v).endswith("__")])
         coords = {dim: list(vals) for dim, vals in bm.model.coords.items()
                   if dim in post.dims and dim not in post.coords}
         return with_groups(idata, posterior=post.assign_coords(**coords) if coords else post)
@@ -399,13 +456,12 @@ def _corr_free_rvs(bm: BayesModel) -> list[str]:
     for pl in _corr_plans(bm):
         # the SDs are one vector variable (the columns of a term share a prior family)
         names += [f"sd({pl.label})", f"cpc({pl.label})", f"({pl.label})" if pl.centered else f"z({pl.label})"]
-    return names + (["sigma"] if bm.family == "gaussian" else [])
+    return names
 
 
-def _corr_arrays(bm: BayesModel, arrays: dict[str, np.ndarray], add: Any, o_th: int) -> int:
+def _corr_arrays(bm: BayesModel, arrays: dict[str, np.ndarray], add: Any) -> None:
     """Add the correlated terms' blocks (``add(name, size)``: their offsets in the flat vector) and
-    arrays (:mod:`evalmix.bayes._fused_terms`) and the family's parameter; returns its offset (-1:
-    none).  A Gaussian model's response is the standardised one."""
+    arrays (:mod:`evalmix.bayes._fused_terms`)."""
     from ._fused_terms import CT_FIELDS
 
     priors = sampled_priors(bm)
@@ -434,20 +490,9 @@ def _corr_arrays(bm: BayesModel, arrays: dict[str, np.ndarray], add: Any, o_th: 
         lkj.append(float(priors[f"cor|{t.group}"].params[0]))
         col += K
         u0 += t.nl * K
-    o_fam = -1
-    if bm.family == "gaussian":
-        rows.append(prior_row(priors["sigma"]))
-        o_fam = add("sigma", 1)
-        design = bm.design
-        arrays["k"] = np.ascontiguousarray((design.k - design.y_loc) / design.y_scale, float)  # type: ignore[union-attr]
-    else:
-        rows.append(np.zeros(5))
-    if plans or bm.family != "binomial":
-        arrays["mi"] = np.full(n, -1, np.int64)  # the row-by-row pass (no grouping, no product form)
-    arrays.update(ct=ct, cpri=np.ascontiguousarray(np.vstack(rows), float), clkj=np.array(lkj, float),
-                  cmap=np.array(cmap, np.int64), cxb=np.array(cxb, float), cidx=cidx,
-                  cZ=np.ascontiguousarray(np.vstack(zs) if zs else np.zeros((0, n)), float))
-    return o_fam
+    arrays.update(ct=ct, cpri=np.ascontiguousarray(np.vstack(rows) if rows else np.zeros((0, 5)), float),
+                  clkj=np.array(lkj, float), cmap=np.array(cmap, np.int64), cxb=np.array(cxb, float),
+                  cidx=cidx, cZ=np.ascontiguousarray(np.vstack(zs) if zs else np.zeros((0, n)), float))
 
 
 def _block_shapes(bm: BayesModel, blocks: list[tuple[str, str, int, int]]) -> dict[str, tuple[int, ...]]:
@@ -465,18 +510,15 @@ def _block_shapes(bm: BayesModel, blocks: list[tuple[str, str, int, int]]) -> di
 
 
 def _corr_initial_point(density: FusedDensity, x: np.ndarray) -> None:
-    """Add the starts of the correlated terms and the family parameter to the jitter ``x``: the
-    model's starting SDs (:func:`evalmix.bayes.model.start_values`), zero partial correlations and
-    effects (PyMC's support points of its flat variables), sigma at its prior's scale."""
+    """Add the starts of the correlated terms to the jitter ``x``: the model's starting SDs
+    (:func:`evalmix.bayes.model.start_values`), zero partial correlations and effects (PyMC's
+    support points of its flat variables)."""
     bm = density.bm
     start = bm.initial_points()
     ct = density.arrays["ct"]
     for t_i, pl in enumerate(_corr_plans(bm)):
         o_sd, K = int(ct[t_i, 4]), int(ct[t_i, 0])
         x[o_sd:o_sd + K] += np.log(np.asarray(start[f"sd({pl.label})"], float))
-    o_fam = int(density.header[37])
-    if o_fam >= 0:
-        x[o_fam] += math.log(_support_point(sampled_priors(bm)["sigma"]))
 
 
 def cholesky_corr(y: np.ndarray, K: int) -> np.ndarray:
@@ -497,7 +539,7 @@ def cholesky_corr(y: np.ndarray, K: int) -> np.ndarray:
 
 
 def _corr_posterior(density: FusedDensity, post: Any, dims: tuple[str, str]) -> dict[str, Any]:
-    """The correlated terms' SDs, correlation matrices and (non-centred) effects, and sigma."""
+    """The correlated terms' SDs, correlation matrices and (non-centred) effects."""
     import xarray as xr
 
     bm = density.bm
@@ -516,6 +558,4 @@ def _corr_posterior(density: FusedDensity, post: Any, dims: tuple[str, str]) -> 
             z = np.asarray(post[value[f"z({pl.label})"]])
             u = np.einsum("cdij,cdlj->cdli", L, z) * sd[:, :, None, :]
             new[f"({pl.label})"] = xr.DataArray(u, dims=dims + (f"{t.group}__level", col))
-    if bm.family == "gaussian":
-        new["sigma"] = xr.DataArray(np.exp(np.asarray(post[value["sigma"]])), dims=dims)
     return new

@@ -3,9 +3,9 @@
 ``sampler="auto"`` takes the fastest one installed, in the order measured on the AI4Math
 benchmark (see ``docs/performance.md``): nutpie, numpyro, then PyMC's own sampler.  nutpie
 evaluates the log density with evalmix's compiled numba kernel when numba is installed and the
-model is a binomial-logit or Gaussian one (:mod:`evalmix.bayes.fused`: no Python per step, chains
-in parallel, compiled once per installation); otherwise with a JAX-compiled gradient (compiles in
-about a second) or, without JAX, PyTensor's numba backend.
+model has no offset and a logit link where it is binomial (:mod:`evalmix.bayes.fused`: no Python
+per step, chains in parallel, compiled once per installation); otherwise with a JAX-compiled
+gradient (compiles in about a second) or, without JAX, PyTensor's numba backend.
 
 Each chain is one task of :func:`evalmix.core.parallel.parallel_map` with its own seed stream, the child
 ``i`` of ``np.random.SeedSequence(seed)``, and the chains are joined into one InferenceData as a
