@@ -32,6 +32,8 @@ deviance's Hessian over beta) and the exact gradient, and theta by L-BFGS-B on t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import contextlib
 import os
 from dataclasses import dataclass
@@ -130,7 +132,7 @@ class GridFit(Result):
 
 
 def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd: float = 1.5,
-                  intercept: float = 0.0, rng: Any = None, block_rows: int = 64
+                  intercept: float = 0.0, rng: int | np.random.Generator | None = None, block_rows: int = 64
                   ) -> tuple[np.ndarray, dict[str, Any]]:
     """A seeded models x items grid of 0/1 answers, ``logit p = intercept + ability + easiness``.
 
@@ -495,7 +497,7 @@ class _Fixed:
 
 
 def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)", *,
-               models: Any = None, items: Any = None, conf_level: float = 0.95,
+               models: Sequence[object] | None = None, items: Sequence[object] | None = None, conf_level: float = 0.95,
                compiled: bool | None = None) -> GridFit:
     """Fit a crossed logit GLMM on a complete models x items grid of 0/1 answers.
 
