@@ -346,7 +346,7 @@ def clmm(formula: str, data: RunsData, *, link: str = "logit", priors: Mapping[s
 def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mapping[str, PriorSpec] | None = None,
             draws: int = 1000, tune: int = 1000, chains: int = 4, sampler: str = "auto",
             rng: int | np.random.Generator | np.random.SeedSequence | None = None, progressbar: bool = True,
-            parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.8,
+            parameterization: str | Mapping[str, str] = "auto", target_accept: float = 0.9,
             max_treedepth: int = 10, cores: int | None = None,
             contrasts: dict[str, Any] | None = None, weights: str | ArrayLike | None = None) -> BayesFamilyResult:
     """Fit a Bayesian beta or beta-binomial mixed model by MCMC: the twin of :func:`evalmix.glmmtmb`.
@@ -365,7 +365,9 @@ def glmmtmb(formula: str, data: RunsData, *, family: str = "beta", priors: Mappi
     priors, draws, tune, chains, sampler, rng, progressbar, parameterization, max_treedepth, cores
         As in :func:`glmer` (``priors`` also takes ``"phi"``).
     target_accept : float
-        NUTS target acceptance (Stan's 0.8).
+        NUTS target acceptance.  0.9 rather than Stan's 0.8: on glmmTMB's cbpp beta-binomial model
+        (15 herds, an SD near its boundary) 0.8 left one divergent transition in 4,000 draws for one
+        seed in eight on PyMC 6, 0.9 none in eight, for about 20% more gradient evaluations.
     contrasts : dict, optional
     weights : str or array, optional
         As in :func:`evalmix.glmmtmb`: the trials of a proportion response
