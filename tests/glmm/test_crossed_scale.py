@@ -163,3 +163,14 @@ def test_variance_components_near_truth_at_a_million_rows():
     assert fixed.sd["item"] == pytest.approx(truth["item_sd"], rel=0.03)
     rmse = np.sqrt(np.mean((fixed.fixef["estimate"] - truth["intercept"] - truth["ability"]) ** 2))
     assert rmse < 1.5 * fixed.fixef["se"].mean()
+
+
+def test_a_model_at_0_or_100_percent_is_named_for_fixed_model_effects():
+    y, _ = gf.simulate_grid(6, 40, rng=1)
+    y[2, :] = 1
+    y[4, :] = 0
+    with pytest.raises(DataError, match=r"model\(s\) m2 \(100%\), m4 \(0%\).*complete separation"):
+        gf.glmer_grid(y, "correct ~ 0 + model + (1|item)", models=[f"m{i}" for i in range(6)])
+    # with model random effects the fit is defined (shrunk towards the mean) and runs
+    fit = gf.glmer_grid(y, "correct ~ 1 + (1|model) + (1|item)")
+    assert np.isfinite(fit.loglik)

@@ -559,6 +559,17 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     if len(models) != ns or len(items) != nb:
         raise ArgumentError(f"glmer_grid: {len(models)} model and {len(items)} item names for a "
                             f"{ns} x {nb} grid")
+    if kind == "fixed":
+        # a model at 0% or 100% has no finite fixed effect (complete separation): the Newton
+        # system over the betas is singular there, so name those models before fitting
+        right = y.sum(axis=1, dtype=np.int64)
+        sep = np.flatnonzero((right == 0) | (right == nb))
+        if sep.size:
+            named = ", ".join(f"{models[i]!s} ({100 * right[i] // nb}%)" for i in sep[:5])
+            more = f" and {sep.size - 5} more" if sep.size > 5 else ""
+            raise DataError(f"glmer_grid: {formula!r}: model(s) {named}{more} answered every item the "
+                            "same way, so their fixed effects have no finite estimate (complete "
+                            "separation); leave them out, or use '1 + (1|model) + (1|item)'")
     if compiled is None:
         compiled = ns * nb >= _COMPILED_MIN
     with single_thread_blas():  # see _blas_threads
