@@ -45,7 +45,8 @@ from ._fused_priors import njit, prior_logp
 
 # per correlated term: columns K, levels, centred, the column of the intercept it holds (-1: none),
 # offset of its log SDs, of its partial correlations, of its effects (u or z, levels x columns),
-# its first column in cpri/cmap/cxb/cZ, its first effect in the kernel's array of effects
+# its first column in cpri/cmap/cxb/cZ, its first effect in the kernel's array of effects (read by
+# _layout, _mean and _mean_grad)
 CT_FIELDS = 9
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -136,29 +137,46 @@ def _sds(x, ct, t, sd):
         sd[c] = math.exp(x[o_sd + c])
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _layout(ct, t):
+    """Term ``t``'s row of ``ct`` (:data:`CT_FIELDS`): columns ``K``, levels, centred, the offsets
+    of its log SDs, partial correlations and effects, its first column and its first effect."""
+    return ct[t, 0], ct[t, 1], ct[t, 2], ct[t, 4], ct[t, 5], ct[t, 6], ct[t, 7], ct[t, 8]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _state(x, ct, cmap, cxb, T, o_th, i_int, t):
+    """Term ``t``'s SDs, Cholesky factor ``L`` (and ``S``, see :func:`_cholesky`) and the mean of
+    its effects at ``x``, with the Cholesky map's log-Jacobian: what the forward and the reverse
+    pass both start from."""
+    K = ct[t, 0]
+    sd = np.empty(K)
+    mean = np.empty(K)
+    L = np.empty((K, K))
+    S = np.empty((K, K))
+    _sds(x, ct, t, sd)
+    lj = _cholesky(x, ct[t, 5], K, L, S)
+    _mean(x, ct, cmap, cxb, T, o_th, i_int, t, mean)
+    return sd, mean, L, S, lj
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def corr_forward(x, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, U):
     """Prior log density of every correlated term's parameters; writes their effects into ``U``
     (term ``t``'s level ``l``, column ``c`` at ``ct[t, 8] + l K + c``)."""
     lp = 0.0
     for t in range(ct.shape[0]):
-        K, nl, centred, o_sd, o_y, o_v, c0, u0 = (ct[t, 0], ct[t, 1], ct[t, 2], ct[t, 4], ct[t, 5],
-                                                  ct[t, 6], ct[t, 7], ct[t, 8])
-        sd = np.empty(K)
-        mean = np.empty(K)
-        L = np.empty((K, K))
-        S = np.empty((K, K))
-        _sds(x, ct, t, sd)
+        K, nl, centred, o_sd, o_y, o_v, c0, u0 = _layout(ct, t)
+        sd, mean, L, S, lj = _state(x, ct, cmap, cxb, T, o_th, i_int, t)
         for c in range(K):
             lv, _ = prior_logp(cpri[c0 + c], sd[c])
             lp += lv + x[o_sd + c]
-        lp += _cholesky(x, o_y, K, L, S)
+        lp += lj
         ldl = 0.0  # log det L
         for i in range(1, K):
             ll = math.log(L[i, i])
             ldl += ll
             lp += ((K - i - 1) + 2.0 * (clkj[t] - 1.0)) * ll
-        _mean(x, ct, cmap, cxb, T, o_th, i_int, t, mean)
         w = np.empty(K)
         if centred:
             lds = 0.0
@@ -192,18 +210,11 @@ def corr_backward(x, g, ct, cpri, clkj, cmap, cxb, T, o_th, i_int, gU):
     """Add to ``g`` the gradient of the correlated terms' prior (:func:`corr_forward`) and of the
     likelihood through their effects (``gU``: its derivative in each effect)."""
     for t in range(ct.shape[0]):
-        K, nl, centred, o_sd, o_y, o_v, c0, u0 = (ct[t, 0], ct[t, 1], ct[t, 2], ct[t, 4], ct[t, 5],
-                                                  ct[t, 6], ct[t, 7], ct[t, 8])
-        sd = np.empty(K)
-        mean = np.empty(K)
-        L = np.empty((K, K))
-        S = np.empty((K, K))
+        K, nl, centred, o_sd, o_y, o_v, c0, u0 = _layout(ct, t)
+        sd, mean, L, S, _ = _state(x, ct, cmap, cxb, T, o_th, i_int, t)
         gL = np.zeros((K, K))
         gsd = np.zeros(K)
         gmean = np.zeros(K)
-        _sds(x, ct, t, sd)
-        _cholesky(x, o_y, K, L, S)
-        _mean(x, ct, cmap, cxb, T, o_th, i_int, t, mean)
         for i in range(1, K):
             gL[i, i] += ((K - i - 1) + 2.0 * (clkj[t] - 1.0)) / L[i, i]
         if centred:
