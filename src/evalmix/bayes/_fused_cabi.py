@@ -24,8 +24,9 @@ HEADER = 41  # int64 entries of the header
 # the kernel's revision: raised with each change to _fused_kernel, so that this file changes and
 # numba's cache drops the callbacks compiled from the old kernel (2: several terms hold columns;
 # 3: correlated terms, or the other families' likelihoods; 4: both, one likelihood dispatch and
-# one header; 5: the correlated terms' passes share their layout and state helpers)
-KERNEL_REVISION = 5
+# one header; 5: the correlated terms' passes share their layout and state helpers; 6: one helper
+# for the log-transformed SDs, sigma and phi)
+KERNEL_REVISION = 6
 
 
 @intrinsic

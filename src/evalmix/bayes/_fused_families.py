@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from ._fused_priors import njit, prior_logp
+from ._fused_priors import log_scale_prior, njit, prior_logp
 
 BINOMIAL_LOGIT, GAUSSIAN, BETA, BETABINOMIAL, CUMULATIVE_LOGIT, CUMULATIVE_PROBIT = 0, 1, 2, 3, 4, 5
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -149,9 +149,8 @@ def family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, y, m, cell, idx, Z, fx,
         return lp
     if fam == GAUSSIAN:
         v = x[o_f]
-        sig = math.exp(v)
-        lv, dv = prior_logp(fpri[0], sig)
-        lp += lv + v
+        sig, lv, dv = log_scale_prior(fpri[0], v)
+        lp += lv
         inv = 1.0 / sig
         ss = 0.0
         for i in range(n):
@@ -162,10 +161,8 @@ def family_loglik(fam, x, g, o_f, nf, fpri, fc, o_th, p, y, m, cell, idx, Z, fx,
         g[o_f] += dv * sig + 1.0 + ss - n
         return lp
     if fam == BETA or fam == BETABINOMIAL:
-        v = x[o_f]
-        phi = math.exp(v)
-        lv, dv = prior_logp(fpri[0], phi)
-        lp += lv + v
+        phi, lv, dv = log_scale_prior(fpri[0], x[o_f])
+        lp += lv
         lg_phi, psi_phi = math.lgamma(phi), digamma(phi)
         gphi = 0.0
         for i in range(n):

@@ -17,7 +17,7 @@ import numpy as np
 # njit (or its plain-Python stand-in) and the scalar priors, shared by all three
 from . import _fused_terms
 from ._fused_families import family_loglik
-from ._fused_priors import njit, prior_logp
+from ._fused_priors import log_scale_prior, njit, prior_logp
 
 TERM_FIELDS = 7  # centred, holds the intercept, levels, offset of the scale, offset of the effects, unit Z,
 # 1 + the first row of its levels in WT when it holds fixed columns (else 0)
@@ -84,9 +84,8 @@ def log_density(x, g, k, m, mi, Xu, cell, T, idx, Z, terms, pri, WT, sub, subkey
         start[t] = pos
         if centred:
             v = x[o_s]
-            sig = math.exp(v)
-            lv, dv = prior_logp(pri[1 + p + t], sig)
-            lp += lv + v  # + log-Jacobian of sigma = exp(v)
+            sig, lv, dv = log_scale_prior(pri[1 + p + t], v)  # with the log-Jacobian of sigma = exp(v)
+            lp += lv
             gs = dv * sig + 1.0
             mu0 = x[i_int] if holds else 0.0
             shifted = terms[t, 6] > 0

@@ -2,7 +2,8 @@
 :mod:`evalmix.bayes._fused_terms`), for numba.
 
 Each prior is one row ``(code, p0, p1, p2, log normalising constant)`` built by
-:func:`evalmix.bayes.fused.prior_row`.  Without numba the function runs as plain Python.
+:func:`evalmix.bayes.fused.prior_row`; :func:`log_scale_prior` adds the log transform of the SDs
+and of the families' sigma and phi.  Without numba the function runs as plain Python.
 """
 
 from __future__ import annotations
@@ -45,3 +46,13 @@ def prior_logp(row, x):
         return row[4] - abs(d) / row[2], -np.sign(d) / row[2]
     # EXPONENTIAL
     return row[4] - row[1] * x, -row[1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def log_scale_prior(row, v):
+    """A positive parameter sampled as its log ``v`` (PyMC's log transform): the parameter
+    ``e^v``, its prior's log density plus the transform's log-Jacobian ``v``, and the prior's
+    derivative in the parameter (the gradient in ``v`` is ``e^v`` times it, plus 1)."""
+    s = math.exp(v)
+    lv, dv = prior_logp(row, s)
+    return s, lv + v, dv
