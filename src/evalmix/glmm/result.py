@@ -433,6 +433,31 @@ class FittedModel:
         off = getattr(design, "offset_rows", None)
         self.offset_rows = None if off is None else _frozen(off)
 
+    @classmethod
+    def from_modes(cls, terms: list[RandomTerm], theta: np.ndarray, u: np.ndarray, hinv: np.ndarray,
+                   residual_quantiles: tuple[float, ...]) -> FittedModel:
+        """The model part of a fit made without rows (the grid path), in the state
+        :meth:`without_data` leaves: scalar ``terms`` in lme4's order, ``theta``, the spherical
+        modes ``u`` and the diagonal of ``H^-1`` for them (the conditional variances over
+        ``theta^2``), and the quantiles of the Pearson residuals."""
+        out = object.__new__(cls)
+        out.terms = [dataclasses.replace(t, index=np.zeros(0, dtype=np.int64), Z=np.zeros((0, t.nc)))
+                     for t in terms]
+        out.data, out.design, out._resid, out.offset_rows = None, None, None, None
+        out.u = _frozen(u)
+        out.lambdas = [_frozen(L) for L in term_lambdas(out.terms, theta)]
+        frames = []
+        for t, uoff, L in out._blocks():
+            if t.nc != 1:
+                raise ValueError(f"from_modes: term {t.group!r} is not a scalar intercept")
+            lam = float(L[0, 0])
+            frames.append(pd.DataFrame({"group": t.group, "term": t.cnames[0], "level": t.levels,
+                                        "mode": lam * out.u[uoff: uoff + t.nl],
+                                        "sd": lam * np.sqrt(hinv[uoff: uoff + t.nl])}))
+        out._ranef = pd.concat(frames, ignore_index=True)
+        out.residual_quantiles = tuple(float(v) for v in residual_quantiles)
+        return out
+
     def require_data(self, what: str, hint: str = "use the fit before remove_data()"
                      ) -> pd.DataFrame:
         """The fitted rows, or a DataError saying ``what`` needs them after ``remove_data()``."""
