@@ -51,11 +51,11 @@ from ..core.errors import ArgumentError, DataError
 from ..core.parallel import single_thread_blas
 from ..core.seeds import as_generator
 from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
-from ..core.errors import ConvergenceWarning, SingularFitWarning
-from ..model import GlmmDesign, build_design
+from ..core.errors import ConvergenceWarning, FormulaError, SingularFitWarning
+from ..model import GlmmDesign, build_design, parse_formula
 from . import _grid_kernels as K
 from .control import DEFAULT_CONTROL, GlmerControl
-from .result import FittedModel, GlmerResult
+from .result import FittedModel, GlmerResult, varcorr_table
 
 __all__ = ["GridFormula", "glmer_grid", "grid_formula", "simulate_grid"]
 
@@ -78,15 +78,7 @@ def _blas_threads(flops: float) -> contextlib.AbstractContextManager[Any]:
 _FORMULAS = {"correct ~ 1 + (1|model) + (1|item)": "crossed",
              "correct ~ 0 + model + (1|item)": "fixed"}
 _FORMULA_OF = {v: k for k, v in _FORMULAS.items()}
-_NAME = r"([A-Za-z_.][A-Za-z0-9_.]*)"
-_PATTERNS = ((re.compile(rf"{_NAME} ~ (?:1 \+ )?\(1\|{_NAME}\) \+ \(1\|{_NAME}\)"), "crossed"),
-             (re.compile(rf"{_NAME} ~ 0 \+ {_NAME} \+ \(1\|{_NAME}\)"), "fixed"),
-             (re.compile(rf"{_NAME} ~ {_NAME} - 1 \+ \(1\|{_NAME}\)"), "fixed"))
-
-
-def _norm_formula(formula: str) -> str:
-    return " ".join(formula.replace("~", " ~ ").replace("+", " + ").replace("-", " - ").split()) \
-        .replace("( ", "(").replace(" )", ")").replace(" | ", "|").replace("| ", "|").replace(" |", "|")
+_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 
 
 @dataclass(frozen=True)
@@ -114,12 +106,34 @@ def grid_formula(formula: str) -> GridFormula | None:
     >>> grid_formula("correct ~ model + (1|item)") is None
     True
     """
-    text = _norm_formula(str(formula))
-    for pattern, kind in _PATTERNS:
-        m = pattern.fullmatch(text)
-        if m and m.group(2) != m.group(3) and m.group(1) not in (m.group(2), m.group(3)):
-            return GridFormula(kind, m.group(1), m.group(2), m.group(3))
-    return None
+    try:
+        parsed = parse_formula(str(formula))
+    except FormulaError:
+        return None
+    if parsed.failures is not None or parsed.trials is not None or parsed.offsets:
+        return None
+    groups = [r.group[0] for r in parsed.random if r.expr.strip() == "1" and len(r.group) == 1]
+    if len(groups) != len(parsed.random):
+        return None
+    zero, names = False, []
+    for term in parsed.fixed_terms:
+        if term in ("0", "-1"):
+            zero = True
+        elif term.endswith("- 1") and term != "- 1":
+            zero, name = True, term[:-3].strip()
+            names.append(name)
+        elif term != "1":
+            names.append(term)
+    y = parsed.successes
+    if not zero and not names and len(groups) == 2:
+        kind, rows, cols = "crossed", groups[0], groups[1]
+    elif zero and len(names) == 1 and len(groups) == 1:
+        kind, rows, cols = "fixed", names[0], groups[0]
+    else:
+        return None
+    if not all(_NAME.fullmatch(n) for n in (y, rows, cols)) or len({y, rows, cols}) < 3:
+        return None
+    return GridFormula(kind, y, rows, cols)
 
 
 def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd: float = 1.5,
@@ -781,8 +795,6 @@ def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates
             control: GlmerControl) -> GlmerResult:
     """The :class:`GlmerResult` of a grid fit, assembled as :func:`evalmix.glmer` assembles its own
     (terms, names and checks from the design), in the state ``remove_data()`` leaves."""
-    from . import _varcorr
-
     axis = {spec.rows: "rows", spec.columns: "cols"}
     keys = [axis[t.group] for t in design.terms]
     theta = np.array([est.theta[k] for k in keys])
@@ -829,6 +841,6 @@ def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates
         vcov=pd.DataFrame(est.vcov, index=names, columns=names),
         theta=pd.Series(theta, index=design.theta_names, name="theta"),
         loglik=-est.deviance / 2.0, deviance=est.deviance, df=nt + p, nobs=est.nobs,
-        varcorr=_varcorr(design, theta), converged=converged, singular=singular,
+        varcorr=varcorr_table(design, theta), converged=converged, singular=singular,
         messages=tuple(messages), optimizer=rep, vcov_method=est.vcov_method, fixed_design=fixed,
         hessian=H, _model=model, link="logit", nagq=1, control=control)

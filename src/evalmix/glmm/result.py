@@ -31,6 +31,35 @@ if TYPE_CHECKING:
     from ..mixed.separation import Separation
 
 
+def varcorr_table(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
+    """lme4's ``as.data.frame(VarCorr(fit))`` of a design's random terms at ``theta``: ``group``,
+    ``var1``, ``var2``, ``variance`` (covariance where ``var2`` is set), ``sd`` (correlation there).
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> from evalmix.model import build_design
+    >>> d = build_design("correct ~ model + (1|item)", glmm_runs(2, 5, 1, rng=1))
+    >>> varcorr_table(d, np.array([2.0]))[["group", "variance", "sd"]].values.tolist()
+    [['item', 4.0, 2.0]]
+    """
+    rows = []
+    seen: dict[str, int] = {}
+    for t, L in zip(design.terms, term_lambdas(design.terms, theta)):
+        # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
+        n = seen.get(t.group, 0)
+        seen[t.group] = n + 1
+        group = t.group if n == 0 else f"{t.group}.{n}"
+        S = L @ L.T
+        sd = np.sqrt(np.diag(S))
+        for i in range(t.nc):
+            rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
+        for i, j in t.cor_pairs:
+            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
+
+
 @dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
 class GlmerResult(MixedResult):
     """A binomial-logit GLMM fitted by maximum likelihood (Laplace), as ``lme4::glmer``.
