@@ -151,7 +151,15 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
     control : GlmerControl, optional
         Tolerances, iteration limits and solver thresholds (lme4's ``glmerControl``); the
-        defaults when not given. The fit stores it as ``fit.control``.
+        defaults when not given. The fit stores it as ``fit.control``. Its ``grid_rows``
+        (default 1,000,000) routes ``y ~ 1 + (1|a) + (1|b)`` and ``y ~ 0 + a + (1|b)`` (logit,
+        ``nAGQ = 1``, no ``weights``, ``offset``, ``contrasts``, ``fixef_prior`` or ``start``) on a
+        complete ``a x b`` grid of one 0/1 answer a cell, from that many rows (or trials of a table
+        counted in its engine), to :func:`evalmix.glmm.gridfit.glmer_grid`: the same estimates to
+        1e-6 in a few bytes a cell, a fit without rows (``has_data`` False, as after
+        ``remove_data()``), and ``vcov_method="hessian"`` reported as ``"hessian_exact"`` (the
+        messages and summary say so). ``grid_rows=0`` never routes (docs/glmm.md,
+        "Leaderboard-size grids").
     devfun_only : bool
         Return the deviance function instead of fitting (lme4's ``devFunOnly = TRUE``): a
         :class:`~evalmix.glmm.devfun.DevianceFunction` of ``x = (theta, beta)`` giving
