@@ -184,3 +184,19 @@ def test_grid_result_at_a_million_cells_routes_by_default():
     assert float(fit.theta["item.(Intercept)"]) == pytest.approx(truth["item_sd"], rel=0.05)
     q = fit._model.residual_quantiles
     assert q[0] < q[1] < q[2] < q[3] < q[4]
+
+
+@pytest.mark.slow
+def test_cli_fit_of_a_routed_grid_is_strict_json(grid, tmp_path, capsys):
+    from evalmix.cli import main
+
+    _, d = grid
+    path = tmp_path / "runs.csv"
+    d.to_csv(path, index=False)
+    code = main(["fit", str(path), "--formula", FIXED, "--control", "grid_rows=100", "--emmeans", "model",
+                 "--json"])
+    assert code == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))
+    text = json.dumps(doc)
+    assert "hessian_exact" in text and "grid_rows" in text
