@@ -125,6 +125,7 @@ def test_glmer_routes_large_complete_grids(grid):
         assert fit.vcov_method == "hessian_exact"
         assert "grid of cells" in fit.messages[-1] and "'hessian'" in fit.messages[-1]
         assert "grid_rows" in str(fit.summary())
+        assert list(fit.fixef.index) == list(ref.fixef.index) and list(fit.theta.index) == list(ref.theta.index)
         np.testing.assert_allclose(fit.fixef, ref.fixef, atol=1e-6)
         np.testing.assert_allclose(fit.vcov, ref.vcov, rtol=2e-4)
         assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
@@ -138,6 +139,15 @@ def test_glmer_keeps_the_rows_path_when_it_should(grid):
     assert small.has_data and small.vcov_method == "hessian"
     assert evalmix.glmer(CROSSED, d, control=GlmerControl(grid_rows=0)).has_data  # 0: never
     assert evalmix.glmer(CROSSED, d.iloc[1:], control=ON).has_data  # an empty cell
+    with pytest.raises(ValueError, match="grid_rows"):
+        GlmerControl(grid_rows=-1)
+
+
+@pytest.mark.slow
+def test_glmer_keeps_the_rows_path_for_what_the_grid_does_not_fit(grid):
+    _, d = grid
+    two = pd.concat([d.assign(run=1), d.assign(run=2)], ignore_index=True)
+    assert evalmix.glmer(CROSSED, two, control=ON).has_data  # two runs a cell: k-of-n cells
     assert evalmix.glmer(CROSSED, d, control=ON, nAGQ=0).has_data
     assert evalmix.glmer("correct ~ 1 + (1|model) + (1|item)", d, control=ON, link="probit").has_data
     sep = d.assign(correct=np.where(d["model"] == "m003", 1, d["correct"]))
@@ -145,8 +155,6 @@ def test_glmer_keeps_the_rows_path_when_it_should(grid):
         warnings.simplefilter("ignore")
         fit = evalmix.glmer(FIXED, sep, control=ON)  # separation: reported by the rows' path
     assert fit.has_data and np.isinf(fit.fixef["modelm003"])
-    with pytest.raises(ValueError, match="grid_rows"):
-        GlmerControl(grid_rows=-1)
 
 
 @pytest.mark.slow
