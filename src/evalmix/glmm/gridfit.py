@@ -22,7 +22,15 @@ Why it is exact (the same objective and the same optimum as the general path):
   over ``(theta, beta)`` (``vcov_method="hessian_exact"`` of :func:`evalmix.glmer`), here by central
   differences of the exact gradient; for the second, with 2,000 fixed effects, lme4's
   ``use.hessian = FALSE`` matrix (``vcov_method="rx"``): ``S^-1``, ``S`` the Schur complement of the
-  items' block in the joint system at the optimum.
+  items' block in the joint system at the optimum. Either formula takes either method: RX of the
+  first is ``X'WX - v' H^-1 v`` with one solve with the factorisation at the mode, and the Hessian
+  of the second has its beta block in closed form (:func:`_fixed_hessian`).
+
+The fit is a :class:`~evalmix.glmm.GlmerResult` built as :func:`evalmix.glmer` builds its own
+(terms, names and levels from :func:`~evalmix.model.build_design` on a few rows holding every level;
+the conditional SDs of ``ranef()`` from the leverages the gradient forms; the summary's residual
+quantiles from one float32 pass), without rows. :func:`evalmix.glmer` routes tables of the two
+formulas here from ``GlmerControl.grid_rows`` rows.
 
 For ``0 + model + (1|item)`` the items' block of ``H`` is diagonal, so the Laplace deviance is a
 sum over items given beta: the modes are one-dimensional Newton steps and ``log det H`` a sum of
