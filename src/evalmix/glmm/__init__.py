@@ -283,7 +283,9 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
     if (n == 1).all():
         fit = glmer_grid(k.astype(np.int8).reshape(ns, nb), formula, **kw)
     else:
-        try:  # k-of-n cells (or empty ones)
+        # k-of-n cells (or empty ones), where the grid path takes them; the fit is to report the
+        # rows' log-likelihood and number of rows, as _as_rows does for engine-counted tables
+        try:
             fit = glmer_grid(k.reshape(ns, nb), formula, trials=n.reshape(ns, nb), **kw)  # type: ignore[call-arg]
         except TypeError:
             return None
