@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -49,20 +50,20 @@ def one(rows: int, models: int, formula: str, seed: int) -> dict:
     out = {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
            "simulate_wall": t1 - t0, "simulate_cpu": c1 - c0, "wall": t2 - t1, "cpu": c2 - c1,
            "user": ru.ru_utime, "system": ru.ru_stime, "peak_rss": ru.ru_maxrss * 1024,
-           "loglik": fit.loglik, "evaluations": fit.evaluations,
-           "factorizations": fit.factorizations, "converged": fit.converged,
-           "item_sd": fit.sd["item"], "item_sd_truth": truth["item_sd"],
+           "loglik": fit.loglik, "evaluations": fit.optimizer.feval,
+           "factorizations": int(re.search(r"\((\d+) factorisations\)", fit.optimizer.message).group(1)),
+           "converged": fit.converged, "item_sd": float(fit.theta["item.(Intercept)"]), "item_sd_truth": truth["item_sd"],
            "load": os.getloadavg()[0]}
     if formula == "crossed":
-        out.update(model_sd=fit.sd["model"], model_sd_truth=truth["model_sd"],
-                   intercept=float(fit.fixef["estimate"].iloc[0]),
-                   intercept_se=float(fit.fixef["se"].iloc[0]),
+        out.update(model_sd=float(fit.theta["model.(Intercept)"]), model_sd_truth=truth["model_sd"],
+                   intercept=float(fit.fixef.iloc[0]),
+                   intercept_se=float(np.sqrt(fit.vcov.iloc[0, 0])),
                    intercept_truth=truth["intercept"] + float(np.mean(truth["ability"])))
     else:
-        b = fit.fixef["estimate"].to_numpy()
+        b = fit.fixef.to_numpy()
         true = truth["intercept"] + truth["ability"]
         out.update(beta_rmse=float(np.sqrt(np.mean((b - true) ** 2))),
-                   beta_se_mean=float(fit.fixef["se"].mean()))
+                   beta_se_mean=float(np.sqrt(np.diag(fit.vcov.to_numpy())).mean()))
     return out
 
 

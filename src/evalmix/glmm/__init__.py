@@ -24,41 +24,23 @@ from ..data.runs import RunsData
 from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
                       SingularFitWarning)
 from ..core.methods import VCOV_METHODS
-from ..model import (GlmmDesign, RandomTerm, build_design, check_data, drop_rank_deficient, model_columns,
-                     parse_formula, term_lambdas)
+from ..model import (GlmmDesign, RandomTerm, as_r_factor, build_design, check_data, drop_rank_deficient,
+                     model_columns, parse_formula)
 from ..core.parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
 from .devfun import DevianceFunction, build_deviance
 from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize,
                        optimize_joint)
-from .result import FittedModel, GlmerResult
+from .result import FittedModel, GlmerResult, varcorr_table
 from .prior import FixefPriorSpec, NormalPrior, parse_fixef_prior
 from ..mixed.convergence import check_convergence, hessian_condition
 from ..mixed.separation import Separation, expand_limit, find_separation
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
            "OptimizerReport", "OptimizerStep", "Solver", "build_design", "build_deviance",
-           "drop_rank_deficient", "glmer", "make_solver", "optimize"]
+           "drop_rank_deficient", "glmer", "make_solver", "optimize", "varcorr_table"]
 
-
-
-def _varcorr(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
-    rows = []
-    seen: dict[str, int] = {}
-    for t, L in zip(design.terms, term_lambdas(design.terms, theta)):
-        # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
-        n = seen.get(t.group, 0)
-        seen[t.group] = n + 1
-        group = t.group if n == 0 else f"{t.group}.{n}"
-        S = L @ L.T
-        sd = np.sqrt(np.diag(S))
-        for i in range(t.nc):
-            rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
-        for i, j in t.cor_pairs:
-            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
-            rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
-    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
 
 
 @overload
@@ -169,7 +151,15 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         or the row is dropped with a DataWarning saying how many (see :func:`evalmix.ensure_runs`).
     control : GlmerControl, optional
         Tolerances, iteration limits and solver thresholds (lme4's ``glmerControl``); the
-        defaults when not given. The fit stores it as ``fit.control``.
+        defaults when not given. The fit stores it as ``fit.control``. Its ``grid_rows``
+        (default 1,000,000) routes ``y ~ 1 + (1|a) + (1|b)`` and ``y ~ 0 + a + (1|b)`` (logit,
+        ``nAGQ = 1``, no ``weights``, ``offset``, ``contrasts``, ``fixef_prior`` or ``start``) on a
+        complete ``a x b`` grid of one 0/1 answer a cell, from that many rows (or trials of a table
+        counted in its engine), to :func:`evalmix.glmm.gridfit.glmer_grid`: the same estimates to
+        1e-6 in a few bytes a cell, a fit without rows (``has_data`` False, as after
+        ``remove_data()``), and ``vcov_method="hessian"`` reported as ``"hessian_exact"`` (the
+        messages and summary say so). ``grid_rows=0`` never routes (docs/glmm.md,
+        "Leaderboard-size grids").
     devfun_only : bool
         Return the deviance function instead of fitting (lme4's ``devFunOnly = TRUE``): a
         :class:`~evalmix.glmm.devfun.DevianceFunction` of ``x = (theta, beta)`` giving
@@ -226,6 +216,12 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         data, build["trials"] = pushed, _PUSHED_TRIALS
     else:
         data = read_source(data)  # a folder or glob of Parquet files: the rows, read whole
+    if not devfun_only and control.grid_rows > 0 and nAGQ == 1 and link == "logit" and \
+            weights is None and offset is None and fixef_prior is None and not start and \
+            contrasts is None and missing == "raise" and (trials is None or pushed is not None):
+        routed = _grid_route(formula, data, pushed is not None, vcov_method, control)
+        if routed is not None:
+            return routed
     if devfun_only:
         # the objective over all rows (separation is not resolved: the function is finite
         # everywhere, its infimum at infinity then)
@@ -243,6 +239,62 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
 
 
 _PUSHED_TRIALS = "_trials"  # the trials column of a table counted in its engine
+
+
+def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
+                control: GlmerControl) -> GlmerResult | None:
+    """The fit of the grid path (:func:`evalmix.glmm.gridfit.glmer_grid`) when the formula is one
+    of its two, the rows (or the trials of engine-counted cells) number ``control.grid_rows`` or
+    more, and they fill the grid of the two grouping factors, one 0/1 answer a cell (k-of-n cells
+    where the grid path takes ``trials=``); None otherwise (the rows' path fits)."""
+    from .gridfit import glmer_grid, grid_formula
+
+    spec = grid_formula(formula)
+    if spec is None or not isinstance(data, pd.DataFrame):
+        return None
+    need = [spec.response, spec.rows, spec.columns] + ([_PUSHED_TRIALS] if pushed else [])
+    if any(c not in data.columns for c in need):
+        return None  # the rows' path names the absent column
+    size = int(data[_PUSHED_TRIALS].sum()) if pushed else len(data)
+    if size < control.grid_rows:
+        return None
+    if not pushed:
+        data = check_data(formula, data, missing="raise")  # the same errors as the rows' path
+    y = data[spec.response]
+    if not (pd.api.types.is_bool_dtype(y) or pd.api.types.is_numeric_dtype(y)):
+        return None  # a factor response: R's first-level rule is the rows' path's
+    a, b = as_r_factor(data[spec.rows]), as_r_factor(data[spec.columns])
+    ns, nb = len(a.categories), len(b.categories)
+    if ns < 2 or nb < 2:
+        return None
+    cell = a.codes.astype(np.int64) * nb + b.codes
+    yv = y.to_numpy(dtype=np.float64)
+    n = (np.bincount(cell, weights=data[_PUSHED_TRIALS].to_numpy(dtype=np.float64), minlength=ns * nb)
+         if pushed else np.bincount(cell, minlength=ns * nb).astype(np.float64))
+    k = np.bincount(cell, weights=yv, minlength=ns * nb)
+    del cell
+    if spec.kind == "fixed":
+        right, total = k.reshape(ns, nb).sum(axis=1), n.reshape(ns, nb).sum(axis=1)
+        if ((right == 0) | (right == total)).any():
+            return None  # separation: the rows' path reports the divergent estimates
+    vm = "hessian_exact" if vcov_method == "hessian" else vcov_method
+    kw: dict[str, Any] = {"models": list(a.categories), "items": list(b.categories),
+                          "vcov_method": vm, "control": control}
+    if (n == 1).all():
+        fit = glmer_grid(k.astype(np.int8).reshape(ns, nb), formula, **kw)
+    else:
+        # k-of-n cells (or empty ones), where the grid path takes them; the fit is to report the
+        # rows' log-likelihood and number of rows, as _as_rows does for engine-counted tables
+        try:
+            fit = glmer_grid(k.reshape(ns, nb), formula, trials=n.reshape(ns, nb), **kw)  # type: ignore[call-arg]
+        except TypeError:
+            return None
+    note = (f"fitted on the {ns} x {nb} grid of cells ({size} rows >= control.grid_rows = "
+            f"{control.grid_rows}; GlmerControl(grid_rows=0) fits the rows): the fit holds no rows")
+    if vcov_method == "hessian":
+        note += ("; standard errors from the exact deviance's Hessian (vcov_method='hessian_exact'), "
+                 "not lme4 1.1-31's early-stopping PIRLS ('hessian')")
+    return dataclasses.replace(fit, messages=(*fit.messages, note))
 
 
 def _counted_in_engine(formula: str, data: RunsData, missing: str) -> pd.DataFrame | None:
@@ -424,7 +476,7 @@ def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: s
         vcov=pd.DataFrame(V, index=names, columns=names),
         theta=pd.Series(ev.theta, index=design.theta_names, name="theta"),
         loglik=loglik, deviance=dev,
-        df=df, nobs=design.nobs, varcorr=_varcorr(design, ev.theta), converged=converged,
+        df=df, nobs=design.nobs, varcorr=varcorr_table(design, ev.theta), converged=converged,
         singular=singular, messages=tuple(messages), optimizer=rep, vcov_method=method,
         fixed_design=design.fixed, hessian=H, _model=model, separation=sep,
         fixef_prior=prior, prior_deviance=prior_dev, link=link, nagq=nAGQ, control=control)
@@ -498,7 +550,7 @@ def _completely_separated(formula: str, design: GlmmDesign, sep: Separation, lin
         vcov=pd.DataFrame(V, index=names, columns=names),
         theta=pd.Series(theta, index=design.theta_names, name="theta"),
         loglik=-dev / 2.0, deviance=dev,
-        df=df, nobs=design.nobs, varcorr=_varcorr(design, theta), converged=False,
+        df=df, nobs=design.nobs, varcorr=varcorr_table(design, theta), converged=False,
         singular=False, messages=(sep.message,), optimizer=rep, vcov_method="none",
         fixed_design=design.fixed, hessian=None,
         _model=FittedModel(design, None, None, design.data, design.row_index, separation=sep),

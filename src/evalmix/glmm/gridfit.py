@@ -22,7 +22,15 @@ Why it is exact (the same objective and the same optimum as the general path):
   over ``(theta, beta)`` (``vcov_method="hessian_exact"`` of :func:`evalmix.glmer`), here by central
   differences of the exact gradient; for the second, with 2,000 fixed effects, lme4's
   ``use.hessian = FALSE`` matrix (``vcov_method="rx"``): ``S^-1``, ``S`` the Schur complement of the
-  items' block in the joint system at the optimum.
+  items' block in the joint system at the optimum. Either formula takes either method: RX of the
+  first is ``X'WX - v' H^-1 v`` with one solve with the factorisation at the mode, and the Hessian
+  of the second has its beta block in closed form (:func:`_fixed_hessian`).
+
+The fit is a :class:`~evalmix.glmm.GlmerResult` built as :func:`evalmix.glmer` builds its own
+(terms, names and levels from :func:`~evalmix.model.build_design` on a few rows holding every level;
+the conditional SDs of ``ranef()`` from the leverages the gradient forms; the summary's residual
+quantiles from one float32 pass), without rows. :func:`evalmix.glmer` routes tables of the two
+formulas here from ``GlmerControl.grid_rows`` rows.
 
 For ``0 + model + (1|item)`` the items' block of ``H`` is diagonal, so the Laplace deviance is a
 sum over items given beta: the modes are one-dimensional Newton steps and ``log det H`` a sum of
@@ -35,22 +43,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import contextlib
+import dataclasses
 import os
+import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.linalg as sla
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from ..core.errors import ArgumentError, DataError
 from ..core.parallel import single_thread_blas
-from ..core.result import Result
 from ..core.seeds import as_generator
+from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
+from ..core.errors import ConvergenceWarning, FormulaError, SingularFitWarning
+from ..model import GlmmDesign, build_design, parse_formula
 from . import _grid_kernels as K
+from .control import DEFAULT_CONTROL, GlmerControl
+from .result import FittedModel, GlmerResult, varcorr_table
 
-__all__ = ["GridFit", "glmer_grid", "simulate_grid"]
+__all__ = ["GridFormula", "glmer_grid", "grid_formula", "simulate_grid"]
 
 _BLOCK = 1 << 20  # cells formed at a time (8 MB a float64 block; glibc reuses such blocks)
 _dsyrk = sla.blas.dsyrk
@@ -71,64 +86,62 @@ def _blas_threads(flops: float) -> contextlib.AbstractContextManager[Any]:
 _FORMULAS = {"correct ~ 1 + (1|model) + (1|item)": "crossed",
              "correct ~ 0 + model + (1|item)": "fixed"}
 _FORMULA_OF = {v: k for k, v in _FORMULAS.items()}
+_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 
 
-def _norm_formula(formula: str) -> str:
-    return " ".join(formula.replace("~", " ~ ").replace("+", " + ").split()).replace("( ", "(") \
-        .replace(" )", ")").replace(" | ", "|").replace("| ", "|").replace(" |", "|")
+@dataclass(frozen=True)
+class GridFormula:
+    """A formula the grid path fits: ``kind`` ``"crossed"`` (``y ~ 1 + (1|rows) + (1|columns)``)
+    or ``"fixed"`` (``y ~ 0 + rows + (1|columns)``), with its response and the grouping columns
+    of the grid's rows and columns."""
+
+    kind: str
+    response: str
+    rows: str
+    columns: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class GridFit(Result):
-    """A crossed logit GLMM fitted on a models x items grid (see :func:`glmer_grid`).
+def grid_formula(formula: str) -> GridFormula | None:
+    """The grid form of ``formula``, or None when the grid path does not fit it.
 
-    Attributes
-    ----------
-    formula : str
-    fixef : pandas.DataFrame
-        ``term, estimate, se, z, p_value, conf_low, conf_high`` (Wald, 95%).
-    sd : dict
-        Standard deviations of the random intercepts by group (``model``, ``item``).
-    theta : numpy.ndarray
-        The relative covariance factors in the order of ``sd``.
-    loglik, deviance : float
-        Laplace log-likelihood and ``-2 loglik``.
-    ranef : dict
-        Conditional modes of the random intercepts by group (on the logit scale).
-    nobs : int
-    evaluations : int
-        Deviance evaluations of the optimisation.
-    factorizations : int
-        Schur complements formed (one ``syrk`` over the grid each).
-    vcov_method : str
-    converged : bool
+    Any response and grouping names: ``y ~ 1 + (1|a) + (1|b)`` (or ``y ~ (1|a) + (1|b)``) and
+    ``y ~ 0 + a + (1|b)`` (or ``y ~ a - 1 + (1|b)``); ``a`` labels the rows of the grid.
+
+    Examples
+    --------
+    >>> grid_formula("score ~ 0 + llm + (1 | question)")
+    GridFormula(kind='fixed', response='score', rows='llm', columns='question')
+    >>> grid_formula("correct ~ model + (1|item)") is None
+    True
     """
-
-    formula: str
-    fixef: pd.DataFrame
-    sd: dict[str, float]
-    theta: np.ndarray
-    loglik: float
-    deviance: float
-    ranef: dict[str, np.ndarray]
-    nobs: int
-    evaluations: int
-    factorizations: int
-    vcov_method: str
-    converged: bool
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.fixef
-
-    def _title(self) -> str:
-        return f"Generalized linear mixed model fit on a grid (Laplace): {self.formula}"
-
-    def _header(self) -> list[str]:
-        sds = ", ".join(f"{g} SD {v:.4f}" for g, v in self.sd.items())
-        return [f"logLik {self.loglik:.4f}, {self.nobs} observations; {sds}"]
-
-    def _notes(self) -> list[str]:
-        return [] if self.converged else ["The optimiser did not report convergence."]
+    try:
+        parsed = parse_formula(str(formula))
+    except FormulaError:
+        return None
+    if parsed.failures is not None or parsed.trials is not None or parsed.offsets:
+        return None
+    groups = [r.group[0] for r in parsed.random if r.expr.strip() == "1" and len(r.group) == 1]
+    if len(groups) != len(parsed.random):
+        return None
+    zero, names = False, []
+    for term in parsed.fixed_terms:
+        if term in ("0", "-1"):
+            zero = True
+        elif term.endswith("- 1") and term != "- 1":
+            zero, name = True, term[:-3].strip()
+            names.append(name)
+        elif term != "1":
+            names.append(term)
+    y = parsed.successes
+    if not zero and not names and len(groups) == 2:
+        kind, rows, cols = "crossed", groups[0], groups[1]
+    elif zero and len(names) == 1 and len(groups) == 1:
+        kind, rows, cols = "fixed", names[0], groups[0]
+    else:
+        return None
+    if not all(_NAME.fullmatch(n) for n in (y, rows, cols)) or len({y, rows, cols}) < 3:
+        return None
+    return GridFormula(kind, y, rows, cols)
 
 
 def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd: float = 1.5,
@@ -389,6 +402,7 @@ class _Crossed:
                 h *= mu
                 gr += h.sum(axis=1)
                 gc[sl] = h.sum(axis=0)
+        self.hinv_diag = (dS, 1.0 / Db + m)  # diag of H^-1 at the modes (the conditional variances)
         vs, vb = self._solve(fac, ts * gr, tb * gc)
         wr, wc, rr, rc = st["wr"], st["wc"], st["rr"], st["rc"]
         rho_r = gr - 2.0 * rr - (ts * vs * wr + tb * g.wdot(vb))
@@ -497,15 +511,20 @@ class _Fixed:
 
 
 def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)", *,
-               models: Sequence[object] | None = None, items: Sequence[object] | None = None, conf_level: float = 0.95,
-               compiled: bool | None = None) -> GridFit:
+               models: Sequence[object] | None = None, items: Sequence[object] | None = None,
+               vcov_method: str | None = None, control: GlmerControl | None = None,
+               compiled: bool | None = None) -> GlmerResult:
     """Fit a crossed logit GLMM on a complete models x items grid of 0/1 answers.
 
     The low-memory path for leaderboards of up to 10^8 cells (see the module docstring and
     docs/performance.md, "10^8 rows"): the answers are an ``int8`` array, one row per model and
     one column per item, no data frame is formed, and the fit is the one :func:`evalmix.glmer`
-    gives on the same rows (``vcov_method="hessian_exact"`` for the first formula, ``"rx"`` for
-    the second).
+    gives on the same rows, as the same :class:`~evalmix.glmm.GlmerResult` (``vcov_method=
+    "hessian_exact"`` or ``"rx"``). It holds no rows (``has_data`` is False, as after
+    ``remove_data()``): estimates, ``vcov``, ``varcorr``, ``ranef()`` with conditional SDs,
+    ``summary()``, ``emmeans``, ``anova``, ``predict(newdata)`` and Wald intervals work; what needs
+    the rows raises the DataError ``remove_data`` documents. :func:`evalmix.glmer` routes large
+    tables of these two formulas here (``GlmerControl.grid_rows``).
 
     Parameters
     ----------
@@ -513,11 +532,19 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
         0/1 answers, shape ``(n_models, n_items)`` (any integer or boolean dtype; ``int8`` is used
         as is, others are converted once).
     formula : str
-        ``"correct ~ 1 + (1|model) + (1|item)"`` or ``"correct ~ 0 + model + (1|item)"``.
+        ``"correct ~ 1 + (1|model) + (1|item)"`` or ``"correct ~ 0 + model + (1|item)"``, with
+        any response and grouping names (``y ~ 1 + (1|a) + (1|b)``, ``y ~ 0 + a + (1|b)``):
+        the first grouping name labels the rows of ``y``, the second its columns.
     models, items : sequence, optional
-        Level names (default ``0..n-1``).
-    conf_level : float
-        Level of the Wald intervals.
+        Level names of the rows and columns (default ``0..n-1``), in the order that becomes the
+        factors' level order (R's ``factor(levels = ...)``).
+    vcov_method : {"hessian_exact", "rx"}, optional
+        As :func:`evalmix.glmer`'s. Default: ``"hessian_exact"`` for the first formula (lme4's
+        default, from the exact deviance), ``"rx"`` for the second (lme4's choice for many fixed
+        effects). ``"hessian_exact"`` of the second formula has its beta block in closed form
+        (three GEMMs a block of columns, about the cost of RX; see :func:`_fixed_hessian`).
+    control : GlmerControl, optional
+        Stored on the fit; its ``singular_tol``, ``grad_tol`` and ``hess_tol`` are used.
     compiled : bool, optional
         Run the passes over the cells as compiled loops (numba, when installed; the same
         arithmetic as the NumPy blocks otherwise used). Default: from 200,000 cells, where they
@@ -525,21 +552,25 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
 
     Returns
     -------
-    GridFit
+    GlmerResult
 
     Examples
     --------
     >>> y, truth = simulate_grid(20, 200, rng=3)
     >>> fit = glmer_grid(y)
-    >>> round(fit.sd["item"], 2), round(truth["item_sd"], 2)
+    >>> round(float(fit.theta["item.(Intercept)"]), 2), round(truth["item_sd"], 2)
     (1.47, 1.48)
-    >>> round(fit.sd["model"], 2), round(truth["model_sd"], 2)
+    >>> round(float(fit.theta["model.(Intercept)"]), 2), round(truth["model_sd"], 2)
     (1.18, 1.26)
+    >>> fit.has_data, fit.vcov_method, fit.nobs
+    (False, 'hessian_exact', 4000)
     """
-    kind = _FORMULAS.get(_norm_formula(formula))
-    if kind is None:
+    spec = grid_formula(formula)
+    kind = None if spec is None else spec.kind
+    if spec is None:
         raise ArgumentError(f"glmer_grid: formula {formula!r} is not one of "
-                            + ", ".join(repr(f) for f in _FORMULAS))
+                            + ", ".join(repr(f) for f in _FORMULAS)
+                            + " (any response and grouping names)")
     y = np.asarray(y)
     if y.ndim != 2 or min(y.shape) < 2:
         raise DataError(f"glmer_grid: y must be a (models x items) grid with at least 2 of each; "
@@ -572,25 +603,178 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
                             "separation); leave them out, or use '1 + (1|model) + (1|item)'")
     if compiled is None:
         compiled = ns * nb >= _COMPILED_MIN
+    vm = _grid_vcov_method(spec.kind, vcov_method)
+    control = DEFAULT_CONTROL if control is None else control
+    # names, terms and levels as the general path builds them, from a few rows holding every level
+    design = _skeleton_design(formula, spec, models, items)
     with single_thread_blas():  # see _blas_threads
         if kind == "crossed" and ns > nb:
             # the Schur complement goes onto the smaller factor: items x items here
-            fit = _fit(_Grid(np.ascontiguousarray(y.T), compiled), kind, items, models, conf_level)
-            sd = {"model": fit.sd["item"], "item": fit.sd["model"]}
-            ranef = {"model": fit.ranef["item"], "item": fit.ranef["model"]}
-            return GridFit(formula=fit.formula, fixef=fit.fixef, sd=sd,
-                           theta=np.array([sd["model"], sd["item"]]), loglik=fit.loglik,
-                           deviance=fit.deviance, ranef=ranef, nobs=fit.nobs,
-                           evaluations=fit.evaluations, factorizations=fit.factorizations,
-                           vcov_method=fit.vcov_method, converged=fit.converged)
-        return _fit(_Grid(y, compiled), kind, models, items, conf_level)
+            est = _fit(_Grid(np.ascontiguousarray(y.T), compiled), spec.kind, vm).transposed()
+        else:
+            est = _fit(_Grid(y, compiled), spec.kind, vm)
+    return _result(formula, design, spec, est, control)
 
 
-def _fit(grid: _Grid, kind: str, models: list[Any], items: list[Any], conf_level: float) -> GridFit:
+def _grid_vcov_method(kind: str, vcov_method: str | None) -> str:
+    if vcov_method is None:
+        return "hessian_exact" if kind == "crossed" else "rx"
+    if vcov_method not in ("hessian_exact", "rx"):
+        raise ArgumentError(f"glmer_grid: vcov_method must be 'hessian_exact' or 'rx', not "
+                            f"{vcov_method!r} (lme4 1.1-31's early-stopping 'hessian' is the general "
+                            "path's: evalmix.glmer with control=GlmerControl(grid_rows=0))")
+    return vcov_method
+
+
+def _skeleton_design(formula: str, spec: GridFormula, models: list[Any], items: list[Any]) -> GlmmDesign:
+    """The design :func:`evalmix.glmm.build_design` makes for the grid's formula, from
+    ``max(n_models, n_items)`` rows that hold every level once or more (term order, theta and
+    coefficient names, factor levels and coding: what the result needs, never the cells)."""
+    for what, names in ((spec.rows, models), (spec.columns, items)):
+        seen = pd.Index(names)
+        if seen.has_duplicates:
+            dup = seen[seen.duplicated()].unique()[:5].tolist()
+            raise DataError(f"glmer_grid: the {what} names repeat {dup}; each row and column of the "
+                            "grid needs its own level")
+    ns, nb = len(models), len(items)
+    i = np.arange(max(ns, nb))
+    rows = pd.DataFrame({spec.rows: pd.Categorical.from_codes(i % ns, categories=pd.Index(models)),
+                         spec.columns: pd.Categorical.from_codes(i % nb, categories=pd.Index(items)),
+                         spec.response: (i % 2).astype(np.int8)})
+    return build_design(formula, rows)
+
+
+@dataclass
+class _Estimates:
+    """What a grid fit found, by the grid's axes (rows, columns)."""
+
+    kind: str
+    theta: dict[str, float]  # "rows" (crossed only), "cols": SD of the intercepts
+    u: dict[str, np.ndarray]  # spherical modes
+    hinv: dict[str, np.ndarray]  # diagonal of H^-1 for them (conditional variance over theta^2)
+    beta: np.ndarray
+    vcov: np.ndarray
+    order: list[str]  # the parameters of gradient and hessian: "rows", "cols", "beta"
+    gradient: np.ndarray
+    hessian: np.ndarray | None
+    deviance: float
+    residual_quantiles: tuple[float, ...]
+    nobs: int
+    evaluations: int
+    factorizations: int
+    iterations: int
+    converged: bool
+    message: str
+    vcov_method: str
+    seconds: float
+
+    def transposed(self) -> _Estimates:
+        swap = {"rows": "cols", "cols": "rows"}
+        return dataclasses.replace(
+            self, theta={swap[k]: v for k, v in self.theta.items()},
+            u={swap[k]: v for k, v in self.u.items()}, hinv={swap[k]: v for k, v in self.hinv.items()},
+            order=[swap.get(k, k) for k in self.order])
+
+
+def _cells(grid: _Grid, a: np.ndarray, c: np.ndarray, xb: np.ndarray | None = None
+           ) -> tuple[tuple[float, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """One float64 pass over the cells at ``eta = a_s + c_b``: the quantiles of the Pearson
+    residuals (min, quartiles, max, as ``summary()`` prints them; the residuals are kept in
+    float32, 4 bytes a cell, and partitioned in place), the weights' sums per row and column, and
+    ``W xb`` (when ``xb`` is given)."""
+    ns, nb = grid.ns, grid.nb
+    r32 = np.empty((ns, nb), dtype=np.float32)
+    wr, wc, wx = np.zeros(ns), np.empty(nb), np.zeros(ns)
+    for sl in grid.blocks():
+        mu = special.expit(np.add(a[:, None], c[None, sl]))
+        w = mu * (1.0 - mu)
+        wr += w.sum(axis=1)
+        wc[sl] = w.sum(axis=0)
+        if xb is not None:
+            wx += w @ xb[sl]
+        np.subtract(grid.y[:, sl], mu, out=mu)
+        np.sqrt(w, out=w)
+        np.divide(mu, w, out=mu)
+        r32[:, sl] = mu
+    flat = r32.reshape(-1)
+    h = (flat.size - 1) * np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+    lo, hi = np.floor(h).astype(np.int64), np.ceil(h).astype(np.int64)
+    flat.partition(np.unique(np.concatenate([lo, hi])))
+    xl, xh = flat[lo].astype(np.float64), flat[hi].astype(np.float64)
+    q = tuple(float(v) for v in xl + (h - lo) * (xh - xl))  # numpy's "linear" quantiles
+    del r32, flat
+    return q, wr, wc, wx
+
+
+def _fd_hessian(grad: Any, x: np.ndarray) -> np.ndarray:
+    """Central differences of an exact gradient (step 1e-4 relative), symmetrised."""
+    Hm = np.empty((x.size, x.size))
+    for i in range(x.size):
+        hstep = 1e-4 * max(1.0, abs(x[i]))
+        xp, xm = x.copy(), x.copy()
+        xp[i] += hstep
+        xm[i] -= hstep
+        Hm[:, i] = (grad(xp) - grad(xm)) / (2 * hstep)
+    return (Hm + Hm.T) / 2
+
+
+def _fixed_hessian(fx: _Fixed, t: float, beta: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """The Hessian of the Laplace deviance of ``0 + model + (1|item)`` over ``(theta, beta)`` at
+    the modes ``ub``: the beta block in closed form, the theta column by central differences of
+    the exact gradient (two evaluations).
+
+    Given beta, the deviance is a sum over items ``b`` of ``f_b = sum_s dev_sb + u_b^2 +
+    log D_b``, ``D_b = 1 + t^2 W_b``, ``W_b = sum_s w_sb``, at the mode ``u_b`` (``du_b/dbeta_j =
+    -t w_jb / D_b``, so ``d eta_sb / d beta_j = delta_sj - A_b w_jb`` with ``A_b = t^2 / D_b``).
+    Differentiating the exact gradient ``-2 r_s + A_b (w'_s - A_b B_b w_s)`` once more (``w' =
+    w (1 - 2 mu)``, ``w'' = w (1 - 6 w)``, ``B_b = sum_s w'_sb``, ``C_b = sum_s w''_sb``) gives,
+    per item, ``diag(2 w + A w'' - A^2 B w') + V M V'`` with ``V = [w, w', w'']`` and ``M =
+    [[-2A + A^3 C - 2 A^4 B^2, 2 A^3 B, -A^2], [2 A^3 B, -A^2, 0], [-A^2, 0, 0]]``: three GEMMs a
+    block of columns instead of ``2 (p + 1)`` evaluations of the gradient."""
+    g = fx.g
+    ns = g.ns
+    c = t * ub
+    diag = np.zeros(ns)
+    Hbb = np.zeros((ns, ns))
+    for sl in g.blocks():
+        mu = special.expit(np.add(beta[:, None], c[None, sl]))
+        w = mu * (1.0 - mu)
+        w1 = w * (1.0 - 2.0 * mu)
+        w2 = w * (1.0 - 6.0 * w)
+        A = t**2 / (1.0 + t**2 * w.sum(axis=0))
+        B, C = w1.sum(axis=0), w2.sum(axis=0)
+        diag += 2.0 * w.sum(axis=1) + w2 @ A - w1 @ (A**2 * B)
+        m11 = -2.0 * A + A**3 * C - 2.0 * A**4 * B**2
+        m12, m22, m13 = 2.0 * A**3 * B, -(A**2), -(A**2)
+        P = w * m11 + w1 * m12 + w2 * m13
+        Q = w * m12 + w1 * m22
+        Hbb += P @ w.T + Q @ w1.T + (w * m13) @ w2.T
+    Hbb = (Hbb + Hbb.T) / 2
+    Hbb[np.diag_indices(ns)] += diag
+    h = 1e-4 * max(1.0, t)
+    cols = []
+    for tt in (t + h, t - h):
+        fx.ub = ub.copy()
+        fx._t_prev = t
+        _, g_b, g_t = fx.evaluate(tt, beta)
+        cols.append(np.concatenate([[g_t], g_b]))
+    fx.ub = ub
+    col = (cols[0] - cols[1]) / (2 * h)
+    H = np.empty((ns + 1, ns + 1))
+    H[1:, 1:] = Hbb
+    H[:, 0] = col
+    H[0, 1:] = col[1:]
+    return H
+
+
+def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
+    import time
+
+    t0 = time.perf_counter()
     y = grid.y
     ns, nb = y.shape
-    z = stats.norm.ppf(0.5 + conf_level / 2)
     p0 = float(np.clip(y.mean(dtype=np.float64), 1e-6, 1 - 1e-6))
+    H: np.ndarray | None = None
     if kind == "crossed":
         dv = _Crossed(grid)
         x0 = np.array([1.0, 1.0, np.log(p0 / (1 - p0))])
@@ -598,58 +782,119 @@ def _fit(grid: _Grid, kind: str, models: list[Any], items: list[Any], conf_level
                                 bounds=[(0.0, None), (0.0, None), (None, None)],
                                 options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 500})
         x = res.x
-        fopt = dv.deviance(*x)
-        # Hessian by central differences of the exact gradient (lme4's default vcov)
-        Hm = np.empty((3, 3))
-        for i in range(3):
-            hstep = 1e-4 * max(1.0, abs(x[i]))
-            xp, xm = x.copy(), x.copy()
-            xp[i] += hstep
-            xm[i] -= hstep
-            dv.deviance(*xp)
-            gp = dv.gradient()
-            dv.deviance(*xm)
-            gm = dv.gradient()
-            Hm[:, i] = (gp - gm) / (2 * hstep)
-        Hm = (Hm + Hm.T) / 2
-        dv.deviance(*x)  # back at the optimum for the modes
-        var = 2.0 * np.linalg.inv(Hm)[2, 2]
-        est, se = np.array([x[2]]), np.array([np.sqrt(var)])
-        terms = ["(Intercept)"]
-        theta = np.array([x[0], x[1]])
-        sd = {"model": float(x[0]), "item": float(x[1])}
-        ranef = {"model": x[0] * dv.us, "item": x[1] * dv.ub}
-        evaluations, converged, vm = dv.evaluations, bool(res.success), "hessian_exact"
-    else:
-        fx = _Fixed(grid)
-        # start: each model's logit accuracy
-        pm = np.clip(y.mean(axis=1, dtype=np.float64), 0.5 / nb, 1 - 0.5 / nb)
-        beta = np.log(pm / (1 - pm))
-        state = {"beta": beta}
+        ts, tb, b0 = (float(v) for v in x)
+        fopt = dv.deviance(ts, tb, b0)
+        gradient = dv.gradient()  # also the leverages: the diagonal of H^-1 (condVar)
+        hs, hb = dv.hinv_diag
+        us, ub = dv.us.copy(), dv.ub.copy()
+        fac = dv.fac  # the factorisation at the mode
+        assert fac is not None
+        # the cells at the mode: residuals, weights, and W x for RX's Schur complement
+        wxb = None
+        if vcov_method == "rx":
+            wxb = tb * dv.state["wc"] / fac["Db"]  # v_b / D_b, v = Lambda' Z' W X = (ts W 1, tb W' 1)
+        quant, wr, wc, wx = _cells(grid, b0 + ts * us, tb * ub, wxb)
+        if vcov_method == "rx":
+            # X'WX - v' H^-1 v, H^-1 v through the Schur complement S of the factorisation at the mode
+            vs = ts * wr
+            ys = sla.cho_solve(fac["chol"], vs - ts * tb * wx, check_finite=False)
+            q = float(vs @ ys + np.sum((tb * wc) ** 2 / fac["Db"]) - ts * tb * float(ys @ wx))
+            V = np.array([[1.0 / (float(wr.sum()) - q)]])
+        else:
+            def grad(z: np.ndarray) -> np.ndarray:
+                dv.deviance(float(z[0]), float(z[1]), float(z[2]))
+                return dv.gradient()
 
-        def prof(tt: np.ndarray) -> tuple[float, np.ndarray]:
-            f, gt, b = fx.profile(float(tt[0]), state["beta"])
-            state["beta"] = b
-            return f, np.array([gt])
+            H = _fd_hessian(grad, x)
+            V = 2.0 * np.linalg.inv(H)[2:, 2:]
+        return _Estimates(
+            kind, {"rows": ts, "cols": tb}, {"rows": us, "cols": ub}, {"rows": hs, "cols": hb},
+            np.array([b0]), V, ["rows", "cols", "beta"], gradient, H, float(fopt), quant, ns * nb,
+            dv.evaluations, grid.factorizations, int(res.nit), bool(res.success), str(res.message),
+            vcov_method, time.perf_counter() - t0)
+    fx = _Fixed(grid)
+    # start: each model's logit accuracy
+    pm = np.clip(y.mean(axis=1, dtype=np.float64), 0.5 / nb, 1 - 0.5 / nb)
+    state = {"beta": np.log(pm / (1 - pm))}
 
-        res = optimize.minimize(prof, np.array([1.0]), jac=True, method="L-BFGS-B",
-                                bounds=[(0.0, None)],
-                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 200})
-        t = float(res.x[0])
-        fopt, _, beta = fx.profile(t, state["beta"])
+    def prof(tt: np.ndarray) -> tuple[float, np.ndarray]:
+        f, gt, b = fx.profile(float(tt[0]), state["beta"])
+        state["beta"] = b
+        return f, np.array([gt])
+
+    res = optimize.minimize(prof, np.array([1.0]), jac=True, method="L-BFGS-B",
+                            bounds=[(0.0, None)],
+                            options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 200})
+    t = float(res.x[0])
+    fopt, _, beta = fx.profile(t, state["beta"])
+    fopt, gb, gt = fx.evaluate(t, beta)  # the gradient over (theta, beta) at the optimum
+    ub = fx.ub.copy()
+    quant, wr, wc, _ = _cells(grid, beta, t * ub)
+    hb = 1.0 / (1.0 + t**2 * wc)  # the items' block of H is diagonal
+    if vcov_method == "rx":
         chol = fx.schur(t, beta)
-        cov = sla.cho_solve(chol, np.eye(ns), check_finite=False)
-        est, se = beta, np.sqrt(np.diag(cov))
-        terms = [f"model{m}" for m in models]
-        theta = np.array([t])
-        sd = {"item": t}
-        ranef = {"item": t * fx.ub}
-        evaluations, converged, vm = fx.evaluations, bool(res.success), "rx"
-    zval = est / se
-    fixef = pd.DataFrame({"term": terms, "estimate": est, "se": se, "z": zval,
-                          "p_value": 2 * stats.norm.sf(np.abs(zval)),
-                          "conf_low": est - z * se, "conf_high": est + z * se})
-    return GridFit(formula=_FORMULA_OF[kind], fixef=fixef, sd=sd, theta=theta,
-                   loglik=-fopt / 2, deviance=float(fopt), ranef=ranef, nobs=ns * nb,
-                   evaluations=evaluations, factorizations=grid.factorizations,
-                   vcov_method=vm, converged=converged)
+        V = sla.cho_solve(chol, np.eye(ns), check_finite=False)
+    else:
+        H = _fixed_hessian(fx, t, beta, ub)
+        V = 2.0 * np.linalg.inv(H)[1:, 1:]
+    V = (V + V.T) / 2
+    return _Estimates(
+        kind, {"cols": t}, {"cols": ub}, {"cols": hb}, beta, V, ["cols", "beta"],
+        np.concatenate([[gt], gb]), H, float(fopt), quant, ns * nb, fx.evaluations,
+        grid.factorizations, int(res.nit), bool(res.success), str(res.message), vcov_method,
+        time.perf_counter() - t0)
+
+
+def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates,
+            control: GlmerControl) -> GlmerResult:
+    """The :class:`GlmerResult` of a grid fit, assembled as :func:`evalmix.glmer` assembles its own
+    (terms, names and checks from the design), in the state ``remove_data()`` leaves."""
+    axis = {spec.rows: "rows", spec.columns: "cols"}
+    keys = [axis[t.group] for t in design.terms]
+    theta = np.array([est.theta[k] for k in keys])
+    u = np.concatenate([est.u[k] for k in keys])
+    hinv = np.concatenate([est.hinv[k] for k in keys])
+    # gradient and Hessian in the design's order of the parameters: theta (terms), then beta
+    nt, p = len(keys), est.beta.size
+    pos = {k: i for i, k in enumerate(est.order)}
+    perm = [pos[k] for k in keys] + list(range(len(est.order) - 1, len(est.order) - 1 + p))
+    gradient = est.gradient[perm]
+    H = None if est.hessian is None else est.hessian[np.ix_(perm, perm)]
+    lower = design.theta_lower
+    singular = bool(np.any(theta[lower == 0] < control.singular_tol))
+    at_bound = np.zeros(nt + p, dtype=bool)
+    at_bound[:nt] = (theta <= lower + control.bound_tol) & (gradient[:nt] >= 0)
+    messages: list[str] = []
+    if singular:
+        messages.append("boundary (singular) fit: see help('isSingular')")
+        warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
+                      f"(theta = {dict(zip(design.theta_names, [round(float(v), 6) for v in theta]))})",
+                      SingularFitWarning, stacklevel=3)
+    conv = list(check_convergence(gradient, H, ~at_bound, grad_tol=control.grad_tol,
+                                  hess_tol=control.hess_tol))
+    max_grad = float(np.max(np.abs(np.where(at_bound, 0.0, gradient))))
+    if not est.converged and not conv and max_grad > control.grad_tol:
+        conv.append(f"optimizer stopped: {est.message}")
+    for msg in conv:
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+    messages += conv
+    converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
+    optimizer = ("L-BFGS-B over (theta, beta)" if est.kind == "crossed"
+                 else "L-BFGS-B over theta, Newton over beta")
+    rep = OptimizerReport(
+        optimizer=f"{optimizer} on the grid of cells", converged=est.converged,
+        message=f"{est.message} ({est.factorizations} factorisations)", iterations=est.iterations,
+        feval=est.evaluations, max_grad=max_grad, checks=tuple(conv),
+        hessian_cond=hessian_condition(None if H is None else H[np.ix_(~at_bound, ~at_bound)]),
+        seconds=est.seconds, gradient=gradient)
+    names = design.fixed.columns
+    model = FittedModel.from_modes(design.terms, theta, u, hinv, est.residual_quantiles)
+    fixed = dataclasses.replace(design.fixed, weights_data=None)  # the skeleton's rows are not data
+    return GlmerResult(
+        formula=formula, fixef=pd.Series(est.beta, index=names, name="estimate"),
+        vcov=pd.DataFrame(est.vcov, index=names, columns=names),
+        theta=pd.Series(theta, index=design.theta_names, name="theta"),
+        loglik=-est.deviance / 2.0, deviance=est.deviance, df=nt + p, nobs=est.nobs,
+        varcorr=varcorr_table(design, theta), converged=converged, singular=singular,
+        messages=tuple(messages), optimizer=rep, vcov_method=est.vcov_method, fixed_design=fixed,
+        hessian=H, _model=model, link="logit", nagq=1, control=control)

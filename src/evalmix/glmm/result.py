@@ -31,6 +31,35 @@ if TYPE_CHECKING:
     from ..mixed.separation import Separation
 
 
+def varcorr_table(design: GlmmDesign, theta: np.ndarray) -> pd.DataFrame:
+    """lme4's ``as.data.frame(VarCorr(fit))`` of a design's random terms at ``theta``: ``group``,
+    ``var1``, ``var2``, ``variance`` (covariance where ``var2`` is set), ``sd`` (correlation there).
+
+    Examples
+    --------
+    >>> from evalmix.simulate import glmm_runs
+    >>> from evalmix.model import build_design
+    >>> d = build_design("correct ~ model + (1|item)", glmm_runs(2, 5, 1, rng=1))
+    >>> varcorr_table(d, np.array([2.0]))[["group", "variance", "sd"]].values.tolist()
+    [['item', 4.0, 2.0]]
+    """
+    rows = []
+    seen: dict[str, int] = {}
+    for t, L in zip(design.terms, term_lambdas(design.terms, theta)):
+        # a factor named twice (from ``||``) is labelled g, g.1, ... as R's make.unique does
+        n = seen.get(t.group, 0)
+        seen[t.group] = n + 1
+        group = t.group if n == 0 else f"{t.group}.{n}"
+        S = L @ L.T
+        sd = np.sqrt(np.diag(S))
+        for i in range(t.nc):
+            rows.append((group, t.cnames[i], "", S[i, i], sd[i]))
+        for i, j in t.cor_pairs:
+            cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append((group, t.cnames[j], t.cnames[i], S[i, j], cor))
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "variance", "sd"])
+
+
 @dataclass(frozen=True, eq=False, repr=False)  # holds DataFrames: identity equality, hashable
 class GlmerResult(MixedResult):
     """A binomial-logit GLMM fitted by maximum likelihood (Laplace), as ``lme4::glmer``.
@@ -432,6 +461,31 @@ class FittedModel:
         self.residual_quantiles = _quantiles(self._resid)
         off = getattr(design, "offset_rows", None)
         self.offset_rows = None if off is None else _frozen(off)
+
+    @classmethod
+    def from_modes(cls, terms: list[RandomTerm], theta: np.ndarray, u: np.ndarray, hinv: np.ndarray,
+                   residual_quantiles: tuple[float, ...]) -> FittedModel:
+        """The model part of a fit made without rows (the grid path), in the state
+        :meth:`without_data` leaves: scalar ``terms`` in lme4's order, ``theta``, the spherical
+        modes ``u`` and the diagonal of ``H^-1`` for them (the conditional variances over
+        ``theta^2``), and the quantiles of the Pearson residuals."""
+        out = object.__new__(cls)
+        out.terms = [dataclasses.replace(t, index=np.zeros(0, dtype=np.int64), Z=np.zeros((0, t.nc)))
+                     for t in terms]
+        out.data, out.design, out._resid, out.offset_rows = None, None, None, None
+        out.u = _frozen(u)
+        out.lambdas = [_frozen(L) for L in term_lambdas(out.terms, theta)]
+        frames = []
+        for t, uoff, L in out._blocks():
+            if t.nc != 1:
+                raise ValueError(f"from_modes: term {t.group!r} is not a scalar intercept")
+            lam = float(L[0, 0])
+            frames.append(pd.DataFrame({"group": t.group, "term": t.cnames[0], "level": t.levels,
+                                        "mode": lam * out.u[uoff: uoff + t.nl],
+                                        "sd": lam * np.sqrt(hinv[uoff: uoff + t.nl])}))
+        out._ranef = pd.concat(frames, ignore_index=True)
+        out.residual_quantiles = tuple(float(v) for v in residual_quantiles)
+        return out
 
     def require_data(self, what: str, hint: str = "use the fit before remove_data()"
                      ) -> pd.DataFrame:
