@@ -1,4 +1,4 @@
-"""Crossed logit GLMMs on a complete models x items grid of 0/1 answers, in a few bytes a cell.
+"""Crossed logit GLMMs on a models x items grid of 0/1 or k-of-n answers, in a few bytes a cell.
 
 :func:`glmer_grid` fits ``correct ~ 1 + (1|model) + (1|item)`` and ``correct ~ 0 + model +
 (1|item)`` (Laplace, lme4's ``nAGQ = 1`` objective with beta in the outer optimisation) from the
@@ -7,6 +7,14 @@ is kept but the answers (1 byte) and, for the first formula, the float32 PIRLS w
 of the last factorisation; every other per-cell quantity (``eta``, ``mu``, the weights in float64,
 the residuals, the leverages) is formed for a block of columns at a time and reduced at once to
 sums per model and per item, so the peak is about 5 bytes a cell plus the blocks.
+
+k-of-n grids (``trials=``: ``k`` successes of ``n`` runs a cell, the fit of ``glmer("cbind(k, n -
+k) ~ ...")``) use the same passes with binomial cells: deviance ``2 (n log(1 + e^eta) - k eta)``,
+residual ``k - n mu``, weight ``n mu (1 - mu)``, and ``n = 0`` for an empty cell, which adds
+nothing (so incomplete grids fit too). ``k`` and ``n`` are kept in the smallest unsigned dtype that
+holds the largest ``n``: up to 255 runs a cell, 2 bytes a cell for both (1 when ``n`` is one number
+for every cell), so about 6 bytes a cell with the float32 weights; 8 up to 65,535 runs. The
+log-likelihood includes lme4's binomial constant ``sum log C(n, k)``, so it equals lme4's.
 
 Why it is exact (the same objective and the same optimum as the general path):
 
