@@ -2,17 +2,18 @@
 
 Each pass forms ``eta = a_s + c_b`` of a cell, its mean, weight ``n mu (1 - mu)`` and residual
 ``k - n mu``, and adds them into sums per model and per item at once, instead of the ten NumPy
-passes (and temporaries) of a block. The answers are ``y`` (successes ``k``, 0/1 when every cell
-is one trial) and the trials either an array ``n`` of the grid's shape or, with ``n`` None, the
-constant ``nconst`` (1 for 0/1 answers): numba compiles the ``n is None`` branch away, so a grid of
-0/1 answers reads one byte a cell. :func:`_cell` is the arithmetic of one cell, inlined in every
-pass. ``log(1 + e^-|eta|)`` of a one-trial cell is summed as the log of a running product of the
-``1 + e^-|eta|`` (each in [1, 2], so 1,000 of them stay far below the float64 limit): one ``exp``
-a cell, a ``log`` per thousand (as in :mod:`evalmix.glmm._logit_rows`); cells of several trials
-add ``n log1p(e^-|eta|)``, and empty cells (``n = 0``) nothing. The deviance of a model's row is
-summed first and then added to the total, so the sum over 10^8 cells keeps its precision. One
-thread (BLAS runs the large products on every core); numba is optional and without it
-:mod:`evalmix.glmm.gridfit` runs the same arithmetic as NumPy blocks.
+passes (and temporaries) of a block. The answers are ``y`` (successes ``k``, 0/1 when every cell is
+one trial) and the trials either an array ``n`` of the grid's shape or, with ``n`` None, the
+constant ``nconst`` (None for 0/1 answers): numba compiles the ``is None`` branches away, so a grid
+of 0/1 answers reads one byte a cell and runs the one-trial arithmetic alone, as fast as before
+k-of-n cells. :func:`_cell` is the arithmetic of one cell, inlined in every pass.
+``log(1 + e^-|eta|)`` of a one-trial cell is summed as the log of a running product of the
+``1 + e^-|eta|`` (each in [1, 2], so 1,000 of them stay far below the float64 limit): one ``exp`` a
+cell, a ``log`` per thousand (as in :mod:`evalmix.glmm._logit_rows`); cells of several trials add
+``n log1p(e^-|eta|)``, and empty cells (``n = 0``) nothing. The deviance of a model's row is summed
+first and then added to the total, so the sum over 10^8 cells keeps its precision. One thread (BLAS
+runs the large products on every core); numba is optional and without it :mod:`evalmix.glmm.gridfit`
+runs the same arithmetic as NumPy blocks.
 """
 
 from __future__ import annotations
@@ -55,13 +56,22 @@ def _cell(x: float, ki: float, mi: float, row: float, logs: float, prod: float, 
     return mu, ki - mi * mu, mi * mu * (1.0 - mu), row, logs, prod, cnt
 
 
-def stats_block(y: np.ndarray, n: np.ndarray | None, nconst: float, a: np.ndarray, c: np.ndarray,
+def _trials(nconst: float | None) -> float:
+    """The trials of every cell when there is no array of them: 1.0 for ``None``, which numba
+    compiles as a constant (so a grid of 0/1 answers runs the one-trial arithmetic alone)."""
+    if nconst is None:
+        return 1.0
+    return nconst
+
+
+def stats_block(y: np.ndarray, n: np.ndarray | None, nconst: float | None, a: np.ndarray, c: np.ndarray,
                 j0: int, j1: int, rr: np.ndarray, wr: np.ndarray, rc: np.ndarray, wc: np.ndarray,
                 store: bool, W32: np.ndarray, wblk: np.ndarray) -> float:
     """Deviance of the columns ``j0:j1``; adds the residuals and weights into the row sums
     ``rr, wr`` and sets the column sums ``rc, wc``; with ``store`` writes the weights into
     ``W32`` (float32) and ``wblk`` (float64, ``ns x (j1 - j0)``)."""
     ns = y.shape[0]
+    one = _trials(nconst)
     dev = 0.0
     for b in range(j0, j1):
         rc[b] = 0.0
@@ -75,7 +85,7 @@ def stats_block(y: np.ndarray, n: np.ndarray | None, nconst: float, a: np.ndarra
         ws = 0.0
         asv = a[s]
         for b in range(j0, j1):
-            mi = nconst if n is None else float(n[s, b])
+            mi = one if n is None else float(n[s, b])
             mu, r, w, row, logs, prod, cnt = _cell(asv + c[b], float(y[s, b]), mi, row, logs, prod,
                                                    cnt)
             rs += r
@@ -91,15 +101,16 @@ def stats_block(y: np.ndarray, n: np.ndarray | None, nconst: float, a: np.ndarra
     return 2.0 * dev
 
 
-def weights_block(y: np.ndarray, n: np.ndarray | None, nconst: float, a: np.ndarray, c: np.ndarray,
+def weights_block(y: np.ndarray, n: np.ndarray | None, nconst: float | None, a: np.ndarray, c: np.ndarray,
                   j0: int, j1: int, wblk: np.ndarray, pblk: np.ndarray) -> None:
     """Weights ``w = n mu (1 - mu)`` and ``w (1 - 2 mu)`` of the columns ``j0:j1`` into two float64
     blocks."""
     ns = y.shape[0]
+    one = _trials(nconst)
     for s in range(ns):
         asv = a[s]
         for b in range(j0, j1):
-            mi = nconst if n is None else float(n[s, b])
+            mi = one if n is None else float(n[s, b])
             _, mu = _mean(asv + c[b])
             w = mi * mu * (1.0 - mu)
             wblk[s, b - j0] = w
@@ -157,13 +168,14 @@ def wtdot(W: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
             out[b] += W[s, b] * xs
 
 
-def fixed_block(y: np.ndarray, n: np.ndarray | None, nconst: float, beta: np.ndarray, c: np.ndarray,
+def fixed_block(y: np.ndarray, n: np.ndarray | None, nconst: float | None, beta: np.ndarray, c: np.ndarray,
                 t: float, j0: int, j1: int,
                 rr: np.ndarray, wr: np.ndarray, rc: np.ndarray, wc: np.ndarray, gc: np.ndarray,
                 gr: np.ndarray, wvr: np.ndarray, wblk: np.ndarray, pblk: np.ndarray) -> float:
     """The pass of ``0 + model + (1|item)`` over columns ``j0:j1``: deviance, sums of residuals
     and weights, and of ``g = h w (1 - 2 mu)`` (``h_b = t^2 / D_b``) and ``w t v_b`` per model."""
     ns = y.shape[0]
+    one = _trials(nconst)
     nbk = j1 - j0
     dev = 0.0
     for b in range(j0, j1):
@@ -179,7 +191,7 @@ def fixed_block(y: np.ndarray, n: np.ndarray | None, nconst: float, beta: np.nda
         ws = 0.0
         asv = beta[s]
         for b in range(j0, j1):
-            mi = nconst if n is None else float(n[s, b])
+            mi = one if n is None else float(n[s, b])
             mu, r, w, row, logs, prod, cnt = _cell(asv + c[b], float(y[s, b]), mi, row, logs, prod,
                                                    cnt)
             wp = w * (1.0 - 2.0 * mu)
@@ -214,6 +226,7 @@ def fixed_block(y: np.ndarray, n: np.ndarray | None, nconst: float, beta: np.nda
 if njit is not None:
     _mean = njit(cache=True, nogil=True, inline="always")(_mean)
     _cell = njit(cache=True, nogil=True, inline="always")(_cell)
+    _trials = njit(cache=True, nogil=True, inline="always")(_trials)
     stats_block = njit(cache=True, nogil=True)(stats_block)
     weights_block = njit(cache=True, nogil=True)(weights_block)
     leverage_block = njit(cache=True, nogil=True)(leverage_block)

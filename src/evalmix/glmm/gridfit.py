@@ -221,6 +221,8 @@ class _Grid:
         self.ns, self.nb = y.shape
         self.n: np.ndarray | None = None if trials is None or np.ndim(trials) == 0 else trials
         self.nconst = 1.0 if trials is None or self.n is not None else float(trials)
+        # what the compiled passes get: None for one trial a cell, compiled as the constant 1
+        self.kconst = None if self.n is None and self.nconst == 1.0 else self.nconst
         self.cols = max(1, _BLOCK // self.ns)
         self.W32: np.ndarray | None = None
         self.factorizations = 0
@@ -295,7 +297,7 @@ class _Grid:
                 m = sl.stop - sl.start
                 if self.compiled:
                     wblk = np.empty((ns, m)) if store else np.empty((1, 1))
-                    dev += K.stats_block(self.y, self.n, self.nconst, a, c, sl.start, sl.stop, rr, wr,
+                    dev += K.stats_block(self.y, self.n, self.kconst, a, c, sl.start, sl.stop, rr, wr,
                                          rc, wc, store, W32, wblk)
                 else:
                     _, _, wblk, r, d = self.cell_block(sl, a, c)
@@ -443,7 +445,7 @@ class _Crossed:
             for sl in g.blocks():
                 if g.compiled:
                     w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
-                    K.weights_block(g.y, g.n, g.nconst, a, c, sl.start, sl.stop, w, p)
+                    K.weights_block(g.y, g.n, g.kconst, a, c, sl.start, sl.stop, w, p)
                     P = Sinv @ w
                     wg += K.leverage_block(w, p, P, scale, Db, dS, ts, tb, sl.start, m, gr, gc)
                     continue
@@ -506,7 +508,7 @@ class _Fixed:
             for sl in g.blocks():
                 if g.compiled:
                     w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
-                    dev += K.fixed_block(g.y, g.n, g.nconst, beta, c, t, sl.start, sl.stop, rr, wr, rc,
+                    dev += K.fixed_block(g.y, g.n, g.kconst, beta, c, t, sl.start, sl.stop, rr, wr, rc,
                                          wc, gc, gr, wvr, w, p)
                     continue
                 _, mu, w, r, d = g.cell_block(sl, beta, c)
