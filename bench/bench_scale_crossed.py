@@ -9,6 +9,7 @@ the log-log slope of CPU against rows.
 
     nice python bench/bench_scale_crossed.py --sizes 1e6,1e7 --formula crossed
     nice python bench/bench_scale_crossed.py --sizes 1e8 --formula fixed --json /tmp/f.json
+    nice python bench/bench_scale_crossed.py --sizes 1e7 --trials 3     # k of 3 runs a cell
 
 The number of models is fixed (``--models``, default 2,000) and the items are rows / models, so
 the ``syrk`` of the Schur complement (models^2 x items) grows linearly with the rows.
@@ -34,19 +35,20 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def one(rows: int, models: int, formula: str, seed: int) -> dict:
+def one(rows: int, models: int, formula: str, seed: int, trials: int = 0) -> dict:
     import numpy as np
 
     from evalmix.glmm.gridfit import glmer_grid, simulate_grid
 
     items = rows // models
     t0, c0 = time.perf_counter(), _cpu()
-    y, truth = simulate_grid(models, items, rng=seed, intercept=0.5)
+    y, truth = simulate_grid(models, items, rng=seed, intercept=0.5, trials=trials or None)
     t1, c1 = time.perf_counter(), _cpu()
-    fit = glmer_grid(y, FORMULAS[formula])
+    fit = glmer_grid(y, FORMULAS[formula], trials=trials or None)
     t2, c2 = time.perf_counter(), _cpu()
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    out = {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
+    out = {"rows": models * items, "models": models, "items": items, "trials": trials or 1,
+           "formula": FORMULAS[formula],
            "simulate_wall": t1 - t0, "simulate_cpu": c1 - c0, "wall": t2 - t1, "cpu": c2 - c1,
            "user": ru.ru_utime, "system": ru.ru_stime, "peak_rss": ru.ru_maxrss * 1024,
            "loglik": fit.loglik, "evaluations": fit.evaluations,
@@ -66,7 +68,7 @@ def one(rows: int, models: int, formula: str, seed: int) -> dict:
     return out
 
 
-def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
+def evals(rows: int, models: int, formula: str, seed: int, k: int, trials: int = 0) -> dict:
     """Cost per evaluation: ``k`` evaluations of the deviance and its exact gradient (crossed) or
     ``k`` profiled evaluations over theta (fixed) along a fixed path of parameters, warm-started
     as in a fit, for sizes a whole fit does not reach on a shared machine in the time at hand."""
@@ -76,9 +78,9 @@ def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
     from evalmix.glmm import gridfit as gf
 
     items = rows // models
-    y, truth = gf.simulate_grid(models, items, rng=seed, intercept=0.5)
+    y, truth = gf.simulate_grid(models, items, rng=seed, intercept=0.5, trials=trials or None)
     t1, c1 = time.perf_counter(), _cpu()
-    grid = gf._Grid(y, True)
+    grid = gf._Grid(y, True, trials or None)
     with single_thread_blas():
         if formula == "crossed":
             dv = gf._Crossed(grid)
@@ -94,7 +96,8 @@ def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
                 _, _, beta = fx.profile(1.0 + f * (truth["item_sd"] - 1.0), beta)
     t2, c2 = time.perf_counter(), _cpu()
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
+    return {"rows": models * items, "models": models, "items": items, "trials": trials or 1,
+            "formula": FORMULAS[formula],
             "evals": k, "wall": t2 - t1, "cpu": c2 - c1, "peak_rss": ru.ru_maxrss * 1024,
             "factorizations": grid.factorizations, "load": os.getloadavg()[0]}
 
@@ -108,11 +111,13 @@ def main() -> None:
     ap.add_argument("--json", help="write the records here as well")
     ap.add_argument("--evals", type=int, default=0,
                     help="time this many evaluations instead of a whole fit (cost per evaluation)")
+    ap.add_argument("--trials", type=int, default=0,
+                    help="k-of-n grids: this many runs a cell (default: one 0/1 answer a cell)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        rec = (evals(args.one, args.models, args.formula, args.seed, args.evals) if args.evals
-               else one(args.one, args.models, args.formula, args.seed))
+        rec = (evals(args.one, args.models, args.formula, args.seed, args.evals, args.trials) if args.evals
+               else one(args.one, args.models, args.formula, args.seed, args.trials))
         print(json.dumps(rec))
         return
     forms = list(FORMULAS) if args.formula == "both" else [args.formula]
@@ -121,7 +126,8 @@ def main() -> None:
     for form in forms:
         for rows in sizes:
             cmd = [sys.executable, __file__, "--one", str(rows), "--models", str(args.models),
-                   "--formula", form, "--seed", str(args.seed), "--evals", str(args.evals)]
+                   "--formula", form, "--seed", str(args.seed), "--evals", str(args.evals),
+                   "--trials", str(args.trials)]
             done = subprocess.run(cmd, check=True, capture_output=True, text=True)
             rec = json.loads(done.stdout.strip().splitlines()[-1])
             records.append(rec)
