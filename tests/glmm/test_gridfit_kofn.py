@@ -109,6 +109,24 @@ def test_compiled_and_numpy_passes_agree_on_kofn():
         outs.append(grid.sweep(g.normal(size=15), g.normal(size=80), schur=(0.8, 1.3)))
     for key in ("dev", "rr", "rc", "wr", "wc", "S"):
         np.testing.assert_allclose(outs[0][key], outs[1][key], rtol=1e-12, atol=1e-12)
+    # every branch of a compiled cell: n = 1 and 2..64 (running products, logged before they
+    # overflow: rows of 3,000 cells), n > 64 (n log1p), n = 0; and a constant n
+    g = np.random.default_rng(9)
+    for n in (g.choice(np.array([0, 1, 1, 2, 5, 64, 65, 200], dtype=np.uint8), size=(6, 3000)),
+              np.full((6, 3000), 60, dtype=np.uint8)):
+        k = g.binomial(n, 0.4).astype(np.uint8)
+        a, c = g.normal(size=6), 3 * g.normal(size=3000)
+        for kind in ("sweep", "fixed"):
+            res = []
+            for compiled in (False, True):
+                grid = gf._Grid(k, compiled, n if n.min() == 0 else 60)
+                if kind == "sweep":
+                    out = grid.sweep(a, c)
+                    res.append([out["dev"], out["rr"], out["wc"]])
+                else:
+                    res.append(gf._Fixed(grid).evaluate(0.9, a)[:2])
+            for x, y in zip(*res):
+                np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-9)
 
 
 def test_one_trial_a_cell_is_the_01_path_and_a_scalar_is_a_constant_array():

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - numba is optional
     njit = None
 
 _PROD = 1000
+_POW = 64.0
 
 
 def _mean(x: float) -> tuple[float, float]:
@@ -47,10 +48,25 @@ def _cell(x: float, ki: float, mi: float, row: float, logs: float, prod: float, 
     if mi == 1.0:
         prod *= 1.0 + e
         cnt += 1
-        if cnt == _PROD:
+        if cnt >= _PROD:
             logs += math.log(prod)
             prod = 1.0
             cnt = 0
+    elif 0.0 < mi <= _POW:
+        # (1 + e)^n by squaring into the same product, which is logged before its exponent
+        # passes _PROD + 1 (each factor is at most 2: below 2^1001, under the float64 limit)
+        m = int(mi)
+        if cnt + m > _PROD:
+            logs += math.log(prod)
+            prod = 1.0
+            cnt = 0
+        cnt += m
+        base = 1.0 + e
+        while m:
+            if m & 1:
+                prod *= base
+            base *= base
+            m >>= 1
     elif mi != 0.0:
         row += mi * math.log1p(e)
     return mu, ki - mi * mu, mi * mu * (1.0 - mu), row, logs, prod, cnt
