@@ -649,6 +649,8 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     Returns
     -------
     GridFit
+        With ``trials``, ``nobs`` counts the runs (the sum of ``n``), as the 0/1 answers of the
+        same runs would; lme4's ``nobs()`` of the ``cbind`` fit counts the non-empty cells.
 
     Examples
     --------
