@@ -9,6 +9,8 @@ the log-log slope of CPU against rows.
 
     nice python bench/bench_scale_crossed.py --sizes 1e6,1e7 --formula crossed
     nice python bench/bench_scale_crossed.py --sizes 1e8 --formula fixed --json /tmp/f.json
+    nice python bench/bench_scale_crossed.py --sizes 1e7 --trials 3     # k of 3 runs a cell
+    nice python bench/bench_scale_crossed.py --sizes 1e7 --trials 3 --empty 0.1   # n an array, 10% empty
 
 The number of models is fixed (``--models``, default 2,000) and the items are rows / models, so
 the ``syrk`` of the Schur complement (models^2 x items) grows linearly with the rows.
@@ -30,24 +32,41 @@ FORMULAS = {"crossed": "correct ~ 1 + (1|model) + (1|item)",
             "fixed": "correct ~ 0 + model + (1|item)"}
 
 
+def _trials(models: int, items: int, trials: int, empty: float, seed: int):
+    """``trials`` runs a cell: one number, or with ``empty`` a uint8 array with that fraction of
+    the cells empty (n = 0), made a block of models at a time."""
+    import numpy as np
+
+    if not empty:
+        return trials or None
+    g = np.random.default_rng(seed + 1)
+    n = np.full((models, items), trials or 1, dtype=np.uint8)
+    for i in range(0, models, 64):
+        blk = n[i:i + 64]
+        blk[g.random(blk.shape, dtype=np.float32) < empty] = 0
+    return n
+
+
 def _cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 
 
-def one(rows: int, models: int, formula: str, seed: int) -> dict:
+def one(rows: int, models: int, formula: str, seed: int, trials: int = 0, empty: float = 0.0) -> dict:
     import numpy as np
 
     from evalmix.glmm.gridfit import glmer_grid, simulate_grid
 
     items = rows // models
     t0, c0 = time.perf_counter(), _cpu()
-    y, truth = simulate_grid(models, items, rng=seed, intercept=0.5)
+    n = _trials(models, items, trials, empty, seed)
+    y, truth = simulate_grid(models, items, rng=seed, intercept=0.5, trials=n)
     t1, c1 = time.perf_counter(), _cpu()
-    fit = glmer_grid(y, FORMULAS[formula])
+    fit = glmer_grid(y, FORMULAS[formula], trials=n)
     t2, c2 = time.perf_counter(), _cpu()
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    out = {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
+    out = {"rows": models * items, "models": models, "items": items, "trials": trials or 1,
+           "empty": empty, "formula": FORMULAS[formula],
            "simulate_wall": t1 - t0, "simulate_cpu": c1 - c0, "wall": t2 - t1, "cpu": c2 - c1,
            "user": ru.ru_utime, "system": ru.ru_stime, "peak_rss": ru.ru_maxrss * 1024,
            "loglik": fit.loglik, "evaluations": fit.optimizer.feval,
@@ -67,7 +86,8 @@ def one(rows: int, models: int, formula: str, seed: int) -> dict:
     return out
 
 
-def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
+def evals(rows: int, models: int, formula: str, seed: int, k: int, trials: int = 0,
+          empty: float = 0.0) -> dict:
     """Cost per evaluation: ``k`` evaluations of the deviance and its exact gradient (crossed) or
     ``k`` profiled evaluations over theta (fixed) along a fixed path of parameters, warm-started
     as in a fit, for sizes a whole fit does not reach on a shared machine in the time at hand."""
@@ -77,9 +97,10 @@ def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
     from evalmix.glmm import gridfit as gf
 
     items = rows // models
-    y, truth = gf.simulate_grid(models, items, rng=seed, intercept=0.5)
+    n = _trials(models, items, trials, empty, seed)
+    y, truth = gf.simulate_grid(models, items, rng=seed, intercept=0.5, trials=n)
     t1, c1 = time.perf_counter(), _cpu()
-    grid = gf._Grid(y, True)
+    grid = gf._Grid(y, True, n)
     with single_thread_blas():
         if formula == "crossed":
             dv = gf._Crossed(grid)
@@ -95,7 +116,8 @@ def evals(rows: int, models: int, formula: str, seed: int, k: int) -> dict:
                 _, _, beta = fx.profile(1.0 + f * (truth["item_sd"] - 1.0), beta)
     t2, c2 = time.perf_counter(), _cpu()
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return {"rows": models * items, "models": models, "items": items, "formula": FORMULAS[formula],
+    return {"rows": models * items, "models": models, "items": items, "trials": trials or 1,
+            "empty": empty, "formula": FORMULAS[formula],
             "evals": k, "wall": t2 - t1, "cpu": c2 - c1, "peak_rss": ru.ru_maxrss * 1024,
             "factorizations": grid.factorizations, "load": os.getloadavg()[0]}
 
@@ -109,11 +131,15 @@ def main() -> None:
     ap.add_argument("--json", help="write the records here as well")
     ap.add_argument("--evals", type=int, default=0,
                     help="time this many evaluations instead of a whole fit (cost per evaluation)")
+    ap.add_argument("--trials", type=int, default=0,
+                    help="k-of-n grids: this many runs a cell (default: one 0/1 answer a cell)")
+    ap.add_argument("--empty", type=float, default=0.0,
+                    help="this fraction of the cells empty (n = 0): the trials become an array")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        rec = (evals(args.one, args.models, args.formula, args.seed, args.evals) if args.evals
-               else one(args.one, args.models, args.formula, args.seed))
+        rec = (evals(args.one, args.models, args.formula, args.seed, args.evals, args.trials, args.empty)
+               if args.evals else one(args.one, args.models, args.formula, args.seed, args.trials, args.empty))
         print(json.dumps(rec))
         return
     forms = list(FORMULAS) if args.formula == "both" else [args.formula]
@@ -122,7 +148,8 @@ def main() -> None:
     for form in forms:
         for rows in sizes:
             cmd = [sys.executable, __file__, "--one", str(rows), "--models", str(args.models),
-                   "--formula", form, "--seed", str(args.seed), "--evals", str(args.evals)]
+                   "--formula", form, "--seed", str(args.seed), "--evals", str(args.evals),
+                   "--trials", str(args.trials), "--empty", str(args.empty)]
             done = subprocess.run(cmd, check=True, capture_output=True, text=True)
             rec = json.loads(done.stdout.strip().splitlines()[-1])
             records.append(rec)

@@ -239,14 +239,16 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
 
 
 _PUSHED_TRIALS = "_trials"  # the trials column of a table counted in its engine
+_GRID_FILL = 0.5  # the share of non-empty cells from which a counted table's grid is fitted as one
 
 
 def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
                 control: GlmerControl) -> GlmerResult | None:
     """The fit of the grid path (:func:`evalmix.glmm.gridfit.glmer_grid`) when the formula is one
     of its two, the rows (or the trials of engine-counted cells) number ``control.grid_rows`` or
-    more, and they fill the grid of the two grouping factors, one 0/1 answer a cell (k-of-n cells
-    where the grid path takes ``trials=``); None otherwise (the rows' path fits)."""
+    more, and they fill the grid of the two grouping factors: one 0/1 answer a cell, or, for a
+    table counted in its engine, k-of-n cells of which at least half are not empty; None
+    otherwise (the rows' path fits)."""
     from .gridfit import glmer_grid, grid_formula
 
     spec = grid_formula(formula)
@@ -273,6 +275,9 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
          if pushed else np.bincount(cell, minlength=ns * nb).astype(np.float64))
     k = np.bincount(cell, weights=yv, minlength=ns * nb)
     del cell
+    filled = n.reshape(ns, nb) > 0
+    if filled.sum() < _GRID_FILL * ns * nb or not (filled.any(axis=0).all() and filled.any(axis=1).all()):
+        return None  # a sparse grid (or an unused level): the rows' path holds only the cells there are
     if spec.kind == "fixed":
         right, total = k.reshape(ns, nb).sum(axis=1), n.reshape(ns, nb).sum(axis=1)
         if ((right == 0) | (right == total)).any():
@@ -282,13 +287,15 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
                           "vcov_method": vm, "control": control}
     if (n == 1).all():
         fit = glmer_grid(k.astype(np.int8).reshape(ns, nb), formula, **kw)
+    elif not pushed:
+        return None  # several rows a cell: the summary's residuals are the rows' (the rows' path)
     else:
-        # k-of-n cells (or empty ones), where the grid path takes them; the fit is to report the
-        # rows' log-likelihood and number of rows, as _as_rows does for engine-counted tables
-        try:
-            fit = glmer_grid(k.reshape(ns, nb), formula, trials=n.reshape(ns, nb), **kw)  # type: ignore[call-arg]
-        except TypeError:
-            return None
+        # k-of-n cells (some may be empty) of 0/1 rows: the rows' log-likelihood and number of
+        # rows, as _as_rows reports them on the rows' path
+        top = int(n.max())
+        dt = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)
+        fit = glmer_grid(k.astype(dt).reshape(ns, nb), formula, trials=n.astype(dt).reshape(ns, nb),
+                         as_rows=True, **kw)
     note = (f"fitted on the {ns} x {nb} grid of cells ({size} rows >= control.grid_rows = "
             f"{control.grid_rows}; GlmerControl(grid_rows=0) fits the rows): the fit holds no rows")
     if vcov_method == "hessian":

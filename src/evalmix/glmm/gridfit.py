@@ -1,4 +1,4 @@
-"""Crossed logit GLMMs on a complete models x items grid of 0/1 answers, in a few bytes a cell.
+"""Crossed logit GLMMs on a models x items grid of 0/1 or k-of-n answers, in a few bytes a cell.
 
 :func:`glmer_grid` fits ``correct ~ 1 + (1|model) + (1|item)`` and ``correct ~ 0 + model +
 (1|item)`` (Laplace, lme4's ``nAGQ = 1`` objective with beta in the outer optimisation) from the
@@ -7,6 +7,14 @@ is kept but the answers (1 byte) and, for the first formula, the float32 PIRLS w
 of the last factorisation; every other per-cell quantity (``eta``, ``mu``, the weights in float64,
 the residuals, the leverages) is formed for a block of columns at a time and reduced at once to
 sums per model and per item, so the peak is about 5 bytes a cell plus the blocks.
+
+k-of-n grids (``trials=``: ``k`` successes of ``n`` runs a cell, the fit of ``glmer("cbind(k, n -
+k) ~ ...")``) use the same passes with binomial cells: deviance ``2 (n log(1 + e^eta) - k eta)``,
+residual ``k - n mu``, weight ``n mu (1 - mu)``, and ``n = 0`` for an empty cell, which adds
+nothing (so incomplete grids fit too). ``k`` and ``n`` are kept in the smallest unsigned dtype that
+holds the largest ``n``: up to 255 runs a cell, 2 bytes a cell for both (1 when ``n`` is one number
+for every cell), so about 6 bytes a cell with the float32 weights; 8 up to 65,535 runs. The
+log-likelihood includes lme4's binomial constant ``sum log C(n, k)``, so it equals lme4's.
 
 Why it is exact (the same objective and the same optimum as the general path):
 
@@ -145,17 +153,20 @@ def grid_formula(formula: str) -> GridFormula | None:
 
 
 def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd: float = 1.5,
-                  intercept: float = 0.0, rng: int | np.random.Generator | None = None, block_rows: int = 64
-                  ) -> tuple[np.ndarray, dict[str, Any]]:
+                  intercept: float = 0.0, rng: int | np.random.Generator | None = None, block_rows: int = 64,
+                  trials: np.ndarray | int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """A seeded models x items grid of 0/1 answers, ``logit p = intercept + ability + easiness``.
 
     Generated a block of models at a time (float32 probabilities of ``block_rows`` models), so a
-    10^8-cell grid needs its 100 MB of answers and little more.
+    10^8-cell grid needs its 100 MB of answers and little more. With ``trials`` (one number for
+    every cell, or an integer array of shape ``(n_models, n_items)``, 0 for an empty cell) each
+    cell holds the successes ``k ~ Binomial(n, p)`` of its ``n`` runs instead (float64 ``p``).
 
     Returns
     -------
     y : numpy.ndarray
-        ``int8``, shape ``(n_models, n_items)``.
+        ``int8``, shape ``(n_models, n_items)``; with ``trials``, the successes in the smallest
+        unsigned dtype that holds the largest ``n`` (``uint8`` up to 255).
     truth : dict
         ``ability`` and ``easiness`` (the simulated effects), their sample SDs ``model_sd`` and
         ``item_sd``, and ``intercept``.
@@ -169,6 +180,23 @@ def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd
     g = as_generator(rng)
     ability = g.normal(0.0, model_sd, n_models)
     easiness = g.normal(0.0, item_sd, n_items)
+    truth = {"ability": ability, "easiness": easiness, "intercept": intercept,
+             "model_sd": float(np.std(ability, ddof=1)), "item_sd": float(np.std(easiness, ddof=1))}
+    if trials is not None:
+        n = np.asarray(trials)
+        if n.ndim and n.shape != (n_models, n_items):
+            raise ArgumentError(f"simulate_grid: trials must be one number or of shape "
+                                f"{(n_models, n_items)}; got shape {n.shape}")
+        if not np.issubdtype(n.dtype, np.integer) or int(n.min(initial=0)) < 0:
+            raise ArgumentError("simulate_grid: trials must be non-negative integers")
+        top = int(n.max(initial=0))
+        k = np.empty((n_models, n_items), dtype=next(
+            np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max))
+        for i in range(0, n_models, block_rows):
+            sl = slice(i, min(i + block_rows, n_models))
+            p = special.expit((intercept + ability[sl])[:, None] + easiness[None, :])
+            k[sl] = g.binomial(n if n.ndim == 0 else n[sl], p)
+        return k, truth
     y = np.empty((n_models, n_items), dtype=np.int8)
     e32 = easiness.astype(np.float32)
     for i in range(0, n_models, block_rows):
@@ -180,21 +208,71 @@ def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd
         u = g.random((lin.shape[0], n_items), dtype=np.float32)
         np.multiply(u, lin, out=u)  # u < p  <=>  u (1 + exp(-eta)) < 1
         np.less(u, 1.0, out=y[sl])
-    truth = {"ability": ability, "easiness": easiness, "intercept": intercept,
-             "model_sd": float(np.std(ability, ddof=1)), "item_sd": float(np.std(easiness, ddof=1))}
     return y, truth
 
 
-class _Grid:
-    """The answers and the block passes over them (``eta = a_s + c_b`` for model s, item b)."""
+def _row_blocks(ns: int, nb: int) -> Any:
+    """Slices of whole rows of about ``_BLOCK`` cells, for checks and sums over a grid."""
+    rows = max(1, _BLOCK // max(nb, 1))
+    for i in range(0, ns, rows):
+        yield slice(i, min(i + rows, ns))
 
-    def __init__(self, y: np.ndarray, compiled: bool | None = None):
+
+def _transpose(trials: Any) -> Any:
+    return trials if trials is None or np.ndim(trials) == 0 else np.ascontiguousarray(trials.T)
+
+
+class _Grid:
+    """The answers and the block passes over them (``eta = a_s + c_b`` for model s, item b).
+
+    ``y`` holds the successes ``k`` of each cell and ``trials`` the trials ``n``: None (one trial a
+    cell, 0/1 answers), one number for every cell, or an array of the grid's shape (0 for an empty
+    cell). Only an array costs memory; the passes read the constant otherwise."""
+
+    def __init__(self, y: np.ndarray, compiled: bool | None = None, trials: Any = None,
+                 as_rows: bool = False):
         self.y = y
         self.ns, self.nb = y.shape
+        self.n: np.ndarray | None = None if trials is None or np.ndim(trials) == 0 else trials
+        self.nconst = 1.0 if trials is None or self.n is not None else float(trials)
+        # what the compiled passes get: None for one trial a cell, compiled as the constant 1
+        self.kconst = None if self.n is None and self.nconst == 1.0 else self.nconst
         self.cols = max(1, _BLOCK // self.ns)
         self.W32: np.ndarray | None = None
         self.factorizations = 0
         self.compiled = K.HAVE if compiled is None else bool(compiled and K.HAVE)
+        k_rows, n_rows = self.row_sums()
+        # lme4's nobs of a cbind() fit counts the non-empty cells; rows count the runs
+        self.nobs = int(n_rows.sum()) if as_rows or self.n is None and self.nconst == 1.0 else (
+            self.ns * self.nb if self.n is None else int(np.count_nonzero(self.n)))
+        # -2 sum log C(n, k): the binomial constant of lme4's log-likelihood (0 for 0/1 answers and
+        # for cells that count 0/1 rows)
+        self.dconst = 0.0 if as_rows or self.n is None and self.nconst == 1.0 else -2.0 * self._log_choose()
+
+    def trials_block(self, sl: slice) -> Any:
+        """The trials of the columns ``sl``: an array, or the constant."""
+        return self.nconst if self.n is None else self.n[:, sl]
+
+    def row_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Successes and trials per model (row), as int64."""
+        k = self.y.sum(axis=1, dtype=np.int64)
+        if self.n is None:
+            return k, np.full(self.ns, int(self.nconst) * self.nb, dtype=np.int64)
+        return k, self.n.sum(axis=1, dtype=np.int64)
+
+    def _log_choose(self) -> float:
+        top = int(self.nconst) if self.n is None else int(self.n.max(initial=0))
+        table = special.gammaln(np.arange(top + 1, dtype=np.float64) + 1.0) if top <= 1 << 20 else None
+        total = 0.0
+        for sl in _row_blocks(self.ns, self.nb):
+            k = self.y[sl].astype(np.int64)
+            n = np.full_like(k, int(self.nconst)) if self.n is None else self.n[sl].astype(np.int64)
+            if table is not None:
+                total += float((table[n] - table[k] - table[n - k]).sum())
+            else:
+                total += float((special.gammaln(n + 1.0) - special.gammaln(k + 1.0)
+                                - special.gammaln(n - k + 1.0)).sum())
+        return total
 
     def blocks(self) -> Any:
         for j in range(0, self.nb, self.cols):
@@ -202,15 +280,21 @@ class _Grid:
 
     def cell_block(self, sl: slice, a: np.ndarray, c: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-        """eta, mu, w = mu(1-mu), r = y - mu for the columns ``sl``, and the block's deviance
+        """eta, mu, w = n mu(1-mu), r = k - n mu for the columns ``sl``, and the block's deviance
         (NumPy; the compiled passes below do the same a cell at a time)."""
         yb = self.y[:, sl]
         eta = np.add(a[:, None], c[None, sl])
-        dev = 2.0 * (float(np.logaddexp(0.0, eta).sum()) - float(np.einsum("sb,sb->", yb, eta)))
         mu = special.expit(eta)
         w = np.multiply(mu, mu)
         np.subtract(mu, w, out=w)
-        r = np.subtract(yb, mu)
+        if self.n is None and self.nconst == 1.0:
+            dev = 2.0 * (float(np.logaddexp(0.0, eta).sum()) - float(np.einsum("sb,sb->", yb, eta)))
+            r = np.subtract(yb, mu)
+            return eta, mu, w, r, dev
+        nb_ = self.nconst if self.n is None else self.n[:, sl]
+        dev = 2.0 * (float((nb_ * np.logaddexp(0.0, eta)).sum()) - float(np.einsum("sb,sb->", yb, eta)))
+        w *= nb_
+        r = np.subtract(yb, mu * nb_)
         return eta, mu, w, r, dev
 
     def sweep(self, a: np.ndarray, c: np.ndarray, schur: tuple[float, float] | None = None
@@ -234,8 +318,8 @@ class _Grid:
                 m = sl.stop - sl.start
                 if self.compiled:
                     wblk = np.empty((ns, m)) if store else np.empty((1, 1))
-                    dev += K.stats_block(self.y, a, c, sl.start, sl.stop, rr, wr, rc, wc, store,
-                                         W32, wblk)
+                    dev += K.stats_block(self.y, self.n, self.kconst, a, c, sl.start, sl.stop, rr, wr,
+                                         rc, wc, store, W32, wblk)
                 else:
                     _, _, wblk, r, d = self.cell_block(sl, a, c)
                     dev += d
@@ -361,7 +445,7 @@ class _Crossed:
         self.state = st
         self.point = (ts, tb, beta)
         assert fac is not None
-        return float(pdev + fac["logdet"])
+        return float(pdev + fac["logdet"] + self.g.dconst)
 
     def gradient(self) -> np.ndarray:
         """Exact gradient of the Laplace deviance over ``(ts, tb, beta)`` at the last point."""
@@ -382,7 +466,7 @@ class _Crossed:
             for sl in g.blocks():
                 if g.compiled:
                     w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
-                    K.weights_block(g.y, a, c, sl.start, sl.stop, w, p)
+                    K.weights_block(g.y, g.n, g.kconst, a, c, sl.start, sl.stop, w, p)
                     P = Sinv @ w
                     wg += K.leverage_block(w, p, P, scale, Db, dS, ts, tb, sl.start, m, gr, gc)
                     continue
@@ -446,8 +530,8 @@ class _Fixed:
             for sl in g.blocks():
                 if g.compiled:
                     w, p = np.empty((g.ns, sl.stop - sl.start)), np.empty((g.ns, sl.stop - sl.start))
-                    dev += K.fixed_block(g.y, beta, c, t, sl.start, sl.stop, rr, wr, rc, wc, gc, gr,
-                                         wvr, w, p)
+                    dev += K.fixed_block(g.y, g.n, g.kconst, beta, c, t, sl.start, sl.stop, rr, wr, rc,
+                                         wc, gc, gr, wvr, w, p)
                     continue
                 _, mu, w, r, d = g.cell_block(sl, beta, c)
                 dev += d
@@ -474,7 +558,7 @@ class _Fixed:
         rho_c = gc - 2.0 * rc - t * vb * wc
         grad_beta = gr - 2.0 * rr - wvr
         grad_t = float(ub @ rho_c + vb @ rc + 2.0 * t * float((wc / Db).sum()))
-        f = dev + float(ub @ ub) + float(np.log(Db).sum())
+        f = dev + float(ub @ ub) + float(np.log(Db).sum()) + g.dconst
         self.wr = wr
         return f, grad_beta, grad_t
 
@@ -510,11 +594,51 @@ class _Fixed:
         return f, gt, beta
 
 
+def _counts(y: np.ndarray, trials: Any) -> tuple[np.ndarray, Any]:
+    """Checked successes and trials, both in the smallest unsigned dtype that holds the trials
+    (a scalar ``trials`` stays a Python int)."""
+    if not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
+        raise DataError(f"glmer_grid: y must hold integer counts of successes; got dtype {y.dtype}")
+    n: Any
+    if np.ndim(trials) == 0:
+        if isinstance(trials, (bool, np.bool_)) or not isinstance(trials, (int, np.integer)) or trials < 1:
+            raise ArgumentError(f"glmer_grid: trials must be an integer array of y's shape or a "
+                                f"positive integer (trials per cell); got {trials!r}")
+        n = top = int(trials)
+    else:
+        n = np.asarray(trials)
+        if n.shape != y.shape:
+            raise DataError(f"glmer_grid: trials must have y's shape {y.shape}; got shape {n.shape}")
+        if not (np.issubdtype(n.dtype, np.integer) or n.dtype == bool):
+            raise DataError(f"glmer_grid: trials must hold integer counts; got dtype {n.dtype}")
+        top = 0
+    ns, nb = y.shape
+    for sl in _row_blocks(ns, nb):  # a block of rows at a time: no grid-sized temporaries
+        kb = y[sl]
+        nb_ = n if np.ndim(n) == 0 else n[sl]
+        bad = (kb < 0) | (kb > nb_)
+        if np.ndim(n):
+            bad |= nb_ < 0
+            top = max(top, int(nb_.max(initial=0)))
+        if bad.any():
+            s, b = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+            nv = n if np.ndim(n) == 0 else nb_[s, b]
+            raise DataError(f"glmer_grid: each cell needs 0 <= k <= n successes of n trials; model row "
+                            f"{sl.start + s}, item column {b} holds k = {kb[s, b]} of n = {nv}")
+    dt = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+              if top <= np.iinfo(t).max)
+    y = np.ascontiguousarray(y, dtype=dt)
+    if np.ndim(n):
+        n = np.ascontiguousarray(n, dtype=dt)
+    return y, n
+
+
 def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)", *,
+               trials: np.ndarray | int | None = None, as_rows: bool = False,
                models: Sequence[object] | None = None, items: Sequence[object] | None = None,
                vcov_method: str | None = None, control: GlmerControl | None = None,
                compiled: bool | None = None) -> GlmerResult:
-    """Fit a crossed logit GLMM on a complete models x items grid of 0/1 answers.
+    """Fit a crossed logit GLMM on a models x items grid of 0/1 or k-of-n answers.
 
     The low-memory path for leaderboards of up to 10^8 cells (see the module docstring and
     docs/performance.md, "10^8 rows"): the answers are an ``int8`` array, one row per model and
@@ -524,13 +648,26 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     ``remove_data()``): estimates, ``vcov``, ``varcorr``, ``ranef()`` with conditional SDs,
     ``summary()``, ``emmeans``, ``anova``, ``predict(newdata)`` and Wald intervals work; what needs
     the rows raises the DataError ``remove_data`` documents. :func:`evalmix.glmer` routes large
-    tables of these two formulas here (``GlmerControl.grid_rows``).
+    tables of these two formulas here (``GlmerControl.grid_rows``). With ``trials`` each cell
+    holds ``k`` successes of ``n`` runs, and the fit is ``glmer("cbind(k, n - k) ~ ...")``'s
+    (binomial cells, the log-likelihood with lme4's binomial constant); ``n = 0`` leaves a cell
+    out, so incomplete grids fit too.
 
     Parameters
     ----------
     y : numpy.ndarray
-        0/1 answers, shape ``(n_models, n_items)`` (any integer or boolean dtype; ``int8`` is used
-        as is, others are converted once).
+        Successes per cell, shape ``(n_models, n_items)``: 0/1 answers without ``trials`` (any
+        integer or boolean dtype; ``int8`` is used as is, others are converted once), counts
+        ``0 <= k <= n`` with them (kept as the smallest unsigned dtype that holds the largest
+        ``n``: one byte a cell up to 255 trials).
+    trials : numpy.ndarray or int, optional
+        Trials ``n`` per cell: an integer array of ``y``'s shape (kept in the same dtype as ``y``;
+        0 marks an empty cell) or one number for every cell. None: one trial a cell.
+    as_rows : bool
+        The cells count 0/1 rows (``k`` of ``n`` runs right): report what :func:`evalmix.glmer`
+        reports for those rows, the log-likelihood without the binomial constant and ``nobs`` the
+        number of rows (the sum of ``n``), as for a table counted in its engine. Default: the
+        ``cbind`` fit's (lme4's ``nobs`` counts the non-empty cells).
     formula : str
         ``"correct ~ 1 + (1|model) + (1|item)"`` or ``"correct ~ 0 + model + (1|item)"``, with
         any response and grouping names (``y ~ 1 + (1|a) + (1|b)``, ``y ~ 0 + a + (1|b)``):
@@ -564,6 +701,13 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     (1.18, 1.26)
     >>> fit.has_data, fit.vcov_method, fit.nobs
     (False, 'hessian_exact', 4000)
+
+    Five runs of every model on every item, as successes out of five:
+
+    >>> k, truth = simulate_grid(20, 200, trials=5, rng=3)
+    >>> fit = glmer_grid(k, trials=5)
+    >>> fit.nobs, k.dtype.name
+    (4000, 'uint8')
     """
     spec = grid_formula(formula)
     kind = None if spec is None else spec.kind
@@ -575,28 +719,42 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     if y.ndim != 2 or min(y.shape) < 2:
         raise DataError(f"glmer_grid: y must be a (models x items) grid with at least 2 of each; "
                         f"got shape {y.shape}")
-    if y.dtype != np.int8:
-        if not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
-            raise DataError(f"glmer_grid: y must hold 0/1 integers; got dtype {y.dtype}")
-        y = y.astype(np.int8)
-    y = np.ascontiguousarray(y)
-    bad = np.flatnonzero((y != 0) & (y != 1))
-    if bad.size:
-        s, b = np.unravel_index(int(bad[0]), y.shape)
-        raise DataError(f"glmer_grid: y must be 0/1; model row {s}, item column {b} holds {y[s, b]}")
+    if trials is None:
+        if y.dtype != np.int8:
+            if not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
+                raise DataError(f"glmer_grid: y must hold 0/1 integers; got dtype {y.dtype}")
+            y = y.astype(np.int8)
+        y = np.ascontiguousarray(y)
+        bad = np.flatnonzero((y != 0) & (y != 1))
+        if bad.size:
+            s, b = np.unravel_index(int(bad[0]), y.shape)
+            raise DataError(f"glmer_grid: y must be 0/1; model row {s}, item column {b} holds {y[s, b]}")
+    else:
+        y, trials = _counts(y, trials)
     ns, nb = y.shape
     models = list(range(ns)) if models is None else list(models)
     items = list(range(nb)) if items is None else list(items)
     if len(models) != ns or len(items) != nb:
         raise ArgumentError(f"glmer_grid: {len(models)} model and {len(items)} item names for a "
                             f"{ns} x {nb} grid")
+    if isinstance(trials, np.ndarray):
+        for axis, what, names in ((1, "model", models), (0, "item", items)):
+            empty = np.flatnonzero(trials.sum(axis=axis, dtype=np.int64) == 0)
+            if empty.size:
+                named = ", ".join(f"{names[i]!s}" for i in empty[:5])
+                more = f" and {empty.size - 5} more" if empty.size > 5 else ""
+                raise DataError(f"glmer_grid: {what}(s) {named}{more} have no trials at all (n = 0 in "
+                                f"every cell of the {what}'s {'row' if axis == 1 else 'column'}); "
+                                "leave them out of the grid")
     if kind == "fixed":
         # a model at 0% or 100% has no finite fixed effect (complete separation): the Newton
         # system over the betas is singular there, so name those models before fitting
         right = y.sum(axis=1, dtype=np.int64)
-        sep = np.flatnonzero((right == 0) | (right == nb))
+        tot = (np.full(ns, nb * (1 if trials is None else int(trials)), dtype=np.int64)
+               if not isinstance(trials, np.ndarray) else trials.sum(axis=1, dtype=np.int64))
+        sep = np.flatnonzero((right == 0) | (right == tot))
         if sep.size:
-            named = ", ".join(f"{models[i]!s} ({100 * right[i] // nb}%)" for i in sep[:5])
+            named = ", ".join(f"{models[i]!s} ({100 * right[i] // tot[i]}%)" for i in sep[:5])
             more = f" and {sep.size - 5} more" if sep.size > 5 else ""
             raise DataError(f"glmer_grid: {formula!r}: model(s) {named}{more} answered every item the "
                             "same way, so their fixed effects have no finite estimate (complete "
@@ -610,9 +768,10 @@ def glmer_grid(y: np.ndarray, formula: str = "correct ~ 1 + (1|model) + (1|item)
     with single_thread_blas():  # see _blas_threads
         if kind == "crossed" and ns > nb:
             # the Schur complement goes onto the smaller factor: items x items here
-            est = _fit(_Grid(np.ascontiguousarray(y.T), compiled), spec.kind, vm).transposed()
+            est = _fit(_Grid(np.ascontiguousarray(y.T), compiled, _transpose(trials), as_rows), spec.kind,
+                       vm).transposed()
         else:
-            est = _fit(_Grid(y, compiled), spec.kind, vm)
+            est = _fit(_Grid(y, compiled, trials, as_rows), spec.kind, vm)
     return _result(formula, design, spec, est, control)
 
 
@@ -687,16 +846,21 @@ def _cells(grid: _Grid, a: np.ndarray, c: np.ndarray, xb: np.ndarray | None = No
     wr, wc, wx = np.zeros(ns), np.empty(nb), np.zeros(ns)
     for sl in grid.blocks():
         mu = special.expit(np.add(a[:, None], c[None, sl]))
-        w = mu * (1.0 - mu)
+        n = grid.trials_block(sl)
+        w = mu * (1.0 - mu) * n
         wr += w.sum(axis=1)
         wc[sl] = w.sum(axis=0)
         if xb is not None:
             wx += w @ xb[sl]
+        np.multiply(mu, n, out=mu)
         np.subtract(grid.y[:, sl], mu, out=mu)
         np.sqrt(w, out=w)
-        np.divide(mu, w, out=mu)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(mu, w, out=mu)  # an empty cell (n = 0) gives NaN, left out below
         r32[:, sl] = mu
     flat = r32.reshape(-1)
+    if grid.n is not None:
+        flat = flat[~np.isnan(flat)]
     h = (flat.size - 1) * np.array([0.0, 0.25, 0.5, 0.75, 1.0])
     lo, hi = np.floor(h).astype(np.int64), np.ceil(h).astype(np.int64)
     flat.partition(np.unique(np.concatenate([lo, hi])))
@@ -728,7 +892,7 @@ def _fixed_hessian(fx: _Fixed, t: float, beta: np.ndarray, ub: np.ndarray) -> np
     -t w_jb / D_b``, so ``d eta_sb / d beta_j = delta_sj - A_b w_jb`` with ``A_b = t^2 / D_b``).
     Differentiating the exact gradient ``-2 r_s + A_b (w'_s - A_b B_b w_s)`` once more (``w' =
     w (1 - 2 mu)``, ``w'' = w (1 - 6 w)``, ``B_b = sum_s w'_sb``, ``C_b = sum_s w''_sb``) gives,
-    per item, ``diag(2 w + A w'' - A^2 B w') + V M V'`` with ``V = [w, w', w'']`` and ``M =
+    per item, ``diag(2 w + A w'' - A^2 B w') + V M V'`` (``w = n mu (1 - mu)`` of a k-of-n cell) with ``V = [w, w', w'']`` and ``M =
     [[-2A + A^3 C - 2 A^4 B^2, 2 A^3 B, -A^2], [2 A^3 B, -A^2, 0], [-A^2, 0, 0]]``: three GEMMs a
     block of columns instead of ``2 (p + 1)`` evaluations of the gradient."""
     g = fx.g
@@ -738,9 +902,10 @@ def _fixed_hessian(fx: _Fixed, t: float, beta: np.ndarray, ub: np.ndarray) -> np
     Hbb = np.zeros((ns, ns))
     for sl in g.blocks():
         mu = special.expit(np.add(beta[:, None], c[None, sl]))
-        w = mu * (1.0 - mu)
+        v = mu * (1.0 - mu)
+        w = v * g.trials_block(sl)  # n mu (1 - mu), and its derivatives over eta
         w1 = w * (1.0 - 2.0 * mu)
-        w2 = w * (1.0 - 6.0 * w)
+        w2 = w * (1.0 - 6.0 * v)
         A = t**2 / (1.0 + t**2 * w.sum(axis=0))
         B, C = w1.sum(axis=0), w2.sum(axis=0)
         diag += 2.0 * w.sum(axis=1) + w2 @ A - w1 @ (A**2 * B)
@@ -773,7 +938,8 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
     t0 = time.perf_counter()
     y = grid.y
     ns, nb = y.shape
-    p0 = float(np.clip(y.mean(dtype=np.float64), 1e-6, 1 - 1e-6))
+    k_rows, n_rows = grid.row_sums()
+    p0 = float(np.clip(k_rows.sum() / n_rows.sum(), 1e-6, 1 - 1e-6))
     H: np.ndarray | None = None
     if kind == "crossed":
         dv = _Crossed(grid)
@@ -809,12 +975,12 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
             V = 2.0 * np.linalg.inv(H)[2:, 2:]
         return _Estimates(
             kind, {"rows": ts, "cols": tb}, {"rows": us, "cols": ub}, {"rows": hs, "cols": hb},
-            np.array([b0]), V, ["rows", "cols", "beta"], gradient, H, float(fopt), quant, ns * nb,
+            np.array([b0]), V, ["rows", "cols", "beta"], gradient, H, float(fopt), quant, grid.nobs,
             dv.evaluations, grid.factorizations, int(res.nit), bool(res.success), str(res.message),
             vcov_method, time.perf_counter() - t0)
     fx = _Fixed(grid)
     # start: each model's logit accuracy
-    pm = np.clip(y.mean(axis=1, dtype=np.float64), 0.5 / nb, 1 - 0.5 / nb)
+    pm = np.clip(k_rows / n_rows, 0.5 / n_rows, 1 - 0.5 / n_rows)
     state = {"beta": np.log(pm / (1 - pm))}
 
     def prof(tt: np.ndarray) -> tuple[float, np.ndarray]:
@@ -840,7 +1006,7 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
     V = (V + V.T) / 2
     return _Estimates(
         kind, {"cols": t}, {"cols": ub}, {"cols": hb}, beta, V, ["cols", "beta"],
-        np.concatenate([[gt], gb]), H, float(fopt), quant, ns * nb, fx.evaluations,
+        np.concatenate([[gt], gb]), H, float(fopt), quant, grid.nobs, fx.evaluations,
         grid.factorizations, int(res.nit), bool(res.success), str(res.message), vcov_method,
         time.perf_counter() - t0)
 
