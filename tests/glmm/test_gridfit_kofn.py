@@ -46,12 +46,15 @@ def test_crossed_kofn_matches_glmer_cbind():
     fit = gf.glmer_grid(k, CROSSED, trials=n)
     # observed: log-likelihood 2.7e-8, theta 1.6e-8 relative, beta 2.7e-8, SE 2.9e-7 relative
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)  # binomial constant included
-    assert fit.sd["model"] == pytest.approx(ref.theta["model.(Intercept)"], rel=1e-6)
-    assert fit.sd["item"] == pytest.approx(ref.theta["item.(Intercept)"], rel=1e-6)
-    assert fit.fixef["estimate"].iloc[0] == pytest.approx(ref.fixef.iloc[0], abs=1e-6)
+    assert fit.theta["model.(Intercept)"] == pytest.approx(ref.theta["model.(Intercept)"], rel=1e-6)
+    assert fit.theta["item.(Intercept)"] == pytest.approx(ref.theta["item.(Intercept)"], rel=1e-6)
+    assert fit.fixef.iloc[0] == pytest.approx(ref.fixef.iloc[0], abs=1e-6)
     # both sides take the Hessian by finite differences (as in test_crossed_scale.py)
-    assert fit.fixef["se"].iloc[0] == pytest.approx(np.sqrt(ref.vcov.iloc[0, 0]), rel=1e-5)
-    assert fit.nobs == int(n.sum())  # the answers (trials), not the cells
+    assert np.sqrt(fit.vcov.iloc[0, 0]) == pytest.approx(np.sqrt(ref.vcov.iloc[0, 0]), rel=1e-5)
+    assert fit.nobs == int((n > 0).sum()) == ref.nobs  # the non-empty cells, as lme4 counts them
+    rows = gf.glmer_grid(k, CROSSED, trials=n, as_rows=True)  # cells that count 0/1 rows
+    assert rows.nobs == int(n.sum())
+    assert rows.loglik - fit.loglik == pytest.approx(-float(np.sum(special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0))), abs=1e-6)
     assert fit.converged
 
 
@@ -61,9 +64,9 @@ def test_fixed_kofn_matches_glmer_cbind():
     fit = gf.glmer_grid(k, FIXED, trials=n, models=[f"m{s:02d}" for s in range(15)])
     # observed: log-likelihood 4.6e-8, theta 3.3e-8 relative, betas 2.7e-7, SEs 3.8e-8 relative
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
-    assert fit.sd["item"] == pytest.approx(float(ref.theta.iloc[0]), rel=1e-6)
-    np.testing.assert_allclose(fit.fixef["estimate"], ref.fixef.to_numpy(), atol=1e-6)
-    np.testing.assert_allclose(fit.fixef["se"], np.sqrt(np.diag(ref.vcov)), rtol=1e-6)
+    assert fit.theta["item.(Intercept)"] == pytest.approx(float(ref.theta.iloc[0]), rel=1e-6)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov)), np.sqrt(np.diag(ref.vcov)), rtol=1e-6)
 
 
 def test_kofn_matches_lme4():
@@ -79,17 +82,17 @@ def test_kofn_matches_lme4():
     # observed: log-likelihood +3.3e-8 (lme4 stops a little short), theta 1.0e-6 relative,
     # intercept 2.3e-6; the SE 1.9e-4 relative (lme4's Hessian is its own finite-difference one)
     assert fit.loglik == pytest.approx(r["loglik"], abs=1e-6)
-    assert fit.sd["item"] == pytest.approx(r["theta"][0], rel=1e-5)
-    assert fit.sd["model"] == pytest.approx(r["theta"][1], rel=1e-5)
-    assert fit.fixef["estimate"].iloc[0] == pytest.approx(r["fixef"], abs=1e-5)
-    assert fit.fixef["se"].iloc[0] == pytest.approx(r["se"], rel=1e-3)
+    assert fit.theta["item.(Intercept)"] == pytest.approx(r["theta"][0], rel=1e-5)
+    assert fit.theta["model.(Intercept)"] == pytest.approx(r["theta"][1], rel=1e-5)
+    assert fit.fixef.iloc[0] == pytest.approx(r["fixef"], abs=1e-5)
+    assert np.sqrt(fit.vcov.iloc[0, 0]) == pytest.approx(r["se"], rel=1e-3)
     fit = gf.glmer_grid(k, FIXED, trials=n)
     r = lme4["0 + model + (1|item)"]
     # observed: log-likelihood +2.6e-8, theta 6e-8 relative, betas 1.1e-6, SEs (RX) 8e-8 relative
     assert fit.loglik == pytest.approx(r["loglik"], abs=1e-6)
-    assert fit.sd["item"] == pytest.approx(r["theta"], rel=1e-6)
-    np.testing.assert_allclose(fit.fixef["estimate"], r["fixef"], atol=5e-6)
-    np.testing.assert_allclose(fit.fixef["se"], r["se"], rtol=1e-6)
+    assert fit.theta["item.(Intercept)"] == pytest.approx(r["theta"], rel=1e-6)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), r["fixef"], atol=5e-6)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov)), r["se"], rtol=1e-6)
 
 
 @pytest.mark.slow  # compiles the kernels for the counts' dtypes on a cold numba cache
@@ -99,7 +102,7 @@ def test_compiled_and_numpy_passes_agree_on_kofn():
         a = gf.glmer_grid(k, form, trials=n, compiled=False)
         b = gf.glmer_grid(k, form, trials=n, compiled=True)
         assert a.loglik == pytest.approx(b.loglik, abs=1e-8)
-        np.testing.assert_allclose(a.fixef["estimate"], b.fixef["estimate"], atol=1e-8)
+        np.testing.assert_allclose(a.fixef.to_numpy(), b.fixef.to_numpy(), atol=1e-8)
         np.testing.assert_allclose(a.theta, b.theta, rtol=1e-8)
     # one pass at a fixed point: the deviance and the sums per model and item, to rounding
     outs = []
@@ -141,7 +144,8 @@ def test_one_trial_a_cell_is_the_01_path_and_a_scalar_is_a_constant_array():
     d = gf.glmer_grid(k, trials=np.full(k.shape, 3, dtype=np.int64))
     assert c.loglik == pytest.approx(d.loglik, abs=1e-9)
     np.testing.assert_allclose(c.theta, d.theta, rtol=1e-8)
-    assert c.nobs == 3 * k.size
+    assert c.nobs == k.size  # the cells, as lme4 counts the rows of a cbind() fit
+    assert gf.glmer_grid(k, trials=3, as_rows=True).nobs == 3 * k.size
     # the binomial constant: the same fit as the long 0/1 runs, the log-likelihood shifted by
     # sum log C(n, k) (the runs' order within a cell is not seen)
     const = float((special.gammaln(4) - special.gammaln(k + 1.0) - special.gammaln(4 - k)).sum())
@@ -156,7 +160,7 @@ def test_more_models_than_items_and_wide_counts():
     k, n = _grid(seed=4, ns=30, nb=12)
     a = gf.glmer_grid(k, trials=n, compiled=False)
     b = gf.glmer_grid(np.ascontiguousarray(k.T), trials=np.ascontiguousarray(n.T), compiled=False)
-    assert a.sd["model"] == pytest.approx(b.sd["item"], rel=1e-9)
+    assert a.theta["model.(Intercept)"] == pytest.approx(b.theta["item.(Intercept)"], rel=1e-9)
     assert a.loglik == pytest.approx(b.loglik, abs=1e-8)
     # more than 255 trials a cell: uint16 counts, n log1p(e) per cell
     g = np.random.default_rng(8)
@@ -168,7 +172,7 @@ def test_more_models_than_items_and_wide_counts():
     fit = gf.glmer_grid(k, FIXED, trials=n)
     ref = evalmix.glmer("cbind(k, n - k) ~ 0 + model + (1|item)", _frame(k, n), vcov_method="rx")
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
-    np.testing.assert_allclose(fit.fixef["estimate"], ref.fixef.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), atol=1e-6)
 
 
 def test_kofn_input_errors_are_named():
@@ -219,9 +223,9 @@ def test_kofn_variance_components_near_truth():
     n[g.random(n.shape) < 0.1] = 0
     k, truth = gf.simulate_grid(100, 2000, trials=n, rng=g, intercept=0.5)
     fit = gf.glmer_grid(k, CROSSED, trials=n)
-    assert fit.sd["model"] == pytest.approx(truth["model_sd"], rel=0.05)
-    assert fit.sd["item"] == pytest.approx(truth["item_sd"], rel=0.05)
+    assert fit.theta["model.(Intercept)"] == pytest.approx(truth["model_sd"], rel=0.05)
+    assert fit.theta["item.(Intercept)"] == pytest.approx(truth["item_sd"], rel=0.05)
     mean = truth["intercept"] + truth["ability"].mean()
-    assert abs(fit.fixef["estimate"].iloc[0] - mean) < 2.5 * fit.fixef["se"].iloc[0]
+    assert abs(fit.fixef.iloc[0] - mean) < 2.5 * np.sqrt(fit.vcov.iloc[0, 0])
     numpy = gf.glmer_grid(k, CROSSED, trials=n, compiled=False)
     assert numpy.loglik == pytest.approx(fit.loglik, abs=1e-7)

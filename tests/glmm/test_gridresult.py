@@ -208,3 +208,24 @@ def test_cli_fit_of_a_routed_grid_is_strict_json(grid, tmp_path, capsys):
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))
     text = json.dumps(doc)
     assert "hessian_exact" in text and "grid_rows" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("formula", [CROSSED, FIXED])
+def test_kofn_cells_counted_in_an_engine_route_and_equal_the_rows_path(tmp_path, formula):
+    # three runs a cell, 10% of the cells never run: the engine's k-of-n cells become a grid with
+    # empty cells, fitted as the rows (their log-likelihood, nobs and residuals as the rows' path)
+    k, truth = gf.simulate_grid(NS, NB, trials=3, rng=7, intercept=0.3)
+    rng = np.random.default_rng(8)
+    keep = rng.random(k.shape) > 0.1
+    rows = []
+    for run in range(3):
+        right = (k > run).astype(np.int8)  # k of the three runs right, in any order
+        rows.append(pd.DataFrame({"model": np.repeat(MODELS, NB), "item": np.tile(ITEMS, NS),
+                                  "run": run, "correct": right.ravel()})[keep.ravel()])
+    path = tmp_path / "runs.parquet"
+    pd.concat(rows, ignore_index=True).to_parquet(path)
+    ref = evalmix.glmer(formula, str(path), vcov_method="rx", control=GlmerControl(grid_rows=0))
+    fit = evalmix.glmer(formula, str(path), vcov_method="rx", control=ON)
+    assert ref.has_data and ref.nobs == 3 * int(keep.sum())
+    _same(fit, ref)
