@@ -229,3 +229,17 @@ def test_kofn_cells_counted_in_an_engine_route_and_equal_the_rows_path(tmp_path,
     fit = evalmix.glmer(formula, str(path), vcov_method="rx", control=ON)
     assert ref.has_data and ref.nobs == 3 * int(keep.sum())
     _same(fit, ref)
+
+
+@pytest.mark.parametrize("formula", ["k ~ 1 + (1|model) + (1|item)", "k ~ 0 + model + (1|item)"])
+def test_a_frame_of_kofn_rows_routes_as_the_cbind_fit(formula):
+    # one row of k successes of n trials a cell (trials="n"), some cells absent
+    k, n = gf.simulate_grid(NS, NB, trials=4, rng=9, intercept=0.2)[0], None
+    n = np.random.default_rng(10).integers(1, 5, size=k.shape)
+    k = np.minimum(k, n)
+    d = pd.DataFrame({"model": np.repeat(MODELS, NB), "item": np.tile(ITEMS, NS), "k": k.ravel(),
+                      "n": n.ravel()}).sample(frac=0.9, random_state=4)
+    ref = evalmix.glmer(formula, d, trials="n", vcov_method="rx")
+    fit = evalmix.glmer(formula, d, trials="n", vcov_method="rx", control=ON)
+    assert ref.has_data and ref.nobs == len(d)
+    _same(fit, ref)

@@ -218,8 +218,8 @@ def glmer(formula: str, data: RunsData, *, trials: str | None = None,
         data = read_source(data)  # a folder or glob of Parquet files: the rows, read whole
     if not devfun_only and control.grid_rows > 0 and nAGQ == 1 and link == "logit" and \
             weights is None and offset is None and fixef_prior is None and not start and \
-            contrasts is None and missing == "raise" and (trials is None or pushed is not None):
-        routed = _grid_route(formula, data, pushed is not None, vcov_method, control)
+            contrasts is None and missing == "raise" and (trials is None or isinstance(trials, str)):
+        routed = _grid_route(formula, data, pushed is not None, vcov_method, control, trials)
         if routed is not None:
             return routed
     if devfun_only:
@@ -243,25 +243,30 @@ _GRID_FILL = 0.5  # the share of non-empty cells from which a counted table's gr
 
 
 def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
-                control: GlmerControl) -> GlmerResult | None:
+                control: GlmerControl, trials: str | None = None) -> GlmerResult | None:
     """The fit of the grid path (:func:`evalmix.glmm.gridfit.glmer_grid`) when the formula is one
     of its two, the rows (or the trials of engine-counted cells) number ``control.grid_rows`` or
     more, and they fill the grid of the two grouping factors: one 0/1 answer a cell, or, for a
-    table counted in its engine, k-of-n cells of which at least half are not empty; None
-    otherwise (the rows' path fits)."""
+    table counted in its engine, k-of-n cells of which at least half are not empty; with a
+    ``trials`` column, one k-of-n row a cell (the ``cbind`` fit: lme4's binomial constant and
+    nobs); None otherwise (the rows' path fits)."""
     from .gridfit import glmer_grid, grid_formula
 
     spec = grid_formula(formula)
     if spec is None or not isinstance(data, pd.DataFrame):
         return None
-    need = [spec.response, spec.rows, spec.columns] + ([_PUSHED_TRIALS] if pushed else [])
+    counts = _PUSHED_TRIALS if pushed else trials  # the column of trials per row, if any
+    need = [spec.response, spec.rows, spec.columns] + ([counts] if counts else [])
     if any(c not in data.columns for c in need):
         return None  # the rows' path names the absent column
-    size = int(data[_PUSHED_TRIALS].sum()) if pushed else len(data)
+    if counts and not pd.api.types.is_integer_dtype(data[counts]):
+        return None  # the rows' path checks the trials
+    size = int(data[counts].sum()) if counts else len(data)
     if size < control.grid_rows:
         return None
     if not pushed:
-        data = check_data(formula, data, missing="raise")  # the same errors as the rows' path
+        # the same errors as the rows' path
+        data = check_data(formula, data, missing="raise", **({"trials": trials} if trials else {}))
     y = data[spec.response]
     if not (pd.api.types.is_bool_dtype(y) or pd.api.types.is_numeric_dtype(y)):
         return None  # a factor response: R's first-level rule is the rows' path's
@@ -271,8 +276,11 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
         return None
     cell = a.codes.astype(np.int64) * nb + b.codes
     yv = y.to_numpy(dtype=np.float64)
-    n = (np.bincount(cell, weights=data[_PUSHED_TRIALS].to_numpy(dtype=np.float64), minlength=ns * nb)
-         if pushed else np.bincount(cell, minlength=ns * nb).astype(np.float64))
+    n = (np.bincount(cell, weights=data[counts].to_numpy(dtype=np.float64), minlength=ns * nb)
+         if counts else np.bincount(cell, minlength=ns * nb).astype(np.float64))
+    if trials and not pushed and np.bincount(cell, minlength=ns * nb).max() > 1:
+        return None  # several count rows a cell: the cbind fit's rows are the rows'
+
     k = np.bincount(cell, weights=yv, minlength=ns * nb)
     del cell
     filled = n.reshape(ns, nb) > 0
@@ -285,9 +293,9 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
     vm = "hessian_exact" if vcov_method == "hessian" else vcov_method
     kw: dict[str, Any] = {"models": list(a.categories), "items": list(b.categories),
                           "vcov_method": vm, "control": control}
-    if (n == 1).all():
+    if (n == 1).all() and not trials:
         fit = glmer_grid(k.astype(np.int8).reshape(ns, nb), formula, **kw)
-    elif not pushed:
+    elif not counts:
         return None  # several rows a cell: the summary's residuals are the rows' (the rows' path)
     else:
         # k-of-n cells (some may be empty) of 0/1 rows: the rows' log-likelihood and number of
@@ -295,7 +303,7 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
         top = int(n.max())
         dt = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)
         fit = glmer_grid(k.astype(dt).reshape(ns, nb), formula, trials=n.astype(dt).reshape(ns, nb),
-                         as_rows=True, **kw)
+                         as_rows=pushed, **kw)
     note = (f"fitted on the {ns} x {nb} grid of cells ({size} rows >= control.grid_rows = "
             f"{control.grid_rows}; GlmerControl(grid_rows=0) fits the rows): the fit holds no rows")
     if vcov_method == "hessian":
