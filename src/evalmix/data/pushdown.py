@@ -191,7 +191,7 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     aggs = [nw.col("_y").sum().alias("k"), nw.len().alias("n"), nw.col("_bad").sum(), nw.col("_ynull").sum(),
             nw.col("_knull").sum()]
     guessed = span is True and run_col is not None and frame.collect_schema()[run_col].is_integer()
-    # Dask: each partition reduced by pandas (_dask_counts) when the cells have keys and the runs bits
+    # Dask: each partition reduced by numpy (_dask_counts), unless the runs are not integers in a span
     on_dask = frame.implementation.is_dask() and bool(cells) and bool(keys)
     if guessed:  # runs 0-99 (most tables; on Dask 0-105: 1-100 too), checked in the same query: no pass
         span = (0, 2 * (_DASK_WORD if on_dask else _WORD))  # over the data to find them
