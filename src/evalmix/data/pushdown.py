@@ -48,6 +48,13 @@ _HEAD = 1000  # rows the checks read to name a missing column
 # the duplicate-run check by bits: runs per 64-bit word (a cell of at most _RUN_SPAN rows sums to
 # below 2^59 in each), and the widest span of run values it takes
 _WORD, _RUN_SPAN = 50, 400
+# on Dask the bits are summed as floats per partition (exact below 2^53), then as int64 per cell (at
+# most as many partitions as the cell has rows, each clipped to 2^_DASK_WORD): 53 bits a word
+_DASK_WORD = 53
+# a partition's cells are numbered by their keys' codes in mixed radix while the numbers stay below
+# _DASK_RADIX (then renumbered), and counted in an array of all numbers up to _DASK_DENSE of them (or
+# as many as the partition has rows); past that, the numbers seen are renumbered first
+_DASK_RADIX, _DASK_DENSE = 2**61, 1 << 16
 
 
 def lazy_frame(data: object) -> nw.LazyFrame[Any] | None:
@@ -184,14 +191,54 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     aggs = [nw.col("_y").sum().alias("k"), nw.len().alias("n"), nw.col("_bad").sum(), nw.col("_ynull").sum(),
             nw.col("_knull").sum()]
     guessed = span is True and run_col is not None and frame.collect_schema()[run_col].is_integer()
-    if guessed:  # runs 0-99 (most tables), checked in the same query: no pass over the data to find them
-        span = (0, 2 * _WORD)
+    # Dask: each partition reduced by numpy (_dask_counts), unless the runs are not integers in a span
+    on_dask = frame.implementation.is_dask() and bool(cells) and bool(keys)
+    if guessed:  # runs 0-99 (most tables; on Dask 0-105: 1-100 too), checked in the same query: no pass
+        span = (0, 2 * (_DASK_WORD if on_dask else _WORD))  # over the data to find them
     elif span is True:
         span = None
-    bit_sums: list[str] = []
     if run_col is not None:
         pre = pre.with_columns(_rnull=nw.col(run_col).is_null().cast(nw.Int64))
         aggs.append(nw.col("_rnull").sum().alias("_run_nulls"))
+    bit_sums: list[str] = []
+    if on_dask and (run_col is None or isinstance(span, tuple)):
+        flags = ["_bad", "_run_out", "_dup"]
+        with _stage(f"{frame.implementation}: GROUP BY {', '.join(keys)}"):
+            counts = _dask_counts(frame.to_native(), cells, keys, out_col, run_col,
+                                  span if isinstance(span, tuple) else None, unique_cells=unique_cells)
+    else:
+        counts, flags, bit_sums = _collect(frame, pre, aggs, cells, keys, run_col,
+                                           span if isinstance(span, tuple) else None, unique_cells)
+    if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past 0-99: their span
+        return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
+                       span=_run_span(frame, run_col))
+    if bit_sums and isinstance(span, tuple):
+        ones = sum(_popcount(counts[s].fillna(0).to_numpy(dtype=np.int64)) for s in bit_sums)
+        counts["_dup"] = ((counts["n"] > span[1]) | (ones != counts["n"] - counts["_run_nulls"])).astype(np.int64)
+        flags.append("_dup")
+    broken = counts[flags].fillna(0).to_numpy().sum() > 0 if len(counts) else True
+    if broken:
+        if counts["n"].sum() <= WHOLE_MAX:
+            return None
+        _check_offending(pre, cells, run_col, check, list(frame.collect_schema().names()))
+        return None  # the checks passed the rows (a rule of this function only): the whole path
+    counts = counts[[*keys, "k", "n"]].sort_values(keys, kind="stable").reset_index(drop=True)
+    for c in keys:  # Dask and Spark give text as pandas' NA-backed strings: pandas' own text dtype
+        if isinstance(counts[c].dtype, pd.StringDtype) and getattr(counts[c].dtype, "na_value", None) is pd.NA:
+            counts[c] = counts[c].astype(str)
+    counts["k"] = counts["k"].round().astype("int64")
+    counts["n"] = counts["n"].astype("int64")
+    return counts
+
+
+def _collect(frame: Any, pre: Any, aggs: list[Any], cells: list[str], keys: list[str], run_col: str | None,
+             span: tuple[int, int] | None, unique_cells: bool) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The GROUP BY of ``_reduce`` through narwhals, collected: the counts with their flag columns
+    (summed per ``keys``), the names of the flags, and those of the run bits' sums per cell (when
+    the cells reach Python, their duplicate flag is computed there)."""
+    import narwhals.stable.v2 as nw
+
+    bit_sums: list[str] = []
     flags = ["_bad", "_ynull", "_knull"] + (["_dup", "_run_nulls"] if run_col is not None else [])
     if run_col is not None and isinstance(span, tuple):
         # integer runs spanning at most _RUN_SPAN values: run r is a bit, 2^(r - lo), summed in words of
@@ -242,26 +289,119 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
         grouped = grouped.group_by(keys, drop_null_keys=False).agg(*totals) if keys else grouped.select(*totals)
     with _stage(f"{frame.implementation}: GROUP BY {', '.join(keys) or '()'}"):
         counts = grouped.collect().to_pandas()
-    if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past 0-99: their span
-        return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
-                       span=_run_span(frame, run_col))
-    if bit_sums and isinstance(span, tuple):
-        ones = sum(_popcount(counts[s].fillna(0).to_numpy(dtype=np.int64)) for s in bit_sums)
-        counts["_dup"] = ((counts["n"] > span[1]) | (ones != counts["n"] - counts["_run_nulls"])).astype(np.int64)
-        flags.append("_dup")
-    broken = counts[flags].fillna(0).to_numpy().sum() > 0 if len(counts) else True
-    if broken:
-        if counts["n"].sum() <= WHOLE_MAX:
-            return None
-        _check_offending(pre, cells, run_col, check, list(frame.collect_schema().names()))
-        return None  # the checks passed the rows (a rule of this function only): the whole path
-    counts = counts[[*keys, "k", "n"]].sort_values(keys, kind="stable").reset_index(drop=True)
-    for c in keys:  # Dask and Spark give text as pandas' NA-backed strings: pandas' own text dtype
-        if isinstance(counts[c].dtype, pd.StringDtype) and counts[c].dtype.na_value is pd.NA:
-            counts[c] = counts[c].astype(str)
-    counts["k"] = counts["k"].round().astype("int64")
-    counts["n"] = counts["n"].astype("int64")
-    return counts
+    return counts, flags, bit_sums
+
+
+def _dask_counts(data: Any, cells: list[str], keys: list[str], out_col: str, run_col: str | None,
+                 span: tuple[int, int] | None, *, unique_cells: bool = False) -> pd.DataFrame:
+    """The GROUP BY of ``_reduce`` on a Dask DataFrame, in one ``compute`` (the data read once): each
+    partition is reduced by numpy to per-cell sums (``k``, ``n`` and the run bits of ``span``, words
+    of ``_DASK_WORD`` bits) and a count of its broken rows, so that no flag column as long as the
+    partition is built; Dask's tree reduction sums those small frames per cell, the duplicate flag is
+    set per cell and the cells summed per ``keys``. Columns: ``keys``, ``k``, ``n``, ``_bad`` (rows
+    with a missing value or an outcome outside {0, 1}), ``_run_out`` (partitions with runs outside
+    ``span``), ``_dup`` (cells whose runs repeat)."""
+    lo, width = span if span is not None else (0, 0)
+    sums = [f"_s{w}" for w in range(-(-width // _DASK_WORD))]
+    # run r is the bit 2^(r - lo) of word (r - lo) // _DASK_WORD: one look-up per row, not a power
+    j = np.arange(width)
+    bits = np.zeros((len(sums), width))
+    bits[j // _DASK_WORD, j] = 2.0 ** (j % _DASK_WORD)
+    full = 2.0**_DASK_WORD
+    totals = ["k", "n", "_bad", "_run_out", "_dup"]
+
+    def per_cell(part: pd.DataFrame) -> pd.DataFrame:
+        rows = len(part)
+        col = part[out_col]
+        y = col.to_numpy() if isinstance(col.dtype, np.dtype) else col.to_numpy(dtype=np.float64, na_value=np.nan)
+        one = y == 1
+        bad = rows - int(np.count_nonzero(one)) - int(np.count_nonzero(y == 0))  # missing, or not 0/1
+        # the cell of each row: its keys' codes (category codes or factorised values) in mixed radix
+        cell, size = np.zeros(rows, dtype=np.int64), 1
+        radix: list[tuple[str, Any, Any]] | None = []
+        levels: Any
+        for i, c in enumerate(cells):
+            col = part[c]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                codes, levels = col.cat.codes.to_numpy(), col.cat.categories
+            else:
+                codes, levels = col.factorize(use_na_sentinel=True)
+            missing = int(np.count_nonzero(codes < 0))
+            if missing:  # a broken rule: the counts are not used
+                bad += missing
+                codes = np.maximum(codes, 0)
+            if radix is not None and size * max(len(levels), 1) >= _DASK_RADIX:  # renumbered: a row of each cell
+                cell, seen_cells = pd.factorize(cell)
+                size, radix = len(seen_cells), None
+            if i:
+                cell *= max(len(levels), 1)
+                cell += codes
+            else:
+                cell = codes.astype(np.int64)
+            size *= max(len(levels), 1)
+            if radix is not None:
+                radix.append((c, col.dtype, levels))
+        gid, keys_of = (pd.factorize(cell) if size > max(rows, _DASK_DENSE) else (cell, None))  # sparse: the seen
+        size = size if keys_of is None else len(keys_of)
+        # rows with outcome 0 and 1 of cell g are bins 2g and 2g + 1: n and k in one count
+        pair = gid * 2
+        pair += one
+        both = np.bincount(pair, minlength=2 * size)
+        n = both[0::2] + both[1::2]
+        seen = np.flatnonzero(n)
+        if radix is None:  # a row of each cell gives its keys (the last written is the first)
+            first = np.empty(size, dtype=np.intp)
+            first[gid[::-1]] = np.arange(rows - 1, -1, -1)
+            out = part[cells].iloc[first[seen]].reset_index(drop=True)
+        else:  # the keys decoded from the cell numbers
+            code, columns = (seen if keys_of is None else np.asarray(keys_of)[seen]).astype(np.int64), {}
+            for c, dtype, levels in reversed(radix):
+                code, at = np.divmod(code, max(len(levels), 1))
+                columns[c] = (pd.Categorical.from_codes(at, dtype=dtype) if isinstance(dtype, pd.CategoricalDtype)
+                              else levels.take(at))
+            out = pd.DataFrame({c: columns[c] for c in cells})
+        out["k"] = both[1::2][seen].astype(np.int64)
+        run_out = 0
+        if run_col is not None:
+            r = part[run_col]
+            if isinstance(r.dtype, np.dtype) and r.dtype.kind in "iu":
+                off = r.to_numpy()
+            else:  # nullable or Arrow integers: missing runs are broken rows
+                bad += int(r.isna().sum())
+                off = np.nan_to_num(r.to_numpy(dtype=np.float64, na_value=np.nan)).astype(np.int64)
+            off = off.astype(np.intp) - lo if lo else off.astype(np.intp, copy=False)
+            run_out = int(rows > 0 and (off.min() < 0 or off.max() >= width))
+            for w, name in enumerate(sums):
+                # float sums are exact below 2^53, so a word's distinct bits are; a word at or past
+                # 2^_DASK_WORD (clipped there, to stay an int64) can only come of a repeated run
+                word = np.bincount(pair, weights=np.take(bits[w], off, mode="clip"), minlength=2 * size)
+                out[name] = np.minimum((word[0::2] + word[1::2])[seen], full).astype(np.int64)
+        out["n"] = n[seen].astype(np.int64)
+        # the partition's counts of broken rows ride on its first cell (summed with the cells)
+        out["_bad"] = out["_run_out"] = np.zeros(len(out), dtype=np.int64)
+        if len(out):
+            out.loc[0, "_bad"], out.loc[0, "_run_out"] = bad, run_out
+        return out
+
+    def flagged(cell: pd.DataFrame) -> pd.DataFrame:
+        cell = cell.reset_index()
+        if sums:  # distinct runs: as many ones in the bits' sums as rows (a repeated run carries)
+            words = [cell[s].to_numpy(dtype=np.int64) for s in sums]
+            ones = sum(_popcount(w) for w in words)
+            carried = functools.reduce(np.logical_or, [w >= full for w in words])
+            cell["_dup"] = ((cell["n"] > width) | (ones != cell["n"]) | carried).astype(np.int64)
+        else:  # a run among the cells' keys: each cell one row
+            cell["_dup"] = (cell["n"] > 1).astype(np.int64) if unique_cells else np.zeros(len(cell), np.int64)
+        return cell[[*cells, *totals]]
+
+    parts = data[[*cells, out_col, *([run_col] if run_col else [])]]
+    parts = parts.map_partitions(per_cell, meta=per_cell(parts._meta))
+    cell_sums = parts.groupby(cells, observed=True, sort=False, dropna=False).sum()
+    counts = cell_sums.map_partitions(flagged, meta=flagged(cell_sums._meta))
+    if keys != cells:
+        counts = counts[[*keys, *totals]].groupby(keys, observed=True, sort=False, dropna=False).sum()
+    out = counts.compute()
+    return out.reset_index() if keys != cells else out
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:
