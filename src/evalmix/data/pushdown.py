@@ -193,8 +193,8 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     guessed = span is True and run_col is not None and frame.collect_schema()[run_col].is_integer()
     # Dask: each partition reduced by numpy (_dask_counts), unless the runs are not integers in a span
     on_dask = frame.implementation.is_dask() and bool(cells) and bool(keys)
-    if guessed:  # runs 0-99 (most tables; on Dask 0-105: 1-100 too), checked in the same query: no pass
-        span = (0, 2 * (_DASK_WORD if on_dask else _WORD))  # over the data to find them
+    if guessed:  # runs 0-149 (0-105 on Dask): 0- and 1-based runs up to 100, checked in the same
+        span = (0, 2 * _DASK_WORD if on_dask else 3 * _WORD)  # query: no pass over the data to find them
     elif span is True:
         span = None
     if run_col is not None:
@@ -209,7 +209,7 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
     else:
         counts, flags, bit_sums = _collect(frame, pre, aggs, cells, keys, run_col,
                                            span if isinstance(span, tuple) else None, unique_cells)
-    if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past 0-99: their span
+    if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past the guess: their span
         return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
                        span=_run_span(frame, run_col))
     if bit_sums and isinstance(span, tuple):
