@@ -36,7 +36,8 @@ OTHER_PROGRAMS = {
     "loaders.md": {"--output-dir", "--dump-eval-details",  # lm_eval
                    "--epochs",  # inspect eval
                    "--mode"},  # FastChat's clean_battle_data.py
-    "performance.md": {"--models", "--no-r", "--cold-cache", "--rounds", "--reps",  # the scripts of bench/
+    "performance.md": {"--models", "--no-r", "--cold-cache", "--rounds", "--reps", "--evals", "--trials", "--empty",
+                       "--sizes",  # the scripts of bench/
                        "--durations", "--assert"},  # pytest
     "scale.md": {"--nthreads"},  # dask worker
 }
