@@ -948,6 +948,24 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
                                 bounds=[(0.0, None), (0.0, None), (None, None)],
                                 options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": 500})
         x = res.x
+
+        def grad(z: np.ndarray) -> np.ndarray:
+            dv.deviance(float(z[0]), float(z[1]), float(z[2]))
+            return dv.gradient()
+
+        if vcov_method == "hessian_exact":
+            H = _fd_hessian(grad, x)
+            # one Newton step on it: at 10^7 cells L-BFGS-B stops when a step lowers the deviance
+            # by less than 1e-15 of it, where the gradient can still be 1e-3 (the intercept then
+            # 1e-5 from the optimum, along the flat direction it shares with the random effects)
+            # (kept where the exact gradient shrinks and the deviance does not rise beyond rounding)
+            g1 = np.asarray(res.jac, dtype=float)
+            x2 = x - np.linalg.solve(H, g1)
+            if np.all(x2[:2] >= 0.0):
+                f1 = dv.deviance(*x)
+                g2 = grad(x2)
+                if np.abs(g2).max() < np.abs(g1).max() and dv.deviance(*x2) <= f1 + 1e-12 * abs(f1):
+                    x = x2
         ts, tb, b0 = (float(v) for v in x)
         fopt = dv.deviance(ts, tb, b0)
         gradient = dv.gradient()  # also the leverages: the diagonal of H^-1 (condVar)
@@ -967,11 +985,7 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
             q = float(vs @ ys + np.sum((tb * wc) ** 2 / fac["Db"]) - ts * tb * float(ys @ wx))
             V = np.array([[1.0 / (float(wr.sum()) - q)]])
         else:
-            def grad(z: np.ndarray) -> np.ndarray:
-                dv.deviance(float(z[0]), float(z[1]), float(z[2]))
-                return dv.gradient()
-
-            H = _fd_hessian(grad, x)
+            assert H is not None
             V = 2.0 * np.linalg.inv(H)[2:, 2:]
         return _Estimates(
             kind, {"rows": ts, "cols": tb}, {"rows": us, "cols": ub}, {"rows": hs, "cols": hb},
