@@ -58,6 +58,21 @@ def test_spark_local_mode_equals_the_pandas_path(spark: Any) -> None:
     _same(runs, spark.createDataFrame(runs))
 
 
+def test_spark_ansi_overflow_of_the_run_bits_gives_the_duplicate_error(spark: Any) -> None:
+    # 20,000 rows of one cell all at run 49: their 2^49 bits overflow Spark's checked int64 sum
+    # (ANSI mode, Spark 4's default); the table is checked by counting distinct runs instead
+    runs = _runs()
+    cell = runs.iloc[[0]]
+    bad = pd.concat([runs, pd.concat([cell.assign(run=49)] * 20_000)], ignore_index=True)
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    with pytest.raises(DataError) as want:
+        evalmix.accuracy(bad, "model")
+    with pytest.raises(DataError) as got:
+        evalmix.accuracy(spark.createDataFrame(bad), "model")
+    assert "duplicate" in str(want.value).lower()
+    assert str(got.value) == str(want.value)
+
+
 def test_spark_bad_column_gives_the_pandas_error(spark: Any) -> None:
     runs = _runs()
     nan = runs.assign(correct=runs["correct"].astype(float).where(runs.index != 5))

@@ -207,8 +207,16 @@ def _reduce(frame: Any, cells: list[str], keys: list[str], out_col: str, run_col
             counts = _dask_counts(frame.to_native(), cells, keys, out_col, run_col,
                                   span if isinstance(span, tuple) else None, unique_cells=unique_cells)
     else:
-        counts, flags, bit_sums = _collect(frame, pre, aggs, cells, keys, run_col,
-                                           span if isinstance(span, tuple) else None, unique_cells)
+        try:
+            counts, flags, bit_sums = _collect(frame, pre, aggs, cells, keys, run_col,
+                                               span if isinstance(span, tuple) else None, unique_cells)
+        except Exception as exc:  # an engine's checked integer sums (Spark's ANSI mode)
+            if not (isinstance(span, tuple) and "overflow" in str(exc).lower()):
+                raise
+            # only a cell of thousands of rows repeating a high run overflows a 64-bit word sum:
+            # the check by counting distinct runs names it
+            return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
+                           span=None)
     if guessed and run_col is not None and counts["_run_out"].sum() > 0:  # runs past the guess: their span
         return _reduce(frame, cells, keys, out_col, run_col, check, unique_cells=unique_cells,
                        span=_run_span(frame, run_col))

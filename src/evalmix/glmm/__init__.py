@@ -21,8 +21,7 @@ from numpy.typing import ArrayLike
 
 from ..data.pushdown import formula_counts, read_source, scan_columns
 from ..data.runs import RunsData
-from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning,
-                      SingularFitWarning)
+from ..core.errors import (ConvergenceWarning, FitWarning, FormulaError, SeparationWarning)
 from ..core.methods import VCOV_METHODS
 from ..model import (GlmmDesign, RandomTerm, as_r_factor, build_design, check_data, drop_rank_deficient,
                      model_columns, parse_formula)
@@ -30,11 +29,11 @@ from ..core.parallel import single_thread_blas
 from .control import DEFAULT_CONTROL, GlmerControl
 from .deviance import LINKS, Evaluation, LaplaceDeviance, Solver, make_solver
 from .devfun import DevianceFunction, build_deviance
-from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, hessian, lme4_start, optimize,
-                       optimize_joint)
+from .optimize import (OptimizerReport, OptimizerStep, boundary_probes, fit_checks, hessian, lme4_start,
+                       optimize, optimize_joint)
 from .result import FittedModel, GlmerResult, varcorr_table
 from .prior import FixefPriorSpec, NormalPrior, parse_fixef_prior
-from ..mixed.convergence import check_convergence, hessian_condition
+from ..mixed.convergence import hessian_condition
 from ..mixed.separation import Separation, expand_limit, find_separation
 
 __all__ = ["DevianceFunction", "GlmerControl", "GlmerResult", "GlmmDesign", "LaplaceDeviance",
@@ -448,22 +447,11 @@ def _fit(formula: str, design: GlmmDesign, prior: NormalPrior | None, *, link: s
         eta_start = (lme4_start(ld, ev.theta, lower, ev.beta, ev.u)
                      if lme4_pirls else None)
         H = hessian(ld, ev, lme4_pirls=lme4_pirls, eta_start=eta_start, lower=lower)
-    messages: list[str] = []
-    if singular:
-        messages.append("boundary (singular) fit: see help('isSingular')")
-        warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
-                      f"(theta = {dict(zip(design.theta_names, [round(float(v), 6) for v in ev.theta]))})",
-                      SingularFitWarning, stacklevel=3)
-    conv = list(check_convergence(rep.gradient, H, ~at_bound, grad_tol=control.grad_tol,
-                                  hess_tol=control.hess_tol))
-    if not rep.converged and not conv and rep.max_grad > control.grad_tol:
-        conv.append(f"optimizer stopped: {rep.message}")
-    for msg in conv:
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
-    messages += conv
+    messages, conv, converged = fit_checks(
+        design.theta_names, ev.theta, singular, rep.gradient, H, at_bound,
+        optimizer_converged=rep.converged, max_grad=rep.max_grad, message=rep.message, control=control)
     if prior_note is not None:
         messages.append(prior_note)
-    converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
     rep = dataclasses.replace(rep, checks=tuple(conv), hessian_cond=hessian_condition(
         None if H is None else H[np.ix_(~at_bound, ~at_bound)]))
     method, V = _vcov(ld, ev, H, vcov_method)

@@ -54,7 +54,6 @@ import contextlib
 import dataclasses
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,11 +65,12 @@ from scipy import optimize, special
 from ..core.errors import ArgumentError, DataError
 from ..core.parallel import single_thread_blas
 from ..core.seeds import as_generator
-from ..mixed.convergence import OptimizerReport, check_convergence, hessian_condition
-from ..core.errors import ConvergenceWarning, FormulaError, SingularFitWarning
+from ..mixed.convergence import OptimizerReport, hessian_condition
+from ..core.errors import FormulaError
 from ..model import GlmmDesign, build_design, parse_formula
 from . import _grid_kernels as K
 from .control import DEFAULT_CONTROL, GlmerControl
+from .optimize import fit_checks
 from .result import FittedModel, GlmerResult, varcorr_table
 
 __all__ = ["GridFormula", "glmer_grid", "grid_formula", "simulate_grid"]
@@ -1044,21 +1044,10 @@ def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates
     singular = bool(np.any(theta[lower == 0] < control.singular_tol))
     at_bound = np.zeros(nt + p, dtype=bool)
     at_bound[:nt] = (theta <= lower + control.bound_tol) & (gradient[:nt] >= 0)
-    messages: list[str] = []
-    if singular:
-        messages.append("boundary (singular) fit: see help('isSingular')")
-        warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
-                      f"(theta = {dict(zip(design.theta_names, [round(float(v), 6) for v in theta]))})",
-                      SingularFitWarning, stacklevel=3)
-    conv = list(check_convergence(gradient, H, ~at_bound, grad_tol=control.grad_tol,
-                                  hess_tol=control.hess_tol))
     max_grad = float(np.max(np.abs(np.where(at_bound, 0.0, gradient))))
-    if not est.converged and not conv and max_grad > control.grad_tol:
-        conv.append(f"optimizer stopped: {est.message}")
-    for msg in conv:
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
-    messages += conv
-    converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
+    messages, conv, converged = fit_checks(
+        design.theta_names, theta, singular, gradient, H, at_bound, optimizer_converged=est.converged,
+        max_grad=max_grad, message=est.message, control=control)
     optimizer = ("L-BFGS-B over (theta, beta)" if est.kind == "crossed"
                  else "L-BFGS-B over theta, Newton over beta")
     rep = OptimizerReport(

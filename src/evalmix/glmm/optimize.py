@@ -26,7 +26,8 @@ import scipy.linalg as sla
 from scipy.optimize import OptimizeResult, minimize
 
 from ..model import RandomTerm, term_lambdas
-from ..mixed.convergence import OptimizerReport
+from ..core.errors import ConvergenceWarning, SingularFitWarning
+from ..mixed.convergence import OptimizerReport, check_convergence
 from .control import GlmerControl
 from .deviance import Evaluation, LaplaceDeviance, NestedSolver
 
@@ -717,3 +718,28 @@ def _theta_block(ld: LaplaceDeviance, ev: Evaluation, H: np.ndarray, h: float) -
             H[i, j] = H[j, i] = (fpp - fp[i] - fp[j] + 2 * f0 - fm[i] - fm[j] + fmm) / (2 * h**2)
     bb = H[nt:, nt:]
     H[nt:, nt:] = (bb + bb.T) / 2
+
+
+def fit_checks(theta_names: Sequence[str], theta: np.ndarray, singular: bool, gradient: np.ndarray,
+               H: np.ndarray | None, at_bound: np.ndarray, *, optimizer_converged: bool,
+               max_grad: float, message: str, control: Any) -> tuple[list[str], list[str], bool]:
+    """lme4's checks at the end of a fit (the boundary message, then ``checkConv``'s gradient and
+    Hessian checks, and the optimiser's own verdict where they pass but the gradient is large),
+    each raised as a warning from the caller's caller: ``(messages, convergence checks,
+    converged)``."""
+    import warnings
+
+    messages: list[str] = []
+    if singular:
+        messages.append("boundary (singular) fit: see help('isSingular')")
+        warnings.warn("boundary (singular) fit: a variance parameter is estimated at 0 "
+                      f"(theta = {dict(zip(theta_names, [round(float(v), 6) for v in theta]))})",
+                      SingularFitWarning, stacklevel=4)
+    conv = list(check_convergence(gradient, H, ~at_bound, grad_tol=control.grad_tol,
+                                  hess_tol=control.hess_tol))
+    if not optimizer_converged and not conv and max_grad > control.grad_tol:
+        conv.append(f"optimizer stopped: {message}")
+    for msg in conv:
+        warnings.warn(msg, ConvergenceWarning, stacklevel=4)
+    converged = not any(m.startswith(("Model failed", "optimizer", "unable")) for m in conv)
+    return messages + conv, conv, converged
