@@ -229,3 +229,22 @@ def test_kofn_variance_components_near_truth():
     assert abs(fit.fixef.iloc[0] - mean) < 2.5 * np.sqrt(fit.vcov.iloc[0, 0])
     numpy = gf.glmer_grid(k, CROSSED, trials=n, compiled=False)
     assert numpy.loglik == pytest.approx(fit.loglik, abs=1e-7)
+
+
+@pytest.mark.slow
+def test_warm_modes_after_a_far_theta_give_the_fresh_deviance():
+    # 100 x 10,000 cells of 100 runs (the push-down benchmark's leaderboard): weights up to 25 a
+    # cell make a chord step (the factorisation of a theta far from this one) overshoot; the
+    # iteration then returned after 300 steps with that other theta's log-determinant, 5.7 off
+    # (the fit stopped at a wrong theta, max|gradient| 1.9e10). Now it refactors where the chord
+    # step started, and a deviance never carries another point's log-determinant.
+    rng = np.random.default_rng(1)
+    ability, easiness = rng.normal(0.0, 1.0, 100), rng.normal(0.5, 1.5, 10_000)
+    k = rng.binomial(100, special.expit(ability[:, None] + easiness[None, :])).astype(np.uint8)
+    path = [(1.0, 1.0, 0.277), (1.0, 2.0, 0.278), (0.998, 1.85, 0.2788), (0.9775, 1.0205, 0.2887)]
+    warm = gf._Crossed(gf._Grid(k, True, 100))
+    for point in path:
+        f = warm.deviance(*point)
+        assert warm.mode_converged
+    fresh = gf._Crossed(gf._Grid(k, True, 100)).deviance(*path[-1])
+    assert f == pytest.approx(fresh, abs=1e-6)

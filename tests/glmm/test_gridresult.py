@@ -243,3 +243,11 @@ def test_a_frame_of_kofn_rows_routes_as_the_cbind_fit(formula):
     fit = evalmix.glmer(formula, d, trials="n", vcov_method="rx", control=ON)
     assert ref.has_data and ref.nobs == len(d)
     _same(fit, ref)
+
+
+def test_modes_that_do_not_converge_are_reported(grid, monkeypatch):
+    y, _ = grid
+    monkeypatch.setattr(gf._Crossed, "maxit", 1)
+    with pytest.warns(evalmix.errors.ConvergenceWarning, match="conditional modes"):
+        fit = gf.glmer_grid(y)
+    assert not fit.converged and any("conditional modes" in m for m in fit.messages)

@@ -366,6 +366,7 @@ class _Crossed:
     """Laplace deviance of ``1 + (1|model) + (1|item)``; s = models (rows), b = items (columns)."""
 
     tol = 1e-10  # largest Newton step of the modes at convergence
+    maxit = 300  # steps of the modes' iteration
     chord = True  # reuse an earlier factorisation for the Newton directions (False: refactor each step)
 
     def __init__(self, grid: _Grid):
@@ -414,7 +415,9 @@ class _Crossed:
         pdev_prev = np.inf
         since = 0
         old: tuple[np.ndarray, np.ndarray] | None = None
-        for _ in range(300):
+        chord_step = False  # whether the step that led here was solved with an earlier point's H
+        self.mode_converged = False
+        for _ in range(self.maxit):
             a, c = beta + ts * us, tb * ub
             fresh = fac is None
             st = fac = self._factor(a, c, ts, tb) if fac is None else fac
@@ -422,7 +425,13 @@ class _Crossed:
                 st = self._stats(a, c)
             pdev = st["dev"] + us @ us + ub @ ub
             if old is not None and pdev > pdev_prev + 1e-12 * abs(pdev_prev):
-                # the step overshot: halve it (a descent direction for any positive definite H)
+                if chord_step:
+                    # a chord step overshot (the Hessian of another theta, or of weights far
+                    # from these: stiff with many trials a cell): back to where it started, and
+                    # a Newton step from a factorisation there
+                    (us, ub), fac, old, since, prev_step = old, None, None, 0, np.inf
+                    continue
+                # a Newton step overshot: halve it (a descent direction: H is positive definite)
                 us, ub = (old[0] + us) / 2, (old[1] + ub) / 2
                 continue
             gs = ts * st["rr"] - us
@@ -431,9 +440,11 @@ class _Crossed:
             step = max(float(np.abs(ds).max(initial=0.0)), float(np.abs(db).max(initial=0.0)))
             if step < self.tol:
                 if fresh:
+                    self.mode_converged = True
                     break
                 fac, old = None, None  # converged on an earlier Hessian: factor here
                 continue
+            chord_step = not fresh
             if not self.chord or not fresh and (step > 0.3 * prev_step or since > 8):
                 fac = None  # the chord iteration contracts slowly: refactor at the next point
                 since = 0
@@ -441,6 +452,12 @@ class _Crossed:
             us, ub = us + ds, ub + db
             prev_step, pdev_prev = step, pdev
             since += 1
+        if not self.mode_converged:
+            # no mode within maxit steps: the deviance of where the iteration stopped, with the
+            # log-determinant of that point (never of an earlier one); the fit reports it
+            a, c = beta + ts * us, tb * ub
+            st = fac = self._factor(a, c, ts, tb)
+            pdev = st["dev"] + us @ us + ub @ ub
         self.us, self.ub, self.fac = us, ub, fac
         self.state = st
         self.point = (ts, tb, beta)
@@ -932,6 +949,10 @@ def _fixed_hessian(fx: _Fixed, t: float, beta: np.ndarray, ub: np.ndarray) -> np
     return H
 
 
+_NO_MODES = ("unable to find the conditional modes at the optimum (the Newton iteration of the modes "
+             f"did not converge in {_Crossed.maxit} steps): the deviance there is not the Laplace one")
+
+
 def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
     import time
 
@@ -969,6 +990,7 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
         ts, tb, b0 = (float(v) for v in x)
         fopt = dv.deviance(ts, tb, b0)
         gradient = dv.gradient()  # also the leverages: the diagonal of H^-1 (condVar)
+        modes_ok = dv.mode_converged
         hs, hb = dv.hinv_diag
         us, ub = dv.us.copy(), dv.ub.copy()
         fac = dv.fac  # the factorisation at the mode
@@ -990,8 +1012,8 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
         return _Estimates(
             kind, {"rows": ts, "cols": tb}, {"rows": us, "cols": ub}, {"rows": hs, "cols": hb},
             np.array([b0]), V, ["rows", "cols", "beta"], gradient, H, float(fopt), quant, grid.nobs,
-            dv.evaluations, grid.factorizations, int(res.nit), bool(res.success), str(res.message),
-            vcov_method, time.perf_counter() - t0)
+            dv.evaluations, grid.factorizations, int(res.nit), bool(res.success) and modes_ok,
+            str(res.message) if modes_ok else _NO_MODES, vcov_method, time.perf_counter() - t0)
     fx = _Fixed(grid)
     # start: each model's logit accuracy
     pm = np.clip(k_rows / n_rows, 0.5 / n_rows, 1 - 0.5 / n_rows)
@@ -1047,7 +1069,8 @@ def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates
     max_grad = float(np.max(np.abs(np.where(at_bound, 0.0, gradient))))
     messages, conv, converged = fit_checks(
         design.theta_names, theta, singular, gradient, H, at_bound, optimizer_converged=est.converged,
-        max_grad=max_grad, message=est.message, control=control)
+        max_grad=max_grad, message=est.message, control=control,
+        failures=[est.message] if est.message == _NO_MODES else [])
     optimizer = ("L-BFGS-B over (theta, beta)" if est.kind == "crossed"
                  else "L-BFGS-B over theta, Newton over beta")
     rep = OptimizerReport(

@@ -722,11 +722,12 @@ def _theta_block(ld: LaplaceDeviance, ev: Evaluation, H: np.ndarray, h: float) -
 
 def fit_checks(theta_names: Sequence[str], theta: np.ndarray, singular: bool, gradient: np.ndarray,
                H: np.ndarray | None, at_bound: np.ndarray, *, optimizer_converged: bool,
-               max_grad: float, message: str, control: Any) -> tuple[list[str], list[str], bool]:
+               max_grad: float, message: str, control: Any, failures: Sequence[str] = ()
+               ) -> tuple[list[str], list[str], bool]:
     """lme4's checks at the end of a fit (the boundary message, then ``checkConv``'s gradient and
-    Hessian checks, and the optimiser's own verdict where they pass but the gradient is large),
-    each raised as a warning from the caller's caller: ``(messages, convergence checks,
-    converged)``."""
+    Hessian checks, and the optimiser's own verdict where they pass but the gradient is large) and
+    the ``failures`` a path found itself (messages starting "unable"), each raised as a warning
+    from the caller's caller: ``(messages, convergence checks, converged)``."""
     import warnings
 
     messages: list[str] = []
@@ -737,6 +738,7 @@ def fit_checks(theta_names: Sequence[str], theta: np.ndarray, singular: bool, gr
                       SingularFitWarning, stacklevel=4)
     conv = list(check_convergence(gradient, H, ~at_bound, grad_tol=control.grad_tol,
                                   hess_tol=control.hess_tol))
+    conv += list(failures)
     if not optimizer_converged and not conv and max_grad > control.grad_tol:
         conv.append(f"optimizer stopped: {message}")
     for msg in conv:
