@@ -245,9 +245,10 @@ def test_a_frame_of_kofn_rows_routes_as_the_cbind_fit(formula):
     _same(fit, ref)
 
 
-def test_modes_that_do_not_converge_are_reported(grid, monkeypatch):
+@pytest.mark.parametrize("formula, solver", [(CROSSED, gf._Crossed), (FIXED, gf._Fixed)])
+def test_modes_that_do_not_converge_are_reported(grid, monkeypatch, formula, solver):
     y, _ = grid
-    monkeypatch.setattr(gf._Crossed, "maxit", 1)
+    monkeypatch.setattr(solver, "maxit", 1)
     with pytest.warns(evalmix.errors.ConvergenceWarning, match="conditional modes"):
-        fit = gf.glmer_grid(y)
+        fit = gf.glmer_grid(y, formula)
     assert not fit.converged and any("conditional modes" in m for m in fit.messages)

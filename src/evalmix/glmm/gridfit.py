@@ -523,6 +523,7 @@ class _Fixed:
     """Laplace deviance of ``0 + model + (1|item)``: separable over items given beta."""
 
     tol = 1e-10
+    maxit = 100  # Newton steps of the items' modes
 
     def __init__(self, grid: _Grid):
         self.g = grid
@@ -539,7 +540,8 @@ class _Fixed:
             self.ub = self.ub * (self._t_prev / t)
         self._t_prev = t
         ub = self.ub
-        for _ in range(100):
+        self.mode_converged = False
+        for _ in range(self.maxit):
             c = t * ub
             dev = 0.0
             rr, gr, wvr, wr = (np.zeros(g.ns) for _ in range(4))
@@ -568,6 +570,7 @@ class _Fixed:
             Db = 1.0 + t**2 * wc
             step = (t * rc - ub) / Db
             if float(np.abs(step).max(initial=0.0)) < self.tol:
+                self.mode_converged = True
                 break
             ub = ub + np.clip(step, -3.0, 3.0)
         self.ub = ub
@@ -949,8 +952,8 @@ def _fixed_hessian(fx: _Fixed, t: float, beta: np.ndarray, ub: np.ndarray) -> np
     return H
 
 
-_NO_MODES = ("unable to find the conditional modes at the optimum (the Newton iteration of the modes "
-             f"did not converge in {_Crossed.maxit} steps): the deviance there is not the Laplace one")
+_NO_MODES = ("unable to find the conditional modes at the optimum (their Newton iteration did not "
+             "converge): the deviance there is not the Laplace one")
 
 
 def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
@@ -1030,6 +1033,7 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
     t = float(res.x[0])
     fopt, _, beta = fx.profile(t, state["beta"])
     fopt, gb, gt = fx.evaluate(t, beta)  # the gradient over (theta, beta) at the optimum
+    modes_ok = fx.mode_converged
     ub = fx.ub.copy()
     quant, wr, wc, _ = _cells(grid, beta, t * ub)
     hb = 1.0 / (1.0 + t**2 * wc)  # the items' block of H is diagonal
@@ -1043,8 +1047,8 @@ def _fit(grid: _Grid, kind: str, vcov_method: str) -> _Estimates:
     return _Estimates(
         kind, {"cols": t}, {"cols": ub}, {"cols": hb}, beta, V, ["cols", "beta"],
         np.concatenate([[gt], gb]), H, float(fopt), quant, grid.nobs, fx.evaluations,
-        grid.factorizations, int(res.nit), bool(res.success), str(res.message), vcov_method,
-        time.perf_counter() - t0)
+        grid.factorizations, int(res.nit), bool(res.success) and modes_ok,
+        str(res.message) if modes_ok else _NO_MODES, vcov_method, time.perf_counter() - t0)
 
 
 def _result(formula: str, design: GlmmDesign, spec: GridFormula, est: _Estimates,
