@@ -722,7 +722,7 @@ def _theta_block(ld: LaplaceDeviance, ev: Evaluation, H: np.ndarray, h: float) -
 
 def fit_checks(theta_names: Sequence[str], theta: np.ndarray, singular: bool, gradient: np.ndarray,
                H: np.ndarray | None, at_bound: np.ndarray, *, optimizer_converged: bool,
-               max_grad: float, message: str, control: Any, failures: Sequence[str] = ()
+               max_grad: float, message: str, control: GlmerControl, failures: Sequence[str] = ()
                ) -> tuple[list[str], list[str], bool]:
     """lme4's checks at the end of a fit (the boundary message, then ``checkConv``'s gradient and
     Hessian checks, and the optimiser's own verdict where they pass but the gradient is large) and
