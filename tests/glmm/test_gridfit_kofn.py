@@ -148,7 +148,7 @@ def test_one_trial_a_cell_is_the_01_path_and_a_scalar_is_a_constant_array():
     assert gf.glmer_grid(k, trials=3, as_rows=True).nobs == 3 * k.size
     # the binomial constant: the same fit as the long 0/1 runs, the log-likelihood shifted by
     # sum log C(n, k) (the runs' order within a cell is not seen)
-    const = float((special.gammaln(4) - special.gammaln(k + 1.0) - special.gammaln(4 - k)).sum())
+    const = float((special.gammaln(4.0) - special.gammaln(k + 1.0) - special.gammaln(4.0 - k)).sum())
     assert c.deviance == pytest.approx(-2 * c.loglik, abs=1e-9)
     assert const > 0
     grid = gf._Grid(np.ascontiguousarray(k, dtype=np.uint8), False, 3)
