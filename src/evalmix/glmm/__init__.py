@@ -249,7 +249,7 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
     table counted in its engine, k-of-n cells of which at least half are not empty; with a
     ``trials`` column, one k-of-n row a cell (the ``cbind`` fit: lme4's binomial constant and
     nobs); None otherwise (the rows' path fits)."""
-    from .gridfit import glmer_grid, grid_formula
+    from .gridfit import count_dtype, glmer_grid, grid_formula
 
     spec = grid_formula(formula)
     if spec is None or not isinstance(data, pd.DataFrame):
@@ -275,10 +275,12 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
         return None
     cell = a.codes.astype(np.int64) * nb + b.codes
     yv = y.to_numpy(dtype=np.float64)
-    n = (np.bincount(cell, weights=data[counts].to_numpy(dtype=np.float64), minlength=ns * nb)
-         if counts else np.bincount(cell, minlength=ns * nb).astype(np.float64))
-    if trials and not pushed and np.bincount(cell, minlength=ns * nb).max() > 1:
+    rows = np.bincount(cell, minlength=ns * nb)
+    if trials and not pushed and rows.max() > 1:
         return None  # several count rows a cell: the cbind fit's rows are the rows'
+    n = (np.bincount(cell, weights=data[counts].to_numpy(dtype=np.float64), minlength=ns * nb)
+         if counts else rows.astype(np.float64))
+    del rows
 
     k = np.bincount(cell, weights=yv, minlength=ns * nb)
     del cell
@@ -299,8 +301,7 @@ def _grid_route(formula: str, data: Any, pushed: bool, vcov_method: str,
     else:
         # k-of-n cells (some may be empty) of 0/1 rows: the rows' log-likelihood and number of
         # rows, as _as_rows reports them on the rows' path
-        top = int(n.max())
-        dt = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)
+        dt = count_dtype(int(n.max()))
         fit = glmer_grid(k.astype(dt).reshape(ns, nb), formula, trials=n.astype(dt).reshape(ns, nb),
                          as_rows=pushed, **kw)
     note = (f"fitted on the {ns} x {nb} grid of cells ({size} rows >= control.grid_rows = "

@@ -73,7 +73,7 @@ from .control import DEFAULT_CONTROL, GlmerControl
 from .optimize import fit_checks
 from .result import FittedModel, GlmerResult, varcorr_table
 
-__all__ = ["GridFormula", "glmer_grid", "grid_formula", "simulate_grid"]
+__all__ = ["GridFormula", "count_dtype", "glmer_grid", "grid_formula", "simulate_grid"]
 
 _BLOCK = 1 << 20  # cells formed at a time (8 MB a float64 block; glibc reuses such blocks)
 _dsyrk = sla.blas.dsyrk
@@ -190,8 +190,7 @@ def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd
         if not np.issubdtype(n.dtype, np.integer) or int(n.min(initial=0)) < 0:
             raise ArgumentError("simulate_grid: trials must be non-negative integers")
         top = int(n.max(initial=0))
-        k = np.empty((n_models, n_items), dtype=next(
-            np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max))
+        k = np.empty((n_models, n_items), dtype=count_dtype(top))
         for i in range(0, n_models, block_rows):
             sl = slice(i, min(i + block_rows, n_models))
             p = special.expit((intercept + ability[sl])[:, None] + easiness[None, :])
@@ -209,6 +208,18 @@ def simulate_grid(n_models: int, n_items: int, *, model_sd: float = 1.0, item_sd
         np.multiply(u, lin, out=u)  # u < p  <=>  u (1 + exp(-eta)) < 1
         np.less(u, 1.0, out=y[sl])
     return y, truth
+
+
+def count_dtype(top: int) -> np.dtype:
+    """The smallest unsigned integer dtype that holds counts up to ``top``: how a k-of-n grid keeps
+    its successes and trials (one byte a cell up to 255 trials).
+
+    Examples
+    --------
+    >>> count_dtype(100).name, count_dtype(300).name
+    ('uint8', 'uint16')
+    """
+    return next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)
 
 
 def _row_blocks(ns: int, nb: int) -> Any:
@@ -645,8 +656,7 @@ def _counts(y: np.ndarray, trials: Any) -> tuple[np.ndarray, Any]:
             nv = n if np.ndim(n) == 0 else nb_[s, b]
             raise DataError(f"glmer_grid: each cell needs 0 <= k <= n successes of n trials; model row "
                             f"{sl.start + s}, item column {b} holds k = {kb[s, b]} of n = {nv}")
-    dt = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
-              if top <= np.iinfo(t).max)
+    dt = count_dtype(top)
     y = np.ascontiguousarray(y, dtype=dt)
     if np.ndim(n):
         n = np.ascontiguousarray(n, dtype=dt)
